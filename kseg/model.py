@@ -1,0 +1,213 @@
+"""Typed, immutable objects that decoding yields and encoding takes.
+
+``Batch`` is a frozen dataclass (one per batch: cost does not matter).
+``Record`` and ``Header`` are NamedTuples: equally immutable and typed, but
+built with ``tuple.__new__`` on the hot path, several times cheaper than a
+frozen dataclass's ``__init__`` when a segment holds millions of records.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from crc32c import crc32c
+
+from .formats.attributes import (
+    CODEC_MASK,
+    CODEC_NAMES,
+    CODEC_PLUGIN,
+    CONTROL_MASK,
+    DELETE_HORIZON_MASK,
+    NO_SEQUENCE,
+    PLUGIN_ID_MASK,
+    PLUGIN_ID_SHIFT,
+    TIMESTAMP_TYPE_NAMES,
+    TRANSACTIONAL_MASK,
+)
+from .formats.message_v0v1 import CRC_START as LEGACY_CRC_START
+from .formats.record_batch_v2 import CRC_START as V2_CRC_START
+
+INT32_MAX = 0x7FFFFFFF
+
+
+class Header(NamedTuple):
+    """A v2 record header: the key is text, the value bytes or None."""
+
+    key: str
+    value: bytes | None
+
+
+class Record(NamedTuple):
+    """One record (a v2 record, or a v0/v1 message), with its absolute offset.
+
+    ``timestamp`` is the effective one (LogAppendTime batches impose theirs);
+    ``stored_timestamp`` is what the record itself carries, kept so that a
+    batch can be rebuilt byte for byte. ``crc`` is the stored CRC of a legacy
+    message (None for v2 records).
+    """
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...]
+    stored_timestamp: int
+    attributes: int
+    magic: int
+    crc: int | None
+
+
+def make_record(
+    offset: int,
+    timestamp: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: tuple[Header, ...] | list[tuple[str, bytes | None]] = (),
+    *,
+    stored_timestamp: int | None = None,
+    attributes: int = 0,
+    magic: int = 2,
+) -> Record:
+    """Convenience constructor for building batches by hand."""
+    hdrs = tuple(h if isinstance(h, Header) else Header(*h) for h in headers)
+    return Record(
+        offset,
+        timestamp,
+        key,
+        value,
+        hdrs,
+        timestamp if stored_timestamp is None else stored_timestamp,
+        attributes,
+        magic,
+        None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """One top-level entry of a .log file: a v2 batch or a v0/v1 message (maybe a wrapper).
+
+    Offsets: for v2, ``offset`` is baseOffset; for legacy entries it is the
+    stored message offset, which for a compressed wrapper is the last inner offset.
+    """
+
+    position: int
+    size: int
+    magic: int
+    offset: int
+    crc: int
+    attributes: int
+    timestamp: int  # v2: maxTimestamp; v1: the message timestamp; v0: -1
+    raw: memoryview = field(repr=False, compare=False)
+    # v2 only (None on legacy entries)
+    partition_leader_epoch: int | None = None
+    last_offset_delta: int | None = None
+    base_timestamp: int | None = None
+    producer_id: int | None = None
+    producer_epoch: int | None = None
+    base_sequence: int | None = None
+    record_count: int | None = None
+
+    # --- derived facts -------------------------------------------------
+    @property
+    def is_v2(self) -> bool:
+        return self.magic >= 2
+
+    @property
+    def codec(self) -> int:
+        return self.attributes & CODEC_MASK
+
+    @property
+    def plugin_id(self) -> int | None:
+        if self.magic >= 2 and self.codec == CODEC_PLUGIN:
+            return (self.attributes & PLUGIN_ID_MASK) >> PLUGIN_ID_SHIFT
+        return None
+
+    @property
+    def codec_name(self) -> str:
+        name = CODEC_NAMES.get(self.codec)
+        if name is not None:
+            return name
+        if self.plugin_id is not None:
+            from .codecs import plugin_alias  # late: plugins are optional
+
+            alias = plugin_alias(self.plugin_id)
+            return f"plugin:{alias}" if alias else f"plugin:{self.plugin_id}"
+        return f"unknown({self.codec})"
+
+    @property
+    def is_compressed(self) -> bool:
+        return self.codec != 0
+
+    @property
+    def timestamp_type(self) -> int:
+        """-1 NoTimestampType (v0), 0 CreateTime, 1 LogAppendTime."""
+        if self.magic == 0:
+            return -1
+        return (self.attributes >> 3) & 1
+
+    @property
+    def timestamp_type_name(self) -> str:
+        return TIMESTAMP_TYPE_NAMES[self.timestamp_type]
+
+    @property
+    def max_timestamp(self) -> int:
+        return self.timestamp
+
+    @property
+    def is_transactional(self) -> bool:
+        return self.magic >= 2 and bool(self.attributes & TRANSACTIONAL_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return self.magic >= 2 and bool(self.attributes & CONTROL_MASK)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return self.magic >= 2 and bool(self.attributes & DELETE_HORIZON_MASK)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        return self.base_timestamp if self.has_delete_horizon else None
+
+    @property
+    def last_offset(self) -> int:
+        if self.magic >= 2:
+            return self.offset + self.last_offset_delta  # type: ignore[operator]
+        return self.offset
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+    @property
+    def last_sequence(self) -> int:
+        """baseSequence + lastOffsetDelta, wrapping past int32 max to 0 (spec §3.1)."""
+        if self.base_sequence is None or self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return _add_sequence(self.base_sequence, self.last_offset_delta or 0)
+
+    def computed_crc(self) -> int:
+        """The CRC of the stored bytes: CRC-32C (v2) or CRC-32 (v0/v1)."""
+        if self.magic >= 2:
+            return crc32c(self.raw[V2_CRC_START:])
+        return zlib.crc32(self.raw[LEGACY_CRC_START:])
+
+    @property
+    def crc_valid(self) -> bool:
+        return self.computed_crc() == self.crc
+
+
+def _add_sequence(base: int, delta: int) -> int:
+    if base > INT32_MAX - delta:
+        return delta - (INT32_MAX - base) - 1
+    return base + delta
+
+
+def record_sequence(batch: Batch, record: Record) -> int:
+    """A v2 record's sequence: baseSequence + offsetDelta with the int32 wrap, or -1."""
+    if batch.base_sequence is None or batch.base_sequence == NO_SEQUENCE:
+        return NO_SEQUENCE
+    return _add_sequence(batch.base_sequence, record.offset - batch.offset)

@@ -1,0 +1,76 @@
+"""From a batch to its records: picks the codec, decompresses (bounded), decodes.
+
+This is the one place that joins ``decode`` (bytes -> objects) with ``codecs``
+(bytes -> bytes), and the one place that maps an error inside a batch back to
+a byte position in the file.
+"""
+
+from __future__ import annotations
+
+from .codecs import DEFAULT_MAX_DECOMPRESSED_BYTES, get_codec
+from .decode import (
+    decode_legacy_wrapper,
+    decode_v2_records,
+    effective_log_append_time,
+    legacy_record,
+    legacy_value_region,
+    records_region,
+)
+from .errors import CorruptBatchError, KsegError
+from .formats.attributes import CODEC_PLUGIN
+from .formats.record_batch_v2 import RECORD_BATCH_OVERHEAD
+from .model import Batch, Record
+
+
+def codec_for(batch: Batch):
+    """The codec object that decodes this batch's payload (built-in or plugin)."""
+    if batch.magic >= 2 and batch.codec == CODEC_PLUGIN:
+        from .codecs import plugin_codec
+
+        return plugin_codec(batch.plugin_id)
+    return get_codec(batch.codec)
+
+
+def decompress_payload(batch: Batch, payload: bytes | memoryview, limit: int) -> bytes:
+    try:
+        return codec_for(batch).decompress(payload, magic=batch.magic, limit=limit)
+    except KsegError as e:
+        e.position = None  # a position inside the compressed stream means little to a user
+        raise e.located(position=batch.position, where=f"{batch.codec_name} payload")
+
+
+def payload_bytes(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> tuple[bytes, bool]:
+    """The records bytes (v2) or inner message set (legacy wrapper), decompressed; and
+    whether they were compressed. Legacy uncompressed messages have no payload."""
+    if batch.magic >= 2:
+        region = records_region(batch)
+        if batch.codec == 0:
+            return bytes(region), False
+        return decompress_payload(batch, region, limit), True
+    _, value = legacy_value_region(batch)
+    if value is None:
+        raise CorruptBatchError("compressed wrapper has a null value", position=batch.position)
+    return decompress_payload(batch, value, limit), True
+
+
+def batch_records(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> list[Record]:
+    """Every record of a batch with absolute offsets and effective timestamps."""
+    if batch.magic < 2 and batch.codec == 0:
+        try:
+            return [legacy_record(batch, batch.offset, batch.timestamp)]
+        except KsegError as e:
+            raise e.shift(batch.position)
+    data, compressed = payload_bytes(batch, limit=limit)
+    try:
+        if batch.magic >= 2:
+            return decode_v2_records(
+                data, batch.offset, batch.base_timestamp, batch.record_count, effective_log_append_time(batch)
+            )
+        return decode_legacy_wrapper(batch, data)
+    except KsegError as e:
+        if compressed:
+            inner = f"byte {e.position} of the decompressed payload" if e.position is not None else None
+            e.where = ", ".join(x for x in (e.where, inner) if x)
+            e.position = batch.position
+            raise
+        raise e.shift(batch.position + RECORD_BATCH_OVERHEAD)

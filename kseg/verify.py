@@ -1,0 +1,313 @@
+"""The ``verify`` operation: every check the bytes allow, every problem reported.
+
+Returns a report (data); the CLI renders it. ``quick`` checks framing and CRCs
+only (the broker's own check); the default also decompresses and checks
+every record. Errors make the data bad (exit 1); notes are facts worth
+knowing that Kafka accepts (offset holes after compaction, preallocated
+index tails).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from .codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
+from .control import control_info
+from .errors import InputError, KsegError, TruncatedError
+from .formats.attributes import CODEC_MASK, CREATE_TIME, PLUGIN_ID_MASK, CODEC_PLUGIN
+from .model import Batch, Record
+from .records import batch_records
+from .segment import Segment, base_offset_of, log_dir_partitions, partition_segments
+
+ERROR = "error"
+NOTE = "note"
+MAX_NOTES_PER_KIND = 20
+# Attribute bits no format defines (v2: bit 7 and 12-15; bits 8-11 are kseg's plugin id).
+V2_UNDEFINED_BITS = 0xF080
+
+
+@dataclass(frozen=True)
+class Problem:
+    severity: str
+    check: str
+    file: str
+    position: int | None
+    message: str
+    expected: Any = None
+    found: Any = None
+    where: str | None = None
+
+    def __str__(self) -> str:
+        head = f"{self.file}:"
+        if self.position is not None:
+            head += f" at byte {self.position}"
+        if self.where:
+            head += f" ({self.where})"
+        text = f"{head}: {self.message}"
+        if self.expected is not None or self.found is not None:
+            text += f": expected {self.expected}, found {self.found}"
+        return text
+
+    def as_json(self) -> dict:
+        return {k: v for k, v in asdict(self).items()}
+
+
+@dataclass
+class FileReport:
+    path: str
+    kind: str = "log"
+    batches: int = 0
+    records: int = 0
+    bytes: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    suppressed_notes: int = 0
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == ERROR]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+@dataclass
+class VerifyReport:
+    files: list[FileReport] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(f.ok for f in self.files)
+
+    @property
+    def error_count(self) -> int:
+        return sum(len(f.errors) for f in self.files)
+
+
+class _Collector:
+    def __init__(self, report: FileReport):
+        self.report = report
+        self._note_counts: dict[str, int] = {}
+
+    def error(self, check: str, position: int | None, message: str, **kw: Any) -> None:
+        self.report.problems.append(Problem(ERROR, check, self.report.path, position, message, **kw))
+
+    def note(self, check: str, position: int | None, message: str, **kw: Any) -> None:
+        n = self._note_counts.get(check, 0) + 1
+        self._note_counts[check] = n
+        if n > MAX_NOTES_PER_KIND:
+            self.report.suppressed_notes += 1
+            return
+        self.report.problems.append(Problem(NOTE, check, self.report.path, position, message, **kw))
+
+    def from_error(self, check: str, e: KsegError) -> None:
+        self.error(check, e.position, e.message, expected=e.expected, found=e.found, where=e.where)
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    quick: bool = False
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+    check_indexes: bool = True
+
+
+def verify_paths(
+    paths: Iterable[str | Path],
+    options: VerifyOptions = VerifyOptions(),
+    progress: Callable[[str], None] | None = None,
+) -> VerifyReport:
+    """Verify files, partition folders and log directories; offsets are checked across
+    the segments of one partition."""
+    report = VerifyReport()
+    for group in _groups(paths):
+        last_offset: int | None = None
+        for path in group:
+            if progress:
+                progress(str(path))
+            if path.suffix in (".log", ".checkpoint"):
+                fr, last_offset = verify_log(path, options, last_offset)
+            else:
+                fr = verify_companion_file(path)
+            report.files.append(fr)
+    return report
+
+
+def _groups(paths: Iterable[str | Path]) -> list[list[Path]]:
+    groups: list[list[Path]] = []
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists():
+            raise InputError("no such file or directory", file=str(p))
+        if p.is_file():
+            groups.append([p])
+            continue
+        segs = partition_segments(p)
+        if segs:
+            groups.append(segs)
+            continue
+        parts = log_dir_partitions(p)
+        if not parts:
+            raise InputError("no segment files found (expected .log files or <topic>-<n> folders)", file=str(p))
+        groups.extend(part.segment_paths for part in parts)
+    return groups
+
+
+def verify_companion_file(path: Path) -> FileReport:
+    fr = FileReport(str(path), kind=path.suffix.lstrip(".") or "unknown")
+    from .index_check import check_standalone
+
+    for f in check_standalone(path):
+        fr.problems.append(Problem(f.severity, "index", f.file, f.position, f.message, f.expected, f.found))
+    return fr
+
+
+def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None) -> tuple[FileReport, int | None]:
+    """Check one .log file; ``prev_last`` is the last offset of the partition's previous segment."""
+    fr = FileReport(str(path))
+    c = _Collector(fr)
+    seg = Segment(path)
+    name_base = base_offset_of(path) if path.suffix == ".log" else None
+    summaries: list[tuple[int, int, int, int, int]] = []
+    controls: list[tuple[int, int | None]] = []
+    last = prev_last
+    try:
+        for batch in seg.batches():
+            fr.batches += 1
+            fr.bytes += batch.size
+            _check_header(c, batch)
+            first = batch.offset
+            if not options.quick:
+                records = _check_records(c, batch, options)
+                if records is not None:
+                    fr.records += len(records)
+                    if records and batch.magic < 2:
+                        first = records[0].offset
+                    if batch.is_control and records:
+                        try:
+                            controls.append((batch.last_offset, control_info(records[0]).type_id))
+                        except KsegError:
+                            controls.append((batch.last_offset, None))
+            else:
+                fr.records += batch.record_count if batch.magic >= 2 else 1
+            if name_base is not None and first < name_base:
+                c.error("offsets", batch.position, "offset below the segment's base offset (from its name)",
+                        expected=f">= {name_base}", found=first)
+            if last is not None:
+                if first <= last:
+                    c.error("offsets", batch.position, "offsets do not increase",
+                            expected=f"> {last}", found=first)
+                elif first != last + 1:
+                    c.note("offsets", batch.position, "non-consecutive offsets", expected=last + 1, found=first)
+            last = max(batch.last_offset, last) if last is not None else batch.last_offset
+            summaries.append((batch.position, first, batch.last_offset, batch.timestamp, batch.size))
+    except KsegError as e:  # unreadable file
+        c.from_error("read", e)
+        return fr, last
+    if seg.tail is not None:
+        t = seg.tail
+        if isinstance(t.error, TruncatedError):
+            c.error("truncated", t.position, f"{t.length} bytes at the end do not form a complete batch "
+                    f"({t.error.message})", expected=t.error.expected, found=t.error.found)
+        else:
+            c.error("framing", t.error.position, t.error.message + f"; {t.length} bytes from byte {t.position} unread",
+                    expected=t.error.expected, found=t.error.found)
+    if options.check_indexes and path.suffix == ".log":
+        _check_companions(c, path, summaries, controls, seg)
+    return fr, last
+
+
+def _check_header(c: _Collector, b: Batch) -> None:
+    if not b.crc_valid:
+        c.error("crc", b.position, "crc mismatch", expected=f"{b.computed_crc():#010x} (computed over the bytes)",
+                found=f"{b.crc:#010x} (stored)")
+    if b.magic >= 2:
+        if b.last_offset_delta < 0:
+            c.error("batch", b.position, "negative lastOffsetDelta", found=b.last_offset_delta)
+        if b.record_count < 0 or b.record_count > b.last_offset_delta + 1:
+            c.error("batch", b.position, "record count does not fit the offset range",
+                    expected=f"0..{b.last_offset_delta + 1}", found=b.record_count)
+        undefined = b.attributes & V2_UNDEFINED_BITS
+        if undefined:
+            c.note("attributes", b.position + 21, "undefined attribute bits set", found=f"{undefined:#06x}")
+        if b.codec != CODEC_PLUGIN and b.attributes & PLUGIN_ID_MASK:
+            c.note("attributes", b.position + 21, "plugin id bits set on a non-plugin codec",
+                   found=f"{b.attributes:#06x}")
+    elif b.attributes & ~0x0F:
+        c.note("attributes", b.position + 17, "undefined attribute bits set", found=f"{b.attributes:#04x}")
+
+
+def _check_records(c: _Collector, b: Batch, options: VerifyOptions) -> list[Record] | None:
+    try:
+        records = batch_records(b, limit=options.max_decompressed_bytes)
+    except KsegError as e:
+        c.from_error("records", e)
+        return None
+    if b.magic >= 2:
+        _check_v2_records(c, b, records)
+    elif b.attributes & CODEC_MASK:
+        _check_wrapper(c, b, records)
+    return records
+
+
+def _check_v2_records(c: _Collector, b: Batch, records: list[Record]) -> None:
+    lod = b.last_offset_delta
+    base = b.offset
+    prev = base - 1
+    max_ts = None
+    for i, r in enumerate(records):
+        o = r[0]
+        if o <= prev or o - base > lod:
+            c.error("records", b.position, "record offset out of order or outside the batch",
+                    expected=f"{prev + 1}..{base + lod}", found=o, where=f"record {i}")
+            break
+        prev = o
+        ts = r[5]
+        if max_ts is None or ts > max_ts:
+            max_ts = ts
+    if b.is_control:
+        if len(records) != 1:
+            c.error("control", b.position, "control batch must hold exactly one record", found=len(records))
+        elif records:
+            try:
+                info = control_info(records[0])
+                if info.is_txn_marker and not b.is_transactional:
+                    c.error("control", b.position, "transaction marker in a non-transactional batch")
+            except KsegError as e:
+                c.from_error("control", e.located(position=b.position))
+    if records and b.timestamp_type == CREATE_TIME and max_ts != b.timestamp:
+        c.error("timestamps", b.position, "maxTimestamp is not the largest record timestamp",
+                expected=max_ts, found=b.timestamp)
+
+
+def _check_wrapper(c: _Collector, b: Batch, records: list[Record]) -> None:
+    from .encode import legacy_message_crc
+
+    for i, r in enumerate(records):
+        if legacy_message_crc(r) != r.crc:
+            c.error("crc", b.position, "inner message crc mismatch", where=f"inner message {i}",
+                    expected=f"{legacy_message_crc(r):#010x} (computed)", found=f"{r.crc:#010x} (stored)")
+        if r.magic != b.magic:
+            c.note("records", b.position, "inner message magic differs from the wrapper's",
+                   expected=b.magic, found=r.magic, where=f"inner message {i}")
+    offsets = [r.offset for r in records]
+    if any(x >= y for x, y in zip(offsets, offsets[1:])):
+        c.error("records", b.position, "inner offsets do not increase", found=offsets[:10])
+    elif offsets[-1] - offsets[0] + 1 != len(offsets):
+        c.note("offsets", b.position, "holes in the inner offsets (normal after compaction)",
+               found=f"{len(offsets)} messages over offsets {offsets[0]}..{offsets[-1]}")
+    if b.magic == 1 and b.timestamp_type == CREATE_TIME:
+        mx = max(r.stored_timestamp for r in records)
+        if mx != b.timestamp:
+            c.note("timestamps", b.position, "wrapper timestamp is not the max inner timestamp "
+                   "(librdkafka writes the first)", expected=mx, found=b.timestamp)
+
+
+def _check_companions(c, path: Path, summaries, controls, seg: Segment) -> None:
+    try:
+        from .index_check import check_segment_companions
+    except ImportError:  # pragma: no cover
+        return
+    for f in check_segment_companions(path, summaries, controls, seg.size):
+        c.report.problems.append(Problem(f.severity, "index", f.file, f.position, f.message, f.expected, f.found))
