@@ -22,6 +22,9 @@ from .model import Batch, Header, Record
 _PREFIX = LOG_ENTRY_PREFIX.struct
 _V2 = BATCH_V2_HEADER.struct
 _I32 = LENGTH_I32.struct
+_V0 = MESSAGE_HEADER[0].struct
+_V1 = MESSAGE_HEADER[1].struct
+_new = tuple.__new__
 _MIN_SIZE = {0: RECORD_OVERHEAD_V0, 1: RECORD_OVERHEAD_V1, 2: BATCH_LENGTH_MIN}
 
 # A function that turns (codec id, payload, magic, batch) into decompressed bytes.
@@ -102,10 +105,15 @@ def _make_batch(mv: memoryview, pos: int, total: int, magic: int, base: int) -> 
     raw = mv[pos : pos + total]
     if magic >= 2:
         (off, _, ple, _, crc, attrs, lod, base_ts, max_ts, pid, pepoch, bseq, count) = _V2.unpack_from(raw)
-        return Batch(base + pos, total, magic, off, crc, attrs, max_ts, raw, ple, lod, base_ts, pid, pepoch, bseq, count)
-    fields = MESSAGE_HEADER[magic].struct.unpack_from(raw)
-    ts = fields[5] if magic == 1 else -1
-    return Batch(base + pos, total, magic, fields[0], fields[2], fields[4] & 0xFF, ts, raw)
+        return _new(Batch, (base + pos, total, magic, off, crc, attrs, max_ts, raw,
+                            ple, lod, base_ts, pid, pepoch, bseq, count))
+    if magic == 1:
+        off, _, crc, _, attrs, ts = _V1.unpack_from(raw)
+    else:
+        off, _, crc, _, attrs = _V0.unpack_from(raw)
+        ts = -1
+    return _new(Batch, (base + pos, total, magic, off, crc, attrs & 0xFF, ts, raw,
+                        None, None, None, None, None, None, None))
 
 
 # --------------------------------------------------------------------------- varints

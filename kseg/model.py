@@ -1,15 +1,14 @@
 """Typed, immutable objects that decoding yields and encoding takes.
 
-``Batch`` is a frozen dataclass (one per batch: cost does not matter).
-``Record`` and ``Header`` are NamedTuples: equally immutable and typed, but
-built with ``tuple.__new__`` on the hot path, several times cheaper than a
-frozen dataclass's ``__init__`` when a segment holds millions of records.
+``Batch``, ``Record`` and ``Header`` are NamedTuples rather than frozen
+dataclasses: just as immutable and typed, but built with ``tuple.__new__`` on
+the hot path, which is several times cheaper than a frozen dataclass's
+``__init__`` (legacy segments hold one "batch" per message, millions of them).
 """
 
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from crc32c import crc32c
@@ -85,12 +84,12 @@ def make_record(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Batch:
+class Batch(NamedTuple):
     """One top-level entry of a .log file: a v2 batch or a v0/v1 message (maybe a wrapper).
 
     Offsets: for v2, ``offset`` is baseOffset; for legacy entries it is the
     stored message offset, which for a compressed wrapper is the last inner offset.
+    ``raw`` is the whole entry (framing included) as stored.
     """
 
     position: int
@@ -100,7 +99,7 @@ class Batch:
     crc: int
     attributes: int
     timestamp: int  # v2: maxTimestamp; v1: the message timestamp; v0: -1
-    raw: memoryview = field(repr=False, compare=False)
+    raw: memoryview
     # v2 only (None on legacy entries)
     partition_leader_epoch: int | None = None
     last_offset_delta: int | None = None

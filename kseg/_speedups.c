@@ -1,0 +1,305 @@
+/*
+ * Optional accelerator for kseg's hot loops. Every function here has a
+ * pure-Python twin in kseg/decode.py, which is the reference: a test feeds
+ * both the fixtures, the real segments and random bytes and requires the same
+ * results and the same errors (kind and byte position). If this module is not
+ * built, kseg runs the Python twins.
+ *
+ * Errors are raised as _speedups.DecodeError(kind, message, position, index,
+ * expected, found); kseg/fast.py turns them into kseg errors.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+static PyObject *DecodeError;
+
+static PyObject *
+fail(const char *kind, const char *message, Py_ssize_t position, Py_ssize_t index,
+     PyObject *expected, PyObject *found)
+{
+    PyObject *args;
+    if (expected == NULL) { expected = Py_None; Py_INCREF(Py_None); }
+    if (found == NULL) { found = Py_None; Py_INCREF(Py_None); }
+    args = Py_BuildValue("(ssnnNN)", kind, message, position, index, expected, found);
+    if (args) {
+        PyErr_SetObject(DecodeError, args);
+        Py_DECREF(args);
+    }
+    return NULL;
+}
+
+/* Unsigned LEB128; returns 0 on success, 1 = too long, 2 = past the end. */
+static inline int
+uvarint(const unsigned char *p, Py_ssize_t end, Py_ssize_t *pos, int max_bytes, uint64_t *out)
+{
+    uint64_t value = 0;
+    int shift = 0;
+    Py_ssize_t i = *pos;
+    for (int n = 0; n < max_bytes; n++) {
+        if (i >= end) { *pos = i; return 2; }
+        unsigned char b = p[i++];
+        value |= (uint64_t)(b & 0x7F) << shift;
+        if (b < 0x80) { *pos = i; *out = value; return 0; }
+        shift += 7;
+    }
+    return 1;
+}
+
+static inline int64_t
+zigzag(uint64_t u)
+{
+    return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+}
+
+#define READ(maxb, dst)                                                        \
+    do {                                                                       \
+        Py_ssize_t at_ = pos;                                                  \
+        uint64_t u_;                                                           \
+        int rc_ = uvarint(p, end, &pos, (maxb), &u_);                          \
+        if (rc_ == 1) {                                                        \
+            fail("varint", "varint too long", at_, i,                          \
+                 PyUnicode_FromFormat("at most %d bytes", (maxb)),             \
+                 PyUnicode_FromFormat("more than %d", (maxb)));                \
+            goto error;                                                        \
+        }                                                                      \
+        if (rc_ == 2) {                                                        \
+            fail("corrupt", "record runs past the end of the records", pos, i, \
+                 NULL, NULL);                                                  \
+            goto error;                                                        \
+        }                                                                      \
+        dst = zigzag(u_);                                                      \
+    } while (0)
+
+/* An instance of a tuple subclass (a NamedTuple), allocated as tuple.__new__ does. */
+static inline PyObject *
+new_tuple(PyObject *type, Py_ssize_t n)
+{
+    return ((PyTypeObject *)type)->tp_alloc((PyTypeObject *)type, n);
+}
+
+static PyObject *
+nullable(const unsigned char *p, Py_ssize_t *pos, int64_t len)
+{
+    if (len < 0) { Py_RETURN_NONE; }
+    PyObject *b = PyBytes_FromStringAndSize((const char *)p + *pos, (Py_ssize_t)len);
+    *pos += (Py_ssize_t)len;
+    return b;
+}
+
+/*
+ * decode_v2(data, base_offset, base_timestamp, count, log_append_time, record_type, header_type)
+ *   -> list of records, or, with record_type None, a summary tuple
+ *      (max_stored_timestamp or None, offsets_in_order, min_delta, max_delta)
+ *      computed without building any object (the verify path).
+ */
+static PyObject *
+decode_v2(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    long long base_offset, base_ts;
+    Py_ssize_t count;
+    PyObject *lat_obj, *record_type, *header_type;
+    if (!PyArg_ParseTuple(args, "y*LLnOOO", &view, &base_offset, &base_ts, &count, &lat_obj,
+                          &record_type, &header_type))
+        return NULL;
+    const unsigned char *p = (const unsigned char *)view.buf;
+    Py_ssize_t end = view.len, pos = 0, i = 0;
+    int materialize = record_type != Py_None;
+    int has_lat = lat_obj != Py_None;
+    long long lat = 0;
+    PyObject *out = NULL, *empty = NULL, *two = NULL;
+    int64_t max_ts = 0, min_delta = 0, max_delta = 0, prev_delta = -1;
+    int have_ts = 0, ordered = 1;
+
+    if (has_lat) {
+        lat = PyLong_AsLongLong(lat_obj);
+        if (lat == -1 && PyErr_Occurred()) goto error;
+    }
+    if (count < 0) {
+        fail("corrupt", "negative record count", -1, -1, PyUnicode_FromString(">= 0"),
+             PyLong_FromSsize_t(count));
+        goto error;
+    }
+    if (materialize) {
+        out = PyList_New(0);
+        empty = PyTuple_New(0);
+        two = PyLong_FromLong(2);
+        if (!out || !empty || !two) goto error;
+    }
+    for (i = 0; i < count; i++) {
+        Py_ssize_t start = pos;
+        int64_t length, ts_delta, off_delta, klen, vlen, hcount;
+        READ(5, length);
+        if (length < 0) {
+            fail("corrupt", "negative record length", start, i, NULL, PyLong_FromLongLong(length));
+            goto error;
+        }
+        Py_ssize_t rec_end = pos + (Py_ssize_t)length;
+        if (rec_end > end) {
+            fail("corrupt", "record runs past the end of the records", start, i,
+                 PyUnicode_FromFormat("<= %zd bytes", end - pos),
+                 PyUnicode_FromFormat("%lld bytes", (long long)length));
+            goto error;
+        }
+        if (pos >= end) {
+            fail("corrupt", "record runs past the end of the records", pos, i, NULL, NULL);
+            goto error;
+        }
+        unsigned char attrs = p[pos++];
+        READ(10, ts_delta);
+        READ(5, off_delta);
+        READ(5, klen);
+        if (klen < -1) {
+            fail("corrupt", "invalid key length", pos, i, NULL, PyLong_FromLongLong(klen));
+            goto error;
+        }
+        Py_ssize_t key_at = pos;
+        if (klen > 0) pos += (Py_ssize_t)klen;
+        if (pos > end) {
+            fail("corrupt", "record runs past the end of the records", pos, i, NULL, NULL);
+            goto error;
+        }
+        READ(5, vlen);
+        if (vlen < -1) {
+            fail("corrupt", "invalid value length", pos, i, NULL, PyLong_FromLongLong(vlen));
+            goto error;
+        }
+        Py_ssize_t value_at = pos;
+        if (vlen > 0) pos += (Py_ssize_t)vlen;
+        if (pos > end) {
+            fail("corrupt", "record runs past the end of the records", pos, i, NULL, NULL);
+            goto error;
+        }
+        PyObject *headers = NULL;
+        if (pos < end && p[pos] == 0) {
+            pos++;
+            if (materialize) { headers = empty; Py_INCREF(empty); }
+        } else {
+            Py_ssize_t hc_at = pos;
+            READ(5, hcount);
+            if (hcount < 0 || hcount > rec_end - pos) {
+                fail("corrupt", "invalid header count", hc_at + (pos - hc_at), i,
+                     PyUnicode_FromFormat("0..%zd", rec_end - pos), PyLong_FromLongLong(hcount));
+                goto error;
+            }
+            if (materialize) {
+                headers = PyTuple_New((Py_ssize_t)hcount);
+                if (!headers) goto error;
+            }
+            for (int64_t h = 0; h < hcount; h++) {
+                int64_t hk, hv;
+                READ(5, hk);
+                if (hk < 0) {
+                    Py_XDECREF(headers);
+                    fail("corrupt", "header key is null or negative", pos, i,
+                         PyUnicode_FromString(">= 0"), PyLong_FromLongLong(hk));
+                    goto error;
+                }
+                if (pos + hk > rec_end) {
+                    Py_XDECREF(headers);
+                    fail("corrupt", "header key runs past its record", pos, i, NULL, NULL);
+                    goto error;
+                }
+                Py_ssize_t hk_at = pos;
+                pos += (Py_ssize_t)hk;
+                READ(5, hv);
+                if (hv < -1) {
+                    Py_XDECREF(headers);
+                    fail("corrupt", "invalid header value length", pos, i, NULL, PyLong_FromLongLong(hv));
+                    goto error;
+                }
+                if (hv >= 0 && pos + hv > rec_end) {
+                    Py_XDECREF(headers);
+                    fail("corrupt", "header value runs past its record", pos, i, NULL, NULL);
+                    goto error;
+                }
+                if (materialize) {
+                    PyObject *k = PyUnicode_DecodeUTF8((const char *)p + hk_at, (Py_ssize_t)hk, "surrogateescape");
+                    PyObject *v = nullable(p, &pos, hv);
+                    PyObject *pair = (k && v) ? new_tuple(header_type, 2) : NULL;
+                    if (!pair) { Py_XDECREF(k); Py_XDECREF(v); Py_DECREF(headers); goto error; }
+                    PyTuple_SET_ITEM(pair, 0, k);
+                    PyTuple_SET_ITEM(pair, 1, v);
+                    PyTuple_SET_ITEM(headers, (Py_ssize_t)h, pair);
+                } else if (hv > 0) {
+                    pos += (Py_ssize_t)hv;
+                }
+            }
+        }
+        if (pos != rec_end) {
+            Py_XDECREF(headers);
+            fail("corrupt", "record length does not match its fields", start, i,
+                 PyUnicode_FromFormat("record to end at byte %zd", rec_end),
+                 PyUnicode_FromFormat("fields end at byte %zd", pos));
+            goto error;
+        }
+        int64_t ts = base_ts + ts_delta;
+        if (materialize) {
+            PyObject *rec = new_tuple(record_type, 9);
+            if (!rec) { Py_DECREF(headers); goto error; }
+            PyObject *key = klen < 0 ? (Py_INCREF(Py_None), Py_None)
+                                     : PyBytes_FromStringAndSize((const char *)p + key_at, (Py_ssize_t)klen);
+            PyObject *value = vlen < 0 ? (Py_INCREF(Py_None), Py_None)
+                                       : PyBytes_FromStringAndSize((const char *)p + value_at, (Py_ssize_t)vlen);
+            PyTuple_SET_ITEM(rec, 0, PyLong_FromLongLong(base_offset + off_delta));
+            PyTuple_SET_ITEM(rec, 1, PyLong_FromLongLong(has_lat ? lat : ts));
+            PyTuple_SET_ITEM(rec, 2, key);
+            PyTuple_SET_ITEM(rec, 3, value);
+            PyTuple_SET_ITEM(rec, 4, headers);
+            PyTuple_SET_ITEM(rec, 5, PyLong_FromLongLong(ts));
+            PyTuple_SET_ITEM(rec, 6, PyLong_FromLong(attrs));
+            Py_INCREF(two);
+            PyTuple_SET_ITEM(rec, 7, two);
+            Py_INCREF(Py_None);
+            PyTuple_SET_ITEM(rec, 8, Py_None);
+            if (PyList_Append(out, rec) < 0) { Py_DECREF(rec); goto error; }
+            Py_DECREF(rec);
+        } else {
+            if (!have_ts || ts > max_ts) max_ts = ts;
+            if (!have_ts) { min_delta = max_delta = off_delta; }
+            if (off_delta <= prev_delta) ordered = 0;
+            if (off_delta < min_delta) min_delta = off_delta;
+            if (off_delta > max_delta) max_delta = off_delta;
+            prev_delta = off_delta;
+            have_ts = 1;
+        }
+    }
+    if (pos != end) {
+        fail("corrupt", "records still remaining after the declared record count", pos, -1,
+             PyUnicode_FromFormat("%zd records using %zd bytes", count, pos),
+             PyUnicode_FromFormat("%zd more bytes", end - pos));
+        goto error;
+    }
+    PyBuffer_Release(&view);
+    Py_XDECREF(empty);
+    Py_XDECREF(two);
+    if (materialize) return out;
+    if (!have_ts) return Py_BuildValue("(OOLL)", Py_None, Py_True, (long long)0, (long long)0);
+    return Py_BuildValue("(LOLL)", (long long)max_ts, ordered ? Py_True : Py_False,
+                         (long long)min_delta, (long long)max_delta);
+error:
+    PyBuffer_Release(&view);
+    Py_XDECREF(out);
+    Py_XDECREF(empty);
+    Py_XDECREF(two);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"decode_v2", decode_v2, METH_VARARGS, "Decode (or, with record_type None, check) v2 records."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speedups", NULL, -1, methods};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    DecodeError = PyErr_NewException("kseg._speedups.DecodeError", PyExc_ValueError, NULL);
+    if (!DecodeError || PyModule_AddObject(m, "DecodeError", DecodeError) < 0) return NULL;
+    Py_INCREF(DecodeError);
+    return m;
+}
