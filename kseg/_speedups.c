@@ -286,8 +286,195 @@ error:
     return NULL;
 }
 
+
+static inline int64_t be64(const unsigned char *p) {
+    return (int64_t)(((uint64_t)p[0] << 56) | ((uint64_t)p[1] << 48) | ((uint64_t)p[2] << 40) |
+                     ((uint64_t)p[3] << 32) | ((uint64_t)p[4] << 24) | ((uint64_t)p[5] << 16) |
+                     ((uint64_t)p[6] << 8) | (uint64_t)p[7]);
+}
+static inline int32_t be32(const unsigned char *p) {
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3]);
+}
+static inline uint32_t ube32(const unsigned char *p) { return (uint32_t)be32(p); }
+static inline int16_t be16(const unsigned char *p) { return (int16_t)(((uint16_t)p[0] << 8) | p[1]); }
+
+/* Tail description: (kind, message, position, expected, found) */
+static PyObject *
+tail(const char *kind, const char *message, long long position, PyObject *expected, PyObject *found)
+{
+    return Py_BuildValue("(ssLNN)", kind, message, position, expected, found);
+}
+
+/*
+ * scan(view, base, final, batch_type, start, max_entries) -> (batches, consumed, tail or None)
+ * The twin of decode.scan_entries. ``view`` must be a memoryview: every batch
+ * keeps a slice of it as ``raw``. At most ``max_entries`` are returned (< 0: all),
+ * so that callers can stream without building huge lists the GC must walk.
+ */
+static PyObject *
+scan(PyObject *self, PyObject *args)
+{
+    PyObject *mv, *batch_type;
+    long long base;
+    int final;
+    Py_ssize_t start, max_entries, n = 0;
+    if (!PyArg_ParseTuple(args, "OLpOnn", &mv, &base, &final, &batch_type, &start, &max_entries)) return NULL;
+    if (!PyMemoryView_Check(mv)) { PyErr_SetString(PyExc_TypeError, "scan() needs a memoryview"); return NULL; }
+    Py_buffer *view = PyMemoryView_GET_BUFFER(mv);
+    const unsigned char *p = (const unsigned char *)view->buf;
+    Py_ssize_t end = view->len, pos = start;
+    PyObject *out = PyList_New(0);
+    PyObject *t = Py_None;
+    if (!out) return NULL;
+    Py_INCREF(Py_None);
+    while (max_entries < 0 || n < max_entries) {
+        Py_ssize_t left = end - pos;
+        if (left == 0) break;
+        if (left < 17) {
+            if (final) {
+                Py_DECREF(t);
+                t = tail("truncated", "truncated entry header", base + pos,
+                         PyUnicode_FromString("at least 17 bytes"), PyUnicode_FromFormat("%zd bytes", left));
+            }
+            break;
+        }
+        const unsigned char *e = p + pos;
+        int32_t size = be32(e + 8);
+        int magic = (signed char)e[16];
+        int32_t min_size = magic == 0 ? 14 : magic == 1 ? 22 : magic == 2 ? 49 : -1;
+        if (min_size < 0) {
+            Py_DECREF(t);
+            t = tail("corrupt", "unknown magic", base + pos + 16, PyUnicode_FromString("0, 1 or 2"),
+                     PyLong_FromLong(magic));
+            break;
+        }
+        if (size < min_size) {
+            Py_DECREF(t);
+            char msg[64];
+            snprintf(msg, sizeof msg, "size field too small for magic %d", magic);
+            t = tail("corrupt", msg, base + pos + 8,
+                     PyUnicode_FromFormat(">= %d", min_size), PyLong_FromLong(size));
+            break;
+        }
+        Py_ssize_t total = (Py_ssize_t)size + 12;
+        if (total > left) {
+            if (final) {
+                Py_DECREF(t);
+                t = tail("truncated", "entry runs past the end of the data", base + pos,
+                         PyUnicode_FromFormat("%zd bytes", total), PyUnicode_FromFormat("%zd bytes", left));
+            }
+            break;
+        }
+        PyObject *lo = PyLong_FromSsize_t(pos), *hi = PyLong_FromSsize_t(pos + total);
+        PyObject *slice_obj = (lo && hi) ? PySlice_New(lo, hi, NULL) : NULL;
+        Py_XDECREF(lo);
+        Py_XDECREF(hi);
+        PyObject *raw = slice_obj ? PyObject_GetItem(mv, slice_obj) : NULL;
+        Py_XDECREF(slice_obj);
+        PyObject *b = raw ? new_tuple(batch_type, 15) : NULL;
+        if (!b) { Py_XDECREF(raw); goto error; }
+        PyTuple_SET_ITEM(b, 0, PyLong_FromLongLong(base + pos));
+        PyTuple_SET_ITEM(b, 1, PyLong_FromSsize_t(total));
+        PyTuple_SET_ITEM(b, 2, PyLong_FromLong(magic));
+        PyTuple_SET_ITEM(b, 3, PyLong_FromLongLong(be64(e)));
+        PyTuple_SET_ITEM(b, 7, raw);
+        if (magic == 2) {
+            PyTuple_SET_ITEM(b, 4, PyLong_FromUnsignedLong(ube32(e + 17)));
+            PyTuple_SET_ITEM(b, 5, PyLong_FromLong(((int)e[21] << 8) | e[22]));
+            PyTuple_SET_ITEM(b, 6, PyLong_FromLongLong(be64(e + 35)));
+            PyTuple_SET_ITEM(b, 8, PyLong_FromLong(be32(e + 12)));
+            PyTuple_SET_ITEM(b, 9, PyLong_FromLong(be32(e + 23)));
+            PyTuple_SET_ITEM(b, 10, PyLong_FromLongLong(be64(e + 27)));
+            PyTuple_SET_ITEM(b, 11, PyLong_FromLongLong(be64(e + 43)));
+            PyTuple_SET_ITEM(b, 12, PyLong_FromLong(be16(e + 51)));
+            PyTuple_SET_ITEM(b, 13, PyLong_FromLong(be32(e + 53)));
+            PyTuple_SET_ITEM(b, 14, PyLong_FromLong(be32(e + 57)));
+        } else {
+            PyTuple_SET_ITEM(b, 4, PyLong_FromUnsignedLong(ube32(e + 12)));
+            PyTuple_SET_ITEM(b, 5, PyLong_FromLong(e[17]));
+            PyTuple_SET_ITEM(b, 6, PyLong_FromLongLong(magic == 1 ? be64(e + 18) : -1));
+            for (int k = 8; k < 15; k++) { Py_INCREF(Py_None); PyTuple_SET_ITEM(b, k, Py_None); }
+        }
+        for (int k = 0; k < 15; k++) {
+            if (PyTuple_GET_ITEM(b, k) == NULL) { Py_DECREF(b); goto error; }
+        }
+        if (PyList_Append(out, b) < 0) { Py_DECREF(b); goto error; }
+        Py_DECREF(b);
+        pos += total;
+        n++;
+    }
+    if (t == NULL) goto error;
+    return Py_BuildValue("(NnN)", out, pos, t);
+error:
+    Py_DECREF(out);
+    Py_XDECREF(t);
+    return NULL;
+}
+
+/*
+ * legacy_record(raw, magic, offset, timestamp, stored_timestamp, attributes, crc, record_type)
+ * The twin of decode.legacy_record: key and value of one v0/v1 message.
+ */
+static PyObject *
+legacy_record(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    int magic;
+    long long offset, timestamp, stored_ts;
+    int attrs;
+    PyObject *crc, *record_type;
+    if (!PyArg_ParseTuple(args, "y*iLLLiOO", &view, &magic, &offset, &timestamp, &stored_ts, &attrs, &crc,
+                          &record_type))
+        return NULL;
+    const unsigned char *p = (const unsigned char *)view.buf;
+    Py_ssize_t end = view.len, pos = magic == 1 ? 26 : 18;
+    PyObject *key = NULL, *value = NULL, *rec = NULL;
+    if (pos + 4 > end) { fail("corrupt", "invalid key length", pos, -1, NULL, NULL); goto done; }
+    int32_t klen = be32(p + pos);
+    pos += 4;
+    Py_ssize_t kspan = klen > 0 ? klen : 0;
+    if (klen < -1 || pos + kspan + 4 > end) {
+        fail("corrupt", "invalid key length", pos - 4, -1, PyUnicode_FromFormat("-1..%zd", end - pos - 4),
+             PyLong_FromLong(klen));
+        goto done;
+    }
+    int32_t vlen = be32(p + pos + kspan);
+    Py_ssize_t vpos = pos + kspan + 4;
+    Py_ssize_t vspan = vlen > 0 ? vlen : 0;
+    if (vlen < -1 || vpos + vspan != end) {
+        fail("corrupt", "value length does not match the message size", vpos - 4, -1,
+             end - vpos >= 0 ? PyUnicode_FromFormat("%zd", end - vpos) : PyUnicode_FromString("-1"),
+             PyLong_FromLong(vlen));
+        goto done;
+    }
+    key = klen < 0 ? (Py_INCREF(Py_None), Py_None) : PyBytes_FromStringAndSize((const char *)p + pos, klen);
+    value = vlen < 0 ? (Py_INCREF(Py_None), Py_None) : PyBytes_FromStringAndSize((const char *)p + vpos, vlen);
+    if (!key || !value) goto done;
+    rec = new_tuple(record_type, 9);
+    if (!rec) goto done;
+    PyTuple_SET_ITEM(rec, 0, PyLong_FromLongLong(offset));
+    PyTuple_SET_ITEM(rec, 1, PyLong_FromLongLong(timestamp));
+    PyTuple_SET_ITEM(rec, 2, key);
+    PyTuple_SET_ITEM(rec, 3, value);
+    key = value = NULL;
+    PyObject *empty = PyTuple_New(0);
+    PyTuple_SET_ITEM(rec, 4, empty);
+    PyTuple_SET_ITEM(rec, 5, PyLong_FromLongLong(stored_ts));
+    PyTuple_SET_ITEM(rec, 6, PyLong_FromLong(attrs));
+    PyTuple_SET_ITEM(rec, 7, PyLong_FromLong(magic));
+    Py_INCREF(crc);
+    PyTuple_SET_ITEM(rec, 8, crc);
+done:
+    Py_XDECREF(key);
+    Py_XDECREF(value);
+    PyBuffer_Release(&view);
+    return rec;
+}
+
 static PyMethodDef methods[] = {
     {"decode_v2", decode_v2, METH_VARARGS, "Decode (or, with record_type None, check) v2 records."},
+    {"scan", scan, METH_VARARGS, "Split .log bytes into entries (twin of decode.scan_entries)."},
+    {"legacy_record", legacy_record, METH_VARARGS, "Key and value of a v0/v1 message as a record."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -45,19 +45,26 @@ class Scan(NamedTuple):
     tail: Tail | None
 
 
-def scan_entries(buf: bytes | memoryview, base: int = 0, *, final: bool = True) -> Scan:
+def scan_entries(
+    buf: bytes | memoryview, base: int = 0, *, final: bool = True, start: int = 0, max_entries: int = -1
+) -> Scan:
     """Split a buffer of .log bytes into entries (the broker's shallow walk, spec §1.1).
 
-    With ``final=False`` a partial entry at the end is left unconsumed for the
-    caller to complete with more data; with ``final=True`` it becomes a Tail.
+    Walks from ``start`` and returns at most ``max_entries`` (< 0: all); ``consumed``
+    is the buffer index after the last complete entry. With ``final=False`` a
+    partial entry at the end is left unconsumed for the caller to complete with
+    more data; with ``final=True`` it becomes a Tail. ``base`` is the file
+    position of ``buf[0]``.
     """
     mv = buf if isinstance(buf, memoryview) else memoryview(buf)
     end = len(mv)
-    pos = 0
+    pos = start
     out: list[Batch] = []
     append = out.append
     unpack_prefix = _PREFIX.unpack_from
     while True:
+        if len(out) == max_entries:
+            return Scan(out, pos, None)
         left = end - pos
         if left == 0:
             return Scan(out, pos, None)
@@ -309,7 +316,9 @@ def decode_legacy_wrapper(wrapper: Batch, inner_bytes: bytes) -> list[Record]:
 
     Errors carry positions inside the decompressed bytes.
     """
-    scan = scan_entries(inner_bytes, 0, final=True)
+    from .fast import legacy_record as _record, scan_entries as _scan
+
+    scan = _scan(inner_bytes, 0, final=True)
     if scan.tail is not None:
         raise scan.tail.error
     inner = scan.batches
@@ -341,7 +350,7 @@ def decode_legacy_wrapper(wrapper: Batch, inner_bytes: bytes) -> list[Record]:
     for m in inner:
         ts = wrapper.timestamp if log_append else m.timestamp
         try:
-            out.append(legacy_record(m, m.offset + shift, ts))
+            out.append(_record(m, m.offset + shift, ts))
         except KsegError as e:
             raise e.shift(m.position)
     return out

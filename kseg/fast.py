@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import os
 
+from .decode import Scan, Tail
 from .decode import decode_v2_records as _decode_v2_py
-from .errors import CorruptBatchError, KsegError, VarintError
-from .model import Header, Record
+from .decode import legacy_record as _legacy_record_py
+from .decode import scan_entries as _scan_py
+from .errors import CorruptBatchError, KsegError, TruncatedError, VarintError
+from .model import Batch, Header, Record
 
 try:
     from . import _speedups  # type: ignore[attr-defined]
@@ -62,5 +65,32 @@ def check_v2_records(
         return max(r.stored_timestamp for r in records), ordered, min(deltas), max(deltas)
     try:
         return _speedups.decode_v2(data, 0, base_timestamp, count, None, None, None)
+    except _speedups.DecodeError as e:
+        raise _converted(e) from None
+
+
+def scan_entries(
+    buf: bytes | memoryview, base: int = 0, *, final: bool = True, start: int = 0, max_entries: int = -1
+) -> Scan:
+    """Split .log bytes into entries (see ``decode.scan_entries``)."""
+    if not ACCELERATED:
+        return _scan_py(buf, base, final=final, start=start, max_entries=max_entries)
+    mv = buf if isinstance(buf, memoryview) else memoryview(buf)
+    batches, consumed, tail = _speedups.scan(mv, base, final, Batch, start, max_entries)
+    if tail is None:
+        return Scan(batches, consumed, None)
+    kind, message, position, expected, found = tail
+    cls = TruncatedError if kind == "truncated" else CorruptBatchError
+    err = cls(message, position=position, expected=expected, found=found)
+    return Scan(batches, consumed, Tail(base + consumed, len(mv) - consumed, err))
+
+
+def legacy_record(batch: Batch, offset: int, timestamp: int) -> Record:
+    """An uncompressed v0/v1 message as a record (see ``decode.legacy_record``)."""
+    if not ACCELERATED:
+        return _legacy_record_py(batch, offset, timestamp)
+    try:
+        return _speedups.legacy_record(batch.raw, batch.magic, offset, timestamp, batch.timestamp,
+                                       batch.attributes, batch.crc, Record)
     except _speedups.DecodeError as e:
         raise _converted(e) from None

@@ -11,12 +11,11 @@ from .codecs import DEFAULT_MAX_DECOMPRESSED_BYTES, get_codec
 from .decode import (
     decode_legacy_wrapper,
     effective_log_append_time,
-    legacy_record,
     legacy_value_region,
     records_region,
 )
 from .errors import CorruptBatchError, KsegError
-from .fast import decode_v2_records
+from .fast import decode_v2_records, legacy_record
 from .formats.attributes import CODEC_PLUGIN
 from .formats.record_batch_v2 import RECORD_BATCH_OVERHEAD
 from .model import Batch, Record

@@ -12,13 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from .decode import Scan, Tail, scan_entries
+from .decode import Tail
+from .fast import scan_entries
 from .errors import InputError, KsegError, TruncatedError
 from .formats.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
 from .layouts import LOG_ENTRY_PREFIX
 from .model import Batch
 
 CHUNK_SIZE = 8 * 1024 * 1024
+STEP_ENTRIES = 512
 SEGMENT_NAME = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
 PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 LOG_SUFFIXES = (".log", ".checkpoint")
@@ -74,17 +76,22 @@ class Segment:
                 chunk = f.read(min(want, room)) if room > 0 else b""
                 buf = buf + chunk if buf else chunk
                 eof = filepos + len(buf) >= limit
-                try:
-                    scan = scan_entries(buf, filepos, final=eof)
-                except KsegError as e:  # pragma: no cover - scan_entries reports through Tail
-                    raise e.located(file=str(self.path))
-                yield from scan.batches
-                if scan.tail is not None:
-                    scan.tail.error.located(file=str(self.path))
-                    self.tail = scan.tail
-                    return
-                buf = buf[scan.consumed :]
-                filepos += scan.consumed
+                mv = memoryview(buf)
+                at = 0
+                while True:
+                    # Small steps: a list of 100k batches would keep the GC busy.
+                    scan = scan_entries(mv, filepos, final=eof, start=at, max_entries=STEP_ENTRIES)
+                    yield from scan.batches
+                    if scan.tail is not None:
+                        scan.tail.error.located(file=str(self.path))
+                        self.tail = scan.tail
+                        return
+                    if scan.consumed == at or len(scan.batches) < STEP_ENTRIES:
+                        at = scan.consumed
+                        break
+                    at = scan.consumed
+                buf = buf[at:]
+                filepos += at
                 if eof:
                     return
                 want = chunk_size

@@ -1,0 +1,115 @@
+"""Compression codecs by attribute id and by Kafka name (spec §4, §2.4, §9.1).
+
+The five built-ins are registered here, in code. Plugin codecs (KIP-984,
+codec id 5 plus a plugin id) are looked up by plugin id in the plugin
+registry; ``register_codec`` makes them known by name as well, so that
+``codec_by_name`` finds an alias. Codec ids other than 5 are unique.
+"""
+
+from __future__ import annotations
+
+from kseg.codecs.base import DEFAULT_MAX_DECOMPRESSED_BYTES, Codec
+from kseg.codecs.builtin import GzipCodec, NoneCodec, ZstdCodec
+from kseg.codecs.kafka_lz4 import Lz4Codec
+from kseg.codecs.xerial import SnappyCodec
+from kseg.errors import InputError, UnsupportedCodecError
+from kseg.formats.attributes import CODEC_PLUGIN, KAFKA07_CODEC_MASK
+
+__all__ = [
+    "DEFAULT_MAX_DECOMPRESSED_BYTES",
+    "GZIP",
+    "LZ4",
+    "NONE",
+    "SNAPPY",
+    "ZSTD",
+    "Codec",
+    "codec_by_name",
+    "get_codec",
+    "get_kafka07_codec",
+    "register_codec",
+    "registered_codecs",
+    "unregister_codec",
+]
+
+_BY_ID: dict[int, Codec] = {}
+_BY_NAME: dict[str, Codec] = {}
+
+
+def register_codec(codec: Codec, *, replace: bool = False) -> None:
+    """Make ``codec`` known by name and, unless it is a plugin (id 5), by id.
+
+    Taking a name or id that another codec holds is an InputError unless
+    ``replace`` is true.
+    """
+    if not isinstance(codec, Codec):
+        raise TypeError(f"not a kseg Codec: {codec!r}")
+    by_id = codec.id != CODEC_PLUGIN
+    if not replace:
+        held = _BY_NAME.get(codec.name)
+        if held is not None and held is not codec:
+            raise InputError(f"compression name {codec.name!r} is already taken by {held!r}")
+        held = _BY_ID.get(codec.id) if by_id else None
+        if held is not None and held is not codec:
+            raise InputError(f"compression codec id {codec.id} is already taken by {held!r}")
+    _BY_NAME[codec.name] = codec
+    if by_id:
+        _BY_ID[codec.id] = codec
+
+
+def unregister_codec(codec: Codec) -> None:
+    """Forget ``codec`` under every name and id it is registered with."""
+    for table in (_BY_ID, _BY_NAME):
+        for key in [key for key, value in table.items() if value is codec]:
+            del table[key]
+
+
+def get_codec(codec_id: int) -> Codec:
+    """The codec for an attribute codec id (bits 0-2; bits 0-1 before 0.8)."""
+    codec = _BY_ID.get(codec_id)
+    if codec is not None:
+        return codec
+    if codec_id == CODEC_PLUGIN:
+        raise UnsupportedCodecError(
+            "compression codec id 5 is a plugin codec (KIP-984): "
+            "look it up by its plugin id in the plugin registry"
+        )
+    raise UnsupportedCodecError(f"unknown compression codec id {codec_id}")
+
+
+def get_kafka07_codec(attributes: int) -> Codec:
+    """The codec of a pre-0.8 (Kafka 0.7) message with an attributes byte.
+
+    Its codec bits are 0-1 with the same ids (0 none, 1 gzip, 2 snappy,
+    3 lz4). Use magic 0 with the codec: the pre-0.8 framings are those of
+    magic 0, and reading lz4 with magic 0 accepts either header checksum.
+    """
+    return get_codec(attributes & KAFKA07_CODEC_MASK)
+
+
+def codec_by_name(name: str) -> Codec:
+    """The codec for a ``compression.type`` name ("gzip", ...) or plugin alias."""
+    codec = _BY_NAME.get(name)
+    if codec is None:
+        raise UnsupportedCodecError(f"Unknown compression name: {name}")
+    return codec
+
+
+def registered_codecs() -> list[Codec]:
+    """Every registered codec, built-ins first in id order."""
+    seen: dict[int, Codec] = {}
+    for codec in sorted(_BY_ID.values(), key=lambda c: c.id):
+        seen[id(codec)] = codec
+    for codec in _BY_NAME.values():
+        seen.setdefault(id(codec), codec)
+    return list(seen.values())
+
+
+NONE: Codec = NoneCodec()
+GZIP: Codec = GzipCodec()
+SNAPPY: Codec = SnappyCodec()
+LZ4: Codec = Lz4Codec()
+ZSTD: Codec = ZstdCodec()
+
+for _codec in (NONE, GZIP, SNAPPY, LZ4, ZSTD):
+    register_codec(_codec)
+del _codec
