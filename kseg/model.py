@@ -130,7 +130,7 @@ class Batch(NamedTuple):
         if name is not None:
             return name
         if self.plugin_id is not None:
-            from .codecs import plugin_alias  # late: plugins are optional
+            from .plugins import plugin_alias  # late: the plugin registry is optional
 
             alias = plugin_alias(self.plugin_id)
             return f"plugin:{alias}" if alias else f"plugin:{self.plugin_id}"

@@ -15,7 +15,7 @@ from .decode import (
     records_region,
 )
 from .errors import CorruptBatchError, KsegError
-from .fast import decode_v2_records, legacy_record
+from .fast import check_v2_records, decode_v2_records, legacy_record
 from .formats.attributes import CODEC_PLUGIN
 from .formats.record_batch_v2 import RECORD_BATCH_OVERHEAD
 from .model import Batch, Record
@@ -24,7 +24,7 @@ from .model import Batch, Record
 def codec_for(batch: Batch):
     """The codec object that decodes this batch's payload (built-in or plugin)."""
     if batch.magic >= 2 and batch.codec == CODEC_PLUGIN:
-        from .codecs import plugin_codec
+        from .plugins import plugin_codec
 
         return plugin_codec(batch.plugin_id)
     return get_codec(batch.codec)
@@ -67,9 +67,26 @@ def batch_records(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) 
             )
         return decode_legacy_wrapper(batch, data)
     except KsegError as e:
-        if compressed:
-            inner = f"byte {e.position} of the decompressed payload" if e.position is not None else None
-            e.where = ", ".join(x for x in (e.where, inner) if x)
-            e.position = batch.position
-            raise
-        raise e.shift(batch.position + RECORD_BATCH_OVERHEAD)
+        raise _in_file(e, batch, compressed)
+
+
+def check_v2_batch_records(
+    batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+) -> tuple[int | None, bool, int, int]:
+    """Validate a v2 batch's records without building them (the verify path):
+    (max stored timestamp, offset deltas increasing, min delta, max delta)."""
+    data, compressed = payload_bytes(batch, limit=limit)
+    try:
+        return check_v2_records(data, batch.base_timestamp, batch.record_count)
+    except KsegError as e:
+        raise _in_file(e, batch, compressed)
+
+
+def _in_file(e: KsegError, batch: Batch, compressed: bool) -> KsegError:
+    """Map a position inside the records to one in the file (or name the decompressed byte)."""
+    if compressed:
+        inner = f"byte {e.position} of the decompressed payload" if e.position is not None else None
+        e.where = ", ".join(x for x in (e.where, inner) if x)
+        e.position = batch.position
+        return e
+    return e.shift(batch.position + RECORD_BATCH_OVERHEAD)

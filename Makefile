@@ -1,0 +1,35 @@
+# Two entry points: `make demo` (set up, run kseg on the shipped fixtures) and
+# `make test` (set up, run the test suite). Both create .venv on first use.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+KSEG := $(VENV)/bin/kseg
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench fixtures clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(KSEG) verify fixtures/logdir
+	$(KSEG) dump --records fixtures/logdir/v2-gzip-0
+	$(KSEG) dump --records --format kafka --payload utf8 fixtures/logdir/v1-gzip-0
+	$(KSEG) dump --records --format jsonl fixtures/logdir/v2-txn-0 | head -n 5
+
+test: $(STAMP)
+	$(PY) fixtures/generate.py --check
+	$(KSEG) verify fixtures/logdir
+	$(PY) -m pytest
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_read.py
+
+fixtures: $(STAMP)
+	$(PY) fixtures/generate.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
