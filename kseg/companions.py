@@ -201,7 +201,7 @@ def _split_slots(data: bytes | memoryview, size: int) -> tuple[memoryview, int]:
 
 
 def _is_zero(mv: memoryview) -> bool:
-    return not any(mv.tobytes())
+    return not mv.tobytes().strip(b"\x00")
 
 
 def parse_offset_index(data: bytes | memoryview, base_offset: int) -> IndexFile[OffsetIndexEntry]:

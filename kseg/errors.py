@@ -102,7 +102,7 @@ class DecompressionLimitError(DecompressionError):
 
 
 class IndexFileError(DataError):
-    """An .index/.timeindex/.txnindex file is inconsistent with itself or its log."""
+    """A companion file (.index, .timeindex, .txnindex, .snapshot) is malformed or disagrees with its log."""
 
 
 class InputError(KsegError):
