@@ -104,8 +104,9 @@ class JsonlRenderer:
         elif isinstance(ev, CompanionEvent):
             for entry in ev.entries:
                 self.emit({"type": ev.kind + "_entry", "file": str(ev.path), **entry})
-            if ev.info:
-                self.emit({"type": ev.kind, "file": str(ev.path), **ev.info})
+            info = {k: v for k, v in ev.info.items() if k != "kafka_lines"}
+            if info:
+                self.emit({"type": ev.kind, "file": str(ev.path), **info})
         elif isinstance(ev, SkippedEvent):
             self.err.write(f"Ignoring {ev.reason}: {ev.path}\n")
 
@@ -131,7 +132,8 @@ class TextRenderer:
     def __call__(self, ev: Event) -> None:
         w = self.out.write
         if isinstance(ev, FileStart):
-            base = "" if ev.base_offset is None else f", base offset {ev.base_offset}"
+            label = "end offset" if ev.kind == "snapshot" else "base offset"
+            base = "" if ev.base_offset is None else f", {label} {ev.base_offset}"
             w(f"== {ev.path} ({ev.kind}{base})\n")
         elif isinstance(ev, BatchEvent):
             b = ev.batch
@@ -173,13 +175,14 @@ class TextRenderer:
             w(f"!! batch @{ev.batch.position} (size {ev.batch.size}) does not decode: {ev.error}\n")
             w(f"   raw: {bytes(ev.batch.raw[:64]).hex()}{'...' if ev.batch.size > 64 else ''}\n")
         elif isinstance(ev, CompanionEvent):
-            if ev.info:
-                w("  " + "  ".join(f"{k} {v}" for k, v in ev.info.items()) + "\n")
+            info = {k: v for k, v in ev.info.items() if k != "kafka_lines"}
+            if info:
+                w("  " + "  ".join(f"{k} {v}" for k, v in info.items()) + "\n")
             if ev.entries:
                 table = tabulate([list(e.values()) for e in ev.entries], headers=list(ev.entries[0].keys()),
                                  disable_numparse=True)
                 w("".join("  " + line + "\n" for line in table.splitlines()))
-            elif not ev.info:
+            elif not info:
                 w("  (no entries)\n")
         elif isinstance(ev, SkippedEvent):
             self.err.write(f"Ignoring {ev.reason}: {ev.path}\n")
