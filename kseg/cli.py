@@ -234,5 +234,200 @@ def _print_verify(report: Any, fmt: str) -> None:
     click.echo(f"{total} file(s) checked, {bad} with errors, {report.error_count} error(s) in all")
 
 
+# --------------------------------------------------------------------------- writing commands
+
+
+def _write_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option("--force", is_flag=True, help="Replace an existing output.")(f)
+    f = click.option("--no-index", is_flag=True, help="Do not write .index/.timeindex files.")(f)
+    f = click.option("--index-interval-bytes", type=SIZE, default=4096, show_default=True,
+                     help="Bytes between offset index entries (Kafka's index.interval.bytes).")(f)
+    f = click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
+                     help="Output .log file, partition folder or log directory (matching INPUT).")(f)
+    f = click.argument("input_path", metavar="INPUT", type=click.Path(path_type=Path))(f)
+    return max_decompressed_option(f)
+
+
+def _codec_choice(name: str, level: int | None, *, keep_allowed: bool = True):
+    from .codecs import codec_by_name
+    from .convert import CodecChoice
+    from .errors import UnsupportedCodecError
+
+    if name == "keep":
+        if not keep_allowed:
+            raise InputError("--codec keep is not allowed here")
+        if level is not None:
+            raise InputError("--level needs a --codec")
+        return CodecChoice()
+    try:
+        return CodecChoice(codec_by_name(name), level)
+    except UnsupportedCodecError:
+        from .plugins import plugin_choice
+
+        choice = plugin_choice(name, level)
+        if choice is None:
+            raise InputError(f"Unknown compression name: {name}") from None
+        return choice
+
+
+def _report_job(result: Any, output: Path) -> None:
+    click.echo(f"kseg: wrote {len(result.segments)} segment(s) under {output}: {result.summary.line()}", err=True)
+
+
+def _write_flags(output: Path, no_index: bool, index_interval_bytes: int, force: bool):
+    from .jobs import WriteOptions
+
+    return WriteOptions(index=not no_index, index_interval_bytes=index_interval_bytes, force=force)
+
+
+codec_option = click.option("--codec", default="keep", show_default=True,
+                            help="keep (each batch's own codec), none, gzip, snappy, lz4, zstd or a plugin alias.")
+level_option = click.option("--level", type=int, default=None, help="Compression level (codec's default if unset).")
+
+
+@main.command("up-convert")
+@_write_options
+@click.option("--to-magic", type=click.IntRange(1, 2), required=True)
+@codec_option
+@level_option
+@click.option("--input-format", type=click.Choice(["kafka", "kafka07"]), default="kafka", show_default=True)
+@click.option("--base-offset", type=int, default=0, show_default=True,
+              help="First logical offset for --input-format kafka07.")
+@click.option("--timestamp-type", type=click.Choice(["create", "log-append"]), default="create", show_default=True,
+              help="Type for messages without a timestamp (v0); log-append needs --log-append-time.")
+@click.option("--log-append-time", type=int, default=None, help="Milliseconds since the epoch.")
+@click.option("--batch-records", type=click.IntRange(1), default=1000, show_default=True,
+              help="At most this many uncompressed legacy messages per v2 batch.")
+@click.option("--batch-bytes", type=SIZE, default=1000 * 1024, show_default=True,
+              help="At most about this many bytes per v2 batch built from uncompressed messages "
+                   "(stays under the broker's default max.message.bytes, 1 MiB).")
+@guarded
+def up_convert_cmd(input_path: Path, output: Path, no_index: bool, index_interval_bytes: int, force: bool,
+                   max_decompressed_bytes: int, to_magic: int, codec: str, level: int | None, input_format: str,
+                   base_offset: int, timestamp_type: str, log_append_time: int | None, batch_records: int,
+                   batch_bytes: int) -> None:
+    """Convert to a newer message format: pre-0.8 -> v0/v1/v2, v0 -> v1, v0/v1 -> v2."""
+    from .convert import Summary, UpOptions, up_convert
+    from .jobs import run_job
+
+    if (timestamp_type == "log-append") != (log_append_time is not None):
+        raise InputError("--timestamp-type log-append and --log-append-time go together")
+    o = UpOptions(to_magic=to_magic, choice=_codec_choice(codec, level), log_append_time=log_append_time,
+                  batch_records=batch_records, batch_bytes=batch_bytes, limit=max_decompressed_bytes)
+    options = _write_flags(output, no_index, index_interval_bytes, force)
+    if input_format == "kafka07":
+        from .kafka07_convert import up_convert_kafka07
+
+        result = up_convert_kafka07(input_path, output, o, base_offset, options)
+    else:
+        result = run_job([input_path], output, lambda segs: (lambda b, s: up_convert(b, o, s), 0), options)
+    _report_job(result, output)
+
+
+@main.command("down-convert")
+@_write_options
+@click.option("--to-magic", type=click.IntRange(0, 1), required=True)
+@codec_option
+@level_option
+@guarded
+def down_convert_cmd(input_path: Path, output: Path, no_index: bool, index_interval_bytes: int, force: bool,
+                     max_decompressed_bytes: int, to_magic: int, codec: str, level: int | None) -> None:
+    """Convert to an older message format as the broker did for old consumers (drops what it cannot carry)."""
+    from .convert import DownOptions, down_convert
+    from .jobs import run_job
+
+    o = DownOptions(to_magic=to_magic, choice=_codec_choice(codec, level), limit=max_decompressed_bytes)
+    options = _write_flags(output, no_index, index_interval_bytes, force)
+    result = run_job([input_path], output, lambda segs: (lambda b, s: down_convert(b, o, s), 0), options)
+    _report_job(result, output)
+
+
+@main.command("recompress")
+@_write_options
+@click.option("--codec", required=True, help="none, gzip, snappy, lz4, zstd or a plugin alias.")
+@level_option
+@click.option("--topics", default="", help="Comma list of topics to recompress (log directories); empty: all.")
+@click.option("--batch-records", type=click.IntRange(1), default=1000, show_default=True,
+              help="At most this many uncompressed legacy messages per new wrapper.")
+@guarded
+def recompress_cmd(input_path: Path, output: Path, no_index: bool, index_interval_bytes: int, force: bool,
+                   max_decompressed_bytes: int, codec: str, level: int | None, topics: str,
+                   batch_records: int) -> None:
+    """Same message format, new codec (the old compression.codec / compressed.topics pair)."""
+    from .convert import RecompressOptions, recompress
+    from .jobs import run_job
+
+    o = RecompressOptions(choice=_codec_choice(codec, level, keep_allowed=False), batch_records=batch_records,
+                          limit=max_decompressed_bytes)
+    wanted = {t.strip() for t in topics.split(",") if t.strip()}
+    options = _write_flags(output, no_index, index_interval_bytes, force)
+    result = run_job([input_path], output, lambda segs: (lambda b, s: recompress(b, o, s), 0), options,
+                     select=(lambda topic: not wanted or topic in wanted))
+    _report_job(result, output)
+
+
+@main.command("rebase")
+@_write_options
+@click.option("--base-offset", type=click.IntRange(0), required=True, help="The new first offset.")
+@guarded
+def rebase_cmd(input_path: Path, output: Path, no_index: bool, index_interval_bytes: int, force: bool,
+               max_decompressed_bytes: int, base_offset: int) -> None:
+    """Shift every offset so the data starts at --base-offset (v1/v2: no decompression)."""
+    from .convert import first_offset, rebase
+    from .jobs import _batches_of, run_job
+
+    def make(segs: list[Path]):
+        first = None
+        for seg in segs:
+            first = first_offset(_batches_of(seg), max_decompressed_bytes)
+            if first is not None:
+                break
+        delta = 0 if first is None else base_offset - first
+        return (lambda b, s: rebase(b, delta, s, limit=max_decompressed_bytes)), delta
+
+    options = _write_flags(output, no_index, index_interval_bytes, force)
+    result = run_job([input_path], output, make, options)
+    _report_job(result, output)
+
+
+@main.command("index")
+@click.argument("segment", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--check", "mode", flag_value="check", default=True, help="Check .index/.timeindex (default).")
+@click.option("--rebuild", "mode", flag_value="rebuild", help="Write .index/.timeindex anew from the log.")
+@click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="With --rebuild: write the indexes into this folder instead of beside the segment.")
+@click.option("--index-interval-bytes", type=SIZE, default=4096, show_default=True)
+@guarded
+def index_cmd(segment: Path, mode: str, output: Path | None, index_interval_bytes: int) -> None:
+    """Check or rebuild a segment's offset and time indexes."""
+    from .index_check import check_segment_companions
+
+    if mode == "check":
+        findings = check_segment_companions(segment)
+        errors = [f for f in findings if f.severity == "error"]
+        for f in findings:
+            where = f" at byte {f.position}" if f.position is not None else ""
+            extra = f": expected {f.expected}, found {f.found}" if f.expected is not None or f.found is not None else ""
+            click.echo(f"{f.severity}: {f.file}{where}: {f.message}{extra}")
+        click.echo(f"{segment}: {'ok' if not errors else f'{len(errors)} error(s)'}")
+        raise SystemExit(EXIT_DATA if errors else EXIT_OK)
+    from .index_build import index_from_batches
+    from .jobs import _batches_of
+    from .output import write_atomic
+    from .segment import base_offset_of
+
+    base = base_offset_of(segment)
+    if base is None:
+        raise InputError("segment name does not start with its base offset", file=str(segment))
+    entries = [b._replace(raw=memoryview(b"")) for b in _batches_of(segment)]
+    index, timeindex = index_from_batches(entries, base, index_interval_bytes)
+    folder = output or segment.parent
+    stem = segment.name.split(".")[0]
+    write_atomic(folder / f"{stem}.index", index)
+    write_atomic(folder / f"{stem}.timeindex", timeindex)
+    click.echo(f"kseg: wrote {folder / (stem + '.index')} ({len(index) // 8} entries) and "
+               f"{folder / (stem + '.timeindex')} ({len(timeindex) // 12} entries)", err=True)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -235,7 +235,9 @@ def _v0_to_v1(b: Batch, records: list[Record], ts_type: int, o: UpOptions, s: Su
 
 def _require_legacy_codec(codec: int, magic: int, b: Batch) -> None:
     if codec == CODEC_PLUGIN or codec > 3:
-        name = b.codec_name if codec == b.codec else f"codec {codec}"
+        from .formats.attributes import CODEC_NAMES
+
+        name = b.codec_name if codec == b.codec else CODEC_NAMES.get(codec, f"codec {codec}")
         raise UnsupportedCodecError(
             f"{name} cannot be carried by magic {magic} (give a built-in --codec: none, gzip, snappy or lz4)",
             position=b.position,

@@ -25,3 +25,13 @@ def plugin_codec(plugin_id: int | None) -> Codec:
         where = f"registry {_SOURCE}" if _SOURCE else "no plugin registry (--plugin-registry or KSEG_PLUGIN_REGISTRY)"
         raise UnsupportedCodecError(f"plugin id {plugin_id} is not registered ({where})")
     return codec
+
+
+def plugin_choice(alias: str, level: int | None = None):
+    """A ``CodecChoice`` writing with the plugin registered as ``alias``, or None."""
+    from .convert import CodecChoice
+
+    for pid, name in _ALIASES.items():
+        if name == alias and pid in _ACTIVE:
+            return CodecChoice(_ACTIVE[pid], level, plugin_id=pid)
+    return None

@@ -114,6 +114,9 @@ class JsonlRenderer:
         pass
 
 
+TEXT_WIDTH = 60  # longer keys/values are cut in the text format (jsonl shows them whole)
+
+
 class TextRenderer:
     """Readable output: a header line per batch, its records as an aligned table."""
 
@@ -127,7 +130,11 @@ class TextRenderer:
         if decoder is None:
             return f"<{len(value)} bytes>"
         shown = decoder(value)
-        return shown if isinstance(shown, str) else json.dumps(shown)
+        text = shown if isinstance(shown, str) else json.dumps(shown)
+        text = text.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+        if len(text) > TEXT_WIDTH:
+            text = text[: TEXT_WIDTH - 1] + f"… ({len(value)} bytes)"
+        return text
 
     def __call__(self, ev: Event) -> None:
         w = self.out.write

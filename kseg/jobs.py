@@ -1,0 +1,176 @@
+"""Running a transform over files: INPUT (a segment, a partition folder or a log
+directory) to the matching OUTPUT, segment by segment, with indexes, safely.
+
+A transform is ``(batches, summary) -> entry bytes``; it never sees a file.
+Outputs are built under a temporary name and renamed when complete.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from .convert import Summary
+from .errors import InputError, KsegError
+from .fast import scan_entries
+from .model import Batch
+from .output import AtomicDir, AtomicFile, check_output
+from .segment import Segment, base_offset_of, log_dir_partitions, partition_segments, segment_file_name
+
+Transform = Callable[[Iterable[Batch], Summary], Iterator[bytes]]
+DEFAULT_INDEX_INTERVAL = 4096
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    index: bool = True
+    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL
+    force: bool = False
+
+
+@dataclass
+class JobResult:
+    summary: Summary = field(default_factory=Summary)
+    segments: list[Path] = field(default_factory=list)
+
+
+def _batches_of(path: Path) -> Iterator[Batch]:
+    seg = Segment(path)
+    yield from seg.batches()
+    if seg.tail is not None:
+        raise seg.tail.error
+
+
+class SegmentSink:
+    """Collects one output segment's entries and writes it with its indexes."""
+
+    def __init__(self, log_path: Path, base_offset: int, options: WriteOptions):
+        self.log_path = log_path
+        self.base_offset = base_offset
+        self.options = options
+        self.file = AtomicFile(log_path)
+        self.entries: list[Batch] = []  # headers only, for the indexes
+        self.position = 0
+
+    def write(self, raw: bytes) -> None:
+        if self.options.index:
+            scan = scan_entries(raw, self.position, final=True)
+            self.entries.extend(b._replace(raw=memoryview(b"")) for b in scan.batches)
+        self.file.write(raw)
+        self.position += len(raw)
+
+    def commit(self) -> None:
+        if self.options.index:
+            from .index_build import index_from_batches
+
+            index, timeindex = index_from_batches(self.entries, self.base_offset, self.options.index_interval_bytes)
+            stem = self.log_path.with_suffix("")
+            for suffix, data in ((".index", index), (".timeindex", timeindex)):
+                with AtomicFile(stem.with_name(stem.name + suffix)) as f:
+                    f.write(data)
+        self.file.commit()
+
+    def abort(self) -> None:
+        self.file.abort()
+
+
+def _run_segment(src: Path, dst: Path, base_offset: int, transform: Transform, summary: Summary,
+                 options: WriteOptions) -> None:
+    sink = SegmentSink(dst, base_offset, options)
+    try:
+        for raw in transform(_batches_of(src), summary):
+            sink.write(raw)
+    except KsegError as e:
+        sink.abort()
+        raise e.located(file=str(src))
+    except BaseException:
+        sink.abort()
+        raise
+    sink.commit()
+
+
+def run_job(
+    inputs: list[Path],
+    output: Path,
+    make_transform: Callable[[list[Path]], tuple[Transform, int]],
+    options: WriteOptions,
+    *,
+    select: Callable[[str | None], bool] | None = None,
+) -> JobResult:
+    """Apply a transform to one segment, one partition folder or a whole log directory.
+
+    ``make_transform(segment_paths)`` returns the transform for a partition and the
+    shift of its segment names (non-zero only for rebase). ``select(topic)`` says
+    whether a log directory's partition is transformed or copied as it is.
+    """
+    if len(inputs) != 1:
+        raise InputError("give one INPUT (a .log file, a partition folder or a log directory)")
+    src = inputs[0]
+    if not src.exists():
+        raise InputError("no such file or directory", file=str(src))
+    check_output(inputs, output, force=options.force)
+    result = JobResult()
+    if src.is_file():
+        transform, shift = make_transform([src])
+        base = (base_offset_of(src) or 0) + shift
+        dst = output if output.suffix == ".log" else output / segment_file_name(base)
+        if output.suffix != ".log":
+            output.mkdir(parents=True, exist_ok=True)
+        _run_segment(src, dst, base, transform, result.summary, options)
+        result.segments.append(dst)
+        return result
+    segs = partition_segments(src)
+    with AtomicDir(output) as tmp_root:
+        if segs:
+            _run_partition(segs, tmp_root.tmp, make_transform, result, options, copy=False)
+        else:
+            parts = log_dir_partitions(src)
+            if not parts:
+                raise InputError("no segment files found (expected .log files or <topic>-<n> folders)",
+                                 file=str(src))
+            for part in parts:
+                keep = select is None or select(part.topic)
+                _run_partition(part.segment_paths, tmp_root.tmp / part.path.name, make_transform, result,
+                               options, copy=not keep)
+    result.segments = [output / p.relative_to(tmp_root.tmp) for p in result.segments]
+    return result
+
+
+def _run_partition(segs: list[Path], out_dir: Path, make_transform, result: JobResult, options: WriteOptions,
+                   *, copy: bool) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if copy:
+        transform: Transform = _copy
+        shift = 0
+    else:
+        transform, shift = make_transform(segs)
+    for seg in segs:
+        base = (base_offset_of(seg) or 0) + shift
+        dst = out_dir / segment_file_name(base)
+        _run_segment(seg, dst, base, transform, result.summary, options)
+        result.segments.append(dst)
+
+
+def _copy(batches: Iterable[Batch], s: Summary) -> Iterator[bytes]:
+    for b in batches:
+        s.batches_in += 1
+        s.batches_out += 1
+        s.copied += 1
+        s.bytes_out += b.size
+        yield bytes(b.raw)
+
+
+def progress_printer() -> Callable[[str], None] | None:
+    if not sys.stderr.isatty():
+        return None
+
+    def show(text: str) -> None:
+        sys.stderr.write(f"\r\033[K{text}")
+        sys.stderr.flush()
+
+    return show
+
+
+__all__ = ["JobResult", "SegmentSink", "WriteOptions", "run_job", "KsegError"]
