@@ -82,10 +82,21 @@ max_decompressed_option = click.option(
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--traceback", is_flag=True, help="Show the Python stack on errors (for bug reports).")
+@click.option("--plugin-registry", type=click.Path(path_type=Path), envvar="KSEG_PLUGIN_REGISTRY", default=None,
+              help="Plugin codec registry: a plugin-python-topic-0 folder or a JSON file "
+                   "[env: KSEG_PLUGIN_REGISTRY].")
 @click.version_option(package_name="kseg")
-def main(traceback: bool) -> None:
+def main(traceback: bool, plugin_registry: Path | None) -> None:
     """Look inside, verify and convert Apache Kafka log segment files."""
     _State.traceback = traceback
+    from .plugins import activate
+
+    try:
+        activate(plugin_registry)
+    except KsegError as e:
+        if traceback:
+            raise
+        _fail(e)
 
 
 @main.command()
@@ -375,10 +386,13 @@ def rebase_cmd(input_path: Path, output: Path, no_index: bool, index_interval_by
     """Shift every offset so the data starts at --base-offset (v1/v2: no decompression)."""
     from .convert import first_offset, rebase
     from .jobs import _batches_of, run_job
+    from .segment import base_offset_of
 
     def make(segs: list[Path]):
-        first = None
-        for seg in segs:
+        # The partition's start: its first segment's base offset (from the name), so that
+        # finding it needs no decompression; the first batch's offset if the name has none.
+        first = base_offset_of(segs[0]) if segs else None
+        for seg in segs if first is None else ():
             first = first_offset(_batches_of(seg), max_decompressed_bytes)
             if first is not None:
                 break
@@ -411,7 +425,7 @@ def index_cmd(segment: Path, mode: str, output: Path | None, index_interval_byte
             click.echo(f"{f.severity}: {f.file}{where}: {f.message}{extra}")
         click.echo(f"{segment}: {'ok' if not errors else f'{len(errors)} error(s)'}")
         raise SystemExit(EXIT_DATA if errors else EXIT_OK)
-    from .index_build import index_from_batches
+    from .index_build import build_indexes
     from .jobs import _batches_of
     from .output import write_atomic
     from .segment import base_offset_of
@@ -420,7 +434,7 @@ def index_cmd(segment: Path, mode: str, output: Path | None, index_interval_byte
     if base is None:
         raise InputError("segment name does not start with its base offset", file=str(segment))
     entries = [b._replace(raw=memoryview(b"")) for b in _batches_of(segment)]
-    index, timeindex = index_from_batches(entries, base, index_interval_bytes)
+    index, timeindex = build_indexes(entries, base, index_interval_bytes)
     folder = output or segment.parent
     stem = segment.name.split(".")[0]
     write_atomic(folder / f"{stem}.index", index)
@@ -428,6 +442,14 @@ def index_cmd(segment: Path, mode: str, output: Path | None, index_interval_byte
     click.echo(f"kseg: wrote {folder / (stem + '.index')} ({len(index) // 8} entries) and "
                f"{folder / (stem + '.timeindex')} ({len(timeindex) // 12} entries)", err=True)
 
+
+def _register_subcommands() -> None:
+    from .plugin_cli import plugins
+
+    main.add_command(plugins)
+
+
+_register_subcommands()
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -63,9 +63,9 @@ class SegmentSink:
 
     def commit(self) -> None:
         if self.options.index:
-            from .index_build import index_from_batches
+            from .index_build import build_indexes
 
-            index, timeindex = index_from_batches(self.entries, self.base_offset, self.options.index_interval_bytes)
+            index, timeindex = build_indexes(self.entries, self.base_offset, self.options.index_interval_bytes)
             stem = self.log_path.with_suffix("")
             for suffix, data in ((".index", index), (".timeindex", timeindex)):
                 with AtomicFile(stem.with_name(stem.name + suffix)) as f:

