@@ -443,6 +443,53 @@ def index_cmd(segment: Path, mode: str, output: Path | None, index_interval_byte
                f"{folder / (stem + '.timeindex')} ({len(timeindex) // 12} entries)", err=True)
 
 
+@main.command("compact")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+              help="Output folder (partition) or log directory. Required unless --dry-run.")
+@click.option("--dry-run", is_flag=True, help="Print the summary only; write nothing.")
+@click.option("--force", is_flag=True, help="Replace an existing output.")
+@click.option("--now-ms", type=int, default=None, help="The cleaner's clock [default: now].")
+@click.option("--delete-retention-ms", type=int, default=86_400_000, show_default=True)
+@click.option("--min-compaction-lag-ms", type=int, default=0, show_default=True)
+@click.option("--include-active", is_flag=True, help="Clean the newest segment too (the broker never does).")
+@click.option("--topics", default="", help="Comma list of topics to compact in a log directory; empty: all.")
+@click.option("--key-map-bytes", type=SIZE, default=128 * 1024 * 1024, show_default="128MiB",
+              help="Memory for the key map (24 bytes per key: an MD5 digest and an offset, as the broker).")
+@click.option("--producer-id-expiration-ms", type=int, default=86_400_000, show_default=True)
+@click.option("--first-dirty-offset", type=int, default=None,
+              help="The cleaner checkpoint: segments before it count as clean (legacy tombstone rule).")
+@click.option("--single-pass", is_flag=True,
+              help="One cleaning pass, as one broker cleaning round (default: until a pass changes nothing).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@max_decompressed_option
+@guarded
+def compact_cmd(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, force: bool, now_ms: int | None,
+                delete_retention_ms: int, min_compaction_lag_ms: int, include_active: bool, topics: str,
+                key_map_bytes: int, producer_id_expiration_ms: int, first_dirty_offset: int | None,
+                single_pass: bool, fmt: str, max_decompressed_bytes: int) -> None:
+    """Keep the latest record per key, as Kafka's log cleaner does (offline)."""
+    from .compact import CompactOptions, compact_job, default_now_ms
+
+    if output is None and not dry_run:
+        raise InputError("give -o/--output, or --dry-run")
+    for p in inputs:
+        if not p.exists():
+            raise InputError("no such file or directory", file=str(p))
+    o = CompactOptions(now_ms=default_now_ms() if now_ms is None else now_ms,
+                       delete_retention_ms=delete_retention_ms, min_compaction_lag_ms=min_compaction_lag_ms,
+                       include_active=include_active, key_map_bytes=key_map_bytes,
+                       producer_expiration_ms=producer_id_expiration_ms, first_dirty_offset=first_dirty_offset,
+                       single_pass=single_pass, limit=max_decompressed_bytes)
+    wanted = {t.strip() for t in topics.split(",") if t.strip()}
+    result = compact_job(list(inputs), None if dry_run else output, o, force=force, topics=wanted or None)
+    if fmt == "json":
+        click.echo(json.dumps({"partitions": result.partitions, "now_ms": o.now_ms, **result.stats.as_json()}))
+    else:
+        where = "dry run" if dry_run else f"wrote {len(result.segments)} segment(s) under {output}"
+        click.echo(f"kseg: compact ({where}, {result.partitions} partition(s)): {result.stats.line()}", err=True)
+
+
 def _register_subcommands() -> None:
     from .plugin_cli import plugins
 
