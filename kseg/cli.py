@@ -490,10 +490,27 @@ def compact_cmd(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, fo
         click.echo(f"kseg: compact ({where}, {result.partitions} partition(s)): {result.stats.line()}", err=True)
 
 
+class _LazySpark(click.Group):
+    """``kseg spark ...``: loaded on use, so that plain commands never import PySpark."""
+
+    def _real(self) -> click.Group:
+        from .spark.cli import spark
+
+        return spark
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return self._real().list_commands(ctx)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        return self._real().get_command(ctx, name)
+
+
 def _register_subcommands() -> None:
     from .plugin_cli import plugins
 
     main.add_command(plugins)
+    main.add_command(_LazySpark("spark", help="Run verify, dump, conversions and compaction on Spark "
+                                             "(needs the spark extra: pip install 'kseg[spark]')."))
 
 
 _register_subcommands()
