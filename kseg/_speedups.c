@@ -471,9 +471,196 @@ done:
     return rec;
 }
 
+/*
+ * legacy_set(data, wrapper_magic, wrapper_offset, log_append_time, record_type) -> list
+ * The twin of decode.decode_legacy_wrapper: the inner messages of a decompressed
+ * v0/v1 wrapper as records with absolute offsets (spec §2.3). Errors carry
+ * positions inside ``data``.
+ */
+static PyObject *
+legacy_set(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    int wmagic;
+    long long woffset;
+    PyObject *lat_obj, *record_type;
+    if (!PyArg_ParseTuple(args, "y*iLOO", &view, &wmagic, &woffset, &lat_obj, &record_type)) return NULL;
+    const unsigned char *p = (const unsigned char *)view.buf;
+    Py_ssize_t end = view.len, pos = 0, count = 0;
+    long long last_rel = 0;
+    PyObject *out = NULL, *empty = NULL;
+    /* pass 1: framing, magic, codec; the last inner offset */
+    while (pos < end) {
+        Py_ssize_t left = end - pos;
+        if (left < 17) {
+            fail("truncated", "truncated entry header", pos, -1, PyUnicode_FromString("at least 17 bytes"),
+                 PyUnicode_FromFormat("%zd bytes", left));
+            goto error;
+        }
+        int32_t size = be32(p + pos + 8);
+        int magic = (signed char)p[pos + 16];
+        int32_t min_size = magic == 0 ? 14 : magic == 1 ? 22 : magic == 2 ? 49 : -1;
+        if (min_size < 0) {
+            fail("corrupt", "unknown magic", pos + 16, -1, PyUnicode_FromString("0, 1 or 2"), PyLong_FromLong(magic));
+            goto error;
+        }
+        if (size < min_size) {
+            char msg[64];
+            snprintf(msg, sizeof msg, "size field too small for magic %d", magic);
+            fail("corrupt", msg, pos + 8, -1, PyUnicode_FromFormat(">= %d", min_size), PyLong_FromLong(size));
+            goto error;
+        }
+        if ((Py_ssize_t)size + 12 > left) {
+            fail("truncated", "entry runs past the end of the data", pos, -1,
+                 PyUnicode_FromFormat("%zd bytes", (Py_ssize_t)size + 12), PyUnicode_FromFormat("%zd bytes", left));
+            goto error;
+        }
+        if (magic > 1) {
+            fail("corrupt", "v2 batch inside a legacy wrapper", pos, -1, NULL, PyLong_FromLong(magic));
+            goto error;
+        }
+        if (p[pos + 17] & 0x07) {
+            fail("corrupt", "inner messages must not be compressed", pos, -1, PyUnicode_FromString("codec none"),
+                 PyUnicode_FromFormat("codec %d", p[pos + 17] & 0x07));
+            goto error;
+        }
+        last_rel = be64(p + pos);
+        pos += (Py_ssize_t)size + 12;
+        count++;
+    }
+    if (count == 0) {
+        fail("corrupt", "compressed message set has no inner messages", -1, -1, NULL, NULL);
+        goto error;
+    }
+    long long shift = 0;
+    if (wmagic != 0 && woffset != 0) {
+        if (woffset < last_rel) {
+            fail("corrupt", "invalid wrapper offset in compressed v1 message set", -1, -1,
+                 PyUnicode_FromFormat(">= last inner relative offset %lld", last_rel), PyLong_FromLongLong(woffset));
+            goto error;
+        }
+        shift = woffset - last_rel;
+    }
+    int has_lat = lat_obj != Py_None;
+    long long lat = has_lat ? PyLong_AsLongLong(lat_obj) : 0;
+    if (has_lat && lat == -1 && PyErr_Occurred()) goto error;
+    out = PyList_New(count);
+    empty = PyTuple_New(0);
+    if (!out || !empty) goto error;
+    /* pass 2: records */
+    pos = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const unsigned char *e = p + pos;
+        Py_ssize_t total = (Py_ssize_t)be32(e + 8) + 12;
+        int magic = e[16];
+        Py_ssize_t kpos = magic == 1 ? 26 : 18;
+        long long ts = magic == 1 ? be64(e + 18) : -1;
+        if (kpos + 4 > total) {
+            fail("corrupt", "invalid key length", pos + kpos, -1, NULL, NULL);
+            goto error;
+        }
+        int32_t klen = be32(e + kpos);
+        Py_ssize_t kspan = klen > 0 ? klen : 0;
+        if (klen < -1 || kpos + 4 + kspan + 4 > total) {
+            fail("corrupt", "invalid key length", pos + kpos, -1,
+                 PyUnicode_FromFormat("-1..%zd", total - kpos - 8), PyLong_FromLong(klen));
+            goto error;
+        }
+        Py_ssize_t vat = kpos + 4 + kspan;
+        int32_t vlen = be32(e + vat);
+        Py_ssize_t vspan = vlen > 0 ? vlen : 0;
+        if (vlen < -1 || vat + 4 + vspan != total) {
+            fail("corrupt", "value length does not match the message size", pos + vat, -1,
+                 total - vat - 4 >= 0 ? PyUnicode_FromFormat("%zd", total - vat - 4) : PyUnicode_FromString("-1"),
+                 PyLong_FromLong(vlen));
+            goto error;
+        }
+        PyObject *rec = new_tuple(record_type, 9);
+        if (!rec) goto error;
+        PyList_SET_ITEM(out, i, rec);
+        PyTuple_SET_ITEM(rec, 0, PyLong_FromLongLong(be64(e) + shift));
+        PyTuple_SET_ITEM(rec, 1, PyLong_FromLongLong(has_lat ? lat : ts));
+        PyTuple_SET_ITEM(rec, 2, klen < 0 ? (Py_INCREF(Py_None), Py_None)
+                                          : PyBytes_FromStringAndSize((const char *)e + kpos + 4, klen));
+        PyTuple_SET_ITEM(rec, 3, vlen < 0 ? (Py_INCREF(Py_None), Py_None)
+                                          : PyBytes_FromStringAndSize((const char *)e + vat + 4, vlen));
+        Py_INCREF(empty);
+        PyTuple_SET_ITEM(rec, 4, empty);
+        PyTuple_SET_ITEM(rec, 5, PyLong_FromLongLong(ts));
+        PyTuple_SET_ITEM(rec, 6, PyLong_FromLong(e[17]));
+        PyTuple_SET_ITEM(rec, 7, PyLong_FromLong(magic));
+        PyTuple_SET_ITEM(rec, 8, PyLong_FromUnsignedLong(ube32(e + 12)));
+        for (int k = 0; k < 9; k++)
+            if (PyTuple_GET_ITEM(rec, k) == NULL) goto error;
+        pos += total;
+    }
+    PyBuffer_Release(&view);
+    Py_DECREF(empty);
+    return out;
+error:
+    PyBuffer_Release(&view);
+    Py_XDECREF(out);
+    Py_XDECREF(empty);
+    return NULL;
+}
+
+static uint32_t crc_table[256];
+
+static void
+crc_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[i] = c;
+    }
+}
+
+/* CRC-32 (IEEE), as zlib.crc32 / java.util.zip.CRC32. */
+static uint32_t
+crc32_ieee(const unsigned char *p, Py_ssize_t n)
+{
+    uint32_t c = 0xFFFFFFFFu;
+    for (Py_ssize_t i = 0; i < n; i++) c = crc_table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+/*
+ * legacy_crc_mismatches(data) -> list of (index, stored, computed)
+ * For a decompressed wrapper payload that legacy_set accepted: the inner
+ * messages whose CRC-32 (magic .. end) does not match.
+ */
+static PyObject *
+legacy_crc_mismatches(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
+    const unsigned char *p = (const unsigned char *)view.buf;
+    Py_ssize_t end = view.len, pos = 0, i = 0;
+    PyObject *out = PyList_New(0);
+    if (!out) { PyBuffer_Release(&view); return NULL; }
+    while (end - pos >= 17) {
+        Py_ssize_t total = (Py_ssize_t)be32(p + pos + 8) + 12;
+        if (total < 26 || total > end - pos) break;
+        uint32_t stored = ube32(p + pos + 12);
+        uint32_t computed = crc32_ieee(p + pos + 16, total - 16);
+        if (stored != computed) {
+            PyObject *t = Py_BuildValue("(nkk)", i, (unsigned long)stored, (unsigned long)computed);
+            if (!t || PyList_Append(out, t) < 0) { Py_XDECREF(t); Py_DECREF(out); PyBuffer_Release(&view); return NULL; }
+            Py_DECREF(t);
+        }
+        pos += total;
+        i++;
+    }
+    PyBuffer_Release(&view);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"decode_v2", decode_v2, METH_VARARGS, "Decode (or, with record_type None, check) v2 records."},
     {"scan", scan, METH_VARARGS, "Split .log bytes into entries (twin of decode.scan_entries)."},
+    {"legacy_crc_mismatches", legacy_crc_mismatches, METH_VARARGS, "Inner messages with a bad CRC-32."},
+    {"legacy_set", legacy_set, METH_VARARGS, "Inner messages of a decompressed v0/v1 wrapper as records."},
     {"legacy_record", legacy_record, METH_VARARGS, "Key and value of a v0/v1 message as a record."},
     {NULL, NULL, 0, NULL},
 };
@@ -483,6 +670,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speedups", NULL, -1
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
+    crc_init();
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     DecodeError = PyErr_NewException("kseg._speedups.DecodeError", PyExc_ValueError, NULL);

@@ -10,6 +10,7 @@ import os
 
 from .decode import Scan, Tail
 from .decode import decode_v2_records as _decode_v2_py
+from .decode import decode_legacy_wrapper as _legacy_set_py
 from .decode import legacy_record as _legacy_record_py
 from .decode import scan_entries as _scan_py
 from .errors import CorruptBatchError, KsegError, TruncatedError, VarintError
@@ -22,7 +23,7 @@ except ImportError:  # pragma: no cover - exercised when the extension is not bu
 
 ACCELERATED = _speedups is not None and not os.environ.get("KSEG_PURE_PYTHON")
 
-_KINDS = {"varint": VarintError, "corrupt": CorruptBatchError}
+_KINDS = {"varint": VarintError, "corrupt": CorruptBatchError, "truncated": TruncatedError}
 
 
 def _converted(e: Exception) -> KsegError:
@@ -94,3 +95,30 @@ def legacy_record(batch: Batch, offset: int, timestamp: int) -> Record:
                                        batch.attributes, batch.crc, Record)
     except _speedups.DecodeError as e:
         raise _converted(e) from None
+
+
+def decode_legacy_wrapper(wrapper: Batch, inner_bytes: bytes) -> list[Record]:
+    """Inner records of a compressed v0/v1 wrapper (see ``decode.decode_legacy_wrapper``)."""
+    if not ACCELERATED:
+        return _legacy_set_py(wrapper, inner_bytes)
+    from .formats.attributes import TIMESTAMP_TYPE_MASK
+
+    lat = wrapper.timestamp if wrapper.magic >= 1 and wrapper.attributes & TIMESTAMP_TYPE_MASK else None
+    try:
+        return _speedups.legacy_set(inner_bytes, wrapper.magic, wrapper.offset, lat, Record)
+    except _speedups.DecodeError as e:
+        raise _converted(e) from None
+
+
+def legacy_crc_mismatches(inner_bytes: bytes) -> list[tuple[int, int, int]]:
+    """(index, stored, computed) for each inner message of a wrapper payload whose CRC-32 is wrong."""
+    if not ACCELERATED:
+        import zlib
+
+        out = []
+        for i, m in enumerate(_scan_py(inner_bytes, 0, final=True).batches):
+            computed = zlib.crc32(m.raw[16:])
+            if computed != m.crc:
+                out.append((i, m.crc, computed))
+        return out
+    return _speedups.legacy_crc_mismatches(inner_bytes)

@@ -9,13 +9,18 @@ from __future__ import annotations
 
 from .codecs import DEFAULT_MAX_DECOMPRESSED_BYTES, get_codec
 from .decode import (
-    decode_legacy_wrapper,
     effective_log_append_time,
     legacy_value_region,
     records_region,
 )
 from .errors import CorruptBatchError, KsegError
-from .fast import check_v2_records, decode_v2_records, legacy_record
+from .fast import (
+    check_v2_records,
+    decode_legacy_wrapper,
+    decode_v2_records,
+    legacy_crc_mismatches,
+    legacy_record,
+)
 from .formats.attributes import CODEC_PLUGIN
 from .formats.record_batch_v2 import RECORD_BATCH_OVERHEAD
 from .model import Batch, Record
@@ -90,3 +95,15 @@ def _in_file(e: KsegError, batch: Batch, compressed: bool) -> KsegError:
         e.position = batch.position
         return e
     return e.shift(batch.position + RECORD_BATCH_OVERHEAD)
+
+
+def wrapper_records(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+                    ) -> tuple[list[Record], list[tuple[int, int, int]]]:
+    """A legacy wrapper's records and its inner CRC mismatches (index, stored, computed),
+    decompressing once (the verify path)."""
+    data, _ = payload_bytes(batch, limit=limit)
+    try:
+        records = decode_legacy_wrapper(batch, data)
+    except KsegError as e:
+        raise _in_file(e, batch, True)
+    return records, legacy_crc_mismatches(data)

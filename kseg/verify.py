@@ -18,7 +18,7 @@ from .control import control_info
 from .errors import InputError, KsegError, TruncatedError
 from .formats.attributes import CODEC_MASK, CREATE_TIME, PLUGIN_ID_MASK, CODEC_PLUGIN
 from .model import Batch, Record
-from .records import batch_records, check_v2_batch_records
+from .records import batch_records, check_v2_batch_records, wrapper_records
 from .segment import Segment, base_offset_of, log_dir_partitions, partition_segments
 
 ERROR = "error"
@@ -250,6 +250,10 @@ def _check_records(c: _Collector, b: Batch, options: VerifyOptions) -> list[Reco
             summary = check_v2_batch_records(b, limit=options.max_decompressed_bytes)
             _check_v2_summary(c, b, summary)
             return b.record_count
+        if b.magic < 2 and b.attributes & CODEC_MASK:
+            records, bad_crcs = wrapper_records(b, limit=options.max_decompressed_bytes)
+            _check_wrapper(c, b, records, bad_crcs)
+            return records
         records = batch_records(b, limit=options.max_decompressed_bytes)
     except KsegError as e:
         c.from_error("records", e)
@@ -257,8 +261,6 @@ def _check_records(c: _Collector, b: Batch, options: VerifyOptions) -> list[Reco
     if b.magic >= 2:
         _check_v2_summary(c, b, _summary(b, records))
         _check_control(c, b, records)
-    elif b.attributes & CODEC_MASK:
-        _check_wrapper(c, b, records)
     return records
 
 
@@ -296,13 +298,11 @@ def _check_control(c: _Collector, b: Batch, records: list[Record]) -> None:
                 c.from_error("control", e.located(position=b.position))
 
 
-def _check_wrapper(c: _Collector, b: Batch, records: list[Record]) -> None:
-    from .encode import legacy_message_crc
-
+def _check_wrapper(c: _Collector, b: Batch, records: list[Record], bad_crcs: list[tuple[int, int, int]]) -> None:
+    for i, stored, computed in bad_crcs:
+        c.error("crc", b.position, "inner message crc mismatch", where=f"inner message {i}",
+                expected=f"{computed:#010x} (computed over the bytes)", found=f"{stored:#010x} (stored)")
     for i, r in enumerate(records):
-        if legacy_message_crc(r) != r.crc:
-            c.error("crc", b.position, "inner message crc mismatch", where=f"inner message {i}",
-                    expected=f"{legacy_message_crc(r):#010x} (computed)", found=f"{r.crc:#010x} (stored)")
         if r.magic != b.magic:
             c.note("records", b.position, "inner message magic differs from the wrapper's",
                    expected=b.magic, found=r.magic, where=f"inner message {i}")
