@@ -21,7 +21,7 @@ from .fast import (
     legacy_crc_mismatches,
     legacy_record,
 )
-from .formats.attributes import CODEC_PLUGIN
+from .formats.attributes import CODEC_MASK, CODEC_PLUGIN
 from .formats.record_batch_v2 import RECORD_BATCH_OVERHEAD
 from .model import Batch, Record
 
@@ -59,7 +59,7 @@ def payload_bytes(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) 
 
 def batch_records(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> list[Record]:
     """Every record of a batch with absolute offsets and effective timestamps."""
-    if batch.magic < 2 and batch.codec == 0:
+    if batch.magic < 2 and not batch.attributes & CODEC_MASK:  # the hot case of legacy segments
         try:
             return [legacy_record(batch, batch.offset, batch.timestamp)]
         except KsegError as e:
