@@ -11,6 +11,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 static PyObject *DecodeError;
 
@@ -656,9 +657,187 @@ legacy_crc_mismatches(PyObject *self, PyObject *args)
     return out;
 }
 
+/* ---------------------------------------------------------------- encoding */
+
+typedef struct { char *buf; Py_ssize_t len, cap; } Out;
+
+static int
+out_reserve(Out *o, Py_ssize_t extra)
+{
+    if (o->len + extra <= o->cap) return 0;
+    Py_ssize_t cap = o->cap ? o->cap : 4096;
+    while (cap < o->len + extra) cap *= 2;
+    char *nb = PyMem_Realloc(o->buf, cap);
+    if (!nb) { PyErr_NoMemory(); return -1; }
+    o->buf = nb;
+    o->cap = cap;
+    return 0;
+}
+
+static inline void
+put_uvarint(Out *o, uint64_t u)
+{
+    while (u >= 0x80) { o->buf[o->len++] = (char)((u & 0x7F) | 0x80); u >>= 7; }
+    o->buf[o->len++] = (char)u;
+}
+
+static inline void put_varint(Out *o, int64_t n) { put_uvarint(o, (uint32_t)(((uint32_t)n << 1) ^ (uint32_t)(n >> 31))); }
+static inline void put_varlong(Out *o, int64_t n) { put_uvarint(o, ((uint64_t)n << 1) ^ (uint64_t)(n >> 63)); }
+static inline void put_be32(char *p, uint32_t v) { p[0] = v >> 24; p[1] = v >> 16; p[2] = v >> 8; p[3] = v; }
+static inline void put_be64(char *p, uint64_t v) { put_be32(p, v >> 32); put_be32(p + 4, (uint32_t)v); }
+
+/* bytes or None -> (pointer, length, -1 for None); 0 ok, -1 error */
+static int
+nullable_view(PyObject *obj, const char **ptr, Py_ssize_t *len)
+{
+    if (obj == Py_None) { *ptr = NULL; *len = -1; return 0; }
+    if (PyBytes_Check(obj)) { *ptr = PyBytes_AS_STRING(obj); *len = PyBytes_GET_SIZE(obj); return 0; }
+    PyErr_SetString(PyExc_TypeError, "keys, values and header values must be bytes or None");
+    return -1;
+}
+
+/*
+ * encode_v2_records(records, base_offset, base_timestamp) -> bytes
+ * The twin of encode.encode_v2_records.
+ */
+static PyObject *
+encode_v2_records(PyObject *self, PyObject *args)
+{
+    PyObject *records;
+    long long base_offset, base_ts;
+    if (!PyArg_ParseTuple(args, "OLL", &records, &base_offset, &base_ts)) return NULL;
+    PyObject *seq = PySequence_Fast(records, "records must be a sequence");
+    if (!seq) return NULL;
+    Out o = {NULL, 0, 0};
+    Out body = {NULL, 0, 0};
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *r = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) < 7) { PyErr_SetString(PyExc_TypeError, "not a Record"); goto error; }
+        long long offset = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 0));
+        long long ts = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 5));
+        long attrs = PyLong_AsLong(PyTuple_GET_ITEM(r, 6));
+        if (PyErr_Occurred()) goto error;
+        const char *kp, *vp;
+        Py_ssize_t kl, vl;
+        if (nullable_view(PyTuple_GET_ITEM(r, 2), &kp, &kl) < 0 || nullable_view(PyTuple_GET_ITEM(r, 3), &vp, &vl) < 0)
+            goto error;
+        PyObject *headers = PyTuple_GET_ITEM(r, 4);
+        PyObject *hseq = PySequence_Fast(headers, "headers must be a sequence");
+        if (!hseq) goto error;
+        Py_ssize_t hn = PySequence_Fast_GET_SIZE(hseq);
+        body.len = 0;
+        if (out_reserve(&body, 1 + 10 + 5 + 5 + (kl > 0 ? kl : 0) + 5 + (vl > 0 ? vl : 0) + 5) < 0) { Py_DECREF(hseq); goto error; }
+        body.buf[body.len++] = (char)(attrs & 0xFF);
+        put_varlong(&body, ts - base_ts);
+        put_varint(&body, offset - base_offset);
+        put_varint(&body, kl);
+        if (kl > 0) { memcpy(body.buf + body.len, kp, kl); body.len += kl; }
+        put_varint(&body, vl);
+        if (vl > 0) { memcpy(body.buf + body.len, vp, vl); body.len += vl; }
+        put_varint(&body, hn);
+        for (Py_ssize_t h = 0; h < hn; h++) {
+            PyObject *pair = PySequence_Fast_GET_ITEM(hseq, h);
+            if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+                Py_DECREF(hseq); PyErr_SetString(PyExc_TypeError, "a header is (key, value)"); goto error;
+            }
+            PyObject *kb = PyUnicode_AsEncodedString(PyTuple_GET_ITEM(pair, 0), "utf-8", "surrogateescape");
+            if (!kb) { Py_DECREF(hseq); goto error; }
+            const char *hvp;
+            Py_ssize_t hvl;
+            if (nullable_view(PyTuple_GET_ITEM(pair, 1), &hvp, &hvl) < 0) { Py_DECREF(kb); Py_DECREF(hseq); goto error; }
+            Py_ssize_t hkl = PyBytes_GET_SIZE(kb);
+            if (out_reserve(&body, 10 + hkl + (hvl > 0 ? hvl : 0)) < 0) { Py_DECREF(kb); Py_DECREF(hseq); goto error; }
+            put_varint(&body, hkl);
+            memcpy(body.buf + body.len, PyBytes_AS_STRING(kb), hkl);
+            body.len += hkl;
+            Py_DECREF(kb);
+            put_varint(&body, hvl);
+            if (hvl > 0) { memcpy(body.buf + body.len, hvp, hvl); body.len += hvl; }
+        }
+        Py_DECREF(hseq);
+        if (out_reserve(&o, 5 + body.len) < 0) goto error;
+        put_varint(&o, body.len);
+        memcpy(o.buf + o.len, body.buf, body.len);
+        o.len += body.len;
+    }
+    Py_DECREF(seq);
+    PyObject *res = PyBytes_FromStringAndSize(o.buf ? o.buf : "", o.len);
+    PyMem_Free(o.buf);
+    PyMem_Free(body.buf);
+    return res;
+error:
+    Py_DECREF(seq);
+    PyMem_Free(o.buf);
+    PyMem_Free(body.buf);
+    return NULL;
+}
+
+/*
+ * encode_legacy_messages(records, magic, relative_to) -> bytes
+ * v0/v1 messages with framing and CRC-32, one per record: offset = record offset
+ * (minus relative_to unless it is None), attributes = the record's without codec
+ * bits, timestamp = its stored timestamp (v1). The twin of
+ * encode.build_legacy_message_set.
+ */
+static PyObject *
+encode_legacy_messages(PyObject *self, PyObject *args)
+{
+    PyObject *records, *rel_obj;
+    int magic;
+    if (!PyArg_ParseTuple(args, "OiO", &records, &magic, &rel_obj)) return NULL;
+    if (magic != 0 && magic != 1) { PyErr_SetString(PyExc_ValueError, "magic 0 or 1"); return NULL; }
+    long long rel = 0;
+    if (rel_obj != Py_None) { rel = PyLong_AsLongLong(rel_obj); if (rel == -1 && PyErr_Occurred()) return NULL; }
+    PyObject *seq = PySequence_Fast(records, "records must be a sequence");
+    if (!seq) return NULL;
+    Out o = {NULL, 0, 0};
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *r = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) < 7) { PyErr_SetString(PyExc_TypeError, "not a Record"); goto error; }
+        long long offset = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 0)) - rel;
+        long long ts = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 5));
+        long attrs = PyLong_AsLong(PyTuple_GET_ITEM(r, 6)) & ~0x07L;
+        if (PyErr_Occurred()) goto error;
+        const char *kp, *vp;
+        Py_ssize_t kl, vl;
+        if (nullable_view(PyTuple_GET_ITEM(r, 2), &kp, &kl) < 0 || nullable_view(PyTuple_GET_ITEM(r, 3), &vp, &vl) < 0)
+            goto error;
+        Py_ssize_t head = magic == 1 ? 26 : 18;
+        Py_ssize_t total = head + 4 + (kl > 0 ? kl : 0) + 4 + (vl > 0 ? vl : 0);
+        if (out_reserve(&o, total) < 0) goto error;
+        char *e = o.buf + o.len;
+        put_be64(e, (uint64_t)offset);
+        put_be32(e + 8, (uint32_t)(total - 12));
+        e[16] = (char)magic;
+        e[17] = (char)(attrs & 0xFF);
+        if (magic == 1) put_be64(e + 18, (uint64_t)ts);
+        Py_ssize_t at = head;
+        put_be32(e + at, (uint32_t)(kl < 0 ? -1 : kl));
+        at += 4;
+        if (kl > 0) { memcpy(e + at, kp, kl); at += kl; }
+        put_be32(e + at, (uint32_t)(vl < 0 ? -1 : vl));
+        at += 4;
+        if (vl > 0) { memcpy(e + at, vp, vl); at += vl; }
+        put_be32(e + 12, crc32_ieee((const unsigned char *)e + 16, total - 16));
+        o.len += total;
+    }
+    Py_DECREF(seq);
+    PyObject *res = PyBytes_FromStringAndSize(o.buf ? o.buf : "", o.len);
+    PyMem_Free(o.buf);
+    return res;
+error:
+    Py_DECREF(seq);
+    PyMem_Free(o.buf);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"decode_v2", decode_v2, METH_VARARGS, "Decode (or, with record_type None, check) v2 records."},
     {"scan", scan, METH_VARARGS, "Split .log bytes into entries (twin of decode.scan_entries)."},
+    {"encode_v2_records", encode_v2_records, METH_VARARGS, "The records section of a v2 batch."},
+    {"encode_legacy_messages", encode_legacy_messages, METH_VARARGS, "v0/v1 messages with framing and CRC."},
     {"legacy_crc_mismatches", legacy_crc_mismatches, METH_VARARGS, "Inner messages with a bad CRC-32."},
     {"legacy_set", legacy_set, METH_VARARGS, "Inner messages of a decompressed v0/v1 wrapper as records."},
     {"legacy_record", legacy_record, METH_VARARGS, "Key and value of a v0/v1 message as a record."},

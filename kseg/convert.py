@@ -14,7 +14,7 @@ from typing import Iterable, Iterator
 from .codecs import DEFAULT_MAX_DECOMPRESSED_BYTES, Codec, get_codec
 from .encode import (
     assemble_v2,
-    build_legacy_message,
+    build_legacy_message_set,
     build_legacy_wrapper,
     build_v2_batch,
     header_of,
@@ -103,8 +103,8 @@ def _count_in(s: Summary, b: Batch, n_records: int) -> None:
     s.records_in += n_records
 
 
-def _emit(s: Summary, raw: bytes, n_records: int) -> bytes:
-    s.batches_out += 1
+def _emit(s: Summary, raw: bytes, n_records: int, entries: int = 1) -> bytes:
+    s.batches_out += entries
     s.records_out += n_records
     s.bytes_out += len(raw)
     return raw
@@ -219,13 +219,11 @@ def _v0_to_v1(b: Batch, records: list[Record], ts_type: int, o: UpOptions, s: Su
     ts = NO_TIMESTAMP if lat is None else lat
     codec = o.choice.id_for(b.codec)
     _require_legacy_codec(codec, 1, b)
-    if codec == CODEC_NONE:
-        for r in records:
-            raw = build_legacy_message(r.offset, 1, attrs_ts, ts, r.key, r.value)
-            s.rebuilt += 1
-            yield _emit(s, raw, 1)
-        return
     inner = [r._replace(magic=1, attributes=attrs_ts, stored_timestamp=ts) for r in records]
+    if codec == CODEC_NONE:
+        s.rebuilt += len(inner)
+        yield _emit(s, build_legacy_message_set(inner, magic=1), len(inner), len(inner))
+        return
     raw = build_legacy_wrapper(inner, magic=1, codec=codec, level=o.choice.level, timestamp_type=ts_type,
                                wrapper_timestamp=ts, codec_impl=o.choice.codec)
     s.rebuilt += 1
@@ -289,11 +287,9 @@ def down_convert(batches: Iterable[Batch], o: DownOptions, s: Summary) -> Iterat
             inner = [r._replace(magic=0, attributes=0, stored_timestamp=NO_TIMESTAMP) for r in records]
         else:
             inner = [r._replace(magic=1, attributes=ts_attr, stored_timestamp=r.timestamp) for r in records]
-        if codec == CODEC_NONE:
-            for r in inner:
-                raw = build_legacy_message(r.offset, o.to_magic, r.attributes, r.stored_timestamp, r.key, r.value)
-                s.rebuilt += 1
-                yield _emit(s, raw, 1)
+        if codec == CODEC_NONE:  # one message per record
+            s.rebuilt += len(inner)
+            yield _emit(s, build_legacy_message_set(inner, magic=o.to_magic), len(inner), len(inner))
             continue
         raw = build_legacy_wrapper(
             inner, magic=o.to_magic, codec=codec, level=o.choice.level,
@@ -388,11 +384,11 @@ def _recompress_wrapper(b: Batch, target: int, o: RecompressOptions, s: Summary)
     if target == CODEC_NONE:
         # Unwrap: each inner message becomes a top-level message with its absolute offset.
         lat = b.timestamp if b.magic == 1 and b.timestamp_type == LOG_APPEND_TIME else None
-        for r in records:
-            attrs = (r.attributes & ~CODEC_MASK) | (TIMESTAMP_TYPE_MASK if lat is not None else 0)
-            ts = lat if lat is not None else r.stored_timestamp
-            s.rebuilt += 1
-            yield _emit(s, build_legacy_message(r.offset, r.magic, attrs, ts, r.key, r.value), 1)
+        if lat is not None:
+            records = [r._replace(attributes=r.attributes | TIMESTAMP_TYPE_MASK, stored_timestamp=lat)
+                       for r in records]
+        s.rebuilt += len(records)
+        yield _emit(s, build_legacy_message_set(records, magic=b.magic), len(records), len(records))
         return
     _require_legacy_codec(target, b.magic, b)
     inner, _ = payload_bytes(b, limit=o.limit)  # inner messages stay byte for byte

@@ -32,6 +32,7 @@ from .formats.attributes import (
 from .formats.log_entry import LOG_OVERHEAD
 from .formats.message_v0v1 import CRC_START as LEGACY_CRC_START
 from .formats.record_batch_v2 import CRC_START as V2_CRC_START, RECORD_BATCH_OVERHEAD
+from .fast import ACCELERATED, _speedups
 from .layouts import BATCH_V2_HEADER, MESSAGE_HEADER
 from .model import Header, Record
 
@@ -56,8 +57,15 @@ def write_varlong(out: bytearray, n: int) -> None:
     _uvarint(out, ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 
-def encode_v2_records(records: Iterable[Record], base_offset: int, base_timestamp: int) -> bytes:
-    """The records section of a v2 batch (uncompressed)."""
+def encode_v2_records(records: Sequence[Record], base_offset: int, base_timestamp: int) -> bytes:
+    """The records section of a v2 batch (uncompressed); C accelerated when built."""
+    if ACCELERATED:
+        return _speedups.encode_v2_records(records, base_offset, base_timestamp)
+    return encode_v2_records_py(records, base_offset, base_timestamp)
+
+
+def encode_v2_records_py(records: Iterable[Record], base_offset: int, base_timestamp: int) -> bytes:
+    """The Python reference of ``encode_v2_records``."""
     out = bytearray()
     body = bytearray()
     for r in records:
@@ -262,7 +270,17 @@ def legacy_message_crc(r: Record) -> int:
 def build_legacy_message_set(
     records: Sequence[Record], *, magic: int, relative_to: int | None = None
 ) -> bytes:
-    """Inner entries of a wrapper: absolute offsets (v0) or relative to ``relative_to`` (v1)."""
+    """Legacy messages, one per record (a wrapper's inner set, or top-level messages):
+    absolute offsets, or relative to ``relative_to`` (v1 inner). C accelerated when built."""
+    if ACCELERATED and magic in (0, 1):
+        return _speedups.encode_legacy_messages(records, magic, relative_to)
+    return build_legacy_message_set_py(records, magic=magic, relative_to=relative_to)
+
+
+def build_legacy_message_set_py(
+    records: Sequence[Record], *, magic: int, relative_to: int | None = None
+) -> bytes:
+    """The Python reference of ``build_legacy_message_set``."""
     out = bytearray()
     for r in records:
         off = r.offset if relative_to is None else r.offset - relative_to

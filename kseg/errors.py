@@ -60,13 +60,22 @@ class KsegError(Exception):
             parts.append(f"({self.where})")
         head = " ".join(parts)
         text = self.message
-        if self.expected is not None or self.found is not None:
-            text += f": expected {_show(self.expected)}, found {_show(self.found)}"
+        text += expected_found(self.expected, self.found)
         return f"{head}: {text}" if head else text
 
 
 def _show(value: Any) -> str:
     return value if isinstance(value, str) else repr(value)
+
+
+def expected_found(expected: Any, found: Any) -> str:
+    """``: expected X, found Y`` with only the parts that are known."""
+    parts = []
+    if expected is not None:
+        parts.append(f"expected {_show(expected)}")
+    if found is not None:
+        parts.append(f"found {_show(found)}")
+    return ": " + ", ".join(parts) if parts else ""
 
 
 class DataError(KsegError):

@@ -106,8 +106,7 @@ def _merge(batches: Sequence[Batch]) -> Append:
         # LogValidator / analyzeAndValidateRecords: strictly greater, so the first batch wins a tie.
         if b.timestamp > max_ts:
             max_ts, max_ts_offset = b.timestamp, b.last_offset
-    last = batches[-1]
-    size = last.position + last.size - first.position
+    size = sum(b.size for b in batches)
     return Append(first.position, size, max(b.last_offset for b in batches), max_ts, max_ts_offset)
 
 

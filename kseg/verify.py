@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable
 
 from .codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from .control import control_info
-from .errors import InputError, KsegError, TruncatedError
+from .errors import InputError, KsegError, TruncatedError, expected_found
 from .formats.attributes import CODEC_MASK, CREATE_TIME, PLUGIN_ID_MASK, CODEC_PLUGIN
 from .model import Batch, Record
 from .records import batch_records, check_v2_batch_records, wrapper_records
@@ -45,10 +45,7 @@ class Problem:
             head += f" at byte {self.position}"
         if self.where:
             head += f" ({self.where})"
-        text = f"{head}: {self.message}"
-        if self.expected is not None or self.found is not None:
-            text += f": expected {self.expected}, found {self.found}"
-        return text
+        return f"{head}: {self.message}{expected_found(self.expected, self.found)}"
 
     def as_json(self) -> dict:
         return {k: v for k, v in asdict(self).items()}
