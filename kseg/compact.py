@@ -252,7 +252,10 @@ class Cleaner:
         self.state = _scan_partition(segs, o.limit)
         self.plans, self.upper = self._plan()
         self.key_map: dict[bytes, int] = {}
+        self.winners: set[int] = set()
+        self.start = o.first_dirty_offset or 0
         self.map_latest = -1
+        self.markers_written = 0
         self.stats = CompactStats()
 
     def _plan(self) -> tuple[list[SegmentPlan], int]:
@@ -306,14 +309,16 @@ class Cleaner:
                 if tracker.on_batch(b):
                     continue
                 for r in batch_records(b, limit=self.o.limit):
-                    if r.key is not None and r.offset >= start:
-                        key_map[md5(r.key).digest()] = r.offset
+                    key = r[2]
+                    if key is not None and r[0] >= start:
+                        key_map[md5(key).digest()] = r[0]
                 if len(key_map) > max_keys:
                     raise InputError(
                         f"the key map is full ({max_keys} keys in --key-map-bytes {self.o.key_map_bytes}) "
                         f"at offset {b.offset}: raise --key-map-bytes", file=str(plan.path), position=b.position)
         self.map_latest = self.upper - 1
         self.stats.keys = len(key_map)
+        self.winners = set(key_map.values())
 
     def clean(self) -> Iterator[tuple[SegmentPlan, list[bytes], list[TxnEntry]]]:
         """Yield each segment's new entries and its aborted-transaction index."""
@@ -368,32 +373,28 @@ class Cleaner:
         if not retain_empty and b.next_offset == self.upper:
             retain_empty = True  # keep the last batch of the round: the log end offset survives
         if discard_records and not retain_empty:
-            self._count_removed(b, records)
+            self._count_dropped(b, records, [], not b.is_control)
             s.batches_removed += 1
             return None
         marker_for_empty_txn = can_discard and b.is_control
-        retained: list[Record] = []
-        write_original = True
-        tombstones = False
-        for r in records:
-            if discard_records:
-                keep = False
-            elif b.is_control:
-                keep = True
-            else:
-                keep = self._retain_record(b, r, plan)
-            if keep:
-                if r.magic != b.magic:
-                    write_original = False  # KAFKA-4298: rewrite a batch whose records' magic differs
-                retained.append(r)
-                if r.value is None:
-                    tombstones = True
-            else:
-                write_original = False
-                self._count_dropped_record(b, r, discard_records)
+        if discard_records:
+            retained: list[Record] = []
+        elif b.is_control:
+            retained = records
+        else:
+            retained = self._retained(b, records, plan)
+        write_original = len(retained) == len(records)
+        if write_original and b.magic < 2:
+            write_original = all(r.magic == b.magic for r in records)  # KAFKA-4298: rewrite mixed magics
+        if not write_original:
+            self._count_dropped(b, records, retained, discard_records)
         if retained:
             s.records_after += len(retained)
-            s.tombstones_kept += sum(1 for r in retained if r.value is None and not b.is_control)
+            tombstones = sum(1 for r in retained if r.value is None)
+            if not b.is_control:
+                s.tombstones_kept += tombstones
+            else:
+                self.markers_written += 1
             need_horizon = b.magic >= 2 and (tombstones or marker_for_empty_txn) and not b.has_delete_horizon
             if write_original and not need_horizon:
                 s.batches_copied += 1
@@ -407,38 +408,50 @@ class Cleaner:
             return _rebuild(b, retained, horizon)
         if retain_empty and b.magic >= 2:
             s.batches_emptied += 1
+            if b.is_control:
+                self.markers_written += 1
             return _empty_header(b)
         s.batches_removed += 1
         return None
 
-    def _retain_record(self, b: Batch, r: Record, plan: SegmentPlan) -> bool:
-        if r.offset > self.map_latest:
-            return True
-        if r.key is None:
-            return False
-        found = self.key_map.get(hashlib.md5(r.key).digest(), -1)
-        if r.offset < found:
-            return False
-        if r.value is not None:
-            return True
+    def _retained(self, b: Batch, records: list[Record], plan: SegmentPlan) -> list[Record]:
+        """shouldRetainRecord over a data batch: latest for its key, and a value or a tombstone
+        that must still be kept. Keys are looked up by digest only below the first dirty
+        offset; above it the latest offset per key is the set of winning offsets."""
         if b.magic >= 2:
-            return not b.has_delete_horizon or self.o.now_ms < b.delete_horizon_ms
-        return plan.legacy_deletes_retained
-
-    def _count_dropped_record(self, b: Batch, r: Record, aborted: bool) -> None:
-        s = self.stats
-        if b.is_control:
-            s.markers_removed += 1
-        elif aborted:
-            s.aborted_removed += 1
-        elif r.key is None:
-            s.keyless_removed += 1
-        elif r.value is None:
-            s.tombstones_removed += 1
-
-    def _count_removed(self, b: Batch, records: list[Record]) -> None:
+            keep_deletes = not b.has_delete_horizon or self.o.now_ms < b.delete_horizon_ms
+        else:
+            keep_deletes = plan.legacy_deletes_retained
+        latest, winners, start = self.map_latest, self.winners, self.start
+        out = []
         for r in records:
-            self._count_dropped_record(b, r, not b.is_control)
+            off = r[0]
+            if off > latest:
+                out.append(r)
+            elif r[2] is None:
+                continue
+            elif (off in winners) if off >= start else off >= self._clean_part_offset(r[2]):
+                if r[3] is not None or keep_deletes:
+                    out.append(r)
+        return out
+
+    def _clean_part_offset(self, key: bytes) -> int:
+        return self.key_map.get(hashlib.md5(key).digest(), -1)
+
+    def _count_dropped(self, b: Batch, records: list[Record], retained: list[Record], aborted: bool) -> None:
+        s = self.stats
+        kept = {r[0] for r in retained}
+        for r in records:
+            if r[0] in kept:
+                continue
+            if b.is_control:
+                s.markers_removed += 1
+            elif aborted:
+                s.aborted_removed += 1
+            elif r.key is None:
+                s.keyless_removed += 1
+            elif r.value is None:
+                s.tombstones_removed += 1
 
 
 def _safe_type(r: Record) -> int:
@@ -522,7 +535,9 @@ def compact_partition(segs: list[Path], o: CompactOptions, workdir: Path | None 
                 setattr(total, name, getattr(total, name) + getattr(cleaner.stats, name))
             total.tombstones_kept = cleaner.stats.tombstones_kept
         total.passes = n
-        if not changed or o.single_pass or workdir is None:
+        # Only markers can change in a later pass with the same clock (their transaction's
+        # data went in this one): without any, this pass is final.
+        if not changed or o.single_pass or workdir is None or not cleaner.markers_written:
             break
         passdir = workdir / f"pass{n}"
         passdir.mkdir(parents=True, exist_ok=True)
