@@ -16,9 +16,12 @@ $(STAMP): pyproject.toml constraints.txt
 
 demo: $(STAMP)
 	$(KSEG) verify fixtures/logdir
-	$(KSEG) dump --records fixtures/logdir/v2-gzip-0
-	$(KSEG) dump --records --format kafka --payload utf8 fixtures/logdir/v1-gzip-0
-	$(KSEG) dump --records --format jsonl fixtures/logdir/v2-txn-0 | head -n 5
+	$(KSEG) dump --records fixtures/logdir/v2-headers-0
+	$(KSEG) dump --records --format kafka --payload utf8 fixtures/logdir/compacted-v1-gzip-0
+	$(KSEG) dump --records --format jsonl fixtures/logdir/v2-txn-0 | head -n 4
+	$(KSEG) up-convert fixtures/logdir -o out/v2 --to-magic 2 --force
+	$(KSEG) compact out/v2 -o out/compacted --include-active --force
+	$(KSEG) verify --quick out/v2 out/compacted
 
 test: $(STAMP)
 	$(PY) fixtures/generate.py --check

@@ -183,9 +183,10 @@ def _expand_for_dump(paths: tuple[Path, ...], expand: Callable[[list], list[Path
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--no-index", is_flag=True, help="Do not check .index/.timeindex/.txnindex files.")
 @click.option("--input-format", type=click.Choice(["kafka", "kafka07"]), default="kafka", show_default=True)
+@click.option("-v", "--verbose", is_flag=True, help="List every file checked, not only those with findings.")
 @max_decompressed_option
 @guarded
-def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input_format: str,
+def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input_format: str, verbose: bool,
            max_decompressed_bytes: int) -> None:
     """Check segment files, partition folders or log directories; report every problem.
 
@@ -204,7 +205,7 @@ def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input
         report = verify_paths(paths, options, progress=progress)
     if progress:
         click.echo("\r\033[K", nl=False, err=True)
-    _print_verify(report, fmt)
+    _print_verify(report, fmt, verbose=verbose)
     raise SystemExit(EXIT_OK if report.ok else EXIT_DATA)
 
 
@@ -218,7 +219,7 @@ def _progress() -> Callable[[str], None]:
     return show
 
 
-def _print_verify(report: Any, fmt: str) -> None:
+def _print_verify(report: Any, fmt: str, verbose: bool = True) -> None:
     if fmt == "json":
         out = {
             "ok": report.ok,
@@ -233,6 +234,8 @@ def _print_verify(report: Any, fmt: str) -> None:
         click.echo(json.dumps(out, indent=2))
         return
     for f in report.files:
+        if not verbose and not f.problems and not f.suppressed_notes:
+            continue
         status = "ok" if f.ok else f"{len(f.errors)} error(s)"
         detail = f"{f.batches} batches, {f.records} records, {f.bytes} bytes" if f.kind == "log" else f.kind
         click.echo(f"{f.path}: {status} ({detail})")
@@ -242,7 +245,10 @@ def _print_verify(report: Any, fmt: str) -> None:
             click.echo(f"  note: {f.suppressed_notes} more notes not shown")
     total = len(report.files)
     bad = sum(1 for f in report.files if not f.ok)
-    click.echo(f"{total} file(s) checked, {bad} with errors, {report.error_count} error(s) in all")
+    batches = sum(f.batches for f in report.files)
+    records = sum(f.records for f in report.files)
+    click.echo(f"{total} file(s) checked, {bad} with errors, {report.error_count} error(s) in all "
+               f"({batches} batches, {records} records)")
 
 
 # --------------------------------------------------------------------------- writing commands
