@@ -56,7 +56,7 @@ from kseg.errors import (
 )
 from kseg.formats.attributes import CODEC_NAMES
 
-SPEC_VECTORS = Path("/work/shared/spec/vectors")
+from conftest import SPEC_VECTORS_DIR as SPEC_VECTORS  # noqa: E402
 MIB = 1 << 20
 KIB = 1 << 10
 

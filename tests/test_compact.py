@@ -268,7 +268,7 @@ def test_key_map_full_is_a_clear_error(tmp_path):
     assert code == 2 and "key map is full" in text and not (tmp_path / "o").exists()
 
 
-REAL = Path("/work/shared/realdata")
+from conftest import REALDATA as REAL  # noqa: E402
 
 
 @pytest.mark.parametrize("folder", sorted(str(p) for p in REAL.rglob("__consumer_offsets-*") if p.is_dir()))

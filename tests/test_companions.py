@@ -61,7 +61,7 @@ from kseg.layouts import (
 )
 from kseg.segment import Segment
 
-REAL = Path("/work/shared/realdata")
+from conftest import REALDATA as REAL  # noqa: E402
 LDI = REAL / "LDI-POC/__consumer_offsets-6"
 EXPERTS = REAL / "Experts-in-team-innovation"
 
