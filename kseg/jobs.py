@@ -98,6 +98,7 @@ def run_job(
     options: WriteOptions,
     *,
     select: Callable[[str | None], bool] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> JobResult:
     """Apply a transform to one segment, one partition folder or a whole log directory.
 
@@ -112,6 +113,8 @@ def run_job(
         raise InputError("no such file or directory", file=str(src))
     check_output(inputs, output, force=options.force)
     result = JobResult()
+    if progress is None:
+        progress = progress_printer()
     if src.is_file():
         transform, shift = make_transform([src])
         base = (base_offset_of(src) or 0) + shift
@@ -124,7 +127,7 @@ def run_job(
     segs = partition_segments(src)
     with AtomicDir(output) as tmp_root:
         if segs:
-            _run_partition(segs, tmp_root.tmp, make_transform, result, options, copy=False)
+            _run_partition(segs, tmp_root.tmp, make_transform, result, options, copy=False, progress=progress)
         else:
             parts = log_dir_partitions(src)
             if not parts:
@@ -133,13 +136,15 @@ def run_job(
             for part in parts:
                 keep = select is None or select(part.topic)
                 _run_partition(part.segment_paths, tmp_root.tmp / part.path.name, make_transform, result,
-                               options, copy=not keep)
+                               options, copy=not keep, progress=progress)
+    if progress:
+        progress("")
     result.segments = [output / p.relative_to(tmp_root.tmp) for p in result.segments]
     return result
 
 
 def _run_partition(segs: list[Path], out_dir: Path, make_transform, result: JobResult, options: WriteOptions,
-                   *, copy: bool) -> None:
+                   *, copy: bool, progress: Callable[[str], None] | None = None) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     if copy:
         transform: Transform = _copy
@@ -147,6 +152,8 @@ def _run_partition(segs: list[Path], out_dir: Path, make_transform, result: JobR
     else:
         transform, shift = make_transform(segs)
     for seg in segs:
+        if progress:
+            progress(f"{len(result.segments) + 1}: {seg}")
         base = (base_offset_of(seg) or 0) + shift
         dst = out_dir / segment_file_name(base)
         _run_segment(seg, dst, base, transform, result.summary, options)
@@ -163,11 +170,12 @@ def _copy(batches: Iterable[Batch], s: Summary) -> Iterator[bytes]:
 
 
 def progress_printer() -> Callable[[str], None] | None:
+    """One overwritten status line on stderr when it is a terminal (nothing otherwise)."""
     if not sys.stderr.isatty():
         return None
 
     def show(text: str) -> None:
-        sys.stderr.write(f"\r\033[K{text}")
+        sys.stderr.write(f"\r\033[K{text[-150:]}")
         sys.stderr.flush()
 
     return show
