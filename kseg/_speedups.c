@@ -65,10 +65,15 @@ zigzag(uint64_t u)
             goto error;                                                        \
         }                                                                      \
         if (rc_ == 2) {                                                        \
-            fail("corrupt", "record runs past the end of the records", pos, i, \
-                 NULL, NULL);                                                  \
+            if (at_ >= end)                                                    \
+                fail("corrupt", "record runs past the end of the records",     \
+                     at_, i, NULL, NULL);                                      \
+            else                                                               \
+                fail("varint", "varint runs past the end of the data", pos, i, \
+                     NULL, NULL);                                              \
             goto error;                                                        \
         }                                                                      \
+        if ((maxb) == 5) u_ &= 0xFFFFFFFFu;                                    \
         dst = zigzag(u_);                                                      \
     } while (0)
 
@@ -150,28 +155,33 @@ decode_v2(PyObject *self, PyObject *args)
         unsigned char attrs = p[pos++];
         READ(10, ts_delta);
         READ(5, off_delta);
+        Py_ssize_t len_at = pos;
         READ(5, klen);
         if (klen < -1) {
             fail("corrupt", "invalid key length", pos, i, NULL, PyLong_FromLongLong(klen));
             goto error;
         }
-        Py_ssize_t key_at = pos;
-        if (klen > 0) pos += (Py_ssize_t)klen;
-        if (pos > end) {
-            fail("corrupt", "record runs past the end of the records", pos, i, NULL, NULL);
+        if (klen >= 0 && pos + klen > rec_end) {
+            fail("corrupt", "key runs past its record", len_at, i, PyUnicode_FromFormat("<= %zd bytes", rec_end - pos),
+                 PyUnicode_FromFormat("%lld bytes", (long long)klen));
             goto error;
         }
+        Py_ssize_t key_at = pos;
+        if (klen > 0) pos += (Py_ssize_t)klen;
+        len_at = pos;
         READ(5, vlen);
         if (vlen < -1) {
             fail("corrupt", "invalid value length", pos, i, NULL, PyLong_FromLongLong(vlen));
             goto error;
         }
-        Py_ssize_t value_at = pos;
-        if (vlen > 0) pos += (Py_ssize_t)vlen;
-        if (pos > end) {
-            fail("corrupt", "record runs past the end of the records", pos, i, NULL, NULL);
+        if (vlen >= 0 && pos + vlen > rec_end) {
+            fail("corrupt", "value runs past its record", len_at, i,
+                 PyUnicode_FromFormat("<= %zd bytes", rec_end - pos),
+                 PyUnicode_FromFormat("%lld bytes", (long long)vlen));
             goto error;
         }
+        Py_ssize_t value_at = pos;
+        if (vlen > 0) pos += (Py_ssize_t)vlen;
         PyObject *headers = NULL;
         if (pos < end && p[pos] == 0) {
             pos++;
@@ -181,7 +191,8 @@ decode_v2(PyObject *self, PyObject *args)
             READ(5, hcount);
             if (hcount < 0 || hcount > rec_end - pos) {
                 fail("corrupt", "invalid header count", hc_at + (pos - hc_at), i,
-                     PyUnicode_FromFormat("0..%zd", rec_end - pos), PyLong_FromLongLong(hcount));
+                     PyUnicode_FromFormat("0..%zd", rec_end - pos > 0 ? rec_end - pos : 0),
+                     PyLong_FromLongLong(hcount));
                 goto error;
             }
             if (materialize) {
@@ -235,7 +246,7 @@ decode_v2(PyObject *self, PyObject *args)
                  PyUnicode_FromFormat("fields end at byte %zd", pos));
             goto error;
         }
-        int64_t ts = base_ts + ts_delta;
+        int64_t ts = (int64_t)((uint64_t)base_ts + (uint64_t)ts_delta); /* Java long wrap */
         if (materialize) {
             PyObject *rec = new_tuple(record_type, 9);
             if (!rec) { Py_DECREF(headers); goto error; }
@@ -243,7 +254,7 @@ decode_v2(PyObject *self, PyObject *args)
                                      : PyBytes_FromStringAndSize((const char *)p + key_at, (Py_ssize_t)klen);
             PyObject *value = vlen < 0 ? (Py_INCREF(Py_None), Py_None)
                                        : PyBytes_FromStringAndSize((const char *)p + value_at, (Py_ssize_t)vlen);
-            PyTuple_SET_ITEM(rec, 0, PyLong_FromLongLong(base_offset + off_delta));
+            PyTuple_SET_ITEM(rec, 0, PyLong_FromLongLong((int64_t)((uint64_t)base_offset + (uint64_t)off_delta)));
             PyTuple_SET_ITEM(rec, 1, PyLong_FromLongLong(has_lat ? lat : ts));
             PyTuple_SET_ITEM(rec, 2, key);
             PyTuple_SET_ITEM(rec, 3, value);
@@ -259,7 +270,7 @@ decode_v2(PyObject *self, PyObject *args)
         } else {
             if (!have_ts || ts > max_ts) max_ts = ts;
             if (!have_ts) { min_delta = max_delta = off_delta; }
-            if (off_delta <= prev_delta) ordered = 0;
+            if (have_ts && off_delta <= prev_delta) ordered = 0;
             if (off_delta < min_delta) min_delta = off_delta;
             if (off_delta > max_delta) max_delta = off_delta;
             prev_delta = off_delta;
@@ -686,14 +697,30 @@ static inline void put_varlong(Out *o, int64_t n) { put_uvarint(o, ((uint64_t)n 
 static inline void put_be32(char *p, uint32_t v) { p[0] = v >> 24; p[1] = v >> 16; p[2] = v >> 8; p[3] = v; }
 static inline void put_be64(char *p, uint64_t v) { put_be32(p, v >> 32); put_be32(p + 4, (uint32_t)v); }
 
-/* bytes or None -> (pointer, length, -1 for None); 0 ok, -1 error */
+/* A key, value or header value: None (len -1), bytes, or any bytes-like object. */
+typedef struct { const char *ptr; Py_ssize_t len; Py_buffer view; int has_view; } Blob;
+
 static int
-nullable_view(PyObject *obj, const char **ptr, Py_ssize_t *len)
+blob_get(PyObject *obj, Blob *b)
 {
-    if (obj == Py_None) { *ptr = NULL; *len = -1; return 0; }
-    if (PyBytes_Check(obj)) { *ptr = PyBytes_AS_STRING(obj); *len = PyBytes_GET_SIZE(obj); return 0; }
-    PyErr_SetString(PyExc_TypeError, "keys, values and header values must be bytes or None");
+    b->has_view = 0;
+    if (obj == Py_None) { b->ptr = NULL; b->len = -1; return 0; }
+    if (PyBytes_Check(obj)) { b->ptr = PyBytes_AS_STRING(obj); b->len = PyBytes_GET_SIZE(obj); return 0; }
+    if (PyObject_GetBuffer(obj, &b->view, PyBUF_SIMPLE) == 0) {
+        b->has_view = 1;
+        b->ptr = b->view.buf;
+        b->len = b->view.len;
+        return 0;
+    }
+    PyErr_Clear();
+    PyErr_SetString(PyExc_TypeError, "keys, values and header values must be bytes-like or None");
     return -1;
+}
+
+static void
+blob_release(Blob *b)
+{
+    if (b->has_view) { PyBuffer_Release(&b->view); b->has_view = 0; }
 }
 
 /*
@@ -710,6 +737,7 @@ encode_v2_records(PyObject *self, PyObject *args)
     if (!seq) return NULL;
     Out o = {NULL, 0, 0};
     Out body = {NULL, 0, 0};
+    Blob kb_, vb_;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *r = PySequence_Fast_GET_ITEM(seq, i);
@@ -718,23 +746,33 @@ encode_v2_records(PyObject *self, PyObject *args)
         long long ts = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 5));
         long attrs = PyLong_AsLong(PyTuple_GET_ITEM(r, 6));
         if (PyErr_Occurred()) goto error;
-        const char *kp, *vp;
-        Py_ssize_t kl, vl;
-        if (nullable_view(PyTuple_GET_ITEM(r, 2), &kp, &kl) < 0 || nullable_view(PyTuple_GET_ITEM(r, 3), &vp, &vl) < 0)
+        long long ts_delta, off_delta;
+        if (__builtin_sub_overflow(ts, base_ts, &ts_delta) || __builtin_sub_overflow(offset, base_offset, &off_delta)
+            || off_delta < INT32_MIN || off_delta > INT32_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "record timestamp or offset does not fit the batch's base");
             goto error;
+        }
+        if (blob_get(PyTuple_GET_ITEM(r, 2), &kb_) < 0) goto error;
+        if (blob_get(PyTuple_GET_ITEM(r, 3), &vb_) < 0) { blob_release(&kb_); goto error; }
+        const char *kp = kb_.ptr, *vp = vb_.ptr;
+        Py_ssize_t kl = kb_.len, vl = vb_.len;
         PyObject *headers = PyTuple_GET_ITEM(r, 4);
         PyObject *hseq = PySequence_Fast(headers, "headers must be a sequence");
-        if (!hseq) goto error;
+        if (!hseq) { blob_release(&kb_); blob_release(&vb_); goto error; }
         Py_ssize_t hn = PySequence_Fast_GET_SIZE(hseq);
         body.len = 0;
-        if (out_reserve(&body, 1 + 10 + 5 + 5 + (kl > 0 ? kl : 0) + 5 + (vl > 0 ? vl : 0) + 5) < 0) { Py_DECREF(hseq); goto error; }
+        if (out_reserve(&body, 1 + 10 + 5 + 5 + (kl > 0 ? kl : 0) + 5 + (vl > 0 ? vl : 0) + 5) < 0) {
+            Py_DECREF(hseq); blob_release(&kb_); blob_release(&vb_); goto error;
+        }
         body.buf[body.len++] = (char)(attrs & 0xFF);
-        put_varlong(&body, ts - base_ts);
-        put_varint(&body, offset - base_offset);
+        put_varlong(&body, ts_delta);
+        put_varint(&body, off_delta);
         put_varint(&body, kl);
         if (kl > 0) { memcpy(body.buf + body.len, kp, kl); body.len += kl; }
         put_varint(&body, vl);
         if (vl > 0) { memcpy(body.buf + body.len, vp, vl); body.len += vl; }
+        blob_release(&kb_);
+        blob_release(&vb_);
         put_varint(&body, hn);
         for (Py_ssize_t h = 0; h < hn; h++) {
             PyObject *pair = PySequence_Fast_GET_ITEM(hseq, h);
@@ -743,17 +781,19 @@ encode_v2_records(PyObject *self, PyObject *args)
             }
             PyObject *kb = PyUnicode_AsEncodedString(PyTuple_GET_ITEM(pair, 0), "utf-8", "surrogateescape");
             if (!kb) { Py_DECREF(hseq); goto error; }
-            const char *hvp;
-            Py_ssize_t hvl;
-            if (nullable_view(PyTuple_GET_ITEM(pair, 1), &hvp, &hvl) < 0) { Py_DECREF(kb); Py_DECREF(hseq); goto error; }
-            Py_ssize_t hkl = PyBytes_GET_SIZE(kb);
-            if (out_reserve(&body, 10 + hkl + (hvl > 0 ? hvl : 0)) < 0) { Py_DECREF(kb); Py_DECREF(hseq); goto error; }
+            Blob hv;
+            if (blob_get(PyTuple_GET_ITEM(pair, 1), &hv) < 0) { Py_DECREF(kb); Py_DECREF(hseq); goto error; }
+            Py_ssize_t hkl = PyBytes_GET_SIZE(kb), hvl = hv.len;
+            if (out_reserve(&body, 10 + hkl + (hvl > 0 ? hvl : 0)) < 0) {
+                blob_release(&hv); Py_DECREF(kb); Py_DECREF(hseq); goto error;
+            }
             put_varint(&body, hkl);
             memcpy(body.buf + body.len, PyBytes_AS_STRING(kb), hkl);
             body.len += hkl;
             Py_DECREF(kb);
             put_varint(&body, hvl);
-            if (hvl > 0) { memcpy(body.buf + body.len, hvp, hvl); body.len += hvl; }
+            if (hvl > 0) { memcpy(body.buf + body.len, hv.ptr, hvl); body.len += hvl; }
+            blob_release(&hv);
         }
         Py_DECREF(hseq);
         if (out_reserve(&o, 5 + body.len) < 0) goto error;
@@ -800,13 +840,14 @@ encode_legacy_messages(PyObject *self, PyObject *args)
         long long ts = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 5));
         long attrs = PyLong_AsLong(PyTuple_GET_ITEM(r, 6)) & ~0x07L;
         if (PyErr_Occurred()) goto error;
-        const char *kp, *vp;
-        Py_ssize_t kl, vl;
-        if (nullable_view(PyTuple_GET_ITEM(r, 2), &kp, &kl) < 0 || nullable_view(PyTuple_GET_ITEM(r, 3), &vp, &vl) < 0)
-            goto error;
+        Blob kb_, vb_;
+        if (blob_get(PyTuple_GET_ITEM(r, 2), &kb_) < 0) goto error;
+        if (blob_get(PyTuple_GET_ITEM(r, 3), &vb_) < 0) { blob_release(&kb_); goto error; }
+        const char *kp = kb_.ptr, *vp = vb_.ptr;
+        Py_ssize_t kl = kb_.len, vl = vb_.len;
         Py_ssize_t head = magic == 1 ? 26 : 18;
         Py_ssize_t total = head + 4 + (kl > 0 ? kl : 0) + 4 + (vl > 0 ? vl : 0);
-        if (out_reserve(&o, total) < 0) goto error;
+        if (out_reserve(&o, total) < 0) { blob_release(&kb_); blob_release(&vb_); goto error; }
         char *e = o.buf + o.len;
         put_be64(e, (uint64_t)offset);
         put_be32(e + 8, (uint32_t)(total - 12));
@@ -820,6 +861,8 @@ encode_legacy_messages(PyObject *self, PyObject *args)
         put_be32(e + at, (uint32_t)(vl < 0 ? -1 : vl));
         at += 4;
         if (vl > 0) { memcpy(e + at, vp, vl); at += vl; }
+        blob_release(&kb_);
+        blob_release(&vb_);
         put_be32(e + 12, crc32_ieee((const unsigned char *)e + 16, total - 16));
         o.len += total;
     }

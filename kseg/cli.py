@@ -107,6 +107,9 @@ def main(traceback: bool, plugin_registry: Path | None) -> None:
               help="How keys and values are shown [default: utf8; none for --format kafka].")
 @click.option("--key-decoder", default=None, help="utf8|hex|base64|int|long|json or module:function.")
 @click.option("--value-decoder", default=None, help="utf8|hex|base64|int|long|json or module:function.")
+@click.option("--decode", type=click.Choice(["none", "offsets", "transactions", "metadata", "auto"]), default=None,
+              help="Decode internal-topic records (__consumer_offsets, __transaction_state, the KRaft metadata "
+                   "log); auto: by topic folder and *.checkpoint name. Implies --records.")
 @click.option("--from-offset", type=int, default=None)
 @click.option("--to-offset", type=int, default=None)
 @click.option("--from-time", type=int, default=None, help="Milliseconds since the epoch.")
@@ -118,13 +121,14 @@ def main(traceback: bool, plugin_registry: Path | None) -> None:
 @max_decompressed_option
 @guarded
 def dump(paths: tuple[Path, ...], deep: bool, fmt: str, payload: str | None, key_decoder: str | None,
-         value_decoder: str | None, from_offset: int | None, to_offset: int | None, from_time: int | None,
-         to_time: int | None, max_bytes: int | None, keep_going: bool, input_format: str,
-         max_decompressed_bytes: int) -> None:
+         value_decoder: str | None, decode: str | None, from_offset: int | None, to_offset: int | None,
+         from_time: int | None, to_time: int | None, max_bytes: int | None, keep_going: bool,
+         input_format: str, max_decompressed_bytes: int) -> None:
     """Show the batches (and with --records the records) of segment files.
 
     PATHS are .log, .index, .timeindex, .txnindex, .snapshot or .checkpoint files,
-    partition folders or log directories.
+    leader-epoch-checkpoint, partition.metadata or quorum-state files, partition
+    folders or log directories.
     """
     from .dump import DumpOptions, dump_paths
     from .payload import load_decoder
@@ -143,6 +147,10 @@ def dump(paths: tuple[Path, ...], deep: bool, fmt: str, payload: str | None, key
         deep = True  # as kafka-dump-log.sh: a decoder implies --print-data-log
     if fmt == "kafka" and payload != "none":
         deep = True
+    if decode == "none":
+        decode = None
+    if decode:
+        deep = True  # as kafka-dump-log.sh's --offsets-decoder & co.: decoding needs the records
     files = _expand_for_dump(paths, expand_inputs)
     if input_format == "kafka07":
         from .kafka07 import dump_kafka07
@@ -151,7 +159,7 @@ def dump(paths: tuple[Path, ...], deep: bool, fmt: str, payload: str | None, key
         return
     options = DumpOptions(records=deep, from_offset=from_offset, to_offset=to_offset, from_time=from_time,
                           to_time=to_time, max_bytes=max_bytes, max_decompressed_bytes=max_decompressed_bytes,
-                          keep_going=keep_going, strict_names=fmt == "kafka")
+                          keep_going=keep_going, strict_names=fmt == "kafka", decode=decode)
     renderer_cls = RENDERERS[fmt]
     renderer = (KafkaRenderer(sys.stdout, sys.stderr, kd, vd, deep=deep) if fmt == "kafka"
                 else renderer_cls(sys.stdout, sys.stderr, kd, vd))

@@ -126,18 +126,32 @@ def _make_batch(mv: memoryview, pos: int, total: int, magic: int, base: int) -> 
 # --------------------------------------------------------------------------- varints
 
 
+I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
+_MASK = {MAX_VARINT_BYTES: 0xFFFFFFFF, MAX_VARLONG_BYTES: 0xFFFFFFFFFFFFFFFF}
+
+
+def _wrap64(n: int) -> int:
+    """Java long arithmetic: wrap to the int64 range."""
+    return ((n - I64_MIN) & 0xFFFFFFFFFFFFFFFF) + I64_MIN
+
+
 def _uvarint(data: bytes, pos: int, max_bytes: int) -> tuple[int, int]:
-    """Unsigned LEB128 at ``pos``; returns (value, position after). Zig-zag is the caller's."""
+    """Unsigned LEB128 at ``pos``; returns (value, position after). Zig-zag is the caller's.
+
+    Like Java's readVarint/readVarlong: at most 5 (10) bytes, bits past 32 (64) dropped.
+    """
     value = 0
     shift = 0
     for i in range(max_bytes):
         try:
             b = data[pos + i]
         except IndexError:
+            if i == 0:
+                raise CorruptBatchError("record runs past the end of the records", position=pos) from None
             raise VarintError("varint runs past the end of the data", position=pos + i) from None
         value |= (b & 0x7F) << shift
         if b < 0x80:
-            return value, pos + i + 1
+            return value & _MASK[max_bytes], pos + i + 1
         shift += 7
     raise VarintError(
         "varint too long", position=pos, expected=f"at most {max_bytes} bytes", found=f"more than {max_bytes}"
@@ -158,7 +172,8 @@ def decode_v2_records(
 ) -> list[Record]:
     """Decode ``count`` varint records that must use up ``data`` exactly (spec §3.3).
 
-    Errors carry the position inside ``data``; the caller shifts them.
+    Errors carry the position inside ``data``; the caller shifts them. Every read is
+    ``data[pos]`` at the position it needs, so an IndexError names the exact byte.
     """
     if count < 0:
         raise CorruptBatchError("negative record count", found=count, expected=">= 0")
@@ -187,18 +202,24 @@ def decode_v2_records(
                     expected=f"<= {end - pos} bytes", found=f"{u >> 1} bytes",
                 )
             attrs = data[pos]
-            u = data[pos + 1]
+            pos += 1
+            u = data[pos]
             if u < 128:
-                pos += 2
+                pos += 1
             else:
-                u, pos = _uvarint(data, pos + 1, MAX_VARLONG_BYTES)
+                u, pos = _uvarint(data, pos, MAX_VARLONG_BYTES)
             ts = base_timestamp + ((u >> 1) ^ -(u & 1))
+            if not I64_MIN <= ts <= I64_MAX:
+                ts = _wrap64(ts)
             u = data[pos]
             if u < 128:
                 pos += 1
             else:
                 u, pos = _uvarint(data, pos, MAX_VARINT_BYTES)
             offset = base_offset + ((u >> 1) ^ -(u & 1))
+            if not I64_MIN <= offset <= I64_MAX:
+                offset = _wrap64(offset)
+            at = pos
             u = data[pos]
             if u < 128:
                 pos += 1
@@ -210,8 +231,12 @@ def decode_v2_records(
                 key = None
             else:
                 n = pos + (u >> 1)
+                if n > rec_end:
+                    raise CorruptBatchError("key runs past its record", position=at,
+                                            expected=f"<= {rec_end - pos} bytes", found=f"{u >> 1} bytes")
                 key = data[pos:n]
                 pos = n
+            at = pos
             u = data[pos]
             if u < 128:
                 pos += 1
@@ -223,6 +248,9 @@ def decode_v2_records(
                 value = None
             else:
                 n = pos + (u >> 1)
+                if n > rec_end:
+                    raise CorruptBatchError("value runs past its record", position=at,
+                                            expected=f"<= {rec_end - pos} bytes", found=f"{u >> 1} bytes")
                 value = data[pos:n]
                 pos = n
             u = data[pos]
@@ -257,7 +285,8 @@ def decode_v2_records(
 def _decode_headers(data: bytes, pos: int, rec_end: int) -> tuple[tuple[Header, ...], int]:
     count, pos = read_varint(data, pos)
     if count < 0 or count > rec_end - pos:
-        raise CorruptBatchError("invalid header count", position=pos, expected=f"0..{rec_end - pos}", found=count)
+        raise CorruptBatchError("invalid header count", position=pos, expected=f"0..{max(rec_end - pos, 0)}",
+                                found=count)
     headers = []
     for _ in range(count):
         klen, pos = read_varint(data, pos)

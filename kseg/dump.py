@@ -28,16 +28,26 @@ KIND_BY_SUFFIX = {
 }
 
 
+# A partition folder's text files, by whole name (kafka-dump-log.sh does not read these).
+KIND_BY_NAME = {
+    "leader-epoch-checkpoint": "leader_epoch",
+    "partition.metadata": "partition_metadata",
+    "quorum-state": "quorum_state",
+}
+
 TRANSIENT_SUFFIXES = (".deleted", ".cleaned", ".swap")
 
 
 def file_kind(path: Path, *, strict: bool = False) -> str:
-    """The kind of file by suffix; ``0.log.deleted`` is a log. With ``strict``
-    (kafka-dump-log.sh's rule) other names are "unknown", else read as logs."""
+    """The kind of file by suffix (or, for a partition's text files, by name);
+    ``0.log.deleted`` is a log. With ``strict`` (kafka-dump-log.sh's rule) other
+    names are "unknown", else read as logs."""
     name = path.name
     for t in TRANSIENT_SUFFIXES:
         if name.endswith(t):
             name = name[: -len(t)]
+    if name in KIND_BY_NAME:
+        return KIND_BY_NAME[name]
     kind = KIND_BY_SUFFIX.get(Path(name).suffix)
     if kind is None:
         return "unknown" if strict or path.suffix in TRANSIENT_SUFFIXES else "log"
@@ -55,6 +65,7 @@ class DumpOptions:
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
     keep_going: bool = False
     strict_names: bool = False  # kafka-dump-log.sh ignores files with unknown suffixes
+    decode: str | None = None  # offsets|transactions|metadata|auto: decode internal-topic records
 
 
 @dataclass(frozen=True)
@@ -66,7 +77,11 @@ class FileStart:
 
 @dataclass(frozen=True)
 class BatchEvent:
-    """A batch, with the facts that need its records (legacy wrappers) and, if asked, the records."""
+    """A batch, with the facts that need its records (legacy wrappers) and, if asked, the records.
+
+    ``decoded`` (with ``DumpOptions.decode``, for files of an internal topic): one entry per
+    record, a ``kseg.decoders.DecodedRecord`` or None where the family describes nothing
+    (a transaction marker in ``__consumer_offsets``)."""
 
     path: Path
     batch: Batch
@@ -74,6 +89,7 @@ class BatchEvent:
     last_offset: int
     count: int
     records: list[Record] | None = None
+    decoded: list | None = None
 
 
 @dataclass(frozen=True)
@@ -120,7 +136,9 @@ def dump_file(path: Path, options: DumpOptions) -> Iterator[Event]:
     kind = file_kind(path, strict=options.strict_names)
     yield FileStart(path, kind, base_offset_of(path))
     if kind in ("log", "checkpoint"):
-        yield from _dump_log(path, options)
+        from .decoders import family_for
+
+        yield from _dump_log(path, options, family_for(path, options.decode))
     elif kind == "unknown":
         yield SkippedEvent(path, "unknown file type")
     else:
@@ -158,7 +176,7 @@ def _filters_records(o: DumpOptions) -> bool:
     return any(v is not None for v in (o.from_offset, o.to_offset, o.from_time, o.to_time))
 
 
-def _dump_log(path: Path, o: DumpOptions) -> Iterator[Event]:
+def _dump_log(path: Path, o: DumpOptions, family: str | None = None) -> Iterator[Event]:
     seg = Segment(path)
     end = o.max_bytes
     limit = o.max_decompressed_bytes
@@ -187,7 +205,12 @@ def _dump_log(path: Path, o: DumpOptions) -> Iterator[Event]:
             records = [r for r in records if _record_wanted(r, o)]
             if not records and batch.magic < 2:
                 continue
-        yield BatchEvent(path, batch, first, last, count, records if o.records else None)
+        decoded = None
+        if family is not None and records is not None and o.records:
+            from .decoders import decode_record
+
+            decoded = [decode_record(family, r, batch.is_control) for r in records]
+        yield BatchEvent(path, batch, first, last, count, records if o.records else None, decoded)
     if seg.tail is not None:
         cut_by_max_bytes = end is not None and end < seg.size
         yield TailEvent(path, seg.tail, reported=not cut_by_max_bytes)

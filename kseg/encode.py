@@ -32,12 +32,13 @@ from .formats.attributes import (
 from .formats.log_entry import LOG_OVERHEAD
 from .formats.message_v0v1 import CRC_START as LEGACY_CRC_START
 from .formats.record_batch_v2 import CRC_START as V2_CRC_START, RECORD_BATCH_OVERHEAD
-from .fast import ACCELERATED, _speedups
+from . import fast
 from .layouts import BATCH_V2_HEADER, MESSAGE_HEADER
 from .model import Header, Record
 
 _V2 = BATCH_V2_HEADER.struct
 _I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def _uvarint(out: bytearray, u: int) -> None:
@@ -59,8 +60,11 @@ def write_varlong(out: bytearray, n: int) -> None:
 
 def encode_v2_records(records: Sequence[Record], base_offset: int, base_timestamp: int) -> bytes:
     """The records section of a v2 batch (uncompressed); C accelerated when built."""
-    if ACCELERATED:
-        return _speedups.encode_v2_records(records, base_offset, base_timestamp)
+    if fast.ACCELERATED:
+        try:
+            return fast._speedups.encode_v2_records(records, base_offset, base_timestamp)
+        except OverflowError as e:
+            raise InputError(str(e)) from None
     return encode_v2_records_py(records, base_offset, base_timestamp)
 
 
@@ -69,10 +73,15 @@ def encode_v2_records_py(records: Iterable[Record], base_offset: int, base_times
     out = bytearray()
     body = bytearray()
     for r in records:
+        ts_delta = r.stored_timestamp - base_timestamp
+        off_delta = r.offset - base_offset
+        if not (_I64_MIN <= ts_delta <= _I64_MAX and _I32_MIN <= off_delta <= _I32_MAX
+                and _I64_MIN <= r.stored_timestamp <= _I64_MAX and _I64_MIN <= r.offset <= _I64_MAX):
+            raise InputError("record timestamp or offset does not fit the batch's base")
         body.clear()
         body.append(r.attributes & 0xFF)
-        write_varlong(body, r.stored_timestamp - base_timestamp)
-        write_varint(body, r.offset - base_offset)
+        write_varlong(body, ts_delta)
+        write_varint(body, off_delta)
         if r.key is None:
             body.append(1)
         else:
@@ -272,8 +281,8 @@ def build_legacy_message_set(
 ) -> bytes:
     """Legacy messages, one per record (a wrapper's inner set, or top-level messages):
     absolute offsets, or relative to ``relative_to`` (v1 inner). C accelerated when built."""
-    if ACCELERATED and magic in (0, 1):
-        return _speedups.encode_legacy_messages(records, magic, relative_to)
+    if fast.ACCELERATED and magic in (0, 1):
+        return fast._speedups.encode_legacy_messages(records, magic, relative_to)
     return build_legacy_message_set_py(records, magic=magic, relative_to=relative_to)
 
 

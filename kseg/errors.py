@@ -51,14 +51,12 @@ class KsegError(Exception):
         return self
 
     def __str__(self) -> str:
-        parts = []
-        if self.file:
-            parts.append(f"{self.file}:")
+        loc = []
         if self.position is not None:
-            parts.append(f"at byte {self.position}")
+            loc.append(f"at byte {self.position}")
         if self.where:
-            parts.append(f"({self.where})")
-        head = " ".join(parts)
+            loc.append(f"({self.where})")
+        head = ": ".join(x for x in (self.file, " ".join(loc)) if x)
         text = self.message
         text += expected_found(self.expected, self.found)
         return f"{head}: {text}" if head else text

@@ -9,6 +9,8 @@ instances have ``compress(data: bytes) -> bytes`` and
 * ``decompress(data, max_length=...)``: kseg passes the decompression limit;
   the plugin may stop once its output passes ``max_length`` bytes (returning
   more than ``max_length`` bytes, or raising ``kseg.errors.DecompressionLimitError``).
+* ``accepts_buffers = True``: ``data`` may be any bytes-like object (a
+  memoryview into the segment) instead of ``bytes``, which saves a copy.
 
 ``PluginCodec`` adapts such an object to kseg's ``Codec`` interface, so that a
 plugin goes through exactly the path of a built-in codec.
@@ -31,7 +33,6 @@ $KSEG_PLUGIN_REGISTRY.
 from __future__ import annotations
 
 import importlib
-import inspect
 import json
 import os
 import re
@@ -458,6 +459,8 @@ def _append_folder(folder: Path, offset: int, key: bytes, value: bytes, timestam
 
 def _accepts(fn: Any, name: str) -> bool:
     """Whether ``fn`` takes a keyword argument ``name`` (declared, not via **kwargs)."""
+    import inspect  # late: only when a plugin is loaded
+
     try:
         param = inspect.signature(fn).parameters.get(name)
     except (TypeError, ValueError):
@@ -515,9 +518,12 @@ class PluginCodec(Codec):
         self.plugin_id = registration.plugin_id
         self.registration = registration
         self.registry = registry
+        self._where = f" ({registry})" if registry else ""
         self.impl = impl
         self._compress = impl.compress
         self._decompress = impl.decompress
+        # bytes-like objects (memoryviews into the segment) are passed without a copy
+        self.copy = getattr(impl, "accepts_buffers", False) is not True
         self.takes_level = _accepts(impl.compress, "level")
         self.bounded = _accepts(impl.decompress, "max_length")
         lo, hi = getattr(impl, "min_level", None), getattr(impl, "max_level", None)
@@ -526,7 +532,7 @@ class PluginCodec(Codec):
     @property
     def label(self) -> str:
         r = self.registration
-        return f"plugin {r.alias!r} (id {r.plugin_id}, {r.class_name}, version {r.version})"
+        return f"plugin id {r.plugin_id} ({r.alias!r}, {r.class_name}, version {r.version})"
 
     def check_level(self, level: int | None) -> None:
         if level is None:
@@ -539,7 +545,7 @@ class PluginCodec(Codec):
     def compress(self, data: Buffer, *, magic: int = 2, level: int | None = None) -> bytes:
         if magic < 2:
             self.check_magic(magic)
-        if type(data) is not bytes:
+        if self.copy and type(data) is not bytes:
             data = bytes(data)
         try:
             if level is None:
@@ -550,7 +556,8 @@ class PluginCodec(Codec):
         except KsegError:
             raise
         except Exception as e:
-            raise UnsupportedCodecError(f"{self.label} fails to compress: {type(e).__name__}: {e}") from e
+            raise UnsupportedCodecError(f"{self.label} fails to compress: {type(e).__name__}: {e}"
+                                        f"{self._where}") from e
         if type(out) is not bytes:
             out = self._bytes(out, "compress", UnsupportedCodecError)
         return out
@@ -558,15 +565,15 @@ class PluginCodec(Codec):
     def decompress(self, data: Buffer, *, magic: int = 2, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> bytes:
         if magic < 2:
             self.check_magic(magic)
-        if type(data) is not bytes:
+        if self.copy and type(data) is not bytes:
             data = bytes(data)
         try:
             out = self._decompress(data, max_length=limit) if self.bounded else self._decompress(data)
         except KsegError:
             raise
         except Exception as e:
-            raise DecompressionError(f"{self.label} fails to decompress: {type(e).__name__}: {e} "
-                                     f"({self.registry})") from e
+            raise DecompressionError(f"{self.label} fails to decompress: {type(e).__name__}: {e}"
+                                     f"{self._where}") from e
         if type(out) is not bytes:
             out = self._bytes(out, "decompress", DecompressionError)
         if len(out) > limit:
@@ -577,7 +584,7 @@ class PluginCodec(Codec):
     def _bytes(self, out: Any, what: str, error: type[KsegError]) -> bytes:
         if isinstance(out, (bytearray, memoryview)):
             return bytes(out)
-        raise error(f"{self.label}: {what}() returned {type(out).__name__}, not bytes")
+        raise error(f"{self.label}: {what}() returned {type(out).__name__}, not bytes{self._where}")
 
     def __repr__(self) -> str:
         return f"<PluginCodec id=5 plugin_id={self.plugin_id} alias={self.name!r} class={self.registration.class_name!r}>"
@@ -649,7 +656,7 @@ def _ensure() -> None:
     try:
         reg = load_registry(path)
     except KsegError as e:
-        _Active.error = f"registry {path} cannot be read: {e}"
+        _Active.error = f"plugin registry {path} cannot be read: {e.message}"
         _Active.registry = Registry(str(path) if path else None)
         return
     _Active.registry = reg
@@ -724,10 +731,11 @@ def plugin_choice(alias: str, level: int | None = None):
     found = reg.current.get(alias) if not _Active.error else None
     if found is None:
         if _Active.error:
-            raise InputError(f"plugin {alias!r}: {_Active.error}")
+            raise InputError(f"--codec {alias}: {_Active.error}")
         if alias in entry_point_codecs():
+            where = f"in {reg.name}" if reg.source else f"({_NO_REGISTRY})"
             raise InputError(f"plugin {alias!r} is installed (entry point {ENTRY_POINT_GROUP}) but has no plugin "
-                             f"id in {reg.name}: register it with kseg plugins register --alias {alias}")
+                             f"id {where}: register it with kseg plugins register --alias {alias}")
         return None
     try:
         codec = plugin_codec(found.plugin_id)
@@ -755,7 +763,7 @@ def describe(reg: Registry, *, try_import: bool = True) -> list[dict[str, Any]]:
         row = {"id": None, "alias": alias, "class": value, "version": None, "source": "entry point",
                "entry_point": value}
         row.update(_import_status(value) if try_import else {"status": "not checked"})
-        row["status"] = "not registered (no plugin id); " + row["status"]
+        row["status"] = "not registered (no plugin id)" + ("" if row["status"] == "ok" else f"; {row['status']}")
         rows.append(row)
     return rows
 

@@ -22,16 +22,20 @@ from .fast import (
     legacy_record,
 )
 from .formats.attributes import CODEC_MASK, CODEC_PLUGIN
-from .formats.record_batch_v2 import RECORD_BATCH_OVERHEAD
+from .formats.record_batch_v2 import RECORD_BATCH_OVERHEAD, RECORD_COUNT_POSITION
 from .model import Batch, Record
+
+
+_plugin_codec = None  # kseg.plugins.plugin_codec, imported on the first plugin batch
 
 
 def codec_for(batch: Batch):
     """The codec object that decodes this batch's payload (built-in or plugin)."""
     if batch.magic >= 2 and batch.codec == CODEC_PLUGIN:
-        from .plugins import plugin_codec
-
-        return plugin_codec(batch.plugin_id)
+        global _plugin_codec
+        if _plugin_codec is None:
+            from .plugins import plugin_codec as _plugin_codec
+        return _plugin_codec(batch.plugin_id)
     return get_codec(batch.codec)
 
 
@@ -51,7 +55,10 @@ def payload_bytes(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) 
         if batch.codec == 0:
             return bytes(region), False
         return decompress_payload(batch, region, limit), True
-    _, value = legacy_value_region(batch)
+    try:
+        _, value = legacy_value_region(batch)
+    except KsegError as e:
+        raise e.shift(batch.position)
     if value is None:
         raise CorruptBatchError("compressed wrapper has a null value", position=batch.position)
     return decompress_payload(batch, value, limit), True
@@ -64,6 +71,9 @@ def batch_records(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) 
             return [legacy_record(batch, batch.offset, batch.timestamp)]
         except KsegError as e:
             raise e.shift(batch.position)
+    if batch.magic >= 2 and batch.record_count < 0:
+        raise CorruptBatchError("negative record count", position=batch.position + RECORD_COUNT_POSITION,
+                                expected=">= 0", found=batch.record_count)
     data, compressed = payload_bytes(batch, limit=limit)
     try:
         if batch.magic >= 2:
@@ -80,6 +90,9 @@ def check_v2_batch_records(
 ) -> tuple[int | None, bool, int, int]:
     """Validate a v2 batch's records without building them (the verify path):
     (max stored timestamp, offset deltas increasing, min delta, max delta)."""
+    if batch.record_count < 0:
+        raise CorruptBatchError("negative record count", position=batch.position + RECORD_COUNT_POSITION,
+                                expected=">= 0", found=batch.record_count)
     data, compressed = payload_bytes(batch, limit=limit)
     try:
         return check_v2_records(data, batch.base_timestamp, batch.record_count)
@@ -89,6 +102,9 @@ def check_v2_batch_records(
 
 def _in_file(e: KsegError, batch: Batch, compressed: bool) -> KsegError:
     """Map a position inside the records to one in the file (or name the decompressed byte)."""
+    if e.position is None:
+        e.position = batch.position
+        return e
     if compressed:
         inner = f"byte {e.position} of the decompressed payload" if e.position is not None else None
         e.where = ", ".join(x for x in (e.where, inner) if x)

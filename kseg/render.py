@@ -7,7 +7,7 @@ Each renderer writes to the streams it is given and knows nothing about files.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, TextIO
+from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 from tabulate import tabulate
 
@@ -17,6 +17,9 @@ from .errors import KsegError
 from .formats.attributes import TIMESTAMP_TYPE_NAMES
 from .model import Batch, Record, record_sequence
 from .payload import BUILTIN, Decoder
+
+if TYPE_CHECKING:
+    from .decoders import DecodedRecord
 
 
 def _encoded(value: bytes | None, decoder: Decoder | None) -> Any:
@@ -76,6 +79,15 @@ def record_json(b: Batch, r: Record, key_decoder: Decoder | None, value_decoder:
     return out
 
 
+def decoded_json(d: "DecodedRecord") -> dict:
+    """``key_decoded``/``value_decoded`` of a record of an internal topic (``--decode``):
+    ``{"schema", "version", [type, type_id, state], "data"[, "notes"]}``, or
+    ``{"schema", "version", "raw", "note"}`` when kseg cannot decode it; null for no key
+    (metadata and control records) and for a tombstone's value."""
+    return {"key_decoded": None if d.key is None else d.key.as_json(),
+            "value_decoded": None if d.value is None else d.value.as_json()}
+
+
 class JsonlRenderer:
     def __init__(self, out: TextIO, err: TextIO, key_decoder: Decoder | None, value_decoder: Decoder | None):
         self.out, self.err = out, err
@@ -92,8 +104,12 @@ class JsonlRenderer:
             if ev.records is not None:
                 b = ev.batch
                 kd, vd = self.key_decoder, self.value_decoder
-                for r in ev.records:
-                    self.emit(record_json(b, r, kd, vd))
+                decoded = ev.decoded
+                for i, r in enumerate(ev.records):
+                    out = record_json(b, r, kd, vd)
+                    if decoded is not None and decoded[i] is not None:
+                        out.update(decoded_json(decoded[i]))
+                    self.emit(out)
         elif isinstance(ev, TailEvent):
             if ev.reported:
                 self.emit({"type": "trailing", "file": str(ev.path), "position": ev.tail.position,
@@ -158,7 +174,9 @@ class TextRenderer:
                     f"{b.last_sequence}  leader epoch {b.partition_leader_epoch}"
                     f"{'  ' + ' '.join(flags) if flags else ''}{horizon}\n"
                 )
-            if ev.records:
+            if ev.records and ev.decoded is not None:
+                self._decoded_lines(ev)
+            elif ev.records:
                 rows = []
                 for r in ev.records:
                     if b.is_control:
@@ -184,7 +202,7 @@ class TextRenderer:
         elif isinstance(ev, CompanionEvent):
             info = {k: v for k, v in ev.info.items() if k != "kafka_lines"}
             if info:
-                w("  " + "  ".join(f"{k} {v}" for k, v in info.items()) + "\n")
+                w("  " + "  ".join(f"{k} {_info_text(v)}" for k, v in info.items()) + "\n")
             if ev.entries:
                 table = tabulate([list(e.values()) for e in ev.entries], headers=list(ev.entries[0].keys()),
                                  disable_numparse=True)
@@ -194,8 +212,43 @@ class TextRenderer:
         elif isinstance(ev, SkippedEvent):
             self.err.write(f"Ignoring {ev.reason}: {ev.path}\n")
 
+    def _decoded_lines(self, ev: BatchEvent) -> None:
+        """Records of an internal topic, one per line: offset, timestamp, decoded key => value."""
+        w = self.out.write
+        b = ev.batch
+        assert ev.records is not None and ev.decoded is not None
+        width = max(len(str(r.offset)) for r in ev.records)
+        for r, d in zip(ev.records, ev.decoded):
+            head = f"  {r.offset:>{width}}  {r.timestamp}  "
+            if d is None:
+                if b.is_control:
+                    try:
+                        shown = f"(control) {control_info(r).type_name}"
+                    except KsegError as e:
+                        shown = f"(control) <{e}>"
+                else:
+                    shown = f"key {self._show(r.key, self.kd)} value {self._show(r.value, self.vd)}"
+                w(head + shown + "\n")
+                continue
+            parts = []
+            if b.is_control:
+                parts.append("(control)")
+            if d.key is not None:
+                parts.append(d.key.describe())
+            value = "<tombstone>" if d.value is None else d.value.describe()
+            parts.append(("=> " if d.key is not None else "") + value)
+            w(head + " ".join(parts) + "\n")
+
     def close(self) -> None:
         pass
+
+
+def _info_text(v: Any) -> str:
+    if v is None:
+        return "null"
+    if v == "":
+        return '""'
+    return str(v)
 
 
 def _bool(v: bool) -> str:
@@ -219,7 +272,9 @@ class KafkaRenderer:
 
     def _text(self, value: bytes, decoder: Decoder) -> str:
         shown = decoder(value)
-        return shown if isinstance(shown, str) else str(shown)
+        if isinstance(shown, str):
+            return shown
+        return json.dumps(shown, ensure_ascii=False, separators=(",", ":"))
 
     def __call__(self, ev: Event) -> None:
         w = self.out.write
@@ -254,9 +309,10 @@ class KafkaRenderer:
                     f"magic: {b.magic} compresscodec: {b.codec_name} crc: {b.crc} isvalid: {_bool(b.crc_valid)}\n"
                 )
             if ev.records is not None:
-                for r in ev.records:
+                decoded = ev.decoded
+                for i, r in enumerate(ev.records):
                     self._track(ev, r.offset)
-                    w(self._record_line(b, r))
+                    w(self._record_line(b, r, None if decoded is None else decoded[i]))
         elif isinstance(ev, TailEvent):
             if ev.reported:
                 w(f"Found {ev.tail.length} invalid bytes at the end of {ev.path.name}\n")
@@ -274,7 +330,7 @@ class KafkaRenderer:
             self.non_consecutive.setdefault(str(ev.path.resolve()), []).append((last, offset))
         self._last_offset = offset
 
-    def _record_line(self, b: Batch, r: Record) -> str:
+    def _record_line(self, b: Batch, r: Record, decoded: "DecodedRecord | None" = None) -> str:
         ts_name = TIMESTAMP_TYPE_NAMES[b.timestamp_type]
         parts = [
             f"| offset: {r.offset} {ts_name}: {r.timestamp} "
@@ -292,9 +348,18 @@ class KafkaRenderer:
                 if info.is_txn_marker:
                     parts.append(f" endTxnMarker: {info.type_name} coordinatorEpoch: {info.coordinator_epoch}")
                 else:
-                    parts.append(f" controlType: {info.type_name}({info.type_id})")
+                    from .decoders.metadata import control_kafka_text
+
+                    kraft = control_kafka_text(r)  # SnapshotHeader {...}, SnapshotFooter, KRaftVersion, KRaftVoters
+                    parts.append(f" {kraft}" if kraft else f" controlType: {info.type_name}({info.type_id})")
             except KsegError:
                 parts.append(" controlType: UNKNOWN(-1)")
+        elif decoded is not None:
+            # --offsets-decoder / --transaction-log-decoder / --cluster-metadata-decoder lines
+            if decoded.kafka_key is not None:
+                parts.append(f" key: {decoded.kafka_key}")
+            if decoded.kafka_payload is not None:
+                parts.append(f" payload: {decoded.kafka_payload}")
         else:
             if self.kd is not None and r.key is not None:
                 parts.append(f" key: {self._text(r.key, self.kd)}")

@@ -129,8 +129,8 @@ def time_limit(seconds: float):
         signal.signal(signal.SIGALRM, old)
 
 
-KNOWN_POSITIONLESS = {"negative record count"}
-KNOWN_ENTRY_RELATIVE = {"invalid key length", "value length does not match the message size"}
+KNOWN_POSITIONLESS: set[str] = set()
+KNOWN_ENTRY_RELATIVE: set[str] = set()
 
 
 def decode_everything(batches) -> int:
@@ -342,22 +342,16 @@ def _record_bytes_v2(key_length_byte: int | None = None, count: int | None = Non
     return bytes(raw)
 
 
-@pytest.mark.xfail(strict=True, reason="kseg bug (decode.decode_v2_records and _speedups.decode_v2): a key or "
-                   "value length that runs past the records is reported at pos+length, past the end of "
-                   "the data (byte 129 of a 70-byte batch), not at the length field")
 def test_error_position_stays_inside_the_batch(decoder_path) -> None:
     (b,) = fast.scan_entries(_record_bytes_v2(key_length_byte=0x7E)).batches  # key length 63, 3 bytes left
     with pytest.raises(KsegError) as ei:
         kseg.batch_records(b)
-    assert ei.value.message == "record runs past the end of the records"
+    assert ei.value.message == "key runs past its record"
     assert b.position <= ei.value.position < b.position + b.size, ei.value.position
 
 
-@pytest.mark.xfail(strict=True, reason="kseg bug (records.batch_records/_in_file): 'negative record count' in an "
-                   "uncompressed v2 batch has no byte position (decode raises it without one and shift() "
-                   "keeps None); expected the batch's (or its recordCount field's) position")
 def test_negative_record_count_error_has_a_position(decoder_path) -> None:
-    (b,) = fast.scan_entries(b"\x00" * 7 + _record_bytes_v2(count=-2), 7).batches
+    (b,) = fast.scan_entries(_record_bytes_v2(count=-2), 7).batches  # the batch at file byte 7
     assert b.record_count == -2
     with pytest.raises(KsegError) as ei:
         kseg.batch_records(b)
@@ -365,9 +359,6 @@ def test_negative_record_count_error_has_a_position(decoder_path) -> None:
     assert ei.value.position is not None and b.position <= ei.value.position < b.position + b.size
 
 
-@pytest.mark.xfail(strict=True, reason="kseg bug (records.payload_bytes / decode.legacy_value_region): a bad key or "
-                   "value length in a compressed v0/v1 wrapper is reported relative to the entry (byte 26) "
-                   "instead of the file (byte 62 for an entry at 36)")
 def test_legacy_wrapper_value_error_is_a_file_position(decoder_path) -> None:
     first = build_legacy_message(0, 1, 0, 5, b"a", b"b")
     wrapper = bytearray(build_legacy_wrapper([make_record(1, 5, b"k", b"v", magic=1)], magic=1, codec=1))
@@ -490,8 +481,6 @@ def test_cli_missing_file_exits_2(tmp_path) -> None:
         assert line.startswith("kseg: error:") and str(missing) in line
 
 
-@pytest.mark.xfail(strict=True, reason="kseg bug: KsegError.__str__ writes 'FILE:: message' (two colons) "
-                   "when an error has a file but no byte position")
 def test_cli_error_line_shape_without_a_position(tmp_path) -> None:
     missing = tmp_path / "00000000000000000000.log"
     r = cli("verify", str(missing))

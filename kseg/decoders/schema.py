@@ -1,0 +1,413 @@
+"""Kafka's message-schema language, as compact Python tables, and a reader for its bytes.
+
+Kafka describes every record it writes to its internal topics in JSON files
+(``group-coordinator/.../common/message/*.json``, ``metadata/.../common/metadata/*.json``,
+``clients/.../common/message/*.json``). The family modules (``offsets``,
+``transactions``, ``metadata``) restate those schemas as ``Message``/``Field``
+tables; this module knows only the encoding rules (spec §6.1, Kafka's
+``MessageDataGenerator``):
+
+    int8/int16/int32/int64/uint16/uint32/float64 big-endian; bool one byte; uuid 16 bytes
+    non-flexible version:  string int16 length (-1 null) | bytes int32 length (-1 null) |
+                           array int32 count (-1 null)
+    flexible version:      string/bytes/array: unsigned varint length + 1 (0 = null);
+                           every struct ends with tagged fields:
+                           uvarint count, then count x (uvarint tag, uvarint size, value)
+    nullable struct:       int8 marker (-1 null, 1 present) before the struct
+
+The decoded form is what Kafka's generated ``*JsonConverter.write`` produces:
+camelCase field names in schema order, fields absent from the version left out,
+tagged fields only when they differ from their default, bytes as base64, uuids
+as Kafka's ``Uuid.toString`` (URL-safe base64 without padding).
+
+Rules: no I/O; bytes in, plain dicts out. Only ``SchemaError`` (a ``DataError``)
+escapes, with the byte position inside the buffer given.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import struct
+from decimal import Decimal
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from ..errors import DataError
+
+__all__ = [
+    "Decoded",
+    "F",
+    "Field",
+    "M",
+    "Message",
+    "SchemaError",
+    "UnknownVersionError",
+    "Versions",
+    "decode",
+    "describe",
+    "kafka_json",
+    "read_uvarint",
+    "to_snake_upper",
+    "uuid_str",
+]
+
+
+class SchemaError(DataError):
+    """Bytes that do not follow the record's schema."""
+
+
+class UnknownVersionError(SchemaError):
+    """A record version (or type) that kseg's tables do not describe."""
+
+
+# --------------------------------------------------------------------------- versions
+
+
+class Versions(NamedTuple):
+    """A version range: ``0+``, ``3``, ``1-2``; ``none`` is empty (lo > hi)."""
+
+    lo: int
+    hi: int | None  # None: open-ended
+
+    @classmethod
+    def parse(cls, text: str) -> "Versions":
+        text = text.strip()
+        if text in ("", "none"):
+            return cls(1, 0)
+        if text.endswith("+"):
+            return cls(int(text[:-1]), None)
+        lo, sep, hi = text.partition("-")
+        return cls(int(lo), int(hi) if sep else int(lo))
+
+    def __contains__(self, version: object) -> bool:
+        if not isinstance(version, int):
+            return False
+        return version >= self.lo and (self.hi is None or version <= self.hi)
+
+    def __str__(self) -> str:
+        if self.hi is None:
+            return f"{self.lo}+"
+        if self.hi < self.lo:
+            return "none"
+        return str(self.lo) if self.lo == self.hi else f"{self.lo}-{self.hi}"
+
+
+NONE = Versions(1, 0)
+PRIMITIVES = ("int8", "int16", "int32", "int64", "uint16", "uint32", "float64", "bool", "uuid", "string", "bytes")
+ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
+_UNSET: Any = object()
+
+
+# --------------------------------------------------------------------------- schema tables
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str  # Kafka's name (PascalCase or camelCase, as in the JSON file)
+    type: str  # a primitive, "[]<primitive>", "[]<Struct>" or "<Struct>" (with ``fields``)
+    versions: Versions
+    nullable: Versions = NONE
+    tagged: Versions = NONE
+    tag: int | None = None
+    default: Any = None  # in the decoded (JSON) form
+    fields: tuple["Field", ...] | None = None
+
+    @property
+    def json_name(self) -> str:
+        """Kafka's ``camelCaseName``: the first letter in lower case."""
+        return self.name[:1].lower() + self.name[1:]
+
+    @property
+    def element(self) -> str:
+        return self.type[2:] if self.type.startswith("[]") else self.type
+
+    def is_tagged_in(self, version: int, flexible: bool) -> bool:
+        return flexible and self.tag is not None and version in self.tagged
+
+
+def _default_for(type_: str, given: Any) -> Any:
+    """The decoded form of a field's default (Kafka's rules: 0, false, "", empty, or as given)."""
+    if type_.startswith("[]"):
+        return None if given == "null" else []
+    if given == "null":
+        return None
+    if type_ in ("int8", "int16", "int32", "int64", "uint16", "uint32"):
+        return 0 if given is _UNSET else int(given)
+    if type_ == "float64":
+        return 0.0 if given is _UNSET else float(given)
+    if type_ == "bool":
+        return False if given is _UNSET else given in (True, "true")
+    if type_ == "string":
+        return "" if given is _UNSET else str(given)
+    if type_ == "bytes":
+        return ""
+    if type_ == "uuid":
+        return ZERO_UUID
+    return None  # a struct: Kafka's default instance; kseg treats only null as the default
+
+
+def F(name: str, type_: str, versions: str | None = None, *, nullable: str = "none", tagged: str = "none",
+      tag: int | None = None, default: Any = _UNSET, fields: tuple[Field, ...] | list[Field] | None = None) -> Field:
+    """One field of a schema, written the way Kafka's JSON files write it; as there, a
+    field given only ``taggedVersions`` exists in those versions only."""
+    if fields is None and type_.lstrip("[]") not in PRIMITIVES:
+        raise ValueError(f"{name}: struct type {type_} needs its fields")
+    if versions is None:
+        versions = tagged if tag is not None else "0+"
+    return Field(name, type_, Versions.parse(versions), Versions.parse(nullable), Versions.parse(tagged), tag,
+                 _default_for(type_, default),
+                 tuple(fields) if fields is not None else None)
+
+
+@dataclass(frozen=True)
+class Message:
+    name: str
+    valid: Versions
+    flexible: Versions
+    fields: tuple[Field, ...]
+    api_key: int | None = None
+
+    @property
+    def highest(self) -> int:
+        return self.valid.hi if self.valid.hi is not None else self.valid.lo
+
+
+def M(name: str, valid: str, flexible: str, *fields: Field, api_key: int | None = None) -> Message:
+    """One message (record) schema: name, validVersions, flexibleVersions, fields."""
+    return Message(name, Versions.parse(valid), Versions.parse(flexible), tuple(fields), api_key)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+_I8, _I16, _I32, _I64 = struct.Struct(">b"), struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
+_U16, _U32, _F64 = struct.Struct(">H"), struct.Struct(">I"), struct.Struct(">d")
+_FIXED = {"int8": _I8, "int16": _I16, "int32": _I32, "int64": _I64, "uint16": _U16, "uint32": _U32,
+          "float64": _F64}
+
+
+def uuid_str(raw: bytes) -> str:
+    """Kafka's ``Uuid.toString``: URL-safe base64 of the 16 bytes, without padding."""
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def read_uvarint(data: bytes | memoryview, pos: int, end: int | None = None, what: str = "varint") -> tuple[int, int]:
+    """An unsigned varint of at most 5 bytes (Kafka's ``readUnsignedVarint``): (value, next position)."""
+    end = len(data) if end is None else end
+    value = shift = 0
+    start = pos
+    while True:
+        if pos >= end:
+            raise SchemaError(f"{what} cut short", position=start, expected="more bytes", found="end of data")
+        b = data[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+        if shift >= 35:
+            raise SchemaError(f"{what} longer than 5 bytes", position=start)
+
+
+class _Reader:
+    __slots__ = ("data", "pos", "end", "notes")
+
+    def __init__(self, data: bytes | memoryview, pos: int, end: int, notes: list[str]):
+        self.data, self.pos, self.end, self.notes = data, pos, end, notes
+
+    def need(self, n: int, what: str) -> int:
+        at = self.pos
+        if n < 0 or at + n > self.end:
+            raise SchemaError(f"{what} runs past the end of the data", position=at,
+                              expected=f"{n} bytes", found=f"{self.end - at} bytes")
+        self.pos = at + n
+        return at
+
+    def fixed(self, s: struct.Struct, what: str) -> Any:
+        at = self.need(s.size, what)
+        return s.unpack_from(self.data, at)[0]
+
+    def uvarint(self, what: str) -> int:
+        value, self.pos = read_uvarint(self.data, self.pos, self.end, what)
+        return value
+
+    def length(self, flexible: bool, wide: bool, what: str) -> int:
+        """A string/bytes/array length; -1 is null."""
+        if flexible:
+            return self.uvarint(f"{what} length") - 1
+        return self.fixed(_I32 if wide else _I16, f"{what} length")
+
+    def raw(self, n: int, what: str) -> bytes:
+        at = self.need(n, what)
+        return bytes(self.data[at:at + n])
+
+
+def _null_or_fail(f: Field, version: int, r: _Reader, at: int) -> None:
+    if version not in f.nullable:
+        raise SchemaError(f"non-nullable field {f.name} is null", position=at)
+
+
+def _read_value(r: _Reader, f: Field, type_: str, version: int, flexible: bool) -> Any:
+    if type_ in _FIXED:
+        v = r.fixed(_FIXED[type_], f.name)
+        if type_ == "float64" and not math.isfinite(v):
+            return str(v)  # JSON has no NaN/Infinity; keep the value visible
+        return v
+    if type_ == "bool":
+        return r.fixed(_I8, f.name) != 0
+    if type_ == "uuid":
+        return uuid_str(r.raw(16, f.name))
+    if type_ in ("string", "bytes"):
+        at = r.pos
+        n = r.length(flexible, type_ == "bytes", f.name)
+        if n < 0:
+            _null_or_fail(f, version, r, at)
+            return None
+        raw = r.raw(n, f.name)
+        if type_ == "bytes":
+            return base64.b64encode(raw).decode("ascii")
+        return raw.decode("utf-8", "replace")  # Java's new String(bytes, UTF_8)
+    if type_.startswith("[]"):
+        at = r.pos
+        n = r.length(flexible, True, f.name)
+        if n < 0:
+            _null_or_fail(f, version, r, at)
+            return None
+        if n > r.end - r.pos:  # every element takes at least one byte
+            raise SchemaError(f"array {f.name} claims more elements than there are bytes", position=at,
+                              expected=f"at most {r.end - r.pos}", found=n)
+        elem = type_[2:]
+        return [_read_value(r, f, elem, version, flexible) for _ in range(n)]
+    # a struct (an array's element or a single struct field)
+    assert f.fields is not None
+    if type_ == f.type and version in f.nullable:  # a nullable struct field has a presence byte
+        if r.fixed(_I8, f.name) < 0:
+            return None
+    return _read_struct(r, f.fields, version, flexible, f.name)
+
+
+def _read_struct(r: _Reader, fields: tuple[Field, ...], version: int, flexible: bool, where: str) -> dict:
+    values: dict[str, Any] = {}
+    for f in fields:
+        if f.is_tagged_in(version, flexible) or version not in f.versions:
+            continue
+        values[f.name] = _read_value(r, f, f.type, version, flexible)
+    if flexible:
+        by_tag = {f.tag: f for f in fields if f.is_tagged_in(version, flexible)}
+        count = r.uvarint(f"{where} tagged field count")
+        for _ in range(count):
+            tag = r.uvarint(f"{where} tag")
+            size = r.uvarint(f"{where} tagged field size")
+            start = r.need(size, f"{where} tagged field {tag}")
+            tf = by_tag.get(tag)
+            if tf is None:
+                r.notes.append(f"unknown tagged field {tag} ({size} bytes) in {where} skipped")
+                continue
+            sub = _Reader(r.data, start, start + size, r.notes)
+            values[tf.name] = _read_value(sub, tf, tf.type, version, flexible)
+            if sub.pos != sub.end:
+                raise SchemaError(f"tagged field {tf.name} is shorter than its size", position=sub.pos,
+                                  expected=f"{size} bytes", found=f"{sub.pos - start} bytes")
+    out: dict[str, Any] = {}
+    for f in fields:
+        if f.is_tagged_in(version, flexible):
+            if f.name in values and values[f.name] != f.default:
+                out[f.json_name] = values[f.name]
+        elif version in f.versions:
+            out[f.json_name] = values[f.name]
+    return out
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """A decoded message: its JSON form, where its bytes ended, and what was skipped."""
+
+    message: Message
+    version: int
+    data: dict
+    end: int
+    notes: list[str] = field(default_factory=list)
+
+
+def decode(message: Message, data: bytes | memoryview, version: int, *, start: int = 0,
+           end: int | None = None, exact: bool = True) -> Decoded:
+    """Decode ``message`` at ``version`` from ``data[start:end]``.
+
+    ``exact``: bytes left after the message are an error (Kafka's metadata reader says
+    "garbage after"); without it they are allowed and ``Decoded.end`` says where it stopped.
+    """
+    if version not in message.valid:
+        raise UnknownVersionError(f"{message.name} version {version} is not one kseg knows",
+                                  expected=str(message.valid), found=version)
+    end = len(data) if end is None else end
+    notes: list[str] = []
+    r = _Reader(data, start, end, notes)
+    out = _read_struct(r, message.fields, version, version in message.flexible, message.name)
+    if exact and r.pos != end:
+        raise SchemaError(f"{end - r.pos} bytes after the end of {message.name}", position=r.pos,
+                          expected=f"{r.pos - start} bytes", found=f"{end - start} bytes")
+    return Decoded(message, version, out, r.pos, notes)
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def to_snake_upper(name: str) -> str:
+    """Kafka's ``MessageGenerator.toSnakeCase(...).toUpperCase()``: ``TopicRecord`` -> ``TOPIC_RECORD``."""
+    out = []
+    prev_capital = True
+    for c in name:
+        if c.isupper():
+            if not prev_capital:
+                out.append("_")
+            out.append(c.lower())
+            prev_capital = True
+        else:
+            out.append(c)
+            prev_capital = False
+    return "".join(out).upper()
+
+
+def _java_double(v: float) -> str:
+    """Java's ``Double.toString`` (what Jackson prints for a DoubleNode): plain in [1e-3, 1e7),
+    else ``d.dddE<n>``; the shortest digits that round-trip, as Python's ``repr``."""
+    if v == 0:
+        return "-0.0" if math.copysign(1.0, v) < 0 else "0.0"
+    a = abs(v)
+    sign = "-" if v < 0 else ""
+    if 1e-3 <= a < 1e7:
+        text = repr(a)
+        return sign + (text if "." in text else text + ".0")
+    digits_t, exp = Decimal(repr(a)).as_tuple()[1:]
+    digits = "".join(map(str, digits_t)).rstrip("0") or "0"
+    sci = len(digits_t) - 1 + int(exp)
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{sci}"
+
+
+def kafka_json(value: Any) -> str:
+    """Compact JSON as Jackson's ``JsonNode.toString`` writes it (Java double text included)."""
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, float):
+        return _java_double(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(json.dumps(str(k), ensure_ascii=False) + ":" + kafka_json(v)
+                              for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(kafka_json(v) for v in value) + "]"
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(value)
+
+
+def describe(data: dict) -> str:
+    """One line for people: ``name="orders" topicId="..." partitions=[0,1]``."""
+    return " ".join(f"{k}={_short(v)}" for k, v in data.items())

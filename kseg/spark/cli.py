@@ -1,0 +1,355 @@
+"""``kseg spark ...``: the single-machine commands, distributed on Spark.
+
+Each command takes the plain command's own options (the click parameters are
+shared, so they cannot drift apart), prints the same output and exits with the
+same code; it adds ``--master``, ``--conf``, ``--report`` and ``--timings``.
+verify and dump run one task per file, the conversions and compaction one task
+per topic-partition. Loaded only when ``kseg spark`` is used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import click
+
+from .. import cli as plain
+from ..errors import InputError
+
+EXIT_OK, EXIT_DATA = plain.EXIT_OK, plain.EXIT_DATA
+
+
+@click.group("spark", context_settings={"help_option_names": ["-h", "--help"]})
+def spark() -> None:
+    """Run verify, dump, conversions and compaction on Spark (local[*] by default, or --master URL).
+
+    Paths must be visible at the same names from every executor (a local disk in
+    local mode; a shared or network file system on a cluster).
+    """
+
+
+def _conf_pairs(values: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for v in values:
+        key, sep, value = v.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"expected KEY=VALUE, not {v!r}", param_hint="--conf")
+        out[key.strip()] = value
+    return out
+
+
+SPARK_PARAMS = [
+    click.Option(["--master"], default=None, metavar="URL",
+                 help="Spark master [default: local[*], or what spark-submit chose]."),
+    click.Option(["--conf"], "conf", multiple=True, metavar="KEY=VALUE",
+                 help="A Spark setting (repeatable); wins over kseg's defaults."),
+    click.Option(["--report"], type=click.Path(dir_okay=False, path_type=Path), default=None,
+                 help="Write per-file (per-partition) results here: Parquet for .parquet/.pq, else JSON."),
+    click.Option(["--timings"], is_flag=True, help="Print Spark's start-up time and the job's time on stderr."),
+]
+
+
+class _Run:
+    """The session for one command, with its timings."""
+
+    def __init__(self, master: str | None, conf: tuple[str, ...], timings: bool):
+        self.master, self.conf, self.timings = master, _conf_pairs(conf), timings
+        self.spark: Any = None
+        self.startup = 0.0
+        self.t_job = 0.0
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[Any]:
+        try:
+            from .session import Started, get_session
+        except ImportError as e:  # pragma: no cover - depends on the install
+            raise InputError(f"kseg spark needs PySpark and pyarrow: pip install 'kseg[spark]' ({e})") from None
+        t0 = time.perf_counter()
+        try:
+            self.spark = get_session(self.master, self.conf)
+        except ImportError as e:
+            raise InputError(f"kseg spark needs PySpark and pyarrow: pip install 'kseg[spark]' ({e})") from None
+        except Exception as e:
+            raise InputError(f"cannot start Spark: {str(e).strip().splitlines()[0] if str(e).strip() else e!r}") \
+                from None
+        self.startup = Started.seconds or (time.perf_counter() - t0)
+        t1 = time.perf_counter()
+        try:
+            yield self.spark
+        finally:
+            self.t_job = time.perf_counter() - t1
+            if self.timings:
+                click.echo(f"kseg spark: start-up {self.startup:.2f} s, job {self.t_job:.2f} s "
+                           f"(master {self.spark.sparkContext.master}, "
+                           f"{self.spark.sparkContext.defaultParallelism} cores)", err=True)
+
+    def summary(self) -> dict:
+        return {"master": self.spark.sparkContext.master if self.spark else None,
+                "startup_seconds": round(self.startup, 3), "job_seconds": round(self.t_job, 3)}
+
+
+def _command(name: str, base: click.Command, extra: list[click.Parameter], help_text: str | None = None):
+    def decorate(fn: Callable[..., Any]) -> click.Command:
+        cmd = click.Command(name, callback=plain.guarded(fn), params=[*base.params, *extra, *SPARK_PARAMS],
+                            help=help_text or base.help, short_help=base.short_help)
+        spark.add_command(cmd)
+        return cmd
+
+    return decorate
+
+
+@contextlib.contextmanager
+def _stdout_to(output: Path | None) -> Iterator[None]:
+    if output is None:
+        yield
+        return
+    from ..output import AtomicFile
+
+    f = AtomicFile(output)
+    import io
+
+    text = io.TextIOWrapper(f.f, encoding=sys.stdout.encoding or "utf-8", errors=sys.stdout.errors or "strict",
+                            newline=None, write_through=True)
+    try:
+        with contextlib.redirect_stdout(text):
+            yield
+    except BaseException as e:
+        text.flush()
+        if isinstance(e, SystemExit):
+            text.detach()
+            f.commit()
+        else:
+            text.detach()
+            f.abort()
+        raise
+    text.flush()
+    text.detach()
+    f.commit()
+
+
+# --------------------------------------------------------------------------- verify
+
+
+@_command("verify", plain.verify, [
+    click.Option(["-o", "--output"], type=click.Path(dir_okay=False, path_type=Path), default=None,
+                 help="Write the report here instead of stdout."),
+], "Check segment files, partition folders or log directories on Spark, one task per file.\n\n"
+   "The same checks, output and exit codes as `kseg verify` (0 clean, 1 problems, 2 unusable input).")
+def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input_format: str,
+           max_decompressed_bytes: int, output: Path | None, master: str | None, conf: tuple[str, ...],
+           report: Path | None, timings: bool, **rest: Any) -> None:
+    from ..verify import VerifyOptions, _groups
+
+    shown = {"verbose": rest["verbose"]} if "verbose" in rest else {}
+
+    if input_format == "kafka07":
+        from ..kafka07 import verify_kafka07
+
+        rep = verify_kafka07(paths, quick=quick, max_decompressed_bytes=max_decompressed_bytes)
+        with _stdout_to(output):
+            plain._print_verify(rep, fmt, **shown)
+        raise SystemExit(EXIT_OK if rep.ok else EXIT_DATA)
+    options = VerifyOptions(quick=quick, max_decompressed_bytes=max_decompressed_bytes, check_indexes=not no_index)
+    _groups(paths)  # unusable input: exit 2 before Spark starts
+    run = _Run(master, conf, timings)
+    from .jobs import spark_verify, verify_rows, write_report
+
+    with run.session() as session:
+        rep, rows, stats = spark_verify(session, paths, options)
+    with _stdout_to(output):
+        plain._print_verify(rep, fmt, **shown)
+    if report is not None:
+        write_report(report, "verify", verify_rows(rep, rows),
+                     {"ok": rep.ok, "error_count": rep.error_count, **stats, **run.summary()})
+    raise SystemExit(EXIT_OK if rep.ok else EXIT_DATA)
+
+
+# --------------------------------------------------------------------------- dump
+
+
+@_command("dump", plain.dump, [
+    click.Option(["-o", "--output"], type=click.Path(dir_okay=False, path_type=Path), default=None,
+                 help="Write the dump here instead of stdout."),
+    click.Option(["--tmp-dir"], type=click.Path(file_okay=False, path_type=Path), default=None,
+                 help="Where tasks leave their text for the driver [default: beside --output, else the "
+                      "system's temporary folder]; on a cluster, a folder every executor can write."),
+], "Show the batches (and with --records the records) of segment files, one Spark task per file.\n\n"
+   "The same output as `kseg dump`, streamed in file order.")
+def dump(paths: tuple[Path, ...], deep: bool, fmt: str, payload: str | None, key_decoder: str | None,
+         value_decoder: str | None, from_offset: int | None, to_offset: int | None, from_time: int | None,
+         to_time: int | None, max_bytes: int | None, keep_going: bool, input_format: str,
+         max_decompressed_bytes: int, output: Path | None, tmp_dir: Path | None, master: str | None,
+         conf: tuple[str, ...], report: Path | None, timings: bool, **_: Any) -> None:
+    from ..dump import DumpOptions
+    from ..payload import load_decoder
+    from ..render import payload_decoder
+    from ..segment import expand_inputs
+    from .tasks import DumpParams
+
+    if payload is None:
+        payload = "none" if fmt == "kafka" else "utf8"
+    kd = payload_decoder(payload, fmt)
+    if key_decoder:
+        kd = load_decoder(key_decoder)
+    if value_decoder:
+        load_decoder(value_decoder)
+    if (key_decoder or value_decoder) and fmt == "kafka":
+        deep = True
+    if fmt == "kafka" and payload != "none":
+        deep = True
+    del kd
+    files = plain._expand_for_dump(paths, expand_inputs)
+    if input_format == "kafka07":
+        ctx = click.get_current_context()
+        with _stdout_to(output):
+            ctx.invoke(plain.dump.callback, paths=paths, deep=deep, fmt=fmt, payload=payload,
+                       key_decoder=key_decoder, value_decoder=value_decoder, from_offset=from_offset,
+                       to_offset=to_offset, from_time=from_time, to_time=to_time, max_bytes=max_bytes,
+                       keep_going=keep_going, input_format=input_format,
+                       max_decompressed_bytes=max_decompressed_bytes)
+        return
+    options = DumpOptions(records=deep, from_offset=from_offset, to_offset=to_offset, from_time=from_time,
+                          to_time=to_time, max_bytes=max_bytes, max_decompressed_bytes=max_decompressed_bytes,
+                          keep_going=keep_going, strict_names=fmt == "kafka")
+    from .jobs import _registry, spark_dump, stdout_binary, write_report
+
+    params = DumpParams(fmt, payload, key_decoder, value_decoder, deep, options,
+                        encoding=sys.stdout.encoding or "utf-8", errors=sys.stdout.errors or "strict",
+                        registry=_registry())
+    run = _Run(master, conf, timings)
+    sink = None
+    if output is not None:
+        from ..output import AtomicFile
+
+        sink = AtomicFile(output)
+    out = sink.f if sink is not None else stdout_binary()
+    err = getattr(sys.stderr, "buffer", sys.stderr)
+    where = str(tmp_dir) if tmp_dir else (str(output.absolute().parent) if output is not None else None)
+    sys.stdout.flush()
+    try:
+        with run.session() as session:
+            error, rows, non_consecutive = spark_dump(session, files, params, out, err, where)
+    except BaseException:
+        if sink is not None:
+            sink.abort()
+        raise
+    for path, pairs in non_consecutive.items():
+        click.echo(f"Non-consecutive offsets in {path}", err=True)
+        for a, b in reversed(pairs):
+            click.echo(f"  {a} is followed by {b}", err=True)
+    if sink is not None:
+        sink.commit()
+    if report is not None:
+        write_report(report, "dump", rows, {"ok": error is None, **run.summary()})
+    if error is not None:
+        raise error
+
+
+# --------------------------------------------------------------------------- conversions
+
+
+def _convert(command: str, input_path: Path, output: Path, args: dict, write: Any, master: str | None,
+             conf: tuple[str, ...], report: Path | None, timings: bool) -> None:
+    from .jobs import _registry, spark_convert, write_report
+    from .tasks import ConvertParams
+
+    params = ConvertParams(command, args, write, _registry())
+    run = _Run(master, conf, timings)
+    with run.session() as session:
+        result, rows = spark_convert(session, params, input_path, output)
+    if report is not None:
+        write_report(report, command, rows, {"summary": result.summary.as_json(), **run.summary()})
+    plain._report_job(result, output)
+
+
+def _common_args(max_decompressed_bytes: int) -> dict:
+    return {"max_decompressed_bytes": max_decompressed_bytes}
+
+
+@_command("up-convert", plain.up_convert_cmd, [])
+def up_convert(input_path: Path, output: Path, no_index: bool, index_interval_bytes: int, force: bool,
+               max_decompressed_bytes: int, to_magic: int, codec: str, level: int | None, input_format: str,
+               base_offset: int, timestamp_type: str, log_append_time: int | None, batch_records: int,
+               batch_bytes: int, master: str | None, conf: tuple[str, ...], report: Path | None, timings: bool,
+               **_: Any) -> None:
+    if (timestamp_type == "log-append") != (log_append_time is not None):
+        raise InputError("--timestamp-type log-append and --log-append-time go together")
+    plain._codec_choice(codec, level)  # a bad name: exit 2 before Spark starts
+    args = dict(_common_args(max_decompressed_bytes), to_magic=to_magic, codec=codec, level=level,
+                log_append_time=log_append_time, batch_records=batch_records, batch_bytes=batch_bytes,
+                input_format=input_format, base_offset=base_offset)
+    _convert("up-convert", input_path, output, args, plain._write_flags(output, no_index, index_interval_bytes, force),
+             master, conf, report, timings)
+
+
+@_command("down-convert", plain.down_convert_cmd, [])
+def down_convert(input_path: Path, output: Path, no_index: bool, index_interval_bytes: int, force: bool,
+                 max_decompressed_bytes: int, to_magic: int, codec: str, level: int | None, master: str | None,
+                 conf: tuple[str, ...], report: Path | None, timings: bool, **_: Any) -> None:
+    plain._codec_choice(codec, level)
+    args = dict(_common_args(max_decompressed_bytes), to_magic=to_magic, codec=codec, level=level)
+    _convert("down-convert", input_path, output, args,
+             plain._write_flags(output, no_index, index_interval_bytes, force), master, conf, report, timings)
+
+
+@_command("recompress", plain.recompress_cmd, [])
+def recompress(input_path: Path, output: Path, no_index: bool, index_interval_bytes: int, force: bool,
+               max_decompressed_bytes: int, codec: str, level: int | None, topics: str, batch_records: int,
+               master: str | None, conf: tuple[str, ...], report: Path | None, timings: bool, **_: Any) -> None:
+    plain._codec_choice(codec, level, keep_allowed=False)
+    wanted = sorted({t.strip() for t in topics.split(",") if t.strip()})
+    args = dict(_common_args(max_decompressed_bytes), codec=codec, level=level, batch_records=batch_records,
+                topics_wanted=frozenset(wanted))
+    _convert("recompress", input_path, output, args,
+             plain._write_flags(output, no_index, index_interval_bytes, force), master, conf, report, timings)
+
+
+@_command("rebase", plain.rebase_cmd, [])
+def rebase(input_path: Path, output: Path, no_index: bool, index_interval_bytes: int, force: bool,
+           max_decompressed_bytes: int, base_offset: int, master: str | None, conf: tuple[str, ...],
+           report: Path | None, timings: bool, **_: Any) -> None:
+    args = dict(_common_args(max_decompressed_bytes), base_offset=base_offset)
+    _convert("rebase", input_path, output, args, plain._write_flags(output, no_index, index_interval_bytes, force),
+             master, conf, report, timings)
+
+
+# --------------------------------------------------------------------------- compaction
+
+
+@_command("compact", plain.compact_cmd, [])
+def compact(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, force: bool, now_ms: int | None,
+            delete_retention_ms: int, min_compaction_lag_ms: int, include_active: bool, topics: str,
+            key_map_bytes: int, producer_id_expiration_ms: int, first_dirty_offset: int | None,
+            single_pass: bool, fmt: str, max_decompressed_bytes: int, master: str | None, conf: tuple[str, ...],
+            report: Path | None, timings: bool, **_: Any) -> None:
+    from ..compact import CompactOptions, default_now_ms
+    from .jobs import spark_compact, write_report
+
+    if output is None and not dry_run:
+        raise InputError("give -o/--output, or --dry-run")
+    for p in inputs:
+        if not p.exists():
+            raise InputError("no such file or directory", file=str(p))
+    o = CompactOptions(now_ms=default_now_ms() if now_ms is None else now_ms,
+                       delete_retention_ms=delete_retention_ms, min_compaction_lag_ms=min_compaction_lag_ms,
+                       include_active=include_active, key_map_bytes=key_map_bytes,
+                       producer_expiration_ms=producer_id_expiration_ms, first_dirty_offset=first_dirty_offset,
+                       single_pass=single_pass, limit=max_decompressed_bytes)
+    wanted = {t.strip() for t in topics.split(",") if t.strip()}
+    run = _Run(master, conf, timings)
+    with run.session() as session:
+        result, rows = spark_compact(session, list(inputs), None if dry_run else output, o, force=force,
+                                     topics=wanted or None)
+    if report is not None:
+        write_report(report, "compact", rows, {"partitions": result.partitions, "now_ms": o.now_ms,
+                                               **result.stats.as_json(), **run.summary()})
+    if fmt == "json":
+        click.echo(json.dumps({"partitions": result.partitions, "now_ms": o.now_ms, **result.stats.as_json()}))
+    else:
+        where = "dry run" if dry_run else f"wrote {len(result.segments)} segment(s) under {output}"
+        click.echo(f"kseg: compact ({where}, {result.partitions} partition(s)): {result.stats.line()}", err=True)

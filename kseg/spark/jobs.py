@@ -1,0 +1,502 @@
+"""The single-machine commands, distributed: the driver's side.
+
+verify and dump go per file (segment); conversions and compaction per
+topic-partition (order matters inside one). Each returns what the plain
+command's code returns (a ``VerifyReport``, a ``JobResult``, a
+``CompactResult``) so the CLI prints the same lines, plus per-file rows for
+``--report``.
+
+Outputs are built as the plain commands build them: under the output's
+temporary name (beside the output, so it must be on a file system every
+executor sees), each task in a private folder there; the driver moves each
+partition into place and renames the whole when every task has succeeded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import sys
+import threading
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..errors import InputError, KsegError
+from .tasks import (
+    SENTINEL,
+    CompactResult as TaskCompactResult,
+    ConvertParams,
+    ConvertResult,
+    DumpParams,
+    DumpResult,
+    Failed,
+    VerifyResult,
+    compact_partition_task,
+    compact_whole_task,
+    convert_partition_task,
+    convert_whole_task,
+    dump_task,
+    verify_task,
+)
+
+
+MIN_TASK_BYTES = 32 * 1024 * 1024  # a Python task costs tens of milliseconds: do not make many tiny ones
+FILE_COST_BYTES = 256 * 1024  # what opening one more file costs, in bytes read
+
+
+def pack(weights: Sequence[int], parallelism: int, *, in_order: bool = False,
+         min_task_bytes: int = MIN_TASK_BYTES) -> list[list[int]]:
+    """Group item indexes into tasks: about ``total / (4 x parallelism)`` bytes each (at least
+    ``min_task_bytes``), at least ``parallelism`` tasks when there are enough items.
+
+    ``in_order``: consecutive items (for output streamed in order); else largest first
+    into the lightest task (balanced), heaviest tasks first.
+    """
+    import heapq
+    import math
+
+    n_items = len(weights)
+    if n_items == 0:
+        return []
+    costs = [max(0, w) + FILE_COST_BYTES for w in weights]
+    total = sum(costs)
+    target = max(min_task_bytes, total / (max(1, parallelism) * 4))
+    n = max(1, min(n_items, math.ceil(total / target)), min(n_items, max(1, parallelism)))
+    if in_order:
+        per = total / n
+        groups: list[list[int]] = [[]]
+        load = 0.0
+        for i, c in enumerate(costs):
+            if groups[-1] and load + c > per * 1.05 and len(groups) < n:
+                groups.append([])
+                load = 0.0
+            groups[-1].append(i)
+            load += c
+        return groups
+    heap = [(0, b) for b in range(n)]
+    bins: list[list[int]] = [[] for _ in range(n)]
+    loads = [0] * n
+    for i in sorted(range(n_items), key=lambda k: -costs[k]):
+        load, b = heapq.heappop(heap)
+        bins[b].append(i)
+        loads[b] = load + costs[i]
+        heapq.heappush(heap, (loads[b], b))
+    order = sorted(range(n), key=lambda b: -loads[b])
+    return [sorted(bins[b]) for b in order if bins[b]]
+
+
+def run_tasks(spark: Any, fn: Callable[[Any], Any], items: Sequence[Any], weights: Sequence[int] | None = None,
+              name: str = "kseg", *, in_order: bool = False, one_per_task: bool = False) -> list[Any]:
+    """``fn(item)`` for every item on Spark; results in item order.
+
+    Items are packed into tasks by ``weights`` (bytes; see ``pack``) unless ``one_per_task``.
+    """
+    if not items:
+        return []
+    sc = spark.sparkContext
+    if one_per_task:
+        groups = [[i] for i in range(len(items))]
+    else:
+        groups = pack(weights if weights is not None else [0] * len(items), sc.defaultParallelism,
+                      in_order=in_order)
+    sc.setJobDescription(name)
+    rdd = sc.parallelize([[(i, items[i]) for i in g] for g in groups], numSlices=len(groups))
+    out = rdd.flatMap(partial(_indexed, fn)).collect()
+    out.sort(key=lambda pair: pair[0])
+    return [r for _, r in out]
+
+
+def _indexed(fn: Callable[[Any], Any], group: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
+    return [(i, fn(item)) for i, item in group]
+
+
+def _first_failure(results: list[Any]) -> KsegError | None:
+    for r in results:
+        if isinstance(r, Failed):
+            return r.error
+    return None
+
+
+def _registry() -> str | None:
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return os.environ.get("KSEG_PLUGIN_REGISTRY")
+    value = ctx.find_root().params.get("plugin_registry")
+    return None if value is None else str(Path(value).absolute())
+
+
+# --------------------------------------------------------------------------- verify
+
+
+@dataclasses.dataclass
+class FileRow:
+    """One file's row in --report."""
+
+    file: str
+    seconds: float = 0.0
+    host: str = ""
+    extra: dict = dataclasses.field(default_factory=dict)
+
+
+def settle(result: VerifyResult, prev: int | None) -> Any:
+    """Turn a report computed with ``prev_last=SENTINEL`` into the one ``prev`` gives, or None
+    when only a rerun can tell.
+
+    With SENTINEL (below every offset) the first batch always gets the note
+    "non-consecutive offsets: expected SENTINEL+1, found F" at the exact place the
+    real check would put its note, and no later batch is affected. So for
+    prev < F - 1 the note's expected value becomes prev + 1; for prev None or
+    prev = F - 1 the note goes (unless the note cap may have hidden another one);
+    prev >= F (offsets going backwards) needs a rerun.
+    """
+    from ..verify import MAX_NOTES_PER_KIND, NOTE
+
+    fr = result.report
+    if fr.batches == 0:
+        return fr
+    marks = [i for i, p in enumerate(fr.problems)
+             if p.check == "offsets" and p.severity == NOTE and p.expected == SENTINEL + 1]
+    if result.wrapper_unread0:
+        first = result.first_entry_offset
+        if marks or first is None:
+            return None
+        return fr if prev is None or prev < first else None
+    if len(marks) != 1:
+        return None
+    i = marks[0]
+    note = fr.problems[i]
+    first = note.found
+    if not isinstance(first, int):
+        return None
+    if prev is not None and prev < first - 1:
+        fr.problems[i] = dataclasses.replace(note, expected=prev + 1)
+        return fr
+    if prev is None or prev == first - 1:
+        shown = sum(1 for p in fr.problems if p.check == "offsets" and p.severity == NOTE)
+        if fr.suppressed_notes and shown >= MAX_NOTES_PER_KIND:
+            return None
+        del fr.problems[i]
+        return fr
+    return None
+
+
+def _combine(prev: int | None, own: int | None) -> int | None:
+    if own is None:
+        return prev
+    return own if prev is None else max(prev, own)
+
+
+def spark_verify(spark: Any, paths: Sequence[str | Path], options: Any) -> tuple[Any, list[FileRow], dict]:
+    """``verify_paths`` on Spark: one task per file, offsets checked across a partition's segments
+    on the driver; returns (VerifyReport, per-file rows, stats)."""
+    from ..verify import VerifyReport, _groups
+
+    groups = _groups(paths)
+    items: list[tuple[str, bool, Any]] = []
+    where: list[tuple[int, int]] = []
+    weights: list[int] = []
+    for gi, group in enumerate(groups):
+        for j, path in enumerate(group):
+            is_log = path.suffix in (".log", ".checkpoint")
+            items.append((str(path), is_log, SENTINEL))
+            where.append((gi, j))
+            try:
+                weights.append(path.stat().st_size)
+            except OSError:
+                weights.append(0)
+    registry = _registry()
+    results = run_tasks(spark, partial(verify_task, options, registry), items, weights, "kseg verify")
+    failure = _first_failure(results)
+    if failure is not None:
+        raise failure
+    reports: list[Any] = [None] * len(items)
+    rerun: list[int] = []
+    prevs: list[int | None] = [None] * len(items)
+    prev: int | None = None
+    for k, (item, r) in enumerate(zip(items, results)):
+        if where[k][1] == 0:
+            prev = None
+        if not item[1]:
+            reports[k] = r.report
+            continue
+        own = None if r.last == SENTINEL else r.last
+        prevs[k] = prev
+        settled = settle(r, prev)
+        if settled is None:
+            rerun.append(k)
+        else:
+            reports[k] = settled
+        prev = _combine(prev, own)
+    if rerun:
+        again = run_tasks(spark, partial(verify_task, options, registry),
+                          [(items[k][0], True, prevs[k]) for k in rerun],
+                          [weights[k] for k in rerun], "kseg verify (offsets across segments)")
+        failure = _first_failure(again)
+        if failure is not None:
+            raise failure
+        for k, r in zip(rerun, again):
+            reports[k] = r.report
+            results[k].info.seconds += r.info.seconds
+    report = VerifyReport(files=reports)
+    rows = [FileRow(fr.path, r.info.seconds, r.info.host) for fr, r in zip(reports, results)]
+    return report, rows, {"tasks": len(items), "reruns": len(rerun)}
+
+
+def verify_rows(report: Any, rows: list[FileRow]) -> list[dict]:
+    out = []
+    for f, row in zip(report.files, rows):
+        out.append({
+            "file": f.path, "kind": f.kind, "ok": f.ok, "batches": f.batches, "records": f.records,
+            "bytes": f.bytes, "errors": len(f.errors), "notes": sum(1 for p in f.problems if p.severity == "note"),
+            "suppressed_notes": f.suppressed_notes,
+            "problems": [{k: (None if v is None else str(v)) if k in ("expected", "found") else v
+                          for k, v in p.as_json().items()} for p in f.problems],
+            "seconds": row.seconds, "host": row.host,
+        })
+    return out
+
+
+# --------------------------------------------------------------------------- dump
+
+
+def spark_dump(spark: Any, files: list[Path], params: DumpParams, out: Any, err: Any,
+               tmp_dir: str | None = None) -> tuple[KsegError | None, list[dict], dict]:
+    """Render every file on Spark and stream the text to ``out``/``err`` in file order as
+    files finish, stopping after the first file that fails (as the plain command does).
+
+    ``out``/``err`` are binary streams. Returns (the first error, per-file rows, the kafka
+    renderer's non-consecutive offsets merged in order). The part files go under
+    ``tmp_dir`` (default: the system's temporary folder; on a cluster, give a shared one).
+    """
+    import pickle
+    import tempfile
+    import uuid
+
+    base = Path(tmp_dir) if tmp_dir else Path(tempfile.gettempdir())
+    part_dir = base / f".kseg-dump-{uuid.uuid4().hex[:12]}"
+    part_dir.mkdir(parents=True)
+    items = [(i, str(f)) for i, f in enumerate(files)]
+    box: dict[str, Any] = {}
+    sc = spark.sparkContext
+    group = f"kseg-dump-{uuid.uuid4().hex[:8]}"
+
+    def run() -> None:
+        try:
+            sc.setJobGroup(group, "kseg dump", interruptOnCancel=True)
+            weights = [_size(f) for _, f in items]
+            box["results"] = run_tasks(spark, partial(dump_task, params, str(part_dir)), items, weights,
+                                       "kseg dump", in_order=True)
+        except BaseException as e:  # reported by the main thread
+            box["exception"] = e
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    error: KsegError | None = None
+    non_consecutive: dict[str, list] = {}
+    finished = 0
+    try:
+        for i, _ in items:
+            stem = part_dir / f"{i:08d}"
+            done = Path(str(stem) + ".done")
+            while not done.exists() and thread.is_alive():
+                time.sleep(0.01)
+            if not done.exists():
+                break  # the job ended without this file: its exception is raised below
+            _copy(Path(str(stem) + ".out"), out)
+            _copy(Path(str(stem) + ".err"), err)
+            file_error, pairs_by_path = pickle.loads(done.read_bytes())
+            for path, pairs in pairs_by_path.items():
+                non_consecutive.setdefault(path, []).extend(pairs)
+            finished += 1
+            if file_error is not None:
+                error = file_error
+                break
+        if error is not None:
+            sc.cancelJobGroup(group)
+            thread.join(timeout=30)
+            rows = [{"file": f, "error": str(error) if k == finished - 1 else None} for k, (_, f) in
+                    enumerate(items[:finished])]
+            return error, rows, non_consecutive
+        thread.join()
+        if "exception" in box:
+            raise box["exception"]
+        results: list[DumpResult] = box["results"]
+        rows = [{"file": f, "batches": r.batches, "records": r.records, "error": None,
+                 "seconds": r.info.seconds, "host": r.info.host} for (_, f), r in zip(items, results)]
+        return None, rows, non_consecutive
+    except BaseException:
+        sc.cancelJobGroup(group)
+        raise
+    finally:
+        shutil.rmtree(part_dir, ignore_errors=True)
+
+
+def _copy(path: Path, out: Any) -> None:
+    with open(path, "rb") as f:
+        shutil.copyfileobj(f, out, 1 << 20)
+    out.flush()
+
+
+# --------------------------------------------------------------------------- conversions
+
+
+def spark_convert(spark: Any, params: ConvertParams, src: Path, output: Path) -> tuple[Any, list[dict]]:
+    """``run_job`` on Spark: per topic-partition for a log directory, one task otherwise.
+    Returns (a JobResult-like object with ``summary`` and ``segments``, per-partition rows)."""
+    from ..convert import Summary
+    from ..jobs import JobResult
+    from ..output import AtomicDir, check_output
+    from ..segment import log_dir_partitions, partition_segments
+
+    if not src.exists():
+        raise InputError("no such file or directory", file=str(src))
+    check_output([src], output, force=params.write.force)
+    if src.is_file() or partition_segments(src) or (params.command == "up-convert"
+                                                   and params.args.get("input_format") == "kafka07"):
+        [r] = run_tasks(spark, partial(convert_whole_task, params), [(str(src), str(output))], None,
+                        f"kseg {params.command}")
+        if isinstance(r, Failed):
+            raise r.error
+        result = JobResult(r.summary)
+        result.segments = [Path()] * r.segments
+        return result, [_convert_row(str(src), r)]
+    result = JobResult(Summary())
+    rows: list[dict] = []
+    wanted = params.args.get("topics_wanted")
+    with AtomicDir(output) as root:
+        parts = log_dir_partitions(src)
+        if not parts:
+            raise InputError("no segment files found (expected .log files or <topic>-<n> folders)", file=str(src))
+        items = [(part.path.name, [str(p) for p in part.segment_paths],
+                  params.command != "recompress" or not wanted or part.topic in wanted) for part in parts]
+        weights = [sum(_size(p) for p in segs) for _, segs, _ in items]
+        results = run_tasks(spark, partial(convert_partition_task, params, str(root.tmp)), items, weights,
+                            f"kseg {params.command}")
+        _move_into(root.tmp, results)
+        failure = _first_failure(results)
+        if failure is not None:
+            raise failure
+        for (name, _, _), r in zip(items, results):
+            result.summary.add(r.summary)
+            result.segments.extend([Path()] * r.segments)
+            rows.append(_convert_row(name, r))
+    return result, rows
+
+
+def _size(p: str) -> int:
+    try:
+        return os.path.getsize(p)
+    except OSError:
+        return 0
+
+
+def _move_into(root_tmp: Path, results: list[Any]) -> None:
+    """Each task's partition folder into the output's temporary folder (the driver's commit)."""
+    for r in results:
+        if isinstance(r, Failed) or r.task_dir is None:
+            continue
+        task_dir = Path(r.task_dir)
+        src = task_dir / r.name
+        if src.exists():
+            os.replace(src, root_tmp / r.name)
+        shutil.rmtree(task_dir, ignore_errors=True)
+
+
+def _convert_row(name: str, r: Any) -> dict:
+    return {"partition": name, "segments": r.segments, **r.summary.as_json(), "seconds": r.info.seconds,
+            "host": r.info.host}
+
+
+# --------------------------------------------------------------------------- compaction
+
+
+def spark_compact(spark: Any, inputs: list[Path], output: Path | None, o: Any, *, force: bool,
+                  topics: set[str] | None, index_interval_bytes: int = 4096) -> tuple[Any, list[dict]]:
+    """``compact_job`` on Spark: per partition for a log directory, one task otherwise."""
+    from ..compact import CompactResult
+    from ..output import AtomicDir, check_output
+    from ..segment import log_dir_partitions, partition_segments
+
+    registry = _registry()
+    if not (len(inputs) == 1 and inputs[0].is_dir() and not partition_segments(inputs[0])):
+        [r] = run_tasks(spark, partial(compact_whole_task, (o, force, topics, registry)),
+                        [([str(i) for i in inputs], None if output is None else str(output))], None, "kseg compact")
+        if isinstance(r, Failed):
+            raise r.error
+        result = CompactResult(r.stats, r.partitions)
+        result.segments = [Path()] * r.segments
+        return result, [_compact_row(",".join(str(i) for i in inputs), r)]
+    parts = log_dir_partitions(inputs[0])
+    if not parts:
+        raise InputError("no segment files found (expected .log files or <topic>-<n> folders)", file=str(inputs[0]))
+    items = [(part.path.name, [str(p) for p in part.segment_paths], not topics or part.topic in topics)
+             for part in parts]
+    weights = [sum(_size(p) for p in segs) for _, segs, _ in items]
+    if output is not None:
+        check_output(inputs, output, force=force)
+    result = CompactResult()
+    rows: list[dict] = []
+    root = AtomicDir(output) if output is not None else None
+    try:
+        results = run_tasks(spark, partial(compact_partition_task, (o, index_interval_bytes, registry),
+                                           None if root is None else str(root.tmp)), items, weights,
+                            "kseg compact")
+        if root is not None:
+            _move_into(root.tmp, results)
+        failure = _first_failure(results)
+        if failure is not None:
+            raise failure
+        for (name, _, _), r in zip(items, results):
+            if r.stats is not None:
+                result.stats.add(r.stats)
+            result.partitions += 1
+            result.segments.extend([Path()] * r.segments)
+            rows.append(_compact_row(name, r))
+    except BaseException:
+        if root is not None:
+            root.abort()
+        raise
+    if root is not None:
+        root.commit()
+    return result, rows
+
+
+def _compact_row(name: str, r: TaskCompactResult) -> dict:
+    stats = r.stats.as_json() if r.stats is not None else {}
+    return {"partition": name, "compacted": r.stats is not None, "segments": r.segments, **stats,
+            "seconds": r.info.seconds, "host": r.info.host}
+
+
+# --------------------------------------------------------------------------- --report
+
+
+def write_report(path: Path, command: str, rows: list[dict], summary: dict) -> None:
+    """Per-file (or per-partition) results: Parquet for .parquet/.pq names, else JSON."""
+    from ..output import write_atomic
+
+    if path.suffix.lower() in (".parquet", ".pq"):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if rows:
+            table = pa.Table.from_pylist(rows)
+        else:
+            table = pa.table({"file": pa.array([], pa.string())})
+        table = table.replace_schema_metadata({"kseg.command": command,
+                                               "kseg.summary": __import__("json").dumps(summary)})
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.kseg-tmp")
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+        return
+    import json
+
+    write_atomic(path, (json.dumps({"command": command, **summary, "files": rows}, indent=2) + "\n").encode())
+
+
+def stdout_binary() -> Any:
+    return getattr(sys.stdout, "buffer", sys.stdout)

@@ -1,0 +1,424 @@
+"""Planning reads: which segment files, which byte ranges, which filters (no Spark here).
+
+An input partition is a *slice*: one segment file, or a byte range of a large one
+cut at batch boundaries that its offset index names (each boundary is checked:
+a whole entry with a valid CRC must start there, else the index is not trusted).
+Topic and partition come from the folder names. Offset, timestamp, topic,
+partition and segment conditions prune slices, seek with the offset index and
+skip batches before anything is decompressed; records are then filtered exactly.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..errors import InputError
+from ..segment import base_offset_of, expand_inputs, parse_partition_dir
+
+DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
+_ENTRY_HEAD = struct.Struct(">qiiB")  # offset, size, crc/leader epoch, magic
+_LOG_KINDS = ("log", "checkpoint")
+
+
+@dataclass(frozen=True)
+class SegmentFile:
+    path: str
+    topic: str | None
+    partition: int | None
+    size: int
+    base_offset: int | None
+    next_base: int | None = None  # the next segment's base offset in the same partition folder
+
+
+@dataclass(frozen=True)
+class Slice:
+    """What one Spark task reads: ``path`` bytes [start, end) (end None: to the end)."""
+
+    path: str
+    topic: str | None
+    partition: int | None
+    start: int = 0
+    end: int | None = None
+    base_offset: int | None = None
+
+    @property
+    def final(self) -> bool:
+        return self.end is None
+
+
+def _is_log(path: Path) -> bool:
+    from ..dump import file_kind
+
+    return file_kind(path, strict=True) in _LOG_KINDS
+
+
+def list_segments(paths: Iterable[str | os.PathLike]) -> list[SegmentFile]:
+    """The segment files under files, partition folders and log directories, in kseg's order."""
+    files = expand_inputs(list(paths))
+    out: list[SegmentFile] = []
+    for p in files:
+        if not _is_log(p):
+            continue
+        parsed = parse_partition_dir(p.parent.name)
+        topic, partition = parsed if parsed else (None, None)
+        out.append(SegmentFile(str(p), topic, partition, p.stat().st_size, base_offset_of(p)))
+    # Each segment's offset range ends where the next one of its folder begins (Kafka's naming).
+    for i, seg in enumerate(out[:-1]):
+        nxt = out[i + 1]
+        if (Path(nxt.path).parent == Path(seg.path).parent and seg.base_offset is not None
+                and nxt.base_offset is not None and nxt.base_offset > seg.base_offset):
+            out[i] = SegmentFile(seg.path, seg.topic, seg.partition, seg.size, seg.base_offset, nxt.base_offset)
+    return out
+
+
+# --------------------------------------------------------------------------- the offset index
+
+
+def read_index(path: str) -> list[tuple[int, int]]:
+    """(absolute offset, position) entries of a segment's .index, or [] when absent or unusable."""
+    from ..companions import parse_offset_index
+
+    log = Path(path)
+    base = base_offset_of(log)
+    if base is None or log.suffix != ".log":
+        return []
+    try:
+        data = log.with_suffix(".index").read_bytes()
+    except OSError:
+        return []
+    entries = [(e.offset, e.position) for e in parse_offset_index(data, base).entries]
+    # Trust only a strictly increasing prefix (Kafka's own sanity rule).
+    good: list[tuple[int, int]] = []
+    for off, pos in entries:
+        if good and (off <= good[-1][0] or pos <= good[-1][1]):
+            break
+        if pos < 0:
+            break
+        good.append((off, pos))
+    return good
+
+
+def entry_starts_at(path: str, position: int, file_size: int, max_offset: int | None = None) -> bool:
+    """Whether a whole entry with a valid CRC starts at ``position`` (an index boundary check)."""
+    from ..fast import scan_entries
+
+    try:
+        with open(path, "rb") as f:
+            f.seek(position)
+            head = f.read(_ENTRY_HEAD.size)
+            if len(head) < _ENTRY_HEAD.size:
+                return False
+            offset, size, _, magic = _ENTRY_HEAD.unpack(head)
+            if magic > 2 or size < 14 or position + 12 + size > file_size:
+                return False
+            if max_offset is not None and offset > max_offset:
+                return False
+            f.seek(position)
+            raw = f.read(12 + size)
+    except OSError:
+        return False
+    scan = scan_entries(memoryview(raw), position, final=True)
+    return len(scan.batches) == 1 and scan.tail is None and scan.batches[0].crc_valid
+
+
+def split_segment(seg: SegmentFile, split_bytes: int) -> list[Slice]:
+    """One slice per ``split_bytes`` (about), cut at index-named, checked batch boundaries."""
+    whole = [Slice(seg.path, seg.topic, seg.partition, 0, None, seg.base_offset)]
+    if split_bytes <= 0 or seg.size <= split_bytes * 3 // 2:
+        return whole
+    entries = read_index(seg.path)
+    if not entries:
+        return whole
+    positions = [pos for _, pos in entries]
+    cuts: list[int] = []
+    target = split_bytes
+    while target < seg.size - split_bytes // 2:
+        i = bisect.bisect_right(positions, target) - 1
+        if i >= 0:
+            off, pos = entries[i]
+            last = cuts[-1] if cuts else 0
+            if pos > last and entry_starts_at(seg.path, pos, seg.size, off):
+                cuts.append(pos)
+        target += split_bytes
+    if not cuts:
+        return whole
+    bounds = [0, *cuts, None]
+    return [Slice(seg.path, seg.topic, seg.partition, a, b, seg.base_offset) for a, b in zip(bounds, bounds[1:])]
+
+
+# --------------------------------------------------------------------------- filters
+
+
+INT_COLUMNS = ("offset", "timestamp", "partition")
+STR_COLUMNS = ("topic", "segment")
+
+
+@dataclass
+class Conditions:
+    """ANDed conditions kseg applies itself (pushed-down filters and reader options)."""
+
+    offset_lo: int | None = None
+    offset_hi: int | None = None
+    offset_in: frozenset | None = None
+    time_lo: int | None = None
+    time_hi: int | None = None
+    time_in: frozenset | None = None
+    topics: frozenset | None = None
+    partitions: frozenset | None = None
+    segments: frozenset | None = None
+    partition_lo: int | None = None
+    partition_hi: int | None = None
+
+    def add(self, column: str, op: str, value: Any) -> bool:
+        """Record ``column op value``; False if it is not one kseg can apply exactly."""
+        if op == "in":
+            values = tuple(value)
+            if not values or any(v is None for v in values):
+                return False
+        else:
+            values = (value,)
+        if column in INT_COLUMNS and not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            return False
+        if column in STR_COLUMNS and not all(isinstance(v, str) for v in values):
+            return False
+        if column == "offset":
+            self.offset_lo, self.offset_hi, self.offset_in = _narrow(
+                self.offset_lo, self.offset_hi, self.offset_in, op, values)
+        elif column == "timestamp":
+            self.time_lo, self.time_hi, self.time_in = _narrow(self.time_lo, self.time_hi, self.time_in, op, values)
+        elif column == "partition":
+            if op in ("=", "in"):
+                self.partitions = _intersect(self.partitions, values)
+            else:
+                self.partition_lo, self.partition_hi, _ = _narrow(self.partition_lo, self.partition_hi, None,
+                                                                  op, values)
+        elif column == "topic" and op in ("=", "in"):
+            self.topics = _intersect(self.topics, values)
+        elif column == "segment" and op in ("=", "in"):
+            self.segments = _intersect(self.segments, values)
+        else:
+            return False
+        return True
+
+    @property
+    def filters_records(self) -> bool:
+        return any(v is not None for v in (self.offset_lo, self.offset_hi, self.offset_in,
+                                           self.time_lo, self.time_hi, self.time_in))
+
+    def keeps_slice(self, s: Slice | SegmentFile, next_base: int | None = None) -> bool:
+        if self.topics is not None and s.topic not in self.topics:
+            return False
+        if self.partitions is not None and s.partition not in self.partitions:
+            return False
+        if self.partition_lo is not None and (s.partition is None or s.partition < self.partition_lo):
+            return False
+        if self.partition_hi is not None and (s.partition is None or s.partition > self.partition_hi):
+            return False
+        if self.segments is not None and s.path not in self.segments:
+            return False
+        # A segment holds offsets from its name's base up to the next segment's (Kafka's naming).
+        if self.offset_hi is not None and s.base_offset is not None and s.base_offset > self.offset_hi:
+            return False
+        if self.offset_lo is not None and next_base is not None and next_base <= self.offset_lo:
+            return False
+        return True
+
+    def offset_ok(self, o: int) -> bool:
+        return ((self.offset_lo is None or o >= self.offset_lo) and (self.offset_hi is None or o <= self.offset_hi)
+                and (self.offset_in is None or o in self.offset_in))
+
+    def time_ok(self, t: int) -> bool:
+        return ((self.time_lo is None or t >= self.time_lo) and (self.time_hi is None or t <= self.time_hi)
+                and (self.time_in is None or t in self.time_in))
+
+    def record_ok(self, offset: int, timestamp: int) -> bool:
+        return self.offset_ok(offset) and self.time_ok(timestamp)
+
+
+def _narrow(lo, hi, members, op, values):
+    if op == "=":
+        lo = values[0] if lo is None else max(lo, values[0])
+        hi = values[0] if hi is None else min(hi, values[0])
+    elif op == ">":
+        lo = values[0] + 1 if lo is None else max(lo, values[0] + 1)
+    elif op == ">=":
+        lo = values[0] if lo is None else max(lo, values[0])
+    elif op == "<":
+        hi = values[0] - 1 if hi is None else min(hi, values[0] - 1)
+    elif op == "<=":
+        hi = values[0] if hi is None else min(hi, values[0])
+    elif op == "in":
+        members = _intersect(members, values)
+        lo = min(values) if lo is None else max(lo, min(values))
+        hi = max(values) if hi is None else min(hi, max(values))
+    return lo, hi, members
+
+
+def _intersect(current: frozenset | None, values: Iterable) -> frozenset:
+    new = frozenset(values)
+    return new if current is None else current & new
+
+
+def plan_slices(paths: Iterable[str], split_bytes: int, cond: Conditions | None = None) -> list[Slice]:
+    segs = list_segments(paths)
+    out: list[Slice] = []
+    for seg in segs:
+        if cond is not None and not cond.keeps_slice(seg, seg.next_base):
+            continue
+        out.extend(split_segment(seg, split_bytes))
+    return out
+
+
+MIN_PARTITION_BYTES = 32 * 1024 * 1024
+OPEN_COST_BYTES = 256 * 1024
+
+
+def slice_size(s: Slice) -> int:
+    if s.end is not None:
+        return s.end - s.start
+    try:
+        return os.path.getsize(s.path) - s.start
+    except OSError:
+        return 0
+
+
+def pack_slices(slices: list[Slice], split_bytes: int, min_partition_bytes: int = MIN_PARTITION_BYTES,
+                parallelism: int | None = None) -> list[list[Slice]]:
+    """Consecutive slices grouped into input partitions (a Python task has a fixed cost of tens
+    of milliseconds, so small segments share one): about total / parallelism bytes each, at
+    least ``min_partition_bytes`` and at most ``split_bytes``, counting each file as
+    ``OPEN_COST_BYTES`` more than its size. Order is kept, so rows come in kseg dump's order."""
+    if not slices:
+        return []
+    if min_partition_bytes <= 0:
+        return [[s] for s in slices]
+    sizes = [slice_size(s) + OPEN_COST_BYTES for s in slices]
+    total = sum(sizes)
+    par = parallelism or os.cpu_count() or 1
+    target = max(min_partition_bytes, total / par)
+    if split_bytes > 0:
+        target = min(target, split_bytes)
+    groups: list[list[Slice]] = [[]]
+    load = 0
+    for s, size in zip(slices, sizes):
+        if groups[-1] and load + size > target:
+            groups.append([])
+            load = 0
+        groups[-1].append(s)
+        load += size
+    return groups
+
+
+def seek_range(s: Slice, cond: Conditions | None) -> tuple[int, int | None]:
+    """Narrow a slice's byte range with the offset index for offset conditions (checked boundaries)."""
+    start, end = s.start, s.end
+    if cond is None or (cond.offset_lo is None and cond.offset_hi is None):
+        return start, end
+    entries = read_index(s.path)
+    if not entries:
+        return start, end
+    size = os.path.getsize(s.path)
+    offsets = [o for o, _ in entries]
+    if cond.offset_lo is not None:
+        # Entry (O, P): an append starting at P ends at O, so every batch before P has
+        # offsets below O. Start at the last entry with O <= lo.
+        i = bisect.bisect_right(offsets, cond.offset_lo) - 1
+        if i >= 0:
+            off, pos = entries[i]
+            if pos > start and (end is None or pos < end) and entry_starts_at(s.path, pos, size, off):
+                start = pos
+            elif end is not None and pos >= end and entry_starts_at(s.path, pos, size, off):
+                return end, end  # the whole slice is below lo
+    if cond.offset_hi is not None:
+        # Batches at or after entry i+1's position have offsets above O_i.
+        i = bisect.bisect_left(offsets, cond.offset_hi)
+        if i + 1 < len(entries):
+            off, pos = entries[i + 1]
+            if (end is None or pos < end) and entry_starts_at(s.path, pos, size, off):
+                end = max(pos, start)
+    return start, end
+
+
+@dataclass
+class ReadOptions:
+    level: str = "records"
+    split_bytes: int = DEFAULT_SPLIT_BYTES
+    max_decompressed_bytes: int = 256 * 1024 * 1024
+    mode: str = "failfast"  # or "dropmalformed": skip batches that do not decode
+    arrow: bool = True
+    max_records_per_batch: int = 16384
+    min_partition_bytes: int = MIN_PARTITION_BYTES
+    paths: list[str] = field(default_factory=list)
+
+    @classmethod
+    def parse(cls, options: Any) -> "ReadOptions":
+        import json
+
+        def get(name: str, default: Any = None) -> Any:
+            v = options.get(name)
+            return default if v is None else v
+
+        paths: list[str] = []
+        if get("paths"):
+            raw = get("paths")
+            try:
+                loaded = json.loads(raw)
+                paths = [str(p) for p in (loaded if isinstance(loaded, list) else [loaded])]
+            except ValueError:
+                paths = [p for p in str(raw).split(",") if p]
+        if get("path"):
+            paths.append(str(get("path")))
+        if not paths:
+            raise InputError("give a path: spark.read.format('kseg').load(PATH)")
+        level = str(get("level", "records")).lower()
+        if level not in ("records", "batches"):
+            raise InputError(f"option level: records or batches, not {level!r}")
+        mode = str(get("mode", "failfast")).lower()
+        if mode not in ("failfast", "dropmalformed"):
+            raise InputError(f"option mode: failfast or dropmalformed, not {mode!r}")
+        return cls(
+            level=level,
+            split_bytes=_size(get("splitBytes", DEFAULT_SPLIT_BYTES)),
+            max_decompressed_bytes=_size(get("maxDecompressedBytes", 256 * 1024 * 1024)),
+            mode=mode,
+            arrow=str(get("arrow", "true")).lower() not in ("false", "0", "no"),
+            max_records_per_batch=int(get("maxRecordsPerBatch", 16384)),
+            min_partition_bytes=_size(get("minPartitionBytes", MIN_PARTITION_BYTES)),
+            paths=paths,
+        )
+
+
+def _size(v: Any) -> int:
+    if isinstance(v, int):
+        return v
+    text = str(v).strip().lower().rstrip("ib").rstrip("b")
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    mult = 1
+    if text and text[-1] in units:
+        mult, text = units[text[-1]], text[:-1]
+    try:
+        return int(text) * mult
+    except ValueError:
+        raise InputError(f"not a size: {v!r} (e.g. 134217728, 128MiB)") from None
+
+
+def option_conditions(options: Any) -> Conditions:
+    """Conditions from reader options (fromOffset, toOffset, fromTime, toTime, topics, partitions)."""
+    c = Conditions()
+    for name, column, op in (("fromOffset", "offset", ">="), ("toOffset", "offset", "<="),
+                             ("fromTime", "timestamp", ">="), ("toTime", "timestamp", "<=")):
+        v = options.get(name)
+        if v is not None:
+            c.add(column, op, int(v))
+    topics = options.get("topics")
+    if topics:
+        c.add("topic", "in", tuple(t.strip() for t in str(topics).split(",") if t.strip()))
+    parts = options.get("partitions")
+    if parts:
+        c.add("partition", "in", tuple(int(p) for p in str(parts).split(",") if p.strip()))
+    return c

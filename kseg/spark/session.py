@@ -1,0 +1,135 @@
+"""A SparkSession that just works for kseg: local or cluster, with sane defaults.
+
+Defaults are applied only where the user has not said otherwise (a ``--conf``,
+``spark-defaults.conf``, an environment variable or ``spark-submit`` flags):
+
+* master ``local[*]``, unless the process runs under ``spark-submit`` (which
+  chose the master already);
+* in local mode, the executors' Python is the current interpreter
+  (``spark.pyspark.python`` / ``PYSPARK_PYTHON``), and the driver binds to the
+  loopback interface (a laptop's hostname often resolves to an unreachable
+  address);
+* no web UI and no console progress bar for command-line runs (they would
+  write to the terminal the results go to), Spark's own logging at ERROR;
+* Python data source filter pushdown on (``kseg`` pushes offset, time, topic
+  and partition filters), and ``format("kseg")`` registered.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from typing import Any, Iterable
+
+DEFAULT_MASTER = "local[*]"
+# Set by the JVM when it starts the Python driver (spark-submit, pyspark shell).
+_UNDER_SPARK_SUBMIT = "PYSPARK_GATEWAY_PORT"
+
+_LOG4J = """\
+rootLogger.level = error
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+
+
+def is_local(master: str | None) -> bool:
+    return master is None or master.startswith("local")
+
+
+def _log4j_file() -> str:
+    path = os.path.join(tempfile.gettempdir(), f"kseg-log4j2-{os.getuid() if hasattr(os, 'getuid') else 0}.properties")
+    try:
+        with open(path) as f:
+            if f.read() == _LOG4J:
+                return path
+    except OSError:
+        pass
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        f.write(_LOG4J)
+    os.replace(tmp, path)
+    return path
+
+
+def session_defaults(master: str | None, user_conf: dict[str, str], *, quiet: bool = True) -> dict[str, str]:
+    """The configuration kseg adds to ``user_conf`` (which always wins)."""
+    out: dict[str, str] = {}
+    env = os.environ
+
+    def default(key: str, value: str) -> None:
+        if key not in user_conf:
+            out[key] = value
+
+    under_submit = _UNDER_SPARK_SUBMIT in env
+    effective_master = user_conf.get("spark.master", master)
+    if effective_master is None and not under_submit:
+        effective_master = DEFAULT_MASTER
+    if effective_master is not None:
+        out["spark.master"] = effective_master
+    if is_local(effective_master) and not under_submit:
+        if "PYSPARK_PYTHON" not in env:
+            default("spark.pyspark.python", sys.executable)
+        if "SPARK_LOCAL_IP" not in env:
+            default("spark.driver.bindAddress", "127.0.0.1")
+            default("spark.driver.host", "127.0.0.1")
+    if quiet:
+        default("spark.ui.enabled", "false")
+        default("spark.ui.showConsoleProgress", "false")
+        if not under_submit and "spark.driver.extraJavaOptions" not in user_conf:
+            out["spark.driver.extraJavaOptions"] = f"-Dlog4j.configurationFile=file:{_log4j_file()}"
+    default("spark.sql.python.filterPushdown.enabled", "true")
+    return out
+
+
+class Started:
+    """How long the session took to start (``seconds``; 0 when one was running already)."""
+
+    seconds: float = 0.0
+
+
+def get_session(master: str | None = None, conf: dict[str, str] | Iterable[tuple[str, str]] | None = None,
+                *, app_name: str = "kseg", quiet: bool = True) -> Any:
+    """Start (or reuse) a SparkSession with kseg's defaults and ``format("kseg")`` registered.
+
+    ``master`` None: ``local[*]``, or what spark-submit chose. ``conf`` pairs win over
+    every default here.
+    """
+    from pyspark.sql import SparkSession
+
+    user = dict(conf or {})
+    t0 = time.perf_counter()
+    active = SparkSession.getActiveSession()
+    if active is None:
+        settings = session_defaults(master, user, quiet=quiet)
+        settings.update(user)
+        if is_local(settings.get("spark.master")) and "PYSPARK_PYTHON" not in os.environ \
+                and "spark.pyspark.python" not in user:
+            # Older launchers read the environment rather than the conf.
+            os.environ["PYSPARK_PYTHON"] = settings.get("spark.pyspark.python", sys.executable)
+        builder = SparkSession.builder.appName(app_name)
+        for k, v in settings.items():
+            builder = builder.config(k, v)
+        spark = builder.getOrCreate()
+        Started.seconds = time.perf_counter() - t0
+        if quiet:
+            spark.sparkContext.setLogLevel(os.environ.get("KSEG_SPARK_LOG_LEVEL", "ERROR"))
+    else:
+        spark = active
+        Started.seconds = 0.0
+        for k, v in user.items():
+            try:
+                spark.conf.set(k, v)
+            except Exception:  # static confs cannot change on a running session
+                pass
+    from .source import register
+
+    register(spark)
+    return spark

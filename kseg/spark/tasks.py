@@ -1,0 +1,361 @@
+"""What Spark tasks run: the single-machine library code on one segment or one partition.
+
+No PySpark here: each function takes plain, picklable arguments, runs kseg's own
+code (``verify_log``, the dump renderers, ``jobs._run_partition``,
+``compact_partition``) and returns plain results. A ``KsegError`` is returned
+(as ``Failed``), not raised, so that the driver reports exactly the error the
+single-machine command would have reported, with the same exit code.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import KsegError
+
+# verify_log is run with this as the previous segment's last offset; see ``settle``.
+SENTINEL = -(1 << 63)
+
+
+@dataclass
+class Failed:
+    error: KsegError
+
+
+@dataclass
+class TaskInfo:
+    seconds: float = 0.0
+    host: str = ""
+    pid: int = 0
+
+
+def _info(t0: float) -> TaskInfo:
+    return TaskInfo(round(time.perf_counter() - t0, 6), socket.gethostname(), os.getpid())
+
+
+def _activate(registry: str | None) -> None:
+    if registry:
+        from ..plugins import activate
+
+        activate(Path(registry))
+
+
+# --------------------------------------------------------------------------- verify
+
+
+@dataclass
+class VerifyResult:
+    report: Any  # FileReport
+    last: int | None  # verify_log's returned last offset (own max when run with SENTINEL)
+    wrapper_unread0: bool = False  # quick mode and the first entry is a legacy wrapper
+    first_entry_offset: int | None = None
+    info: TaskInfo = field(default_factory=TaskInfo)
+
+
+def verify_task(options: Any, registry: str | None, item: tuple[str, bool, Any]) -> VerifyResult | Failed:
+    """Verify one file. ``item``: (path, is_log, prev_last) with prev_last SENTINEL in the first pass."""
+    from ..segment import Segment
+    from ..verify import verify_companion_file, verify_log
+
+    _activate(registry)
+    path, is_log, prev = item
+    t0 = time.perf_counter()
+    p = Path(path)
+    try:
+        if not is_log:
+            return VerifyResult(verify_companion_file(p), None, info=_info(t0))
+        fr, last = verify_log(p, options, prev)
+        unread, first = False, None
+        if options.quick and prev == SENTINEL and fr.batches:
+            seg = Segment(p)
+            b = next(seg.batches(chunk_size=1 << 16), None)
+            if b is not None:
+                unread, first = b.magic < 2 and b.codec != 0, b.offset
+        return VerifyResult(fr, last, unread, first, _info(t0))
+    except KsegError as e:
+        return Failed(e)
+
+
+# --------------------------------------------------------------------------- dump
+
+
+@dataclass
+class DumpParams:
+    fmt: str
+    payload: str
+    key_decoder: str | None
+    value_decoder: str | None
+    deep: bool
+    options: Any  # DumpOptions
+    encoding: str = "utf-8"
+    errors: str = "strict"
+    registry: str | None = None
+
+
+@dataclass
+class DumpResult:
+    out: str
+    err: str
+    error: KsegError | None = None
+    non_consecutive: dict = field(default_factory=dict)
+    batches: int = 0
+    records: int = 0
+    info: TaskInfo = field(default_factory=TaskInfo)
+
+
+class _Counting:
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.batches = 0
+        self.records = 0
+
+    def __call__(self, ev: Any) -> None:
+        from ..dump import BatchEvent
+
+        if isinstance(ev, BatchEvent):
+            self.batches += 1
+            if ev.records is not None:
+                self.records += len(ev.records)
+        self.inner(ev)
+
+
+def dump_task(params: DumpParams, part_dir: str, item: tuple[int, str]) -> DumpResult:
+    """Render one file as ``kseg dump`` would; the text goes to part files the driver streams in order."""
+    from ..dump import dump_file
+    from ..payload import load_decoder
+    from ..render import RENDERERS, KafkaRenderer, payload_decoder
+
+    _activate(params.registry)
+    index, path = item
+    t0 = time.perf_counter()
+    kd = payload_decoder(params.payload, params.fmt)
+    vd = kd
+    if params.key_decoder:
+        kd = load_decoder(params.key_decoder)
+    if params.value_decoder:
+        vd = load_decoder(params.value_decoder)
+    stem = os.path.join(part_dir, f"{index:08d}")
+    out = open(stem + ".out.tmp", "w", encoding=params.encoding, errors=params.errors, newline="")
+    err = open(stem + ".err.tmp", "w", encoding=params.encoding, errors=params.errors, newline="")
+    error = None
+    with out, err:
+        if params.fmt == "kafka":
+            renderer = KafkaRenderer(out, err, kd, vd, deep=params.deep)
+        else:
+            renderer = RENDERERS[params.fmt](out, err, kd, vd)
+        counting = _Counting(renderer)
+        try:
+            for ev in dump_file(Path(path), params.options):
+                counting(ev)
+        except KsegError as e:
+            error = e
+    os.replace(stem + ".out.tmp", stem + ".out")
+    os.replace(stem + ".err.tmp", stem + ".err")
+    result = DumpResult(stem + ".out", stem + ".err", error,
+                        getattr(renderer, "non_consecutive", {}), counting.batches, counting.records, _info(t0))
+    # The marker the driver waits for, written last: this file's error and gaps.
+    import pickle
+
+    with open(stem + ".done.tmp", "wb") as f:
+        pickle.dump((error, result.non_consecutive), f)
+    os.replace(stem + ".done.tmp", stem + ".done")
+    return result
+
+
+# --------------------------------------------------------------------------- conversions
+
+
+@dataclass
+class ConvertParams:
+    command: str  # up-convert, down-convert, recompress, rebase
+    args: dict
+    write: Any  # kseg.jobs.WriteOptions
+    registry: str | None = None
+
+
+def make_transform(p: ConvertParams):
+    """The ``make_transform`` the plain command builds, from its options."""
+    from ..cli import _codec_choice
+    from ..convert import (DownOptions, RecompressOptions, UpOptions, down_convert, first_offset, rebase,
+                           recompress, up_convert)
+
+    a = p.args
+    limit = a["max_decompressed_bytes"]
+    if p.command == "up-convert":
+        o = UpOptions(to_magic=a["to_magic"], choice=_codec_choice(a["codec"], a["level"]),
+                      log_append_time=a["log_append_time"], batch_records=a["batch_records"],
+                      batch_bytes=a["batch_bytes"], limit=limit)
+        return lambda segs: (lambda b, s: up_convert(b, o, s), 0)
+    if p.command == "down-convert":
+        d = DownOptions(to_magic=a["to_magic"], choice=_codec_choice(a["codec"], a["level"]), limit=limit)
+        return lambda segs: (lambda b, s: down_convert(b, d, s), 0)
+    if p.command == "recompress":
+        r = RecompressOptions(choice=_codec_choice(a["codec"], a["level"], keep_allowed=False),
+                              batch_records=a["batch_records"], limit=limit)
+        return lambda segs: (lambda b, s: recompress(b, r, s), 0)
+    if p.command == "rebase":
+        from ..jobs import _batches_of
+        from ..segment import base_offset_of
+
+        base_offset = a["base_offset"]
+
+        def make(segs: list[Path]):
+            first = base_offset_of(segs[0]) if segs else None
+            for seg in segs if first is None else ():
+                first = first_offset(_batches_of(seg), limit)
+                if first is not None:
+                    break
+            delta = 0 if first is None else base_offset - first
+            return (lambda b, s: rebase(b, delta, s, limit=limit)), delta
+
+        return make
+    raise ValueError(f"unknown conversion {p.command}")
+
+
+def _select(p: ConvertParams):
+    wanted = p.args.get("topics_wanted")
+    if p.command != "recompress":
+        return None
+    return lambda topic: not wanted or topic in wanted
+
+
+@dataclass
+class ConvertResult:
+    summary: Any = None  # kseg.convert.Summary
+    segments: int = 0
+    task_dir: str | None = None
+    name: str | None = None
+    info: TaskInfo = field(default_factory=TaskInfo)
+
+
+def convert_whole_task(p: ConvertParams, item: tuple[str, str]) -> ConvertResult | Failed:
+    """A .log file or a partition folder: the plain ``run_job``, run on an executor."""
+    from ..jobs import run_job
+
+    _activate(p.registry)
+    src, output = item
+    t0 = time.perf_counter()
+    try:
+        if p.command == "up-convert" and p.args.get("input_format") == "kafka07":
+            from ..cli import _codec_choice
+            from ..convert import UpOptions
+            from ..kafka07_convert import up_convert_kafka07
+
+            a = p.args
+            o = UpOptions(to_magic=a["to_magic"], choice=_codec_choice(a["codec"], a["level"]),
+                          log_append_time=a["log_append_time"], batch_records=a["batch_records"],
+                          batch_bytes=a["batch_bytes"], limit=a["max_decompressed_bytes"])
+            result = up_convert_kafka07(Path(src), Path(output), o, a["base_offset"], p.write)
+        else:
+            result = run_job([Path(src)], Path(output), make_transform(p), p.write, select=_select(p))
+    except KsegError as e:
+        return Failed(e)
+    return ConvertResult(result.summary, len(result.segments), None, None, _info(t0))
+
+
+def _task_dir(root_tmp: str, name: str) -> Path:
+    import uuid
+
+    return Path(root_tmp) / f".task-{name}-{uuid.uuid4().hex[:8]}"
+
+
+def convert_partition_task(p: ConvertParams, root_tmp: str, item: tuple[str, list[str], bool]) -> ConvertResult | Failed:
+    """One partition of a log directory, into a task-private folder under the output's temporary folder."""
+    from ..jobs import JobResult, _run_partition
+
+    _activate(p.registry)
+    name, segs, keep = item
+    t0 = time.perf_counter()
+    task_dir = _task_dir(root_tmp, name)
+    result = JobResult()
+    try:
+        _run_partition([Path(s) for s in segs], task_dir / name, make_transform(p), result, p.write, copy=not keep)
+    except KsegError as e:
+        import shutil
+
+        shutil.rmtree(task_dir, ignore_errors=True)
+        return Failed(e)
+    return ConvertResult(result.summary, len(result.segments), str(task_dir), name, _info(t0))
+
+
+# --------------------------------------------------------------------------- compaction
+
+
+@dataclass
+class CompactResult:
+    stats: Any = None  # CompactStats, None for a partition only copied
+    partitions: int = 1
+    segments: int = 0
+    task_dir: str | None = None
+    name: str | None = None
+    info: TaskInfo = field(default_factory=TaskInfo)
+
+
+def compact_whole_task(args: tuple, item: tuple[list[str], str | None]) -> CompactResult | Failed:
+    """Segments of one partition, or a partition folder: the plain ``compact_job`` on an executor."""
+    from ..compact import compact_job
+
+    o, force, topics, registry = args
+    _activate(registry)
+    inputs, output = item
+    t0 = time.perf_counter()
+    try:
+        r = compact_job([Path(i) for i in inputs], None if output is None else Path(output), o, force=force,
+                        topics=topics)
+    except KsegError as e:
+        return Failed(e)
+    return CompactResult(r.stats, r.partitions, len(r.segments), None, None, _info(t0))
+
+
+def compact_partition_task(args: tuple, root_tmp: str | None,
+                           item: tuple[str, list[str], bool]) -> CompactResult | Failed:
+    """One partition of a log directory, as ``compact_job``'s loop does it (``root_tmp`` None: dry run)."""
+    import shutil
+
+    from ..compact import _batches, build_txn_index, compact_partition
+    from ..jobs import SegmentSink, WriteOptions
+    from ..output import write_atomic
+    from ..segment import base_offset_of
+
+    o, index_interval_bytes, registry = args
+    _activate(registry)
+    name, seg_names, wanted = item
+    segs = [Path(s) for s in seg_names]
+    t0 = time.perf_counter()
+    task_dir = None if root_tmp is None else _task_dir(root_tmp, name)
+    out_dir = None if task_dir is None else task_dir / name
+    work = None if task_dir is None else task_dir / f".passes-{name}"
+    written = 0
+    try:
+        stats = None
+        if wanted:
+            pr = compact_partition(segs, o, work)
+            stats = pr.stats
+            produced = pr.segments
+        else:
+            produced = {s: ([bytes(b.raw) for b in _batches(s)], []) for s in segs}
+        if out_dir is not None:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            for src, (entries, txns) in produced.items():
+                dst = out_dir / src.name
+                sink = SegmentSink(dst, base_offset_of(src) or 0, WriteOptions(index_interval_bytes=index_interval_bytes))
+                for raw in entries:
+                    sink.write(raw)
+                sink.commit()
+                if txns:
+                    write_atomic(dst.with_name(dst.name.split(".")[0] + ".txnindex"), build_txn_index(txns))
+                st = os.stat(src)
+                os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
+                written += 1
+            if work is not None and work.exists():
+                shutil.rmtree(work)
+    except KsegError as e:
+        if task_dir is not None:
+            shutil.rmtree(task_dir, ignore_errors=True)
+        return Failed(e)
+    return CompactResult(stats, 1, written, None if task_dir is None else str(task_dir), name, _info(t0))
