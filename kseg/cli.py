@@ -163,12 +163,22 @@ def dump(paths: tuple[Path, ...], deep: bool, fmt: str, payload: str | None, key
     renderer_cls = RENDERERS[fmt]
     renderer = (KafkaRenderer(sys.stdout, sys.stderr, kd, vd, deep=deep) if fmt == "kafka"
                 else renderer_cls(sys.stdout, sys.stderr, kd, vd))
+    from .dump import BadBatchEvent, TailEvent
+
+    problems = 0
     try:
         for ev in dump_paths(files, options):
             renderer(ev)
+            if isinstance(ev, BadBatchEvent) or (isinstance(ev, TailEvent) and ev.reported):
+                problems += 1
     finally:
         renderer.close()
         sys.stdout.flush()
+    if problems:
+        # Everything readable was shown; the data still has problems (exit 1, as verify).
+        click.echo(f"kseg: {problems} problem(s) in the data (partial or undecodable batches); "
+                   "see kseg verify", err=True)
+        raise SystemExit(EXIT_DATA)
 
 
 def _expand_for_dump(paths: tuple[Path, ...], expand: Callable[[list], list[Path]]) -> list[Path]:

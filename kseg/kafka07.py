@@ -19,15 +19,10 @@ from .formats.attributes import KAFKA07_CODEC_MASK, CODEC_NAMES
 from .formats.kafka07 import SIZE_FIELD
 from .layouts import KAFKA07_HEADER
 from .model import Record
+from .payload import printable
 
 _HDR = KAFKA07_HEADER.struct
 MAX_NESTING = 4
-
-
-def printable(value: Any) -> str:
-    """One line of text: control characters shown as escapes."""
-    text = value if isinstance(value, str) else str(value)
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 @dataclass(frozen=True)
@@ -154,7 +149,7 @@ def dump_kafka07(files: list[Path], out: TextIO, *, fmt: str, deep: bool, key_de
                           f"crc: {m.crc} isvalid: {'true' if m.crc_valid else 'false'}\n")
                 if deep:
                     for p in inner_payloads(m):
-                        shown = "" if value_decoder is None else f" payload: {printable(value_decoder(p))}"
+                        shown = "" if value_decoder is None else f" payload: {printable(str(value_decoder(p)))}"
                         out.write(f"| offset: {m.position} payloadSize: {len(p)}{shown}\n")
         if err is not None:
             out.write(f"Found {len(Path(path).read_bytes()) - (err.position or 0)} invalid bytes at the end of "

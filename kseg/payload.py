@@ -86,3 +86,19 @@ def _guarded(fn: Callable[[bytes], Any], spec: str) -> Decoder:
             return f"<decoder {spec} failed: {type(e).__name__}: {e}>"
 
     return decode
+
+
+_CONTROLS = {i: f"\\x{i:02x}" for i in list(range(0x20)) + list(range(0x7F, 0xA0))}
+_CONTROLS.update({0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r", 0x2028: "\\u2028", 0x2029: "\\u2029"})
+
+
+def printable(text: str) -> str:
+    """One line of text for a terminal: control characters (C0, C1, line separators) as escapes."""
+    return text.translate(_CONTROLS)
+
+
+def header_key_text(key: str) -> str:
+    """A header key for output: bytes that were not UTF-8 (kept as surrogates) shown as \\xNN."""
+    if key.isascii():
+        return key
+    return key.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")

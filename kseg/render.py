@@ -16,7 +16,7 @@ from .dump import BadBatchEvent, BatchEvent, CompanionEvent, Event, FileStart, S
 from .errors import KsegError
 from .formats.attributes import TIMESTAMP_TYPE_NAMES
 from .model import Batch, Record, record_sequence
-from .payload import BUILTIN, Decoder
+from .payload import BUILTIN, Decoder, header_key_text, printable
 
 if TYPE_CHECKING:
     from .decoders import DecodedRecord
@@ -68,7 +68,7 @@ def record_json(b: Batch, r: Record, key_decoder: Decoder | None, value_decoder:
         "timestamp_type": b.timestamp_type_name,
         "key": _encoded(r.key, key_decoder),
         "value": _encoded(r.value, value_decoder),
-        "headers": [{"key": h.key, "value": _encoded(h.value, value_decoder)} for h in r.headers],
+        "headers": [{"key": header_key_text(h.key), "value": _encoded(h.value, value_decoder)} for h in r.headers],
         "batch_position": b.position,
     }
     if b.is_control:
@@ -146,8 +146,7 @@ class TextRenderer:
         if decoder is None:
             return f"<{len(value)} bytes>"
         shown = decoder(value)
-        text = shown if isinstance(shown, str) else json.dumps(shown)
-        text = text.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+        text = printable(shown if isinstance(shown, str) else json.dumps(shown))
         if len(text) > TEXT_WIDTH:
             text = text[: TEXT_WIDTH - 1] + f"… ({len(value)} bytes)"
         return text
@@ -189,10 +188,11 @@ class TextRenderer:
                             shown = f"<{e}>"
                         rows.append([r.offset, r.timestamp, "(control)", shown, ""])
                         continue
-                    headers = ", ".join(f"{h.key}={self._show(h.value, self.vd)}" for h in r.headers)
+                    headers = ", ".join(f"{printable(header_key_text(h.key))}={self._show(h.value, self.vd)}"
+                                        for h in r.headers)
                     rows.append([r.offset, r.timestamp, self._show(r.key, self.kd), self._show(r.value, self.vd), headers])
                 table = tabulate(rows, headers=["offset", "timestamp", "key", "value", "headers"], disable_numparse=True)
-                w("".join("  " + line + "\n" for line in table.splitlines()))
+                w("".join("  " + line + "\n" for line in table.split("\n")))
         elif isinstance(ev, TailEvent):
             if ev.reported:
                 w(f"!! {ev.tail.length} bytes at the end do not form a complete batch: {ev.tail.error}\n")
@@ -206,7 +206,7 @@ class TextRenderer:
             if ev.entries:
                 table = tabulate([list(e.values()) for e in ev.entries], headers=list(ev.entries[0].keys()),
                                  disable_numparse=True)
-                w("".join("  " + line + "\n" for line in table.splitlines()))
+                w("".join("  " + line + "\n" for line in table.split("\n")))
             elif not info:
                 w("  (no entries)\n")
         elif isinstance(ev, SkippedEvent):
@@ -337,7 +337,7 @@ class KafkaRenderer:
             f"keySize: {-1 if r.key is None else len(r.key)} valueSize: {-1 if r.value is None else len(r.value)}"
         ]
         if b.magic >= 2:
-            keys = ",".join(h.key for h in r.headers)
+            keys = ",".join(header_key_text(h.key) for h in r.headers)
             parts.append(f" sequence: {record_sequence(b, r)} headerKeys: [{keys}]")
         else:
             crc_ok = _legacy_crc_valid(b, r)

@@ -123,10 +123,10 @@ def verify_paths(
         for path in group:
             if progress:
                 progress(str(path))
-            if path.suffix in (".log", ".checkpoint"):
-                fr, last_offset = verify_log(path, options, last_offset)
-            else:
+            if is_companion(path):
                 fr = verify_companion_file(path)
+            else:  # .log, .checkpoint, transient names (.deleted ...) and other names read as logs
+                fr, last_offset = verify_log(path, options, last_offset)
             report.files.append(fr)
     return report
 
@@ -142,17 +142,34 @@ def _groups(paths: Iterable[str | Path]) -> list[list[Path]]:
             continue
         segs = partition_segments(p)
         if segs:
-            groups.append(segs)
+            groups.append(segs + _partition_files(p))
             continue
         parts = log_dir_partitions(p)
         if not parts:
             raise InputError("no segment files found (expected .log files or <topic>-<n> folders)", file=str(p))
-        groups.extend(part.segment_paths for part in parts)
+        groups.extend(part.segment_paths + _partition_files(part.path) for part in parts)
     return groups
 
 
+def _partition_files(folder: Path) -> list[Path]:
+    """The files of a partition folder verified besides its segments (their .index,
+    .timeindex and .txnindex are checked with their log)."""
+    snapshots = sorted(folder.glob("*.snapshot"))
+    texts = [folder / n for n in PARTITION_TEXT_FILES if (folder / n).is_file()]
+    return snapshots + texts
+
+
+PARTITION_TEXT_FILES = ("leader-epoch-checkpoint", "partition.metadata")
+COMPANION_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot")
+
+
+def is_companion(path: Path) -> bool:
+    """A file verified by itself (not as a log): index files, snapshots, partition text files."""
+    return path.suffix in COMPANION_SUFFIXES or path.name in PARTITION_TEXT_FILES
+
+
 def verify_companion_file(path: Path) -> FileReport:
-    fr = FileReport(str(path), kind=path.suffix.lstrip(".") or "unknown")
+    fr = FileReport(str(path), kind=path.suffix.lstrip(".") or path.name)
     from .index_check import check_standalone
 
     for f in check_standalone(path):

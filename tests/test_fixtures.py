@@ -126,9 +126,12 @@ def test_verify_logdir_is_clean():
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["ok"] and report["errors"] == 0
-    logs = {f["file"] for f in report["files"]}
+    logs = {f["file"] for f in report["files"] if f["kind"] == "log"}
     expected = {f"fixtures/logdir/{c.folder}/{gen.segment_name(s.base, '.log')}" for c in CASES for s in c.segments}
     assert logs == expected
+    # each partition's leader-epoch-checkpoint is checked too
+    assert {f["file"] for f in report["files"] if f["kind"] == "leader-epoch-checkpoint"} == {
+        f"fixtures/logdir/{c.folder}/leader-epoch-checkpoint" for c in CASES}
     counts = {f["file"]: f["records"] for f in report["files"]}
     for case in CASES:
         for seg in case.segments:

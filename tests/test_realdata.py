@@ -238,11 +238,12 @@ def as_log(vec_path: Path, tmp_path: Path) -> Path:
     return path
 
 
-def test_verify_does_not_check_a_vector_named_bin() -> None:
-    # Documented behaviour: a file that is neither a log nor a known companion is only noted.
+def test_verify_reads_a_vector_named_bin_as_a_log() -> None:
+    # A file that is not a known companion is verified as a log, as dump reads it.
     vec = LOG_VECTORS[0]
-    result = run_cli("verify", str(vec.path))
-    assert result.exit_code == 0 and "not checked" in result.stdout
+    result = run_cli("verify", "-v", str(vec.path))
+    assert result.exit_code == 0, result.stdout
+    assert "1 file(s) checked, 0 with errors" in result.stdout and " batches" in result.stdout
 
 
 def test_kafka_python_vector_with_two_batches_goes_backwards(tmp_path) -> None:

@@ -38,9 +38,14 @@ def read_log_dir(spark: Any, *paths: str, **options: Any) -> Any:
     return reader.load(list(paths) if len(paths) > 1 else paths[0])
 
 
-def write_log_dir(df: Any, path: str, *, mode: str = "errorifexists", **options: Any) -> None:
+def write_log_dir(df: Any, path: str, *, mode: str = "append", **options: Any) -> None:
     """Write a DataFrame with the record schema as a log directory, whatever its partitioning:
-    each topic-partition goes to one task, in offset order."""
+    each topic-partition goes to one task, in offset order.
+
+    ``mode`` "append" (the output is created, or gets new topic-partition folders; an existing
+    topic-partition is never touched: an error) or "overwrite" (the output is replaced once
+    every task has succeeded). Spark 4's Python data sources take no other save mode.
+    """
     register(df.sparkSession)
     keys = [c for c in ("topic", "partition") if c in df.columns]
     ordered = (df.repartition(*keys) if keys else df.coalesce(1)).sortWithinPartitions(*keys, "offset")

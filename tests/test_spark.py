@@ -1,0 +1,502 @@
+"""kseg on Spark: the data source, the writer and the distributed commands, against the
+single-machine commands on the same generated log directory.
+
+One local Spark session (local[2], loopback) for the whole module; skipped when PySpark
+(or Java) is not there. Every magic x codec, several topics, partitions and segments,
+plus the fixtures' special cases (transactions, control batches, LogAppendTime,
+compacted holes) and a log directory with corruption of several kinds.
+"""
+
+from __future__ import annotations
+
+import base64
+import filecmp
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pyspark = pytest.importorskip("pyspark")
+pytest.importorskip("pyarrow")
+
+from click.testing import CliRunner  # noqa: E402
+
+from kseg.cli import main  # noqa: E402
+from kseg.encode import build_v2_batch  # noqa: E402
+from kseg.index_build import build_indexes  # noqa: E402
+from kseg.model import make_record  # noqa: E402
+from kseg.segment import Segment, segment_file_name  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from builders import CASES, entries, kafka_python_records, write_partition  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "fixtures" / "logdir"
+NOW = "1800000000000"
+
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def spark():
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("no Java for a local Spark")
+    from kseg.spark import get_session
+
+    session = get_session("local[2]", {"spark.sql.shuffle.partitions": "4"})
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory) -> Path:
+    """Every magic x codec (a topic each; partition 0: 2 segments, partition 1: 3 smaller ones),
+    plus the fixtures' log directory (transactions, controls, LogAppendTime, compaction)."""
+    root = tmp_path_factory.mktemp("spark") / "logdir"
+    for magic, codec in CASES:
+        write_partition(root / f"m{magic}-{codec}-0", magic, codec, segments=2)
+        write_partition(root / f"m{magic}-{codec}-1", magic, codec, segments=3, n_batches=2, per=5)
+    if FIXTURES.is_dir():
+        for part in FIXTURES.iterdir():
+            if part.is_dir():
+                shutil.copytree(part, root / part.name)
+    return root
+
+
+def cli(*args, catch: bool = False):
+    r = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=catch)
+    return r
+
+
+def jsonl(*args) -> list[dict]:
+    r = cli("dump", "--format", "jsonl", "--payload", "base64", *args)
+    assert r.exit_code == 0, r.stderr
+    return [json.loads(line) for line in r.stdout.splitlines()]
+
+
+def b64(v: bytes | None) -> str | None:
+    return None if v is None else base64.b64encode(v).decode()
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+# --------------------------------------------------------------------------- the data source
+
+
+RECORD_FIELDS = ("topic", "partition", "segment", "offset", "timestamp", "timestamp_type", "key", "value",
+                 "headers", "magic", "codec", "batch_position", "partition_leader_epoch", "producer_id",
+                 "producer_epoch", "is_transactional", "is_control")
+
+
+def expected_records(path: Path) -> list[tuple]:
+    """The records of `kseg dump --records --format jsonl`, as rows of the record schema."""
+    out = []
+    batch = None
+    for ev in jsonl("--records", path):
+        if ev["type"] == "batch":
+            batch = ev
+            continue
+        if ev["type"] != "record":
+            continue
+        file = Path(batch["file"])
+        topic, _, part = file.parent.name.rpartition("-")
+        v2 = batch["magic"] >= 2
+        out.append((
+            topic, int(part), batch["file"], ev["offset"], ev["timestamp"], ev["timestamp_type"], ev["key"],
+            ev["value"], [(h["key"], h["value"]) for h in ev["headers"]], batch["magic"], batch["codec"],
+            ev["batch_position"], batch.get("partition_leader_epoch"), batch.get("producer_id"),
+            batch.get("producer_epoch"), batch["is_transactional"] if v2 else None,
+            batch["is_control"] if v2 else None,
+        ))
+    return out
+
+
+def as_expected(row) -> tuple:
+    d = row.asDict(recursive=True)
+    d["key"], d["value"] = b64(d["key"]), b64(d["value"])
+    d["headers"] = [(h["key"], b64(h["value"])) for h in d["headers"]]
+    return tuple(d[f] for f in RECORD_FIELDS)
+
+
+def test_records_are_exactly_dumps_records(spark, logdir):
+    df = spark.read.format("kseg").load(str(logdir))
+    got = [as_expected(r) for r in df.collect()]
+    want = expected_records(logdir)
+    assert len(got) == len(want) > 1000
+    assert got == want  # the same records, in the same order
+    magics = {(r[9], r[10]) for r in got}
+    assert {(m, c) for m, c in CASES} <= magics
+    assert any(r[16] for r in got) and any(r[15] for r in got)  # control and transactional records
+
+
+def test_sequence_and_tuple_path(spark, logdir):
+    """The Arrow path and the Python-tuple path give the same rows; sequences follow kafka-dump-log."""
+    path = str(logdir / "v2-idempotent-0")
+    arrow = spark.read.format("kseg").load(path).collect()
+    tuples = spark.read.format("kseg").option("arrow", "false").load(path).collect()
+    assert arrow == tuples and arrow
+    r = cli("dump", "-r", "--format", "kafka", path)
+    seqs = [int(line.split(" sequence: ")[1].split()[0]) for line in r.stdout.splitlines() if " sequence: " in line]
+    assert [row.sequence for row in arrow] == seqs
+
+
+def test_batch_level_is_dumps_batch_lines(spark, logdir):
+    bf = spark.read.format("kseg").option("level", "batches").load(str(logdir))
+    got = [r.asDict() for r in bf.collect()]
+    want = [ev for ev in jsonl(logdir) if ev["type"] == "batch"]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g["segment"] == w["file"]
+        for k, v in w.items():
+            if k in ("type", "file"):
+                continue
+            field = "position" if k == "position" else k
+            assert g[field] == v, (k, g, w)
+
+
+def test_pushed_down_filters_are_exact(spark, logdir):
+    df = spark.read.format("kseg").load(str(logdir))
+    rows = [as_expected(r) for r in df.collect()]
+    cases = [
+        ("offset >= 7 AND offset < 19", lambda r: 7 <= r[3] < 19),
+        ("offset = 12", lambda r: r[3] == 12),
+        ("offset IN (3, 17, 24)", lambda r: r[3] in (3, 17, 24)),
+        ("timestamp > 1700000000150", lambda r: r[4] > 1700000000150),
+        ("timestamp <= 1700000000100 AND timestamp >= 1700000000050", lambda r: 1700000000050 <= r[4] <= 1700000000100),
+        ("topic IN ('m2-zstd', 'v2-txn') AND partition = 0", lambda r: r[0] in ('m2-zstd', 'v2-txn') and r[1] == 0),
+        ("partition > 0 AND offset > 20", lambda r: r[1] > 0 and r[3] > 20),
+        ("topic = 'm1-gzip' AND offset <= 13 AND timestamp >= 1700000000040", lambda r: r[0] == "m1-gzip" and r[3] <= 13 and r[4] >= 1700000000040),
+    ]
+    for where, keep in cases:
+        got = [as_expected(r) for r in df.where(where).collect()]
+        assert got == [r for r in rows if keep(r)], where
+    # The same conditions given as reader options.
+    opt = (spark.read.format("kseg").option("fromOffset", 7).option("toOffset", 18).option("topics", "m0-gzip,m2-none")
+           .load(str(logdir)))
+    assert [as_expected(r) for r in opt.collect()] == [r for r in rows if 7 <= r[3] <= 18 and r[0] in ("m0-gzip", "m2-none")]
+
+
+@pytest.fixture(scope="module")
+def big_segment(tmp_path_factory) -> Path:
+    """One partition: a 3-segment log whose middle segment has 300 batches and an offset index
+    with an entry every 512 bytes, for splits and index seeks."""
+    folder = tmp_path_factory.mktemp("big") / "big-0"
+    folder.mkdir()
+    off = 0
+    for n_batches in (5, 300, 7):
+        base = off
+        raw = bytearray()
+        for i in range(n_batches):
+            recs = [make_record(off + j, 1_700_000_000_000 + off + j, b"k%d" % ((off + j) % 13), b"v" * (20 + j),
+                                [("h", b"%d" % j)] if j % 2 else []) for j in range(4)]
+            raw += build_v2_batch(recs, codec=(0, 1, 4)[i % 3], partition_leader_epoch=1)
+            off += 4
+        path = folder / segment_file_name(base)
+        path.write_bytes(bytes(raw))
+        batches = [b._replace(raw=memoryview(b"")) for b in Segment(path).batches()]
+        index, timeindex = build_indexes(batches, base, 512)
+        path.with_suffix(".index").write_bytes(index)
+        path.with_suffix(".timeindex").write_bytes(timeindex)
+    return folder
+
+
+def test_splits_and_index_seeks(spark, big_segment):
+    path = str(big_segment)
+    whole = spark.read.format("kseg").load(path)
+    want = [as_expected(r) for r in whole.collect()]
+    assert want == expected_records(big_segment)
+    split = spark.read.format("kseg").option("splitBytes", 4096).option("minPartitionBytes", 0).load(path)
+    assert split.rdd.getNumPartitions() > 5  # the big segment is read in several tasks
+    assert [as_expected(r) for r in split.collect()] == want
+    for lo, hi in ((0, 3), (101, 507), (555, 1100), (1200, 1300), (530, 530)):
+        got = split.where(f"offset >= {lo} AND offset <= {hi}").collect()
+        assert [as_expected(r) for r in got] == [r for r in want if lo <= r[3] <= hi], (lo, hi)
+    from kseg.spark.plan import Conditions, plan_slices, seek_range
+
+    seg = str(big_segment / segment_file_name(20))
+    cond = Conditions(offset_lo=600, offset_hi=640)
+    [s] = plan_slices([seg], 0)
+    start, end = seek_range(s, cond)
+    assert 0 < start < end < os.path.getsize(seg)  # the index narrowed the read
+
+
+def test_round_trip_through_a_dataframe(spark, logdir, tmp_path):
+    """Read, write back as v2/zstd segments, read with kafka-python: the same records."""
+    df = spark.read.format("kseg").load(str(logdir))
+    out = tmp_path / "out"
+    (df.write.format("kseg").mode("append").option("magic", 2).option("codec", "zstd").option("segmentBytes", 600)
+     .save(str(out)))
+    parts = sorted(p.name for p in out.iterdir())
+    assert parts == sorted(p.name for p in logdir.iterdir())
+    assert cli("verify", out).exit_code == 0
+    rows = df.collect()
+    by_tp: dict[str, list] = {}
+    for r in rows:
+        by_tp.setdefault(f"{r.topic}-{r.partition}", []).append(
+            (r.offset, r.timestamp, r.key, r.value, tuple((h.key, h.value) for h in r.headers)))
+    rolled = 0
+    for name, want in by_tp.items():
+        segs = sorted((out / name).glob("*.log"))
+        rolled += len(segs) > 1
+        got = []
+        for seg in segs:
+            assert seg.with_suffix(".index").exists() and seg.with_suffix(".timeindex").exists()
+            got.extend(kafka_python_records(seg.read_bytes()))
+        assert got == want, name
+        for seg in segs:  # every segment is named after its first offset, and is zstd v2
+            first = next(Segment(seg).batches())
+            assert first.magic == 2 and int(seg.name.split(".")[0]) == first.offset
+    assert rolled > 5  # segment.bytes rolled segments
+
+
+def test_write_legacy_format_and_ordering(spark, logdir, tmp_path):
+    from kseg.spark import write_log_dir
+
+    df = spark.read.format("kseg").load(str(logdir)).where("topic LIKE 'm1-%' OR topic LIKE 'm0-%'")
+    shuffled = df.repartition(3, "key")  # rows of a partition spread over tasks, out of order
+    out = tmp_path / "v1"
+    with pytest.raises(Exception, match="out of offset order|overlapping offsets"):
+        shuffled.write.format("kseg").mode("append").option("magic", 1).save(str(out))
+    assert not out.exists() and not list(tmp_path.glob(".v1.kseg-write-*"))
+    write_log_dir(shuffled, str(out), magic=1, codec="gzip")
+    for part in sorted(out.iterdir()):
+        want = [(r.offset, r.timestamp, r.key, r.value) for r in
+                df.where(f"topic = '{part.name.rsplit('-', 1)[0]}' AND partition = {part.name.rsplit('-', 1)[1]}")
+                .orderBy("offset").collect()]
+        got = [(o, t, k, v) for seg in sorted(part.glob("*.log")) for o, t, k, v, _ in
+               kafka_python_records(seg.read_bytes())]
+        assert got == want, part.name
+        assert all(b.magic == 1 and b.codec_name == "gzip" for seg in part.glob("*.log")
+                   for b in Segment(seg).batches())
+    # mode("overwrite") replaces, mode("append") refuses an existing topic-partition
+    df.where("topic = 'm1-none'").write.format("kseg").mode("overwrite").save(str(out))
+    assert sorted(p.name for p in out.iterdir()) == ["m1-none-0", "m1-none-1"]
+    with pytest.raises(Exception, match="exist already"):
+        df.where("topic = 'm1-none'").write.format("kseg").mode("append").save(str(out))
+
+
+# --------------------------------------------------------------------------- kseg spark verify
+
+
+def _v2_segment(folder: Path, base: int, offsets: list[int]) -> Path:
+    raw = b"".join(build_v2_batch([make_record(o, 1_700_000_000_000 + o, b"k", b"v")]) for o in offsets)
+    path = folder / segment_file_name(base)
+    path.write_bytes(raw)
+    return path
+
+
+@pytest.fixture(scope="module")
+def bad_logdir(tmp_path_factory, logdir) -> Path:
+    """Problems of every kind, in several partitions: a flipped byte (CRC), a truncated tail,
+    offsets going backwards across segments, a gap across segments, many gaps (the note cap),
+    a legacy wrapper first in a segment (quick mode), a corrupt compressed payload."""
+    root = tmp_path_factory.mktemp("bad") / "logdir"
+    for name in ("m2-gzip-0", "m1-snappy-1", "m0-lz4-0", "m2-none-1", "v2-txn-0", "compacted-v1-gzip-0"):
+        shutil.copytree(logdir / name, root / name)
+    seg = root / "m2-gzip-0" / segment_file_name(12)
+    data = bytearray(seg.read_bytes())
+    data[200] ^= 0xFF  # inside the second batch's compressed payload
+    seg.write_bytes(bytes(data))
+    seg = root / "m1-snappy-1" / segment_file_name(10)
+    seg.write_bytes(seg.read_bytes()[:-7])  # a truncated tail
+    back = root / "back-0"
+    back.mkdir()
+    _v2_segment(back, 0, [0, 1, 2, 3, 4, 5])
+    _v2_segment(back, 6, [3, 4, 9, 7])  # offsets go backwards across the segment boundary
+    _v2_segment(back, 10, [10, 11])
+    gap = root / "gap-0"
+    gap.mkdir()
+    _v2_segment(gap, 0, [0, 1, 2])
+    _v2_segment(gap, 10, [10, 11, 30])  # a gap across segments (a note), and one inside
+    many = root / "many-0"
+    many.mkdir()
+    _v2_segment(many, 0, [0, 1, 2, 3])
+    _v2_segment(many, 4, [4] + [10 * i for i in range(1, 30)])  # 29 gaps: past the cap of 20 notes
+    legacy = root / "legacy-0"
+    legacy.mkdir()
+    (legacy / segment_file_name(0)).write_bytes(entries(1, "gzip", 0))
+    (legacy / segment_file_name(12)).write_bytes(entries(1, "gzip", 11))  # overlaps by one
+    (legacy / segment_file_name(24)).write_bytes(entries(1, "gzip", 30))  # a gap
+    return root
+
+
+@pytest.mark.parametrize("extra", [(), ("--quick",), ("--format", "json"), ("-v", "--no-index")])
+def test_verify_same_report_on_corrupt_data(spark, bad_logdir, extra):
+    plain = cli("verify", *extra, bad_logdir)
+    dist = cli("spark", "verify", *extra, bad_logdir)
+    assert plain.exit_code == 1 and dist.exit_code == 1
+    assert dist.stdout == plain.stdout
+    assert "error" in plain.stdout
+
+
+def test_verify_same_report_on_clean_data(spark, logdir, tmp_path):
+    plain = cli("verify", "-v", logdir)
+    report = tmp_path / "report.parquet"
+    dist = cli("spark", "verify", "-v", "--report", report, logdir)
+    assert plain.exit_code == dist.exit_code == 0
+    assert dist.stdout == plain.stdout
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(report)
+    assert table.num_rows == len(list(logdir.rglob("*.log")))
+    assert set(table.column_names) >= {"file", "ok", "batches", "records", "problems", "seconds"}
+    rep_json = tmp_path / "report.json"
+    assert cli("spark", "verify", "--report", rep_json, logdir / "v2-txn-0").exit_code == 0
+    assert json.loads(rep_json.read_text())["ok"] is True
+    # Files named one by one, and unusable input: exit 2 with the same message.
+    segs = sorted((logdir / "m2-lz4-1").glob("*.log"))
+    assert cli("spark", "verify", *segs).stdout == cli("verify", *segs).stdout
+    missing = cli("spark", "verify", logdir / "nope")
+    assert missing.exit_code == 2 and missing.stderr == cli("verify", logdir / "nope").stderr
+
+
+def test_verify_settles_offsets_across_segments(bad_logdir):
+    """The driver-side check across segments agrees with verify_log given the real previous offset."""
+    from kseg.spark.jobs import settle
+    from kseg.spark.tasks import SENTINEL, verify_task
+    from kseg.verify import VerifyOptions, verify_log
+
+    options = VerifyOptions()
+    for prev in (None, -5, 2, 3, 5, 9, 40):
+        for name in ("back-0", "gap-0", "many-0"):
+            for seg in sorted((bad_logdir / name).glob("*.log")):
+                r = verify_task(options, None, (str(seg), True, SENTINEL))
+                settled = settle(r, prev)
+                want, _ = verify_log(seg, options, prev)
+                if settled is not None:
+                    assert settled == want, (seg, prev)
+
+
+# --------------------------------------------------------------------------- kseg spark dump
+
+
+@pytest.mark.parametrize("args", [
+    ("-r", "--format", "jsonl", "--payload", "base64"),
+    ("-r", "--format", "kafka", "--payload", "utf8"),
+    ("-r",),
+    ("--from-offset", "5", "--to-offset", "17", "-r", "--format", "jsonl"),
+])
+def test_dump_same_output(spark, logdir, args):
+    plain = cli("dump", *args, logdir)
+    dist = cli("spark", "dump", *args, logdir)
+    assert plain.exit_code == dist.exit_code == 0
+    assert dist.stdout == plain.stdout
+    assert dist.stderr == plain.stderr
+
+
+def test_dump_stops_at_the_same_error(spark, bad_logdir, tmp_path):
+    plain = cli("dump", "-r", bad_logdir)
+    dist = cli("spark", "dump", "-r", bad_logdir)
+    assert plain.exit_code == dist.exit_code == 1
+    assert dist.stdout == plain.stdout
+    assert dist.stderr == plain.stderr and "kseg: error:" in dist.stderr
+    out = tmp_path / "dump.txt"
+    assert cli("spark", "dump", "-r", "--keep-going", "-o", out, bad_logdir).exit_code == 0
+    assert out.read_text() == cli("dump", "-r", "--keep-going", bad_logdir).stdout
+
+
+# --------------------------------------------------------------------------- conversions, compaction
+
+
+@pytest.mark.parametrize("command", [
+    ("up-convert", "--to-magic", "2", "--codec", "zstd"),
+    ("up-convert", "--to-magic", "1"),
+    ("down-convert", "--to-magic", "1", "--codec", "gzip"),
+    ("recompress", "--codec", "lz4", "--topics", "m2-gzip,m1-none,v2-txn"),
+    ("rebase", "--base-offset", "1000"),
+])
+def test_conversions_byte_identical(spark, logdir, tmp_path, command):
+    a, b = tmp_path / "plain", tmp_path / "spark"
+    plain = cli(*command, logdir, "-o", a)
+    dist = cli("spark", *command, logdir, "-o", b)
+    assert plain.exit_code == dist.exit_code == 0, (plain.stderr, dist.stderr)
+    assert dist.stderr.replace(str(b), "OUT") == plain.stderr.replace(str(a), "OUT")
+    assert tree(a) == tree(b) and len(tree(a)) > 100
+    one = logdir / "m0-snappy-1"  # a partition folder: one task
+    assert cli(*command, one, "-o", tmp_path / "p1").exit_code == 0
+    assert cli("spark", *command, one, "-o", tmp_path / "p2").exit_code == 0
+    assert tree(tmp_path / "p1") == tree(tmp_path / "p2")
+
+
+def test_compact_byte_identical(spark, logdir, tmp_path):
+    a, b = tmp_path / "plain", tmp_path / "spark"
+    plain = cli("compact", "--now-ms", NOW, logdir, "-o", a)
+    dist = cli("spark", "compact", "--now-ms", NOW, logdir, "-o", b)
+    assert plain.exit_code == dist.exit_code == 0
+    assert tree(a) == tree(b)
+    for p in a.rglob("*.log"):  # the cleaner keeps each segment's mtime; so does the Spark run
+        assert p.stat().st_mtime_ns == (b / p.relative_to(a)).stat().st_mtime_ns
+    assert dist.stderr.replace(str(b), "OUT") == plain.stderr.replace(str(a), "OUT")
+    for extra in (("--dry-run", "--format", "json"), ("--dry-run", "--topics", "v2-txn,compacted-v2")):
+        assert cli("spark", "compact", "--now-ms", NOW, *extra, logdir).stdout == \
+            cli("compact", "--now-ms", NOW, *extra, logdir).stdout
+    report = tmp_path / "compact.json"
+    assert cli("spark", "compact", "--now-ms", NOW, "--dry-run", "--report", report, logdir).exit_code == 0
+    assert len(json.loads(report.read_text())["files"]) == len(list(logdir.iterdir()))
+
+
+def test_failing_conversion_same_error_and_no_output(spark, bad_logdir, tmp_path):
+    plain = cli("up-convert", "--to-magic", "2", bad_logdir, "-o", tmp_path / "a")
+    dist = cli("spark", "up-convert", "--to-magic", "2", bad_logdir, "-o", tmp_path / "b")
+    assert plain.exit_code == dist.exit_code == 1
+    assert dist.stderr == plain.stderr
+    assert not (tmp_path / "b").exists() and not list(tmp_path.glob(".b.*"))
+    plain = cli("compact", "--now-ms", NOW, bad_logdir, "-o", tmp_path / "c")
+    dist = cli("spark", "compact", "--now-ms", NOW, bad_logdir, "-o", tmp_path / "d")
+    assert plain.exit_code == dist.exit_code and dist.stderr == plain.stderr
+    assert (tmp_path / "c").exists() == (tmp_path / "d").exists()
+
+
+# --------------------------------------------------------------------------- setup
+
+
+def test_plain_cli_does_not_import_pyspark(logdir):
+    code = ("import sys; from kseg.cli import main\n"
+            "try:\n    main(['verify', sys.argv[1]])\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
+            "assert 'pyspark' not in sys.modules and 'kseg.spark.source' not in sys.modules\n"
+            "from kseg.cli import main as m\n"
+            "import click\n"
+            "ctx = click.Context(m)\n"
+            "assert 'spark' in m.list_commands(ctx)\n"
+            "assert 'pyspark' not in sys.modules\n")
+    r = subprocess.run([sys.executable, "-c", code, str(logdir / "v2-txn-0")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    helped = cli("spark", "--help")
+    assert helped.exit_code == 0
+    for name in ("verify", "dump", "up-convert", "down-convert", "recompress", "compact"):
+        assert name in helped.stdout
+    for option in ("--master", "--report", "--quick", "--max-decompressed-bytes"):
+        assert option in cli("spark", "verify", "--help").stdout
+
+
+def test_session_defaults():
+    from kseg.spark.session import session_defaults
+
+    d = session_defaults(None, {})
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        assert d["spark.master"] == "local[*]"
+        if "PYSPARK_PYTHON" not in os.environ:
+            assert d["spark.pyspark.python"] == sys.executable
+        if "SPARK_LOCAL_IP" not in os.environ:
+            assert d["spark.driver.bindAddress"] == "127.0.0.1"
+    cluster = session_defaults("spark://h:7077", {"spark.ui.enabled": "true"})
+    assert "spark.driver.bindAddress" not in cluster and "spark.pyspark.python" not in cluster
+    assert "spark.ui.enabled" not in cluster  # the user's setting stays
+    assert cluster["spark.sql.python.filterPushdown.enabled"] == "true"
+
+
+def test_register_in_a_plain_session(spark, logdir):
+    """register() is all a session needs (here: the running one, format re-registered)."""
+    from kseg.spark import read_log_dir, register
+
+    register(spark)
+    n = spark.read.format("kseg").load(str(logdir / "m2-zstd-0")).count()
+    assert n == read_log_dir(spark, str(logdir / "m2-zstd-0")).count() == 24
