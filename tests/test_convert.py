@@ -4,6 +4,7 @@ validated) with the same data, and passes `kseg verify` including its indexes.""
 from __future__ import annotations
 
 import hashlib
+import shutil
 import os
 import signal
 import subprocess
@@ -277,3 +278,25 @@ def test_property_up_then_down_keeps_offsets_keys_values(tmp_path_factory, case,
     want = [(r[0], r[2], r[3]) for r in folder_records(src)]
     assert [(r[0], r[2], r[3]) for r in folder_records(up)] == want
     assert [(r[0], r[2], r[3]) for r in folder_records(down)] == want
+
+
+def test_index_check_and_rebuild(tmp_path):
+    fixture = Path(__file__).resolve().parent.parent / "fixtures" / "logdir" / "v2-gzip-0"
+    part = tmp_path / "t-0"
+    shutil.copytree(fixture, part)
+    seg = part / "00000000000000000000.log"
+    code, text = run("index", seg, "--check")
+    assert code == 0, text
+    original = (part / "00000000000000000000.index").read_bytes()
+    assert original, "the fixture has index entries"
+    # a wrong position is found
+    bad = bytearray(original)
+    bad[4:8] = (int.from_bytes(bad[4:8], "big") + 1).to_bytes(4, "big")
+    (part / "00000000000000000000.index").write_bytes(bytes(bad))
+    code, text = run("index", seg, "--check")
+    assert code == 1 and "error" in text
+    # rebuilding with the fixture's interval gives back Kafka's bytes
+    code, text = run("index", seg, "--rebuild", "--index-interval-bytes", 128)
+    assert code == 0, text
+    assert (part / "00000000000000000000.index").read_bytes() == original
+    assert run("index", seg, "--check")[0] == 0
