@@ -33,6 +33,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -51,6 +52,7 @@ from common import (  # noqa: E402
 DEEP_TARGET = {0: 2.5, 1: 2.5, 2: 2.0}  # kseg / kafka-python, deep iteration
 QUICK_TARGET = 0.5  # verify --quick / bare walk
 FULL_VERIFY_TARGET = 2_000_000  # records/s, uncompressed v2
+SHORT_REPEAT = 7  # runs for verify --quick and the bare walk (cheap, so noisy with few runs)
 PURE_KINDS = ("deep", "verify_quick", "verify_full")
 INTERNAL_ARGS = ("worker", "file", "magic", "codec", "profile_worker")
 
@@ -144,7 +146,7 @@ def w_dump_kafka(path: str, magic: int, codec: str) -> dict:
 
 def w_dump_kseg(path: str, magic: int, codec: str) -> dict:
     """kseg's dump in-process (what the CLI does, minus start-up and argument parsing)."""
-    from kseg.dump import DumpOptions, dump_paths
+    from kseg.dump import BatchEvent, DumpOptions, dump_paths
     from kseg.payload import BUILTIN
     from kseg.render import JsonlRenderer
 
@@ -154,7 +156,7 @@ def w_dump_kseg(path: str, magic: int, codec: str) -> dict:
             renderer = JsonlRenderer(out, sys.stderr, BUILTIN["utf8"], BUILTIN["utf8"])
             for ev in dump_paths([Path(path)], DumpOptions(records=True)):
                 renderer(ev)
-                if getattr(ev, "records", None):
+                if isinstance(ev, BatchEvent) and ev.records:
                     n += len(ev.records)
             renderer.close()
         return n
@@ -230,14 +232,17 @@ def _payloads(path: str, magic: int, codec: str) -> tuple[list[bytes], int]:
     from kseg.decode import legacy_value_region
     from kseg.formats.record_batch_v2 import RECORD_BATCH_OVERHEAD
 
-    out = []
+    out: list[bytes] = []
     records = 0
     for b in kseg.open_segment(path).batches():
         if b.magic >= 2:
             out.append(bytes(b.raw[RECORD_BATCH_OVERHEAD:]))
-            records += b.record_count
+            records += b.record_count or 0
         else:
-            out.append(bytes(legacy_value_region(b)[1]))
+            value = legacy_value_region(b)[1]
+            if value is None:
+                raise SystemExit(f"{path}: a compressed wrapper with a null value at byte {b.position}")
+            out.append(bytes(value))
             records += len(kseg.batch_records(b))
     if codec == "lz4" and magic == 0:
         # Kafka 0.8-0.9 wrote a wrong LZ4 header checksum in magic 0; liblz4 checks it.
@@ -248,8 +253,11 @@ def _payloads(path: str, magic: int, codec: str) -> tuple[list[bytes], int]:
 
 
 def w_codec(path: str, magic: int, codec: str) -> dict:
-    """The codec library alone: decompress every payload; MB/s of output."""
+    """The codec library alone: decompress every payload; MB/s of output. Framing that
+    is Kafka's, not the codec's (xerial snappy chunks), is parsed before timing."""
     payloads, records = _payloads(path, magic, codec)
+    units: list[Any] = list(payloads)
+    one: Callable[[Any], int]
     if codec == "gzip":
         import zlib
 
@@ -260,12 +268,11 @@ def w_codec(path: str, magic: int, codec: str) -> dict:
 
         from kseg.codecs.xerial import snappy_blocks
 
-        blocks = [[bytes(blk) for _, blk in snappy_blocks(memoryview(p))] for p in payloads]
-        payloads = list(range(len(blocks)))
+        units = [[bytes(blk) for _, blk in snappy_blocks(memoryview(p))] for p in payloads]
         decompress_raw = cramjam.snappy.decompress_raw
 
-        def one(i: int) -> int:
-            return sum(len(decompress_raw(blk)) for blk in blocks[i])
+        def one(blocks: list[bytes]) -> int:
+            return sum(len(decompress_raw(blk)) for blk in blocks)
     elif codec == "lz4":
         import lz4.frame
 
@@ -276,16 +283,15 @@ def w_codec(path: str, magic: int, codec: str) -> dict:
 
         dctx = zstandard.ZstdDecompressor()
 
-        def one(p: bytes) -> int:
+        def one(p: bytes) -> int:  # Kafka's frames carry no content size: stream them
             return len(dctx.decompressobj().decompress(p))
     else:
         raise SystemExit(f"no codec to time for {codec}")
 
     def run() -> int:
-        return sum(one(p) for p in payloads)
+        return sum(one(u) for u in units)
 
-    return {"run": run, "records": records, "compressed_bytes": sum(map(len, payloads))
-            if codec != "snappy" else sum(len(b) for bl in blocks for b in bl)}
+    return {"run": run, "records": records, "compressed_bytes": sum(map(len, payloads))}
 
 
 WORKERS = {
@@ -324,18 +330,18 @@ def worker_main(args: argparse.Namespace) -> None:
 # =========================================================================== driver
 
 
-def _worker_cmd(kind: str, info, args: argparse.Namespace, *extra: str) -> list[str]:
+def _worker_cmd(kind: str, info, args: argparse.Namespace, *extra: str, repeat: int | None = None) -> list[str]:
     return [sys.executable, str(Path(__file__).resolve()), "--worker", kind, "--file", str(info.path),
-            "--magic", str(info.spec.magic), "--codec", info.spec.codec, "--repeat", str(args.repeat),
+            "--magic", str(info.spec.magic), "--codec", info.spec.codec, "--repeat", str(repeat or args.repeat),
             "--budget", str(args.budget), "--clock", args.clock, *extra]
 
 
-def run_worker(kind: str, info, args: argparse.Namespace, *, pure: bool = False) -> dict:
+def run_worker(kind: str, info, args: argparse.Namespace, *, pure: bool = False, repeat: int | None = None) -> dict:
     env = dict(os.environ)
     env.pop("KSEG_PURE_PYTHON", None)
     if pure:
         env["KSEG_PURE_PYTHON"] = "1"
-    proc = subprocess.run(_worker_cmd(kind, info, args), env=env, capture_output=True, text=True)
+    proc = subprocess.run(_worker_cmd(kind, info, args, repeat=repeat), env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"worker {kind} failed on {info.path}:\n{proc.stderr}{proc.stdout}")
     out = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -424,12 +430,16 @@ def measure_case(info, args: argparse.Namespace, log) -> dict:
     log("  verify ...")
     # --quick counts a compressed v0/v1 wrapper as one record (it does not decompress)
     quick_count = info.entries if spec.magic < 2 else n
-    check("verify --quick", keep("verify_quick", run_worker("verify_quick", info, args))["value"], quick_count)
-    check("bare walk", keep("bare_walk", run_worker("bare_walk", info, args))["value"], info.entries)
+    # These two take well under a second on 100 MB: more runs (still within --budget) steady them.
+    short = max(args.repeat, SHORT_REPEAT)
+    check("verify --quick", keep("verify_quick", run_worker("verify_quick", info, args, repeat=short))["value"],
+          quick_count)
+    check("bare walk", keep("bare_walk", run_worker("bare_walk", info, args, repeat=short))["value"], info.entries)
     check("verify", keep("verify_full", run_worker("verify_full", info, args))["value"], n)
     if "verify_quick" in args.pure:
         check("verify --quick (pure)",
-              keep("verify_quick_py", run_worker("verify_quick", info, args, pure=True))["value"], quick_count)
+              keep("verify_quick_py", run_worker("verify_quick", info, args, pure=True, repeat=short))["value"],
+              quick_count)
     if "verify_full" in args.pure:
         check("verify (pure)", keep("verify_full_py", run_worker("verify_full", info, args, pure=True))["value"], n)
 
@@ -568,7 +578,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--size-mb", type=float, default=100, help="segment file size per case (default 100)")
     p.add_argument("--codecs", default=",".join(CODECS), help="comma-separated (default: all five)")
     p.add_argument("--magics", default="0,1,2", help="comma-separated message formats (default 0,1,2)")
-    p.add_argument("--quick-run", action="store_true", help="smoke test: 5 MB segments, one run each")
+    p.add_argument("--quick-run", action="store_true", help="smoke test: 5 MB segments (unless --size-mb), best of 2")
     p.add_argument("--repeat", type=int, default=3, help="best of N runs per measurement (default 3) ...")
     p.add_argument("--budget", type=float, default=4.0,
                    help="... but stop repeating once this many seconds are spent (default 4)")
@@ -634,7 +644,7 @@ def main(argv: list[str] | None = None) -> int:
     target = int(args.size_mb * (1 << 20))
     cases = [(m, c) for m in magics for c in codecs if codec_allowed(m, c)]
     machine = machine_info()
-    log(f"{len(cases)} cases, {args.size_mb:g} MB each, pinned to CPU {cpu}; "
+    log(f"{len(cases)} cases, {args.size_mb:g} MB each, {'not pinned' if cpu is None else f'pinned to CPU {cpu}'}; "
         f"{machine['cpu_model']}, nproc {machine['nproc']}")
 
     infos = []
@@ -662,7 +672,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print()
     print(f"kseg read benchmark: {machine['date']}, {machine['cpu_model']} (nproc {machine['nproc']}, "
-          f"pinned to 1 core), Python {machine['python']}, kafka-python {machine['versions']['kafka']}")
+          f"{'not pinned' if cpu is None else f'pinned to CPU {cpu}'}), Python {machine['python']}, kafka-python {machine['versions']['kafka']}")
     print(f"segments: {args.size_mb:g} MB each, {args.records_per_batch} records per batch/wrapper, "
           f"key {args.key_size} B, value {args.value_size} B, {args.headers} header per v2 record; "
           f"best of {args.repeat} (within {args.budget:g} s) by {args.clock} time")

@@ -175,10 +175,11 @@ def _v2_batch(pool: _Pool, spec: SegmentSpec, first: int, n: int, codec_impl) ->
     raw = 0
     for off in range(first, first + n):
         key, value = pool.key(off), pool.value(off)
-        hdrs = tuple(Header(k, v) for k, v in pool.headers(off, spec.headers))
+        pairs = pool.headers(off, spec.headers)
+        hdrs = tuple(Header(k, v) for k, v in pairs)
         ts = timestamp_of(off)
         records.append(Record(off, ts, key, value, hdrs, ts, 0, 2, None))
-        raw += len(value) + (len(key) if key else 0) + sum(len(h.key) + len(h.value) for h in hdrs)
+        raw += len(value) + (len(key) if key else 0) + sum(len(k) + len(v) for k, v in pairs)
     return build_v2_batch(records, codec=spec.codec_id, codec_impl=codec_impl), raw
 
 

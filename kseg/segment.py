@@ -67,16 +67,17 @@ class Segment:
         with f:
             file_size = os.fstat(f.fileno()).st_size
             limit = file_size if end is None else min(end, file_size)
-            f.seek(start)
             filepos = start
-            buf = b""
             want = chunk_size
-            while True:
-                room = limit - filepos - len(buf)
-                chunk = f.read(min(want, room)) if room > 0 else b""
-                buf = buf + chunk if buf else chunk
-                eof = filepos + len(buf) >= limit
-                mv = memoryview(buf)
+            # Each chunk is read whole into its own bytes object (batches keep views of it)
+            # and starts at an entry boundary: an entry cut by a chunk's end is read again
+            # as the start of the next chunk, so no chunk is ever copied or concatenated.
+            while filepos < limit:
+                f.seek(filepos)
+                asked = min(want, limit - filepos)
+                chunk = f.read(asked)
+                eof = len(chunk) < asked or filepos + len(chunk) >= limit
+                mv = memoryview(chunk)
                 at = 0
                 while True:
                     # Small steps: a list of 100k batches would keep the GC busy.
@@ -86,29 +87,32 @@ class Segment:
                         scan.tail.error.located(file=str(self.path))
                         self.tail = scan.tail
                         return
-                    if scan.consumed == at or len(scan.batches) < STEP_ENTRIES:
-                        at = scan.consumed
-                        break
                     at = scan.consumed
-                buf = buf[at:]
-                filepos += at
+                    if len(scan.batches) < STEP_ENTRIES:
+                        break
                 if eof:
                     return
-                want = chunk_size
-                if len(buf) >= HEADER_SIZE_UP_TO_MAGIC:
-                    total = LOG_ENTRY_PREFIX.struct.unpack_from(buf, 0)[1] + LOG_OVERHEAD
-                    if filepos + total > limit:
-                        # The entry claims more bytes than the file has: do not read them all.
-                        err = TruncatedError(
-                            "entry runs past the end of the data",
-                            file=str(self.path),
-                            position=filepos,
-                            expected=f"{total} bytes",
-                            found=f"{limit - filepos} bytes",
-                        )
-                        self.tail = Tail(filepos, limit - filepos, err)
-                        return
-                    want = max(chunk_size, total - len(buf))
+                if at:
+                    filepos += at
+                    want = chunk_size
+                    continue
+                # Not one whole entry in this chunk: read the whole entry next time.
+                if len(chunk) < HEADER_SIZE_UP_TO_MAGIC:
+                    want = max(chunk_size, HEADER_SIZE_UP_TO_MAGIC)
+                    continue
+                total = LOG_ENTRY_PREFIX.struct.unpack_from(chunk, 0)[1] + LOG_OVERHEAD
+                if filepos + total > limit:
+                    # The entry claims more bytes than the file has: do not read them all.
+                    err = TruncatedError(
+                        "entry runs past the end of the data",
+                        file=str(self.path),
+                        position=filepos,
+                        expected=f"{total} bytes",
+                        found=f"{limit - filepos} bytes",
+                    )
+                    self.tail = Tail(filepos, limit - filepos, err)
+                    return
+                want = max(chunk_size, total)
 
 
 def is_log_file(path: Path) -> bool:

@@ -9,14 +9,19 @@ index tails).
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from crc32c import crc32c
+
 from .codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from .control import control_info
 from .errors import InputError, KsegError, TruncatedError, expected_found
-from .formats.attributes import CODEC_MASK, CREATE_TIME, PLUGIN_ID_MASK, CODEC_PLUGIN
+from .formats.attributes import CODEC_MASK, CODEC_PLUGIN, CREATE_TIME, PLUGIN_ID_MASK
+from .formats.message_v0v1 import CRC_START as LEGACY_CRC_START
+from .formats.record_batch_v2 import CRC_START as V2_CRC_START
 from .model import Batch, Record
 from .records import batch_records, check_v2_batch_records, wrapper_records
 from .segment import Segment, base_offset_of, log_dir_partitions, partition_segments
@@ -186,28 +191,39 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None)
     summaries: list[tuple[int, int, int, int, int]] = []
     controls: list[tuple[int, int | None]] = []
     last = prev_last
+    quick = options.quick
+    # Index summaries are needed only when the segment has an index to check against.
+    want_summaries = options.check_indexes and path.suffix == ".log" and _has_indexes(path)
     try:
         for batch in seg.batches():
             fr.batches += 1
             fr.bytes += batch.size
-            _check_header(c, batch)
+            magic = batch.magic
+            if magic >= 2:
+                _check_header(c, batch)
+                batch_last = batch.offset + batch.last_offset_delta
+            else:  # the hot loop of legacy segments: one entry per message
+                if zlib.crc32(batch.raw[LEGACY_CRC_START:]) != batch.crc or batch.attributes & ~0x0F:
+                    _check_header(c, batch)
+                batch_last = batch.offset
             first = batch.offset
-            if not options.quick:
+            wrapper_unread = False
+            if quick:
+                fr.records += batch.record_count if magic >= 2 else 1
+                wrapper_unread = magic < 2 and bool(batch.attributes & CODEC_MASK)
+            else:
                 records = _check_records(c, batch, options)
                 if isinstance(records, int):
                     fr.records += records
                 elif records is not None:
                     fr.records += len(records)
-                    if records and batch.magic < 2:
+                    if records and magic < 2:
                         first = records[0].offset
-                    if batch.is_control and records:
+                    if magic >= 2 and batch.is_control and records:
                         try:
-                            controls.append((batch.last_offset, control_info(records[0]).type_id))
+                            controls.append((batch_last, control_info(records[0]).type_id))
                         except KsegError:
-                            controls.append((batch.last_offset, None))
-            else:
-                fr.records += batch.record_count if batch.magic >= 2 else 1
-            wrapper_unread = batch.magic < 2 and batch.codec != 0 and options.quick
+                            controls.append((batch_last, None))
             if name_base is not None and first < name_base and not wrapper_unread:
                 c.error("offsets", batch.position, "offset below the segment's base offset (from its name)",
                         expected=f">= {name_base}", found=first)
@@ -217,10 +233,14 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None)
                             expected=f"> {last}", found=first)
                 elif first != last + 1 and not wrapper_unread:
                     c.note("offsets", batch.position, "non-consecutive offsets", expected=last + 1, found=first)
-            last = max(batch.last_offset, last) if last is not None else batch.last_offset
-            # A wrapper's first offset is unknown without decompressing it (quick mode).
-            summaries.append((batch.position, None if wrapper_unread else first, batch.last_offset,
-                              batch.timestamp, batch.size))
+                if batch_last > last:
+                    last = batch_last
+            else:
+                last = batch_last
+            if want_summaries:
+                # A wrapper's first offset is unknown without decompressing it (quick mode).
+                summaries.append((batch.position, None if wrapper_unread else first, batch_last,
+                                  batch.timestamp, batch.size))
     except KsegError as e:  # unreadable file
         c.from_error("read", e)
         return fr, last
@@ -237,9 +257,19 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None)
     return fr, last
 
 
+def _has_indexes(log: Path) -> bool:
+    stem = log.name.split(".")[0]
+    return any((log.parent / f"{stem}{s}").exists() for s in (".index", ".timeindex", ".txnindex"))
+
+
 def _check_header(c: _Collector, b: Batch) -> None:
-    if not b.crc_valid:
-        c.error("crc", b.position, "crc mismatch", expected=f"{b.computed_crc():#010x} (computed over the bytes)",
+    raw = b.raw
+    if b.magic >= 2:
+        computed = crc32c(raw[V2_CRC_START:])
+    else:
+        computed = zlib.crc32(raw[LEGACY_CRC_START:])
+    if computed != b.crc:
+        c.error("crc", b.position, "crc mismatch", expected=f"{computed:#010x} (computed over the bytes)",
                 found=f"{b.crc:#010x} (stored)")
     if b.magic >= 2:
         if b.last_offset_delta < 0:
