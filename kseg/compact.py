@@ -25,7 +25,7 @@ from typing import Iterator
 
 from .codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from .control import control_info
-from .encode import BatchHeaderV2, assemble_v2, build_legacy_wrapper, build_v2_batch, header_of
+from .encode import assemble_v2, build_legacy_wrapper, build_v2_batch, header_of
 from .errors import InputError, KsegError
 from .formats.attributes import (
     CONTROL_ABORT,
@@ -128,6 +128,7 @@ class TxnTracker:
         if control_type is None:
             return True  # an empty control batch was already cleaned
         pid = b.producer_id
+        assert pid is not None  # control batches are v2
         if control_type == CONTROL_ABORT:
             meta = self._ongoing_aborted.pop(pid, None)
             if meta is not None and meta[1] is not None:
@@ -146,11 +147,13 @@ class TxnTracker:
         self._consume_up_to(b.last_offset)
         if not b.is_transactional:
             return False
-        meta = self._ongoing_aborted.get(b.producer_id)
+        pid = b.producer_id
+        assert pid is not None  # transactional batches are v2
+        meta = self._ongoing_aborted.get(pid)
         if meta is not None:
             meta[1] = b.last_offset
             return True
-        self._ongoing_committed.add(b.producer_id)
+        self._ongoing_committed.add(pid)
         return False
 
 
@@ -198,17 +201,19 @@ def _scan_partition(segs: list[Path], limit: int) -> PartitionState:
             st.log_end_offset = max(st.log_end_offset, b.next_offset)
             if b.magic < 2 or b.producer_id == NO_PRODUCER_ID:
                 continue
-            p = st.producers.setdefault(b.producer_id, ProducerState())
-            p.epoch = b.producer_epoch
+            pid, epoch = b.producer_id, b.producer_epoch
+            assert pid is not None and epoch is not None  # set on every v2 batch
+            p = st.producers.setdefault(pid, ProducerState())
+            p.epoch = epoch
             p.last_timestamp = max(p.last_timestamp, b.timestamp)
             if b.is_control:
                 ctype = _control_type(b, limit)
                 if ctype == CONTROL_ABORT:
                     first = p.open_txn_first if p.open_txn_first is not None else b.offset
-                    others = [q.open_txn_first for pid, q in st.producers.items()
-                              if pid != b.producer_id and q.open_txn_first is not None]
+                    others = [q.open_txn_first for other, q in st.producers.items()
+                              if other != pid and q.open_txn_first is not None]
                     lso = min(others) if others else b.last_offset + 1
-                    st.aborted[(b.producer_id, b.last_offset)] = TxnEntry(b.producer_id, first, b.last_offset, lso)
+                    st.aborted[(pid, b.last_offset)] = TxnEntry(pid, first, b.last_offset, lso)
                 if ctype in (CONTROL_ABORT, CONTROL_COMMIT):
                     p.open_txn_first = None
             else:
@@ -329,7 +334,11 @@ class Cleaner:
             if not plan.clean:
                 self.stats.segments_kept += 1
                 for b in _batches(plan.path):
-                    n = b.record_count if b.magic >= 2 else len(batch_records(b, limit=self.o.limit))
+                    if b.magic >= 2:
+                        assert b.record_count is not None  # set on every v2 batch
+                        n = b.record_count
+                    else:
+                        n = len(batch_records(b, limit=self.o.limit))
                     self.stats.records_before += n
                     self.stats.records_after += n
                     self.stats.bytes_before += b.size
@@ -358,12 +367,14 @@ class Cleaner:
         if b.is_control:
             control_type = None if not records else _safe_type(records[0])
             can_discard = tracker.on_control_batch(b, control_type)
-            discard_records = can_discard and b.has_delete_horizon and b.delete_horizon_ms <= o.now_ms
+            horizon = b.delete_horizon_ms
+            discard_records = can_discard and horizon is not None and horizon <= o.now_ms
         else:
             can_discard = tracker.on_batch(b)
             discard_records = can_discard
         retain_empty = False
         if b.magic >= 2 and b.producer_id != NO_PRODUCER_ID:
+            assert b.producer_id is not None  # set on every v2 batch
             p = active.get(b.producer_id)
             if p is not None:
                 if p.last_data_offset is not None:
@@ -403,7 +414,7 @@ class Cleaner:
                 s.horizons_set += 1
                 horizon = o.now_ms + o.delete_retention_ms
             else:
-                horizon = b.delete_horizon_ms if b.has_delete_horizon else None
+                horizon = b.delete_horizon_ms  # kept as it is (None: none)
             s.batches_rebuilt += 1
             return _rebuild(b, retained, horizon)
         if retain_empty and b.magic >= 2:
@@ -419,7 +430,8 @@ class Cleaner:
         that must still be kept. Keys are looked up by digest only below the first dirty
         offset; above it the latest offset per key is the set of winning offsets."""
         if b.magic >= 2:
-            keep_deletes = not b.has_delete_horizon or self.o.now_ms < b.delete_horizon_ms
+            horizon = b.delete_horizon_ms
+            keep_deletes = horizon is None or self.o.now_ms < horizon
         else:
             keep_deletes = plan.legacy_deletes_retained
         latest, winners, start = self.map_latest, self.winners, self.start
@@ -467,11 +479,12 @@ def _rebuild(b: Batch, retained: list[Record], horizon: int | None) -> bytes:
     codec = codec_for(b)
     if b.magic >= 2:
         recs = [r._replace(stored_timestamp=r.timestamp, attributes=0) for r in retained]
+        h = header_of(b)
         return build_v2_batch(
             recs, base_offset=b.offset, codec=b.codec, timestamp_type=b.timestamp_type,
-            transactional=b.is_transactional, control=b.is_control, producer_id=b.producer_id,
-            producer_epoch=b.producer_epoch, base_sequence=b.base_sequence,
-            partition_leader_epoch=b.partition_leader_epoch, last_offset_delta=b.last_offset_delta,
+            transactional=b.is_transactional, control=b.is_control, producer_id=h.producer_id,
+            producer_epoch=h.producer_epoch, base_sequence=h.base_sequence,
+            partition_leader_epoch=h.partition_leader_epoch, last_offset_delta=h.last_offset_delta,
             delete_horizon_ms=horizon, max_timestamp=lat, plugin_id=b.plugin_id, codec_impl=codec,
         )
     ts_attr = TIMESTAMP_TYPE_MASK if (lat is not None and b.magic == 1) else 0
@@ -485,13 +498,7 @@ def _rebuild(b: Batch, retained: list[Record], horizon: int | None) -> bytes:
 def _empty_header(b: Batch) -> bytes:
     """DefaultRecordBatch.writeEmptyHeader: state kept, records gone, horizon cleared."""
     attrs = b.attributes & (TIMESTAMP_TYPE_MASK | TRANSACTIONAL_MASK | CONTROL_MASK)
-    header = BatchHeaderV2(
-        base_offset=b.offset, last_offset_delta=b.last_offset_delta, base_timestamp=NO_TIMESTAMP,
-        max_timestamp=b.timestamp, record_count=0, attributes=attrs,
-        partition_leader_epoch=b.partition_leader_epoch, producer_id=b.producer_id,
-        producer_epoch=b.producer_epoch, base_sequence=b.base_sequence,
-    )
-    return assemble_v2(header, b"")
+    return assemble_v2(header_of(b).with_(base_timestamp=NO_TIMESTAMP, record_count=0, attributes=attrs), b"")
 
 
 # --------------------------------------------------------------------------- driving files

@@ -11,6 +11,9 @@ import json
 from pathlib import Path
 
 from .companions import (
+    IndexFile,
+    OffsetIndexEntry,
+    TimeIndexEntry,
     read_leader_epoch_checkpoint,
     read_offset_index,
     read_partition_metadata,
@@ -26,21 +29,21 @@ def _optional_long(v: int) -> str:
     return "OptionalLong.empty" if v < 0 else f"OptionalLong[{v}]"
 
 
+def _index_event(path: Path, kind: str,
+                 idx: IndexFile[OffsetIndexEntry] | IndexFile[TimeIndexEntry]) -> CompanionEvent:
+    """A .index or .timeindex: each entry's fields, in order, as kafka-dump-log.sh prints them."""
+    entries = [e._asdict() for e in idx.entries]
+    lines = ([f"{path} is empty."] if not idx.slots else
+             [" ".join(f"{name}: {value}" for name, value in e.items()) for e in entries])
+    info = {"zero_tail": idx.zero_tail} if idx.zero_tail else {}
+    return CompanionEvent(path, kind, entries, {**info, "kafka_lines": lines})
+
+
 def dump_companion(path: Path, kind: str) -> CompanionEvent:
     if kind == "index":
-        idx = read_offset_index(path)
-        entries = [{"offset": e.offset, "position": e.position} for e in idx.entries]
-        lines = ([f"{path} is empty."] if not idx.slots else
-                 [f"offset: {e.offset} position: {e.position}" for e in idx.entries])
-        info = {"zero_tail": idx.zero_tail} if idx.zero_tail else {}
-        return CompanionEvent(path, kind, entries, {**info, "kafka_lines": lines})
+        return _index_event(path, kind, read_offset_index(path))
     if kind == "timeindex":
-        idx = read_time_index(path)
-        entries = [{"timestamp": e.timestamp, "offset": e.offset} for e in idx.entries]
-        lines = ([f"{path} is empty."] if not idx.slots else
-                 [f"timestamp: {e.timestamp} offset: {e.offset}" for e in idx.entries])
-        info = {"zero_tail": idx.zero_tail} if idx.zero_tail else {}
-        return CompanionEvent(path, kind, entries, {**info, "kafka_lines": lines})
+        return _index_event(path, kind, read_time_index(path))
     if kind == "txnindex":
         idx = read_txn_index(path)
         entries = [e._asdict() for e in idx.entries]

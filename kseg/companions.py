@@ -20,7 +20,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, NamedTuple, TypeVar
+from typing import Callable, Generic, NamedTuple, TypeVar
 
 from crc32c import crc32c
 
@@ -96,6 +96,7 @@ class AbortedTxn(NamedTuple):
 
 
 E = TypeVar("E")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -443,8 +444,13 @@ def _base(path: str | os.PathLike, base_offset: int | None) -> int:
     return found
 
 
-def _located(e: KsegError, path: str | os.PathLike) -> KsegError:
-    return e.located(file=str(path))
+def _parse_file(path: str | os.PathLike, parse: Callable[[bytes], T]) -> T:
+    """Read a file and parse its bytes; a parse error names the file."""
+    data = _read(path)
+    try:
+        return parse(data)
+    except KsegError as e:
+        raise e.located(file=str(path))
 
 
 def read_offset_index(path: str | os.PathLike, base_offset: int | None = None) -> IndexFile[OffsetIndexEntry]:
@@ -460,33 +466,18 @@ def read_time_index(path: str | os.PathLike, base_offset: int | None = None) -> 
 def read_txn_index(path: str | os.PathLike, base_offset: int | None = None) -> IndexFile[AbortedTxn]:
     """Read a .txnindex file; the base offset comes from the file name unless given."""
     base = _base(path, base_offset)
-    try:
-        return parse_txn_index(_read(path), base)
-    except KsegError as e:
-        raise _located(e, path)
+    return _parse_file(path, lambda data: parse_txn_index(data, base))
 
 
 def read_producer_snapshot(path: str | os.PathLike) -> ProducerSnapshot:
     """Read a .snapshot file (its name carries the log end offset, which is not needed to parse it)."""
-    data = _read(path)
-    try:
-        return parse_producer_snapshot(data)
-    except KsegError as e:
-        raise _located(e, path)
+    return _parse_file(path, parse_producer_snapshot)
 
 
 def read_leader_epoch_checkpoint(path: str | os.PathLike) -> LeaderEpochCheckpoint:
-    data = _read(path)
-    try:
-        return parse_leader_epoch_checkpoint(data)
-    except KsegError as e:
-        raise _located(e, path)
+    return _parse_file(path, parse_leader_epoch_checkpoint)
 
 
 def read_partition_metadata(path: str | os.PathLike) -> PartitionMetadata:
-    data = _read(path)
-    try:
-        return parse_partition_metadata(data)
-    except KsegError as e:
-        raise _located(e, path)
+    return _parse_file(path, parse_partition_metadata)
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from .errors import CorruptBatchError
 from .formats.attributes import CONTROL_ABORT, CONTROL_COMMIT, CONTROL_TYPE_NAMES
-from .layouts import CONTROL_KEY, END_TXN_MARKER
+from .layouts import CONTROL_KEY, END_TXN_MARKER, Layout
 from .model import Record
 
 
@@ -33,24 +33,22 @@ class ControlInfo:
 
 def control_info(record: Record) -> ControlInfo:
     """Decode a control record's key (and a transaction marker's value)."""
-    key = record.key
-    if key is None or len(key) < CONTROL_KEY.size:
-        raise CorruptBatchError(
-            "control record key too short", expected=f"{CONTROL_KEY.size} bytes",
-            found="null" if key is None else f"{len(key)} bytes",
-        )
+    key = _at_least(record.key, CONTROL_KEY, "control record key")
     version, type_id = CONTROL_KEY.struct.unpack_from(key)
     if version < 0:
         raise CorruptBatchError("negative control record key version", found=version)
     if type_id not in CONTROL_TYPE_NAMES:
         type_id = -1
     if type_id in (CONTROL_ABORT, CONTROL_COMMIT):
-        value = record.value
-        if value is None or len(value) < END_TXN_MARKER.size:
-            raise CorruptBatchError(
-                "transaction marker value too short", expected=f"{END_TXN_MARKER.size} bytes",
-                found="null" if value is None else f"{len(value)} bytes",
-            )
+        value = _at_least(record.value, END_TXN_MARKER, "transaction marker value")
         _, epoch = END_TXN_MARKER.struct.unpack_from(value)
         return ControlInfo(type_id, version, epoch)
     return ControlInfo(type_id, version)
+
+
+def _at_least(data: bytes | None, layout: Layout, what: str) -> bytes:
+    """``data``, checked to be at least as long as ``layout``."""
+    if data is None or len(data) < layout.size:
+        raise CorruptBatchError(f"{what} too short", expected=f"{layout.size} bytes",
+                                found="null" if data is None else f"{len(data)} bytes")
+    return data

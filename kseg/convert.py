@@ -111,7 +111,10 @@ def _emit(s: Summary, raw: bytes, n_records: int, entries: int = 1) -> bytes:
 
 
 def _n_records(b: Batch) -> int:
-    return b.record_count if b.magic >= 2 else 1  # legacy wrappers are counted when decoded
+    if b.magic < 2:
+        return 1  # legacy wrappers are counted when decoded
+    assert b.record_count is not None  # set on every v2 batch
+    return b.record_count
 
 
 # --------------------------------------------------------------------------- up-conversion
@@ -360,18 +363,19 @@ def _compress(choice: CodecChoice, data: bytes, magic: int) -> bytes:
 
 
 def _recompress_v2(b: Batch, target: int, o: RecompressOptions, s: Summary) -> Iterator[bytes]:
-    _count_in(s, b, b.record_count)
+    count = _n_records(b)
+    _count_in(s, b, count)
     same = b.codec == target and (target != CODEC_PLUGIN or b.plugin_id == o.choice.plugin_id)
-    if b.is_control or (same and o.choice.level is None) or b.record_count == 0:
+    if b.is_control or (same and o.choice.level is None) or count == 0:
         s.copied += 1
-        yield _emit(s, bytes(b.raw), b.record_count)
+        yield _emit(s, bytes(b.raw), count)
         return
     plain, _ = payload_bytes(b, limit=o.limit)
     payload = plain if target == CODEC_NONE else _compress(o.choice, plain, 2)
     header = header_of(b).with_(attributes=_target_attributes(b.attributes, target, o.choice.plugin_id))
     s.recompressed += target != CODEC_NONE
     s.rebuilt += 1
-    yield _emit(s, assemble_v2(header, payload), b.record_count)
+    yield _emit(s, assemble_v2(header, payload), count)
 
 
 def _recompress_wrapper(b: Batch, target: int, o: RecompressOptions, s: Summary) -> Iterator[bytes]:

@@ -71,7 +71,7 @@ def scan_entries(
         if left < HEADER_SIZE_UP_TO_MAGIC:
             if not final:
                 return Scan(out, pos, None)
-            err = TruncatedError(
+            err: KsegError = TruncatedError(
                 "truncated entry header",
                 position=base + pos,
                 expected=f"at least {HEADER_SIZE_UP_TO_MAGIC} bytes",

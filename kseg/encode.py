@@ -34,7 +34,7 @@ from .formats.message_v0v1 import CRC_START as LEGACY_CRC_START
 from .formats.record_batch_v2 import CRC_START as V2_CRC_START, RECORD_BATCH_OVERHEAD
 from . import fast
 from .layouts import BATCH_V2_HEADER, MESSAGE_HEADER
-from .model import Header, Record
+from .model import Batch, Header, Record
 
 _V2 = BATCH_V2_HEADER.struct
 _I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
@@ -332,19 +332,23 @@ def wrap_legacy(offset: int, magic: int, codec: int, value: bytes, *, timestamp_
     return build_legacy_message(offset, magic, attrs, timestamp if magic == 1 else NO_TIMESTAMP, None, value)
 
 
-def header_of(batch) -> BatchHeaderV2:
+def header_of(batch: Batch) -> BatchHeaderV2:
     """The writer-chosen fields of a decoded v2 batch."""
+    b = batch
+    assert (b.last_offset_delta is not None and b.base_timestamp is not None and b.record_count is not None
+            and b.partition_leader_epoch is not None and b.producer_id is not None
+            and b.producer_epoch is not None and b.base_sequence is not None), "not a v2 batch"
     return BatchHeaderV2(
-        base_offset=batch.offset,
-        last_offset_delta=batch.last_offset_delta,
-        base_timestamp=batch.base_timestamp,
-        max_timestamp=batch.timestamp,
-        record_count=batch.record_count,
-        attributes=batch.attributes,
-        partition_leader_epoch=batch.partition_leader_epoch,
-        producer_id=batch.producer_id,
-        producer_epoch=batch.producer_epoch,
-        base_sequence=batch.base_sequence,
+        base_offset=b.offset,
+        last_offset_delta=b.last_offset_delta,
+        base_timestamp=b.base_timestamp,
+        max_timestamp=b.timestamp,
+        record_count=b.record_count,
+        attributes=b.attributes,
+        partition_leader_epoch=b.partition_leader_epoch,
+        producer_id=b.producer_id,
+        producer_epoch=b.producer_epoch,
+        base_sequence=b.base_sequence,
     )
 
 

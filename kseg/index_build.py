@@ -93,8 +93,9 @@ CLOSE = _Close()
 
 # One element of what the builders take: an Append (or any 5-tuple in its field
 # order), a decoded Batch (an append of its own), or a sequence of Batches
-# written in one append.
-AppendLike = Union[Append, tuple, Batch, Sequence[Batch], _Close]
+# written in one append; or CLOSE.
+_OneAppend = Union[Append, tuple, Batch, Sequence[Batch]]
+AppendLike = Union[_OneAppend, _Close]
 
 
 def _merge(batches: Sequence[Batch]) -> Append:
@@ -110,13 +111,13 @@ def _merge(batches: Sequence[Batch]) -> Append:
     return Append(first.position, size, max(b.last_offset for b in batches), max_ts, max_ts_offset)
 
 
-def _as_append(item: AppendLike) -> Append:
+def _as_append(item: _OneAppend) -> Append:
     if isinstance(item, Batch):
         return Append(item.position, item.size, item.last_offset, item.timestamp, item.last_offset)
     if isinstance(item, Append):
         return item
     if item and isinstance(item[0], Batch):
-        return _merge(item)  # type: ignore[arg-type]
+        return _merge(item)
     if len(item) != 5:
         raise InputError("an append is (position, size, last_offset, max_timestamp, offset_of_max_timestamp)",
                          found=item)
@@ -165,7 +166,7 @@ def index_entries(appends: Iterable[AppendLike], base_offset: int, interval: int
             last_time = max_ts
 
     for item in appends:
-        if item is CLOSE:
+        if isinstance(item, _Close):
             # Clean shutdown and reload: the close writes the final time entry, and the
             # reloaded LogSegment starts counting bytes from 0 again.
             maybe_append_time()

@@ -202,9 +202,9 @@ def offset_index_findings(
     sorted_starts: list[int] = []
     if batches is not None:
         best: int | None = None
-        for k, (pos, _first, last) in enumerate(batches):
-            starts.setdefault(pos, k)
-            prefix_max.append(best)  # max last offset of the batches before k
+        for n, (pos, _first, last) in enumerate(batches):
+            starts.setdefault(pos, n)
+            prefix_max.append(best)  # max last offset of the batches before n
             best = last if best is None else max(best, last)
         sorted_starts = sorted(starts)
         if log_size is None:
@@ -301,10 +301,10 @@ def time_index_findings(
     prefix_max_ts: list[int] = []
     if batches is not None:
         best: int | None = None
-        for k, (_pos, last, ts) in enumerate(batches):
-            by_last.setdefault(last, k)
+        for n, (_pos, last, ts) in enumerate(batches):
+            by_last.setdefault(last, n)
             best = ts if best is None else max(best, ts)
-            prefix_max_ts.append(best)  # max timestamp of batches 0..k
+            prefix_max_ts.append(best)  # max timestamp of batches 0..n
         lasts = sorted(by_last)
     prev = None
     for i, (ts, offset) in enumerate(entries):
@@ -369,7 +369,7 @@ def txn_index_findings(
         out.append(IndexFinding(NOTE, file, whole,
                                 f"{_plural(n - whole, 'trailing byte')}: a partial entry, which Kafka ignores",
                                 f"a multiple of {TXN_ENTRY_SIZE}", n))
-    controls = None
+    controls: dict[int, int | None] | None = None
     if control_batches is not None:
         controls = {}
         for last, ctype in control_batches:
@@ -428,8 +428,8 @@ def producer_snapshot_findings(data: bytes, file: str, end_offset: int | None = 
     the file name, the log end offset at snapshot time) every last offset below it."""
     try:
         snap = parse_producer_snapshot(data)
-    except KsegError as e:
-        return [IndexFinding(ERROR, file, e.position, e.message, e.expected, e.found)]
+    except KsegError as err:
+        return [IndexFinding(ERROR, file, err.position, err.message, err.expected, err.found)]
     out: list[IndexFinding] = []
     if not snap.crc_valid:
         out.append(IndexFinding(ERROR, file, 2, "crc mismatch", f"{snap.computed_crc:#010x} (computed over the bytes)",
@@ -470,8 +470,7 @@ def check_leader_epoch_checkpoint(path: str | os.PathLike) -> list[IndexFinding]
     try:
         _, entries = parse_leader_epoch_checkpoint(data)
     except KsegError as e:
-        return [IndexFinding(ERROR, file, e.position, f"{e.where}: {e.message}" if e.where else e.message,
-                             e.expected, e.found)]
+        return [_parse_error(file, e)]
     for i in range(1, len(entries)):
         a, b = entries[i - 1], entries[i]
         if b.epoch <= a.epoch or b.start_offset <= a.start_offset:
@@ -489,9 +488,14 @@ def check_partition_metadata(path: str | os.PathLike) -> list[IndexFinding]:
     try:
         parse_partition_metadata(data)
     except KsegError as e:
-        return [IndexFinding(ERROR, str(path), e.position, f"{e.where}: {e.message}" if e.where else e.message,
-                             e.expected, e.found)]
+        return [_parse_error(str(path), e)]
     return out
+
+
+def _parse_error(file: str, e: KsegError) -> IndexFinding:
+    """The finding for a text file that does not parse (the message says where, if known)."""
+    return IndexFinding(ERROR, file, e.position, f"{e.where}: {e.message}" if e.where else e.message,
+                        e.expected, e.found)
 
 
 # --------------------------------------------------------------------------- dispatch

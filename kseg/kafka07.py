@@ -49,7 +49,7 @@ class Kafka07Message:
 
 def scan_kafka07(buf: bytes, base: int = 0) -> tuple[list[Kafka07Message], KsegError | None, int]:
     """Split bytes into 0.7 messages: (messages, what stopped the walk, bytes consumed)."""
-    out = []
+    out: list[Kafka07Message] = []
     pos = 0
     end = len(buf)
     while pos < end:

@@ -174,7 +174,9 @@ class Batch(NamedTuple):
     @property
     def last_offset(self) -> int:
         if self.magic >= 2:
-            return self.offset + self.last_offset_delta  # type: ignore[operator]
+            lod = self.last_offset_delta
+            assert lod is not None  # set on every v2 batch
+            return self.offset + lod
         return self.offset
 
     @property

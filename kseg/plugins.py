@@ -483,7 +483,7 @@ def instantiate(class_name: str) -> Any:
     Raises ``_LoadFailure`` (with a one-line reason) on any problem.
     """
     if check_class_name(class_name):
-        raise _LoadFailure(check_class_name(class_name))  # type: ignore[arg-type]
+        raise _LoadFailure(check_class_name(class_name))
     try:
         factory = import_path(class_name)
     except Exception as e:  # anything the module's import raises

@@ -28,12 +28,13 @@ def rebuild_entry(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) 
     """The bytes of ``batch`` built again from its decoded fields and records."""
     records = batch_records(batch, limit=limit)
     if batch.magic >= 2:
-        encoded = encode_v2_records(records, batch.offset, batch.base_timestamp)
+        header = header_of(batch)
+        encoded = encode_v2_records(records, batch.offset, header.base_timestamp)
         if batch.codec == 0:
-            return assemble_v2(header_of(batch), encoded)
+            return assemble_v2(header, encoded)
         plain, _ = payload_bytes(batch, limit=limit)
         _require_same(batch, plain, encoded)
-        return assemble_v2(header_of(batch), bytes(records_region(batch)))
+        return assemble_v2(header, bytes(records_region(batch)))
     if batch.codec == 0:
         (r,) = records
         return build_legacy_message(batch.offset, batch.magic, batch.attributes, batch.timestamp, r.key, r.value)

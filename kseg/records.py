@@ -7,7 +7,9 @@ a byte position in the file.
 
 from __future__ import annotations
 
-from .codecs import DEFAULT_MAX_DECOMPRESSED_BYTES, get_codec
+from typing import Callable
+
+from .codecs import DEFAULT_MAX_DECOMPRESSED_BYTES, Codec, get_codec
 from .decode import (
     effective_log_append_time,
     legacy_value_region,
@@ -26,15 +28,18 @@ from .formats.record_batch_v2 import RECORD_BATCH_OVERHEAD, RECORD_COUNT_POSITIO
 from .model import Batch, Record
 
 
-_plugin_codec = None  # kseg.plugins.plugin_codec, imported on the first plugin batch
+# kseg.plugins.plugin_codec, imported on the first plugin batch
+_plugin_codec: Callable[[int | None], Codec] | None = None
 
 
-def codec_for(batch: Batch):
+def codec_for(batch: Batch) -> Codec:
     """The codec object that decodes this batch's payload (built-in or plugin)."""
     if batch.magic >= 2 and batch.codec == CODEC_PLUGIN:
         global _plugin_codec
         if _plugin_codec is None:
-            from .plugins import plugin_codec as _plugin_codec
+            from .plugins import plugin_codec
+
+            _plugin_codec = plugin_codec
         return _plugin_codec(batch.plugin_id)
     return get_codec(batch.codec)
 
@@ -66,21 +71,24 @@ def payload_bytes(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) 
 
 def batch_records(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> list[Record]:
     """Every record of a batch with absolute offsets and effective timestamps."""
-    if batch.magic < 2 and not batch.attributes & CODEC_MASK:  # the hot case of legacy segments
+    if batch.magic < 2:
+        if not batch.attributes & CODEC_MASK:  # the hot case of legacy segments
+            try:
+                return [legacy_record(batch, batch.offset, batch.timestamp)]
+            except KsegError as e:
+                raise e.shift(batch.position)
+        data, _ = payload_bytes(batch, limit=limit)
         try:
-            return [legacy_record(batch, batch.offset, batch.timestamp)]
+            return decode_legacy_wrapper(batch, data)
         except KsegError as e:
-            raise e.shift(batch.position)
-    if batch.magic >= 2 and batch.record_count < 0:
-        raise CorruptBatchError("negative record count", position=batch.position + RECORD_COUNT_POSITION,
-                                expected=">= 0", found=batch.record_count)
+            raise _in_file(e, batch, True)
+    base_timestamp, count = batch.base_timestamp, batch.record_count
+    assert base_timestamp is not None and count is not None  # set on every v2 batch
+    if count < 0:
+        raise _negative_count(batch, count)
     data, compressed = payload_bytes(batch, limit=limit)
     try:
-        if batch.magic >= 2:
-            return decode_v2_records(
-                data, batch.offset, batch.base_timestamp, batch.record_count, effective_log_append_time(batch)
-            )
-        return decode_legacy_wrapper(batch, data)
+        return decode_v2_records(data, batch.offset, base_timestamp, count, effective_log_append_time(batch))
     except KsegError as e:
         raise _in_file(e, batch, compressed)
 
@@ -90,14 +98,20 @@ def check_v2_batch_records(
 ) -> tuple[int | None, bool, int, int]:
     """Validate a v2 batch's records without building them (the verify path):
     (max stored timestamp, offset deltas increasing, min delta, max delta)."""
-    if batch.record_count < 0:
-        raise CorruptBatchError("negative record count", position=batch.position + RECORD_COUNT_POSITION,
-                                expected=">= 0", found=batch.record_count)
+    base_timestamp, count = batch.base_timestamp, batch.record_count
+    assert base_timestamp is not None and count is not None  # set on every v2 batch
+    if count < 0:
+        raise _negative_count(batch, count)
     data, compressed = payload_bytes(batch, limit=limit)
     try:
-        return check_v2_records(data, batch.base_timestamp, batch.record_count)
+        return check_v2_records(data, base_timestamp, count)
     except KsegError as e:
         raise _in_file(e, batch, compressed)
+
+
+def _negative_count(batch: Batch, count: int) -> CorruptBatchError:
+    return CorruptBatchError("negative record count", position=batch.position + RECORD_COUNT_POSITION,
+                             expected=">= 0", found=count)
 
 
 def _in_file(e: KsegError, batch: Batch, compressed: bool) -> KsegError:

@@ -180,9 +180,9 @@ class TextRenderer:
                 for r in ev.records:
                     if b.is_control:
                         try:
-                            info = control_info(r)
-                            shown = f"{info.type_name}" + (
-                                f" coordinator epoch {info.coordinator_epoch}" if info.coordinator_epoch is not None else ""
+                            ctrl = control_info(r)
+                            shown = f"{ctrl.type_name}" + (
+                                f" coordinator epoch {ctrl.coordinator_epoch}" if ctrl.coordinator_epoch is not None else ""
                             )
                         except KsegError as e:
                             shown = f"<{e}>"

@@ -188,7 +188,7 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None)
     c = _Collector(fr)
     seg = Segment(path)
     name_base = base_offset_of(path) if path.suffix == ".log" else None
-    summaries: list[tuple[int, int, int, int, int]] = []
+    summaries: list[tuple[int, int | None, int, int, int]] = []
     controls: list[tuple[int, int | None]] = []
     last = prev_last
     quick = options.quick
@@ -201,7 +201,9 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None)
             magic = batch.magic
             if magic >= 2:
                 _check_header(c, batch)
-                batch_last = batch.offset + batch.last_offset_delta
+                lod = batch.last_offset_delta
+                assert lod is not None  # set on every v2 batch
+                batch_last = batch.offset + lod
             else:  # the hot loop of legacy segments: one entry per message
                 if zlib.crc32(batch.raw[LEGACY_CRC_START:]) != batch.crc or batch.attributes & ~0x0F:
                     _check_header(c, batch)
@@ -209,8 +211,12 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None)
             first = batch.offset
             wrapper_unread = False
             if quick:
-                fr.records += batch.record_count if magic >= 2 else 1
-                wrapper_unread = magic < 2 and bool(batch.attributes & CODEC_MASK)
+                if magic >= 2:
+                    assert batch.record_count is not None  # set on every v2 batch
+                    fr.records += batch.record_count
+                else:
+                    fr.records += 1
+                    wrapper_unread = bool(batch.attributes & CODEC_MASK)
             else:
                 records = _check_records(c, batch, options)
                 if isinstance(records, int):
@@ -272,11 +278,13 @@ def _check_header(c: _Collector, b: Batch) -> None:
         c.error("crc", b.position, "crc mismatch", expected=f"{computed:#010x} (computed over the bytes)",
                 found=f"{b.crc:#010x} (stored)")
     if b.magic >= 2:
-        if b.last_offset_delta < 0:
-            c.error("batch", b.position, "negative lastOffsetDelta", found=b.last_offset_delta)
-        if b.record_count < 0 or b.record_count > b.last_offset_delta + 1:
+        lod, count = b.last_offset_delta, b.record_count
+        assert lod is not None and count is not None  # set on every v2 batch
+        if lod < 0:
+            c.error("batch", b.position, "negative lastOffsetDelta", found=lod)
+        if count < 0 or count > lod + 1:
             c.error("batch", b.position, "record count does not fit the offset range",
-                    expected=f"0..{b.last_offset_delta + 1}", found=b.record_count)
+                    expected=f"0..{lod + 1}", found=count)
         undefined = b.attributes & V2_UNDEFINED_BITS
         if undefined:
             c.note("attributes", b.position + 21, "undefined attribute bits set", found=f"{undefined:#06x}")
@@ -319,6 +327,7 @@ def _summary(b: Batch, records: list[Record]) -> tuple[int | None, bool, int, in
 def _check_v2_summary(c: _Collector, b: Batch, summary: tuple[int | None, bool, int, int]) -> None:
     max_ts, ordered, min_delta, max_delta = summary
     lod = b.last_offset_delta
+    assert lod is not None  # a v2 batch
     if not ordered:
         c.error("records", b.position, "record offsets do not increase inside the batch")
     if b.record_count and (min_delta < 0 or max_delta > lod):

@@ -8,6 +8,8 @@ registry; ``register_codec`` makes them known by name as well, so that
 
 from __future__ import annotations
 
+from typing import Any
+
 from kseg.codecs.base import DEFAULT_MAX_DECOMPRESSED_BYTES, Codec
 from kseg.codecs.builtin import GzipCodec, NoneCodec, ZstdCodec
 from kseg.codecs.kafka_lz4 import Lz4Codec
@@ -58,7 +60,8 @@ def register_codec(codec: Codec, *, replace: bool = False) -> None:
 
 def unregister_codec(codec: Codec) -> None:
     """Forget ``codec`` under every name and id it is registered with."""
-    for table in (_BY_ID, _BY_NAME):
+    tables: tuple[dict[Any, Codec], ...] = (_BY_ID, _BY_NAME)
+    for table in tables:
         for key in [key for key, value in table.items() if value is codec]:
             del table[key]
 

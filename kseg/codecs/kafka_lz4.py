@@ -55,7 +55,7 @@ _DESCRIPTOR_START = len(LZ4_MAGIC)
 _DECOMPRESS_STEP = 64 * 1024  # one Kafka LZ4 block
 
 
-def header_checksum_position(frame: memoryview | bytes) -> int:
+def header_checksum_position(frame: Buffer) -> int:
     """Where the HC byte is: after magic, FLG, BD and the optional content
     size (FLG bit 3) and dictionary id (FLG bit 0) fields."""
     if len(frame) < _DESCRIPTOR_START + 3:
@@ -85,7 +85,7 @@ def header_checksum_position(frame: memoryview | bytes) -> int:
     return position
 
 
-def header_checksum(frame: memoryview | bytes, *, broken: bool = False) -> int:
+def header_checksum(frame: Buffer, *, broken: bool = False) -> int:
     """The HC byte a frame should carry: correct (KIP-57) or, with ``broken``,
     the pre-KIP-57 one that also hashes the 4 magic bytes."""
     end = header_checksum_position(frame)

@@ -79,6 +79,11 @@ def raw_part(data: bytes | None, note: str, schema: str | None = None, version: 
     return Part(schema, version, None, dict(extra), (), None if data is None else bytes(data), note)
 
 
+def skipping_line(offset: int, message: str) -> str:
+    """What kafka-dump-log.sh prints for a record its decoder cannot read."""
+    return f"Error at offset {offset}, skipping. {message}"
+
+
 @dataclass(frozen=True)
 class DecodedRecord:
     """One record decoded by a family. ``key``/``value`` None: no key (metadata records,

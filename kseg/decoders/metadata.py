@@ -199,7 +199,7 @@ def decode_metadata_value(value: bytes) -> Part:
             raise SchemaError(f"unknown metadata record type {type_id}", found=type_id)
         d = decode(schema, value, version, start=pos)
     except SchemaError as e:
-        extra = {} if type_id is None else {"type_id": type_id}
+        extra: dict[str, int | str] = {} if type_id is None else {"type_id": type_id}
         if schema is not None:
             extra["type"] = to_snake_upper(schema.name)
         return raw_part(value, str(e), None if schema is None else schema.name, version, **extra)

@@ -16,8 +16,8 @@ import base64
 import struct
 
 from ..model import Record
-from . import DecodedRecord, Part, raw_part
-from .schema import F, M, Message, SchemaError, decode, kafka_json
+from . import DecodedRecord, Part, raw_part, skipping_line
+from .schema import F, M, Message, SchemaError, decode, kafka_json, read_int16_version
 
 _I16 = struct.Struct(">h")
 
@@ -191,17 +191,6 @@ def _expand_protocol(data: dict, notes: list[str]) -> None:
 # --------------------------------------------------------------------------- records
 
 
-def _error(offset: int, message: str) -> str:
-    return f"Error at offset {offset}, skipping. {message}"
-
-
-def _int16_prefix(data: bytes, what: str) -> int:
-    if len(data) < 2:
-        raise SchemaError(f"{what} shorter than its int16 version", position=0,
-                          expected="at least 2 bytes", found=f"{len(data)} bytes")
-    return _I16.unpack_from(data)[0]
-
-
 def decode_offsets_record(record: Record, is_control: bool = False) -> DecodedRecord | None:
     """Decode one ``__consumer_offsets`` record (None for control records: transaction markers)."""
     if is_control:
@@ -212,13 +201,13 @@ def decode_offsets_record(record: Record, is_control: bool = False) -> DecodedRe
         msg = "the record has no key"
         return DecodedRecord(
             raw_part(None, msg), None if value is None else raw_part(value, not_decoded),
-            _error(offset, f"Failed to decode message at offset {offset} using offset topic decoder "
-                           "(message had a missing key)"), None)
+            skipping_line(offset, f"Failed to decode message at offset {offset} using offset topic decoder "
+                                  "(message had a missing key)"), None)
     try:
-        rtype = _int16_prefix(key, "key")
+        rtype = read_int16_version(key, "key")
     except SchemaError as e:
         return DecodedRecord(raw_part(key, str(e)), None if value is None else raw_part(value, not_decoded),
-                             _error(offset, e.message), None)
+                             skipping_line(offset, e.message), None)
     schemas = RECORD_TYPES.get(rtype)
     if schemas is None:
         note = f"unknown record type {rtype}"
@@ -231,18 +220,18 @@ def decode_offsets_record(record: Record, is_control: bool = False) -> DecodedRe
     except SchemaError as e:
         return DecodedRecord(raw_part(key, str(e), key_schema.name, rtype),
                              None if value is None else raw_part(value, not_decoded, value_schema.name),
-                             _error(offset, e.message), None)
+                             skipping_line(offset, e.message), None)
     key_part = Part(key_schema.name, rtype, k.data, notes=tuple(k.notes))
     kafka_key = '{"type":' + kafka_json(str(rtype)) + ',"data":' + kafka_json(k.data) + "}"
     if value is None:
         return DecodedRecord(key_part, None, kafka_key, "<DELETE>")
     version = None
     try:
-        version = _int16_prefix(value, "value")
+        version = read_int16_version(value, "value")
         v = decode(value_schema, value, version, start=2)
     except SchemaError as e:
         return DecodedRecord(key_part, raw_part(value, str(e), value_schema.name, version),
-                             _error(offset, e.message), None)
+                             skipping_line(offset, e.message), None)
     notes = list(v.notes)
     data = v.data
     if value_schema is GROUP_METADATA_VALUE:

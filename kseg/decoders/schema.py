@@ -48,6 +48,7 @@ __all__ = [
     "decode",
     "describe",
     "kafka_json",
+    "read_int16_version",
     "read_uvarint",
     "to_snake_upper",
     "uuid_str",
@@ -209,6 +210,14 @@ def read_uvarint(data: bytes | memoryview, pos: int, end: int | None = None, wha
         shift += 7
         if shift >= 35:
             raise SchemaError(f"{what} longer than 5 bytes", position=start)
+
+
+def read_int16_version(data: bytes, what: str) -> int:
+    """The int16 version in front of a coordinator record's key or value."""
+    if len(data) < 2:
+        raise SchemaError(f"{what} shorter than its int16 version", position=0,
+                          expected="at least 2 bytes", found=f"{len(data)} bytes")
+    return _I16.unpack_from(data)[0]
 
 
 class _Reader:

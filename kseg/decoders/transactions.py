@@ -13,13 +13,10 @@ TransactionLogKey.json`` and ``TransactionLogValue.json``; the kafka line format
 
 from __future__ import annotations
 
-import struct
-
 from ..model import Record
-from . import DecodedRecord, Part, raw_part
-from .schema import F, M, SchemaError, decode
+from . import DecodedRecord, Part, raw_part, skipping_line
+from .schema import F, M, SchemaError, decode, read_int16_version
 
-_I16 = struct.Struct(">h")
 
 TRANSACTION_LOG_KEY = M("TransactionLogKey", "0", "none", F("TransactionalId", "string"))
 
@@ -52,24 +49,13 @@ STATES = {
 EMPTY = 0
 
 
-def _error(offset: int, message: str) -> str:
-    return f"Error at offset {offset}, skipping. {message}"
-
-
-def _version(data: bytes, what: str) -> int:
-    if len(data) < 2:
-        raise SchemaError(f"{what} shorter than its int16 version", position=0,
-                          expected="at least 2 bytes", found=f"{len(data)} bytes")
-    return _I16.unpack_from(data)[0]
-
-
 def kafka_value_line(data: dict) -> str:
     """``producerId:P,producerEpoch:E,state=S,partitions=[t-0,...],txnLastUpdateTimestamp=T,txnTimeoutMs=M``.
 
     As Kafka: the partitions of an Empty transaction are not listed. Kafka keeps them in
     a hash set, so its order may differ from the record's, which kseg keeps."""
     status = data["transactionStatus"]
-    partitions = []
+    partitions: list[str] = []
     if status != EMPTY:
         for p in data.get("transactionPartitions") or ():
             partitions.extend(f"{p['topic']}-{i}" for i in p["partitionIds"])
@@ -88,27 +74,27 @@ def decode_transaction_record(record: Record, is_control: bool = False) -> Decod
     try:
         if key is None:
             raise SchemaError("the record has no key")
-        kver = _version(key, "key")
+        kver = read_int16_version(key, "key")
         if kver != 0:
             raise SchemaError(f"unknown transaction log key version {kver}", expected=0, found=kver)
         k = decode(TRANSACTION_LOG_KEY, key, 0, start=2)
     except SchemaError as e:
         return DecodedRecord(raw_part(key, str(e), TRANSACTION_LOG_KEY.name),
                              None if value is None else raw_part(value, not_decoded, TRANSACTION_LOG_VALUE.name),
-                             _error(offset, e.message), None)
+                             skipping_line(offset, e.message), None)
     key_part = Part(TRANSACTION_LOG_KEY.name, kver, k.data, notes=tuple(k.notes))
     kafka_key = f"transaction_metadata::transactionalId={k.data['transactionalId']}"
     if value is None:
         return DecodedRecord(key_part, None, kafka_key, "<DELETE>")
     version = None
     try:
-        version = _version(value, "value")
+        version = read_int16_version(value, "value")
         v = decode(TRANSACTION_LOG_VALUE, value, version, start=2)
         status = v.data["transactionStatus"]
         if status not in STATES:
             raise SchemaError(f"unknown transaction state {status}", expected="0..7", found=status)
     except SchemaError as e:
         return DecodedRecord(key_part, raw_part(value, str(e), TRANSACTION_LOG_VALUE.name, version),
-                             _error(offset, e.message), None)
+                             skipping_line(offset, e.message), None)
     value_part = Part(TRANSACTION_LOG_VALUE.name, version, v.data, {"state": STATES[status]}, tuple(v.notes))
     return DecodedRecord(key_part, value_part, kafka_key, kafka_value_line(v.data))
