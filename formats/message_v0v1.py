@@ -20,6 +20,7 @@ RECORD_OVERHEAD_V1 = 22
 # Bytes from the entry start to the key length: 18 (v0), 26 (v1).
 KEY_LENGTH_POSITION = {0: 18, 1: 26}
 CRC_START = 16  # the CRC covers entry bytes [16, end)
+V1_TIMESTAMP_POSITION = 18
 
 # Fixed headers, from which the fast struct layouts are derived.
 MessageV0Header = Struct(

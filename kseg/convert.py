@@ -433,14 +433,12 @@ def rebase(batches: Iterable[Batch], delta: int, s: Summary, *, limit: int = DEF
     v2 batches and v1 entries change only fields outside their CRC; v0 wrappers hold
     absolute inner offsets and are rewritten and recompressed (why KIP-31 exists)."""
     for b in batches:
-        raw = bytearray(b.raw)
         if b.magic >= 2 or b.codec == CODEC_NONE:
             _count_in(s, b, _n_records(b))
             new = b.offset + delta
             _check_offset(new, b)
-            raw[0:8] = new.to_bytes(8, "big", signed=True)
             s.patched += 1
-            yield _emit(s, bytes(raw), _n_records(b))
+            yield _emit(s, new.to_bytes(8, "big", signed=True) + b.raw[8:], _n_records(b))
         elif b.magic == 1:
             if b.offset == 0:
                 # librdkafka's wrapper offset 0 means base 0 (spec §2.3): the last inner
@@ -453,9 +451,8 @@ def rebase(batches: Iterable[Batch], delta: int, s: Summary, *, limit: int = DEF
                 n = 0  # counting inner records would need decompression, which rebase avoids
             _count_in(s, b, n)
             _check_offset(new, b)
-            raw[0:8] = new.to_bytes(8, "big", signed=True)
             s.patched += 1
-            yield _emit(s, bytes(raw), n)
+            yield _emit(s, new.to_bytes(8, "big", signed=True) + b.raw[8:], n)
         else:
             inner, _ = payload_bytes(b, limit=limit)
             out = bytearray(inner)

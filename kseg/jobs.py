@@ -7,6 +7,7 @@ Outputs are built under a temporary name and renamed when complete.
 
 from __future__ import annotations
 
+import struct
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,12 +15,20 @@ from typing import Callable, Iterable, Iterator
 
 from .convert import Summary
 from .errors import InputError, KsegError
-from .fast import scan_entries
+from .formats.attributes import NO_TIMESTAMP
+from .formats.log_entry import LOG_OVERHEAD
+from .formats.message_v0v1 import V1_TIMESTAMP_POSITION
+from .formats.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, MAX_TIMESTAMP_POSITION
+from .layouts import LOG_ENTRY_PREFIX
 from .model import Batch
 from .output import AtomicDir, AtomicFile, check_output
 from .segment import Segment, base_offset_of, log_dir_partitions, partition_segments, segment_file_name
 
 Transform = Callable[[Iterable[Batch], Summary], Iterator[bytes]]
+_PREFIX = LOG_ENTRY_PREFIX.struct
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+
 DEFAULT_INDEX_INTERVAL = 4096
 
 
@@ -43,6 +52,24 @@ def _batches_of(path: Path) -> Iterator[Batch]:
         raise seg.tail.error
 
 
+def entry_facts(raw: bytes, position: int) -> Iterator[tuple[int, int, int, int, int]]:
+    """(position, size, last offset, max timestamp, its offset) of each entry in ``raw``,
+    read from the headers alone: what LogSegment.append is told (kseg.index_build.Append)."""
+    at = 0
+    end = len(raw)
+    while at < end:
+        offset, size, _, magic = _PREFIX.unpack_from(raw, at)
+        total = size + LOG_OVERHEAD
+        if magic >= 2:
+            last = offset + _I32.unpack_from(raw, at + LAST_OFFSET_DELTA_POSITION)[0]
+            max_ts = _I64.unpack_from(raw, at + MAX_TIMESTAMP_POSITION)[0]
+        else:
+            last = offset
+            max_ts = _I64.unpack_from(raw, at + V1_TIMESTAMP_POSITION)[0] if magic == 1 else NO_TIMESTAMP
+        yield position + at, total, last, max_ts, last
+        at += total
+
+
 class SegmentSink:
     """Collects one output segment's entries and writes it with its indexes."""
 
@@ -51,13 +78,13 @@ class SegmentSink:
         self.base_offset = base_offset
         self.options = options
         self.file = AtomicFile(log_path)
-        self.entries: list[Batch] = []  # headers only, for the indexes
+        self.appends: list[tuple[int, int, int, int, int]] = []  # what the indexes need, per entry
         self.position = 0
 
     def write(self, raw: bytes) -> None:
+        """Append one or more complete entries."""
         if self.options.index:
-            scan = scan_entries(raw, self.position, final=True)
-            self.entries.extend(b._replace(raw=memoryview(b"")) for b in scan.batches)
+            self.appends.extend(entry_facts(raw, self.position))
         self.file.write(raw)
         self.position += len(raw)
 
@@ -65,7 +92,7 @@ class SegmentSink:
         if self.options.index:
             from .index_build import build_indexes
 
-            index, timeindex = build_indexes(self.entries, self.base_offset, self.options.index_interval_bytes)
+            index, timeindex = build_indexes(self.appends, self.base_offset, self.options.index_interval_bytes)
             stem = self.log_path.with_suffix("")
             for suffix, data in ((".index", index), (".timeindex", timeindex)):
                 with AtomicFile(stem.with_name(stem.name + suffix)) as f:

@@ -14,6 +14,7 @@ from typing import BinaryIO, Iterable
 from .errors import OutputError
 
 TMP_SUFFIX = ".kseg-tmp"
+WRITE_BUFFER = 1 << 20  # entries are small and many: write in 1 MiB pieces
 
 
 def check_output(inputs: Iterable[Path], output: Path, *, force: bool) -> None:
@@ -38,7 +39,7 @@ class AtomicFile:
         self.path = Path(path)
         self.tmp = tmp_name(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.f: BinaryIO = open(self.tmp, "wb")
+        self.f: BinaryIO = open(self.tmp, "wb", buffering=WRITE_BUFFER)
         self.size = 0
 
     def write(self, data: bytes | memoryview) -> None:

@@ -389,3 +389,27 @@ def test_spec_constants_agree_with_schemas() -> None:
     assert [sc.name for sc in record_batch_v2.HeaderV2.subcons] == ["key", "value"]
     raw = scan_entries(kseg.encode.build_v2_batch([make_record(0, 5, b"k", b"v")])).batches[0].raw
     assert RecordBatchV2Header.parse(bytes(raw)).batch_length == len(raw) - 12
+
+
+def test_field_position_constants_match_the_schemas() -> None:
+    """The byte positions used on hot paths are the schemas' own field offsets."""
+    from kseg.formats import message_v0v1 as m
+    from kseg.formats import record_batch_v2 as r
+
+    def offset_of(schema, name: str) -> int:
+        pos = 0
+        for sub in schema.subcons:
+            if sub.name == name:
+                return pos
+            pos += sub.sizeof()
+        raise KeyError(name)
+
+    assert offset_of(r.RecordBatchV2Header, "crc") == r.CRC_POSITION
+    assert offset_of(r.RecordBatchV2Header, "attributes") == r.ATTRIBUTES_POSITION == r.CRC_START
+    assert offset_of(r.RecordBatchV2Header, "last_offset_delta") == r.LAST_OFFSET_DELTA_POSITION
+    assert offset_of(r.RecordBatchV2Header, "base_timestamp") == r.BASE_TIMESTAMP_POSITION
+    assert offset_of(r.RecordBatchV2Header, "max_timestamp") == r.MAX_TIMESTAMP_POSITION
+    assert offset_of(r.RecordBatchV2Header, "record_count") == r.RECORD_COUNT_POSITION
+    assert offset_of(m.MessageV1Header, "timestamp") == m.V1_TIMESTAMP_POSITION
+    assert offset_of(m.MessageV0Header, "magic") == m.CRC_START
+    assert m.KEY_LENGTH_POSITION == {0: m.MessageV0Header.sizeof(), 1: m.MessageV1Header.sizeof()}
