@@ -148,6 +148,19 @@ def test_sequence_and_tuple_path(spark, logdir):
     assert [row.sequence for row in arrow] == seqs
 
 
+def test_columns_option_projects(spark, logdir):
+    path = str(logdir / "v2-idempotent-0")
+    full = spark.read.format("kseg").load(path)
+    cols = ["value", "offset", "headers", "sequence", "topic"]
+    part = spark.read.format("kseg").option("columns", ",".join(cols)).load(path)
+    assert part.columns == [c for c in full.columns if c in cols]
+    assert part.collect() == full.select(*part.columns).collect()
+    tuples = spark.read.format("kseg").option("columns", ",".join(cols)).option("arrow", "false").load(path)
+    assert tuples.collect() == part.collect()
+    bf = spark.read.format("kseg").option("level", "batches").option("columns", "crc_valid,position").load(path)
+    assert bf.columns == ["position", "crc_valid"] and all(r.crc_valid for r in bf.collect())
+
+
 def test_batch_level_is_dumps_batch_lines(spark, logdir):
     bf = spark.read.format("kseg").option("level", "batches").load(str(logdir))
     got = [r.asDict() for r in bf.collect()]
@@ -303,7 +316,7 @@ def bad_logdir(tmp_path_factory, logdir) -> Path:
         shutil.copytree(logdir / name, root / name)
     seg = root / "m2-gzip-0" / segment_file_name(12)
     data = bytearray(seg.read_bytes())
-    data[200] ^= 0xFF  # inside the second batch's compressed payload
+    data[250] ^= 0xFF  # inside the second batch's compressed payload
     seg.write_bytes(bytes(data))
     seg = root / "m1-snappy-1" / segment_file_name(10)
     seg.write_bytes(seg.read_bytes()[:-7])  # a truncated tail
@@ -346,7 +359,7 @@ def test_verify_same_report_on_clean_data(spark, logdir, tmp_path):
     import pyarrow.parquet as pq
 
     table = pq.read_table(report)
-    assert table.num_rows == len(list(logdir.rglob("*.log")))
+    assert table.num_rows == len(json.loads(cli("verify", "--format", "json", logdir).stdout)["files"])
     assert set(table.column_names) >= {"file", "ok", "batches", "records", "problems", "seconds"}
     rep_json = tmp_path / "report.json"
     assert cli("spark", "verify", "--report", rep_json, logdir / "v2-txn-0").exit_code == 0
@@ -399,8 +412,10 @@ def test_dump_stops_at_the_same_error(spark, bad_logdir, tmp_path):
     assert dist.stdout == plain.stdout
     assert dist.stderr == plain.stderr and "kseg: error:" in dist.stderr
     out = tmp_path / "dump.txt"
-    assert cli("spark", "dump", "-r", "--keep-going", "-o", out, bad_logdir).exit_code == 0
-    assert out.read_text() == cli("dump", "-r", "--keep-going", bad_logdir).stdout
+    dist = cli("spark", "dump", "-r", "--keep-going", "-o", out, bad_logdir)
+    plain = cli("dump", "-r", "--keep-going", bad_logdir)
+    assert out.read_text() == plain.stdout
+    assert dist.exit_code == plain.exit_code and dist.stderr == plain.stderr
 
 
 # --------------------------------------------------------------------------- conversions, compaction
@@ -446,7 +461,7 @@ def test_compact_byte_identical(spark, logdir, tmp_path):
 def test_failing_conversion_same_error_and_no_output(spark, bad_logdir, tmp_path):
     plain = cli("up-convert", "--to-magic", "2", bad_logdir, "-o", tmp_path / "a")
     dist = cli("spark", "up-convert", "--to-magic", "2", bad_logdir, "-o", tmp_path / "b")
-    assert plain.exit_code == dist.exit_code == 1
+    assert plain.exit_code == dist.exit_code != 0
     assert dist.stderr == plain.stderr
     assert not (tmp_path / "b").exists() and not list(tmp_path.glob(".b.*"))
     plain = cli("compact", "--now-ms", NOW, bad_logdir, "-o", tmp_path / "c")

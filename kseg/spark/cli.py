@@ -46,7 +46,7 @@ def _conf_pairs(values: tuple[str, ...]) -> dict[str, str]:
 SPARK_PARAMS = [
     click.Option(["--master"], default=None, metavar="URL",
                  help="Spark master [default: local[*], or what spark-submit chose]."),
-    click.Option(["--conf"], "conf", multiple=True, metavar="KEY=VALUE",
+    click.Option(["--conf", "conf"], multiple=True, metavar="KEY=VALUE",
                  help="A Spark setting (repeatable); wins over kseg's defaults."),
     click.Option(["--report"], type=click.Path(dir_okay=False, path_type=Path), default=None,
                  help="Write per-file (per-partition) results here: Parquet for .parquet/.pq, else JSON."),
@@ -61,6 +61,7 @@ class _Run:
         self.master, self.conf, self.timings = master, _conf_pairs(conf), timings
         self.spark: Any = None
         self.startup = 0.0
+        self.workers = 0.0
         self.t_job = 0.0
 
     @contextlib.contextmanager
@@ -71,26 +72,29 @@ class _Run:
             raise InputError(f"kseg spark needs PySpark and pyarrow: pip install 'kseg[spark]' ({e})") from None
         t0 = time.perf_counter()
         try:
-            self.spark = get_session(self.master, self.conf)
+            self.spark = get_session(self.master, self.conf, warm=True)
         except ImportError as e:
             raise InputError(f"kseg spark needs PySpark and pyarrow: pip install 'kseg[spark]' ({e})") from None
         except Exception as e:
             raise InputError(f"cannot start Spark: {str(e).strip().splitlines()[0] if str(e).strip() else e!r}") \
                 from None
         self.startup = Started.seconds or (time.perf_counter() - t0)
+        self.workers = Started.workers
         t1 = time.perf_counter()
         try:
             yield self.spark
         finally:
             self.t_job = time.perf_counter() - t1
             if self.timings:
-                click.echo(f"kseg spark: start-up {self.startup:.2f} s, job {self.t_job:.2f} s "
+                click.echo(f"kseg spark: start-up {self.startup:.2f} s (of which Python workers "
+                           f"{self.workers:.2f} s), job {self.t_job:.2f} s "
                            f"(master {self.spark.sparkContext.master}, "
                            f"{self.spark.sparkContext.defaultParallelism} cores)", err=True)
 
     def summary(self) -> dict:
         return {"master": self.spark.sparkContext.master if self.spark else None,
-                "startup_seconds": round(self.startup, 3), "job_seconds": round(self.t_job, 3)}
+                "startup_seconds": round(self.startup, 3), "worker_startup_seconds": round(self.workers, 3),
+                "job_seconds": round(self.t_job, 3)}
 
 
 def _command(name: str, base: click.Command, extra: list[click.Parameter], help_text: str | None = None):
@@ -184,7 +188,10 @@ def dump(paths: tuple[Path, ...], deep: bool, fmt: str, payload: str | None, key
          value_decoder: str | None, from_offset: int | None, to_offset: int | None, from_time: int | None,
          to_time: int | None, max_bytes: int | None, keep_going: bool, input_format: str,
          max_decompressed_bytes: int, output: Path | None, tmp_dir: Path | None, master: str | None,
-         conf: tuple[str, ...], report: Path | None, timings: bool, **_: Any) -> None:
+         conf: tuple[str, ...], report: Path | None, timings: bool, **rest: Any) -> None:
+    # The same preparation as the plain command (kseg.cli.dump), then one task per file.
+    import dataclasses
+
     from ..dump import DumpOptions
     from ..payload import load_decoder
     from ..render import payload_decoder
@@ -193,29 +200,35 @@ def dump(paths: tuple[Path, ...], deep: bool, fmt: str, payload: str | None, key
 
     if payload is None:
         payload = "none" if fmt == "kafka" else "utf8"
-    kd = payload_decoder(payload, fmt)
+    payload_decoder(payload, fmt)
     if key_decoder:
-        kd = load_decoder(key_decoder)
+        load_decoder(key_decoder)
     if value_decoder:
         load_decoder(value_decoder)
     if (key_decoder or value_decoder) and fmt == "kafka":
         deep = True
     if fmt == "kafka" and payload != "none":
         deep = True
-    del kd
+    decode = rest.get("decode")
+    if decode == "none":
+        decode = None
+    if decode:
+        deep = True
     files = plain._expand_for_dump(paths, expand_inputs)
     if input_format == "kafka07":
         ctx = click.get_current_context()
+        callback: Any = plain.dump.callback
         with _stdout_to(output):
-            ctx.invoke(plain.dump.callback, paths=paths, deep=deep, fmt=fmt, payload=payload,
+            ctx.invoke(callback, paths=paths, deep=deep, fmt=fmt, payload=payload,
                        key_decoder=key_decoder, value_decoder=value_decoder, from_offset=from_offset,
                        to_offset=to_offset, from_time=from_time, to_time=to_time, max_bytes=max_bytes,
                        keep_going=keep_going, input_format=input_format,
-                       max_decompressed_bytes=max_decompressed_bytes)
+                       max_decompressed_bytes=max_decompressed_bytes, **rest)
         return
+    extra = {"decode": decode} if "decode" in {f.name for f in dataclasses.fields(DumpOptions)} else {}
     options = DumpOptions(records=deep, from_offset=from_offset, to_offset=to_offset, from_time=from_time,
                           to_time=to_time, max_bytes=max_bytes, max_decompressed_bytes=max_decompressed_bytes,
-                          keep_going=keep_going, strict_names=fmt == "kafka")
+                          keep_going=keep_going, strict_names=fmt == "kafka", **extra)
     from .jobs import _registry, spark_dump, stdout_binary, write_report
 
     params = DumpParams(fmt, payload, key_decoder, value_decoder, deep, options,
@@ -231,23 +244,29 @@ def dump(paths: tuple[Path, ...], deep: bool, fmt: str, payload: str | None, key
     err = getattr(sys.stderr, "buffer", sys.stderr)
     where = str(tmp_dir) if tmp_dir else (str(output.absolute().parent) if output is not None else None)
     sys.stdout.flush()
+    sys.stderr.flush()
     try:
         with run.session() as session:
-            error, rows, non_consecutive = spark_dump(session, files, params, out, err, where)
+            error, rows, non_consecutive, problems = spark_dump(session, files, params, out, err, where)
     except BaseException:
         if sink is not None:
             sink.abort()
         raise
-    for path, pairs in non_consecutive.items():
+    for path, pairs in non_consecutive.items():  # KafkaRenderer.close(), after every file
         click.echo(f"Non-consecutive offsets in {path}", err=True)
         for a, b in reversed(pairs):
             click.echo(f"  {a} is followed by {b}", err=True)
     if sink is not None:
         sink.commit()
     if report is not None:
-        write_report(report, "dump", rows, {"ok": error is None, **run.summary()})
+        write_report(report, "dump", rows, {"ok": error is None and not problems, "problems": problems,
+                                            **run.summary()})
     if error is not None:
         raise error
+    if problems:
+        click.echo(f"kseg: {problems} problem(s) in the data (partial or undecodable batches); "
+                   "see kseg verify", err=True)
+        raise SystemExit(EXIT_DATA)
 
 
 # --------------------------------------------------------------------------- conversions

@@ -49,8 +49,9 @@ FILE_COST_BYTES = 256 * 1024  # what opening one more file costs, in bytes read
 
 def pack(weights: Sequence[int], parallelism: int, *, in_order: bool = False,
          min_task_bytes: int = MIN_TASK_BYTES) -> list[list[int]]:
-    """Group item indexes into tasks: about ``total / (4 x parallelism)`` bytes each (at least
-    ``min_task_bytes``), at least ``parallelism`` tasks when there are enough items.
+    """Group item indexes into tasks: as many tasks as ``min_task_bytes`` pieces of the total
+    (a file that size or larger has a task to itself), at least ``parallelism`` when there
+    are enough items.
 
     ``in_order``: consecutive items (for output streamed in order); else largest first
     into the lightest task (balanced), heaviest tasks first.
@@ -63,8 +64,7 @@ def pack(weights: Sequence[int], parallelism: int, *, in_order: bool = False,
         return []
     costs = [max(0, w) + FILE_COST_BYTES for w in weights]
     total = sum(costs)
-    target = max(min_task_bytes, total / (max(1, parallelism) * 4))
-    n = max(1, min(n_items, math.ceil(total / target)), min(n_items, max(1, parallelism)))
+    n = min(n_items, max(math.ceil(total / max(1, min_task_bytes)), max(1, parallelism)))
     if in_order:
         per = total / n
         groups: list[list[int]] = [[]]
@@ -200,9 +200,12 @@ def spark_verify(spark: Any, paths: Sequence[str | Path], options: Any) -> tuple
     items: list[tuple[str, bool, Any]] = []
     where: list[tuple[int, int]] = []
     weights: list[int] = []
+    from .. import verify
+
+    is_companion = getattr(verify, "is_companion", lambda p: p.suffix not in (".log", ".checkpoint"))
     for gi, group in enumerate(groups):
         for j, path in enumerate(group):
-            is_log = path.suffix in (".log", ".checkpoint")
+            is_log = not is_companion(path)
             items.append((str(path), is_log, SENTINEL))
             where.append((gi, j))
             try:
@@ -243,8 +246,9 @@ def spark_verify(spark: Any, paths: Sequence[str | Path], options: Any) -> tuple
             reports[k] = r.report
             results[k].info.seconds += r.info.seconds
     report = VerifyReport(files=reports)
-    rows = [FileRow(fr.path, r.info.seconds, r.info.host) for fr, r in zip(reports, results)]
-    return report, rows, {"tasks": len(items), "reruns": len(rerun)}
+    rows = [FileRow(fr.path, r.info.seconds, r.info.host, {"cpu_seconds": r.info.cpu_seconds})
+            for fr, r in zip(reports, results)]
+    return report, rows, {"files": len(items), "reruns": len(rerun)}
 
 
 def verify_rows(report: Any, rows: list[FileRow]) -> list[dict]:
@@ -256,7 +260,7 @@ def verify_rows(report: Any, rows: list[FileRow]) -> list[dict]:
             "suppressed_notes": f.suppressed_notes,
             "problems": [{k: (None if v is None else str(v)) if k in ("expected", "found") else v
                           for k, v in p.as_json().items()} for p in f.problems],
-            "seconds": row.seconds, "host": row.host,
+            "seconds": row.seconds, "cpu_seconds": row.extra.get("cpu_seconds"), "host": row.host,
         })
     return out
 
@@ -265,12 +269,12 @@ def verify_rows(report: Any, rows: list[FileRow]) -> list[dict]:
 
 
 def spark_dump(spark: Any, files: list[Path], params: DumpParams, out: Any, err: Any,
-               tmp_dir: str | None = None) -> tuple[KsegError | None, list[dict], dict]:
+               tmp_dir: str | None = None) -> tuple[KsegError | None, list[dict], dict, int]:
     """Render every file on Spark and stream the text to ``out``/``err`` in file order as
     files finish, stopping after the first file that fails (as the plain command does).
 
     ``out``/``err`` are binary streams. Returns (the first error, per-file rows, the kafka
-    renderer's non-consecutive offsets merged in order). The part files go under
+    renderer's non-consecutive offsets merged in order, the number of data problems shown). The part files go under
     ``tmp_dir`` (default: the system's temporary folder; on a cluster, give a shared one).
     """
     import pickle
@@ -299,6 +303,7 @@ def spark_dump(spark: Any, files: list[Path], params: DumpParams, out: Any, err:
     error: KsegError | None = None
     non_consecutive: dict[str, list] = {}
     finished = 0
+    problems = 0
     try:
         for i, _ in items:
             stem = part_dir / f"{i:08d}"
@@ -309,7 +314,8 @@ def spark_dump(spark: Any, files: list[Path], params: DumpParams, out: Any, err:
                 break  # the job ended without this file: its exception is raised below
             _copy(Path(str(stem) + ".out"), out)
             _copy(Path(str(stem) + ".err"), err)
-            file_error, pairs_by_path = pickle.loads(done.read_bytes())
+            file_error, pairs_by_path, file_problems = pickle.loads(done.read_bytes())
+            problems += file_problems
             for path, pairs in pairs_by_path.items():
                 non_consecutive.setdefault(path, []).extend(pairs)
             finished += 1
@@ -319,16 +325,16 @@ def spark_dump(spark: Any, files: list[Path], params: DumpParams, out: Any, err:
         if error is not None:
             sc.cancelJobGroup(group)
             thread.join(timeout=30)
-            rows = [{"file": f, "error": str(error) if k == finished - 1 else None} for k, (_, f) in
-                    enumerate(items[:finished])]
-            return error, rows, non_consecutive
+            rows: list[dict[str, Any]] = [{"file": f, "error": str(error) if k == finished - 1 else None}
+                                          for k, (_, f) in enumerate(items[:finished])]
+            return error, rows, non_consecutive, problems
         thread.join()
         if "exception" in box:
             raise box["exception"]
         results: list[DumpResult] = box["results"]
-        rows = [{"file": f, "batches": r.batches, "records": r.records, "error": None,
+        rows = [{"file": f, "batches": r.batches, "records": r.records, "problems": r.problems, "error": None,
                  "seconds": r.info.seconds, "host": r.info.host} for (_, f), r in zip(items, results)]
-        return None, rows, non_consecutive
+        return None, rows, non_consecutive, problems
     except BaseException:
         sc.cancelJobGroup(group)
         raise

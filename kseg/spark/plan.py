@@ -147,8 +147,9 @@ def split_segment(seg: SegmentFile, split_bytes: int) -> list[Slice]:
         target += split_bytes
     if not cuts:
         return whole
-    bounds = [0, *cuts, None]
-    return [Slice(seg.path, seg.topic, seg.partition, a, b, seg.base_offset) for a, b in zip(bounds, bounds[1:])]
+    starts = [0, *cuts]
+    ends: list[int | None] = [*cuts, None]
+    return [Slice(seg.path, seg.topic, seg.partition, a, b, seg.base_offset) for a, b in zip(starts, ends)]
 
 
 # --------------------------------------------------------------------------- filters
@@ -290,7 +291,7 @@ def slice_size(s: Slice) -> int:
 def pack_slices(slices: list[Slice], split_bytes: int, min_partition_bytes: int = MIN_PARTITION_BYTES,
                 parallelism: int | None = None) -> list[list[Slice]]:
     """Consecutive slices grouped into input partitions (a Python task has a fixed cost of tens
-    of milliseconds, so small segments share one): about total / parallelism bytes each, at
+    of milliseconds, so small segments share one): about total / (2 x parallelism) bytes each, at
     least ``min_partition_bytes`` and at most ``split_bytes``, counting each file as
     ``OPEN_COST_BYTES`` more than its size. Order is kept, so rows come in kseg dump's order."""
     if not slices:
@@ -300,7 +301,7 @@ def pack_slices(slices: list[Slice], split_bytes: int, min_partition_bytes: int 
     sizes = [slice_size(s) + OPEN_COST_BYTES for s in slices]
     total = sum(sizes)
     par = parallelism or os.cpu_count() or 1
-    target = max(min_partition_bytes, total / par)
+    target = max(min_partition_bytes, total / (2 * par))
     if split_bytes > 0:
         target = min(target, split_bytes)
     groups: list[list[Slice]] = [[]]
@@ -353,6 +354,7 @@ class ReadOptions:
     arrow: bool = True
     max_records_per_batch: int = 16384
     min_partition_bytes: int = MIN_PARTITION_BYTES
+    columns: list[str] | None = None  # only these columns (a projection kseg does itself)
     paths: list[str] = field(default_factory=list)
 
     @classmethod
@@ -389,6 +391,7 @@ class ReadOptions:
             arrow=str(get("arrow", "true")).lower() not in ("false", "0", "no"),
             max_records_per_batch=int(get("maxRecordsPerBatch", 16384)),
             min_partition_bytes=_size(get("minPartitionBytes", MIN_PARTITION_BYTES)),
+            columns=[c.strip() for c in str(get("columns")).split(",") if c.strip()] if get("columns") else None,
             paths=paths,
         )
 

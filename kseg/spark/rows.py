@@ -9,6 +9,7 @@ transposing the decoded records, so the Python work per record stays small.
 from __future__ import annotations
 
 from itertools import accumulate, chain
+from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import KsegError
@@ -52,17 +53,41 @@ def arrow_types() -> dict[str, Any]:
     }
 
 
-def arrow_schema(level: str = "records"):
-    """The Arrow schema Spark expects for the record (or batch) schema."""
+def _ddl_parts(level: str) -> list[tuple[str, str]]:
+    ddl = RECORD_SCHEMA_DDL if level == "records" else BATCH_SCHEMA_DDL
+    hidden = ddl.replace("ARRAY<STRUCT<key: STRING, value: BINARY>>", "HEADERS")
+    return [tuple(part.split(" ")) for part in hidden.split(", ")]  # type: ignore[misc]
+
+
+def check_columns(level: str, columns: list[str] | None) -> list[str] | None:
+    if columns is None:
+        return None
+    known = [n for n, _ in _ddl_parts(level)]
+    unknown = [c for c in columns if c not in known]
+    if unknown or not columns:
+        from ..errors import InputError
+
+        raise InputError(f"option columns: unknown {', '.join(unknown) or '(none given)'}; "
+                         f"the {level} schema has {', '.join(known)}")
+    return [n for n in known if n in columns]  # schema order
+
+
+def schema_ddl(level: str = "records", columns: list[str] | None = None) -> str:
+    """The Spark schema (DDL) of a level, or of some of its columns (in schema order)."""
+    parts = _ddl_parts(level)
+    keep = check_columns(level, columns)
+    return ", ".join(f"{n} {k}" for n, k in parts if keep is None or n in keep).replace(
+        "HEADERS", "ARRAY<STRUCT<key: STRING, value: BINARY>>")
+
+
+def arrow_schema(level: str = "records", columns: list[str] | None = None):
+    """The Arrow schema Spark expects for the record (or batch) schema, or some of its columns."""
     import pyarrow as pa
 
     types = arrow_types()
-    ddl = RECORD_SCHEMA_DDL if level == "records" else BATCH_SCHEMA_DDL
-    fields = []
-    for part in ddl.replace("ARRAY<STRUCT<key: STRING, value: BINARY>>", "HEADERS").split(", "):
-        name, kind = part.split(" ")
-        fields.append(pa.field(name, types[kind]))
-    return pa.schema(fields)
+    keep = check_columns(level, columns)
+    return pa.schema([pa.field(name, types[kind]) for name, kind in _ddl_parts(level)
+                      if keep is None or name in keep])
 
 
 # --------------------------------------------------------------------------- reading a slice
@@ -90,7 +115,7 @@ def slice_batches(s: Slice, cond: Conditions | None, opts: ReadOptions) -> Itera
     start, end = seek_range(s, cond)
     if end is not None and start >= end:
         return
-    seg = Segment(s.path)
+    seg = Segment(Path(s.path))
     skip = cond is not None and cond.filters_records
     for b in seg.batches(start=start, end=end):
         if skip and _skip_batch(b, cond):  # type: ignore[arg-type]
@@ -143,16 +168,26 @@ def record_tuples(s: Slice, cond: Conditions | None, opts: ReadOptions) -> Itera
 
 
 class _RecordColumns:
-    """Accumulates records column by column; ``flush`` makes one Arrow RecordBatch."""
+    """Accumulates records column by column; ``flush`` makes one Arrow RecordBatch.
+
+    Per-batch values are kept once per Kafka batch and expanded with run-end decoding.
+    """
 
     def __init__(self, schema):
+        import pyarrow as pa
+
         self.schema = schema
+        self.types = {f.name: f.type for f in schema}
+        self.headers_type = self.types.get("headers")
+        self.int32 = pa.int32()
+        self.flags: dict[tuple[int, int], tuple] = {}  # (magic, attributes) -> per-batch facts
         self.reset()
 
     def reset(self) -> None:
         self.n = 0
-        self.batch_rows: list[tuple] = []  # one tuple per Kafka batch: the _BATCH_LEVEL values + base seq + base
-        self.take: list[int] = []
+        self.batch_rows: list[tuple] = []  # per Kafka batch: see ``add``
+        self.run_ends: list[int] = []
+        self.any_sequence = False
         self.offsets: list[int] = []
         self.timestamps: list[int] = []
         self.keys: list = []
@@ -160,72 +195,98 @@ class _RecordColumns:
         self.header_counts: list[int] = []
         self.headers: list = []
 
+    def _flags(self, b: Batch) -> tuple:
+        key = (b.magic, b.attributes)
+        f = self.flags.get(key)
+        if f is None:
+            v2 = b.magic >= 2
+            f = (b.timestamp_type_name, b.codec_name, b.is_transactional if v2 else None,
+                 b.is_control if v2 else None)
+            self.flags[key] = f
+        return f
+
     def add(self, s: Slice, b: Batch, records: list) -> None:
-        if not records:
-            return
-        v2 = b.magic >= 2
-        idx = len(self.batch_rows)
-        self.batch_rows.append((
-            s.topic, s.partition, s.path, b.timestamp_type_name, b.magic, b.codec_name, b.position,
-            b.partition_leader_epoch, b.producer_id, b.producer_epoch,
-            b.is_transactional if v2 else None, b.is_control if v2 else None,
-            (b.base_sequence if b.base_sequence is not None else None) if v2 else None, b.offset,
-        ))
         n = len(records)
-        self.take.extend([idx] * n)
+        if not n:
+            return
+        tt, codec, txn, control = self._flags(b)
+        seq = b.base_sequence
+        if seq is not None and seq != NO_SEQUENCE:
+            self.any_sequence = True
+        self.batch_rows.append((s.topic, s.partition, s.path, tt, b.magic, codec, b.position,
+                                b.partition_leader_epoch, b.producer_id, b.producer_epoch, txn, control,
+                                seq, b.offset))
+        self.n += n
+        self.run_ends.append(self.n)
+        if n == 1:
+            r = records[0]
+            self.offsets.append(r[0])
+            self.timestamps.append(r[1])
+            self.keys.append(r[2])
+            self.values.append(r[3])
+            h = r[4]
+            self.header_counts.append(len(h))
+            if h:
+                self.headers.extend(h)
+            return
         offs, tss, keys, values, hdrs = list(zip(*records))[:5]
         self.offsets.extend(offs)
         self.timestamps.extend(tss)
         self.keys.extend(keys)
         self.values.extend(values)
-        if v2:
+        if b.magic >= 2:
             self.header_counts.extend(map(len, hdrs))
             self.headers.extend(chain.from_iterable(hdrs))
         else:
             self.header_counts.extend([0] * n)
-        self.n += n
 
     def flush(self):
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        types = arrow_types()
+        types = self.types
         cols = list(zip(*self.batch_rows))
-        take = pa.array(self.take, pa.int32())
-        kinds = {"topic": "STRING", "partition": "INT", "segment": "STRING", "timestamp_type": "STRING",
-                 "magic": "INT", "codec": "STRING", "batch_position": "BIGINT", "partition_leader_epoch": "INT",
-                 "producer_id": "BIGINT", "producer_epoch": "INT", "is_transactional": "BOOLEAN",
-                 "is_control": "BOOLEAN"}
-        per_batch = {name: pa.array(cols[i], types[kinds[name]]).take(take) for i, name in enumerate(_BATCH_LEVEL)}
+        run_ends = pa.array(self.run_ends, self.int32)
+
+        def expand(values: tuple, type_) -> Any:
+            if len(values) == 1:
+                return pa.repeat(pa.scalar(values[0], type_), self.n)
+            return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(run_ends, pa.array(values, type_)))
+
+        arrays = {name: expand(cols[i], types[name]) for i, name in enumerate(_BATCH_LEVEL) if name in types}
         offsets = pa.array(self.offsets, pa.int64())
-        # sequence = baseSequence + (offset - baseOffset), wrapping past int32 max; -1 stays -1.
-        base_seq = pa.array(cols[12], pa.int64()).take(take)
-        base_off = pa.array(cols[13], pa.int64()).take(take)
-        raw = pc.add(base_seq, pc.subtract(offsets, base_off))
-        wrapped = pc.if_else(pc.greater(raw, INT32_MAX), pc.subtract(raw, 1 << 31), raw)
-        seq = pc.if_else(pc.equal(base_seq, NO_SEQUENCE), base_seq, wrapped).cast(pa.int32())
-        if self.headers:
-            hk, hv = zip(*self.headers)
-            try:
-                keys = pa.array(hk, pa.string())
-            except (UnicodeEncodeError, pa.ArrowInvalid):
-                keys = pa.array([k.encode("utf-8", "replace").decode("utf-8") for k in hk], pa.string())
-            values = pa.array(hv, pa.binary())
-        else:
-            keys, values = pa.array([], pa.string()), pa.array([], pa.binary())
-        htype = types["HEADERS"]
-        struct = pa.StructArray.from_arrays([keys, values], fields=list(htype.value_type))
-        hoff = pa.array([0, *accumulate(self.header_counts)], pa.int32())
-        headers = pa.ListArray.from_arrays(hoff, struct, type=htype)
-        arrays = {
-            **per_batch,
-            "offset": offsets,
-            "timestamp": pa.array(self.timestamps, pa.int64()),
-            "key": pa.array(self.keys, pa.binary()),
-            "value": pa.array(self.values, pa.binary()),
-            "headers": headers,
-            "sequence": seq,
-        }
+        if "sequence" in types:
+            if self.any_sequence:
+                # sequence = baseSequence + (offset - baseOffset), wrapping past int32 max; -1 stays -1.
+                base_seq = expand(cols[12], pa.int64())
+                base_off = expand(cols[13], pa.int64())
+                raw = pc.add(base_seq, pc.subtract(offsets, base_off))
+                wrapped = pc.if_else(pc.greater(raw, INT32_MAX), pc.subtract(raw, 1 << 31), raw)
+                arrays["sequence"] = pc.if_else(pc.equal(base_seq, NO_SEQUENCE), base_seq,
+                                                wrapped).cast(pa.int32())
+            else:
+                arrays["sequence"] = expand(cols[12], pa.int32())  # all -1 (v2) or null (legacy)
+        if "headers" in types:
+            if self.headers:
+                hk, hv = zip(*self.headers)
+                try:
+                    keys = pa.array(hk, pa.string())
+                except (UnicodeEncodeError, pa.ArrowInvalid):
+                    keys = pa.array([k.encode("utf-8", "replace").decode("utf-8") for k in hk], pa.string())
+                values = pa.array(hv, pa.binary())
+            else:
+                keys, values = pa.array([], pa.string()), pa.array([], pa.binary())
+            htype = self.headers_type
+            struct = pa.StructArray.from_arrays([keys, values], fields=list(htype.value_type))
+            hoff = pa.array([0, *accumulate(self.header_counts)], self.int32)
+            arrays["headers"] = pa.ListArray.from_arrays(hoff, struct, type=htype)
+        arrays["offset"] = offsets
+        if "timestamp" in types:
+            arrays["timestamp"] = pa.array(self.timestamps, pa.int64())
+        if "key" in types:
+            arrays["key"] = pa.array(self.keys, pa.binary())
+        if "value" in types:
+            arrays["value"] = pa.array(self.values, pa.binary())
         out = pa.RecordBatch.from_arrays([arrays[f.name] for f in self.schema], schema=self.schema)
         self.reset()
         return out
@@ -282,10 +343,11 @@ def batch_arrow(s: Slice, cond: Conditions | None, opts: ReadOptions, schema=Non
 
     schema = schema if schema is not None else arrow_schema("batches")
     rows: list[tuple] = []
+    idx = [BATCH_COLUMNS.index(f.name) for f in schema]
 
     def make():
         cols = list(zip(*rows))
-        return pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(cols, schema)], schema=schema)
+        return pa.RecordBatch.from_arrays([pa.array(cols[i], f.type) for i, f in zip(idx, schema)], schema=schema)
 
     for row in batch_tuples(s, cond, opts):
         rows.append(row)
@@ -296,7 +358,21 @@ def batch_arrow(s: Slice, cond: Conditions | None, opts: ReadOptions, schema=Non
         yield make()
 
 
+def _select(rows: Iterator[tuple], level: str, columns: list[str] | None) -> Iterator[tuple]:
+    if columns is None:
+        return rows
+    names = RECORD_COLUMNS if level == "records" else BATCH_COLUMNS
+    idx = [names.index(c) for c in check_columns(level, columns)]  # type: ignore[union-attr]
+    return (tuple(r[i] for i in idx) for r in rows)
+
+
 def read_slice(s: Slice, cond: Conditions | None, opts: ReadOptions, schema=None) -> Iterator[Any]:
+    if schema is None and opts.arrow:
+        schema = arrow_schema(opts.level, opts.columns)
     if opts.level == "batches":
-        return batch_arrow(s, cond, opts, schema) if opts.arrow else batch_tuples(s, cond, opts)
-    return record_arrow(s, cond, opts, schema) if opts.arrow else record_tuples(s, cond, opts)
+        if opts.arrow:
+            return batch_arrow(s, cond, opts, schema)
+        return _select(batch_tuples(s, cond, opts), "batches", opts.columns)
+    if opts.arrow:
+        return record_arrow(s, cond, opts, schema)
+    return _select(record_tuples(s, cond, opts), "records", opts.columns)

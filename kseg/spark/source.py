@@ -38,7 +38,6 @@ from pyspark.sql.datasource import (
 )
 
 from .plan import Conditions, ReadOptions, Slice, option_conditions, pack_slices, plan_slices
-from .rows import BATCH_SCHEMA_DDL, RECORD_SCHEMA_DDL
 
 _OPS = {EqualTo: "=", GreaterThan: ">", GreaterThanOrEqual: ">=", LessThan: "<", LessThanOrEqual: "<=", In: "in"}
 _RECORD_ONLY = ("offset", "timestamp")
@@ -59,8 +58,11 @@ class KsegDataSource(DataSource):
         return "kseg"
 
     def schema(self) -> str:
-        level = str(self.options.get("level") or "records").lower()
-        return BATCH_SCHEMA_DDL if level == "batches" else RECORD_SCHEMA_DDL
+        from .rows import schema_ddl
+
+        level = "batches" if str(self.options.get("level") or "records").lower() == "batches" else "records"
+        columns = self.options.get("columns")
+        return schema_ddl(level, [c.strip() for c in str(columns).split(",") if c.strip()] if columns else None)
 
     def reader(self, schema) -> DataSourceReader:
         return KsegReader(self.options, schema)
@@ -94,7 +96,7 @@ class _PlainReader(DataSourceReader):
         slices = partition.value
         if not slices:  # no segment at all: Spark asks for one partition anyway
             return iter(())
-        schema = arrow_schema(self.opts.level) if self.opts.arrow else None
+        schema = arrow_schema(self.opts.level, self.opts.columns) if self.opts.arrow else None
         cond = self.cond if self.opts.level == "records" else _slice_only(self.cond)
         return chain.from_iterable(read_slice(s, cond, self.opts, schema) for s in slices)
 
@@ -103,7 +105,8 @@ class KsegReader(_PlainReader):
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
         for f in filters:
             op = _OPS.get(type(f))
-            column = f.attribute[0] if len(getattr(f, "attribute", ())) == 1 else None
+            attribute: tuple = getattr(f, "attribute", ())
+            column = attribute[0] if len(attribute) == 1 else None
             value = getattr(f, "value", None)
             if op is None or column is None:
                 yield f

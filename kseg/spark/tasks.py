@@ -32,13 +32,20 @@ class TaskInfo:
     seconds: float = 0.0
     host: str = ""
     pid: int = 0
+    cpu_seconds: float = 0.0
 
 
-def _info(t0: float) -> TaskInfo:
-    return TaskInfo(round(time.perf_counter() - t0, 6), socket.gethostname(), os.getpid())
+def _info(t0: float, c0: float | None = None) -> TaskInfo:
+    cpu = 0.0 if c0 is None else round(time.process_time() - c0, 6)
+    return TaskInfo(round(time.perf_counter() - t0, 6), socket.gethostname(), os.getpid(), cpu)
 
 
 def _activate(registry: str | None) -> None:
+    import gc
+
+    # The worker's long-lived objects (PySpark, pyarrow, kseg) need no more scanning by the
+    # cyclic collector: move them out of its way, as a fresh single-purpose process has them.
+    gc.freeze()
     if registry:
         from ..plugins import activate
 
@@ -64,7 +71,7 @@ def verify_task(options: Any, registry: str | None, item: tuple[str, bool, Any])
 
     _activate(registry)
     path, is_log, prev = item
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     p = Path(path)
     try:
         if not is_log:
@@ -76,7 +83,7 @@ def verify_task(options: Any, registry: str | None, item: tuple[str, bool, Any])
             b = next(seg.batches(chunk_size=1 << 16), None)
             if b is not None:
                 unread, first = b.magic < 2 and b.codec != 0, b.offset
-        return VerifyResult(fr, last, unread, first, _info(t0))
+        return VerifyResult(fr, last, unread, first, _info(t0, c0))
     except KsegError as e:
         return Failed(e)
 
@@ -105,22 +112,28 @@ class DumpResult:
     non_consecutive: dict = field(default_factory=dict)
     batches: int = 0
     records: int = 0
+    problems: int = 0
     info: TaskInfo = field(default_factory=TaskInfo)
 
 
 class _Counting:
+    """Counts what the plain command counts: batches, records, problems (bad batches, reported tails)."""
+
     def __init__(self, inner: Any):
         self.inner = inner
         self.batches = 0
         self.records = 0
+        self.problems = 0
 
     def __call__(self, ev: Any) -> None:
-        from ..dump import BatchEvent
+        from ..dump import BadBatchEvent, BatchEvent, TailEvent
 
         if isinstance(ev, BatchEvent):
             self.batches += 1
             if ev.records is not None:
                 self.records += len(ev.records)
+        elif isinstance(ev, BadBatchEvent) or (isinstance(ev, TailEvent) and ev.reported):
+            self.problems += 1
         self.inner(ev)
 
 
@@ -156,13 +169,13 @@ def dump_task(params: DumpParams, part_dir: str, item: tuple[int, str]) -> DumpR
             error = e
     os.replace(stem + ".out.tmp", stem + ".out")
     os.replace(stem + ".err.tmp", stem + ".err")
-    result = DumpResult(stem + ".out", stem + ".err", error,
-                        getattr(renderer, "non_consecutive", {}), counting.batches, counting.records, _info(t0))
+    result = DumpResult(stem + ".out", stem + ".err", error, getattr(renderer, "non_consecutive", {}),
+                        counting.batches, counting.records, counting.problems, _info(t0))
     # The marker the driver waits for, written last: this file's error and gaps.
     import pickle
 
     with open(stem + ".done.tmp", "wb") as f:
-        pickle.dump((error, result.non_consecutive), f)
+        pickle.dump((error, result.non_consecutive, result.problems), f)
     os.replace(stem + ".done.tmp", stem + ".done")
     return result
 

@@ -182,7 +182,7 @@ class _PartitionWriter:
         self.group: list[_Row] = []
         self.group_bytes = 0
         self.last_offset: int | None = None
-        self.sink = None
+        self.sink: Any = None  # kseg.jobs.SegmentSink
         self.piece: _Piece | None = None
         self.pieces: list[_Piece] = []
 
