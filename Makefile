@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 KSEG := $(VENV)/bin/kseg
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench fixtures clean
+.PHONY: demo test bench bench-write bench-spark fixtures clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -30,7 +30,14 @@ test: $(STAMP)
 	$(PY) -m pytest
 
 bench: $(STAMP)
-	$(PY) benchmarks/bench_read.py
+	$(PY) benchmarks/bench_read.py --clock cpu
+
+bench-write: $(STAMP)
+	$(PY) benchmarks/bench_write.py
+	$(PY) benchmarks/bench_plugins.py
+
+bench-spark: $(STAMP)
+	$(PY) benchmarks/bench_spark.py
 
 fixtures: $(STAMP)
 	$(PY) fixtures/generate.py
