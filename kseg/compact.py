@@ -565,6 +565,42 @@ def default_now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def compact_group(segs: list[Path], wanted: bool, o: CompactOptions, out_dir: Path | None, work: Path | None,
+                  index_interval_bytes: int = 4096) -> tuple[CompactStats | None, list[Path]]:
+    """One partition: compacted (or, not ``wanted``, copied as it is) into ``out_dir`` with its
+    indexes, .txnindex and the input segments' modification times; ``out_dir`` None is a dry run.
+    Returns the stats (None when copied) and the segment files written."""
+    import shutil
+
+    from .jobs import SegmentSink, WriteOptions
+    from .output import write_atomic
+
+    stats = None
+    if wanted:
+        pr = compact_partition(segs, o, work)
+        stats, produced = pr.stats, pr.segments
+    else:
+        produced = {s: ([bytes(b.raw) for b in _batches(s)], []) for s in segs}
+    written: list[Path] = []
+    if out_dir is None:
+        return stats, written
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for src, (entries, txns) in produced.items():
+        dst = out_dir / src.name
+        sink = SegmentSink(dst, base_offset_of(src) or 0, WriteOptions(index_interval_bytes=index_interval_bytes))
+        for raw in entries:
+            sink.write(raw)
+        sink.commit()
+        if txns:
+            write_atomic(dst.with_name(dst.name.split(".")[0] + ".txnindex"), build_txn_index(txns))
+        st = os.stat(src)
+        os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))  # the cleaner keeps the segment's mtime
+        written.append(dst)
+    if work is not None and work.exists():
+        shutil.rmtree(work)
+    return stats, written
+
+
 @dataclass
 class CompactResult:
     stats: CompactStats = field(default_factory=CompactStats)
@@ -576,8 +612,7 @@ def compact_job(inputs: list[Path], output: Path | None, o: CompactOptions, *, f
                 topics: set[str] | None = None, index_interval_bytes: int = 4096) -> CompactResult:
     """Compact a partition folder, segment files of one partition, or each partition of a log
     directory (``topics`` limits which; others are copied). ``output`` None: a dry run."""
-    from .jobs import SegmentSink, WriteOptions
-    from .output import AtomicDir, check_output, write_atomic
+    from .output import AtomicDir, check_output
     from .segment import log_dir_partitions, partition_segments
 
     groups: list[tuple[str | None, list[Path], bool]] = []  # (partition folder name, segments, compact?)
@@ -606,31 +641,11 @@ def compact_job(inputs: list[Path], output: Path | None, o: CompactOptions, *, f
         for name, segs, wanted in groups:
             out_dir = None if root is None else (root.tmp / name if name else root.tmp)
             work = None if root is None else root.tmp / f".passes-{name or 'partition'}"
-            if wanted:
-                pr = compact_partition(segs, o, work)
-                result.stats.add(pr.stats)
-                produced = pr.segments
-            else:
-                produced = {s: ([bytes(b.raw) for b in _batches(s)], []) for s in segs}
+            stats, written = compact_group(segs, wanted, o, out_dir, work, index_interval_bytes)
+            if stats is not None:
+                result.stats.add(stats)
             result.partitions += 1
-            if out_dir is None:
-                continue
-            out_dir.mkdir(parents=True, exist_ok=True)
-            for src, (entries, txns) in produced.items():
-                dst = out_dir / src.name
-                sink = SegmentSink(dst, base_offset_of(src) or 0, WriteOptions(index_interval_bytes=index_interval_bytes))
-                for raw in entries:
-                    sink.write(raw)
-                sink.commit()
-                if txns:
-                    write_atomic(dst.with_name(dst.name.split(".")[0] + ".txnindex"), build_txn_index(txns))
-                st = os.stat(src)
-                os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))  # the cleaner keeps the segment's mtime
-                result.segments.append(dst)
-            if work is not None and work.exists():
-                import shutil
-
-                shutil.rmtree(work)
+            result.segments.extend(written)
     except BaseException:
         if root is not None:
             root.abort()

@@ -330,10 +330,7 @@ def compact_partition_task(args: tuple, root_tmp: str | None,
     """One partition of a log directory, as ``compact_job``'s loop does it (``root_tmp`` None: dry run)."""
     import shutil
 
-    from ..compact import _batches, build_txn_index, compact_partition
-    from ..jobs import SegmentSink, WriteOptions
-    from ..output import write_atomic
-    from ..segment import base_offset_of
+    from ..compact import compact_group
 
     o, index_interval_bytes, registry = args
     _activate(registry)
@@ -343,30 +340,9 @@ def compact_partition_task(args: tuple, root_tmp: str | None,
     task_dir = None if root_tmp is None else _task_dir(root_tmp, name)
     out_dir = None if task_dir is None else task_dir / name
     work = None if task_dir is None else task_dir / f".passes-{name}"
-    written = 0
     try:
-        stats = None
-        if wanted:
-            pr = compact_partition(segs, o, work)
-            stats = pr.stats
-            produced = pr.segments
-        else:
-            produced = {s: ([bytes(b.raw) for b in _batches(s)], []) for s in segs}
-        if out_dir is not None:
-            out_dir.mkdir(parents=True, exist_ok=True)
-            for src, (entries, txns) in produced.items():
-                dst = out_dir / src.name
-                sink = SegmentSink(dst, base_offset_of(src) or 0, WriteOptions(index_interval_bytes=index_interval_bytes))
-                for raw in entries:
-                    sink.write(raw)
-                sink.commit()
-                if txns:
-                    write_atomic(dst.with_name(dst.name.split(".")[0] + ".txnindex"), build_txn_index(txns))
-                st = os.stat(src)
-                os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
-                written += 1
-            if work is not None and work.exists():
-                shutil.rmtree(work)
+        stats, files = compact_group(segs, wanted, o, out_dir, work, index_interval_bytes)
+        written = len(files)
     except KsegError as e:
         if task_dir is not None:
             shutil.rmtree(task_dir, ignore_errors=True)
