@@ -342,7 +342,7 @@ def up_convert_cmd(input_path: Path, output: Path, no_index: bool, index_interva
                    base_offset: int, timestamp_type: str, log_append_time: int | None, batch_records: int,
                    batch_bytes: int) -> None:
     """Convert to a newer message format: pre-0.8 -> v0/v1/v2, v0 -> v1, v0/v1 -> v2."""
-    from .convert import Summary, UpOptions, up_convert
+    from .convert import UpOptions, up_convert
     from .jobs import run_job
 
     if (timestamp_type == "log-append") != (log_append_time is not None):

@@ -14,7 +14,7 @@ from typing import Iterator
 
 from .decode import Tail
 from .fast import scan_entries
-from .errors import InputError, KsegError, TruncatedError
+from .errors import InputError, TruncatedError
 from .formats.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
 from .layouts import LOG_ENTRY_PREFIX
 from .model import Batch

@@ -12,7 +12,6 @@ import struct
 import time
 import tracemalloc
 import zlib
-from pathlib import Path
 
 import cramjam
 import lz4.frame

@@ -21,7 +21,7 @@ from kseg.cli import main
 from kseg.codecs import get_codec
 
 sys.path.insert(0, str(Path(__file__).parent))
-from builders import CASES, CODEC_IDS, T0, folder_records, write_partition  # noqa: E402
+from builders import CASES, T0, folder_records, write_partition  # noqa: E402
 
 
 def run(*args: str) -> tuple[int, str]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import struct
 from collections import defaultdict
 from pathlib import Path

@@ -10,7 +10,6 @@ compacted holes) and a log directory with corruption of several kinds.
 from __future__ import annotations
 
 import base64
-import filecmp
 import json
 import os
 import shutil

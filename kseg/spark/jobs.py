@@ -29,7 +29,6 @@ from .tasks import (
     SENTINEL,
     CompactResult as TaskCompactResult,
     ConvertParams,
-    ConvertResult,
     DumpParams,
     DumpResult,
     Failed,
