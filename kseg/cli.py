@@ -493,7 +493,21 @@ def compact_cmd(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, fo
                 key_map_bytes: int, producer_id_expiration_ms: int, first_dirty_offset: int | None,
                 single_pass: bool, fmt: str, max_decompressed_bytes: int) -> None:
     """Keep the latest record per key, as Kafka's log cleaner does (offline)."""
-    from .compact import CompactOptions, compact_job, default_now_ms
+    from .compact import compact_job
+
+    o, wanted = compact_setup(inputs, output, dry_run, now_ms, delete_retention_ms, min_compaction_lag_ms,
+                              include_active, topics, key_map_bytes, producer_id_expiration_ms,
+                              first_dirty_offset, single_pass, max_decompressed_bytes)
+    result = compact_job(list(inputs), None if dry_run else output, o, force=force, topics=wanted)
+    print_compact(result, o, fmt, dry_run, output)
+
+
+def compact_setup(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, now_ms: int | None,
+                  delete_retention_ms: int, min_compaction_lag_ms: int, include_active: bool, topics: str,
+                  key_map_bytes: int, producer_id_expiration_ms: int, first_dirty_offset: int | None,
+                  single_pass: bool, max_decompressed_bytes: int) -> tuple[Any, set[str] | None]:
+    """The compact options checked and turned into CompactOptions and the topic set (shared with Spark)."""
+    from .compact import CompactOptions, default_now_ms
 
     if output is None and not dry_run:
         raise InputError("give -o/--output, or --dry-run")
@@ -506,7 +520,10 @@ def compact_cmd(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, fo
                        producer_expiration_ms=producer_id_expiration_ms, first_dirty_offset=first_dirty_offset,
                        single_pass=single_pass, limit=max_decompressed_bytes)
     wanted = {t.strip() for t in topics.split(",") if t.strip()}
-    result = compact_job(list(inputs), None if dry_run else output, o, force=force, topics=wanted or None)
+    return o, wanted or None
+
+
+def print_compact(result: Any, o: Any, fmt: str, dry_run: bool, output: Path | None) -> None:
     if fmt == "json":
         click.echo(json.dumps({"partitions": result.partitions, "now_ms": o.now_ms, **result.stats.as_json()}))
     else:

@@ -10,7 +10,6 @@ per topic-partition. Loaded only when ``kseg spark`` is used.
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 import time
 from pathlib import Path
@@ -346,29 +345,16 @@ def compact(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, force:
             key_map_bytes: int, producer_id_expiration_ms: int, first_dirty_offset: int | None,
             single_pass: bool, fmt: str, max_decompressed_bytes: int, master: str | None, conf: tuple[str, ...],
             report: Path | None, timings: bool, **_: Any) -> None:
-    from ..compact import CompactOptions, default_now_ms
     from .jobs import spark_compact, write_report
 
-    if output is None and not dry_run:
-        raise InputError("give -o/--output, or --dry-run")
-    for p in inputs:
-        if not p.exists():
-            raise InputError("no such file or directory", file=str(p))
-    o = CompactOptions(now_ms=default_now_ms() if now_ms is None else now_ms,
-                       delete_retention_ms=delete_retention_ms, min_compaction_lag_ms=min_compaction_lag_ms,
-                       include_active=include_active, key_map_bytes=key_map_bytes,
-                       producer_expiration_ms=producer_id_expiration_ms, first_dirty_offset=first_dirty_offset,
-                       single_pass=single_pass, limit=max_decompressed_bytes)
-    wanted = {t.strip() for t in topics.split(",") if t.strip()}
+    o, wanted = plain.compact_setup(inputs, output, dry_run, now_ms, delete_retention_ms, min_compaction_lag_ms,
+                                    include_active, topics, key_map_bytes, producer_id_expiration_ms,
+                                    first_dirty_offset, single_pass, max_decompressed_bytes)
     run = _Run(master, conf, timings)
     with run.session() as session:
         result, rows = spark_compact(session, list(inputs), None if dry_run else output, o, force=force,
-                                     topics=wanted or None)
+                                     topics=wanted)
     if report is not None:
         write_report(report, "compact", rows, {"partitions": result.partitions, "now_ms": o.now_ms,
                                                **result.stats.as_json(), **run.summary()})
-    if fmt == "json":
-        click.echo(json.dumps({"partitions": result.partitions, "now_ms": o.now_ms, **result.stats.as_json()}))
-    else:
-        where = "dry run" if dry_run else f"wrote {len(result.segments)} segment(s) under {output}"
-        click.echo(f"kseg: compact ({where}, {result.partitions} partition(s)): {result.stats.line()}", err=True)
+    plain.print_compact(result, o, fmt, dry_run, output)
