@@ -876,6 +876,31 @@ error:
     return NULL;
 }
 
+/*
+ * legacy_batch_record(batch, record_type) -> record
+ * legacy_record for an uncompressed v0/v1 entry taken straight from its Batch tuple
+ * (raw 7, magic 2, offset 3, timestamp 6, attributes 5, crc 4): the per-message path
+ * of legacy segments, without a Python frame in between.
+ */
+static PyObject *
+legacy_batch_record(PyObject *self, PyObject *args)
+{
+    PyObject *batch, *record_type;
+    if (!PyArg_ParseTuple(args, "OO", &batch, &record_type)) return NULL;
+    if (!PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) < 8) {
+        PyErr_SetString(PyExc_TypeError, "not a Batch");
+        return NULL;
+    }
+    PyObject *ts = PyTuple_GET_ITEM(batch, 6);
+    PyObject *call = Py_BuildValue("(OOOOOOOO)", PyTuple_GET_ITEM(batch, 7), PyTuple_GET_ITEM(batch, 2),
+                                   PyTuple_GET_ITEM(batch, 3), ts, ts, PyTuple_GET_ITEM(batch, 5),
+                                   PyTuple_GET_ITEM(batch, 4), record_type);
+    if (!call) return NULL;
+    PyObject *r = legacy_record(self, call);
+    Py_DECREF(call);
+    return r;
+}
+
 static PyMethodDef methods[] = {
     {"decode_v2", decode_v2, METH_VARARGS, "Decode (or, with record_type None, check) v2 records."},
     {"scan", scan, METH_VARARGS, "Split .log bytes into entries (twin of decode.scan_entries)."},
@@ -883,6 +908,7 @@ static PyMethodDef methods[] = {
     {"encode_legacy_messages", encode_legacy_messages, METH_VARARGS, "v0/v1 messages with framing and CRC."},
     {"legacy_crc_mismatches", legacy_crc_mismatches, METH_VARARGS, "Inner messages with a bad CRC-32."},
     {"legacy_set", legacy_set, METH_VARARGS, "Inner messages of a decompressed v0/v1 wrapper as records."},
+    {"legacy_batch_record", legacy_batch_record, METH_VARARGS, "legacy_record of a Batch tuple."},
     {"legacy_record", legacy_record, METH_VARARGS, "Key and value of a v0/v1 message as a record."},
     {NULL, NULL, 0, NULL},
 };

@@ -86,6 +86,16 @@ def scan_entries(
     return Scan(batches, consumed, Tail(base + consumed, len(mv) - consumed, err))
 
 
+def legacy_batch_record(batch: Batch) -> Record:
+    """An uncompressed v0/v1 entry as its one record, with its own offset and timestamp."""
+    if not ACCELERATED:
+        return _legacy_record_py(batch, batch.offset, batch.timestamp)
+    try:
+        return _speedups.legacy_batch_record(batch, Record)
+    except _speedups.DecodeError as e:
+        raise _converted(e) from None
+
+
 def legacy_record(batch: Batch, offset: int, timestamp: int) -> Record:
     """An uncompressed v0/v1 message as a record (see ``decode.legacy_record``)."""
     if not ACCELERATED:

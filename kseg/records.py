@@ -20,8 +20,8 @@ from .fast import (
     check_v2_records,
     decode_legacy_wrapper,
     decode_v2_records,
+    legacy_batch_record,
     legacy_crc_mismatches,
-    legacy_record,
 )
 from .formats.attributes import CODEC_MASK, CODEC_PLUGIN
 from .formats.record_batch_v2 import RECORD_BATCH_OVERHEAD, RECORD_COUNT_POSITION
@@ -74,7 +74,7 @@ def batch_records(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) 
     if batch.magic < 2:
         if not batch.attributes & CODEC_MASK:  # the hot case of legacy segments
             try:
-                return [legacy_record(batch, batch.offset, batch.timestamp)]
+                return [legacy_batch_record(batch)]
             except KsegError as e:
                 raise e.shift(batch.position)
         data, _ = payload_bytes(batch, limit=limit)
