@@ -409,7 +409,8 @@ def rebase_cmd(input_path: Path, output: Path, no_index: bool, index_interval_by
                max_decompressed_bytes: int, base_offset: int) -> None:
     """Shift every offset so the data starts at --base-offset (v1/v2: no decompression)."""
     from .convert import first_offset, rebase
-    from .jobs import _batches_of, run_job
+    from .jobs import run_job
+    from .segment import strict_batches
     from .segment import base_offset_of
 
     def make(segs: list[Path]):
@@ -417,7 +418,7 @@ def rebase_cmd(input_path: Path, output: Path, no_index: bool, index_interval_by
         # finding it needs no decompression; the first batch's offset if the name has none.
         first = base_offset_of(segs[0]) if segs else None
         for seg in segs if first is None else ():
-            first = first_offset(_batches_of(seg), max_decompressed_bytes)
+            first = first_offset(strict_batches(seg), max_decompressed_bytes)
             if first is not None:
                 break
         delta = 0 if first is None else base_offset - first
@@ -450,14 +451,14 @@ def index_cmd(segment: Path, mode: str, output: Path | None, index_interval_byte
         click.echo(f"{segment}: {'ok' if not errors else f'{len(errors)} error(s)'}")
         raise SystemExit(EXIT_DATA if errors else EXIT_OK)
     from .index_build import build_indexes
-    from .jobs import _batches_of
+    from .segment import strict_batches
     from .output import write_atomic
     from .segment import base_offset_of
 
     base = base_offset_of(segment)
     if base is None:
         raise InputError("segment name does not start with its base offset", file=str(segment))
-    entries = [b._replace(raw=memoryview(b"")) for b in _batches_of(segment)]
+    entries = [b._replace(raw=memoryview(b"")) for b in strict_batches(segment)]
     index, timeindex = build_indexes(entries, base, index_interval_bytes)
     folder = output or segment.parent
     stem = segment.name.split(".")[0]

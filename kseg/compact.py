@@ -40,7 +40,7 @@ from .formats.attributes import (
 from .index_build import TxnEntry, build_txn_index
 from .model import Batch, Record
 from .records import batch_records, codec_for
-from .segment import Segment, base_offset_of
+from .segment import base_offset_of, strict_batches
 
 DEFAULT_DELETE_RETENTION_MS = 86_400_000  # delete.retention.ms
 DEFAULT_PRODUCER_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
@@ -196,7 +196,7 @@ def _scan_partition(segs: list[Path], limit: int) -> PartitionState:
     st = PartitionState()
     for seg_path in segs:
         seg_max = NO_TIMESTAMP
-        for b in _batches(seg_path):
+        for b in strict_batches(seg_path):
             seg_max = max(seg_max, b.timestamp)
             st.log_end_offset = max(st.log_end_offset, b.next_offset)
             if b.magic < 2 or b.producer_id == NO_PRODUCER_ID:
@@ -229,13 +229,6 @@ def _scan_partition(segs: list[Path], limit: int) -> PartitionState:
                 st.aborted[(e.producer_id, e.last_offset)] = TxnEntry(e.producer_id, e.first_offset, e.last_offset,
                                                                       e.last_stable_offset)
     return st
-
-
-def _batches(path: Path) -> Iterator[Batch]:
-    seg = Segment(path)
-    yield from seg.batches()
-    if seg.tail is not None:
-        raise seg.tail.error
 
 
 # --------------------------------------------------------------------------- one pass
@@ -305,7 +298,7 @@ class Cleaner:
         for plan in self.plans:
             if not plan.clean:
                 break
-            for b in _batches(plan.path):
+            for b in strict_batches(plan.path):
                 if b.offset >= self.upper:
                     break
                 if b.is_control:
@@ -333,7 +326,7 @@ class Cleaner:
             out: list[bytes] = []
             if not plan.clean:
                 self.stats.segments_kept += 1
-                for b in _batches(plan.path):
+                for b in strict_batches(plan.path):
                     if b.magic >= 2:
                         assert b.record_count is not None  # set on every v2 batch
                         n = b.record_count
@@ -348,7 +341,7 @@ class Cleaner:
                 continue
             self.stats.segments_cleaned += 1
             before = len(tracker.cleaned_index)
-            for b in _batches(plan.path):
+            for b in strict_batches(plan.path):
                 self.stats.bytes_before += b.size
                 raw = self._filter(b, plan, tracker, active)
                 if raw is not None:
@@ -580,7 +573,7 @@ def compact_group(segs: list[Path], wanted: bool, o: CompactOptions, out_dir: Pa
         pr = compact_partition(segs, o, work)
         stats, produced = pr.stats, pr.segments
     else:
-        produced = {s: ([bytes(b.raw) for b in _batches(s)], []) for s in segs}
+        produced = {s: ([bytes(b.raw) for b in strict_batches(s)], []) for s in segs}
     written: list[Path] = []
     if out_dir is None:
         return stats, written

@@ -22,7 +22,7 @@ from .formats.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, MAX_TIMESTAMP_P
 from .layouts import LOG_ENTRY_PREFIX
 from .model import Batch
 from .output import AtomicDir, AtomicFile, check_output
-from .segment import Segment, base_offset_of, log_dir_partitions, partition_segments, segment_file_name
+from .segment import base_offset_of, log_dir_partitions, partition_segments, segment_file_name, strict_batches
 
 Transform = Callable[[Iterable[Batch], Summary], Iterator[bytes]]
 _PREFIX = LOG_ENTRY_PREFIX.struct
@@ -43,13 +43,6 @@ class WriteOptions:
 class JobResult:
     summary: Summary = field(default_factory=Summary)
     segments: list[Path] = field(default_factory=list)
-
-
-def _batches_of(path: Path) -> Iterator[Batch]:
-    seg = Segment(path)
-    yield from seg.batches()
-    if seg.tail is not None:
-        raise seg.tail.error
 
 
 def entry_facts(raw: bytes, position: int) -> Iterator[tuple[int, int, int, int, int]]:
@@ -107,7 +100,7 @@ def _run_segment(src: Path, dst: Path, base_offset: int, transform: Transform, s
                  options: WriteOptions) -> None:
     sink = SegmentSink(dst, base_offset, options)
     try:
-        for raw in transform(_batches_of(src), summary):
+        for raw in transform(strict_batches(src), summary):
             sink.write(raw)
     except KsegError as e:
         sink.abort()

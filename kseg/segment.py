@@ -115,6 +115,15 @@ class Segment:
                 want = max(chunk_size, total)
 
 
+def strict_batches(path: str | os.PathLike) -> Iterator[Batch]:
+    """Every batch of a segment, raising what ends the walk early (a partial or corrupt
+    tail) instead of stopping quietly: for commands that write what they read."""
+    seg = Segment(Path(path))
+    yield from seg.batches()
+    if seg.tail is not None:
+        raise seg.tail.error
+
+
 def is_log_file(path: Path) -> bool:
     return path.suffix in LOG_SUFFIXES
 

@@ -212,7 +212,7 @@ def make_transform(p: ConvertParams):
                               batch_records=a["batch_records"], limit=limit)
         return lambda segs: (lambda b, s: recompress(b, r, s), 0)
     if p.command == "rebase":
-        from ..jobs import _batches_of
+        from ..segment import strict_batches
         from ..segment import base_offset_of
 
         base_offset = a["base_offset"]
@@ -220,7 +220,7 @@ def make_transform(p: ConvertParams):
         def make(segs: list[Path]):
             first = base_offset_of(segs[0]) if segs else None
             for seg in segs if first is None else ():
-                first = first_offset(_batches_of(seg), limit)
+                first = first_offset(strict_batches(seg), limit)
                 if first is not None:
                     break
             delta = 0 if first is None else base_offset - first
