@@ -408,24 +408,11 @@ def recompress_cmd(input_path: Path, output: Path, no_index: bool, index_interva
 def rebase_cmd(input_path: Path, output: Path, no_index: bool, index_interval_bytes: int, force: bool,
                max_decompressed_bytes: int, base_offset: int) -> None:
     """Shift every offset so the data starts at --base-offset (v1/v2: no decompression)."""
-    from .convert import first_offset, rebase
+    from .convert import rebase_maker
     from .jobs import run_job
-    from .segment import strict_batches
-    from .segment import base_offset_of
-
-    def make(segs: list[Path]):
-        # The partition's start: its first segment's base offset (from the name), so that
-        # finding it needs no decompression; the first batch's offset if the name has none.
-        first = base_offset_of(segs[0]) if segs else None
-        for seg in segs if first is None else ():
-            first = first_offset(strict_batches(seg), max_decompressed_bytes)
-            if first is not None:
-                break
-        delta = 0 if first is None else base_offset - first
-        return (lambda b, s: rebase(b, delta, s, limit=max_decompressed_bytes)), delta
 
     options = _write_flags(output, no_index, index_interval_bytes, force)
-    result = run_job([input_path], output, make, options)
+    result = run_job([input_path], output, rebase_maker(base_offset, max_decompressed_bytes), options)
     _report_job(result, output)
 
 

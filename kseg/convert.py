@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Iterable, Iterator
 
 from .codecs import DEFAULT_MAX_DECOMPRESSED_BYTES, Codec, get_codec
@@ -483,3 +484,27 @@ def first_offset(batches: Iterable[Batch], limit: int = DEFAULT_MAX_DECOMPRESSED
             return b.offset
         return batch_records(b, limit=limit)[0].offset  # a wrapper's offset is its last
     return None
+
+
+def partition_start(segs: list[Path], limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> int | None:
+    """Where a partition starts: its first segment's base offset from the name (no
+    decompression needed), else the first offset of its data."""
+    from .segment import base_offset_of, strict_batches
+
+    first = base_offset_of(segs[0]) if segs else None
+    for seg in segs if first is None else ():
+        first = first_offset(strict_batches(seg), limit)
+        if first is not None:
+            break
+    return first
+
+
+def rebase_maker(base_offset: int, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES):
+    """For ``jobs.run_job``: a partition's rebase transform and the shift of its segment names."""
+
+    def make(segs: list[Path]):
+        first = partition_start(segs, limit)
+        delta = 0 if first is None else base_offset - first
+        return (lambda b, s: rebase(b, delta, s, limit=limit)), delta
+
+    return make

@@ -194,7 +194,7 @@ class ConvertParams:
 def make_transform(p: ConvertParams):
     """The ``make_transform`` the plain command builds, from its options."""
     from ..cli import _codec_choice
-    from ..convert import (DownOptions, RecompressOptions, UpOptions, down_convert, first_offset, rebase,
+    from ..convert import (DownOptions, RecompressOptions, UpOptions, down_convert,
                            recompress, up_convert)
 
     a = p.args
@@ -212,21 +212,9 @@ def make_transform(p: ConvertParams):
                               batch_records=a["batch_records"], limit=limit)
         return lambda segs: (lambda b, s: recompress(b, r, s), 0)
     if p.command == "rebase":
-        from ..segment import strict_batches
-        from ..segment import base_offset_of
+        from ..convert import rebase_maker
 
-        base_offset = a["base_offset"]
-
-        def make(segs: list[Path]):
-            first = base_offset_of(segs[0]) if segs else None
-            for seg in segs if first is None else ():
-                first = first_offset(strict_batches(seg), limit)
-                if first is not None:
-                    break
-            delta = 0 if first is None else base_offset - first
-            return (lambda b, s: rebase(b, delta, s, limit=limit)), delta
-
-        return make
+        return rebase_maker(a["base_offset"], limit)
     raise ValueError(f"unknown conversion {p.command}")
 
 
