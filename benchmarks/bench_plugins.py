@@ -61,9 +61,9 @@ def _import_example() -> None:
 def plugin_copy(src: Path, dst: Path) -> None:
     """The snappy segment with every compressed batch marked codec 5 / plugin id 1
     (same payload bytes: the plugin is the same snappy), CRCs recomputed."""
-    from kseg.encode import assemble_v2, header_of
+    from kseg.log.encode import assemble_v2, header_of
     from kseg.formats.attributes import CODEC_MASK, CODEC_PLUGIN, PLUGIN_ID_MASK, PLUGIN_ID_SHIFT
-    from kseg.segment import Segment
+    from kseg.log.segment import Segment
 
     dst.parent.mkdir(parents=True, exist_ok=True)
     with open(dst, "wb", buffering=4 << 20) as f:
@@ -79,7 +79,7 @@ def plugin_copy(src: Path, dst: Path) -> None:
 
 
 def load_batches(path: Path) -> list:
-    from kseg.segment import Segment
+    from kseg.log.segment import Segment
 
     seg = Segment(path)
     batches = list(seg.batches())
@@ -89,7 +89,7 @@ def load_batches(path: Path) -> list:
 
 
 def deep(batches) -> int:
-    from kseg.records import batch_records
+    from kseg.log.records import batch_records
 
     n = 0
     for b in batches:
@@ -100,7 +100,7 @@ def deep(batches) -> int:
 
 
 def recompress_to(batches, choice) -> int:
-    from kseg.convert import RecompressOptions, Summary, recompress
+    from kseg.ops.convert import RecompressOptions, Summary, recompress
 
     s = Summary()
     for _ in recompress(batches, RecompressOptions(choice=choice), s):
@@ -184,20 +184,20 @@ def main() -> int:
         allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else [None]
         cpu = pin_to_one_core(args.cpu if args.cpu is not None else allowed[0])
     _import_example()
-    from kseg import plugins
-    from kseg.codecs import SNAPPY
-    from kseg.convert import CodecChoice
+    from kseg.codecs import SNAPPY, plugins
+    from kseg.codecs.choice import CodecChoice, plugin_choice
+    from kseg.ops.registry import register
 
     target = int(args.size_mb * (1 << 20))
     plain = generate_segment(magic=2, codec="none", target_bytes=target, data_dir=args.data_dir, log=log)
     snappy = generate_segment(magic=2, codec="snappy", target_bytes=target, data_dir=args.data_dir, log=log)
     with tempfile.TemporaryDirectory(prefix="kseg-bench-plugins-") as tmp:
         registry = Path(tmp) / "plugin-python-topic-0"
-        plugins.register(registry, ALIAS, PLUGIN_CLASS, "1.0.0", PLUGIN_ID)
+        register(registry, ALIAS, PLUGIN_CLASS, "1.0.0", PLUGIN_ID)
         plugins.activate(registry)
         plugged_path = Path(tmp) / "t-0" / snappy.path.name
         plugin_copy(snappy.path, plugged_path)
-        choice = plugins.plugin_choice(ALIAS)
+        choice = plugin_choice(ALIAS)
         assert choice is not None and choice.plugin_id == PLUGIN_ID
         codec = choice.codec
         plain_b, snappy_b, plugged_b = (load_batches(p) for p in (plain.path, snappy.path, plugged_path))

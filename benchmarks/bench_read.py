@@ -64,7 +64,7 @@ INTERNAL_ARGS = ("worker", "file", "magic", "codec", "profile_worker")
 
 def w_deep_kseg(path: str, magic: int, codec: str) -> dict:
     import kseg
-    from kseg import fast
+    from kseg.log import fast
 
     def run() -> int:
         n = 0
@@ -146,9 +146,9 @@ def w_dump_kafka(path: str, magic: int, codec: str) -> dict:
 
 def w_dump_kseg(path: str, magic: int, codec: str) -> dict:
     """kseg's dump in-process (what the CLI does, minus start-up and argument parsing)."""
-    from kseg.dump import BatchEvent, DumpOptions, dump_paths
-    from kseg.payload import BUILTIN
-    from kseg.render import JsonlRenderer
+    from kseg.ops.dump import BatchEvent, DumpOptions, dump_paths
+    from kseg.render.dump.payload import BUILTIN
+    from kseg.render.dump import JsonlRenderer
 
     def run() -> int:
         n = 0
@@ -165,8 +165,8 @@ def w_dump_kseg(path: str, magic: int, codec: str) -> dict:
 
 
 def _verify(path: str, quick: bool) -> dict:
-    from kseg import fast
-    from kseg.verify import VerifyOptions, verify_paths
+    from kseg.log import fast
+    from kseg.ops.verify import VerifyOptions, verify_paths
 
     def run() -> int:
         report = verify_paths([path], VerifyOptions(quick=quick))
@@ -229,7 +229,7 @@ def _payloads(path: str, magic: int, codec: str) -> tuple[list[bytes], int]:
     """Every compressed payload (v2 records section, legacy wrapper value) as bytes,
     ready for the codec library; and the record count."""
     import kseg
-    from kseg.decode import legacy_value_region
+    from kseg.log.decode import legacy_value_region
     from kseg.formats.record_batch_v2 import RECORD_BATCH_OVERHEAD
 
     out: list[bytes] = []
@@ -354,7 +354,7 @@ def kseg_command() -> list[str]:
     exe = Path(sys.executable).with_name("kseg")
     if exe.exists():
         return [str(exe)]
-    return [sys.executable, "-c", "from kseg.cli import main; main()"]
+    return [sys.executable, "-c", "from kseg.cli.main import main; main()"]
 
 
 def time_command(cmd: list[str], args: argparse.Namespace, env: dict | None = None,

@@ -59,8 +59,8 @@ def log(msg: str) -> None:
 def generate(root: Path, total_bytes: int, partitions: int, segment_bytes: int) -> dict:
     """A log directory of ``partitions`` topic-partitions of about total/partitions bytes each."""
     from kseg.codecs import get_codec
-    from kseg.index_build import build_indexes
-    from kseg.segment import Segment, segment_file_name
+    from kseg.companions.build import build_indexes
+    from kseg.log.segment import Segment, segment_file_name
 
     meta_path = root / "meta.json"
     wanted = {"generator": GENERATOR_VERSION, "total_bytes": total_bytes, "partitions": partitions,

@@ -30,11 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import SegmentSpec, best_of, machine_info, pin_to_one_core, segment_for  # noqa: E402
 
 from kseg.codecs import get_codec  # noqa: E402
-from kseg.compact import CompactOptions, compact_job  # noqa: E402
-from kseg.convert import DownOptions, Summary, UpOptions, down_convert, rebase, up_convert  # noqa: E402
-from kseg.jobs import WriteOptions, run_job  # noqa: E402
-from kseg.records import batch_records, payload_bytes  # noqa: E402
-from kseg.segment import Segment  # noqa: E402
+from kseg.ops.compact import CompactOptions, compact_job  # noqa: E402
+from kseg.ops.convert import DownOptions, Summary, UpOptions, down_convert, rebase, up_convert  # noqa: E402
+from kseg.ops.jobs import WriteOptions, run_job  # noqa: E402
+from kseg.log.records import batch_records, payload_bytes  # noqa: E402
+from kseg.log.segment import Segment  # noqa: E402
 
 CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 

@@ -14,7 +14,7 @@ The data looks like what a small-record topic holds: 16-byte keys, ~100-byte
 JSON-ish values (text that compresses about as well as real events do), one
 small header per v2 record, timestamps rising a few records per millisecond,
 offsets consecutive from 0. Batches are built with kseg's encoder
-(``kseg.encode``), then a sample is read back with kafka-python's own
+(``kseg.log.encode``), then a sample is read back with kafka-python's own
 decoder, so the two libraries are known to agree on the bytes.
 """
 
@@ -168,7 +168,7 @@ def expected_record(pool: _Pool, spec: SegmentSpec, offset: int) -> tuple:
 
 
 def _v2_batch(pool: _Pool, spec: SegmentSpec, first: int, n: int, codec_impl) -> tuple[bytes, int]:
-    from kseg.encode import build_v2_batch
+    from kseg.log.encode import build_v2_batch
     from kseg.model import Header, Record
 
     records = []
@@ -184,7 +184,7 @@ def _v2_batch(pool: _Pool, spec: SegmentSpec, first: int, n: int, codec_impl) ->
 
 
 def _legacy_entries(pool: _Pool, spec: SegmentSpec, first: int, n: int, codec_impl) -> tuple[bytes, int]:
-    from kseg.encode import build_legacy_message, build_legacy_wrapper
+    from kseg.log.encode import build_legacy_message, build_legacy_wrapper
     from kseg.model import Record
 
     magic = spec.magic

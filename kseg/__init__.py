@@ -10,7 +10,7 @@ typed batches and their records, and build batches.
     ...         print(record.offset, record.key, record.value)
 """
 
-from .errors import (
+from kseg.errors import (
     CorruptBatchError,
     CrcMismatchError,
     DataError,
@@ -21,9 +21,11 @@ from .errors import (
     TruncatedError,
     UnsupportedCodecError,
 )
-from .model import Batch, Header, Record, make_record
-from .records import batch_records
-from .segment import Partition, Segment, open_log_dir, open_partition, open_segment
+from kseg.log import encode  # kseg.encode.build_v2_batch & co.: the public builders
+from kseg.log.records import batch_records
+from kseg.log.segment import Partition, Segment, open_log_dir, open_partition, open_segment
+from kseg.model import Batch, Header, Record, make_record
+from kseg.ops import registry as _registry  # installs the plugin registry reader in kseg.codecs.plugins
 
 __version__ = "0.1.0"
 

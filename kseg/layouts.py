@@ -12,8 +12,15 @@ from typing import NamedTuple
 
 import construct
 
-from .formats import control_record, index_files, kafka07, log_entry, message_v0v1
-from .formats import producer_snapshot, record_batch_v2
+from kseg.formats import (
+    control_record,
+    index_files,
+    kafka07,
+    log_entry,
+    message_v0v1,
+    producer_snapshot,
+    record_batch_v2,
+)
 
 
 class Layout(NamedTuple):

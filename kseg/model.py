@@ -9,11 +9,11 @@ the hot path, which is several times cheaper than a frozen dataclass's
 from __future__ import annotations
 
 import zlib
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from crc32c import crc32c
 
-from .formats.attributes import (
+from kseg.formats.attributes import (
     CODEC_MASK,
     CODEC_NAMES,
     CODEC_PLUGIN,
@@ -25,10 +25,20 @@ from .formats.attributes import (
     TIMESTAMP_TYPE_NAMES,
     TRANSACTIONAL_MASK,
 )
-from .formats.message_v0v1 import CRC_START as LEGACY_CRC_START
-from .formats.record_batch_v2 import CRC_START as V2_CRC_START
+from kseg.formats.message_v0v1 import CRC_START as LEGACY_CRC_START
+from kseg.formats.record_batch_v2 import CRC_START as V2_CRC_START
 
 INT32_MAX = 0x7FFFFFFF
+
+
+# The alias of a plugin id, for ``Batch.codec_name``: the plugin registry lives in
+# ``kseg.codecs.plugins``, above this module, which installs its lookup here.
+_plugin_namer: list[Callable[[int], "str | None"]] = [lambda plugin_id: None]
+
+
+def set_plugin_namer(namer: Callable[[int], "str | None"]) -> None:
+    """Install the plugin id -> alias lookup used by ``Batch.codec_name``."""
+    _plugin_namer[0] = namer
 
 
 class Header(NamedTuple):
@@ -130,9 +140,7 @@ class Batch(NamedTuple):
         if name is not None:
             return name
         if self.plugin_id is not None:
-            from .plugins import plugin_alias  # late: the plugin registry is optional
-
-            alias = plugin_alias(self.plugin_id)
+            alias = _plugin_namer[0](self.plugin_id)
             return f"plugin:{alias}" if alias else f"plugin:{self.plugin_id}"
         return f"unknown({self.codec})"
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from kafka.record.memory_records import MemoryRecords
 
-from kseg.encode import build_legacy_message, build_legacy_wrapper, build_v2_batch
+from kseg.log.encode import build_legacy_message, build_legacy_wrapper, build_v2_batch
 from kseg.model import Record, make_record
-from kseg.segment import segment_file_name
+from kseg.log.segment import segment_file_name
 
 LEGACY_CODECS = ("none", "gzip", "snappy", "lz4")
 V2_CODECS = LEGACY_CODECS + ("zstd",)

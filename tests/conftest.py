@@ -21,8 +21,8 @@ import pytest
 from hypothesis import strategies as st
 
 import kseg
-from kseg import fast
-from kseg.control import control_info
+from kseg.log import fast
+from kseg.log.control import control_info
 from kseg.errors import KsegError
 from kseg.model import Header, Record, make_record
 
@@ -53,7 +53,7 @@ INT32_MAX = (1 << 31) - 1
 def decoder_path(request, monkeypatch):
     """Run a test once with the C accelerator and once with the pure-Python reference.
 
-    ``kseg.fast`` reads ``ACCELERATED`` at call time, so flipping it switches
+    ``kseg.log.fast`` reads ``ACCELERATED`` at call time, so flipping it switches
     every hot path (scan, v2 records, legacy records, the verify summary).
     """
     if request.param == "c":

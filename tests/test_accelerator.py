@@ -1,5 +1,5 @@
-"""The C accelerator (kseg._speedups via kseg.fast) and the pure-Python reference
-(kseg.decode) must agree: same batches, consumed bytes and tail; same records or
+"""The C accelerator (kseg.log._speedups via kseg.log.fast) and the pure-Python reference
+(kseg.log.decode) must agree: same batches, consumed bytes and tail; same records or
 the same error (class, message, byte position, ``where``, expected, found).
 
 Inputs: every real file, client and spec vector, every generated fixture, and
@@ -16,11 +16,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kseg import decode, fast
-from kseg.encode import build_legacy_message, build_legacy_wrapper, build_v2_batch, encode_v2_records
+from kseg.log import decode, fast
+from kseg.log.encode import (
+    build_legacy_message,
+    build_legacy_wrapper,
+    build_v2_batch,
+    encode_v2_records,
+)
 from kseg.errors import KsegError
 from kseg.model import make_record
-from kseg.records import payload_bytes
+from kseg.log.records import payload_bytes
 
 from conftest import (
     FIXTURES_LOGDIR,
@@ -72,7 +77,7 @@ def pure(fn, *args):
 
 
 def both(name: str, *args):
-    """(Python reference, C accelerator) outcomes of ``kseg.fast.<name>``."""
+    """(Python reference, C accelerator) outcomes of ``kseg.log.fast.<name>``."""
     return pure(getattr(fast, name), *args), outcome(getattr(fast, name), *args)
 
 
@@ -316,7 +321,7 @@ enc_records = st.lists(st.tuples(
 @FUZZ
 @given(rows=enc_records, base_offset=st.integers(-(1 << 61), 1 << 61), base_ts=st.integers(-(1 << 61), 1 << 61))
 def test_v2_record_encoders_agree(rows, base_offset, base_ts) -> None:
-    from kseg.encode import encode_v2_records_py
+    from kseg.log.encode import encode_v2_records_py
 
     records = [make_record(base_offset + od, base_ts + td, k, v, h, attributes=a) for od, td, a, k, v, h in rows]
     py = encode_v2_records_py(records, base_offset, base_ts)
@@ -327,7 +332,7 @@ def test_v2_record_encoders_agree(rows, base_offset, base_ts) -> None:
 @FUZZ
 @given(magic=st.sampled_from([0, 1]), data=st.data(), relative=st.booleans())
 def test_legacy_message_encoders_agree(magic, data, relative) -> None:
-    from kseg.encode import build_legacy_message_set_py
+    from kseg.log.encode import build_legacy_message_set_py
 
     records = data.draw(legacy_records(magic=magic, max_size=6))
     records = [r._replace(attributes=data.draw(st.integers(0, 255))) for r in records]
@@ -372,7 +377,7 @@ def test_bug4_summary_with_a_negative_first_delta(monkeypatch) -> None:
 
 def test_encoders_refuse_a_delta_past_int64() -> None:
     """Both encoders refuse a timestamp delta that a varlong cannot carry, with a kseg error."""
-    from kseg import encode
+    from kseg.log import encode
     from kseg.errors import InputError
 
     rec = [make_record(0, 1 << 63, None, None)]
@@ -383,7 +388,7 @@ def test_encoders_refuse_a_delta_past_int64() -> None:
 
 
 def test_bug6_encoders_accept_the_same_bytes_like_types() -> None:
-    from kseg.encode import encode_v2_records_py
+    from kseg.log.encode import encode_v2_records_py
 
     rec = [make_record(0, 0, bytearray(b"ab"), memoryview(b"cd"))]
     assert fast._speedups.encode_v2_records(rec, 0, 0) == encode_v2_records_py(rec, 0, 0)
@@ -408,7 +413,7 @@ def test_records_and_scan_agree_on_a_mixed_buffer() -> None:
 
 def test_legacy_batch_record_matches_the_reference() -> None:
     """The per-message fast path gives the Python reference's record (or error) for every legacy entry."""
-    from kseg.segment import Segment
+    from kseg.log.segment import Segment
 
     seen = 0
     for log in fixture_logs() + real_log_files():

@@ -13,11 +13,11 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kseg.cli import main
-from kseg.encode import build_legacy_message, build_legacy_wrapper, build_v2_batch
+from kseg.cli.main import main
+from kseg.log.encode import build_legacy_message, build_legacy_wrapper, build_v2_batch
 from kseg.model import make_record
-from kseg.segment import Segment, segment_file_name
-from kseg.records import batch_records
+from kseg.log.segment import Segment, segment_file_name
+from kseg.log.records import batch_records
 
 sys.path.insert(0, str(Path(__file__).parent))
 from builders import kafka_python_records  # noqa: E402

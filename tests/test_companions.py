@@ -1,4 +1,4 @@
-"""Companion files: readers (kseg.companions) and checks against the log (kseg.index_check).
+"""Companion files: readers (kseg.companions.read) and checks against the log (kseg.companions.check).
 
 Real files come from /work/shared/realdata (read-only; expected values from its
 SOURCES.md); synthetic index bytes are packed with the layouts in kseg.layouts,
@@ -16,7 +16,7 @@ from crc32c import crc32c
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kseg.companions import (
+from kseg.companions.read import (
     AbortedTxn,
     EpochEntry,
     OffsetIndexEntry,
@@ -37,7 +37,7 @@ from kseg.companions import (
     read_txn_index,
 )
 from kseg.errors import DataError, IndexFileError, InputError, KsegError, TruncatedError
-from kseg.index_check import (
+from kseg.companions.check import (
     BatchSummary,
     IndexFinding,
     check_producer_snapshot,
@@ -59,7 +59,7 @@ from kseg.layouts import (
     SNAPSHOT_HEADER,
     TIME_INDEX_ENTRY,
 )
-from kseg.segment import Segment
+from kseg.log.segment import Segment
 
 from conftest import REALDATA as REAL  # noqa: E402
 LDI = REAL / "LDI-POC/__consumer_offsets-6"

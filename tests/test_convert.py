@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kseg.cli import main
+from kseg.cli.main import main
 from kseg.codecs import get_codec
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -87,7 +87,7 @@ def test_down_convert(tmp_path, magic, codec, to_magic):
 
 
 def test_down_convert_drops_control_batches_and_counts_them(tmp_path):
-    from kseg.encode import build_v2_batch
+    from kseg.log.encode import build_v2_batch
     from kseg.model import make_record
 
     part = tmp_path / "t-0"
@@ -238,7 +238,7 @@ def test_killed_write_leaves_no_output(tmp_path):
     """SIGKILL in the middle of a write: the input is intact and nothing is at the output name."""
     src = tmp_path / "big-0"
     src.mkdir()
-    from kseg.encode import build_v2_batch
+    from kseg.log.encode import build_v2_batch
     from kseg.model import make_record
 
     batch = build_v2_batch([make_record(i, T0, b"k%d" % i, os.urandom(200)) for i in range(500)])
@@ -251,7 +251,7 @@ def test_killed_write_leaves_no_output(tmp_path):
             f.write(b)
     before = hashlib.sha256((src / "00000000000000000000.log").read_bytes()).hexdigest()
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "kseg.cli", "recompress", str(src), "-o", str(out),
+    proc = subprocess.Popen([sys.executable, "-m", "kseg.cli.main", "recompress", str(src), "-o", str(out),
                              "--codec", "gzip", "--level", "9"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     deadline = time.time() + 30

@@ -28,18 +28,18 @@ from crc32c import crc32c
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kseg.cli import main
-from kseg.companions import read_producer_snapshot
+from kseg.cli.main import main
+from kseg.companions.read import read_producer_snapshot
 from kseg.decoders import DecodedRecord, decode_record, family_for
 from kseg.decoders.metadata import decode_metadata_value
 from kseg.decoders.schema import F, M, SchemaError, decode, kafka_json, to_snake_upper, uuid_str
-from kseg.dump import file_kind
-from kseg.encode import build_v2_batch
-from kseg.index_build import build_txn_index
+from kseg.ops.dump import file_kind
+from kseg.log.encode import build_v2_batch
+from kseg.companions.build import build_txn_index
 from kseg.layouts import CONTROL_KEY, END_TXN_MARKER, SNAPSHOT_ENTRY, SNAPSHOT_HEADER
 from kseg.model import make_record
-from kseg.records import batch_records
-from kseg.segment import Segment, partition_segments, segment_file_name
+from kseg.log.records import batch_records
+from kseg.log.segment import Segment, partition_segments, segment_file_name
 
 from conftest import REALDATA
 

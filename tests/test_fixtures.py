@@ -1,10 +1,10 @@
-"""The generated fixtures (fixtures/generate.py) and the index builder (kseg.index_build).
+"""The generated fixtures (fixtures/generate.py) and the index builder (kseg.companions.build).
 
 * the generator reproduces the committed files byte for byte (``--check``);
 * ``kseg verify fixtures/logdir`` is clean;
 * every partition dumps the records of the generator's case table (imported, not restated);
 * the pre-0.8 file dumps its payloads with ``--input-format kafka07``;
-* .index/.timeindex/.txnindex equal what ``kseg.index_build`` makes of the logs;
+* .index/.timeindex/.txnindex equal what ``kseg.companions.build`` makes of the logs;
 * the builder reproduces the real broker-written indexes under /work/shared/realdata.
 """
 
@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kseg.cli import main
-from kseg.companions import parse_offset_index, parse_time_index, parse_txn_index
-from kseg.decode import scan_entries
+from kseg.cli.main import main
+from kseg.companions.read import parse_offset_index, parse_time_index, parse_txn_index
+from kseg.log.decode import scan_entries
 from kseg.errors import InputError
-from kseg.index_build import (
+from kseg.companions.build import (
     CLOSE,
     Append,
     TxnEntry,
@@ -36,7 +36,7 @@ from kseg.index_build import (
     index_entries,
     index_segment,
 )
-from kseg.index_check import check_leader_epoch_checkpoint, check_segment_companions
+from kseg.companions.check import check_leader_epoch_checkpoint, check_segment_companions
 
 from conftest import REALDATA, REPO
 

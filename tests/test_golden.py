@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kseg.cli import main
+from kseg.cli.main import main
 
 from conftest import REPO
 

@@ -37,8 +37,8 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
 import kseg
-from kseg.control import control_info
-from kseg.encode import build_legacy_message, build_legacy_wrapper, build_v2_batch
+from kseg.log.control import control_info
+from kseg.log.encode import build_legacy_message, build_legacy_wrapper, build_v2_batch
 from kseg.model import make_record
 
 from conftest import INT32_MAX, headers_st, keys_or_values, legacy_records, timestamps, v2_records
@@ -295,7 +295,7 @@ def test_kafka_python_reads_kseg_v2_producer_fields(codec, records, pid, epoch, 
     assert (kb.producer_id, kb.producer_epoch, kb.base_sequence) == (pid, epoch, seq)
     assert kb.is_transactional is txn and kb.is_control_batch is False
     assert kb.timestamp_type == (1 if log_append else 0)
-    (b,) = kseg.decode.scan_entries(raw).batches
+    (b,) = kseg.log.decode.scan_entries(raw).batches
     assert b.last_sequence == kb.last_sequence
 
 
@@ -357,7 +357,7 @@ def test_kafka_python_reads_kseg_legacy_wrappers(magic, codec, data, log_append)
     else:
         assert [kr.timestamp for kr in krecs] == [r.timestamp for r in records]
     # kseg reads back the same records; the wrapper carries the last offset and (v1) max timestamp
-    (b,) = kseg.decode.scan_entries(raw).batches
+    (b,) = kseg.log.decode.scan_entries(raw).batches
     assert b.offset == records[-1].offset and b.crc_valid
     if magic == 1 and not log_append:
         assert b.timestamp == max(r.timestamp for r in records)

@@ -17,14 +17,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kseg import plugins
-from kseg.cli import main
+from kseg.codecs import plugins
+from kseg.ops.registry import load_registry
+from kseg.cli.main import main
 from kseg.codecs import SNAPPY
-from kseg.encode import build_v2_batch
+from kseg.log.encode import build_v2_batch
 from kseg.errors import DecompressionError, DecompressionLimitError, UnsupportedCodecError
 from kseg.model import make_record
-from kseg.records import batch_records
-from kseg.segment import Segment, partition_segments, segment_file_name
+from kseg.log.records import batch_records
+from kseg.log.segment import Segment, partition_segments, segment_file_name
 
 sys.path.insert(0, str(Path(__file__).parent))
 from builders import T0, folder_records, write_partition  # noqa: E402
@@ -191,7 +192,7 @@ def test_register_writes_registration_records(registry):
     # registering the same thing again writes nothing
     code, out, err = register(registry, "rev", f"{ME}:ReverseZlib", "1.0")
     assert code == 0 and "nothing written" in out
-    assert len(plugins.load_registry(registry).records) == 2
+    assert len(load_registry(registry).records) == 2
 
 
 def test_list_shows_whether_classes_import(registry):
@@ -541,7 +542,7 @@ def test_plugin_codec_adapter():
 def test_plugin_ids_in_attribute_bits():
     codec = plugins.PluginCodec(plugins.Registration(15, "rev", f"{ME}:ReverseZlib", "1"), ReverseZlib())
     raw = build_v2_batch([make_record(0, T0, b"k", b"v")], plugin_id=15, codec_impl=codec)
-    from kseg.fast import scan_entries
+    from kseg.log.fast import scan_entries
 
     batch = scan_entries(raw, 0, final=True).batches[0]
     assert batch.attributes == 5 | (15 << 8)

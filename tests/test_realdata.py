@@ -26,10 +26,10 @@ from click.testing import CliRunner
 from crc32c import crc32c
 
 import kseg
-from kseg.cli import main
-from kseg.control import control_info
-from kseg.decode import scan_entries
-from kseg.encode import legacy_message_crc
+from kseg.cli.main import main
+from kseg.log.control import control_info
+from kseg.log.decode import scan_entries
+from kseg.log.encode import legacy_message_crc
 from kseg.errors import CorruptBatchError, KsegError, TruncatedError, UnsupportedCodecError
 
 from conftest import (

@@ -29,15 +29,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kseg
-from kseg import fast
-from kseg.cli import main
-from kseg.control import control_info
-from kseg.encode import BatchHeaderV2, assemble_v2, build_legacy_message, build_legacy_wrapper, build_v2_batch
+from kseg.log import fast
+from kseg.cli.main import main
+from kseg.log.control import control_info
+from kseg.log.encode import (
+    BatchHeaderV2,
+    assemble_v2,
+    build_legacy_message,
+    build_legacy_wrapper,
+    build_v2_batch,
+)
 from kseg.errors import DecompressionLimitError, KsegError, TruncatedError
 from kseg.model import make_record
-from kseg.rebuild import rebuild_entry
-from kseg.records import check_v2_batch_records
-from kseg.segment import Segment
+from kseg.log.rebuild import rebuild_entry
+from kseg.log.records import check_v2_batch_records
+from kseg.log.segment import Segment
 
 from conftest import REALDATA, spec_vectors
 
@@ -165,7 +171,7 @@ def decode_everything(batches) -> int:
 
 
 def walk_bytes(buf: bytes):
-    """The sans-IO walk (kseg.fast picks C or Python per ``ACCELERATED``)."""
+    """The sans-IO walk (kseg.log.fast picks C or Python per ``ACCELERATED``)."""
     with time_limit(TIME_LIMIT):
         scan = fast.scan_entries(buf)
         if scan.tail is not None:
@@ -567,7 +573,7 @@ def test_gzip_bomb_dump_is_one_error_line(bomb_segment) -> None:
 
 
 def test_legacy_wrapper_bomb_is_bounded(tmp_path) -> None:
-    from kseg.encode import wrap_legacy
+    from kseg.log.encode import wrap_legacy
 
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(wrap_legacy(41, 1, 1, gzip_bomb(256 * MIB), timestamp=5))

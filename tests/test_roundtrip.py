@@ -3,7 +3,7 @@
 * Parse then build: ``rebuild_entry(batch) == bytes(batch.raw)`` for every
   entry with a valid CRC of every real file, every client vector, every spec
   vector and every generated fixture.
-* Build then parse (hypothesis): random records -> kseg.encode -> kseg decode
+* Build then parse (hypothesis): random records -> kseg.log.encode -> kseg decode
   gives the same records, for every magic x codec; and the built bytes
   rebuild to themselves.
 """
@@ -18,15 +18,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kseg
-from kseg.decode import decode_v2_records, scan_entries
-from kseg.encode import (
+from kseg.log.decode import decode_v2_records, scan_entries
+from kseg.log.encode import (
     build_legacy_message,
     build_legacy_wrapper,
     build_v2_batch,
     encode_v2_records,
 )
 from kseg.model import Header, make_record
-from kseg.rebuild import rebuild_entry
+from kseg.log.rebuild import rebuild_entry
 
 from conftest import (
     FIXTURES_LOGDIR,
@@ -205,7 +205,7 @@ def test_varint_extremes_round_trip(base_offset, base_ts, rows) -> None:
     got = decode_v2_records(data, base_offset, base_ts, len(records), None)
     assert got == records
     assert encode_v2_records(got, base_offset, base_ts) == data
-    fast_got = kseg.fast.decode_v2_records(data, base_offset, base_ts, len(records), None)
+    fast_got = kseg.log.fast.decode_v2_records(data, base_offset, base_ts, len(records), None)
     assert fast_got == records
 
 

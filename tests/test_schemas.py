@@ -27,15 +27,27 @@ from hypothesis import strategies as st
 
 import kseg
 from kseg import layouts
-from kseg.companions import parse_offset_index, parse_producer_snapshot, parse_time_index, parse_txn_index
-from kseg.control import control_info
-from kseg.decode import scan_entries
-from kseg.encode import encode_v2_records
-from kseg.formats import control_record, index_files, kafka07, log_entry, message_v0v1, producer_snapshot
+from kseg.companions.read import (
+    parse_offset_index,
+    parse_producer_snapshot,
+    parse_time_index,
+    parse_txn_index,
+)
+from kseg.log.control import control_info
+from kseg.log.decode import scan_entries
+from kseg.log.encode import encode_v2_records
+from kseg.formats import (
+    control_record,
+    index_files,
+    kafka07,
+    log_entry,
+    message_v0v1,
+    producer_snapshot,
+)
 from kseg.formats import record_batch_v2
 from kseg.formats.record_batch_v2 import RecordBatchV2, RecordBatchV2Header, RecordV2, RecordV2Body
 from kseg.model import Header, make_record
-from kseg.records import payload_bytes
+from kseg.log.records import payload_bytes
 
 from conftest import (
     FIXTURES_LOGDIR,
@@ -94,7 +106,7 @@ def check_header(b: kseg.Batch, compiled: bool = True) -> None:
 
 
 def payload_region(b: kseg.Batch) -> bytes | None:
-    from kseg.decode import legacy_value_region
+    from kseg.log.decode import legacy_value_region
 
     _, value = legacy_value_region(b)
     return None if value is None else bytes(value)
@@ -202,7 +214,7 @@ def test_kafkajs_record_body_vector() -> None:
     # the fast decoder reads the same record once the length is put in front
     framed = RecordV2.build(c)
     assert framed.endswith(body) and framed[: -len(body)] == bytes([(2 * len(body)) & 0x7F | 0x80, (2 * len(body)) >> 7])
-    (r,) = kseg.fast.decode_v2_records(framed, 0, 0, 1, None)
+    (r,) = kseg.log.fast.decode_v2_records(framed, 0, 0, 1, None)
     assert (r.key, r.value) == (c.key, c.value)
     assert [(h.key.encode(), h.value) for h in r.headers] == [(h.key, h.value) for h in c.headers]
 
@@ -249,7 +261,7 @@ def test_record_v2_schema_builds_what_kseg_encodes(records, attrs) -> None:
         key=r.key, value=r.value, headers=[dict(key=h.key.encode("utf-8"), value=h.value) for h in r.headers],
     )) for r in records)
     assert ours == theirs
-    decoded = kseg.fast.decode_v2_records(theirs, base_offset, base_ts, len(records), None)
+    decoded = kseg.log.fast.decode_v2_records(theirs, base_offset, base_ts, len(records), None)
     assert decoded == records
 
 
@@ -362,7 +374,7 @@ def test_derived_layout_unpacks_like_the_schema(name, schema, data) -> None:
 
 def test_layouts_in_use_are_the_derived_ones() -> None:
     """decode and encode use the derived structs, not hand-written copies."""
-    from kseg import decode, encode
+    from kseg.log import decode, encode
 
     assert decode._V2 is layouts.BATCH_V2_HEADER.struct is encode._V2
     assert decode._PREFIX is layouts.LOG_ENTRY_PREFIX.struct
@@ -387,7 +399,7 @@ def test_spec_constants_agree_with_schemas() -> None:
     # every record header type kseg decodes has a schema counterpart
     assert Header._fields == ("key", "value")
     assert [sc.name for sc in record_batch_v2.HeaderV2.subcons] == ["key", "value"]
-    raw = scan_entries(kseg.encode.build_v2_batch([make_record(0, 5, b"k", b"v")])).batches[0].raw
+    raw = scan_entries(kseg.log.encode.build_v2_batch([make_record(0, 5, b"k", b"v")])).batches[0].raw
     assert RecordBatchV2Header.parse(bytes(raw)).batch_length == len(raw) - 12
 
 

@@ -24,11 +24,11 @@ pytest.importorskip("pyarrow")
 
 from click.testing import CliRunner  # noqa: E402
 
-from kseg.cli import main  # noqa: E402
-from kseg.encode import build_v2_batch  # noqa: E402
-from kseg.index_build import build_indexes  # noqa: E402
+from kseg.cli.main import main  # noqa: E402
+from kseg.log.encode import build_v2_batch  # noqa: E402
+from kseg.companions.build import build_indexes  # noqa: E402
 from kseg.model import make_record  # noqa: E402
-from kseg.segment import Segment, segment_file_name  # noqa: E402
+from kseg.log.segment import Segment, segment_file_name  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from builders import CASES, entries, kafka_python_records, write_partition  # noqa: E402
@@ -374,7 +374,7 @@ def test_verify_settles_offsets_across_segments(bad_logdir):
     """The driver-side check across segments agrees with verify_log given the real previous offset."""
     from kseg.spark.jobs import settle
     from kseg.spark.tasks import SENTINEL, verify_task
-    from kseg.verify import VerifyOptions, verify_log
+    from kseg.ops.verify import VerifyOptions, verify_log
 
     options = VerifyOptions()
     for prev in (None, -5, 2, 3, 5, 9, 40):
@@ -473,10 +473,10 @@ def test_failing_conversion_same_error_and_no_output(spark, bad_logdir, tmp_path
 
 
 def test_plain_cli_does_not_import_pyspark(logdir):
-    code = ("import sys; from kseg.cli import main\n"
+    code = ("import sys; from kseg.cli.main import main\n"
             "try:\n    main(['verify', sys.argv[1]])\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
             "assert 'pyspark' not in sys.modules and 'kseg.spark.source' not in sys.modules\n"
-            "from kseg.cli import main as m\n"
+            "from kseg.cli.main import main as m\n"
             "import click\n"
             "ctx = click.Context(m)\n"
             "assert 'spark' in m.list_commands(ctx)\n"

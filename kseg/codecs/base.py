@@ -17,6 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import (
     DecompressionError,
     DecompressionLimitError,
@@ -36,7 +37,6 @@ __all__ = [
     "library_errors",
 ]
 
-DEFAULT_MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024
 
 Buffer = bytes | bytearray | memoryview
 

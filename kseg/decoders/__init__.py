@@ -14,12 +14,15 @@ Kafka's own error text in the kafka lines.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
-from ..model import Record
-from .schema import describe
+from kseg.decoders.metadata import decode_metadata_record
+from kseg.decoders.offsets import decode_offsets_record
+from kseg.decoders.parts import DecodedRecord, Part
+from kseg.decoders.transactions import decode_transaction_record
+from kseg.log.segment import TRANSIENT_SUFFIXES
+from kseg.model import Record
 
 __all__ = ["DECODE_CHOICES", "FAMILIES", "DecodedRecord", "Part", "decode_record", "family_for"]
 
@@ -32,72 +35,6 @@ AUTO_TOPICS = {
     "__transaction_state": "transactions",
     "__cluster_metadata": "metadata",
 }
-TRANSIENT_SUFFIXES = (".deleted", ".cleaned", ".swap")
-
-
-@dataclass(frozen=True)
-class Part:
-    """A decoded key or value; ``data`` is None when it is shown raw (then ``note`` says why)."""
-
-    schema: str | None  # Kafka's message name, e.g. "OffsetCommitValue"
-    version: int | None
-    data: dict | None = None
-    extra: dict = field(default_factory=dict)  # e.g. {"type": "TOPIC_RECORD", "type_id": 2}
-    notes: tuple[str, ...] = ()  # things skipped on the way (unknown tagged fields)
-    raw: bytes | None = None
-    note: str | None = None
-
-    @property
-    def is_raw(self) -> bool:
-        return self.data is None
-
-    def as_json(self) -> dict:
-        out: dict[str, Any] = {"schema": self.schema, "version": self.version, **self.extra}
-        if self.data is None:
-            out["raw"] = None if self.raw is None else self.raw.hex()
-            out["note"] = self.note
-        else:
-            out["data"] = self.data
-            if self.notes:
-                out["notes"] = list(self.notes)
-        return out
-
-    def describe(self) -> str:
-        """One line for people: ``OffsetCommitValue v3 offset=12 metadata="" ...``."""
-        head = f"{self.schema or 'unknown'}" + ("" if self.version is None else f" v{self.version}")
-        if self.data is None:
-            raw = "" if self.raw is None else self.raw[:32].hex() + ("..." if len(self.raw) > 32 else "")
-            size = "" if self.raw is None else f" {len(self.raw)} bytes"
-            return f"{head} <raw{size}: {raw}> ({self.note})"
-        body = describe(self.data)
-        extra = "".join(f" [{n}]" for n in self.notes)
-        return f"{head} {body}{extra}" if body else f"{head}{extra}"
-
-
-def raw_part(data: bytes | None, note: str, schema: str | None = None, version: int | None = None,
-             **extra: Any) -> Part:
-    return Part(schema, version, None, dict(extra), (), None if data is None else bytes(data), note)
-
-
-def skipping_line(offset: int, message: str) -> str:
-    """What kafka-dump-log.sh prints for a record its decoder cannot read."""
-    return f"Error at offset {offset}, skipping. {message}"
-
-
-@dataclass(frozen=True)
-class DecodedRecord:
-    """One record decoded by a family. ``key``/``value`` None: no key (metadata records,
-    control records) or a null value (a tombstone: ``<DELETE>`` in Kafka's lines)."""
-
-    key: Part | None
-    value: Part | None
-    kafka_key: str | None  # what follows "key: " in kafka-dump-log.sh's line (None: not printed)
-    kafka_payload: str | None  # what follows "payload: "
-
-    @property
-    def fallbacks(self) -> list[Part]:
-        """The parts shown raw."""
-        return [p for p in (self.key, self.value) if p is not None and p.is_raw]
 
 
 def family_for(path: str | Path, choice: str | None) -> str | None:
@@ -121,21 +58,14 @@ def family_for(path: str | Path, choice: str | None) -> str | None:
     return None
 
 
-def _decoders() -> dict[str, Callable[[Record, bool], DecodedRecord | None]]:
-    from .metadata import decode_metadata_record
-    from .offsets import decode_offsets_record
-    from .transactions import decode_transaction_record
-
-    return {"offsets": decode_offsets_record, "transactions": decode_transaction_record,
-            "metadata": decode_metadata_record}
-
-
-_DECODERS: dict[str, Callable[[Record, bool], DecodedRecord | None]] = {}
+_DECODERS: dict[str, Callable[[Record, bool], DecodedRecord | None]] = {
+    "offsets": decode_offsets_record,
+    "transactions": decode_transaction_record,
+    "metadata": decode_metadata_record,
+}
 
 
 def decode_record(family: str, record: Record, is_control: bool = False) -> DecodedRecord | None:
     """Decode one record of a ``family`` topic; None for records the family does not describe
     (transaction markers in ``__consumer_offsets``, for instance)."""
-    if not _DECODERS:
-        _DECODERS.update(_decoders())
     return _DECODERS[family](record, is_control)

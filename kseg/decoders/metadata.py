@@ -17,11 +17,20 @@ newer than these tables are shown raw with a note.
 
 from __future__ import annotations
 
-from ..control import control_info
-from ..errors import KsegError
-from ..model import Record
-from . import DecodedRecord, Part, raw_part
-from .schema import F, M, Message, SchemaError, decode, kafka_json, read_uvarint, to_snake_upper
+from kseg.decoders.parts import DecodedRecord, Part, raw_part
+from kseg.decoders.schema import (
+    F,
+    M,
+    Message,
+    SchemaError,
+    decode,
+    kafka_json,
+    read_uvarint,
+    to_snake_upper,
+)
+from kseg.errors import KsegError
+from kseg.log.control import control_info
+from kseg.model import Record
 
 FRAME_VERSION = 1
 

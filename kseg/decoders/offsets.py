@@ -15,9 +15,9 @@ from __future__ import annotations
 import base64
 import struct
 
-from ..model import Record
-from . import DecodedRecord, Part, raw_part, skipping_line
-from .schema import F, M, Message, SchemaError, decode, kafka_json, read_int16_version
+from kseg.decoders.parts import DecodedRecord, Part, raw_part, skipping_line
+from kseg.decoders.schema import F, M, Message, SchemaError, decode, kafka_json, read_int16_version
+from kseg.model import Record
 
 _I16 = struct.Struct(">h")
 

@@ -30,11 +30,11 @@ import base64
 import json
 import math
 import struct
-from decimal import Decimal
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, NamedTuple
 
-from ..errors import DataError
+from kseg.errors import DataError
 
 __all__ = [
     "Decoded",

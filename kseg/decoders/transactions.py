@@ -13,10 +13,9 @@ TransactionLogKey.json`` and ``TransactionLogValue.json``; the kafka line format
 
 from __future__ import annotations
 
-from ..model import Record
-from . import DecodedRecord, Part, raw_part, skipping_line
-from .schema import F, M, SchemaError, decode, read_int16_version
-
+from kseg.decoders.parts import DecodedRecord, Part, raw_part, skipping_line
+from kseg.decoders.schema import F, M, SchemaError, decode, read_int16_version
+from kseg.model import Record
 
 TRANSACTION_LOG_KEY = M("TransactionLogKey", "0", "none", F("TransactionalId", "string"))
 

@@ -17,14 +17,14 @@ from typing import Any
 
 def register(spark: Any, *, filter_pushdown: bool = True) -> None:
     """Make ``format("kseg")`` available in a SparkSession (reads and writes)."""
-    from .source import register as _register
+    from kseg.spark.source import register as _register
 
     _register(spark, filter_pushdown=filter_pushdown)
 
 
 def get_session(master: str | None = None, conf: dict[str, str] | None = None, **kw: Any) -> Any:
     """A SparkSession with kseg's defaults (see ``kseg.spark.session``), ``format("kseg")`` registered."""
-    from .session import get_session as _get
+    from kseg.spark.session import get_session as _get
 
     return _get(master, conf, **kw)
 

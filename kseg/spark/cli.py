@@ -17,10 +17,45 @@ from typing import Any, Callable, Iterator
 
 import click
 
-from .. import cli as plain
-from ..errors import InputError
-
-EXIT_OK, EXIT_DATA = plain.EXIT_OK, plain.EXIT_DATA
+from kseg.cli.common import (
+    EXIT_DATA,
+    EXIT_OK,
+    Decorator,
+    check_log_append,
+    compact_options,
+    compact_setup,
+    down_convert_options,
+    dump_options,
+    expand_for_dump,
+    guarded,
+    params_of,
+    prepare_dump,
+    rebase_options,
+    recompress_options,
+    topic_set,
+    up_convert_options,
+    verify_options,
+    write_flags,
+)
+from kseg.codecs.choice import choose
+from kseg.errors import InputError
+from kseg.log.atomic import AtomicFile
+from kseg.ops.dump import DumpOptions
+from kseg.ops.kafka07 import verify_kafka07
+from kseg.ops.verify import VerifyOptions, input_groups
+from kseg.render.kafka07 import dump_kafka07
+from kseg.render.reports import compact_json, compact_line, job_line, write_verify
+from kseg.spark.jobs import (
+    registry_path,
+    spark_compact,
+    spark_convert,
+    spark_dump,
+    spark_verify,
+    stdout_binary,
+    verify_rows,
+    write_report,
+)
+from kseg.spark.tasks import ConvertParams, DumpParams
 
 
 @click.group("spark", context_settings={"help_option_names": ["-h", "--help"]})
@@ -66,7 +101,7 @@ class _Run:
     @contextlib.contextmanager
     def session(self) -> Iterator[Any]:
         try:
-            from .session import Started, get_session
+            from kseg.spark.session import Started, get_session
         except ImportError as e:  # pragma: no cover - depends on the install
             raise InputError(f"kseg spark needs PySpark and pyarrow: pip install 'kseg[spark]' ({e})") from None
         t0 = time.perf_counter()
@@ -96,10 +131,10 @@ class _Run:
                 "job_seconds": round(self.t_job, 3)}
 
 
-def _command(name: str, base: click.Command, extra: list[click.Parameter], help_text: str | None = None):
+def _command(name: str, option_set: Decorator, extra: list[click.Parameter], help_text: str):
     def decorate(fn: Callable[..., Any]) -> click.Command:
-        cmd = click.Command(name, callback=plain.guarded(fn), params=[*base.params, *extra, *SPARK_PARAMS],
-                            help=help_text or base.help, short_help=base.short_help)
+        cmd = click.Command(name, callback=guarded(fn), params=[*params_of(option_set), *extra, *SPARK_PARAMS],
+                            help=help_text)
         spark.add_command(cmd)
         return cmd
 
@@ -111,8 +146,6 @@ def _stdout_to(output: Path | None) -> Iterator[None]:
     if output is None:
         yield
         return
-    from ..output import AtomicFile
-
     f = AtomicFile(output)
     import io
 
@@ -138,34 +171,28 @@ def _stdout_to(output: Path | None) -> Iterator[None]:
 # --------------------------------------------------------------------------- verify
 
 
-@_command("verify", plain.verify, [
+@_command("verify", verify_options, [
     click.Option(["-o", "--output"], type=click.Path(dir_okay=False, path_type=Path), default=None,
                  help="Write the report here instead of stdout."),
 ], "Check segment files, partition folders or log directories on Spark, one task per file.\n\n"
    "The same checks, output and exit codes as `kseg verify` (0 clean, 1 problems, 2 unusable input).")
-def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input_format: str,
+def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input_format: str, verbose: bool,
            max_decompressed_bytes: int, output: Path | None, master: str | None, conf: tuple[str, ...],
-           report: Path | None, timings: bool, **rest: Any) -> None:
-    from ..verify import VerifyOptions, _groups
-
-    shown = {"verbose": rest["verbose"]} if "verbose" in rest else {}
+           report: Path | None, timings: bool) -> None:
+    shown = {"verbose": verbose}
 
     if input_format == "kafka07":
-        from ..kafka07 import verify_kafka07
-
         rep = verify_kafka07(paths, quick=quick, max_decompressed_bytes=max_decompressed_bytes)
         with _stdout_to(output):
-            plain._print_verify(rep, fmt, **shown)
+            write_verify(rep, sys.stdout, fmt, **shown)
         raise SystemExit(EXIT_OK if rep.ok else EXIT_DATA)
     options = VerifyOptions(quick=quick, max_decompressed_bytes=max_decompressed_bytes, check_indexes=not no_index)
-    _groups(paths)  # unusable input: exit 2 before Spark starts
+    input_groups(paths)  # unusable input: exit 2 before Spark starts
     run = _Run(master, conf, timings)
-    from .jobs import spark_verify, verify_rows, write_report
-
     with run.session() as session:
         rep, rows, stats = spark_verify(session, paths, options)
     with _stdout_to(output):
-        plain._print_verify(rep, fmt, **shown)
+        write_verify(rep, sys.stdout, fmt, **shown)
     if report is not None:
         write_report(report, "verify", verify_rows(rep, rows),
                      {"ok": rep.ok, "error_count": rep.error_count, **stats, **run.summary()})
@@ -175,7 +202,7 @@ def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input
 # --------------------------------------------------------------------------- dump
 
 
-@_command("dump", plain.dump, [
+@_command("dump", dump_options, [
     click.Option(["-o", "--output"], type=click.Path(dir_okay=False, path_type=Path), default=None,
                  help="Write the dump here instead of stdout."),
     click.Option(["--tmp-dir"], type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -183,61 +210,27 @@ def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input
                       "system's temporary folder]; on a cluster, a folder every executor can write."),
 ], "Show the batches (and with --records the records) of segment files, one Spark task per file.\n\n"
    "The same output as `kseg dump`, streamed in file order.")
-def dump(paths: tuple[Path, ...], deep: bool, fmt: str, payload: str | None, key_decoder: str | None,
-         value_decoder: str | None, from_offset: int | None, to_offset: int | None, from_time: int | None,
-         to_time: int | None, max_bytes: int | None, keep_going: bool, input_format: str,
+def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, key_decoder: str | None,
+         value_decoder: str | None, decode: str | None, from_offset: int | None, to_offset: int | None,
+         from_time: int | None, to_time: int | None, max_bytes: int | None, keep_going: bool, input_format: str,
          max_decompressed_bytes: int, output: Path | None, tmp_dir: Path | None, master: str | None,
-         conf: tuple[str, ...], report: Path | None, timings: bool, **rest: Any) -> None:
-    # The same preparation as the plain command (kseg.cli.dump), then one task per file.
-    import dataclasses
-
-    from ..dump import DumpOptions
-    from ..payload import load_decoder
-    from ..render import payload_decoder
-    from ..segment import expand_inputs
-    from .tasks import DumpParams
-
-    if payload is None:
-        payload = "none" if fmt == "kafka" else "utf8"
-    payload_decoder(payload, fmt)
-    if key_decoder:
-        load_decoder(key_decoder)
-    if value_decoder:
-        load_decoder(value_decoder)
-    if (key_decoder or value_decoder) and fmt == "kafka":
-        deep = True
-    if fmt == "kafka" and payload != "none":
-        deep = True
-    decode = rest.get("decode")
-    if decode == "none":
-        decode = None
-    if decode:
-        deep = True
-    files = plain._expand_for_dump(paths, expand_inputs)
+         conf: tuple[str, ...], report: Path | None, timings: bool) -> None:
+    # The same preparation as the plain command, then one task per file.
+    payload, kd, vd, records, decode = prepare_dump(fmt, payload, key_decoder, value_decoder, records, decode)
+    files = expand_for_dump(paths)
     if input_format == "kafka07":
-        ctx = click.get_current_context()
-        callback: Any = plain.dump.callback
         with _stdout_to(output):
-            ctx.invoke(callback, paths=paths, deep=deep, fmt=fmt, payload=payload,
-                       key_decoder=key_decoder, value_decoder=value_decoder, from_offset=from_offset,
-                       to_offset=to_offset, from_time=from_time, to_time=to_time, max_bytes=max_bytes,
-                       keep_going=keep_going, input_format=input_format,
-                       max_decompressed_bytes=max_decompressed_bytes, **rest)
+            dump_kafka07(files, sys.stdout, fmt=fmt, deep=records, key_decoder=kd, value_decoder=vd)
         return
-    extra = {"decode": decode} if "decode" in {f.name for f in dataclasses.fields(DumpOptions)} else {}
-    options = DumpOptions(records=deep, from_offset=from_offset, to_offset=to_offset, from_time=from_time,
+    options = DumpOptions(records=records, from_offset=from_offset, to_offset=to_offset, from_time=from_time,
                           to_time=to_time, max_bytes=max_bytes, max_decompressed_bytes=max_decompressed_bytes,
-                          keep_going=keep_going, strict_names=fmt == "kafka", **extra)
-    from .jobs import _registry, spark_dump, stdout_binary, write_report
-
-    params = DumpParams(fmt, payload, key_decoder, value_decoder, deep, options,
+                          keep_going=keep_going, strict_names=fmt == "kafka", decode=decode)
+    params = DumpParams(fmt, payload, key_decoder, value_decoder, records, options,
                         encoding=sys.stdout.encoding or "utf-8", errors=sys.stdout.errors or "strict",
-                        registry=_registry())
+                        registry=registry_path())
     run = _Run(master, conf, timings)
     sink = None
     if output is not None:
-        from ..output import AtomicFile
-
         sink = AtomicFile(output)
     out = sink.f if sink is not None else stdout_binary()
     err = getattr(sys.stderr, "buffer", sys.stderr)
@@ -273,83 +266,81 @@ def dump(paths: tuple[Path, ...], deep: bool, fmt: str, payload: str | None, key
 
 def _convert(command: str, input_path: Path, output: Path, args: dict, write: Any, master: str | None,
              conf: tuple[str, ...], report: Path | None, timings: bool) -> None:
-    from .jobs import _registry, spark_convert, write_report
-    from .tasks import ConvertParams
-
-    params = ConvertParams(command, args, write, _registry())
+    params = ConvertParams(command, args, write, registry_path())
     run = _Run(master, conf, timings)
     with run.session() as session:
         result, rows = spark_convert(session, params, input_path, output)
     if report is not None:
         write_report(report, command, rows, {"summary": result.summary.as_json(), **run.summary()})
-    plain._report_job(result, output)
+    click.echo(job_line(result, output), err=True)
 
 
 def _common_args(max_decompressed_bytes: int) -> dict:
     return {"max_decompressed_bytes": max_decompressed_bytes}
 
 
-@_command("up-convert", plain.up_convert_cmd, [])
-def up_convert(input_path: Path, output: Path, no_index: bool, index_interval_bytes: int, force: bool,
+@_command("up-convert", up_convert_options, [], "Convert to a newer message format on Spark, one task per "
+                                                "topic-partition (the options of `kseg up-convert`).")
+def up_convert(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
                max_decompressed_bytes: int, to_magic: int, codec: str, level: int | None, input_format: str,
                base_offset: int, timestamp_type: str, log_append_time: int | None, batch_records: int,
-               batch_bytes: int, master: str | None, conf: tuple[str, ...], report: Path | None, timings: bool,
-               **_: Any) -> None:
-    if (timestamp_type == "log-append") != (log_append_time is not None):
-        raise InputError("--timestamp-type log-append and --log-append-time go together")
-    plain._codec_choice(codec, level)  # a bad name: exit 2 before Spark starts
+               batch_bytes: int, master: str | None, conf: tuple[str, ...], report: Path | None,
+               timings: bool) -> None:
+    check_log_append(timestamp_type, log_append_time)
+    choose(codec, level)  # a bad name: exit 2 before Spark starts
     args = dict(_common_args(max_decompressed_bytes), to_magic=to_magic, codec=codec, level=level,
                 log_append_time=log_append_time, batch_records=batch_records, batch_bytes=batch_bytes,
                 input_format=input_format, base_offset=base_offset)
-    _convert("up-convert", input_path, output, args, plain._write_flags(output, no_index, index_interval_bytes, force),
+    _convert("up-convert", input_path, output, args, write_flags(no_index, index_interval_bytes, force),
              master, conf, report, timings)
 
 
-@_command("down-convert", plain.down_convert_cmd, [])
-def down_convert(input_path: Path, output: Path, no_index: bool, index_interval_bytes: int, force: bool,
+@_command("down-convert", down_convert_options, [], "Convert to an older message format on Spark, one task per "
+                                                    "topic-partition (the options of `kseg down-convert`).")
+def down_convert(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
                  max_decompressed_bytes: int, to_magic: int, codec: str, level: int | None, master: str | None,
-                 conf: tuple[str, ...], report: Path | None, timings: bool, **_: Any) -> None:
-    plain._codec_choice(codec, level)
+                 conf: tuple[str, ...], report: Path | None, timings: bool) -> None:
+    choose(codec, level)
     args = dict(_common_args(max_decompressed_bytes), to_magic=to_magic, codec=codec, level=level)
-    _convert("down-convert", input_path, output, args,
-             plain._write_flags(output, no_index, index_interval_bytes, force), master, conf, report, timings)
+    _convert("down-convert", input_path, output, args, write_flags(no_index, index_interval_bytes, force),
+             master, conf, report, timings)
 
 
-@_command("recompress", plain.recompress_cmd, [])
-def recompress(input_path: Path, output: Path, no_index: bool, index_interval_bytes: int, force: bool,
+@_command("recompress", recompress_options, [], "Recompress on Spark, one task per topic-partition "
+                                                "(the options of `kseg recompress`).")
+def recompress(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
                max_decompressed_bytes: int, codec: str, level: int | None, topics: str, batch_records: int,
-               master: str | None, conf: tuple[str, ...], report: Path | None, timings: bool, **_: Any) -> None:
-    plain._codec_choice(codec, level, keep_allowed=False)
-    wanted = sorted({t.strip() for t in topics.split(",") if t.strip()})
+               master: str | None, conf: tuple[str, ...], report: Path | None, timings: bool) -> None:
+    choose(codec, level, keep_allowed=False)
     args = dict(_common_args(max_decompressed_bytes), codec=codec, level=level, batch_records=batch_records,
-                topics_wanted=frozenset(wanted))
-    _convert("recompress", input_path, output, args,
-             plain._write_flags(output, no_index, index_interval_bytes, force), master, conf, report, timings)
+                topics_wanted=frozenset(sorted(topic_set(topics))))
+    _convert("recompress", input_path, output, args, write_flags(no_index, index_interval_bytes, force),
+             master, conf, report, timings)
 
 
-@_command("rebase", plain.rebase_cmd, [])
-def rebase(input_path: Path, output: Path, no_index: bool, index_interval_bytes: int, force: bool,
+@_command("rebase", rebase_options, [], "Shift every offset on Spark, one task per topic-partition "
+                                        "(the options of `kseg rebase`).")
+def rebase(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
            max_decompressed_bytes: int, base_offset: int, master: str | None, conf: tuple[str, ...],
-           report: Path | None, timings: bool, **_: Any) -> None:
+           report: Path | None, timings: bool) -> None:
     args = dict(_common_args(max_decompressed_bytes), base_offset=base_offset)
-    _convert("rebase", input_path, output, args, plain._write_flags(output, no_index, index_interval_bytes, force),
+    _convert("rebase", input_path, output, args, write_flags(no_index, index_interval_bytes, force),
              master, conf, report, timings)
 
 
 # --------------------------------------------------------------------------- compaction
 
 
-@_command("compact", plain.compact_cmd, [])
+@_command("compact", compact_options, [], "Keep the latest record per key on Spark, one task per "
+                                          "topic-partition (the options of `kseg compact`).")
 def compact(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, force: bool, now_ms: int | None,
             delete_retention_ms: int, min_compaction_lag_ms: int, include_active: bool, topics: str,
             key_map_bytes: int, producer_id_expiration_ms: int, first_dirty_offset: int | None,
             single_pass: bool, fmt: str, max_decompressed_bytes: int, master: str | None, conf: tuple[str, ...],
-            report: Path | None, timings: bool, **_: Any) -> None:
-    from .jobs import spark_compact, write_report
-
-    o, wanted = plain.compact_setup(inputs, output, dry_run, now_ms, delete_retention_ms, min_compaction_lag_ms,
-                                    include_active, topics, key_map_bytes, producer_id_expiration_ms,
-                                    first_dirty_offset, single_pass, max_decompressed_bytes)
+            report: Path | None, timings: bool) -> None:
+    o, wanted = compact_setup(inputs, output, dry_run, now_ms, delete_retention_ms, min_compaction_lag_ms,
+                              include_active, topics, key_map_bytes, producer_id_expiration_ms,
+                              first_dirty_offset, single_pass, max_decompressed_bytes)
     run = _Run(master, conf, timings)
     with run.session() as session:
         result, rows = spark_compact(session, list(inputs), None if dry_run else output, o, force=force,
@@ -357,4 +348,7 @@ def compact(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, force:
     if report is not None:
         write_report(report, "compact", rows, {"partitions": result.partitions, "now_ms": o.now_ms,
                                                **result.stats.as_json(), **run.summary()})
-    plain.print_compact(result, o, fmt, dry_run, output)
+    if fmt == "json":
+        click.echo(compact_json(result, o.now_ms))
+    else:
+        click.echo(compact_line(result, dry_run, output), err=True)

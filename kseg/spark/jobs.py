@@ -24,10 +24,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..errors import InputError, KsegError
-from .tasks import (
+from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES
+from kseg.errors import InputError, KsegError
+from kseg.spark.tasks import (
     SENTINEL,
-    CompactResult as TaskCompactResult,
     ConvertParams,
     DumpParams,
     DumpResult,
@@ -40,7 +40,9 @@ from .tasks import (
     dump_task,
     verify_task,
 )
-
+from kseg.spark.tasks import (
+    CompactResult as TaskCompactResult,
+)
 
 MIN_TASK_BYTES = 32 * 1024 * 1024  # a Python task costs tens of milliseconds: do not make many tiny ones
 FILE_COST_BYTES = 256 * 1024  # what opening one more file costs, in bytes read
@@ -119,7 +121,7 @@ def _first_failure(results: list[Any]) -> KsegError | None:
     return None
 
 
-def _registry() -> str | None:
+def registry_path() -> str | None:
     import click
 
     ctx = click.get_current_context(silent=True)
@@ -153,7 +155,7 @@ def settle(result: VerifyResult, prev: int | None) -> Any:
     prev = F - 1 the note goes (unless the note cap may have hidden another one);
     prev >= F (offsets going backwards) needs a rerun.
     """
-    from ..verify import MAX_NOTES_PER_KIND, NOTE
+    from kseg.ops.verify import MAX_NOTES_PER_KIND, NOTE
 
     fr = result.report
     if fr.batches == 0:
@@ -193,13 +195,13 @@ def _combine(prev: int | None, own: int | None) -> int | None:
 def spark_verify(spark: Any, paths: Sequence[str | Path], options: Any) -> tuple[Any, list[FileRow], dict]:
     """``verify_paths`` on Spark: one task per file, offsets checked across a partition's segments
     on the driver; returns (VerifyReport, per-file rows, stats)."""
-    from ..verify import VerifyReport, _groups
+    from kseg.ops.verify import VerifyReport, input_groups
 
-    groups = _groups(paths)
+    groups = input_groups(paths)
     items: list[tuple[str, bool, Any]] = []
     where: list[tuple[int, int]] = []
     weights: list[int] = []
-    from .. import verify
+    from kseg.ops import verify
 
     is_companion = getattr(verify, "is_companion", lambda p: p.suffix not in (".log", ".checkpoint"))
     for gi, group in enumerate(groups):
@@ -211,7 +213,7 @@ def spark_verify(spark: Any, paths: Sequence[str | Path], options: Any) -> tuple
                 weights.append(path.stat().st_size)
             except OSError:
                 weights.append(0)
-    registry = _registry()
+    registry = registry_path()
     results = run_tasks(spark, partial(verify_task, options, registry), items, weights, "kseg verify")
     failure = _first_failure(results)
     if failure is not None:
@@ -353,10 +355,10 @@ def _copy(path: Path, out: Any) -> None:
 def spark_convert(spark: Any, params: ConvertParams, src: Path, output: Path) -> tuple[Any, list[dict]]:
     """``run_job`` on Spark: per topic-partition for a log directory, one task otherwise.
     Returns (a JobResult-like object with ``summary`` and ``segments``, per-partition rows)."""
-    from ..convert import Summary
-    from ..jobs import JobResult
-    from ..output import AtomicDir, check_output
-    from ..segment import log_dir_partitions, partition_segments
+    from kseg.log.atomic import AtomicDir, check_output
+    from kseg.log.segment import log_dir_partitions, partition_segments
+    from kseg.ops.convert import Summary
+    from kseg.ops.jobs import JobResult
 
     if not src.exists():
         raise InputError("no such file or directory", file=str(src))
@@ -421,13 +423,13 @@ def _convert_row(name: str, r: Any) -> dict:
 
 
 def spark_compact(spark: Any, inputs: list[Path], output: Path | None, o: Any, *, force: bool,
-                  topics: set[str] | None, index_interval_bytes: int = 4096) -> tuple[Any, list[dict]]:
+                  topics: set[str] | None, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> tuple[Any, list[dict]]:
     """``compact_job`` on Spark: per partition for a log directory, one task otherwise."""
-    from ..compact import CompactResult
-    from ..output import AtomicDir, check_output
-    from ..segment import log_dir_partitions, partition_segments
+    from kseg.log.atomic import AtomicDir, check_output
+    from kseg.log.segment import log_dir_partitions, partition_segments
+    from kseg.ops.compact import CompactResult
 
-    registry = _registry()
+    registry = registry_path()
     if not (len(inputs) == 1 and inputs[0].is_dir() and not partition_segments(inputs[0])):
         [r] = run_tasks(spark, partial(compact_whole_task, (o, force, topics, registry)),
                         [([str(i) for i in inputs], None if output is None else str(output))], None, "kseg compact")
@@ -482,7 +484,7 @@ def _compact_row(name: str, r: TaskCompactResult) -> dict:
 
 def write_report(path: Path, command: str, rows: list[dict], summary: dict) -> None:
     """Per-file (or per-partition) results: Parquet for .parquet/.pq names, else JSON."""
-    from ..output import write_atomic
+    from kseg.log.atomic import write_atomic
 
     if path.suffix.lower() in (".parquet", ".pq"):
         import pyarrow as pa

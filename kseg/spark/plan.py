@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..errors import InputError
-from ..segment import base_offset_of, expand_inputs, parse_partition_dir
+from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
+from kseg.defaults import parse_size as _size
+from kseg.errors import InputError
+from kseg.log.segment import base_offset_of, expand_inputs, parse_partition_dir
 
 DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
 _ENTRY_HEAD = struct.Struct(">qiiB")  # offset, size, crc/leader epoch, magic
@@ -52,7 +54,7 @@ class Slice:
 
 
 def _is_log(path: Path) -> bool:
-    from ..dump import file_kind
+    from kseg.ops.dump import file_kind
 
     return file_kind(path, strict=True) in _LOG_KINDS
 
@@ -81,7 +83,7 @@ def list_segments(paths: Iterable[str | os.PathLike]) -> list[SegmentFile]:
 
 def read_index(path: str) -> list[tuple[int, int]]:
     """(absolute offset, position) entries of a segment's .index, or [] when absent or unusable."""
-    from ..companions import parse_offset_index
+    from kseg.companions.read import parse_offset_index
 
     log = Path(path)
     base = base_offset_of(log)
@@ -105,7 +107,7 @@ def read_index(path: str) -> list[tuple[int, int]]:
 
 def entry_starts_at(path: str, position: int, file_size: int, max_offset: int | None = None) -> bool:
     """Whether a whole entry with a valid CRC starts at ``position`` (an index boundary check)."""
-    from ..fast import scan_entries
+    from kseg.log.fast import scan_entries
 
     try:
         with open(path, "rb") as f:
@@ -349,7 +351,7 @@ def seek_range(s: Slice, cond: Conditions | None) -> tuple[int, int | None]:
 class ReadOptions:
     level: str = "records"
     split_bytes: int = DEFAULT_SPLIT_BYTES
-    max_decompressed_bytes: int = 256 * 1024 * 1024
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
     mode: str = "failfast"  # or "dropmalformed": skip batches that do not decode
     arrow: bool = True
     max_records_per_batch: int = 16384
@@ -386,7 +388,7 @@ class ReadOptions:
         return cls(
             level=level,
             split_bytes=_size(get("splitBytes", DEFAULT_SPLIT_BYTES)),
-            max_decompressed_bytes=_size(get("maxDecompressedBytes", 256 * 1024 * 1024)),
+            max_decompressed_bytes=_size(get("maxDecompressedBytes", DEFAULT_MAX_DECOMPRESSED_BYTES)),
             mode=mode,
             arrow=str(get("arrow", "true")).lower() not in ("false", "0", "no"),
             max_records_per_batch=int(get("maxRecordsPerBatch", 16384)),
@@ -394,20 +396,6 @@ class ReadOptions:
             columns=[c.strip() for c in str(get("columns")).split(",") if c.strip()] if get("columns") else None,
             paths=paths,
         )
-
-
-def _size(v: Any) -> int:
-    if isinstance(v, int):
-        return v
-    text = str(v).strip().lower().rstrip("ib").rstrip("b")
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-    mult = 1
-    if text and text[-1] in units:
-        mult, text = units[text[-1]], text[:-1]
-    try:
-        return int(text) * mult
-    except ValueError:
-        raise InputError(f"not a size: {v!r} (e.g. 134217728, 128MiB)") from None
 
 
 def option_conditions(options: Any) -> Conditions:

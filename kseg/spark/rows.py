@@ -12,12 +12,12 @@ from itertools import accumulate, chain
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..errors import KsegError
-from ..formats.attributes import CODEC_NONE, LOG_APPEND_TIME, NO_SEQUENCE
-from ..model import Batch
-from ..records import batch_records
-from ..segment import Segment
-from .plan import Conditions, ReadOptions, Slice, seek_range
+from kseg.errors import KsegError
+from kseg.formats.attributes import CODEC_NONE, LOG_APPEND_TIME, NO_SEQUENCE
+from kseg.log.records import batch_records
+from kseg.log.segment import Segment
+from kseg.model import Batch
+from kseg.spark.plan import Conditions, ReadOptions, Slice, seek_range
 
 INT32_MAX = (1 << 31) - 1
 
@@ -65,7 +65,7 @@ def check_columns(level: str, columns: list[str] | None) -> list[str] | None:
     known = [n for n, _ in _ddl_parts(level)]
     unknown = [c for c in columns if c not in known]
     if unknown or not columns:
-        from ..errors import InputError
+        from kseg.errors import InputError
 
         raise InputError(f"option columns: unknown {', '.join(unknown) or '(none given)'}; "
                          f"the {level} schema has {', '.join(known)}")

@@ -102,8 +102,8 @@ class Started:
 def _warm_worker(_: int) -> None:
     import time as _time
 
+    import kseg.ops.verify  # noqa: F401
     import kseg.spark.tasks  # noqa: F401  (and with it kseg's decoders, codecs and checks)
-    import kseg.verify  # noqa: F401
 
     _time.sleep(0.2)  # so that each task slot starts its own worker
 
@@ -155,7 +155,7 @@ def get_session(master: str | None = None, conf: dict[str, str] | Iterable[tuple
                 spark.conf.set(k, v)
             except Exception:  # static confs cannot change on a running session
                 pass
-    from .source import register
+    from kseg.spark.source import register
 
     register(spark)
     return spark

@@ -37,7 +37,14 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from .plan import Conditions, ReadOptions, Slice, option_conditions, pack_slices, plan_slices
+from kseg.spark.plan import (
+    Conditions,
+    ReadOptions,
+    Slice,
+    option_conditions,
+    pack_slices,
+    plan_slices,
+)
 
 _OPS = {EqualTo: "=", GreaterThan: ">", GreaterThanOrEqual: ">=", LessThan: "<", LessThanOrEqual: "<=", In: "in"}
 _RECORD_ONLY = ("offset", "timestamp")
@@ -58,7 +65,7 @@ class KsegDataSource(DataSource):
         return "kseg"
 
     def schema(self) -> str:
-        from .rows import schema_ddl
+        from kseg.spark.rows import schema_ddl
 
         level = "batches" if str(self.options.get("level") or "records").lower() == "batches" else "records"
         columns = self.options.get("columns")
@@ -91,7 +98,7 @@ class _PlainReader(DataSourceReader):
         return [SlicePartition(tuple(g)) for g in groups]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        from .rows import arrow_schema, read_slice
+        from kseg.spark.rows import arrow_schema, read_slice
 
         slices = partition.value
         if not slices:  # no segment at all: Spark asks for one partition anyway
@@ -138,7 +145,7 @@ class KsegWriter(DataSourceArrowWriter):
     folder; ``commit`` (on the driver) checks their offset ranges and moves them into place."""
 
     def __init__(self, options: dict, schema: Any, overwrite: bool):
-        from .writer import WriteSpec, new_job_id
+        from kseg.spark.writer import WriteSpec, new_job_id
 
         self.spec = WriteSpec.parse(options)
         self.columns = list(schema.fieldNames())
@@ -149,7 +156,7 @@ class KsegWriter(DataSourceArrowWriter):
     def write(self, iterator: Iterator[Any]) -> KsegCommit:
         from pyspark import TaskContext
 
-        from .writer import write_task
+        from kseg.spark.writer import write_task
 
         ctx = TaskContext.get()
         task = f"{ctx.partitionId():05d}-{ctx.attemptNumber()}" if ctx else "00000-0"
@@ -157,12 +164,12 @@ class KsegWriter(DataSourceArrowWriter):
         return KsegCommit(pieces, stats, staging)
 
     def commit(self, messages: list) -> None:
-        from .writer import commit_job
+        from kseg.spark.writer import commit_job
 
         commit_job(self.spec, self.job_id, [m for m in messages if m is not None], self.overwrite)
 
     def abort(self, messages: list) -> None:
-        from .writer import abort_job
+        from kseg.spark.writer import abort_job
 
         abort_job(self.spec, self.job_id)
 

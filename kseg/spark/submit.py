@@ -13,7 +13,7 @@ import sys
 
 
 def run(argv: list[str] | None = None) -> None:
-    from kseg.cli import main
+    from kseg.cli.main import main
 
     main(["spark", *(sys.argv[1:] if argv is None else argv)], prog_name="kseg")
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import KsegError
+from kseg.errors import KsegError
 
 # verify_log is run with this as the previous segment's last offset; see ``settle``.
 SENTINEL = -(1 << 63)
@@ -47,7 +47,7 @@ def _activate(registry: str | None) -> None:
     # cyclic collector: move them out of its way, as a fresh single-purpose process has them.
     gc.freeze()
     if registry:
-        from ..plugins import activate
+        from kseg.codecs.plugins import activate
 
         activate(Path(registry))
 
@@ -66,8 +66,8 @@ class VerifyResult:
 
 def verify_task(options: Any, registry: str | None, item: tuple[str, bool, Any]) -> VerifyResult | Failed:
     """Verify one file. ``item``: (path, is_log, prev_last) with prev_last SENTINEL in the first pass."""
-    from ..segment import Segment
-    from ..verify import verify_companion_file, verify_log
+    from kseg.log.segment import Segment
+    from kseg.ops.verify import verify_companion_file, verify_log
 
     _activate(registry)
     path, is_log, prev = item
@@ -126,7 +126,7 @@ class _Counting:
         self.problems = 0
 
     def __call__(self, ev: Any) -> None:
-        from ..dump import BadBatchEvent, BatchEvent, TailEvent
+        from kseg.ops.dump import BadBatchEvent, BatchEvent, TailEvent
 
         if isinstance(ev, BatchEvent):
             self.batches += 1
@@ -139,9 +139,9 @@ class _Counting:
 
 def dump_task(params: DumpParams, part_dir: str, item: tuple[int, str]) -> DumpResult:
     """Render one file as ``kseg dump`` would; the text goes to part files the driver streams in order."""
-    from ..dump import dump_file
-    from ..payload import load_decoder
-    from ..render import RENDERERS, KafkaRenderer, payload_decoder
+    from kseg.ops.dump import dump_file
+    from kseg.render.dump import RENDERERS, KafkaRenderer, payload_decoder
+    from kseg.render.payload import load_decoder
 
     _activate(params.registry)
     index, path = item
@@ -193,9 +193,15 @@ class ConvertParams:
 
 def make_transform(p: ConvertParams):
     """The ``make_transform`` the plain command builds, from its options."""
-    from ..cli import _codec_choice
-    from ..convert import (DownOptions, RecompressOptions, UpOptions, down_convert,
-                           recompress, up_convert)
+    from kseg.codecs.choice import choose as _codec_choice
+    from kseg.ops.convert import (
+        DownOptions,
+        RecompressOptions,
+        UpOptions,
+        down_convert,
+        recompress,
+        up_convert,
+    )
 
     a = p.args
     limit = a["max_decompressed_bytes"]
@@ -212,7 +218,7 @@ def make_transform(p: ConvertParams):
                               batch_records=a["batch_records"], limit=limit)
         return lambda segs: (lambda b, s: recompress(b, r, s), 0)
     if p.command == "rebase":
-        from ..convert import rebase_maker
+        from kseg.ops.convert import rebase_maker
 
         return rebase_maker(a["base_offset"], limit)
     raise ValueError(f"unknown conversion {p.command}")
@@ -236,16 +242,16 @@ class ConvertResult:
 
 def convert_whole_task(p: ConvertParams, item: tuple[str, str]) -> ConvertResult | Failed:
     """A .log file or a partition folder: the plain ``run_job``, run on an executor."""
-    from ..jobs import run_job
+    from kseg.ops.jobs import run_job
 
     _activate(p.registry)
     src, output = item
     t0 = time.perf_counter()
     try:
         if p.command == "up-convert" and p.args.get("input_format") == "kafka07":
-            from ..cli import _codec_choice
-            from ..convert import UpOptions
-            from ..kafka07_convert import up_convert_kafka07
+            from kseg.codecs.choice import choose as _codec_choice
+            from kseg.ops.convert import UpOptions
+            from kseg.ops.kafka07_convert import up_convert_kafka07
 
             a = p.args
             o = UpOptions(to_magic=a["to_magic"], choice=_codec_choice(a["codec"], a["level"]),
@@ -267,7 +273,7 @@ def _task_dir(root_tmp: str, name: str) -> Path:
 
 def convert_partition_task(p: ConvertParams, root_tmp: str, item: tuple[str, list[str], bool]) -> ConvertResult | Failed:
     """One partition of a log directory, into a task-private folder under the output's temporary folder."""
-    from ..jobs import JobResult, _run_partition
+    from kseg.ops.jobs import JobResult, _run_partition
 
     _activate(p.registry)
     name, segs, keep = item
@@ -299,7 +305,7 @@ class CompactResult:
 
 def compact_whole_task(args: tuple, item: tuple[list[str], str | None]) -> CompactResult | Failed:
     """Segments of one partition, or a partition folder: the plain ``compact_job`` on an executor."""
-    from ..compact import compact_job
+    from kseg.ops.compact import compact_job
 
     o, force, topics, registry = args
     _activate(registry)
@@ -318,7 +324,7 @@ def compact_partition_task(args: tuple, root_tmp: str | None,
     """One partition of a log directory, as ``compact_job``'s loop does it (``root_tmp`` None: dry run)."""
     import shutil
 
-    from ..compact import compact_group
+    from kseg.ops.compact import compact_group
 
     o, index_interval_bytes, registry = args
     _activate(registry)

@@ -42,11 +42,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from ..errors import InputError, OutputError
-from ..formats.attributes import CODEC_NONE, CODEC_PLUGIN, LOG_APPEND_TIME, TIMESTAMP_TYPE_MASK
-from ..model import Header, Record
-from ..segment import segment_file_name
-from .plan import _size
+from kseg.defaults import DEFAULT_BATCH_BYTES, DEFAULT_BATCH_RECORDS, DEFAULT_INDEX_INTERVAL_BYTES
+from kseg.defaults import parse_size as _size
+from kseg.errors import InputError, OutputError
+from kseg.formats.attributes import CODEC_NONE, CODEC_PLUGIN, LOG_APPEND_TIME, TIMESTAMP_TYPE_MASK
+from kseg.log.segment import segment_file_name
+from kseg.model import Header, Record
 
 DEFAULT_SEGMENT_BYTES = 1 << 30
 STAGING_MARK = ".kseg-write-"
@@ -67,10 +68,10 @@ class WriteSpec:
     codec: str = "keep"
     level: int | None = None
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
-    index_interval_bytes: int = 4096
+    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     grouping: str | None = None  # None: source when the columns allow it
-    batch_records: int = 1000
-    batch_bytes: int = 1000 * 1024
+    batch_records: int = DEFAULT_BATCH_RECORDS
+    batch_bytes: int = DEFAULT_BATCH_BYTES
     topic: str | None = None
     partition: int | None = None
     plugin_registry: str | None = None
@@ -99,10 +100,10 @@ class WriteSpec:
         spec = cls(
             path=str(path), magic=magic, codec=codec, level=None if level is None else int(level),
             segment_bytes=_size(get("segmentBytes", "segment.bytes", default=DEFAULT_SEGMENT_BYTES)),
-            index_interval_bytes=_size(get("indexIntervalBytes", "index.interval.bytes", default=4096)),
+            index_interval_bytes=_size(get("indexIntervalBytes", "index.interval.bytes", default=DEFAULT_INDEX_INTERVAL_BYTES)),
             grouping=None if grouping is None else str(grouping).lower(),
-            batch_records=int(get("batchRecords", default=1000)),
-            batch_bytes=_size(get("batchBytes", default=1000 * 1024)),
+            batch_records=int(get("batchRecords", default=DEFAULT_BATCH_RECORDS)),
+            batch_bytes=_size(get("batchBytes", default=DEFAULT_BATCH_BYTES)),
             topic=get("topic"), partition=None if get("partition") is None else int(get("partition")),
             plugin_registry=get("pluginRegistry"),
         )
@@ -120,8 +121,8 @@ class WriteSpec:
 
     def codec_choice(self, name: str):
         """(codec id, codec object or None, plugin id) for a codec name."""
-        from ..codecs import codec_by_name
-        from ..errors import UnsupportedCodecError
+        from kseg.codecs import codec_by_name
+        from kseg.errors import UnsupportedCodecError
 
         if name.startswith("plugin:"):
             name = name[len("plugin:"):]
@@ -129,7 +130,7 @@ class WriteSpec:
             codec = codec_by_name(name)
             cid, pid = codec.id, None
         except UnsupportedCodecError:
-            from ..plugins import plugin_choice
+            from kseg.codecs.choice import plugin_choice
 
             choice = plugin_choice(name, self.level)
             if choice is None:
@@ -229,7 +230,7 @@ class _PartitionWriter:
             self._append(raw, first, last, n)
 
     def _encode(self, rows: list[_Row]) -> Iterator[tuple[bytes, int, int, int]]:
-        from ..encode import build_legacy_message, build_legacy_wrapper, build_v2_batch
+        from kseg.log.encode import build_legacy_message, build_legacy_wrapper, build_v2_batch
 
         spec, s = self.spec, self.stats
         cid, codec, pid = self._codec_of(rows[0])
@@ -285,7 +286,7 @@ class _PartitionWriter:
 
     # -- segments
     def _append(self, raw: bytes, first: int, last: int, n: int) -> None:
-        from ..jobs import SegmentSink, WriteOptions
+        from kseg.ops.jobs import SegmentSink, WriteOptions
 
         if self.sink is not None and self.sink.position > 0 and \
                 self.sink.position + len(raw) > self.spec.segment_bytes:
@@ -390,7 +391,7 @@ def write_task(spec: WriteSpec, job_id: str, task: str, batches: Iterable[Any],
                columns: list[str] | None = None) -> tuple[list, dict, str]:
     """Write one task's rows under the staging folder; returns (pieces, stats, staging)."""
     if spec.plugin_registry:
-        from ..plugins import activate
+        from kseg.codecs.plugins import activate
 
         activate(spec.plugin_registry)
     staging = staging_dir(spec, job_id)

@@ -1,0 +1,288 @@
+"""What every kseg command shares: exit codes, error handling, option sets, argument checks.
+
+The option sets are decorators, so ``kseg spark ...`` takes exactly the plain
+commands' options (``params_of``) and the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from kseg.defaults import (
+    DEFAULT_BATCH_BYTES,
+    DEFAULT_BATCH_RECORDS,
+    DEFAULT_DELETE_RETENTION_MS,
+    DEFAULT_INDEX_INTERVAL_BYTES,
+    DEFAULT_KEY_MAP_BYTES,
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    DEFAULT_PRODUCER_EXPIRATION_MS,
+    parse_size,
+)
+from kseg.errors import DataError, InputError, KsegError
+from kseg.log.segment import expand_inputs
+from kseg.ops.compact import CompactOptions, default_now_ms
+from kseg.ops.jobs import WriteOptions
+from kseg.render.dump import payload_decoder
+from kseg.render.payload import load_decoder
+
+EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
+
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+class State:
+    """Process-wide CLI settings (``kseg --traceback``)."""
+
+    traceback = False
+
+
+def fail(e: KsegError) -> None:
+    """One stderr line and the exit code for a kseg error (1: the data; 2: the input or usage)."""
+    click.echo(f"kseg: error: {e}", err=True)
+    raise SystemExit(EXIT_DATA if isinstance(e, DataError) else EXIT_USAGE)
+
+
+def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn kseg errors into one stderr line and the right exit code."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except KsegError as e:
+            if State.traceback:
+                raise
+            fail(e)
+        except BrokenPipeError:
+            # `kseg dump ... | head`: the reader went away; leave quietly.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise SystemExit(EXIT_OK)
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+class SizeType(click.ParamType):
+    """A byte count: ``1048576``, ``64MiB``, ``1g``."""
+
+    name = "size"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        try:
+            return parse_size(value)
+        except InputError as e:
+            self.fail(e.message, param, ctx)
+
+
+SIZE = SizeType()
+
+
+def options(*decorators: Decorator) -> Decorator:
+    """Several click decorators as one, applied in the order they read."""
+
+    def apply(f: Callable[..., Any]) -> Callable[..., Any]:
+        for d in reversed(decorators):
+            f = d(f)
+        return f
+
+    return apply
+
+
+def params_of(decorator: Decorator) -> list[click.Parameter]:
+    """The click parameters an option set adds, in order (for commands built by hand)."""
+    f = decorator(lambda **_: None)
+    return list(reversed(getattr(f, "__click_params__", [])))
+
+
+max_decompressed_option = click.option(
+    "--max-decompressed-bytes", type=SIZE, default=DEFAULT_MAX_DECOMPRESSED_BYTES, show_default="256MiB",
+    help="A batch that inflates past this is reported as an error (decompression bomb guard).")
+index_interval_option = click.option(
+    "--index-interval-bytes", type=SIZE, default=DEFAULT_INDEX_INTERVAL_BYTES, show_default=True,
+    help="Bytes between offset index entries (Kafka's index.interval.bytes).")
+codec_option = click.option("--codec", default="keep", show_default=True,
+                            help="keep (each batch's own codec), none, gzip, snappy, lz4, zstd or a plugin alias.")
+level_option = click.option("--level", type=int, default=None, help="Compression level (codec's default if unset).")
+input_format_option = click.option(
+    "--input-format", type=click.Choice(["kafka", "kafka07"]), default="kafka", show_default=True,
+    help="kafka07: the pre-0.8 message format (offsets are byte positions).")
+
+dump_options = options(
+    click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path)),
+    click.option("--records", "-r", "records", is_flag=True, help="Show records, not only batches (--deep-iteration)."),
+    click.option("--format", "fmt", type=click.Choice(["text", "jsonl", "kafka"]), default="text", show_default=True),
+    click.option("--payload", type=click.Choice(["none", "utf8", "hex", "base64"]), default=None,
+                 help="How keys and values are shown [default: utf8; none for --format kafka]."),
+    click.option("--key-decoder", default=None, help="utf8|hex|base64|int|long|json or module:function."),
+    click.option("--value-decoder", default=None, help="utf8|hex|base64|int|long|json or module:function."),
+    click.option("--decode", type=click.Choice(["none", "offsets", "transactions", "metadata", "auto"]), default=None,
+                 help="Decode internal-topic records (__consumer_offsets, __transaction_state, the KRaft metadata "
+                      "log); auto: by topic folder and *.checkpoint name. Implies --records."),
+    click.option("--from-offset", type=int, default=None),
+    click.option("--to-offset", type=int, default=None),
+    click.option("--from-time", type=int, default=None, help="Milliseconds since the epoch."),
+    click.option("--to-time", type=int, default=None, help="Milliseconds since the epoch."),
+    click.option("--max-bytes", type=SIZE, default=None, help="Read only the first N bytes of each log file."),
+    click.option("--keep-going", is_flag=True, help="Show an undecodable batch as raw bytes and go on."),
+    input_format_option,
+    max_decompressed_option,
+)
+
+verify_options = options(
+    click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path)),
+    click.option("--quick", is_flag=True, help="Framing and CRCs only (the broker's own check, at disk speed)."),
+    click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True),
+    click.option("--no-index", is_flag=True, help="Do not check .index/.timeindex/.txnindex files."),
+    click.option("--input-format", type=click.Choice(["kafka", "kafka07"]), default="kafka", show_default=True),
+    click.option("-v", "--verbose", is_flag=True, help="List every file checked, not only those with findings."),
+    max_decompressed_option,
+)
+
+write_options = options(
+    click.argument("input_path", metavar="INPUT", type=click.Path(path_type=Path)),
+    click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
+                 help="Output .log file, partition folder or log directory (matching INPUT)."),
+    index_interval_option,
+    click.option("--no-index", is_flag=True, help="Do not write .index/.timeindex files."),
+    click.option("--force", is_flag=True, help="Replace an existing output."),
+    max_decompressed_option,
+)
+
+up_convert_options = options(
+    write_options,
+    click.option("--to-magic", type=click.IntRange(1, 2), required=True),
+    codec_option,
+    level_option,
+    click.option("--input-format", type=click.Choice(["kafka", "kafka07"]), default="kafka", show_default=True),
+    click.option("--base-offset", type=int, default=0, show_default=True,
+                 help="First logical offset for --input-format kafka07."),
+    click.option("--timestamp-type", type=click.Choice(["create", "log-append"]), default="create",
+                 show_default=True,
+                 help="Type for messages without a timestamp (v0); log-append needs --log-append-time."),
+    click.option("--log-append-time", type=int, default=None, help="Milliseconds since the epoch."),
+    click.option("--batch-records", type=click.IntRange(1), default=DEFAULT_BATCH_RECORDS, show_default=True,
+                 help="At most this many uncompressed legacy messages per v2 batch."),
+    click.option("--batch-bytes", type=SIZE, default=DEFAULT_BATCH_BYTES, show_default=True,
+                 help="At most about this many bytes per v2 batch built from uncompressed messages "
+                      "(stays under the broker's default max.message.bytes, 1 MiB)."),
+)
+
+down_convert_options = options(
+    write_options,
+    click.option("--to-magic", type=click.IntRange(0, 1), required=True),
+    codec_option,
+    level_option,
+)
+
+recompress_options = options(
+    write_options,
+    click.option("--codec", required=True, help="none, gzip, snappy, lz4, zstd or a plugin alias."),
+    level_option,
+    click.option("--topics", default="", help="Comma list of topics to recompress (log directories); empty: all."),
+    click.option("--batch-records", type=click.IntRange(1), default=DEFAULT_BATCH_RECORDS, show_default=True,
+                 help="At most this many uncompressed legacy messages per new wrapper."),
+)
+
+rebase_options = options(
+    write_options,
+    click.option("--base-offset", type=click.IntRange(0), required=True, help="The new first offset."),
+)
+
+compact_options = options(
+    click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path)),
+    click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+                 help="Output folder (partition) or log directory. Required unless --dry-run."),
+    click.option("--dry-run", is_flag=True, help="Print the summary only; write nothing."),
+    click.option("--force", is_flag=True, help="Replace an existing output."),
+    click.option("--now-ms", type=int, default=None, help="The cleaner's clock [default: now]."),
+    click.option("--delete-retention-ms", type=int, default=DEFAULT_DELETE_RETENTION_MS, show_default=True),
+    click.option("--min-compaction-lag-ms", type=int, default=0, show_default=True),
+    click.option("--include-active", is_flag=True, help="Clean the newest segment too (the broker never does)."),
+    click.option("--topics", default="", help="Comma list of topics to compact in a log directory; empty: all."),
+    click.option("--key-map-bytes", type=SIZE, default=DEFAULT_KEY_MAP_BYTES, show_default="128MiB",
+                 help="Memory for the key map (24 bytes per key: an MD5 digest and an offset, as the broker)."),
+    click.option("--producer-id-expiration-ms", type=int, default=DEFAULT_PRODUCER_EXPIRATION_MS, show_default=True),
+    click.option("--first-dirty-offset", type=int, default=None,
+                 help="The cleaner checkpoint: segments before it count as clean (legacy tombstone rule)."),
+    click.option("--single-pass", is_flag=True,
+                 help="One cleaning pass, as one broker cleaning round (default: until a pass changes nothing)."),
+    click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True),
+    max_decompressed_option,
+)
+
+
+# --------------------------------------------------------------------------- argument checks
+
+
+def topic_set(topics: str) -> set[str]:
+    """``--topics a,b``: the names given (empty: every topic)."""
+    return {t.strip() for t in topics.split(",") if t.strip()}
+
+
+def expand_for_dump(paths: tuple[Path, ...] | list[Path]) -> list[Path]:
+    """Files as given; folders become their segment files (with companions) in offset order."""
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            out.extend(expand_inputs([p]))
+        elif p.exists():
+            out.append(p)
+        else:
+            raise InputError("no such file or directory", file=str(p))
+    return out
+
+
+def write_flags(no_index: bool, index_interval_bytes: int, force: bool) -> WriteOptions:
+    return WriteOptions(index=not no_index, index_interval_bytes=index_interval_bytes, force=force)
+
+
+def check_log_append(timestamp_type: str, log_append_time: int | None) -> None:
+    if (timestamp_type == "log-append") != (log_append_time is not None):
+        raise InputError("--timestamp-type log-append and --log-append-time go together")
+
+
+def compact_setup(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, now_ms: int | None,
+                  delete_retention_ms: int, min_compaction_lag_ms: int, include_active: bool, topics: str,
+                  key_map_bytes: int, producer_id_expiration_ms: int, first_dirty_offset: int | None,
+                  single_pass: bool, max_decompressed_bytes: int) -> tuple[CompactOptions, set[str] | None]:
+    """The compact options checked and turned into CompactOptions and the topic set."""
+    if output is None and not dry_run:
+        raise InputError("give -o/--output, or --dry-run")
+    for p in inputs:
+        if not p.exists():
+            raise InputError("no such file or directory", file=str(p))
+    o = CompactOptions(now_ms=default_now_ms() if now_ms is None else now_ms,
+                       delete_retention_ms=delete_retention_ms, min_compaction_lag_ms=min_compaction_lag_ms,
+                       include_active=include_active, key_map_bytes=key_map_bytes,
+                       producer_expiration_ms=producer_id_expiration_ms, first_dirty_offset=first_dirty_offset,
+                       single_pass=single_pass, limit=max_decompressed_bytes)
+    return o, topic_set(topics) or None
+
+
+def prepare_dump(fmt: str, payload: str | None, key_decoder: str | None, value_decoder: str | None,
+                 records: bool, decode: str | None) -> tuple[str, Any, Any, bool, str | None]:
+    """``kseg dump``'s options resolved as kafka-dump-log.sh resolves its own:
+    (payload, key decoder, value decoder, records, decode)."""
+    if payload is None:
+        payload = "none" if fmt == "kafka" else "utf8"
+    kd = payload_decoder(payload, fmt)
+    vd = kd
+    if key_decoder:
+        kd = load_decoder(key_decoder)
+    if value_decoder:
+        vd = load_decoder(value_decoder)
+    if (key_decoder or value_decoder) and fmt == "kafka":
+        records = True  # as kafka-dump-log.sh: a decoder implies --print-data-log
+    if fmt == "kafka" and payload != "none":
+        records = True
+    if decode == "none":
+        decode = None
+    if decode:
+        records = True  # as kafka-dump-log.sh's --offsets-decoder & co.: decoding needs the records
+    return payload, kd, vd, records, decode

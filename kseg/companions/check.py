@@ -1,0 +1,579 @@
+"""Checks of a segment's companion files, alone and against their .log (spec §5.2-5.7).
+
+Rules: a check never raises on bad data; it returns ``IndexFinding``s ("error"
+or "note"), each with the byte position in the companion file. The rules are
+what the broker relies on, not what ``kafka-dump-log.sh`` flags: an .index
+entry that pairs the last offset of a multi-batch append with the start of its
+first batch is correct (spec §5.2), and a preallocated zero tail is a note.
+The ``*_findings`` functions are sans-IO (bytes in); ``check_*`` read files.
+Callers describe the log with small tuples (see ``BatchSummary``) so that this
+module needs neither codecs nor a second pass over the log.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, NamedTuple, Sequence
+
+from kseg.companions.read import (
+    OFFSET_ENTRY_SIZE,
+    SNAPSHOT_ENTRY_SIZE,
+    SNAPSHOT_HEADER_SIZE,
+    TIME_ENTRY_SIZE,
+    TXN_ENTRY_SIZE,
+    TXN_INDEX_VERSION,
+    IndexFile,
+    parse_leader_epoch_checkpoint,
+    parse_offset_index,
+    parse_partition_metadata,
+    parse_producer_snapshot,
+    parse_time_index,
+)
+from kseg.errors import KsegError
+from kseg.formats.attributes import CONTROL_ABORT, CONTROL_TYPE_NAMES
+from kseg.layouts import ABORTED_TXN_ENTRY, TIME_INDEX_ENTRY
+from kseg.log.control import control_info
+from kseg.log.decode import decode_v2_records, records_region
+from kseg.log.segment import Segment, base_offset_of
+from kseg.model import Batch
+
+__all__ = [
+    "BatchSummary",
+    "IndexFinding",
+    "check_leader_epoch_checkpoint",
+    "check_offset_index",
+    "check_partition_metadata",
+    "check_producer_snapshot",
+    "check_segment_companions",
+    "check_standalone",
+    "check_time_index",
+    "check_txn_index",
+    "companion_paths",
+    "control_type_of",
+    "offset_index_findings",
+    "producer_snapshot_findings",
+    "summarize_batches",
+    "time_index_findings",
+    "txn_index_findings",
+]
+
+ERROR = "error"
+NOTE = "note"
+
+
+@dataclass(frozen=True)
+class IndexFinding:
+    severity: str  # "error" or "note"
+    file: str
+    position: int | None  # byte position in the companion file
+    message: str
+    expected: object = None
+    found: object = None
+
+    def __str__(self) -> str:
+        where = f" at byte {self.position}" if self.position is not None else ""
+        extra = (f": expected {self.expected}, found {self.found}"
+                 if self.expected is not None or self.found is not None else "")
+        return f"{self.file}{where}: {self.message}{extra}"
+
+
+class BatchSummary(NamedTuple):
+    """What the checks need of one log batch; the field order is what kseg.verify collects."""
+
+    position: int
+    first_offset: int | None  # None when unknown (a legacy wrapper that was not decompressed)
+    last_offset: int
+    max_timestamp: int
+    size: int
+
+
+# (position, first_offset or None, last_offset)
+OffsetBatch = tuple[int, "int | None", int]
+# (position, last_offset, max_timestamp)
+TimeBatch = tuple[int, int, int]
+# (last_offset, control type id or None when undecodable)
+ControlBatch = tuple[int, "int | None"]
+
+
+# --------------------------------------------------------------------------- describing the log
+
+
+def control_type_of(batch: Batch) -> int | None:
+    """The control type id of a v2 control batch (0 ABORT, 1 COMMIT, ...), None if not decodable.
+
+    Control batches are never compressed, so this needs no codec.
+    """
+    if not batch.is_control or batch.is_compressed:
+        return None
+
+    try:
+        records = decode_v2_records(
+            bytes(records_region(batch)), batch.offset, batch.base_timestamp or 0, batch.record_count or 0, None
+        )
+        return control_info(records[0]).type_id if records else None
+    except (KsegError, IndexError):
+        return None
+
+
+def summarize_batches(batches: Iterable[Batch]) -> tuple[list[BatchSummary], list[ControlBatch]]:
+    """Summaries of a log's batches and its control batches, from a shallow walk.
+
+    The first offset of a compressed legacy wrapper is unknown without decompressing
+    (its stored offset is the last inner one) and is left None.
+    """
+    summaries: list[BatchSummary] = []
+    controls: list[ControlBatch] = []
+    for b in batches:
+        first = b.offset if (b.magic >= 2 or not b.is_compressed) else None
+        summaries.append(BatchSummary(b.position, first, b.last_offset, b.timestamp, b.size))
+        if b.is_control:
+            controls.append((b.last_offset, control_type_of(b)))
+    return summaries, controls
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _length_and_tail(out: list[IndexFinding], file: str, data: bytes, idx: IndexFile, what: str) -> None:
+    size = idx.entry_size
+    if idx.partial_bytes:
+        out.append(IndexFinding(
+            ERROR, file, len(data) - idx.partial_bytes,
+            f"file length is not a multiple of {size} ({_plural(idx.partial_bytes, 'trailing byte')}; "
+            f"Kafka's {what} sanity check fails)",
+            f"a multiple of {size}", len(data),
+        ))
+    if idx.zero_tail:
+        if idx.tail_is_zero:
+            out.append(IndexFinding(
+                NOTE, file, idx.tail_position,
+                ("1 preallocated zero entry" if idx.zero_tail == 1
+                 else f"{idx.zero_tail} preallocated zero entries") + " (an active or uncleanly closed segment)",
+            ))
+        else:
+            out.append(IndexFinding(
+                ERROR, file, idx.tail_position,
+                f"entry {len(idx.entries)} repeats the base offset, so Kafka stops reading there, "
+                f"but the {idx.zero_tail} slots from there on are not all zero",
+                f"offset > {idx.entries[-1].offset}" if idx.entries else None, idx.base_offset,
+            ))
+
+
+def _read_for_check(path: str | os.PathLike, out: list[IndexFinding]) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        out.append(IndexFinding(ERROR, str(path), None, f"cannot read: {e.strerror or e}"))
+        return None
+
+
+def _base_for_check(path: str | os.PathLike, base_offset: int | None, out: list[IndexFinding]) -> int | None:
+    if base_offset is not None:
+        return base_offset
+    found = base_offset_of(path)
+    if found is None:
+        out.append(IndexFinding(ERROR, str(path), None, "cannot tell the segment base offset from the file name",
+                                "<20 digits>.<suffix>", Path(path).name))
+    return found
+
+
+# --------------------------------------------------------------------------- .index
+
+
+def offset_index_findings(
+    data: bytes,
+    file: str,
+    base_offset: int,
+    batches: Sequence[OffsetBatch] | None = None,
+    log_size: int | None = None,
+) -> list[IndexFinding]:
+    """Check .index bytes; with ``batches`` (the log's, in file order) also against the log.
+
+    For each entry (O, P): P < log size, P starts a batch, every batch before P ends
+    below O (else a lookup would skip it), and the batch at P starts at or before O.
+    """
+    out: list[IndexFinding] = []
+    idx = parse_offset_index(data, base_offset)
+    _length_and_tail(out, file, data, idx, "offset index")
+    starts: dict[int, int] = {}
+    prefix_max: list[int | None] = []
+    sorted_starts: list[int] = []
+    if batches is not None:
+        best: int | None = None
+        for n, (pos, _first, last) in enumerate(batches):
+            starts.setdefault(pos, n)
+            prefix_max.append(best)  # max last offset of the batches before n
+            best = last if best is None else max(best, last)
+        sorted_starts = sorted(starts)
+        if log_size is None:
+            log_size = max((p + 1 for p in starts), default=0)
+    prev = None
+    for i, (offset, position) in enumerate(idx.entries):
+        at = i * OFFSET_ENTRY_SIZE
+        rel = offset - base_offset
+        if rel < 0:
+            out.append(IndexFinding(ERROR, file, at, "negative relative offset (Kafka's sanity check fails)",
+                                    ">= 0", rel))
+        if position < 0:
+            out.append(IndexFinding(ERROR, file, at, "negative position", ">= 0", position))
+        if prev is not None:
+            if offset <= prev[0]:
+                out.append(IndexFinding(ERROR, file, at, "offsets do not increase", f"> {prev[0]}", offset))
+            if position <= prev[1]:
+                out.append(IndexFinding(ERROR, file, at, "positions do not increase", f"> {prev[1]}", position))
+        prev = (offset, position)
+        if batches is None or position < 0:
+            continue
+        assert log_size is not None
+        if position >= log_size:
+            out.append(IndexFinding(ERROR, file, at, f"position for offset {offset} is past the end of the log",
+                                    f"< {log_size}", position))
+            continue
+        k = starts.get(position)
+        if k is None:
+            j = bisect.bisect_left(sorted_starts, position)
+            near = [str(p) for p in sorted_starts[max(0, j - 1) : j + 1]]
+            out.append(IndexFinding(ERROR, file, at, f"position for offset {offset} is not the start of a batch",
+                                    f"a batch start (nearest: {', '.join(near) or 'none'})", position))
+            continue
+        before = prefix_max[k]
+        if before is not None and before >= offset:
+            out.append(IndexFinding(
+                ERROR, file, at,
+                f"a batch before position {position} holds offset {before}, not below the indexed offset "
+                "(lookups from this entry would skip it)",
+                f"< {offset}", before,
+            ))
+        first = batches[k][1]
+        if first is not None and first > offset:
+            out.append(IndexFinding(ERROR, file, at,
+                                    f"the batch at position {position} starts after the indexed offset",
+                                    f"<= {offset}", first))
+    return out
+
+
+def check_offset_index(
+    index_path: str | os.PathLike,
+    batches: Sequence[OffsetBatch] | None,
+    log_size: int | None = None,
+    base_offset: int | None = None,
+) -> list[IndexFinding]:
+    """Check an .index file. ``batches``: (position, first offset or None, last offset) of the
+    sibling .log's batches in file order, or None to check the file alone."""
+    out: list[IndexFinding] = []
+    base = _base_for_check(index_path, base_offset, out)
+    data = _read_for_check(index_path, out)
+    if data is None or base is None:
+        return out
+    return out + offset_index_findings(data, str(index_path), base, batches, log_size)
+
+
+# --------------------------------------------------------------------------- .timeindex
+
+
+def time_index_findings(
+    data: bytes, file: str, base_offset: int, batches: Sequence[TimeBatch] | None = None
+) -> list[IndexFinding]:
+    """Check .timeindex bytes; with ``batches`` (position, last offset, max timestamp) also
+    against the log: each entry (T, O) names a batch ending at O whose max timestamp is T,
+    and no batch up to it has a larger one."""
+    out: list[IndexFinding] = []
+    idx = parse_time_index(data, base_offset)
+    _length_and_tail(out, file, data, idx, "time index")
+    entries = idx.entries
+    if entries and idx.zero_tail:
+        last_ts, _ = TIME_INDEX_ENTRY.struct.unpack_from(data, (idx.slots - 1) * TIME_ENTRY_SIZE)
+        if last_ts < entries[0].timestamp:
+            out.append(IndexFinding(
+                NOTE, file, (idx.slots - 1) * TIME_ENTRY_SIZE,
+                "kafka-dump-log --index-sanity-check would fail this file: its last slot (preallocated) "
+                "has a timestamp below the first entry's",
+                f">= {entries[0].timestamp}", last_ts,
+            ))
+    if len(entries) > 1 and entries[-1].timestamp < entries[0].timestamp:
+        out.append(IndexFinding(ERROR, file, (len(entries) - 1) * TIME_ENTRY_SIZE,
+                                "last timestamp is below the first (Kafka's sanity check fails)",
+                                f">= {entries[0].timestamp}", entries[-1].timestamp))
+    by_last: dict[int, int] = {}
+    lasts: list[int] = []
+    prefix_max_ts: list[int] = []
+    if batches is not None:
+        best: int | None = None
+        for n, (_pos, last, ts) in enumerate(batches):
+            by_last.setdefault(last, n)
+            best = ts if best is None else max(best, ts)
+            prefix_max_ts.append(best)  # max timestamp of batches 0..n
+        lasts = sorted(by_last)
+    prev = None
+    for i, (ts, offset) in enumerate(entries):
+        at = i * TIME_ENTRY_SIZE
+        rel = offset - base_offset
+        if rel < 0:
+            out.append(IndexFinding(ERROR, file, at, "negative relative offset (Kafka's sanity check fails)",
+                                    ">= 0", rel))
+        if prev is not None:
+            if ts <= prev[0]:
+                out.append(IndexFinding(ERROR, file, at, "timestamps do not increase", f"> {prev[0]}", ts))
+            if offset < prev[1]:
+                out.append(IndexFinding(ERROR, file, at, "offsets decrease", f">= {prev[1]}", offset))
+        prev = (ts, offset)
+        if batches is None:
+            continue
+        k = by_last.get(offset)
+        if k is None:
+            j = bisect.bisect_left(lasts, offset)
+            near = lasts[j] if j < len(lasts) else -1
+            out.append(IndexFinding(ERROR, file, at,
+                                    "indexed offset not found in the log (no batch ends at it)",
+                                    offset, f"next batch end {near}" if near >= 0 else "no batch at or after it"))
+            continue
+        log_ts = batches[k][2]
+        if log_ts != ts:
+            out.append(IndexFinding(ERROR, file, at, f"timestamp mismatch for offset {offset}",
+                                    f"{log_ts} (the batch's max timestamp)", ts))
+        if prefix_max_ts[k] > ts:
+            out.append(IndexFinding(ERROR, file, at,
+                                    f"a batch up to offset {offset} has a larger timestamp than the entry",
+                                    f"<= {ts}", prefix_max_ts[k]))
+    return out
+
+
+def check_time_index(
+    index_path: str | os.PathLike, batches: Sequence[TimeBatch] | None, base_offset: int | None = None
+) -> list[IndexFinding]:
+    """Check a .timeindex file. ``batches``: (position, last offset, max timestamp) of the
+    sibling .log's batches in file order, or None to check the file alone."""
+    out: list[IndexFinding] = []
+    base = _base_for_check(index_path, base_offset, out)
+    data = _read_for_check(index_path, out)
+    if data is None or base is None:
+        return out
+    return out + time_index_findings(data, str(index_path), base, batches)
+
+
+# --------------------------------------------------------------------------- .txnindex
+
+
+def txn_index_findings(
+    data: bytes, file: str, base_offset: int, control_batches: Sequence[ControlBatch] | None = None
+) -> list[IndexFinding]:
+    """Check .txnindex bytes; with ``control_batches`` (last offset, control type or None) also
+    that each entry's last offset is an ABORT marker of the log. A trailing partial entry is a
+    note (Kafka ignores it)."""
+    out: list[IndexFinding] = []
+    n = len(data)
+    whole = n - n % TXN_ENTRY_SIZE
+    if n != whole:
+        out.append(IndexFinding(NOTE, file, whole,
+                                f"{_plural(n - whole, 'trailing byte')}: a partial entry, which Kafka ignores",
+                                f"a multiple of {TXN_ENTRY_SIZE}", n))
+    controls: dict[int, int | None] | None = None
+    if control_batches is not None:
+        controls = {}
+        for last, ctype in control_batches:
+            controls.setdefault(last, ctype)
+    prev_last = None
+    for i, (version, pid, first, last, _lso) in enumerate(ABORTED_TXN_ENTRY.struct.iter_unpack(data[:whole])):
+        at = i * TXN_ENTRY_SIZE
+        if version != TXN_INDEX_VERSION:
+            out.append(IndexFinding(ERROR, file, at, "unknown entry version", TXN_INDEX_VERSION, version))
+        if last < base_offset:
+            out.append(IndexFinding(ERROR, file, at,
+                                    "ABORT marker offset below the segment's base offset (Kafka's sanity check fails)",
+                                    f">= {base_offset}", last))
+        if first > last:
+            out.append(IndexFinding(ERROR, file, at, f"first offset after the last offset (producer {pid})",
+                                    f"<= {last}", first))
+        if prev_last is not None and last <= prev_last:
+            out.append(IndexFinding(ERROR, file, at, "last offsets do not increase", f"> {prev_last}", last))
+        prev_last = last
+        if controls is None:
+            continue
+        if last not in controls:
+            out.append(IndexFinding(ERROR, file, at,
+                                    f"no ABORT marker at offset {last} in the log (producer {pid})",
+                                    "an ABORT control batch", "no control batch"))
+            continue
+        ctype = controls[last]
+        if ctype is None:
+            out.append(IndexFinding(NOTE, file, at,
+                                    f"the control batch at offset {last} could not be decoded; "
+                                    "cannot confirm it is an ABORT marker"))
+        elif ctype != CONTROL_ABORT:
+            out.append(IndexFinding(ERROR, file, at, f"the control batch at offset {last} is not an ABORT marker",
+                                    "ABORT", CONTROL_TYPE_NAMES.get(ctype, f"type {ctype}")))
+    return out
+
+
+def check_txn_index(
+    txn_path: str | os.PathLike, control_batches: Sequence[ControlBatch] | None, base_offset: int | None = None
+) -> list[IndexFinding]:
+    """Check a .txnindex file. ``control_batches``: (last offset, control type id or None) of
+    the sibling .log's control batches, or None to check the file alone."""
+    out: list[IndexFinding] = []
+    base = _base_for_check(txn_path, base_offset, out)
+    data = _read_for_check(txn_path, out)
+    if data is None or base is None:
+        return out
+    return out + txn_index_findings(data, str(txn_path), base, control_batches)
+
+
+# --------------------------------------------------------------------------- .snapshot
+
+
+def producer_snapshot_findings(data: bytes, file: str, end_offset: int | None = None) -> list[IndexFinding]:
+    """Check snapshot bytes: structure, CRC, one entry per producer, and (given the offset in
+    the file name, the log end offset at snapshot time) every last offset below it."""
+    try:
+        snap = parse_producer_snapshot(data)
+    except KsegError as err:
+        return [IndexFinding(ERROR, file, err.position, err.message, err.expected, err.found)]
+    out: list[IndexFinding] = []
+    if not snap.crc_valid:
+        out.append(IndexFinding(ERROR, file, 2, "crc mismatch", f"{snap.computed_crc:#010x} (computed over the bytes)",
+                                f"{snap.crc:#010x} (stored)"))
+    seen: dict[int, int] = {}
+    for i, e in enumerate(snap.entries):
+        at = SNAPSHOT_HEADER_SIZE + i * SNAPSHOT_ENTRY_SIZE
+        if e.producer_id in seen:
+            out.append(IndexFinding(ERROR, file, at, f"producer {e.producer_id} appears twice",
+                                    "one entry per producer", f"entries {seen[e.producer_id]} and {i}"))
+        seen.setdefault(e.producer_id, i)
+        if end_offset is not None and e.last_offset >= end_offset:
+            out.append(IndexFinding(ERROR, file, at,
+                                    f"producer {e.producer_id}'s last offset is not below the snapshot's offset",
+                                    f"< {end_offset} (from the file name)", e.last_offset))
+    return out
+
+
+def check_producer_snapshot(path: str | os.PathLike) -> list[IndexFinding]:
+    """Check a .snapshot file (its name's offset, if any, bounds the producers' last offsets)."""
+    out: list[IndexFinding] = []
+    data = _read_for_check(path, out)
+    if data is None:
+        return out
+    return producer_snapshot_findings(data, str(path), base_offset_of(path))
+
+
+# --------------------------------------------------------------------------- text files
+
+
+def check_leader_epoch_checkpoint(path: str | os.PathLike) -> list[IndexFinding]:
+    """Parse a leader-epoch-checkpoint; epochs and start offsets must both increase."""
+    out: list[IndexFinding] = []
+    data = _read_for_check(path, out)
+    if data is None:
+        return out
+    file = str(path)
+    try:
+        _, entries = parse_leader_epoch_checkpoint(data)
+    except KsegError as e:
+        return [_parse_error(file, e)]
+    for i in range(1, len(entries)):
+        a, b = entries[i - 1], entries[i]
+        if b.epoch <= a.epoch or b.start_offset <= a.start_offset:
+            out.append(IndexFinding(ERROR, file, None, f"line {i + 3}: epochs and start offsets must increase",
+                                    f"epoch > {a.epoch}, start offset > {a.start_offset}",
+                                    f"epoch {b.epoch}, start offset {b.start_offset}"))
+    return out
+
+
+def check_partition_metadata(path: str | os.PathLike) -> list[IndexFinding]:
+    out: list[IndexFinding] = []
+    data = _read_for_check(path, out)
+    if data is None:
+        return out
+    try:
+        parse_partition_metadata(data)
+    except KsegError as e:
+        return [_parse_error(str(path), e)]
+    return out
+
+
+def _parse_error(file: str, e: KsegError) -> IndexFinding:
+    """The finding for a text file that does not parse (the message says where, if known)."""
+    return IndexFinding(ERROR, file, e.position, f"{e.where}: {e.message}" if e.where else e.message,
+                        e.expected, e.found)
+
+
+# --------------------------------------------------------------------------- dispatch
+
+
+def check_standalone(path: str | os.PathLike) -> list[IndexFinding]:
+    """Check one companion file by itself (no log), chosen by its name."""
+    p = Path(path)
+    suffix = p.suffix
+    if suffix == ".index":
+        return check_offset_index(p, None)
+    if suffix == ".timeindex":
+        return check_time_index(p, None)
+    if suffix == ".txnindex":
+        return check_txn_index(p, None)
+    if suffix == ".snapshot":
+        return check_producer_snapshot(p)
+    if p.name == "leader-epoch-checkpoint":
+        return check_leader_epoch_checkpoint(p)
+    if p.name == "partition.metadata":
+        return check_partition_metadata(p)
+    return [IndexFinding(NOTE, str(p), None, "not checked: not a companion file kseg knows")]
+
+
+def companion_paths(log_path: str | os.PathLike) -> dict[str, Path]:
+    """The sibling .index/.timeindex/.txnindex paths of a .log (a transient suffix such as
+    ``.deleted`` carries over), whether or not they exist."""
+    p = Path(log_path)
+    name = p.name
+    stem, sep, rest = name.partition(".log")
+    if not sep:
+        return {}
+    return {s: p.with_name(stem + s + rest) for s in (".index", ".timeindex", ".txnindex")}
+
+
+def check_segment_companions(
+    log_path: str | os.PathLike,
+    batches_summary: Sequence[BatchSummary | tuple] | None = None,
+    controls: Sequence[ControlBatch] | None = None,
+    log_size: int | None = None,
+) -> list[IndexFinding]:
+    """Check the .index/.timeindex/.txnindex next to ``log_path`` against it.
+
+    ``batches_summary``: (position, first offset or None, last offset, max timestamp, size)
+    per batch in file order; ``controls``: (last offset, control type or None) per control
+    batch. Whatever is not given is read from the log. Missing companions are fine.
+    """
+    base = base_offset_of(log_path)
+    paths = {s: q for s, q in companion_paths(log_path).items() if q.is_file()}
+    if base is None or not paths:
+        return []
+    if batches_summary is None or (controls is None and ".txnindex" in paths):
+
+        seg = Segment(Path(log_path))
+        try:
+            read_summary, read_controls = summarize_batches(seg.batches())
+        except KsegError as e:
+            return [IndexFinding(ERROR, str(log_path), e.position, f"cannot read the log: {e.message}")]
+        if batches_summary is None:
+            batches_summary = read_summary
+        if controls is None:
+            controls = read_controls
+    if log_size is None:
+        try:
+            log_size = os.stat(log_path).st_size
+        except OSError as e:
+            return [IndexFinding(ERROR, str(log_path), None, f"cannot read: {e.strerror or e}")]
+    out: list[IndexFinding] = []
+    if ".index" in paths:
+        out += check_offset_index(paths[".index"], [(s[0], s[1], s[2]) for s in batches_summary], log_size, base)
+    if ".timeindex" in paths:
+        out += check_time_index(paths[".timeindex"], [(s[0], s[2], s[3]) for s in batches_summary], base)
+    if ".txnindex" in paths:
+        out += check_txn_index(paths[".txnindex"], controls, base)
+    return out

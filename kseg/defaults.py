@@ -1,0 +1,48 @@
+"""Defaults kseg shares with the broker, and the size units its options accept.
+
+Each default is defined here once; commands, the library and the Spark layer
+take them from here. The names after ``#`` are the broker settings they mirror.
+"""
+
+from __future__ import annotations
+
+from kseg.errors import InputError
+
+__all__ = [
+    "DEFAULT_BATCH_BYTES",
+    "DEFAULT_BATCH_RECORDS",
+    "DEFAULT_DELETE_RETENTION_MS",
+    "DEFAULT_INDEX_INTERVAL_BYTES",
+    "DEFAULT_KEY_MAP_BYTES",
+    "DEFAULT_MAX_DECOMPRESSED_BYTES",
+    "DEFAULT_PRODUCER_EXPIRATION_MS",
+    "parse_size",
+]
+
+# A batch that inflates past this is an error, not an out-of-memory crash.
+DEFAULT_MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024
+DEFAULT_INDEX_INTERVAL_BYTES = 4096  # index.interval.bytes
+# Grouping of uncompressed legacy messages into v2 batches (or wrappers): at most
+# this many records and bytes, so every batch stays under the broker's default
+# max.message.bytes (1 MiB) and consumers with default fetch sizes read it.
+DEFAULT_BATCH_RECORDS = 1000
+DEFAULT_BATCH_BYTES = 1000 * 1024
+DEFAULT_DELETE_RETENTION_MS = 86_400_000  # delete.retention.ms
+DEFAULT_PRODUCER_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
+DEFAULT_KEY_MAP_BYTES = 128 * 1024 * 1024  # log.cleaner.dedupe.buffer.size
+
+_UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(value: int | str) -> int:
+    """Bytes from ``1048576``, ``64MiB``, ``64m``, ``1g``...; InputError if it is not a size."""
+    if isinstance(value, int):
+        return value
+    text = str(value).strip().lower().rstrip("ib").rstrip("b")
+    mult = 1
+    if text and text[-1] in _UNITS:
+        mult, text = _UNITS[text[-1]], text[:-1]
+    try:
+        return int(text) * mult
+    except ValueError:
+        raise InputError(f"not a size: {value!r} (e.g. 1048576, 64MiB, 1g)") from None

@@ -1,0 +1,928 @@
+/*
+ * Optional accelerator for kseg's hot loops. Every function here has a
+ * pure-Python twin in kseg/decode.py, which is the reference: a test feeds
+ * both the fixtures, the real segments and random bytes and requires the same
+ * results and the same errors (kind and byte position). If this module is not
+ * built, kseg runs the Python twins.
+ *
+ * Errors are raised as _speedups.DecodeError(kind, message, position, index,
+ * expected, found); kseg/fast.py turns them into kseg errors.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+static PyObject *DecodeError;
+
+static PyObject *
+fail(const char *kind, const char *message, Py_ssize_t position, Py_ssize_t index,
+     PyObject *expected, PyObject *found)
+{
+    PyObject *args;
+    if (expected == NULL) { expected = Py_None; Py_INCREF(Py_None); }
+    if (found == NULL) { found = Py_None; Py_INCREF(Py_None); }
+    args = Py_BuildValue("(ssnnNN)", kind, message, position, index, expected, found);
+    if (args) {
+        PyErr_SetObject(DecodeError, args);
+        Py_DECREF(args);
+    }
+    return NULL;
+}
+
+/* Unsigned LEB128; returns 0 on success, 1 = too long, 2 = past the end. */
+static inline int
+uvarint(const unsigned char *p, Py_ssize_t end, Py_ssize_t *pos, int max_bytes, uint64_t *out)
+{
+    uint64_t value = 0;
+    int shift = 0;
+    Py_ssize_t i = *pos;
+    for (int n = 0; n < max_bytes; n++) {
+        if (i >= end) { *pos = i; return 2; }
+        unsigned char b = p[i++];
+        value |= (uint64_t)(b & 0x7F) << shift;
+        if (b < 0x80) { *pos = i; *out = value; return 0; }
+        shift += 7;
+    }
+    return 1;
+}
+
+static inline int64_t
+zigzag(uint64_t u)
+{
+    return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+}
+
+#define READ(maxb, dst)                                                        \
+    do {                                                                       \
+        Py_ssize_t at_ = pos;                                                  \
+        uint64_t u_;                                                           \
+        int rc_ = uvarint(p, end, &pos, (maxb), &u_);                          \
+        if (rc_ == 1) {                                                        \
+            fail("varint", "varint too long", at_, i,                          \
+                 PyUnicode_FromFormat("at most %d bytes", (maxb)),             \
+                 PyUnicode_FromFormat("more than %d", (maxb)));                \
+            goto error;                                                        \
+        }                                                                      \
+        if (rc_ == 2) {                                                        \
+            if (at_ >= end)                                                    \
+                fail("corrupt", "record runs past the end of the records",     \
+                     at_, i, NULL, NULL);                                      \
+            else                                                               \
+                fail("varint", "varint runs past the end of the data", pos, i, \
+                     NULL, NULL);                                              \
+            goto error;                                                        \
+        }                                                                      \
+        if ((maxb) == 5) u_ &= 0xFFFFFFFFu;                                    \
+        dst = zigzag(u_);                                                      \
+    } while (0)
+
+/* An instance of a tuple subclass (a NamedTuple), allocated as tuple.__new__ does. */
+static inline PyObject *
+new_tuple(PyObject *type, Py_ssize_t n)
+{
+    return ((PyTypeObject *)type)->tp_alloc((PyTypeObject *)type, n);
+}
+
+static PyObject *
+nullable(const unsigned char *p, Py_ssize_t *pos, int64_t len)
+{
+    if (len < 0) { Py_RETURN_NONE; }
+    PyObject *b = PyBytes_FromStringAndSize((const char *)p + *pos, (Py_ssize_t)len);
+    *pos += (Py_ssize_t)len;
+    return b;
+}
+
+/*
+ * decode_v2(data, base_offset, base_timestamp, count, log_append_time, record_type, header_type)
+ *   -> list of records, or, with record_type None, a summary tuple
+ *      (max_stored_timestamp or None, offsets_in_order, min_delta, max_delta)
+ *      computed without building any object (the verify path).
+ */
+static PyObject *
+decode_v2(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    long long base_offset, base_ts;
+    Py_ssize_t count;
+    PyObject *lat_obj, *record_type, *header_type;
+    if (!PyArg_ParseTuple(args, "y*LLnOOO", &view, &base_offset, &base_ts, &count, &lat_obj,
+                          &record_type, &header_type))
+        return NULL;
+    const unsigned char *p = (const unsigned char *)view.buf;
+    Py_ssize_t end = view.len, pos = 0, i = 0;
+    int materialize = record_type != Py_None;
+    int has_lat = lat_obj != Py_None;
+    long long lat = 0;
+    PyObject *out = NULL, *empty = NULL, *two = NULL;
+    int64_t max_ts = 0, min_delta = 0, max_delta = 0, prev_delta = -1;
+    int have_ts = 0, ordered = 1;
+
+    if (has_lat) {
+        lat = PyLong_AsLongLong(lat_obj);
+        if (lat == -1 && PyErr_Occurred()) goto error;
+    }
+    if (count < 0) {
+        fail("corrupt", "negative record count", -1, -1, PyUnicode_FromString(">= 0"),
+             PyLong_FromSsize_t(count));
+        goto error;
+    }
+    if (materialize) {
+        out = PyList_New(0);
+        empty = PyTuple_New(0);
+        two = PyLong_FromLong(2);
+        if (!out || !empty || !two) goto error;
+    }
+    for (i = 0; i < count; i++) {
+        Py_ssize_t start = pos;
+        int64_t length, ts_delta, off_delta, klen, vlen, hcount;
+        READ(5, length);
+        if (length < 0) {
+            fail("corrupt", "negative record length", start, i, NULL, PyLong_FromLongLong(length));
+            goto error;
+        }
+        Py_ssize_t rec_end = pos + (Py_ssize_t)length;
+        if (rec_end > end) {
+            fail("corrupt", "record runs past the end of the records", start, i,
+                 PyUnicode_FromFormat("<= %zd bytes", end - pos),
+                 PyUnicode_FromFormat("%lld bytes", (long long)length));
+            goto error;
+        }
+        if (pos >= end) {
+            fail("corrupt", "record runs past the end of the records", pos, i, NULL, NULL);
+            goto error;
+        }
+        unsigned char attrs = p[pos++];
+        READ(10, ts_delta);
+        READ(5, off_delta);
+        Py_ssize_t len_at = pos;
+        READ(5, klen);
+        if (klen < -1) {
+            fail("corrupt", "invalid key length", pos, i, NULL, PyLong_FromLongLong(klen));
+            goto error;
+        }
+        if (klen >= 0 && pos + klen > rec_end) {
+            fail("corrupt", "key runs past its record", len_at, i, PyUnicode_FromFormat("<= %zd bytes", rec_end - pos),
+                 PyUnicode_FromFormat("%lld bytes", (long long)klen));
+            goto error;
+        }
+        Py_ssize_t key_at = pos;
+        if (klen > 0) pos += (Py_ssize_t)klen;
+        len_at = pos;
+        READ(5, vlen);
+        if (vlen < -1) {
+            fail("corrupt", "invalid value length", pos, i, NULL, PyLong_FromLongLong(vlen));
+            goto error;
+        }
+        if (vlen >= 0 && pos + vlen > rec_end) {
+            fail("corrupt", "value runs past its record", len_at, i,
+                 PyUnicode_FromFormat("<= %zd bytes", rec_end - pos),
+                 PyUnicode_FromFormat("%lld bytes", (long long)vlen));
+            goto error;
+        }
+        Py_ssize_t value_at = pos;
+        if (vlen > 0) pos += (Py_ssize_t)vlen;
+        PyObject *headers = NULL;
+        if (pos < end && p[pos] == 0) {
+            pos++;
+            if (materialize) { headers = empty; Py_INCREF(empty); }
+        } else {
+            Py_ssize_t hc_at = pos;
+            READ(5, hcount);
+            if (hcount < 0 || hcount > rec_end - pos) {
+                fail("corrupt", "invalid header count", hc_at + (pos - hc_at), i,
+                     PyUnicode_FromFormat("0..%zd", rec_end - pos > 0 ? rec_end - pos : 0),
+                     PyLong_FromLongLong(hcount));
+                goto error;
+            }
+            if (materialize) {
+                headers = PyTuple_New((Py_ssize_t)hcount);
+                if (!headers) goto error;
+            }
+            for (int64_t h = 0; h < hcount; h++) {
+                int64_t hk, hv;
+                READ(5, hk);
+                if (hk < 0) {
+                    Py_XDECREF(headers);
+                    fail("corrupt", "header key is null or negative", pos, i,
+                         PyUnicode_FromString(">= 0"), PyLong_FromLongLong(hk));
+                    goto error;
+                }
+                if (pos + hk > rec_end) {
+                    Py_XDECREF(headers);
+                    fail("corrupt", "header key runs past its record", pos, i, NULL, NULL);
+                    goto error;
+                }
+                Py_ssize_t hk_at = pos;
+                pos += (Py_ssize_t)hk;
+                READ(5, hv);
+                if (hv < -1) {
+                    Py_XDECREF(headers);
+                    fail("corrupt", "invalid header value length", pos, i, NULL, PyLong_FromLongLong(hv));
+                    goto error;
+                }
+                if (hv >= 0 && pos + hv > rec_end) {
+                    Py_XDECREF(headers);
+                    fail("corrupt", "header value runs past its record", pos, i, NULL, NULL);
+                    goto error;
+                }
+                if (materialize) {
+                    PyObject *k = PyUnicode_DecodeUTF8((const char *)p + hk_at, (Py_ssize_t)hk, "surrogateescape");
+                    PyObject *v = nullable(p, &pos, hv);
+                    PyObject *pair = (k && v) ? new_tuple(header_type, 2) : NULL;
+                    if (!pair) { Py_XDECREF(k); Py_XDECREF(v); Py_DECREF(headers); goto error; }
+                    PyTuple_SET_ITEM(pair, 0, k);
+                    PyTuple_SET_ITEM(pair, 1, v);
+                    PyTuple_SET_ITEM(headers, (Py_ssize_t)h, pair);
+                } else if (hv > 0) {
+                    pos += (Py_ssize_t)hv;
+                }
+            }
+        }
+        if (pos != rec_end) {
+            Py_XDECREF(headers);
+            fail("corrupt", "record length does not match its fields", start, i,
+                 PyUnicode_FromFormat("record to end at byte %zd", rec_end),
+                 PyUnicode_FromFormat("fields end at byte %zd", pos));
+            goto error;
+        }
+        int64_t ts = (int64_t)((uint64_t)base_ts + (uint64_t)ts_delta); /* Java long wrap */
+        if (materialize) {
+            PyObject *rec = new_tuple(record_type, 9);
+            if (!rec) { Py_DECREF(headers); goto error; }
+            PyObject *key = klen < 0 ? (Py_INCREF(Py_None), Py_None)
+                                     : PyBytes_FromStringAndSize((const char *)p + key_at, (Py_ssize_t)klen);
+            PyObject *value = vlen < 0 ? (Py_INCREF(Py_None), Py_None)
+                                       : PyBytes_FromStringAndSize((const char *)p + value_at, (Py_ssize_t)vlen);
+            PyTuple_SET_ITEM(rec, 0, PyLong_FromLongLong((int64_t)((uint64_t)base_offset + (uint64_t)off_delta)));
+            PyTuple_SET_ITEM(rec, 1, PyLong_FromLongLong(has_lat ? lat : ts));
+            PyTuple_SET_ITEM(rec, 2, key);
+            PyTuple_SET_ITEM(rec, 3, value);
+            PyTuple_SET_ITEM(rec, 4, headers);
+            PyTuple_SET_ITEM(rec, 5, PyLong_FromLongLong(ts));
+            PyTuple_SET_ITEM(rec, 6, PyLong_FromLong(attrs));
+            Py_INCREF(two);
+            PyTuple_SET_ITEM(rec, 7, two);
+            Py_INCREF(Py_None);
+            PyTuple_SET_ITEM(rec, 8, Py_None);
+            if (PyList_Append(out, rec) < 0) { Py_DECREF(rec); goto error; }
+            Py_DECREF(rec);
+        } else {
+            if (!have_ts || ts > max_ts) max_ts = ts;
+            if (!have_ts) { min_delta = max_delta = off_delta; }
+            if (have_ts && off_delta <= prev_delta) ordered = 0;
+            if (off_delta < min_delta) min_delta = off_delta;
+            if (off_delta > max_delta) max_delta = off_delta;
+            prev_delta = off_delta;
+            have_ts = 1;
+        }
+    }
+    if (pos != end) {
+        fail("corrupt", "records still remaining after the declared record count", pos, -1,
+             PyUnicode_FromFormat("%zd records using %zd bytes", count, pos),
+             PyUnicode_FromFormat("%zd more bytes", end - pos));
+        goto error;
+    }
+    PyBuffer_Release(&view);
+    Py_XDECREF(empty);
+    Py_XDECREF(two);
+    if (materialize) return out;
+    if (!have_ts) return Py_BuildValue("(OOLL)", Py_None, Py_True, (long long)0, (long long)0);
+    return Py_BuildValue("(LOLL)", (long long)max_ts, ordered ? Py_True : Py_False,
+                         (long long)min_delta, (long long)max_delta);
+error:
+    PyBuffer_Release(&view);
+    Py_XDECREF(out);
+    Py_XDECREF(empty);
+    Py_XDECREF(two);
+    return NULL;
+}
+
+
+static inline int64_t be64(const unsigned char *p) {
+    return (int64_t)(((uint64_t)p[0] << 56) | ((uint64_t)p[1] << 48) | ((uint64_t)p[2] << 40) |
+                     ((uint64_t)p[3] << 32) | ((uint64_t)p[4] << 24) | ((uint64_t)p[5] << 16) |
+                     ((uint64_t)p[6] << 8) | (uint64_t)p[7]);
+}
+static inline int32_t be32(const unsigned char *p) {
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3]);
+}
+static inline uint32_t ube32(const unsigned char *p) { return (uint32_t)be32(p); }
+static inline int16_t be16(const unsigned char *p) { return (int16_t)(((uint16_t)p[0] << 8) | p[1]); }
+
+/* Tail description: (kind, message, position, expected, found) */
+static PyObject *
+tail(const char *kind, const char *message, long long position, PyObject *expected, PyObject *found)
+{
+    return Py_BuildValue("(ssLNN)", kind, message, position, expected, found);
+}
+
+/*
+ * scan(view, base, final, batch_type, start, max_entries) -> (batches, consumed, tail or None)
+ * The twin of decode.scan_entries. ``view`` must be a memoryview: every batch
+ * keeps a slice of it as ``raw``. At most ``max_entries`` are returned (< 0: all),
+ * so that callers can stream without building huge lists the GC must walk.
+ */
+static PyObject *
+scan(PyObject *self, PyObject *args)
+{
+    PyObject *mv, *batch_type;
+    long long base;
+    int final;
+    Py_ssize_t start, max_entries, n = 0;
+    if (!PyArg_ParseTuple(args, "OLpOnn", &mv, &base, &final, &batch_type, &start, &max_entries)) return NULL;
+    if (!PyMemoryView_Check(mv)) { PyErr_SetString(PyExc_TypeError, "scan() needs a memoryview"); return NULL; }
+    Py_buffer *view = PyMemoryView_GET_BUFFER(mv);
+    const unsigned char *p = (const unsigned char *)view->buf;
+    Py_ssize_t end = view->len, pos = start;
+    PyObject *out = PyList_New(0);
+    PyObject *t = Py_None;
+    if (!out) return NULL;
+    Py_INCREF(Py_None);
+    while (max_entries < 0 || n < max_entries) {
+        Py_ssize_t left = end - pos;
+        if (left == 0) break;
+        if (left < 17) {
+            if (final) {
+                Py_DECREF(t);
+                t = tail("truncated", "truncated entry header", base + pos,
+                         PyUnicode_FromString("at least 17 bytes"), PyUnicode_FromFormat("%zd bytes", left));
+            }
+            break;
+        }
+        const unsigned char *e = p + pos;
+        int32_t size = be32(e + 8);
+        int magic = (signed char)e[16];
+        int32_t min_size = magic == 0 ? 14 : magic == 1 ? 22 : magic == 2 ? 49 : -1;
+        if (min_size < 0) {
+            Py_DECREF(t);
+            t = tail("corrupt", "unknown magic", base + pos + 16, PyUnicode_FromString("0, 1 or 2"),
+                     PyLong_FromLong(magic));
+            break;
+        }
+        if (size < min_size) {
+            Py_DECREF(t);
+            char msg[64];
+            snprintf(msg, sizeof msg, "size field too small for magic %d", magic);
+            t = tail("corrupt", msg, base + pos + 8,
+                     PyUnicode_FromFormat(">= %d", min_size), PyLong_FromLong(size));
+            break;
+        }
+        Py_ssize_t total = (Py_ssize_t)size + 12;
+        if (total > left) {
+            if (final) {
+                Py_DECREF(t);
+                t = tail("truncated", "entry runs past the end of the data", base + pos,
+                         PyUnicode_FromFormat("%zd bytes", total), PyUnicode_FromFormat("%zd bytes", left));
+            }
+            break;
+        }
+        PyObject *lo = PyLong_FromSsize_t(pos), *hi = PyLong_FromSsize_t(pos + total);
+        PyObject *slice_obj = (lo && hi) ? PySlice_New(lo, hi, NULL) : NULL;
+        Py_XDECREF(lo);
+        Py_XDECREF(hi);
+        PyObject *raw = slice_obj ? PyObject_GetItem(mv, slice_obj) : NULL;
+        Py_XDECREF(slice_obj);
+        PyObject *b = raw ? new_tuple(batch_type, 15) : NULL;
+        if (!b) { Py_XDECREF(raw); goto error; }
+        PyTuple_SET_ITEM(b, 0, PyLong_FromLongLong(base + pos));
+        PyTuple_SET_ITEM(b, 1, PyLong_FromSsize_t(total));
+        PyTuple_SET_ITEM(b, 2, PyLong_FromLong(magic));
+        PyTuple_SET_ITEM(b, 3, PyLong_FromLongLong(be64(e)));
+        PyTuple_SET_ITEM(b, 7, raw);
+        if (magic == 2) {
+            PyTuple_SET_ITEM(b, 4, PyLong_FromUnsignedLong(ube32(e + 17)));
+            PyTuple_SET_ITEM(b, 5, PyLong_FromLong(((int)e[21] << 8) | e[22]));
+            PyTuple_SET_ITEM(b, 6, PyLong_FromLongLong(be64(e + 35)));
+            PyTuple_SET_ITEM(b, 8, PyLong_FromLong(be32(e + 12)));
+            PyTuple_SET_ITEM(b, 9, PyLong_FromLong(be32(e + 23)));
+            PyTuple_SET_ITEM(b, 10, PyLong_FromLongLong(be64(e + 27)));
+            PyTuple_SET_ITEM(b, 11, PyLong_FromLongLong(be64(e + 43)));
+            PyTuple_SET_ITEM(b, 12, PyLong_FromLong(be16(e + 51)));
+            PyTuple_SET_ITEM(b, 13, PyLong_FromLong(be32(e + 53)));
+            PyTuple_SET_ITEM(b, 14, PyLong_FromLong(be32(e + 57)));
+        } else {
+            PyTuple_SET_ITEM(b, 4, PyLong_FromUnsignedLong(ube32(e + 12)));
+            PyTuple_SET_ITEM(b, 5, PyLong_FromLong(e[17]));
+            PyTuple_SET_ITEM(b, 6, PyLong_FromLongLong(magic == 1 ? be64(e + 18) : -1));
+            for (int k = 8; k < 15; k++) { Py_INCREF(Py_None); PyTuple_SET_ITEM(b, k, Py_None); }
+        }
+        for (int k = 0; k < 15; k++) {
+            if (PyTuple_GET_ITEM(b, k) == NULL) { Py_DECREF(b); goto error; }
+        }
+        if (PyList_Append(out, b) < 0) { Py_DECREF(b); goto error; }
+        Py_DECREF(b);
+        pos += total;
+        n++;
+    }
+    if (t == NULL) goto error;
+    return Py_BuildValue("(NnN)", out, pos, t);
+error:
+    Py_DECREF(out);
+    Py_XDECREF(t);
+    return NULL;
+}
+
+/*
+ * legacy_record(raw, magic, offset, timestamp, stored_timestamp, attributes, crc, record_type)
+ * The twin of decode.legacy_record: key and value of one v0/v1 message.
+ */
+static PyObject *
+legacy_record(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    int magic;
+    long long offset, timestamp, stored_ts;
+    int attrs;
+    PyObject *crc, *record_type;
+    if (!PyArg_ParseTuple(args, "y*iLLLiOO", &view, &magic, &offset, &timestamp, &stored_ts, &attrs, &crc,
+                          &record_type))
+        return NULL;
+    const unsigned char *p = (const unsigned char *)view.buf;
+    Py_ssize_t end = view.len, pos = magic == 1 ? 26 : 18;
+    PyObject *key = NULL, *value = NULL, *rec = NULL;
+    if (pos + 4 > end) { fail("corrupt", "invalid key length", pos, -1, NULL, NULL); goto done; }
+    int32_t klen = be32(p + pos);
+    pos += 4;
+    Py_ssize_t kspan = klen > 0 ? klen : 0;
+    if (klen < -1 || pos + kspan + 4 > end) {
+        fail("corrupt", "invalid key length", pos - 4, -1, PyUnicode_FromFormat("-1..%zd", end - pos - 4),
+             PyLong_FromLong(klen));
+        goto done;
+    }
+    int32_t vlen = be32(p + pos + kspan);
+    Py_ssize_t vpos = pos + kspan + 4;
+    Py_ssize_t vspan = vlen > 0 ? vlen : 0;
+    if (vlen < -1 || vpos + vspan != end) {
+        fail("corrupt", "value length does not match the message size", vpos - 4, -1,
+             end - vpos >= 0 ? PyUnicode_FromFormat("%zd", end - vpos) : PyUnicode_FromString("-1"),
+             PyLong_FromLong(vlen));
+        goto done;
+    }
+    key = klen < 0 ? (Py_INCREF(Py_None), Py_None) : PyBytes_FromStringAndSize((const char *)p + pos, klen);
+    value = vlen < 0 ? (Py_INCREF(Py_None), Py_None) : PyBytes_FromStringAndSize((const char *)p + vpos, vlen);
+    if (!key || !value) goto done;
+    rec = new_tuple(record_type, 9);
+    if (!rec) goto done;
+    PyTuple_SET_ITEM(rec, 0, PyLong_FromLongLong(offset));
+    PyTuple_SET_ITEM(rec, 1, PyLong_FromLongLong(timestamp));
+    PyTuple_SET_ITEM(rec, 2, key);
+    PyTuple_SET_ITEM(rec, 3, value);
+    key = value = NULL;
+    PyObject *empty = PyTuple_New(0);
+    PyTuple_SET_ITEM(rec, 4, empty);
+    PyTuple_SET_ITEM(rec, 5, PyLong_FromLongLong(stored_ts));
+    PyTuple_SET_ITEM(rec, 6, PyLong_FromLong(attrs));
+    PyTuple_SET_ITEM(rec, 7, PyLong_FromLong(magic));
+    Py_INCREF(crc);
+    PyTuple_SET_ITEM(rec, 8, crc);
+done:
+    Py_XDECREF(key);
+    Py_XDECREF(value);
+    PyBuffer_Release(&view);
+    return rec;
+}
+
+/*
+ * legacy_set(data, wrapper_magic, wrapper_offset, log_append_time, record_type) -> list
+ * The twin of decode.decode_legacy_wrapper: the inner messages of a decompressed
+ * v0/v1 wrapper as records with absolute offsets (spec §2.3). Errors carry
+ * positions inside ``data``.
+ */
+static PyObject *
+legacy_set(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    int wmagic;
+    long long woffset;
+    PyObject *lat_obj, *record_type;
+    if (!PyArg_ParseTuple(args, "y*iLOO", &view, &wmagic, &woffset, &lat_obj, &record_type)) return NULL;
+    const unsigned char *p = (const unsigned char *)view.buf;
+    Py_ssize_t end = view.len, pos = 0, count = 0;
+    long long last_rel = 0;
+    PyObject *out = NULL, *empty = NULL;
+    /* pass 1: framing, magic, codec; the last inner offset */
+    while (pos < end) {
+        Py_ssize_t left = end - pos;
+        if (left < 17) {
+            fail("truncated", "truncated entry header", pos, -1, PyUnicode_FromString("at least 17 bytes"),
+                 PyUnicode_FromFormat("%zd bytes", left));
+            goto error;
+        }
+        int32_t size = be32(p + pos + 8);
+        int magic = (signed char)p[pos + 16];
+        int32_t min_size = magic == 0 ? 14 : magic == 1 ? 22 : magic == 2 ? 49 : -1;
+        if (min_size < 0) {
+            fail("corrupt", "unknown magic", pos + 16, -1, PyUnicode_FromString("0, 1 or 2"), PyLong_FromLong(magic));
+            goto error;
+        }
+        if (size < min_size) {
+            char msg[64];
+            snprintf(msg, sizeof msg, "size field too small for magic %d", magic);
+            fail("corrupt", msg, pos + 8, -1, PyUnicode_FromFormat(">= %d", min_size), PyLong_FromLong(size));
+            goto error;
+        }
+        if ((Py_ssize_t)size + 12 > left) {
+            fail("truncated", "entry runs past the end of the data", pos, -1,
+                 PyUnicode_FromFormat("%zd bytes", (Py_ssize_t)size + 12), PyUnicode_FromFormat("%zd bytes", left));
+            goto error;
+        }
+        if (magic > 1) {
+            fail("corrupt", "v2 batch inside a legacy wrapper", pos, -1, NULL, PyLong_FromLong(magic));
+            goto error;
+        }
+        if (p[pos + 17] & 0x07) {
+            fail("corrupt", "inner messages must not be compressed", pos, -1, PyUnicode_FromString("codec none"),
+                 PyUnicode_FromFormat("codec %d", p[pos + 17] & 0x07));
+            goto error;
+        }
+        last_rel = be64(p + pos);
+        pos += (Py_ssize_t)size + 12;
+        count++;
+    }
+    if (count == 0) {
+        fail("corrupt", "compressed message set has no inner messages", -1, -1, NULL, NULL);
+        goto error;
+    }
+    long long shift = 0;
+    if (wmagic != 0 && woffset != 0) {
+        if (woffset < last_rel) {
+            fail("corrupt", "invalid wrapper offset in compressed v1 message set", -1, -1,
+                 PyUnicode_FromFormat(">= last inner relative offset %lld", last_rel), PyLong_FromLongLong(woffset));
+            goto error;
+        }
+        shift = woffset - last_rel;
+    }
+    int has_lat = lat_obj != Py_None;
+    long long lat = has_lat ? PyLong_AsLongLong(lat_obj) : 0;
+    if (has_lat && lat == -1 && PyErr_Occurred()) goto error;
+    out = PyList_New(count);
+    empty = PyTuple_New(0);
+    if (!out || !empty) goto error;
+    /* pass 2: records */
+    pos = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const unsigned char *e = p + pos;
+        Py_ssize_t total = (Py_ssize_t)be32(e + 8) + 12;
+        int magic = e[16];
+        Py_ssize_t kpos = magic == 1 ? 26 : 18;
+        long long ts = magic == 1 ? be64(e + 18) : -1;
+        if (kpos + 4 > total) {
+            fail("corrupt", "invalid key length", pos + kpos, -1, NULL, NULL);
+            goto error;
+        }
+        int32_t klen = be32(e + kpos);
+        Py_ssize_t kspan = klen > 0 ? klen : 0;
+        if (klen < -1 || kpos + 4 + kspan + 4 > total) {
+            fail("corrupt", "invalid key length", pos + kpos, -1,
+                 PyUnicode_FromFormat("-1..%zd", total - kpos - 8), PyLong_FromLong(klen));
+            goto error;
+        }
+        Py_ssize_t vat = kpos + 4 + kspan;
+        int32_t vlen = be32(e + vat);
+        Py_ssize_t vspan = vlen > 0 ? vlen : 0;
+        if (vlen < -1 || vat + 4 + vspan != total) {
+            fail("corrupt", "value length does not match the message size", pos + vat, -1,
+                 total - vat - 4 >= 0 ? PyUnicode_FromFormat("%zd", total - vat - 4) : PyUnicode_FromString("-1"),
+                 PyLong_FromLong(vlen));
+            goto error;
+        }
+        PyObject *rec = new_tuple(record_type, 9);
+        if (!rec) goto error;
+        PyList_SET_ITEM(out, i, rec);
+        PyTuple_SET_ITEM(rec, 0, PyLong_FromLongLong(be64(e) + shift));
+        PyTuple_SET_ITEM(rec, 1, PyLong_FromLongLong(has_lat ? lat : ts));
+        PyTuple_SET_ITEM(rec, 2, klen < 0 ? (Py_INCREF(Py_None), Py_None)
+                                          : PyBytes_FromStringAndSize((const char *)e + kpos + 4, klen));
+        PyTuple_SET_ITEM(rec, 3, vlen < 0 ? (Py_INCREF(Py_None), Py_None)
+                                          : PyBytes_FromStringAndSize((const char *)e + vat + 4, vlen));
+        Py_INCREF(empty);
+        PyTuple_SET_ITEM(rec, 4, empty);
+        PyTuple_SET_ITEM(rec, 5, PyLong_FromLongLong(ts));
+        PyTuple_SET_ITEM(rec, 6, PyLong_FromLong(e[17]));
+        PyTuple_SET_ITEM(rec, 7, PyLong_FromLong(magic));
+        PyTuple_SET_ITEM(rec, 8, PyLong_FromUnsignedLong(ube32(e + 12)));
+        for (int k = 0; k < 9; k++)
+            if (PyTuple_GET_ITEM(rec, k) == NULL) goto error;
+        pos += total;
+    }
+    PyBuffer_Release(&view);
+    Py_DECREF(empty);
+    return out;
+error:
+    PyBuffer_Release(&view);
+    Py_XDECREF(out);
+    Py_XDECREF(empty);
+    return NULL;
+}
+
+static uint32_t crc_table[256];
+
+static void
+crc_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[i] = c;
+    }
+}
+
+/* CRC-32 (IEEE), as zlib.crc32 / java.util.zip.CRC32. */
+static uint32_t
+crc32_ieee(const unsigned char *p, Py_ssize_t n)
+{
+    uint32_t c = 0xFFFFFFFFu;
+    for (Py_ssize_t i = 0; i < n; i++) c = crc_table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+/*
+ * legacy_crc_mismatches(data) -> list of (index, stored, computed)
+ * For a decompressed wrapper payload that legacy_set accepted: the inner
+ * messages whose CRC-32 (magic .. end) does not match.
+ */
+static PyObject *
+legacy_crc_mismatches(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
+    const unsigned char *p = (const unsigned char *)view.buf;
+    Py_ssize_t end = view.len, pos = 0, i = 0;
+    PyObject *out = PyList_New(0);
+    if (!out) { PyBuffer_Release(&view); return NULL; }
+    while (end - pos >= 17) {
+        Py_ssize_t total = (Py_ssize_t)be32(p + pos + 8) + 12;
+        if (total < 26 || total > end - pos) break;
+        uint32_t stored = ube32(p + pos + 12);
+        uint32_t computed = crc32_ieee(p + pos + 16, total - 16);
+        if (stored != computed) {
+            PyObject *t = Py_BuildValue("(nkk)", i, (unsigned long)stored, (unsigned long)computed);
+            if (!t || PyList_Append(out, t) < 0) { Py_XDECREF(t); Py_DECREF(out); PyBuffer_Release(&view); return NULL; }
+            Py_DECREF(t);
+        }
+        pos += total;
+        i++;
+    }
+    PyBuffer_Release(&view);
+    return out;
+}
+
+/* ---------------------------------------------------------------- encoding */
+
+typedef struct { char *buf; Py_ssize_t len, cap; } Out;
+
+static int
+out_reserve(Out *o, Py_ssize_t extra)
+{
+    if (o->len + extra <= o->cap) return 0;
+    Py_ssize_t cap = o->cap ? o->cap : 4096;
+    while (cap < o->len + extra) cap *= 2;
+    char *nb = PyMem_Realloc(o->buf, cap);
+    if (!nb) { PyErr_NoMemory(); return -1; }
+    o->buf = nb;
+    o->cap = cap;
+    return 0;
+}
+
+static inline void
+put_uvarint(Out *o, uint64_t u)
+{
+    while (u >= 0x80) { o->buf[o->len++] = (char)((u & 0x7F) | 0x80); u >>= 7; }
+    o->buf[o->len++] = (char)u;
+}
+
+static inline void put_varint(Out *o, int64_t n) { put_uvarint(o, (uint32_t)(((uint32_t)n << 1) ^ (uint32_t)(n >> 31))); }
+static inline void put_varlong(Out *o, int64_t n) { put_uvarint(o, ((uint64_t)n << 1) ^ (uint64_t)(n >> 63)); }
+static inline void put_be32(char *p, uint32_t v) { p[0] = v >> 24; p[1] = v >> 16; p[2] = v >> 8; p[3] = v; }
+static inline void put_be64(char *p, uint64_t v) { put_be32(p, v >> 32); put_be32(p + 4, (uint32_t)v); }
+
+/* A key, value or header value: None (len -1), bytes, or any bytes-like object. */
+typedef struct { const char *ptr; Py_ssize_t len; Py_buffer view; int has_view; } Blob;
+
+static int
+blob_get(PyObject *obj, Blob *b)
+{
+    b->has_view = 0;
+    if (obj == Py_None) { b->ptr = NULL; b->len = -1; return 0; }
+    if (PyBytes_Check(obj)) { b->ptr = PyBytes_AS_STRING(obj); b->len = PyBytes_GET_SIZE(obj); return 0; }
+    if (PyObject_GetBuffer(obj, &b->view, PyBUF_SIMPLE) == 0) {
+        b->has_view = 1;
+        b->ptr = b->view.buf;
+        b->len = b->view.len;
+        return 0;
+    }
+    PyErr_Clear();
+    PyErr_SetString(PyExc_TypeError, "keys, values and header values must be bytes-like or None");
+    return -1;
+}
+
+static void
+blob_release(Blob *b)
+{
+    if (b->has_view) { PyBuffer_Release(&b->view); b->has_view = 0; }
+}
+
+/*
+ * encode_v2_records(records, base_offset, base_timestamp) -> bytes
+ * The twin of encode.encode_v2_records.
+ */
+static PyObject *
+encode_v2_records(PyObject *self, PyObject *args)
+{
+    PyObject *records;
+    long long base_offset, base_ts;
+    if (!PyArg_ParseTuple(args, "OLL", &records, &base_offset, &base_ts)) return NULL;
+    PyObject *seq = PySequence_Fast(records, "records must be a sequence");
+    if (!seq) return NULL;
+    Out o = {NULL, 0, 0};
+    Out body = {NULL, 0, 0};
+    Blob kb_, vb_;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *r = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) < 7) { PyErr_SetString(PyExc_TypeError, "not a Record"); goto error; }
+        long long offset = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 0));
+        long long ts = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 5));
+        long attrs = PyLong_AsLong(PyTuple_GET_ITEM(r, 6));
+        if (PyErr_Occurred()) goto error;
+        long long ts_delta, off_delta;
+        if (__builtin_sub_overflow(ts, base_ts, &ts_delta) || __builtin_sub_overflow(offset, base_offset, &off_delta)
+            || off_delta < INT32_MIN || off_delta > INT32_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "record timestamp or offset does not fit the batch's base");
+            goto error;
+        }
+        if (blob_get(PyTuple_GET_ITEM(r, 2), &kb_) < 0) goto error;
+        if (blob_get(PyTuple_GET_ITEM(r, 3), &vb_) < 0) { blob_release(&kb_); goto error; }
+        const char *kp = kb_.ptr, *vp = vb_.ptr;
+        Py_ssize_t kl = kb_.len, vl = vb_.len;
+        PyObject *headers = PyTuple_GET_ITEM(r, 4);
+        PyObject *hseq = PySequence_Fast(headers, "headers must be a sequence");
+        if (!hseq) { blob_release(&kb_); blob_release(&vb_); goto error; }
+        Py_ssize_t hn = PySequence_Fast_GET_SIZE(hseq);
+        body.len = 0;
+        if (out_reserve(&body, 1 + 10 + 5 + 5 + (kl > 0 ? kl : 0) + 5 + (vl > 0 ? vl : 0) + 5) < 0) {
+            Py_DECREF(hseq); blob_release(&kb_); blob_release(&vb_); goto error;
+        }
+        body.buf[body.len++] = (char)(attrs & 0xFF);
+        put_varlong(&body, ts_delta);
+        put_varint(&body, off_delta);
+        put_varint(&body, kl);
+        if (kl > 0) { memcpy(body.buf + body.len, kp, kl); body.len += kl; }
+        put_varint(&body, vl);
+        if (vl > 0) { memcpy(body.buf + body.len, vp, vl); body.len += vl; }
+        blob_release(&kb_);
+        blob_release(&vb_);
+        put_varint(&body, hn);
+        for (Py_ssize_t h = 0; h < hn; h++) {
+            PyObject *pair = PySequence_Fast_GET_ITEM(hseq, h);
+            if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+                Py_DECREF(hseq); PyErr_SetString(PyExc_TypeError, "a header is (key, value)"); goto error;
+            }
+            PyObject *kb = PyUnicode_AsEncodedString(PyTuple_GET_ITEM(pair, 0), "utf-8", "surrogateescape");
+            if (!kb) { Py_DECREF(hseq); goto error; }
+            Blob hv;
+            if (blob_get(PyTuple_GET_ITEM(pair, 1), &hv) < 0) { Py_DECREF(kb); Py_DECREF(hseq); goto error; }
+            Py_ssize_t hkl = PyBytes_GET_SIZE(kb), hvl = hv.len;
+            if (out_reserve(&body, 10 + hkl + (hvl > 0 ? hvl : 0)) < 0) {
+                blob_release(&hv); Py_DECREF(kb); Py_DECREF(hseq); goto error;
+            }
+            put_varint(&body, hkl);
+            memcpy(body.buf + body.len, PyBytes_AS_STRING(kb), hkl);
+            body.len += hkl;
+            Py_DECREF(kb);
+            put_varint(&body, hvl);
+            if (hvl > 0) { memcpy(body.buf + body.len, hv.ptr, hvl); body.len += hvl; }
+            blob_release(&hv);
+        }
+        Py_DECREF(hseq);
+        if (out_reserve(&o, 5 + body.len) < 0) goto error;
+        put_varint(&o, body.len);
+        memcpy(o.buf + o.len, body.buf, body.len);
+        o.len += body.len;
+    }
+    Py_DECREF(seq);
+    PyObject *res = PyBytes_FromStringAndSize(o.buf ? o.buf : "", o.len);
+    PyMem_Free(o.buf);
+    PyMem_Free(body.buf);
+    return res;
+error:
+    Py_DECREF(seq);
+    PyMem_Free(o.buf);
+    PyMem_Free(body.buf);
+    return NULL;
+}
+
+/*
+ * encode_legacy_messages(records, magic, relative_to) -> bytes
+ * v0/v1 messages with framing and CRC-32, one per record: offset = record offset
+ * (minus relative_to unless it is None), attributes = the record's without codec
+ * bits, timestamp = its stored timestamp (v1). The twin of
+ * encode.build_legacy_message_set.
+ */
+static PyObject *
+encode_legacy_messages(PyObject *self, PyObject *args)
+{
+    PyObject *records, *rel_obj;
+    int magic;
+    if (!PyArg_ParseTuple(args, "OiO", &records, &magic, &rel_obj)) return NULL;
+    if (magic != 0 && magic != 1) { PyErr_SetString(PyExc_ValueError, "magic 0 or 1"); return NULL; }
+    long long rel = 0;
+    if (rel_obj != Py_None) { rel = PyLong_AsLongLong(rel_obj); if (rel == -1 && PyErr_Occurred()) return NULL; }
+    PyObject *seq = PySequence_Fast(records, "records must be a sequence");
+    if (!seq) return NULL;
+    Out o = {NULL, 0, 0};
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *r = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) < 7) { PyErr_SetString(PyExc_TypeError, "not a Record"); goto error; }
+        long long offset = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 0)) - rel;
+        long long ts = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 5));
+        long attrs = PyLong_AsLong(PyTuple_GET_ITEM(r, 6)) & ~0x07L;
+        if (PyErr_Occurred()) goto error;
+        Blob kb_, vb_;
+        if (blob_get(PyTuple_GET_ITEM(r, 2), &kb_) < 0) goto error;
+        if (blob_get(PyTuple_GET_ITEM(r, 3), &vb_) < 0) { blob_release(&kb_); goto error; }
+        const char *kp = kb_.ptr, *vp = vb_.ptr;
+        Py_ssize_t kl = kb_.len, vl = vb_.len;
+        Py_ssize_t head = magic == 1 ? 26 : 18;
+        Py_ssize_t total = head + 4 + (kl > 0 ? kl : 0) + 4 + (vl > 0 ? vl : 0);
+        if (out_reserve(&o, total) < 0) { blob_release(&kb_); blob_release(&vb_); goto error; }
+        char *e = o.buf + o.len;
+        put_be64(e, (uint64_t)offset);
+        put_be32(e + 8, (uint32_t)(total - 12));
+        e[16] = (char)magic;
+        e[17] = (char)(attrs & 0xFF);
+        if (magic == 1) put_be64(e + 18, (uint64_t)ts);
+        Py_ssize_t at = head;
+        put_be32(e + at, (uint32_t)(kl < 0 ? -1 : kl));
+        at += 4;
+        if (kl > 0) { memcpy(e + at, kp, kl); at += kl; }
+        put_be32(e + at, (uint32_t)(vl < 0 ? -1 : vl));
+        at += 4;
+        if (vl > 0) { memcpy(e + at, vp, vl); at += vl; }
+        blob_release(&kb_);
+        blob_release(&vb_);
+        put_be32(e + 12, crc32_ieee((const unsigned char *)e + 16, total - 16));
+        o.len += total;
+    }
+    Py_DECREF(seq);
+    PyObject *res = PyBytes_FromStringAndSize(o.buf ? o.buf : "", o.len);
+    PyMem_Free(o.buf);
+    return res;
+error:
+    Py_DECREF(seq);
+    PyMem_Free(o.buf);
+    return NULL;
+}
+
+/*
+ * legacy_batch_record(batch, record_type) -> record
+ * legacy_record for an uncompressed v0/v1 entry taken straight from its Batch tuple
+ * (raw 7, magic 2, offset 3, timestamp 6, attributes 5, crc 4): the per-message path
+ * of legacy segments, without a Python frame in between.
+ */
+static PyObject *
+legacy_batch_record(PyObject *self, PyObject *args)
+{
+    PyObject *batch, *record_type;
+    if (!PyArg_ParseTuple(args, "OO", &batch, &record_type)) return NULL;
+    if (!PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) < 8) {
+        PyErr_SetString(PyExc_TypeError, "not a Batch");
+        return NULL;
+    }
+    PyObject *ts = PyTuple_GET_ITEM(batch, 6);
+    PyObject *call = Py_BuildValue("(OOOOOOOO)", PyTuple_GET_ITEM(batch, 7), PyTuple_GET_ITEM(batch, 2),
+                                   PyTuple_GET_ITEM(batch, 3), ts, ts, PyTuple_GET_ITEM(batch, 5),
+                                   PyTuple_GET_ITEM(batch, 4), record_type);
+    if (!call) return NULL;
+    PyObject *r = legacy_record(self, call);
+    Py_DECREF(call);
+    return r;
+}
+
+static PyMethodDef methods[] = {
+    {"decode_v2", decode_v2, METH_VARARGS, "Decode (or, with record_type None, check) v2 records."},
+    {"scan", scan, METH_VARARGS, "Split .log bytes into entries (twin of decode.scan_entries)."},
+    {"encode_v2_records", encode_v2_records, METH_VARARGS, "The records section of a v2 batch."},
+    {"encode_legacy_messages", encode_legacy_messages, METH_VARARGS, "v0/v1 messages with framing and CRC."},
+    {"legacy_crc_mismatches", legacy_crc_mismatches, METH_VARARGS, "Inner messages with a bad CRC-32."},
+    {"legacy_set", legacy_set, METH_VARARGS, "Inner messages of a decompressed v0/v1 wrapper as records."},
+    {"legacy_batch_record", legacy_batch_record, METH_VARARGS, "legacy_record of a Batch tuple."},
+    {"legacy_record", legacy_record, METH_VARARGS, "Key and value of a v0/v1 message as a record."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speedups", NULL, -1, methods};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    crc_init();
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    DecodeError = PyErr_NewException("kseg.log._speedups.DecodeError", PyExc_ValueError, NULL);
+    if (!DecodeError || PyModule_AddObject(m, "DecodeError", DecodeError) < 0) return NULL;
+    Py_INCREF(DecodeError);
+    return m;
+}

@@ -1,0 +1,411 @@
+"""Sans-IO decoding: bytes in, ``Batch`` and ``Record`` objects out.
+
+Rules: nothing here opens a file. Positions are relative to the buffer plus the
+``base`` the caller passes (the buffer's position in its file). Only kseg errors
+escape. Hot paths use the struct layouts derived in ``kseg.layouts`` and inline
+the one-byte varint case; construct is never run per batch or per record.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+from kseg.errors import CorruptBatchError, KsegError, TruncatedError, VarintError
+from kseg.formats.attributes import CODEC_MASK, LOG_APPEND_TIME, TIMESTAMP_TYPE_MASK
+from kseg.formats.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC_POSITION
+from kseg.formats.message_v0v1 import KEY_LENGTH_POSITION, RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
+from kseg.formats.primitives import MAX_VARINT_BYTES, MAX_VARLONG_BYTES
+from kseg.formats.record_batch_v2 import BATCH_LENGTH_MIN, RECORD_BATCH_OVERHEAD
+from kseg.layouts import BATCH_V2_HEADER, LENGTH_I32, LOG_ENTRY_PREFIX, MESSAGE_HEADER
+from kseg.model import Batch, Header, Record
+
+_PREFIX = LOG_ENTRY_PREFIX.struct
+_V2 = BATCH_V2_HEADER.struct
+_I32 = LENGTH_I32.struct
+_V0 = MESSAGE_HEADER[0].struct
+_V1 = MESSAGE_HEADER[1].struct
+_new = tuple.__new__
+_MIN_SIZE = {0: RECORD_OVERHEAD_V0, 1: RECORD_OVERHEAD_V1, 2: BATCH_LENGTH_MIN}
+
+# A function that turns (codec id, payload, magic, batch) into decompressed bytes.
+Decompress = Callable[[Batch, "bytes | memoryview"], bytes]
+
+
+class Tail(NamedTuple):
+    """What ended a walk before the end of the buffer."""
+
+    position: int  # position of the first byte not consumed
+    length: int  # bytes from there to the end of the buffer
+    error: KsegError  # TruncatedError for a partial entry, CorruptBatchError otherwise
+
+
+class Scan(NamedTuple):
+    batches: list[Batch]
+    consumed: int  # bytes of the buffer that formed complete entries
+    tail: Tail | None
+
+
+def scan_entries(
+    buf: bytes | memoryview, base: int = 0, *, final: bool = True, start: int = 0, max_entries: int = -1
+) -> Scan:
+    """Split a buffer of .log bytes into entries (the broker's shallow walk, spec §1.1).
+
+    Walks from ``start`` and returns at most ``max_entries`` (< 0: all); ``consumed``
+    is the buffer index after the last complete entry. With ``final=False`` a
+    partial entry at the end is left unconsumed for the caller to complete with
+    more data; with ``final=True`` it becomes a Tail. ``base`` is the file
+    position of ``buf[0]``.
+    """
+    mv = buf if isinstance(buf, memoryview) else memoryview(buf)
+    end = len(mv)
+    pos = start
+    out: list[Batch] = []
+    append = out.append
+    unpack_prefix = _PREFIX.unpack_from
+    while True:
+        if len(out) == max_entries:
+            return Scan(out, pos, None)
+        left = end - pos
+        if left == 0:
+            return Scan(out, pos, None)
+        if left < HEADER_SIZE_UP_TO_MAGIC:
+            if not final:
+                return Scan(out, pos, None)
+            err: KsegError = TruncatedError(
+                "truncated entry header",
+                position=base + pos,
+                expected=f"at least {HEADER_SIZE_UP_TO_MAGIC} bytes",
+                found=f"{left} bytes",
+            )
+            return Scan(out, pos, Tail(base + pos, left, err))
+        offset, size, _, magic = unpack_prefix(mv, pos)
+        min_size = _MIN_SIZE.get(magic)
+        if min_size is None:
+            err = CorruptBatchError(
+                "unknown magic", position=base + pos + MAGIC_POSITION, expected="0, 1 or 2", found=magic
+            )
+            return Scan(out, pos, Tail(base + pos, left, err))
+        if size < min_size:
+            err = CorruptBatchError(
+                f"size field too small for magic {magic}",
+                position=base + pos + 8,
+                expected=f">= {min_size}",
+                found=size,
+            )
+            return Scan(out, pos, Tail(base + pos, left, err))
+        total = size + LOG_OVERHEAD
+        if total > left:
+            if not final:
+                return Scan(out, pos, None)
+            err = TruncatedError(
+                "entry runs past the end of the data",
+                position=base + pos,
+                expected=f"{total} bytes",
+                found=f"{left} bytes",
+            )
+            return Scan(out, pos, Tail(base + pos, left, err))
+        append(_make_batch(mv, pos, total, magic, base))
+        pos += total
+
+
+def _make_batch(mv: memoryview, pos: int, total: int, magic: int, base: int) -> Batch:
+    raw = mv[pos : pos + total]
+    if magic >= 2:
+        (off, _, ple, _, crc, attrs, lod, base_ts, max_ts, pid, pepoch, bseq, count) = _V2.unpack_from(raw)
+        return _new(Batch, (base + pos, total, magic, off, crc, attrs, max_ts, raw,
+                            ple, lod, base_ts, pid, pepoch, bseq, count))
+    if magic == 1:
+        off, _, crc, _, attrs, ts = _V1.unpack_from(raw)
+    else:
+        off, _, crc, _, attrs = _V0.unpack_from(raw)
+        ts = -1
+    return _new(Batch, (base + pos, total, magic, off, crc, attrs & 0xFF, ts, raw,
+                        None, None, None, None, None, None, None))
+
+
+# --------------------------------------------------------------------------- varints
+
+
+I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
+_MASK = {MAX_VARINT_BYTES: 0xFFFFFFFF, MAX_VARLONG_BYTES: 0xFFFFFFFFFFFFFFFF}
+
+
+def _wrap64(n: int) -> int:
+    """Java long arithmetic: wrap to the int64 range."""
+    return ((n - I64_MIN) & 0xFFFFFFFFFFFFFFFF) + I64_MIN
+
+
+def _uvarint(data: bytes, pos: int, max_bytes: int) -> tuple[int, int]:
+    """Unsigned LEB128 at ``pos``; returns (value, position after). Zig-zag is the caller's.
+
+    Like Java's readVarint/readVarlong: at most 5 (10) bytes, bits past 32 (64) dropped.
+    """
+    value = 0
+    shift = 0
+    for i in range(max_bytes):
+        try:
+            b = data[pos + i]
+        except IndexError:
+            if i == 0:
+                raise CorruptBatchError("record runs past the end of the records", position=pos) from None
+            raise VarintError("varint runs past the end of the data", position=pos + i) from None
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value & _MASK[max_bytes], pos + i + 1
+        shift += 7
+    raise VarintError(
+        "varint too long", position=pos, expected=f"at most {max_bytes} bytes", found=f"more than {max_bytes}"
+    )
+
+
+def read_varint(data: bytes, pos: int, max_bytes: int = MAX_VARINT_BYTES) -> tuple[int, int]:
+    """A zig-zag varint (``max_bytes`` 5) or varlong (10) at ``pos``: (value, position after)."""
+    u, pos = _uvarint(data, pos, max_bytes)
+    return (u >> 1) ^ -(u & 1), pos
+
+
+# --------------------------------------------------------------------------- v2 records
+
+
+def decode_v2_records(
+    data: bytes, base_offset: int, base_timestamp: int, count: int, log_append_time: int | None
+) -> list[Record]:
+    """Decode ``count`` varint records that must use up ``data`` exactly (spec §3.3).
+
+    Errors carry the position inside ``data``; the caller shifts them. Every read is
+    ``data[pos]`` at the position it needs, so an IndexError names the exact byte.
+    """
+    if count < 0:
+        raise CorruptBatchError("negative record count", found=count, expected=">= 0")
+    new = tuple.__new__
+    R = Record
+    out: list[Record] = []
+    append = out.append
+    end = len(data)
+    pos = 0
+    no_headers: tuple[Header, ...] = ()
+    i = 0
+    try:
+        for i in range(count):
+            start = pos
+            u = data[pos]
+            if u < 128:
+                pos += 1
+            else:
+                u, pos = _uvarint(data, pos, MAX_VARINT_BYTES)
+            if u & 1:
+                raise CorruptBatchError("negative record length", position=start, found=-((u + 1) >> 1))
+            rec_end = pos + (u >> 1)
+            if rec_end > end:
+                raise CorruptBatchError(
+                    "record runs past the end of the records", position=start,
+                    expected=f"<= {end - pos} bytes", found=f"{u >> 1} bytes",
+                )
+            attrs = data[pos]
+            pos += 1
+            u = data[pos]
+            if u < 128:
+                pos += 1
+            else:
+                u, pos = _uvarint(data, pos, MAX_VARLONG_BYTES)
+            ts = base_timestamp + ((u >> 1) ^ -(u & 1))
+            if not I64_MIN <= ts <= I64_MAX:
+                ts = _wrap64(ts)
+            u = data[pos]
+            if u < 128:
+                pos += 1
+            else:
+                u, pos = _uvarint(data, pos, MAX_VARINT_BYTES)
+            offset = base_offset + ((u >> 1) ^ -(u & 1))
+            if not I64_MIN <= offset <= I64_MAX:
+                offset = _wrap64(offset)
+            at = pos
+            u = data[pos]
+            if u < 128:
+                pos += 1
+            else:
+                u, pos = _uvarint(data, pos, MAX_VARINT_BYTES)
+            if u & 1:
+                if u != 1:
+                    raise CorruptBatchError("invalid key length", position=pos, found=-((u + 1) >> 1))
+                key = None
+            else:
+                n = pos + (u >> 1)
+                if n > rec_end:
+                    raise CorruptBatchError("key runs past its record", position=at,
+                                            expected=f"<= {rec_end - pos} bytes", found=f"{u >> 1} bytes")
+                key = data[pos:n]
+                pos = n
+            at = pos
+            u = data[pos]
+            if u < 128:
+                pos += 1
+            else:
+                u, pos = _uvarint(data, pos, MAX_VARINT_BYTES)
+            if u & 1:
+                if u != 1:
+                    raise CorruptBatchError("invalid value length", position=pos, found=-((u + 1) >> 1))
+                value = None
+            else:
+                n = pos + (u >> 1)
+                if n > rec_end:
+                    raise CorruptBatchError("value runs past its record", position=at,
+                                            expected=f"<= {rec_end - pos} bytes", found=f"{u >> 1} bytes")
+                value = data[pos:n]
+                pos = n
+            u = data[pos]
+            if u == 0:
+                pos += 1
+                headers = no_headers
+            else:
+                headers, pos = _decode_headers(data, pos, rec_end)
+            if pos != rec_end:
+                raise CorruptBatchError(
+                    "record length does not match its fields", position=start,
+                    expected=f"record to end at byte {rec_end}", found=f"fields end at byte {pos}",
+                )
+            append(new(R, (offset, ts if log_append_time is None else log_append_time,
+                           key, value, headers, ts, attrs, 2, None)))
+    except IndexError:
+        raise CorruptBatchError(
+            "record runs past the end of the records", position=pos, where=f"record {i}"
+        ) from None
+    except KsegError as e:
+        if e.where is None:
+            e.where = f"record {i}"
+        raise
+    if pos != end:
+        raise CorruptBatchError(
+            "records still remaining after the declared record count", position=pos,
+            expected=f"{count} records using {pos} bytes", found=f"{end - pos} more bytes",
+        )
+    return out
+
+
+def _decode_headers(data: bytes, pos: int, rec_end: int) -> tuple[tuple[Header, ...], int]:
+    count, pos = read_varint(data, pos)
+    if count < 0 or count > rec_end - pos:
+        raise CorruptBatchError("invalid header count", position=pos, expected=f"0..{max(rec_end - pos, 0)}",
+                                found=count)
+    headers = []
+    for _ in range(count):
+        klen, pos = read_varint(data, pos)
+        if klen < 0:
+            raise CorruptBatchError("header key is null or negative", position=pos, found=klen, expected=">= 0")
+        if pos + klen > rec_end:
+            raise CorruptBatchError("header key runs past its record", position=pos)
+        key = data[pos : pos + klen].decode("utf-8", "surrogateescape")
+        pos += klen
+        vlen, pos = read_varint(data, pos)
+        if vlen < -1:
+            raise CorruptBatchError("invalid header value length", position=pos, found=vlen)
+        if vlen == -1:
+            value = None
+        else:
+            if pos + vlen > rec_end:
+                raise CorruptBatchError("header value runs past its record", position=pos)
+            value = data[pos : pos + vlen]
+            pos += vlen
+        headers.append(Header(key, value))
+    return tuple(headers), pos
+
+
+# --------------------------------------------------------------------------- legacy messages
+
+
+def legacy_key_value(raw: memoryview | bytes, magic: int) -> tuple[bytes | None, bytes | None]:
+    """Key and value of one legacy message (``raw`` = the whole entry with its framing)."""
+    end = len(raw)
+    pos = KEY_LENGTH_POSITION[magic]
+    (klen,) = _I32.unpack_from(raw, pos)
+    pos += 4
+    if klen < -1 or pos + max(klen, 0) + 4 > end:
+        raise CorruptBatchError("invalid key length", position=pos - 4, expected=f"-1..{end - pos - 4}", found=klen)
+    key = None if klen < 0 else bytes(raw[pos : pos + klen])
+    pos += max(klen, 0)
+    (vlen,) = _I32.unpack_from(raw, pos)
+    pos += 4
+    if vlen < -1 or pos + max(vlen, 0) != end:
+        raise CorruptBatchError(
+            "value length does not match the message size", position=pos - 4,
+            expected=f"{end - pos}" if end - pos >= 0 else "-1", found=vlen,
+        )
+    if vlen < 0:
+        return key, None
+    return key, bytes(raw[pos:end])
+
+
+def legacy_record(batch: Batch, offset: int, timestamp: int) -> Record:
+    key, value = legacy_key_value(batch.raw, batch.magic)
+    return Record(offset, timestamp, key, value, (), batch.timestamp, batch.attributes, batch.magic, batch.crc)
+
+
+def decode_legacy_wrapper(wrapper: Batch, inner_bytes: bytes) -> list[Record]:
+    """Inner records of a compressed v0/v1 wrapper, with absolute offsets (spec §2.3).
+
+    Errors carry positions inside the decompressed bytes.
+    """
+    scan = scan_entries(inner_bytes, 0, final=True)
+    if scan.tail is not None:
+        raise scan.tail.error
+    inner = scan.batches
+    if not inner:
+        raise CorruptBatchError("compressed message set has no inner messages")
+    for m in inner:
+        if m.magic > 1:
+            raise CorruptBatchError("v2 batch inside a legacy wrapper", position=m.position, found=m.magic)
+        if m.attributes & CODEC_MASK:
+            raise CorruptBatchError(
+                "inner messages must not be compressed", position=m.position,
+                expected="codec none", found=f"codec {m.attributes & CODEC_MASK}",
+            )
+    if wrapper.magic == 0:
+        shift = 0
+    else:
+        last_rel = inner[-1].offset
+        if wrapper.offset == 0:
+            shift = 0  # librdkafka writes wrapper offset 0; Java takes it as base 0
+        elif wrapper.offset < last_rel:
+            raise CorruptBatchError(
+                "invalid wrapper offset in compressed v1 message set",
+                expected=f">= last inner relative offset {last_rel}", found=wrapper.offset,
+            )
+        else:
+            shift = wrapper.offset - last_rel
+    log_append = wrapper.magic >= 1 and bool(wrapper.attributes & TIMESTAMP_TYPE_MASK)
+    out = []
+    for m in inner:
+        ts = wrapper.timestamp if log_append else m.timestamp
+        try:
+            out.append(legacy_record(m, m.offset + shift, ts))
+        except KsegError as e:
+            raise e.shift(m.position)
+    return out
+
+
+def effective_log_append_time(batch: Batch) -> int | None:
+    """The timestamp a LogAppendTime v2 batch imposes on all its records, else None."""
+    if (batch.attributes >> 3) & 1 == LOG_APPEND_TIME:
+        return batch.timestamp
+    return None
+
+
+def records_region(batch: Batch) -> memoryview:
+    """The bytes after the 61-byte v2 header: records, or one compressed stream of them."""
+    return batch.raw[RECORD_BATCH_OVERHEAD:]
+
+
+def legacy_value_region(batch: Batch) -> tuple[int, memoryview | None]:
+    """(position within the entry, value bytes) of a legacy message; value None if null."""
+    raw = batch.raw
+    pos = KEY_LENGTH_POSITION[batch.magic]
+    (klen,) = _I32.unpack_from(raw, pos)
+    if klen < -1 or pos + 4 + max(klen, 0) + 4 > len(raw):
+        raise CorruptBatchError("invalid key length", position=pos, found=klen)
+    pos += 4 + max(klen, 0)
+    (vlen,) = _I32.unpack_from(raw, pos)
+    if vlen < -1 or pos + 4 + max(vlen, 0) != len(raw):
+        raise CorruptBatchError("value length does not match the message size", position=pos, found=vlen)
+    if vlen < 0:
+        return pos + 4, None
+    return pos + 4, raw[pos + 4 :]

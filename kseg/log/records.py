@@ -1,0 +1,134 @@
+"""From a batch to its records: picks the codec, decompresses (bounded), decodes.
+
+This is the one place that joins ``decode`` (bytes -> objects) with ``codecs``
+(bytes -> bytes), and the one place that maps an error inside a batch back to
+a byte position in the file.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES, Codec, get_codec
+from kseg.codecs.plugins import plugin_codec
+from kseg.errors import CorruptBatchError, KsegError
+from kseg.formats.attributes import CODEC_MASK, CODEC_PLUGIN
+from kseg.formats.record_batch_v2 import RECORD_BATCH_OVERHEAD, RECORD_COUNT_POSITION
+from kseg.log.decode import effective_log_append_time, legacy_value_region, records_region
+from kseg.log.fast import (
+    check_v2_records,
+    decode_legacy_wrapper,
+    decode_v2_records,
+    legacy_batch_record,
+    legacy_crc_mismatches,
+)
+from kseg.model import Batch, Record
+
+# kseg.plugins.plugin_codec, imported on the first plugin batch
+_plugin_codec: Callable[[int | None], Codec] | None = None
+
+
+def codec_for(batch: Batch) -> Codec:
+    """The codec object that decodes this batch's payload (built-in or plugin)."""
+    if batch.magic >= 2 and batch.codec == CODEC_PLUGIN:
+        global _plugin_codec
+        if _plugin_codec is None:
+
+            _plugin_codec = plugin_codec
+        return _plugin_codec(batch.plugin_id)
+    return get_codec(batch.codec)
+
+
+def decompress_payload(batch: Batch, payload: bytes | memoryview, limit: int) -> bytes:
+    try:
+        return codec_for(batch).decompress(payload, magic=batch.magic, limit=limit)
+    except KsegError as e:
+        e.position = None  # a position inside the compressed stream means little to a user
+        raise e.located(position=batch.position, where=f"{batch.codec_name} payload")
+
+
+def payload_bytes(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> tuple[bytes, bool]:
+    """The records bytes (v2) or inner message set (legacy wrapper), decompressed; and
+    whether they were compressed. Legacy uncompressed messages have no payload."""
+    if batch.magic >= 2:
+        region = records_region(batch)
+        if batch.codec == 0:
+            return bytes(region), False
+        return decompress_payload(batch, region, limit), True
+    try:
+        _, value = legacy_value_region(batch)
+    except KsegError as e:
+        raise e.shift(batch.position)
+    if value is None:
+        raise CorruptBatchError("compressed wrapper has a null value", position=batch.position)
+    return decompress_payload(batch, value, limit), True
+
+
+def batch_records(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> list[Record]:
+    """Every record of a batch with absolute offsets and effective timestamps."""
+    if batch.magic < 2:
+        if not batch.attributes & CODEC_MASK:  # the hot case of legacy segments
+            try:
+                return [legacy_batch_record(batch)]
+            except KsegError as e:
+                raise e.shift(batch.position)
+        data, _ = payload_bytes(batch, limit=limit)
+        try:
+            return decode_legacy_wrapper(batch, data)
+        except KsegError as e:
+            raise _in_file(e, batch, True)
+    base_timestamp, count = batch.base_timestamp, batch.record_count
+    assert base_timestamp is not None and count is not None  # set on every v2 batch
+    if count < 0:
+        raise _negative_count(batch, count)
+    data, compressed = payload_bytes(batch, limit=limit)
+    try:
+        return decode_v2_records(data, batch.offset, base_timestamp, count, effective_log_append_time(batch))
+    except KsegError as e:
+        raise _in_file(e, batch, compressed)
+
+
+def check_v2_batch_records(
+    batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+) -> tuple[int | None, bool, int, int]:
+    """Validate a v2 batch's records without building them (the verify path):
+    (max stored timestamp, offset deltas increasing, min delta, max delta)."""
+    base_timestamp, count = batch.base_timestamp, batch.record_count
+    assert base_timestamp is not None and count is not None  # set on every v2 batch
+    if count < 0:
+        raise _negative_count(batch, count)
+    data, compressed = payload_bytes(batch, limit=limit)
+    try:
+        return check_v2_records(data, base_timestamp, count)
+    except KsegError as e:
+        raise _in_file(e, batch, compressed)
+
+
+def _negative_count(batch: Batch, count: int) -> CorruptBatchError:
+    return CorruptBatchError("negative record count", position=batch.position + RECORD_COUNT_POSITION,
+                             expected=">= 0", found=count)
+
+
+def _in_file(e: KsegError, batch: Batch, compressed: bool) -> KsegError:
+    """Map a position inside the records to one in the file (or name the decompressed byte)."""
+    if e.position is None:
+        e.position = batch.position
+        return e
+    if compressed:
+        inner = f"byte {e.position} of the decompressed payload" if e.position is not None else None
+        e.where = ", ".join(x for x in (e.where, inner) if x)
+        e.position = batch.position
+        return e
+    return e.shift(batch.position + RECORD_BATCH_OVERHEAD)
+
+
+def wrapper_records(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+                    ) -> tuple[list[Record], list[tuple[int, int, int]]]:
+    """A legacy wrapper's records and its inner CRC mismatches (index, stored, computed),
+    decompressing once (the verify path)."""
+    data, _ = payload_bytes(batch, limit=limit)
+    try:
+        records = decode_legacy_wrapper(batch, data)
+    except KsegError as e:
+        raise _in_file(e, batch, True)
+    return records, legacy_crc_mismatches(data)

@@ -1,0 +1,488 @@
+"""Conversions between message formats and codecs, following the broker's rules (spec §7).
+
+Each conversion is a generator: batches of one partition in, entry bytes out,
+with a ``Summary`` that counts what was copied, patched, rebuilt and dropped,
+so nothing disappears silently. They never touch files (see ``kseg.jobs``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES, get_codec
+from kseg.codecs.choice import CodecChoice
+from kseg.defaults import DEFAULT_BATCH_BYTES, DEFAULT_BATCH_RECORDS
+from kseg.errors import InputError, UnsupportedCodecError
+from kseg.formats.attributes import (
+    CODEC_MASK,
+    CODEC_NAMES,
+    CODEC_NONE,
+    CODEC_PLUGIN,
+    CREATE_TIME,
+    LOG_APPEND_TIME,
+    NO_TIMESTAMP,
+    PLUGIN_ID_MASK,
+    PLUGIN_ID_SHIFT,
+    TIMESTAMP_TYPE_MASK,
+)
+from kseg.log.encode import (
+    assemble_v2,
+    build_legacy_message_set,
+    build_legacy_wrapper,
+    build_v2_batch,
+    header_of,
+    wrap_legacy,
+)
+from kseg.log.records import batch_records, codec_for, payload_bytes
+from kseg.log.segment import base_offset_of, strict_batches
+from kseg.model import Batch, Record
+
+
+@dataclass
+class Summary:
+    batches_in: int = 0
+    records_in: int = 0
+    batches_out: int = 0
+    records_out: int = 0
+    bytes_out: int = 0
+    copied: int = 0  # entries written byte for byte
+    patched: int = 0  # entries whose header fields outside the payload changed
+    rebuilt: int = 0  # entries encoded anew (records re-encoded; recompressed if compressed)
+    recompressed: int = 0  # entries whose payload went through a compressor
+    dropped: Counter = field(default_factory=Counter)
+
+    def add(self, other: "Summary") -> None:
+        for name in ("batches_in", "records_in", "batches_out", "records_out", "bytes_out", "copied", "patched",
+                     "rebuilt", "recompressed"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.dropped.update(other.dropped)
+
+    def line(self) -> str:
+        parts = [
+            f"{self.batches_in} batches / {self.records_in} records in",
+            f"{self.batches_out} batches / {self.records_out} records / {self.bytes_out} bytes out",
+            f"copied {self.copied}, patched {self.patched}, rebuilt {self.rebuilt}, recompressed {self.recompressed}",
+        ]
+        if self.dropped:
+            parts.append("dropped: " + ", ".join(f"{n} {what}" for what, n in sorted(self.dropped.items())))
+        return "; ".join(parts)
+
+    def as_json(self) -> dict:
+        return {
+            "batches_in": self.batches_in, "records_in": self.records_in, "batches_out": self.batches_out,
+            "records_out": self.records_out, "bytes_out": self.bytes_out, "copied": self.copied,
+            "patched": self.patched, "rebuilt": self.rebuilt, "recompressed": self.recompressed,
+            "dropped": dict(self.dropped),
+        }
+
+
+def _count_in(s: Summary, b: Batch, n_records: int) -> None:
+    s.batches_in += 1
+    s.records_in += n_records
+
+
+def _emit(s: Summary, raw: bytes, n_records: int, entries: int = 1) -> bytes:
+    s.batches_out += entries
+    s.records_out += n_records
+    s.bytes_out += len(raw)
+    return raw
+
+
+def _n_records(b: Batch) -> int:
+    if b.magic < 2:
+        return 1  # legacy wrappers are counted when decoded
+    assert b.record_count is not None  # set on every v2 batch
+    return b.record_count
+
+
+# --------------------------------------------------------------------------- up-conversion
+
+
+@dataclass(frozen=True)
+class UpOptions:
+    to_magic: int
+    choice: CodecChoice = CodecChoice()
+    log_append_time: int | None = None  # stamp messages without timestamps (v0) as LogAppendTime
+    batch_records: int = DEFAULT_BATCH_RECORDS
+    batch_bytes: int = DEFAULT_BATCH_BYTES
+    partition_leader_epoch: int = -1
+    limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+
+
+def up_convert(batches: Iterable[Batch], o: UpOptions, s: Summary) -> Iterator[bytes]:
+    """v0 -> v1, v0/v1 -> v2 (spec §7.3). Entries already at the target magic or above are copied."""
+    if o.to_magic not in (1, 2):
+        raise InputError(f"up-convert targets magic 1 or 2, not {o.to_magic}")
+    pending: list[Record] = []
+    pending_bytes = 0
+    pending_type = CREATE_TIME
+
+    def flush() -> Iterator[bytes]:
+        nonlocal pending, pending_bytes
+        if pending:
+            yield from _legacy_group_to_v2(pending, pending_type, o, s)
+            pending, pending_bytes = [], 0
+
+    for b in batches:
+        if b.magic >= o.to_magic:
+            yield from flush()
+            n = _n_records(b) if b.magic >= 2 or b.codec == 0 else len(batch_records(b, limit=o.limit))
+            _count_in(s, b, n)
+            s.copied += 1
+            yield _emit(s, bytes(b.raw), n)
+            continue
+        records = batch_records(b, limit=o.limit)
+        _count_in(s, b, len(records))
+        ts_type, records = _timestamps_for_up(b, records, o)
+        if o.to_magic == 1:
+            yield from _v0_to_v1(b, records, ts_type, o, s)
+            continue
+        if b.codec == CODEC_NONE:
+            # Consecutive uncompressed messages are grouped into v2 batches.
+            r = records[0]
+            size = len(r.key or b"") + len(r.value or b"") + 32
+            if pending and (ts_type != pending_type or len(pending) >= o.batch_records
+                            or pending_bytes + size > o.batch_bytes
+                            or (ts_type == LOG_APPEND_TIME and pending[0].timestamp != r.timestamp)):
+                yield from flush()
+            pending_type = ts_type
+            pending.append(r)
+            pending_bytes += size
+            continue
+        yield from flush()
+        codec = o.choice.id_for(b.codec)
+        raw = build_v2_batch(
+            records, codec=codec, level=o.choice.level, timestamp_type=ts_type,
+            partition_leader_epoch=o.partition_leader_epoch,
+            max_timestamp=_lat_max(records, ts_type, b, o),
+            plugin_id=o.choice.plugin_id, codec_impl=o.choice.codec,
+        )
+        s.rebuilt += 1
+        s.recompressed += codec != CODEC_NONE
+        yield _emit(s, raw, len(records))
+    yield from flush()
+
+
+def _timestamps_for_up(b: Batch, records: list[Record], o: UpOptions) -> tuple[int, list[Record]]:
+    """The timestamp type and records' timestamps after up-conversion."""
+    if b.magic == 0:
+        if o.log_append_time is not None:
+            lat = o.log_append_time
+            return LOG_APPEND_TIME, [r._replace(timestamp=lat) for r in records]
+        return CREATE_TIME, records
+    return b.timestamp_type, records
+
+
+def _lat_max(records: list[Record], ts_type: int, b: Batch, o: UpOptions) -> int | None:
+    if ts_type != LOG_APPEND_TIME:
+        return None
+    if b.magic == 0:
+        return o.log_append_time
+    return b.timestamp  # a v1 LogAppendTime entry: its stamp applies to every record
+
+
+def _legacy_group_to_v2(records: list[Record], ts_type: int, o: UpOptions, s: Summary) -> Iterator[bytes]:
+    codec = o.choice.id_for(CODEC_NONE)
+    max_ts = records[0].timestamp if ts_type == LOG_APPEND_TIME else None
+    raw = build_v2_batch(
+        records, codec=codec, level=o.choice.level, timestamp_type=ts_type,
+        partition_leader_epoch=o.partition_leader_epoch, max_timestamp=max_ts,
+        plugin_id=o.choice.plugin_id, codec_impl=o.choice.codec,
+    )
+    s.rebuilt += 1
+    s.recompressed += codec != CODEC_NONE
+    yield _emit(s, raw, len(records))
+
+
+def _v0_to_v1(b: Batch, records: list[Record], ts_type: int, o: UpOptions, s: Summary) -> Iterator[bytes]:
+    lat = o.log_append_time if ts_type == LOG_APPEND_TIME else None
+    attrs_ts = TIMESTAMP_TYPE_MASK if lat is not None else 0
+    ts = NO_TIMESTAMP if lat is None else lat
+    codec = o.choice.id_for(b.codec)
+    _require_legacy_codec(codec, 1, b)
+    inner = [r._replace(magic=1, attributes=attrs_ts, stored_timestamp=ts) for r in records]
+    if codec == CODEC_NONE:
+        s.rebuilt += len(inner)
+        yield _emit(s, build_legacy_message_set(inner, magic=1), len(inner), len(inner))
+        return
+    raw = build_legacy_wrapper(inner, magic=1, codec=codec, level=o.choice.level, timestamp_type=ts_type,
+                               wrapper_timestamp=ts, codec_impl=o.choice.codec)
+    s.rebuilt += 1
+    s.recompressed += 1
+    yield _emit(s, raw, len(records))
+
+
+def _require_legacy_codec(codec: int, magic: int, b: Batch) -> None:
+    if codec == CODEC_PLUGIN or codec > 3:
+
+        name = b.codec_name if codec == b.codec else CODEC_NAMES.get(codec, f"codec {codec}")
+        raise UnsupportedCodecError(
+            f"{name} cannot be carried by magic {magic} (give a built-in --codec: none, gzip, snappy or lz4)",
+            position=b.position,
+        )
+
+
+# --------------------------------------------------------------------------- down-conversion
+
+
+@dataclass(frozen=True)
+class DownOptions:
+    to_magic: int
+    choice: CodecChoice = CodecChoice()
+    limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+
+
+def down_convert(batches: Iterable[Batch], o: DownOptions, s: Summary) -> Iterator[bytes]:
+    """v2 -> v0/v1 and v1 -> v0 as the broker serves old consumers (spec §7.4)."""
+    if o.to_magic not in (0, 1):
+        raise InputError(f"down-convert targets magic 0 or 1, not {o.to_magic}")
+    for b in batches:
+        if b.magic <= o.to_magic:
+            n = 1 if b.codec == 0 else len(batch_records(b, limit=o.limit))
+            _count_in(s, b, n)
+            s.copied += 1
+            yield _emit(s, bytes(b.raw), n)
+            continue
+        if b.is_control:
+            _count_in(s, b, b.record_count or 0)
+            s.dropped["control batches"] += 1
+            continue
+        codec = o.choice.id_for(b.codec)
+        _require_legacy_codec(codec, o.to_magic, b)
+        records = batch_records(b, limit=o.limit)
+        _count_in(s, b, len(records))
+        if not records:
+            s.dropped["empty batches"] += 1
+            continue
+        headers = sum(len(r.headers) for r in records)
+        if headers:
+            s.dropped["headers"] += headers
+        if b.magic >= 2 and (b.producer_id != -1 or b.is_transactional):
+            s.dropped["producer states"] += 1
+        lat = b.timestamp if b.timestamp_type == LOG_APPEND_TIME else None
+        ts_attr = TIMESTAMP_TYPE_MASK if (lat is not None and o.to_magic == 1) else 0
+        if o.to_magic == 0:
+            if any(r.timestamp != NO_TIMESTAMP for r in records):
+                s.dropped["timestamps"] += len(records)
+            inner = [r._replace(magic=0, attributes=0, stored_timestamp=NO_TIMESTAMP) for r in records]
+        else:
+            inner = [r._replace(magic=1, attributes=ts_attr, stored_timestamp=r.timestamp) for r in records]
+        if codec == CODEC_NONE:  # one message per record
+            s.rebuilt += len(inner)
+            yield _emit(s, build_legacy_message_set(inner, magic=o.to_magic), len(inner), len(inner))
+            continue
+        raw = build_legacy_wrapper(
+            inner, magic=o.to_magic, codec=codec, level=o.choice.level,
+            timestamp_type=b.timestamp_type if o.to_magic == 1 else CREATE_TIME,
+            wrapper_timestamp=lat if lat is not None else None,
+            codec_impl=o.choice.codec if not o.choice.keep else None,
+        )
+        s.rebuilt += 1
+        s.recompressed += 1
+        yield _emit(s, raw, len(records))
+
+
+# --------------------------------------------------------------------------- recompression
+
+
+@dataclass(frozen=True)
+class RecompressOptions:
+    choice: CodecChoice
+    batch_records: int = DEFAULT_BATCH_RECORDS
+    batch_bytes: int = DEFAULT_BATCH_BYTES
+    limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+
+
+def recompress(batches: Iterable[Batch], o: RecompressOptions, s: Summary) -> Iterator[bytes]:
+    """Same magic, new codec. v2 batches keep every header field; legacy wrappers keep
+    their inner messages byte for byte; uncompressed legacy messages are grouped into wrappers."""
+    target = o.choice.id_for(CODEC_NONE)
+    group: list[Batch] = []
+    group_bytes = 0
+
+    def flush() -> Iterator[bytes]:
+        nonlocal group, group_bytes
+        if group:
+            yield from _wrap_group(group, target, o, s)
+            group, group_bytes = [], 0
+
+    for b in batches:
+        if b.magic < 2 and b.codec == CODEC_NONE and target != CODEC_NONE:
+            if group and (b.magic != group[0].magic or b.timestamp_type != group[0].timestamp_type
+                          or len(group) >= o.batch_records or group_bytes + b.size > o.batch_bytes):
+                yield from flush()
+            _count_in(s, b, 1)
+            group.append(b)
+            group_bytes += b.size
+            continue
+        yield from flush()
+        if b.magic >= 2:
+            yield from _recompress_v2(b, target, o, s)
+        elif b.codec == CODEC_NONE:
+            _count_in(s, b, 1)
+            s.copied += 1
+            yield _emit(s, bytes(b.raw), 1)
+        else:
+            yield from _recompress_wrapper(b, target, o, s)
+    yield from flush()
+
+
+def _target_attributes(attrs: int, target: int, plugin_id: int | None) -> int:
+    attrs = attrs & ~CODEC_MASK & ~PLUGIN_ID_MASK
+    if plugin_id is not None:
+        return attrs | CODEC_PLUGIN | (plugin_id << PLUGIN_ID_SHIFT)
+    return attrs | target
+
+
+def _compress(choice: CodecChoice, data: bytes, magic: int) -> bytes:
+    codec = choice.codec if choice.codec is not None else get_codec(CODEC_NONE)
+    return codec.compress(data, magic=magic, level=choice.level)
+
+
+def _recompress_v2(b: Batch, target: int, o: RecompressOptions, s: Summary) -> Iterator[bytes]:
+    count = _n_records(b)
+    _count_in(s, b, count)
+    same = b.codec == target and (target != CODEC_PLUGIN or b.plugin_id == o.choice.plugin_id)
+    if b.is_control or (same and o.choice.level is None) or count == 0:
+        s.copied += 1
+        yield _emit(s, bytes(b.raw), count)
+        return
+    plain, _ = payload_bytes(b, limit=o.limit)
+    payload = plain if target == CODEC_NONE else _compress(o.choice, plain, 2)
+    header = header_of(b).with_(attributes=_target_attributes(b.attributes, target, o.choice.plugin_id))
+    s.recompressed += target != CODEC_NONE
+    s.rebuilt += 1
+    yield _emit(s, assemble_v2(header, payload), count)
+
+
+def _recompress_wrapper(b: Batch, target: int, o: RecompressOptions, s: Summary) -> Iterator[bytes]:
+    records = batch_records(b, limit=o.limit)
+    _count_in(s, b, len(records))
+    if target == b.codec and o.choice.level is None:
+        s.copied += 1
+        yield _emit(s, bytes(b.raw), len(records))
+        return
+    if target == CODEC_NONE:
+        # Unwrap: each inner message becomes a top-level message with its absolute offset.
+        lat = b.timestamp if b.magic == 1 and b.timestamp_type == LOG_APPEND_TIME else None
+        if lat is not None:
+            records = [r._replace(attributes=r.attributes | TIMESTAMP_TYPE_MASK, stored_timestamp=lat)
+                       for r in records]
+        s.rebuilt += len(records)
+        yield _emit(s, build_legacy_message_set(records, magic=b.magic), len(records), len(records))
+        return
+    _require_legacy_codec(target, b.magic, b)
+    inner, _ = payload_bytes(b, limit=o.limit)  # inner messages stay byte for byte
+    value = _compress(o.choice, inner, b.magic)
+    s.recompressed += 1
+    s.rebuilt += 1
+    yield _emit(s, wrap_legacy(b.offset, b.magic, target, value, timestamp_type=b.timestamp_type,
+                               timestamp=b.timestamp), len(records))
+
+
+def _wrap_group(group: list[Batch], target: int, o: RecompressOptions, s: Summary) -> Iterator[bytes]:
+    first = group[0]
+    magic = first.magic
+    _require_legacy_codec(target, magic, first)
+    base = first.offset
+    inner = bytearray()
+    for m in group:
+        raw = bytearray(m.raw)
+        if magic == 1:
+            raw[0:8] = (m.offset - base).to_bytes(8, "big", signed=True)  # outside the CRC
+        inner += raw
+    value = _compress(o.choice, bytes(inner), magic)
+    ts = max(m.timestamp for m in group) if magic == 1 else NO_TIMESTAMP
+    if magic == 1 and first.timestamp_type == LOG_APPEND_TIME:
+        ts = group[-1].timestamp
+    s.recompressed += 1
+    s.rebuilt += 1
+    yield _emit(s, wrap_legacy(group[-1].offset, magic, target, value, timestamp_type=first.timestamp_type,
+                               timestamp=ts), len(group))
+
+
+# --------------------------------------------------------------------------- rebase
+
+
+def rebase(batches: Iterable[Batch], delta: int, s: Summary, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+           ) -> Iterator[bytes]:
+    """Shift every offset by ``delta`` the way the broker assigns offsets in place (spec §7.2):
+    v2 batches and v1 entries change only fields outside their CRC; v0 wrappers hold
+    absolute inner offsets and are rewritten and recompressed (why KIP-31 exists)."""
+    for b in batches:
+        if b.magic >= 2 or b.codec == CODEC_NONE:
+            _count_in(s, b, _n_records(b))
+            new = b.offset + delta
+            _check_offset(new, b)
+            s.patched += 1
+            yield _emit(s, new.to_bytes(8, "big", signed=True) + b.raw[8:], _n_records(b))
+        elif b.magic == 1:
+            if b.offset == 0:
+                # librdkafka's wrapper offset 0 means base 0 (spec §2.3): the last inner
+                # relative offset is the real last offset, so read it.
+                records = batch_records(b, limit=limit)
+                new = records[-1].offset + delta
+                n = len(records)
+            else:
+                new = b.offset + delta
+                n = 0  # counting inner records would need decompression, which rebase avoids
+            _count_in(s, b, n)
+            _check_offset(new, b)
+            s.patched += 1
+            yield _emit(s, new.to_bytes(8, "big", signed=True) + b.raw[8:], n)
+        else:
+            inner, _ = payload_bytes(b, limit=limit)
+            out = bytearray(inner)
+            pos = 0
+            n = 0
+            while pos < len(out):
+                old = int.from_bytes(out[pos:pos + 8], "big", signed=True)
+                _check_offset(old + delta, b)
+                out[pos:pos + 8] = (old + delta).to_bytes(8, "big", signed=True)
+                pos += 12 + int.from_bytes(out[pos + 8:pos + 12], "big", signed=True)
+                n += 1
+            _count_in(s, b, n)
+            value = codec_for(b).compress(bytes(out), magic=0)
+            s.recompressed += 1
+            s.rebuilt += 1
+            yield _emit(s, wrap_legacy(b.offset + delta, 0, b.codec, value), n)
+
+
+def _check_offset(offset: int, b: Batch) -> None:
+    if offset < 0 or offset >= 1 << 63:
+        raise InputError(f"rebased offset {offset} is out of range", position=b.position)
+
+
+def first_offset(batches: Iterable[Batch], limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> int | None:
+    """The first offset of a partition's data (a legacy wrapper's first inner offset)."""
+    for b in batches:
+        if b.magic >= 2 or b.codec == CODEC_NONE:
+            return b.offset
+        return batch_records(b, limit=limit)[0].offset  # a wrapper's offset is its last
+    return None
+
+
+def partition_start(segs: list[Path], limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> int | None:
+    """Where a partition starts: its first segment's base offset from the name (no
+    decompression needed), else the first offset of its data."""
+
+    first = base_offset_of(segs[0]) if segs else None
+    for seg in segs if first is None else ():
+        first = first_offset(strict_batches(seg), limit)
+        if first is not None:
+            break
+    return first
+
+
+def rebase_maker(base_offset: int, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES):
+    """For ``jobs.run_job``: a partition's rebase transform and the shift of its segment names."""
+
+    def make(segs: list[Path]):
+        first = partition_start(segs, limit)
+        delta = 0 if first is None else base_offset - first
+        return (lambda b, s: rebase(b, delta, s, limit=limit)), delta
+
+    return make

@@ -1,0 +1,204 @@
+"""The ``dump`` operation: what is in a file, as a stream of plain events.
+
+It returns data, never text: one renderer per output format (``kseg.render``)
+turns the events into lines on a stream it is given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
+from kseg.decoders import decode_record, family_for
+from kseg.errors import KsegError
+from kseg.log.decode import Tail
+from kseg.log.records import batch_records
+from kseg.log.segment import TRANSIENT_SUFFIXES, Segment, base_offset_of
+from kseg.model import Batch, Record
+from kseg.ops.companion_dump import CompanionEvent, dump_companion
+
+# File kinds, by suffix (the way kafka-dump-log.sh dispatches, spec §6.2).
+KIND_BY_SUFFIX = {
+    ".log": "log",
+    ".checkpoint": "checkpoint",
+    ".index": "index",
+    ".timeindex": "timeindex",
+    ".txnindex": "txnindex",
+    ".snapshot": "snapshot",
+}
+
+
+# A partition folder's text files, by whole name (kafka-dump-log.sh does not read these).
+KIND_BY_NAME = {
+    "leader-epoch-checkpoint": "leader_epoch",
+    "partition.metadata": "partition_metadata",
+    "quorum-state": "quorum_state",
+}
+
+
+
+def file_kind(path: Path, *, strict: bool = False) -> str:
+    """The kind of file by suffix (or, for a partition's text files, by name);
+    ``0.log.deleted`` is a log. With ``strict`` (kafka-dump-log.sh's rule) other
+    names are "unknown", else read as logs."""
+    name = path.name
+    for t in TRANSIENT_SUFFIXES:
+        if name.endswith(t):
+            name = name[: -len(t)]
+    if name in KIND_BY_NAME:
+        return KIND_BY_NAME[name]
+    kind = KIND_BY_SUFFIX.get(Path(name).suffix)
+    if kind is None:
+        return "unknown" if strict or path.suffix in TRANSIENT_SUFFIXES else "log"
+    return kind
+
+
+@dataclass(frozen=True)
+class DumpOptions:
+    records: bool = False
+    from_offset: int | None = None
+    to_offset: int | None = None
+    from_time: int | None = None
+    to_time: int | None = None
+    max_bytes: int | None = None
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+    keep_going: bool = False
+    strict_names: bool = False  # kafka-dump-log.sh ignores files with unknown suffixes
+    decode: str | None = None  # offsets|transactions|metadata|auto: decode internal-topic records
+
+
+@dataclass(frozen=True)
+class FileStart:
+    path: Path
+    kind: str
+    base_offset: int | None
+
+
+@dataclass(frozen=True)
+class BatchEvent:
+    """A batch, with the facts that need its records (legacy wrappers) and, if asked, the records.
+
+    ``decoded`` (with ``DumpOptions.decode``, for files of an internal topic): one entry per
+    record, a ``kseg.decoders.DecodedRecord`` or None where the family describes nothing
+    (a transaction marker in ``__consumer_offsets``)."""
+
+    path: Path
+    batch: Batch
+    base_offset: int
+    last_offset: int
+    count: int
+    records: list[Record] | None = None
+    decoded: list | None = None
+
+
+@dataclass(frozen=True)
+class BadBatchEvent:
+    """A batch that frames and CRC-checks as it may, but whose contents do not decode."""
+
+    path: Path
+    batch: Batch
+    error: KsegError
+
+
+@dataclass(frozen=True)
+class TailEvent:
+    path: Path
+    tail: Tail
+    reported: bool  # False when --max-bytes cut the read (kafka-dump-log.sh stays quiet then)
+
+
+@dataclass(frozen=True)
+class SkippedEvent:
+    path: Path
+    reason: str
+
+
+Event = FileStart | BatchEvent | BadBatchEvent | TailEvent | CompanionEvent | SkippedEvent
+
+
+def dump_paths(paths: list[Path], options: DumpOptions) -> Iterator[Event]:
+    for path in paths:
+        yield from dump_file(path, options)
+
+
+def dump_file(path: Path, options: DumpOptions) -> Iterator[Event]:
+    kind = file_kind(path, strict=options.strict_names)
+    yield FileStart(path, kind, base_offset_of(path))
+    if kind in ("log", "checkpoint"):
+
+        yield from _dump_log(path, options, family_for(path, options.decode))
+    elif kind == "unknown":
+        yield SkippedEvent(path, "unknown file type")
+    else:
+
+        yield dump_companion(path, kind)
+
+
+def _wanted(batch: Batch, first: int, last: int, o: DumpOptions) -> bool:
+    if o.from_offset is not None and last < o.from_offset:
+        return False
+    if o.to_offset is not None and first > o.to_offset:
+        return False
+    if o.from_time is not None and batch.timestamp < o.from_time:
+        return False
+    if o.to_time is not None and batch.magic >= 2 and not batch.has_delete_horizon:
+        if batch.record_count and batch.base_timestamp is not None and batch.base_timestamp > o.to_time:
+            return batch.timestamp <= o.to_time  # base is the first record, not the minimum
+    return True
+
+
+def _record_wanted(r: Record, o: DumpOptions) -> bool:
+    if o.from_offset is not None and r.offset < o.from_offset:
+        return False
+    if o.to_offset is not None and r.offset > o.to_offset:
+        return False
+    if o.from_time is not None and r.timestamp < o.from_time:
+        return False
+    if o.to_time is not None and r.timestamp > o.to_time:
+        return False
+    return True
+
+
+def _filters_records(o: DumpOptions) -> bool:
+    return any(v is not None for v in (o.from_offset, o.to_offset, o.from_time, o.to_time))
+
+
+def _dump_log(path: Path, o: DumpOptions, family: str | None = None) -> Iterator[Event]:
+    seg = Segment(path)
+    end = o.max_bytes
+    limit = o.max_decompressed_bytes
+    record_filter = _filters_records(o)
+    for batch in seg.batches(end=end):
+        needs_records = o.records or (batch.magic < 2 and batch.codec != 0)
+        records = None
+        if needs_records:
+            try:
+                records = batch_records(batch, limit=limit)
+            except KsegError as e:
+                e.located(file=str(path))
+                if not o.keep_going:
+                    raise
+                yield BadBatchEvent(path, batch, e)
+                continue
+        if batch.magic >= 2:
+            first, last, count = batch.offset, batch.last_offset, batch.record_count or 0
+        elif records is not None and batch.codec != 0:
+            first, last, count = records[0].offset, batch.offset, len(records)
+        else:
+            first, last, count = batch.offset, batch.offset, 1
+        if record_filter and not _wanted(batch, first, last, o):
+            continue
+        if records is not None and record_filter:
+            records = [r for r in records if _record_wanted(r, o)]
+            if not records and batch.magic < 2:
+                continue
+        decoded = None
+        if family is not None and records is not None and o.records:
+
+            decoded = [decode_record(family, r, batch.is_control) for r in records]
+        yield BatchEvent(path, batch, first, last, count, records if o.records else None, decoded)
+    if seg.tail is not None:
+        cut_by_max_bytes = end is not None and end < seg.size
+        yield TailEvent(path, seg.tail, reported=not cut_by_max_bytes)

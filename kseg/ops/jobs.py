@@ -1,0 +1,210 @@
+"""Running a transform over files: INPUT (a segment, a partition folder or a log
+directory) to the matching OUTPUT, segment by segment, with indexes, safely.
+
+A transform is ``(batches, summary) -> entry bytes``; it never sees a file.
+Outputs are built under a temporary name and renamed when complete.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from kseg.companions.build import build_indexes
+from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES
+from kseg.errors import InputError, KsegError
+from kseg.formats.attributes import NO_TIMESTAMP
+from kseg.formats.log_entry import LOG_OVERHEAD
+from kseg.formats.message_v0v1 import V1_TIMESTAMP_POSITION
+from kseg.formats.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, MAX_TIMESTAMP_POSITION
+from kseg.layouts import LOG_ENTRY_PREFIX
+from kseg.log.atomic import AtomicDir, AtomicFile, check_output
+from kseg.log.segment import (
+    base_offset_of,
+    log_dir_partitions,
+    partition_segments,
+    segment_file_name,
+    strict_batches,
+)
+from kseg.model import Batch
+from kseg.ops.convert import Summary
+
+Transform = Callable[[Iterable[Batch], Summary], Iterator[bytes]]
+_PREFIX = LOG_ENTRY_PREFIX.struct
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    index: bool = True
+    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
+    force: bool = False
+
+
+@dataclass
+class JobResult:
+    summary: Summary = field(default_factory=Summary)
+    segments: list[Path] = field(default_factory=list)
+
+
+def entry_facts(raw: bytes, position: int) -> Iterator[tuple[int, int, int, int, int]]:
+    """(position, size, last offset, max timestamp, its offset) of each entry in ``raw``,
+    read from the headers alone: what LogSegment.append is told (kseg.index_build.Append)."""
+    at = 0
+    end = len(raw)
+    while at < end:
+        offset, size, _, magic = _PREFIX.unpack_from(raw, at)
+        total = size + LOG_OVERHEAD
+        if magic >= 2:
+            last = offset + _I32.unpack_from(raw, at + LAST_OFFSET_DELTA_POSITION)[0]
+            max_ts = _I64.unpack_from(raw, at + MAX_TIMESTAMP_POSITION)[0]
+        else:
+            last = offset
+            max_ts = _I64.unpack_from(raw, at + V1_TIMESTAMP_POSITION)[0] if magic == 1 else NO_TIMESTAMP
+        yield position + at, total, last, max_ts, last
+        at += total
+
+
+class SegmentSink:
+    """Collects one output segment's entries and writes it with its indexes."""
+
+    def __init__(self, log_path: Path, base_offset: int, options: WriteOptions):
+        self.log_path = log_path
+        self.base_offset = base_offset
+        self.options = options
+        self.file = AtomicFile(log_path)
+        self.appends: list[tuple[int, int, int, int, int]] = []  # what the indexes need, per entry
+        self.position = 0
+
+    def write(self, raw: bytes) -> None:
+        """Append one or more complete entries."""
+        if self.options.index:
+            self.appends.extend(entry_facts(raw, self.position))
+        self.file.write(raw)
+        self.position += len(raw)
+
+    def commit(self) -> None:
+        if self.options.index:
+
+            index, timeindex = build_indexes(self.appends, self.base_offset, self.options.index_interval_bytes)
+            stem = self.log_path.with_suffix("")
+            for suffix, data in ((".index", index), (".timeindex", timeindex)):
+                with AtomicFile(stem.with_name(stem.name + suffix)) as f:
+                    f.write(data)
+        self.file.commit()
+
+    def abort(self) -> None:
+        self.file.abort()
+
+
+def _run_segment(src: Path, dst: Path, base_offset: int, transform: Transform, summary: Summary,
+                 options: WriteOptions) -> None:
+    sink = SegmentSink(dst, base_offset, options)
+    try:
+        for raw in transform(strict_batches(src), summary):
+            sink.write(raw)
+    except KsegError as e:
+        sink.abort()
+        raise e.located(file=str(src))
+    except BaseException:
+        sink.abort()
+        raise
+    sink.commit()
+
+
+def run_job(
+    inputs: list[Path],
+    output: Path,
+    make_transform: Callable[[list[Path]], tuple[Transform, int]],
+    options: WriteOptions,
+    *,
+    select: Callable[[str | None], bool] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> JobResult:
+    """Apply a transform to one segment, one partition folder or a whole log directory.
+
+    ``make_transform(segment_paths)`` returns the transform for a partition and the
+    shift of its segment names (non-zero only for rebase). ``select(topic)`` says
+    whether a log directory's partition is transformed or copied as it is.
+    """
+    if len(inputs) != 1:
+        raise InputError("give one INPUT (a .log file, a partition folder or a log directory)")
+    src = inputs[0]
+    if not src.exists():
+        raise InputError("no such file or directory", file=str(src))
+    check_output(inputs, output, force=options.force)
+    result = JobResult()
+    if progress is None:
+        progress = progress_printer()
+    if src.is_file():
+        transform, shift = make_transform([src])
+        base = (base_offset_of(src) or 0) + shift
+        dst = output if output.suffix == ".log" else output / segment_file_name(base)
+        if output.suffix != ".log":
+            output.mkdir(parents=True, exist_ok=True)
+        _run_segment(src, dst, base, transform, result.summary, options)
+        result.segments.append(dst)
+        return result
+    segs = partition_segments(src)
+    with AtomicDir(output) as tmp_root:
+        if segs:
+            _run_partition(segs, tmp_root.tmp, make_transform, result, options, copy=False, progress=progress)
+        else:
+            parts = log_dir_partitions(src)
+            if not parts:
+                raise InputError("no segment files found (expected .log files or <topic>-<n> folders)",
+                                 file=str(src))
+            for part in parts:
+                keep = select is None or select(part.topic)
+                _run_partition(part.segment_paths, tmp_root.tmp / part.path.name, make_transform, result,
+                               options, copy=not keep, progress=progress)
+    if progress:
+        progress("")
+    result.segments = [output / p.relative_to(tmp_root.tmp) for p in result.segments]
+    return result
+
+
+def _run_partition(segs: list[Path], out_dir: Path, make_transform, result: JobResult, options: WriteOptions,
+                   *, copy: bool, progress: Callable[[str], None] | None = None) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if copy:
+        transform: Transform = _copy
+        shift = 0
+    else:
+        transform, shift = make_transform(segs)
+    for seg in segs:
+        if progress:
+            progress(f"{len(result.segments) + 1}: {seg}")
+        base = (base_offset_of(seg) or 0) + shift
+        dst = out_dir / segment_file_name(base)
+        _run_segment(seg, dst, base, transform, result.summary, options)
+        result.segments.append(dst)
+
+
+def _copy(batches: Iterable[Batch], s: Summary) -> Iterator[bytes]:
+    for b in batches:
+        s.batches_in += 1
+        s.batches_out += 1
+        s.copied += 1
+        s.bytes_out += b.size
+        yield bytes(b.raw)
+
+
+def progress_printer() -> Callable[[str], None] | None:
+    """One overwritten status line on stderr when it is a terminal (nothing otherwise)."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(text: str) -> None:
+        sys.stderr.write(f"\r\033[K{text[-150:]}")
+        sys.stderr.flush()
+
+    return show
+
+
+__all__ = ["JobResult", "SegmentSink", "WriteOptions", "run_job", "KsegError"]

@@ -1,0 +1,46 @@
+"""kafka-dump-log.sh's lines for the companion files (spec §6.4).
+
+The partition's text files (leader-epoch-checkpoint, partition.metadata, and
+quorum-state, the KRaft quorum's JSON) are not read by kafka-dump-log.sh; their
+lines are kseg's, in the same ``name: value`` style.
+"""
+
+from __future__ import annotations
+
+import json
+
+from kseg.ops.companion_dump import CompanionEvent
+
+__all__ = ["kafka_lines"]
+
+
+def _optional_long(v: int) -> str:
+    return "OptionalLong.empty" if v < 0 else f"OptionalLong[{v}]"
+
+
+def kafka_lines(ev: CompanionEvent) -> list[str]:
+    """The lines kafka-dump-log.sh prints for a companion file's entries."""
+    p = ev.parsed
+    if ev.kind in ("index", "timeindex"):
+        if not p.slots:
+            return [f"{ev.path} is empty."]
+        return [" ".join(f"{name}: {value}" for name, value in e.items()) for e in ev.entries]
+    if ev.kind == "txnindex":
+        return [f"version: {e.version} producerId: {e.producer_id} firstOffset: {e.first_offset} "
+                f"lastOffset: {e.last_offset} lastStableOffset: {e.last_stable_offset}" for e in p.entries]
+    if ev.kind == "leader_epoch":
+        return [f"epoch: {e.epoch} startOffset: {e.start_offset}" for e in p.entries]
+    if ev.kind == "partition_metadata":
+        return [f"version: {p.version} topicId: {p.topic_id}"]
+    if ev.kind == "quorum_state":
+        compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+        return [" ".join(f"{k}: {compact(v)}" for k, v in p.items())]
+    lines = []
+    for e in p.entries:
+        line = (f"producerId: {e.producer_id} producerEpoch: {e.epoch} coordinatorEpoch: {e.coordinator_epoch} "
+                f"currentTxnFirstOffset: {_optional_long(e.current_txn_first_offset)} lastTimestamp: {e.timestamp} ")
+        if e.has_batch_metadata:
+            line += (f"firstSequence: {e.first_sequence} lastSequence: {e.last_sequence} lastOffset: {e.last_offset} "
+                     f"offsetDelta: {e.offset_delta} timestamp: {e.timestamp}")
+        lines.append(line)
+    return lines

@@ -1,0 +1,399 @@
+"""Renderers for ``dump`` events: ``jsonl`` (a contract), ``text`` (for people), ``kafka``
+(the exact lines of kafka-dump-log.sh, Kafka 3.x, spec §6.3-6.4).
+
+Each renderer writes to the streams it is given and knows nothing about files.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, TextIO
+
+from tabulate import tabulate
+
+from kseg.decoders import DecodedRecord
+from kseg.decoders.metadata import control_kafka_text
+from kseg.errors import KsegError
+from kseg.formats.attributes import TIMESTAMP_TYPE_NAMES
+from kseg.log.control import control_info
+from kseg.log.encode import legacy_message_crc
+from kseg.model import Batch, Record, record_sequence
+from kseg.ops.companion_dump import CompanionEvent
+from kseg.ops.dump import (
+    BadBatchEvent,
+    BatchEvent,
+    Event,
+    FileStart,
+    SkippedEvent,
+    TailEvent,
+)
+from kseg.render.companions import kafka_lines
+from kseg.render.payload import BUILTIN, Decoder, header_key_text, printable
+
+
+def _encoded(value: bytes | None, decoder: Decoder | None) -> Any:
+    if value is None or decoder is None:
+        return None
+    return decoder(value)
+
+
+def batch_json(ev: BatchEvent) -> dict:
+    b = ev.batch
+    out = {
+        "type": "batch",
+        "file": str(ev.path),
+        "position": b.position,
+        "base_offset": ev.base_offset,
+        "last_offset": ev.last_offset,
+        "count": ev.count,
+        "magic": b.magic,
+        "codec": b.codec_name,
+        "timestamp_type": b.timestamp_type_name,
+        "max_timestamp": b.timestamp,
+        "size": b.size,
+        "crc": b.crc,
+        "crc_valid": b.crc_valid,
+    }
+    if b.magic >= 2:
+        out.update(
+            partition_leader_epoch=b.partition_leader_epoch,
+            producer_id=b.producer_id,
+            producer_epoch=b.producer_epoch,
+            base_sequence=b.base_sequence,
+            is_transactional=b.is_transactional,
+            is_control=b.is_control,
+            delete_horizon_ms=b.delete_horizon_ms,
+        )
+        if b.plugin_id is not None:
+            out["plugin_id"] = b.plugin_id
+    return out
+
+
+def record_json(b: Batch, r: Record, key_decoder: Decoder | None, value_decoder: Decoder | None) -> dict:
+    out = {
+        "type": "record",
+        "offset": r.offset,
+        "timestamp": r.timestamp,
+        "timestamp_type": b.timestamp_type_name,
+        "key": _encoded(r.key, key_decoder),
+        "value": _encoded(r.value, value_decoder),
+        "headers": [{"key": header_key_text(h.key), "value": _encoded(h.value, value_decoder)} for h in r.headers],
+        "batch_position": b.position,
+    }
+    if b.is_control:
+        try:
+            out["control"] = control_info(r).as_json()
+        except KsegError as e:
+            out["control"] = {"error": str(e)}
+    return out
+
+
+def decoded_json(d: "DecodedRecord") -> dict:
+    """``key_decoded``/``value_decoded`` of a record of an internal topic (``--decode``):
+    ``{"schema", "version", [type, type_id, state], "data"[, "notes"]}``, or
+    ``{"schema", "version", "raw", "note"}`` when kseg cannot decode it; null for no key
+    (metadata and control records) and for a tombstone's value."""
+    return {"key_decoded": None if d.key is None else d.key.as_json(),
+            "value_decoded": None if d.value is None else d.value.as_json()}
+
+
+class JsonlRenderer:
+    def __init__(self, out: TextIO, err: TextIO, key_decoder: Decoder | None, value_decoder: Decoder | None):
+        self.out, self.err = out, err
+        self.key_decoder, self.value_decoder = key_decoder, value_decoder
+        self._dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
+
+    def emit(self, obj: dict) -> None:
+        self.out.write(self._dumps(obj))
+        self.out.write("\n")
+
+    def __call__(self, ev: Event) -> None:
+        if isinstance(ev, BatchEvent):
+            self.emit(batch_json(ev))
+            if ev.records is not None:
+                b = ev.batch
+                kd, vd = self.key_decoder, self.value_decoder
+                decoded = ev.decoded
+                for i, r in enumerate(ev.records):
+                    out = record_json(b, r, kd, vd)
+                    if decoded is not None and decoded[i] is not None:
+                        out.update(decoded_json(decoded[i]))
+                    self.emit(out)
+        elif isinstance(ev, TailEvent):
+            if ev.reported:
+                self.emit({"type": "trailing", "file": str(ev.path), "position": ev.tail.position,
+                           "length": ev.tail.length, "error": str(ev.tail.error)})
+        elif isinstance(ev, BadBatchEvent):
+            self.emit({"type": "error", "file": str(ev.path), "position": ev.batch.position,
+                       "size": ev.batch.size, "error": str(ev.error), "raw": bytes(ev.batch.raw).hex()})
+        elif isinstance(ev, CompanionEvent):
+            for entry in ev.entries:
+                self.emit({"type": ev.kind + "_entry", "file": str(ev.path), **entry})
+            info = ev.info
+            if info:
+                self.emit({"type": ev.kind, "file": str(ev.path), **info})
+        elif isinstance(ev, SkippedEvent):
+            self.err.write(f"Ignoring {ev.reason}: {ev.path}\n")
+
+    def close(self) -> None:
+        pass
+
+
+TEXT_WIDTH = 60  # longer keys/values are cut in the text format (jsonl shows them whole)
+
+
+class TextRenderer:
+    """Readable output: a header line per batch, its records as an aligned table."""
+
+    def __init__(self, out: TextIO, err: TextIO, key_decoder: Decoder | None, value_decoder: Decoder | None):
+        self.out, self.err = out, err
+        self.kd, self.vd = key_decoder, value_decoder
+
+    def _show(self, value: bytes | None, decoder: Decoder | None) -> str:
+        if value is None:
+            return "null"
+        if decoder is None:
+            return f"<{len(value)} bytes>"
+        shown = decoder(value)
+        text = printable(shown if isinstance(shown, str) else json.dumps(shown))
+        if len(text) > TEXT_WIDTH:
+            text = text[: TEXT_WIDTH - 1] + f"… ({len(value)} bytes)"
+        return text
+
+    def __call__(self, ev: Event) -> None:
+        w = self.out.write
+        if isinstance(ev, FileStart):
+            label = "end offset" if ev.kind == "snapshot" else "base offset"
+            base = "" if ev.base_offset is None else f", {label} {ev.base_offset}"
+            w(f"== {ev.path} ({ev.kind}{base})\n")
+        elif isinstance(ev, BatchEvent):
+            b = ev.batch
+            crc = "ok" if b.crc_valid else f"BAD (computed {b.computed_crc():#010x})"
+            w(
+                f"batch @{b.position}  offsets {ev.base_offset}..{ev.last_offset}  count {ev.count}  "
+                f"magic {b.magic}  {b.codec_name}  {b.timestamp_type_name} {b.timestamp}  "
+                f"size {b.size}  crc {b.crc:#010x} {crc}\n"
+            )
+            if b.magic >= 2:
+                flags = [f for f, on in (("transactional", b.is_transactional), ("control", b.is_control)) if on]
+                horizon = "" if b.delete_horizon_ms is None else f"  delete horizon {b.delete_horizon_ms}"
+                w(
+                    f"  producer {b.producer_id} epoch {b.producer_epoch} sequence {b.base_sequence}.."
+                    f"{b.last_sequence}  leader epoch {b.partition_leader_epoch}"
+                    f"{'  ' + ' '.join(flags) if flags else ''}{horizon}\n"
+                )
+            if ev.records and ev.decoded is not None:
+                self._decoded_lines(ev)
+            elif ev.records:
+                rows = []
+                for r in ev.records:
+                    if b.is_control:
+                        try:
+                            ctrl = control_info(r)
+                            shown = f"{ctrl.type_name}" + (
+                                f" coordinator epoch {ctrl.coordinator_epoch}" if ctrl.coordinator_epoch is not None else ""
+                            )
+                        except KsegError as e:
+                            shown = f"<{e}>"
+                        rows.append([r.offset, r.timestamp, "(control)", shown, ""])
+                        continue
+                    headers = ", ".join(f"{printable(header_key_text(h.key))}={self._show(h.value, self.vd)}"
+                                        for h in r.headers)
+                    rows.append([r.offset, r.timestamp, self._show(r.key, self.kd), self._show(r.value, self.vd), headers])
+                table = tabulate(rows, headers=["offset", "timestamp", "key", "value", "headers"], disable_numparse=True)
+                w("".join("  " + line + "\n" for line in table.split("\n")))
+        elif isinstance(ev, TailEvent):
+            if ev.reported:
+                w(f"!! {ev.tail.length} bytes at the end do not form a complete batch: {ev.tail.error}\n")
+        elif isinstance(ev, BadBatchEvent):
+            w(f"!! batch @{ev.batch.position} (size {ev.batch.size}) does not decode: {ev.error}\n")
+            w(f"   raw: {bytes(ev.batch.raw[:64]).hex()}{'...' if ev.batch.size > 64 else ''}\n")
+        elif isinstance(ev, CompanionEvent):
+            info = ev.info
+            if info:
+                w("  " + "  ".join(f"{k} {_info_text(v)}" for k, v in info.items()) + "\n")
+            if ev.entries:
+                table = tabulate([list(e.values()) for e in ev.entries], headers=list(ev.entries[0].keys()),
+                                 disable_numparse=True)
+                w("".join("  " + line + "\n" for line in table.split("\n")))
+            elif not info:
+                w("  (no entries)\n")
+        elif isinstance(ev, SkippedEvent):
+            self.err.write(f"Ignoring {ev.reason}: {ev.path}\n")
+
+    def _decoded_lines(self, ev: BatchEvent) -> None:
+        """Records of an internal topic, one per line: offset, timestamp, decoded key => value."""
+        w = self.out.write
+        b = ev.batch
+        assert ev.records is not None and ev.decoded is not None
+        width = max(len(str(r.offset)) for r in ev.records)
+        for r, d in zip(ev.records, ev.decoded):
+            head = f"  {r.offset:>{width}}  {r.timestamp}  "
+            if d is None:
+                if b.is_control:
+                    try:
+                        shown = f"(control) {control_info(r).type_name}"
+                    except KsegError as e:
+                        shown = f"(control) <{e}>"
+                else:
+                    shown = f"key {self._show(r.key, self.kd)} value {self._show(r.value, self.vd)}"
+                w(head + shown + "\n")
+                continue
+            parts = []
+            if b.is_control:
+                parts.append("(control)")
+            if d.key is not None:
+                parts.append(d.key.describe())
+            value = "<tombstone>" if d.value is None else d.value.describe()
+            parts.append(("=> " if d.key is not None else "") + value)
+            w(head + " ".join(parts) + "\n")
+
+    def close(self) -> None:
+        pass
+
+
+def _info_text(v: Any) -> str:
+    if v is None:
+        return "null"
+    if v == "":
+        return '""'
+    return str(v)
+
+
+def _bool(v: bool) -> str:
+    return "true" if v else "false"
+
+
+def _optional_long(v: int | None) -> str:
+    return "OptionalLong.empty" if v is None else f"OptionalLong[{v}]"
+
+
+class KafkaRenderer:
+    """kafka-dump-log.sh's lines, quirks included (the stray ``}``, OptionalLong, reversed lists)."""
+
+    def __init__(self, out: TextIO, err: TextIO, key_decoder: Decoder | None, value_decoder: Decoder | None,
+                 deep: bool = False):
+        self.out, self.err = out, err
+        self.kd, self.vd = key_decoder, value_decoder
+        self.deep = deep
+        self.non_consecutive: dict[str, list[tuple[int, int]]] = {}
+        self._last_offset: int | None = None
+
+    def _text(self, value: bytes, decoder: Decoder) -> str:
+        shown = decoder(value)
+        if isinstance(shown, str):
+            return shown
+        return json.dumps(shown, ensure_ascii=False, separators=(",", ":"))
+
+    def __call__(self, ev: Event) -> None:
+        w = self.out.write
+        if isinstance(ev, FileStart):
+            w(f"Dumping {ev.path}\n")
+            self._last_offset = None
+            if ev.kind == "log":
+                w(f"Log starting offset: {ev.base_offset}\n")
+            elif ev.kind == "checkpoint":
+                name = ev.path.name
+                if name == "bootstrap.checkpoint":
+                    w("KRaft bootstrap snapshot\n")
+                else:
+                    end, _, epoch = name.split(".")[0].partition("-")
+                    w(f"Snapshot end offset: {int(end)}, epoch: {int(epoch) if epoch else 0}\n")
+        elif isinstance(ev, BatchEvent):
+            b = ev.batch
+            ts_name = b.timestamp_type_name
+            if b.magic >= 2:
+                w(
+                    f"baseOffset: {b.offset} lastOffset: {b.last_offset} count: {b.record_count} "
+                    f"baseSequence: {b.base_sequence} lastSequence: {b.last_sequence} producerId: {b.producer_id} "
+                    f"producerEpoch: {b.producer_epoch} partitionLeaderEpoch: {b.partition_leader_epoch} "
+                    f"isTransactional: {_bool(b.is_transactional)} isControl: {_bool(b.is_control)} "
+                    f"deleteHorizonMs: {_optional_long(b.delete_horizon_ms)} position: {b.position} "
+                    f"{ts_name}: {b.timestamp} size: {b.size} magic: {b.magic} compresscodec: {b.codec_name} "
+                    f"crc: {b.crc} isvalid: {_bool(b.crc_valid)}\n"
+                )
+            else:
+                w(
+                    f"offset: {b.offset} position: {b.position} {ts_name}: {b.timestamp} size: {b.size} "
+                    f"magic: {b.magic} compresscodec: {b.codec_name} crc: {b.crc} isvalid: {_bool(b.crc_valid)}\n"
+                )
+            if ev.records is not None:
+                decoded = ev.decoded
+                for i, r in enumerate(ev.records):
+                    self._track(ev, r.offset)
+                    w(self._record_line(b, r, None if decoded is None else decoded[i]))
+        elif isinstance(ev, TailEvent):
+            if ev.reported:
+                w(f"Found {ev.tail.length} invalid bytes at the end of {ev.path.name}\n")
+        elif isinstance(ev, BadBatchEvent):
+            self.err.write(f"kseg: error: {ev.error}\n")
+        elif isinstance(ev, CompanionEvent):
+            for line in kafka_lines(ev):
+                w(line + "\n")
+        elif isinstance(ev, SkippedEvent):
+            self.err.write(f"Ignoring unknown file {ev.path}\n")
+
+    def _track(self, ev: BatchEvent, offset: int) -> None:
+        last = self._last_offset
+        if last is not None and offset != last + 1:
+            self.non_consecutive.setdefault(str(ev.path.resolve()), []).append((last, offset))
+        self._last_offset = offset
+
+    def _record_line(self, b: Batch, r: Record, decoded: "DecodedRecord | None" = None) -> str:
+        ts_name = TIMESTAMP_TYPE_NAMES[b.timestamp_type]
+        parts = [
+            f"| offset: {r.offset} {ts_name}: {r.timestamp} "
+            f"keySize: {-1 if r.key is None else len(r.key)} valueSize: {-1 if r.value is None else len(r.value)}"
+        ]
+        if b.magic >= 2:
+            keys = ",".join(header_key_text(h.key) for h in r.headers)
+            parts.append(f" sequence: {record_sequence(b, r)} headerKeys: [{keys}]")
+        else:
+            crc_ok = _legacy_crc_valid(b, r)
+            parts.append(f" isValid: {_bool(crc_ok)} crc: {r.crc}}}")
+        if b.is_control:
+            try:
+                info = control_info(r)
+                if info.is_txn_marker:
+                    parts.append(f" endTxnMarker: {info.type_name} coordinatorEpoch: {info.coordinator_epoch}")
+                else:
+
+                    kraft = control_kafka_text(r)  # SnapshotHeader {...}, SnapshotFooter, KRaftVersion, KRaftVoters
+                    parts.append(f" {kraft}" if kraft else f" controlType: {info.type_name}({info.type_id})")
+            except KsegError:
+                parts.append(" controlType: UNKNOWN(-1)")
+        elif decoded is not None:
+            # --offsets-decoder / --transaction-log-decoder / --cluster-metadata-decoder lines
+            if decoded.kafka_key is not None:
+                parts.append(f" key: {decoded.kafka_key}")
+            if decoded.kafka_payload is not None:
+                parts.append(f" payload: {decoded.kafka_payload}")
+        else:
+            if self.kd is not None and r.key is not None:
+                parts.append(f" key: {self._text(r.key, self.kd)}")
+            if self.vd is not None and r.value is not None:
+                parts.append(f" payload: {self._text(r.value, self.vd)}")
+        return "".join(parts) + "\n"
+
+    def close(self) -> None:
+        # Printed in reverse order, as DumpLogSegments prepends to its lists.
+        for path, pairs in self.non_consecutive.items():
+            self.err.write(f"Non-consecutive offsets in {path}\n")
+            for a, b in reversed(pairs):
+                self.err.write(f"  {a} is followed by {b}\n")
+
+
+def _legacy_crc_valid(batch: Batch, r: Record) -> bool:
+
+    return legacy_message_crc(r) == r.crc
+
+
+RENDERERS: dict[str, Callable[..., Any]] = {"jsonl": JsonlRenderer, "text": TextRenderer, "kafka": KafkaRenderer}
+
+
+def payload_decoder(payload: str, fmt: str) -> Decoder | None:
+    if payload == "none":
+        return None
+    if fmt == "kafka" and payload == "utf8":
+        return BUILTIN["java-string"]
+    return BUILTIN[payload]

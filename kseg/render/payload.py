@@ -1,0 +1,104 @@
+"""How keys, values and header values are shown: ``--payload`` encodings and decoders.
+
+A decoder turns bytes into something JSON can hold (str, int, or a parsed
+JSON value). ``module:function`` loads a user's own decoder, the counterpart
+of kafka-dump-log.sh's ``--key-decoder-class``.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib
+import json
+import struct
+from typing import Any, Callable
+
+from kseg.errors import InputError
+
+Decoder = Callable[[bytes], Any]
+
+
+def _utf8(b: bytes) -> str:
+    return b.decode("utf-8", "backslashreplace")
+
+
+def _java_string(b: bytes) -> str:
+    """What Java's ``new String(bytes, UTF_8)`` prints: malformed input becomes U+FFFD."""
+    return b.decode("utf-8", "replace")
+
+
+def _int(b: bytes) -> int | str:
+    if len(b) != 4:
+        return f"<{len(b)} bytes, not an int>"
+    return struct.unpack(">i", b)[0]
+
+
+def _long(b: bytes) -> int | str:
+    if len(b) != 8:
+        return f"<{len(b)} bytes, not a long>"
+    return struct.unpack(">q", b)[0]
+
+
+def _json(b: bytes) -> Any:
+    try:
+        return json.loads(b)
+    except ValueError:
+        return _utf8(b)
+
+
+BUILTIN: dict[str, Decoder] = {
+    "utf8": _utf8,
+    "hex": lambda b: b.hex(),
+    "base64": lambda b: base64.b64encode(b).decode("ascii"),
+    "int": _int,
+    "long": _long,
+    "json": _json,
+    "java-string": _java_string,
+}
+
+PAYLOAD_CHOICES = ("none", "utf8", "hex", "base64")
+DECODER_CHOICES = ("utf8", "hex", "base64", "int", "long", "json")
+
+
+def load_decoder(spec: str) -> Decoder:
+    """A built-in decoder by name, or ``module:function`` for a user's own."""
+    if spec in BUILTIN:
+        return BUILTIN[spec]
+    if ":" not in spec:
+        raise InputError(f"unknown decoder {spec!r}: use one of {', '.join(DECODER_CHOICES)} or module:function")
+    module_name, _, attr = spec.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as e:
+        raise InputError(f"cannot load decoder {spec!r}: {e}") from None
+    if not callable(obj):
+        raise InputError(f"decoder {spec!r} is not callable")
+    return _guarded(obj, spec)
+
+
+def _guarded(fn: Callable[[bytes], Any], spec: str) -> Decoder:
+    def decode(b: bytes) -> Any:
+        try:
+            return fn(b)
+        except Exception as e:  # a user's decoder failing must not end the dump
+            return f"<decoder {spec} failed: {type(e).__name__}: {e}>"
+
+    return decode
+
+
+_CONTROLS = {i: f"\\x{i:02x}" for i in list(range(0x20)) + list(range(0x7F, 0xA0))}
+_CONTROLS.update({0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r", 0x2028: "\\u2028", 0x2029: "\\u2029"})
+
+
+def printable(text: str) -> str:
+    """One line of text for a terminal: control characters (C0, C1, line separators) as escapes."""
+    return text.translate(_CONTROLS)
+
+
+def header_key_text(key: str) -> str:
+    """A header key for output: bytes that were not UTF-8 (kept as surrogates) shown as \\xNN."""
+    if key.isascii():
+        return key
+    return key.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")

@@ -1,0 +1,60 @@
+"""Summaries of the commands that check or write: verify reports, job and compaction lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, TextIO
+
+__all__ = ["compact_json", "compact_line", "job_line", "verify_json", "write_verify"]
+
+
+def verify_json(report: Any) -> dict[str, Any]:
+    """The JSON document of ``kseg verify --format json`` (and the Spark report's header)."""
+    return {
+        "ok": report.ok,
+        "errors": report.error_count,
+        "files": [
+            {"file": f.path, "kind": f.kind, "ok": f.ok, "batches": f.batches, "records": f.records,
+             "bytes": f.bytes, "problems": [p.as_json() for p in f.problems],
+             "suppressed_notes": f.suppressed_notes}
+            for f in report.files
+        ],
+    }
+
+
+def write_verify(report: Any, out: TextIO, fmt: str, verbose: bool = True) -> None:
+    """A verify report as text (files with findings, or every file when verbose, then a summary) or JSON."""
+    if fmt == "json":
+        out.write(json.dumps(verify_json(report), indent=2) + "\n")
+        return
+    for f in report.files:
+        if not verbose and not f.problems and not f.suppressed_notes:
+            continue
+        status = "ok" if f.ok else f"{len(f.errors)} error(s)"
+        detail = f"{f.batches} batches, {f.records} records, {f.bytes} bytes" if f.kind == "log" else f.kind
+        out.write(f"{f.path}: {status} ({detail})\n")
+        for p in f.problems:
+            out.write(f"  {p.severity}: {p}\n")
+        if f.suppressed_notes:
+            out.write(f"  note: {f.suppressed_notes} more notes not shown\n")
+    total = len(report.files)
+    bad = sum(1 for f in report.files if not f.ok)
+    batches = sum(f.batches for f in report.files)
+    records = sum(f.records for f in report.files)
+    out.write(f"{total} file(s) checked, {bad} with errors, {report.error_count} error(s) in all "
+              f"({batches} batches, {records} records)\n")
+
+
+def job_line(result: Any, output: Path) -> str:
+    """What a writing command did, in one line."""
+    return f"kseg: wrote {len(result.segments)} segment(s) under {output}: {result.summary.line()}"
+
+
+def compact_line(result: Any, dry_run: bool, output: Path | None) -> str:
+    where = "dry run" if dry_run else f"wrote {len(result.segments)} segment(s) under {output}"
+    return f"kseg: compact ({where}, {result.partitions} partition(s)): {result.stats.line()}"
+
+
+def compact_json(result: Any, now_ms: int) -> str:
+    return json.dumps({"partitions": result.partitions, "now_ms": now_ms, **result.stats.as_json()})

@@ -1,0 +1,147 @@
+"""The package's shape: imports point down the layers only, and no module imports itself in a circle.
+
+Layers, from the bottom (README "How the code is laid out"): the foundation
+(errors, model, layouts, defaults, formats) <- codecs <- log <- companions,
+kafka07, decoders <- ops <- render <- cli, spark. ``kseg/__init__.py`` is the
+public facade above them all. Function-local imports of kseg modules hide the
+graph, so they are allowed only where a heavy optional dependency is loaded on
+use (the Spark layer, and ``kseg spark`` inside the CLI).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "kseg"
+
+RANKS = {
+    "kseg.errors": 0, "kseg.model": 0, "kseg.layouts": 0, "kseg.defaults": 0, "kseg.formats": 0,
+    "kseg.codecs": 1,
+    "kseg.log": 2,
+    "kseg.companions": 3, "kseg.kafka07": 3, "kseg.decoders": 3,
+    "kseg.ops": 4,
+    "kseg.render": 5,
+    "kseg.cli": 6, "kseg.spark": 6,
+    "kseg": 7,
+}
+# Where a function-local import of a kseg module is the point (PySpark loaded on use).
+LOCAL_IMPORTS_ALLOWED = {("kseg.cli.main", "kseg.spark.cli")}
+LOCAL_IMPORTS_ALLOWED_IN = ("kseg.spark",)
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+# formats/ is installed as kseg.formats from the top-level folder
+MODULES.update({f"kseg.formats.{p.stem}" if p.stem != "__init__" else "kseg.formats": p
+                for p in sorted((PACKAGE.parent / "formats").glob("*.py"))})
+
+
+def _rank(module: str) -> int:
+    best = None
+    for prefix, rank in RANKS.items():
+        if module == prefix or module.startswith(prefix + "."):
+            if best is None or len(prefix) > len(best[0]):
+                best = (prefix, rank)
+    assert best is not None, module
+    return best[1]
+
+
+def _imports(module: str) -> list[tuple[str, bool, int]]:
+    """(imported kseg module, function-local?, line) for every import in a module."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text())
+    is_pkg = path.name == "__init__.py"
+    local_lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for inner in ast.walk(node):
+                if isinstance(inner, (ast.Import, ast.ImportFrom)):
+                    local_lines.add(inner.lineno)
+    out = []
+    for node in ast.walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")
+                if not is_pkg:
+                    base = base[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module or ""
+            for alias in node.names:  # `from kseg.log import fast` imports the module kseg.log.fast
+                full = f"{name}.{alias.name}"
+                targets.append(full if full in MODULES else name)
+        elif isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        for t in targets:
+            if t == "kseg" or t.startswith("kseg."):
+                while t not in MODULES and "." in t:
+                    t = t.rsplit(".", 1)[0]
+                out.append((t, node.lineno in local_lines, node.lineno))
+    return out
+
+
+GRAPH = {m: _imports(m) for m in MODULES}
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_point_down(module: str) -> None:
+    wrong = [f"line {line}: {target} (layer {_rank(target)})" for target, _, line in GRAPH[module]
+             if _rank(target) > _rank(module) and target != module]
+    assert not wrong, f"{module} (layer {_rank(module)}) imports from a higher layer: {wrong}"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_hidden_imports(module: str) -> None:
+    if module.startswith(LOCAL_IMPORTS_ALLOWED_IN):
+        return
+    hidden = [f"line {line}: {target}" for target, local, line in GRAPH[module]
+              if local and (module, target) not in LOCAL_IMPORTS_ALLOWED]
+    assert not hidden, f"{module} imports kseg modules inside functions: {hidden}"
+
+
+def test_no_import_circles() -> None:
+    edges = {m: {t for t, _, _ in GRAPH[m] if t != m and t in MODULES} for m in MODULES}
+    # packages' __init__ modules are run before their submodules: count the edge to the package
+    index, low, stack, on_stack, circles = {}, {}, [], set(), []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                circles.append(sorted(comp))
+
+    for m in sorted(edges):
+        if m not in index:
+            visit(m)
+    assert not circles, f"import circles: {circles}"
+
+
+def test_every_layer_is_known() -> None:
+    for m in MODULES:
+        _rank(m)
