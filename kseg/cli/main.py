@@ -33,6 +33,7 @@ from kseg.cli.common import (
     verify_options,
     write_flags,
 )
+from kseg.cli.internals import state, txn
 from kseg.cli.plugins import plugins
 from kseg.codecs.choice import choose
 from kseg.codecs.plugins import activate
@@ -273,6 +274,8 @@ class _LazySpark(click.Group):
 
 
 main.add_command(plugins)
+main.add_command(state)
+main.add_command(txn)
 main.add_command(_LazySpark("spark", help="Run verify, dump, conversions and compaction on Spark "
                                          "(needs the spark extra: pip install 'kseg[spark]')."))
 

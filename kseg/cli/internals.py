@@ -1,0 +1,70 @@
+"""``kseg state`` and ``kseg txn``: answers from the records the broker writes about itself."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded
+from kseg.errors import InputError
+from kseg.ops.state import Limit, coordinator_partition, replay
+from kseg.ops.txn import DEFAULT_MAX_TIMEOUT_MS, explain_transactions
+from kseg.render.answers import write_state, write_txn
+
+format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+                             show_default=True)
+
+
+@click.command("state")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--at-offset", type=int, default=None, help="Replay up to this offset (inclusive, per partition).")
+@click.option("--at-time", type=int, default=None, help="Replay records up to this time (ms since the epoch).")
+@click.option("--coordinator-of", "coordinator_of", default=None, metavar="ID",
+              help="Print the __consumer_offsets / __transaction_state partition holding this group or "
+                   "transactional id, and stop.")
+@click.option("--partitions", type=click.IntRange(1), default=50, show_default=True,
+              help="With --coordinator-of: the topic's partition count (offsets.topic.num.partitions, "
+                   "transaction.state.log.num.partitions).")
+@format_option
+@guarded
+def state(paths: tuple[Path, ...], at_offset: int | None, at_time: int | None, coordinator_of: str | None,
+          partitions: int, fmt: str) -> None:
+    """Replay __consumer_offsets, __transaction_state or the KRaft metadata log up to a point and
+    print the state: committed offsets and groups, transactional ids, the metadata image."""
+    if coordinator_of is not None:
+        n = coordinator_partition(coordinator_of, partitions)
+        if fmt == "json":
+            click.echo(json.dumps({"id": coordinator_of, "partitions": partitions, "partition": n}))
+        else:
+            click.echo(f"{coordinator_of}: partition {n} of {partitions} "
+                       f"(__consumer_offsets-{n} for a group, __transaction_state-{n} for a transactional id)")
+        return
+    if not paths:
+        raise InputError("give PATH... (internal topic partitions or a log directory), or --coordinator-of ID")
+    report = replay(list(paths), Limit(at_offset, at_time))
+    write_state(report, sys.stdout, fmt)
+
+
+@click.command("txn")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--max-timeout-ms", type=click.IntRange(0), default=DEFAULT_MAX_TIMEOUT_MS, show_default=True,
+              help="A transaction open longer than this is hanging (transaction.max.timeout.ms).")
+@click.option("--now-ms", type=int, default=None, help="The clock to measure open transactions by [default: now].")
+@click.option("--all", "all_partitions", is_flag=True, help="List partitions without transactions too.")
+@format_option
+@guarded
+def txn(paths: tuple[Path, ...], max_timeout_ms: int, now_ms: int | None, all_partitions: bool, fmt: str) -> None:
+    """Every transaction of each partition: producer, offsets, records, state, times; the last stable
+    offset; hanging transactions with the command that ends them; contradictions.
+
+    Exit 0 when all is well, 1 when a transaction hangs or the files contradict each other.
+    """
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    report = explain_transactions(list(paths), now_ms=now, max_timeout_ms=max_timeout_ms,
+                                  all_partitions=all_partitions)
+    write_txn(report, sys.stdout, fmt)
+    raise SystemExit(EXIT_OK if report.ok else EXIT_DATA)

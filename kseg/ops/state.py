@@ -1,0 +1,438 @@
+"""``kseg state``: replay the broker's own topics up to a point and return what they add up to.
+
+- ``__consumer_offsets``: per group, the committed offset of each topic-partition
+  (with metadata, leader epoch and commit time), the classic group's metadata and
+  members, and the KIP-848 consumer-group records, latest per key; transactional
+  offset commits count once their COMMIT marker is read (aborted ones never).
+- ``__transaction_state``: per transactional id, its latest TransactionLogValue.
+- the KRaft metadata log (and its snapshots): the metadata image — topics with
+  ids, partitions (``PartitionChangeRecord`` merged as the controller merges it:
+  a leader change bumps the leader epoch, every change the partition epoch),
+  configs, brokers, controllers, features, ACLs, quotas, producer ids; records
+  inside an aborted metadata transaction are dropped.
+
+A compacted topic keeps the latest record per key, and so does the replay: the
+state is the same whatever the cleaner removed, as the coordinator's own load is.
+Replay stops after ``at_offset`` (inclusive, per partition) or at the first record
+whose timestamp is past ``at_time``.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from kseg.decoders import decode_record, family_for
+from kseg.errors import InputError, KsegError
+from kseg.formats.attributes import CONTROL_ABORT, CONTROL_COMMIT
+from kseg.log.control import control_info
+from kseg.log.records import batch_records
+from kseg.log.segment import Segment, base_offset_of, expand_inputs
+from kseg.model import Batch, Record
+
+__all__ = ["Limit", "PartitionState", "StateReport", "coordinator_partition", "java_string_hash", "replay"]
+
+TOPIC_OF_FAMILY = {"offsets": "__consumer_offsets", "transactions": "__transaction_state",
+                   "metadata": "__cluster_metadata"}
+NO_LEADER_CHANGE = -2  # PartitionChangeRecord.leader when the leader stays
+CONFIG_RESOURCE_TYPES = {0: "unknown", 2: "topic", 4: "broker", 8: "broker_logger", 16: "client_metrics",
+                         32: "group"}
+
+
+@dataclass(frozen=True)
+class Limit:
+    """Where the replay stops: after ``at_offset`` (inclusive), before a record newer than ``at_time``."""
+
+    at_offset: int | None = None
+    at_time: int | None = None
+
+    def passed(self, record: Record) -> bool:
+        return ((self.at_offset is not None and record.offset > self.at_offset)
+                or (self.at_time is not None and record.timestamp > self.at_time))
+
+
+@dataclass
+class PartitionState:
+    """What one partition of an internal topic adds up to."""
+
+    path: str
+    family: str
+    state: dict[str, Any] = field(default_factory=dict)
+    records: int = 0
+    last_offset: int | None = None
+    last_timestamp: int | None = None
+    snapshot: str | None = None  # the KRaft snapshot the replay started from
+    notes: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"path": self.path, "topic": TOPIC_OF_FAMILY[self.family], "records_applied": self.records,
+                "last_offset": self.last_offset, "last_timestamp": self.last_timestamp,
+                **({"snapshot": self.snapshot} if self.snapshot else {}), "notes": self.notes, **self.state}
+
+
+@dataclass
+class StateReport:
+    limit: Limit
+    partitions: list[PartitionState] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"at_offset": self.limit.at_offset, "at_time": self.limit.at_time,
+                "partitions": [p.as_json() for p in self.partitions]}
+
+
+# --------------------------------------------------------------------------- coordinators
+
+
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode`` (over UTF-16 code units, 32-bit wrap)."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def coordinator_partition(key: str, partitions: int = 50) -> int:
+    """The ``__consumer_offsets`` / ``__transaction_state`` partition a group id or
+    transactional id lives in: ``Utils.abs(key.hashCode()) % partitions`` (``Utils.abs``
+    maps Integer.MIN_VALUE to 0)."""
+    if partitions < 1:
+        raise InputError(f"--partitions must be at least 1, not {partitions}")
+    h = java_string_hash(key)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def _partitions(paths: list[Path]) -> dict[Path, tuple[str, list[Path]]]:
+    """Internal-topic partition folders (or loose files) -> (family, log files in order)."""
+    out: dict[Path, tuple[str, list[Path]]] = {}
+    for log in expand_inputs(paths):
+        family = family_for(log, "auto")
+        if family is None:
+            continue
+        folder = log.parent
+        out.setdefault(folder, (family, []))[1].append(log)
+    if not out:
+        raise InputError("no __consumer_offsets, __transaction_state or __cluster_metadata partition found",
+                         file=", ".join(str(p) for p in paths))
+    return out
+
+
+def _snapshots(folder: Path) -> list[tuple[int, Path]]:
+    """KRaft snapshots ``<end offset>-<epoch>.checkpoint`` of a folder, by end offset."""
+    found = []
+    for p in folder.glob("*.checkpoint"):
+        head = p.name.split("-", 1)[0]
+        if head.isdigit() and "-" in p.name:
+            found.append((int(head), p))
+    return sorted(found)
+
+
+def _records(files: list[Path], family: str, start: int = 0) -> Iterator[tuple[Batch, Record, Any]]:
+    for path in files:
+        for batch in Segment(path).batches():
+            if batch.last_offset < start:
+                continue
+            for record in batch_records(batch):
+                if record.offset >= start:
+                    yield batch, record, decode_record(family, record, batch.is_control)
+
+
+# --------------------------------------------------------------------------- replay
+
+
+def replay(paths: list[Path], limit: Limit = Limit()) -> StateReport:
+    """Replay every internal-topic partition under ``paths`` up to ``limit``."""
+    report = StateReport(limit)
+    for folder, (family, files) in sorted(_partitions(paths).items()):
+        ps = PartitionState(str(folder), family)
+        start = 0
+        if family == "metadata":
+            start = _start_from_snapshot(ps, folder, files, limit)
+        applier = {"offsets": _OffsetsState, "transactions": _TransactionsState,
+                   "metadata": _MetadataImage}[family](ps)
+        for batch, record, decoded in _records(files, family, start):
+            if limit.passed(record):
+                break
+            applier.apply(batch, record, decoded)
+            ps.records += 1
+            ps.last_offset, ps.last_timestamp = record.offset, record.timestamp
+        applier.finish()
+        report.partitions.append(ps)
+    return report
+
+
+def _start_from_snapshot(ps: PartitionState, folder: Path, files: list[Path], limit: Limit) -> int:
+    """Load the newest usable snapshot into ``ps``; the offset the log replay starts at."""
+    first = base_offset_of(files[0]) if files else None
+    snaps = [(end, p) for end, p in _snapshots(folder)
+             if limit.at_offset is None or end <= limit.at_offset + 1]
+    if not snaps or (first == 0 and limit.at_time is not None):
+        return 0  # the log from its start says it all (and snapshots carry no usable time)
+    end, snap = snaps[-1]
+    image = _MetadataImage(ps)
+    for batch, record, decoded in _records([snap], "metadata"):
+        image.apply(batch, record, decoded)
+    image.finish()
+    ps.snapshot = str(snap)
+    return end
+
+
+class _Applier:
+    def __init__(self, ps: PartitionState) -> None:
+        self.ps = ps
+
+    def apply(self, batch: Batch, record: Record, decoded: Any) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def finish(self) -> None:
+        pass
+
+
+class _OffsetsState(_Applier):
+    """Group coordinator state, keyed as the coordinator keys it."""
+
+    def __init__(self, ps: PartitionState) -> None:
+        super().__init__(ps)
+        self.groups: dict[str, dict[str, Any]] = ps.state.setdefault("groups", {})
+        self.pending: dict[int, list[tuple[Record, Any]]] = {}  # producer id -> transactional commits
+
+    def apply(self, batch: Batch, record: Record, decoded: Any) -> None:
+        if batch.is_control:
+            try:
+                info = control_info(record)
+            except KsegError as e:
+                self.ps.notes.append(f"offset {record.offset}: control record not readable: {e}")
+                info = None
+            held = self.pending.pop(batch.producer_id, [])
+            if info is not None and info.type_id == CONTROL_COMMIT:
+                for r, d in held:
+                    self._apply(r, d)
+            elif info is not None and info.type_id == CONTROL_ABORT and held:
+                self.ps.notes.append(f"{len(held)} transactional offset commit(s) of producer "
+                                     f"{batch.producer_id} aborted at offset {record.offset}")
+            return
+        if batch.is_transactional:
+            self.pending.setdefault(batch.producer_id, []).append((record, decoded))
+            return
+        self._apply(record, decoded)
+
+    def _apply(self, record: Record, decoded: Any) -> None:
+        if decoded is None or decoded.key is None or decoded.key.data is None:
+            if decoded is not None and decoded.key is not None:
+                self.ps.notes.append(f"offset {record.offset}: key not decoded ({decoded.key.note})")
+            return
+        key = decoded.key
+        data = key.data
+        group = data.get("group", data.get("GroupId"))
+        if group is None:
+            return
+        value = None if decoded.value is None or decoded.value.data is None else decoded.value.data
+        if decoded.value is not None and decoded.value.data is None:
+            self.ps.notes.append(f"offset {record.offset}: value not decoded ({decoded.value.note})")
+            return
+        g = self.groups.setdefault(group, {})
+        if key.schema == "OffsetCommitKey":
+            topics = g.setdefault("offsets", {})
+            parts = topics.setdefault(data["topic"], {})
+            if value is None:
+                parts.pop(str(data["partition"]), None)
+                if not parts:
+                    topics.pop(data["topic"], None)
+            else:
+                parts[str(data["partition"])] = {**value, "record_offset": record.offset}
+        elif key.schema == "GroupMetadataKey":
+            if value is None:
+                g.pop("metadata", None)
+            else:
+                g["metadata"] = {**value, "record_offset": record.offset}
+        else:
+            records = g.setdefault("records", {})
+            rest = {k: v for k, v in data.items() if k != "GroupId"}
+            slot = key.schema + ("" if not rest else " " + " ".join(f"{k}={v}" for k, v in rest.items()))
+            if value is None:
+                records.pop(slot, None)
+            else:
+                records[slot] = {**value, "record_offset": record.offset}
+        if not any(g.get(k) for k in ("offsets", "metadata", "records")):
+            self.groups.pop(group, None)
+
+    def finish(self) -> None:
+        for pid, held in self.pending.items():
+            self.ps.notes.append(f"{len(held)} transactional offset commit(s) of producer {pid} are not "
+                                 "committed yet (no marker): not counted")
+        self.ps.state["groups"] = dict(sorted(self.groups.items()))
+
+
+class _TransactionsState(_Applier):
+    def __init__(self, ps: PartitionState) -> None:
+        super().__init__(ps)
+        self.ids: dict[str, Any] = ps.state.setdefault("transactional_ids", {})
+
+    def apply(self, batch: Batch, record: Record, decoded: Any) -> None:
+        if batch.is_control or decoded is None or decoded.key is None or decoded.key.data is None:
+            return
+        tid = decoded.key.data.get("transactionalId")
+        if tid is None:
+            return
+        if decoded.value is None:
+            self.ids.pop(tid, None)
+        elif decoded.value.data is not None:
+            self.ids[tid] = {**decoded.value.data, **({"state": decoded.value.extra["state"]}
+                                                      if "state" in decoded.value.extra else {}),
+                             "record_offset": record.offset}
+
+    def finish(self) -> None:
+        self.ps.state["transactional_ids"] = dict(sorted(self.ids.items()))
+
+
+class _MetadataImage(_Applier):
+    """The KRaft metadata image, as the controller and brokers build it from the records."""
+
+    def __init__(self, ps: PartitionState) -> None:
+        super().__init__(ps)
+        image = ps.state.setdefault("image", {})
+        for key in ("topics", "configs", "brokers", "controllers", "features", "acls", "client_quotas",
+                    "producer_ids", "quorum", "other"):
+            image.setdefault(key, {})
+        self.image = image
+        self.topic_names: dict[str, str] = {t["topicId"]: name for name, t in image["topics"].items()}
+        self.txn: list[tuple[str, dict]] | None = None  # records of an open metadata transaction
+
+    def apply(self, batch: Batch, record: Record, decoded: Any) -> None:
+        if decoded is None or decoded.value is None or decoded.value.data is None:
+            return
+        part = decoded.value
+        if batch.is_control:
+            self._control(part.schema, part.data)
+            return
+        kind = part.extra.get("type")
+        if kind == "BEGIN_TRANSACTION_RECORD":
+            self.txn = []
+        elif kind == "END_TRANSACTION_RECORD":
+            for k, d in self.txn or []:
+                self._record(k, d)
+            self.txn = None
+        elif kind == "ABORT_TRANSACTION_RECORD":
+            self.ps.notes.append(f"metadata transaction aborted at offset {record.offset}: "
+                                 f"{len(self.txn or [])} record(s) dropped")
+            self.txn = None
+        elif self.txn is not None:
+            self.txn.append((kind, part.data))
+        else:
+            self._record(kind, part.data)
+
+    def _control(self, schema: str | None, data: dict) -> None:
+        quorum = self.image["quorum"]
+        if schema == "LeaderChangeMessage":
+            quorum["leader_id"] = data.get("leaderId")
+            quorum["voters"] = [v.get("voterId") for v in data.get("voters", [])]
+        elif schema == "VotersRecord":
+            quorum["voters"] = data.get("voters")
+        elif schema == "KRaftVersionRecord":
+            quorum["kraft_version"] = data.get("kRaftVersion")
+
+    def _record(self, kind: str, d: dict) -> None:
+        img = self.image
+        if kind == "TOPIC_RECORD":
+            img["topics"][d["name"]] = {"topicId": d["topicId"], "partitions": {}}
+            self.topic_names[d["topicId"]] = d["name"]
+        elif kind == "REMOVE_TOPIC_RECORD":
+            name = self.topic_names.pop(d["topicId"], None)
+            if name is not None:
+                img["topics"].pop(name, None)
+                img["configs"].get("topic", {}).pop(name, None)
+        elif kind == "PARTITION_RECORD":
+            topic = self._topic(d["topicId"])
+            if topic is not None:
+                topic["partitions"][str(d["partitionId"])] = {
+                    k: v for k, v in d.items() if k not in ("topicId", "partitionId")}
+        elif kind == "PARTITION_CHANGE_RECORD":
+            self._partition_change(d)
+        elif kind == "CONFIG_RECORD":
+            rtype = CONFIG_RESOURCE_TYPES.get(d["resourceType"], str(d["resourceType"]))
+            configs = img["configs"].setdefault(rtype, {}).setdefault(d["resourceName"], {})
+            if d.get("value") is None:
+                configs.pop(d["name"], None)
+            else:
+                configs[d["name"]] = d["value"]
+        elif kind == "REGISTER_BROKER_RECORD":
+            img["brokers"][str(d["brokerId"])] = {**{k: v for k, v in d.items() if k != "brokerId"},
+                                                  "fenced": d.get("fenced", True)}
+        elif kind == "UNREGISTER_BROKER_RECORD":
+            img["brokers"].pop(str(d["brokerId"]), None)
+        elif kind in ("FENCE_BROKER_RECORD", "UNFENCE_BROKER_RECORD"):
+            broker = img["brokers"].get(str(d["id"]))
+            if broker is not None:
+                broker["fenced"] = kind == "FENCE_BROKER_RECORD"
+                broker["brokerEpoch"] = d.get("epoch", broker.get("brokerEpoch"))
+        elif kind == "BROKER_REGISTRATION_CHANGE_RECORD":
+            broker = img["brokers"].get(str(d["brokerId"]))
+            if broker is not None:
+                broker["brokerEpoch"] = d.get("brokerEpoch", broker.get("brokerEpoch"))
+                if d.get("fenced", 0) != 0:
+                    broker["fenced"] = d["fenced"] == 1
+                if d.get("inControlledShutdown", 0) != 0:
+                    broker["inControlledShutdown"] = d["inControlledShutdown"] == 1
+                if "logDirs" in d:
+                    broker["logDirs"] = d["logDirs"]
+        elif kind == "REGISTER_CONTROLLER_RECORD":
+            img["controllers"][str(d["controllerId"])] = {k: v for k, v in d.items() if k != "controllerId"}
+        elif kind == "FEATURE_LEVEL_RECORD":
+            if d.get("featureLevel", 0) == 0:
+                img["features"].pop(d["name"], None)
+            else:
+                img["features"][d["name"]] = d["featureLevel"]
+        elif kind == "ACCESS_CONTROL_ENTRY_RECORD":
+            img["acls"][d["id"]] = {k: v for k, v in d.items() if k != "id"}
+        elif kind == "REMOVE_ACCESS_CONTROL_ENTRY_RECORD":
+            img["acls"].pop(d["id"], None)
+        elif kind == "PRODUCER_IDS_RECORD":
+            img["producer_ids"] = d
+        elif kind == "CLIENT_QUOTA_RECORD":
+            entity = ",".join(f"{e.get('entityType')}={e.get('entityName')}" for e in d.get("entity", []))
+            quotas = img["client_quotas"].setdefault(entity, {})
+            if d.get("remove"):
+                quotas.pop(d["key"], None)
+            else:
+                quotas[d["key"]] = d["value"]
+        elif kind in ("NO_OP_RECORD",):
+            pass
+        else:
+            img["other"][kind] = d  # the latest of each kind kseg keeps no model of
+
+    def _topic(self, topic_id: str) -> dict | None:
+        name = self.topic_names.get(topic_id)
+        if name is None:
+            self.ps.notes.append(f"a partition record for unknown topic id {topic_id}")
+            return None
+        return self.image["topics"][name]
+
+    def _partition_change(self, d: dict) -> None:
+        topic = self._topic(d["topicId"])
+        if topic is None:
+            return
+        part = topic["partitions"].get(str(d["partitionId"]))
+        if part is None:
+            self.ps.notes.append(f"a partition change for unknown partition {d['topicId']}-{d['partitionId']}")
+            return
+        for name in ("replicas", "isr", "removingReplicas", "addingReplicas", "eligibleLeaderReplicas",
+                     "lastKnownElr", "directories"):
+            if d.get(name) is not None:
+                part[name] = d[name]
+        if d.get("leader", NO_LEADER_CHANGE) != NO_LEADER_CHANGE:
+            part["leader"] = d["leader"]
+            part["leaderEpoch"] = part.get("leaderEpoch", 0) + 1
+        if d.get("leaderRecoveryState", -1) != -1:
+            part["leaderRecoveryState"] = d["leaderRecoveryState"]
+        part["partitionEpoch"] = part.get("partitionEpoch", 0) + 1
+
+    def finish(self) -> None:
+        if self.txn is not None:
+            self.ps.notes.append(f"a metadata transaction is still open ({len(self.txn)} record(s) not applied)")
+        self.image["topics"] = dict(sorted(self.image["topics"].items()))
+        self.ps.state["image"] = copy.deepcopy(self.image)

@@ -1,0 +1,274 @@
+"""``kseg txn``: every transaction of a partition, from its batches, markers, .txnindex and snapshots.
+
+A transaction on a partition starts with its producer's first transactional
+batch after the previous marker and ends with a COMMIT or ABORT marker. What
+is still open at the end holds back the last stable offset (LSO): consumers
+reading committed data stop there. One open longer than the transaction
+timeout is *hanging* — its producer is gone and no coordinator will end it —
+and ``kafka-transactions.sh abort`` is what ends it.
+
+Contradictions are problems: a COMMIT marker with no data before it, a
+producer epoch going down, a ``.txnindex`` that does not list exactly the
+aborted transactions whose markers are in its segment, a producer snapshot
+written at the log end that disagrees about what is open. An ABORT marker
+with no data is only a note: a producer may add a partition to a transaction
+and abort before writing to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kseg.companions.read import read_producer_snapshot, read_txn_index
+from kseg.errors import InputError, KsegError
+from kseg.formats.attributes import CONTROL_ABORT, CONTROL_COMMIT
+from kseg.log.control import control_info
+from kseg.log.records import batch_records
+from kseg.log.segment import Segment, base_offset_of, companion_path, expand_inputs, parse_partition_dir
+from kseg.model import Batch
+from kseg.ops.state import replay
+
+__all__ = ["DEFAULT_MAX_TIMEOUT_MS", "PartitionTransactions", "Transaction", "TxnReport", "explain_transactions"]
+
+DEFAULT_MAX_TIMEOUT_MS = 900_000  # transaction.max.timeout.ms
+ERROR, NOTE = "error", "note"
+
+
+@dataclass
+class Transaction:
+    producer_id: int
+    producer_epoch: int
+    first_offset: int
+    last_offset: int  # the last data offset; the marker's offset once ended
+    start_ms: int
+    records: int = 0
+    batches: int = 0
+    state: str = "open"  # open, committed, aborted
+    end_ms: int | None = None
+    marker_offset: int | None = None
+    coordinator_epoch: int | None = None
+    transactional_id: str | None = None
+
+    @property
+    def duration_ms(self) -> int | None:
+        return None if self.end_ms is None else self.end_ms - self.start_ms
+
+    def as_json(self) -> dict[str, Any]:
+        return {"producer_id": self.producer_id, "producer_epoch": self.producer_epoch,
+                "transactional_id": self.transactional_id, "state": self.state,
+                "first_offset": self.first_offset, "last_offset": self.last_offset,
+                "marker_offset": self.marker_offset, "records": self.records, "batches": self.batches,
+                "start_ms": self.start_ms, "end_ms": self.end_ms, "duration_ms": self.duration_ms,
+                "coordinator_epoch": self.coordinator_epoch}
+
+
+@dataclass
+class TxnFinding:
+    severity: str
+    file: str
+    offset: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = f" at offset {self.offset}" if self.offset is not None else ""
+        return f"{self.file}{where}: {self.message}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"severity": self.severity, "file": self.file, "offset": self.offset, "message": self.message}
+
+
+@dataclass
+class PartitionTransactions:
+    path: str
+    topic: str | None
+    partition: int | None
+    transactions: list[Transaction] = field(default_factory=list)
+    log_end_offset: int = 0
+    findings: list[TxnFinding] = field(default_factory=list)
+    hanging: list[Transaction] = field(default_factory=list)
+
+    @property
+    def open(self) -> list[Transaction]:
+        return [t for t in self.transactions if t.state == "open"]
+
+    @property
+    def last_stable_offset(self) -> int:
+        return min((t.first_offset for t in self.open), default=self.log_end_offset)
+
+    def abort_command(self, t: Transaction) -> str:
+        return (f"kafka-transactions.sh --bootstrap-server <broker:port> abort --topic {self.topic} "
+                f"--partition {self.partition} --start-offset {t.first_offset}")
+
+    def as_json(self) -> dict[str, Any]:
+        count = {s: sum(1 for t in self.transactions if t.state == s) for s in ("committed", "aborted", "open")}
+        return {"path": self.path, "topic": self.topic, "partition": self.partition,
+                "log_end_offset": self.log_end_offset, "last_stable_offset": self.last_stable_offset,
+                **count, "transactions": [t.as_json() for t in self.transactions],
+                "hanging": [{**t.as_json(), "abort_command": self.abort_command(t)} for t in self.hanging],
+                "problems": [f.as_json() for f in self.findings]}
+
+
+@dataclass
+class TxnReport:
+    now_ms: int
+    max_timeout_ms: int
+    partitions: list[PartitionTransactions] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(p.hanging or any(f.severity == ERROR for f in p.findings) for p in self.partitions)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "now_ms": self.now_ms, "max_timeout_ms": self.max_timeout_ms,
+                "partitions": [p.as_json() for p in self.partitions]}
+
+
+def explain_transactions(paths: list[Path], *, now_ms: int, max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
+                         all_partitions: bool = False) -> TxnReport:
+    """Every transaction of every partition under ``paths`` (with ``__transaction_state``
+    among them, transactional ids are named)."""
+    ids = _transactional_ids(paths)
+    report = TxnReport(now_ms, max_timeout_ms)
+    folders: dict[Path, list[Path]] = {}
+    for log in expand_inputs(paths):
+        folders.setdefault(log.parent, []).append(log)
+    for folder, logs in sorted(folders.items()):
+        pt = _partition(folder, logs, ids)
+        for t in pt.open:
+            if now_ms - t.start_ms > max_timeout_ms:
+                pt.hanging.append(t)
+        if all_partitions or pt.transactions or pt.findings:
+            report.partitions.append(pt)
+    return report
+
+
+def _transactional_ids(paths: list[Path]) -> dict[int, str]:
+    """producer id -> transactional id, from any ``__transaction_state`` partition given."""
+    try:
+        state = replay(paths)
+    except InputError:
+        return {}
+    out: dict[int, str] = {}
+    for p in state.partitions:
+        for tid, value in p.state.get("transactional_ids", {}).items():
+            if isinstance(value.get("producerId"), int):
+                out[value["producerId"]] = tid
+    return out
+
+
+def _partition(folder: Path, logs: list[Path], ids: dict[int, str]) -> PartitionTransactions:
+    parsed = parse_partition_dir(folder.name)
+    pt = PartitionTransactions(str(folder), *(parsed if parsed else (None, None)))
+    open_txns: dict[int, Transaction] = {}
+    epochs: dict[int, int] = {}
+    for log in logs:
+        aborted_here: list[tuple[int, int, int]] = []  # (producer id, first offset, marker offset)
+        seg = Segment(log)
+        try:
+            for batch in seg.batches():
+                pt.log_end_offset = batch.next_offset
+                if batch.producer_id is None or batch.producer_id < 0:
+                    continue
+                _epoch(pt, log, batch, epochs)
+                if batch.is_control:
+                    _marker(pt, log, batch, open_txns, aborted_here)
+                elif batch.is_transactional:
+                    _data(batch, open_txns, pt, ids)
+        except KsegError as e:
+            pt.findings.append(TxnFinding(ERROR, str(log), None, f"cannot be read to the end: {e}"))
+        _check_txn_index(pt, log, aborted_here)
+    _check_snapshot(pt, folder, open_txns)
+    return pt
+
+
+def _epoch(pt: PartitionTransactions, log: Path, batch: Batch, epochs: dict[int, int]) -> None:
+    pid, epoch = batch.producer_id, batch.producer_epoch
+    assert pid is not None and epoch is not None
+    was = epochs.get(pid)
+    if was is not None and epoch < was:
+        pt.findings.append(TxnFinding(ERROR, str(log), batch.offset,
+                                      f"producer {pid}'s epoch goes down from {was} to {epoch}"))
+    epochs[pid] = max(epoch, was if was is not None else epoch)
+
+
+def _data(batch: Batch, open_txns: dict[int, Transaction], pt: PartitionTransactions, ids: dict[int, str]) -> None:
+    pid = batch.producer_id
+    assert pid is not None and batch.producer_epoch is not None
+    t = open_txns.get(pid)
+    if t is None:
+        start = batch.base_timestamp if batch.base_timestamp is not None else batch.timestamp
+        t = Transaction(pid, batch.producer_epoch, batch.offset, batch.last_offset, start,
+                        transactional_id=ids.get(pid))
+        open_txns[pid] = t
+        pt.transactions.append(t)
+    t.last_offset = batch.last_offset
+    t.records += batch.record_count or 0
+    t.batches += 1
+
+
+def _marker(pt: PartitionTransactions, log: Path, batch: Batch, open_txns: dict[int, Transaction],
+            aborted_here: list[tuple[int, int, int]]) -> None:
+    pid = batch.producer_id
+    assert pid is not None
+    try:
+        info = control_info(batch_records(batch)[0])
+    except (KsegError, IndexError) as e:
+        pt.findings.append(TxnFinding(ERROR, str(log), batch.offset, f"control batch not readable: {e}"))
+        return
+    if info.type_id not in (CONTROL_COMMIT, CONTROL_ABORT):
+        return
+    t = open_txns.pop(pid, None)
+    kind = "COMMIT" if info.type_id == CONTROL_COMMIT else "ABORT"
+    if t is None:
+        severity = ERROR if info.type_id == CONTROL_COMMIT else NOTE
+        pt.findings.append(TxnFinding(severity, str(log), batch.offset,
+                                      f"{kind} marker of producer {pid} with no transactional data before it"))
+        if info.type_id == CONTROL_ABORT:
+            aborted_here.append((pid, batch.offset, batch.offset))
+        return
+    t.state = "committed" if info.type_id == CONTROL_COMMIT else "aborted"
+    t.end_ms, t.marker_offset, t.coordinator_epoch = batch.timestamp, batch.offset, info.coordinator_epoch
+    if info.type_id == CONTROL_ABORT:
+        aborted_here.append((pid, t.first_offset, batch.offset))
+
+
+def _check_txn_index(pt: PartitionTransactions, log: Path, aborted_here: list[tuple[int, int, int]]) -> None:
+    path = companion_path(log, ".txnindex")
+    if not path.exists():
+        if aborted_here:
+            pt.findings.append(TxnFinding(ERROR, str(path), None, f"missing: {len(aborted_here)} aborted "
+                                          "transaction(s) end in this segment"))
+        return
+    try:
+        listed = {(e.producer_id, e.first_offset, e.last_offset) for e in read_txn_index(path).entries}
+    except KsegError as e:
+        pt.findings.append(TxnFinding(ERROR, str(path), None, f"not readable: {e}"))
+        return
+    expected = set(aborted_here)  # an abort with no data is listed with its marker as first offset
+    for pid, first, last in sorted(expected - listed):
+        pt.findings.append(TxnFinding(ERROR, str(path), last, f"does not list the aborted transaction of "
+                                      f"producer {pid} (offsets {first}..{last})"))
+    for pid, first, last in sorted(listed - expected):
+        pt.findings.append(TxnFinding(ERROR, str(path), last, f"lists an aborted transaction of producer "
+                                      f"{pid} (offsets {first}..{last}) that the log does not show"))
+
+
+def _check_snapshot(pt: PartitionTransactions, folder: Path, open_txns: dict[int, Transaction]) -> None:
+    """A snapshot taken at the log end (a clean shutdown) must agree about what is open."""
+    snaps = sorted((base_offset_of(p), p) for p in folder.glob("*.snapshot") if base_offset_of(p) is not None)
+    if not snaps or snaps[-1][0] != pt.log_end_offset:
+        return
+    path = snaps[-1][1]
+    try:
+        snap = read_producer_snapshot(path)
+    except KsegError as e:
+        pt.findings.append(TxnFinding(ERROR, str(path), None, f"not readable: {e}"))
+        return
+    said = {e.producer_id: e.current_txn_first_offset for e in snap.entries if e.current_txn_first_offset >= 0}
+    seen = {pid: t.first_offset for pid, t in open_txns.items()}
+    for pid in sorted(set(said) | set(seen)):
+        if said.get(pid) != seen.get(pid):
+            pt.findings.append(TxnFinding(ERROR, str(path), None, f"producer {pid}: the snapshot says the open "
+                                          f"transaction starts at {said.get(pid)}, the log at {seen.get(pid)}"))

@@ -1,0 +1,107 @@
+"""``kseg state`` and ``kseg txn`` for people: readable summaries (``--format json`` is the data itself)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any, TextIO
+
+from kseg.ops.state import StateReport
+from kseg.ops.txn import TxnReport
+
+__all__ = ["iso_ms", "write_state", "write_txn"]
+
+
+def iso_ms(ms: int | None) -> str:
+    """Milliseconds since the epoch as ISO-8601 UTC (``-`` for none)."""
+    if ms is None or ms < 0:
+        return "-"
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace(
+            "+00:00", "Z")
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+
+
+def write_state(report: StateReport, out: TextIO, fmt: str) -> None:
+    if fmt == "json":
+        out.write(json.dumps(report.as_json(), indent=2, sort_keys=False) + "\n")
+        return
+    for p in report.partitions:
+        at = f", last offset {p.last_offset} at {iso_ms(p.last_timestamp)}" if p.last_offset is not None else ""
+        start = f", from snapshot {p.snapshot}" if p.snapshot else ""
+        out.write(f"{p.path}: {p.records} records applied{at}{start}\n")
+        if p.family == "offsets":
+            _groups(p.state["groups"], out)
+        elif p.family == "transactions":
+            for tid, v in p.state["transactional_ids"].items():
+                parts = ",".join(f"{t['topic']}-{n}" for t in v.get("transactionPartitions") or []
+                                 for n in t.get("partitionIds", []))
+                out.write(f"  {tid}: producer {v.get('producerId')} epoch {v.get('producerEpoch')} "
+                          f"{v.get('state')} timeout {v.get('transactionTimeoutMs')} ms "
+                          f"partitions [{parts}] updated {iso_ms(v.get('transactionLastUpdateTimestampMs'))}\n")
+        else:
+            _image(p.state["image"], out)
+        for note in p.notes:
+            out.write(f"  note: {note}\n")
+
+
+def _groups(groups: dict[str, Any], out: TextIO) -> None:
+    for name, g in groups.items():
+        meta = g.get("metadata")
+        head = (f" ({meta.get('protocolType')}, generation {meta.get('generation')}, protocol "
+                f"{meta.get('protocol')}, {len(meta.get('members', []))} member(s))") if meta else ""
+        out.write(f"  group {name}{head}\n")
+        for topic, parts in sorted(g.get("offsets", {}).items()):
+            for n, v in sorted(parts.items(), key=lambda kv: int(kv[0])):
+                out.write(f"    {topic}-{n}: offset {v['offset']} leader epoch {v.get('leaderEpoch', -1)} "
+                          f"committed {iso_ms(v.get('commitTimestamp'))}"
+                          + (f" metadata {v['metadata']!r}" if v.get("metadata") else "") + "\n")
+        for slot in g.get("records", {}):
+            out.write(f"    {slot}\n")
+
+
+def _image(img: dict[str, Any], out: TextIO) -> None:
+    for name, t in img["topics"].items():
+        out.write(f"  topic {name} ({t['topicId']}): {len(t['partitions'])} partition(s)\n")
+        for n, p in sorted(t["partitions"].items(), key=lambda kv: int(kv[0])):
+            out.write(f"    {n}: leader {p.get('leader')} epoch {p.get('leaderEpoch')} replicas "
+                      f"{p.get('replicas')} isr {p.get('isr')} partition epoch {p.get('partitionEpoch')}\n")
+    for bid, b in sorted(img["brokers"].items(), key=lambda kv: int(kv[0])):
+        ends = ", ".join(f"{e.get('name')}://{e.get('host')}:{e.get('port')}" for e in b.get("endPoints", []))
+        out.write(f"  broker {bid}: epoch {b.get('brokerEpoch')} {'fenced' if b.get('fenced') else 'unfenced'} "
+                  f"{ends}\n")
+    for name, level in sorted(img["features"].items()):
+        out.write(f"  feature {name}={level}\n")
+    for rtype, resources in sorted(img["configs"].items()):
+        for resource, values in sorted(resources.items()):
+            if values:
+                out.write(f"  config {rtype} {resource or '<default>'}: "
+                          + ", ".join(f"{k}={v}" for k, v in sorted(values.items())) + "\n")
+    if img["acls"]:
+        out.write(f"  {len(img['acls'])} ACL(s)\n")
+
+
+def write_txn(report: TxnReport, out: TextIO, fmt: str) -> None:
+    if fmt == "json":
+        out.write(json.dumps(report.as_json(), indent=2) + "\n")
+        return
+    for p in report.partitions:
+        counts = {s: sum(1 for t in p.transactions if t.state == s) for s in ("committed", "aborted", "open")}
+        out.write(f"{p.path}: {counts['committed']} committed, {counts['aborted']} aborted, {counts['open']} "
+                  f"open; last stable offset {p.last_stable_offset}, log end {p.log_end_offset}\n")
+        for t in p.transactions:
+            tid = f" ({t.transactional_id})" if t.transactional_id else ""
+            span = f"{t.first_offset}..{t.marker_offset if t.marker_offset is not None else t.last_offset}"
+            took = f", {t.duration_ms} ms" if t.duration_ms is not None else ""
+            out.write(f"  producer {t.producer_id}{tid} epoch {t.producer_epoch}: {t.state} offsets {span}, "
+                      f"{t.records} record(s), started {iso_ms(t.start_ms)}{took}\n")
+        for t in p.hanging:
+            age = (report.now_ms - t.start_ms) // 1000
+            out.write(f"  hanging: producer {t.producer_id} open since offset {t.first_offset} for {age} s "
+                      f"(> {report.max_timeout_ms} ms); end it with: {p.abort_command(t)}\n")
+        for f in p.findings:
+            out.write(f"  {f.severity}: {f}\n")
+    hanging = sum(len(p.hanging) for p in report.partitions)
+    errors = sum(1 for p in report.partitions for f in p.findings if f.severity == "error")
+    out.write(f"{len(report.partitions)} partition(s) with transactions, {hanging} hanging, {errors} problem(s)\n")

@@ -1,0 +1,240 @@
+"""``kseg state`` and ``kseg txn``: answers from the broker's own records.
+
+Oracles: the real __consumer_offsets and KRaft metadata logs in ../shared/realdata
+(each group must live in the partition Kafka's hash rule gives it; the metadata
+image must name every topic folder on disk), and partitions built here with
+known transactions, markers, .txnindex and snapshots.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import REALDATA
+from kseg.cli.main import main
+from kseg.companions.build import build_txn_index
+from kseg.layouts import CONTROL_KEY, END_TXN_MARKER
+from kseg.log.encode import build_v2_batch
+from kseg.log.segment import parse_partition_dir, segment_file_name
+from kseg.model import make_record
+from kseg.ops.state import Limit, coordinator_partition, java_string_hash, replay
+from kseg.ops.txn import explain_transactions
+
+T0 = 1_700_000_000_000
+
+
+def run(*args, ok=(0,)):
+    r = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+    assert r.exit_code in ok, (r.exit_code, r.stdout, r.stderr)
+    return r
+
+
+def need_realdata():
+    if not REALDATA.is_dir():
+        pytest.skip("no realdata folder")
+
+
+def real_folders(prefix: str) -> list[Path]:
+    need_realdata()
+    return sorted(p for p in REALDATA.rglob(f"{prefix}-*") if p.is_dir() and parse_partition_dir(p.name))
+
+
+# --------------------------------------------------------------------------- coordinators
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("", 0), ("a", 97), ("hello", 99162322), ("DEVSmileCDR", None), ("é", 233), ("😀", None)])
+def test_java_string_hash(text, expected):
+    # Values of Java's String.hashCode; the last two are checked by their definition over UTF-16 units.
+    units = text.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(units), 2):
+        h = (h * 31 + int.from_bytes(units[i:i + 2], "big")) % (1 << 32)
+    want = h - (1 << 32) if h >= 1 << 31 else h
+    assert java_string_hash(text) == want
+    if expected is not None:
+        assert java_string_hash(text) == expected
+
+
+def test_every_real_group_lives_where_the_hash_rule_says():
+    checked = 0
+    for folder in real_folders("__consumer_offsets"):
+        _, n = parse_partition_dir(folder.name)
+        for p in replay([folder]).partitions:
+            for group in p.state["groups"]:
+                assert coordinator_partition(group, 50) == n, (folder, group)
+                checked += 1
+    assert checked >= 3
+
+
+def test_coordinator_of_command():
+    out = run("state", "--coordinator-of", "DEVSmileCDR").stdout
+    assert out.startswith("DEVSmileCDR: partition 6 of 50")
+    data = json.loads(run("state", "--coordinator-of", "DEVSmileCDR", "--partitions", "7", "--format", "json").stdout)
+    assert data == {"id": "DEVSmileCDR", "partitions": 7, "partition": coordinator_partition("DEVSmileCDR", 7)}
+
+
+# --------------------------------------------------------------------------- __consumer_offsets
+
+
+def test_real_consumer_offsets_state():
+    need_realdata()
+    folder = REALDATA / "LDI-POC" / "__consumer_offsets-6"
+    data = json.loads(run("state", "--format", "json", folder).stdout)
+    (p,) = data["partitions"]
+    group = p["groups"]["DEVSmileCDR"]
+    assert group["metadata"]["protocolType"] == "consumer"
+    # the latest commit per partition wins: the topic the group consumed last moved to offset 3
+    assert group["offsets"]["TestTopicPatient"]["0"]["offset"] == 3
+    assert all(v["commitTimestamp"] > 0 for parts in group["offsets"].values() for v in parts.values())
+    # the same state, replayed only up to offset 1, knows one commit
+    early = json.loads(run("state", "--format", "json", "--at-offset", "1", folder).stdout)
+    offsets = early["partitions"][0]["groups"]["DEVSmileCDR"]["offsets"]
+    assert sum(len(v) for v in offsets.values()) == 1 and early["partitions"][0]["last_offset"] == 1
+
+
+def offsets_key(group: str, topic: str, partition: int) -> bytes:
+    def s(x: str) -> bytes:
+        return struct.pack(">h", len(x)) + x.encode()
+    return struct.pack(">h", 1) + s(group) + s(topic) + struct.pack(">i", partition)
+
+
+def offsets_value(offset: int, ts: int) -> bytes:
+    return struct.pack(">hqih", 3, offset, -1, 0) + struct.pack(">q", ts)
+
+
+def marker(offset: int, pid: int, commit: bool, epoch: int = 0) -> bytes:
+    key = CONTROL_KEY.struct.pack(0, 1 if commit else 0)
+    value = END_TXN_MARKER.struct.pack(0, 3)
+    return build_v2_batch([make_record(offset, T0 + offset, key, value)], transactional=True, control=True,
+                          producer_id=pid, producer_epoch=epoch, partition_leader_epoch=0)
+
+
+def test_transactional_offset_commits_count_only_when_committed(tmp_path):
+    folder = tmp_path / "__consumer_offsets-0"
+    folder.mkdir()
+    rec = lambda off, value: make_record(off, T0 + off, offsets_key("g", "t", 0), offsets_value(value, T0))  # noqa
+    log = (build_v2_batch([rec(0, 10)], partition_leader_epoch=0)
+           + build_v2_batch([rec(1, 20)], transactional=True, producer_id=7, producer_epoch=0, base_sequence=0)
+           + marker(2, 7, commit=False)
+           + build_v2_batch([rec(3, 30)], transactional=True, producer_id=8, producer_epoch=0, base_sequence=0)
+           + marker(4, 8, commit=True)
+           + build_v2_batch([rec(5, 40)], transactional=True, producer_id=9, producer_epoch=0, base_sequence=0))
+    (folder / segment_file_name(0)).write_bytes(log)
+    (p,) = replay([folder]).partitions
+    assert p.state["groups"]["g"]["offsets"]["t"]["0"]["offset"] == 30  # 20 aborted, 40 not committed yet
+    assert any("aborted" in n for n in p.notes) and any("not committed yet" in n for n in p.notes)
+    (early,) = replay([folder], Limit(at_offset=3)).partitions
+    assert early.state["groups"]["g"]["offsets"]["t"]["0"]["offset"] == 10  # 30's commit marker is not reached
+
+
+def test_tombstone_removes_a_commit(tmp_path):
+    folder = tmp_path / "__consumer_offsets-0"
+    folder.mkdir()
+    log = (build_v2_batch([make_record(0, T0, offsets_key("g", "t", 0), offsets_value(5, T0))])
+           + build_v2_batch([make_record(1, T0 + 1, offsets_key("g", "t", 1), offsets_value(6, T0))])
+           + build_v2_batch([make_record(2, T0 + 2, offsets_key("g", "t", 0), None)]))
+    (folder / segment_file_name(0)).write_bytes(log)
+    (p,) = replay([folder]).partitions
+    assert p.state["groups"]["g"]["offsets"] == {"t": {"1": {"offset": 6, "leaderEpoch": -1, "metadata": "",
+                                                             "commitTimestamp": T0, "record_offset": 1}}}
+    (at_time,) = replay([folder], Limit(at_time=T0)).partitions
+    assert list(at_time.state["groups"]["g"]["offsets"]["t"]) == ["0"]
+
+
+# --------------------------------------------------------------------------- the metadata log
+
+
+def test_real_metadata_image_names_every_topic_on_disk():
+    need_realdata()
+    root = REALDATA / "LDI-POC"
+    data = json.loads(run("state", "--format", "json", root / "__cluster_metadata-0").stdout)
+    (p,) = data["partitions"]
+    topics = p["image"]["topics"]
+    on_disk = {parse_partition_dir(f.name)[0] for f in root.iterdir() if f.is_dir() and parse_partition_dir(f.name)}
+    assert on_disk - {"__cluster_metadata"} <= set(topics)
+    assert len(topics["__consumer_offsets"]["partitions"]) == 50
+    assert p["image"]["features"]["metadata.version"] == 19
+    assert "1" in p["image"]["brokers"]
+    # every PartitionChangeRecord with a leader bumped the leader epoch from the PartitionRecord's 0
+    part = topics["TestTopicPatient"]["partitions"]["0"]
+    assert part["leaderEpoch"] >= 1 and part["partitionEpoch"] >= part["leaderEpoch"]
+    text = run("state", root / "__cluster_metadata-0").stdout
+    assert "topic TestTopicPatient" in text and "feature metadata.version=19" in text
+
+
+# --------------------------------------------------------------------------- kseg txn
+
+
+def data_batch(offset: int, pid: int, n: int = 2, epoch: int = 0, ts: int = T0) -> bytes:
+    recs = [make_record(offset + i, ts + i, b"k", b"v") for i in range(n)]
+    return build_v2_batch(recs, transactional=True, producer_id=pid, producer_epoch=epoch, base_sequence=0,
+                          partition_leader_epoch=0)
+
+
+def write_txns(folder: Path, *, txnindex: list | None = None) -> Path:
+    """0-1: producer 1 (committed at 4), 2-3: producer 2 (aborted at 5), 6-8: producer 3, still open."""
+    folder.mkdir(parents=True)
+    log = (data_batch(0, 1) + data_batch(2, 2) + marker(4, 1, True) + marker(5, 2, False)
+           + data_batch(6, 3, 3, ts=T0 + 6))
+    (folder / segment_file_name(0)).write_bytes(log)
+    entries = [(2, 2, 5, 6)] if txnindex is None else txnindex
+    (folder / segment_file_name(0, ".txnindex")).write_bytes(build_txn_index(entries))
+    return folder
+
+
+def test_txn_lists_transactions_and_the_lso(tmp_path):
+    folder = write_txns(tmp_path / "orders-0")
+    report = explain_transactions([folder], now_ms=T0 + 1000)
+    (p,) = report.partitions
+    assert [(t.producer_id, t.state, t.first_offset, t.marker_offset, t.records) for t in p.transactions] == [
+        (1, "committed", 0, 4, 2), (2, "aborted", 2, 5, 2), (3, "open", 6, None, 3)]
+    assert p.last_stable_offset == 6 and p.log_end_offset == 9
+    assert report.ok and not p.findings
+    run("txn", folder, "--now-ms", T0 + 1000)
+
+
+def test_txn_flags_a_hanging_transaction_with_its_abort_command(tmp_path):
+    folder = write_txns(tmp_path / "orders-0")
+    r = run("txn", folder, "--now-ms", T0 + 3_600_000, ok=(1,))
+    assert "hanging: producer 3 open since offset 6" in r.stdout
+    assert "kafka-transactions.sh --bootstrap-server <broker:port> abort --topic orders --partition 0 " \
+           "--start-offset 6" in r.stdout
+    data = json.loads(run("txn", folder, "--now-ms", T0 + 3_600_000, "--format", "json", ok=(1,)).stdout)
+    assert [h["producer_id"] for h in data["partitions"][0]["hanging"]] == [3]
+    assert data["ok"] is False
+    # a longer timeout: not hanging
+    run("txn", folder, "--now-ms", T0 + 3_600_000, "--max-timeout-ms", 7_200_000)
+
+
+def test_txn_contradictions(tmp_path):
+    folder = write_txns(tmp_path / "a-0", txnindex=[(2, 1, 5, 6)])  # wrong first offset
+    (p,) = explain_transactions([folder], now_ms=T0).partitions
+    assert any("does not list the aborted transaction of producer 2 (offsets 2..5)" in f.message
+               for f in p.findings)
+    other = tmp_path / "b-0"
+    other.mkdir()
+    (other / segment_file_name(0)).write_bytes(data_batch(0, 5, epoch=3) + marker(2, 6, True) + marker(3, 5, True)
+                                               + data_batch(4, 5, epoch=2))
+    (q,) = explain_transactions([other], now_ms=T0).partitions
+    messages = [f.message for f in q.findings]
+    assert any("COMMIT marker of producer 6 with no transactional data" in m for m in messages)
+    assert any("producer 5's epoch goes down from 3 to 2" in m for m in messages)
+    run("txn", other, ok=(1,))
+
+
+def test_txn_names_transactional_ids_from_transaction_state(tmp_path):
+    folder = write_txns(tmp_path / "logs" / "orders-0")
+    state = tmp_path / "logs" / "__transaction_state-3"
+    state.mkdir()
+    key = struct.pack(">h", 0) + struct.pack(">h", 9) + b"orders-tx"
+    value = struct.pack(">hqhib", 0, 3, 0, 60000, 1) + struct.pack(">i", -1) + struct.pack(">qq", T0, T0)
+    (state / segment_file_name(0)).write_bytes(build_v2_batch([make_record(0, T0, key, value)]))
+    report = explain_transactions([tmp_path / "logs"], now_ms=T0)
+    (p,) = [x for x in report.partitions if x.topic == "orders"]
+    assert [t.transactional_id for t in p.transactions] == [None, None, "orders-tx"]
