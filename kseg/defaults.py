@@ -16,6 +16,8 @@ __all__ = [
     "DEFAULT_KEY_MAP_BYTES",
     "DEFAULT_MAX_DECOMPRESSED_BYTES",
     "DEFAULT_PRODUCER_EXPIRATION_MS",
+    "DEFAULT_SEGMENT_BYTES",
+    "DEFAULT_SEGMENT_INDEX_BYTES",
     "parse_size",
 ]
 
@@ -30,6 +32,8 @@ DEFAULT_BATCH_BYTES = 1000 * 1024
 DEFAULT_DELETE_RETENTION_MS = 86_400_000  # delete.retention.ms
 DEFAULT_PRODUCER_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
 DEFAULT_KEY_MAP_BYTES = 128 * 1024 * 1024  # log.cleaner.dedupe.buffer.size
+DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024  # segment.bytes
+DEFAULT_SEGMENT_INDEX_BYTES = 10 * 1024 * 1024  # segment.index.bytes
 
 _UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 

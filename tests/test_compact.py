@@ -279,3 +279,68 @@ def test_real_consumer_offsets_compact_and_verify(tmp_path, folder):
     code, text = run("verify", out)
     assert code == 0, text
     assert set(os.listdir(out)) >= {p.name for p in Path(folder).glob("*.log")}
+
+
+# --------------------------------------------------------------------------- groupSegmentsBySize
+
+
+def write_small_segments(folder: Path, n_segments: int = 5, per: int = 6, keys: int = 4) -> list[Path]:
+    """``n_segments`` segments of ``per`` one-record batches cycling over ``keys`` keys."""
+    folder.mkdir(parents=True)
+    paths = []
+    offset = 0
+    for s in range(n_segments):
+        path = folder / segment_file_name(offset)
+        data = b""
+        for _ in range(per):
+            rec = make_record(offset, 1_700_000_000_000 + offset, b"k%d" % (offset % keys), b"v%04d" % offset)
+            data += build_v2_batch([rec], base_offset=offset, partition_leader_epoch=0)
+            offset += 1
+        path.write_bytes(data)
+        os.utime(path, (1_700_000_000 + s, 1_700_000_000 + s))
+        paths.append(path)
+    return paths
+
+
+def out_logs(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.suffix == ".log")
+
+
+def test_cleaned_segments_are_grouped_as_the_broker_groups_them(tmp_path):
+    segs = write_small_segments(tmp_path / "t-0")
+    code, err = run("compact", tmp_path / "t-0", "-o", tmp_path / "grouped", "--now-ms", "1800000000000")
+    assert code == 0, err
+    # the four cleaned segments become one, named after the first; the active one stays as it is
+    assert out_logs(tmp_path / "grouped") == [segs[0].name, segs[4].name]
+    grouped = tmp_path / "grouped" / segs[0].name
+    assert os.stat(grouped).st_mtime == os.stat(segs[3]).st_mtime  # the last cleaned segment's time
+    assert (tmp_path / "grouped" / segs[4].name).read_bytes() == segs[4].read_bytes()
+    code, err = run("compact", tmp_path / "t-0", "-o", tmp_path / "kept", "--now-ms", "1800000000000",
+                    "--keep-segments")
+    assert code == 0, err
+    assert out_logs(tmp_path / "kept") == [s.name for s in segs]
+    assert kept_records(tmp_path / "grouped") == kept_records(tmp_path / "kept")
+    assert b"".join((tmp_path / "kept" / s.name).read_bytes() for s in segs[:4]) == grouped.read_bytes()
+    code, out = run("verify", tmp_path / "grouped")
+    assert code == 0, out
+
+
+def test_grouping_respects_segment_bytes_and_index_bytes(tmp_path):
+    segs = write_small_segments(tmp_path / "t-0")
+    size = segs[0].stat().st_size
+    # room for two input segments per group: groups [0,1] [2,3], then the active segment
+    code, err = run("compact", tmp_path / "t-0", "-o", tmp_path / "two", "--now-ms", "1800000000000",
+                    "--segment-bytes", str(2 * size))
+    assert code == 0, err
+    assert out_logs(tmp_path / "two") == [segs[0].name, segs[2].name, segs[4].name]
+    # index bytes: by Kafka's rules these small segments have an empty .index (no 4096 bytes between
+    # entries) and a one-entry .timeindex (12 bytes, the entry a segment gets when it is rolled), so a
+    # 12-byte limit keeps every segment apart, and 24 bytes pairs them
+    code, err = run("compact", tmp_path / "t-0", "-o", tmp_path / "idx", "--now-ms", "1800000000000",
+                    "--segment-index-bytes", "12")
+    assert code == 0, err
+    assert out_logs(tmp_path / "idx") == [s.name for s in segs]
+    code, err = run("compact", tmp_path / "t-0", "-o", tmp_path / "idx2", "--now-ms", "1800000000000",
+                    "--segment-index-bytes", "24")
+    assert code == 0, err
+    assert out_logs(tmp_path / "idx2") == [segs[0].name, segs[2].name, segs[4].name]

@@ -21,6 +21,8 @@ from kseg.defaults import (
     DEFAULT_KEY_MAP_BYTES,
     DEFAULT_MAX_DECOMPRESSED_BYTES,
     DEFAULT_PRODUCER_EXPIRATION_MS,
+    DEFAULT_SEGMENT_BYTES,
+    DEFAULT_SEGMENT_INDEX_BYTES,
     parse_size,
 )
 from kseg.errors import DataError, InputError, KsegError
@@ -212,6 +214,13 @@ compact_options = options(
                  help="The cleaner checkpoint: segments before it count as clean (legacy tombstone rule)."),
     click.option("--single-pass", is_flag=True,
                  help="One cleaning pass, as one broker cleaning round (default: until a pass changes nothing)."),
+    click.option("--segment-bytes", type=SIZE, default=DEFAULT_SEGMENT_BYTES, show_default="1GiB",
+                 help="Adjacent cleaned segments are merged into one while their sizes add up to at most this "
+                      "(the topic's segment.bytes), as the broker's cleaner groups them."),
+    click.option("--segment-index-bytes", type=SIZE, default=DEFAULT_SEGMENT_INDEX_BYTES, show_default="10MiB",
+                 help="... and their offset and time indexes to at most this each (segment.index.bytes)."),
+    click.option("--keep-segments", is_flag=True,
+                 help="One output segment per input segment (do not group cleaned segments)."),
     click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True),
     max_decompressed_option,
 )
@@ -250,7 +259,8 @@ def check_log_append(timestamp_type: str, log_append_time: int | None) -> None:
 def compact_setup(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, now_ms: int | None,
                   delete_retention_ms: int, min_compaction_lag_ms: int, include_active: bool, topics: str,
                   key_map_bytes: int, producer_id_expiration_ms: int, first_dirty_offset: int | None,
-                  single_pass: bool, max_decompressed_bytes: int) -> tuple[CompactOptions, set[str] | None]:
+                  single_pass: bool, segment_bytes: int, segment_index_bytes: int, keep_segments: bool,
+                  max_decompressed_bytes: int) -> tuple[CompactOptions, set[str] | None]:
     """The compact options checked and turned into CompactOptions and the topic set."""
     if output is None and not dry_run:
         raise InputError("give -o/--output, or --dry-run")
@@ -261,7 +271,8 @@ def compact_setup(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, 
                        delete_retention_ms=delete_retention_ms, min_compaction_lag_ms=min_compaction_lag_ms,
                        include_active=include_active, key_map_bytes=key_map_bytes,
                        producer_expiration_ms=producer_id_expiration_ms, first_dirty_offset=first_dirty_offset,
-                       single_pass=single_pass, limit=max_decompressed_bytes)
+                       single_pass=single_pass, limit=max_decompressed_bytes, group_segments=not keep_segments,
+                       segment_bytes=segment_bytes, segment_index_bytes=segment_index_bytes)
     return o, topic_set(topics) or None
 
 

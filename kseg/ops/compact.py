@@ -24,13 +24,15 @@ from pathlib import Path
 from typing import Iterator
 
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
-from kseg.companions.build import TxnEntry, build_txn_index
+from kseg.companions.build import TxnEntry, build_indexes, build_txn_index
 from kseg.companions.read import read_txn_index
 from kseg.defaults import (
     DEFAULT_DELETE_RETENTION_MS,
     DEFAULT_INDEX_INTERVAL_BYTES,
     DEFAULT_KEY_MAP_BYTES,
     DEFAULT_PRODUCER_EXPIRATION_MS,
+    DEFAULT_SEGMENT_BYTES,
+    DEFAULT_SEGMENT_INDEX_BYTES,
 )
 from kseg.errors import InputError, KsegError
 from kseg.formats.attributes import (
@@ -47,8 +49,14 @@ from kseg.log.atomic import AtomicDir, check_output, write_atomic
 from kseg.log.control import control_info
 from kseg.log.encode import assemble_v2, build_legacy_wrapper, build_v2_batch, header_of
 from kseg.log.records import batch_records, codec_for
-from kseg.log.segment import base_offset_of, log_dir_partitions, partition_segments, strict_batches
-from kseg.model import Batch, Record
+from kseg.log.segment import (
+    base_offset_of,
+    companion_path,
+    log_dir_partitions,
+    partition_segments,
+    strict_batches,
+)
+from kseg.model import INT32_MAX, Batch, Record
 from kseg.ops.jobs import SegmentSink, WriteOptions
 
 MAP_SLOT_BYTES = 24  # MD5 (16) + offset (8), as SkimpyOffsetMap
@@ -67,6 +75,10 @@ class CompactOptions:
     first_dirty_offset: int | None = None  # the cleaner checkpoint; None: everything is dirty
     single_pass: bool = False
     limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+    # groupSegmentsBySize: adjacent cleaned segments become one while they fit these
+    group_segments: bool = True
+    segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    segment_index_bytes: int = DEFAULT_SEGMENT_INDEX_BYTES
 
 
 @dataclass
@@ -506,6 +518,7 @@ def _empty_header(b: Batch) -> bytes:
 class PartitionResult:
     stats: CompactStats
     segments: dict[Path, tuple[list[bytes], list[TxnEntry]]]
+    cleaned: set[Path] = field(default_factory=set)  # the inputs in the cleanable range
 
 
 def compact_partition(segs: list[Path], o: CompactOptions, workdir: Path | None = None) -> PartitionResult:
@@ -520,13 +533,17 @@ def compact_partition(segs: list[Path], o: CompactOptions, workdir: Path | None 
     total = None
     current = list(segs)
     result: dict[Path, tuple[list[bytes], list[TxnEntry]]] = {}
+    cleaned: set[Path] = set()
     for n in range(1, (1 if o.single_pass else MAX_PASSES) + 1):
         cleaner = Cleaner(current, o)
         cleaner.build_key_map()
         result = {}
+        cleaned = set()
         changed = False
         for (plan, entries, txns), src in zip(cleaner.clean(), original):
             result[src] = (entries, txns)
+            if plan.clean:
+                cleaned.add(src)
             if not changed:
                 changed = b"".join(entries) != plan.path.read_bytes()
         if total is None:
@@ -555,11 +572,57 @@ def compact_partition(segs: list[Path], o: CompactOptions, workdir: Path | None 
             os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
             current.append(dst)
     assert total is not None
-    return PartitionResult(total, result)
+    return PartitionResult(total, result, cleaned)
+
+
+def group_segments_by_size(segs: list[Path], max_bytes: int, max_index_bytes: int,
+                           first_uncleanable_offset: int) -> list[list[Path]]:
+    """The broker's ``groupSegmentsBySize``: runs of adjacent segments cleaned into one.
+
+    A group grows while the input segments' log bytes stay within ``segment.bytes``,
+    their offset and time index bytes each within ``segment.index.bytes``, and the
+    offsets a group spans fit the 32-bit relative offsets of its index.
+    """
+    sizes = [(p.stat().st_size, *_index_sizes(p)) for p in segs]
+    groups: list[list[Path]] = []
+    i = 0
+    while i < len(segs):
+        group, (log_size, index_size, time_size) = [segs[i]], sizes[i]
+        base = base_offset_of(segs[i]) or 0
+        i += 1
+        while i < len(segs):
+            size, index, time_index = sizes[i]
+            last = (base_offset_of(segs[i + 1]) or 0) - 1 if i + 1 < len(segs) else first_uncleanable_offset - 1
+            if (log_size + size > max_bytes or index_size + index > max_index_bytes
+                    or time_size + time_index > max_index_bytes
+                    or (size != 0 and last - base > INT32_MAX)):
+                break
+            group.append(segs[i])
+            log_size, index_size, time_size = log_size + size, index_size + index, time_size + time_index
+            i += 1
+        groups.append(group)
+    return groups
+
+
+def _index_sizes(log: Path) -> tuple[int, int]:
+    """Bytes of a segment's offset and time index as the broker holds them (built when absent)."""
+    index, time_index = companion_path(log, ".index"), companion_path(log, ".timeindex")
+    if index.exists() and time_index.exists():
+        return index.stat().st_size, time_index.stat().st_size
+    built = build_indexes([b._replace(raw=memoryview(b"")) for b in strict_batches(log)], base_offset_of(log) or 0)
+    return len(built[0]), len(built[1])
 
 
 def default_now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def _next_offset(src: Path) -> int:
+    """The offset after the last entry of ``src`` (its base offset when empty)."""
+    last = None
+    for b in strict_batches(src):
+        last = b.next_offset
+    return last if last is not None else (base_offset_of(src) or 0)
 
 
 def compact_group(segs: list[Path], wanted: bool, o: CompactOptions, out_dir: Path | None, work: Path | None,
@@ -571,25 +634,37 @@ def compact_group(segs: list[Path], wanted: bool, o: CompactOptions, out_dir: Pa
 
 
     stats = None
+    groups: list[list[Path]] = [[s] for s in segs]
     if wanted:
         pr = compact_partition(segs, o, work)
         stats, produced = pr.stats, pr.segments
+        cleaned = [s for s in segs if s in pr.cleaned]
+        if o.group_segments and cleaned:
+            end = base_offset_of(segs[len(cleaned)]) if len(cleaned) < len(segs) else None
+            first_uncleanable = end if end is not None else _next_offset(cleaned[-1])
+            groups = (group_segments_by_size(cleaned, o.segment_bytes, o.segment_index_bytes, first_uncleanable)
+                      + [[s] for s in segs[len(cleaned):]])
     else:
         produced = {s: ([bytes(b.raw) for b in strict_batches(s)], []) for s in segs}
     written: list[Path] = []
     if out_dir is None:
         return stats, written
     out_dir.mkdir(parents=True, exist_ok=True)
-    for src, (entries, txns) in produced.items():
-        dst = out_dir / src.name
-        sink = SegmentSink(dst, base_offset_of(src) or 0, WriteOptions(index_interval_bytes=index_interval_bytes))
-        for raw in entries:
-            sink.write(raw)
+    for group in groups:
+        dst = out_dir / group[0].name  # the cleaned segment takes its first segment's name
+        sink = SegmentSink(dst, base_offset_of(group[0]) or 0,
+                           WriteOptions(index_interval_bytes=index_interval_bytes))
+        txns: list[TxnEntry] = []
+        for src in group:
+            entries, src_txns = produced[src]
+            for raw in entries:
+                sink.write(raw)
+            txns.extend(src_txns)
         sink.commit()
         if txns:
-            write_atomic(dst.with_name(dst.name.split(".")[0] + ".txnindex"), build_txn_index(txns))
-        st = os.stat(src)
-        os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))  # the cleaner keeps the segment's mtime
+            write_atomic(companion_path(dst, ".txnindex"), build_txn_index(txns))
+        st = os.stat(group[-1])
+        os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))  # the cleaner keeps the last segment's mtime
         written.append(dst)
     if work is not None and work.exists():
         shutil.rmtree(work)

@@ -42,14 +42,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from kseg.defaults import DEFAULT_BATCH_BYTES, DEFAULT_BATCH_RECORDS, DEFAULT_INDEX_INTERVAL_BYTES
+from kseg.defaults import (
+    DEFAULT_BATCH_BYTES,
+    DEFAULT_BATCH_RECORDS,
+    DEFAULT_INDEX_INTERVAL_BYTES,
+    DEFAULT_SEGMENT_BYTES,
+)
 from kseg.defaults import parse_size as _size
 from kseg.errors import InputError, OutputError
 from kseg.formats.attributes import CODEC_NONE, CODEC_PLUGIN, LOG_APPEND_TIME, TIMESTAMP_TYPE_MASK
 from kseg.log.segment import segment_file_name
 from kseg.model import Header, Record
 
-DEFAULT_SEGMENT_BYTES = 1 << 30
 STAGING_MARK = ".kseg-write-"
 _TS_TYPES = {"CreateTime": 0, "LogAppendTime": 1, "NoTimestampType": -1}
 _COLUMNS = ("topic", "partition", "offset", "timestamp", "timestamp_type", "key", "value", "headers", "codec",
