@@ -261,11 +261,36 @@ def test_dry_run_and_summary(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_key_map_full_is_a_clear_error(tmp_path):
-    part = Partition([[B([(bytes([i]), b"v") for i in range(50)])], [B([(b"x", b"y")])]])
+def test_a_full_key_map_cleans_in_rounds_as_the_broker(tmp_path):
+    # 60 records over 20 keys in 6 batches; a map of 9 keys (240 bytes: 10 slots at load factor 0.9)
+    # fills part-way, so each round cleans up to the last offset its map holds and the next goes on
+    part = Partition([[B([(b"k%02d" % ((10 * j + i) % 20), b"v%d" % (10 * j + i)) for i in range(10)])
+                       for j in range(6)], [B([(b"x", b"y")])]])
     write(tmp_path / "t-0", part)
-    code, text = run("compact", tmp_path / "t-0", "-o", tmp_path / "o", "--now-ms", NOW, "--key-map-bytes", 240)
-    assert code == 2 and "key map is full" in text and not (tmp_path / "o").exists()
+    code, text = run("compact", tmp_path / "t-0", "-o", tmp_path / "small", "--now-ms", NOW, "--key-map-bytes", 240,
+                     "--format", "json")
+    assert code == 0, text
+    stats = json.loads(text.splitlines()[-1])
+    assert stats["rounds"] > 1 and stats["passes"] == 1
+    code, text = run("compact", tmp_path / "t-0", "-o", tmp_path / "big", "--now-ms", NOW)
+    assert code == 0, text
+    assert kept_records(tmp_path / "small") == kept_records(tmp_path / "big")
+    assert len(kept_records(tmp_path / "big")) == 20 + 1  # the latest of each key, and the active segment
+    code, text = run("verify", tmp_path / "small")
+    assert code == 0, text
+    # one broker cleaning round only gets as far as its map
+    code, text = run("compact", tmp_path / "t-0", "-o", tmp_path / "one", "--now-ms", NOW, "--key-map-bytes", 240,
+                     "--single-pass", "--format", "json")
+    assert code == 0, text
+    assert json.loads(text.splitlines()[-1])["rounds"] == 1
+    assert len(kept_records(tmp_path / "one")) > len(kept_records(tmp_path / "small"))
+
+
+def test_a_key_map_without_room_for_a_key_is_refused(tmp_path):
+    part = Partition([[B([(b"k", b"v")])], [B([(b"x", b"y")])]])
+    write(tmp_path / "t-0", part)
+    code, text = run("compact", tmp_path / "t-0", "-o", tmp_path / "o", "--now-ms", NOW, "--key-map-bytes", 24)
+    assert code == 2 and "holds no key" in text and not (tmp_path / "o").exists()
 
 
 from conftest import REALDATA as REAL  # noqa: E402

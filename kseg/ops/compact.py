@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import os
+import tempfile
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -101,10 +102,11 @@ class CompactStats:
     segments_cleaned: int = 0
     segments_kept: int = 0
     passes: int = 0
+    rounds: int = 0  # cleaning rounds in all (more than passes when the key map filled)
 
     def add(self, other: "CompactStats") -> None:
         for f in fields(self):
-            combine = max if f.name == "passes" else int.__add__
+            combine = max if f.name in ("passes", "rounds") else int.__add__
             setattr(self, f.name, combine(getattr(self, f.name), getattr(other, f.name)))
 
     def as_json(self) -> dict:
@@ -118,7 +120,8 @@ class CompactStats:
             f"{self.aborted_removed}; markers removed {self.markers_removed}; delete horizons set "
             f"{self.horizons_set}; batches copied {self.batches_copied}, rebuilt {self.batches_rebuilt}, "
             f"emptied {self.batches_emptied}, removed {self.batches_removed}; segments cleaned "
-            f"{self.segments_cleaned}, kept as they were {self.segments_kept}; passes (most) {self.passes}"
+            f"{self.segments_cleaned}, kept as they were {self.segments_kept}; passes (most) {self.passes}, "
+            f"rounds (most) {self.rounds}"
         )
 
 
@@ -261,15 +264,17 @@ class SegmentPlan:
 class Cleaner:
     """One cleaning pass over a partition's segments."""
 
-    def __init__(self, segs: list[Path], o: CompactOptions):
+    def __init__(self, segs: list[Path], o: CompactOptions, first_dirty_offset: int | None = None):
         self.segs = segs
         self.o = o
+        self.first_dirty = first_dirty_offset if first_dirty_offset is not None else o.first_dirty_offset
         self.state = _scan_partition(segs, o.limit)
         self.plans, self.upper = self._plan()
         self.key_map: dict[bytes, int] = {}
         self.winners: set[int] = set()
-        self.start = o.first_dirty_offset or 0
+        self.start = self.first_dirty or 0
         self.map_latest = -1
+        self.end_offset = self.upper  # where this round's cleaning ends (before upper when the map fills)
         self.markers_written = 0
         self.stats = CompactStats()
 
@@ -292,8 +297,8 @@ class Cleaner:
             while cleanable > 0 and (base_offset_of(self.segs[cleanable - 1]) or 0) >= upper:
                 cleanable -= 1
         legacy_horizon = 0
-        if o.first_dirty_offset is not None:
-            clean = [s for s in self.segs if (base_offset_of(s) or 0) < o.first_dirty_offset]
+        if self.first_dirty is not None:
+            clean = [s for s in self.segs if (base_offset_of(s) or 0) < self.first_dirty]
             if clean:
                 legacy_horizon = int(os.stat(clean[-1]).st_mtime * 1000) - o.delete_retention_ms
         plans = [SegmentPlan(s, i < cleanable, int(os.stat(s).st_mtime * 1000) > legacy_horizon)
@@ -306,32 +311,47 @@ class Cleaner:
                 if p.open_txn_first is not None or o.now_ms - p.last_timestamp < o.producer_expiration_ms}
 
     def build_key_map(self) -> None:
-        """Latest offset per key digest over the cleanable range, skipping aborted data and markers."""
-        start = self.o.first_dirty_offset or 0
+        """Latest offset per key digest over the cleanable range, skipping aborted data and markers
+        (``buildOffsetMap``). When the map fills, this round cleans only up to the last offset it
+        holds (``end_offset``); the rest is left for the next round, as the broker leaves it."""
+        start = self.start
         tracker = TxnTracker(list(self.state.aborted.values()))
-        max_keys = int(self.o.key_map_bytes * MAP_LOAD_FACTOR / MAP_SLOT_BYTES)
+        max_keys = int((self.o.key_map_bytes // MAP_SLOT_BYTES) * MAP_LOAD_FACTOR)
+        if max_keys < 1:
+            raise InputError(f"--key-map-bytes {self.o.key_map_bytes} holds no key ({MAP_SLOT_BYTES} bytes a key)")
         key_map = self.key_map
         md5 = hashlib.md5
-        for plan in self.plans:
-            if not plan.clean:
-                break
+        latest = -1
+        full = False
+        cleanable = [plan for plan in self.plans if plan.clean]
+        for i, plan in enumerate(cleanable):
+            next_start = (base_offset_of(cleanable[i + 1].path) or 0) if i + 1 < len(cleanable) else self.upper
             for b in strict_batches(plan.path):
                 if b.offset >= self.upper:
                     break
                 if b.is_control:
                     tracker.on_control_batch(b, _control_type(b, self.o.limit))
-                    continue
-                if tracker.on_batch(b):
-                    continue
-                for r in batch_records(b, limit=self.o.limit):
-                    key = r[2]
-                    if key is not None and r[0] >= start:
-                        key_map[md5(key).digest()] = r[0]
-                if len(key_map) > max_keys:
-                    raise InputError(
-                        f"the key map is full ({max_keys} keys in --key-map-bytes {self.o.key_map_bytes}) "
-                        f"at offset {b.offset}: raise --key-map-bytes", file=str(plan.path), position=b.position)
-        self.map_latest = self.upper - 1
+                elif not tracker.on_batch(b):
+                    for r in batch_records(b, limit=self.o.limit):
+                        key = r[2]
+                        if key is not None and r[0] >= start:
+                            if len(key_map) >= max_keys:
+                                full = True
+                                break
+                            key_map[md5(key).digest()] = r[0]
+                            latest = r[0]
+                    if full:
+                        break
+                if b.last_offset >= start:
+                    latest = b.last_offset
+            if full:
+                break
+            latest = next_start - 1  # past any offset gap at the segment's end
+        self.map_latest = latest
+        self.end_offset = latest + 1
+        if full:
+            for plan in self.plans:  # logSegments(0, endOffset): segments past the map wait for a later round
+                plan.clean = plan.clean and (base_offset_of(plan.path) or 0) < self.end_offset
         self.stats.keys = len(key_map)
         self.winners = set(key_map.values())
 
@@ -522,23 +542,35 @@ class PartitionResult:
 
 
 def compact_partition(segs: list[Path], o: CompactOptions, workdir: Path | None = None) -> PartitionResult:
-    """Clean a partition until a pass changes nothing (at most MAX_PASSES; one with ``single_pass``).
+    """Clean a partition as the broker's cleaner would, with the same clock.
 
-    A second pass matters where the broker's next cleaning would change more with the
-    same clock: markers of aborted transactions whose data the first pass removed
-    get their delete horizon. Intermediate passes are written under ``workdir``.
+    A pass cleans the whole cleanable range, in several rounds when the key map
+    fills (each round cleans up to the last offset its map holds, the next starts
+    there, as the broker's next cleaning does). Passes repeat until one changes
+    nothing (at most MAX_PASSES; one round with ``single_pass``): a later pass matters
+    where markers of aborted transactions whose data went in this one get their delete
+    horizon. Intermediate results are written under ``workdir`` (a temporary folder
+    when none is given).
     """
+    if workdir is None:
+        with tempfile.TemporaryDirectory(prefix="kseg-compact-") as tmp:
+            return _compact_partition(segs, o, Path(tmp), keep_passes=False)
+    return _compact_partition(segs, o, workdir, keep_passes=True)
 
+
+def _compact_partition(segs: list[Path], o: CompactOptions, workdir: Path, keep_passes: bool) -> PartitionResult:
     original = list(segs)
-    total = None
+    total: CompactStats | None = None
     current = list(segs)
     result: dict[Path, tuple[list[bytes], list[TxnEntry]]] = {}
     cleaned: set[Path] = set()
-    for n in range(1, (1 if o.single_pass else MAX_PASSES) + 1):
-        cleaner = Cleaner(current, o)
+    step = 0
+    passes = rounds = 0
+    first_dirty = o.first_dirty_offset
+    while True:
+        cleaner = Cleaner(current, o, first_dirty)
         cleaner.build_key_map()
         result = {}
-        cleaned = set()
         changed = False
         for (plan, entries, txns), src in zip(cleaner.clean(), original):
             result[src] = (entries, txns)
@@ -551,28 +583,43 @@ def compact_partition(segs: list[Path], o: CompactOptions, workdir: Path | None 
         else:
             total.records_after = cleaner.stats.records_after
             total.bytes_after = cleaner.stats.bytes_after
+            total.keys = max(total.keys, cleaner.stats.keys)
             for name in ("tombstones_removed", "keyless_removed", "aborted_removed", "markers_removed",
                          "horizons_set", "batches_rebuilt", "batches_emptied", "batches_removed"):
                 setattr(total, name, getattr(total, name) + getattr(cleaner.stats, name))
             total.tombstones_kept = cleaner.stats.tombstones_kept
-        total.passes = n
-        # Only markers can change in a later pass with the same clock (their transaction's
-        # data went in this one): without any, this pass is final.
-        if not changed or o.single_pass or workdir is None or not cleaner.markers_written:
-            break
-        passdir = workdir / f"pass{n}"
-        passdir.mkdir(parents=True, exist_ok=True)
-        current = []
-        for src, (entries, txns) in result.items():
-            dst = passdir / src.name
-            write_atomic(dst, b"".join(entries))
-            if txns:
-                write_atomic(dst.with_name(dst.name.split(".")[0] + ".txnindex"), build_txn_index(txns))
-            st = os.stat(src)
-            os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
-            current.append(dst)
+        rounds += 1
+        more_rounds = cleaner.end_offset < cleaner.upper
+        if more_rounds and not o.single_pass:
+            first_dirty = cleaner.end_offset  # the cleaner checkpoint after this round
+        else:
+            passes += 1
+            # Only markers can change in a later pass with the same clock (their transaction's
+            # data went in this one): without any, this pass is final.
+            if (not changed or o.single_pass or not keep_passes or not cleaner.markers_written
+                    or passes >= MAX_PASSES):
+                break
+            first_dirty = o.first_dirty_offset
+        step += 1
+        current = _write_step(workdir / f"step{step}", result)
     assert total is not None
+    total.passes, total.rounds = passes, rounds
     return PartitionResult(total, result, cleaned)
+
+
+def _write_step(folder: Path, result: dict[Path, tuple[list[bytes], list[TxnEntry]]]) -> list[Path]:
+    """One round's segments on disk (with their .txnindex and the inputs' times) for the next round."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for src, (entries, txns) in result.items():
+        dst = folder / src.name
+        write_atomic(dst, b"".join(entries))
+        if txns:
+            write_atomic(companion_path(dst, ".txnindex"), build_txn_index(txns))
+        st = os.stat(src)
+        os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
+        out.append(dst)
+    return out
 
 
 def group_segments_by_size(segs: list[Path], max_bytes: int, max_index_bytes: int,
