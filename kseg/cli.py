@@ -15,6 +15,7 @@ from typing import Any, Callable
 import click
 
 from .errors import DataError, InputError, KsegError
+from .decoders import DECODE_CHOICES, KAFKA_VERSIONS
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
 MAX_DECOMPRESSED_DEFAULT = 256 * 1024 * 1024
@@ -107,9 +108,14 @@ def main(traceback: bool, plugin_registry: Path | None) -> None:
               help="How keys and values are shown [default: utf8; none for --format kafka].")
 @click.option("--key-decoder", default=None, help="utf8|hex|base64|int|long|json or module:function.")
 @click.option("--value-decoder", default=None, help="utf8|hex|base64|int|long|json or module:function.")
-@click.option("--decode", type=click.Choice(["none", "offsets", "transactions", "metadata", "auto"]), default=None,
+@click.option("--decode", type=click.Choice(list(DECODE_CHOICES)), default=None,
               help="Decode internal-topic records (__consumer_offsets, __transaction_state, the KRaft metadata "
-                   "log); auto: by topic folder and *.checkpoint name. Implies --records.")
+                   "log, __share_group_state, __remote_log_metadata); auto: by topic folder and *.checkpoint "
+                   "name. Implies --records.")
+@click.option("--kafka-version", type=click.Choice(list(KAFKA_VERSIONS)), default=KAFKA_VERSIONS[0],
+              show_default=True, help="Whose kafka-dump-log.sh lines --format kafka prints.")
+@click.option("--skip-record-metadata", is_flag=True,
+              help="--format kafka: print record contents without the offset/size part, as kafka-dump-log.sh.")
 @click.option("--from-offset", type=int, default=None)
 @click.option("--to-offset", type=int, default=None)
 @click.option("--from-time", type=int, default=None, help="Milliseconds since the epoch.")
@@ -121,7 +127,8 @@ def main(traceback: bool, plugin_registry: Path | None) -> None:
 @max_decompressed_option
 @guarded
 def dump(paths: tuple[Path, ...], deep: bool, fmt: str, payload: str | None, key_decoder: str | None,
-         value_decoder: str | None, decode: str | None, from_offset: int | None, to_offset: int | None,
+         value_decoder: str | None, decode: str | None, kafka_version: str, skip_record_metadata: bool,
+         from_offset: int | None, to_offset: int | None,
          from_time: int | None, to_time: int | None, max_bytes: int | None, keep_going: bool,
          input_format: str, max_decompressed_bytes: int) -> None:
     """Show the batches (and with --records the records) of segment files.
@@ -161,7 +168,8 @@ def dump(paths: tuple[Path, ...], deep: bool, fmt: str, payload: str | None, key
                           to_time=to_time, max_bytes=max_bytes, max_decompressed_bytes=max_decompressed_bytes,
                           keep_going=keep_going, strict_names=fmt == "kafka", decode=decode)
     renderer_cls = RENDERERS[fmt]
-    renderer = (KafkaRenderer(sys.stdout, sys.stderr, kd, vd, deep=deep) if fmt == "kafka"
+    renderer = (KafkaRenderer(sys.stdout, sys.stderr, kd, vd, deep=deep, kafka_version=kafka_version,
+                              skip_record_metadata=skip_record_metadata) if fmt == "kafka"
                 else renderer_cls(sys.stdout, sys.stderr, kd, vd))
     from .dump import BadBatchEvent, TailEvent
 

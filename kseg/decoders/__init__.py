@@ -1,11 +1,14 @@
 """Decoders for what the broker writes about itself (spec §6.1): ``__consumer_offsets``
-(``offsets``), ``__transaction_state`` (``transactions``) and the KRaft metadata log and
-its snapshots (``metadata``).
+(``offsets``), ``__transaction_state`` (``transactions``), the KRaft metadata log and
+its snapshots (``metadata``), ``__share_group_state`` (``share-group-state``, KIP-932) and
+``__remote_log_metadata`` (``remote-log-metadata``, tiered storage, KIP-405).
 
 A family turns one record into a ``DecodedRecord``: a ``Part`` for the key and one for
 the value (each the record's schema name, version and fields, as Kafka's JSON converters
 write them), plus the text kafka-dump-log.sh prints after ``key:`` and ``payload:`` with
-its ``--offsets-decoder``, ``--transaction-log-decoder`` and ``--cluster-metadata-decoder``.
+its ``--offsets-decoder``, ``--transaction-log-decoder``, ``--cluster-metadata-decoder``,
+``--share-group-state-decoder`` and ``--remote-log-metadata-decoder``: Kafka 4's text, and
+Kafka 3.x's where it differs (``KAFKA_VERSIONS``).
 
 Rules: decoding never raises. A key or value kseg cannot decode (an unknown record type
 or version, bytes that do not fit the schema) becomes a raw ``Part`` with a note, and
@@ -21,16 +24,20 @@ from typing import Any, Callable
 from ..model import Record
 from .schema import describe
 
-__all__ = ["DECODE_CHOICES", "FAMILIES", "DecodedRecord", "Part", "decode_record", "family_for"]
+__all__ = ["DECODE_CHOICES", "FAMILIES", "KAFKA_VERSIONS", "DecodedRecord", "Part", "decode_record", "family_for"]
 
-FAMILIES = ("offsets", "transactions", "metadata")
+FAMILIES = ("offsets", "transactions", "metadata", "share-group-state", "remote-log-metadata")
 DECODE_CHOICES = ("none", *FAMILIES, "auto")
+# The kafka-dump-log.sh releases whose lines --format kafka can print: the newest first.
+KAFKA_VERSIONS = ("4", "3.9")
 
 # Topic folder name (without the partition number) -> family, for --decode auto.
 AUTO_TOPICS = {
     "__consumer_offsets": "offsets",
     "__transaction_state": "transactions",
     "__cluster_metadata": "metadata",
+    "__share_group_state": "share-group-state",
+    "__remote_log_metadata": "remote-log-metadata",
 }
 TRANSIENT_SUFFIXES = (".deleted", ".cleaned", ".swap")
 
@@ -93,6 +100,18 @@ class DecodedRecord:
     value: Part | None
     kafka_key: str | None  # what follows "key: " in kafka-dump-log.sh's line (None: not printed)
     kafka_payload: str | None  # what follows "payload: "
+    kafka_legacy: tuple[str | None, str | None] | None = None  # Kafka 3.x's (key, payload) if different
+
+    def kafka_text(self, kafka_version: str = KAFKA_VERSIONS[0]) -> tuple[str | None, str | None]:
+        """(key, payload) as that release of kafka-dump-log.sh prints them."""
+        if kafka_version != KAFKA_VERSIONS[0] and self.kafka_legacy is not None:
+            return self.kafka_legacy
+        return self.kafka_key, self.kafka_payload
+
+    def with_legacy(self, legacy: tuple[str | None, str | None]) -> "DecodedRecord":
+        if legacy == (self.kafka_key, self.kafka_payload):
+            return self
+        return DecodedRecord(self.key, self.value, self.kafka_key, self.kafka_payload, legacy)
 
     @property
     def fallbacks(self) -> list[Part]:
@@ -102,8 +121,9 @@ class DecodedRecord:
 
 def family_for(path: str | Path, choice: str | None) -> str | None:
     """The family to decode ``path`` with: ``choice`` itself, or for ``auto`` the one its topic
-    folder (``__consumer_offsets-*``, ``__transaction_state-*``, ``__cluster_metadata-*``)
-    or its name (``*.checkpoint``: a KRaft snapshot) says; None for user data."""
+    folder (``__consumer_offsets-*``, ``__transaction_state-*``, ``__cluster_metadata-*``,
+    ``__share_group_state-*``, ``__remote_log_metadata-*``) or its name (``*.checkpoint``:
+    a KRaft snapshot) says; None for user data."""
     if choice in (None, "none"):
         return None
     if choice != "auto":
@@ -124,10 +144,13 @@ def family_for(path: str | Path, choice: str | None) -> str | None:
 def _decoders() -> dict[str, Callable[[Record, bool], DecodedRecord | None]]:
     from .metadata import decode_metadata_record
     from .offsets import decode_offsets_record
+    from .remote_log import decode_remote_log_record
+    from .share_state import decode_share_state_record
     from .transactions import decode_transaction_record
 
     return {"offsets": decode_offsets_record, "transactions": decode_transaction_record,
-            "metadata": decode_metadata_record}
+            "metadata": decode_metadata_record, "share-group-state": decode_share_state_record,
+            "remote-log-metadata": decode_remote_log_record}
 
 
 _DECODERS: dict[str, Callable[[Record, bool], DecodedRecord | None]] = {}
