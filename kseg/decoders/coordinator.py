@@ -15,11 +15,12 @@ Rules: no I/O, never raises; a record that does not decode keeps its bytes with 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 from ..model import Record
 from . import DecodedRecord, Part, raw_part, skipping_line
-from .schema import Message, SchemaError, decode, kafka_json, read_int16_version
+from .schema import Message, SchemaError, Versions, decode, kafka_json, read_int16_version
 
 __all__ = ["RecordTypes", "decode_coordinator_record", "kafka_key_json", "kafka_value_json"]
 
@@ -43,8 +44,10 @@ def missing_key_line(offset: int) -> str:
             "(message had a missing key)")
 
 
-def decode_coordinator_record(record: Record, types: RecordTypes, hook: ValueHook | None = None) -> DecodedRecord:
-    """Decode one coordinator record by its key's record type."""
+def decode_coordinator_record(record: Record, types: RecordTypes, hook: ValueHook | None = None, *,
+                              check_version: bool = True) -> DecodedRecord:
+    """Decode one coordinator record by its key's record type. ``check_version=False``: read
+    a value of a version newer than its schema as Kafka 3.x did, field by field."""
     offset, key, value = record.offset, record.key, record.value
     not_decoded = "not decoded: the key could not be"
     if key is None:
@@ -77,6 +80,8 @@ def decode_coordinator_record(record: Record, types: RecordTypes, hook: ValueHoo
         return DecodedRecord(key_part, raw_part(value, "value shorter than its int16 version", value_schema.name),
                              skipping_line(offset, "Could not read version from value's buffer."), None)
     version = read_int16_version(value, "value")
+    if not check_version and version > value_schema.highest:
+        value_schema = replace(value_schema, valid=Versions(value_schema.valid.lo, None))
     if version not in value_schema.valid:
         note = f"{value_schema.name} version {version} is not one kseg knows (expected {value_schema.valid})"
         return DecodedRecord(key_part, raw_part(value, note, value_schema.name, version),

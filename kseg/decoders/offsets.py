@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import base64
 import struct
+from dataclasses import replace
 
 from ..model import Record
 from . import DecodedRecord
 from .coordinator import RecordTypes, decode_coordinator_record
-from .schema import F, M, Message, SchemaError, decode
+from .schema import F, Field, M, Message, SchemaError, decode
 
 _I16 = struct.Struct(">h")
 
@@ -430,9 +431,27 @@ RECORD_TYPES: RecordTypes = {
     23: (STREAMS_GROUP_TOPOLOGY_KEY, STREAMS_GROUP_TOPOLOGY_VALUE),
 }
 
-# Kafka 3.x read both offset-commit key versions (0 and 1) with OffsetCommitKey/Value and
-# knew only the classic and consumer-group records (0-8).
-RECORD_TYPES_3X: RecordTypes = {0: RECORD_TYPES[1], **{t: RECORD_TYPES[t] for t in range(1, 9)}}
+
+
+def _without(m: Message, *names: str) -> Message:
+    """``m`` without the (tagged) fields ``names``, at any depth: an older release's schema."""
+    def strip(fields: tuple[Field, ...]) -> tuple[Field, ...]:
+        return tuple(replace(f, fields=None if f.fields is None else strip(f.fields))
+                     for f in fields if f.name not in names)
+    return replace(m, fields=strip(m.fields))
+
+
+# Kafka 3.9 read both offset-commit key versions (0 and 1) with OffsetCommitKey/Value, knew
+# only the classic and consumer-group records (0-8), without the tagged fields 4.x added,
+# and read a value of any version.
+_VALUES_3X = {
+    1: _without(OFFSET_COMMIT_VALUE, "topicId"),
+    3: _without(CONSUMER_GROUP_METADATA_VALUE, "MetadataHash"),
+    6: _without(CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE, "AssignmentTimestamp"),
+    8: _without(CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE, "AssignmentEpochs"),
+}
+RECORD_TYPES_3X: RecordTypes = {t: (RECORD_TYPES[t][0], _VALUES_3X.get(t, RECORD_TYPES[t][1])) for t in range(1, 9)}
+RECORD_TYPES_3X[0] = RECORD_TYPES_3X[1]
 
 # --------------------------------------------------------------------------- the consumer protocol
 
@@ -498,7 +517,5 @@ def decode_offsets_record(record: Record, is_control: bool = False) -> DecodedRe
         legacy = (f"Error at offset {record.offset}, skipping. Failed to decode message at offset "
                   f"{record.offset} using offset topic decoder (message had a missing key)", None)
         return d.with_legacy(legacy)
-    if len(record.key) >= 2 and _I16.unpack_from(record.key)[0] not in range(1, 9):
-        old = decode_coordinator_record(record, RECORD_TYPES_3X, _expand_protocol)
-        return d.with_legacy((old.kafka_key, old.kafka_payload))
-    return d
+    old = decode_coordinator_record(record, RECORD_TYPES_3X, _expand_protocol, check_version=False)
+    return d.with_legacy((old.kafka_key, old.kafka_payload))

@@ -141,11 +141,14 @@ def _state(states: dict[int, str], state_id: int, message: str) -> str:
     return name
 
 
-def _txn(d: dict) -> str:
-    return "true" if d.get("txnIndexEmpty", False) else "false"
+def _txn(d: dict, kafka_version: str) -> str:
+    # Kafka 3.9's objects have no txnIdxEmpty.
+    if kafka_version == "3.9":
+        return ""
+    return ", txnIdxEmpty=" + ("true" if d.get("txnIndexEmpty", False) else "false")
 
 
-def kafka_text(type_id: int, d: dict) -> str:
+def kafka_text(type_id: int, d: dict, kafka_version: str = "4") -> str:
     """The ``toString`` kafka-dump-log.sh prints for a decoded record; raises ``_Invalid``
     with Kafka's message for records its objects refuse."""
     if type_id == 0:
@@ -161,7 +164,7 @@ def kafka_text(type_id: int, d: dict) -> str:
                 f"startOffset={start}, endOffset={end}, brokerId={d['brokerId']}, "
                 f"maxTimestampMs={d['maxTimestampMs']}, eventTimestampMs={d['eventTimestampMs']}, "
                 f"segmentLeaderEpochs={epochs}, segmentSizeInBytes={d['segmentSizeInBytes']}, "
-                f"customMetadata={_custom(d.get('customMetadata'))}, state={state}, txnIdxEmpty={_txn(d)}}}")
+                f"customMetadata={_custom(d.get('customMetadata'))}, state={state}{_txn(d, kafka_version)}}}")
     if type_id == 1:
         state = _state(SEGMENT_STATES, d["remoteLogSegmentState"], "state can not be null")
         return (f"RemoteLogSegmentMetadataUpdate{{remoteLogSegmentId={_segment_id(d['remoteLogSegmentId'])}, "
@@ -176,7 +179,7 @@ def kafka_text(type_id: int, d: dict) -> str:
     return (f"RemoteLogSegmentMetadataSnapshot{{segmentId={d['segmentId']}, startOffset={d['startOffset']}, "
             f"endOffset={d['endOffset']}, maxTimestampMs={d['maxTimestampMs']}, segmentLeaderEpochs={epochs}, "
             f"segmentSizeInBytes={d['segmentSizeInBytes']}, customMetadata={_custom(d.get('customMetadata'))}, "
-            f"state={state}, txnIdxEmpty={_txn(d)}}}")
+            f"state={state}{_txn(d, kafka_version)}}}")
 
 
 def decode_remote_log_record(record: Record, is_control: bool = False) -> DecodedRecord | None:
@@ -202,4 +205,5 @@ def decode_remote_log_record(record: Record, is_control: bool = False) -> Decode
     states = PARTITION_DELETE_STATES if type_id == 2 else SEGMENT_STATES
     state_id = part.data.get("remotePartitionDeleteState" if type_id == 2 else "remoteLogSegmentState")
     extra["state"] = states.get(state_id)
-    return DecodedRecord(None, Part(part.schema, part.version, part.data, extra, part.notes), None, text)
+    d = DecodedRecord(None, Part(part.schema, part.version, part.data, extra, part.notes), None, text)
+    return d.with_legacy((None, kafka_text(type_id, part.data, "3.9")))
