@@ -381,12 +381,24 @@ class KafkaRenderer:
         return "".join(parts)
 
     def close(self) -> None:
-        # Kafka 3.x prepends to a list (reverse order); Kafka 4 keeps a sorted map by offset.
-        for path, pairs in self.non_consecutive.items():
-            self.err.write(f"Non-consecutive offsets in {path}\n")
-            shown = sorted(dict(pairs).items()) if self.kafka_version == "4" else list(reversed(pairs))
-            for a, b in shown:
-                self.err.write(f"  {a} is followed by {b}\n")
+        for line in non_consecutive_lines(self.non_consecutive, self.kafka_version):
+            self.err.write(line + "\n")
+
+
+def non_consecutive_lines(non_consecutive: dict[str, list[tuple[int, int]]], kafka_version: str = "4") -> list[str]:
+    """kafka-dump-log.sh's stderr report of offset gaps, per file (absolute path): the files in
+    the order of Kafka's hash map of paths; the pairs as Kafka 3.x prepends them to a list
+    (reverse order) or as Kafka 4 keeps them, in a map sorted by offset."""
+    from .decoders.jvm import java_hash_map_order, scala_hash_map_order
+
+    order = java_hash_map_order if kafka_version == "4" else scala_hash_map_order
+    lines = []
+    for path in order(list(non_consecutive)):
+        pairs = non_consecutive[path]
+        lines.append(f"Non-consecutive offsets in {path}")
+        shown = sorted(dict(pairs).items()) if kafka_version == "4" else list(reversed(pairs))
+        lines.extend(f"  {a} is followed by {b}" for a, b in shown)
+    return lines
 
 
 def _legacy_crc_valid(batch: Batch, r: Record) -> bool:

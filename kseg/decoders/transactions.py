@@ -18,6 +18,7 @@ from __future__ import annotations
 from ..model import Record
 from . import DecodedRecord, Part, raw_part, skipping_line
 from .coordinator import RecordTypes, decode_coordinator_record
+from .jvm import scala_hash_set_order
 from .schema import F, M, SchemaError, decode, read_int16_version
 
 
@@ -56,46 +57,6 @@ STATES = {
 EMPTY = 0
 
 RECORD_TYPES: RecordTypes = {0: (TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE)}
-
-
-def _i32(x: int) -> int:
-    x &= 0xFFFFFFFF
-    return x - (1 << 32) if x & 0x80000000 else x
-
-
-def _java_string_hash(s: str) -> int:
-    h = 0
-    raw = s.encode("utf-16-be", "surrogatepass")
-    for i in range(0, len(raw), 2):
-        h = _i32(31 * h + int.from_bytes(raw[i:i + 2], "big"))
-    return h
-
-
-def _topic_partition_hash(topic: str, partition: int) -> int:
-    """``TopicPartition.hashCode``, spread as Scala's hash tables do (``h ^ (h >>> 16)``)."""
-    h = _i32(31 * _i32(31 + partition) + _java_string_hash(topic))
-    return _i32(h ^ ((h & 0xFFFFFFFF) >> 16))
-
-
-def scala_hash_set_order(groups: list[list[tuple[str, int]]]) -> list[tuple[str, int]]:
-    """The iteration order of a Scala 2.13 ``mutable.HashSet[TopicPartition]`` filled with
-    ``++=`` once per group: by bucket of the final table, then by hash within a bucket.
-    The table starts at 16 buckets, is sized up front for each group (``sizeHint``) and
-    doubles at 3/4 full when a group of at most 4 (a small immutable set) is added."""
-    size, count = 16, 0
-    hashes: dict[tuple[str, int], int] = {}
-    for group in groups:
-        k = len(set(group))
-        cap = max(int((k + 1) / 0.75) - 1, 4)
-        size = max(size, min(1 << cap.bit_length(), 1 << 30))
-        for tp in group:
-            if tp in hashes:
-                continue
-            if k <= 4 and count + 1 >= int(size * 0.75):
-                size *= 2
-            hashes[tp] = _topic_partition_hash(*tp)
-            count += 1
-    return sorted(hashes, key=lambda tp: (hashes[tp] & (size - 1), hashes[tp]))
 
 
 def kafka_value_line(data: dict) -> str:

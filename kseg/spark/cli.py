@@ -251,10 +251,10 @@ def dump(paths: tuple[Path, ...], deep: bool, fmt: str, payload: str | None, key
         if sink is not None:
             sink.abort()
         raise
-    for path, pairs in non_consecutive.items():  # KafkaRenderer.close(), after every file
-        click.echo(f"Non-consecutive offsets in {path}", err=True)
-        for a, b in reversed(pairs):
-            click.echo(f"  {a} is followed by {b}", err=True)
+    from ..render import non_consecutive_lines
+
+    for line in non_consecutive_lines(non_consecutive):  # KafkaRenderer.close(), after every file
+        click.echo(line, err=True)
     if sink is not None:
         sink.commit()
     if report is not None:
