@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from kseg.cli import main
 from kseg.companions import read_producer_snapshot
-from kseg.decoders import DecodedRecord, decode_record, family_for
+from kseg.decoders import FAMILIES, DecodedRecord, decode_record, family_for
 from kseg.decoders.metadata import decode_metadata_value
 from kseg.decoders.schema import F, M, SchemaError, decode, kafka_json, to_snake_upper, uuid_str
 from kseg.dump import file_kind
@@ -41,7 +41,7 @@ from kseg.model import make_record
 from kseg.records import batch_records
 from kseg.segment import Segment, partition_segments, segment_file_name
 
-from conftest import REALDATA
+from conftest import REALDATA, REPO
 
 T0 = 1_700_000_000_000
 OFFSETS_PARTITIONS = 50  # offsets.topic.num.partitions default; the metadata logs below agree
@@ -163,11 +163,13 @@ def test_kafka_json_is_jacksons_text():
 
 @settings(max_examples=300, deadline=None)
 @given(key=st.one_of(st.none(), st.binary(max_size=40)), value=st.one_of(st.none(), st.binary(max_size=80)),
-       control=st.booleans(), family=st.sampled_from(["offsets", "transactions", "metadata"]))
+       control=st.booleans(), family=st.sampled_from(FAMILIES))
 def test_decoders_never_raise(key, value, control, family):
     r = make_record(0, T0, key, value)
     d = decode_record(family, r, control)
     assert d is None or isinstance(d, DecodedRecord)
+    if d is not None:
+        d.kafka_text("3.9")
     for part in () if d is None else (d.key, d.value):
         if part is not None:
             json.dumps(part.as_json())
@@ -194,6 +196,35 @@ def test_decoders_never_raise_on_damaged_real_records(data):
         assert d.value.note
 
 
+INTERNAL_LOGS = sorted((REPO / "fixtures" / "internal").glob("__*-0/*.log"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_decoders_never_raise_on_damaged_internal_records(data):
+    """Every record of fixtures/internal (all families), its key or value cut, extended and
+    with a byte flipped: decoded, or raw with a note, and kafka lines for both releases."""
+    path = data.draw(st.sampled_from(INTERNAL_LOGS))
+    family = family_for(path, "auto")
+    recs = [r for b in Segment(path).batches() if not b.is_control for r in batch_records(b)]
+    rec = data.draw(st.sampled_from(recs))
+    which = data.draw(st.sampled_from(["key", "value"]))
+    raw = getattr(rec, which) or b""
+    cut = data.draw(st.integers(0, len(raw)))
+    damaged = bytearray(raw[:cut] + data.draw(st.binary(max_size=8)))
+    if damaged and data.draw(st.booleans()):
+        i = data.draw(st.integers(0, len(damaged) - 1))
+        damaged[i] ^= data.draw(st.integers(1, 255))
+    d = decode_record(family, rec._replace(**{which: bytes(damaged)}))
+    assert isinstance(d, DecodedRecord)
+    for part in (d.key, d.value):
+        if part is not None:
+            json.dumps(part.as_json())
+            part.describe()
+            assert not part.is_raw or part.note
+    assert d.kafka_text() != (None, None) and d.kafka_text("3.9") != (None, None)
+
+
 # --------------------------------------------------------------------------- family selection
 
 
@@ -203,6 +234,8 @@ def test_decoders_never_raise_on_damaged_real_records(data):
     ("d/__cluster_metadata-0/00000000000000000000.log", "metadata"),
     ("d/__cluster_metadata-0/00000000000000001234-0000000005.checkpoint", "metadata"),
     ("d/bootstrap.checkpoint", "metadata"),
+    ("d/__share_group_state-3/00000000000000000000.log", "share-group-state"),
+    ("d/__remote_log_metadata-12/00000000000000000000.log", "remote-log-metadata"),
     ("d/orders-0/00000000000000000000.log", None),
     ("d/__consumer_offsets/00000000000000000000.log", None),
 ])
