@@ -11,7 +11,7 @@ Rules: pure functions of the elements (and their insertion order); no I/O.
 
 from __future__ import annotations
 
-from typing import Hashable, Sequence
+from typing import Sequence
 
 __all__ = ["java_hash_map_order", "java_string_hash", "scala_hash_map_order", "scala_hash_set_order",
            "topic_partition_hash"]
@@ -67,7 +67,7 @@ def scala_hash_set_order(groups: Sequence[Sequence[tuple[str, int]]]) -> list[tu
     up front for each group (``sizeHint``) and doubles at 3/4 full while a group of at most 4
     (a small immutable set, added one by one) goes in."""
     size, count = 16, 0
-    hashes: dict[Hashable, int] = {}
+    hashes: dict[tuple[str, int], int] = {}
     for group in groups:
         k = len(set(group))
         cap = max(int((k + 1) / 0.75) - 1, 4)
@@ -79,4 +79,4 @@ def scala_hash_set_order(groups: Sequence[Sequence[tuple[str, int]]]) -> list[tu
                 size *= 2
             hashes[tp] = _spread(topic_partition_hash(*tp))
             count += 1
-    return sorted(hashes, key=lambda tp: (hashes[tp] & (size - 1), hashes[tp]))  # type: ignore[return-value]
+    return sorted(hashes, key=lambda tp: (hashes[tp] & (size - 1), hashes[tp]))

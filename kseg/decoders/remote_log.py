@@ -204,6 +204,6 @@ def decode_remote_log_record(record: Record, is_control: bool = False) -> Decode
     extra = dict(part.extra)
     states = PARTITION_DELETE_STATES if type_id == 2 else SEGMENT_STATES
     state_id = part.data.get("remotePartitionDeleteState" if type_id == 2 else "remoteLogSegmentState")
-    extra["state"] = states.get(state_id)
+    extra["state"] = states.get(state_id) if isinstance(state_id, int) else None
     d = DecodedRecord(None, Part(part.schema, part.version, part.data, extra, part.notes), None, text)
     return d.with_legacy((None, kafka_text(type_id, part.data, "3.9")))

@@ -415,13 +415,14 @@ def _write_value(f: Field, type_: str, value: Any, version: int, flexible: bool)
 
 def _write_struct(fields: tuple[Field, ...], values: dict, version: int, flexible: bool) -> bytes:
     out = []
-    tagged = []
+    tagged: list[tuple[int, bytes]] = []
     for f in fields:
         if version not in f.versions and not f.is_tagged_in(version, flexible):
             continue
         value = values.get(f.json_name, f.default)
         if f.is_tagged_in(version, flexible):
             if value != f.default:
+                assert f.tag is not None
                 tagged.append((f.tag, _write_value(f, f.type, value, version, flexible)))
             continue
         if value is None and f.fields is not None and not f.type.startswith("[]") and version not in f.nullable:
