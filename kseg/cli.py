@@ -14,8 +14,8 @@ from typing import Any, Callable
 
 import click
 
-from .errors import DataError, InputError, KsegError
 from .decoders import DECODE_CHOICES, KAFKA_VERSIONS
+from .errors import DataError, InputError, KsegError
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
 MAX_DECOMPRESSED_DEFAULT = 256 * 1024 * 1024
