@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import click
 
+from kseg.decoders import DECODE_CHOICES, KAFKA_VERSIONS
 from kseg.defaults import (
     DEFAULT_BATCH_BYTES,
     DEFAULT_BATCH_RECORDS,
@@ -123,9 +124,14 @@ dump_options = options(
                  help="How keys and values are shown [default: utf8; none for --format kafka]."),
     click.option("--key-decoder", default=None, help="utf8|hex|base64|int|long|json or module:function."),
     click.option("--value-decoder", default=None, help="utf8|hex|base64|int|long|json or module:function."),
-    click.option("--decode", type=click.Choice(["none", "offsets", "transactions", "metadata", "auto"]), default=None,
+    click.option("--decode", type=click.Choice(list(DECODE_CHOICES)), default=None,
                  help="Decode internal-topic records (__consumer_offsets, __transaction_state, the KRaft metadata "
-                      "log); auto: by topic folder and *.checkpoint name. Implies --records."),
+                      "log, __share_group_state, __remote_log_metadata); auto: by topic folder and *.checkpoint "
+                      "name. Implies --records."),
+    click.option("--kafka-version", type=click.Choice(list(KAFKA_VERSIONS)), default=KAFKA_VERSIONS[0],
+                 show_default=True, help="Whose kafka-dump-log.sh lines --format kafka prints."),
+    click.option("--skip-record-metadata", is_flag=True,
+                 help="--format kafka: print record contents without the offset/size part, as kafka-dump-log.sh."),
     click.option("--from-offset", type=int, default=None),
     click.option("--to-offset", type=int, default=None),
     click.option("--from-time", type=int, default=None, help="Milliseconds since the epoch."),

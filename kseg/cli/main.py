@@ -82,9 +82,9 @@ def main(traceback: bool, plugin_registry: Path | None) -> None:
 @dump_options
 @guarded
 def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, key_decoder: str | None,
-         value_decoder: str | None, decode: str | None, from_offset: int | None, to_offset: int | None,
-         from_time: int | None, to_time: int | None, max_bytes: int | None, keep_going: bool,
-         input_format: str, max_decompressed_bytes: int) -> None:
+         value_decoder: str | None, decode: str | None, kafka_version: str, skip_record_metadata: bool,
+         from_offset: int | None, to_offset: int | None, from_time: int | None, to_time: int | None,
+         max_bytes: int | None, keep_going: bool, input_format: str, max_decompressed_bytes: int) -> None:
     """Show the batches (and with --records the records) of segment files.
 
     PATHS are .log, .index, .timeindex, .txnindex, .snapshot or .checkpoint files,
@@ -99,7 +99,8 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
     options = DumpOptions(records=records, from_offset=from_offset, to_offset=to_offset, from_time=from_time,
                           to_time=to_time, max_bytes=max_bytes, max_decompressed_bytes=max_decompressed_bytes,
                           keep_going=keep_going, strict_names=fmt == "kafka", decode=decode)
-    renderer = (KafkaRenderer(sys.stdout, sys.stderr, kd, vd, deep=records) if fmt == "kafka"
+    renderer = (KafkaRenderer(sys.stdout, sys.stderr, kd, vd, deep=records, kafka_version=kafka_version,
+                              skip_record_metadata=skip_record_metadata) if fmt == "kafka"
                 else RENDERERS[fmt](sys.stdout, sys.stderr, kd, vd))
     problems = 0
     try:

@@ -154,6 +154,9 @@ CONTROL_RECORDS: dict[int, tuple[Message, str | None]] = {  # control type -> (s
 }
 
 
+LEADER_CHANGE = 2
+
+
 def decode_control(record: Record) -> Part | None:
     """The message a KRaft control record carries; None for other control types (markers)."""
     try:
@@ -173,27 +176,34 @@ def decode_control(record: Record) -> Part | None:
     return Part(schema.name, 0, d.data, notes=tuple(d.notes))
 
 
-def control_kafka_text(record: Record) -> str | None:
+def control_kafka_text(record: Record, kafka_version: str = "4") -> str | None:
     """kafka-dump-log.sh's text for a KRaft control record, e.g. ``SnapshotHeader {"version":0,...}``;
-    None for the types it prints as ``controlType: ...`` or that do not decode."""
+    None for the types it prints as ``controlType: ...`` or that do not decode. Kafka 4
+    prints a LeaderChange as ``LeaderChange: {...}``, Kafka 3.x as ``controlType: LEADER_CHANGE(2)``."""
     try:
         type_id = control_info(record).type_id
     except KsegError:
         return None
     entry = CONTROL_RECORDS.get(type_id)
-    if entry is None or entry[1] is None:
+    if entry is None:
         return None
+    label = entry[1]
+    if label is None:
+        if type_id != LEADER_CHANGE or kafka_version == "3.9":
+            return None
+        label = "LeaderChange:"
     part = decode_control(record)
     if part is None or part.data is None:
         return None
-    return f"{entry[1]} {kafka_json(part.data)}"
+    return f"{label} {kafka_json(part.data)}"
 
 
 # --------------------------------------------------------------------------- records
 
 
-def decode_metadata_value(value: bytes) -> Part:
-    """Decode a metadata record's value (frame, type, version, record); raw with a note if it cannot."""
+def decode_metadata_value(value: bytes, records: dict[int, Message] = RECORDS) -> Part:
+    """Decode a metadata record's value (frame, type, version, record) by ``records`` (the
+    metadata log's by default); raw with a note if it cannot."""
     frame = type_id = version = None
     schema = None
     try:
@@ -203,7 +213,7 @@ def decode_metadata_value(value: bytes) -> Part:
                               expected=FRAME_VERSION, found=frame)
         type_id, pos = read_uvarint(value, pos, what="record type")
         version, pos = read_uvarint(value, pos, what="record version")
-        schema = RECORDS.get(type_id)
+        schema = records.get(type_id)
         if schema is None:
             raise SchemaError(f"unknown metadata record type {type_id}", found=type_id)
         d = decode(schema, value, version, start=pos)

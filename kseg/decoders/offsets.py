@@ -1,92 +1,116 @@
 """``__consumer_offsets``: the group coordinator's records (spec §6.1 ``--offsets-decoder``).
 
     key:   int16 record type | key struct (non-flexible)
-           0, 1 OffsetCommitKey   2 GroupMetadataKey   3..8 the consumer-group (KIP-848) records
     value: int16 version | value struct at that version; a null value is a tombstone
 
-Schemas from Kafka's ``group-coordinator/src/main/resources/common/message/*.json`` and,
-for the classic consumer protocol a GroupMetadataValue member carries,
-``clients/.../ConsumerProtocolSubscription.json`` and ``ConsumerProtocolAssignment.json``.
-Record types kseg has no table for (share and streams groups, 9+) are shown raw.
+Record types, as Kafka 4.4's group coordinator numbers them (``CoordinatorRecordType``):
+0 LegacyOffsetCommit, 1 OffsetCommit, 2 GroupMetadata (classic groups); 3-8 consumer
+groups (KIP-848), 16 their regular expressions; 10-15 share groups (KIP-932); 17, 19-23
+streams groups (KIP-1071). 9 and 18 were dropped before release and are unknown to Kafka 4.
+
+Schemas from Kafka 4.4's ``group-coordinator`` jar (``common/message/*.json``) and,
+for the classic consumer protocol a GroupMetadataValue member carries, ``clients``'
+``ConsumerProtocolSubscription.json`` and ``ConsumerProtocolAssignment.json``; the
+tables restate their fields, versions, tags and defaults, nothing else.
 """
 
 from __future__ import annotations
 
 import base64
 import struct
+from dataclasses import replace
 
-from kseg.decoders.parts import DecodedRecord, Part, raw_part, skipping_line
-from kseg.decoders.schema import F, M, Message, SchemaError, decode, kafka_json, read_int16_version
+from kseg.decoders.coordinator import RecordTypes, decode_coordinator_record
+from kseg.decoders.parts import DecodedRecord
+from kseg.decoders.schema import F, Field, M, Message, SchemaError, decode
 from kseg.model import Record
 
 _I16 = struct.Struct(">h")
 
-# --------------------------------------------------------------------------- keys
+# --------------------------------------------------------------------------- classic groups
+
+LEGACY_OFFSET_COMMIT_KEY = M("LegacyOffsetCommitKey", "0", "none",
+    F("group", "string", "0"),
+    F("topic", "string", "0"),
+    F("partition", "int32", "0"),
+)
+
+LEGACY_OFFSET_COMMIT_VALUE = M("LegacyOffsetCommitValue", "0", "none",
+    F("offset", "int64", "0"),
+    F("metadata", "string", "0"),
+    F("commitTimestamp", "int64", "0"),
+)
 
 OFFSET_COMMIT_KEY = M("OffsetCommitKey", "0", "none",
-                      F("group", "string"), F("topic", "string"), F("partition", "int32"))
-GROUP_METADATA_KEY = M("GroupMetadataKey", "0", "none", F("group", "string"))
+    F("group", "string", "0"),
+    F("topic", "string", "0"),
+    F("partition", "int32", "0"),
+)
 
-
-def _group_key(name: str, *extra: str) -> Message:
-    return M(name, "0", "none", F("GroupId", "string"), *(F(x, "string") for x in extra))
-
-
-# --------------------------------------------------------------------------- values
-
-OFFSET_COMMIT_VALUE = M(
-    "OffsetCommitValue", "0-4", "4+",
+OFFSET_COMMIT_VALUE = M("OffsetCommitValue", "0-4", "4+",
     F("offset", "int64"),
     F("leaderEpoch", "int32", "3+", default=-1),
     F("metadata", "string"),
     F("commitTimestamp", "int64"),
     F("expireTimestamp", "int64", "1", default=-1),
+    F("topicId", "uuid", tagged="4+", tag=0),
 )
 
-MEMBER_METADATA = (
-    F("memberId", "string"),
-    F("groupInstanceId", "string", "3+", nullable="3+", default="null"),
-    F("clientId", "string"),
-    F("clientHost", "string"),
-    F("rebalanceTimeout", "int32", "1+"),
-    F("sessionTimeout", "int32"),
-    F("subscription", "bytes"),
-    F("assignment", "bytes"),
+GROUP_METADATA_KEY = M("GroupMetadataKey", "0", "none",
+    F("group", "string", "0"),
 )
 
-GROUP_METADATA_VALUE = M(
-    "GroupMetadataValue", "0-4", "4+",
+GROUP_METADATA_VALUE = M("GroupMetadataValue", "0-4", "4+",
     F("protocolType", "string"),
     F("generation", "int32"),
     F("protocol", "string", nullable="0+"),
     F("leader", "string", nullable="0+"),
     F("currentStateTimestamp", "int64", "2+", default=-1),
-    F("members", "[]MemberMetadata", fields=MEMBER_METADATA),
+    F("members", "[]MemberMetadata", fields=(
+        F("memberId", "string"),
+        F("groupInstanceId", "string", "3+", nullable="3+", default="null"),
+        F("clientId", "string"),
+        F("clientHost", "string"),
+        F("rebalanceTimeout", "int32", "1+", default=-1),
+        F("sessionTimeout", "int32"),
+        F("subscription", "bytes"),
+        F("assignment", "bytes"),
+    )),
 )
 
-CONSUMER_GROUP_METADATA_VALUE = M(
-    "ConsumerGroupMetadataValue", "0", "0+",
+# --------------------------------------------------------------------------- consumer, share and streams groups
+
+CONSUMER_GROUP_METADATA_KEY = M("ConsumerGroupMetadataKey", "0", "none",
+    F("GroupId", "string", "0"),
+)
+
+CONSUMER_GROUP_METADATA_VALUE = M("ConsumerGroupMetadataValue", "0", "0+",
     F("Epoch", "int32"),
     F("MetadataHash", "int64", tagged="0+", tag=0, default=0),
-    F("CreationTimeMs", "int64", tagged="0+", tag=1, default=-1),
 )
 
-CONSUMER_GROUP_PARTITION_METADATA_VALUE = M(
-    "ConsumerGroupPartitionMetadataValue", "0", "0+",
-    F("Epoch", "int32"),
+CONSUMER_GROUP_PARTITION_METADATA_KEY = M("ConsumerGroupPartitionMetadataKey", "0", "none",
+    F("GroupId", "string", "0"),
+)
+
+CONSUMER_GROUP_PARTITION_METADATA_VALUE = M("ConsumerGroupPartitionMetadataValue", "0", "0+",
     F("Topics", "[]TopicMetadata", fields=(
         F("TopicId", "uuid"),
         F("TopicName", "string"),
         F("NumPartitions", "int32"),
-        F("PartitionRacks", "[]PartitionMetadata", fields=(
+        F("PartitionMetadata", "[]PartitionMetadata", fields=(
             F("Partition", "int32"),
             F("Racks", "[]string"),
         )),
     )),
 )
 
-CONSUMER_GROUP_MEMBER_METADATA_VALUE = M(
-    "ConsumerGroupMemberMetadataValue", "0", "0+",
+CONSUMER_GROUP_MEMBER_METADATA_KEY = M("ConsumerGroupMemberMetadataKey", "0", "none",
+    F("GroupId", "string", "0"),
+    F("MemberId", "string", "0"),
+)
+
+CONSUMER_GROUP_MEMBER_METADATA_VALUE = M("ConsumerGroupMemberMetadataValue", "0", "0+",
     F("InstanceId", "string", nullable="0+"),
     F("RackId", "string", nullable="0+"),
     F("ClientId", "string"),
@@ -95,78 +119,370 @@ CONSUMER_GROUP_MEMBER_METADATA_VALUE = M(
     F("SubscribedTopicRegex", "string", nullable="0+"),
     F("RebalanceTimeoutMs", "int32", default=-1),
     F("ServerAssignor", "string", nullable="0+"),
-    F("ClassicMemberMetadata", "ClassicMemberMetadata", nullable="0+", tagged="0+", tag=0, default="null",
-      fields=(F("SupportedProtocols", "[]ClassicProtocol", fields=(
-          F("Name", "string"),
-          F("Metadata", "bytes"),
-      )),)),
+    F("ClassicMemberMetadata", "ClassicMemberMetadata", nullable="0+", tagged="0+", tag=0, default="null", fields=(
+        F("SessionTimeoutMs", "int32"),
+        F("SupportedProtocols", "[]ClassicProtocol", fields=(
+            F("Name", "string"),
+            F("Metadata", "bytes"),
+        )),
+    )),
 )
 
-CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = M(
-    "ConsumerGroupTargetAssignmentMetadataValue", "0", "0+",
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY = M("ConsumerGroupTargetAssignmentMetadataKey", "0", "none",
+    F("GroupId", "string", "0"),
+)
+
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = M("ConsumerGroupTargetAssignmentMetadataValue", "0", "0+",
     F("AssignmentEpoch", "int32"),
     F("AssignmentTimestamp", "int64", tagged="0+", tag=0, default=0),
 )
 
-CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = M(
-    "ConsumerGroupTargetAssignmentMemberValue", "0", "0+",
-    F("TopicPartitions", "[]TopicPartition", fields=(F("TopicId", "uuid"), F("Partitions", "[]int32"))),
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY = M("ConsumerGroupTargetAssignmentMemberKey", "0", "none",
+    F("GroupId", "string", "0"),
+    F("MemberId", "string", "0"),
 )
 
-_TOPIC_PARTITIONS = (
-    F("TopicId", "uuid"),
-    F("Partitions", "[]int32"),
-    F("AssignmentEpochs", "[]int32", nullable="0+", tagged="0+", tag=0, default="null"),
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = M("ConsumerGroupTargetAssignmentMemberValue", "0", "0+",
+    F("TopicPartitions", "[]TopicPartition", fields=(
+        F("TopicId", "uuid"),
+        F("Partitions", "[]int32"),
+    )),
 )
 
-CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = M(
-    "ConsumerGroupCurrentMemberAssignmentValue", "0", "0+",
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY = M("ConsumerGroupCurrentMemberAssignmentKey", "0", "none",
+    F("GroupId", "string", "0"),
+    F("MemberId", "string", "0"),
+)
+
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = M("ConsumerGroupCurrentMemberAssignmentValue", "0", "0+",
     F("MemberEpoch", "int32"),
     F("PreviousMemberEpoch", "int32"),
     F("State", "int8"),
-    F("AssignedPartitions", "[]TopicPartitions", fields=_TOPIC_PARTITIONS),
-    F("PartitionsPendingRevocation", "[]TopicPartitions", fields=_TOPIC_PARTITIONS),
+    F("AssignedPartitions", "[]TopicPartitions", fields=(
+        F("TopicId", "uuid"),
+        F("Partitions", "[]int32"),
+        F("AssignmentEpochs", "[]int32", nullable="0+", tagged="0+", tag=0, default="null"),
+    )),
+    F("PartitionsPendingRevocation", "[]TopicPartitions", fields=(
+        F("TopicId", "uuid"),
+        F("Partitions", "[]int32"),
+        F("AssignmentEpochs", "[]int32", nullable="0+", tagged="0+", tag=0, default="null"),
+    )),
 )
 
-# Record type (the key's int16) -> (key schema, value schema).
-RECORD_TYPES: dict[int, tuple[Message, Message]] = {
-    0: (OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
+SHARE_GROUP_MEMBER_METADATA_KEY = M("ShareGroupMemberMetadataKey", "0", "none",
+    F("GroupId", "string", "0"),
+    F("MemberId", "string", "0"),
+)
+
+SHARE_GROUP_MEMBER_METADATA_VALUE = M("ShareGroupMemberMetadataValue", "0", "0+",
+    F("RackId", "string", nullable="0+"),
+    F("ClientId", "string"),
+    F("ClientHost", "string"),
+    F("SubscribedTopicNames", "[]string"),
+)
+
+SHARE_GROUP_METADATA_KEY = M("ShareGroupMetadataKey", "0", "none",
+    F("GroupId", "string", "0"),
+)
+
+SHARE_GROUP_METADATA_VALUE = M("ShareGroupMetadataValue", "0", "0+",
+    F("Epoch", "int32"),
+    F("MetadataHash", "int64"),
+)
+
+SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_KEY = M("ShareGroupTargetAssignmentMetadataKey", "0", "none",
+    F("GroupId", "string", "0"),
+)
+
+SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = M("ShareGroupTargetAssignmentMetadataValue", "0", "0+",
+    F("AssignmentEpoch", "int32"),
+    F("AssignmentTimestamp", "int64", tagged="0+", tag=0, default=0),
+)
+
+SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY = M("ShareGroupTargetAssignmentMemberKey", "0", "none",
+    F("GroupId", "string", "0"),
+    F("MemberId", "string", "0"),
+)
+
+SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = M("ShareGroupTargetAssignmentMemberValue", "0", "0+",
+    F("TopicPartitions", "[]TopicPartition", fields=(
+        F("TopicId", "uuid"),
+        F("Partitions", "[]int32"),
+    )),
+)
+
+SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY = M("ShareGroupCurrentMemberAssignmentKey", "0", "none",
+    F("GroupId", "string", "0"),
+    F("MemberId", "string", "0"),
+)
+
+SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = M("ShareGroupCurrentMemberAssignmentValue", "0", "0+",
+    F("MemberEpoch", "int32"),
+    F("PreviousMemberEpoch", "int32"),
+    F("State", "int8"),
+    F("AssignedPartitions", "[]TopicPartitions", fields=(
+        F("TopicId", "uuid"),
+        F("Partitions", "[]int32"),
+    )),
+)
+
+SHARE_GROUP_STATE_PARTITION_METADATA_KEY = M("ShareGroupStatePartitionMetadataKey", "0", "none",
+    F("GroupId", "string", "0"),
+)
+
+SHARE_GROUP_STATE_PARTITION_METADATA_VALUE = M("ShareGroupStatePartitionMetadataValue", "0", "0+",
+    F("InitializingTopics", "[]TopicPartitionsInfo", fields=(
+        F("TopicId", "uuid"),
+        F("TopicName", "string"),
+        F("Partitions", "[]int32"),
+    )),
+    F("InitializedTopics", "[]TopicPartitionsInfo", fields=(
+        F("TopicId", "uuid"),
+        F("TopicName", "string"),
+        F("Partitions", "[]int32"),
+    )),
+    F("DeletingTopics", "[]TopicInfo", fields=(
+        F("TopicId", "uuid"),
+        F("TopicName", "string"),
+    )),
+)
+
+CONSUMER_GROUP_REGULAR_EXPRESSION_KEY = M("ConsumerGroupRegularExpressionKey", "0", "none",
+    F("GroupId", "string", "0"),
+    F("RegularExpression", "string", "0"),
+)
+
+CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE = M("ConsumerGroupRegularExpressionValue", "0", "0+",
+    F("Topics", "[]string"),
+    F("Version", "int64"),
+    F("Timestamp", "int64"),
+)
+
+STREAMS_GROUP_METADATA_KEY = M("StreamsGroupMetadataKey", "0", "none",
+    F("GroupId", "string", "0"),
+)
+
+STREAMS_GROUP_METADATA_VALUE = M("StreamsGroupMetadataValue", "0", "0+",
+    F("Epoch", "int32"),
+    F("MetadataHash", "int64"),
+    F("ValidatedTopologyEpoch", "int32", tagged="0+", tag=0, default=-1),
+    F("LastAssignmentConfigs", "[]LastAssignmentConfig", nullable="0+", tagged="0+", tag=1, default="null", fields=(
+        F("Key", "string"),
+        F("Value", "string"),
+    )),
+    F("StoredDescriptionTopologyEpoch", "int32", tagged="0+", tag=2, default=-1),
+    F("FailedDescriptionTopologyEpoch", "int32", tagged="0+", tag=3, default=-1),
+)
+
+STREAMS_GROUP_TOPOLOGY_KEY = M("StreamsGroupTopologyKey", "0", "none",
+    F("GroupId", "string", "0"),
+)
+
+STREAMS_GROUP_TOPOLOGY_VALUE = M("StreamsGroupTopologyValue", "0", "0+",
+    F("Epoch", "int32"),
+    F("Subtopologies", "[]Subtopology", fields=(
+        F("SubtopologyId", "string"),
+        F("SourceTopics", "[]string"),
+        F("SourceTopicRegex", "[]string"),
+        F("StateChangelogTopics", "[]TopicInfo", fields=(
+            F("Name", "string"),
+            F("Partitions", "int32"),
+            F("ReplicationFactor", "int16"),
+            F("TopicConfigs", "[]TopicConfig", fields=(
+                F("key", "string"),
+                F("value", "string"),
+            )),
+        )),
+        F("RepartitionSinkTopics", "[]string"),
+        F("RepartitionSourceTopics", "[]TopicInfo", fields=(
+            F("Name", "string"),
+            F("Partitions", "int32"),
+            F("ReplicationFactor", "int16"),
+            F("TopicConfigs", "[]TopicConfig", fields=(
+                F("key", "string"),
+                F("value", "string"),
+            )),
+        )),
+        F("CopartitionGroups", "[]CopartitionGroup", fields=(
+            F("SourceTopics", "[]int16"),
+            F("SourceTopicRegex", "[]int16"),
+            F("RepartitionSourceTopics", "[]int16"),
+        )),
+    )),
+)
+
+STREAMS_GROUP_MEMBER_METADATA_KEY = M("StreamsGroupMemberMetadataKey", "0", "none",
+    F("GroupId", "string", "0"),
+    F("MemberId", "string", "0"),
+)
+
+STREAMS_GROUP_MEMBER_METADATA_VALUE = M("StreamsGroupMemberMetadataValue", "0", "0+",
+    F("InstanceId", "string", nullable="0+"),
+    F("RackId", "string", nullable="0+"),
+    F("ClientId", "string"),
+    F("ClientHost", "string"),
+    F("RebalanceTimeoutMs", "int32", default=-1),
+    F("TopologyEpoch", "int32"),
+    F("ProcessId", "string"),
+    F("UserEndpoint", "Endpoint", nullable="0+", default="null", fields=(
+        F("Host", "string"),
+        F("Port", "uint16"),
+    )),
+    F("ClientTags", "[]KeyValue", fields=(
+        F("Key", "string"),
+        F("Value", "string"),
+    )),
+)
+
+STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_KEY = M("StreamsGroupTargetAssignmentMetadataKey", "0", "none",
+    F("GroupId", "string", "0"),
+)
+
+STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = M("StreamsGroupTargetAssignmentMetadataValue", "0", "0+",
+    F("AssignmentEpoch", "int32"),
+    F("AssignmentTimestamp", "int64", tagged="0+", tag=0, default=0),
+)
+
+STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY = M("StreamsGroupTargetAssignmentMemberKey", "0", "none",
+    F("GroupId", "string", "0"),
+    F("MemberId", "string", "0"),
+)
+
+STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = M("StreamsGroupTargetAssignmentMemberValue", "0", "0+",
+    F("ActiveTasks", "[]TaskIds", fields=(
+        F("SubtopologyId", "string"),
+        F("Partitions", "[]int32"),
+    )),
+    F("StandbyTasks", "[]TaskIds", fields=(
+        F("SubtopologyId", "string"),
+        F("Partitions", "[]int32"),
+    )),
+    F("WarmupTasks", "[]TaskIds", fields=(
+        F("SubtopologyId", "string"),
+        F("Partitions", "[]int32"),
+    )),
+)
+
+STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY = M("StreamsGroupCurrentMemberAssignmentKey", "0", "none",
+    F("GroupId", "string", "0"),
+    F("MemberId", "string", "0"),
+)
+
+STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = M("StreamsGroupCurrentMemberAssignmentValue", "0", "0+",
+    F("MemberEpoch", "int32"),
+    F("PreviousMemberEpoch", "int32"),
+    F("State", "int8"),
+    F("ActiveTasks", "[]TaskIds", fields=(
+        F("SubtopologyId", "string"),
+        F("Partitions", "[]int32"),
+        F("AssignmentEpochs", "[]int32", nullable="0+", tagged="0+", tag=0, default="null"),
+    )),
+    F("StandbyTasks", "[]TaskIds", fields=(
+        F("SubtopologyId", "string"),
+        F("Partitions", "[]int32"),
+        F("AssignmentEpochs", "[]int32", nullable="0+", tagged="0+", tag=0, default="null"),
+    )),
+    F("WarmupTasks", "[]TaskIds", fields=(
+        F("SubtopologyId", "string"),
+        F("Partitions", "[]int32"),
+        F("AssignmentEpochs", "[]int32", nullable="0+", tagged="0+", tag=0, default="null"),
+    )),
+    F("ActiveTasksPendingRevocation", "[]TaskIds", fields=(
+        F("SubtopologyId", "string"),
+        F("Partitions", "[]int32"),
+        F("AssignmentEpochs", "[]int32", nullable="0+", tagged="0+", tag=0, default="null"),
+    )),
+    F("StandbyTasksPendingRevocation", "[]TaskIds", fields=(
+        F("SubtopologyId", "string"),
+        F("Partitions", "[]int32"),
+        F("AssignmentEpochs", "[]int32", nullable="0+", tagged="0+", tag=0, default="null"),
+    )),
+    F("WarmupTasksPendingRevocation", "[]TaskIds", fields=(
+        F("SubtopologyId", "string"),
+        F("Partitions", "[]int32"),
+        F("AssignmentEpochs", "[]int32", nullable="0+", tagged="0+", tag=0, default="null"),
+    )),
+)
+
+# Record type (the key's int16) -> (key schema, value schema), Kafka 4.4.
+RECORD_TYPES: RecordTypes = {
+    0: (LEGACY_OFFSET_COMMIT_KEY, LEGACY_OFFSET_COMMIT_VALUE),
     1: (OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
     2: (GROUP_METADATA_KEY, GROUP_METADATA_VALUE),
-    3: (_group_key("ConsumerGroupMetadataKey"), CONSUMER_GROUP_METADATA_VALUE),
-    4: (_group_key("ConsumerGroupPartitionMetadataKey"), CONSUMER_GROUP_PARTITION_METADATA_VALUE),
-    5: (_group_key("ConsumerGroupMemberMetadataKey", "MemberId"), CONSUMER_GROUP_MEMBER_METADATA_VALUE),
-    6: (_group_key("ConsumerGroupTargetAssignmentMetadataKey"), CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
-    7: (_group_key("ConsumerGroupTargetAssignmentMemberKey", "MemberId"),
-        CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
-    8: (_group_key("ConsumerGroupCurrentMemberAssignmentKey", "MemberId"),
-        CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
+    3: (CONSUMER_GROUP_METADATA_KEY, CONSUMER_GROUP_METADATA_VALUE),
+    4: (CONSUMER_GROUP_PARTITION_METADATA_KEY, CONSUMER_GROUP_PARTITION_METADATA_VALUE),
+    5: (CONSUMER_GROUP_MEMBER_METADATA_KEY, CONSUMER_GROUP_MEMBER_METADATA_VALUE),
+    6: (CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY, CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
+    7: (CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY, CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
+    8: (CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY, CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
+    10: (SHARE_GROUP_MEMBER_METADATA_KEY, SHARE_GROUP_MEMBER_METADATA_VALUE),
+    11: (SHARE_GROUP_METADATA_KEY, SHARE_GROUP_METADATA_VALUE),
+    12: (SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_KEY, SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
+    13: (SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY, SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
+    14: (SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY, SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
+    15: (SHARE_GROUP_STATE_PARTITION_METADATA_KEY, SHARE_GROUP_STATE_PARTITION_METADATA_VALUE),
+    16: (CONSUMER_GROUP_REGULAR_EXPRESSION_KEY, CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE),
+    17: (STREAMS_GROUP_METADATA_KEY, STREAMS_GROUP_METADATA_VALUE),
+    19: (STREAMS_GROUP_MEMBER_METADATA_KEY, STREAMS_GROUP_MEMBER_METADATA_VALUE),
+    20: (STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_KEY, STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
+    21: (STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY, STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
+    22: (STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY, STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
+    23: (STREAMS_GROUP_TOPOLOGY_KEY, STREAMS_GROUP_TOPOLOGY_VALUE),
 }
+
+
+
+def _without(m: Message, *names: str) -> Message:
+    """``m`` without the (tagged) fields ``names``, at any depth: an older release's schema."""
+    def strip(fields: tuple[Field, ...]) -> tuple[Field, ...]:
+        return tuple(replace(f, fields=None if f.fields is None else strip(f.fields))
+                     for f in fields if f.name not in names)
+    return replace(m, fields=strip(m.fields))
+
+
+# Kafka 3.9 read both offset-commit key versions (0 and 1) with OffsetCommitKey/Value, knew
+# only the classic and consumer-group records (0-8), without the tagged fields 4.x added,
+# and read a value of any version.
+_VALUES_3X = {
+    1: _without(OFFSET_COMMIT_VALUE, "topicId"),
+    3: _without(CONSUMER_GROUP_METADATA_VALUE, "MetadataHash"),
+    6: _without(CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE, "AssignmentTimestamp"),
+    8: _without(CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE, "AssignmentEpochs"),
+}
+RECORD_TYPES_3X: RecordTypes = {t: (RECORD_TYPES[t][0], _VALUES_3X.get(t, RECORD_TYPES[t][1])) for t in range(1, 9)}
+RECORD_TYPES_3X[0] = RECORD_TYPES_3X[1]
 
 # --------------------------------------------------------------------------- the consumer protocol
 
-CONSUMER_PROTOCOL_SUBSCRIPTION = M(
-    "ConsumerProtocolSubscription", "0-2", "none",
+CONSUMER_PROTOCOL_SUBSCRIPTION = M("ConsumerProtocolSubscription", "0-3", "none",
     F("Topics", "[]string"),
     F("UserData", "bytes", nullable="0+", default="null"),
-    F("OwnedPartitions", "[]TopicPartition", "1+", fields=(F("Topic", "string"), F("Partitions", "[]int32"))),
-    F("GenerationId", "int32", "2+", default=-1),
+    F("OwnedPartitions", "[]TopicPartition", "1+", fields=(
+        F("Topic", "string", "1+"),
+        F("Partitions", "[]int32", "1+"),
+    )),
+    F("GenerationId", "int32", "2+", default="-1"),
+    F("RackId", "string", "3+", nullable="3+", default="null"),
 )
 
-CONSUMER_PROTOCOL_ASSIGNMENT = M(
-    "ConsumerProtocolAssignment", "0-2", "none",
-    F("AssignedPartitions", "[]TopicPartition", fields=(F("Topic", "string"), F("Partitions", "[]int32"))),
+CONSUMER_PROTOCOL_ASSIGNMENT = M("ConsumerProtocolAssignment", "0-3", "none",
+    F("AssignedPartitions", "[]TopicPartition", fields=(
+        F("Topic", "string"),
+        F("Partitions", "[]int32"),
+    )),
     F("UserData", "bytes", nullable="0+", default="null"),
 )
+
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
-def _expand_protocol(data: dict, notes: list[str]) -> None:
+def _expand_protocol(schema: Message, data: dict, notes: list[str]) -> None:
     """Replace each member's subscription and assignment bytes by their decoded form, as
     DumpLogSegments does for groups of protocol type "consumer". Bytes that do not decode
     (an empty assignment before the first sync) stay base64, as in Kafka."""
-    if data.get("protocolType") != CONSUMER_PROTOCOL_TYPE:
+    if schema is not GROUP_METADATA_VALUE or data.get("protocolType") != CONSUMER_PROTOCOL_TYPE:
         return
     for member in data.get("members") or ():
         for name, schema in (("subscription", CONSUMER_PROTOCOL_SUBSCRIPTION),
@@ -192,50 +508,14 @@ def _expand_protocol(data: dict, notes: list[str]) -> None:
 
 
 def decode_offsets_record(record: Record, is_control: bool = False) -> DecodedRecord | None:
-    """Decode one ``__consumer_offsets`` record (None for control records: transaction markers)."""
+    """Decode one ``__consumer_offsets`` record (None for control records: transaction markers).
+    The kafka lines are Kafka 4's; ``kafka_legacy`` holds Kafka 3.x's where they differ."""
     if is_control:
         return None
-    offset, key, value = record.offset, record.key, record.value
-    not_decoded = "not decoded: the key could not be"
-    if key is None:
-        msg = "the record has no key"
-        return DecodedRecord(
-            raw_part(None, msg), None if value is None else raw_part(value, not_decoded),
-            skipping_line(offset, f"Failed to decode message at offset {offset} using offset topic decoder "
-                                  "(message had a missing key)"), None)
-    try:
-        rtype = read_int16_version(key, "key")
-    except SchemaError as e:
-        return DecodedRecord(raw_part(key, str(e)), None if value is None else raw_part(value, not_decoded),
-                             skipping_line(offset, e.message), None)
-    schemas = RECORD_TYPES.get(rtype)
-    if schemas is None:
-        note = f"unknown record type {rtype}"
-        return DecodedRecord(raw_part(key, note, version=rtype),
-                             None if value is None else raw_part(value, note),
-                             f"Unknown record type {rtype} at offset {offset}, skipping.", None)
-    key_schema, value_schema = schemas
-    try:
-        k = decode(key_schema, key, 0, start=2)
-    except SchemaError as e:
-        return DecodedRecord(raw_part(key, str(e), key_schema.name, rtype),
-                             None if value is None else raw_part(value, not_decoded, value_schema.name),
-                             skipping_line(offset, e.message), None)
-    key_part = Part(key_schema.name, rtype, k.data, notes=tuple(k.notes))
-    kafka_key = '{"type":' + kafka_json(str(rtype)) + ',"data":' + kafka_json(k.data) + "}"
-    if value is None:
-        return DecodedRecord(key_part, None, kafka_key, "<DELETE>")
-    version = None
-    try:
-        version = read_int16_version(value, "value")
-        v = decode(value_schema, value, version, start=2)
-    except SchemaError as e:
-        return DecodedRecord(key_part, raw_part(value, str(e), value_schema.name, version),
-                             skipping_line(offset, e.message), None)
-    notes = list(v.notes)
-    data = v.data
-    if value_schema is GROUP_METADATA_VALUE:
-        _expand_protocol(data, notes)
-    value_part = Part(value_schema.name, version, data, notes=tuple(notes))
-    payload = '{"version":' + kafka_json(str(version)) + ',"data":' + kafka_json(data) + "}"
-    return DecodedRecord(key_part, value_part, kafka_key, payload)
+    d = decode_coordinator_record(record, RECORD_TYPES, _expand_protocol)
+    if record.key is None:
+        legacy = (f"Error at offset {record.offset}, skipping. Failed to decode message at offset "
+                  f"{record.offset} using offset topic decoder (message had a missing key)", None)
+        return d.with_legacy(legacy)
+    old = decode_coordinator_record(record, RECORD_TYPES_3X, _expand_protocol, check_version=False)
+    return d.with_legacy((old.kafka_key, old.kafka_payload))

@@ -7,7 +7,10 @@ from typing import Any
 
 from kseg.decoders.schema import describe
 
-__all__ = ["DecodedRecord", "Part", "raw_part", "skipping_line"]
+__all__ = ["KAFKA_VERSIONS", "DecodedRecord", "Part", "raw_part", "skipping_line"]
+
+# The kafka-dump-log.sh releases whose lines --format kafka can print: the newest first.
+KAFKA_VERSIONS = ("4", "3.9")
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,18 @@ class DecodedRecord:
     value: Part | None
     kafka_key: str | None  # what follows "key: " in kafka-dump-log.sh's line (None: not printed)
     kafka_payload: str | None  # what follows "payload: "
+    kafka_legacy: tuple[str | None, str | None] | None = None  # Kafka 3.x's (key, payload) if different
+
+    def kafka_text(self, kafka_version: str = KAFKA_VERSIONS[0]) -> tuple[str | None, str | None]:
+        """(key, payload) as that release of kafka-dump-log.sh prints them."""
+        if kafka_version != KAFKA_VERSIONS[0] and self.kafka_legacy is not None:
+            return self.kafka_legacy
+        return self.kafka_key, self.kafka_payload
+
+    def with_legacy(self, legacy: tuple[str | None, str | None]) -> "DecodedRecord":
+        if legacy == (self.kafka_key, self.kafka_payload):
+            return self
+        return DecodedRecord(self.key, self.value, self.kafka_key, self.kafka_payload, legacy)
 
     @property
     def fallbacks(self) -> list[Part]:

@@ -6,29 +6,37 @@
     value: int16 version (0, or 1 = flexible, with tagged fields) | TransactionLogValue;
            a null value is a tombstone
 
-Schemas from Kafka's ``transaction-coordinator/src/main/resources/common/message/
-TransactionLogKey.json`` and ``TransactionLogValue.json``; the kafka line format from
-``TransactionLog.formatRecordKeyAndValue`` (Kafka 3.x).
+Schemas from Kafka 4.4's ``transaction-coordinator`` jar (``common/message/
+TransactionLogKey.json``, ``TransactionLogValue.json``). Kafka 4 prints these records as
+every coordinator record (JSON, ``coordinator.py``); Kafka 3.x printed
+``transaction_metadata::transactionalId=... producerId:...,state=...``
+(``TransactionLog.formatRecordKeyAndValue``), kept as the legacy lines.
 """
 
 from __future__ import annotations
 
+from kseg.decoders.coordinator import RecordTypes, decode_coordinator_record
+from kseg.decoders.jvm import scala_hash_set_order
 from kseg.decoders.parts import DecodedRecord, Part, raw_part, skipping_line
 from kseg.decoders.schema import F, M, SchemaError, decode, read_int16_version
 from kseg.model import Record
 
-TRANSACTION_LOG_KEY = M("TransactionLogKey", "0", "none", F("TransactionalId", "string"))
+TRANSACTION_LOG_KEY = M("TransactionLogKey", "0", "none",
+    F("TransactionalId", "string", "0"),
+)
 
-TRANSACTION_LOG_VALUE = M(
-    "TransactionLogValue", "0-1", "1+",
+TRANSACTION_LOG_VALUE = M("TransactionLogValue", "0-1", "1+",
     F("ProducerId", "int64"),
     F("PreviousProducerId", "int64", tagged="1+", tag=0, default=-1),
     F("NextProducerId", "int64", tagged="1+", tag=1, default=-1),
     F("ProducerEpoch", "int16"),
+    F("NextProducerEpoch", "int16", tagged="1+", tag=3, default=-1),
     F("TransactionTimeoutMs", "int32"),
     F("TransactionStatus", "int8"),
-    F("TransactionPartitions", "[]PartitionsSchema", nullable="0+",
-      fields=(F("Topic", "string"), F("PartitionIds", "[]int32"))),
+    F("TransactionPartitions", "[]PartitionsSchema", nullable="0+", fields=(
+        F("Topic", "string"),
+        F("PartitionIds", "[]int32"),
+    )),
     F("TransactionLastUpdateTimestampMs", "int64"),
     F("TransactionStartTimestampMs", "int64"),
     F("ClientTransactionVersion", "int16", tagged="1+", tag=2, default=0),
@@ -47,17 +55,19 @@ STATES = {
 }
 EMPTY = 0
 
+RECORD_TYPES: RecordTypes = {0: (TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE)}
+
 
 def kafka_value_line(data: dict) -> str:
     """``producerId:P,producerEpoch:E,state=S,partitions=[t-0,...],txnLastUpdateTimestamp=T,txnTimeoutMs=M``.
 
-    As Kafka: the partitions of an Empty transaction are not listed. Kafka keeps them in
-    a hash set, so its order may differ from the record's, which kseg keeps."""
+    As Kafka: the partitions of an Empty transaction are not listed, the others in the
+    order of the Scala hash set Kafka 3.x collects them in."""
     status = data["transactionStatus"]
     partitions: list[str] = []
     if status != EMPTY:
-        for p in data.get("transactionPartitions") or ():
-            partitions.extend(f"{p['topic']}-{i}" for i in p["partitionIds"])
+        groups = [[(p["topic"], i) for i in p["partitionIds"]] for p in data.get("transactionPartitions") or ()]
+        partitions = [f"{t}-{i}" for t, i in scala_hash_set_order(groups)]
     return (f"producerId:{data['producerId']},producerEpoch:{data['producerEpoch']},"
             f"state={STATES[status]},partitions=[{','.join(partitions)}],"
             f"txnLastUpdateTimestamp={data['transactionLastUpdateTimestampMs']},"
@@ -65,9 +75,25 @@ def kafka_value_line(data: dict) -> str:
 
 
 def decode_transaction_record(record: Record, is_control: bool = False) -> DecodedRecord | None:
-    """Decode one ``__transaction_state`` record (None for control records)."""
+    """Decode one ``__transaction_state`` record (None for control records); the kafka
+    lines are Kafka 4's JSON, ``kafka_legacy`` Kafka 3.x's text."""
     if is_control:
         return None
+    old = _decode_3x(record)
+    d = decode_coordinator_record(record, RECORD_TYPES)
+    value = d.value
+    if value is not None and value.data is not None:
+        status = value.data["transactionStatus"]
+        if status in STATES:
+            value = Part(value.schema, value.version, value.data, {"state": STATES[status]}, value.notes)
+        else:
+            value = raw_part(record.value, f"unknown transaction state {status}", value.schema, value.version)
+        d = DecodedRecord(d.key, value, d.kafka_key, d.kafka_payload)
+    return d.with_legacy((old.kafka_key, old.kafka_payload))
+
+
+def _decode_3x(record: Record) -> DecodedRecord:
+    """The record as Kafka 3.x read it, with its lines."""
     offset, key, value = record.offset, record.key, record.value
     not_decoded = "not decoded: the key could not be"
     try:
@@ -75,7 +101,10 @@ def decode_transaction_record(record: Record, is_control: bool = False) -> Decod
             raise SchemaError("the record has no key")
         kver = read_int16_version(key, "key")
         if kver != 0:
-            raise SchemaError(f"unknown transaction log key version {kver}", expected=0, found=kver)
+            note = f"unknown transaction log key version {kver}"
+            return DecodedRecord(raw_part(key, note, TRANSACTION_LOG_KEY.name, kver),
+                                 None if value is None else raw_part(value, not_decoded, TRANSACTION_LOG_VALUE.name),
+                                 f"unknown::version={kver}", None)
         k = decode(TRANSACTION_LOG_KEY, key, 0, start=2)
     except SchemaError as e:
         return DecodedRecord(raw_part(key, str(e), TRANSACTION_LOG_KEY.name),

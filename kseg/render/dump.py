@@ -12,6 +12,7 @@ from typing import Any, Callable, TextIO
 from tabulate import tabulate
 
 from kseg.decoders import DecodedRecord
+from kseg.decoders.jvm import java_hash_map_order, scala_hash_map_order
 from kseg.decoders.metadata import control_kafka_text
 from kseg.errors import KsegError
 from kseg.formats.attributes import TIMESTAMP_TYPE_NAMES
@@ -272,10 +273,12 @@ class KafkaRenderer:
     """kafka-dump-log.sh's lines, quirks included (the stray ``}``, OptionalLong, reversed lists)."""
 
     def __init__(self, out: TextIO, err: TextIO, key_decoder: Decoder | None, value_decoder: Decoder | None,
-                 deep: bool = False):
+                 deep: bool = False, kafka_version: str = "4", skip_record_metadata: bool = False):
         self.out, self.err = out, err
         self.kd, self.vd = key_decoder, value_decoder
         self.deep = deep
+        self.kafka_version = kafka_version  # "4" or "3.9": whose lines to print (kseg.decoders.KAFKA_VERSIONS)
+        self.skip_record_metadata = skip_record_metadata
         self.non_consecutive: dict[str, list[tuple[int, int]]] = {}
         self._last_offset: int | None = None
 
@@ -335,11 +338,32 @@ class KafkaRenderer:
 
     def _track(self, ev: BatchEvent, offset: int) -> None:
         last = self._last_offset
+        if last is None and self.kafka_version == "4":
+            last = -1  # Kafka 4 compares a file's first record with -1 too
         if last is not None and offset != last + 1:
             self.non_consecutive.setdefault(str(ev.path.resolve()), []).append((last, offset))
         self._last_offset = offset
 
     def _record_line(self, b: Batch, r: Record, decoded: "DecodedRecord | None" = None) -> str:
+        parts = [] if self.skip_record_metadata else [self._record_metadata(b, r)]
+        if b.is_control:
+            return "".join(parts) + "\n"
+        if decoded is not None:
+            # --offsets-decoder / --transaction-log-decoder / --cluster-metadata-decoder & co.
+            key, payload = decoded.kafka_text(self.kafka_version)
+        else:
+            key = None if self.kd is None or r.key is None else self._text(r.key, self.kd)
+            payload = None if self.vd is None or r.value is None else self._text(r.value, self.vd)
+        # --skip-record-metadata: the contents start with "| "; Kafka 3.x did so for the key only.
+        prefix = "| " if self.skip_record_metadata else " "
+        if key is not None:
+            parts.append(f"{prefix}key: {key}")
+            prefix = " "
+        if payload is not None:
+            parts.append(f"{' ' if self.kafka_version != '4' else prefix}payload: {payload}")
+        return "".join(parts) + "\n"
+
+    def _record_metadata(self, b: Batch, r: Record) -> str:
         ts_name = TIMESTAMP_TYPE_NAMES[b.timestamp_type]
         parts = [
             f"| offset: {r.offset} {ts_name}: {r.timestamp} "
@@ -350,7 +374,7 @@ class KafkaRenderer:
             parts.append(f" sequence: {record_sequence(b, r)} headerKeys: [{keys}]")
         else:
             crc_ok = _legacy_crc_valid(b, r)
-            parts.append(f" isValid: {_bool(crc_ok)} crc: {r.crc}}}")
+            parts.append(f" isValid: {_bool(crc_ok)} crc: {r.crc}{'}' if self.kafka_version != '4' else ''}")
         if b.is_control:
             try:
                 info = control_info(r)
@@ -358,29 +382,31 @@ class KafkaRenderer:
                     parts.append(f" endTxnMarker: {info.type_name} coordinatorEpoch: {info.coordinator_epoch}")
                 else:
 
-                    kraft = control_kafka_text(r)  # SnapshotHeader {...}, SnapshotFooter, KRaftVersion, KRaftVoters
+                    # SnapshotHeader {...}, SnapshotFooter, KRaftVersion, KRaftVoters (Kafka 4: LeaderChange too)
+                    kraft = control_kafka_text(r, self.kafka_version)
                     parts.append(f" {kraft}" if kraft else f" controlType: {info.type_name}({info.type_id})")
             except KsegError:
                 parts.append(" controlType: UNKNOWN(-1)")
-        elif decoded is not None:
-            # --offsets-decoder / --transaction-log-decoder / --cluster-metadata-decoder lines
-            if decoded.kafka_key is not None:
-                parts.append(f" key: {decoded.kafka_key}")
-            if decoded.kafka_payload is not None:
-                parts.append(f" payload: {decoded.kafka_payload}")
-        else:
-            if self.kd is not None and r.key is not None:
-                parts.append(f" key: {self._text(r.key, self.kd)}")
-            if self.vd is not None and r.value is not None:
-                parts.append(f" payload: {self._text(r.value, self.vd)}")
-        return "".join(parts) + "\n"
+        return "".join(parts)
 
     def close(self) -> None:
-        # Printed in reverse order, as DumpLogSegments prepends to its lists.
-        for path, pairs in self.non_consecutive.items():
-            self.err.write(f"Non-consecutive offsets in {path}\n")
-            for a, b in reversed(pairs):
-                self.err.write(f"  {a} is followed by {b}\n")
+        for line in non_consecutive_lines(self.non_consecutive, self.kafka_version):
+            self.err.write(line + "\n")
+
+
+def non_consecutive_lines(non_consecutive: dict[str, list[tuple[int, int]]], kafka_version: str = "4") -> list[str]:
+    """kafka-dump-log.sh's stderr report of offset gaps, per file (absolute path): the files in
+    the order of Kafka's hash map of paths; the pairs as Kafka 3.x prepends them to a list
+    (reverse order) or as Kafka 4 keeps them, in a map sorted by offset."""
+
+    order = java_hash_map_order if kafka_version == "4" else scala_hash_map_order
+    lines = []
+    for path in order(list(non_consecutive)):
+        pairs = non_consecutive[path]
+        lines.append(f"Non-consecutive offsets in {path}")
+        shown = sorted(dict(pairs).items()) if kafka_version == "4" else list(reversed(pairs))
+        lines.extend(f"  {a} is followed by {b}" for a, b in shown)
+    return lines
 
 
 def _legacy_crc_valid(batch: Batch, r: Record) -> bool:

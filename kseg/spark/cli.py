@@ -43,6 +43,7 @@ from kseg.log.atomic import AtomicFile
 from kseg.ops.dump import DumpOptions
 from kseg.ops.kafka07 import verify_kafka07
 from kseg.ops.verify import VerifyOptions, input_groups
+from kseg.render.dump import non_consecutive_lines
 from kseg.render.kafka07 import dump_kafka07
 from kseg.render.reports import compact_json, compact_line, job_line, write_verify
 from kseg.spark.jobs import (
@@ -211,8 +212,9 @@ def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input
 ], "Show the batches (and with --records the records) of segment files, one Spark task per file.\n\n"
    "The same output as `kseg dump`, streamed in file order.")
 def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, key_decoder: str | None,
-         value_decoder: str | None, decode: str | None, from_offset: int | None, to_offset: int | None,
-         from_time: int | None, to_time: int | None, max_bytes: int | None, keep_going: bool, input_format: str,
+         value_decoder: str | None, decode: str | None, kafka_version: str, skip_record_metadata: bool,
+         from_offset: int | None, to_offset: int | None, from_time: int | None, to_time: int | None,
+         max_bytes: int | None, keep_going: bool, input_format: str,
          max_decompressed_bytes: int, output: Path | None, tmp_dir: Path | None, master: str | None,
          conf: tuple[str, ...], report: Path | None, timings: bool) -> None:
     # The same preparation as the plain command, then one task per file.
@@ -227,7 +229,8 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
                           keep_going=keep_going, strict_names=fmt == "kafka", decode=decode)
     params = DumpParams(fmt, payload, key_decoder, value_decoder, records, options,
                         encoding=sys.stdout.encoding or "utf-8", errors=sys.stdout.errors or "strict",
-                        registry=registry_path())
+                        registry=registry_path(), kafka_version=kafka_version,
+                        skip_record_metadata=skip_record_metadata)
     run = _Run(master, conf, timings)
     sink = None
     if output is not None:
@@ -244,10 +247,8 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
         if sink is not None:
             sink.abort()
         raise
-    for path, pairs in non_consecutive.items():  # KafkaRenderer.close(), after every file
-        click.echo(f"Non-consecutive offsets in {path}", err=True)
-        for a, b in reversed(pairs):
-            click.echo(f"  {a} is followed by {b}", err=True)
+    for line in non_consecutive_lines(non_consecutive, kafka_version):  # KafkaRenderer.close(), after every file
+        click.echo(line, err=True)
     if sink is not None:
         sink.commit()
     if report is not None:

@@ -102,6 +102,8 @@ class DumpParams:
     encoding: str = "utf-8"
     errors: str = "strict"
     registry: str | None = None
+    kafka_version: str = "4"
+    skip_record_metadata: bool = False
 
 
 @dataclass
@@ -158,7 +160,8 @@ def dump_task(params: DumpParams, part_dir: str, item: tuple[int, str]) -> DumpR
     error = None
     with out, err:
         if params.fmt == "kafka":
-            renderer = KafkaRenderer(out, err, kd, vd, deep=params.deep)
+            renderer = KafkaRenderer(out, err, kd, vd, deep=params.deep, kafka_version=params.kafka_version,
+                                     skip_record_metadata=params.skip_record_metadata)
         else:
             renderer = RENDERERS[params.fmt](out, err, kd, vd)
         counting = _Counting(renderer)

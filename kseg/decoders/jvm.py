@@ -1,0 +1,82 @@
+"""The iteration orders of the JVM hash collections kafka-dump-log.sh prints from, so that
+``--format kafka`` lists things in the order the real tool does.
+
+    Java ``HashMap``:            buckets by ``(h ^ (h >>> 16)) & (capacity - 1)``, insertion order
+                                 within a bucket; 16 buckets, doubled past 3/4 full
+    Scala 2.13 ``mutable.Hash*``: the same spread and buckets, ordered by that hash within a
+                                 bucket; doubled when an addition would reach 3/4 full
+
+Rules: pure functions of the elements (and their insertion order); no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+__all__ = ["java_hash_map_order", "java_string_hash", "scala_hash_map_order", "scala_hash_set_order",
+           "topic_partition_hash"]
+
+
+def _i32(x: int) -> int:
+    x &= 0xFFFFFFFF
+    return x - (1 << 32) if x & 0x80000000 else x
+
+
+def _spread(h: int) -> int:
+    return _i32(h ^ ((h & 0xFFFFFFFF) >> 16))
+
+
+def java_string_hash(s: str) -> int:
+    """``String.hashCode`` (over UTF-16 code units)."""
+    h = 0
+    raw = s.encode("utf-16-be", "surrogatepass")
+    for i in range(0, len(raw), 2):
+        h = _i32(31 * h + int.from_bytes(raw[i:i + 2], "big"))
+    return h
+
+
+def topic_partition_hash(topic: str, partition: int) -> int:
+    """``TopicPartition.hashCode``."""
+    return _i32(31 * _i32(31 + partition) + java_string_hash(topic))
+
+
+def java_hash_map_order(keys: Sequence[str]) -> list[str]:
+    """The order a ``java.util.HashMap<String, ?>`` filled with ``keys`` (in that order) iterates in."""
+    unique = list(dict.fromkeys(keys))
+    size = 16
+    while len(unique) > size * 3 // 4:
+        size *= 2
+    index = {k: i for i, k in enumerate(unique)}
+    return sorted(unique, key=lambda k: (_spread(java_string_hash(k)) & (size - 1), index[k]))
+
+
+def scala_hash_map_order(keys: Sequence[str]) -> list[str]:
+    """The order a Scala 2.13 ``mutable.HashMap[String, _]`` filled with ``keys`` iterates in."""
+    unique = list(dict.fromkeys(keys))
+    size = 16
+    for n in range(len(unique)):
+        if n + 1 >= int(size * 0.75):
+            size *= 2
+    hashes = {k: _spread(java_string_hash(k)) for k in unique}
+    return sorted(unique, key=lambda k: (hashes[k] & (size - 1), hashes[k]))
+
+
+def scala_hash_set_order(groups: Sequence[Sequence[tuple[str, int]]]) -> list[tuple[str, int]]:
+    """The order of a Scala 2.13 ``mutable.HashSet[TopicPartition]`` filled with ``++=`` once
+    per group (Kafka 3.x's transaction partitions): the table starts at 16 buckets, is sized
+    up front for each group (``sizeHint``) and doubles at 3/4 full while a group of at most 4
+    (a small immutable set, added one by one) goes in."""
+    size, count = 16, 0
+    hashes: dict[tuple[str, int], int] = {}
+    for group in groups:
+        k = len(set(group))
+        cap = max(int((k + 1) / 0.75) - 1, 4)
+        size = max(size, min(1 << cap.bit_length(), 1 << 30))
+        for tp in group:
+            if tp in hashes:
+                continue
+            if k <= 4 and count + 1 >= int(size * 0.75):
+                size *= 2
+            hashes[tp] = _spread(topic_partition_hash(*tp))
+            count += 1
+    return sorted(hashes, key=lambda tp: (hashes[tp] & (size - 1), hashes[tp]))
