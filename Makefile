@@ -26,6 +26,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) fixtures/generate.py --check
+	$(PY) fixtures/internal/build.py --check
 	$(KSEG) verify fixtures/logdir
 	$(PY) -m pytest
 
