@@ -34,6 +34,7 @@ from kseg.cli.common import (
     write_flags,
 )
 from kseg.cli.plugins import plugins
+from kseg.cli import tools
 from kseg.codecs.choice import choose
 from kseg.codecs.plugins import activate
 from kseg.companions.build import build_indexes
@@ -273,6 +274,8 @@ class _LazySpark(click.Group):
 
 
 main.add_command(plugins)
+for _tool in tools.COMMANDS:
+    main.add_command(_tool)
 main.add_command(_LazySpark("spark", help="Run verify, dump, conversions and compaction on Spark "
                                          "(needs the spark extra: pip install 'kseg[spark]')."))
 
