@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
-__all__ = ["write_repair"]
+from kseg.render.payload import Decoder, header_key_text
+
+__all__ = ["record_view", "write_diff", "write_repair"]
 
 
 def _offsets(first: int | None, last: int | None) -> str:
@@ -49,3 +51,81 @@ def write_repair(report: Any, out: TextIO, fmt: str) -> None:
     where = "dry run, nothing written" if report.dry_run else f"written to {report.output}"
     out.write(f"{doc['segments_truncated']} segment(s) truncated, {doc['segments_deleted']} deleted, "
               f"{doc['bytes_lost']} bytes and {doc['records_lost']} records lost ({where})\n")
+
+
+def _shown(value: bytes | None, decoder: Decoder) -> Any:
+    return None if value is None else decoder(value)
+
+
+def record_view(r: Any, key_decoder: Decoder, value_decoder: Decoder) -> dict[str, Any]:
+    """A record as JSON: offset, timestamp, key, value, headers (decoded as asked)."""
+    return {"offset": r.offset, "timestamp": r.timestamp, "key": _shown(r.key, key_decoder),
+            "value": _shown(r.value, value_decoder),
+            "headers": [{"key": header_key_text(h.key), "value": _shown(h.value, value_decoder)} for h in r.headers]}
+
+
+def _record_text(view: dict[str, Any] | None) -> str:
+    if view is None:
+        return "(absent)"
+    hdrs = ", ".join(f"{h['key']}={h['value']!r}" for h in view["headers"])
+    return (f"timestamp {view['timestamp']} key {view['key']!r} value {view['value']!r}"
+            + (f" headers [{hdrs}]" if hdrs else ""))
+
+
+def _ranges(side: Any) -> str:
+    if not side.only:
+        return "nothing"
+    return "; ".join(f"offsets {r.first}..{r.last} ({r.records} records in {r.batches} batches)" for r in side.only)
+
+
+def diff_json(report: Any, key_decoder: Decoder, value_decoder: Decoder) -> dict[str, Any]:
+    parts = []
+    for p in report.partitions:
+        d = p.as_json()
+        if p.records:
+            d["records"] = [{"offset": r.offset,
+                             "a": record_view(r.a, key_decoder, value_decoder) if r.a else None,
+                             "b": record_view(r.b, key_decoder, value_decoder) if r.b else None}
+                            for r in p.records]
+        parts.append(d)
+    return {"a": report.a, "b": report.b, "identical": report.identical,
+            "different": sum(1 for p in report.partitions if not p.identical), "partitions": parts}
+
+
+def write_diff(report: Any, out: TextIO, fmt: str, key_decoder: Decoder, value_decoder: Decoder) -> None:
+    """A diff report: per partition, identical or where and how the copies differ."""
+    if fmt == "json":
+        out.write(json.dumps(diff_json(report, key_decoder, value_decoder), indent=2) + "\n")
+        return
+    for p in report.partitions:
+        compared = f"{p.equal_batches} equal batches, {p.equal_records} equal records"
+        if p.identical:
+            out.write(f"{p.name}: identical ({compared})\n")
+        else:
+            at = f" at offset {p.diverge_offset}" if p.diverge_offset is not None else ""
+            out.write(f"{p.name}: {p.kind}{at} ({compared})\n")
+            for label, side in (("A", p.a), ("B", p.b)):
+                if not side.path:
+                    out.write(f"  {label}: absent\n")
+                    continue
+                span = (f"offsets {side.first_offset}..{side.next_offset - 1}" if side.first_offset is not None
+                        else "empty")
+                epochs = ""
+                if p.diverge_offset is not None:
+                    epochs = (f", leader epoch at {p.diverge_offset}: batch {side.epoch_at_divergence}, "
+                              f"checkpoint {side.checkpoint_epoch_at_divergence}")
+                out.write(f"  {label}: {side.path}: {span}, {side.records} records{epochs}; only here: "
+                          f"{_ranges(side)}\n")
+            out.write(f"  why: {p.explanation()}\n")
+        for side_label, side in (("A", p.a), ("B", p.b)):
+            for prob in side.problems:
+                out.write(f"  {side_label} problem: {prob}\n")
+        for r in p.records:
+            va = record_view(r.a, key_decoder, value_decoder) if r.a else None
+            vb = record_view(r.b, key_decoder, value_decoder) if r.b else None
+            out.write(f"  offset {r.offset}: A {_record_text(va)} | B {_record_text(vb)}\n")
+        if p.records_differing > len(p.records):
+            out.write(f"  ... {p.records_differing - len(p.records)} more differing records\n")
+    n = len(report.partitions)
+    diff = sum(1 for p in report.partitions if not p.identical)
+    out.write(f"{n} partition(s) compared: {n - diff} identical, {diff} different\n")
