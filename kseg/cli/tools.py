@@ -6,16 +6,19 @@ Exit codes as elsewhere: 0 fine (or identical), 1 the data has problems (or diff
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import click
 
 from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded, index_interval_option, max_decompressed_option
+from kseg.errors import InputError
 from kseg.ops.diff import DiffOptions, diff_paths
+from kseg.ops.find import FindOptions, FindStats, find
 from kseg.ops.repair import RepairOptions, repair
 from kseg.render.payload import load_decoder
-from kseg.render.tools import write_diff, write_repair
+from kseg.render.tools import FindWriter, find_summary, write_diff, write_repair
 
 format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
                              show_default=True)
@@ -77,4 +80,70 @@ def diff_cmd(a: Path, b: Path, records: bool, max_records: int, key_decoder: str
     raise SystemExit(EXIT_OK if report.identical else EXIT_DATA)
 
 
-COMMANDS = [repair_cmd, diff_cmd]
+@click.command("find")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--key", default=None, help="Records with exactly this key (UTF-8; see --key-hex).")
+@click.option("--key-hex", default=None, help="Records with exactly this key, given in hex.")
+@click.option("--key-regex", default=None, help="Records whose key matches (Python regex on the bytes).")
+@click.option("--value-regex", default=None, help="Records whose value matches (Python regex on the bytes).")
+@click.option("--header", default=None, metavar="NAME[=VALUE]", help="Records with this header (and value).")
+@click.option("--producer-id", type=int, default=None, help="Records written by this producer id.")
+@click.option("--transactional", is_flag=True, help="Records of transactional batches only.")
+@click.option("--from-offset", type=int, default=None)
+@click.option("--to-offset", type=int, default=None)
+@click.option("--from-time", type=int, default=None, help="Milliseconds since the epoch.")
+@click.option("--to-time", type=int, default=None, help="Milliseconds since the epoch.")
+@click.option("--partitioner", is_flag=True,
+              help="Scan only the partition Kafka's default partitioner gives --key (needs --topic, --partitions).")
+@click.option("--topic", default=None, help="With --partitioner: the topic.")
+@click.option("--partitions", type=click.IntRange(1), default=None, help="With --partitioner: the topic's partition count.")
+@click.option("--no-index", is_flag=True, help="Do not use .index/.timeindex to skip data (read everything).")
+@key_decoder_option
+@value_decoder_option
+@format_option
+@max_decompressed_option
+@guarded
+def find_cmd(paths: tuple[Path, ...], key: str | None, key_hex: str | None, key_regex: str | None,
+             value_regex: str | None, header: str | None, producer_id: int | None, transactional: bool,
+             from_offset: int | None, to_offset: int | None, from_time: int | None, to_time: int | None,
+             partitioner: bool, topic: str | None, partitions: int | None, no_index: bool, key_decoder: str,
+             value_decoder: str, fmt: str, max_decompressed_bytes: int) -> None:
+    """The records that match, with topic, partition, offset and timestamp (--format json: JSON lines).
+
+    Exit 0 (matches or none), 1 when unreadable data was met on the way, 2 bad usage.
+    """
+    if key is not None and key_hex is not None:
+        raise InputError("give --key or --key-hex, not both")
+    raw_key = key.encode() if key is not None else None
+    if key_hex is not None:
+        try:
+            raw_key = bytes.fromhex(key_hex)
+        except ValueError:
+            raise InputError("--key-hex is not hex", found=key_hex) from None
+    if partitioner and (raw_key is None or topic is None or partitions is None):
+        raise InputError("--partitioner needs --key (or --key-hex), --topic and --partitions")
+    if not any(x is not None for x in (raw_key, key_regex, value_regex, header, producer_id)) and not transactional \
+            and all(x is None for x in (from_offset, to_offset, from_time, to_time)):
+        raise InputError("give at least one filter (--key, --key-regex, --value-regex, --header, --producer-id, "
+                         "--transactional, or an offset/time range)")
+    for name, rx in (("--key-regex", key_regex), ("--value-regex", value_regex)):
+        if rx is not None:
+            try:
+                re.compile(rx.encode())
+            except re.error as e:
+                raise InputError(f"{name}: {e}", found=rx) from None
+    o = FindOptions(key=raw_key, key_regex=key_regex, value_regex=value_regex, header=header,
+                    producer_id=producer_id, transactional=transactional, from_offset=from_offset,
+                    to_offset=to_offset, from_time=from_time, to_time=to_time,
+                    partitioner_topic=topic if partitioner else None, partitions=partitions if partitioner else None,
+                    use_indexes=not no_index, max_decompressed_bytes=max_decompressed_bytes)
+    st = FindStats()
+    writer = FindWriter(sys.stdout, fmt, load_decoder(key_decoder), load_decoder(value_decoder))
+    for m in find(list(paths), o, st):
+        writer(m)
+    sys.stdout.flush()
+    click.echo(find_summary(st), err=True)
+    raise SystemExit(EXIT_DATA if st.problems else EXIT_OK)
+
+
+COMMANDS = [repair_cmd, diff_cmd, find_cmd]

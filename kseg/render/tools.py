@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 from kseg.render.payload import Decoder, header_key_text
 
-__all__ = ["record_view", "write_diff", "write_repair"]
+__all__ = ["FindWriter", "find_summary", "record_view", "write_diff", "write_repair"]
 
 
 def _offsets(first: int | None, last: int | None) -> str:
@@ -129,3 +129,33 @@ def write_diff(report: Any, out: TextIO, fmt: str, key_decoder: Decoder, value_d
     n = len(report.partitions)
     diff = sum(1 for p in report.partitions if not p.identical)
     out.write(f"{n} partition(s) compared: {n - diff} identical, {diff} different\n")
+
+
+class FindWriter:
+    """Matches of ``kseg find`` as text lines or JSON lines, written as they come."""
+
+    def __init__(self, out: TextIO, fmt: str, key_decoder: Decoder, value_decoder: Decoder):
+        self.out, self.fmt, self.kd, self.vd = out, fmt, key_decoder, value_decoder
+
+    def __call__(self, m: Any) -> None:
+        view = record_view(m.record, self.kd, self.vd)
+        b = m.batch
+        if self.fmt == "json":
+            doc = {"topic": m.topic, "partition": m.partition, **view,
+                   "timestamp_type": b.timestamp_type_name, "file": m.file, "batch_position": b.position}
+            if b.magic >= 2:
+                doc.update(producer_id=b.producer_id, is_transactional=b.is_transactional)
+            self.out.write(json.dumps(doc) + "\n")
+            return
+        where = f"{m.topic}-{m.partition}" if m.topic is not None else m.file
+        self.out.write(f"{where} offset {view['offset']} {_record_text(view)}\n")
+
+
+def find_summary(st: Any) -> str:
+    """One stderr line: matches, and how much the filters and indexes spared."""
+    line = (f"kseg: {st.matches} match(es) in {len(st.partitions)} partition(s); {st.records} records decoded; "
+            f"{st.batches_skipped} of {st.batches} batches ruled out before decoding; "
+            f"{st.segments_skipped} of {st.segments} segments skipped and {st.seeks} entered by index")
+    if st.problems:
+        line += f"; {len(st.problems)} problem(s): " + "; ".join(st.problems[:5])
+    return line
