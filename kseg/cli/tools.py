@@ -17,8 +17,9 @@ from kseg.errors import InputError
 from kseg.ops.diff import DiffOptions, diff_paths
 from kseg.ops.find import FindOptions, FindStats, find
 from kseg.ops.repair import RepairOptions, repair
+from kseg.ops.stats import StatsOptions, stats_paths
 from kseg.render.payload import load_decoder
-from kseg.render.tools import FindWriter, find_summary, write_diff, write_repair
+from kseg.render.tools import FindWriter, find_summary, write_diff, write_repair, write_stats
 
 format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
                              show_default=True)
@@ -146,4 +147,28 @@ def find_cmd(paths: tuple[Path, ...], key: str | None, key_hex: str | None, key_
     raise SystemExit(EXIT_DATA if st.problems else EXIT_OK)
 
 
-COMMANDS = [repair_cmd, diff_cmd, find_cmd]
+@click.command("stats")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--segments", is_flag=True, help="Text: a line per segment too (JSON always has them).")
+@click.option("--html", "html", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write a self-contained HTML report with plots (needs the report extra).")
+@format_option
+@max_decompressed_option
+@guarded
+def stats_cmd(paths: tuple[Path, ...], segments: bool, html: Path | None, fmt: str,
+              max_decompressed_bytes: int) -> None:
+    """Records, bytes, codecs, time range, keys, producers, transactions and problems per topic,
+    partition and segment. Exit 0 clean, 1 when problems were found in the data."""
+    report = stats_paths(list(paths), StatsOptions(max_decompressed_bytes=max_decompressed_bytes))
+    write_stats(report, sys.stdout, fmt, segments=segments)
+    if html is not None:
+        write_html_report(report, html)
+        click.echo(f"kseg: wrote {html}", err=True)
+    raise SystemExit(EXIT_OK if report.ok else EXIT_DATA)
+
+
+def write_html_report(report, path: Path) -> None:
+    raise InputError("--html is not available yet")
+
+
+COMMANDS = [repair_cmd, diff_cmd, find_cmd, stats_cmd]

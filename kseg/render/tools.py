@@ -6,11 +6,12 @@ Each writer takes the operation's report (data) and a stream; nothing here reads
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from kseg.render.payload import Decoder, header_key_text
 
-__all__ = ["FindWriter", "find_summary", "record_view", "write_diff", "write_repair"]
+__all__ = ["FindWriter", "find_summary", "record_view", "stats_json", "write_diff", "write_repair", "write_stats"]
 
 
 def _offsets(first: int | None, last: int | None) -> str:
@@ -159,3 +160,68 @@ def find_summary(st: Any) -> str:
     if st.problems:
         line += f"; {len(st.problems)} problem(s): " + "; ".join(st.problems[:5])
     return line
+
+
+def stats_json(report: Any, segments: bool = True) -> dict[str, Any]:
+    """The document of ``kseg stats --format json``: the total, then per topic, partition and segment."""
+    def part(p: Any) -> dict[str, Any]:
+        d = {"path": p.path, "topic": p.topic, "partition": p.partition, **p.acc.as_json(),
+             "first_dirty_offset": p.first_dirty_offset, "dirty_ratio": p.dirty_ratio}
+        if segments:
+            d["segments"] = [{"file": s.file, "base_offset": s.base_offset, "first_offset": s.first_offset,
+                              "last_offset": s.last_offset, **s.acc.as_json()} for s in p.segments]
+        return d
+
+    return {"ok": report.ok, **report.acc.as_json(),
+            "topics": [{"topic": t.topic, "partitions_count": len(t.partitions), **t.acc.as_json(),
+                        "partitions": [part(p) for p in t.partitions]} for t in report.topics]}
+
+
+def _time(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    try:
+        return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+
+
+def _mix(d: dict[Any, int], total: int) -> str:
+    return ", ".join(f"{k} {v * 100 / total:.0f}%" for k, v in sorted(d.items(), key=lambda kv: -kv[1])) or "-"
+
+
+def _acc_line(a: Any) -> str:
+    ratio = f"{a.compression_ratio:.2f}x" if a.compression_ratio else "-"
+    span = (a.max_timestamp - a.min_timestamp) / 1000 if a.min_timestamp is not None and a.max_timestamp else 0
+    rate = f", {a.records / span:.1f} records/s" if span > 0 else ""
+    comp = a.compactable()
+    return (f"{a.records} records, {a.batches} batches, {a.bytes} bytes; codecs {_mix(a.bytes_by_codec, a.bytes or 1)}; "
+            f"magic {_mix(a.bytes_by_magic, a.bytes or 1)}; compression {ratio}; "
+            f"time {_time(a.min_timestamp)} .. {_time(a.max_timestamp)}{rate}; "
+            f"~{min(a.keys.count(), a.keyed)} distinct keys, {a.tombstones} tombstones, {a.keyless} keyless; "
+            f"{len(a.producers)} producers, transactions {a.committed} committed / {a.aborted} aborted / "
+            f"{a.open_transactions} open; compaction would remove ~{comp['records_removable_estimate']} records "
+            f"({comp['fraction_removable_estimate'] * 100:.0f}%)")
+
+
+def write_stats(report: Any, out: TextIO, fmt: str, segments: bool = False) -> None:
+    """Stats as text (topic, partition and with ``segments`` segment lines, then the total) or JSON."""
+    if fmt == "json":
+        out.write(json.dumps(stats_json(report), indent=2) + "\n")
+        return
+    for t in report.topics:
+        out.write(f"topic {t.topic if t.topic is not None else '(files)'} ({len(t.partitions)} partitions): "
+                  f"{_acc_line(t.acc)}\n")
+        for p in t.partitions:
+            dirty = f"; dirty ratio {p.dirty_ratio:.2f}" if p.dirty_ratio is not None else ""
+            out.write(f"  {p.path}: {_acc_line(p.acc)}{dirty}\n")
+            if segments:
+                for s in p.segments:
+                    out.write(f"    {s.file}: offsets {s.first_offset}..{s.last_offset}, {s.acc.records} records, "
+                              f"{s.acc.batches} batches, {s.acc.bytes} bytes\n")
+            for prob in p.acc.problems:
+                out.write(f"    problem: {prob}\n")
+            if p.acc.problem_count > len(p.acc.problems):
+                out.write(f"    ... {p.acc.problem_count - len(p.acc.problems)} more problems\n")
+    out.write(f"total ({sum(len(t.partitions) for t in report.topics)} partitions): {_acc_line(report.acc)}; "
+              f"{report.acc.problem_count} problem(s)\n")
