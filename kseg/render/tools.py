@@ -193,7 +193,7 @@ def _mix(d: dict[Any, int], total: int) -> str:
 def _acc_line(a: Any) -> str:
     ratio = f"{a.compression_ratio:.2f}x" if a.compression_ratio else "-"
     span = (a.max_timestamp - a.min_timestamp) / 1000 if a.min_timestamp is not None and a.max_timestamp else 0
-    rate = f", {a.records / span:.1f} records/s" if span > 0 else ""
+    rate = f", {a.records / span:.3g} records/s" if span > 0 else ""
     comp = a.compactable()
     return (f"{a.records} records, {a.batches} batches, {a.bytes} bytes; codecs {_mix(a.bytes_by_codec, a.bytes or 1)}; "
             f"magic {_mix(a.bytes_by_magic, a.bytes or 1)}; compression {ratio}; "
