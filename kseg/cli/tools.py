@@ -60,6 +60,8 @@ value_decoder_option = click.option("--value-decoder", default="utf8", show_defa
 @click.argument("a", type=click.Path(path_type=Path))
 @click.argument("b", type=click.Path(path_type=Path))
 @click.option("--records", is_flag=True, help="List the records that differ after the divergence.")
+@click.option("--check-crc", is_flag=True,
+              help="Also recompute both sides' CRCs (finds damage behind equal stored CRCs; reads every byte).")
 @click.option("--max-records", type=click.IntRange(0), default=1000, show_default=True,
               help="With --records: list at most this many per partition (the count stays exact).")
 @key_decoder_option
@@ -67,7 +69,7 @@ value_decoder_option = click.option("--value-decoder", default="utf8", show_defa
 @format_option
 @max_decompressed_option
 @guarded
-def diff_cmd(a: Path, b: Path, records: bool, max_records: int, key_decoder: str, value_decoder: str, fmt: str,
+def diff_cmd(a: Path, b: Path, records: bool, check_crc: bool, max_records: int, key_decoder: str, value_decoder: str, fmt: str,
              max_decompressed_bytes: int) -> None:
     """Compare two copies of a partition (replicas, a backup and the live folder), or two log directories.
 
@@ -75,7 +77,7 @@ def diff_cmd(a: Path, b: Path, records: bool, max_records: int, key_decoder: str
     batches are not decompressed), with the leader epochs on each side, and what is
     only on one side. Exit 0 identical, 1 different.
     """
-    o = DiffOptions(records=records, max_records=max_records, max_decompressed_bytes=max_decompressed_bytes)
+    o = DiffOptions(records=records, check_crc=check_crc, max_records=max_records, max_decompressed_bytes=max_decompressed_bytes)
     report = diff_paths(a, b, o)
     write_diff(report, sys.stdout, fmt, load_decoder(key_decoder), load_decoder(value_decoder))
     raise SystemExit(EXIT_OK if report.identical else EXIT_DATA)

@@ -171,7 +171,7 @@ class _Filter:
         return True
 
 
-def _groups(paths: list[Path]) -> list[tuple[str | None, int | None, list[Path]]]:
+def partition_groups(paths: list[Path]) -> list[tuple[str | None, int | None, list[Path]]]:
     out: list[tuple[str | None, int | None, list[Path]]] = []
     for p in paths:
         if not p.exists():
@@ -235,8 +235,12 @@ def _start_position(path: Path, o: FindOptions, rolled: bool) -> int | None:
 def find(paths: list[Path], o: FindOptions, st: FindStats | None = None) -> Iterator[Match]:
     """Yield the matching records in partition and offset order; ``st`` collects what was read."""
     st = st if st is not None else FindStats()
-    flt = _Filter(o)
-    groups = _groups([Path(p) for p in paths])
+    yield from find_in_groups(select_groups(partition_groups([Path(p) for p in paths]), o), o, st)
+
+
+def select_groups(groups: list[tuple[str | None, int | None, list[Path]]], o: FindOptions
+                  ) -> list[tuple[str | None, int | None, list[Path]]]:
+    """The partitions to scan: all, or with the partitioner the one the key belongs to."""
     if o.partitioner_topic is not None:
         if o.key is None or o.partitions is None:
             raise InputError("--partitioner needs --key and --partitions")
@@ -245,6 +249,13 @@ def find(paths: list[Path], o: FindOptions, st: FindStats | None = None) -> Iter
         if not groups:
             raise InputError(f"partition {o.partitioner_topic}-{want} (where the default partitioner puts "
                              f"the key) is not under the paths given")
+    return groups
+
+
+def find_in_groups(groups: list[tuple[str | None, int | None, list[Path]]], o: FindOptions, st: FindStats
+                   ) -> Iterator[Match]:
+    """``find`` over partitions already chosen (a Spark task runs one)."""
+    flt = _Filter(o)
     limit = o.max_decompressed_bytes
     for topic, partition, segs in groups:
         st.partitions.append(f"{topic}-{partition}" if topic is not None else str(segs[0]))

@@ -48,6 +48,18 @@ class HyperLogLog:
         if rank > self.registers[idx]:
             self.registers[idx] = rank
 
+    def add_many(self, items: list[bytes]) -> None:
+        """``add`` for each item, in one loop (the stats hot path)."""
+        regs = self.registers
+        shift = 64 - self.p
+        mask = (1 << shift) - 1
+        top = shift + 1
+        for h in map(xxh64_intdigest, items):
+            idx = h >> shift
+            rank = top - (h & mask).bit_length()
+            if rank > regs[idx]:
+                regs[idx] = rank
+
     def merge(self, other: "HyperLogLog") -> None:
         r = self.registers
         for i, v in enumerate(other.registers):
@@ -315,20 +327,16 @@ def _add_batch(acc: Acc, b: Batch, txns: _Txns, limit: int, where: str) -> tuple
     acc.records_per_batch[_size_bucket(n)] = acc.records_per_batch.get(_size_bucket(n), 0) + 1
     if n and b.magic < 2:
         first = records[0].offset
-    add_key = acc.keys.add
-    keyless = tombstones = 0
-    min_ts = None
-    for r in records:
-        key = r.key
-        if key is None:
-            keyless += 1
-        else:
-            add_key(key)
-            if r.value is None:
-                tombstones += 1
-        ts = r.timestamp
-        if ts >= 0 and (min_ts is None or ts < min_ts):
-            min_ts = ts
+    keys = [r.key for r in records]
+    present = [k for k in keys if k is not None]
+    keyless = n - len(present)
+    if present:
+        acc.keys.add_many(present)
+        tombstones = sum(1 for r in records if r.value is None and r.key is not None)
+    else:
+        tombstones = 0
+    stamps = [r.timestamp for r in records if r.timestamp >= 0]
+    min_ts = min(stamps) if stamps else None
     acc.keyless += keyless
     acc.keyed += n - keyless
     acc.tombstones += tombstones
