@@ -115,31 +115,11 @@ def find_cmd(paths: tuple[Path, ...], key: str | None, key_hex: str | None, key_
 
     Exit 0 (matches or none), 1 when unreadable data was met on the way, 2 bad usage.
     """
-    if key is not None and key_hex is not None:
-        raise InputError("give --key or --key-hex, not both")
-    raw_key = key.encode() if key is not None else None
-    if key_hex is not None:
-        try:
-            raw_key = bytes.fromhex(key_hex)
-        except ValueError:
-            raise InputError("--key-hex is not hex", found=key_hex) from None
-    if partitioner and (raw_key is None or topic is None or partitions is None):
-        raise InputError("--partitioner needs --key (or --key-hex), --topic and --partitions")
-    if not any(x is not None for x in (raw_key, key_regex, value_regex, header, producer_id)) and not transactional \
-            and all(x is None for x in (from_offset, to_offset, from_time, to_time)):
-        raise InputError("give at least one filter (--key, --key-regex, --value-regex, --header, --producer-id, "
-                         "--transactional, or an offset/time range)")
-    for name, rx in (("--key-regex", key_regex), ("--value-regex", value_regex)):
-        if rx is not None:
-            try:
-                re.compile(rx.encode())
-            except re.error as e:
-                raise InputError(f"{name}: {e}", found=rx) from None
-    o = FindOptions(key=raw_key, key_regex=key_regex, value_regex=value_regex, header=header,
-                    producer_id=producer_id, transactional=transactional, from_offset=from_offset,
-                    to_offset=to_offset, from_time=from_time, to_time=to_time,
-                    partitioner_topic=topic if partitioner else None, partitions=partitions if partitioner else None,
-                    use_indexes=not no_index, max_decompressed_bytes=max_decompressed_bytes)
+    o = find_options_from(key=key, key_hex=key_hex, key_regex=key_regex, value_regex=value_regex, header=header,
+                          producer_id=producer_id, transactional=transactional, from_offset=from_offset,
+                          to_offset=to_offset, from_time=from_time, to_time=to_time, partitioner=partitioner,
+                          topic=topic, partitions=partitions, no_index=no_index,
+                          max_decompressed_bytes=max_decompressed_bytes)
     st = FindStats()
     writer = FindWriter(sys.stdout, fmt, load_decoder(key_decoder), load_decoder(value_decoder))
     for m in find(list(paths), o, st):
@@ -171,6 +151,40 @@ def stats_cmd(paths: tuple[Path, ...], segments: bool, html: Path | None, fmt: s
 
 def write_html_report(report, path: Path) -> None:
     raise InputError("--html is not available yet")
+
+
+def find_options_from(*, key: str | None, key_hex: str | None, key_regex: str | None, value_regex: str | None,
+                      header: str | None, producer_id: int | None, transactional: bool, from_offset: int | None,
+                      to_offset: int | None, from_time: int | None, to_time: int | None, partitioner: bool,
+                      topic: str | None, partitions: int | None, no_index: bool, max_decompressed_bytes: int,
+                      **_: object) -> FindOptions:
+    """``kseg find``'s options checked and turned into FindOptions (also for ``kseg spark find``)."""
+    if key is not None and key_hex is not None:
+        raise InputError("give --key or --key-hex, not both")
+    raw_key = key.encode() if key is not None else None
+    if key_hex is not None:
+        try:
+            raw_key = bytes.fromhex(key_hex)
+        except ValueError:
+            raise InputError("--key-hex is not hex", found=key_hex) from None
+    if partitioner and (raw_key is None or topic is None or partitions is None):
+        raise InputError("--partitioner needs --key (or --key-hex), --topic and --partitions")
+    if not any(x is not None for x in (raw_key, key_regex, value_regex, header, producer_id)) and not transactional \
+            and all(x is None for x in (from_offset, to_offset, from_time, to_time)):
+        raise InputError("give at least one filter (--key, --key-regex, --value-regex, --header, --producer-id, "
+                         "--transactional, or an offset/time range)")
+    for name, rx in (("--key-regex", key_regex), ("--value-regex", value_regex)):
+        if rx is not None:
+            try:
+                re.compile(rx.encode())
+            except re.error as e:
+                raise InputError(f"{name}: {e}", found=rx) from None
+    return FindOptions(key=raw_key, key_regex=key_regex, value_regex=value_regex, header=header,
+                       producer_id=producer_id, transactional=transactional, from_offset=from_offset,
+                       to_offset=to_offset, from_time=from_time, to_time=to_time,
+                       partitioner_topic=topic if partitioner else None,
+                       partitions=partitions if partitioner else None,
+                       use_indexes=not no_index, max_decompressed_bytes=max_decompressed_bytes)
 
 
 COMMANDS = [repair_cmd, diff_cmd, find_cmd, stats_cmd]
