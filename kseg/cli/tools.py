@@ -18,6 +18,7 @@ from kseg.ops.diff import DiffOptions, diff_paths
 from kseg.ops.find import FindOptions, FindStats, find
 from kseg.ops.repair import RepairOptions, repair
 from kseg.ops.stats import StatsOptions, stats_paths
+from kseg.render.html_report import write_html_report
 from kseg.render.payload import load_decoder
 from kseg.render.tools import FindWriter, find_summary, write_diff, write_repair, write_stats
 
@@ -147,10 +148,6 @@ def stats_cmd(paths: tuple[Path, ...], segments: bool, html: Path | None, fmt: s
         write_html_report(report, html)
         click.echo(f"kseg: wrote {html}", err=True)
     raise SystemExit(EXIT_OK if report.ok else EXIT_DATA)
-
-
-def write_html_report(report, path: Path) -> None:
-    raise InputError("--html is not available yet")
 
 
 def find_options_from(*, key: str | None, key_hex: str | None, key_regex: str | None, value_regex: str | None,
