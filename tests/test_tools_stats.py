@@ -129,3 +129,47 @@ def test_fixtures_and_real_data():
     assert res.exit_code == 0
     doc = json.loads(res.output)
     assert {t["topic"] for t in doc["topics"]} >= {"__consumer_offsets", "sensor-data-topic"}
+
+
+
+
+def test_c_walk_equals_python_path(tmp_path, monkeypatch):
+    from kseg.ops import stats as stats_mod
+    from test_tools_find import keyed_log_dir
+
+    if stats_mod.SKETCH is None:
+        pytest.skip("the C sketch walk is not built (or KSEG_PURE_PYTHON is set)")
+    root = build(tmp_path / "logs")
+    keyed_log_dir(root, per_partition_batches=10)
+    for path in (root, FIXTURES_LOGDIR):
+        fast = stats_paths([path])
+        monkeypatch.setattr(stats_mod, "SKETCH", None)
+        slow = stats_paths([path])
+        monkeypatch.undo()
+        assert fast.acc.as_json() == slow.acc.as_json()
+        assert fast.acc.keys.registers == slow.acc.keys.registers
+
+
+def test_c_xxh64_is_xxhash():
+    from xxhash import xxh64_intdigest
+
+    try:
+        from kseg.log import _sketch
+    except ImportError:
+        pytest.skip("the C sketch walk is not built")
+    for n in range(0, 200):
+        data = bytes((i * 131 + n) & 0xFF for i in range(n))
+        assert _sketch.xxh64(data) == xxh64_intdigest(data)
+
+
+def test_c_walk_rejects_malformed_records():
+    try:
+        from kseg.log import _sketch
+    except ImportError:
+        pytest.skip("the C sketch walk is not built")
+    regs = bytearray(1 << 14)
+    with pytest.raises(ValueError):
+        _sketch.v2_stats(b"\x10\x00", 1, regs, 14)
+    with pytest.raises(ValueError):
+        _sketch.v2_stats(b"", 1, regs, 14)
+    assert _sketch.v2_stats(b"", 0, regs, 14) == (0, 0, None)

@@ -19,11 +19,17 @@ from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError, KsegError
 from kseg.formats.record_batch_v2 import RECORD_BATCH_OVERHEAD
 from kseg.log.control import control_info
-from kseg.log.decode import effective_log_append_time
-from kseg.log.fast import decode_v2_records
+from kseg.log.decode import effective_log_append_time, records_region
+from kseg.log.fast import ACCELERATED, decode_v2_records
 from kseg.log.records import batch_records, payload_bytes
 from kseg.log.segment import Segment, base_offset_of, log_dir_partitions, parse_partition_dir, partition_segments
 from kseg.model import Batch
+
+try:  # the C walk of v2 records (keys into the HLL without building records)
+    from kseg.log import _sketch  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - when the extension is not built
+    _sketch = None
+SKETCH = _sketch if ACCELERATED else None
 
 CONTROL_ABORT, CONTROL_COMMIT = 0, 1
 MAX_PROBLEMS = 20
@@ -306,6 +312,10 @@ def _add_batch(acc: Acc, b: Batch, txns: _Txns, limit: int, where: str) -> tuple
             return first, b.last_offset
         if b.is_transactional and pid is not None:
             txns.open.add(pid)
+    if SKETCH is not None and b.magic >= 2:
+        counted = _sketch_batch(acc, b, limit, where)
+        if counted is not None:
+            return first, b.last_offset
     try:
         if b.magic >= 2 and b.is_compressed:
             data, _ = payload_bytes(b, limit=limit)
@@ -346,6 +356,42 @@ def _add_batch(acc: Acc, b: Batch, txns: _Txns, limit: int, where: str) -> tuple
         acc.max_timestamp = b.timestamp if acc.max_timestamp is None else max(acc.max_timestamp, b.timestamp)
         acc.timeline.add(b.timestamp, n, size)
     return first, b.last_offset
+
+
+def _sketch_batch(acc: Acc, b: Batch, limit: int, where: str) -> int | None:
+    """A v2 data batch counted by the C walk (no Record objects); None when the records do
+    not parse there (the Python path then decodes them and reports the problem)."""
+    count = b.record_count
+    assert count is not None and b.base_timestamp is not None
+    try:
+        if b.is_compressed:
+            data: Any = payload_bytes(b, limit=limit)[0]
+        else:
+            data = records_region(b)
+    except KsegError as e:
+        acc.problem(f"{where}: {e}")
+        return 0
+    try:
+        keyless, tombstones, min_delta = SKETCH.v2_stats(data, count, acc.keys.registers, acc.keys.p)
+    except ValueError:
+        return None
+    if b.is_compressed:
+        acc.compressed_stored += b.size - RECORD_BATCH_OVERHEAD
+        acc.compressed_raw += len(data)
+    acc.records += count
+    bucket = _size_bucket(count)
+    acc.records_per_batch[bucket] = acc.records_per_batch.get(bucket, 0) + 1
+    acc.keyless += keyless
+    acc.keyed += count - keyless
+    acc.tombstones += tombstones
+    lat = effective_log_append_time(b)
+    min_ts = lat if lat is not None else (None if min_delta is None else b.base_timestamp + min_delta)
+    if min_ts is not None and min_ts >= 0:
+        acc.min_timestamp = min_ts if acc.min_timestamp is None else min(acc.min_timestamp, min_ts)
+    if b.timestamp >= 0:
+        acc.max_timestamp = b.timestamp if acc.max_timestamp is None else max(acc.max_timestamp, b.timestamp)
+        acc.timeline.add(b.timestamp, count, b.size)
+    return count
 
 
 def r_size(r: Any) -> int:
