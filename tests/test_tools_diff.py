@@ -93,8 +93,8 @@ def test_unclean_leader_election(tmp_path):
 
 
 def test_retention_start_and_log_dirs(tmp_path):
-    a = leader(tmp_path)
-    b = write(tmp_path / "b" / "t-0", [[batch(o) for o in range(50, 100, 10)],
+    leader(tmp_path)
+    write(tmp_path / "b" / "t-0", [[batch(o) for o in range(50, 100, 10)],
                                        [batch(o, epoch=1) for o in range(100, 200, 10)]], [(0, 50), (1, 100)],
               first=50)
     write(tmp_path / "b" / "u-0", [[batch(0)]], [(0, 0)])

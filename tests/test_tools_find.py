@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import struct
 
 import pytest
 from click.testing import CliRunner
@@ -189,3 +188,12 @@ def test_real_data():
     docs = [json.loads(x) for x in res.stdout.splitlines()]
     assert docs and all("temperature" in d["value"] for d in docs)
     assert {d["topic"] for d in docs} <= {"sensor-data", "sensor-data-topic", "first"}
+
+
+def test_legacy_wrappers_by_offset(tmp_path):
+    """A v1 wrapper carries its last inner offset: a range ending inside it still finds its records."""
+    from builders import write_partition
+
+    folder = write_partition(tmp_path / "old-0", 1, "gzip", segments=2)
+    got = [m.record.offset for m in find([folder], FindOptions(from_offset=5, to_offset=9))]
+    assert got == [5, 6, 7, 8, 9]

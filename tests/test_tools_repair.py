@@ -17,7 +17,6 @@ from kseg.companions.read import read_txn_index
 from kseg.log.encode import build_v2_batch
 from kseg.log.segment import Segment, segment_file_name
 from kseg.model import make_record
-from kseg.ops.repair import RepairOptions, repair
 from kseg.ops.verify import VerifyOptions, verify_paths
 
 T0 = 1_700_000_000_000

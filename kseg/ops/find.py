@@ -133,8 +133,8 @@ class _Filter:
             return False
         if o.transactional and not b.is_transactional:
             return False
-        if o.to_offset is not None and b.offset > o.to_offset:
-            return False
+        if o.to_offset is not None and b.offset > o.to_offset and (b.magic >= 2 or not b.is_compressed):
+            return False  # (a legacy wrapper's offset is its last inner one)
         if o.from_offset is not None and b.last_offset < o.from_offset:
             return False
         if o.from_time is not None and b.magic > 0 and b.timestamp < o.from_time:

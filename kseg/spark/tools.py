@@ -21,7 +21,7 @@ from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded
 from kseg.cli.tools import diff_cmd, find_cmd, find_options_from, stats_cmd
 from kseg.errors import KsegError
 from kseg.ops.diff import DiffOptions, DiffReport, diff_item, diff_items
-from kseg.ops.find import FindOptions, FindStats, find_in_groups, partition_groups, select_groups
+from kseg.ops.find import FindStats, find_in_groups, partition_groups, select_groups
 from kseg.ops.stats import StatsOptions, assemble, stats_groups, stats_partition
 from kseg.render.html_report import write_html_report
 from kseg.render.payload import load_decoder
