@@ -20,11 +20,14 @@ from typing import Any, Iterator
 from kseg.companions.read import read_leader_epoch_checkpoint
 from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError, KsegError
+from kseg.formats.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
+from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log.fast import scan_entries
 from kseg.log.records import batch_records
 from kseg.log.segment import STEP_ENTRIES, log_dir_partitions, partition_segments
 from kseg.model import Batch, Record
 
+WINDOW = 32 << 20  # bytes mapped at a time
 IDENTICAL = "identical"
 BEHIND = "behind"  # one side is a prefix of the other (a truncated follower, an older backup)
 DIVERGED = "diverged"  # both sides hold different batches from one offset on
@@ -165,29 +168,42 @@ def _same(a: Batch, b: Batch, sa: Side, sb: Side, check_crc: bool) -> bool:
 
 
 def _entries(path: Path, side: Side) -> Iterator[Batch]:
-    """A segment's batches from a read-only memory map: only the pages of the batch headers
-    are read unless the bytes are asked for (``check_crc``), so equal copies cost little."""
+    """A segment's batches from read-only memory maps of WINDOW bytes at a time: only the
+    pages of the batch headers are read unless the bytes are asked for (``check_crc``), so
+    equal copies cost little, and a window is unmapped once its batches are let go."""
     try:
         f = open(path, "rb")
     except OSError as e:
         raise InputError(f"cannot open: {e.strerror}", file=str(path)) from None
     with f:
         size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            return
-        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    mv = memoryview(mm)
-    at = 0
-    while True:
-        scan = scan_entries(mv, 0, final=True, start=at, max_entries=STEP_ENTRIES)
-        yield from scan.batches
-        if scan.tail is not None:
-            t = scan.tail
-            side.problems.append(f"{path}: at byte {t.position}: {t.error.message} ({t.length} bytes not compared)")
-            return
-        if scan.consumed == at or scan.consumed >= size:
-            return
-        at = scan.consumed
+        pos = 0
+        need = WINDOW
+        while pos < size:
+            start = pos - pos % mmap.ALLOCATIONGRANULARITY
+            length = min(max(WINDOW, need), size - start)
+            mv = memoryview(mmap.mmap(f.fileno(), length, access=mmap.ACCESS_READ, offset=start))
+            final = start + length >= size
+            at = pos - start
+            while True:
+                scan = scan_entries(mv, start, final=final, start=at, max_entries=STEP_ENTRIES)
+                yield from scan.batches
+                if scan.tail is not None:
+                    t = scan.tail
+                    side.problems.append(f"{path}: at byte {t.position}: {t.error.message} "
+                                         f"({t.length} bytes not compared)")
+                    return
+                if scan.consumed == at:
+                    break
+                at = scan.consumed
+            if start + at == pos:  # not one whole entry in the window: map the whole entry next
+                head = bytes(mv[at:at + HEADER_SIZE_UP_TO_MAGIC])
+                need = at + (LOG_ENTRY_PREFIX.struct.unpack_from(head, 0)[1] + LOG_OVERHEAD
+                             if len(head) == HEADER_SIZE_UP_TO_MAGIC else HEADER_SIZE_UP_TO_MAGIC)
+            else:
+                need = WINDOW
+            pos = start + at
+            del mv, scan
 
 
 def _batches(segs: list[Path], side: Side) -> Iterator[Batch]:
