@@ -173,3 +173,14 @@ def test_c_walk_rejects_malformed_records():
     with pytest.raises(ValueError):
         _sketch.v2_stats(b"", 1, regs, 14)
     assert _sketch.v2_stats(b"", 0, regs, 14) == (0, 0, None)
+
+
+def test_sketches_are_dropped_once_merged(tmp_path):
+    """Memory stays bounded: only the topics and the total keep a 16 KiB HyperLogLog."""
+    from kseg.ops.stats import FrozenCount
+
+    rep = stats_paths([build(tmp_path / "logs")])
+    parts = [p for t in rep.topics for p in t.partitions]
+    assert all(isinstance(p.acc.keys, FrozenCount) for p in parts)
+    assert all(isinstance(s.acc.keys, FrozenCount) and not s.acc.timeline.buckets for p in parts for s in p.segments)
+    assert parts[0].acc.as_json()["distinct_keys_estimate"] == 46

@@ -83,6 +83,24 @@ class HyperLogLog:
         return int(round(estimate))
 
 
+class FrozenCount:
+    """What is left of a HyperLogLog once it was merged upwards: its estimate (16 bytes, not 16 KiB)."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def count(self) -> int:
+        return self.n
+
+    def add(self, item: bytes) -> None:
+        raise TypeError("a frozen distinct count takes no more keys")
+
+    add_many = add
+
+    def merge(self, other: object) -> None:
+        raise TypeError("a frozen distinct count cannot be merged")
+
+
 class Timeline:
     """Records and bytes per time bucket (by batch max timestamp); the bucket width doubles
     whenever there would be more than MAX_BUCKETS, so memory stays bounded."""
@@ -158,7 +176,7 @@ class Acc:
     tombstones: int = 0
     keyless: int = 0
     keyed: int = 0
-    keys: HyperLogLog = field(default_factory=HyperLogLog)
+    keys: HyperLogLog | FrozenCount = field(default_factory=HyperLogLog)
     producers: dict[int, int] = field(default_factory=dict)  # producer id -> batches
     committed: int = 0
     aborted: int = 0
@@ -168,6 +186,15 @@ class Acc:
     timeline: Timeline = field(default_factory=Timeline)
     problems: list[str] = field(default_factory=list)
     problem_count: int = 0
+
+    def freeze(self, timeline: bool = True) -> None:
+        """Keep the distinct-key estimate, drop the sketch (and without ``timeline`` the
+        time buckets): for a level already merged into the one above, so memory stays
+        bounded whatever the number of segments and partitions."""
+        if not isinstance(self.keys, FrozenCount):
+            self.keys = FrozenCount(self.keys.count())
+        if not timeline:
+            self.timeline = Timeline()
 
     def problem(self, text: str) -> None:
         self.problem_count += 1
@@ -188,6 +215,8 @@ class Acc:
         if o.max_timestamp is not None:
             self.max_timestamp = o.max_timestamp if self.max_timestamp is None else max(self.max_timestamp,
                                                                                         o.max_timestamp)
+        if isinstance(o.keys, FrozenCount) or isinstance(self.keys, FrozenCount):
+            raise TypeError("merge before freezing")
         self.keys.merge(o.keys)
         self.timeline.merge(o.timeline)
         self.problems.extend(o.problems[:MAX_PROBLEMS - len(self.problems)])
@@ -427,6 +456,7 @@ def stats_partition(segs: list[Path], o: StatsOptions, *, folder: Path | None = 
             t = seg.tail
             ss.acc.problem(f"{path}: at byte {t.position}: {t.error.message} ({t.length} bytes unread)")
         ps.acc.merge(ss.acc)
+        ss.acc.freeze(timeline=False)
         if o.segments:
             ps.segments.append(ss)
     ps.acc.open_transactions = len(txns.open)
@@ -478,8 +508,9 @@ def stats_groups(paths: Iterable[Path]) -> list[tuple[Path | None, list[Path], i
     return out
 
 
-def assemble(partitions: list[PartitionStats]) -> StatsReport:
-    """Topics and the total from per-partition figures (also what Spark tasks return)."""
+def assemble(partitions: Iterable[PartitionStats]) -> StatsReport:
+    """Topics and the total from per-partition figures (also what Spark tasks return); each
+    partition's sketch is dropped once merged into its topic."""
     report = StatsReport()
     by_topic: dict[str | None, TopicStats] = {}
     for ps in partitions:
@@ -489,6 +520,7 @@ def assemble(partitions: list[PartitionStats]) -> StatsReport:
             report.topics.append(ts)
         ts.partitions.append(ps)
         ts.acc.merge(ps.acc)
+        ps.acc.freeze()
     for ts in report.topics:
         report.acc.merge(ts.acc)
     return report
@@ -496,5 +528,5 @@ def assemble(partitions: list[PartitionStats]) -> StatsReport:
 
 def stats_paths(paths: Iterable[Path], o: StatsOptions = StatsOptions()) -> StatsReport:
     """Statistics of files, partition folders and log directories."""
-    parts = [stats_partition(segs, o, folder=folder, first_dirty=dirty) for folder, segs, dirty in stats_groups(paths)]
-    return assemble(parts)
+    return assemble(stats_partition(segs, o, folder=folder, first_dirty=dirty)
+                    for folder, segs, dirty in stats_groups(paths))

@@ -169,7 +169,9 @@ def stats_json(report: Any, segments: bool = True) -> dict[str, Any]:
              "first_dirty_offset": p.first_dirty_offset, "dirty_ratio": p.dirty_ratio}
         if segments:
             d["segments"] = [{"file": s.file, "base_offset": s.base_offset, "first_offset": s.first_offset,
-                              "last_offset": s.last_offset, **s.acc.as_json()} for s in p.segments]
+                              "last_offset": s.last_offset,
+                              **{k: v for k, v in s.acc.as_json().items() if k != "timeline"}}
+                             for s in p.segments]
         return d
 
     return {"ok": report.ok, **report.acc.as_json(),
