@@ -144,3 +144,12 @@ def test_real_data_copy(tmp_path):
     assert res.exit_code == 1
     p = json.loads(res.output)["partitions"][0]
     assert p["kind"] == "behind" and p["b"]["problems"]
+
+
+def test_bad_usage_and_single_files(tmp_path):
+    a = leader(tmp_path)
+    assert run("diff", tmp_path / "a", a).exit_code == 2  # a log directory against a partition
+    assert run("diff", a, tmp_path / "nope").exit_code == 2
+    log = sorted(a.glob("*.log"))[0]
+    res = run("diff", log, log, "--format", "json")
+    assert res.exit_code == 0 and json.loads(res.output)["identical"]

@@ -185,3 +185,19 @@ def test_real_data(tmp_path, root):
     seg = json.loads(res.output)["partitions"][0]["segments"][-1]
     assert seg["cut"]["reason"] == "partial" and seg["cut"]["position"] == last.position
     assert seg["cut"]["first_offset_lost"] == last.offset
+
+
+def test_log_directory_and_bad_usage(tmp_path):
+    root = tmp_path / "logs"
+    partition(root / "t-0", segments=2)
+    partition(root / "u-0", segments=1)
+    log = sorted((root / "u-0").glob("*.log"))[0]
+    log.write_bytes(log.read_bytes()[:-7])
+    res = run("repair", root, "-o", tmp_path / "out", "--format", "json")
+    assert res.exit_code == 1
+    doc = json.loads(res.output)
+    assert [p["topic"] for p in doc["partitions"]] == ["t", "u"]
+    assert doc["segments_truncated"] == 1 and doc["records_lost"] == 10
+    assert verify_paths([tmp_path / "out"]).ok
+    assert run("repair", root).exit_code == 2  # neither -o nor --dry-run
+    assert run("repair", tmp_path / "nope", "--dry-run").exit_code == 2
