@@ -280,10 +280,12 @@ def diff_partition(name: str, a_segs: list[Path], b_segs: list[Path], o: DiffOpt
         return pd
     starts = [x.offset for x in (a, b) if x is not None]
     pd.diverge_offset = min(starts)
+    if a is not None:
+        sa.epoch_at_divergence = a.partition_leader_epoch if a.magic >= 2 else None
+    if b is not None:
+        sb.epoch_at_divergence = b.partition_leader_epoch if b.magic >= 2 else None
     if a is not None and b is not None:
         pd.kind = DIVERGED
-        sa.epoch_at_divergence = a.partition_leader_epoch if a.magic >= 2 else None
-        sb.epoch_at_divergence = b.partition_leader_epoch if b.magic >= 2 else None
     elif pd.kind != MISSING:
         pd.kind = BEHIND
     sa.checkpoint_epoch_at_divergence = _epoch_at(sa.epochs, pd.diverge_offset)

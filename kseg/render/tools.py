@@ -73,6 +73,10 @@ def _record_text(view: dict[str, Any] | None) -> str:
             + (f" headers [{hdrs}]" if hdrs else ""))
 
 
+def _dash(v: Any) -> str:
+    return "-" if v is None else str(v)
+
+
 def _ranges(side: Any) -> str:
     if not side.only:
         return "nothing"
@@ -113,9 +117,10 @@ def write_diff(report: Any, out: TextIO, fmt: str, key_decoder: Decoder, value_d
                         else "empty")
                 epochs = ""
                 if p.diverge_offset is not None:
-                    epochs = (f", leader epoch at {p.diverge_offset}: batch {side.epoch_at_divergence}, "
-                              f"checkpoint {side.checkpoint_epoch_at_divergence}")
-                out.write(f"  {label}: {side.path}: {span}, {side.records} records{epochs}; only here: "
+                    epochs = (f", leader epoch at {p.diverge_offset}: batch {_dash(side.epoch_at_divergence)}, "
+                              f"checkpoint {_dash(side.checkpoint_epoch_at_divergence)}")
+                only = "from there on" if p.kind == "diverged" else "only here"
+                out.write(f"  {label}: {side.path}: {span}, {side.records} records{epochs}; {only}: "
                           f"{_ranges(side)}\n")
             out.write(f"  why: {p.explanation()}\n")
         for side_label, side in (("A", p.a), ("B", p.b)):
