@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import struct
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from conftest import FIXTURES_LOGDIR, REALDATA
+from conftest import FIXTURES_LOGDIR, REALDATA, v2_records
 from kseg.cli.main import main
 from kseg.log.encode import build_legacy_wrapper, build_v2_batch
 from kseg.log.records import batch_records
@@ -184,3 +187,24 @@ def test_sketches_are_dropped_once_merged(tmp_path):
     assert all(isinstance(p.acc.keys, FrozenCount) for p in parts)
     assert all(isinstance(s.acc.keys, FrozenCount) and not s.acc.timeline.buckets for p in parts for s in p.segments)
     assert parts[0].acc.as_json()["distinct_keys_estimate"] == 46
+
+
+@given(st.lists(v2_records(max_size=12), min_size=1, max_size=4), st.sampled_from([0, 1, 4]))
+@settings(max_examples=60, deadline=None)
+def test_c_walk_equals_python_path_on_any_records(batches, codec):
+    import tempfile
+
+    from kseg.ops import stats as stats_mod
+
+    if stats_mod.SKETCH is None:
+        pytest.skip("the C sketch walk is not built (or KSEG_PURE_PYTHON is set)")
+    with tempfile.TemporaryDirectory() as d:
+        log = Path(d) / segment_file_name(0)
+        log.write_bytes(b"".join(build_v2_batch(recs, codec=codec) for recs in batches))
+        fast = stats_mod.stats_partition([log], stats_mod.StatsOptions())
+        saved, stats_mod.SKETCH = stats_mod.SKETCH, None
+        try:
+            slow = stats_mod.stats_partition([log], stats_mod.StatsOptions())
+        finally:
+            stats_mod.SKETCH = saved
+        assert fast.acc.as_json() == slow.acc.as_json()
