@@ -201,3 +201,13 @@ def test_log_directory_and_bad_usage(tmp_path):
     assert verify_paths([tmp_path / "out"]).ok
     assert run("repair", root).exit_code == 2  # neither -o nor --dry-run
     assert run("repair", tmp_path / "nope", "--dry-run").exit_code == 2
+
+
+def test_kraft_metadata_partition_keeps_its_other_files(tmp_path):
+    src = REALDATA / "LDI-POC" / "__cluster_metadata-0"
+    if not src.is_dir():
+        pytest.skip(f"{src} not present")
+    res = run("repair", src, "-o", tmp_path / "out")
+    assert res.exit_code == 0, res.output
+    names = {p.name for p in src.iterdir() if p.is_file()}
+    assert names <= {p.name for p in (tmp_path / "out").iterdir()}

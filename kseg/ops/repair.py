@@ -23,10 +23,11 @@ from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_DECOMPRESSED
 from kseg.errors import InputError, KsegError, TruncatedError
 from kseg.formats.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, RECORD_BATCH_OVERHEAD, RECORD_COUNT_POSITION
 from kseg.layouts import LOG_ENTRY_PREFIX
-from kseg.log.atomic import AtomicDir, AtomicFile, check_output, write_atomic
+from kseg.log.atomic import TMP_SUFFIX, AtomicDir, AtomicFile, check_output, write_atomic
 from kseg.log.control import control_info
 from kseg.log.records import batch_records
 from kseg.log.segment import (
+    TRANSIENT_SUFFIXES,
     Segment,
     base_offset_of,
     log_dir_partitions,
@@ -44,6 +45,7 @@ PARTIAL = "partial"
 ZEROS = "zeros"
 GARBAGE = "garbage"
 DELETED = "deleted"
+SEGMENT_FILE_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot")
 
 
 @dataclass(frozen=True)
@@ -353,7 +355,7 @@ def repair_partition(segs: list[Path], out_dir: Path | None, o: RepairOptions, *
 
 def _partition_files(folder: Path, out_dir: Path | None, pr: PartitionRepair) -> None:
     """leader-epoch-checkpoint truncated at the new log end (LeaderEpochFileCache.truncateFromEnd),
-    snapshots past it dropped, partition.metadata copied."""
+    producer snapshots past it dropped, the other files of the folder copied."""
     leo = pr.log_end_offset
     lec = folder / "leader-epoch-checkpoint"
     if lec.is_file():
@@ -374,9 +376,14 @@ def _partition_files(folder: Path, out_dir: Path | None, pr: PartitionRepair) ->
             pr.snapshots_dropped.append(str(snap))
         elif out_dir is not None:
             shutil.copy2(snap, out_dir / snap.name)
-    meta = folder / "partition.metadata"
-    if meta.is_file() and out_dir is not None:
-        shutil.copy2(meta, out_dir / meta.name)
+    if out_dir is None:
+        return
+    # Everything else the folder holds (partition.metadata, KRaft quorum-state and snapshot
+    # .checkpoint files ...) is copied as it is; old segments' leftovers are not.
+    for other in sorted(folder.iterdir()):
+        if (other.is_file() and other.suffix not in SEGMENT_FILE_SUFFIXES + TRANSIENT_SUFFIXES
+                and other.name != lec.name and not other.name.endswith(TMP_SUFFIX)):
+            shutil.copy2(other, out_dir / other.name)
 
 
 def repair(input_path: Path, output: Path | None, o: RepairOptions) -> RepairReport:
