@@ -276,7 +276,7 @@ class _LazySpark(click.Group):
 main.add_command(plugins)
 for _tool in tools.COMMANDS:
     main.add_command(_tool)
-main.add_command(_LazySpark("spark", help="Run verify, dump, conversions and compaction on Spark "
+main.add_command(_LazySpark("spark", help="Run verify, dump, conversions, compaction, diff, find and stats on Spark "
                                          "(needs the spark extra: pip install 'kseg[spark]')."))
 
 if __name__ == "__main__":  # pragma: no cover
