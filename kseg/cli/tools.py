@@ -70,15 +70,16 @@ value_decoder_option = click.option("--value-decoder", default="utf8", show_defa
 @format_option
 @max_decompressed_option
 @guarded
-def diff_cmd(a: Path, b: Path, records: bool, check_crc: bool, max_records: int, key_decoder: str, value_decoder: str, fmt: str,
-             max_decompressed_bytes: int) -> None:
+def diff_cmd(a: Path, b: Path, records: bool, check_crc: bool, max_records: int, key_decoder: str,
+             value_decoder: str, fmt: str, max_decompressed_bytes: int) -> None:
     """Compare two copies of a partition (replicas, a backup and the live folder), or two log directories.
 
     Finds the first offset where they diverge from batch offsets and CRCs (equal
     batches are not decompressed), with the leader epochs on each side, and what is
     only on one side. Exit 0 identical, 1 different.
     """
-    o = DiffOptions(records=records, check_crc=check_crc, max_records=max_records, max_decompressed_bytes=max_decompressed_bytes)
+    o = DiffOptions(records=records, check_crc=check_crc, max_records=max_records,
+                    max_decompressed_bytes=max_decompressed_bytes)
     report = diff_paths(a, b, o)
     write_diff(report, sys.stdout, fmt, load_decoder(key_decoder), load_decoder(value_decoder))
     raise SystemExit(EXIT_OK if report.identical else EXIT_DATA)
@@ -100,7 +101,8 @@ def diff_cmd(a: Path, b: Path, records: bool, check_crc: bool, max_records: int,
 @click.option("--partitioner", is_flag=True,
               help="Scan only the partition Kafka's default partitioner gives --key (needs --topic, --partitions).")
 @click.option("--topic", default=None, help="With --partitioner: the topic.")
-@click.option("--partitions", type=click.IntRange(1), default=None, help="With --partitioner: the topic's partition count.")
+@click.option("--partitions", type=click.IntRange(1), default=None,
+              help="With --partitioner: the topic's partition count.")
 @click.option("--no-index", is_flag=True, help="Do not use .index/.timeindex to skip data (read everything).")
 @key_decoder_option
 @value_decoder_option

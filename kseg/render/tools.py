@@ -202,7 +202,8 @@ def _acc_line(a: Any) -> str:
     span = (a.max_timestamp - a.min_timestamp) / 1000 if a.min_timestamp is not None and a.max_timestamp else 0
     rate = f", {a.records / span:.3g} records/s" if span > 0 else ""
     comp = a.compactable()
-    return (f"{a.records} records, {a.batches} batches, {a.bytes} bytes; codecs {_mix(a.bytes_by_codec, a.bytes or 1)}; "
+    return (f"{a.records} records, {a.batches} batches, {a.bytes} bytes; "
+            f"codecs {_mix(a.bytes_by_codec, a.bytes or 1)}; "
             f"magic {_mix(a.bytes_by_magic, a.bytes or 1)}; compression {ratio}; "
             f"time {_time(a.min_timestamp)} .. {_time(a.max_timestamp)}{rate}; "
             f"~{min(a.keys.count(), a.keyed)} distinct keys, {a.tombstones} tombstones, {a.keyless} keyless; "
