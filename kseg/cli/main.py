@@ -12,6 +12,7 @@ from typing import Callable
 
 import click
 
+from kseg.cli import tools
 from kseg.cli.common import (
     EXIT_DATA,
     EXIT_OK,
@@ -279,7 +280,9 @@ class _LazySpark(click.Group):
 main.add_command(plugins)
 main.add_command(state)
 main.add_command(txn)
-main.add_command(_LazySpark("spark", help="Run verify, dump, conversions and compaction on Spark "
+for _tool in tools.COMMANDS:
+    main.add_command(_tool)
+main.add_command(_LazySpark("spark", help="Run verify, dump, conversions, compaction, diff, find and stats on Spark "
                                          "(needs the spark extra: pip install 'kseg[spark]')."))
 
 if __name__ == "__main__":  # pragma: no cover

@@ -57,6 +57,7 @@ from kseg.spark.jobs import (
     write_report,
 )
 from kseg.spark.tasks import ConvertParams, DumpParams
+from kseg.spark.tools import register as register_tools
 
 
 @click.group("spark", context_settings={"help_option_names": ["-h", "--help"]})
@@ -355,3 +356,6 @@ def compact(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, force:
         click.echo(compact_json(result, o.now_ms))
     else:
         click.echo(compact_line(result, dry_run, output), err=True)
+
+
+register_tools(spark, SPARK_PARAMS, _Run)  # kseg spark diff, find, stats

@@ -1,0 +1,391 @@
+"""The ``diff`` operation: two copies of the same partition (two replicas, a backup and the
+live folder), compared batch by batch from their headers and stored CRCs.
+
+Equal batches are never decompressed: two batches are the same when their offsets, size,
+magic, leader epoch and stored CRC are (the CRC covers everything else). The first batch
+that differs is where the copies diverge; what follows on each side is reported as offset
+ranges, with the leader epochs on both sides (from the batches and the
+``leader-epoch-checkpoint``) so that a truncated follower or an unclean leader election shows
+as what it is. ``records`` lists the records that differ after that point. Returns data.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from kseg.companions.read import read_leader_epoch_checkpoint
+from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
+from kseg.errors import InputError, KsegError
+from kseg.formats.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
+from kseg.layouts import LOG_ENTRY_PREFIX
+from kseg.log.fast import scan_entries
+from kseg.log.records import batch_records
+from kseg.log.segment import STEP_ENTRIES, log_dir_partitions, partition_segments
+from kseg.model import Batch, Record
+
+WINDOW = 32 << 20  # bytes mapped at a time
+IDENTICAL = "identical"
+BEHIND = "behind"  # one side is a prefix of the other (a truncated follower, an older backup)
+DIVERGED = "diverged"  # both sides hold different batches from one offset on
+START = "start"  # the same data, but one side starts later (retention or deleteRecords)
+MISSING = "missing"  # the partition exists on one side only
+
+
+@dataclass
+class Range:
+    first: int
+    last: int
+    batches: int = 0
+    records: int = 0
+
+    def add(self, b: Batch) -> None:
+        self.last = max(self.last, b.last_offset)
+        self.batches += 1
+        self.records += _count(b)
+
+
+@dataclass
+class Side:
+    path: str
+    first_offset: int | None = None
+    next_offset: int | None = None
+    batches: int = 0
+    records: int = 0
+    bytes: int = 0
+    epochs: list[tuple[int, int]] = field(default_factory=list)  # leader-epoch-checkpoint (epoch, start)
+    epoch_at_divergence: int | None = None  # from the first differing batch
+    checkpoint_epoch_at_divergence: int | None = None  # from leader-epoch-checkpoint
+    problems: list[str] = field(default_factory=list)
+    only: list[Range] = field(default_factory=list)  # offset ranges only this side holds
+
+
+@dataclass
+class RecordDiff:
+    offset: int
+    a: Record | None
+    b: Record | None
+
+
+@dataclass
+class PartitionDiff:
+    name: str
+    a: Side
+    b: Side
+    kind: str = IDENTICAL
+    diverge_offset: int | None = None
+    equal_batches: int = 0
+    equal_records: int = 0
+    records: list[RecordDiff] = field(default_factory=list)
+    records_differing: int = 0
+
+    @property
+    def identical(self) -> bool:
+        return self.kind == IDENTICAL
+
+    def explanation(self) -> str:
+        a, b = self.a, self.b
+        if self.kind == IDENTICAL:
+            return "identical"
+        if self.kind == MISSING:
+            return f"only in {'B' if not a.path else 'A'}"
+        if self.kind == START:
+            side = "A" if a.only else "B"
+            return f"{side} holds older offsets the other side no longer has (retention); the rest is identical"
+        if self.kind == BEHIND:
+            name = "B" if a.only and not b.only else "A"
+            return (f"{name} stops at offset {self.diverge_offset} where the other side goes on: "
+                    f"a follower or copy that is behind or was truncated")
+        ea = a.epoch_at_divergence if a.epoch_at_divergence is not None else a.checkpoint_epoch_at_divergence
+        eb = b.epoch_at_divergence if b.epoch_at_divergence is not None else b.checkpoint_epoch_at_divergence
+        if ea != eb:
+            return (f"different data from offset {self.diverge_offset}, written in leader epoch {ea} on A and "
+                    f"{eb} on B: two leaders wrote these offsets (an unclean leader election, or a replica not "
+                    f"yet truncated to the new leader's log)")
+        why = (f"different data from offset {self.diverge_offset} in the same leader epoch {ea}: not what "
+               f"replication produces (a damaged or modified copy)")
+        bad = [p for p in a.problems + b.problems if "fails its crc" in p]
+        return why + (f"; {bad[0]}" if bad else "")
+
+    def as_json(self) -> dict[str, Any]:
+        def side(s: Side) -> dict[str, Any]:
+            d = asdict(s)
+            d["epochs"] = [list(e) for e in s.epochs]
+            return d
+
+        out = {"partition": self.name, "kind": self.kind, "identical": self.identical,
+               "diverge_offset": self.diverge_offset, "explanation": self.explanation(),
+               "equal_batches": self.equal_batches, "equal_records": self.equal_records,
+               "a": side(self.a), "b": side(self.b)}
+        if self.records or self.records_differing:
+            out["records_differing"] = self.records_differing
+        return out
+
+
+@dataclass
+class DiffReport:
+    a: str
+    b: str
+    partitions: list[PartitionDiff] = field(default_factory=list)
+
+    @property
+    def identical(self) -> bool:
+        return all(p.identical for p in self.partitions)
+
+
+@dataclass(frozen=True)
+class DiffOptions:
+    records: bool = False
+    check_crc: bool = False  # recompute both sides' CRCs (finds bit rot behind equal stored CRCs)
+    max_records: int = 1000  # differing records kept in the report (the count is exact)
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+
+
+def _count(b: Batch) -> int:
+    if b.magic >= 2:
+        return max(b.record_count or 0, 0)
+    return 1  # a legacy entry (a wrapper counts as one: no decompression)
+
+
+def _same(a: Batch, b: Batch, sa: Side, sb: Side, check_crc: bool) -> bool:
+    """Same header and stored CRC (the CRC covers the rest); with ``check_crc`` both CRCs
+    are recomputed too (CRC-32C runs at memory speed, but reads every byte)."""
+    if not (a.offset == b.offset and a.crc == b.crc and a.size == b.size and a.magic == b.magic
+            and a.last_offset_delta == b.last_offset_delta and a.partition_leader_epoch == b.partition_leader_epoch):
+        return False
+    if not check_crc:
+        return True
+    ok = True
+    for x, side in ((a, sa), (b, sb)):
+        if x.computed_crc() != x.crc:
+            side.problems.append(f"batch at byte {x.position} (offset {x.offset}) fails its crc: "
+                                 f"stored {x.crc:#010x}, computed {x.computed_crc():#010x}")
+            ok = False
+    return ok
+
+
+def _entries(path: Path, side: Side) -> Iterator[Batch]:
+    """A segment's batches from read-only memory maps of WINDOW bytes at a time: only the
+    pages of the batch headers are read unless the bytes are asked for (``check_crc``), so
+    equal copies cost little, and a window is unmapped once its batches are let go."""
+    try:
+        f = open(path, "rb")
+    except OSError as e:
+        raise InputError(f"cannot open: {e.strerror}", file=str(path)) from None
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        pos = 0
+        need = WINDOW
+        while pos < size:
+            start = pos - pos % mmap.ALLOCATIONGRANULARITY
+            length = min(max(WINDOW, need), size - start)
+            mv = memoryview(mmap.mmap(f.fileno(), length, access=mmap.ACCESS_READ, offset=start))
+            final = start + length >= size
+            at = pos - start
+            while True:
+                scan = scan_entries(mv, start, final=final, start=at, max_entries=STEP_ENTRIES)
+                yield from scan.batches
+                if scan.tail is not None:
+                    t = scan.tail
+                    side.problems.append(f"{path}: at byte {t.position}: {t.error.message} "
+                                         f"({t.length} bytes not compared)")
+                    return
+                if scan.consumed == at:
+                    break
+                at = scan.consumed
+            if start + at == pos:  # not one whole entry in the window: map the whole entry next
+                head = bytes(mv[at:at + HEADER_SIZE_UP_TO_MAGIC])
+                need = at + (LOG_ENTRY_PREFIX.struct.unpack_from(head, 0)[1] + LOG_OVERHEAD
+                             if len(head) == HEADER_SIZE_UP_TO_MAGIC else HEADER_SIZE_UP_TO_MAGIC)
+            else:
+                need = WINDOW
+            pos = start + at
+            del mv, scan
+
+
+def _batches(segs: list[Path], side: Side) -> Iterator[Batch]:
+    for path in segs:
+        for b in _entries(path, side):
+            side.batches += 1
+            side.bytes += b.size
+            side.records += _count(b)
+            if side.first_offset is None:
+                side.first_offset = b.offset
+            side.next_offset = b.last_offset + 1
+            yield b
+
+
+def _epochs(folder: Path | None, side: Side) -> None:
+    if folder is None:
+        return
+    lec = folder / "leader-epoch-checkpoint"
+    if lec.is_file():
+        try:
+            side.epochs = [(e.epoch, e.start_offset) for e in read_leader_epoch_checkpoint(lec).entries]
+        except KsegError as e:
+            side.problems.append(f"{lec}: {e.message}")
+
+
+def _epoch_at(epochs: list[tuple[int, int]], offset: int) -> int | None:
+    found = None
+    for epoch, start in epochs:
+        if start <= offset:
+            found = epoch
+    return found
+
+
+def _records(batches: Iterator[Batch], limit: int) -> Iterator[Record]:
+    for b in batches:
+        try:
+            yield from batch_records(b, limit=limit)
+        except KsegError:
+            continue
+
+
+def diff_partition(name: str, a_segs: list[Path], b_segs: list[Path], o: DiffOptions, *,
+                   a_folder: Path | None = None, b_folder: Path | None = None) -> PartitionDiff:
+    sa = Side(str(a_folder or (a_segs[0] if a_segs else "")))
+    sb = Side(str(b_folder or (b_segs[0] if b_segs else "")))
+    _epochs(a_folder, sa)
+    _epochs(b_folder, sb)
+    pd = PartitionDiff(name, sa, sb)
+    ia, ib = _batches(a_segs, sa), _batches(b_segs, sb)
+    a, b = next(ia, None), next(ib, None)
+    if a is None and b is None:
+        return pd
+    if a is None or b is None:
+        pd.kind = MISSING if not (a_segs and b_segs) else BEHIND
+    # Older offsets on one side only (retention moved the other's log start).
+    while a is not None and b is not None and a.last_offset < b.offset:
+        if not sa.only:
+            sa.only.append(Range(a.offset, a.last_offset))
+        sa.only[-1].add(a)
+        a = next(ia, None)
+    while a is not None and b is not None and b.last_offset < a.offset:
+        if not sb.only:
+            sb.only.append(Range(b.offset, b.last_offset))
+        sb.only[-1].add(b)
+        b = next(ib, None)
+    prefix = bool(sa.only or sb.only)
+    while a is not None and b is not None and _same(a, b, sa, sb, o.check_crc):
+        pd.equal_batches += 1
+        pd.equal_records += _count(a)
+        a, b = next(ia, None), next(ib, None)
+    if a is None and b is None:
+        if prefix:
+            pd.kind = START
+        return pd
+    starts = [x.offset for x in (a, b) if x is not None]
+    pd.diverge_offset = min(starts)
+    if a is not None:
+        sa.epoch_at_divergence = a.partition_leader_epoch if a.magic >= 2 else None
+    if b is not None:
+        sb.epoch_at_divergence = b.partition_leader_epoch if b.magic >= 2 else None
+    if a is not None and b is not None:
+        pd.kind = DIVERGED
+    elif pd.kind != MISSING:
+        pd.kind = BEHIND
+    sa.checkpoint_epoch_at_divergence = _epoch_at(sa.epochs, pd.diverge_offset)
+    sb.checkpoint_epoch_at_divergence = _epoch_at(sb.epochs, pd.diverge_offset)
+
+    def rest(first: Batch | None, it: Iterator[Batch], side: Side) -> Iterator[Batch]:
+        if first is None:
+            return
+        side.only.append(Range(first.offset, first.last_offset))
+        side.only[-1].add(first)
+        yield first
+        for x in it:
+            side.only[-1].add(x)
+            yield x
+
+    ra, rb = rest(a, ia, sa), rest(b, ib, sb)
+    if not o.records:
+        for _ in ra:
+            pass
+        for _ in rb:
+            pass
+        return pd
+    _record_diff(pd, _records(ra, o.max_decompressed_bytes), _records(rb, o.max_decompressed_bytes), o)
+    return pd
+
+
+def _same_record(x: Record, y: Record) -> bool:
+    return (x.key == y.key and x.value == y.value and x.headers == y.headers and x.timestamp == y.timestamp)
+
+
+def _record_diff(pd: PartitionDiff, ra: Iterator[Record], rb: Iterator[Record], o: DiffOptions) -> None:
+    x, y = next(ra, None), next(rb, None)
+
+    def note(offset: int, p: Record | None, q: Record | None) -> None:
+        pd.records_differing += 1
+        if len(pd.records) < o.max_records:
+            pd.records.append(RecordDiff(offset, p, q))
+
+    while x is not None or y is not None:
+        if y is None or (x is not None and x.offset < y.offset):
+            assert x is not None
+            note(x.offset, x, None)
+            x = next(ra, None)
+        elif x is None or y.offset < x.offset:
+            note(y.offset, None, y)
+            y = next(rb, None)
+        else:
+            if not _same_record(x, y):
+                note(x.offset, x, y)
+            x, y = next(ra, None), next(rb, None)
+
+
+def _shape(p: Path) -> tuple[str, list[tuple[str, Path, list[Path]]]]:
+    """('file'|'partition'|'logdir', [(name, folder, segments)])."""
+    if not p.exists():
+        raise InputError("no such file or directory", file=str(p))
+    if p.is_file():
+        return "file", [(p.name, p.parent, [p])]
+    segs = partition_segments(p)
+    if segs:
+        return "partition", [(p.name, p, segs)]
+    parts = log_dir_partitions(p)
+    if not parts:
+        raise InputError("no segment files found (expected .log files or <topic>-<n> folders)", file=str(p))
+    return "logdir", [(q.path.name, q.path, q.segment_paths) for q in parts]
+
+
+DiffItem = tuple  # (name, a folder or None, a segments, b folder or None, b segments)
+
+
+def diff_items(a: Path, b: Path) -> list[DiffItem]:
+    """The partition pairs to compare: one for two files or folders, one per name for log directories."""
+    ka, pa = _shape(Path(a))
+    kb, pb = _shape(Path(b))
+    if (ka == "logdir") != (kb == "logdir"):
+        raise InputError("compare a log directory with a log directory, a partition or file with a partition or file",
+                         found=f"{ka} and {kb}")
+    if ka != "logdir":
+        (na, fa, sa), (_, fb, sb) = pa[0], pb[0]
+        return [(na, fa if ka == "partition" else None, sa, fb if kb == "partition" else None, sb)]
+    da = {n: (f, s) for n, f, s in pa}
+    db = {n: (f, s) for n, f, s in pb}
+    items = []
+    for name in sorted(set(da) | set(db)):
+        fa, sa = da.get(name, (None, []))
+        fb, sb = db.get(name, (None, []))
+        items.append((name, fa, sa, fb, sb))
+    return items
+
+
+def diff_item(item: DiffItem, o: DiffOptions) -> PartitionDiff:
+    name, fa, sa, fb, sb = item
+    pd = diff_partition(name, sa, sb, o, a_folder=fa, b_folder=fb)
+    if not sa or not sb:
+        pd.kind = MISSING
+    return pd
+
+
+def diff_paths(a: Path, b: Path, o: DiffOptions = DiffOptions()) -> DiffReport:
+    """Compare two files, two partition folders or two log directories (partitions paired by name)."""
+    report = DiffReport(str(a), str(b))
+    report.partitions = [diff_item(item, o) for item in diff_items(a, b)]
+    return report

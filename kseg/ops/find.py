@@ -1,0 +1,309 @@
+"""The ``find`` operation: the records that match, across files, partitions and log directories.
+
+Batches are ruled out before their records are decoded wherever the filters allow: by
+offset and time (the ``.index`` and ``.timeindex`` seek to the first batch that can
+match; whole segments are skipped by name and by their largest timestamp), by producer
+id and the transactional flag (batch header), and for uncompressed batches by looking
+for the key's (and header's) bytes in the batch before decoding it. Kafka's default
+partitioner (``murmur2``) picks the one partition a key can be in. Returns data.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from kseg.companions.read import read_offset_index, read_time_index
+from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
+from kseg.errors import InputError, KsegError
+from kseg.log.records import batch_records
+from kseg.log.segment import (
+    Segment,
+    base_offset_of,
+    companion_path,
+    log_dir_partitions,
+    parse_partition_dir,
+    partition_segments,
+)
+from kseg.model import Batch, Record
+
+_M = 0x5BD1E995
+_MASK = 0xFFFFFFFF
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's ``Utils.murmur2`` (MurmurHash2, seed 0x9747b28c) as a signed 32-bit int."""
+    length = len(data)
+    h = (0x9747B28C ^ length) & _MASK
+    end4 = length & ~3
+    for i in range(0, end4, 4):
+        k = data[i] | (data[i + 1] << 8) | (data[i + 2] << 16) | (data[i + 3] << 24)
+        k = (k * _M) & _MASK
+        k ^= k >> 24
+        k = (k * _M) & _MASK
+        h = ((h * _M) & _MASK) ^ k
+    left = length & 3
+    if left == 3:
+        h ^= data[end4 + 2] << 16
+    if left >= 2:
+        h ^= data[end4 + 1] << 8
+    if left >= 1:
+        h ^= data[end4]
+        h = (h * _M) & _MASK
+    h ^= h >> 13
+    h = (h * _M) & _MASK
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def default_partition(key: bytes, partitions: int) -> int:
+    """The partition Kafka's default partitioner gives a keyed record: toPositive(murmur2) % n."""
+    if partitions <= 0:
+        raise InputError("the number of partitions must be positive", found=partitions)
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+@dataclass(frozen=True)
+class FindOptions:
+    key: bytes | None = None
+    key_regex: str | None = None
+    value_regex: str | None = None
+    header: str | None = None  # NAME or NAME=VALUE
+    producer_id: int | None = None
+    transactional: bool = False
+    from_offset: int | None = None
+    to_offset: int | None = None
+    from_time: int | None = None
+    to_time: int | None = None
+    partitioner_topic: str | None = None  # with partitions: only the key's partition
+    partitions: int | None = None
+    use_indexes: bool = True
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+
+
+@dataclass(frozen=True)
+class Match:
+    topic: str | None
+    partition: int | None
+    file: str
+    batch: Batch
+    record: Record
+
+
+@dataclass
+class FindStats:
+    segments: int = 0
+    segments_skipped: int = 0  # by name, or by the time index's largest timestamp
+    seeks: int = 0  # segments entered at an index position instead of byte 0
+    batches: int = 0
+    batches_skipped: int = 0  # ruled out from the header or the raw bytes, never decoded
+    records: int = 0  # records decoded and tested
+    matches: int = 0
+    problems: list[str] = field(default_factory=list)
+    partitions: list[str] = field(default_factory=list)  # scanned
+
+
+class _Filter:
+    def __init__(self, o: FindOptions):
+        self.o = o
+        self.key_re = re.compile(o.key_regex.encode()) if o.key_regex else None
+        self.value_re = re.compile(o.value_regex.encode()) if o.value_regex else None
+        self.header_name: str | None = None
+        self.header_value: bytes | None = None
+        if o.header is not None:
+            name, eq, value = o.header.partition("=")
+            self.header_name = name
+            self.header_value = value.encode() if eq else None
+        needles = []
+        if o.key:
+            needles.append(o.key)
+        if self.header_name:
+            needles.append(self.header_name.encode())
+        if self.header_value:
+            needles.append(self.header_value)
+        self.needles = needles
+
+    def batch_may_match(self, b: Batch) -> bool:
+        o = self.o
+        if b.is_control:
+            return False
+        if o.producer_id is not None and b.producer_id != o.producer_id:
+            return False
+        if o.transactional and not b.is_transactional:
+            return False
+        if o.to_offset is not None and b.offset > o.to_offset and (b.magic >= 2 or not b.is_compressed):
+            return False  # (a legacy wrapper's offset is its last inner one)
+        if o.from_offset is not None and b.last_offset < o.from_offset:
+            return False
+        if o.from_time is not None and b.magic > 0 and b.timestamp < o.from_time:
+            return False  # the batch's max timestamp is below the range
+        if self.needles and not b.is_compressed:
+            raw = bytes(b.raw)  # a memoryview's "in" looks for one byte value, not a substring
+            for n in self.needles:
+                if n not in raw:
+                    return False
+        return True
+
+    def record_matches(self, r: Record) -> bool:
+        o = self.o
+        if o.from_offset is not None and r.offset < o.from_offset:
+            return False
+        if o.to_offset is not None and r.offset > o.to_offset:
+            return False
+        if o.from_time is not None and r.timestamp < o.from_time:
+            return False
+        if o.to_time is not None and (r.timestamp < 0 or r.timestamp > o.to_time):
+            return False
+        if o.key is not None and r.key != o.key:
+            return False
+        if self.key_re is not None and (r.key is None or not self.key_re.search(r.key)):
+            return False
+        if self.value_re is not None and (r.value is None or not self.value_re.search(r.value)):
+            return False
+        if self.header_name is not None:
+            for h in r.headers:
+                if h.key == self.header_name and (self.header_value is None or h.value == self.header_value):
+                    break
+            else:
+                return False
+        return True
+
+
+def partition_groups(paths: list[Path]) -> list[tuple[str | None, int | None, list[Path]]]:
+    out: list[tuple[str | None, int | None, list[Path]]] = []
+    for p in paths:
+        if not p.exists():
+            raise InputError("no such file or directory", file=str(p))
+        if p.is_file():
+            parsed = parse_partition_dir(p.parent.name)
+            out.append((parsed[0] if parsed else None, parsed[1] if parsed else None, [p]))
+            continue
+        segs = partition_segments(p)
+        if segs:
+            parsed = parse_partition_dir(p.name)
+            out.append((parsed[0] if parsed else None, parsed[1] if parsed else None, segs))
+            continue
+        parts = log_dir_partitions(p)
+        if not parts:
+            raise InputError("no segment files found (expected .log files or <topic>-<n> folders)", file=str(p))
+        out.extend((q.topic, q.partition, q.segment_paths) for q in parts)
+    return out
+
+
+def _start_position(path: Path, o: FindOptions, rolled: bool) -> int | None:
+    """Where to start reading a segment (None: skip it), from its indexes, as the broker's
+    fetch by offset and by timestamp use them."""
+    base = base_offset_of(path)
+    if not o.use_indexes or base is None or path.suffix != ".log":
+        return 0
+    target = o.from_offset
+    if o.from_time is not None:
+        tpath = companion_path(path, ".timeindex")
+        entries = []
+        if tpath.is_file():
+            try:
+                entries = read_time_index(tpath, base).entries
+            except KsegError:
+                entries = []
+        # Entry (T, O): the largest timestamp up to the batch ending at O is T. A rolled
+        # segment's last entry is its largest timestamp (written at roll).
+        if rolled and entries and entries[-1].timestamp < o.from_time:
+            return None
+        below = [e for e in entries if e.timestamp < o.from_time]
+        if below:
+            target = max(target or 0, below[-1].offset + 1)
+    if target is None or target <= base:
+        return 0
+    ipath = companion_path(path, ".index")
+    if not ipath.is_file():
+        return 0
+    try:
+        idx = read_offset_index(ipath, base).entries
+    except KsegError:
+        return 0
+    pos = 0
+    for e in idx:
+        if e.offset >= target:
+            break
+        # Entry (O, P): the batches holding offsets above O start at or after P.
+        pos = max(pos, e.position)
+    return pos
+
+
+def find(paths: list[Path], o: FindOptions, st: FindStats | None = None) -> Iterator[Match]:
+    """Yield the matching records in partition and offset order; ``st`` collects what was read."""
+    st = st if st is not None else FindStats()
+    yield from find_in_groups(select_groups(partition_groups([Path(p) for p in paths]), o), o, st)
+
+
+def select_groups(groups: list[tuple[str | None, int | None, list[Path]]], o: FindOptions
+                  ) -> list[tuple[str | None, int | None, list[Path]]]:
+    """The partitions to scan: all, or with the partitioner the one the key belongs to."""
+    if o.partitioner_topic is not None:
+        if o.key is None or o.partitions is None:
+            raise InputError("--partitioner needs --key and --partitions")
+        want = default_partition(o.key, o.partitions)
+        groups = [g for g in groups if g[0] == o.partitioner_topic and g[1] == want]
+        if not groups:
+            raise InputError(f"partition {o.partitioner_topic}-{want} (where the default partitioner puts "
+                             f"the key) is not under the paths given")
+    return groups
+
+
+def find_in_groups(groups: list[tuple[str | None, int | None, list[Path]]], o: FindOptions, st: FindStats
+                   ) -> Iterator[Match]:
+    """``find`` over partitions already chosen (a Spark task runs one)."""
+    flt = _Filter(o)
+    limit = o.max_decompressed_bytes
+    for topic, partition, segs in groups:
+        st.partitions.append(f"{topic}-{partition}" if topic is not None else str(segs[0]))
+        for i, path in enumerate(segs):
+            st.segments += 1
+            nxt = base_offset_of(segs[i + 1]) if i + 1 < len(segs) else None
+            base = base_offset_of(path)
+            if o.use_indexes and path.suffix == ".log":
+                if o.from_offset is not None and nxt is not None and nxt <= o.from_offset:
+                    st.segments_skipped += 1
+                    continue
+                if o.to_offset is not None and base is not None and base > o.to_offset:
+                    st.segments_skipped += 1
+                    continue
+            start = _start_position(path, o, rolled=nxt is not None)
+            if start is None:
+                st.segments_skipped += 1
+                continue
+            yield from _scan(path, start, topic, partition, o, flt, st, limit)
+
+
+def _scan(path: Path, start: int, topic: str | None, partition: int | None, o: FindOptions, flt: _Filter,
+          st: FindStats, limit: int) -> Iterator[Match]:
+    seg = Segment(path)
+    if start:
+        st.seeks += 1
+    first = True
+    for b in seg.batches(start=start):
+        first = False
+        st.batches += 1
+        if o.to_offset is not None and b.offset > o.to_offset and b.magic >= 2:
+            break  # offsets only grow in a partition
+        if not flt.batch_may_match(b):
+            st.batches_skipped += 1
+            continue
+        try:
+            records = batch_records(b, limit=limit)
+        except KsegError as e:
+            st.problems.append(str(e.located(file=str(path))))
+            continue
+        st.records += len(records)
+        for r in records:
+            if flt.record_matches(r):
+                st.matches += 1
+                yield Match(topic, partition, str(path), b, r)
+    if seg.tail is not None:
+        if start and first:
+            # The index pointed somewhere that is not a batch: read the segment from its start.
+            yield from _scan(path, 0, topic, partition, o, flt, st, limit)
+            return
+        st.problems.append(str(seg.tail.error))

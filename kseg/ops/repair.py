@@ -1,0 +1,441 @@
+"""The ``repair`` operation: the broker's recovery after an unclean shutdown, offline.
+
+``LogSegment.recover`` walks a segment batch by batch, checks each one as
+``RecordBatch.ensureValid`` does (framing, size, the batch CRC), and truncates
+the file at the first batch that fails; the indexes are rebuilt per batch, and
+the ``.txnindex`` from the ABORT markers kept. ``LogLoader`` then deletes every
+segment after the first one that was truncated. This module does the same into a
+new output (the input is never written) and returns what was kept and cut, as
+data; nothing here prints.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from kseg.companions.build import TxnEntry, build_indexes, build_txn_index
+from kseg.companions.read import read_leader_epoch_checkpoint
+from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES
+from kseg.errors import InputError, KsegError, TruncatedError
+from kseg.formats.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, RECORD_BATCH_OVERHEAD, RECORD_COUNT_POSITION
+from kseg.layouts import LOG_ENTRY_PREFIX
+from kseg.log.atomic import TMP_SUFFIX, AtomicDir, AtomicFile, check_output, write_atomic
+from kseg.log.control import control_info
+from kseg.log.records import batch_records
+from kseg.log.segment import (
+    TRANSIENT_SUFFIXES,
+    Segment,
+    base_offset_of,
+    log_dir_partitions,
+    parse_partition_dir,
+    partition_segments,
+    segment_file_name,
+)
+from kseg.model import Batch
+
+CONTROL_ABORT, CONTROL_COMMIT = 0, 1
+COPY_CHUNK = 8 << 20
+# Reasons, as the report names them.
+CRC = "crc"
+PARTIAL = "partial"
+ZEROS = "zeros"
+GARBAGE = "garbage"
+DELETED = "deleted"
+SEGMENT_FILE_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot")
+
+
+@dataclass(frozen=True)
+class RepairOptions:
+    dry_run: bool = False
+    force: bool = False
+    index: bool = True
+    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+
+
+@dataclass
+class Cut:
+    """What recovery removes from one segment: everything from ``position`` on."""
+
+    reason: str  # crc | partial | zeros | garbage | deleted
+    position: int
+    message: str
+    bytes_lost: int
+    batches_lost: int = 0  # whole batches framed after the cut (the bad one included)
+    records_lost: int = 0  # records in them (a partial batch's count when its header is readable)
+    first_offset_lost: int | None = None
+    last_offset_lost: int | None = None
+    exact: bool = True  # False when part of the lost bytes could not be read as batches
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class SegmentRepair:
+    file: str
+    output: str | None
+    size: int
+    kept_bytes: int = 0
+    kept_batches: int = 0
+    kept_records: int = 0
+    first_offset: int | None = None
+    last_offset: int | None = None
+    aborted_txns: int = 0
+    cut: Cut | None = None
+
+    @property
+    def action(self) -> str:
+        if self.cut is None:
+            return "kept"
+        return DELETED if self.cut.reason == DELETED else "truncated"
+
+    def as_json(self) -> dict[str, Any]:
+        d = {k: v for k, v in asdict(self).items() if k != "cut"}
+        d["action"] = self.action
+        d["cut"] = self.cut.as_json() if self.cut else None
+        return d
+
+
+@dataclass
+class PartitionRepair:
+    path: str
+    topic: str | None
+    partition: int | None
+    segments: list[SegmentRepair] = field(default_factory=list)
+    log_end_offset: int | None = None  # after recovery
+    epochs_dropped: list[tuple[int, int]] = field(default_factory=list)  # leader-epoch-checkpoint entries removed
+    snapshots_dropped: list[str] = field(default_factory=list)
+
+    @property
+    def cuts(self) -> list[SegmentRepair]:
+        return [s for s in self.segments if s.cut is not None]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"path": self.path, "topic": self.topic, "partition": self.partition,
+                "log_end_offset": self.log_end_offset, "segments": [s.as_json() for s in self.segments],
+                "epochs_dropped": [list(e) for e in self.epochs_dropped], "snapshots_dropped": self.snapshots_dropped}
+
+
+@dataclass
+class RepairReport:
+    input: str
+    output: str | None
+    dry_run: bool
+    partitions: list[PartitionRepair] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing had to be cut."""
+        return not any(p.cuts for p in self.partitions)
+
+    def as_json(self) -> dict[str, Any]:
+        segs = [s for p in self.partitions for s in p.segments]
+        return {
+            "input": self.input, "output": self.output, "dry_run": self.dry_run, "ok": self.ok,
+            "segments_truncated": sum(1 for s in segs if s.action == "truncated"),
+            "segments_deleted": sum(1 for s in segs if s.action == DELETED),
+            "bytes_lost": sum(s.cut.bytes_lost for s in segs if s.cut),
+            "records_lost": sum(s.cut.records_lost for s in segs if s.cut),
+            "partitions": [p.as_json() for p in self.partitions],
+        }
+
+
+# --------------------------------------------------------------------------- one segment
+
+
+class _TxnState:
+    """Producer transactions as ProducerStateManager sees them: open transactions and the
+    .txnindex entries (producer, first offset, ABORT marker offset, last stable offset)."""
+
+    def __init__(self) -> None:
+        self.open: dict[int, int] = {}  # producer id -> first offset of its ongoing transaction
+
+    def on_batch(self, b: Batch, limit: int) -> TxnEntry | None:
+        if b.magic < 2 or not b.is_transactional:
+            return None
+        pid = b.producer_id
+        assert pid is not None
+        if not b.is_control:
+            self.open.setdefault(pid, b.offset)
+            return None
+        try:
+            records = batch_records(b, limit=limit)
+            ctype = control_info(records[0]).type_id if records else None
+        except KsegError:
+            ctype = None
+        if ctype not in (CONTROL_ABORT, CONTROL_COMMIT):
+            return None
+        first = self.open.pop(pid, b.offset)
+        if ctype != CONTROL_ABORT:
+            return None
+        others = [f for p, f in self.open.items() if p != pid]
+        lso = min(others) if others else b.last_offset + 1
+        return TxnEntry(pid, first, b.last_offset, lso)
+
+
+def record_count(b: Batch, limit: int) -> int:
+    """Records in a batch: from the header (v2), 1 for a plain legacy message, a wrapper's
+    inner messages when they decompress (else 1)."""
+    if b.magic >= 2:
+        return max(b.record_count or 0, 0)
+    if not b.is_compressed:
+        return 1
+    try:
+        return len(batch_records(b, limit=limit))
+    except KsegError:
+        return 1
+
+
+def _is_zeros(path: Path, start: int) -> bool:
+    with open(path, "rb") as f:
+        f.seek(start)
+        while True:
+            chunk = f.read(COPY_CHUNK)
+            if not chunk:
+                return True
+            if chunk.count(0) != len(chunk):
+                return False
+
+
+def _partial_header(path: Path, position: int, length: int) -> tuple[int | None, int | None, int | None]:
+    """(base offset, last offset, record count) of a partial entry, as far as its bytes go."""
+    with open(path, "rb") as f:
+        f.seek(position)
+        head = f.read(min(length, RECORD_BATCH_OVERHEAD))
+    if len(head) < 17:
+        return None, None, None
+    offset, _, _, magic = LOG_ENTRY_PREFIX.struct.unpack_from(head, 0)
+    if magic >= 2 and len(head) >= RECORD_BATCH_OVERHEAD:
+        lod = int.from_bytes(head[LAST_OFFSET_DELTA_POSITION:LAST_OFFSET_DELTA_POSITION + 4], "big", signed=True)
+        count = int.from_bytes(head[RECORD_COUNT_POSITION:RECORD_COUNT_POSITION + 4], "big", signed=True)
+        return offset, offset + lod, max(count, 0)
+    return offset, offset if magic < 2 else None, 1 if magic < 2 else None
+
+
+def scan_segment(path: Path, txn: _TxnState, limit: int, kept: list[Batch], txns: list[TxnEntry]
+                 ) -> SegmentRepair:
+    """Walk one segment as recovery does: ``kept`` gets the valid batches (without their
+    bytes), ``txns`` the aborted transactions whose markers are kept; the result says where
+    and why the rest was cut."""
+    seg = Segment(path)
+    rep = SegmentRepair(str(path), None, seg.size)
+    cut: Cut | None = None
+    for b in seg.batches():
+        if cut is None:
+            if b.computed_crc() != b.crc:
+                cut = Cut(CRC, b.position, f"batch crc mismatch: computed {b.computed_crc():#010x}, "
+                          f"stored {b.crc:#010x}", rep.size - b.position)
+            else:
+                rep.kept_batches += 1
+                rep.kept_bytes = b.position + b.size
+                rep.kept_records += record_count(b, limit)
+                if rep.first_offset is None:
+                    rep.first_offset = b.offset
+                rep.last_offset = b.last_offset
+                kept.append(b._replace(raw=memoryview(b"")))
+                entry = txn.on_batch(b, limit)
+                if entry is not None:
+                    txns.append(entry)
+                    rep.aborted_txns += 1
+                continue
+        # Past the cut: count what is lost.
+        cut.batches_lost += 1
+        cut.records_lost += record_count(b, limit)
+        if cut.first_offset_lost is None:
+            cut.first_offset_lost = b.offset
+        cut.last_offset_lost = b.last_offset
+    tail = seg.tail
+    if tail is not None:
+        if cut is None:
+            if _is_zeros(path, tail.position):
+                reason, message = ZEROS, f"{tail.length} zero bytes (preallocated space never written)"
+            elif isinstance(tail.error, TruncatedError):
+                reason, message = PARTIAL, f"partial batch: {tail.error.message}"
+            else:
+                reason, message = GARBAGE, f"not a batch: {tail.error.message}"
+            cut = Cut(reason, tail.position, message, rep.size - tail.position)
+        if not _is_zeros(path, tail.position):
+            first, last, count = _partial_header(path, tail.position, tail.length)
+            if isinstance(tail.error, TruncatedError) and first is not None:
+                cut.batches_lost += 1
+                cut.records_lost += count or 0
+                if cut.first_offset_lost is None:
+                    cut.first_offset_lost = first
+                if last is not None:
+                    cut.last_offset_lost = last
+                cut.exact = count is not None
+            else:
+                cut.exact = False
+    rep.cut = cut
+    return rep
+
+
+def deleted_segment(path: Path, limit: int) -> SegmentRepair:
+    """A segment after the first cut: the broker deletes it whole."""
+    seg = Segment(path)
+    rep = SegmentRepair(str(path), None, seg.size)
+    cut = Cut(DELETED, 0, "after a truncated segment: deleted, as the broker's recovery does", rep.size)
+    for b in seg.batches():
+        cut.batches_lost += 1
+        cut.records_lost += record_count(b, limit)
+        if cut.first_offset_lost is None:
+            cut.first_offset_lost = b.offset
+        cut.last_offset_lost = b.last_offset
+    if seg.tail is not None:
+        cut.exact = False
+    rep.cut = cut
+    return rep
+
+
+# --------------------------------------------------------------------------- partitions and outputs
+
+
+def _copy_prefix(src: Path, dst: Path, length: int) -> None:
+    with open(src, "rb") as f, AtomicFile(dst) as out:
+        left = length
+        while left:
+            chunk = f.read(min(COPY_CHUNK, left))
+            if not chunk:
+                raise InputError("file shrank while it was read", file=str(src))
+            out.write(chunk)
+            left -= len(chunk)
+    st = os.stat(src)
+    os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def epoch_checkpoint_text(entries: list[tuple[int, int]]) -> str:
+    """A leader-epoch-checkpoint file: version 0, the count, ``epoch start_offset`` lines."""
+    return "0\n" + f"{len(entries)}\n" + "".join(f"{e} {o}\n" for e, o in entries)
+
+
+def repair_partition(segs: list[Path], out_dir: Path | None, o: RepairOptions, *,
+                     folder: Path | None = None) -> PartitionRepair:
+    """Recover one partition's segments (in offset order) into ``out_dir`` (None: dry run)."""
+    parsed = parse_partition_dir(folder.name) if folder is not None else None
+    pr = PartitionRepair(str(folder if folder is not None else segs[0]), parsed[0] if parsed else None,
+                         parsed[1] if parsed else None)
+    txn = _TxnState()
+    cut_seen = False
+    for path in segs:
+        if cut_seen:
+            pr.segments.append(deleted_segment(path, o.max_decompressed_bytes))
+            continue
+        kept: list[Batch] = []
+        txns: list[TxnEntry] = []
+        rep = scan_segment(path, txn, o.max_decompressed_bytes, kept, txns)
+        pr.segments.append(rep)
+        if rep.last_offset is not None:
+            pr.log_end_offset = rep.last_offset + 1
+        elif pr.log_end_offset is None:
+            pr.log_end_offset = base_offset_of(path)
+        if rep.cut is not None:
+            cut_seen = True
+        if out_dir is None:
+            continue
+        base = base_offset_of(path)
+        name = segment_file_name(base) if base is not None else path.name
+        dst = out_dir / name if out_dir.suffix != ".log" else out_dir
+        rep.output = str(dst)
+        _copy_prefix(path, dst, rep.kept_bytes)
+        if o.index and base is not None:
+            index, timeindex = build_indexes(kept, base, o.index_interval_bytes)
+            write_atomic(dst.with_name(dst.name.split(".")[0] + ".index"), index)
+            write_atomic(dst.with_name(dst.name.split(".")[0] + ".timeindex"), timeindex)
+            if txns:
+                write_atomic(dst.with_name(dst.name.split(".")[0] + ".txnindex"), build_txn_index(txns))
+    if folder is not None:
+        _partition_files(folder, out_dir, pr)
+    return pr
+
+
+def _partition_files(folder: Path, out_dir: Path | None, pr: PartitionRepair) -> None:
+    """leader-epoch-checkpoint truncated at the new log end (LeaderEpochFileCache.truncateFromEnd),
+    producer snapshots past it dropped, the other files of the folder copied."""
+    leo = pr.log_end_offset
+    lec = folder / "leader-epoch-checkpoint"
+    if lec.is_file():
+        try:
+            entries = [(e.epoch, e.start_offset) for e in read_leader_epoch_checkpoint(lec).entries]
+        except KsegError:
+            entries = None
+        if entries is not None:
+            keep = [e for e in entries if leo is None or e[1] < leo]
+            pr.epochs_dropped = [e for e in entries if e not in keep]
+            if out_dir is not None:
+                write_atomic(out_dir / lec.name, epoch_checkpoint_text(keep).encode())
+        elif out_dir is not None:
+            shutil.copy2(lec, out_dir / lec.name)
+    for snap in sorted(folder.glob("*.snapshot")):
+        at = base_offset_of(snap)
+        if leo is not None and at is not None and at > leo:
+            pr.snapshots_dropped.append(str(snap))
+        elif out_dir is not None:
+            shutil.copy2(snap, out_dir / snap.name)
+    if out_dir is None:
+        return
+    # Everything else the folder holds (partition.metadata, KRaft quorum-state and snapshot
+    # .checkpoint files ...) is copied as it is; old segments' leftovers are not.
+    for other in sorted(folder.iterdir()):
+        if (other.is_file() and other.suffix not in SEGMENT_FILE_SUFFIXES + TRANSIENT_SUFFIXES
+                and other.name != lec.name and not other.name.endswith(TMP_SUFFIX)):
+            shutil.copy2(other, out_dir / other.name)
+
+
+def repair(input_path: Path, output: Path | None, o: RepairOptions) -> RepairReport:
+    """Repair a .log file, a partition folder or a log directory into ``output`` (a file or
+    folder of the same shape); with ``o.dry_run`` only report."""
+    src = Path(input_path)
+    if not src.exists():
+        raise InputError("no such file or directory", file=str(src))
+    if output is None and not o.dry_run:
+        raise InputError("give -o/--output, or --dry-run")
+    report = RepairReport(str(src), None if o.dry_run else str(output), o.dry_run)
+    if not o.dry_run:
+        assert output is not None
+        check_output([src], output, force=o.force)
+    if src.is_file():
+        if o.dry_run:
+            report.partitions.append(repair_partition([src], None, o))
+            return report
+        assert output is not None
+        dst = output if output.suffix == ".log" else output / src.name
+        if output.suffix != ".log":
+            output.mkdir(parents=True, exist_ok=True)
+        report.partitions.append(repair_partition([src], dst, o))
+        return report
+    groups = _groups(src)
+    if o.dry_run:
+        for folder, segs in groups:
+            report.partitions.append(repair_partition(segs, None, o, folder=folder))
+        return report
+    assert output is not None
+    with AtomicDir(output) as root:
+        for folder, segs in groups:
+            dst = root.tmp if folder == src else root.tmp / folder.name
+            dst.mkdir(parents=True, exist_ok=True)
+            pr = repair_partition(segs, dst, o, folder=folder)
+            for s in pr.segments:
+                if s.output:
+                    s.output = str(output / Path(s.output).relative_to(root.tmp))
+            report.partitions.append(pr)
+    return report
+
+
+def _groups(src: Path) -> list[tuple[Path, list[Path]]]:
+    segs = partition_segments(src)
+    if segs:
+        return [(src, segs)]
+    parts = log_dir_partitions(src)
+    if not parts:
+        raise InputError("no segment files found (expected .log files or <topic>-<n> folders)", file=str(src))
+    return [(p.path, p.segment_paths) for p in parts]
+
+
+def iter_cuts(report: RepairReport) -> Iterator[SegmentRepair]:
+    for p in report.partitions:
+        yield from p.cuts

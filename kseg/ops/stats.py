@@ -1,0 +1,532 @@
+"""The ``stats`` operation: what a log directory holds, per topic, partition and segment.
+
+One pass over every record, in bounded memory: counts, bytes by codec and magic, the
+compression ratio, the time range and a record-rate timeline, batch size histograms,
+distinct keys (a HyperLogLog), tombstones, producers and transactions, what compaction
+would remove, and the problems met on the way. Returns data; nothing here prints.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from xxhash import xxh64_intdigest
+
+from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
+from kseg.errors import InputError, KsegError
+from kseg.formats.record_batch_v2 import RECORD_BATCH_OVERHEAD
+from kseg.log.control import control_info
+from kseg.log.decode import effective_log_append_time, records_region
+from kseg.log.fast import ACCELERATED, decode_v2_records
+from kseg.log.records import batch_records, payload_bytes
+from kseg.log.segment import Segment, base_offset_of, log_dir_partitions, parse_partition_dir, partition_segments
+from kseg.model import Batch
+
+try:  # the C walk of v2 records (keys into the HLL without building records)
+    from kseg.log import _sketch  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - when the extension is not built
+    _sketch = None
+SKETCH = _sketch if ACCELERATED else None
+
+CONTROL_ABORT, CONTROL_COMMIT = 0, 1
+MAX_PROBLEMS = 20
+TIMELINE_START_MS = 60_000  # one-minute buckets, doubled while there are more than MAX_BUCKETS
+MAX_BUCKETS = 512
+
+
+class HyperLogLog:
+    """Distinct count estimate in 2**p bytes (Flajolet et al. 2007, with the linear-counting
+    correction for small counts); 64-bit xxhash of the item. Standard error ~1.04/sqrt(2**p)."""
+
+    def __init__(self, p: int = 14):
+        self.p = p
+        self.m = 1 << p
+        self.registers = bytearray(self.m)
+
+    def add(self, item: bytes) -> None:
+        h = xxh64_intdigest(item)
+        idx = h >> (64 - self.p)
+        rest = h & ((1 << (64 - self.p)) - 1)
+        rank = (64 - self.p) - rest.bit_length() + 1
+        if rank > self.registers[idx]:
+            self.registers[idx] = rank
+
+    def add_many(self, items: list[bytes]) -> None:
+        """``add`` for each item, in one loop (the stats hot path)."""
+        regs = self.registers
+        shift = 64 - self.p
+        mask = (1 << shift) - 1
+        top = shift + 1
+        for h in map(xxh64_intdigest, items):
+            idx = h >> shift
+            rank = top - (h & mask).bit_length()
+            if rank > regs[idx]:
+                regs[idx] = rank
+
+    def merge(self, other: "HyperLogLog") -> None:
+        r = self.registers
+        for i, v in enumerate(other.registers):
+            if v > r[i]:
+                r[i] = v
+
+    def count(self) -> int:
+        m = self.m
+        alpha = 0.7213 / (1 + 1.079 / m)
+        z = sum(2.0 ** -v for v in self.registers)
+        estimate = alpha * m * m / z
+        zeros = self.registers.count(0)
+        if estimate <= 2.5 * m and zeros:
+            estimate = m * math.log(m / zeros)
+        return int(round(estimate))
+
+
+class FrozenCount:
+    """What is left of a HyperLogLog once it was merged upwards: its estimate (16 bytes, not 16 KiB)."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def count(self) -> int:
+        return self.n
+
+    def add(self, item: bytes) -> None:
+        raise TypeError("a frozen distinct count takes no more keys")
+
+    add_many = add
+
+    def merge(self, other: object) -> None:
+        raise TypeError("a frozen distinct count cannot be merged")
+
+
+class Timeline:
+    """Records and bytes per time bucket (by batch max timestamp); the bucket width doubles
+    whenever there would be more than MAX_BUCKETS, so memory stays bounded."""
+
+    def __init__(self) -> None:
+        self.width = TIMELINE_START_MS
+        self.buckets: dict[int, list[int]] = {}
+
+    def add(self, ts: int, records: int, size: int) -> None:
+        k = ts // self.width
+        b = self.buckets.get(k)
+        if b is None:
+            if len(self.buckets) >= MAX_BUCKETS:
+                self._coarsen(self.width * 2)
+                k = ts // self.width
+                b = self.buckets.get(k)
+            if b is None:
+                b = self.buckets[k] = [0, 0]
+        b[0] += records
+        b[1] += size
+
+    def _coarsen(self, width: int) -> None:
+        while self.width < width or len(self.buckets) >= MAX_BUCKETS:
+            self.width *= 2
+            merged: dict[int, list[int]] = {}
+            for k, (r, s) in self.buckets.items():
+                m = merged.setdefault(k // 2, [0, 0])
+                m[0] += r
+                m[1] += s
+            self.buckets = merged
+            if self.width >= width and len(self.buckets) < MAX_BUCKETS:
+                break
+
+    def merge(self, other: "Timeline") -> None:
+        o = Timeline()
+        o.width, o.buckets = other.width, {k: list(v) for k, v in other.buckets.items()}
+        if o.width < self.width:
+            o._coarsen(self.width)
+        elif self.width < o.width:
+            self._coarsen(o.width)
+        for k, (r, s) in o.buckets.items():
+            b = self.buckets.setdefault(k, [0, 0])
+            b[0] += r
+            b[1] += s
+        if len(self.buckets) > MAX_BUCKETS:
+            self._coarsen(self.width * 2)
+
+    def points(self) -> list[dict[str, Any]]:
+        """Per bucket: start time (ms), records, bytes, records per second."""
+        return [{"start": k * self.width, "records": r, "bytes": s, "records_per_second": r * 1000 / self.width}
+                for k, (r, s) in sorted(self.buckets.items())]
+
+
+def _size_bucket(n: int) -> int:
+    """Batch size histogram bucket: the power of two at or above n."""
+    return 1 << max(n - 1, 0).bit_length()
+
+
+@dataclass
+class Acc:
+    """Everything counted for one segment, partition, topic or the whole input."""
+
+    records: int = 0
+    batches: int = 0
+    bytes: int = 0
+    control_batches: int = 0
+    bytes_by_codec: dict[str, int] = field(default_factory=dict)
+    bytes_by_magic: dict[int, int] = field(default_factory=dict)
+    compressed_stored: int = 0  # payload bytes of compressed batches, as stored
+    compressed_raw: int = 0  # the same payloads decompressed
+    min_timestamp: int | None = None
+    max_timestamp: int | None = None
+    tombstones: int = 0
+    keyless: int = 0
+    keyed: int = 0
+    keys: HyperLogLog | FrozenCount = field(default_factory=HyperLogLog)
+    producers: dict[int, int] = field(default_factory=dict)  # producer id -> batches
+    committed: int = 0
+    aborted: int = 0
+    open_transactions: int = 0
+    batch_sizes: dict[int, int] = field(default_factory=dict)  # power-of-two bucket -> batches
+    records_per_batch: dict[int, int] = field(default_factory=dict)
+    timeline: Timeline = field(default_factory=Timeline)
+    problems: list[str] = field(default_factory=list)
+    problem_count: int = 0
+
+    def freeze(self, timeline: bool = True) -> None:
+        """Keep the distinct-key estimate, drop the sketch (and without ``timeline`` the
+        time buckets): for a level already merged into the one above, so memory stays
+        bounded whatever the number of segments and partitions."""
+        if not isinstance(self.keys, FrozenCount):
+            self.keys = FrozenCount(self.keys.count())
+        if not timeline:
+            self.timeline = Timeline()
+
+    def problem(self, text: str) -> None:
+        self.problem_count += 1
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(text)
+
+    def merge(self, o: "Acc") -> None:
+        for name in ("records", "batches", "bytes", "control_batches", "compressed_stored", "compressed_raw",
+                     "tombstones", "keyless", "keyed", "committed", "aborted", "open_transactions", "problem_count"):
+            setattr(self, name, getattr(self, name) + getattr(o, name))
+        for name in ("bytes_by_codec", "bytes_by_magic", "producers", "batch_sizes", "records_per_batch"):
+            mine = getattr(self, name)
+            for k, v in getattr(o, name).items():
+                mine[k] = mine.get(k, 0) + v
+        if o.min_timestamp is not None:
+            self.min_timestamp = o.min_timestamp if self.min_timestamp is None else min(self.min_timestamp,
+                                                                                        o.min_timestamp)
+        if o.max_timestamp is not None:
+            self.max_timestamp = o.max_timestamp if self.max_timestamp is None else max(self.max_timestamp,
+                                                                                        o.max_timestamp)
+        if isinstance(o.keys, FrozenCount) or isinstance(self.keys, FrozenCount):
+            raise TypeError("merge before freezing")
+        self.keys.merge(o.keys)
+        self.timeline.merge(o.timeline)
+        self.problems.extend(o.problems[:MAX_PROBLEMS - len(self.problems)])
+
+    @property
+    def compression_ratio(self) -> float | None:
+        """Decompressed / stored payload bytes of the compressed batches (None: none compressed)."""
+        return self.compressed_raw / self.compressed_stored if self.compressed_stored else None
+
+    def compactable(self) -> dict[str, Any]:
+        """What the log cleaner would remove, estimated: keyless records and every keyed record
+        but the latest per key (tombstones kept: they go only after the delete retention)."""
+        distinct = min(self.keys.count(), self.keyed) if self.keyed else 0
+        superseded = max(self.keyed - distinct, 0)
+        removable = self.keyless + superseded
+        return {"records_removable_estimate": removable,
+                "fraction_removable_estimate": removable / self.records if self.records else 0.0}
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "records": self.records, "batches": self.batches, "bytes": self.bytes,
+            "control_batches": self.control_batches,
+            "bytes_by_codec": dict(sorted(self.bytes_by_codec.items())),
+            "bytes_by_magic": {str(k): v for k, v in sorted(self.bytes_by_magic.items())},
+            "compression_ratio": self.compression_ratio,
+            "min_timestamp": self.min_timestamp, "max_timestamp": self.max_timestamp,
+            "distinct_keys_estimate": min(self.keys.count(), self.keyed),
+            "tombstones": self.tombstones, "keyless": self.keyless,
+            "producers": len(self.producers),
+            "transactions": {"committed": self.committed, "aborted": self.aborted, "open": self.open_transactions},
+            "batch_size_histogram": {str(k): v for k, v in sorted(self.batch_sizes.items())},
+            "records_per_batch_histogram": {str(k): v for k, v in sorted(self.records_per_batch.items())},
+            "timeline": {"bucket_ms": self.timeline.width, "points": self.timeline.points()},
+            "compaction": self.compactable(),
+            "problems": self.problems, "problem_count": self.problem_count,
+        }
+
+
+@dataclass
+class SegmentStats:
+    file: str
+    base_offset: int | None
+    acc: Acc = field(default_factory=Acc)
+    first_offset: int | None = None
+    last_offset: int | None = None
+
+
+@dataclass
+class PartitionStats:
+    path: str
+    topic: str | None
+    partition: int | None
+    segments: list[SegmentStats] = field(default_factory=list)
+    acc: Acc = field(default_factory=Acc)
+    first_dirty_offset: int | None = None
+    dirty_ratio: float | None = None  # the cleaner's: dirty / (clean + dirty) bytes, active segment left out
+
+
+@dataclass
+class TopicStats:
+    topic: str | None
+    partitions: list[PartitionStats] = field(default_factory=list)
+    acc: Acc = field(default_factory=Acc)
+
+
+@dataclass
+class StatsReport:
+    topics: list[TopicStats] = field(default_factory=list)
+    acc: Acc = field(default_factory=Acc)
+
+    @property
+    def ok(self) -> bool:
+        return self.acc.problem_count == 0
+
+
+@dataclass(frozen=True)
+class StatsOptions:
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+    segments: bool = True  # keep per-segment figures
+
+
+class _Txns:
+    def __init__(self) -> None:
+        self.open: set[int] = set()
+
+
+def _control_type(b: Batch, limit: int) -> int | None:
+    try:
+        records = batch_records(b, limit=limit)
+        return control_info(records[0]).type_id if records else None
+    except KsegError:
+        return None
+
+
+def _add_batch(acc: Acc, b: Batch, txns: _Txns, limit: int, where: str) -> tuple[int, int]:
+    """Count one batch into ``acc``; (first offset, last offset)."""
+    size = b.size
+    acc.batches += 1
+    acc.bytes += size
+    codec = b.codec_name
+    acc.bytes_by_codec[codec] = acc.bytes_by_codec.get(codec, 0) + size
+    acc.bytes_by_magic[b.magic] = acc.bytes_by_magic.get(b.magic, 0) + size
+    bucket = _size_bucket(size)
+    acc.batch_sizes[bucket] = acc.batch_sizes.get(bucket, 0) + 1
+    first = b.offset
+    if b.computed_crc() != b.crc:
+        acc.problem(f"{where}: at byte {b.position}: crc mismatch (offsets {b.offset}..{b.last_offset})")
+    if b.magic >= 2:
+        pid = b.producer_id
+        if pid is not None and pid >= 0:
+            acc.producers[pid] = acc.producers.get(pid, 0) + 1
+        if b.is_control:
+            acc.control_batches += 1
+            acc.records += max(b.record_count or 0, 0)
+            ctype = _control_type(b, limit)
+            if ctype == CONTROL_COMMIT:
+                acc.committed += 1
+            elif ctype == CONTROL_ABORT:
+                acc.aborted += 1
+            if pid is not None:
+                txns.open.discard(pid)
+            return first, b.last_offset
+        if b.is_transactional and pid is not None:
+            txns.open.add(pid)
+    if SKETCH is not None and b.magic >= 2:
+        counted = _sketch_batch(acc, b, limit, where)
+        if counted is not None:
+            return first, b.last_offset
+    try:
+        if b.magic >= 2 and b.is_compressed:
+            data, _ = payload_bytes(b, limit=limit)
+            acc.compressed_stored += size - RECORD_BATCH_OVERHEAD
+            acc.compressed_raw += len(data)
+            assert b.base_timestamp is not None and b.record_count is not None
+            records = decode_v2_records(data, b.offset, b.base_timestamp, b.record_count,
+                                        effective_log_append_time(b))
+        else:
+            records = batch_records(b, limit=limit)
+            if b.magic < 2 and b.is_compressed:
+                acc.compressed_stored += size
+                acc.compressed_raw += sum(r_size(r) for r in records)
+    except KsegError as e:
+        acc.problem(f"{where}: {e}")
+        return first, b.last_offset
+    n = len(records)
+    acc.records += n
+    acc.records_per_batch[_size_bucket(n)] = acc.records_per_batch.get(_size_bucket(n), 0) + 1
+    if n and b.magic < 2:
+        first = records[0].offset
+    keys = [r.key for r in records]
+    present = [k for k in keys if k is not None]
+    keyless = n - len(present)
+    if present:
+        acc.keys.add_many(present)
+        tombstones = sum(1 for r in records if r.value is None and r.key is not None)
+    else:
+        tombstones = 0
+    stamps = [r.timestamp for r in records if r.timestamp >= 0]
+    min_ts = min(stamps) if stamps else None
+    acc.keyless += keyless
+    acc.keyed += n - keyless
+    acc.tombstones += tombstones
+    if min_ts is not None:
+        acc.min_timestamp = min_ts if acc.min_timestamp is None else min(acc.min_timestamp, min_ts)
+    if b.timestamp >= 0:
+        acc.max_timestamp = b.timestamp if acc.max_timestamp is None else max(acc.max_timestamp, b.timestamp)
+        acc.timeline.add(b.timestamp, n, size)
+    return first, b.last_offset
+
+
+def _sketch_batch(acc: Acc, b: Batch, limit: int, where: str) -> int | None:
+    """A v2 data batch counted by the C walk (no Record objects); None when the records do
+    not parse there (the Python path then decodes them and reports the problem)."""
+    count = b.record_count
+    assert count is not None and b.base_timestamp is not None
+    try:
+        if b.is_compressed:
+            data: Any = payload_bytes(b, limit=limit)[0]
+        else:
+            data = records_region(b)
+    except KsegError as e:
+        acc.problem(f"{where}: {e}")
+        return 0
+    try:
+        keyless, tombstones, min_delta = SKETCH.v2_stats(data, count, acc.keys.registers, acc.keys.p)
+    except ValueError:
+        return None
+    if b.is_compressed:
+        acc.compressed_stored += b.size - RECORD_BATCH_OVERHEAD
+        acc.compressed_raw += len(data)
+    acc.records += count
+    bucket = _size_bucket(count)
+    acc.records_per_batch[bucket] = acc.records_per_batch.get(bucket, 0) + 1
+    acc.keyless += keyless
+    acc.keyed += count - keyless
+    acc.tombstones += tombstones
+    lat = effective_log_append_time(b)
+    min_ts = lat if lat is not None else (None if min_delta is None else b.base_timestamp + min_delta)
+    if min_ts is not None and min_ts >= 0:
+        acc.min_timestamp = min_ts if acc.min_timestamp is None else min(acc.min_timestamp, min_ts)
+    if b.timestamp >= 0:
+        acc.max_timestamp = b.timestamp if acc.max_timestamp is None else max(acc.max_timestamp, b.timestamp)
+        acc.timeline.add(b.timestamp, count, b.size)
+    return count
+
+
+def r_size(r: Any) -> int:
+    """A legacy inner message's size as stored in its wrapper's payload (log overhead included)."""
+    key = len(r.key) if r.key is not None else 0
+    value = len(r.value) if r.value is not None else 0
+    return 12 + (14 if r.magic == 0 else 22) + key + value
+
+
+def stats_partition(segs: list[Path], o: StatsOptions, *, folder: Path | None = None,
+                    first_dirty: int | None = None) -> PartitionStats:
+    parsed = parse_partition_dir(folder.name) if folder is not None else None
+    ps = PartitionStats(str(folder if folder is not None else segs[0]), parsed[0] if parsed else None,
+                        parsed[1] if parsed else None, first_dirty_offset=first_dirty)
+    txns = _Txns()
+    limit = o.max_decompressed_bytes
+    clean_bytes = dirty_bytes = 0
+    for i, path in enumerate(segs):
+        ss = SegmentStats(str(path), base_offset_of(path))
+        seg = Segment(path)
+        active = i == len(segs) - 1
+        for b in seg.batches():
+            first, last = _add_batch(ss.acc, b, txns, limit, str(path))
+            if ss.first_offset is None:
+                ss.first_offset = first
+            ss.last_offset = last
+            if not active:
+                if first_dirty is not None and b.last_offset < first_dirty:
+                    clean_bytes += b.size
+                else:
+                    dirty_bytes += b.size
+        if seg.tail is not None:
+            t = seg.tail
+            ss.acc.problem(f"{path}: at byte {t.position}: {t.error.message} ({t.length} bytes unread)")
+        ps.acc.merge(ss.acc)
+        ss.acc.freeze(timeline=False)
+        if o.segments:
+            ps.segments.append(ss)
+    ps.acc.open_transactions = len(txns.open)
+    total = clean_bytes + dirty_bytes
+    ps.dirty_ratio = dirty_bytes / total if total else None
+    return ps
+
+
+def _cleaner_checkpoint(root: Path) -> dict[tuple[str, int], int]:
+    """A log directory's cleaner-offset-checkpoint: (topic, partition) -> first dirty offset."""
+    path = root / "cleaner-offset-checkpoint"
+    out: dict[tuple[str, int], int] = {}
+    if not path.is_file():
+        return out
+    try:
+        lines = path.read_text().split("\n")
+        for line in lines[2:]:
+            parts = line.split()
+            if len(parts) == 3:
+                out[(parts[0], int(parts[1]))] = int(parts[2])
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+def stats_groups(paths: Iterable[Path]) -> list[tuple[Path | None, list[Path], int | None]]:
+    """(partition folder or None, segments, first dirty offset from the cleaner checkpoint)."""
+    out: list[tuple[Path | None, list[Path], int | None]] = []
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists():
+            raise InputError("no such file or directory", file=str(p))
+        if p.is_file():
+            out.append((None, [p], None))
+            continue
+        segs = partition_segments(p)
+        if segs:
+            parsed = parse_partition_dir(p.name)
+            dirty = _cleaner_checkpoint(p.parent).get(parsed) if parsed else None
+            out.append((p, segs, dirty))
+            continue
+        parts = log_dir_partitions(p)
+        if not parts:
+            raise InputError("no segment files found (expected .log files or <topic>-<n> folders)", file=str(p))
+        checkpoint = _cleaner_checkpoint(p)
+        for q in parts:
+            key = (q.topic, q.partition)
+            out.append((q.path, q.segment_paths, checkpoint.get(key)))  # type: ignore[arg-type]
+    return out
+
+
+def assemble(partitions: Iterable[PartitionStats]) -> StatsReport:
+    """Topics and the total from per-partition figures (also what Spark tasks return); each
+    partition's sketch is dropped once merged into its topic."""
+    report = StatsReport()
+    by_topic: dict[str | None, TopicStats] = {}
+    for ps in partitions:
+        ts = by_topic.get(ps.topic)
+        if ts is None:
+            ts = by_topic[ps.topic] = TopicStats(ps.topic)
+            report.topics.append(ts)
+        ts.partitions.append(ps)
+        ts.acc.merge(ps.acc)
+        ps.acc.freeze()
+    for ts in report.topics:
+        report.acc.merge(ts.acc)
+    return report
+
+
+def stats_paths(paths: Iterable[Path], o: StatsOptions = StatsOptions()) -> StatsReport:
+    """Statistics of files, partition folders and log directories."""
+    return assemble(stats_partition(segs, o, folder=folder, first_dirty=dirty)
+                    for folder, segs, dirty in stats_groups(paths))

@@ -1,0 +1,235 @@
+"""Text and JSON for the operator tools: repair, diff, find and stats reports.
+
+Each writer takes the operation's report (data) and a stream; nothing here reads files.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any, TextIO
+
+from kseg.render.payload import Decoder, header_key_text
+
+__all__ = ["FindWriter", "find_summary", "record_view", "stats_json", "write_diff", "write_repair", "write_stats"]
+
+
+def _offsets(first: int | None, last: int | None) -> str:
+    if first is None:
+        return "no offsets readable"
+    if last is None or last == first:
+        return f"offset {first}"
+    return f"offsets {first}..{last}"
+
+
+def write_repair(report: Any, out: TextIO, fmt: str) -> None:
+    """A repair report: one line per segment, the cut in detail, a summary."""
+    doc = report.as_json()
+    if fmt == "json":
+        out.write(json.dumps(doc, indent=2) + "\n")
+        return
+    for p in report.partitions:
+        for s in p.segments:
+            kept = (f"{s.kept_batches} batches, {s.kept_records} records, {s.kept_bytes} bytes "
+                    f"({_offsets(s.first_offset, s.last_offset)})")
+            if s.cut is None:
+                out.write(f"{s.file}: kept whole: {kept}\n")
+                continue
+            c = s.cut
+            approx = "" if c.exact else "at least "
+            lost = (f"{c.bytes_lost} bytes, {approx}{c.records_lost} records in {c.batches_lost} batches "
+                    f"({_offsets(c.first_offset_lost, c.last_offset_lost)})")
+            if s.action == "deleted":
+                out.write(f"{s.file}: deleted: {lost}\n  why: {c.message}\n")
+            else:
+                out.write(f"{s.file}: truncated at byte {c.position} ({c.reason}): kept {kept}; lost {lost}\n"
+                          f"  why: {c.message}\n")
+        if p.epochs_dropped:
+            out.write(f"{p.path}: leader-epoch-checkpoint entries dropped (start at or past the new log end "
+                      f"{p.log_end_offset}): {', '.join(f'epoch {e} at {o}' for e, o in p.epochs_dropped)}\n")
+        for snap in p.snapshots_dropped:
+            out.write(f"{snap}: producer snapshot past the new log end {p.log_end_offset}: dropped\n")
+    where = "dry run, nothing written" if report.dry_run else f"written to {report.output}"
+    out.write(f"{doc['segments_truncated']} segment(s) truncated, {doc['segments_deleted']} deleted, "
+              f"{doc['bytes_lost']} bytes and {doc['records_lost']} records lost ({where})\n")
+
+
+def _shown(value: bytes | None, decoder: Decoder) -> Any:
+    return None if value is None else decoder(value)
+
+
+def record_view(r: Any, key_decoder: Decoder, value_decoder: Decoder) -> dict[str, Any]:
+    """A record as JSON: offset, timestamp, key, value, headers (decoded as asked)."""
+    return {"offset": r.offset, "timestamp": r.timestamp, "key": _shown(r.key, key_decoder),
+            "value": _shown(r.value, value_decoder),
+            "headers": [{"key": header_key_text(h.key), "value": _shown(h.value, value_decoder)} for h in r.headers]}
+
+
+def _record_text(view: dict[str, Any] | None) -> str:
+    if view is None:
+        return "(absent)"
+    hdrs = ", ".join(f"{h['key']}={h['value']!r}" for h in view["headers"])
+    return (f"timestamp {view['timestamp']} key {view['key']!r} value {view['value']!r}"
+            + (f" headers [{hdrs}]" if hdrs else ""))
+
+
+def _dash(v: Any) -> str:
+    return "-" if v is None else str(v)
+
+
+def _ranges(side: Any) -> str:
+    if not side.only:
+        return "nothing"
+    return "; ".join(f"offsets {r.first}..{r.last} ({r.records} records in {r.batches} batches)" for r in side.only)
+
+
+def diff_json(report: Any, key_decoder: Decoder, value_decoder: Decoder) -> dict[str, Any]:
+    parts = []
+    for p in report.partitions:
+        d = p.as_json()
+        if p.records:
+            d["records"] = [{"offset": r.offset,
+                             "a": record_view(r.a, key_decoder, value_decoder) if r.a else None,
+                             "b": record_view(r.b, key_decoder, value_decoder) if r.b else None}
+                            for r in p.records]
+        parts.append(d)
+    return {"a": report.a, "b": report.b, "identical": report.identical,
+            "different": sum(1 for p in report.partitions if not p.identical), "partitions": parts}
+
+
+def write_diff(report: Any, out: TextIO, fmt: str, key_decoder: Decoder, value_decoder: Decoder) -> None:
+    """A diff report: per partition, identical or where and how the copies differ."""
+    if fmt == "json":
+        out.write(json.dumps(diff_json(report, key_decoder, value_decoder), indent=2) + "\n")
+        return
+    for p in report.partitions:
+        compared = f"{p.equal_batches} equal batches, {p.equal_records} equal records"
+        if p.identical:
+            out.write(f"{p.name}: identical ({compared})\n")
+        else:
+            at = f" at offset {p.diverge_offset}" if p.diverge_offset is not None else ""
+            out.write(f"{p.name}: {p.kind}{at} ({compared})\n")
+            for label, side in (("A", p.a), ("B", p.b)):
+                if not side.path:
+                    out.write(f"  {label}: absent\n")
+                    continue
+                span = (f"offsets {side.first_offset}..{side.next_offset - 1}" if side.first_offset is not None
+                        else "empty")
+                epochs = ""
+                if p.diverge_offset is not None:
+                    epochs = (f", leader epoch at {p.diverge_offset}: batch {_dash(side.epoch_at_divergence)}, "
+                              f"checkpoint {_dash(side.checkpoint_epoch_at_divergence)}")
+                only = "from there on" if p.kind == "diverged" else "only here"
+                out.write(f"  {label}: {side.path}: {span}, {side.records} records{epochs}; {only}: "
+                          f"{_ranges(side)}\n")
+            out.write(f"  why: {p.explanation()}\n")
+        for side_label, side in (("A", p.a), ("B", p.b)):
+            for prob in side.problems:
+                out.write(f"  {side_label} problem: {prob}\n")
+        for r in p.records:
+            va = record_view(r.a, key_decoder, value_decoder) if r.a else None
+            vb = record_view(r.b, key_decoder, value_decoder) if r.b else None
+            out.write(f"  offset {r.offset}: A {_record_text(va)} | B {_record_text(vb)}\n")
+        if p.records_differing > len(p.records):
+            out.write(f"  ... {p.records_differing - len(p.records)} more differing records\n")
+    n = len(report.partitions)
+    diff = sum(1 for p in report.partitions if not p.identical)
+    out.write(f"{n} partition(s) compared: {n - diff} identical, {diff} different\n")
+
+
+class FindWriter:
+    """Matches of ``kseg find`` as text lines or JSON lines, written as they come."""
+
+    def __init__(self, out: TextIO, fmt: str, key_decoder: Decoder, value_decoder: Decoder):
+        self.out, self.fmt, self.kd, self.vd = out, fmt, key_decoder, value_decoder
+
+    def __call__(self, m: Any) -> None:
+        view = record_view(m.record, self.kd, self.vd)
+        b = m.batch
+        if self.fmt == "json":
+            doc = {"topic": m.topic, "partition": m.partition, **view,
+                   "timestamp_type": b.timestamp_type_name, "file": m.file, "batch_position": b.position}
+            if b.magic >= 2:
+                doc.update(producer_id=b.producer_id, is_transactional=b.is_transactional)
+            self.out.write(json.dumps(doc) + "\n")
+            return
+        where = f"{m.topic}-{m.partition}" if m.topic is not None else m.file
+        self.out.write(f"{where} offset {view['offset']} {_record_text(view)}\n")
+
+
+def find_summary(st: Any) -> str:
+    """One stderr line: matches, and how much the filters and indexes spared."""
+    line = (f"kseg: {st.matches} match(es) in {len(st.partitions)} partition(s); {st.records} records decoded; "
+            f"{st.batches_skipped} of {st.batches} batches ruled out before decoding; "
+            f"{st.segments_skipped} of {st.segments} segments skipped and {st.seeks} entered by index")
+    if st.problems:
+        line += f"; {len(st.problems)} problem(s): " + "; ".join(st.problems[:5])
+    return line
+
+
+def stats_json(report: Any, segments: bool = True) -> dict[str, Any]:
+    """The document of ``kseg stats --format json``: the total, then per topic, partition and segment."""
+    def part(p: Any) -> dict[str, Any]:
+        d = {"path": p.path, "topic": p.topic, "partition": p.partition, **p.acc.as_json(),
+             "first_dirty_offset": p.first_dirty_offset, "dirty_ratio": p.dirty_ratio}
+        if segments:
+            d["segments"] = [{"file": s.file, "base_offset": s.base_offset, "first_offset": s.first_offset,
+                              "last_offset": s.last_offset,
+                              **{k: v for k, v in s.acc.as_json().items() if k != "timeline"}}
+                             for s in p.segments]
+        return d
+
+    return {"ok": report.ok, **report.acc.as_json(),
+            "topics": [{"topic": t.topic, "partitions_count": len(t.partitions), **t.acc.as_json(),
+                        "partitions": [part(p) for p in t.partitions]} for t in report.topics]}
+
+
+def _time(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    try:
+        return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+
+
+def _mix(d: dict[Any, int], total: int) -> str:
+    return ", ".join(f"{k} {v * 100 / total:.0f}%" for k, v in sorted(d.items(), key=lambda kv: -kv[1])) or "-"
+
+
+def _acc_line(a: Any) -> str:
+    ratio = f"{a.compression_ratio:.2f}x" if a.compression_ratio else "-"
+    span = (a.max_timestamp - a.min_timestamp) / 1000 if a.min_timestamp is not None and a.max_timestamp else 0
+    rate = f", {a.records / span:.3g} records/s" if span > 0 else ""
+    comp = a.compactable()
+    return (f"{a.records} records, {a.batches} batches, {a.bytes} bytes; "
+            f"codecs {_mix(a.bytes_by_codec, a.bytes or 1)}; "
+            f"magic {_mix(a.bytes_by_magic, a.bytes or 1)}; compression {ratio}; "
+            f"time {_time(a.min_timestamp)} .. {_time(a.max_timestamp)}{rate}; "
+            f"~{min(a.keys.count(), a.keyed)} distinct keys, {a.tombstones} tombstones, {a.keyless} keyless; "
+            f"{len(a.producers)} producers, transactions {a.committed} committed / {a.aborted} aborted / "
+            f"{a.open_transactions} open; compaction would remove ~{comp['records_removable_estimate']} records "
+            f"({comp['fraction_removable_estimate'] * 100:.0f}%)")
+
+
+def write_stats(report: Any, out: TextIO, fmt: str, segments: bool = False) -> None:
+    """Stats as text (topic, partition and with ``segments`` segment lines, then the total) or JSON."""
+    if fmt == "json":
+        out.write(json.dumps(stats_json(report), indent=2) + "\n")
+        return
+    for t in report.topics:
+        out.write(f"topic {t.topic if t.topic is not None else '(files)'} ({len(t.partitions)} partitions): "
+                  f"{_acc_line(t.acc)}\n")
+        for p in t.partitions:
+            dirty = f"; dirty ratio {p.dirty_ratio:.2f}" if p.dirty_ratio is not None else ""
+            out.write(f"  {p.path}: {_acc_line(p.acc)}{dirty}\n")
+            if segments:
+                for s in p.segments:
+                    out.write(f"    {s.file}: offsets {s.first_offset}..{s.last_offset}, {s.acc.records} records, "
+                              f"{s.acc.batches} batches, {s.acc.bytes} bytes\n")
+            for prob in p.acc.problems:
+                out.write(f"    problem: {prob}\n")
+            if p.acc.problem_count > len(p.acc.problems):
+                out.write(f"    ... {p.acc.problem_count - len(p.acc.problems)} more problems\n")
+    out.write(f"total ({sum(len(t.partitions) for t in report.topics)} partitions): {_acc_line(report.acc)}; "
+              f"{report.acc.problem_count} problem(s)\n")

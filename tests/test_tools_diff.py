@@ -1,0 +1,155 @@
+"""kseg diff: replicas and backups of one partition compared from batch headers and CRCs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import FIXTURES_LOGDIR, REALDATA
+from kseg.cli.main import main
+from kseg.log.encode import build_v2_batch
+from kseg.log.segment import segment_file_name
+from kseg.model import make_record
+from kseg.ops import diff as diff_mod
+from kseg.ops.diff import DiffOptions, diff_paths
+
+T0 = 1_700_000_000_000
+
+
+def batch(base: int, per: int = 10, epoch: int = 0, tag: bytes = b"v") -> bytes:
+    recs = [make_record(base + i, T0 + base + i, f"k{base + i}".encode(), tag * 20) for i in range(per)]
+    return build_v2_batch(recs, partition_leader_epoch=epoch)
+
+
+def write(folder, segments: list[list[bytes]], epochs: list[tuple[int, int]], first: int = 0):
+    folder.mkdir(parents=True)
+    off = first
+    for seg in segments:
+        (folder / segment_file_name(off)).write_bytes(b"".join(seg))
+        off += 10 * len(seg)
+    (folder / "leader-epoch-checkpoint").write_text(
+        f"0\n{len(epochs)}\n" + "".join(f"{e} {o}\n" for e, o in epochs))
+    return folder
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def leader(tmp_path, name="a"):
+    return write(tmp_path / name / "t-0", [[batch(o) for o in range(0, 100, 10)],
+                                           [batch(o, epoch=1) for o in range(100, 200, 10)]], [(0, 0), (1, 100)])
+
+
+def test_identical_even_with_other_segment_rolls(tmp_path):
+    a = leader(tmp_path)
+    b = write(tmp_path / "b" / "t-0", [[batch(o) for o in range(0, 50, 10)],
+                                       [batch(o) for o in range(50, 100, 10)] + [batch(o, epoch=1) for o in
+                                                                                  range(100, 200, 10)]],
+              [(0, 0), (1, 100)])
+    res = run("diff", a, b)
+    assert res.exit_code == 0, res.output
+    assert "identical (20 equal batches, 200 equal records)" in res.output
+
+
+def test_truncated_follower(tmp_path):
+    a = leader(tmp_path)
+    b = write(tmp_path / "b" / "t-0", [[batch(o) for o in range(0, 100, 10)], [batch(100, epoch=1)]],
+              [(0, 0), (1, 100)])
+    res = run("diff", a, b, "--format", "json")
+    assert res.exit_code == 1
+    p = json.loads(res.output)["partitions"][0]
+    assert p["kind"] == "behind" and p["diverge_offset"] == 110
+    assert p["a"]["only"] == [{"first": 110, "last": 199, "batches": 9, "records": 90}]
+    assert p["b"]["only"] == []
+    assert "B stops at offset 110" in p["explanation"]
+
+
+def test_unclean_leader_election(tmp_path):
+    a = leader(tmp_path)
+    # B became leader in epoch 2 at offset 150 without A's offsets 150..199, and wrote others.
+    b = write(tmp_path / "b" / "t-0", [[batch(o) for o in range(0, 100, 10)],
+                                       [batch(o, epoch=1) for o in range(100, 150, 10)]
+                                       + [batch(o, epoch=2, tag=b"w") for o in range(150, 180, 10)]],
+              [(0, 0), (1, 100), (2, 150)])
+    res = run("diff", a, b, "--format", "json", "--records", "--max-records", "5")
+    assert res.exit_code == 1
+    p = json.loads(res.output)["partitions"][0]
+    assert p["kind"] == "diverged" and p["diverge_offset"] == 150
+    assert p["a"]["epoch_at_divergence"] == 1 and p["b"]["epoch_at_divergence"] == 2
+    assert p["a"]["checkpoint_epoch_at_divergence"] == 1 and p["b"]["checkpoint_epoch_at_divergence"] == 2
+    assert "unclean leader election" in p["explanation"]
+    assert p["a"]["only"][0]["first"] == 150 and p["a"]["only"][0]["records"] == 50
+    assert p["b"]["only"][0]["last"] == 179 and p["b"]["only"][0]["records"] == 30
+    assert p["records_differing"] == 50  # 30 changed, 20 only on A
+    assert len(p["records"]) == 5
+    first = p["records"][0]
+    assert first["offset"] == 150 and first["a"]["value"] == "v" * 20 and first["b"]["value"] == "w" * 20
+    text = run("diff", a, b, "--records", "--max-records", "5").output
+    assert "offset 150: A timestamp" in text and "... 45 more differing records" in text
+
+
+def test_retention_start_and_log_dirs(tmp_path):
+    leader(tmp_path)
+    write(tmp_path / "b" / "t-0", [[batch(o) for o in range(50, 100, 10)],
+                                       [batch(o, epoch=1) for o in range(100, 200, 10)]], [(0, 50), (1, 100)],
+              first=50)
+    write(tmp_path / "b" / "u-0", [[batch(0)]], [(0, 0)])
+    res = run("diff", tmp_path / "a", tmp_path / "b", "--format", "json")
+    assert res.exit_code == 1
+    doc = json.loads(res.output)
+    t, u = doc["partitions"]
+    assert t["kind"] == "start" and t["a"]["only"][0] == {"first": 0, "last": 49, "batches": 5, "records": 50}
+    assert u["kind"] == "missing" and u["explanation"] == "only in B"
+
+
+def test_equal_batches_are_not_decompressed(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(diff_mod, "batch_records", lambda *a, **k: calls.append(1) or [])
+    a = leader(tmp_path)
+    b = tmp_path / "b" / "t-0"
+    shutil.copytree(a, b)
+    assert diff_paths(a, b, DiffOptions(records=True)).identical
+    assert not calls
+
+
+def test_fixtures_against_themselves_and_a_damaged_copy(tmp_path):
+    res = run("diff", FIXTURES_LOGDIR, FIXTURES_LOGDIR)
+    assert res.exit_code == 0 and "22 identical, 0 different" in res.output
+    copy = tmp_path / "v2-gzip-0"
+    shutil.copytree(FIXTURES_LOGDIR / "v2-gzip-0", copy)
+    log = sorted(copy.glob("*.log"))[-1]
+    data = bytearray(log.read_bytes())
+    data[-3] ^= 1
+    log.write_bytes(bytes(data))
+    # Stored CRCs equal: only --check-crc sees the damage.
+    assert run("diff", FIXTURES_LOGDIR / "v2-gzip-0", copy).exit_code == 0
+    res = run("diff", "--check-crc", FIXTURES_LOGDIR / "v2-gzip-0", copy)
+    assert res.exit_code == 1 and "same leader epoch" in res.output and "fails its crc" in res.output
+
+
+def test_real_data_copy(tmp_path):
+    root = REALDATA / "Experts-in-team-innovation" / "kafka" / "data"
+    if not root.is_dir():
+        pytest.skip(f"{root} not present")
+    shutil.copytree(root, tmp_path / "copy")
+    assert run("diff", root, tmp_path / "copy").exit_code == 0
+    part = tmp_path / "copy" / "sensor-data-topic-0"
+    log = next(part.glob("*.log"))
+    log.write_bytes(log.read_bytes()[:-40])
+    res = run("diff", root / "sensor-data-topic-0", part, "--format", "json")
+    assert res.exit_code == 1
+    p = json.loads(res.output)["partitions"][0]
+    assert p["kind"] == "behind" and p["b"]["problems"]
+
+
+def test_bad_usage_and_single_files(tmp_path):
+    a = leader(tmp_path)
+    assert run("diff", tmp_path / "a", a).exit_code == 2  # a log directory against a partition
+    assert run("diff", a, tmp_path / "nope").exit_code == 2
+    log = sorted(a.glob("*.log"))[0]
+    res = run("diff", log, log, "--format", "json")
+    assert res.exit_code == 0 and json.loads(res.output)["identical"]

@@ -1,0 +1,65 @@
+"""kseg spark diff|find|stats: the same output and exit codes as the plain commands, one task
+per partition (one local Spark session for the module; skipped without PySpark or Java)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("pyarrow")
+
+from click.testing import CliRunner  # noqa: E402
+
+from kseg.cli.main import main  # noqa: E402
+from test_tools_diff import leader, write, batch  # noqa: E402
+from test_tools_find import keyed_log_dir  # noqa: E402
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "logdir"
+
+
+@pytest.fixture(scope="module")
+def spark():
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("no Java for a local Spark")
+    from kseg.spark import get_session
+
+    session = get_session("local[2]", {"spark.sql.shuffle.partitions": "4"})
+    yield session
+    session.stop()
+
+
+def both(*args):
+    plain = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+    on_spark = CliRunner().invoke(main, ["spark", args[0], "--master", "local[2]", *[str(a) for a in args[1:]]],
+                                  catch_exceptions=False)
+    return plain, on_spark
+
+
+def test_stats(spark):
+    plain, on_spark = both("stats", FIXTURES, "--format", "json")
+    assert on_spark.exit_code == plain.exit_code == 0
+    assert on_spark.stdout == plain.stdout
+
+
+def test_find(spark, tmp_path):
+    root = keyed_log_dir(tmp_path / "logs", per_partition_batches=10)
+    for args in (["--key", "user-42", "--partitioner", "--topic", "orders", "--partitions", "4"],
+                 ["--key-regex", "^user-1", "--format", "json"], ["--from-offset", "100", "--to-offset", "110"]):
+        plain, on_spark = both("find", root, *args)
+        assert on_spark.exit_code == plain.exit_code == 0
+        assert on_spark.stdout == plain.stdout and plain.stdout
+
+
+def test_diff(spark, tmp_path):
+    leader(tmp_path)
+    write(tmp_path / "b" / "t-0", [[batch(o) for o in range(0, 100, 10)], [batch(100, epoch=1)]],
+          [(0, 0), (1, 100)])
+    shutil.copytree(tmp_path / "a" / "t-0", tmp_path / "a" / "u-0")
+    shutil.copytree(tmp_path / "a" / "t-0", tmp_path / "b" / "u-0")
+    plain, on_spark = both("diff", tmp_path / "a", tmp_path / "b", "--records")
+    assert on_spark.exit_code == plain.exit_code == 1
+    assert on_spark.stdout == plain.stdout and "u-0: identical" in plain.stdout

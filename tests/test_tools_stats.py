@@ -1,0 +1,210 @@
+"""kseg stats: counts per topic, partition and segment; the HyperLogLog; problems found."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import FIXTURES_LOGDIR, REALDATA, v2_records
+from kseg.cli.main import main
+from kseg.log.encode import build_legacy_wrapper, build_v2_batch
+from kseg.log.records import batch_records
+from kseg.log.segment import Segment, segment_file_name
+from kseg.model import make_record
+from kseg.ops.stats import HyperLogLog, Timeline, stats_paths
+
+T0 = 1_700_000_000_000
+
+
+@pytest.mark.parametrize("n", [0, 1, 10, 1000, 20000, 200000])
+def test_hyperloglog_error_bound(n):
+    h = HyperLogLog()
+    for i in range(n):
+        h.add(b"key-%d" % i)
+        h.add(b"key-%d" % (i // 2))  # duplicates do not count
+    est = h.count()
+    assert abs(est - n) <= max(1, 0.03 * n), (n, est)  # 1.04/sqrt(16384) = 0.8% standard error
+
+
+def test_hyperloglog_merge():
+    a, b, both = HyperLogLog(), HyperLogLog(), HyperLogLog()
+    for i in range(30000):
+        (a if i % 2 else b).add(b"%d" % i)
+        both.add(b"%d" % i)
+    a.merge(b)
+    assert a.registers == both.registers
+
+
+def test_timeline_bounded_and_merges():
+    t = Timeline()
+    for i in range(100000):
+        t.add(T0 + i * 60_000, 1, 10)
+    assert len(t.buckets) <= 512 and sum(p["records"] for p in t.points()) == 100000
+    u = Timeline()
+    u.add(T0, 5, 5)
+    u.merge(t)
+    assert u.width == t.width and sum(p["records"] for p in u.points()) == 100005
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def build(root):
+    """Two partitions of topic t: keys, tombstones, keyless records, gzip and none, a
+    committed and an aborted transaction and one left open; a v1 gzip wrapper in u-0."""
+    p0 = root / "t-0"
+    p0.mkdir(parents=True)
+    data = b""
+    off = 0
+    for n in range(20):
+        recs = [make_record(off + i, T0 + (off + i) * 1000, f"k{(off + i) % 50}".encode() if i % 10 else None,
+                            None if i % 25 == 7 else b"x" * 100) for i in range(50)]
+        data += build_v2_batch(recs, codec=1 if n % 2 else 0)
+        off += 50
+    (p0 / segment_file_name(0)).write_bytes(data)
+    data = b""
+    for pid, kind in ((5, 1), (6, 0), (7, None)):
+        data += build_v2_batch([make_record(off, T0 + off * 1000, b"tk", b"v")], transactional=True,
+                               producer_id=pid, producer_epoch=0, base_sequence=0)
+        off += 1
+        if kind is not None:
+            marker = make_record(off, T0 + off * 1000, struct.pack(">hh", 0, kind), struct.pack(">hi", 0, 1))
+            data += build_v2_batch([marker], transactional=True, control=True, producer_id=pid, producer_epoch=0)
+            off += 1
+    (p0 / segment_file_name(1000)).write_bytes(data)
+    p1 = root / "t-1"
+    p1.mkdir()
+    (p1 / segment_file_name(0)).write_bytes(build_v2_batch([make_record(0, T0, b"a", b"b")]) + b"\x00" * 64)
+    u = root / "u-0"
+    u.mkdir()
+    (u / segment_file_name(0)).write_bytes(build_legacy_wrapper(
+        [make_record(i, T0 + i, b"k%d" % i, b"y" * 200, magic=1) for i in range(10)], magic=1, codec=1))
+    (root / "cleaner-offset-checkpoint").write_text("0\n1\nt 0 500\n")
+    return root
+
+
+def test_counts(tmp_path):
+    root = build(tmp_path / "logs")
+    res = run("stats", root, "--format", "json")
+    assert res.exit_code == 1  # t-1 has a zero-filled tail
+    doc = json.loads(res.output)
+    t, u = doc["topics"]
+    p0, p1 = t["partitions"]
+    # Exact figures, from a direct walk.
+    records = [r for log in sorted((root / "t-0").glob("*.log")) for b in Segment(log).batches()
+               for r in batch_records(b)]
+    assert p0["records"] == len(records) == 1000 + 5
+    assert p0["keyless"] == 100  # every 10th data record (control records are not counted as data)
+    assert p0["tombstones"] == sum(1 for r in records if r.key is not None and r.value is None)
+    assert p0["distinct_keys_estimate"] == 46  # k1..k49 but the multiples of 10, and "tk" (exact when small)
+    assert p0["transactions"] == {"committed": 1, "aborted": 1, "open": 1}
+    assert p0["producers"] == 3
+    assert set(p0["bytes_by_codec"]) == {"none", "gzip"} and p0["compression_ratio"] > 1
+    assert p0["min_timestamp"] == T0 and p0["max_timestamp"] == T0 + 1004 * 1000
+    assert sum(p0["batch_size_histogram"].values()) == p0["batches"] == 25
+    assert len(p0["segments"]) == 2 and p0["segments"][1]["first_offset"] == 1000
+    # Cleaner checkpoint at 500: the active segment is left out; half the first one is dirty.
+    assert p0["first_dirty_offset"] == 500 and 0.4 < p0["dirty_ratio"] < 0.6
+    assert p0["compaction"]["records_removable_estimate"] > 800
+    assert p1["problem_count"] == 1 and "size field too small" in p1["problems"][0]
+    assert u["records"] == 10 and u["bytes_by_magic"] == {"1": u["bytes"]} and u["compression_ratio"] > 5
+    assert doc["records"] == 1005 + 1 + 10
+    text = run("stats", root, "--segments").output
+    assert "topic t (2 partitions): 1006 records" in text and "problem:" in text and "dirty ratio 0.5" in text
+
+
+def test_fixtures_and_real_data():
+    res = run("stats", FIXTURES_LOGDIR, "--format", "json")
+    assert res.exit_code == 0
+    doc = json.loads(res.output)
+    assert doc["records"] == 402 and len(doc["topics"]) == 22
+    root = REALDATA / "Experts-in-team-innovation" / "kafka" / "data"
+    if not root.is_dir():
+        pytest.skip(f"{root} not present")
+    res = run("stats", root, "--format", "json")
+    assert res.exit_code == 0
+    doc = json.loads(res.output)
+    assert {t["topic"] for t in doc["topics"]} >= {"__consumer_offsets", "sensor-data-topic"}
+
+
+
+
+def test_c_walk_equals_python_path(tmp_path, monkeypatch):
+    from kseg.ops import stats as stats_mod
+    from test_tools_find import keyed_log_dir
+
+    if stats_mod.SKETCH is None:
+        pytest.skip("the C sketch walk is not built (or KSEG_PURE_PYTHON is set)")
+    root = build(tmp_path / "logs")
+    keyed_log_dir(root, per_partition_batches=10)
+    for path in (root, FIXTURES_LOGDIR):
+        fast = stats_paths([path])
+        monkeypatch.setattr(stats_mod, "SKETCH", None)
+        slow = stats_paths([path])
+        monkeypatch.undo()
+        assert fast.acc.as_json() == slow.acc.as_json()
+        assert fast.acc.keys.registers == slow.acc.keys.registers
+
+
+def test_c_xxh64_is_xxhash():
+    from xxhash import xxh64_intdigest
+
+    try:
+        from kseg.log import _sketch
+    except ImportError:
+        pytest.skip("the C sketch walk is not built")
+    for n in range(0, 200):
+        data = bytes((i * 131 + n) & 0xFF for i in range(n))
+        assert _sketch.xxh64(data) == xxh64_intdigest(data)
+
+
+def test_c_walk_rejects_malformed_records():
+    try:
+        from kseg.log import _sketch
+    except ImportError:
+        pytest.skip("the C sketch walk is not built")
+    regs = bytearray(1 << 14)
+    with pytest.raises(ValueError):
+        _sketch.v2_stats(b"\x10\x00", 1, regs, 14)
+    with pytest.raises(ValueError):
+        _sketch.v2_stats(b"", 1, regs, 14)
+    assert _sketch.v2_stats(b"", 0, regs, 14) == (0, 0, None)
+
+
+def test_sketches_are_dropped_once_merged(tmp_path):
+    """Memory stays bounded: only the topics and the total keep a 16 KiB HyperLogLog."""
+    from kseg.ops.stats import FrozenCount
+
+    rep = stats_paths([build(tmp_path / "logs")])
+    parts = [p for t in rep.topics for p in t.partitions]
+    assert all(isinstance(p.acc.keys, FrozenCount) for p in parts)
+    assert all(isinstance(s.acc.keys, FrozenCount) and not s.acc.timeline.buckets for p in parts for s in p.segments)
+    assert parts[0].acc.as_json()["distinct_keys_estimate"] == 46
+
+
+@given(st.lists(v2_records(max_size=12), min_size=1, max_size=4), st.sampled_from([0, 1, 4]))
+@settings(max_examples=60, deadline=None)
+def test_c_walk_equals_python_path_on_any_records(batches, codec):
+    import tempfile
+
+    from kseg.ops import stats as stats_mod
+
+    if stats_mod.SKETCH is None:
+        pytest.skip("the C sketch walk is not built (or KSEG_PURE_PYTHON is set)")
+    with tempfile.TemporaryDirectory() as d:
+        log = Path(d) / segment_file_name(0)
+        log.write_bytes(b"".join(build_v2_batch(recs, codec=codec) for recs in batches))
+        fast = stats_mod.stats_partition([log], stats_mod.StatsOptions())
+        saved, stats_mod.SKETCH = stats_mod.SKETCH, None
+        try:
+            slow = stats_mod.stats_partition([log], stats_mod.StatsOptions())
+        finally:
+            stats_mod.SKETCH = saved
+        assert fast.acc.as_json() == slow.acc.as_json()
