@@ -31,6 +31,7 @@ from kseg.render.dump import payload_decoder
 from kseg.render.payload import load_decoder
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 

@@ -14,6 +14,7 @@ import click
 
 from kseg.cli.common import (
     EXIT_DATA,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     State,
     check_log_append,
@@ -55,7 +56,7 @@ from kseg.ops.dump import BadBatchEvent, DumpOptions, TailEvent, dump_paths
 from kseg.ops.jobs import run_job
 from kseg.ops.kafka07 import up_convert_kafka07, verify_kafka07
 from kseg.ops.verify import VerifyOptions, verify_paths
-from kseg.render.dump import RENDERERS, KafkaRenderer
+from kseg.render.dump import RENDERERS, ChunkedWriter, KafkaRenderer
 from kseg.render.kafka07 import dump_kafka07
 from kseg.render.reports import compact_json, compact_line, job_line, write_verify
 
@@ -98,17 +99,25 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
     options = DumpOptions(records=records, from_offset=from_offset, to_offset=to_offset, from_time=from_time,
                           to_time=to_time, max_bytes=max_bytes, max_decompressed_bytes=max_decompressed_bytes,
                           keep_going=keep_going, strict_names=fmt == "kafka", decode=decode)
-    renderer = (KafkaRenderer(sys.stdout, sys.stderr, kd, vd, deep=records) if fmt == "kafka"
-                else RENDERERS[fmt](sys.stdout, sys.stderr, kd, vd))
+    sys.stdout.flush()
+    out = ChunkedWriter(sys.stdout.buffer)  # output leaves in 1 MiB writes
+    renderer = (KafkaRenderer(out, sys.stderr, kd, vd, deep=records) if fmt == "kafka"
+                else RENDERERS[fmt](out, sys.stderr, kd, vd))
     problems = 0
+    interrupted = False
     try:
         for ev in dump_paths(files, options):
             renderer(ev)
             if isinstance(ev, BadBatchEvent) or (isinstance(ev, TailEvent) and ev.reported):
                 problems += 1
+    except KeyboardInterrupt:
+        # Ctrl-C: stop now, quietly, with the shell's code for SIGINT; pending output is dropped.
+        interrupted = True
+        raise SystemExit(EXIT_INTERRUPTED) from None
     finally:
-        renderer.close()
-        sys.stdout.flush()
+        if not interrupted:  # what was read is shown, also when an error stops the dump
+            renderer.close()
+            out.flush()
     if problems:
         # Everything readable was shown; the data still has problems (exit 1, as verify).
         click.echo(f"kseg: {problems} problem(s) in the data (partial or undecodable batches); "
