@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
@@ -84,6 +85,33 @@ class SizeType(click.ParamType):
 SIZE = SizeType()
 
 
+class TimeType(click.ParamType):
+    """A point in time: milliseconds since the epoch, or ISO-8601 (``2023-11-14T22:13:20.5Z``,
+    ``2023-11-14``; no zone means UTC)."""
+
+    name = "time"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip()
+        try:
+            return int(text)
+        except ValueError:
+            pass
+        try:
+            when = datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in "zZ" and text else text)
+        except ValueError:
+            self.fail(f"{value!r} is neither milliseconds since the epoch nor an ISO-8601 time", param, ctx)
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        delta = when - datetime(1970, 1, 1, tzinfo=timezone.utc)
+        return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+
+
+TIME = TimeType()
+
+
 def options(*decorators: Decorator) -> Decorator:
     """Several click decorators as one, applied in the order they read."""
 
@@ -127,8 +155,10 @@ dump_options = options(
                       "log); auto: by topic folder and *.checkpoint name. Implies --records."),
     click.option("--from-offset", type=int, default=None),
     click.option("--to-offset", type=int, default=None),
-    click.option("--from-time", type=int, default=None, help="Milliseconds since the epoch."),
-    click.option("--to-time", type=int, default=None, help="Milliseconds since the epoch."),
+    click.option("--from-time", type=TIME, default=None,
+                 help="Milliseconds since the epoch or ISO-8601 (2023-11-14T22:13:20Z; UTC if no zone)."),
+    click.option("--to-time", type=TIME, default=None,
+                 help="Milliseconds since the epoch or ISO-8601 (2023-11-14T22:13:20Z; UTC if no zone)."),
     click.option("--max-bytes", type=SIZE, default=None, help="Read only the first N bytes of each log file."),
     click.option("--keep-going", is_flag=True, help="Show an undecodable batch as raw bytes and go on."),
     input_format_option,

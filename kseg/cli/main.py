@@ -6,6 +6,7 @@ Errors are one line on stderr (``kseg: error: ...``); ``--traceback`` shows the 
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Callable
@@ -111,8 +112,10 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
             if isinstance(ev, BadBatchEvent) or (isinstance(ev, TailEvent) and ev.reported):
                 problems += 1
     except KeyboardInterrupt:
-        # Ctrl-C: stop now, quietly, with the shell's code for SIGINT; pending output is dropped.
+        # Ctrl-C: stop now, quietly, with the shell's code for SIGINT. Pending output is
+        # dropped, and stdout is pointed at /dev/null so that the exit cannot block on a full pipe.
         interrupted = True
+        _drop_stdout()
         raise SystemExit(EXIT_INTERRUPTED) from None
     finally:
         if not interrupted:  # what was read is shown, also when an error stops the dump
@@ -123,6 +126,16 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
         click.echo(f"kseg: {problems} problem(s) in the data (partial or undecodable batches); "
                    "see kseg verify", err=True)
         raise SystemExit(EXIT_DATA)
+
+
+def _drop_stdout() -> None:
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):
+        return  # not a real file (tests' captured output)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 @main.command()

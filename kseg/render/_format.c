@@ -144,46 +144,48 @@ static inline int utf8_seq(const unsigned char *s, Py_ssize_t n) {
     return 0;
 }
 
+/* Bytes that stand for themselves in a JSON string (printable ASCII but '"' and '\\'). */
+static unsigned char JSON_PLAIN[256];
+
+static void tables_init(void) {
+    for (int c = 0x20; c < 0x80; c++) JSON_PLAIN[c] = c != '"' && c != '\\';
+}
+
 /* A JSON string body as Python's json.dumps(ensure_ascii=False) writes it; -2 if not valid UTF-8. */
 static int put_json_utf8(Buf *b, const unsigned char *s, Py_ssize_t n) {
-    CHECK(grow(b, n + 2));
+    CHECK(grow(b, 6 * n + 2));
+    char *o = b->p + b->n;
     Py_ssize_t i = 0;
     while (i < n) {
-        unsigned c = s[i];
-        if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
-            Py_ssize_t j = i + 1;
-            while (j < n && s[j] >= 0x20 && s[j] < 0x80 && s[j] != '"' && s[j] != '\\') j++;
-            CHECK(put(b, (const char *)s + i, j - i));
-            i = j;
-            continue;
+        unsigned c;
+        while (i < n && JSON_PLAIN[c = s[i]]) {
+            *o++ = (char)c;
+            i++;
         }
+        if (i >= n) break;
         if (c < 0x80) {
-            char esc[6];
-            const char *e = esc;
-            int k = 2;
+            *o++ = '\\';
             switch (c) {
-                case '"': e = "\\\""; break;
-                case '\\': e = "\\\\"; break;
-                case '\n': e = "\\n"; break;
-                case '\r': e = "\\r"; break;
-                case '\t': e = "\\t"; break;
-                case '\b': e = "\\b"; break;
-                case '\f': e = "\\f"; break;
+                case '"': *o++ = '"'; break;
+                case '\\': *o++ = '\\'; break;
+                case '\n': *o++ = 'n'; break;
+                case '\r': *o++ = 'r'; break;
+                case '\t': *o++ = 't'; break;
+                case '\b': *o++ = 'b'; break;
+                case '\f': *o++ = 'f'; break;
                 default:
-                    memcpy(esc, "\\u00", 4);
-                    esc[4] = HEXD[c >> 4];
-                    esc[5] = HEXD[c & 15];
-                    k = 6;
+                    *o++ = 'u'; *o++ = '0'; *o++ = '0';
+                    *o++ = HEXD[c >> 4]; *o++ = HEXD[c & 15];
             }
-            CHECK(put(b, e, k));
             i++;
             continue;
         }
         int k = utf8_seq(s + i, n - i);
         if (!k) return -2;
-        CHECK(put(b, (const char *)s + i, k));
+        for (int j = 0; j < k; j++) *o++ = (char)s[i + j];
         i += k;
     }
+    b->n = o - b->p;
     return 0;
 }
 
@@ -470,24 +472,50 @@ static PyObject *jsonl_records(PyObject *self, PyObject *args) {
 
 /* ------------------------------------------------------------------ text */
 
+static long long iso_second = -1; /* the second whose text is in iso_text (a batch's records share it) */
+static char iso_text[24];
+
+static void put2(char *o, int v) {
+    o[0] = (char)('0' + v / 10);
+    o[1] = (char)('0' + v % 10);
+}
+
 static int put_iso(Buf *b, long long ms) { /* lines.iso_utc, padded to 24 */
     if (ms < 0 || ms > ISO_MAX_MS) return PUTS(b, "-                       ");
-    long long secs = ms / 1000, days = secs / 86400;
-    int msec = (int)(ms % 1000), sod = (int)(secs % 86400);
-    long long z = days + 719468;
-    long long era = z / 146097;
-    unsigned doe = (unsigned)(z - era * 146097);
-    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    long long y = (long long)yoe + era * 400;
-    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    unsigned mp = (5 * doy + 2) / 153;
-    unsigned d = doy - (153 * mp + 2) / 5 + 1;
-    unsigned m = mp < 10 ? mp + 3 : mp - 9;
-    if (m <= 2) y++;
-    char s[25];
-    snprintf(s, sizeof s, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", (int)y, m, d, sod / 3600, sod / 60 % 60, sod % 60,
-             msec);
-    return put(b, s, 24);
+    long long secs = ms / 1000;
+    if (secs != iso_second) {
+        long long days = secs / 86400;
+        int sod = (int)(secs % 86400);
+        long long z = days + 719468;
+        long long era = z / 146097;
+        unsigned doe = (unsigned)(z - era * 146097);
+        unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+        long long y = (long long)yoe + era * 400;
+        unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        unsigned mp = (5 * doy + 2) / 153;
+        unsigned d = doy - (153 * mp + 2) / 5 + 1;
+        unsigned m = mp < 10 ? mp + 3 : mp - 9;
+        if (m <= 2) y++;
+        put2(iso_text, (int)(y / 100));
+        put2(iso_text + 2, (int)(y % 100));
+        iso_text[4] = '-';
+        put2(iso_text + 5, (int)m);
+        iso_text[7] = '-';
+        put2(iso_text + 8, (int)d);
+        iso_text[10] = 'T';
+        put2(iso_text + 11, sod / 3600);
+        iso_text[13] = ':';
+        put2(iso_text + 14, sod / 60 % 60);
+        iso_text[16] = ':';
+        put2(iso_text + 17, sod % 60);
+        iso_text[19] = '.';
+        iso_text[23] = 'Z';
+        iso_second = secs;
+    }
+    int msec = (int)(ms % 1000);
+    iso_text[20] = (char)('0' + msec / 100);
+    put2(iso_text + 21, msec % 100);
+    return put(b, iso_text, 24);
 }
 
 static int text_value(Buf *b, PyObject *o, int mode) {
@@ -758,5 +786,6 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_format",
 
 PyMODINIT_FUNC PyInit__format(void) {
     crc_init();
+    tables_init();
     return PyModule_Create(&module);
 }
