@@ -16,29 +16,38 @@ enum { R_OFFSET = 0, R_TIMESTAMP, R_KEY, R_VALUE, R_HEADERS, R_STORED_TS, R_ATTR
 
 /* ------------------------------------------------------------------ output buffer */
 
+/* The output is built in a bytes object, resized as it grows and at the end (no final copy). */
 typedef struct {
+    PyObject *obj;
     char *p;
     Py_ssize_t n, cap;
 } Buf;
 
-static int grow(Buf *b, Py_ssize_t extra) {
+static __attribute__((noinline)) int grow_slow(Buf *b, Py_ssize_t extra);
+
+static inline int grow(Buf *b, Py_ssize_t extra) {
+    return b->n + extra <= b->cap ? 0 : grow_slow(b, extra);
+}
+
+static __attribute__((noinline)) int grow_slow(Buf *b, Py_ssize_t extra) {
     if (b->n + extra <= b->cap) return 0;
     Py_ssize_t cap = b->cap ? b->cap : 1 << 14;
     while (cap < b->n + extra) cap *= 2;
-    char *p = PyMem_Realloc(b->p, (size_t)cap);
-    if (!p) {
-        PyErr_NoMemory();
-        return -1;
+    if (!b->obj) {
+        b->obj = PyBytes_FromStringAndSize(NULL, cap);
+        if (!b->obj) return -1;
+    } else if (_PyBytes_Resize(&b->obj, cap) < 0) {
+        return -1; /* b->obj is gone */
     }
-    b->p = p;
+    b->p = PyBytes_AS_STRING(b->obj);
     b->cap = cap;
     return 0;
 }
 
 #define CHECK(x) do { if ((x) < 0) return -1; } while (0)
 
-static int put(Buf *b, const char *s, Py_ssize_t k) {
-    CHECK(grow(b, k));
+static inline __attribute__((always_inline)) int put(Buf *b, const char *s, Py_ssize_t k) {
+    if (b->n + k > b->cap) CHECK(grow(b, k));
     memcpy(b->p + b->n, s, (size_t)k);
     b->n += k;
     return 0;
@@ -147,8 +156,12 @@ static inline int utf8_seq(const unsigned char *s, Py_ssize_t n) {
 /* Bytes that stand for themselves in a JSON string (printable ASCII but '"' and '\\'). */
 static unsigned char JSON_PLAIN[256];
 
+/* Bytes that stand for themselves in the text format (printable ASCII but '"' and '\\'). */
+static unsigned char TEXT_PLAIN[256];
+
 static void tables_init(void) {
     for (int c = 0x20; c < 0x80; c++) JSON_PLAIN[c] = c != '"' && c != '\\';
+    for (int c = 0x20; c < 0x7F; c++) TEXT_PLAIN[c] = c != '"' && c != '\\';
 }
 
 /* A JSON string body as Python's json.dumps(ensure_ascii=False) writes it; -2 if not valid UTF-8. */
@@ -200,8 +213,11 @@ static int put_text_escaped(Buf *b, const unsigned char *s, Py_ssize_t n, Py_ssi
         const char *out = esc;
         int k, width;
         unsigned c = s[i];
-        int len = utf8_seq(s + i, n - i);
-        if (len == 0) { /* not UTF-8: \xNN */
+        int len = TEXT_PLAIN[c] ? 1 : utf8_seq(s + i, n - i);
+        if (TEXT_PLAIN[c]) {
+            out = (const char *)s + i;
+            k = width = 1;
+        } else if (len == 0) { /* not UTF-8: \xNN */
             esc[0] = '\\'; esc[1] = 'x'; esc[2] = HEXD[c >> 4]; esc[3] = HEXD[c & 15];
             k = width = 4; len = 1;
         } else if (len == 1) {
@@ -271,6 +287,14 @@ static int put_backslashreplace(Buf *b, const unsigned char *s, Py_ssize_t n) {
 
 static int is_utf8(const unsigned char *s, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n;) {
+        if (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (!(w & 0x8080808080808080ULL)) {
+                i += 8;
+                continue;
+            }
+        }
         if (s[i] < 0x80) {
             i++;
             continue;
@@ -325,7 +349,12 @@ static void release(Bytes *b) {
 }
 
 static int get_i64(PyObject *o, long long *v) {
-    *v = PyLong_AsLongLong(o);
+    int overflow = 0; /* AndOverflow: a digit loop, where PyLong_AsLongLong goes through a byte array */
+    *v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow) {
+        PyErr_SetString(PyExc_OverflowError, "an offset, timestamp or CRC past 64 bits");
+        return -1;
+    }
     if (*v == -1 && PyErr_Occurred()) return -1;
     return 0;
 }
@@ -345,9 +374,13 @@ static int header_key_bytes(PyObject *key, const char **p, Py_ssize_t *n, PyObje
 }
 
 static PyObject *finish(Buf *b, int rc) {
-    PyObject *res = rc < 0 ? NULL : PyBytes_FromStringAndSize(b->p ? b->p : "", b->n);
-    PyMem_Free(b->p);
-    return res;
+    if (rc < 0) {
+        Py_XDECREF(b->obj);
+        return NULL;
+    }
+    if (!b->obj) return PyBytes_FromStringAndSize("", 0);
+    if (_PyBytes_Resize(&b->obj, b->n) < 0) return NULL;
+    return b->obj;
 }
 
 static int record_check(PyObject *r) {
@@ -360,13 +393,13 @@ static int record_check(PyObject *r) {
 
 /* ------------------------------------------------------------------ jsonl */
 
-static int json_field(Buf *b, const char *name, PyObject *o, int mode) {
+static int json_field(Buf *b, const char *name, Py_ssize_t name_len, PyObject *o, int mode) {
     Bytes v;
     int none = get_bytes(o, &v);
     if (none < 0) return -1;
     int rc = 0;
     CHECK(PUTS(b, "\""));
-    CHECK(put(b, name, (Py_ssize_t)strlen(name)));
+    CHECK(put(b, name, name_len));
     if (none || mode == M_NONE) {
         release(&v);
         return PUTS(b, "\": null");
@@ -422,9 +455,9 @@ static int jsonl_one(Buf *b, PyObject *r, const char *ts, Py_ssize_t tsn, const 
     CHECK(PUTS(b, ", \"timestamp_type\": \""));
     CHECK(put(b, ts, tsn));
     CHECK(PUTS(b, "\", "));
-    CHECK(json_field(b, "key", PyTuple_GET_ITEM(r, R_KEY), kmode));
+    CHECK(json_field(b, "key", 3, PyTuple_GET_ITEM(r, R_KEY), kmode));
     CHECK(PUTS(b, ", "));
-    CHECK(json_field(b, "value", PyTuple_GET_ITEM(r, R_VALUE), vmode));
+    CHECK(json_field(b, "value", 5, PyTuple_GET_ITEM(r, R_VALUE), vmode));
     CHECK(PUTS(b, ", \"headers\": ["));
     PyObject *hs = PyTuple_GET_ITEM(r, R_HEADERS);
     PyObject *seq = PySequence_Fast(hs, "headers must be a sequence");
@@ -438,7 +471,7 @@ static int jsonl_one(Buf *b, PyObject *r, const char *ts, Py_ssize_t tsn, const 
             return -1;
         }
         if ((j && PUTS(b, ", ") < 0) || PUTS(b, "{") < 0 || json_header_key(b, PyTuple_GET_ITEM(h, 0)) < 0 ||
-            PUTS(b, ", ") < 0 || json_field(b, "value", PyTuple_GET_ITEM(h, 1), vmode) < 0 || PUTS(b, "}") < 0) {
+            PUTS(b, ", ") < 0 || json_field(b, "value", 5, PyTuple_GET_ITEM(h, 1), vmode) < 0 || PUTS(b, "}") < 0) {
             Py_DECREF(seq);
             return -1;
         }
@@ -463,7 +496,7 @@ static PyObject *jsonl_records(PyObject *self, PyObject *args) {
     Buf b = {0};
     int rc = 0;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    rc = grow(&b, n * 160);
+    rc = grow(&b, n * 400 + 256);
     for (Py_ssize_t i = 0; rc == 0 && i < n; i++)
         rc = jsonl_one(&b, PySequence_Fast_GET_ITEM(seq, i), ts, tsn, pos, posn, kmode, vmode);
     Py_DECREF(seq);
@@ -609,7 +642,7 @@ static PyObject *text_records(PyObject *self, PyObject *args) {
     if (!seq) return NULL;
     Buf b = {0};
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    int rc = grow(&b, n * 160);
+    int rc = grow(&b, n * 400 + 256);
     for (Py_ssize_t i = 0; rc == 0 && i < n; i++) rc = text_one(&b, PySequence_Fast_GET_ITEM(seq, i), kmode, vmode);
     Py_DECREF(seq);
     return finish(&b, rc);
@@ -617,18 +650,30 @@ static PyObject *text_records(PyObject *self, PyObject *args) {
 
 /* ------------------------------------------------------------------ kafka */
 
-static uint32_t CRC_TABLE[256];
+static uint32_t CRC_TABLE[8][256]; /* CRC-32 (zlib's), slice-by-8 */
 
 static void crc_init(void) {
     for (uint32_t i = 0; i < 256; i++) {
         uint32_t c = i;
         for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        CRC_TABLE[i] = c;
+        CRC_TABLE[0][i] = c;
     }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++)
+            CRC_TABLE[t][i] = (CRC_TABLE[t - 1][i] >> 8) ^ CRC_TABLE[0][CRC_TABLE[t - 1][i] & 0xFF];
 }
 
 static uint32_t crc_update(uint32_t crc, const unsigned char *s, Py_ssize_t n) {
-    for (Py_ssize_t i = 0; i < n; i++) crc = CRC_TABLE[(crc ^ s[i]) & 0xFF] ^ (crc >> 8);
+    while (n >= 8) {
+        uint32_t lo = crc ^ ((uint32_t)s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 | (uint32_t)s[3] << 24);
+        uint32_t hi = (uint32_t)s[4] | (uint32_t)s[5] << 8 | (uint32_t)s[6] << 16 | (uint32_t)s[7] << 24;
+        crc = CRC_TABLE[7][lo & 0xFF] ^ CRC_TABLE[6][(lo >> 8) & 0xFF] ^ CRC_TABLE[5][(lo >> 16) & 0xFF] ^
+              CRC_TABLE[4][lo >> 24] ^ CRC_TABLE[3][hi & 0xFF] ^ CRC_TABLE[2][(hi >> 8) & 0xFF] ^
+              CRC_TABLE[1][(hi >> 16) & 0xFF] ^ CRC_TABLE[0][hi >> 24];
+        s += 8;
+        n -= 8;
+    }
+    while (n-- > 0) crc = CRC_TABLE[0][(crc ^ *s++) & 0xFF] ^ (crc >> 8);
     return crc;
 }
 
@@ -752,7 +797,7 @@ static PyObject *kafka_records(PyObject *self, PyObject *args) {
     if (!seq) return NULL;
     Buf b = {0};
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    int rc = grow(&b, n * 160);
+    int rc = grow(&b, n * 400 + 256);
     for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
         PyObject *r = PySequence_Fast_GET_ITEM(seq, i);
         long long off;
