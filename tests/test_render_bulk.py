@@ -143,3 +143,59 @@ def test_iso_utc() -> None:
     assert lines.iso_utc(0) == "1970-01-01T00:00:00.000Z"
     assert lines.iso_utc(1700000000123) == "2023-11-14T22:13:20.123Z"
     assert lines.iso_utc(-1) == "-"
+
+
+# --------------------------------------------------------------------------- whole dumps, both writers
+
+from hypothesis import HealthCheck as _HC  # noqa: E402
+
+from kseg.log.encode import build_legacy_message_set, build_v2_batch  # noqa: E402
+from kseg.ops.dump import DumpOptions, dump_paths  # noqa: E402
+from kseg.render import bulk  # noqa: E402
+from kseg.render.dump import RENDERERS, KafkaRenderer, payload_decoder  # noqa: E402
+
+from conftest import legacy_records, v2_records  # noqa: E402
+
+DUMPS = [("jsonl", "utf8"), ("jsonl", "hex"), ("jsonl", "none"), ("text", "utf8"), ("text", "base64"),
+         ("kafka", "utf8"), ("kafka", "none")]
+
+
+def _dump(paths: list, fmt: str, payload: str, writer, monkeypatch) -> bytes:
+    import io
+
+    for name in ("jsonl_records", "text_records", "kafka_records"):
+        monkeypatch.setattr(bulk, name, getattr(writer, name))
+    out, err = io.BytesIO(), io.StringIO()
+    kd = payload_decoder(payload, fmt)
+    r = KafkaRenderer(out, err, kd, kd, deep=True) if fmt == "kafka" else RENDERERS[fmt](out, err, kd, kd)
+    try:
+        for ev in dump_paths(paths, DumpOptions(records=True, keep_going=True)):
+            r(ev)
+    except KsegError:
+        pass
+    r.close()
+    return out.getvalue() + err.getvalue().encode()
+
+
+def dumps_agree(paths: list, monkeypatch) -> None:
+    for fmt, payload in DUMPS:
+        assert _dump(paths, fmt, payload, _format, monkeypatch) == _dump(paths, fmt, payload, lines, monkeypatch)
+
+
+def test_whole_dumps_agree_on_fixtures_and_real_files(monkeypatch) -> None:
+    dumps_agree(FIXTURES, monkeypatch)
+    dumps_agree(REAL, monkeypatch)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[_HC.too_slow, _HC.function_scoped_fixture])
+@given(st.lists(st.one_of(v2_records(), legacy_records(magic=0), legacy_records(magic=1)), min_size=1, max_size=4),
+       st.sampled_from([0, 1]))
+def test_whole_dumps_agree_on_generated_segments(tmp_path, monkeypatch, groups, codec) -> None:
+    path = tmp_path / "00000000000000000000.log"
+    with open(path, "wb") as f:
+        for recs in groups:
+            if recs[0].magic >= 2:
+                f.write(build_v2_batch(recs, codec=codec))
+            else:
+                f.write(build_legacy_message_set(recs, magic=recs[0].magic))
+    dumps_agree([path], monkeypatch)
