@@ -199,3 +199,19 @@ def test_whole_dumps_agree_on_generated_segments(tmp_path, monkeypatch, groups, 
             else:
                 f.write(build_legacy_message_set(recs, magic=recs[0].magic))
     dumps_agree([path], monkeypatch)
+
+
+def test_batch_line_is_batch_json() -> None:
+    """The jsonl batch line written without a dict equals the dict's JSON, on every fixture and real file."""
+    from kseg.ops.dump import BatchEvent
+    from kseg.render.dump import batch_json, batch_line
+
+    enc = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
+    n = 0
+    for path in FIXTURES + REAL:
+        name = json.dumps(str(path), ensure_ascii=False)
+        for b in scan_entries(path.read_bytes()).batches:
+            ev = BatchEvent(path, b, b.offset, b.last_offset, b.record_count or 1)
+            assert batch_line(ev, name) == enc(batch_json(ev)) + "\n"
+            n += 1
+    assert n > 100

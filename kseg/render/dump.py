@@ -144,6 +144,38 @@ def batch_json(ev: BatchEvent) -> dict:
     return out
 
 
+def _json_bool(v: bool) -> str:
+    return "true" if v else "false"
+
+
+def _json_str(v: str) -> str:
+    return f'"{v}"' if v.isalnum() and v.isascii() else json.dumps(v, ensure_ascii=False)
+
+
+def _json_int(v: int | None) -> str:
+    return "null" if v is None else str(v)
+
+
+def batch_line(ev: BatchEvent, file_json: str) -> str:
+    """``batch_json(ev)`` as its JSON line, without building the dict (one per batch of a dump);
+    ``file_json`` is the file name already in JSON."""
+    b = ev.batch
+    name = b.codec_name
+    line = (f'{{"type": "batch", "file": {file_json}, "position": {b.position}, "base_offset": {ev.base_offset}, '
+            f'"last_offset": {ev.last_offset}, "count": {ev.count}, "magic": {b.magic}, '
+            f'"codec": {_json_str(name)}, '
+            f'"timestamp_type": "{b.timestamp_type_name}", "max_timestamp": {b.timestamp}, "size": {b.size}, '
+            f'"crc": {b.crc}, "crc_valid": {_json_bool(b.crc_valid)}')
+    if b.magic >= 2:
+        line += (f', "partition_leader_epoch": {b.partition_leader_epoch}, "producer_id": {b.producer_id}, '
+                 f'"producer_epoch": {b.producer_epoch}, "base_sequence": {b.base_sequence}, '
+                 f'"is_transactional": {_json_bool(b.is_transactional)}, "is_control": {_json_bool(b.is_control)}, '
+                 f'"delete_horizon_ms": {_json_int(b.delete_horizon_ms)}')
+        if b.plugin_id is not None:
+            line += f', "plugin_id": {b.plugin_id}'
+    return line + "}\n"
+
+
 def record_json(b: Batch, r: Record, key_decoder: Decoder | None, value_decoder: Decoder | None) -> dict:
     out: dict = {"type": "record", "offset": r.offset, "timestamp": r.timestamp,
                  "timestamp_type": b.timestamp_type_name}
@@ -177,13 +209,16 @@ class JsonlRenderer:
         self.key_decoder, self.value_decoder = key_decoder, value_decoder
         self.kmode, self.vmode = payload_mode(key_decoder), payload_mode(value_decoder)
         self._dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
+        self._file: tuple[object, str] = (None, "")  # the current file and its name in JSON
 
     def emit(self, obj: dict) -> None:
         self.write((self._dumps(obj) + "\n").encode("utf-8", "backslashreplace"))
 
     def __call__(self, ev: Event) -> None:
         if isinstance(ev, BatchEvent):
-            self.emit(batch_json(ev))
+            if self._file[0] is not ev.path:
+                self._file = (ev.path, json.dumps(str(ev.path), ensure_ascii=False))
+            self.write(batch_line(ev, self._file[1]).encode("utf-8", "backslashreplace"))
             if ev.records is not None:
                 b = ev.batch
                 kd, vd = self.key_decoder, self.value_decoder
