@@ -14,6 +14,7 @@ from typing import Sequence
 
 from kseg.log.encode import legacy_message_crc
 from kseg.model import Record
+from kseg.render.payload import header_key_text
 
 # Payload modes: how bytes are shown. NONE: not shown (jsonl null, text "<N bytes>",
 # kafka: no key/payload field); UTF8: jsonl a string if valid UTF-8, else a *_b64 field;
@@ -131,13 +132,6 @@ def kafka_text(v: bytes, mode: int) -> str:
     if mode == JAVA:
         return v.decode("utf-8", "replace")
     return v.hex() if mode == HEX else _b64(v)
-
-
-def header_key_text(key: str) -> str:
-    """A header key for kafka lines: bytes that were not UTF-8 (kept as surrogates) shown as \\xNN."""
-    if key.isascii():
-        return key
-    return _key_bytes(key).decode("utf-8", "backslashreplace")
 
 
 def _sequence(base_sequence: int, delta: int) -> int:
