@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 KSEG := $(VENV)/bin/kseg
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-write bench-spark fixtures clean
+.PHONY: demo test bench bench-dump bench-write bench-spark fixtures clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,9 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_read.py --clock cpu
+
+bench-dump: $(STAMP)
+	$(PY) benchmarks/bench_dump.py
 
 bench-write: $(STAMP)
 	$(PY) benchmarks/bench_write.py

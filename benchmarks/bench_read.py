@@ -147,7 +147,7 @@ def w_dump_kafka(path: str, magic: int, codec: str) -> dict:
 def w_dump_kseg(path: str, magic: int, codec: str) -> dict:
     """kseg's dump in-process (what the CLI does, minus start-up and argument parsing)."""
     from kseg.ops.dump import BatchEvent, DumpOptions, dump_paths
-    from kseg.render.dump.payload import BUILTIN
+    from kseg.render.payload import BUILTIN
     from kseg.render.dump import JsonlRenderer
 
     def run() -> int:

@@ -808,7 +808,6 @@ USER_VALUES = [struct.pack(">q", -2), b'{"a": [1, 2]}', b"hello"]
     ("long", lambda b: struct.unpack(">q", b)[0] if len(b) == 8 else f"<{len(b)} bytes, not a long>"),
     ("hex", lambda b: b.hex()),
     ("base64", lambda b: base64.b64encode(b).decode()),
-    ("utf8", lambda b: b.decode("utf-8", "backslashreplace")),
     ("json", lambda b: json.loads(b) if b.startswith(b"{") else b.decode("utf-8", "backslashreplace")),
 ])
 def test_builtin_key_and_value_decoders(tmp_path, name, expected):
@@ -817,6 +816,20 @@ def test_builtin_key_and_value_decoders(tmp_path, name, expected):
             if o["type"] == "record"]
     assert [o["key"] for o in recs] == [expected(b) for b in USER_KEYS]
     assert [o["value"] for o in recs] == [expected(b) for b in USER_VALUES]
+
+
+def test_utf8_decoder_is_lossless(tmp_path):
+    """Valid UTF-8 stays a string; other bytes come back exactly from key_b64/value_b64."""
+    path = write_user_topic(tmp_path / "t-0")
+    recs = [o for o in jsonl("--key-decoder", "utf8", "--value-decoder", "utf8", "--records", path)
+            if o["type"] == "record"]
+
+    def back(o: dict, name: str) -> bytes:
+        return o[name].encode() if name in o else base64.b64decode(o[name + "_b64"])
+
+    assert [back(o, "key") for o in recs] == USER_KEYS
+    assert [back(o, "value") for o in recs] == USER_VALUES
+    assert "key" not in recs[1] and recs[2]["key"] == "k"
 
 
 def test_decoders_in_kafka_and_text_formats(tmp_path):
@@ -829,7 +842,7 @@ def test_decoders_in_kafka_and_text_formats(tmp_path):
         "key: <1 bytes, not an int> payload: hello",
     ]
     text = run("dump", "--key-decoder", "hex", "--value-decoder", "long", "--records", path).stdout
-    assert "00000007  -2\n" in text and "00ff      <13 bytes, not a long>" in text
+    assert "key 00000007  value -2\n" in text and 'key 00ff  value "<13 bytes, not a long>"' in text
 
 
 def test_module_function_decoders(tmp_path):

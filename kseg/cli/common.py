@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
@@ -34,6 +35,7 @@ from kseg.render.dump import payload_decoder
 from kseg.render.payload import load_decoder
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -86,6 +88,33 @@ class SizeType(click.ParamType):
 SIZE = SizeType()
 
 
+class TimeType(click.ParamType):
+    """A point in time: milliseconds since the epoch, or ISO-8601 (``2023-11-14T22:13:20.5Z``,
+    ``2023-11-14``; no zone means UTC)."""
+
+    name = "time"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip()
+        try:
+            return int(text)
+        except ValueError:
+            pass
+        try:
+            when = datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in "zZ" and text else text)
+        except ValueError:
+            self.fail(f"{value!r} is neither milliseconds since the epoch nor an ISO-8601 time", param, ctx)
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        delta = when - datetime(1970, 1, 1, tzinfo=timezone.utc)
+        return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+
+
+TIME = TimeType()
+
+
 def options(*decorators: Decorator) -> Decorator:
     """Several click decorators as one, applied in the order they read."""
 
@@ -134,8 +163,10 @@ dump_options = options(
                  help="--format kafka: print record contents without the offset/size part, as kafka-dump-log.sh."),
     click.option("--from-offset", type=int, default=None),
     click.option("--to-offset", type=int, default=None),
-    click.option("--from-time", type=int, default=None, help="Milliseconds since the epoch."),
-    click.option("--to-time", type=int, default=None, help="Milliseconds since the epoch."),
+    click.option("--from-time", type=TIME, default=None,
+                 help="Milliseconds since the epoch or ISO-8601 (2023-11-14T22:13:20Z; UTC if no zone)."),
+    click.option("--to-time", type=TIME, default=None,
+                 help="Milliseconds since the epoch or ISO-8601 (2023-11-14T22:13:20Z; UTC if no zone)."),
     click.option("--max-bytes", type=SIZE, default=None, help="Read only the first N bytes of each log file."),
     click.option("--keep-going", is_flag=True, help="Show an undecodable batch as raw bytes and go on."),
     input_format_option,

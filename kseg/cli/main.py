@@ -6,6 +6,7 @@ Errors are one line on stderr (``kseg: error: ...``); ``--traceback`` shows the 
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Callable
@@ -15,6 +16,7 @@ import click
 from kseg.cli import tools
 from kseg.cli.common import (
     EXIT_DATA,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     State,
     check_log_append,
@@ -57,7 +59,7 @@ from kseg.ops.dump import BadBatchEvent, DumpOptions, TailEvent, dump_paths
 from kseg.ops.jobs import run_job
 from kseg.ops.kafka07 import up_convert_kafka07, verify_kafka07
 from kseg.ops.verify import VerifyOptions, verify_paths
-from kseg.render.dump import RENDERERS, KafkaRenderer
+from kseg.render.dump import RENDERERS, ChunkedWriter, KafkaRenderer
 from kseg.render.kafka07 import dump_kafka07
 from kseg.render.reports import compact_json, compact_line, job_line, write_verify
 
@@ -100,23 +102,43 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
     options = DumpOptions(records=records, from_offset=from_offset, to_offset=to_offset, from_time=from_time,
                           to_time=to_time, max_bytes=max_bytes, max_decompressed_bytes=max_decompressed_bytes,
                           keep_going=keep_going, strict_names=fmt == "kafka", decode=decode)
-    renderer = (KafkaRenderer(sys.stdout, sys.stderr, kd, vd, deep=records, kafka_version=kafka_version,
+    sys.stdout.flush()
+    out = ChunkedWriter(sys.stdout.buffer)  # output leaves in 1 MiB writes
+    renderer = (KafkaRenderer(out, sys.stderr, kd, vd, deep=records, kafka_version=kafka_version,
                               skip_record_metadata=skip_record_metadata) if fmt == "kafka"
-                else RENDERERS[fmt](sys.stdout, sys.stderr, kd, vd))
+                else RENDERERS[fmt](out, sys.stderr, kd, vd))
     problems = 0
+    interrupted = False
     try:
         for ev in dump_paths(files, options):
             renderer(ev)
             if isinstance(ev, BadBatchEvent) or (isinstance(ev, TailEvent) and ev.reported):
                 problems += 1
+    except KeyboardInterrupt:
+        # Ctrl-C: stop now, quietly, with the shell's code for SIGINT. Pending output is
+        # dropped, and stdout is pointed at /dev/null so that the exit cannot block on a full pipe.
+        interrupted = True
+        _drop_stdout()
+        raise SystemExit(EXIT_INTERRUPTED) from None
     finally:
-        renderer.close()
-        sys.stdout.flush()
+        if not interrupted:  # what was read is shown, also when an error stops the dump
+            renderer.close()
+            out.flush()
     if problems:
         # Everything readable was shown; the data still has problems (exit 1, as verify).
         click.echo(f"kseg: {problems} problem(s) in the data (partial or undecodable batches); "
                    "see kseg verify", err=True)
         raise SystemExit(EXIT_DATA)
+
+
+def _drop_stdout() -> None:
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):
+        return  # not a real file (tests' captured output)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 @main.command()

@@ -487,3 +487,66 @@ def read_leader_epoch_checkpoint(path: str | os.PathLike) -> LeaderEpochCheckpoi
 def read_partition_metadata(path: str | os.PathLike) -> PartitionMetadata:
     return _parse_file(path, parse_partition_metadata)
 
+
+
+# --------------------------------------------------------------------------- seeking
+
+
+def _last_before(data: bytes, size: int, before: Callable[[int], bool]) -> int:
+    """Binary search: the last slot i for which ``before(i)`` holds (-1 for none), ``before``
+    being true up to some slot and false after it (an index's entries are ordered)."""
+    lo, hi = 0, len(data) // size
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if before(mid):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo - 1
+
+
+def _read_or_none(path: str | os.PathLike) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def offset_index_lookup(path: str | os.PathLike, base_offset: int, target: int) -> OffsetIndexEntry | None:
+    """The last .index entry whose offset is at most ``target`` (where a read for ``target``
+    may start), found by binary search; None when there is none or no readable file.
+    As Kafka's reader, slots from the first i > 0 holding the base offset on are the zero tail."""
+    data = _read_or_none(path)
+    if not data:
+        return None
+    unpack = OFFSET_INDEX_ENTRY.struct.unpack_from
+
+    def before(i: int) -> bool:
+        rel, _ = unpack(data, i * OFFSET_ENTRY_SIZE)
+        return (i == 0 or rel != 0) and base_offset + rel <= target
+
+    i = _last_before(data, OFFSET_ENTRY_SIZE, before)
+    if i < 0:
+        return None
+    rel, pos = unpack(data, i * OFFSET_ENTRY_SIZE)
+    return OffsetIndexEntry(base_offset + rel, pos)
+
+
+def time_index_lookup(path: str | os.PathLike, base_offset: int, target_ms: int) -> TimeIndexEntry | None:
+    """The last .timeindex entry whose timestamp is below ``target_ms``: every record up to its
+    offset is older than ``target_ms``. None when there is none or no readable file."""
+    data = _read_or_none(path)
+    if not data:
+        return None
+    unpack = TIME_INDEX_ENTRY.struct.unpack_from
+
+    def before(i: int) -> bool:
+        ts, rel = unpack(data, i * TIME_ENTRY_SIZE)
+        return (i == 0 or rel != 0) and ts < target_ms
+
+    i = _last_before(data, TIME_ENTRY_SIZE, before)
+    if i < 0:
+        return None
+    ts, rel = unpack(data, i * TIME_ENTRY_SIZE)
+    return TimeIndexEntry(ts, base_offset + rel)

@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Iterator
 
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
+from kseg.companions.read import offset_index_lookup, time_index_lookup
 from kseg.decoders import decode_record, family_for
 from kseg.errors import KsegError
 from kseg.log.decode import Tail
 from kseg.log.records import batch_records
-from kseg.log.segment import TRANSIENT_SUFFIXES, Segment, base_offset_of
+from kseg.log.segment import TRANSIENT_SUFFIXES, Segment, base_offset_of, companion_path
 from kseg.model import Batch, Record
 from kseg.ops.companion_dump import CompanionEvent, dump_companion
 
@@ -165,13 +166,60 @@ def _filters_records(o: DumpOptions) -> bool:
     return any(v is not None for v in (o.from_offset, o.to_offset, o.from_time, o.to_time))
 
 
+NO_OFFSET = -(1 << 63)  # a compressed legacy wrapper's first offset, before its records are read
+
+
+def seek_start(path: Path, o: DumpOptions) -> tuple[int, int] | None:
+    """Where a filtered read may start: (byte position, the indexed offset there), from the
+    ``.timeindex`` (every record up to an entry's offset is older than it says) and the
+    ``.index``; None to read from the start (no filter, no index, nothing to skip)."""
+    base = base_offset_of(path)
+    if base is None or (o.from_offset is None and o.from_time is None):
+        return None
+    target = o.from_offset
+    if o.from_time is not None:
+        older = time_index_lookup(companion_path(path, ".timeindex"), base, o.from_time)
+        if older is not None:
+            target = older.offset + 1 if target is None else max(target, older.offset + 1)
+    if target is None:
+        return None
+    entry = offset_index_lookup(companion_path(path, ".index"), base, target)
+    if entry is None or entry.position <= 0:
+        return None
+    return entry.position, entry.offset
+
+
+def _batches(seg: Segment, o: DumpOptions) -> Iterator[Batch]:
+    """The batches a dump reads: from the index's seek point when a filter allows one and the
+    batch found there is whole and plausible (CRC valid, offset not past the entry), else all."""
+    start = seek_start(seg.path, o)
+    if start is not None and (o.max_bytes is None or start[0] < o.max_bytes):
+        it = seg.batches(start=start[0], end=o.max_bytes)
+        first = next(it, None)
+        if first is not None and first.offset <= start[1] and first.crc_valid:
+            yield first
+            yield from it
+            return
+        it.close()
+    yield from seg.batches(end=o.max_bytes)
+
+
 def _dump_log(path: Path, o: DumpOptions, family: str | None = None) -> Iterator[Event]:
     seg = Segment(path)
     end = o.max_bytes
     limit = o.max_decompressed_bytes
     record_filter = _filters_records(o)
-    for batch in seg.batches(end=end):
-        needs_records = o.records or (batch.magic < 2 and batch.codec != 0)
+    for batch in _batches(seg, o):
+        legacy_wrapper = batch.magic < 2 and batch.codec != 0
+        if record_filter:
+            # Skip on the header, before decompressing: a wrapper's first offset is not known yet.
+            if batch.magic >= 2:
+                first, last = batch.offset, batch.last_offset
+            else:
+                first, last = (NO_OFFSET if legacy_wrapper else batch.offset), batch.offset
+            if not _wanted(batch, first, last, o):
+                continue
+        needs_records = o.records or legacy_wrapper
         records = None
         if needs_records:
             try:

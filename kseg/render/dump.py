@@ -6,8 +6,9 @@ Each renderer writes to the streams it is given and knows nothing about files.
 
 from __future__ import annotations
 
+import base64
 import json
-from typing import Any, Callable, TextIO
+from typing import IO, Any, Callable, TextIO
 
 from tabulate import tabulate
 
@@ -28,14 +29,88 @@ from kseg.ops.dump import (
     SkippedEvent,
     TailEvent,
 )
+from kseg.render import bulk, lines
 from kseg.render.companions import kafka_lines
+from kseg.render.lines import iso_utc, text_escape, text_head
 from kseg.render.payload import BUILTIN, Decoder, header_key_text, printable
+
+# The built-in payload decoders the bulk writers know, by mode; a user's decoder has none.
+_MODES = {id(BUILTIN["utf8"]): lines.UTF8, id(BUILTIN["hex"]): lines.HEX, id(BUILTIN["base64"]): lines.BASE64,
+          id(BUILTIN["java-string"]): lines.JAVA}
+
+
+def payload_mode(decoder: Decoder | None) -> int | None:
+    """The bulk writers' mode for a decoder, or None for a user's decoder (shown record by record)."""
+    if decoder is None:
+        return lines.NONE
+    return _MODES.get(id(decoder))
+
+
+def binary_writer(out: IO) -> Callable[[bytes], Any]:
+    """Where a renderer writes its UTF-8 bytes: a binary stream itself; a UTF-8 text stream's
+    buffer (its text flushed first); any other text stream through its text layer."""
+    if not hasattr(out, "encoding"):
+        return out.write
+    buffer = getattr(out, "buffer", None)
+    encoding = (getattr(out, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+    if buffer is not None and encoding == "utf8":
+        out.flush()
+        return buffer.write
+    return lambda data: out.write(data.decode("utf-8"))
+
+
+class ChunkedWriter:
+    """Collects output and hands it on in large chunks: one write call per ``size`` bytes."""
+
+    def __init__(self, target: IO[bytes], size: int = 1 << 20):
+        self.target, self.size = target, size
+        self._parts: list[bytes] = []
+        self._pending = 0
+
+    def write(self, data: bytes) -> None:
+        self._parts.append(data)
+        self._pending += len(data)
+        if self._pending >= self.size:
+            self._drain()
+
+    def _drain(self) -> None:
+        if self._parts:
+            data = b"".join(self._parts)
+            self._parts, self._pending = [], 0
+            self.target.write(data)
+
+    def flush(self) -> None:
+        self._drain()
+        self.target.flush()
 
 
 def _encoded(value: bytes | None, decoder: Decoder | None) -> Any:
     if value is None or decoder is None:
         return None
     return decoder(value)
+
+
+def _put_payload(out: dict, name: str, value: bytes | None, decoder: Decoder | None) -> None:
+    """``out[name]``; with the utf8 payload, bytes that are not UTF-8 go to ``name_b64``
+    instead, so that two different byte strings never print alike."""
+    if value is not None and decoder is BUILTIN["utf8"]:
+        try:
+            out[name] = value.decode("utf-8")
+        except UnicodeDecodeError:
+            out[name + "_b64"] = base64.b64encode(value).decode("ascii")
+        return
+    out[name] = _encoded(value, decoder)
+
+
+def _header_json(key: str, value: bytes | None, decoder: Decoder | None) -> dict:
+    out: dict = {}
+    try:
+        key.encode("utf-8")
+        out["key"] = key
+    except UnicodeEncodeError:  # bytes that were not UTF-8, kept as surrogates
+        out["key_b64"] = base64.b64encode(key.encode("utf-8", "surrogateescape")).decode("ascii")
+    _put_payload(out, "value", value, decoder)
+    return out
 
 
 def batch_json(ev: BatchEvent) -> dict:
@@ -70,17 +145,45 @@ def batch_json(ev: BatchEvent) -> dict:
     return out
 
 
+def _json_bool(v: bool) -> str:
+    return "true" if v else "false"
+
+
+def _json_str(v: str) -> str:
+    return f'"{v}"' if v.isalnum() and v.isascii() else json.dumps(v, ensure_ascii=False)
+
+
+def _json_int(v: int | None) -> str:
+    return "null" if v is None else str(v)
+
+
+def batch_line(ev: BatchEvent, file_json: str) -> str:
+    """``batch_json(ev)`` as its JSON line, without building the dict (one per batch of a dump);
+    ``file_json`` is the file name already in JSON."""
+    b = ev.batch
+    name = b.codec_name
+    line = (f'{{"type": "batch", "file": {file_json}, "position": {b.position}, "base_offset": {ev.base_offset}, '
+            f'"last_offset": {ev.last_offset}, "count": {ev.count}, "magic": {b.magic}, '
+            f'"codec": {_json_str(name)}, '
+            f'"timestamp_type": "{b.timestamp_type_name}", "max_timestamp": {b.timestamp}, "size": {b.size}, '
+            f'"crc": {b.crc}, "crc_valid": {_json_bool(b.crc_valid)}')
+    if b.magic >= 2:
+        line += (f', "partition_leader_epoch": {b.partition_leader_epoch}, "producer_id": {b.producer_id}, '
+                 f'"producer_epoch": {b.producer_epoch}, "base_sequence": {b.base_sequence}, '
+                 f'"is_transactional": {_json_bool(b.is_transactional)}, "is_control": {_json_bool(b.is_control)}, '
+                 f'"delete_horizon_ms": {_json_int(b.delete_horizon_ms)}')
+        if b.plugin_id is not None:
+            line += f', "plugin_id": {b.plugin_id}'
+    return line + "}\n"
+
+
 def record_json(b: Batch, r: Record, key_decoder: Decoder | None, value_decoder: Decoder | None) -> dict:
-    out = {
-        "type": "record",
-        "offset": r.offset,
-        "timestamp": r.timestamp,
-        "timestamp_type": b.timestamp_type_name,
-        "key": _encoded(r.key, key_decoder),
-        "value": _encoded(r.value, value_decoder),
-        "headers": [{"key": header_key_text(h.key), "value": _encoded(h.value, value_decoder)} for h in r.headers],
-        "batch_position": b.position,
-    }
+    out: dict = {"type": "record", "offset": r.offset, "timestamp": r.timestamp,
+                 "timestamp_type": b.timestamp_type_name}
+    _put_payload(out, "key", r.key, key_decoder)
+    _put_payload(out, "value", r.value, value_decoder)
+    out["headers"] = [_header_json(h.key, h.value, value_decoder) for h in r.headers]
+    out["batch_position"] = b.position
     if b.is_control:
         try:
             out["control"] = control_info(r).as_json()
@@ -99,22 +202,33 @@ def decoded_json(d: "DecodedRecord") -> dict:
 
 
 class JsonlRenderer:
-    def __init__(self, out: TextIO, err: TextIO, key_decoder: Decoder | None, value_decoder: Decoder | None):
+    """One JSON object per line; a batch's plain records are written in one bulk call."""
+
+    def __init__(self, out: IO, err: TextIO, key_decoder: Decoder | None, value_decoder: Decoder | None):
         self.out, self.err = out, err
+        self.write = binary_writer(out)
         self.key_decoder, self.value_decoder = key_decoder, value_decoder
+        self.kmode, self.vmode = payload_mode(key_decoder), payload_mode(value_decoder)
         self._dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
+        self._file: tuple[object, str] = (None, "")  # the current file and its name in JSON
 
     def emit(self, obj: dict) -> None:
-        self.out.write(self._dumps(obj))
-        self.out.write("\n")
+        self.write((self._dumps(obj) + "\n").encode("utf-8", "backslashreplace"))
 
     def __call__(self, ev: Event) -> None:
         if isinstance(ev, BatchEvent):
-            self.emit(batch_json(ev))
+            if self._file[0] is not ev.path:
+                self._file = (ev.path, json.dumps(str(ev.path), ensure_ascii=False))
+            self.write(batch_line(ev, self._file[1]).encode("utf-8", "backslashreplace"))
             if ev.records is not None:
                 b = ev.batch
                 kd, vd = self.key_decoder, self.value_decoder
                 decoded = ev.decoded
+                if (decoded is None and not b.is_control and self.kmode is not None
+                        and self.vmode is not None):
+                    self.write(bulk.jsonl_records(ev.records, b.timestamp_type_name, b.position,
+                                                  self.kmode, self.vmode))
+                    return
                 for i, r in enumerate(ev.records):
                     out = record_json(b, r, kd, vd)
                     if decoded is not None and decoded[i] is not None:
@@ -140,29 +254,31 @@ class JsonlRenderer:
         pass
 
 
-TEXT_WIDTH = 60  # longer keys/values are cut in the text format (jsonl shows them whole)
-
-
 class TextRenderer:
-    """Readable output: a header line per batch, its records as an aligned table."""
+    """Readable output: a line per batch, then one line per record in fixed columns
+    (offset, milliseconds, ISO-8601 UTC, key, value, headers), streamed batch by batch."""
 
-    def __init__(self, out: TextIO, err: TextIO, key_decoder: Decoder | None, value_decoder: Decoder | None):
+    def __init__(self, out: IO, err: TextIO, key_decoder: Decoder | None, value_decoder: Decoder | None):
         self.out, self.err = out, err
+        self.write = binary_writer(out)
         self.kd, self.vd = key_decoder, value_decoder
+        self.kmode, self.vmode = payload_mode(key_decoder), payload_mode(value_decoder)
+
+    def w(self, text: str) -> None:
+        self.write(text.encode("utf-8", "backslashreplace"))
 
     def _show(self, value: bytes | None, decoder: Decoder | None) -> str:
-        if value is None:
-            return "null"
-        if decoder is None:
-            return f"<{len(value)} bytes>"
-        shown = decoder(value)
-        text = printable(shown if isinstance(shown, str) else json.dumps(shown))
-        if len(text) > TEXT_WIDTH:
-            text = text[: TEXT_WIDTH - 1] + f"… ({len(value)} bytes)"
+        mode = payload_mode(decoder)
+        if value is None or mode is not None:
+            return lines.text_value(value, lines.NONE if mode is None else mode)
+        shown = decoder(value)  # type: ignore[misc]  # a user's decoder: its value as JSON
+        text = printable(json.dumps(shown, ensure_ascii=False))
+        if len(text) > lines.TEXT_WIDTH:
+            text = text[: lines.TEXT_WIDTH - 1] + f"… ({len(value)} bytes)"
         return text
 
     def __call__(self, ev: Event) -> None:
-        w = self.out.write
+        w = self.w
         if isinstance(ev, FileStart):
             label = "end offset" if ev.kind == "snapshot" else "base offset"
             base = "" if ev.base_offset is None else f", {label} {ev.base_offset}"
@@ -170,10 +286,11 @@ class TextRenderer:
         elif isinstance(ev, BatchEvent):
             b = ev.batch
             crc = "ok" if b.crc_valid else f"BAD (computed {b.computed_crc():#010x})"
+            iso = iso_utc(b.timestamp)
             w(
                 f"batch @{b.position}  offsets {ev.base_offset}..{ev.last_offset}  count {ev.count}  "
-                f"magic {b.magic}  {b.codec_name}  {b.timestamp_type_name} {b.timestamp}  "
-                f"size {b.size}  crc {b.crc:#010x} {crc}\n"
+                f"magic {b.magic}  {b.codec_name}  {b.timestamp_type_name} {b.timestamp}"
+                f"{'' if iso == '-' else f' {iso}'}  size {b.size}  crc {b.crc:#010x} {crc}\n"
             )
             if b.magic >= 2:
                 flags = [f for f, on in (("transactional", b.is_transactional), ("control", b.is_control)) if on]
@@ -185,24 +302,26 @@ class TextRenderer:
                 )
             if ev.records and ev.decoded is not None:
                 self._decoded_lines(ev)
-            elif ev.records:
-                rows = []
+            elif ev.records and b.is_control:
                 for r in ev.records:
-                    if b.is_control:
-                        try:
-                            ctrl = control_info(r)
-                            shown = f"{ctrl.type_name}" + (
-                                f" coordinator epoch {ctrl.coordinator_epoch}" if ctrl.coordinator_epoch is not None else ""
-                            )
-                        except KsegError as e:
-                            shown = f"<{e}>"
-                        rows.append([r.offset, r.timestamp, "(control)", shown, ""])
-                        continue
-                    headers = ", ".join(f"{printable(header_key_text(h.key))}={self._show(h.value, self.vd)}"
-                                        for h in r.headers)
-                    rows.append([r.offset, r.timestamp, self._show(r.key, self.kd), self._show(r.value, self.vd), headers])
-                table = tabulate(rows, headers=["offset", "timestamp", "key", "value", "headers"], disable_numparse=True)
-                w("".join("  " + line + "\n" for line in table.split("\n")))
+                    try:
+                        ctrl = control_info(r)
+                        shown = ctrl.type_name + (f" coordinator epoch {ctrl.coordinator_epoch}"
+                                                  if ctrl.coordinator_epoch is not None else "")
+                    except KsegError as e:
+                        shown = f"<{e}>"
+                    w(text_head(r.offset, r.timestamp) + f"(control) {shown}\n")
+            elif ev.records and self.kmode is not None and self.vmode is not None:
+                self.write(bulk.text_records(ev.records, self.kmode, self.vmode))
+            elif ev.records:
+                for r in ev.records:
+                    line = (text_head(r.offset, r.timestamp) + f"key {self._show(r.key, self.kd)}  "
+                            f"value {self._show(r.value, self.vd)}")
+                    if r.headers:
+                        line += "  headers " + ", ".join(
+                            f"{text_escape(h.key.encode('utf-8', 'surrogateescape'))}={self._show(h.value, self.vd)}"
+                            for h in r.headers)
+                    w(line + "\n")
         elif isinstance(ev, TailEvent):
             if ev.reported:
                 w(f"!! {ev.tail.length} bytes at the end do not form a complete batch: {ev.tail.error}\n")
@@ -223,13 +342,12 @@ class TextRenderer:
             self.err.write(f"Ignoring {ev.reason}: {ev.path}\n")
 
     def _decoded_lines(self, ev: BatchEvent) -> None:
-        """Records of an internal topic, one per line: offset, timestamp, decoded key => value."""
-        w = self.out.write
+        """Records of an internal topic, one per line: the fixed columns, then decoded key => value."""
+        w = self.w
         b = ev.batch
         assert ev.records is not None and ev.decoded is not None
-        width = max(len(str(r.offset)) for r in ev.records)
         for r, d in zip(ev.records, ev.decoded):
-            head = f"  {r.offset:>{width}}  {r.timestamp}  "
+            head = text_head(r.offset, r.timestamp)
             if d is None:
                 if b.is_control:
                     try:
@@ -237,7 +355,7 @@ class TextRenderer:
                     except KsegError as e:
                         shown = f"(control) <{e}>"
                 else:
-                    shown = f"key {self._show(r.key, self.kd)} value {self._show(r.value, self.vd)}"
+                    shown = f"key {self._show(r.key, self.kd)}  value {self._show(r.value, self.vd)}"
                 w(head + shown + "\n")
                 continue
             parts = []
@@ -272,15 +390,21 @@ def _optional_long(v: int | None) -> str:
 class KafkaRenderer:
     """kafka-dump-log.sh's lines, quirks included (the stray ``}``, OptionalLong, reversed lists)."""
 
-    def __init__(self, out: TextIO, err: TextIO, key_decoder: Decoder | None, value_decoder: Decoder | None,
+    def __init__(self, out: IO, err: TextIO, key_decoder: Decoder | None, value_decoder: Decoder | None,
                  deep: bool = False, kafka_version: str = "4", skip_record_metadata: bool = False):
         self.out, self.err = out, err
+        self.write = binary_writer(out)
         self.kd, self.vd = key_decoder, value_decoder
+        self.kmode, self.vmode = payload_mode(key_decoder), payload_mode(value_decoder)
         self.deep = deep
         self.kafka_version = kafka_version  # "4" or "3.9": whose lines to print (kseg.decoders.KAFKA_VERSIONS)
         self.skip_record_metadata = skip_record_metadata
         self.non_consecutive: dict[str, list[tuple[int, int]]] = {}
         self._last_offset: int | None = None
+        self._gaps: tuple[object, list[tuple[int, int]]] | None = None  # (path, its list) of the current file
+
+    def w(self, text: str) -> None:
+        self.write(text.encode("utf-8", "backslashreplace"))
 
     def _text(self, value: bytes, decoder: Decoder) -> str:
         shown = decoder(value)
@@ -289,7 +413,7 @@ class KafkaRenderer:
         return json.dumps(shown, ensure_ascii=False, separators=(",", ":"))
 
     def __call__(self, ev: Event) -> None:
-        w = self.out.write
+        w = self.w
         if isinstance(ev, FileStart):
             w(f"Dumping {ev.path}\n")
             self._last_offset = None
@@ -322,6 +446,19 @@ class KafkaRenderer:
                 )
             if ev.records is not None:
                 decoded = ev.decoded
+                if (decoded is None and not b.is_control and ev.records and self.kmode is not None
+                        and self.vmode is not None and not self.skip_record_metadata):
+                    seq = -1 if b.base_sequence is None else b.base_sequence
+                    gaps: list[tuple[int, int]] = []
+                    last = self._last_offset
+                    if last is None and self.kafka_version == "4":
+                        last = -1  # Kafka 4 compares a file's first record with -1 too
+                    self.write(bulk.kafka_records(ev.records, b.timestamp_type_name, b.magic, b.offset, seq,
+                                                  self.kmode, self.vmode, last, gaps, self.kafka_version != "4"))
+                    if gaps:
+                        self._gap_list(ev).extend(gaps)
+                    self._last_offset = ev.records[-1].offset
+                    return
                 for i, r in enumerate(ev.records):
                     self._track(ev, r.offset)
                     w(self._record_line(b, r, None if decoded is None else decoded[i]))
@@ -336,12 +473,17 @@ class KafkaRenderer:
         elif isinstance(ev, SkippedEvent):
             self.err.write(f"Ignoring unknown file {ev.path}\n")
 
+    def _gap_list(self, ev: BatchEvent) -> list[tuple[int, int]]:
+        if self._gaps is None or self._gaps[0] is not ev.path:
+            self._gaps = (ev.path, self.non_consecutive.setdefault(str(ev.path.resolve()), []))
+        return self._gaps[1]
+
     def _track(self, ev: BatchEvent, offset: int) -> None:
         last = self._last_offset
         if last is None and self.kafka_version == "4":
             last = -1  # Kafka 4 compares a file's first record with -1 too
         if last is not None and offset != last + 1:
-            self.non_consecutive.setdefault(str(ev.path.resolve()), []).append((last, offset))
+            self._gap_list(ev).append((last, offset))
         self._last_offset = offset
 
     def _record_line(self, b: Batch, r: Record, decoded: "DecodedRecord | None" = None) -> str:

@@ -1,0 +1,836 @@
+/* Record lines of a whole batch at once, as UTF-8 bytes: the C twin of kseg/render/lines.py.
+ *
+ * Formatting is >95% of a dump when done per record in Python; here one call per batch
+ * walks the Record tuples and writes every line into one buffer. The tests hold the
+ * output byte-identical to lines.py on fixtures, real files and generated records.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+enum { M_NONE = 0, M_UTF8 = 1, M_HEX = 2, M_BASE64 = 3, M_JAVA = 4 };
+enum { R_OFFSET = 0, R_TIMESTAMP, R_KEY, R_VALUE, R_HEADERS, R_STORED_TS, R_ATTRIBUTES, R_MAGIC, R_CRC };
+#define TEXT_WIDTH 60
+#define ISO_MAX_MS 253402300799999LL
+
+/* ------------------------------------------------------------------ output buffer */
+
+/* The output is built in a bytes object, resized as it grows and at the end (no final copy). */
+typedef struct {
+    PyObject *obj;
+    char *p;
+    Py_ssize_t n, cap;
+} Buf;
+
+static __attribute__((noinline)) int grow_slow(Buf *b, Py_ssize_t extra);
+
+static inline int grow(Buf *b, Py_ssize_t extra) {
+    return b->n + extra <= b->cap ? 0 : grow_slow(b, extra);
+}
+
+static __attribute__((noinline)) int grow_slow(Buf *b, Py_ssize_t extra) {
+    if (b->n + extra <= b->cap) return 0;
+    Py_ssize_t cap = b->cap ? b->cap : 1 << 14;
+    while (cap < b->n + extra) cap *= 2;
+    if (!b->obj) {
+        b->obj = PyBytes_FromStringAndSize(NULL, cap);
+        if (!b->obj) return -1;
+    } else if (_PyBytes_Resize(&b->obj, cap) < 0) {
+        return -1; /* b->obj is gone */
+    }
+    b->p = PyBytes_AS_STRING(b->obj);
+    b->cap = cap;
+    return 0;
+}
+
+#define CHECK(x) do { if ((x) < 0) return -1; } while (0)
+
+static inline __attribute__((always_inline)) int put(Buf *b, const char *s, Py_ssize_t k) {
+    if (b->n + k > b->cap) CHECK(grow(b, k));
+    memcpy(b->p + b->n, s, (size_t)k);
+    b->n += k;
+    return 0;
+}
+#define PUTS(b, lit) put((b), (lit), (Py_ssize_t)(sizeof(lit) - 1))
+
+static int put_i64(Buf *b, long long v) {
+    char tmp[24];
+    int i = 24;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        tmp[--i] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) tmp[--i] = '-';
+    return put(b, tmp + i, 24 - i);
+}
+
+static int put_padded(Buf *b, long long v, int width) { /* right-aligned, as f"{v:>{width}}" */
+    char tmp[24];
+    int i = 24;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        tmp[--i] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) tmp[--i] = '-';
+    int len = 24 - i;
+    CHECK(grow(b, (len < width ? width : len)));
+    for (; len < width; width--) b->p[b->n++] = ' ';
+    memcpy(b->p + b->n, tmp + i, (size_t)(24 - i));
+    b->n += 24 - i;
+    return 0;
+}
+
+static const char HEXD[] = "0123456789abcdef";
+
+static int put_hex(Buf *b, const unsigned char *s, Py_ssize_t n) {
+    CHECK(grow(b, 2 * n));
+    char *o = b->p + b->n;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        *o++ = HEXD[s[i] >> 4];
+        *o++ = HEXD[s[i] & 15];
+    }
+    b->n += 2 * n;
+    return 0;
+}
+
+static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static int put_b64(Buf *b, const unsigned char *s, Py_ssize_t n) {
+    CHECK(grow(b, (n + 2) / 3 * 4));
+    char *o = b->p + b->n;
+    Py_ssize_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8) | s[i + 2];
+        *o++ = B64[v >> 18];
+        *o++ = B64[(v >> 12) & 63];
+        *o++ = B64[(v >> 6) & 63];
+        *o++ = B64[v & 63];
+    }
+    if (n - i == 1) {
+        uint32_t v = (uint32_t)s[i] << 16;
+        *o++ = B64[v >> 18];
+        *o++ = B64[(v >> 12) & 63];
+        *o++ = '=';
+        *o++ = '=';
+    } else if (n - i == 2) {
+        uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8);
+        *o++ = B64[v >> 18];
+        *o++ = B64[(v >> 12) & 63];
+        *o++ = B64[(v >> 6) & 63];
+        *o++ = '=';
+    }
+    b->n = o - b->p;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ UTF-8 */
+
+/* Length of the valid (strict: no overlongs, surrogates or > U+10FFFF) sequence at s, or 0. */
+static inline int utf8_seq(const unsigned char *s, Py_ssize_t n) {
+    unsigned c = s[0];
+    if (c < 0x80) return 1;
+    if (c < 0xC2) return 0;
+    if (c < 0xE0) return (n >= 2 && (s[1] & 0xC0) == 0x80) ? 2 : 0;
+    if (c < 0xF0) {
+        if (n < 3) return 0;
+        unsigned c1 = s[1];
+        if (c == 0xE0 && c1 < 0xA0) return 0;
+        if (c == 0xED && c1 > 0x9F) return 0;
+        if ((c1 & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80) return 0;
+        return 3;
+    }
+    if (c < 0xF5) {
+        if (n < 4) return 0;
+        unsigned c1 = s[1];
+        if (c == 0xF0 && c1 < 0x90) return 0;
+        if (c == 0xF4 && c1 > 0x8F) return 0;
+        if ((c1 & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 || (s[3] & 0xC0) != 0x80) return 0;
+        return 4;
+    }
+    return 0;
+}
+
+/* Bytes that stand for themselves in a JSON string (printable ASCII but '"' and '\\'). */
+static unsigned char JSON_PLAIN[256];
+
+/* Bytes that stand for themselves in the text format (printable ASCII but '"' and '\\'). */
+static unsigned char TEXT_PLAIN[256];
+
+static void tables_init(void) {
+    for (int c = 0x20; c < 0x80; c++) JSON_PLAIN[c] = c != '"' && c != '\\';
+    for (int c = 0x20; c < 0x7F; c++) TEXT_PLAIN[c] = c != '"' && c != '\\';
+}
+
+/* A JSON string body as Python's json.dumps(ensure_ascii=False) writes it; -2 if not valid UTF-8. */
+static int put_json_utf8(Buf *b, const unsigned char *s, Py_ssize_t n) {
+    CHECK(grow(b, 6 * n + 2));
+    char *o = b->p + b->n;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        unsigned c;
+        while (i < n && JSON_PLAIN[c = s[i]]) {
+            *o++ = (char)c;
+            i++;
+        }
+        if (i >= n) break;
+        if (c < 0x80) {
+            *o++ = '\\';
+            switch (c) {
+                case '"': *o++ = '"'; break;
+                case '\\': *o++ = '\\'; break;
+                case '\n': *o++ = 'n'; break;
+                case '\r': *o++ = 'r'; break;
+                case '\t': *o++ = 't'; break;
+                case '\b': *o++ = 'b'; break;
+                case '\f': *o++ = 'f'; break;
+                default:
+                    *o++ = 'u'; *o++ = '0'; *o++ = '0';
+                    *o++ = HEXD[c >> 4]; *o++ = HEXD[c & 15];
+            }
+            i++;
+            continue;
+        }
+        int k = utf8_seq(s + i, n - i);
+        if (!k) return -2;
+        for (int j = 0; j < k; j++) *o++ = (char)s[i + j];
+        i += k;
+    }
+    b->n = o - b->p;
+    return 0;
+}
+
+/* Bytes as one line of text (lines.text_escape). With limit >= 0, a text longer than `limit`
+ * characters is cut to limit - 1 of them and "…" (returns 1); else returns 0. Escapes are
+ * ASCII, so each of their characters is one byte; a UTF-8 sequence is one character. */
+static int put_text_escaped(Buf *b, const unsigned char *s, Py_ssize_t n, Py_ssize_t limit) {
+    Py_ssize_t chars = 0, mark = -1;
+    CHECK(grow(b, n));
+    for (Py_ssize_t i = 0; i < n;) {
+        char esc[8];
+        const char *out = esc;
+        int k, width;
+        unsigned c = s[i];
+        int len = TEXT_PLAIN[c] ? 1 : utf8_seq(s + i, n - i);
+        if (TEXT_PLAIN[c]) {
+            out = (const char *)s + i;
+            k = width = 1;
+        } else if (len == 0) { /* not UTF-8: \xNN */
+            esc[0] = '\\'; esc[1] = 'x'; esc[2] = HEXD[c >> 4]; esc[3] = HEXD[c & 15];
+            k = width = 4; len = 1;
+        } else if (len == 1) {
+            k = width = 2;
+            esc[0] = '\\';
+            switch (c) {
+                case '\\': esc[1] = '\\'; break;
+                case '"': esc[1] = '"'; break;
+                case '\n': esc[1] = 'n'; break;
+                case '\r': esc[1] = 'r'; break;
+                case '\t': esc[1] = 't'; break;
+                default:
+                    if (c < 0x20 || c == 0x7F) {
+                        esc[1] = 'x'; esc[2] = HEXD[c >> 4]; esc[3] = HEXD[c & 15];
+                        k = width = 4;
+                    } else {
+                        out = (const char *)s + i; k = width = 1;
+                    }
+            }
+        } else {
+            unsigned cp = 0;
+            if (len == 2) cp = ((c & 0x1F) << 6) | (s[i + 1] & 0x3F);
+            else if (len == 3) cp = ((c & 0x0F) << 12) | ((s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F);
+            if ((cp >= 0x80 && cp < 0xA0) || cp == 0x2028 || cp == 0x2029) {
+                esc[0] = '\\'; esc[1] = 'u';
+                esc[2] = HEXD[(cp >> 12) & 15]; esc[3] = HEXD[(cp >> 8) & 15];
+                esc[4] = HEXD[(cp >> 4) & 15]; esc[5] = HEXD[cp & 15];
+                k = width = 6;
+            } else {
+                out = (const char *)s + i; k = len; width = 1;
+            }
+        }
+        if (limit >= 0) {
+            if (chars < limit - 1 && chars + width >= limit - 1)
+                mark = b->n + (width == 1 ? k : limit - 1 - chars);
+            if (chars + width > limit) {
+                if (mark < 0) mark = b->n; /* limit 0: nothing kept */
+                if (mark > b->n) CHECK(put(b, out, k)); /* the cut falls inside this escape */
+                b->n = mark;
+                CHECK(PUTS(b, "\xe2\x80\xa6")); /* … */
+                return 1;
+            }
+        }
+        CHECK(put(b, out, k));
+        chars += width;
+        i += len;
+    }
+    return 0;
+}
+
+/* kafka lines: valid UTF-8 as is, other bytes \xNN (Python's "backslashreplace"). */
+static int put_backslashreplace(Buf *b, const unsigned char *s, Py_ssize_t n) {
+    CHECK(grow(b, n));
+    for (Py_ssize_t i = 0; i < n;) {
+        int len = utf8_seq(s + i, n - i);
+        if (len) {
+            CHECK(put(b, (const char *)s + i, len));
+            i += len;
+        } else {
+            char esc[4] = {'\\', 'x', HEXD[s[i] >> 4], HEXD[s[i] & 15]};
+            CHECK(put(b, esc, 4));
+            i++;
+        }
+    }
+    return 0;
+}
+
+static int is_utf8(const unsigned char *s, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n;) {
+        if (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (!(w & 0x8080808080808080ULL)) {
+                i += 8;
+                continue;
+            }
+        }
+        if (s[i] < 0x80) {
+            i++;
+            continue;
+        }
+        int len = utf8_seq(s + i, n - i);
+        if (!len) return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* Python's "replace" (one U+FFFD per maximal invalid subpart): left to Python's own decoder. */
+static int put_java(Buf *b, const char *s, Py_ssize_t n) {
+    if (is_utf8((const unsigned char *)s, n)) return put(b, s, n);
+    PyObject *u = PyUnicode_DecodeUTF8(s, n, "replace");
+    if (!u) return -1;
+    Py_ssize_t k;
+    const char *t = PyUnicode_AsUTF8AndSize(u, &k);
+    int rc = t ? put(b, t, k) : -1;
+    Py_DECREF(u);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ field access */
+
+typedef struct {
+    const char *p;
+    Py_ssize_t n;
+    Py_buffer view;
+    int has_view;
+} Bytes;
+
+/* bytes (or any buffer) -> pointer and length; returns 1 for None, 0 for data, -1 on error */
+static int get_bytes(PyObject *o, Bytes *out) {
+    out->has_view = 0;
+    if (o == Py_None) return 1;
+    if (PyBytes_Check(o)) {
+        out->p = PyBytes_AS_STRING(o);
+        out->n = PyBytes_GET_SIZE(o);
+        return 0;
+    }
+    if (PyObject_GetBuffer(o, &out->view, PyBUF_SIMPLE) < 0) return -1;
+    out->has_view = 1;
+    out->p = out->view.buf;
+    out->n = out->view.len;
+    return 0;
+}
+
+static void release(Bytes *b) {
+    if (b->has_view) PyBuffer_Release(&b->view);
+    b->has_view = 0;
+}
+
+static int get_i64(PyObject *o, long long *v) {
+    int overflow = 0; /* AndOverflow: a digit loop, where PyLong_AsLongLong goes through a byte array */
+    *v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow) {
+        PyErr_SetString(PyExc_OverflowError, "an offset, timestamp or CRC past 64 bits");
+        return -1;
+    }
+    if (*v == -1 && PyErr_Occurred()) return -1;
+    return 0;
+}
+
+/* A header key's bytes: its UTF-8, or (non-UTF-8 bytes kept as surrogates) surrogateescape.
+ * *tmp holds a new reference to free when the second was needed. 1: valid UTF-8, 0: not. */
+static int header_key_bytes(PyObject *key, const char **p, Py_ssize_t *n, PyObject **tmp) {
+    *tmp = NULL;
+    *p = PyUnicode_AsUTF8AndSize(key, n);
+    if (*p) return 1;
+    PyErr_Clear();
+    *tmp = PyUnicode_AsEncodedString(key, "utf-8", "surrogateescape");
+    if (!*tmp) return -1;
+    *p = PyBytes_AS_STRING(*tmp);
+    *n = PyBytes_GET_SIZE(*tmp);
+    return 0;
+}
+
+static PyObject *finish(Buf *b, int rc) {
+    if (rc < 0) {
+        Py_XDECREF(b->obj);
+        return NULL;
+    }
+    if (!b->obj) return PyBytes_FromStringAndSize("", 0);
+    if (_PyBytes_Resize(&b->obj, b->n) < 0) return NULL;
+    return b->obj;
+}
+
+static int record_check(PyObject *r) {
+    if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) < 9) {
+        PyErr_SetString(PyExc_TypeError, "records must be kseg Record tuples");
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ jsonl */
+
+static int json_field(Buf *b, const char *name, Py_ssize_t name_len, PyObject *o, int mode) {
+    Bytes v;
+    int none = get_bytes(o, &v);
+    if (none < 0) return -1;
+    int rc = 0;
+    CHECK(PUTS(b, "\""));
+    CHECK(put(b, name, name_len));
+    if (none || mode == M_NONE) {
+        release(&v);
+        return PUTS(b, "\": null");
+    }
+    if (mode == M_UTF8) {
+        Py_ssize_t mark = b->n;
+        rc = PUTS(b, "\": \"");
+        if (rc == 0) rc = put_json_utf8(b, (const unsigned char *)v.p, v.n);
+        if (rc == -2) { /* not UTF-8: the exact bytes as name_b64 */
+            b->n = mark;
+            rc = PUTS(b, "_b64\": \"");
+            if (rc == 0) rc = put_b64(b, (const unsigned char *)v.p, v.n);
+        }
+    } else {
+        rc = PUTS(b, "\": \"");
+        if (rc == 0) rc = mode == M_HEX ? put_hex(b, (const unsigned char *)v.p, v.n)
+                                        : put_b64(b, (const unsigned char *)v.p, v.n);
+    }
+    release(&v);
+    if (rc < 0) return -1;
+    return PUTS(b, "\"");
+}
+
+static int json_header_key(Buf *b, PyObject *key) {
+    const char *p;
+    Py_ssize_t n;
+    PyObject *tmp;
+    int ok = header_key_bytes(key, &p, &n, &tmp);
+    if (ok < 0) return -1;
+    int rc;
+    if (ok) {
+        rc = PUTS(b, "\"key\": \"");
+        if (rc == 0) rc = put_json_utf8(b, (const unsigned char *)p, n);
+    } else {
+        rc = PUTS(b, "\"key_b64\": \"");
+        if (rc == 0) rc = put_b64(b, (const unsigned char *)p, n);
+    }
+    Py_XDECREF(tmp);
+    if (rc < 0) return -1;
+    return PUTS(b, "\"");
+}
+
+static int jsonl_one(Buf *b, PyObject *r, const char *ts, Py_ssize_t tsn, const char *pos, Py_ssize_t posn,
+                     int kmode, int vmode) {
+    long long off, t;
+    CHECK(record_check(r));
+    CHECK(get_i64(PyTuple_GET_ITEM(r, R_OFFSET), &off));
+    CHECK(get_i64(PyTuple_GET_ITEM(r, R_TIMESTAMP), &t));
+    CHECK(PUTS(b, "{\"type\": \"record\", \"offset\": "));
+    CHECK(put_i64(b, off));
+    CHECK(PUTS(b, ", \"timestamp\": "));
+    CHECK(put_i64(b, t));
+    CHECK(PUTS(b, ", \"timestamp_type\": \""));
+    CHECK(put(b, ts, tsn));
+    CHECK(PUTS(b, "\", "));
+    CHECK(json_field(b, "key", 3, PyTuple_GET_ITEM(r, R_KEY), kmode));
+    CHECK(PUTS(b, ", "));
+    CHECK(json_field(b, "value", 5, PyTuple_GET_ITEM(r, R_VALUE), vmode));
+    CHECK(PUTS(b, ", \"headers\": ["));
+    PyObject *hs = PyTuple_GET_ITEM(r, R_HEADERS);
+    PyObject *seq = PySequence_Fast(hs, "headers must be a sequence");
+    if (!seq) return -1;
+    Py_ssize_t nh = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t j = 0; j < nh; j++) {
+        PyObject *h = PySequence_Fast_GET_ITEM(seq, j);
+        if (!PyTuple_Check(h) || PyTuple_GET_SIZE(h) < 2) {
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_TypeError, "headers must be (key, value) tuples");
+            return -1;
+        }
+        if ((j && PUTS(b, ", ") < 0) || PUTS(b, "{") < 0 || json_header_key(b, PyTuple_GET_ITEM(h, 0)) < 0 ||
+            PUTS(b, ", ") < 0 || json_field(b, "value", 5, PyTuple_GET_ITEM(h, 1), vmode) < 0 || PUTS(b, "}") < 0) {
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    CHECK(PUTS(b, "], \"batch_position\": "));
+    CHECK(put(b, pos, posn));
+    return PUTS(b, "}\n");
+}
+
+static PyObject *jsonl_records(PyObject *self, PyObject *args) {
+    PyObject *records;
+    const char *ts;
+    Py_ssize_t tsn;
+    long long position;
+    int kmode, vmode;
+    if (!PyArg_ParseTuple(args, "Os#Lii", &records, &ts, &tsn, &position, &kmode, &vmode)) return NULL;
+    PyObject *seq = PySequence_Fast(records, "records must be a sequence");
+    if (!seq) return NULL;
+    char pos[24];
+    Py_ssize_t posn = (Py_ssize_t)snprintf(pos, sizeof pos, "%lld", position);
+    Buf b = {0};
+    int rc = 0;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    rc = grow(&b, n * 400 + 256);
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++)
+        rc = jsonl_one(&b, PySequence_Fast_GET_ITEM(seq, i), ts, tsn, pos, posn, kmode, vmode);
+    Py_DECREF(seq);
+    return finish(&b, rc);
+}
+
+/* ------------------------------------------------------------------ text */
+
+static long long iso_second = -1; /* the second whose text is in iso_text (a batch's records share it) */
+static char iso_text[24];
+
+static void put2(char *o, int v) {
+    o[0] = (char)('0' + v / 10);
+    o[1] = (char)('0' + v % 10);
+}
+
+static int put_iso(Buf *b, long long ms) { /* lines.iso_utc, padded to 24 */
+    if (ms < 0 || ms > ISO_MAX_MS) return PUTS(b, "-                       ");
+    long long secs = ms / 1000;
+    if (secs != iso_second) {
+        long long days = secs / 86400;
+        int sod = (int)(secs % 86400);
+        long long z = days + 719468;
+        long long era = z / 146097;
+        unsigned doe = (unsigned)(z - era * 146097);
+        unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+        long long y = (long long)yoe + era * 400;
+        unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        unsigned mp = (5 * doy + 2) / 153;
+        unsigned d = doy - (153 * mp + 2) / 5 + 1;
+        unsigned m = mp < 10 ? mp + 3 : mp - 9;
+        if (m <= 2) y++;
+        put2(iso_text, (int)(y / 100));
+        put2(iso_text + 2, (int)(y % 100));
+        iso_text[4] = '-';
+        put2(iso_text + 5, (int)m);
+        iso_text[7] = '-';
+        put2(iso_text + 8, (int)d);
+        iso_text[10] = 'T';
+        put2(iso_text + 11, sod / 3600);
+        iso_text[13] = ':';
+        put2(iso_text + 14, sod / 60 % 60);
+        iso_text[16] = ':';
+        put2(iso_text + 17, sod % 60);
+        iso_text[19] = '.';
+        iso_text[23] = 'Z';
+        iso_second = secs;
+    }
+    int msec = (int)(ms % 1000);
+    iso_text[20] = (char)('0' + msec / 100);
+    put2(iso_text + 21, msec % 100);
+    return put(b, iso_text, 24);
+}
+
+static int text_value(Buf *b, PyObject *o, int mode) {
+    Bytes v;
+    int none = get_bytes(o, &v);
+    if (none < 0) return -1;
+    if (none) return PUTS(b, "null");
+    int rc = 0, cut = 0;
+    if (mode == M_NONE) {
+        rc = PUTS(b, "<");
+        if (rc == 0) rc = put_i64(b, v.n);
+        if (rc == 0) rc = PUTS(b, " bytes>");
+        release(&v);
+        return rc;
+    }
+    const unsigned char *s = (const unsigned char *)v.p;
+    if (mode == M_UTF8) {
+        rc = PUTS(b, "\"");
+        if (rc == 0) rc = cut = put_text_escaped(b, s, v.n, TEXT_WIDTH);
+        if (rc >= 0) rc = PUTS(b, "\"");
+    } else {
+        /* hex / base64 are ASCII: one character per byte written */
+        Py_ssize_t start = b->n;
+        Py_ssize_t full = mode == M_HEX ? 2 * v.n : (v.n + 2) / 3 * 4;
+        if (full > TEXT_WIDTH) {
+            Py_ssize_t take = mode == M_HEX ? (TEXT_WIDTH + 1) / 2 : (TEXT_WIDTH + 3) / 4 * 3;
+            rc = mode == M_HEX ? put_hex(b, s, take < v.n ? take : v.n) : put_b64(b, s, take < v.n ? take : v.n);
+            if (rc == 0) {
+                b->n = start + TEXT_WIDTH - 1;
+                rc = PUTS(b, "\xe2\x80\xa6");
+                cut = 1;
+            }
+        } else {
+            rc = mode == M_HEX ? put_hex(b, s, v.n) : put_b64(b, s, v.n);
+        }
+    }
+    if (rc >= 0 && cut) {
+        rc = PUTS(b, " (");
+        if (rc == 0) rc = put_i64(b, v.n);
+        if (rc == 0) rc = PUTS(b, " bytes)");
+    }
+    release(&v);
+    return rc < 0 ? -1 : 0;
+}
+
+static int text_one(Buf *b, PyObject *r, int kmode, int vmode) {
+    long long off, t;
+    CHECK(record_check(r));
+    CHECK(get_i64(PyTuple_GET_ITEM(r, R_OFFSET), &off));
+    CHECK(get_i64(PyTuple_GET_ITEM(r, R_TIMESTAMP), &t));
+    CHECK(PUTS(b, "  "));
+    CHECK(put_padded(b, off, 8));
+    CHECK(PUTS(b, "  "));
+    CHECK(put_padded(b, t, 13));
+    CHECK(PUTS(b, "  "));
+    CHECK(put_iso(b, t));
+    CHECK(PUTS(b, "  key "));
+    CHECK(text_value(b, PyTuple_GET_ITEM(r, R_KEY), kmode));
+    CHECK(PUTS(b, "  value "));
+    CHECK(text_value(b, PyTuple_GET_ITEM(r, R_VALUE), vmode));
+    PyObject *seq = PySequence_Fast(PyTuple_GET_ITEM(r, R_HEADERS), "headers must be a sequence");
+    if (!seq) return -1;
+    Py_ssize_t nh = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t j = 0; j < nh; j++) {
+        PyObject *h = PySequence_Fast_GET_ITEM(seq, j);
+        const char *p;
+        Py_ssize_t n;
+        PyObject *tmp = NULL;
+        int rc = (!PyTuple_Check(h) || PyTuple_GET_SIZE(h) < 2) ? -1 : 0;
+        if (rc < 0) PyErr_SetString(PyExc_TypeError, "headers must be (key, value) tuples");
+        if (rc == 0) rc = j ? PUTS(b, ", ") : PUTS(b, "  headers ");
+        if (rc == 0) rc = header_key_bytes(PyTuple_GET_ITEM(h, 0), &p, &n, &tmp) < 0 ? -1 : 0;
+        if (rc == 0) rc = put_text_escaped(b, (const unsigned char *)p, n, -1);
+        Py_XDECREF(tmp);
+        if (rc == 0) rc = PUTS(b, "=");
+        if (rc == 0) rc = text_value(b, PyTuple_GET_ITEM(h, 1), vmode);
+        if (rc < 0) {
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    return PUTS(b, "\n");
+}
+
+static PyObject *text_records(PyObject *self, PyObject *args) {
+    PyObject *records;
+    int kmode, vmode;
+    if (!PyArg_ParseTuple(args, "Oii", &records, &kmode, &vmode)) return NULL;
+    PyObject *seq = PySequence_Fast(records, "records must be a sequence");
+    if (!seq) return NULL;
+    Buf b = {0};
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    int rc = grow(&b, n * 400 + 256);
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) rc = text_one(&b, PySequence_Fast_GET_ITEM(seq, i), kmode, vmode);
+    Py_DECREF(seq);
+    return finish(&b, rc);
+}
+
+/* ------------------------------------------------------------------ kafka */
+
+static uint32_t CRC_TABLE[8][256]; /* CRC-32 (zlib's), slice-by-8 */
+
+static void crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        CRC_TABLE[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++)
+            CRC_TABLE[t][i] = (CRC_TABLE[t - 1][i] >> 8) ^ CRC_TABLE[0][CRC_TABLE[t - 1][i] & 0xFF];
+}
+
+static uint32_t crc_update(uint32_t crc, const unsigned char *s, Py_ssize_t n) {
+    while (n >= 8) {
+        uint32_t lo = crc ^ ((uint32_t)s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 | (uint32_t)s[3] << 24);
+        uint32_t hi = (uint32_t)s[4] | (uint32_t)s[5] << 8 | (uint32_t)s[6] << 16 | (uint32_t)s[7] << 24;
+        crc = CRC_TABLE[7][lo & 0xFF] ^ CRC_TABLE[6][(lo >> 8) & 0xFF] ^ CRC_TABLE[5][(lo >> 16) & 0xFF] ^
+              CRC_TABLE[4][lo >> 24] ^ CRC_TABLE[3][hi & 0xFF] ^ CRC_TABLE[2][(hi >> 8) & 0xFF] ^
+              CRC_TABLE[1][(hi >> 16) & 0xFF] ^ CRC_TABLE[0][hi >> 24];
+        s += 8;
+        n -= 8;
+    }
+    while (n-- > 0) crc = CRC_TABLE[0][(crc ^ *s++) & 0xFF] ^ (crc >> 8);
+    return crc;
+}
+
+static uint32_t crc_be(uint32_t crc, uint64_t v, int bytes) {
+    unsigned char t[8];
+    for (int i = 0; i < bytes; i++) t[i] = (unsigned char)(v >> (8 * (bytes - 1 - i)));
+    return crc_update(crc, t, bytes);
+}
+
+/* The CRC-32 a legacy message with these fields carries (kseg.log.encode.legacy_message_crc). */
+static int legacy_crc(PyObject *r, Bytes *k, int knone, Bytes *v, int vnone, uint32_t *out) {
+    long long magic, attrs, ts;
+    CHECK(get_i64(PyTuple_GET_ITEM(r, R_MAGIC), &magic));
+    CHECK(get_i64(PyTuple_GET_ITEM(r, R_ATTRIBUTES), &attrs));
+    CHECK(get_i64(PyTuple_GET_ITEM(r, R_STORED_TS), &ts));
+    if (magic != 0 && magic != 1) magic = 1;
+    uint32_t c = 0xFFFFFFFFu;
+    unsigned char head[2] = {(unsigned char)magic, (unsigned char)(attrs & 0xFF)};
+    c = crc_update(c, head, 2);
+    if (magic == 1) c = crc_be(c, (uint64_t)ts, 8);
+    c = crc_be(c, knone ? 0xFFFFFFFFu : (uint32_t)k->n, 4);
+    if (!knone) c = crc_update(c, (const unsigned char *)k->p, k->n);
+    c = crc_be(c, vnone ? 0xFFFFFFFFu : (uint32_t)v->n, 4);
+    if (!vnone) c = crc_update(c, (const unsigned char *)v->p, v->n);
+    *out = c ^ 0xFFFFFFFFu;
+    return 0;
+}
+
+static int kafka_payload(Buf *b, const char *label, Py_ssize_t labeln, Bytes *v, int mode) {
+    CHECK(put(b, label, labeln));
+    const unsigned char *s = (const unsigned char *)v->p;
+    switch (mode) {
+        case M_UTF8: return put_backslashreplace(b, s, v->n);
+        case M_JAVA: return put_java(b, v->p, v->n);
+        case M_HEX: return put_hex(b, s, v->n);
+        default: return put_b64(b, s, v->n);
+    }
+}
+
+static int kafka_one(Buf *b, PyObject *r, const char *ts, Py_ssize_t tsn, int magic, long long base_offset,
+                     long long base_seq, int kmode, int vmode, int brace) {
+    long long off, t;
+    Bytes k, v;
+    CHECK(get_i64(PyTuple_GET_ITEM(r, R_OFFSET), &off));
+    CHECK(get_i64(PyTuple_GET_ITEM(r, R_TIMESTAMP), &t));
+    int knone = get_bytes(PyTuple_GET_ITEM(r, R_KEY), &k);
+    if (knone < 0) return -1;
+    int vnone = get_bytes(PyTuple_GET_ITEM(r, R_VALUE), &v);
+    if (vnone < 0) {
+        release(&k);
+        return -1;
+    }
+    int rc = PUTS(b, "| offset: ");
+    if (rc == 0) rc = put_i64(b, off);
+    if (rc == 0) rc = PUTS(b, " ");
+    if (rc == 0) rc = put(b, ts, tsn);
+    if (rc == 0) rc = PUTS(b, ": ");
+    if (rc == 0) rc = put_i64(b, t);
+    if (rc == 0) rc = PUTS(b, " keySize: ");
+    if (rc == 0) rc = put_i64(b, knone ? -1 : k.n);
+    if (rc == 0) rc = PUTS(b, " valueSize: ");
+    if (rc == 0) rc = put_i64(b, vnone ? -1 : v.n);
+    if (rc == 0 && magic >= 2) {
+        long long seq = -1, delta = off - base_offset;
+        if (base_seq != -1) seq = base_seq > 0x7FFFFFFFLL - delta ? delta - (0x7FFFFFFFLL - base_seq) - 1 : base_seq + delta;
+        rc = PUTS(b, " sequence: ");
+        if (rc == 0) rc = put_i64(b, seq);
+        if (rc == 0) rc = PUTS(b, " headerKeys: [");
+        PyObject *hs = rc == 0 ? PySequence_Fast(PyTuple_GET_ITEM(r, R_HEADERS), "headers must be a sequence") : NULL;
+        if (!hs) rc = -1;
+        Py_ssize_t nh = hs ? PySequence_Fast_GET_SIZE(hs) : 0;
+        for (Py_ssize_t j = 0; rc == 0 && j < nh; j++) {
+            PyObject *h = PySequence_Fast_GET_ITEM(hs, j);
+            const char *p;
+            Py_ssize_t n;
+            PyObject *tmp = NULL;
+            if (!PyTuple_Check(h) || PyTuple_GET_SIZE(h) < 2) {
+                PyErr_SetString(PyExc_TypeError, "headers must be (key, value) tuples");
+                rc = -1;
+                break;
+            }
+            if (j) rc = PUTS(b, ",");
+            if (rc == 0 && header_key_bytes(PyTuple_GET_ITEM(h, 0), &p, &n, &tmp) < 0) rc = -1;
+            if (rc == 0) rc = put_backslashreplace(b, (const unsigned char *)p, n);
+            Py_XDECREF(tmp);
+        }
+        Py_XDECREF(hs);
+        if (rc == 0) rc = PUTS(b, "]");
+    } else if (rc == 0) {
+        uint32_t computed;
+        long long stored = -1;
+        PyObject *crc = PyTuple_GET_ITEM(r, R_CRC);
+        rc = legacy_crc(r, &k, knone, &v, vnone, &computed);
+        if (rc == 0 && crc != Py_None) rc = get_i64(crc, &stored);
+        if (rc == 0) rc = (crc != Py_None && stored == (long long)computed) ? PUTS(b, " isValid: true crc: ")
+                                                                             : PUTS(b, " isValid: false crc: ");
+        if (rc == 0) rc = crc == Py_None ? PUTS(b, "None") : put_i64(b, stored);
+        if (rc == 0 && brace) rc = PUTS(b, "}"); /* Kafka 3.x's stray brace */
+    }
+    if (rc == 0 && kmode != M_NONE && !knone) rc = kafka_payload(b, " key: ", 6, &k, kmode);
+    if (rc == 0 && vmode != M_NONE && !vnone) rc = kafka_payload(b, " payload: ", 10, &v, vmode);
+    release(&k);
+    release(&v);
+    if (rc < 0) return -1;
+    return PUTS(b, "\n");
+}
+
+static PyObject *kafka_records(PyObject *self, PyObject *args) {
+    PyObject *records, *last_obj, *gaps;
+    const char *ts;
+    Py_ssize_t tsn;
+    int magic, kmode, vmode, brace = 1;
+    long long base_offset, base_seq;
+    if (!PyArg_ParseTuple(args, "Os#iLLiiOO!|p", &records, &ts, &tsn, &magic, &base_offset, &base_seq, &kmode, &vmode,
+                          &last_obj, &PyList_Type, &gaps, &brace))
+        return NULL;
+    int have_last = last_obj != Py_None;
+    long long last = 0;
+    if (have_last && get_i64(last_obj, &last) < 0) return NULL;
+    PyObject *seq = PySequence_Fast(records, "records must be a sequence");
+    if (!seq) return NULL;
+    Buf b = {0};
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    int rc = grow(&b, n * 400 + 256);
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+        PyObject *r = PySequence_Fast_GET_ITEM(seq, i);
+        long long off;
+        rc = record_check(r);
+        if (rc == 0) rc = get_i64(PyTuple_GET_ITEM(r, R_OFFSET), &off);
+        if (rc == 0 && have_last && off != last + 1) {
+            PyObject *pair = Py_BuildValue("(LL)", last, off);
+            rc = pair ? PyList_Append(gaps, pair) : -1;
+            Py_XDECREF(pair);
+        }
+        last = off;
+        have_last = 1;
+        if (rc == 0) rc = kafka_one(&b, r, ts, tsn, magic, base_offset, base_seq, kmode, vmode, brace);
+    }
+    Py_DECREF(seq);
+    return finish(&b, rc);
+}
+
+static PyMethodDef methods[] = {
+    {"jsonl_records", jsonl_records, METH_VARARGS,
+     "jsonl_records(records, ts_name, position, kmode, vmode) -> bytes: jsonl record lines of a batch."},
+    {"text_records", text_records, METH_VARARGS,
+     "text_records(records, kmode, vmode) -> bytes: text record lines of a batch."},
+    {"kafka_records", kafka_records, METH_VARARGS,
+     "kafka_records(records, ts_name, magic, base_offset, base_sequence, kmode, vmode, last, gaps, brace=True) -> bytes."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_format",
+                                    "Record lines of a batch at once (C twin of kseg.render.lines).", -1, methods};
+
+PyMODINIT_FUNC PyInit__format(void) {
+    crc_init();
+    tables_init();
+    return PyModule_Create(&module);
+}

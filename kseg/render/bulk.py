@@ -1,0 +1,23 @@
+"""Record lines of a batch at once: the C twin (``_format``) when built, else ``lines``.
+
+``KSEG_PURE_PYTHON=1`` forces the Python reference, as for the readers.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from kseg.render import lines
+
+try:
+    from kseg.render import _format  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - exercised when the extension is not built
+    _format = None
+
+ACCELERATED = _format is not None and not os.environ.get("KSEG_PURE_PYTHON")
+
+_impl: Any = _format if ACCELERATED else lines
+jsonl_records = _impl.jsonl_records
+text_records = _impl.text_records
+kafka_records = _impl.kafka_records

@@ -1,0 +1,168 @@
+"""Record lines of a whole batch at once, as UTF-8 bytes: the pure-Python reference.
+
+``kseg/render/_format.c`` writes the same bytes (tests hold the two identical);
+``kseg.render.bulk`` picks one. Only the built-in payload modes are handled here:
+a user's decoder, control records and ``--decode`` go through the renderers' own code.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import datetime, timedelta, timezone
+from typing import Sequence
+
+from kseg.log.encode import legacy_message_crc
+from kseg.model import Record
+from kseg.render.payload import header_key_text
+
+# Payload modes: how bytes are shown. NONE: not shown (jsonl null, text "<N bytes>",
+# kafka: no key/payload field); UTF8: jsonl a string if valid UTF-8, else a *_b64 field;
+# text a quoted, escaped string; kafka invalid bytes as \xNN. JAVA (kafka only): U+FFFD.
+NONE, UTF8, HEX, BASE64, JAVA = 0, 1, 2, 3, 4
+
+TEXT_WIDTH = 60  # longer keys/values are cut in the text format (jsonl shows them whole)
+ISO_MAX_MS = 253402300799999  # 9999-12-31T23:59:59.999Z
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def iso_utc(ms: int) -> str:
+    """``2023-11-14T22:13:20.000Z``, or "-" outside years 1970-9999 (-1: no timestamp)."""
+    if not 0 <= ms <= ISO_MAX_MS:
+        return "-"
+    d = _EPOCH + timedelta(milliseconds=ms)
+    return (f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:{d.second:02d}"
+            f".{d.microsecond // 1000:03d}Z")
+
+
+def _b64(b: bytes) -> str:
+    return base64.b64encode(b).decode("ascii")
+
+
+def _key_bytes(key: str) -> bytes:
+    """A header key's bytes: non-UTF-8 bytes are kept in the text as surrogates."""
+    return key.encode("utf-8", "surrogateescape")
+
+
+# --------------------------------------------------------------------------- jsonl
+
+
+def _json_field(name: str, v: bytes | None, mode: int) -> str:
+    if v is None or mode == NONE:
+        return f'"{name}": null'
+    if mode == UTF8:
+        try:
+            return f'"{name}": ' + json.dumps(v.decode("utf-8"), ensure_ascii=False)
+        except UnicodeDecodeError:
+            return f'"{name}_b64": "{_b64(v)}"'
+    return f'"{name}": "{v.hex() if mode == HEX else _b64(v)}"'
+
+
+def _json_header_key(key: str) -> str:
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return f'"key_b64": "{_b64(_key_bytes(key))}"'
+    return '"key": ' + json.dumps(key, ensure_ascii=False)
+
+
+def jsonl_records(records: Sequence[Record], ts_name: str, position: int, kmode: int, vmode: int) -> bytes:
+    """The jsonl record lines of one batch (no control records)."""
+    out = []
+    for r in records:
+        headers = ", ".join("{" + _json_header_key(h.key) + ", " + _json_field("value", h.value, vmode) + "}"
+                            for h in r.headers)
+        out.append(f'{{"type": "record", "offset": {r.offset}, "timestamp": {r.timestamp}, '
+                   f'"timestamp_type": "{ts_name}", {_json_field("key", r.key, kmode)}, '
+                   f'{_json_field("value", r.value, vmode)}, "headers": [{headers}], '
+                   f'"batch_position": {position}}}\n')
+    return "".join(out).encode("utf-8")
+
+
+# --------------------------------------------------------------------------- text
+
+_TEXT_ESCAPES = {i: f"\\x{i:02x}" for i in list(range(0x20)) + [0x7F]}
+_TEXT_ESCAPES.update({i: f"\\u{i:04x}" for i in list(range(0x80, 0xA0)) + [0x2028, 0x2029]})
+_TEXT_ESCAPES.update({0xDC00 + i: f"\\x{i:02x}" for i in range(0x80, 0x100)})  # bytes that are not UTF-8
+_TEXT_ESCAPES.update({0x5C: "\\\\", 0x22: '\\"', 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"})
+
+
+def text_escape(b: bytes) -> str:
+    """Bytes as one line of text, losslessly: UTF-8 as is, controls and other bytes escaped."""
+    return b.decode("utf-8", "surrogateescape").translate(_TEXT_ESCAPES)
+
+
+def text_value(v: bytes | None, mode: int) -> str:
+    """A key or value in the text format: ``null``, ``<N bytes>``, ``"text"``, hex or base64,
+    cut past TEXT_WIDTH characters with the full size after it."""
+    if v is None:
+        return "null"
+    if mode == NONE:
+        return f"<{len(v)} bytes>"
+    body = text_escape(v) if mode == UTF8 else v.hex() if mode == HEX else _b64(v)
+    suffix = ""
+    if len(body) > TEXT_WIDTH:
+        body, suffix = body[: TEXT_WIDTH - 1] + "…", f" ({len(v)} bytes)"
+    return f'"{body}"{suffix}' if mode == UTF8 else body + suffix
+
+
+def text_head(offset: int, timestamp: int) -> str:
+    """The fixed columns every record line starts with: offset, milliseconds, ISO-8601 UTC."""
+    return f"  {offset:>8}  {timestamp:>13}  {iso_utc(timestamp):<24}  "
+
+
+def text_records(records: Sequence[Record], kmode: int, vmode: int) -> bytes:
+    """The text record lines of one batch (no control records): one line per record."""
+    out = []
+    for r in records:
+        line = text_head(r.offset, r.timestamp) + f"key {text_value(r.key, kmode)}  value {text_value(r.value, vmode)}"
+        if r.headers:
+            line += "  headers " + ", ".join(f"{text_escape(_key_bytes(h.key))}={text_value(h.value, vmode)}"
+                                             for h in r.headers)
+        out.append(line + "\n")
+    return "".join(out).encode("utf-8")
+
+
+# --------------------------------------------------------------------------- kafka
+
+
+def kafka_text(v: bytes, mode: int) -> str:
+    if mode == UTF8:
+        return v.decode("utf-8", "backslashreplace")
+    if mode == JAVA:
+        return v.decode("utf-8", "replace")
+    return v.hex() if mode == HEX else _b64(v)
+
+
+def _sequence(base_sequence: int, delta: int) -> int:
+    if base_sequence == -1:
+        return -1
+    if base_sequence > 0x7FFFFFFF - delta:
+        return delta - (0x7FFFFFFF - base_sequence) - 1
+    return base_sequence + delta
+
+
+def kafka_records(records: Sequence[Record], ts_name: str, magic: int, base_offset: int, base_sequence: int,
+                  kmode: int, vmode: int, last: int | None, gaps: list, brace: bool = True) -> bytes:
+    """kafka-dump-log.sh's record lines of one batch (no control records); offsets that do not
+    follow ``last`` (the offset before this batch) are appended to ``gaps`` as (previous, offset).
+    ``brace``: Kafka 3.x's stray ``}`` after a legacy record's crc (Kafka 4 prints none)."""
+    out = []
+    for r in records:
+        if last is not None and r.offset != last + 1:
+            gaps.append((last, r.offset))
+        last = r.offset
+        line = (f"| offset: {r.offset} {ts_name}: {r.timestamp} keySize: {-1 if r.key is None else len(r.key)} "
+                f"valueSize: {-1 if r.value is None else len(r.value)}")
+        if magic >= 2:
+            keys = ",".join(header_key_text(h.key) for h in r.headers)
+            line += f" sequence: {_sequence(base_sequence, r.offset - base_offset)} headerKeys: [{keys}]"
+        else:
+            valid = "true" if legacy_message_crc(r) == r.crc else "false"
+            line += f" isValid: {valid} crc: {r.crc}" + ("}" if brace else "")
+        if kmode != NONE and r.key is not None:
+            line += " key: " + kafka_text(r.key, kmode)
+        if vmode != NONE and r.value is not None:
+            line += " payload: " + kafka_text(r.value, vmode)
+        out.append(line + "\n")
+    return "".join(out).encode("utf-8")
