@@ -24,7 +24,7 @@ from kseg.defaults import (
     parse_size,
 )
 from kseg.errors import DataError, InputError, KsegError
-from kseg.log.segment import expand_inputs
+from kseg.log.segment import expand_inputs, is_stdin
 from kseg.ops.compact import CompactOptions, default_now_ms
 from kseg.ops.jobs import WriteOptions
 from kseg.render.dump import payload_decoder
@@ -231,7 +231,7 @@ def expand_for_dump(paths: tuple[Path, ...] | list[Path]) -> list[Path]:
     for p in paths:
         if p.is_dir():
             out.extend(expand_inputs([p]))
-        elif p.exists():
+        elif p.exists() or is_stdin(p):
             out.append(p)
         else:
             raise InputError("no such file or directory", file=str(p))

@@ -24,7 +24,7 @@ from kseg.formats.message_v0v1 import CRC_START as LEGACY_CRC_START
 from kseg.formats.record_batch_v2 import CRC_START as V2_CRC_START
 from kseg.log.control import control_info
 from kseg.log.records import batch_records, check_v2_batch_records, wrapper_records
-from kseg.log.segment import Segment, base_offset_of, log_dir_partitions, partition_segments
+from kseg.log.segment import Segment, base_offset_of, is_stdin, log_dir_partitions, partition_segments
 from kseg.model import Batch, Record
 
 ERROR = "error"
@@ -142,9 +142,12 @@ def input_groups(paths: Iterable[str | Path]) -> list[list[Path]]:
     groups: list[list[Path]] = []
     for raw in paths:
         p = Path(raw)
+        if is_stdin(p):
+            groups.append([p])
+            continue
         if not p.exists():
             raise InputError("no such file or directory", file=str(p))
-        if p.is_file():
+        if not p.is_dir():  # a file, or a stream (/dev/stdin, a FIFO, <(zcat ...))
             groups.append([p])
             continue
         segs = partition_segments(p)

@@ -1,0 +1,120 @@
+"""Edges that real files and real habits showed: standard input and pipes, what a
+folder holds, formats told by their content, error lines and exit codes.
+
+Each test fails without the behaviour it names. Real broker files come from the
+shared read-only data folder (copied into tmp_path when a test changes them).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kseg.cli.main import main
+from kseg.log.segment import Segment, base_offset_of
+
+from conftest import FIXTURES_LOGDIR, REALDATA
+
+REAL_LOG = REALDATA / "LDI-POC" / "__consumer_offsets-6" / "00000000000000000000.log"
+GZIP_LOG = FIXTURES_LOGDIR / "v2-gzip-0" / "00000000000000000000.log"
+
+needs_real = pytest.mark.skipif(not REAL_LOG.exists(), reason="no real data")
+
+
+def cli(*args, input=None):
+    r = CliRunner().invoke(main, [str(a) for a in args], input=input)
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise AssertionError(f"kseg {args} raised {r.exception!r}") from r.exception
+    return r
+
+
+def kseg_proc(*args, stdin=None, input=None, **kw):
+    """kseg in a child process (for real pipes and /dev/stdin)."""
+    return subprocess.run([sys.executable, "-m", "kseg.cli.main", *map(str, args)], stdin=stdin, input=input,
+                          capture_output=True, **kw)
+
+
+# --------------------------------------------------------------------------- standard input and pipes
+
+
+def _pipe_segment(data: bytes, chunk_size: int) -> tuple[list, Segment]:
+    r, w = os.pipe()
+
+    def feed():
+        with os.fdopen(w, "wb") as out:
+            for i in range(0, len(data), 7):  # short writes: the reader sees short reads
+                out.write(data[i:i + 7])
+                out.flush()
+
+    t = threading.Thread(target=feed)
+    t.start()
+    seg = Segment(Path(f"/dev/fd/{r}"))
+    try:
+        batches = [(b.position, b.offset, bytes(b.raw)) for b in seg.batches(chunk_size=chunk_size)]
+    finally:
+        t.join()
+        os.close(r)
+    return batches, seg
+
+
+@needs_real
+@pytest.mark.parametrize("chunk_size", [16, 100, 1 << 20])
+def test_a_pipe_reads_as_the_file_does_whatever_the_chunk_size(chunk_size) -> None:
+    data = REAL_LOG.read_bytes()
+    expected = [(b.position, b.offset, bytes(b.raw)) for b in Segment(REAL_LOG).batches()]
+    got, seg = _pipe_segment(data, chunk_size)
+    assert got == expected and seg.tail is None and seg.size == len(data)
+    assert seg.base_offset is None  # /dev/fd/N names no offset
+
+
+@needs_real
+def test_a_truncated_pipe_has_a_tail() -> None:
+    data = REAL_LOG.read_bytes()[:-5]
+    got, seg = _pipe_segment(data, 64)
+    assert seg.tail is not None and got
+
+
+def test_no_base_offset_from_a_name_that_is_not_the_brokers() -> None:
+    assert base_offset_of("/dev/fd/63") is None
+    assert base_offset_of("5.log") is None
+    assert base_offset_of("00000000000000000042.log") == 42
+
+
+@needs_real
+def test_dump_and_verify_read_dash_as_standard_input() -> None:
+    data = REAL_LOG.read_bytes()
+    from_file = cli("dump", "-r", "--format", "jsonl", REAL_LOG).output
+    r = cli("dump", "-r", "--format", "jsonl", "-", input=data)
+    assert r.exit_code == 0 and r.output.replace('"-"', str(REAL_LOG).join('""')) == from_file
+    r = cli("verify", "-", input=data)
+    assert r.exit_code == 0 and "(13 batches, 13 records)" in r.output
+
+
+@needs_real
+def test_dump_and_verify_of_dev_stdin_from_a_pipe() -> None:
+    data = REAL_LOG.read_bytes()
+    r = kseg_proc("dump", "-r", "/dev/stdin", input=data)
+    assert r.returncode == 0 and "offsets 0.." in r.stdout.decode(), r.stderr
+    r = kseg_proc("verify", "/dev/stdin", input=data)
+    assert r.returncode == 0 and b"Traceback" not in r.stderr and b"(13 batches, 13 records)" in r.stdout, r.stderr
+    r = kseg_proc("verify", "/dev/stdin", input=data[:-3])
+    assert r.returncode == 1 and b"do not form a complete batch" in r.stdout
+
+
+@needs_real
+def test_verify_reads_a_fifo(tmp_path) -> None:
+    fifo = tmp_path / "seg.fifo"
+    os.mkfifo(fifo)
+    data = REAL_LOG.read_bytes()
+    t = threading.Thread(target=lambda: fifo.write_bytes(data))
+    t.start()
+    r = kseg_proc("verify", fifo, timeout=60)
+    t.join()
+    assert r.returncode == 0 and b"(13 batches, 13 records)" in r.stdout, r.stderr
