@@ -118,3 +118,73 @@ def test_verify_reads_a_fifo(tmp_path) -> None:
     r = kseg_proc("verify", fifo, timeout=60)
     t.join()
     assert r.returncode == 0 and b"(13 batches, 13 records)" in r.stdout, r.stderr
+
+
+# --------------------------------------------------------------------------- errors and exit codes
+
+BAD_CRC = REALDATA / "kafka-rust" / "derived" / "fetch2.mytopic.nocompression.invalid_crc.kafka.0900.log"
+
+
+@pytest.mark.parametrize("args", [["dump", "--bogus", "x"], ["dump"], ["nosuch"], ["verify", "--format", "xml", "x"]])
+def test_click_usage_errors_read_like_kseg_errors(args) -> None:
+    r = cli(*args)
+    assert r.exit_code == 2
+    assert r.stderr.startswith("kseg: error: ") and "Usage:" not in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+@pytest.mark.skipif(not BAD_CRC.exists(), reason="no real data")
+def test_dump_exits_1_when_it_printed_a_batch_with_a_bad_crc() -> None:
+    r = cli("dump", BAD_CRC)
+    assert "crc" in r.output and r.exit_code == 1
+
+
+def test_negative_offsets_are_errors_whatever_the_name(tmp_path) -> None:
+    from kseg.log.encode import build_v2_batch
+    from kseg.model import make_record
+
+    raw = build_v2_batch([make_record(-5, 1700000000000, b"k", b"v")])
+    for name in ("00000000000000000000.log", "data.bin", "seg.checkpoint"):
+        (tmp_path / name).write_bytes(raw)
+        r = cli("verify", tmp_path / name)
+        assert r.exit_code == 1 and "negative offset" in r.output, (name, r.output)
+
+
+def test_ctrl_c_exits_130_without_a_traceback(monkeypatch) -> None:
+    import kseg.cli.main as m
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(m, "verify_paths", interrupted)
+    r = cli("verify", GZIP_LOG)
+    assert r.exit_code == 130 and "Traceback" not in r.output + r.stderr
+
+
+# --------------------------------------------------------------------------- module paths
+
+
+@pytest.mark.parametrize("kind", ["decoder", "plugin"])
+def test_module_paths_are_found_in_the_current_directory(tmp_path, monkeypatch, kind) -> None:
+    name = f"kseg_edges_here_{kind}"
+    (tmp_path / f"{name}.py").write_text(
+        "import zlib\n"
+        "def shout(b):\n    return b.decode().upper()\n"
+        "class Deflate:\n"
+        "    def compress(self, data):\n        return zlib.compress(data)\n"
+        "    def decompress(self, data):\n        return zlib.decompress(data)\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", os.getcwd(), str(tmp_path))])
+    if kind == "decoder":
+        r = cli("dump", "-r", "--value-decoder", f"{name}:shout", GZIP_LOG)
+        assert r.exit_code == 0, r.stderr
+        assert "VALUE-0" in r.output
+    else:
+        from kseg.codecs.plugins import import_path
+
+        assert import_path(f"{name}:Deflate")().decompress(zlib_compress(b"x")) == b"x"
+
+
+def zlib_compress(b: bytes) -> bytes:
+    import zlib
+
+    return zlib.compress(b)

@@ -31,6 +31,7 @@ from kseg.render.dump import payload_decoder
 from kseg.render.payload import load_decoder
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -66,6 +67,29 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     wrapper.__name__ = fn.__name__
     wrapper.__doc__ = fn.__doc__
     return wrapper
+
+
+class KsegGroup(click.Group):
+    """The ``kseg`` group: click's own errors (usage, bad options) read ``kseg: error: ...``
+    like kseg's, and Ctrl-C ends any command with exit 130 and no traceback."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as e:
+            e.show()
+            raise SystemExit(e.exit_code)
+        except click.ClickException as e:
+            ctx = getattr(e, "ctx", None)
+            hint = f" (see '{ctx.command_path} --help')" if isinstance(e, click.UsageError) and ctx else ""
+            click.echo(f"kseg: error: {e.format_message()}{hint}", err=True)
+            raise SystemExit(EXIT_USAGE if isinstance(e, click.UsageError) else e.exit_code)
+        except (click.exceptions.Abort, KeyboardInterrupt):
+            raise SystemExit(EXIT_INTERRUPTED)
+        raise SystemExit(rv if isinstance(rv, int) else EXIT_OK)
 
 
 class SizeType(click.ParamType):

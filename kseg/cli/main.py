@@ -15,6 +15,7 @@ import click
 from kseg.cli.common import (
     EXIT_DATA,
     EXIT_OK,
+    KsegGroup,
     State,
     check_log_append,
     compact_options,
@@ -51,7 +52,7 @@ from kseg.ops.convert import (
     recompress,
     up_convert,
 )
-from kseg.ops.dump import BadBatchEvent, DumpOptions, TailEvent, dump_paths
+from kseg.ops.dump import BadBatchEvent, BatchEvent, DumpOptions, TailEvent, dump_paths
 from kseg.ops.jobs import run_job
 from kseg.ops.kafka07 import up_convert_kafka07, verify_kafka07
 from kseg.ops.verify import VerifyOptions, verify_paths
@@ -60,7 +61,7 @@ from kseg.render.kafka07 import dump_kafka07
 from kseg.render.reports import compact_json, compact_line, job_line, write_verify
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=KsegGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--traceback", is_flag=True, help="Show the Python stack on errors (for bug reports).")
 @click.option("--plugin-registry", type=click.Path(path_type=Path), envvar="KSEG_PLUGIN_REGISTRY", default=None,
               help="Plugin codec registry: a plugin-python-topic-0 folder or a JSON file "
@@ -104,14 +105,15 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
     try:
         for ev in dump_paths(files, options):
             renderer(ev)
-            if isinstance(ev, BadBatchEvent) or (isinstance(ev, TailEvent) and ev.reported):
+            if (isinstance(ev, BadBatchEvent) or (isinstance(ev, TailEvent) and ev.reported)
+                    or (isinstance(ev, BatchEvent) and not ev.batch.crc_valid)):
                 problems += 1
     finally:
         renderer.close()
         sys.stdout.flush()
     if problems:
         # Everything readable was shown; the data still has problems (exit 1, as verify).
-        click.echo(f"kseg: {problems} problem(s) in the data (partial or undecodable batches); "
+        click.echo(f"kseg: {problems} problem(s) in the data (bad CRCs, partial or undecodable batches); "
                    "see kseg verify", err=True)
         raise SystemExit(EXIT_DATA)
 

@@ -233,7 +233,10 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None)
                             controls.append((batch_last, control_info(records[0]).type_id))
                         except KsegError:
                             controls.append((batch_last, None))
-            if name_base is not None and first < name_base and not wrapper_unread:
+            if first < 0 or batch_last < 0:
+                c.error("offsets", batch.position, "negative offset", expected=">= 0",
+                        found=first if first < 0 else batch_last)
+            elif name_base is not None and first < name_base and not wrapper_unread:
                 c.error("offsets", batch.position, "offset below the segment's base offset (from its name)",
                         expected=f">= {name_base}", found=first)
             if last is not None:
