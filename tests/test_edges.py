@@ -188,3 +188,103 @@ def zlib_compress(b: bytes) -> bytes:
     import zlib
 
     return zlib.compress(b)
+
+
+# --------------------------------------------------------------------------- what a folder holds
+
+LDI = REALDATA / "LDI-POC"
+TWO_LOG_DIRS = REALDATA / "Experts-in-team-innovation"
+ODD_NAMES = REALDATA / "kafka-rust" / "derived"
+
+META_V1 = "#\n#Mon Nov 23 10:00:00 UTC 2026\nnode.id=1\nversion=1\ncluster.id=MkU3OEVBNTcwNTJENDM2Qg\n"
+CHECKPOINT = "0\n2\nTestTopicPatient 0 3\n__consumer_offsets 6 13\n"
+
+
+@pytest.fixture
+def ldi_copy(tmp_path):
+    if not LDI.exists():
+        pytest.skip("no real data")
+    d = tmp_path / "logs"
+    shutil.copytree(LDI, d)
+    (d / "meta.properties").write_text(META_V1)
+    for name in ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
+                 "replication-offset-checkpoint", "cleaner-offset-checkpoint"):
+        (d / name).write_text(CHECKPOINT if name != "log-start-offset-checkpoint" else "0\n0\n")
+    return d
+
+
+def test_verify_checks_a_log_directorys_own_files(ldi_copy) -> None:
+    r = cli("verify", "-v", ldi_copy)
+    assert r.exit_code == 0, r.output
+    for name in ("meta.properties", "recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
+                 "replication-offset-checkpoint", "cleaner-offset-checkpoint", "bootstrap.checkpoint",
+                 "__cluster_metadata-0/quorum-state"):
+        assert f"{ldi_copy / name}: ok" in r.output, name
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("replication-offset-checkpoint", "0\n3\nt 0 1\n", "the entry count does not match"),
+    ("recovery-point-offset-checkpoint", "1\n0\n", "unrecognized checkpoint version"),
+    ("cleaner-offset-checkpoint", "0\n1\nt x 1\n", "partition is not an integer"),
+    ("log-start-offset-checkpoint", "0\n1\nt 0 -7\n", "negative offset"),
+    ("meta.properties", "version=1\nnode.id=1\n", "version 1 needs cluster.id"),
+    ("meta.properties", "broker.id=1\n", "no version"),
+    ("__cluster_metadata-0/quorum-state", "{not json", "not JSON"),
+])
+def test_a_broken_log_directory_file_is_a_data_problem(ldi_copy, name, text, message) -> None:
+    (ldi_copy / name).write_text(text)
+    r = cli("verify", ldi_copy)
+    assert r.exit_code == 1 and message in r.output and name.split("/")[-1] in r.output, r.output
+
+
+def test_verify_checks_kraft_snapshots_in_a_partition_folder(ldi_copy) -> None:
+    snap = ldi_copy / "__cluster_metadata-0" / "00000000000000004929-0000000001.checkpoint"
+    shutil.copy(ldi_copy / "bootstrap.checkpoint", snap)
+    r = cli("verify", "-v", ldi_copy / "__cluster_metadata-0")
+    assert r.exit_code == 0 and f"{snap}: ok (3 batches" in r.output, r.output
+    snap.write_bytes(snap.read_bytes()[:-4])
+    assert cli("verify", ldi_copy / "__cluster_metadata-0").exit_code == 1
+
+
+def test_verbose_lists_index_files_and_the_summary_counts_them() -> None:
+    if not LDI.exists():
+        pytest.skip("no real data")
+    part = LDI / "__consumer_offsets-6"
+    r = cli("verify", "-v", part)
+    assert f"{part / '00000000000000000000.index'}: ok (index)" in r.output
+    assert f"{part / '00000000000000000000.timeindex'}: ok (timeindex)" in r.output
+    assert "5 file(s) checked" in r.output  # log, index, timeindex, snapshot, leader-epoch-checkpoint
+
+
+def test_a_broken_index_is_reported_on_the_index_file(tmp_path) -> None:
+    if not LDI.exists():
+        pytest.skip("no real data")
+    part = tmp_path / "__consumer_offsets-6"
+    shutil.copytree(LDI / "__consumer_offsets-6", part)
+    (part / "00000000000000000000.index").write_bytes(b"\0\0\0\x63\0\0\xff\xff")
+    r = cli("verify", part)
+    assert r.exit_code == 1 and f"{part / '00000000000000000000.index'}: 1 error(s)" in r.output, r.output
+
+
+def test_a_folder_of_log_directories_is_searched_for_them() -> None:
+    if not TWO_LOG_DIRS.exists():
+        pytest.skip("no real data")
+    r = cli("verify", "-v", TWO_LOG_DIRS)
+    assert r.exit_code == 0, r.output
+    assert str(TWO_LOG_DIRS / "kafka" / "data" / "sensor-data-0") in r.output
+    assert str(TWO_LOG_DIRS / "kafka_logs" / "sensor-data-0") in r.output
+
+
+def test_a_folder_of_logs_not_named_by_offset_is_a_set_of_segments() -> None:
+    if not ODD_NAMES.exists():
+        pytest.skip("no real data")
+    r = cli("verify", "-v", ODD_NAMES)
+    logs = sorted(ODD_NAMES.glob("*.log"))
+    assert f"{len(logs)} file(s) checked, 1 with errors" in r.output, r.output
+    assert r.exit_code == 1 and "offsets do not increase" not in r.output  # each checked on its own
+
+
+def test_a_folder_with_nothing_kafka_in_it_is_unusable_input(tmp_path) -> None:
+    (tmp_path / "notes.txt").write_text("hello")
+    r = cli("verify", tmp_path)
+    assert r.exit_code == 2 and r.stderr.startswith("kseg: error: ")

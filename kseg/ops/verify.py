@@ -9,6 +9,7 @@ index tails).
 
 from __future__ import annotations
 
+import re
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any, Callable, Iterable
 from crc32c import crc32c
 
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
-from kseg.companions.check import check_segment_companions, check_standalone
+from kseg.companions.check import LOG_DIR_TEXT_FILES, check_segment_companions, check_standalone, companion_paths
 from kseg.errors import InputError, KsegError, TruncatedError, expected_found
 from kseg.formats.attributes import CODEC_MASK, CODEC_PLUGIN, CREATE_TIME, PLUGIN_ID_MASK
 from kseg.formats.message_v0v1 import CRC_START as LEGACY_CRC_START
@@ -134,11 +135,14 @@ def verify_paths(
             else:  # .log, .checkpoint, transient names (.deleted ...) and other names read as logs
                 fr, last_offset = verify_log(path, options, last_offset)
             report.files.append(fr)
+            if options.check_indexes and path.suffix == ".log":
+                report.files.extend(index_file_reports(fr))
     return report
 
 
 def input_groups(paths: Iterable[str | Path]) -> list[list[Path]]:
-    """The inputs as groups checked together (a partition folder's segments; a file alone); InputError if unusable."""
+    """The inputs as groups checked together (a partition folder's segments, whose offsets
+    run on from one to the next; a file alone); InputError if unusable."""
     groups: list[list[Path]] = []
     for raw in paths:
         p = Path(raw)
@@ -150,14 +154,51 @@ def input_groups(paths: Iterable[str | Path]) -> list[list[Path]]:
         if not p.is_dir():  # a file, or a stream (/dev/stdin, a FIFO, <(zcat ...))
             groups.append([p])
             continue
-        segs = partition_segments(p)
-        if segs:
-            groups.append(segs + _partition_files(p))
-            continue
-        parts = log_dir_partitions(p)
-        if not parts:
-            raise InputError("no segment files found (expected .log files or <topic>-<n> folders)", file=str(p))
-        groups.extend(part.segment_paths + _partition_files(part.path) for part in parts)
+        found = folder_groups(p)
+        if not found:
+            raise InputError("no Kafka files found (expected .log files, <topic>-<n> folders or log directories)",
+                             file=str(p))
+        groups.extend(found)
+    return groups
+
+
+# How deep a folder of log directories (one per broker or disk) is searched for them.
+LOG_DIR_SEARCH_DEPTH = 3
+KRAFT_SNAPSHOT = re.compile(r"^\d{20}-\d{10}\.checkpoint$")
+
+
+def folder_groups(folder: Path, depth: int = 0) -> list[list[Path]]:
+    """What a folder holds, as verify groups: a partition folder (its segments, then every
+    other file the broker keeps there); a log directory (its own files, then its
+    partitions); a folder of ``.log`` files not named by offset (each on its own); or a
+    folder holding log directories (searched for them)."""
+    files = sorted(c for c in folder.iterdir() if c.is_file())
+    logs = [c for c in files if c.suffix == ".log"]
+    if logs:
+        return partition_groups(folder)
+    parts = log_dir_partitions(folder)
+    own = [c for c in files if c.name in LOG_DIR_FILES or c.name == "bootstrap.checkpoint"]
+    if parts or own:
+        groups = [[c] for c in own]
+        for part in parts:
+            groups.extend(partition_groups(part.path))
+        return groups
+    if depth >= LOG_DIR_SEARCH_DEPTH:
+        return []
+    groups = []
+    for child in sorted(c for c in folder.iterdir() if c.is_dir()):
+        groups.extend(folder_groups(child, depth + 1))
+    return groups
+
+
+def partition_groups(folder: Path) -> list[list[Path]]:
+    """A partition folder: its segments in offset order with their snapshots and text files;
+    KRaft snapshots and ``.log`` files not named by offset are each checked on their own."""
+    segs = partition_segments(folder)
+    groups = [segs + _partition_files(folder)] if segs else []
+    named = set(segs)
+    groups.extend([c] for c in sorted(folder.iterdir())
+                  if c.is_file() and ((c.suffix == ".log" and c not in named) or KRAFT_SNAPSHOT.match(c.name)))
     return groups
 
 
@@ -169,13 +210,30 @@ def _partition_files(folder: Path) -> list[Path]:
     return snapshots + texts
 
 
-PARTITION_TEXT_FILES = ("leader-epoch-checkpoint", "partition.metadata")
+PARTITION_TEXT_FILES = ("leader-epoch-checkpoint", "partition.metadata", "quorum-state")
+LOG_DIR_FILES = LOG_DIR_TEXT_FILES + ("quorum-state",)
 COMPANION_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot")
+INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
 
 
 def is_companion(path: Path) -> bool:
-    """A file verified by itself (not as a log): index files, snapshots, partition text files."""
-    return path.suffix in COMPANION_SUFFIXES or path.name in PARTITION_TEXT_FILES
+    """A file verified by itself (not as a log): index files, snapshots, the text files of
+    partition folders and log directories."""
+    return path.suffix in COMPANION_SUFFIXES or path.name in PARTITION_TEXT_FILES or path.name in LOG_DIR_FILES
+
+
+def index_file_reports(fr: FileReport) -> list[FileReport]:
+    """A segment's index files as reports of their own (listed and counted like every file
+    checked), their findings moved out of the segment's report."""
+    log = Path(fr.path)
+    out = []
+    for suffix, cp in companion_paths(log).items():
+        if not cp.is_file():
+            continue
+        mine = [p for p in fr.problems if p.file == str(cp)]
+        fr.problems = [p for p in fr.problems if p.file != str(cp)]
+        out.append(FileReport(str(cp), kind=suffix.lstrip("."), problems=mine))
+    return out
 
 
 def verify_companion_file(path: Path) -> FileReport:

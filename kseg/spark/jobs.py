@@ -246,9 +246,16 @@ def spark_verify(spark: Any, paths: Sequence[str | Path], options: Any) -> tuple
         for k, r in zip(rerun, again):
             reports[k] = r.report
             results[k].info.seconds += r.info.seconds
-    report = VerifyReport(files=reports)
-    rows = [FileRow(fr.path, r.info.seconds, r.info.host, {"cpu_seconds": r.info.cpu_seconds})
-            for fr, r in zip(reports, results)]
+    files: list[Any] = []
+    rows: list[FileRow] = []
+    for fr, r in zip(reports, results):
+        files.append(fr)
+        rows.append(FileRow(fr.path, r.info.seconds, r.info.host, {"cpu_seconds": r.info.cpu_seconds}))
+        if options.check_indexes and Path(fr.path).suffix == ".log":  # as verify_paths lists them
+            for extra in verify.index_file_reports(fr):
+                files.append(extra)
+                rows.append(FileRow(extra.path, 0.0, r.info.host, {"cpu_seconds": 0.0}))
+    report = VerifyReport(files=files)
     return report, rows, {"files": len(items), "reruns": len(rerun)}
 
 
