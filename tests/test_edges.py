@@ -288,3 +288,42 @@ def test_a_folder_with_nothing_kafka_in_it_is_unusable_input(tmp_path) -> None:
     (tmp_path / "notes.txt").write_text("hello")
     r = cli("verify", tmp_path)
     assert r.exit_code == 2 and r.stderr.startswith("kseg: error: ")
+
+
+# --------------------------------------------------------------------------- formats by content
+
+KAFKA07_FILE = Path(__file__).resolve().parent.parent / "fixtures" / "kafka07" / "00000000000000000000.kafka07"
+
+
+def test_pre_08_files_and_folders_are_recognised_without_the_option(tmp_path) -> None:
+    part = tmp_path / "t-0"
+    part.mkdir()
+    shutil.copy(KAFKA07_FILE, part / "00000000000000000000.kafka")
+    for target in (part / "00000000000000000000.kafka", part, KAFKA07_FILE):
+        r = cli("verify", "-v", target)
+        assert r.exit_code == 0 and "(kafka07)" in r.output and "(5 batches, 7 records)" in r.output, r.output
+    r = cli("dump", part)
+    assert r.exit_code == 0 and "compresscodec: gzip" in r.output, r.output
+    out = tmp_path / "v2-0"
+    r = cli("up-convert", "--to-magic", "2", part, "-o", out)
+    assert r.exit_code == 0, r.stderr
+    assert cli("verify", out).exit_code == 0
+
+
+def test_a_file_in_one_format_read_as_another_gets_a_hint(tmp_path) -> None:
+    as_log = tmp_path / "00000000000000000000.log"
+    shutil.copy(KAFKA07_FILE, as_log)
+    r = cli("verify", as_log)
+    assert r.exit_code == 1 and "--input-format kafka07" in r.output
+    r = cli("dump", as_log)
+    assert r.exit_code == 1 and "--input-format kafka07" in r.stderr
+    r = cli("verify", "--input-format", "kafka07", GZIP_LOG)
+    assert r.exit_code == 1 and "--input-format kafka (the default)" in r.output
+
+
+def test_a_readme_passed_by_mistake_is_unusable_input(tmp_path) -> None:
+    readme = tmp_path / "README"
+    readme.write_text("# My Kafka notes\n\nThese are not segments, and this file is long enough to sniff.\n")
+    for cmd in ("verify", "dump"):
+        r = cli(cmd, readme)
+        assert r.exit_code == 2 and r.stderr.startswith("kseg: error: ") and "not a Kafka file" in r.stderr

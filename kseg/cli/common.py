@@ -133,9 +133,10 @@ index_interval_option = click.option(
 codec_option = click.option("--codec", default="keep", show_default=True,
                             help="keep (each batch's own codec), none, gzip, snappy, lz4, zstd or a plugin alias.")
 level_option = click.option("--level", type=int, default=None, help="Compression level (codec's default if unset).")
+INPUT_FORMAT_HELP = ("kafka07: the pre-0.8 message format (offsets are byte positions) [default: by name "
+                     "(*.kafka files, 0.7 partition folders), else by the first bytes].")
 input_format_option = click.option(
-    "--input-format", type=click.Choice(["kafka", "kafka07"]), default="kafka", show_default=True,
-    help="kafka07: the pre-0.8 message format (offsets are byte positions).")
+    "--input-format", type=click.Choice(["kafka", "kafka07"]), default=None, help=INPUT_FORMAT_HELP)
 
 dump_options = options(
     click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path)),
@@ -163,7 +164,7 @@ verify_options = options(
     click.option("--quick", is_flag=True, help="Framing and CRCs only (the broker's own check, at disk speed)."),
     click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True),
     click.option("--no-index", is_flag=True, help="Do not check .index/.timeindex/.txnindex files."),
-    click.option("--input-format", type=click.Choice(["kafka", "kafka07"]), default="kafka", show_default=True),
+    input_format_option,
     click.option("-v", "--verbose", is_flag=True, help="List every file checked, not only those with findings."),
     max_decompressed_option,
 )
@@ -183,7 +184,7 @@ up_convert_options = options(
     click.option("--to-magic", type=click.IntRange(1, 2), required=True),
     codec_option,
     level_option,
-    click.option("--input-format", type=click.Choice(["kafka", "kafka07"]), default="kafka", show_default=True),
+    input_format_option,
     click.option("--base-offset", type=int, default=0, show_default=True,
                  help="First logical offset for --input-format kafka07."),
     click.option("--timestamp-type", type=click.Choice(["create", "log-append"]), default="create",

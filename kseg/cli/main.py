@@ -52,10 +52,11 @@ from kseg.ops.convert import (
     recompress,
     up_convert,
 )
-from kseg.ops.dump import BadBatchEvent, BatchEvent, DumpOptions, TailEvent, dump_paths
+from kseg.ops.dump import BadBatchEvent, BatchEvent, DumpOptions, TailEvent, dump_paths, file_kind
 from kseg.ops.jobs import run_job
 from kseg.ops.kafka07 import up_convert_kafka07, verify_kafka07
-from kseg.ops.verify import VerifyOptions, verify_paths
+from kseg.ops.sniff import KAFKA, KAFKA07, conversion_input_format, format_hint, input_format_of
+from kseg.ops.verify import NOTE, Problem, VerifyOptions, verify_paths
 from kseg.render.dump import RENDERERS, KafkaRenderer
 from kseg.render.kafka07 import dump_kafka07
 from kseg.render.reports import compact_json, compact_line, job_line, write_verify
@@ -96,6 +97,9 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
     if input_format == "kafka07":
         dump_kafka07(files, sys.stdout, fmt=fmt, deep=records, key_decoder=kd, value_decoder=vd)
         return
+    # Each log-like file's format by name, else by its first bytes (a README is unusable input).
+    formats = [input_format_of(f, input_format) if file_kind(f, strict=fmt == "kafka") == "log" else KAFKA
+               for f in files]
     options = DumpOptions(records=records, from_offset=from_offset, to_offset=to_offset, from_time=from_time,
                           to_time=to_time, max_bytes=max_bytes, max_decompressed_bytes=max_decompressed_bytes,
                           keep_going=keep_going, strict_names=fmt == "kafka", decode=decode)
@@ -103,11 +107,20 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
                 else RENDERERS[fmt](sys.stdout, sys.stderr, kd, vd))
     problems = 0
     try:
-        for ev in dump_paths(files, options):
-            renderer(ev)
-            if (isinstance(ev, BadBatchEvent) or (isinstance(ev, TailEvent) and ev.reported)
-                    or (isinstance(ev, BatchEvent) and not ev.batch.crc_valid)):
-                problems += 1
+        for f, f_format in zip(files, formats):
+            if f_format == KAFKA07:
+                sys.stdout.flush()
+                dump_kafka07([f], sys.stdout, fmt=fmt, deep=records, key_decoder=kd, value_decoder=vd)
+                continue
+            for ev in dump_paths([f], options):
+                renderer(ev)
+                if (isinstance(ev, BadBatchEvent) or (isinstance(ev, TailEvent) and ev.reported)
+                        or (isinstance(ev, BatchEvent) and not ev.batch.crc_valid)):
+                    problems += 1
+                if isinstance(ev, TailEvent) and ev.reported and ev.tail.position == 0:
+                    hint = format_hint(f, KAFKA)
+                    if hint:
+                        click.echo(f"kseg: {f}: {hint}", err=True)
     finally:
         renderer.close()
         sys.stdout.flush()
@@ -130,9 +143,13 @@ def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input
     progress = _progress() if sys.stderr.isatty() else None
     if input_format == "kafka07":
         report = verify_kafka07(paths, quick=quick, max_decompressed_bytes=max_decompressed_bytes)
+        for f in report.files:
+            hint = None if f.ok else format_hint(Path(f.path), KAFKA07)
+            if hint:
+                f.problems.append(Problem(NOTE, "format", f.path, None, hint))
     else:
         options = VerifyOptions(quick=quick, max_decompressed_bytes=max_decompressed_bytes,
-                                check_indexes=not no_index)
+                                check_indexes=not no_index, input_format=input_format)
         report = verify_paths(paths, options, progress=progress)
     if progress:
         click.echo("\r\033[K", nl=False, err=True)
@@ -165,7 +182,7 @@ def up_convert_cmd(input_path: Path, output: Path, index_interval_bytes: int, no
     o = UpOptions(to_magic=to_magic, choice=choose(codec, level), log_append_time=log_append_time,
                   batch_records=batch_records, batch_bytes=batch_bytes, limit=max_decompressed_bytes)
     options = write_flags(no_index, index_interval_bytes, force)
-    if input_format == "kafka07":
+    if conversion_input_format(input_path, input_format) == KAFKA07:
         result = up_convert_kafka07(input_path, output, o, base_offset, options)
     else:
         result = run_job([input_path], output, lambda segs: (lambda b, s: up_convert(b, o, s), 0), options)

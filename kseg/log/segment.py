@@ -26,6 +26,7 @@ STEP_ENTRIES = 512
 SEGMENT_NAME = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
 PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 LOG_SUFFIXES = (".log", ".checkpoint")
+KAFKA07_SUFFIXES = (".kafka", ".kafka07")  # pre-0.8 segment files
 
 
 # Names the broker gives a segment (and its companions) on the way out or in: deleted,
@@ -315,6 +316,9 @@ def expand_inputs(paths: list[str | os.PathLike]) -> list[Path]:
             out.append(p)
         elif any(c.suffix == ".log" for c in p.iterdir() if c.is_file()):
             out.extend(partition_segments(p))
+        elif any(c.suffix in KAFKA07_SUFFIXES for c in p.iterdir() if c.is_file()):
+            # A 0.7 partition folder: its files in name (= byte position) order.
+            out.extend(sorted(c for c in p.iterdir() if c.is_file() and c.suffix in KAFKA07_SUFFIXES))
         else:
             parts = log_dir_partitions(p)
             if not parts:

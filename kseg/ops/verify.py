@@ -25,8 +25,17 @@ from kseg.formats.message_v0v1 import CRC_START as LEGACY_CRC_START
 from kseg.formats.record_batch_v2 import CRC_START as V2_CRC_START
 from kseg.log.control import control_info
 from kseg.log.records import batch_records, check_v2_batch_records, wrapper_records
-from kseg.log.segment import Segment, base_offset_of, is_stdin, log_dir_partitions, partition_segments
+from kseg.kafka07.read import inner_payloads, read_kafka07
+from kseg.log.segment import (
+    KAFKA07_SUFFIXES,
+    Segment,
+    base_offset_of,
+    is_stdin,
+    log_dir_partitions,
+    partition_segments,
+)
 from kseg.model import Batch, Record
+from kseg.ops.sniff import KAFKA07, format_hint, input_format_of
 
 ERROR = "error"
 NOTE = "note"
@@ -47,9 +56,9 @@ class Problem:
     where: str | None = None
 
     def __str__(self) -> str:
-        head = f"{self.file}:"
+        head = self.file
         if self.position is not None:
-            head += f" at byte {self.position}"
+            head += f": at byte {self.position}"
         if self.where:
             head += f" ({self.where})"
         return f"{head}: {self.message}{expected_found(self.expected, self.found)}"
@@ -115,6 +124,7 @@ class VerifyOptions:
     quick: bool = False
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
     check_indexes: bool = True
+    input_format: str | None = None  # kafka|kafka07; None: by name, then by content
 
 
 def verify_paths(
@@ -133,11 +143,27 @@ def verify_paths(
             if is_companion(path):
                 fr = verify_companion_file(path)
             else:  # .log, .checkpoint, transient names (.deleted ...) and other names read as logs
-                fr, last_offset = verify_log(path, options, last_offset)
+                fr, last_offset = verify_file(path, options, last_offset)
             report.files.append(fr)
             if options.check_indexes and path.suffix == ".log":
                 report.files.extend(index_file_reports(fr))
     return report
+
+
+def verify_file(path: Path, options: VerifyOptions, prev_last: int | None = None) -> tuple[FileReport, int | None]:
+    """A log-like file in the format its name (else its first bytes) says; a file that fails
+    and looks like the other format gets a note naming the option that reads it."""
+    fmt = input_format_of(path, options.input_format)
+    if fmt == KAFKA07:
+        fr = verify_kafka07_file(path, quick=options.quick, max_decompressed_bytes=options.max_decompressed_bytes)
+        last = prev_last
+    else:
+        fr, last = verify_log(path, options, prev_last)
+    if not fr.ok:
+        hint = format_hint(path, fmt)
+        if hint:
+            fr.problems.append(Problem(NOTE, "format", str(path), None, hint))
+    return fr, last
 
 
 def input_groups(paths: Iterable[str | Path]) -> list[list[Path]]:
@@ -176,6 +202,8 @@ def folder_groups(folder: Path, depth: int = 0) -> list[list[Path]]:
     logs = [c for c in files if c.suffix == ".log"]
     if logs:
         return partition_groups(folder)
+    if any(c.suffix in KAFKA07_SUFFIXES for c in files):  # a 0.7 partition folder
+        return [[c] for c in files if c.suffix in KAFKA07_SUFFIXES]
     parts = log_dir_partitions(folder)
     own = [c for c in files if c.name in LOG_DIR_FILES or c.name == "bootstrap.checkpoint"]
     if parts or own:
@@ -234,6 +262,29 @@ def index_file_reports(fr: FileReport) -> list[FileReport]:
         fr.problems = [p for p in fr.problems if p.file != str(cp)]
         out.append(FileReport(str(cp), kind=suffix.lstrip("."), problems=mine))
     return out
+
+
+def verify_kafka07_file(path: Path, *, quick: bool, max_decompressed_bytes: int) -> FileReport:
+    """One pre-0.8 (Kafka 0.7) file: framing, CRCs and (unless quick) the compressed payloads."""
+    fr = FileReport(str(path), kind="kafka07")
+    messages, err = read_kafka07(path)
+    for m in messages:
+        fr.batches += 1
+        fr.bytes += m.size
+        if not m.crc_valid:
+            fr.problems.append(Problem(ERROR, "crc", str(path), m.position, "crc mismatch",
+                                       expected=f"{m.crc:#010x} (stored)",
+                                       found=f"{zlib.crc32(m.payload):#010x} (computed)"))
+        if not quick:
+            try:
+                fr.records += len(inner_payloads(m, max_decompressed_bytes))
+            except KsegError as e:
+                fr.problems.append(Problem(ERROR, "records", str(path), e.position, e.message,
+                                           e.expected, e.found, e.where))
+    if err is not None:
+        fr.problems.append(Problem(ERROR, "truncated" if isinstance(err, TruncatedError) else "framing",
+                                   str(path), err.position, err.message, err.expected, err.found))
+    return fr
 
 
 def verify_companion_file(path: Path) -> FileReport:

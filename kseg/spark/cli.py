@@ -42,6 +42,7 @@ from kseg.errors import InputError
 from kseg.log.atomic import AtomicFile
 from kseg.ops.dump import DumpOptions
 from kseg.ops.kafka07 import verify_kafka07
+from kseg.ops.sniff import conversion_input_format
 from kseg.ops.verify import VerifyOptions, input_groups
 from kseg.render.kafka07 import dump_kafka07
 from kseg.render.reports import compact_json, compact_line, job_line, write_verify
@@ -186,7 +187,8 @@ def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input
         with _stdout_to(output):
             write_verify(rep, sys.stdout, fmt, **shown)
         raise SystemExit(EXIT_OK if rep.ok else EXIT_DATA)
-    options = VerifyOptions(quick=quick, max_decompressed_bytes=max_decompressed_bytes, check_indexes=not no_index)
+    options = VerifyOptions(quick=quick, max_decompressed_bytes=max_decompressed_bytes, check_indexes=not no_index,
+                            input_format=input_format)
     input_groups(paths)  # unusable input: exit 2 before Spark starts
     run = _Run(master, conf, timings)
     with run.session() as session:
@@ -290,7 +292,7 @@ def up_convert(input_path: Path, output: Path, index_interval_bytes: int, no_ind
     choose(codec, level)  # a bad name: exit 2 before Spark starts
     args = dict(_common_args(max_decompressed_bytes), to_magic=to_magic, codec=codec, level=level,
                 log_append_time=log_append_time, batch_records=batch_records, batch_bytes=batch_bytes,
-                input_format=input_format, base_offset=base_offset)
+                input_format=conversion_input_format(input_path, input_format), base_offset=base_offset)
     _convert("up-convert", input_path, output, args, write_flags(no_index, index_interval_bytes, force),
              master, conf, report, timings)
 

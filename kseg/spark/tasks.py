@@ -67,7 +67,7 @@ class VerifyResult:
 def verify_task(options: Any, registry: str | None, item: tuple[str, bool, Any]) -> VerifyResult | Failed:
     """Verify one file. ``item``: (path, is_log, prev_last) with prev_last SENTINEL in the first pass."""
     from kseg.log.segment import Segment
-    from kseg.ops.verify import verify_companion_file, verify_log
+    from kseg.ops.verify import verify_companion_file, verify_file
 
     _activate(registry)
     path, is_log, prev = item
@@ -76,7 +76,7 @@ def verify_task(options: Any, registry: str | None, item: tuple[str, bool, Any])
     try:
         if not is_log:
             return VerifyResult(verify_companion_file(p), None, info=_info(t0))
-        fr, last = verify_log(p, options, prev)
+        fr, last = verify_file(p, options, prev)
         unread, first = False, None
         if options.quick and prev == SENTINEL and fr.batches:
             seg = Segment(p)
