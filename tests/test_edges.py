@@ -327,3 +327,37 @@ def test_a_readme_passed_by_mistake_is_unusable_input(tmp_path) -> None:
     for cmd in ("verify", "dump"):
         r = cli(cmd, readme)
         assert r.exit_code == 2 and r.stderr.startswith("kseg: error: ") and "not a Kafka file" in r.stderr
+
+
+# --------------------------------------------------------------------------- kseg index
+
+
+def test_index_check_takes_partition_folders_and_log_directories(tmp_path) -> None:
+    logdir = tmp_path / "logs"
+    shutil.copytree(FIXTURES_LOGDIR, logdir)
+    r = cli("index", "--check", logdir)
+    assert r.exit_code == 0 and f"{logdir / 'v2-txn-0' / '00000000000000000005.log'}: ok" in r.output, r.output
+    bad = logdir / "v2-gzip-0" / "00000000000000000000.index"
+    raw = bytearray(bad.read_bytes())
+    raw[4:8] = (int.from_bytes(raw[4:8], "big") + 1).to_bytes(4, "big")
+    bad.write_bytes(bytes(raw))
+    assert cli("index", "--check", logdir / "v2-gzip-0").exit_code == 1
+
+
+def test_index_check_without_index_files_says_there_was_nothing_to_check() -> None:
+    if not LDI.exists():
+        pytest.skip("no real data")
+    seg = LDI / "TestTopicPatient-0" / "00000000000000000000.log"
+    r = cli("index", "--check", seg)
+    assert r.exit_code == 0 and "nothing to check" in r.output and ": ok" not in r.output
+
+
+def test_index_rebuild_into_an_existing_output_needs_force(tmp_path) -> None:
+    out = tmp_path / "out"
+    r = cli("index", "--rebuild", "--index-interval-bytes", 128, FIXTURES_LOGDIR, "-o", out)
+    assert r.exit_code == 0, r.stderr
+    fresh = out / "v2-gzip-0" / "00000000000000000000.index"
+    assert fresh.read_bytes() == (FIXTURES_LOGDIR / "v2-gzip-0" / "00000000000000000000.index").read_bytes()
+    r = cli("index", "--rebuild", FIXTURES_LOGDIR / "v2-gzip-0", "-o", out)
+    assert r.exit_code == 2 and "--force" in r.stderr
+    assert cli("index", "--rebuild", FIXTURES_LOGDIR / "v2-gzip-0", "-o", out, "--force").exit_code == 0

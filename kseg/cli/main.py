@@ -39,9 +39,10 @@ from kseg.codecs.choice import choose
 from kseg.codecs.plugins import activate
 from kseg.companions.build import build_indexes
 from kseg.companions.check import check_segment_companions
+from kseg.companions.check import companion_paths as companion_paths_of
 from kseg.errors import InputError, KsegError
-from kseg.log.atomic import write_atomic
-from kseg.log.segment import base_offset_of, companion_path, strict_batches
+from kseg.log.atomic import check_output, write_atomic
+from kseg.log.segment import base_offset_of, companion_path, expand_inputs, strict_batches
 from kseg.ops.compact import compact_job
 from kseg.ops.convert import (
     DownOptions,
@@ -229,33 +230,54 @@ def rebase_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_ind
 
 
 @main.command("index")
-@click.argument("segment", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--check", "mode", flag_value="check", default=True, help="Check .index/.timeindex (default).")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--check", "mode", flag_value="check", default=True, help="Check .index/.timeindex/.txnindex (default).")
 @click.option("--rebuild", "mode", flag_value="rebuild", help="Write .index/.timeindex anew from the log.")
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="With --rebuild: write the indexes into this folder instead of beside the segment.")
+              help="With --rebuild: write the indexes into this folder (partition folders and log "
+                   "directories keep their layout under it) instead of beside the segments.")
+@click.option("--force", is_flag=True, help="With --rebuild -o: write into an existing output folder.")
 @index_interval_option
 @guarded
-def index_cmd(segment: Path, mode: str, output: Path | None, index_interval_bytes: int) -> None:
-    """Check or rebuild a segment's offset and time indexes."""
+def index_cmd(inputs: tuple[Path, ...], mode: str, output: Path | None, force: bool,
+              index_interval_bytes: int) -> None:
+    """Check or rebuild the offset and time indexes of segments, partition folders or log directories."""
+    pairs = [(seg, root) for root in inputs for seg in expand_inputs([root]) if seg.suffix == ".log"]
+    if not pairs:
+        raise InputError("no .log segments found", file=str(inputs[0]))
     if mode == "check":
-        findings = check_segment_companions(segment)
-        errors = [f for f in findings if f.severity == "error"]
-        for f in findings:
-            click.echo(f"{f.severity}: {f}")
-        click.echo(f"{segment}: {'ok' if not errors else f'{len(errors)} error(s)'}")
+        errors = checked = 0
+        for seg, _ in pairs:
+            if not any(p.is_file() for p in companion_paths_of(seg).values()):
+                click.echo(f"{seg}: nothing to check (no .index, .timeindex or .txnindex beside it)")
+                continue
+            checked += 1
+            findings = check_segment_companions(seg)
+            bad = [f for f in findings if f.severity == "error"]
+            errors += len(bad)
+            for f in findings:
+                click.echo(f"{f.severity}: {f}")
+            click.echo(f"{seg}: {'ok' if not bad else f'{len(bad)} error(s)'}")
+        if not checked:
+            click.echo("kseg: nothing to check: no segment has index files", err=True)
         raise SystemExit(EXIT_DATA if errors else EXIT_OK)
-    base = base_offset_of(segment)
-    if base is None:
-        raise InputError("segment name does not start with its base offset", file=str(segment))
-    entries = [b._replace(raw=memoryview(b"")) for b in strict_batches(segment)]
-    index, timeindex = build_indexes(entries, base, index_interval_bytes)
-    folder = output or segment.parent
-    index_path, time_path = companion_path(segment, ".index", folder), companion_path(segment, ".timeindex", folder)
-    write_atomic(index_path, index)
-    write_atomic(time_path, timeindex)
-    click.echo(f"kseg: wrote {index_path} ({len(index) // 8} entries) and "
-               f"{time_path} ({len(timeindex) // 12} entries)", err=True)
+    if output is not None:
+        check_output(list(inputs), output, force=force)
+    for seg, root in pairs:
+        base = base_offset_of(seg)
+        if base is None:
+            raise InputError("segment name does not start with its base offset", file=str(seg))
+        entries = [b._replace(raw=memoryview(b"")) for b in strict_batches(seg)]
+        index, timeindex = build_indexes(entries, base, index_interval_bytes)
+        if output is None:
+            folder = seg.parent
+        else:
+            folder = output if root.is_file() else output / seg.parent.relative_to(root)
+        index_path, time_path = companion_path(seg, ".index", folder), companion_path(seg, ".timeindex", folder)
+        write_atomic(index_path, index)
+        write_atomic(time_path, timeindex)
+        click.echo(f"kseg: wrote {index_path} ({len(index) // 8} entries) and "
+                   f"{time_path} ({len(timeindex) // 12} entries)", err=True)
 
 
 @main.command("compact")
