@@ -361,3 +361,10 @@ def test_index_rebuild_into_an_existing_output_needs_force(tmp_path) -> None:
     r = cli("index", "--rebuild", FIXTURES_LOGDIR / "v2-gzip-0", "-o", out)
     assert r.exit_code == 2 and "--force" in r.stderr
     assert cli("index", "--rebuild", FIXTURES_LOGDIR / "v2-gzip-0", "-o", out, "--force").exit_code == 0
+
+
+def test_down_converting_zstd_without_codec_is_a_usage_error(tmp_path) -> None:
+    out = tmp_path / "old-0"
+    r = cli("down-convert", "--to-magic", 1, FIXTURES_LOGDIR / "v2-zstd-0", "-o", out)
+    assert r.exit_code == 2 and r.stderr.startswith("kseg: error: ") and "--codec" in r.stderr
+    assert not out.exists()

@@ -15,7 +15,7 @@ from typing import Iterable, Iterator
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES, get_codec
 from kseg.codecs.choice import CodecChoice
 from kseg.defaults import DEFAULT_BATCH_BYTES, DEFAULT_BATCH_RECORDS
-from kseg.errors import InputError, UnsupportedCodecError
+from kseg.errors import InputError
 from kseg.formats.attributes import (
     CODEC_MASK,
     CODEC_NAMES,
@@ -218,8 +218,9 @@ def _v0_to_v1(b: Batch, records: list[Record], ts_type: int, o: UpOptions, s: Su
 def _require_legacy_codec(codec: int, magic: int, b: Batch) -> None:
     if codec == CODEC_PLUGIN or codec > 3:
 
+        # Asking for the impossible is a usage error (exit 2): the data is fine, --codec is missing.
         name = b.codec_name if codec == b.codec else CODEC_NAMES.get(codec, f"codec {codec}")
-        raise UnsupportedCodecError(
+        raise InputError(
             f"{name} cannot be carried by magic {magic} (give a built-in --codec: none, gzip, snappy or lz4)",
             position=b.position,
         )
