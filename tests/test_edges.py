@@ -368,3 +368,34 @@ def test_down_converting_zstd_without_codec_is_a_usage_error(tmp_path) -> None:
     r = cli("down-convert", "--to-magic", 1, FIXTURES_LOGDIR / "v2-zstd-0", "-o", out)
     assert r.exit_code == 2 and r.stderr.startswith("kseg: error: ") and "--codec" in r.stderr
     assert not out.exists()
+
+
+# --------------------------------------------------------------------------- honest summaries
+
+
+def test_recompress_with_topics_counts_only_those_topics(tmp_path) -> None:
+    r = cli("recompress", "--codec", "lz4", "--topics", "v2-gzip", FIXTURES_LOGDIR, "-o", tmp_path / "out")
+    assert r.exit_code == 0, r.stderr
+    assert "10 batches / 29 records in" in r.stderr and "partition(s) of other topics copied as they are" in r.stderr
+
+
+def test_compact_with_topics_counts_only_those_topics(tmp_path) -> None:
+    r = cli("compact", "--dry-run", "--topics", "v2-headers", "--now-ms", 1800000000000, FIXTURES_LOGDIR)
+    assert r.exit_code == 0, r.stderr
+    assert "(dry run, 1 partition(s), " in r.stderr and "of other topics copied as they are" in r.stderr
+
+
+def test_up_convert_applies_codec_to_data_already_at_the_target_magic(tmp_path) -> None:
+    out = tmp_path / "out"
+    r = cli("up-convert", "--to-magic", 2, "--codec", "gzip", FIXTURES_LOGDIR / "v2-none-0", "-o", out)
+    assert r.exit_code == 0 and "recompressed 10" in r.stderr, r.stderr
+    dumped = cli("dump", "--format", "jsonl", out).output
+    assert '"codec": "gzip"' in dumped and '"codec": "none"' not in dumped
+    assert cli("verify", out).exit_code == 0
+
+
+def test_a_rewrite_that_grows_the_data_says_so(tmp_path) -> None:
+    r = cli("recompress", "--codec", "none", FIXTURES_LOGDIR / "v2-gzip-0", "-o", tmp_path / "out")
+    assert r.exit_code == 0 and "the output is larger than the input by" in r.stderr, r.stderr
+    r = cli("recompress", "--codec", "gzip", FIXTURES_LOGDIR / "v2-none-0", "-o", tmp_path / "out2")
+    assert r.exit_code == 0 and "larger" not in r.stderr, r.stderr

@@ -599,8 +599,9 @@ def compact_group(segs: list[Path], wanted: bool, o: CompactOptions, out_dir: Pa
 @dataclass
 class CompactResult:
     stats: CompactStats = field(default_factory=CompactStats)
-    partitions: int = 0
+    partitions: int = 0  # compacted (--topics: of those topics)
     segments: list[Path] = field(default_factory=list)
+    copied_partitions: int = 0  # other topics' partitions, copied as they are
 
 
 def compact_job(inputs: list[Path], output: Path | None, o: CompactOptions, *, force: bool = False,
@@ -637,7 +638,10 @@ def compact_job(inputs: list[Path], output: Path | None, o: CompactOptions, *, f
             stats, written = compact_group(segs, wanted, o, out_dir, work, index_interval_bytes)
             if stats is not None:
                 result.stats.add(stats)
-            result.partitions += 1
+            if wanted:
+                result.partitions += 1
+            else:
+                result.copied_partitions += 1
             result.segments.extend(written)
     except BaseException:
         if root is not None:

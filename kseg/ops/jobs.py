@@ -48,8 +48,18 @@ class WriteOptions:
 
 @dataclass
 class JobResult:
-    summary: Summary = field(default_factory=Summary)
+    summary: Summary = field(default_factory=Summary)  # the partitions converted (--topics: those topics)
     segments: list[Path] = field(default_factory=list)
+    carried: Summary = field(default_factory=Summary)  # partitions of other topics, copied as they are
+    carried_partitions: int = 0
+
+    def line(self) -> str:
+        """What the job did: the conversion's summary, then what was only carried over."""
+        text = self.summary.line()
+        if self.carried_partitions:
+            text += (f"; {self.carried_partitions} partition(s) of other topics copied as they are "
+                     f"({self.carried.batches_out} batches, {self.carried.bytes_out} bytes)")
+        return text
 
 
 def entry_facts(raw: bytes, position: int) -> Iterator[tuple[int, int, int, int, int]]:
@@ -175,20 +185,24 @@ def _run_partition(segs: list[Path], out_dir: Path, make_transform, result: JobR
     if copy:
         transform: Transform = _copy
         shift = 0
+        summary = result.carried  # not the conversion's: the counts cover the selected topics only
+        result.carried_partitions += 1
     else:
         transform, shift = make_transform(segs)
+        summary = result.summary
     for seg in segs:
         if progress:
             progress(f"{len(result.segments) + 1}: {seg}")
         base = (base_offset_of(seg) or 0) + shift
         dst = out_dir / segment_file_name(base)
-        _run_segment(seg, dst, base, transform, result.summary, options)
+        _run_segment(seg, dst, base, transform, summary, options)
         result.segments.append(dst)
 
 
 def _copy(batches: Iterable[Batch], s: Summary) -> Iterator[bytes]:
     for b in batches:
         s.batches_in += 1
+        s.bytes_in += b.size
         s.batches_out += 1
         s.copied += 1
         s.bytes_out += b.size

@@ -395,8 +395,12 @@ def spark_convert(spark: Any, params: ConvertParams, src: Path, output: Path) ->
         failure = _first_failure(results)
         if failure is not None:
             raise failure
-        for (name, _, _), r in zip(items, results):
-            result.summary.add(r.summary)
+        for (name, _, keep), r in zip(items, results):
+            if keep:
+                result.summary.add(r.summary)
+            else:  # as run_job: other topics' partitions are carried over, not counted as converted
+                result.carried.add(r.summary)
+                result.carried_partitions += 1
             result.segments.extend([Path()] * r.segments)
             rows.append(_convert_row(name, r))
     return result, rows
@@ -468,7 +472,9 @@ def spark_compact(spark: Any, inputs: list[Path], output: Path | None, o: Any, *
         for (name, _, _), r in zip(items, results):
             if r.stats is not None:
                 result.stats.add(r.stats)
-            result.partitions += 1
+                result.partitions += 1
+            else:  # another topic's partition, copied as it is
+                result.copied_partitions += 1
             result.segments.extend([Path()] * r.segments)
             rows.append(_compact_row(name, r))
     except BaseException:

@@ -287,7 +287,8 @@ def convert_partition_task(p: ConvertParams, root_tmp: str, item: tuple[str, lis
 
         shutil.rmtree(task_dir, ignore_errors=True)
         return Failed(e)
-    return ConvertResult(result.summary, len(result.segments), str(task_dir), name, _info(t0))
+    return ConvertResult(result.summary if keep else result.carried, len(result.segments), str(task_dir), name,
+                         _info(t0))
 
 
 # --------------------------------------------------------------------------- compaction
