@@ -59,7 +59,7 @@ def test_up_convert_keeps_records(tmp_path, magic, codec, to_magic):
     verify_ok(out)
     assert sorted(p.name for p in out.iterdir()) == sorted(
         [p.name for p in src.iterdir()] + [p.name.replace(".log", s) for p in src.iterdir() for s in
-                                           (".index", ".timeindex")])
+                                           (".index", ".timeindex")] + ["leader-epoch-checkpoint"])
     if magic >= to_magic:  # nothing to do: byte for byte
         for p in src.iterdir():
             assert (out / p.name).read_bytes() == p.read_bytes()

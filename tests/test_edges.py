@@ -399,3 +399,56 @@ def test_a_rewrite_that_grows_the_data_says_so(tmp_path) -> None:
     assert r.exit_code == 0 and "the output is larger than the input by" in r.stderr, r.stderr
     r = cli("recompress", "--codec", "gzip", FIXTURES_LOGDIR / "v2-none-0", "-o", tmp_path / "out2")
     assert r.exit_code == 0 and "larger" not in r.stderr, r.stderr
+
+
+# --------------------------------------------------------------------------- drop-in outputs
+
+
+def _checkpoint(path: Path) -> dict:
+    lines = path.read_text().splitlines()
+    assert lines[0] == "0" and int(lines[1]) == len(lines) - 2
+    return {tuple(line.split()[:-1]): int(line.split()[-1]) for line in lines[2:]}
+
+
+def test_a_recompressed_log_directory_is_drop_in(ldi_copy, tmp_path) -> None:
+    out = tmp_path / "out"
+    r = cli("recompress", "--codec", "lz4", ldi_copy, "-o", out)
+    assert r.exit_code == 0, r.stderr
+    assert (out / "meta.properties").read_text() == META_V1
+    assert (out / "bootstrap.checkpoint").read_bytes() == (ldi_copy / "bootstrap.checkpoint").read_bytes()
+    ends = {("TestTopicPatient", "0"): 3, ("__cluster_metadata", "0"): 4929, ("__consumer_offsets", "6"): 13}
+    assert _checkpoint(out / "recovery-point-offset-checkpoint") == ends
+    assert _checkpoint(out / "replication-offset-checkpoint") == ends
+    assert _checkpoint(out / "log-start-offset-checkpoint") == dict.fromkeys(ends, 0)
+    assert _checkpoint(out / "cleaner-offset-checkpoint") == {("__consumer_offsets", "6"): 13,
+                                                               ("TestTopicPatient", "0"): 3}
+    part = out / "__consumer_offsets-6"
+    assert (part / "00000000000000000013.snapshot").read_bytes() == \
+        (ldi_copy / "__consumer_offsets-6" / "00000000000000000013.snapshot").read_bytes()
+    assert (part / "leader-epoch-checkpoint").read_text() == "0\n1\n0 0\n"
+    assert (out / "__cluster_metadata-0" / "quorum-state").is_file()
+    r = cli("verify", "-v", out)
+    assert r.exit_code == 0 and "meta.properties: ok" in r.output, r.output
+
+
+def test_a_rebased_partition_drops_producer_state_and_moves_its_checkpoints(ldi_copy, tmp_path) -> None:
+    out = tmp_path / "out"
+    assert cli("rebase", "--base-offset", 100, ldi_copy, "-o", out).exit_code == 0
+    part = out / "__consumer_offsets-6"
+    assert not list(part.glob("*.snapshot"))  # offsets moved: the broker rebuilds producer state
+    assert (part / "leader-epoch-checkpoint").read_text() == "0\n1\n0 100\n"
+    assert _checkpoint(out / "log-start-offset-checkpoint")[("__consumer_offsets", "6")] == 100
+    assert _checkpoint(out / "recovery-point-offset-checkpoint")[("__consumer_offsets", "6")] == 113
+    assert _checkpoint(out / "cleaner-offset-checkpoint") == {}
+    assert cli("verify", out).exit_code == 0
+
+
+def test_compacted_and_down_converted_partitions_get_their_files(tmp_path) -> None:
+    src = FIXTURES_LOGDIR / "v2-txn-0"
+    out = tmp_path / "c-0"
+    assert cli("compact", "--now-ms", 1800000000000, src, "-o", out).exit_code == 0
+    assert (out / "leader-epoch-checkpoint").read_text() == "0\n1\n0 0\n"
+    down = tmp_path / "d-0"
+    assert cli("down-convert", "--to-magic", 1, src, "-o", down).exit_code == 0
+    assert (down / "leader-epoch-checkpoint").read_text() == "0\n0\n"  # v0/v1 batches carry no epoch
+    assert cli("verify", out).exit_code == 0 and cli("verify", down).exit_code == 0

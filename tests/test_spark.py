@@ -514,3 +514,32 @@ def test_register_in_a_plain_session(spark, logdir):
     register(spark)
     n = spark.read.format("kseg").load(str(logdir / "m2-zstd-0")).count()
     assert n == read_log_dir(spark, str(logdir / "m2-zstd-0")).count() == 24
+
+
+# --------------------------------------------------------------------------- one report shape
+
+
+def test_spark_json_report_is_verify_json_with_run_facts(spark, logdir, tmp_path):
+    rep_json = tmp_path / "report.json"
+    assert cli("spark", "verify", "--report", rep_json, logdir / "v2-txn-0").exit_code == 0
+    doc = json.loads(rep_json.read_text())
+    plain = json.loads(cli("verify", "--format", "json", logdir / "v2-txn-0").stdout)
+    assert doc.pop("command") == "verify" and "files" in doc.pop("run")
+    for f in doc["files"]:
+        assert {"seconds", "cpu_seconds", "host"} <= set(f)
+        for k in ("seconds", "cpu_seconds", "host"):
+            del f[k]
+    assert doc == plain
+
+
+def test_parquet_report_is_typed_on_a_clean_run(spark, logdir, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    report = tmp_path / "clean.parquet"
+    assert cli("spark", "verify", "--report", report, logdir / "v2-txn-0").exit_code == 0
+    schema = pq.read_schema(report)
+    problems = schema.field("problems").type
+    assert pa.types.is_list(problems) and pa.types.is_struct(problems.value_type)
+    assert problems.value_type.field("message").type == pa.string()
+    assert schema.field("batches").type == pa.int64() and schema.field("cpu_seconds").type == pa.float64()

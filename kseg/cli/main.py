@@ -186,7 +186,7 @@ def up_convert_cmd(input_path: Path, output: Path, index_interval_bytes: int, no
     if conversion_input_format(input_path, input_format) == KAFKA07:
         result = up_convert_kafka07(input_path, output, o, base_offset, options)
     else:
-        result = run_job([input_path], output, lambda segs: (lambda b, s: up_convert(b, o, s), 0), options)
+        result = run_job([input_path], output, lambda segs: (lambda b, s: up_convert(b, o, s), 0), options, command="up-convert")
     click.echo(job_line(result, output), err=True)
 
 
@@ -198,7 +198,7 @@ def down_convert_cmd(input_path: Path, output: Path, index_interval_bytes: int, 
     """Convert to an older message format as the broker did for old consumers (drops what it cannot carry)."""
     o = DownOptions(to_magic=to_magic, choice=choose(codec, level), limit=max_decompressed_bytes)
     options = write_flags(no_index, index_interval_bytes, force)
-    result = run_job([input_path], output, lambda segs: (lambda b, s: down_convert(b, o, s), 0), options)
+    result = run_job([input_path], output, lambda segs: (lambda b, s: down_convert(b, o, s), 0), options, command="down-convert")
     click.echo(job_line(result, output), err=True)
 
 
@@ -214,7 +214,7 @@ def recompress_cmd(input_path: Path, output: Path, index_interval_bytes: int, no
     wanted = topic_set(topics)
     options = write_flags(no_index, index_interval_bytes, force)
     result = run_job([input_path], output, lambda segs: (lambda b, s: recompress(b, o, s), 0), options,
-                     select=(lambda topic: not wanted or topic in wanted))
+                     select=(lambda topic: not wanted or topic in wanted), command="recompress")
     click.echo(job_line(result, output), err=True)
 
 
@@ -225,7 +225,8 @@ def rebase_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_ind
                max_decompressed_bytes: int, base_offset: int) -> None:
     """Shift every offset so the data starts at --base-offset (v1/v2: no decompression)."""
     options = write_flags(no_index, index_interval_bytes, force)
-    result = run_job([input_path], output, rebase_maker(base_offset, max_decompressed_bytes), options)
+    result = run_job([input_path], output, rebase_maker(base_offset, max_decompressed_bytes), options,
+                     command="rebase")
     click.echo(job_line(result, output), err=True)
 
 

@@ -50,6 +50,7 @@ from kseg.log.records import batch_records, codec_for
 from kseg.log.segment import base_offset_of, log_dir_partitions, partition_segments, strict_batches
 from kseg.model import Batch, Record
 from kseg.ops.jobs import SegmentSink, WriteOptions
+from kseg.ops.logdir import finish_log_dir, finish_partition
 
 MAP_SLOT_BYTES = 24  # MD5 (16) + offset (8), as SkimpyOffsetMap
 MAP_LOAD_FACTOR = 0.9
@@ -648,6 +649,16 @@ def compact_job(inputs: list[Path], output: Path | None, o: CompactOptions, *, f
             root.abort()
         raise
     if root is not None:
+        finish_compacted(inputs, root.tmp)
         root.commit()
         result.segments = [output / p.relative_to(root.tmp) for p in result.segments]  # type: ignore[operator]
     return result
+
+
+def finish_compacted(inputs: list[Path], out: Path) -> None:
+    """A compacted partition folder or log directory made drop-in (``kseg.ops.logdir``)."""
+    if len(inputs) == 1 and inputs[0].is_dir():
+        if partition_segments(inputs[0]):
+            finish_partition(inputs[0], out, "compact")
+        else:
+            finish_log_dir(inputs[0], out, "compact")

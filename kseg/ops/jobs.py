@@ -31,6 +31,7 @@ from kseg.log.segment import (
 )
 from kseg.model import Batch
 from kseg.ops.convert import Summary
+from kseg.ops.logdir import finish_log_dir, finish_partition
 
 Transform = Callable[[Iterable[Batch], Summary], Iterator[bytes]]
 _PREFIX = LOG_ENTRY_PREFIX.struct
@@ -135,12 +136,15 @@ def run_job(
     *,
     select: Callable[[str | None], bool] | None = None,
     progress: Callable[[str], None] | None = None,
+    command: str | None = None,
 ) -> JobResult:
     """Apply a transform to one segment, one partition folder or a whole log directory.
 
     ``make_transform(segment_paths)`` returns the transform for a partition and the
     shift of its segment names (non-zero only for rebase). ``select(topic)`` says
-    whether a log directory's partition is transformed or copied as it is.
+    whether a log directory's partition is transformed or copied as it is. ``command``
+    (up-convert, down-convert, recompress, rebase) makes a folder output drop-in for a
+    broker: the partition and log-directory files written beside the segments (``kseg.ops.logdir``).
     """
     if len(inputs) != 1:
         raise InputError("give one INPUT (a .log file, a partition folder or a log directory)")
@@ -164,6 +168,8 @@ def run_job(
     with AtomicDir(output) as tmp_root:
         if segs:
             _run_partition(segs, tmp_root.tmp, make_transform, result, options, copy=False, progress=progress)
+            if command is not None:
+                finish_partition(src, tmp_root.tmp, command)
         else:
             parts = log_dir_partitions(src)
             if not parts:
@@ -173,6 +179,8 @@ def run_job(
                 keep = select is None or select(part.topic)
                 _run_partition(part.segment_paths, tmp_root.tmp / part.path.name, make_transform, result,
                                options, copy=not keep, progress=progress)
+            if command is not None:
+                finish_log_dir(src, tmp_root.tmp, command)
     if progress:
         progress("")
     result.segments = [output / p.relative_to(tmp_root.tmp) for p in result.segments]

@@ -53,6 +53,7 @@ from kseg.spark.jobs import (
     spark_dump,
     spark_verify,
     stdout_binary,
+    verify_report_json,
     verify_rows,
     write_report,
 )
@@ -196,8 +197,9 @@ def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input
     with _stdout_to(output):
         write_verify(rep, sys.stdout, fmt, **shown)
     if report is not None:
-        write_report(report, "verify", verify_rows(rep, rows),
-                     {"ok": rep.ok, "error_count": rep.error_count, **stats, **run.summary()})
+        facts = {**stats, **run.summary()}
+        write_report(report, "verify", verify_rows(rep, rows), {"ok": rep.ok, "error_count": rep.error_count, **facts},
+                     document=verify_report_json(rep, rows, facts))
     raise SystemExit(EXIT_OK if rep.ok else EXIT_DATA)
 
 
@@ -258,7 +260,7 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
     if error is not None:
         raise error
     if problems:
-        click.echo(f"kseg: {problems} problem(s) in the data (partial or undecodable batches); "
+        click.echo(f"kseg: {problems} problem(s) in the data (bad CRCs, partial or undecodable batches); "
                    "see kseg verify", err=True)
         raise SystemExit(EXIT_DATA)
 

@@ -403,6 +403,9 @@ def spark_convert(spark: Any, params: ConvertParams, src: Path, output: Path) ->
                 result.carried_partitions += 1
             result.segments.extend([Path()] * r.segments)
             rows.append(_convert_row(name, r))
+        from kseg.ops.logdir import finish_log_dir
+
+        finish_log_dir(src, root.tmp, params.command)  # as run_job: drop-in for a broker
     return result, rows
 
 
@@ -482,6 +485,9 @@ def spark_compact(spark: Any, inputs: list[Path], output: Path | None, o: Any, *
             root.abort()
         raise
     if root is not None:
+        from kseg.ops.compact import finish_compacted
+
+        finish_compacted(inputs, root.tmp)
         root.commit()
     return result, rows
 
@@ -495,16 +501,62 @@ def _compact_row(name: str, r: TaskCompactResult) -> dict:
 # --------------------------------------------------------------------------- --report
 
 
-def write_report(path: Path, command: str, rows: list[dict], summary: dict) -> None:
-    """Per-file (or per-partition) results: Parquet for .parquet/.pq names, else JSON."""
+def verify_report_json(report: Any, rows: list[FileRow], run: dict) -> dict:
+    """``--report FILE.json`` of ``kseg spark verify``: the document of ``kseg verify --format json``
+    (same keys, same values), each file adding where and how long it ran, plus the run's facts."""
+    from kseg.render.reports import verify_json
+
+    doc = verify_json(report)
+    for entry, row in zip(doc["files"], rows):
+        entry.update(seconds=row.seconds, cpu_seconds=row.extra.get("cpu_seconds"), host=row.host)
+    doc["command"] = "verify"
+    doc["run"] = run
+    return doc
+
+
+def _verify_schema() -> Any:
+    """The Parquet columns of a verify report, typed whether or not any file had a problem."""
+    import pyarrow as pa
+
+    problem = pa.struct([("severity", pa.string()), ("check", pa.string()), ("file", pa.string()),
+                         ("position", pa.int64()), ("message", pa.string()), ("expected", pa.string()),
+                         ("found", pa.string()), ("where", pa.string())])
+    return pa.schema([("file", pa.string()), ("kind", pa.string()), ("ok", pa.bool_()), ("batches", pa.int64()),
+                      ("records", pa.int64()), ("bytes", pa.int64()), ("errors", pa.int64()), ("notes", pa.int64()),
+                      ("suppressed_notes", pa.int64()), ("problems", pa.list_(problem)),
+                      ("seconds", pa.float64()), ("cpu_seconds", pa.float64()), ("host", pa.string())])
+
+
+def _typed(table: Any) -> Any:
+    """Columns that are all null (a clean run) typed as strings rather than Arrow's null type."""
+    import pyarrow as pa
+
+    fields = []
+    for f in table.schema:
+        t = f.type
+        if pa.types.is_null(t):
+            t = pa.string()
+        elif pa.types.is_list(t) and pa.types.is_null(t.value_type):
+            t = pa.list_(pa.string())
+        elif pa.types.is_struct(t):
+            t = pa.struct([pa.field(c.name, pa.string() if pa.types.is_null(c.type) else c.type) for c in t])
+        fields.append(pa.field(f.name, t))
+    return table.cast(pa.schema(fields))
+
+
+def write_report(path: Path, command: str, rows: list[dict], summary: dict, document: dict | None = None) -> None:
+    """Per-file (or per-partition) results: Parquet for .parquet/.pq names, else JSON
+    (``document`` when given: verify's, the shape of ``kseg verify --format json``)."""
     from kseg.log.atomic import write_atomic
 
     if path.suffix.lower() in (".parquet", ".pq"):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        if rows:
-            table = pa.Table.from_pylist(rows)
+        if command == "verify":
+            table = pa.Table.from_pylist(rows, schema=_verify_schema())
+        elif rows:
+            table = _typed(pa.Table.from_pylist(rows))
         else:
             table = pa.table({"file": pa.array([], pa.string())})
         table = table.replace_schema_metadata({"kseg.command": command,
@@ -515,7 +567,8 @@ def write_report(path: Path, command: str, rows: list[dict], summary: dict) -> N
         return
     import json
 
-    write_atomic(path, (json.dumps({"command": command, **summary, "files": rows}, indent=2) + "\n").encode())
+    doc = document if document is not None else {"command": command, **summary, "files": rows}
+    write_atomic(path, (json.dumps(doc, indent=2) + "\n").encode())
 
 
 def stdout_binary() -> Any:

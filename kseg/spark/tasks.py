@@ -117,7 +117,7 @@ class DumpResult:
 
 
 class _Counting:
-    """Counts what the plain command counts: batches, records, problems (bad batches, reported tails)."""
+    """Counts what the plain command counts: batches, records, problems (bad CRCs, bad batches, reported tails)."""
 
     def __init__(self, inner: Any):
         self.inner = inner
@@ -132,6 +132,8 @@ class _Counting:
             self.batches += 1
             if ev.records is not None:
                 self.records += len(ev.records)
+            if not ev.batch.crc_valid:  # shown with a bad CRC: a data problem, as the plain command counts it
+                self.problems += 1
         elif isinstance(ev, BadBatchEvent) or (isinstance(ev, TailEvent) and ev.reported):
             self.problems += 1
         self.inner(ev)
@@ -259,7 +261,8 @@ def convert_whole_task(p: ConvertParams, item: tuple[str, str]) -> ConvertResult
                           batch_bytes=a["batch_bytes"], limit=a["max_decompressed_bytes"])
             result = up_convert_kafka07(Path(src), Path(output), o, a["base_offset"], p.write)
         else:
-            result = run_job([Path(src)], Path(output), make_transform(p), p.write, select=_select(p))
+            result = run_job([Path(src)], Path(output), make_transform(p), p.write, select=_select(p),
+                             command=p.command)
     except KsegError as e:
         return Failed(e)
     return ConvertResult(result.summary, len(result.segments), None, None, _info(t0))
