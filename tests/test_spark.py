@@ -601,3 +601,8 @@ def test_spark_dump_into_a_closed_pipe_stops_the_job(tmp_path):
     _, err = proc.communicate(timeout=120)  # every record sleeps 1 s: the whole job would take far longer
     assert time.monotonic() - t0 < 60 and b"Traceback" not in err, err
     assert proc.returncode == 0, err
+
+
+def test_spark_refuses_standard_input_before_starting():
+    r = CliRunner().invoke(main, ["spark", "verify", "-"], input=b"x")
+    assert r.exit_code == 2 and r.stderr.startswith("kseg: error: -: kseg spark reads files by name")

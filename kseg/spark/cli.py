@@ -42,6 +42,7 @@ from kseg.errors import InputError
 from kseg.log.atomic import AtomicFile
 from kseg.ops.dump import DumpOptions
 from kseg.ops.kafka07 import verify_kafka07
+from kseg.log.segment import is_stream
 from kseg.ops.sniff import conversion_input_format
 from kseg.ops.verify import VerifyOptions, input_groups
 from kseg.render.kafka07 import dump_kafka07
@@ -143,6 +144,14 @@ def _command(name: str, option_set: Decorator, extra: list[click.Parameter], hel
     return decorate
 
 
+def _no_streams(paths: Any) -> None:
+    """Executors read files by name: standard input and pipes are for the plain commands."""
+    for p in paths:
+        if is_stream(p):
+            raise InputError("kseg spark reads files by name; read standard input or a pipe with the plain "
+                             "command (kseg verify -, kseg dump -)", file=str(p))
+
+
 @contextlib.contextmanager
 def _stdout_to(output: Path | None) -> Iterator[None]:
     if output is None:
@@ -190,6 +199,7 @@ def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input
         raise SystemExit(EXIT_OK if rep.ok else EXIT_DATA)
     options = VerifyOptions(quick=quick, max_decompressed_bytes=max_decompressed_bytes, check_indexes=not no_index,
                             input_format=input_format)
+    _no_streams(paths)
     input_groups(paths)  # unusable input: exit 2 before Spark starts
     run = _Run(master, conf, timings)
     with run.session() as session:
@@ -222,6 +232,7 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
     # The same preparation as the plain command, then one task per file.
     payload, kd, vd, records, decode = prepare_dump(fmt, payload, key_decoder, value_decoder, records, decode)
     files = expand_for_dump(paths)
+    _no_streams(files)
     if input_format == "kafka07":
         with _stdout_to(output):
             dump_kafka07(files, sys.stdout, fmt=fmt, deep=records, key_decoder=kd, value_decoder=vd)
