@@ -452,3 +452,12 @@ def test_compacted_and_down_converted_partitions_get_their_files(tmp_path) -> No
     assert cli("down-convert", "--to-magic", 1, src, "-o", down).exit_code == 0
     assert (down / "leader-epoch-checkpoint").read_text() == "0\n0\n"  # v0/v1 batches carry no epoch
     assert cli("verify", out).exit_code == 0 and cli("verify", down).exit_code == 0
+
+
+def test_a_transient_segment_in_a_partition_folder_is_checked_on_its_own(tmp_path) -> None:
+    part = tmp_path / "t-0"
+    shutil.copytree(FIXTURES_LOGDIR / "v2-gzip-0", part)
+    gone = part / "00000000000000000000.log.deleted"
+    gone.write_bytes((part / "00000000000000000000.log").read_bytes()[:-3])
+    r = cli("verify", "-v", part)
+    assert r.exit_code == 1 and f"{gone}: 1 error(s)" in r.output, r.output

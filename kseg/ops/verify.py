@@ -191,6 +191,8 @@ def input_groups(paths: Iterable[str | Path]) -> list[list[Path]]:
 # How deep a folder of log directories (one per broker or disk) is searched for them.
 LOG_DIR_SEARCH_DEPTH = 3
 KRAFT_SNAPSHOT = re.compile(r"^\d{20}-\d{10}\.checkpoint$")
+# A segment on its way out or in (deleted, cleaned, swapped in by the cleaner): checked on its own.
+TRANSIENT_LOG = re.compile(r"^\d{20}\.log\.(deleted|cleaned|swap)$")
 
 
 def folder_groups(folder: Path, depth: int = 0) -> list[list[Path]]:
@@ -221,12 +223,14 @@ def folder_groups(folder: Path, depth: int = 0) -> list[list[Path]]:
 
 def partition_groups(folder: Path) -> list[list[Path]]:
     """A partition folder: its segments in offset order with their snapshots and text files;
-    KRaft snapshots and ``.log`` files not named by offset are each checked on their own."""
+    KRaft snapshots, ``.log`` files not named by offset and transient segments
+    (``.log.deleted``, ``.log.cleaned``, ``.log.swap``) are each checked on their own."""
     segs = partition_segments(folder)
     groups = [segs + _partition_files(folder)] if segs else []
     named = set(segs)
     groups.extend([c] for c in sorted(folder.iterdir())
-                  if c.is_file() and ((c.suffix == ".log" and c not in named) or KRAFT_SNAPSHOT.match(c.name)))
+                  if c.is_file() and ((c.suffix == ".log" and c not in named) or KRAFT_SNAPSHOT.match(c.name)
+                                      or TRANSIENT_LOG.match(c.name)))
     return groups
 
 
