@@ -302,8 +302,9 @@ def test_pre_08_files_and_folders_are_recognised_without_the_option(tmp_path) ->
     for target in (part / "00000000000000000000.kafka", part, KAFKA07_FILE):
         r = cli("verify", "-v", target)
         assert r.exit_code == 0 and "(kafka07)" in r.output and "(5 batches, 7 records)" in r.output, r.output
-    r = cli("dump", part)
-    assert r.exit_code == 0 and "compresscodec: gzip" in r.output, r.output
+    for fmt in ("text", "kafka"):
+        r = cli("dump", "--format", fmt, part)
+        assert r.exit_code == 0 and "compresscodec: gzip" in r.output, r.output
     out = tmp_path / "v2-0"
     r = cli("up-convert", "--to-magic", "2", part, "-o", out)
     assert r.exit_code == 0, r.stderr

@@ -56,7 +56,7 @@ from kseg.ops.convert import (
 from kseg.ops.dump import BadBatchEvent, BatchEvent, DumpOptions, TailEvent, dump_paths, file_kind
 from kseg.ops.jobs import run_job
 from kseg.ops.kafka07 import up_convert_kafka07, verify_kafka07
-from kseg.ops.sniff import KAFKA, KAFKA07, conversion_input_format, format_hint, input_format_of
+from kseg.ops.sniff import KAFKA, KAFKA07, conversion_input_format, format_hint, input_format_of, name_format
 from kseg.ops.verify import NOTE, Problem, VerifyOptions, verify_paths
 from kseg.render.dump import RENDERERS, KafkaRenderer
 from kseg.render.kafka07 import dump_kafka07
@@ -99,8 +99,7 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
         dump_kafka07(files, sys.stdout, fmt=fmt, deep=records, key_decoder=kd, value_decoder=vd)
         return
     # Each log-like file's format by name, else by its first bytes (a README is unusable input).
-    formats = [input_format_of(f, input_format) if file_kind(f, strict=fmt == "kafka") == "log" else KAFKA
-               for f in files]
+    formats = [_dump_format(f, input_format, fmt) for f in files]
     options = DumpOptions(records=records, from_offset=from_offset, to_offset=to_offset, from_time=from_time,
                           to_time=to_time, max_bytes=max_bytes, max_decompressed_bytes=max_decompressed_bytes,
                           keep_going=keep_going, strict_names=fmt == "kafka", decode=decode)
@@ -130,6 +129,14 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
         click.echo(f"kseg: {problems} problem(s) in the data (bad CRCs, partial or undecodable batches); "
                    "see kseg verify", err=True)
         raise SystemExit(EXIT_DATA)
+
+
+def _dump_format(path: Path, input_format: str | None, fmt: str) -> str:
+    if input_format is None and name_format(path) == KAFKA07:  # *.kafka: recognised by name
+        return KAFKA07
+    if file_kind(path, strict=fmt == "kafka") == "log":
+        return input_format_of(path, input_format)
+    return KAFKA
 
 
 @main.command()
