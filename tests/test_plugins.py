@@ -329,7 +329,7 @@ def test_plugin_end_to_end(tmp_path, registry, source):
     # down-convert: v1 has no room for a plugin id
     code, out, err = run("--plugin-registry", registry, "down-convert", "--to-magic", "1", plug,
                          "-o", tmp_path / "down1" / "t-0")
-    assert code == 1 and "plugin:rev cannot be carried by magic 1" in err and "--codec" in err
+    assert code == 2 and "plugin:rev cannot be carried by magic 1" in err and "--codec" in err
     down = tmp_path / "down" / "t-0"
     code, _, err = run("--plugin-registry", registry, "down-convert", "--to-magic", "1", "--codec", "gzip",
                        plug, "-o", down)

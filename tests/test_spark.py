@@ -514,3 +514,95 @@ def test_register_in_a_plain_session(spark, logdir):
     register(spark)
     n = spark.read.format("kseg").load(str(logdir / "m2-zstd-0")).count()
     assert n == read_log_dir(spark, str(logdir / "m2-zstd-0")).count() == 24
+
+
+# --------------------------------------------------------------------------- one report shape
+
+
+def test_spark_json_report_is_verify_json_with_run_facts(spark, logdir, tmp_path):
+    rep_json = tmp_path / "report.json"
+    assert cli("spark", "verify", "--report", rep_json, logdir / "v2-txn-0").exit_code == 0
+    doc = json.loads(rep_json.read_text())
+    plain = json.loads(cli("verify", "--format", "json", logdir / "v2-txn-0").stdout)
+    assert doc.pop("command") == "verify" and "files" in doc.pop("run")
+    for f in doc["files"]:
+        assert {"seconds", "cpu_seconds", "host"} <= set(f)
+        for k in ("seconds", "cpu_seconds", "host"):
+            del f[k]
+    assert doc == plain
+
+
+def test_parquet_report_is_typed_on_a_clean_run(spark, logdir, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    report = tmp_path / "clean.parquet"
+    assert cli("spark", "verify", "--report", report, logdir / "v2-txn-0").exit_code == 0
+    schema = pq.read_schema(report)
+    problems = schema.field("problems").type
+    assert pa.types.is_list(problems) and pa.types.is_struct(problems.value_type)
+    assert problems.value_type.field("message").type == pa.string()
+    assert schema.field("batches").type == pa.int64() and schema.field("cpu_seconds").type == pa.float64()
+
+
+# --------------------------------------------------------------------------- Ctrl-C and closed pipes
+
+
+SLOW_DECODER = """
+import pathlib, time
+def slow(b):
+    pathlib.Path(__file__).with_name("started").touch()
+    time.sleep(1)
+    return b.hex()
+"""
+
+
+def _slow_dump(tmp_path, *pipe):
+    (tmp_path / "slowdec.py").write_text(SLOW_DECODER)
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    cmd = [sys.executable, "-m", "kseg.cli.main", "spark", "dump", "-r", "--master", "local[1]",
+           "--value-decoder", "slowdec:slow", str(FIXTURES)]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True)
+
+
+def _wait_for(path: Path, proc, seconds: float = 240) -> None:
+    import time
+
+    t0 = time.monotonic()
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() - t0 < seconds, "the job never started"
+        time.sleep(0.2)
+
+
+def test_ctrl_c_on_spark_exits_130_without_tracebacks(tmp_path):
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("no Java for a local Spark")
+    import signal
+
+    proc = _slow_dump(tmp_path)
+    _wait_for(tmp_path / "started", proc)
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal sends on Ctrl-C: the whole foreground group
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert b"Traceback" not in err and b"WARNING" not in err and len(err.splitlines()) <= 1, err
+
+
+def test_spark_dump_into_a_closed_pipe_stops_the_job(tmp_path):
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("no Java for a local Spark")
+    import time
+
+    proc = _slow_dump(tmp_path)
+    first = proc.stdout.readline()  # `| head -1`
+    assert first.startswith(b"== ")
+    proc.stdout.close()
+    t0 = time.monotonic()
+    _, err = proc.communicate(timeout=120)  # every record sleeps 1 s: the whole job would take far longer
+    assert time.monotonic() - t0 < 60 and b"Traceback" not in err, err
+    assert proc.returncode == 0, err
+
+
+def test_spark_refuses_standard_input_before_starting():
+    r = CliRunner().invoke(main, ["spark", "verify", "-"], input=b"x")
+    assert r.exit_code == 2 and r.stderr.startswith("kseg: error: -: kseg spark reads files by name")

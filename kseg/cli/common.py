@@ -28,7 +28,7 @@ from kseg.defaults import (
     parse_size,
 )
 from kseg.errors import DataError, InputError, KsegError
-from kseg.log.segment import expand_inputs
+from kseg.log.segment import expand_inputs, is_stdin
 from kseg.ops.compact import CompactOptions, default_now_ms
 from kseg.ops.jobs import WriteOptions
 from kseg.render.dump import payload_decoder
@@ -71,6 +71,29 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     wrapper.__name__ = fn.__name__
     wrapper.__doc__ = fn.__doc__
     return wrapper
+
+
+class KsegGroup(click.Group):
+    """The ``kseg`` group: click's own errors (usage, bad options) read ``kseg: error: ...``
+    like kseg's, and Ctrl-C ends any command with exit 130 and no traceback."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as e:
+            e.show()
+            raise SystemExit(e.exit_code)
+        except click.ClickException as e:
+            ctx = getattr(e, "ctx", None)
+            hint = f" (see '{ctx.command_path} --help')" if isinstance(e, click.UsageError) and ctx else ""
+            click.echo(f"kseg: error: {e.format_message()}{hint}", err=True)
+            raise SystemExit(EXIT_USAGE if isinstance(e, click.UsageError) else e.exit_code)
+        except (click.exceptions.Abort, KeyboardInterrupt):
+            raise SystemExit(EXIT_INTERRUPTED)
+        raise SystemExit(rv if isinstance(rv, int) else EXIT_OK)
 
 
 class SizeType(click.ParamType):
@@ -141,9 +164,10 @@ index_interval_option = click.option(
 codec_option = click.option("--codec", default="keep", show_default=True,
                             help="keep (each batch's own codec), none, gzip, snappy, lz4, zstd or a plugin alias.")
 level_option = click.option("--level", type=int, default=None, help="Compression level (codec's default if unset).")
+INPUT_FORMAT_HELP = ("kafka07: the pre-0.8 message format (offsets are byte positions) [default: by name "
+                     "(*.kafka files, 0.7 partition folders), else by the first bytes].")
 input_format_option = click.option(
-    "--input-format", type=click.Choice(["kafka", "kafka07"]), default="kafka", show_default=True,
-    help="kafka07: the pre-0.8 message format (offsets are byte positions).")
+    "--input-format", type=click.Choice(["kafka", "kafka07"]), default=None, help=INPUT_FORMAT_HELP)
 
 dump_options = options(
     click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path)),
@@ -178,7 +202,7 @@ verify_options = options(
     click.option("--quick", is_flag=True, help="Framing and CRCs only (the broker's own check, at disk speed)."),
     click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True),
     click.option("--no-index", is_flag=True, help="Do not check .index/.timeindex/.txnindex files."),
-    click.option("--input-format", type=click.Choice(["kafka", "kafka07"]), default="kafka", show_default=True),
+    input_format_option,
     click.option("-v", "--verbose", is_flag=True, help="List every file checked, not only those with findings."),
     max_decompressed_option,
 )
@@ -198,7 +222,7 @@ up_convert_options = options(
     click.option("--to-magic", type=click.IntRange(1, 2), required=True),
     codec_option,
     level_option,
-    click.option("--input-format", type=click.Choice(["kafka", "kafka07"]), default="kafka", show_default=True),
+    input_format_option,
     click.option("--base-offset", type=int, default=0, show_default=True,
                  help="First logical offset for --input-format kafka07."),
     click.option("--timestamp-type", type=click.Choice(["create", "log-append"]), default="create",
@@ -277,7 +301,7 @@ def expand_for_dump(paths: tuple[Path, ...] | list[Path]) -> list[Path]:
     for p in paths:
         if p.is_dir():
             out.extend(expand_inputs([p]))
-        elif p.exists():
+        elif p.exists() or is_stdin(p):
             out.append(p)
         else:
             raise InputError("no such file or directory", file=str(p))

@@ -18,6 +18,7 @@ from kseg.cli.common import (
     EXIT_DATA,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    KsegGroup,
     State,
     check_log_append,
     compact_options,
@@ -42,9 +43,10 @@ from kseg.codecs.choice import choose
 from kseg.codecs.plugins import activate
 from kseg.companions.build import build_indexes
 from kseg.companions.check import check_segment_companions
+from kseg.companions.check import companion_paths as companion_paths_of
 from kseg.errors import InputError, KsegError
-from kseg.log.atomic import write_atomic
-from kseg.log.segment import base_offset_of, companion_path, strict_batches
+from kseg.log.atomic import check_output, write_atomic
+from kseg.log.segment import base_offset_of, companion_path, expand_inputs, strict_batches
 from kseg.ops.compact import compact_job
 from kseg.ops.convert import (
     DownOptions,
@@ -55,16 +57,17 @@ from kseg.ops.convert import (
     recompress,
     up_convert,
 )
-from kseg.ops.dump import BadBatchEvent, DumpOptions, TailEvent, dump_paths
+from kseg.ops.dump import BadBatchEvent, BatchEvent, DumpOptions, TailEvent, dump_paths, file_kind
 from kseg.ops.jobs import run_job
 from kseg.ops.kafka07 import up_convert_kafka07, verify_kafka07
-from kseg.ops.verify import VerifyOptions, verify_paths
+from kseg.ops.sniff import KAFKA, KAFKA07, conversion_input_format, format_hint, input_format_of, name_format
+from kseg.ops.verify import NOTE, Problem, VerifyOptions, verify_paths
 from kseg.render.dump import RENDERERS, ChunkedWriter, KafkaRenderer
 from kseg.render.kafka07 import dump_kafka07
 from kseg.render.reports import compact_json, compact_line, job_line, write_verify
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=KsegGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--traceback", is_flag=True, help="Show the Python stack on errors (for bug reports).")
 @click.option("--plugin-registry", type=click.Path(path_type=Path), envvar="KSEG_PLUGIN_REGISTRY", default=None,
               help="Plugin codec registry: a plugin-python-topic-0 folder or a JSON file "
@@ -99,6 +102,8 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
     if input_format == "kafka07":
         dump_kafka07(files, sys.stdout, fmt=fmt, deep=records, key_decoder=kd, value_decoder=vd)
         return
+    # Each log-like file's format by name, else by its first bytes (a README is unusable input).
+    formats = [_dump_format(f, input_format, fmt) for f in files]
     options = DumpOptions(records=records, from_offset=from_offset, to_offset=to_offset, from_time=from_time,
                           to_time=to_time, max_bytes=max_bytes, max_decompressed_bytes=max_decompressed_bytes,
                           keep_going=keep_going, strict_names=fmt == "kafka", decode=decode)
@@ -110,10 +115,22 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
     problems = 0
     interrupted = False
     try:
-        for ev in dump_paths(files, options):
-            renderer(ev)
-            if isinstance(ev, BadBatchEvent) or (isinstance(ev, TailEvent) and ev.reported):
-                problems += 1
+        for f, f_format in zip(files, formats):
+            if f_format == KAFKA07:
+                out.flush()
+                sys.stdout.flush()
+                dump_kafka07([f], sys.stdout, fmt=fmt, deep=records, key_decoder=kd, value_decoder=vd)
+                sys.stdout.flush()
+                continue
+            for ev in dump_paths([f], options):
+                renderer(ev)
+                if (isinstance(ev, BadBatchEvent) or (isinstance(ev, TailEvent) and ev.reported)
+                        or (isinstance(ev, BatchEvent) and not ev.batch.crc_valid)):
+                    problems += 1
+                if isinstance(ev, TailEvent) and ev.reported and ev.tail.position == 0:
+                    hint = format_hint(f, KAFKA)
+                    if hint:
+                        click.echo(f"kseg: {f}: {hint}", err=True)
     except KeyboardInterrupt:
         # Ctrl-C: stop now, quietly, with the shell's code for SIGINT. Pending output is
         # dropped, and stdout is pointed at /dev/null so that the exit cannot block on a full pipe.
@@ -126,7 +143,7 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
             out.flush()
     if problems:
         # Everything readable was shown; the data still has problems (exit 1, as verify).
-        click.echo(f"kseg: {problems} problem(s) in the data (partial or undecodable batches); "
+        click.echo(f"kseg: {problems} problem(s) in the data (bad CRCs, partial or undecodable batches); "
                    "see kseg verify", err=True)
         raise SystemExit(EXIT_DATA)
 
@@ -141,6 +158,14 @@ def _drop_stdout() -> None:
     os.close(devnull)
 
 
+def _dump_format(path: Path, input_format: str | None, fmt: str) -> str:
+    if input_format is None and name_format(path) == KAFKA07:  # *.kafka: recognised by name
+        return KAFKA07
+    if file_kind(path, strict=fmt == "kafka") == "log":
+        return input_format_of(path, input_format)
+    return KAFKA
+
+
 @main.command()
 @verify_options
 @guarded
@@ -153,9 +178,13 @@ def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input
     progress = _progress() if sys.stderr.isatty() else None
     if input_format == "kafka07":
         report = verify_kafka07(paths, quick=quick, max_decompressed_bytes=max_decompressed_bytes)
+        for f in report.files:
+            hint = None if f.ok else format_hint(Path(f.path), KAFKA07)
+            if hint:
+                f.problems.append(Problem(NOTE, "format", f.path, None, hint))
     else:
         options = VerifyOptions(quick=quick, max_decompressed_bytes=max_decompressed_bytes,
-                                check_indexes=not no_index)
+                                check_indexes=not no_index, input_format=input_format)
         report = verify_paths(paths, options, progress=progress)
     if progress:
         click.echo("\r\033[K", nl=False, err=True)
@@ -188,10 +217,10 @@ def up_convert_cmd(input_path: Path, output: Path, index_interval_bytes: int, no
     o = UpOptions(to_magic=to_magic, choice=choose(codec, level), log_append_time=log_append_time,
                   batch_records=batch_records, batch_bytes=batch_bytes, limit=max_decompressed_bytes)
     options = write_flags(no_index, index_interval_bytes, force)
-    if input_format == "kafka07":
+    if conversion_input_format(input_path, input_format) == KAFKA07:
         result = up_convert_kafka07(input_path, output, o, base_offset, options)
     else:
-        result = run_job([input_path], output, lambda segs: (lambda b, s: up_convert(b, o, s), 0), options)
+        result = run_job([input_path], output, lambda segs: (lambda b, s: up_convert(b, o, s), 0), options, command="up-convert")
     click.echo(job_line(result, output), err=True)
 
 
@@ -203,7 +232,7 @@ def down_convert_cmd(input_path: Path, output: Path, index_interval_bytes: int, 
     """Convert to an older message format as the broker did for old consumers (drops what it cannot carry)."""
     o = DownOptions(to_magic=to_magic, choice=choose(codec, level), limit=max_decompressed_bytes)
     options = write_flags(no_index, index_interval_bytes, force)
-    result = run_job([input_path], output, lambda segs: (lambda b, s: down_convert(b, o, s), 0), options)
+    result = run_job([input_path], output, lambda segs: (lambda b, s: down_convert(b, o, s), 0), options, command="down-convert")
     click.echo(job_line(result, output), err=True)
 
 
@@ -219,7 +248,7 @@ def recompress_cmd(input_path: Path, output: Path, index_interval_bytes: int, no
     wanted = topic_set(topics)
     options = write_flags(no_index, index_interval_bytes, force)
     result = run_job([input_path], output, lambda segs: (lambda b, s: recompress(b, o, s), 0), options,
-                     select=(lambda topic: not wanted or topic in wanted))
+                     select=(lambda topic: not wanted or topic in wanted), command="recompress")
     click.echo(job_line(result, output), err=True)
 
 
@@ -230,38 +259,60 @@ def rebase_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_ind
                max_decompressed_bytes: int, base_offset: int) -> None:
     """Shift every offset so the data starts at --base-offset (v1/v2: no decompression)."""
     options = write_flags(no_index, index_interval_bytes, force)
-    result = run_job([input_path], output, rebase_maker(base_offset, max_decompressed_bytes), options)
+    result = run_job([input_path], output, rebase_maker(base_offset, max_decompressed_bytes), options,
+                     command="rebase")
     click.echo(job_line(result, output), err=True)
 
 
 @main.command("index")
-@click.argument("segment", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--check", "mode", flag_value="check", default=True, help="Check .index/.timeindex (default).")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--check", "mode", flag_value="check", default=True, help="Check .index/.timeindex/.txnindex (default).")
 @click.option("--rebuild", "mode", flag_value="rebuild", help="Write .index/.timeindex anew from the log.")
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="With --rebuild: write the indexes into this folder instead of beside the segment.")
+              help="With --rebuild: write the indexes into this folder (partition folders and log "
+                   "directories keep their layout under it) instead of beside the segments.")
+@click.option("--force", is_flag=True, help="With --rebuild -o: write into an existing output folder.")
 @index_interval_option
 @guarded
-def index_cmd(segment: Path, mode: str, output: Path | None, index_interval_bytes: int) -> None:
-    """Check or rebuild a segment's offset and time indexes."""
+def index_cmd(inputs: tuple[Path, ...], mode: str, output: Path | None, force: bool,
+              index_interval_bytes: int) -> None:
+    """Check or rebuild the offset and time indexes of segments, partition folders or log directories."""
+    pairs = [(seg, root) for root in inputs for seg in expand_inputs([root]) if seg.suffix == ".log"]
+    if not pairs:
+        raise InputError("no .log segments found", file=str(inputs[0]))
     if mode == "check":
-        findings = check_segment_companions(segment)
-        errors = [f for f in findings if f.severity == "error"]
-        for f in findings:
-            click.echo(f"{f.severity}: {f}")
-        click.echo(f"{segment}: {'ok' if not errors else f'{len(errors)} error(s)'}")
+        errors = checked = 0
+        for seg, _ in pairs:
+            if not any(p.is_file() for p in companion_paths_of(seg).values()):
+                click.echo(f"{seg}: nothing to check (no .index, .timeindex or .txnindex beside it)")
+                continue
+            checked += 1
+            findings = check_segment_companions(seg)
+            bad = [f for f in findings if f.severity == "error"]
+            errors += len(bad)
+            for f in findings:
+                click.echo(f"{f.severity}: {f}")
+            click.echo(f"{seg}: {'ok' if not bad else f'{len(bad)} error(s)'}")
+        if not checked:
+            click.echo("kseg: nothing to check: no segment has index files", err=True)
         raise SystemExit(EXIT_DATA if errors else EXIT_OK)
-    base = base_offset_of(segment)
-    if base is None:
-        raise InputError("segment name does not start with its base offset", file=str(segment))
-    entries = [b._replace(raw=memoryview(b"")) for b in strict_batches(segment)]
-    index, timeindex = build_indexes(entries, base, index_interval_bytes)
-    folder = output or segment.parent
-    index_path, time_path = companion_path(segment, ".index", folder), companion_path(segment, ".timeindex", folder)
-    write_atomic(index_path, index)
-    write_atomic(time_path, timeindex)
-    click.echo(f"kseg: wrote {index_path} ({len(index) // 8} entries) and "
-               f"{time_path} ({len(timeindex) // 12} entries)", err=True)
+    if output is not None:
+        check_output(list(inputs), output, force=force)
+    for seg, root in pairs:
+        base = base_offset_of(seg)
+        if base is None:
+            raise InputError("segment name does not start with its base offset", file=str(seg))
+        entries = [b._replace(raw=memoryview(b"")) for b in strict_batches(seg)]
+        index, timeindex = build_indexes(entries, base, index_interval_bytes)
+        if output is None:
+            folder = seg.parent
+        else:
+            folder = output if root.is_file() else output / seg.parent.relative_to(root)
+        index_path, time_path = companion_path(seg, ".index", folder), companion_path(seg, ".timeindex", folder)
+        write_atomic(index_path, index)
+        write_atomic(time_path, timeindex)
+        click.echo(f"kseg: wrote {index_path} ({len(index) // 8} entries) and "
+                   f"{time_path} ({len(timeindex) // 12} entries)", err=True)
 
 
 @main.command("compact")

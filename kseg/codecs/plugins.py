@@ -38,6 +38,7 @@ from __future__ import annotations
 import importlib
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -243,7 +244,17 @@ def _accepts(fn: Any, name: str) -> bool:
 def import_path(class_name: str) -> Any:
     """The object a ``module:attribute`` path names (attribute may be dotted)."""
     module_name, _, attr = class_name.partition(":")
-    obj: Any = importlib.import_module(module_name)
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        # As ``python -m`` does, the current directory is searched too (after installed
+        # modules, which it never shadows).
+        here = os.getcwd()
+        if e.name != module_name.split(".")[0] or here in sys.path or "" in sys.path:
+            raise
+        sys.path.append(here)
+        importlib.invalidate_caches()
+        obj = importlib.import_module(module_name)
     for part in attr.split("."):
         obj = getattr(obj, part)
     return obj

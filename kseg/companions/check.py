@@ -27,6 +27,8 @@ from kseg.companions.read import (
     TXN_INDEX_VERSION,
     IndexFile,
     parse_leader_epoch_checkpoint,
+    parse_meta_properties,
+    parse_offset_checkpoint,
     parse_offset_index,
     parse_partition_metadata,
     parse_producer_snapshot,
@@ -498,6 +500,71 @@ def check_partition_metadata(path: str | os.PathLike) -> list[IndexFinding]:
     return out
 
 
+# A log directory's own files, by name.
+OFFSET_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
+                      "replication-offset-checkpoint", "cleaner-offset-checkpoint")
+LOG_DIR_TEXT_FILES = OFFSET_CHECKPOINTS + ("meta.properties",)
+
+
+def check_offset_checkpoint(path: str | os.PathLike) -> list[IndexFinding]:
+    """A log directory's offset checkpoint: format, one entry per topic-partition, offsets >= 0
+    (-1 is the broker's "none" only in the cleaner checkpoint of an empty log)."""
+    out: list[IndexFinding] = []
+    data = _read_for_check(path, out)
+    if data is None:
+        return out
+    file = str(path)
+    try:
+        _, entries = parse_offset_checkpoint(data, Path(path).name)
+    except KsegError as e:
+        return [_parse_error(file, e)]
+    seen: set[tuple[str, int]] = set()
+    for i, (topic, partition, offset) in enumerate(entries):
+        if (topic, partition) in seen:
+            out.append(IndexFinding(ERROR, file, None, f"line {i + 3}: {topic}-{partition} listed twice"))
+        seen.add((topic, partition))
+        if offset < 0:
+            out.append(IndexFinding(ERROR, file, None, f"line {i + 3}: negative offset for {topic}-{partition}",
+                                    ">= 0", offset))
+    return out
+
+
+def check_meta_properties(path: str | os.PathLike) -> list[IndexFinding]:
+    out: list[IndexFinding] = []
+    data = _read_for_check(path, out)
+    if data is None:
+        return out
+    try:
+        parse_meta_properties(data)
+    except KsegError as e:
+        return [_parse_error(str(path), e)]
+    return out
+
+
+def check_quorum_state(path: str | os.PathLike) -> list[IndexFinding]:
+    """quorum-state: the KRaft quorum's JSON object (QuorumStateData), with integer
+    ``leaderEpoch`` and ``data_version`` 0 or 1."""
+    import json  # late: only for this file
+
+    out: list[IndexFinding] = []
+    data = _read_for_check(path, out)
+    if data is None:
+        return out
+    file = str(path)
+    try:
+        state = json.loads(data)
+    except ValueError as e:
+        return [IndexFinding(ERROR, file, None, f"not JSON: {e}")]
+    if not isinstance(state, dict):
+        return [IndexFinding(ERROR, file, None, "not a JSON object", "an object", type(state).__name__)]
+    epoch = state.get("leaderEpoch")
+    if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < -1:
+        out.append(IndexFinding(ERROR, file, None, "leaderEpoch is not an epoch", "an integer >= -1", epoch))
+    if state.get("data_version", 0) not in (0, 1):
+        out.append(IndexFinding(ERROR, file, None, "unknown data_version", "0 or 1", state.get("data_version")))
+    return out
+
+
 def _parse_error(file: str, e: KsegError) -> IndexFinding:
     """The finding for a text file that does not parse (the message says where, if known)."""
     return IndexFinding(ERROR, file, e.position, f"{e.where}: {e.message}" if e.where else e.message,
@@ -523,6 +590,12 @@ def check_standalone(path: str | os.PathLike) -> list[IndexFinding]:
         return check_leader_epoch_checkpoint(p)
     if p.name == "partition.metadata":
         return check_partition_metadata(p)
+    if p.name == "quorum-state":
+        return check_quorum_state(p)
+    if p.name == "meta.properties":
+        return check_meta_properties(p)
+    if p.name in OFFSET_CHECKPOINTS:
+        return check_offset_checkpoint(p)
     return [IndexFinding(NOTE, str(p), None, "not checked: not a companion file kseg knows")]
 
 

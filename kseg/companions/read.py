@@ -48,7 +48,10 @@ __all__ = [
     "TXN_INDEX_VERSION",
     "SNAPSHOT_VERSION",
     "decrement_sequence",
+    "OffsetCheckpoint",
     "parse_leader_epoch_checkpoint",
+    "parse_meta_properties",
+    "parse_offset_checkpoint",
     "parse_offset_index",
     "parse_partition_metadata",
     "parse_producer_snapshot",
@@ -387,6 +390,80 @@ def parse_leader_epoch_checkpoint(data: bytes | str) -> LeaderEpochCheckpoint:
             expected=f"{count} entries", found=lines[count + 2],
         )
     return LeaderEpochCheckpoint(version, entries)
+
+
+class OffsetCheckpoint(NamedTuple):
+    """A log directory's offset checkpoint (recovery point, log start, replication, cleaner)."""
+
+    version: int | None
+    entries: list[tuple[str, int, int]]  # (topic, partition, offset)
+
+
+_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
+
+
+def parse_offset_checkpoint(data: bytes | str, what: str = "offset checkpoint") -> OffsetCheckpoint:
+    """Parse a log directory's offset checkpoint (Kafka's OffsetCheckpointFile): version 0,
+    an entry count, then exactly that many ``topic partition offset`` lines. An empty
+    file has no entries, as Kafka reads it."""
+    lines = _java_lines(data, what)
+    if not lines:
+        return OffsetCheckpoint(None, [])
+    version = _java_int(lines[0], 32, 1, "version")
+    if version != CHECKPOINT_VERSION:
+        raise DataError("unrecognized checkpoint version", where="line 1", expected=CHECKPOINT_VERSION, found=version)
+    if len(lines) < 2:
+        raise DataError("missing entry count", where="line 2", expected="an entry count", found="end of file")
+    count = _java_int(lines[1], 32, 2, "entry count")
+    if count < 0:
+        raise DataError("negative entry count", where="line 2", expected=">= 0", found=count)
+    if len(lines) - 2 != count:
+        raise DataError("the entry count does not match the lines", where="line 2",
+                        expected=f"{count} entries", found=f"{len(lines) - 2} lines")
+    entries = []
+    for n in range(3, count + 3):
+        parts = [x for x in _JAVA_SPACE.split(lines[n - 1]) if x]
+        if len(parts) != 3:
+            raise DataError("malformed entry line", where=f"line {n}",
+                            expected="'<topic> <partition> <offset>'", found=lines[n - 1])
+        if not _TOPIC.fullmatch(parts[0]):
+            raise DataError("not a valid topic name", where=f"line {n}", found=parts[0])
+        partition = _java_int(parts[1], 32, n, "partition")
+        offset = _java_int(parts[2], 64, n, "offset")
+        if partition < 0:
+            raise DataError("negative partition", where=f"line {n}", expected=">= 0", found=partition)
+        entries.append((parts[0], partition, offset))
+    return OffsetCheckpoint(version, entries)
+
+
+def parse_meta_properties(data: bytes | str) -> dict[str, str]:
+    """Parse a log directory's meta.properties (Java properties: ``key=value`` lines,
+    ``#``/``!`` comments) and check what the broker checks: ``version`` 0 with an integer
+    ``broker.id``, or 1 with an integer ``node.id`` and a ``cluster.id``."""
+    props: dict[str, str] = {}
+    for n, line in enumerate(_java_lines(data, "meta.properties"), 1):
+        text = line.strip()
+        if not text or text[0] in "#!":
+            continue
+        m = re.match(r"([^=:\s]+)\s*[=:]\s*(.*)", text)
+        if m is None:
+            raise DataError("malformed line", where=f"line {n}", expected="'key=value'", found=line)
+        props[m.group(1)] = m.group(2).strip()
+    if "version" not in props:
+        raise DataError("no version", expected="version=0 or version=1", found="none")
+    version = _java_int(props["version"], 32, 0, "version")
+    if version not in (0, 1):
+        raise DataError("unrecognized meta.properties version", expected="0 or 1", found=version)
+    needed = ("broker.id",) if version == 0 else ("node.id", "cluster.id")
+    for key in needed:
+        if not props.get(key):
+            raise DataError(f"version {version} needs {key}", expected=f"{key}=...", found="none")
+    for key in ("broker.id", "node.id"):
+        if key in props:
+            value = _java_int(props[key], 32, 0, key)
+            if value < 0:
+                raise DataError(f"negative {key}", expected=">= 0", found=value)
+    return props
 
 
 _META_LINE = re.compile(r"([^:]*):[ \t\n\x0b\f\r]+(.*)", re.S)

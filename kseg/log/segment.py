@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import re
+import stat
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -24,6 +26,7 @@ STEP_ENTRIES = 512
 SEGMENT_NAME = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
 PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 LOG_SUFFIXES = (".log", ".checkpoint")
+KAFKA07_SUFFIXES = (".kafka", ".kafka07")  # pre-0.8 segment files
 
 
 # Names the broker gives a segment (and its companions) on the way out or in: deleted,
@@ -31,10 +34,36 @@ LOG_SUFFIXES = (".log", ".checkpoint")
 TRANSIENT_SUFFIXES = (".deleted", ".cleaned", ".swap")
 
 
+STDIN = "-"
+OFFSET_DIGITS = 20
+
+
 def base_offset_of(path: str | os.PathLike) -> int | None:
-    """The offset a segment file's name starts with (digits up to the first dot), if any."""
+    """The offset a segment file's name starts with (the broker's 20 digits up to the
+    first dot), if any. Other names (``/dev/fd/63``, ``5.log``) carry no offset."""
     head = Path(path).name.split(".", 1)[0]
-    return int(head) if head.isdigit() else None
+    return int(head) if len(head) == OFFSET_DIGITS and head.isdigit() else None
+
+
+def is_stdin(path: str | os.PathLike) -> bool:
+    """``-``: standard input."""
+    return str(path) == STDIN
+
+
+def is_stream(path: str | os.PathLike) -> bool:
+    """Standard input, a pipe, a FIFO, a character device: read once, front to back, size unknown."""
+    if is_stdin(path):
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+def is_input_file(path: str | os.PathLike) -> bool:
+    """Something read as one file: a regular file, standard input or a stream."""
+    return is_stdin(path) or (os.path.exists(path) and not os.path.isdir(path))
 
 
 def segment_file_name(base_offset: int, suffix: str = ".log") -> str:
@@ -58,16 +87,22 @@ class Segment:
 
     path: Path
     tail: Tail | None = field(default=None, init=False)
+    # Bytes read from a stream (standard input, a pipe): its size once read.
+    streamed: int | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)
 
     @property
     def base_offset(self) -> int | None:
-        return base_offset_of(self.path)
+        return None if is_stream(self.path) else base_offset_of(self.path)
 
     @property
     def size(self) -> int:
+        if self.streamed is not None:
+            return self.streamed
+        if is_stream(self.path):
+            return 0
         return self.path.stat().st_size
 
     def batches(self, *, start: int = 0, end: int | None = None, chunk_size: int = CHUNK_SIZE) -> Iterator[Batch]:
@@ -76,12 +111,20 @@ class Segment:
         Stops at the first entry that cannot be framed; what stopped it is in ``self.tail``.
         """
         self.tail = None
+        if is_stdin(self.path):
+            yield from self._stream_batches(sys.stdin.buffer, start, end, chunk_size)
+            return
         try:
             f = open(self.path, "rb")
         except OSError as e:
             raise InputError(f"cannot open: {e.strerror}", file=str(self.path)) from None
         with f:
-            file_size = os.fstat(f.fileno()).st_size
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                # A pipe, FIFO or process substitution: fstat says 0 bytes, and it cannot seek.
+                yield from self._stream_batches(f, start, end, chunk_size)
+                return
+            file_size = st.st_size
             limit = file_size if end is None else min(end, file_size)
             filepos = start
             want = chunk_size
@@ -129,6 +172,66 @@ class Segment:
                     self.tail = Tail(filepos, limit - filepos, err)
                     return
                 want = max(chunk_size, total)
+
+
+    def _stream_batches(self, f, start: int, end: int | None, chunk_size: int) -> Iterator[Batch]:
+        """Entries of a stream, read front to back in chunks cut at entry boundaries:
+        memory holds one chunk (or one entry larger than a chunk), never the whole stream."""
+        name = str(self.path)
+        read = 0
+
+        def take(n: int) -> bytes:
+            # Pipes return short reads: read until n bytes or the end, a chunk at a time.
+            nonlocal read
+            if end is not None:
+                n = min(n, end - read)
+            parts = []
+            while n > 0:
+                part = f.read(min(n, chunk_size))
+                if not part:
+                    break
+                parts.append(part)
+                n -= len(part)
+                read += len(part)
+            return b"".join(parts)
+
+        while read < start:
+            if not take(start - read):
+                break
+        filepos = read
+        carry = b""
+        want = chunk_size
+        try:
+            while True:
+                asked = want - len(carry)
+                if asked <= 0:
+                    asked = chunk_size
+                data = take(asked)
+                eof = len(data) < asked or (end is not None and read >= end)
+                chunk = carry + data if carry else data
+                carry = b""
+                mv = memoryview(chunk)
+                at = 0
+                while True:
+                    scan = scan_entries(mv, filepos, final=eof, start=at, max_entries=STEP_ENTRIES)
+                    yield from scan.batches
+                    if scan.tail is not None:
+                        scan.tail.error.located(file=name)
+                        self.tail = scan.tail
+                        return
+                    at = scan.consumed
+                    if len(scan.batches) < STEP_ENTRIES:
+                        break
+                if eof:
+                    return
+                carry = chunk[at:]
+                filepos += at
+                want = chunk_size
+                if len(carry) >= HEADER_SIZE_UP_TO_MAGIC:
+                    total = LOG_ENTRY_PREFIX.struct.unpack_from(carry, 0)[1] + LOG_OVERHEAD
+                    want = max(chunk_size, total)
+        finally:
+            self.streamed = read
 
 
 def strict_batches(path: str | os.PathLike) -> Iterator[Batch]:
@@ -204,12 +307,18 @@ def expand_inputs(paths: list[str | os.PathLike]) -> list[Path]:
     out: list[Path] = []
     for raw in paths:
         p = Path(raw)
+        if is_stdin(p):
+            out.append(p)
+            continue
         if not p.exists():
             raise InputError("no such file or directory", file=str(p))
-        if p.is_file():
+        if not p.is_dir():
             out.append(p)
         elif any(c.suffix == ".log" for c in p.iterdir() if c.is_file()):
             out.extend(partition_segments(p))
+        elif any(c.suffix in KAFKA07_SUFFIXES for c in p.iterdir() if c.is_file()):
+            # A 0.7 partition folder: its files in name (= byte position) order.
+            out.extend(sorted(c for c in p.iterdir() if c.is_file() and c.suffix in KAFKA07_SUFFIXES))
         else:
             parts = log_dir_partitions(p)
             if not parts:
@@ -222,7 +331,7 @@ def expand_inputs(paths: list[str | os.PathLike]) -> list[Path]:
 def open_segment(path: str | os.PathLike) -> Segment:
     """Open one segment file for reading."""
     p = Path(path)
-    if not p.is_file():
+    if not is_input_file(p):
         raise InputError("no such file", file=str(p))
     return Segment(p)
 

@@ -59,6 +59,7 @@ from kseg.log.segment import (
 )
 from kseg.model import INT32_MAX, Batch, Record
 from kseg.ops.jobs import SegmentSink, WriteOptions
+from kseg.ops.logdir import finish_log_dir, finish_partition
 
 MAP_SLOT_BYTES = 24  # MD5 (16) + offset (8), as SkimpyOffsetMap
 MAP_LOAD_FACTOR = 0.9
@@ -721,8 +722,9 @@ def compact_group(segs: list[Path], wanted: bool, o: CompactOptions, out_dir: Pa
 @dataclass
 class CompactResult:
     stats: CompactStats = field(default_factory=CompactStats)
-    partitions: int = 0
+    partitions: int = 0  # compacted (--topics: of those topics)
     segments: list[Path] = field(default_factory=list)
+    copied_partitions: int = 0  # other topics' partitions, copied as they are
 
 
 def compact_job(inputs: list[Path], output: Path | None, o: CompactOptions, *, force: bool = False,
@@ -759,13 +761,26 @@ def compact_job(inputs: list[Path], output: Path | None, o: CompactOptions, *, f
             stats, written = compact_group(segs, wanted, o, out_dir, work, index_interval_bytes)
             if stats is not None:
                 result.stats.add(stats)
-            result.partitions += 1
+            if wanted:
+                result.partitions += 1
+            else:
+                result.copied_partitions += 1
             result.segments.extend(written)
     except BaseException:
         if root is not None:
             root.abort()
         raise
     if root is not None:
+        finish_compacted(inputs, root.tmp)
         root.commit()
         result.segments = [output / p.relative_to(root.tmp) for p in result.segments]  # type: ignore[operator]
     return result
+
+
+def finish_compacted(inputs: list[Path], out: Path) -> None:
+    """A compacted partition folder or log directory made drop-in (``kseg.ops.logdir``)."""
+    if len(inputs) == 1 and inputs[0].is_dir():
+        if partition_segments(inputs[0]):
+            finish_partition(inputs[0], out, "compact")
+        else:
+            finish_log_dir(inputs[0], out, "compact")

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import groupby
 from pathlib import Path
 from typing import Iterable, Iterator
 
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES, get_codec
 from kseg.codecs.choice import CodecChoice
 from kseg.defaults import DEFAULT_BATCH_BYTES, DEFAULT_BATCH_RECORDS
-from kseg.errors import InputError, UnsupportedCodecError
+from kseg.errors import InputError
 from kseg.formats.attributes import (
     CODEC_MASK,
     CODEC_NAMES,
@@ -45,6 +46,7 @@ from kseg.model import Batch, Record
 class Summary:
     batches_in: int = 0
     records_in: int = 0
+    bytes_in: int = 0
     batches_out: int = 0
     records_out: int = 0
     bytes_out: int = 0
@@ -55,7 +57,7 @@ class Summary:
     dropped: Counter = field(default_factory=Counter)
 
     def add(self, other: "Summary") -> None:
-        for name in ("batches_in", "records_in", "batches_out", "records_out", "bytes_out", "copied", "patched",
+        for name in ("batches_in", "records_in", "bytes_in", "batches_out", "records_out", "bytes_out", "copied", "patched",
                      "rebuilt", "recompressed"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.dropped.update(other.dropped)
@@ -68,11 +70,15 @@ class Summary:
         ]
         if self.dropped:
             parts.append("dropped: " + ", ".join(f"{n} {what}" for what, n in sorted(self.dropped.items())))
+        if self.bytes_in and self.bytes_out > self.bytes_in:
+            grown = self.bytes_out - self.bytes_in
+            parts.append(f"the output is larger than the input by {grown} bytes ({100 * grown / self.bytes_in:.1f}%)")
         return "; ".join(parts)
 
     def as_json(self) -> dict:
         return {
-            "batches_in": self.batches_in, "records_in": self.records_in, "batches_out": self.batches_out,
+            "batches_in": self.batches_in, "records_in": self.records_in, "bytes_in": self.bytes_in,
+            "batches_out": self.batches_out,
             "records_out": self.records_out, "bytes_out": self.bytes_out, "copied": self.copied,
             "patched": self.patched, "rebuilt": self.rebuilt, "recompressed": self.recompressed,
             "dropped": dict(self.dropped),
@@ -82,6 +88,7 @@ class Summary:
 def _count_in(s: Summary, b: Batch, n_records: int) -> None:
     s.batches_in += 1
     s.records_in += n_records
+    s.bytes_in += b.size
 
 
 def _emit(s: Summary, raw: bytes, n_records: int, entries: int = 1) -> bytes:
@@ -113,27 +120,48 @@ class UpOptions:
 
 
 def up_convert(batches: Iterable[Batch], o: UpOptions, s: Summary) -> Iterator[bytes]:
-    """v0 -> v1, v0/v1 -> v2 (spec §7.3). Entries already at the target magic or above are copied."""
+    """v0 -> v1, v0/v1 -> v2 (spec §7.3). Entries already at the target magic or above are copied,
+    or recompressed when ``o.choice`` names a codec."""
     if o.to_magic not in (1, 2):
         raise InputError(f"up-convert targets magic 1 or 2, not {o.to_magic}")
-    pending: list[Record] = []
-    pending_bytes = 0
-    pending_type = CREATE_TIME
-
-    def flush() -> Iterator[bytes]:
-        nonlocal pending, pending_bytes
-        if pending:
-            yield from _legacy_group_to_v2(pending, pending_type, o, s)
-            pending, pending_bytes = [], 0
-
-    for b in batches:
-        if b.magic >= o.to_magic:
-            yield from flush()
+    pending_state = _Pending()
+    for at_target, run in groupby(batches, key=lambda b: b.magic >= o.to_magic):
+        if not at_target:
+            yield from _up_convert_run(run, o, s, pending_state)
+            continue
+        yield from _flush_pending(pending_state, o, s)
+        if not o.choice.keep:
+            # --codec is applied to entries already at the target magic too (recompressed), never ignored.
+            ro = RecompressOptions(choice=o.choice, batch_records=o.batch_records, batch_bytes=o.batch_bytes,
+                                   limit=o.limit)
+            yield from recompress(run, ro, s)
+            continue
+        for b in run:
             n = _n_records(b) if b.magic >= 2 or b.codec == 0 else len(batch_records(b, limit=o.limit))
             _count_in(s, b, n)
             s.copied += 1
             yield _emit(s, bytes(b.raw), n)
-            continue
+    yield from _flush_pending(pending_state, o, s)
+
+
+@dataclass
+class _Pending:
+    """Uncompressed legacy messages waiting to be grouped into one v2 batch."""
+
+    records: list[Record] = field(default_factory=list)
+    size: int = 0
+    ts_type: int = CREATE_TIME
+
+
+def _flush_pending(p: _Pending, o: UpOptions, s: Summary) -> Iterator[bytes]:
+    if p.records:
+        yield from _legacy_group_to_v2(p.records, p.ts_type, o, s)
+        p.records, p.size = [], 0
+
+
+def _up_convert_run(batches: Iterable[Batch], o: UpOptions, s: Summary, pending: _Pending) -> Iterator[bytes]:
+    """Entries below the target magic, converted."""
+    for b in batches:
         records = batch_records(b, limit=o.limit)
         _count_in(s, b, len(records))
         ts_type, records = _timestamps_for_up(b, records, o)
@@ -144,15 +172,15 @@ def up_convert(batches: Iterable[Batch], o: UpOptions, s: Summary) -> Iterator[b
             # Consecutive uncompressed messages are grouped into v2 batches.
             r = records[0]
             size = len(r.key or b"") + len(r.value or b"") + 32
-            if pending and (ts_type != pending_type or len(pending) >= o.batch_records
-                            or pending_bytes + size > o.batch_bytes
-                            or (ts_type == LOG_APPEND_TIME and pending[0].timestamp != r.timestamp)):
-                yield from flush()
-            pending_type = ts_type
-            pending.append(r)
-            pending_bytes += size
+            if pending.records and (ts_type != pending.ts_type or len(pending.records) >= o.batch_records
+                                    or pending.size + size > o.batch_bytes
+                                    or (ts_type == LOG_APPEND_TIME and pending.records[0].timestamp != r.timestamp)):
+                yield from _flush_pending(pending, o, s)
+            pending.ts_type = ts_type
+            pending.records.append(r)
+            pending.size += size
             continue
-        yield from flush()
+        yield from _flush_pending(pending, o, s)
         codec = o.choice.id_for(b.codec)
         raw = build_v2_batch(
             records, codec=codec, level=o.choice.level, timestamp_type=ts_type,
@@ -163,7 +191,6 @@ def up_convert(batches: Iterable[Batch], o: UpOptions, s: Summary) -> Iterator[b
         s.rebuilt += 1
         s.recompressed += codec != CODEC_NONE
         yield _emit(s, raw, len(records))
-    yield from flush()
 
 
 def _timestamps_for_up(b: Batch, records: list[Record], o: UpOptions) -> tuple[int, list[Record]]:
@@ -218,8 +245,9 @@ def _v0_to_v1(b: Batch, records: list[Record], ts_type: int, o: UpOptions, s: Su
 def _require_legacy_codec(codec: int, magic: int, b: Batch) -> None:
     if codec == CODEC_PLUGIN or codec > 3:
 
+        # Asking for the impossible is a usage error (exit 2): the data is fine, --codec is missing.
         name = b.codec_name if codec == b.codec else CODEC_NAMES.get(codec, f"codec {codec}")
-        raise UnsupportedCodecError(
+        raise InputError(
             f"{name} cannot be carried by magic {magic} (give a built-in --codec: none, gzip, snappy or lz4)",
             position=b.position,
         )

@@ -31,6 +31,7 @@ from kseg.log.segment import (
 )
 from kseg.model import Batch
 from kseg.ops.convert import Summary
+from kseg.ops.logdir import finish_log_dir, finish_partition
 
 Transform = Callable[[Iterable[Batch], Summary], Iterator[bytes]]
 _PREFIX = LOG_ENTRY_PREFIX.struct
@@ -48,8 +49,18 @@ class WriteOptions:
 
 @dataclass
 class JobResult:
-    summary: Summary = field(default_factory=Summary)
+    summary: Summary = field(default_factory=Summary)  # the partitions converted (--topics: those topics)
     segments: list[Path] = field(default_factory=list)
+    carried: Summary = field(default_factory=Summary)  # partitions of other topics, copied as they are
+    carried_partitions: int = 0
+
+    def line(self) -> str:
+        """What the job did: the conversion's summary, then what was only carried over."""
+        text = self.summary.line()
+        if self.carried_partitions:
+            text += (f"; {self.carried_partitions} partition(s) of other topics copied as they are "
+                     f"({self.carried.batches_out} batches, {self.carried.bytes_out} bytes)")
+        return text
 
 
 def entry_facts(raw: bytes, position: int) -> Iterator[tuple[int, int, int, int, int]]:
@@ -125,12 +136,15 @@ def run_job(
     *,
     select: Callable[[str | None], bool] | None = None,
     progress: Callable[[str], None] | None = None,
+    command: str | None = None,
 ) -> JobResult:
     """Apply a transform to one segment, one partition folder or a whole log directory.
 
     ``make_transform(segment_paths)`` returns the transform for a partition and the
     shift of its segment names (non-zero only for rebase). ``select(topic)`` says
-    whether a log directory's partition is transformed or copied as it is.
+    whether a log directory's partition is transformed or copied as it is. ``command``
+    (up-convert, down-convert, recompress, rebase) makes a folder output drop-in for a
+    broker: the partition and log-directory files written beside the segments (``kseg.ops.logdir``).
     """
     if len(inputs) != 1:
         raise InputError("give one INPUT (a .log file, a partition folder or a log directory)")
@@ -154,6 +168,8 @@ def run_job(
     with AtomicDir(output) as tmp_root:
         if segs:
             _run_partition(segs, tmp_root.tmp, make_transform, result, options, copy=False, progress=progress)
+            if command is not None:
+                finish_partition(src, tmp_root.tmp, command)
         else:
             parts = log_dir_partitions(src)
             if not parts:
@@ -163,6 +179,8 @@ def run_job(
                 keep = select is None or select(part.topic)
                 _run_partition(part.segment_paths, tmp_root.tmp / part.path.name, make_transform, result,
                                options, copy=not keep, progress=progress)
+            if command is not None:
+                finish_log_dir(src, tmp_root.tmp, command)
     if progress:
         progress("")
     result.segments = [output / p.relative_to(tmp_root.tmp) for p in result.segments]
@@ -175,20 +193,24 @@ def _run_partition(segs: list[Path], out_dir: Path, make_transform, result: JobR
     if copy:
         transform: Transform = _copy
         shift = 0
+        summary = result.carried  # not the conversion's: the counts cover the selected topics only
+        result.carried_partitions += 1
     else:
         transform, shift = make_transform(segs)
+        summary = result.summary
     for seg in segs:
         if progress:
             progress(f"{len(result.segments) + 1}: {seg}")
         base = (base_offset_of(seg) or 0) + shift
         dst = out_dir / segment_file_name(base)
-        _run_segment(seg, dst, base, transform, result.summary, options)
+        _run_segment(seg, dst, base, transform, summary, options)
         result.segments.append(dst)
 
 
 def _copy(batches: Iterable[Batch], s: Summary) -> Iterator[bytes]:
     for b in batches:
         s.batches_in += 1
+        s.bytes_in += b.size
         s.batches_out += 1
         s.copied += 1
         s.bytes_out += b.size

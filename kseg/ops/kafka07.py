@@ -7,11 +7,10 @@ wrapper (v0/v1) or batch (v2) of its payloads, keeping its codec unless --codec 
 
 from __future__ import annotations
 
-import zlib
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from kseg.errors import InputError, KsegError, TruncatedError
+from kseg.errors import InputError
 from kseg.formats.attributes import (
     CODEC_NONE,
     CREATE_TIME,
@@ -19,14 +18,14 @@ from kseg.formats.attributes import (
     NO_TIMESTAMP,
     TIMESTAMP_TYPE_MASK,
 )
-from kseg.kafka07.read import inner_payloads, logical_records, read_kafka07
+from kseg.kafka07.read import logical_records
 from kseg.log.atomic import check_output
 from kseg.log.encode import build_legacy_message, build_legacy_wrapper, build_v2_batch
 from kseg.log.segment import segment_file_name
 from kseg.model import Record
 from kseg.ops.convert import Summary, UpOptions
 from kseg.ops.jobs import JobResult, SegmentSink, WriteOptions
-from kseg.ops.verify import ERROR, FileReport, Problem, VerifyReport
+from kseg.ops.verify import VerifyReport, verify_kafka07_file
 
 
 def kafka07_entries(paths: list[Path], o: UpOptions, base_offset: int, s: Summary) -> Iterator[bytes]:
@@ -105,26 +104,9 @@ def up_convert_kafka07(src: Path, output: Path, o: UpOptions, base_offset: int, 
     return result
 
 
-def verify_kafka07(paths: Iterable[Path], *, quick: bool, max_decompressed_bytes: int):
+def verify_kafka07(paths: Iterable[Path], *, quick: bool, max_decompressed_bytes: int) -> VerifyReport:
     report = VerifyReport()
     for path in paths:
-        fr = FileReport(str(path), kind="kafka07")
-        messages, err = read_kafka07(Path(path))
-        for m in messages:
-            fr.batches += 1
-            fr.bytes += m.size
-            if not m.crc_valid:
-                fr.problems.append(Problem(ERROR, "crc", str(path), m.position, "crc mismatch",
-                                           expected=f"{m.crc:#010x} (stored)",
-                                           found=f"{zlib.crc32(m.payload):#010x} (computed)"))
-            if not quick:
-                try:
-                    fr.records += len(inner_payloads(m, max_decompressed_bytes))
-                except KsegError as e:
-                    fr.problems.append(Problem(ERROR, "records", str(path), e.position, e.message,
-                                               e.expected, e.found, e.where))
-        if err is not None:
-            fr.problems.append(Problem(ERROR, "truncated" if isinstance(err, TruncatedError) else "framing",
-                                       str(path), err.position, err.message, err.expected, err.found))
-        report.files.append(fr)
+        report.files.append(verify_kafka07_file(Path(path), quick=quick,
+                                                max_decompressed_bytes=max_decompressed_bytes))
     return report

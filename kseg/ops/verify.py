@@ -9,6 +9,7 @@ index tails).
 
 from __future__ import annotations
 
+import re
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -17,15 +18,24 @@ from typing import Any, Callable, Iterable
 from crc32c import crc32c
 
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
-from kseg.companions.check import check_segment_companions, check_standalone
+from kseg.companions.check import LOG_DIR_TEXT_FILES, check_segment_companions, check_standalone, companion_paths
 from kseg.errors import InputError, KsegError, TruncatedError, expected_found
 from kseg.formats.attributes import CODEC_MASK, CODEC_PLUGIN, CREATE_TIME, PLUGIN_ID_MASK
 from kseg.formats.message_v0v1 import CRC_START as LEGACY_CRC_START
 from kseg.formats.record_batch_v2 import CRC_START as V2_CRC_START
+from kseg.kafka07.read import inner_payloads, read_kafka07
 from kseg.log.control import control_info
 from kseg.log.records import batch_records, check_v2_batch_records, wrapper_records
-from kseg.log.segment import Segment, base_offset_of, log_dir_partitions, partition_segments
+from kseg.log.segment import (
+    KAFKA07_SUFFIXES,
+    Segment,
+    base_offset_of,
+    is_stdin,
+    log_dir_partitions,
+    partition_segments,
+)
 from kseg.model import Batch, Record
+from kseg.ops.sniff import KAFKA07, format_hint, input_format_of
 
 ERROR = "error"
 NOTE = "note"
@@ -46,9 +56,9 @@ class Problem:
     where: str | None = None
 
     def __str__(self) -> str:
-        head = f"{self.file}:"
+        head = self.file
         if self.position is not None:
-            head += f" at byte {self.position}"
+            head += f": at byte {self.position}"
         if self.where:
             head += f" ({self.where})"
         return f"{head}: {self.message}{expected_found(self.expected, self.found)}"
@@ -114,6 +124,7 @@ class VerifyOptions:
     quick: bool = False
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
     check_indexes: bool = True
+    input_format: str | None = None  # kafka|kafka07; None: by name, then by content
 
 
 def verify_paths(
@@ -132,29 +143,94 @@ def verify_paths(
             if is_companion(path):
                 fr = verify_companion_file(path)
             else:  # .log, .checkpoint, transient names (.deleted ...) and other names read as logs
-                fr, last_offset = verify_log(path, options, last_offset)
+                fr, last_offset = verify_file(path, options, last_offset)
             report.files.append(fr)
+            if options.check_indexes and path.suffix == ".log":
+                report.files.extend(index_file_reports(fr))
     return report
 
 
+def verify_file(path: Path, options: VerifyOptions, prev_last: int | None = None) -> tuple[FileReport, int | None]:
+    """A log-like file in the format its name (else its first bytes) says; a file that fails
+    and looks like the other format gets a note naming the option that reads it."""
+    fmt = input_format_of(path, options.input_format)
+    if fmt == KAFKA07:
+        fr = verify_kafka07_file(path, quick=options.quick, max_decompressed_bytes=options.max_decompressed_bytes)
+        last = prev_last
+    else:
+        fr, last = verify_log(path, options, prev_last)
+    if not fr.ok:
+        hint = format_hint(path, fmt)
+        if hint:
+            fr.problems.append(Problem(NOTE, "format", str(path), None, hint))
+    return fr, last
+
+
 def input_groups(paths: Iterable[str | Path]) -> list[list[Path]]:
-    """The inputs as groups checked together (a partition folder's segments; a file alone); InputError if unusable."""
+    """The inputs as groups checked together (a partition folder's segments, whose offsets
+    run on from one to the next; a file alone); InputError if unusable."""
     groups: list[list[Path]] = []
     for raw in paths:
         p = Path(raw)
-        if not p.exists():
-            raise InputError("no such file or directory", file=str(p))
-        if p.is_file():
+        if is_stdin(p):
             groups.append([p])
             continue
-        segs = partition_segments(p)
-        if segs:
-            groups.append(segs + _partition_files(p))
+        if not p.exists():
+            raise InputError("no such file or directory", file=str(p))
+        if not p.is_dir():  # a file, or a stream (/dev/stdin, a FIFO, <(zcat ...))
+            groups.append([p])
             continue
-        parts = log_dir_partitions(p)
-        if not parts:
-            raise InputError("no segment files found (expected .log files or <topic>-<n> folders)", file=str(p))
-        groups.extend(part.segment_paths + _partition_files(part.path) for part in parts)
+        found = folder_groups(p)
+        if not found:
+            raise InputError("no Kafka files found (expected .log files, <topic>-<n> folders or log directories)",
+                             file=str(p))
+        groups.extend(found)
+    return groups
+
+
+# How deep a folder of log directories (one per broker or disk) is searched for them.
+LOG_DIR_SEARCH_DEPTH = 3
+KRAFT_SNAPSHOT = re.compile(r"^\d{20}-\d{10}\.checkpoint$")
+# A segment on its way out or in (deleted, cleaned, swapped in by the cleaner): checked on its own.
+TRANSIENT_LOG = re.compile(r"^\d{20}\.log\.(deleted|cleaned|swap)$")
+
+
+def folder_groups(folder: Path, depth: int = 0) -> list[list[Path]]:
+    """What a folder holds, as verify groups: a partition folder (its segments, then every
+    other file the broker keeps there); a log directory (its own files, then its
+    partitions); a folder of ``.log`` files not named by offset (each on its own); or a
+    folder holding log directories (searched for them)."""
+    files = sorted(c for c in folder.iterdir() if c.is_file())
+    logs = [c for c in files if c.suffix == ".log"]
+    if logs:
+        return partition_groups(folder)
+    if any(c.suffix in KAFKA07_SUFFIXES for c in files):  # a 0.7 partition folder
+        return [[c] for c in files if c.suffix in KAFKA07_SUFFIXES]
+    parts = log_dir_partitions(folder)
+    own = [c for c in files if c.name in LOG_DIR_FILES or c.name == "bootstrap.checkpoint"]
+    if parts or own:
+        groups = [[c] for c in own]
+        for part in parts:
+            groups.extend(partition_groups(part.path))
+        return groups
+    if depth >= LOG_DIR_SEARCH_DEPTH:
+        return []
+    groups = []
+    for child in sorted(c for c in folder.iterdir() if c.is_dir()):
+        groups.extend(folder_groups(child, depth + 1))
+    return groups
+
+
+def partition_groups(folder: Path) -> list[list[Path]]:
+    """A partition folder: its segments in offset order with their snapshots and text files;
+    KRaft snapshots, ``.log`` files not named by offset and transient segments
+    (``.log.deleted``, ``.log.cleaned``, ``.log.swap``) are each checked on their own."""
+    segs = partition_segments(folder)
+    groups = [segs + _partition_files(folder)] if segs else []
+    named = set(segs)
+    groups.extend([c] for c in sorted(folder.iterdir())
+                  if c.is_file() and ((c.suffix == ".log" and c not in named) or KRAFT_SNAPSHOT.match(c.name)
+                                      or TRANSIENT_LOG.match(c.name)))
     return groups
 
 
@@ -166,13 +242,53 @@ def _partition_files(folder: Path) -> list[Path]:
     return snapshots + texts
 
 
-PARTITION_TEXT_FILES = ("leader-epoch-checkpoint", "partition.metadata")
+PARTITION_TEXT_FILES = ("leader-epoch-checkpoint", "partition.metadata", "quorum-state")
+LOG_DIR_FILES = LOG_DIR_TEXT_FILES + ("quorum-state",)
 COMPANION_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot")
+INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
 
 
 def is_companion(path: Path) -> bool:
-    """A file verified by itself (not as a log): index files, snapshots, partition text files."""
-    return path.suffix in COMPANION_SUFFIXES or path.name in PARTITION_TEXT_FILES
+    """A file verified by itself (not as a log): index files, snapshots, the text files of
+    partition folders and log directories."""
+    return path.suffix in COMPANION_SUFFIXES or path.name in PARTITION_TEXT_FILES or path.name in LOG_DIR_FILES
+
+
+def index_file_reports(fr: FileReport) -> list[FileReport]:
+    """A segment's index files as reports of their own (listed and counted like every file
+    checked), their findings moved out of the segment's report."""
+    log = Path(fr.path)
+    out = []
+    for suffix, cp in companion_paths(log).items():
+        if not cp.is_file():
+            continue
+        mine = [p for p in fr.problems if p.file == str(cp)]
+        fr.problems = [p for p in fr.problems if p.file != str(cp)]
+        out.append(FileReport(str(cp), kind=suffix.lstrip("."), problems=mine))
+    return out
+
+
+def verify_kafka07_file(path: Path, *, quick: bool, max_decompressed_bytes: int) -> FileReport:
+    """One pre-0.8 (Kafka 0.7) file: framing, CRCs and (unless quick) the compressed payloads."""
+    fr = FileReport(str(path), kind="kafka07")
+    messages, err = read_kafka07(path)
+    for m in messages:
+        fr.batches += 1
+        fr.bytes += m.size
+        if not m.crc_valid:
+            fr.problems.append(Problem(ERROR, "crc", str(path), m.position, "crc mismatch",
+                                       expected=f"{m.crc:#010x} (stored)",
+                                       found=f"{zlib.crc32(m.payload):#010x} (computed)"))
+        if not quick:
+            try:
+                fr.records += len(inner_payloads(m, max_decompressed_bytes))
+            except KsegError as e:
+                fr.problems.append(Problem(ERROR, "records", str(path), e.position, e.message,
+                                           e.expected, e.found, e.where))
+    if err is not None:
+        fr.problems.append(Problem(ERROR, "truncated" if isinstance(err, TruncatedError) else "framing",
+                                   str(path), err.position, err.message, err.expected, err.found))
+    return fr
 
 
 def verify_companion_file(path: Path) -> FileReport:
@@ -230,7 +346,10 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None)
                             controls.append((batch_last, control_info(records[0]).type_id))
                         except KsegError:
                             controls.append((batch_last, None))
-            if name_base is not None and first < name_base and not wrapper_unread:
+            if first < 0 or batch_last < 0:
+                c.error("offsets", batch.position, "negative offset", expected=">= 0",
+                        found=first if first < 0 else batch_last)
+            elif name_base is not None and first < name_base and not wrapper_unread:
                 c.error("offsets", batch.position, "offset below the segment's base offset (from its name)",
                         expected=f">= {name_base}", found=first)
             if last is not None:

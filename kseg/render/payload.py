@@ -8,11 +8,11 @@ of kafka-dump-log.sh's ``--key-decoder-class``.
 from __future__ import annotations
 
 import base64
-import importlib
 import json
 import struct
 from typing import Any, Callable
 
+from kseg.codecs.plugins import import_path
 from kseg.errors import InputError
 
 Decoder = Callable[[bytes], Any]
@@ -66,11 +66,8 @@ def load_decoder(spec: str) -> Decoder:
         return BUILTIN[spec]
     if ":" not in spec:
         raise InputError(f"unknown decoder {spec!r}: use one of {', '.join(DECODER_CHOICES)} or module:function")
-    module_name, _, attr = spec.partition(":")
     try:
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
+        obj: Any = import_path(spec)  # the current directory too, as python -m
     except (ImportError, AttributeError) as e:
         raise InputError(f"cannot load decoder {spec!r}: {e}") from None
     if not callable(obj):

@@ -48,13 +48,17 @@ def write_verify(report: Any, out: TextIO, fmt: str, verbose: bool = True) -> No
 
 def job_line(result: Any, output: Path) -> str:
     """What a writing command did, in one line."""
-    return f"kseg: wrote {len(result.segments)} segment(s) under {output}: {result.summary.line()}"
+    line = result.line() if hasattr(result, "line") else result.summary.line()
+    return f"kseg: wrote {len(result.segments)} segment(s) under {output}: {line}"
 
 
 def compact_line(result: Any, dry_run: bool, output: Path | None) -> str:
     where = "dry run" if dry_run else f"wrote {len(result.segments)} segment(s) under {output}"
-    return f"kseg: compact ({where}, {result.partitions} partition(s)): {result.stats.line()}"
+    copied = getattr(result, "copied_partitions", 0)
+    others = f", {copied} of other topics copied as they are" if copied else ""
+    return f"kseg: compact ({where}, {result.partitions} partition(s){others}): {result.stats.line()}"
 
 
 def compact_json(result: Any, now_ms: int) -> str:
-    return json.dumps({"partitions": result.partitions, "now_ms": now_ms, **result.stats.as_json()})
+    return json.dumps({"partitions": result.partitions, "copied_partitions": getattr(result, "copied_partitions", 0),
+                       "now_ms": now_ms, **result.stats.as_json()})

@@ -40,8 +40,10 @@ from kseg.cli.common import (
 from kseg.codecs.choice import choose
 from kseg.errors import InputError
 from kseg.log.atomic import AtomicFile
+from kseg.log.segment import is_stream
 from kseg.ops.dump import DumpOptions
 from kseg.ops.kafka07 import verify_kafka07
+from kseg.ops.sniff import conversion_input_format
 from kseg.ops.verify import VerifyOptions, input_groups
 from kseg.render.dump import non_consecutive_lines
 from kseg.render.kafka07 import dump_kafka07
@@ -53,6 +55,7 @@ from kseg.spark.jobs import (
     spark_dump,
     spark_verify,
     stdout_binary,
+    verify_report_json,
     verify_rows,
     write_report,
 )
@@ -143,6 +146,14 @@ def _command(name: str, option_set: Decorator, extra: list[click.Parameter], hel
     return decorate
 
 
+def _no_streams(paths: Any) -> None:
+    """Executors read files by name: standard input and pipes are for the plain commands."""
+    for p in paths:
+        if is_stream(p):
+            raise InputError("kseg spark reads files by name; read standard input or a pipe with the plain "
+                             "command (kseg verify -, kseg dump -)", file=str(p))
+
+
 @contextlib.contextmanager
 def _stdout_to(output: Path | None) -> Iterator[None]:
     if output is None:
@@ -188,7 +199,9 @@ def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input
         with _stdout_to(output):
             write_verify(rep, sys.stdout, fmt, **shown)
         raise SystemExit(EXIT_OK if rep.ok else EXIT_DATA)
-    options = VerifyOptions(quick=quick, max_decompressed_bytes=max_decompressed_bytes, check_indexes=not no_index)
+    options = VerifyOptions(quick=quick, max_decompressed_bytes=max_decompressed_bytes, check_indexes=not no_index,
+                            input_format=input_format)
+    _no_streams(paths)
     input_groups(paths)  # unusable input: exit 2 before Spark starts
     run = _Run(master, conf, timings)
     with run.session() as session:
@@ -196,8 +209,9 @@ def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input
     with _stdout_to(output):
         write_verify(rep, sys.stdout, fmt, **shown)
     if report is not None:
-        write_report(report, "verify", verify_rows(rep, rows),
-                     {"ok": rep.ok, "error_count": rep.error_count, **stats, **run.summary()})
+        facts = {**stats, **run.summary()}
+        write_report(report, "verify", verify_rows(rep, rows), {"ok": rep.ok, "error_count": rep.error_count, **facts},
+                     document=verify_report_json(rep, rows, facts))
     raise SystemExit(EXIT_OK if rep.ok else EXIT_DATA)
 
 
@@ -221,6 +235,7 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
     # The same preparation as the plain command, then one task per file.
     payload, kd, vd, records, decode = prepare_dump(fmt, payload, key_decoder, value_decoder, records, decode)
     files = expand_for_dump(paths)
+    _no_streams(files)
     if input_format == "kafka07":
         with _stdout_to(output):
             dump_kafka07(files, sys.stdout, fmt=fmt, deep=records, key_decoder=kd, value_decoder=vd)
@@ -258,7 +273,7 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
     if error is not None:
         raise error
     if problems:
-        click.echo(f"kseg: {problems} problem(s) in the data (partial or undecodable batches); "
+        click.echo(f"kseg: {problems} problem(s) in the data (bad CRCs, partial or undecodable batches); "
                    "see kseg verify", err=True)
         raise SystemExit(EXIT_DATA)
 
@@ -292,7 +307,7 @@ def up_convert(input_path: Path, output: Path, index_interval_bytes: int, no_ind
     choose(codec, level)  # a bad name: exit 2 before Spark starts
     args = dict(_common_args(max_decompressed_bytes), to_magic=to_magic, codec=codec, level=level,
                 log_append_time=log_append_time, batch_records=batch_records, batch_bytes=batch_bytes,
-                input_format=input_format, base_offset=base_offset)
+                input_format=conversion_input_format(input_path, input_format), base_offset=base_offset)
     _convert("up-convert", input_path, output, args, write_flags(no_index, index_interval_bytes, force),
              master, conf, report, timings)
 

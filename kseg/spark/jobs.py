@@ -246,9 +246,16 @@ def spark_verify(spark: Any, paths: Sequence[str | Path], options: Any) -> tuple
         for k, r in zip(rerun, again):
             reports[k] = r.report
             results[k].info.seconds += r.info.seconds
-    report = VerifyReport(files=reports)
-    rows = [FileRow(fr.path, r.info.seconds, r.info.host, {"cpu_seconds": r.info.cpu_seconds})
-            for fr, r in zip(reports, results)]
+    files: list[Any] = []
+    rows: list[FileRow] = []
+    for fr, r in zip(reports, results):
+        files.append(fr)
+        rows.append(FileRow(fr.path, r.info.seconds, r.info.host, {"cpu_seconds": r.info.cpu_seconds}))
+        if options.check_indexes and Path(fr.path).suffix == ".log":  # as verify_paths lists them
+            for extra in verify.index_file_reports(fr):
+                files.append(extra)
+                rows.append(FileRow(extra.path, 0.0, r.info.host, {"cpu_seconds": 0.0}))
+    report = VerifyReport(files=files)
     return report, rows, {"files": len(items), "reruns": len(rerun)}
 
 
@@ -388,10 +395,17 @@ def spark_convert(spark: Any, params: ConvertParams, src: Path, output: Path) ->
         failure = _first_failure(results)
         if failure is not None:
             raise failure
-        for (name, _, _), r in zip(items, results):
-            result.summary.add(r.summary)
+        for (name, _, keep), r in zip(items, results):
+            if keep:
+                result.summary.add(r.summary)
+            else:  # as run_job: other topics' partitions are carried over, not counted as converted
+                result.carried.add(r.summary)
+                result.carried_partitions += 1
             result.segments.extend([Path()] * r.segments)
             rows.append(_convert_row(name, r))
+        from kseg.ops.logdir import finish_log_dir
+
+        finish_log_dir(src, root.tmp, params.command)  # as run_job: drop-in for a broker
     return result, rows
 
 
@@ -461,7 +475,9 @@ def spark_compact(spark: Any, inputs: list[Path], output: Path | None, o: Any, *
         for (name, _, _), r in zip(items, results):
             if r.stats is not None:
                 result.stats.add(r.stats)
-            result.partitions += 1
+                result.partitions += 1
+            else:  # another topic's partition, copied as it is
+                result.copied_partitions += 1
             result.segments.extend([Path()] * r.segments)
             rows.append(_compact_row(name, r))
     except BaseException:
@@ -469,6 +485,9 @@ def spark_compact(spark: Any, inputs: list[Path], output: Path | None, o: Any, *
             root.abort()
         raise
     if root is not None:
+        from kseg.ops.compact import finish_compacted
+
+        finish_compacted(inputs, root.tmp)
         root.commit()
     return result, rows
 
@@ -482,16 +501,62 @@ def _compact_row(name: str, r: TaskCompactResult) -> dict:
 # --------------------------------------------------------------------------- --report
 
 
-def write_report(path: Path, command: str, rows: list[dict], summary: dict) -> None:
-    """Per-file (or per-partition) results: Parquet for .parquet/.pq names, else JSON."""
+def verify_report_json(report: Any, rows: list[FileRow], run: dict) -> dict:
+    """``--report FILE.json`` of ``kseg spark verify``: the document of ``kseg verify --format json``
+    (same keys, same values), each file adding where and how long it ran, plus the run's facts."""
+    from kseg.render.reports import verify_json
+
+    doc = verify_json(report)
+    for entry, row in zip(doc["files"], rows):
+        entry.update(seconds=row.seconds, cpu_seconds=row.extra.get("cpu_seconds"), host=row.host)
+    doc["command"] = "verify"
+    doc["run"] = run
+    return doc
+
+
+def _verify_schema() -> Any:
+    """The Parquet columns of a verify report, typed whether or not any file had a problem."""
+    import pyarrow as pa
+
+    problem = pa.struct([("severity", pa.string()), ("check", pa.string()), ("file", pa.string()),
+                         ("position", pa.int64()), ("message", pa.string()), ("expected", pa.string()),
+                         ("found", pa.string()), ("where", pa.string())])
+    return pa.schema([("file", pa.string()), ("kind", pa.string()), ("ok", pa.bool_()), ("batches", pa.int64()),
+                      ("records", pa.int64()), ("bytes", pa.int64()), ("errors", pa.int64()), ("notes", pa.int64()),
+                      ("suppressed_notes", pa.int64()), ("problems", pa.list_(problem)),
+                      ("seconds", pa.float64()), ("cpu_seconds", pa.float64()), ("host", pa.string())])
+
+
+def _typed(table: Any) -> Any:
+    """Columns that are all null (a clean run) typed as strings rather than Arrow's null type."""
+    import pyarrow as pa
+
+    fields = []
+    for f in table.schema:
+        t = f.type
+        if pa.types.is_null(t):
+            t = pa.string()
+        elif pa.types.is_list(t) and pa.types.is_null(t.value_type):
+            t = pa.list_(pa.string())
+        elif pa.types.is_struct(t):
+            t = pa.struct([pa.field(c.name, pa.string() if pa.types.is_null(c.type) else c.type) for c in t])
+        fields.append(pa.field(f.name, t))
+    return table.cast(pa.schema(fields))
+
+
+def write_report(path: Path, command: str, rows: list[dict], summary: dict, document: dict | None = None) -> None:
+    """Per-file (or per-partition) results: Parquet for .parquet/.pq names, else JSON
+    (``document`` when given: verify's, the shape of ``kseg verify --format json``)."""
     from kseg.log.atomic import write_atomic
 
     if path.suffix.lower() in (".parquet", ".pq"):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        if rows:
-            table = pa.Table.from_pylist(rows)
+        if command == "verify":
+            table = pa.Table.from_pylist(rows, schema=_verify_schema())
+        elif rows:
+            table = _typed(pa.Table.from_pylist(rows))
         else:
             table = pa.table({"file": pa.array([], pa.string())})
         table = table.replace_schema_metadata({"kseg.command": command,
@@ -502,7 +567,8 @@ def write_report(path: Path, command: str, rows: list[dict], summary: dict) -> N
         return
     import json
 
-    write_atomic(path, (json.dumps({"command": command, **summary, "files": rows}, indent=2) + "\n").encode())
+    doc = document if document is not None else {"command": command, **summary, "files": rows}
+    write_atomic(path, (json.dumps(doc, indent=2) + "\n").encode())
 
 
 def stdout_binary() -> Any:

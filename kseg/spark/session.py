@@ -119,6 +119,41 @@ def warm_up(spark: Any) -> float:
     return time.perf_counter() - t0
 
 
+def spark_log_path() -> str:
+    """Where the JVM's own console output goes for quiet runs (its start-up warnings, errors)."""
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    return os.path.join(tempfile.gettempdir(), f"kseg-spark-{uid}.log")
+
+
+def _launch_quiet_gateway(app_name: str, settings: dict[str, str]) -> None:
+    """Start the JVM the way PySpark would, but in a session of its own (so Ctrl-C reaches only
+    kseg, which cancels the jobs, and not the JVM's Python workers, which would each print a
+    traceback) with its console output in ``spark_log_path()`` rather than on the terminal.
+    py4j's own logging is silenced: an interrupted call is kseg's to report."""
+    import logging
+
+    try:
+        from pyspark import SparkConf, SparkContext
+        from pyspark.java_gateway import launch_gateway
+    except ImportError:  # pragma: no cover - depends on the PySpark version
+        return
+    logging.getLogger("py4j").setLevel(logging.CRITICAL + 1)
+    if getattr(SparkContext, "_gateway", None) is not None:
+        return
+    conf = SparkConf(loadDefaults=False)
+    conf.setAppName(app_name)
+    for k, v in settings.items():
+        conf.set(k, v)
+    log = open(spark_log_path(), "ab")
+    try:
+        gateway = launch_gateway(conf, popen_kwargs={"start_new_session": True, "stdout": log, "stderr": log})
+    except TypeError:  # pragma: no cover - a PySpark without popen_kwargs
+        return
+    finally:
+        log.close()  # the JVM holds its own descriptor
+    SparkContext._ensure_initialized(gateway=gateway)
+
+
 def get_session(master: str | None = None, conf: dict[str, str] | Iterable[tuple[str, str]] | None = None,
                 *, app_name: str = "kseg", quiet: bool = True, warm: bool = False) -> Any:
     """Start (or reuse) a SparkSession with kseg's defaults and ``format("kseg")`` registered.
@@ -139,6 +174,8 @@ def get_session(master: str | None = None, conf: dict[str, str] | Iterable[tuple
                 and "spark.pyspark.python" not in user:
             # Older launchers read the environment rather than the conf.
             os.environ["PYSPARK_PYTHON"] = settings.get("spark.pyspark.python", sys.executable)
+        if quiet and _UNDER_SPARK_SUBMIT not in os.environ:
+            _launch_quiet_gateway(app_name, settings)
         builder = SparkSession.builder.appName(app_name)
         for k, v in settings.items():
             builder = builder.config(k, v)

@@ -67,7 +67,7 @@ class VerifyResult:
 def verify_task(options: Any, registry: str | None, item: tuple[str, bool, Any]) -> VerifyResult | Failed:
     """Verify one file. ``item``: (path, is_log, prev_last) with prev_last SENTINEL in the first pass."""
     from kseg.log.segment import Segment
-    from kseg.ops.verify import verify_companion_file, verify_log
+    from kseg.ops.verify import verify_companion_file, verify_file
 
     _activate(registry)
     path, is_log, prev = item
@@ -76,7 +76,7 @@ def verify_task(options: Any, registry: str | None, item: tuple[str, bool, Any])
     try:
         if not is_log:
             return VerifyResult(verify_companion_file(p), None, info=_info(t0))
-        fr, last = verify_log(p, options, prev)
+        fr, last = verify_file(p, options, prev)
         unread, first = False, None
         if options.quick and prev == SENTINEL and fr.batches:
             seg = Segment(p)
@@ -119,7 +119,7 @@ class DumpResult:
 
 
 class _Counting:
-    """Counts what the plain command counts: batches, records, problems (bad batches, reported tails)."""
+    """Counts what the plain command counts: batches, records, problems (bad CRCs, bad batches, reported tails)."""
 
     def __init__(self, inner: Any):
         self.inner = inner
@@ -134,6 +134,8 @@ class _Counting:
             self.batches += 1
             if ev.records is not None:
                 self.records += len(ev.records)
+            if not ev.batch.crc_valid:  # shown with a bad CRC: a data problem, as the plain command counts it
+                self.problems += 1
         elif isinstance(ev, BadBatchEvent) or (isinstance(ev, TailEvent) and ev.reported):
             self.problems += 1
         self.inner(ev)
@@ -262,7 +264,8 @@ def convert_whole_task(p: ConvertParams, item: tuple[str, str]) -> ConvertResult
                           batch_bytes=a["batch_bytes"], limit=a["max_decompressed_bytes"])
             result = up_convert_kafka07(Path(src), Path(output), o, a["base_offset"], p.write)
         else:
-            result = run_job([Path(src)], Path(output), make_transform(p), p.write, select=_select(p))
+            result = run_job([Path(src)], Path(output), make_transform(p), p.write, select=_select(p),
+                             command=p.command)
     except KsegError as e:
         return Failed(e)
     return ConvertResult(result.summary, len(result.segments), None, None, _info(t0))
@@ -290,7 +293,8 @@ def convert_partition_task(p: ConvertParams, root_tmp: str, item: tuple[str, lis
 
         shutil.rmtree(task_dir, ignore_errors=True)
         return Failed(e)
-    return ConvertResult(result.summary, len(result.segments), str(task_dir), name, _info(t0))
+    return ConvertResult(result.summary if keep else result.carried, len(result.segments), str(task_dir), name,
+                         _info(t0))
 
 
 # --------------------------------------------------------------------------- compaction

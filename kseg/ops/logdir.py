@@ -1,0 +1,121 @@
+"""Making written outputs drop-in for a broker: the files beside the segments.
+
+A partition folder gets its ``leader-epoch-checkpoint`` rebuilt from the written
+batches (a v2 batch's partition leader epoch at the first offset it leads, as
+the broker's LeaderEpochFileCache assigns them); ``partition.metadata`` (the
+topic id does not change) and ``quorum-state`` are carried over; producer
+``.snapshot`` files and KRaft ``<offset>-<epoch>.checkpoint`` snapshots are
+carried over when the rewrite kept offsets and producer fields (``up-convert``,
+``recompress``, ``compact``), else (``rebase``, ``down-convert``) left out: the
+broker rebuilds producer state from the log at start-up.
+
+A log directory gets its checkpoint files written from what is on disk:
+``recovery-point-offset-checkpoint`` and ``replication-offset-checkpoint`` at
+each partition's log end offset, ``log-start-offset-checkpoint`` at its first
+offset (the input's, where offsets did not move and it is still in the log),
+``cleaner-offset-checkpoint`` carried over where offsets did not move (clamped to
+the log); ``meta.properties`` and ``bootstrap.checkpoint`` are carried over.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from kseg.companions.read import parse_offset_checkpoint
+from kseg.errors import KsegError
+from kseg.log.atomic import write_atomic
+from kseg.log.segment import Segment, base_offset_of, parse_partition_dir, partition_segments
+
+OFFSET_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
+                      "replication-offset-checkpoint", "cleaner-offset-checkpoint")
+CARRIED_ROOT_FILES = ("meta.properties", "bootstrap.checkpoint")
+CARRIED_PARTITION_FILES = ("partition.metadata", "quorum-state")
+# Rewrites that keep every offset and every producer field of the batches they keep.
+KEEPS_PRODUCER_STATE = ("up-convert", "recompress", "compact")
+MOVES_OFFSETS = ("rebase",)
+
+
+@dataclass(frozen=True)
+class PartitionEnds:
+    log_start: int
+    log_end: int  # the next offset to be written
+
+
+def checkpoint_text(lines: list[str]) -> bytes:
+    """Kafka's CheckpointFile: version 0, the entry count, then the entries."""
+    return ("0\n" + f"{len(lines)}\n" + "".join(f"{line}\n" for line in lines)).encode()
+
+
+def finish_partition(src: Path | None, dst: Path, command: str) -> PartitionEnds | None:
+    """The files a broker keeps beside a written partition's segments (see the module comment)."""
+    segs = partition_segments(dst)
+    epochs: list[tuple[int, int]] = []
+    log_end = None
+    for seg in segs:
+        for b in Segment(seg).batches():
+            last = b.offset + (b.last_offset_delta or 0) if b.magic >= 2 else b.offset
+            log_end = last + 1 if log_end is None else max(log_end, last + 1)
+            epoch = b.partition_leader_epoch if b.magic >= 2 else None
+            if epoch is not None and epoch >= 0 and (not epochs or epoch > epochs[-1][0]):
+                epochs.append((epoch, b.offset))
+    write_atomic(dst / "leader-epoch-checkpoint", checkpoint_text([f"{e} {o}" for e, o in epochs]))
+    if src is not None and src.is_dir():
+        for name in CARRIED_PARTITION_FILES:
+            if (src / name).is_file():
+                shutil.copy2(src / name, dst / name)
+        if command in KEEPS_PRODUCER_STATE and log_end is not None:
+            # Producer snapshots, and the KRaft snapshots of __cluster_metadata, hold offsets: they
+            # stay true only where offsets and producer fields did.
+            for snap in sorted([*src.glob("*.snapshot"), *src.glob("*-*.checkpoint")]):
+                at = base_offset_of(snap.name.split("-")[0] + ".x")
+                if at is not None and at <= log_end:
+                    shutil.copy2(snap, dst / snap.name)
+    if not segs:
+        return None
+    start = base_offset_of(segs[0]) or 0
+    return PartitionEnds(start, start if log_end is None else log_end)
+
+
+def _read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
+    try:
+        return {(t, p): o for t, p, o in parse_offset_checkpoint(path.read_bytes(), path.name).entries}
+    except (OSError, KsegError):
+        return {}
+
+
+def finish_log_dir(src: Path, dst: Path, command: str) -> None:
+    """Every partition folder under ``dst`` finished, then the log directory's own files."""
+    ends: dict[tuple[str, int], PartitionEnds] = {}
+    for part in sorted(p for p in dst.iterdir() if p.is_dir()):
+        parsed = parse_partition_dir(part.name)
+        if parsed is None:
+            continue
+        e = finish_partition(src / part.name, part, command)
+        if e is not None:
+            ends[parsed] = e
+    old_start = _read_checkpoint(src / "log-start-offset-checkpoint")
+    old_cleaner = _read_checkpoint(src / "cleaner-offset-checkpoint")
+    keys = sorted(ends)
+    starts = {}
+    for k in keys:
+        e = ends[k]
+        carried = old_start.get(k)
+        starts[k] = carried if command not in MOVES_OFFSETS and carried is not None and \
+            e.log_start <= carried <= e.log_end else e.log_start
+    write_atomic(dst / "recovery-point-offset-checkpoint",
+                 checkpoint_text([f"{t} {p} {ends[(t, p)].log_end}" for t, p in keys]))
+    write_atomic(dst / "replication-offset-checkpoint",
+                 checkpoint_text([f"{t} {p} {ends[(t, p)].log_end}" for t, p in keys]))
+    write_atomic(dst / "log-start-offset-checkpoint", checkpoint_text([f"{t} {p} {starts[(t, p)]}" for t, p in keys]))
+    cleaner = []
+    if command not in MOVES_OFFSETS:
+        for t, p in keys:
+            if (t, p) in old_cleaner:
+                e = ends[(t, p)]
+                cleaner.append(f"{t} {p} {min(max(old_cleaner[(t, p)], starts[(t, p)]), e.log_end)}")
+    write_atomic(dst / "cleaner-offset-checkpoint", checkpoint_text(cleaner))
+    for name in CARRIED_ROOT_FILES:
+        if (src / name).is_file():
+            shutil.copy2(src / name, dst / name)
