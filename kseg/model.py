@@ -18,17 +18,20 @@ from kseg.formats.attributes import (
     CODEC_NAMES,
     CODEC_PLUGIN,
     CONTROL_MASK,
+    CREATE_TIME,
     DELETE_HORIZON_MASK,
+    LOG_APPEND_TIME,
+    NO_TIMESTAMP_TYPE,
     NO_SEQUENCE,
     PLUGIN_ID_MASK,
     PLUGIN_ID_SHIFT,
+    TIMESTAMP_TYPE_MASK,
     TIMESTAMP_TYPE_NAMES,
     TRANSACTIONAL_MASK,
 )
 from kseg.formats.message_v0v1 import CRC_START as LEGACY_CRC_START
+from kseg.formats.primitives import INT32_MAX
 from kseg.formats.record_batch_v2 import CRC_START as V2_CRC_START
-
-INT32_MAX = 0x7FFFFFFF
 
 
 # The alias of a plugin id, for ``Batch.codec_name``: the plugin registry lives in
@@ -152,8 +155,8 @@ class Batch(NamedTuple):
     def timestamp_type(self) -> int:
         """-1 NoTimestampType (v0), 0 CreateTime, 1 LogAppendTime."""
         if self.magic == 0:
-            return -1
-        return (self.attributes >> 3) & 1
+            return NO_TIMESTAMP_TYPE
+        return LOG_APPEND_TIME if self.attributes & TIMESTAMP_TYPE_MASK else CREATE_TIME
 
     @property
     def timestamp_type_name(self) -> str:

@@ -431,3 +431,27 @@ def test_legacy_batch_record_matches_the_reference() -> None:
                 got = ("error", type(e).__name__, e.position, e.message)
             assert got == want
     assert seen > 100
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+def test_configure_takes_exactly_the_schema_layout() -> None:
+    """The accelerator has no positions of its own: it takes every one from the schemas
+    and refuses an incomplete, extra or (for its compile-time varint bounds) different set."""
+    from kseg.layouts import accelerator_layout
+
+    layout = accelerator_layout()
+    sp = fast._speedups
+    with pytest.raises(TypeError):
+        sp.configure(**{k: v for k, v in layout.items() if k != "v2_crc_at"})
+    with pytest.raises(TypeError):
+        sp.configure(**layout, extra=1)
+    with pytest.raises(ValueError):
+        sp.configure(**{**layout, "max_varint_bytes": 4})
+    with pytest.raises(ValueError):
+        sp.configure(**{**layout, "v2_crc_at": -1})
+    sp.configure(**layout)  # a refused call changed nothing; set it again all the same
+    raw = build_v2_batch([make_record(7, 1, b"k", b"v")], codec=0)
+    (batch,) = fast.scan_entries(raw).batches
+    assert (batch.offset, batch.crc_valid, batch.record_count) == (7, True, 1)

@@ -405,6 +405,7 @@ def test_spec_constants_agree_with_schemas() -> None:
 
 def test_field_position_constants_match_the_schemas() -> None:
     """The byte positions used on hot paths are the schemas' own field offsets."""
+    from kseg.formats import log_entry as e
     from kseg.formats import message_v0v1 as m
     from kseg.formats import record_batch_v2 as r
 
@@ -415,6 +416,15 @@ def test_field_position_constants_match_the_schemas() -> None:
                 return pos
             pos += sub.sizeof()
         raise KeyError(name)
+
+    for schema in (e.LogEntryPrefix, r.RecordBatchV2Header, m.MessageV0Header, m.MessageV1Header):
+        assert layouts.positions(schema) == {s.name: offset_of(schema, s.name) for s in schema.subcons}
+    assert offset_of(e.LogEntryPrefix, "size") == e.SIZE_POSITION
+    assert offset_of(e.LogEntryPrefix, "magic") == e.MAGIC_POSITION
+    assert e.EntryFraming.sizeof() == e.LOG_OVERHEAD == 12
+    assert e.MIN_SIZE_BY_MAGIC == {0: 14, 1: 22, 2: 49}
+    assert offset_of(m.MessageV1Header, "crc") == m.CRC_POSITION
+    assert offset_of(m.MessageV1Header, "attributes") == m.ATTRIBUTES_POSITION
 
     assert offset_of(r.RecordBatchV2Header, "crc") == r.CRC_POSITION
     assert offset_of(r.RecordBatchV2Header, "attributes") == r.ATTRIBUTES_POSITION == r.CRC_START

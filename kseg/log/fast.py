@@ -11,6 +11,8 @@ from typing import Any
 
 from kseg.errors import CorruptBatchError, KsegError, TruncatedError, VarintError
 from kseg.formats.attributes import TIMESTAMP_TYPE_MASK
+from kseg.formats.message_v0v1 import CRC_START as LEGACY_CRC_START
+from kseg.layouts import accelerator_layout
 from kseg.log.decode import Scan, Tail
 from kseg.log.decode import decode_legacy_wrapper as _legacy_set_py
 from kseg.log.decode import decode_v2_records as _decode_v2_py
@@ -22,6 +24,8 @@ try:
     from kseg.log import _speedups  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - exercised when the extension is not built
     _speedups = None
+else:
+    _speedups.configure(**accelerator_layout())
 
 ACCELERATED = _speedups is not None and not os.environ.get("KSEG_PURE_PYTHON")
 
@@ -134,7 +138,7 @@ def legacy_crc_mismatches(inner_bytes: bytes) -> list[tuple[int, int, int]]:
 
         out = []
         for i, m in enumerate(_scan_py(inner_bytes, 0, final=True).batches):
-            computed = zlib.crc32(m.raw[16:])
+            computed = zlib.crc32(m.raw[LEGACY_CRC_START:])
             if computed != m.crc:
                 out.append((i, m.crc, computed))
         return out

@@ -21,9 +21,7 @@ from kseg.model import Batch
 
 CHUNK_SIZE = 8 * 1024 * 1024
 STEP_ENTRIES = 512
-SEGMENT_NAME = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
 PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
-LOG_SUFFIXES = (".log", ".checkpoint")
 
 
 # Names the broker gives a segment (and its companions) on the way out or in: deleted,
@@ -138,10 +136,6 @@ def strict_batches(path: str | os.PathLike) -> Iterator[Batch]:
     yield from seg.batches()
     if seg.tail is not None:
         raise seg.tail.error
-
-
-def is_log_file(path: Path) -> bool:
-    return path.suffix in LOG_SUFFIXES
 
 
 def partition_segments(folder: str | os.PathLike) -> list[Path]:

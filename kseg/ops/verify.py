@@ -19,8 +19,10 @@ from crc32c import crc32c
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.companions.check import check_segment_companions, check_standalone
 from kseg.errors import InputError, KsegError, TruncatedError, expected_found
-from kseg.formats.attributes import CODEC_MASK, CODEC_PLUGIN, CREATE_TIME, PLUGIN_ID_MASK
+from kseg.formats.attributes import CODEC_MASK, CODEC_PLUGIN, CREATE_TIME, PLUGIN_ID_MASK, TIMESTAMP_TYPE_MASK
+from kseg.formats.message_v0v1 import ATTRIBUTES_POSITION as LEGACY_ATTRIBUTES_POSITION
 from kseg.formats.message_v0v1 import CRC_START as LEGACY_CRC_START
+from kseg.formats.record_batch_v2 import ATTRIBUTES_POSITION as V2_ATTRIBUTES_POSITION
 from kseg.formats.record_batch_v2 import CRC_START as V2_CRC_START
 from kseg.log.control import control_info
 from kseg.log.records import batch_records, check_v2_batch_records, wrapper_records
@@ -287,12 +289,12 @@ def _check_header(c: _Collector, b: Batch) -> None:
                     expected=f"0..{lod + 1}", found=count)
         undefined = b.attributes & V2_UNDEFINED_BITS
         if undefined:
-            c.note("attributes", b.position + 21, "undefined attribute bits set", found=f"{undefined:#06x}")
+            c.note("attributes", b.position + V2_ATTRIBUTES_POSITION, "undefined attribute bits set", found=f"{undefined:#06x}")
         if b.codec != CODEC_PLUGIN and b.attributes & PLUGIN_ID_MASK:
-            c.note("attributes", b.position + 21, "plugin id bits set on a non-plugin codec",
+            c.note("attributes", b.position + V2_ATTRIBUTES_POSITION, "plugin id bits set on a non-plugin codec",
                    found=f"{b.attributes:#06x}")
-    elif b.attributes & ~0x0F:
-        c.note("attributes", b.position + 17, "undefined attribute bits set", found=f"{b.attributes:#04x}")
+    elif b.attributes & ~(CODEC_MASK | TIMESTAMP_TYPE_MASK):
+        c.note("attributes", b.position + LEGACY_ATTRIBUTES_POSITION, "undefined attribute bits set", found=f"{b.attributes:#04x}")
 
 
 def _check_records(c: _Collector, b: Batch, options: VerifyOptions) -> list[Record] | int | None:

@@ -14,12 +14,12 @@ from typing import Any, Iterator
 
 from kseg.errors import KsegError
 from kseg.formats.attributes import CODEC_NONE, LOG_APPEND_TIME, NO_SEQUENCE
+from kseg.formats.primitives import INT32_MAX
 from kseg.log.records import batch_records
 from kseg.log.segment import Segment
 from kseg.model import Batch
 from kseg.spark.plan import Conditions, ReadOptions, Slice, seek_range
 
-INT32_MAX = (1 << 31) - 1
 
 RECORD_SCHEMA_DDL = (
     "topic STRING, partition INT, segment STRING, offset BIGINT, timestamp BIGINT, timestamp_type STRING, "
