@@ -37,9 +37,9 @@ from kseg.companions.read import (
     read_txn_index,
 )
 from kseg.errors import DataError, IndexFileError, InputError, KsegError, TruncatedError
+from kseg.findings import Finding
 from kseg.companions.check import (
     BatchSummary,
-    IndexFinding,
     check_producer_snapshot,
     check_segment_companions,
     check_standalone,
@@ -90,15 +90,15 @@ def pack_snapshot(entries, *, version=1, crc=None, count=None) -> bytes:
     return SNAPSHOT_HEADER.struct.pack(version, stored, n) + rows
 
 
-def errors(findings: list[IndexFinding]) -> list[IndexFinding]:
+def errors(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.severity == "error"]
 
 
-def notes(findings: list[IndexFinding]) -> list[IndexFinding]:
+def notes(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.severity == "note"]
 
 
-def only_error(findings: list[IndexFinding], text: str) -> IndexFinding:
+def only_error(findings: list[Finding], text: str) -> Finding:
     errs = errors(findings)
     assert len(errs) == 1, errs
     assert text in errs[0].message, errs[0]

@@ -39,6 +39,7 @@ from kseg.codecs.plugins import activate
 from kseg.companions.build import build_indexes
 from kseg.companions.check import check_segment_companions
 from kseg.errors import InputError, KsegError
+from kseg.findings import ERROR
 from kseg.log.atomic import write_atomic
 from kseg.log.segment import base_offset_of, companion_path, strict_batches
 from kseg.ops.compact import compact_job
@@ -221,7 +222,7 @@ def index_cmd(segment: Path, mode: str, output: Path | None, index_interval_byte
     """Check or rebuild a segment's offset and time indexes."""
     if mode == "check":
         findings = check_segment_companions(segment)
-        errors = [f for f in findings if f.severity == "error"]
+        errors = [f for f in findings if f.severity == ERROR]
         for f in findings:
             click.echo(f"{f.severity}: {f}")
         click.echo(f"{segment}: {'ok' if not errors else f'{len(errors)} error(s)'}")

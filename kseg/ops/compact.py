@@ -47,7 +47,13 @@ from kseg.log.atomic import AtomicDir, check_output, write_atomic
 from kseg.log.control import control_info
 from kseg.log.encode import assemble_v2, build_legacy_wrapper, build_v2_batch, header_of
 from kseg.log.records import batch_records, codec_for
-from kseg.log.segment import base_offset_of, log_dir_partitions, partition_segments, strict_batches
+from kseg.log.segment import (
+    base_offset_of,
+    companion_path,
+    log_dir_partitions,
+    partition_segments,
+    strict_batches,
+)
 from kseg.model import Batch, Record
 from kseg.ops.jobs import SegmentSink, WriteOptions
 
@@ -227,7 +233,7 @@ def _scan_partition(segs: list[Path], limit: int) -> PartitionState:
                 if b.is_transactional and p.open_txn_first is None:
                     p.open_txn_first = b.offset
         st.segment_max_timestamps.append(seg_max)
-        txn_path = seg_path.with_name(seg_path.name.split(".")[0] + ".txnindex")
+        txn_path = companion_path(seg_path, ".txnindex")
         if txn_path.exists():
 
             for e in read_txn_index(txn_path).entries:
@@ -550,7 +556,7 @@ def compact_partition(segs: list[Path], o: CompactOptions, workdir: Path | None 
             dst = passdir / src.name
             write_atomic(dst, b"".join(entries))
             if txns:
-                write_atomic(dst.with_name(dst.name.split(".")[0] + ".txnindex"), build_txn_index(txns))
+                write_atomic(companion_path(dst, ".txnindex"), build_txn_index(txns))
             st = os.stat(src)
             os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
             current.append(dst)
@@ -587,7 +593,7 @@ def compact_group(segs: list[Path], wanted: bool, o: CompactOptions, out_dir: Pa
             sink.write(raw)
         sink.commit()
         if txns:
-            write_atomic(dst.with_name(dst.name.split(".")[0] + ".txnindex"), build_txn_index(txns))
+            write_atomic(companion_path(dst, ".txnindex"), build_txn_index(txns))
         st = os.stat(src)
         os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))  # the cleaner keeps the segment's mtime
         written.append(dst)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from kseg.errors import InputError, KsegError, TruncatedError
+from kseg.findings import ERROR, Finding
 from kseg.formats.attributes import (
     CODEC_NONE,
     CREATE_TIME,
@@ -26,7 +27,7 @@ from kseg.log.segment import segment_file_name
 from kseg.model import Record
 from kseg.ops.convert import Summary, UpOptions
 from kseg.ops.jobs import JobResult, SegmentSink, WriteOptions
-from kseg.ops.verify import ERROR, FileReport, Problem, VerifyReport
+from kseg.ops.verify import FileReport, VerifyReport
 
 
 def kafka07_entries(paths: list[Path], o: UpOptions, base_offset: int, s: Summary) -> Iterator[bytes]:
@@ -114,17 +115,17 @@ def verify_kafka07(paths: Iterable[Path], *, quick: bool, max_decompressed_bytes
             fr.batches += 1
             fr.bytes += m.size
             if not m.crc_valid:
-                fr.problems.append(Problem(ERROR, "crc", str(path), m.position, "crc mismatch",
+                fr.problems.append(Finding(ERROR, "crc", str(path), m.position, "crc mismatch",
                                            expected=f"{m.crc:#010x} (stored)",
                                            found=f"{zlib.crc32(m.payload):#010x} (computed)"))
             if not quick:
                 try:
                     fr.records += len(inner_payloads(m, max_decompressed_bytes))
                 except KsegError as e:
-                    fr.problems.append(Problem(ERROR, "records", str(path), e.position, e.message,
+                    fr.problems.append(Finding(ERROR, "records", str(path), e.position, e.message,
                                                e.expected, e.found, e.where))
         if err is not None:
-            fr.problems.append(Problem(ERROR, "truncated" if isinstance(err, TruncatedError) else "framing",
+            fr.problems.append(Finding(ERROR, "truncated" if isinstance(err, TruncatedError) else "framing",
                                        str(path), err.position, err.message, err.expected, err.found))
         report.files.append(fr)
     return report

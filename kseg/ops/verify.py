@@ -10,7 +10,7 @@ index tails).
 from __future__ import annotations
 
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -18,7 +18,8 @@ from crc32c import crc32c
 
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.companions.check import check_segment_companions, check_standalone
-from kseg.errors import InputError, KsegError, TruncatedError, expected_found
+from kseg.errors import InputError, KsegError, TruncatedError
+from kseg.findings import ERROR, NOTE, Finding
 from kseg.formats.attributes import CODEC_MASK, CODEC_PLUGIN, CREATE_TIME, PLUGIN_ID_MASK, TIMESTAMP_TYPE_MASK
 from kseg.formats.message_v0v1 import ATTRIBUTES_POSITION as LEGACY_ATTRIBUTES_POSITION
 from kseg.formats.message_v0v1 import CRC_START as LEGACY_CRC_START
@@ -26,37 +27,16 @@ from kseg.formats.record_batch_v2 import ATTRIBUTES_POSITION as V2_ATTRIBUTES_PO
 from kseg.formats.record_batch_v2 import CRC_START as V2_CRC_START
 from kseg.log.control import control_info
 from kseg.log.records import batch_records, check_v2_batch_records, wrapper_records
-from kseg.log.segment import Segment, base_offset_of, log_dir_partitions, partition_segments
+from kseg.log.segment import Segment, base_offset_of, companion_path, log_dir_partitions, partition_segments
 from kseg.model import Batch, Record
 
-ERROR = "error"
-NOTE = "note"
 MAX_NOTES_PER_KIND = 20
 # Attribute bits no format defines (v2: bit 7 and 12-15; bits 8-11 are kseg's plugin id).
 V2_UNDEFINED_BITS = 0xF080
 
 
-@dataclass(frozen=True)
-class Problem:
-    severity: str
-    check: str
-    file: str
-    position: int | None
-    message: str
-    expected: Any = None
-    found: Any = None
-    where: str | None = None
-
-    def __str__(self) -> str:
-        head = f"{self.file}:"
-        if self.position is not None:
-            head += f" at byte {self.position}"
-        if self.where:
-            head += f" ({self.where})"
-        return f"{head}: {self.message}{expected_found(self.expected, self.found)}"
-
-    def as_json(self) -> dict:
-        return {k: v for k, v in asdict(self).items()}
+# The name verify has always given its findings.
+Problem = Finding
 
 
 @dataclass
@@ -66,11 +46,11 @@ class FileReport:
     batches: int = 0
     records: int = 0
     bytes: int = 0
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[Finding] = field(default_factory=list)
     suppressed_notes: int = 0
 
     @property
-    def errors(self) -> list[Problem]:
+    def errors(self) -> list[Finding]:
         return [p for p in self.problems if p.severity == ERROR]
 
     @property
@@ -97,7 +77,7 @@ class _Collector:
         self._note_counts: dict[str, int] = {}
 
     def error(self, check: str, position: int | None, message: str, **kw: Any) -> None:
-        self.report.problems.append(Problem(ERROR, check, self.report.path, position, message, **kw))
+        self.report.problems.append(Finding(ERROR, check, self.report.path, position, message, **kw))
 
     def note(self, check: str, position: int | None, message: str, **kw: Any) -> None:
         n = self._note_counts.get(check, 0) + 1
@@ -105,7 +85,7 @@ class _Collector:
         if n > MAX_NOTES_PER_KIND:
             self.report.suppressed_notes += 1
             return
-        self.report.problems.append(Problem(NOTE, check, self.report.path, position, message, **kw))
+        self.report.problems.append(Finding(NOTE, check, self.report.path, position, message, **kw))
 
     def from_error(self, check: str, e: KsegError) -> None:
         self.error(check, e.position, e.message, expected=e.expected, found=e.found, where=e.where)
@@ -179,8 +159,7 @@ def is_companion(path: Path) -> bool:
 
 def verify_companion_file(path: Path) -> FileReport:
     fr = FileReport(str(path), kind=path.suffix.lstrip(".") or path.name)
-    for f in check_standalone(path):
-        fr.problems.append(Problem(f.severity, "index", f.file, f.position, f.message, f.expected, f.found))
+    fr.problems.extend(check_standalone(path))
     return fr
 
 
@@ -266,8 +245,7 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None)
 
 
 def _has_indexes(log: Path) -> bool:
-    stem = log.name.split(".")[0]
-    return any((log.parent / f"{stem}{s}").exists() for s in (".index", ".timeindex", ".txnindex"))
+    return any(companion_path(log, s).exists() for s in (".index", ".timeindex", ".txnindex"))
 
 
 def _check_header(c: _Collector, b: Batch) -> None:
@@ -375,5 +353,4 @@ def _check_wrapper(c: _Collector, b: Batch, records: list[Record], bad_crcs: lis
 
 
 def _check_companions(c, path: Path, summaries, controls, seg: Segment) -> None:
-    for f in check_segment_companions(path, summaries, controls, seg.size):
-        c.report.problems.append(Problem(f.severity, "index", f.file, f.position, f.message, f.expected, f.found))
+    c.report.problems.extend(check_segment_companions(path, summaries, controls, seg.size))

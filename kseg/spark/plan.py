@@ -21,7 +21,7 @@ from kseg.defaults import parse_size as _size
 from kseg.errors import InputError
 from kseg.formats.log_entry import LOG_OVERHEAD, MIN_SIZE_BY_MAGIC
 from kseg.layouts import LOG_ENTRY_PREFIX
-from kseg.log.segment import base_offset_of, expand_inputs, parse_partition_dir
+from kseg.log.segment import base_offset_of, companion_path, expand_inputs, parse_partition_dir
 
 DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
 _ENTRY_HEAD = LOG_ENTRY_PREFIX.struct  # offset, size, crc/leader epoch, magic
@@ -91,7 +91,7 @@ def read_index(path: str) -> list[tuple[int, int]]:
     if base is None or log.suffix != ".log":
         return []
     try:
-        data = log.with_suffix(".index").read_bytes()
+        data = companion_path(log, ".index").read_bytes()
     except OSError:
         return []
     entries = [(e.offset, e.position) for e in parse_offset_index(data, base).entries]

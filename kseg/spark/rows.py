@@ -17,7 +17,7 @@ from kseg.formats.attributes import CODEC_NONE, LOG_APPEND_TIME, NO_SEQUENCE
 from kseg.formats.primitives import INT32_MAX
 from kseg.log.records import batch_records
 from kseg.log.segment import Segment
-from kseg.model import Batch
+from kseg.model import Batch, record_sequence
 from kseg.spark.plan import Conditions, ReadOptions, Slice, seek_range
 
 
@@ -130,14 +130,6 @@ def slice_batches(s: Slice, cond: Conditions | None, opts: ReadOptions) -> Itera
             file=s.path, position=t.position)
 
 
-def _sequence(b: Batch, offset: int) -> int:
-    if b.base_sequence is None or b.base_sequence == NO_SEQUENCE:
-        return NO_SEQUENCE
-    delta = offset - b.offset
-    base = b.base_sequence
-    return delta - (INT32_MAX - base) - 1 if base > INT32_MAX - delta else base + delta
-
-
 def _records(b: Batch, opts: ReadOptions):
     try:
         return batch_records(b, limit=opts.max_decompressed_bytes)
@@ -163,7 +155,7 @@ def record_tuples(s: Slice, cond: Conditions | None, opts: ReadOptions) -> Itera
             yield (*head, r.offset, r.timestamp, tt, r.key, r.value,
                    [(h.key, h.value) for h in r.headers], b.magic, codec, b.position,
                    b.partition_leader_epoch, b.producer_id, b.producer_epoch,
-                   _sequence(b, r.offset) if v2 else None,
+                   record_sequence(b, r) if v2 else None,
                    b.is_transactional if v2 else None, b.is_control if v2 else None)
 
 
@@ -261,7 +253,7 @@ class _RecordColumns:
                 base_seq = expand(cols[12], pa.int64())
                 base_off = expand(cols[13], pa.int64())
                 raw = pc.add(base_seq, pc.subtract(offsets, base_off))
-                wrapped = pc.if_else(pc.greater(raw, INT32_MAX), pc.subtract(raw, 1 << 31), raw)
+                wrapped = pc.if_else(pc.greater(raw, INT32_MAX), pc.subtract(raw, INT32_MAX + 1), raw)
                 arrays["sequence"] = pc.if_else(pc.equal(base_seq, NO_SEQUENCE), base_seq,
                                                 wrapped).cast(pa.int32())
             else:

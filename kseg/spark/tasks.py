@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from kseg.errors import KsegError
+from kseg.formats.primitives import INT64_MIN
 
 # verify_log is run with this as the previous segment's last offset; see ``settle``.
-SENTINEL = -(1 << 63)
+SENTINEL = INT64_MIN
 
 
 @dataclass
