@@ -100,18 +100,21 @@ def make_record(
 class Batch(NamedTuple):
     """One top-level entry of a .log file: a v2 batch or a v0/v1 message (maybe a wrapper).
 
-    Offsets: for v2, ``offset`` is baseOffset; for legacy entries it is the
-    stored message offset, which for a compressed wrapper is the last inner offset.
+    ``base_offset`` and ``max_timestamp`` are the v2 batch header's baseOffset and
+    maxTimestamp. A legacy entry has one offset and one timestamp, stored in the
+    same places: ``base_offset`` is its message offset (for a compressed wrapper,
+    the last inner offset), ``max_timestamp`` its timestamp (v1; -1 for v0).
+    ``offset`` and ``timestamp`` are older names of the same two fields.
     ``raw`` is the whole entry (framing included) as stored.
     """
 
     position: int
     size: int
     magic: int
-    offset: int
+    base_offset: int
     crc: int
     attributes: int
-    timestamp: int  # v2: maxTimestamp; v1: the message timestamp; v0: -1
+    max_timestamp: int
     raw: memoryview
     # v2 only (None on legacy entries)
     partition_leader_epoch: int | None = None
@@ -121,6 +124,17 @@ class Batch(NamedTuple):
     producer_epoch: int | None = None
     base_sequence: int | None = None
     record_count: int | None = None
+
+    # --- the older names of base_offset and max_timestamp ---------------
+    @property
+    def offset(self) -> int:
+        """The older name of ``base_offset``."""
+        return self.base_offset
+
+    @property
+    def timestamp(self) -> int:
+        """The older name of ``max_timestamp``."""
+        return self.max_timestamp
 
     # --- derived facts -------------------------------------------------
     @property
@@ -162,9 +176,6 @@ class Batch(NamedTuple):
     def timestamp_type_name(self) -> str:
         return TIMESTAMP_TYPE_NAMES[self.timestamp_type]
 
-    @property
-    def max_timestamp(self) -> int:
-        return self.timestamp
 
     @property
     def is_transactional(self) -> bool:
@@ -187,8 +198,8 @@ class Batch(NamedTuple):
         if self.magic >= 2:
             lod = self.last_offset_delta
             assert lod is not None  # set on every v2 batch
-            return self.offset + lod
-        return self.offset
+            return self.base_offset + lod
+        return self.base_offset
 
     @property
     def next_offset(self) -> int:
@@ -222,4 +233,4 @@ def record_sequence(batch: Batch, record: Record) -> int:
     """A v2 record's sequence: baseSequence + offsetDelta with the int32 wrap, or -1."""
     if batch.base_sequence is None or batch.base_sequence == NO_SEQUENCE:
         return NO_SEQUENCE
-    return _add_sequence(batch.base_sequence, record.offset - batch.offset)
+    return _add_sequence(batch.base_sequence, record.offset - batch.base_offset)

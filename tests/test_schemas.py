@@ -435,3 +435,16 @@ def test_field_position_constants_match_the_schemas() -> None:
     assert offset_of(m.MessageV1Header, "timestamp") == m.V1_TIMESTAMP_POSITION
     assert offset_of(m.MessageV0Header, "magic") == m.CRC_START
     assert m.KEY_LENGTH_POSITION == {0: m.MessageV0Header.sizeof(), 1: m.MessageV1Header.sizeof()}
+
+
+def test_batch_offset_and_timestamp_are_the_older_names() -> None:
+    """``Batch.base_offset``/``max_timestamp`` are the fields; ``offset``/``timestamp`` read the same."""
+    from kseg.model import Batch
+
+    assert Batch._fields[3:7:3] == ("base_offset", "max_timestamp")
+    seen = 0
+    for path in sorted(FIXTURES_LOGDIR.rglob("*.log")):
+        for b in scan_entries(path.read_bytes()).batches:
+            assert (b.offset, b.timestamp) == (b.base_offset, b.max_timestamp)
+            seen += 1
+    assert seen > 100

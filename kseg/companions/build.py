@@ -105,15 +105,15 @@ def _merge(batches: Sequence[Batch]) -> Append:
     max_ts, max_ts_offset = NO_TIMESTAMP, batches[-1].last_offset
     for b in batches:
         # LogValidator / analyzeAndValidateRecords: strictly greater, so the first batch wins a tie.
-        if b.timestamp > max_ts:
-            max_ts, max_ts_offset = b.timestamp, b.last_offset
+        if b.max_timestamp > max_ts:
+            max_ts, max_ts_offset = b.max_timestamp, b.last_offset
     size = sum(b.size for b in batches)
     return Append(first.position, size, max(b.last_offset for b in batches), max_ts, max_ts_offset)
 
 
 def _as_append(item: _OneAppend) -> Append:
     if isinstance(item, Batch):
-        return Append(item.position, item.size, item.last_offset, item.timestamp, item.last_offset)
+        return Append(item.position, item.size, item.last_offset, item.max_timestamp, item.last_offset)
     if isinstance(item, Append):
         return item
     if item and isinstance(item[0], Batch):

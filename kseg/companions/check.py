@@ -96,7 +96,7 @@ def control_type_of(batch: Batch) -> int | None:
 
     try:
         records = decode_v2_records(
-            bytes(records_region(batch)), batch.offset, batch.base_timestamp or 0, batch.record_count or 0, None
+            bytes(records_region(batch)), batch.base_offset, batch.base_timestamp or 0, batch.record_count or 0, None
         )
         return control_info(records[0]).type_id if records else None
     except (KsegError, IndexError):
@@ -112,8 +112,8 @@ def summarize_batches(batches: Iterable[Batch]) -> tuple[list[BatchSummary], lis
     summaries: list[BatchSummary] = []
     controls: list[ControlBatch] = []
     for b in batches:
-        first = b.offset if (b.magic >= 2 or not b.is_compressed) else None
-        summaries.append(BatchSummary(b.position, first, b.last_offset, b.timestamp, b.size))
+        first = b.base_offset if (b.magic >= 2 or not b.is_compressed) else None
+        summaries.append(BatchSummary(b.position, first, b.last_offset, b.max_timestamp, b.size))
         if b.is_control:
             controls.append((b.last_offset, control_type_of(b)))
     return summaries, controls

@@ -339,7 +339,7 @@ def legacy_key_value(raw: memoryview | bytes, magic: int) -> tuple[bytes | None,
 
 def legacy_record(batch: Batch, offset: int, timestamp: int) -> Record:
     key, value = legacy_key_value(batch.raw, batch.magic)
-    return Record(offset, timestamp, key, value, (), batch.timestamp, batch.attributes, batch.magic, batch.crc)
+    return Record(offset, timestamp, key, value, (), batch.max_timestamp, batch.attributes, batch.magic, batch.crc)
 
 
 def decode_legacy_wrapper(wrapper: Batch, inner_bytes: bytes) -> list[Record]:
@@ -364,22 +364,22 @@ def decode_legacy_wrapper(wrapper: Batch, inner_bytes: bytes) -> list[Record]:
     if wrapper.magic == 0:
         shift = 0
     else:
-        last_rel = inner[-1].offset
-        if wrapper.offset == 0:
+        last_rel = inner[-1].base_offset
+        if wrapper.base_offset == 0:
             shift = 0  # librdkafka writes wrapper offset 0; Java takes it as base 0
-        elif wrapper.offset < last_rel:
+        elif wrapper.base_offset < last_rel:
             raise CorruptBatchError(
                 "invalid wrapper offset in compressed v1 message set",
-                expected=f">= last inner relative offset {last_rel}", found=wrapper.offset,
+                expected=f">= last inner relative offset {last_rel}", found=wrapper.base_offset,
             )
         else:
-            shift = wrapper.offset - last_rel
+            shift = wrapper.base_offset - last_rel
     log_append = wrapper.magic >= 1 and bool(wrapper.attributes & TIMESTAMP_TYPE_MASK)
     out = []
     for m in inner:
-        ts = wrapper.timestamp if log_append else m.timestamp
+        ts = wrapper.max_timestamp if log_append else m.max_timestamp
         try:
-            out.append(legacy_record(m, m.offset + shift, ts))
+            out.append(legacy_record(m, m.base_offset + shift, ts))
         except KsegError as e:
             raise e.shift(m.position)
     return out
@@ -388,7 +388,7 @@ def decode_legacy_wrapper(wrapper: Batch, inner_bytes: bytes) -> list[Record]:
 def effective_log_append_time(batch: Batch) -> int | None:
     """The timestamp a LogAppendTime v2 batch imposes on all its records, else None."""
     if batch.attributes & TIMESTAMP_TYPE_MASK:
-        return batch.timestamp
+        return batch.max_timestamp
     return None
 
 

@@ -344,10 +344,10 @@ def header_of(batch: Batch) -> BatchHeaderV2:
             and b.partition_leader_epoch is not None and b.producer_id is not None
             and b.producer_epoch is not None and b.base_sequence is not None), "not a v2 batch"
     return BatchHeaderV2(
-        base_offset=b.offset,
+        base_offset=b.base_offset,
         last_offset_delta=b.last_offset_delta,
         base_timestamp=b.base_timestamp,
-        max_timestamp=b.timestamp,
+        max_timestamp=b.max_timestamp,
         record_count=b.record_count,
         attributes=b.attributes,
         partition_leader_epoch=b.partition_leader_epoch,

@@ -101,7 +101,7 @@ def scan_entries(
 def legacy_batch_record(batch: Batch) -> Record:
     """An uncompressed v0/v1 entry as its one record, with its own offset and timestamp."""
     if not ACCELERATED:
-        return _legacy_record_py(batch, batch.offset, batch.timestamp)
+        return _legacy_record_py(batch, batch.base_offset, batch.max_timestamp)
     try:
         return _speedups.legacy_batch_record(batch, Record)
     except _speedups.DecodeError as e:
@@ -113,7 +113,7 @@ def legacy_record(batch: Batch, offset: int, timestamp: int) -> Record:
     if not ACCELERATED:
         return _legacy_record_py(batch, offset, timestamp)
     try:
-        return _speedups.legacy_record(batch.raw, batch.magic, offset, timestamp, batch.timestamp,
+        return _speedups.legacy_record(batch.raw, batch.magic, offset, timestamp, batch.max_timestamp,
                                        batch.attributes, batch.crc, Record)
     except _speedups.DecodeError as e:
         raise _converted(e) from None
@@ -124,9 +124,9 @@ def decode_legacy_wrapper(wrapper: Batch, inner_bytes: bytes) -> list[Record]:
     if not ACCELERATED:
         return _legacy_set_py(wrapper, inner_bytes)
 
-    lat = wrapper.timestamp if wrapper.magic >= 1 and wrapper.attributes & TIMESTAMP_TYPE_MASK else None
+    lat = wrapper.max_timestamp if wrapper.magic >= 1 and wrapper.attributes & TIMESTAMP_TYPE_MASK else None
     try:
-        return _speedups.legacy_set(inner_bytes, wrapper.magic, wrapper.offset, lat, Record)
+        return _speedups.legacy_set(inner_bytes, wrapper.magic, wrapper.base_offset, lat, Record)
     except _speedups.DecodeError as e:
         raise _converted(e) from None
 

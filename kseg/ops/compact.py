@@ -134,12 +134,12 @@ class TxnTracker:
             _, _, txn = heapq.heappop(self._pending)
             self._ongoing_aborted.setdefault(txn.producer_id, [txn, None])
 
-    def on_control_batch(self, b: Batch, control_type: int | None) -> bool:
+    def on_control_batch(self, batch: Batch, control_type: int | None) -> bool:
         """True if this control batch may be discarded."""
-        self._consume_up_to(b.last_offset)
+        self._consume_up_to(batch.last_offset)
         if control_type is None:
             return True  # an empty control batch was already cleaned
-        pid = b.producer_id
+        pid = batch.producer_id
         assert pid is not None  # control batches are v2
         if control_type == CONTROL_ABORT:
             meta = self._ongoing_aborted.pop(pid, None)
@@ -154,23 +154,23 @@ class TxnTracker:
             return True
         return False
 
-    def on_batch(self, b: Batch) -> bool:
+    def on_batch(self, batch: Batch) -> bool:
         """True if this data batch belongs to an aborted transaction."""
-        self._consume_up_to(b.last_offset)
-        if not b.is_transactional:
+        self._consume_up_to(batch.last_offset)
+        if not batch.is_transactional:
             return False
-        pid = b.producer_id
+        pid = batch.producer_id
         assert pid is not None  # transactional batches are v2
         meta = self._ongoing_aborted.get(pid)
         if meta is not None:
-            meta[1] = b.last_offset
+            meta[1] = batch.last_offset
             return True
         self._ongoing_committed.add(pid)
         return False
 
 
-def _control_type(b: Batch, limit: int) -> int | None:
-    records = batch_records(b, limit=limit)
+def _control_type(batch: Batch, limit: int) -> int | None:
+    records = batch_records(batch, limit=limit)
     if not records:
         return None
     try:
@@ -209,7 +209,7 @@ def _scan_partition(segs: list[Path], limit: int) -> PartitionState:
     for seg_path in segs:
         seg_max = NO_TIMESTAMP
         for b in strict_batches(seg_path):
-            seg_max = max(seg_max, b.timestamp)
+            seg_max = max(seg_max, b.max_timestamp)
             st.log_end_offset = max(st.log_end_offset, b.next_offset)
             if b.magic < 2 or b.producer_id == NO_PRODUCER_ID:
                 continue
@@ -217,11 +217,11 @@ def _scan_partition(segs: list[Path], limit: int) -> PartitionState:
             assert pid is not None and epoch is not None  # set on every v2 batch
             p = st.producers.setdefault(pid, ProducerState())
             p.epoch = epoch
-            p.last_timestamp = max(p.last_timestamp, b.timestamp)
+            p.last_timestamp = max(p.last_timestamp, b.max_timestamp)
             if b.is_control:
                 ctype = _control_type(b, limit)
                 if ctype == CONTROL_ABORT:
-                    first = p.open_txn_first if p.open_txn_first is not None else b.offset
+                    first = p.open_txn_first if p.open_txn_first is not None else b.base_offset
                     others = [q.open_txn_first for other, q in st.producers.items()
                               if other != pid and q.open_txn_first is not None]
                     lso = min(others) if others else b.last_offset + 1
@@ -231,7 +231,7 @@ def _scan_partition(segs: list[Path], limit: int) -> PartitionState:
             else:
                 p.last_data_offset = b.last_offset
                 if b.is_transactional and p.open_txn_first is None:
-                    p.open_txn_first = b.offset
+                    p.open_txn_first = b.base_offset
         st.segment_max_timestamps.append(seg_max)
         txn_path = companion_path(seg_path, ".txnindex")
         if txn_path.exists():
@@ -255,28 +255,28 @@ class SegmentPlan:
 class Cleaner:
     """One cleaning pass over a partition's segments."""
 
-    def __init__(self, segs: list[Path], o: CompactOptions):
+    def __init__(self, segs: list[Path], options: CompactOptions):
         self.segs = segs
-        self.o = o
-        self.state = _scan_partition(segs, o.limit)
+        self.options = options
+        self.state = _scan_partition(segs, options.limit)
         self.plans, self.upper = self._plan()
         self.key_map: dict[bytes, int] = {}
         self.winners: set[int] = set()
-        self.start = o.first_dirty_offset or 0
+        self.start = options.first_dirty_offset or 0
         self.map_latest = -1
         self.markers_written = 0
         self.stats = CompactStats()
 
     def _plan(self) -> tuple[list[SegmentPlan], int]:
-        o, st = self.o, self.state
+        options, st = self.options, self.state
         n = len(self.segs)
-        cleanable = n if o.include_active else max(n - 1, 0)
-        if o.min_compaction_lag_ms > 0:
+        cleanable = n if options.include_active else max(n - 1, 0)
+        if options.min_compaction_lag_ms > 0:
             for i in range(cleanable):
                 largest = st.segment_max_timestamps[i]
                 if largest < 0:
                     largest = int(os.stat(self.segs[i]).st_mtime * 1000)
-                if o.now_ms - largest < o.min_compaction_lag_ms:
+                if options.now_ms - largest < options.min_compaction_lag_ms:
                     cleanable = i
                     break
         upper = st.log_end_offset if cleanable == n else (base_offset_of(self.segs[cleanable]) or 0)
@@ -286,45 +286,45 @@ class Cleaner:
             while cleanable > 0 and (base_offset_of(self.segs[cleanable - 1]) or 0) >= upper:
                 cleanable -= 1
         legacy_horizon = 0
-        if o.first_dirty_offset is not None:
-            clean = [s for s in self.segs if (base_offset_of(s) or 0) < o.first_dirty_offset]
+        if options.first_dirty_offset is not None:
+            clean = [s for s in self.segs if (base_offset_of(s) or 0) < options.first_dirty_offset]
             if clean:
-                legacy_horizon = int(os.stat(clean[-1]).st_mtime * 1000) - o.delete_retention_ms
+                legacy_horizon = int(os.stat(clean[-1]).st_mtime * 1000) - options.delete_retention_ms
         plans = [SegmentPlan(s, i < cleanable, int(os.stat(s).st_mtime * 1000) > legacy_horizon)
                  for i, s in enumerate(self.segs)]
         return plans, upper
 
     def _active_producers(self) -> dict[int, ProducerState]:
-        o = self.o
+        options = self.options
         return {pid: p for pid, p in self.state.producers.items()
-                if p.open_txn_first is not None or o.now_ms - p.last_timestamp < o.producer_expiration_ms}
+                if p.open_txn_first is not None or options.now_ms - p.last_timestamp < options.producer_expiration_ms}
 
     def build_key_map(self) -> None:
         """Latest offset per key digest over the cleanable range, skipping aborted data and markers."""
-        start = self.o.first_dirty_offset or 0
+        start = self.options.first_dirty_offset or 0
         tracker = TxnTracker(list(self.state.aborted.values()))
-        max_keys = int(self.o.key_map_bytes * MAP_LOAD_FACTOR / MAP_SLOT_BYTES)
+        max_keys = int(self.options.key_map_bytes * MAP_LOAD_FACTOR / MAP_SLOT_BYTES)
         key_map = self.key_map
         md5 = hashlib.md5
         for plan in self.plans:
             if not plan.clean:
                 break
             for b in strict_batches(plan.path):
-                if b.offset >= self.upper:
+                if b.base_offset >= self.upper:
                     break
                 if b.is_control:
-                    tracker.on_control_batch(b, _control_type(b, self.o.limit))
+                    tracker.on_control_batch(b, _control_type(b, self.options.limit))
                     continue
                 if tracker.on_batch(b):
                     continue
-                for r in batch_records(b, limit=self.o.limit):
+                for r in batch_records(b, limit=self.options.limit):
                     key = r[2]
                     if key is not None and r[0] >= start:
                         key_map[md5(key).digest()] = r[0]
                 if len(key_map) > max_keys:
                     raise InputError(
-                        f"the key map is full ({max_keys} keys in --key-map-bytes {self.o.key_map_bytes}) "
-                        f"at offset {b.offset}: raise --key-map-bytes", file=str(plan.path), position=b.position)
+                        f"the key map is full ({max_keys} keys in --key-map-bytes {self.options.key_map_bytes}) "
+                        f"at offset {b.base_offset}: raise --key-map-bytes", file=str(plan.path), position=b.position)
         self.map_latest = self.upper - 1
         self.stats.keys = len(key_map)
         self.winners = set(key_map.values())
@@ -342,7 +342,7 @@ class Cleaner:
                         assert b.record_count is not None  # set on every v2 batch
                         n = b.record_count
                     else:
-                        n = len(batch_records(b, limit=self.o.limit))
+                        n = len(batch_records(b, limit=self.options.limit))
                     self.stats.records_before += n
                     self.stats.records_after += n
                     self.stats.bytes_before += b.size
@@ -362,80 +362,80 @@ class Cleaner:
 
     # -- the broker's filterTo, one batch ------------------------------------------------
 
-    def _filter(self, b: Batch, plan: SegmentPlan, tracker: TxnTracker,
+    def _filter(self, batch: Batch, plan: SegmentPlan, tracker: TxnTracker,
                 active: dict[int, ProducerState]) -> bytes | None:
-        o, s = self.o, self.stats
-        records = batch_records(b, limit=o.limit)
-        s.records_before += len(records)
+        options, stats = self.options, self.stats
+        records = batch_records(batch, limit=options.limit)
+        stats.records_before += len(records)
         control_type = None
-        if b.is_control:
+        if batch.is_control:
             control_type = None if not records else _safe_type(records[0])
-            can_discard = tracker.on_control_batch(b, control_type)
-            horizon = b.delete_horizon_ms
-            discard_records = can_discard and horizon is not None and horizon <= o.now_ms
+            can_discard = tracker.on_control_batch(batch, control_type)
+            horizon = batch.delete_horizon_ms
+            discard_records = can_discard and horizon is not None and horizon <= options.now_ms
         else:
-            can_discard = tracker.on_batch(b)
+            can_discard = tracker.on_batch(batch)
             discard_records = can_discard
         retain_empty = False
-        if b.magic >= 2 and b.producer_id != NO_PRODUCER_ID:
-            assert b.producer_id is not None  # set on every v2 batch
-            p = active.get(b.producer_id)
+        if batch.magic >= 2 and batch.producer_id != NO_PRODUCER_ID:
+            assert batch.producer_id is not None  # set on every v2 batch
+            p = active.get(batch.producer_id)
             if p is not None:
                 if p.last_data_offset is not None:
-                    retain_empty = b.last_offset == p.last_data_offset
+                    retain_empty = batch.last_offset == p.last_data_offset
                 else:
-                    retain_empty = b.is_control and b.producer_epoch == p.epoch
-        if not retain_empty and b.next_offset == self.upper:
+                    retain_empty = batch.is_control and batch.producer_epoch == p.epoch
+        if not retain_empty and batch.next_offset == self.upper:
             retain_empty = True  # keep the last batch of the round: the log end offset survives
         if discard_records and not retain_empty:
-            self._count_dropped(b, records, [], not b.is_control)
-            s.batches_removed += 1
+            self._count_dropped(batch, records, [], not batch.is_control)
+            stats.batches_removed += 1
             return None
-        marker_for_empty_txn = can_discard and b.is_control
+        marker_for_empty_txn = can_discard and batch.is_control
         if discard_records:
             retained: list[Record] = []
-        elif b.is_control:
+        elif batch.is_control:
             retained = records
         else:
-            retained = self._retained(b, records, plan)
+            retained = self._retained(batch, records, plan)
         write_original = len(retained) == len(records)
-        if write_original and b.magic < 2:
-            write_original = all(r.magic == b.magic for r in records)  # KAFKA-4298: rewrite mixed magics
+        if write_original and batch.magic < 2:
+            write_original = all(r.magic == batch.magic for r in records)  # KAFKA-4298: rewrite mixed magics
         if not write_original:
-            self._count_dropped(b, records, retained, discard_records)
+            self._count_dropped(batch, records, retained, discard_records)
         if retained:
-            s.records_after += len(retained)
+            stats.records_after += len(retained)
             tombstones = sum(1 for r in retained if r.value is None)
-            if not b.is_control:
-                s.tombstones_kept += tombstones
+            if not batch.is_control:
+                stats.tombstones_kept += tombstones
             else:
                 self.markers_written += 1
-            need_horizon = b.magic >= 2 and (tombstones or marker_for_empty_txn) and not b.has_delete_horizon
+            need_horizon = batch.magic >= 2 and (tombstones or marker_for_empty_txn) and not batch.has_delete_horizon
             if write_original and not need_horizon:
-                s.batches_copied += 1
-                return bytes(b.raw)
+                stats.batches_copied += 1
+                return bytes(batch.raw)
             if need_horizon:
-                s.horizons_set += 1
-                horizon = o.now_ms + o.delete_retention_ms
+                stats.horizons_set += 1
+                horizon = options.now_ms + options.delete_retention_ms
             else:
-                horizon = b.delete_horizon_ms  # kept as it is (None: none)
-            s.batches_rebuilt += 1
-            return _rebuild(b, retained, horizon)
-        if retain_empty and b.magic >= 2:
-            s.batches_emptied += 1
-            if b.is_control:
+                horizon = batch.delete_horizon_ms  # kept as it is (None: none)
+            stats.batches_rebuilt += 1
+            return _rebuild(batch, retained, horizon)
+        if retain_empty and batch.magic >= 2:
+            stats.batches_emptied += 1
+            if batch.is_control:
                 self.markers_written += 1
-            return _empty_header(b)
-        s.batches_removed += 1
+            return _empty_header(batch)
+        stats.batches_removed += 1
         return None
 
-    def _retained(self, b: Batch, records: list[Record], plan: SegmentPlan) -> list[Record]:
+    def _retained(self, batch: Batch, records: list[Record], plan: SegmentPlan) -> list[Record]:
         """shouldRetainRecord over a data batch: latest for its key, and a value or a tombstone
         that must still be kept. Keys are looked up by digest only below the first dirty
         offset; above it the latest offset per key is the set of winning offsets."""
-        if b.magic >= 2:
-            horizon = b.delete_horizon_ms
-            keep_deletes = horizon is None or self.o.now_ms < horizon
+        if batch.magic >= 2:
+            horizon = batch.delete_horizon_ms
+            keep_deletes = horizon is None or self.options.now_ms < horizon
         else:
             keep_deletes = plan.legacy_deletes_retained
         latest, winners, start = self.map_latest, self.winners, self.start
@@ -454,20 +454,20 @@ class Cleaner:
     def _clean_part_offset(self, key: bytes) -> int:
         return self.key_map.get(hashlib.md5(key).digest(), -1)
 
-    def _count_dropped(self, b: Batch, records: list[Record], retained: list[Record], aborted: bool) -> None:
-        s = self.stats
+    def _count_dropped(self, batch: Batch, records: list[Record], retained: list[Record], aborted: bool) -> None:
+        stats = self.stats
         kept = {r[0] for r in retained}
         for r in records:
             if r[0] in kept:
                 continue
-            if b.is_control:
-                s.markers_removed += 1
+            if batch.is_control:
+                stats.markers_removed += 1
             elif aborted:
-                s.aborted_removed += 1
+                stats.aborted_removed += 1
             elif r.key is None:
-                s.keyless_removed += 1
+                stats.keyless_removed += 1
             elif r.value is None:
-                s.tombstones_removed += 1
+                stats.tombstones_removed += 1
 
 
 def _safe_type(r: Record) -> int:
@@ -477,32 +477,32 @@ def _safe_type(r: Record) -> int:
         return -1
 
 
-def _rebuild(b: Batch, retained: list[Record], horizon: int | None) -> bytes:
+def _rebuild(batch: Batch, retained: list[Record], horizon: int | None) -> bytes:
     """MemoryRecordsBuilder over the retained records (buildRetainedRecordsInto)."""
-    lat = b.timestamp if b.timestamp_type == LOG_APPEND_TIME else None
-    codec = codec_for(b)
-    if b.magic >= 2:
+    lat = batch.max_timestamp if batch.timestamp_type == LOG_APPEND_TIME else None
+    codec = codec_for(batch)
+    if batch.magic >= 2:
         recs = [r._replace(stored_timestamp=r.timestamp, attributes=0) for r in retained]
-        h = header_of(b)
+        h = header_of(batch)
         return build_v2_batch(
-            recs, base_offset=b.offset, codec=b.codec, timestamp_type=b.timestamp_type,
-            transactional=b.is_transactional, control=b.is_control, producer_id=h.producer_id,
+            recs, base_offset=batch.base_offset, codec=batch.codec, timestamp_type=batch.timestamp_type,
+            transactional=batch.is_transactional, control=batch.is_control, producer_id=h.producer_id,
             producer_epoch=h.producer_epoch, base_sequence=h.base_sequence,
             partition_leader_epoch=h.partition_leader_epoch, last_offset_delta=h.last_offset_delta,
-            delete_horizon_ms=horizon, max_timestamp=lat, plugin_id=b.plugin_id, codec_impl=codec,
+            delete_horizon_ms=horizon, max_timestamp=lat, plugin_id=batch.plugin_id, codec_impl=codec,
         )
-    ts_attr = TIMESTAMP_TYPE_MASK if (lat is not None and b.magic == 1) else 0
-    recs = [r._replace(magic=b.magic, attributes=ts_attr,
-                       stored_timestamp=(lat if lat is not None else r.timestamp) if b.magic == 1 else NO_TIMESTAMP)
+    ts_attr = TIMESTAMP_TYPE_MASK if (lat is not None and batch.magic == 1) else 0
+    recs = [r._replace(magic=batch.magic, attributes=ts_attr,
+                       stored_timestamp=(lat if lat is not None else r.timestamp) if batch.magic == 1 else NO_TIMESTAMP)
             for r in retained]
-    return build_legacy_wrapper(recs, magic=b.magic, codec=b.codec, timestamp_type=b.timestamp_type,
+    return build_legacy_wrapper(recs, magic=batch.magic, codec=batch.codec, timestamp_type=batch.timestamp_type,
                                 wrapper_timestamp=lat, codec_impl=codec)
 
 
-def _empty_header(b: Batch) -> bytes:
+def _empty_header(batch: Batch) -> bytes:
     """DefaultRecordBatch.writeEmptyHeader: state kept, records gone, horizon cleared."""
-    attrs = b.attributes & (TIMESTAMP_TYPE_MASK | TRANSACTIONAL_MASK | CONTROL_MASK)
-    return assemble_v2(header_of(b).with_(base_timestamp=NO_TIMESTAMP, record_count=0, attributes=attrs), b"")
+    attrs = batch.attributes & (TIMESTAMP_TYPE_MASK | TRANSACTIONAL_MASK | CONTROL_MASK)
+    return assemble_v2(header_of(batch).with_(base_timestamp=NO_TIMESTAMP, record_count=0, attributes=attrs), b"")
 
 
 # --------------------------------------------------------------------------- driving files
@@ -514,7 +514,7 @@ class PartitionResult:
     segments: dict[Path, tuple[list[bytes], list[TxnEntry]]]
 
 
-def compact_partition(segs: list[Path], o: CompactOptions, workdir: Path | None = None) -> PartitionResult:
+def compact_partition(segs: list[Path], options: CompactOptions, workdir: Path | None = None) -> PartitionResult:
     """Clean a partition until a pass changes nothing (at most MAX_PASSES; one with ``single_pass``).
 
     A second pass matters where the broker's next cleaning would change more with the
@@ -526,8 +526,8 @@ def compact_partition(segs: list[Path], o: CompactOptions, workdir: Path | None 
     total = None
     current = list(segs)
     result: dict[Path, tuple[list[bytes], list[TxnEntry]]] = {}
-    for n in range(1, (1 if o.single_pass else MAX_PASSES) + 1):
-        cleaner = Cleaner(current, o)
+    for n in range(1, (1 if options.single_pass else MAX_PASSES) + 1):
+        cleaner = Cleaner(current, options)
         cleaner.build_key_map()
         result = {}
         changed = False
@@ -547,7 +547,7 @@ def compact_partition(segs: list[Path], o: CompactOptions, workdir: Path | None 
         total.passes = n
         # Only markers can change in a later pass with the same clock (their transaction's
         # data went in this one): without any, this pass is final.
-        if not changed or o.single_pass or workdir is None or not cleaner.markers_written:
+        if not changed or options.single_pass or workdir is None or not cleaner.markers_written:
             break
         passdir = workdir / f"pass{n}"
         passdir.mkdir(parents=True, exist_ok=True)
@@ -568,7 +568,7 @@ def default_now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def compact_group(segs: list[Path], wanted: bool, o: CompactOptions, out_dir: Path | None, work: Path | None,
+def compact_group(segs: list[Path], wanted: bool, options: CompactOptions, out_dir: Path | None, work: Path | None,
                   index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> tuple[CompactStats | None, list[Path]]:
     """One partition: compacted (or, not ``wanted``, copied as it is) into ``out_dir`` with its
     indexes, .txnindex and the input segments' modification times; ``out_dir`` None is a dry run.
@@ -578,7 +578,7 @@ def compact_group(segs: list[Path], wanted: bool, o: CompactOptions, out_dir: Pa
 
     stats = None
     if wanted:
-        pr = compact_partition(segs, o, work)
+        pr = compact_partition(segs, options, work)
         stats, produced = pr.stats, pr.segments
     else:
         produced = {s: ([bytes(b.raw) for b in strict_batches(s)], []) for s in segs}
@@ -609,8 +609,9 @@ class CompactResult:
     segments: list[Path] = field(default_factory=list)
 
 
-def compact_job(inputs: list[Path], output: Path | None, o: CompactOptions, *, force: bool = False,
-                topics: set[str] | None = None, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> CompactResult:
+def compact_job(inputs: list[Path], output: Path | None, options: CompactOptions, *, force: bool = False,
+                topics: set[str] | None = None,
+                index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> CompactResult:
     """Compact a partition folder, segment files of one partition, or each partition of a log
     directory (``topics`` limits which; others are copied). ``output`` None: a dry run."""
 
@@ -640,7 +641,7 @@ def compact_job(inputs: list[Path], output: Path | None, o: CompactOptions, *, f
         for name, segs, wanted in groups:
             out_dir = None if root is None else (root.tmp / name if name else root.tmp)
             work = None if root is None else root.tmp / f".passes-{name or 'partition'}"
-            stats, written = compact_group(segs, wanted, o, out_dir, work, index_interval_bytes)
+            stats, written = compact_group(segs, wanted, options, out_dir, work, index_interval_bytes)
             if stats is not None:
                 result.stats.add(stats)
             result.partitions += 1

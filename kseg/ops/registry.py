@@ -66,7 +66,7 @@ def _load_folder(folder: Path) -> Registry:
         try:
             for batch in seg.batches():
                 reg.next_offset = max(reg.next_offset, batch.next_offset)
-                where = f"{seg_path} offset {batch.offset}"
+                where = f"{seg_path} offset {batch.base_offset}"
                 if batch.is_control:
                     continue
                 if batch.plugin_id is not None:

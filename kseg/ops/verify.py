@@ -184,12 +184,12 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None)
                 _check_header(c, batch)
                 lod = batch.last_offset_delta
                 assert lod is not None  # set on every v2 batch
-                batch_last = batch.offset + lod
+                batch_last = batch.base_offset + lod
             else:  # the hot loop of legacy segments: one entry per message
                 if zlib.crc32(batch.raw[LEGACY_CRC_START:]) != batch.crc or batch.attributes & ~0x0F:
                     _check_header(c, batch)
-                batch_last = batch.offset
-            first = batch.offset
+                batch_last = batch.base_offset
+            first = batch.base_offset
             wrapper_unread = False
             if quick:
                 if magic >= 2:
@@ -227,7 +227,7 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None)
             if want_summaries:
                 # A wrapper's first offset is unknown without decompressing it (quick mode).
                 summaries.append((batch.position, None if wrapper_unread else first, batch_last,
-                                  batch.timestamp, batch.size))
+                                  batch.max_timestamp, batch.size))
     except KsegError as e:  # unreadable file
         c.from_error("read", e)
         return fr, last
@@ -299,7 +299,7 @@ def _check_records(c: _Collector, b: Batch, options: VerifyOptions) -> list[Reco
 def _summary(b: Batch, records: list[Record]) -> tuple[int | None, bool, int, int]:
     if not records:
         return None, True, 0, 0
-    deltas = [r.offset - b.offset for r in records]
+    deltas = [r.offset - b.base_offset for r in records]
     ordered = all(x < y for x, y in zip(deltas, deltas[1:]))
     return max(r.stored_timestamp for r in records), ordered, min(deltas), max(deltas)
 
@@ -313,9 +313,9 @@ def _check_v2_summary(c: _Collector, b: Batch, summary: tuple[int | None, bool, 
     if b.record_count and (min_delta < 0 or max_delta > lod):
         c.error("records", b.position, "record offset deltas outside the batch's range",
                 expected=f"0..{lod}", found=f"{min_delta}..{max_delta}")
-    if b.record_count and b.timestamp_type == CREATE_TIME and max_ts != b.timestamp:
+    if b.record_count and b.timestamp_type == CREATE_TIME and max_ts != b.max_timestamp:
         c.error("timestamps", b.position, "maxTimestamp is not the largest record timestamp",
-                expected=max_ts, found=b.timestamp)
+                expected=max_ts, found=b.max_timestamp)
 
 
 def _check_control(c: _Collector, b: Batch, records: list[Record]) -> None:
@@ -347,9 +347,9 @@ def _check_wrapper(c: _Collector, b: Batch, records: list[Record], bad_crcs: lis
                found=f"{len(offsets)} messages over offsets {offsets[0]}..{offsets[-1]}")
     if b.magic == 1 and b.timestamp_type == CREATE_TIME:
         mx = max(r.stored_timestamp for r in records)
-        if mx != b.timestamp:
+        if mx != b.max_timestamp:
             c.note("timestamps", b.position, "wrapper timestamp is not the max inner timestamp "
-                   "(librdkafka writes the first)", expected=mx, found=b.timestamp)
+                   "(librdkafka writes the first)", expected=mx, found=b.max_timestamp)
 
 
 def _check_companions(c, path: Path, summaries, controls, seg: Segment) -> None:

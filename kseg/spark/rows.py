@@ -97,12 +97,12 @@ def _skip_batch(b: Batch, c: Conditions) -> bool:
     """True when no record of this batch can pass the offset/time conditions (header facts only)."""
     if c.offset_lo is not None and b.last_offset < c.offset_lo:
         return True
-    if c.offset_hi is not None and (b.magic >= 2 or b.codec == CODEC_NONE) and b.offset > c.offset_hi:
+    if c.offset_hi is not None and (b.magic >= 2 or b.codec == CODEC_NONE) and b.base_offset > c.offset_hi:
         return True
     exact_ts = b.magic >= 2 or b.codec == CODEC_NONE or b.magic == 0 or b.timestamp_type == LOG_APPEND_TIME
-    if c.time_lo is not None and exact_ts and b.timestamp < c.time_lo:
+    if c.time_lo is not None and exact_ts and b.max_timestamp < c.time_lo:
         return True
-    if c.time_hi is not None and b.timestamp > c.time_hi:
+    if c.time_hi is not None and b.max_timestamp > c.time_hi:
         if b.magic < 2 and (b.codec == CODEC_NONE or b.magic == 0 or b.timestamp_type == LOG_APPEND_TIME):
             return True
         if b.magic >= 2 and b.timestamp_type == LOG_APPEND_TIME:
@@ -207,7 +207,7 @@ class _RecordColumns:
             self.any_sequence = True
         self.batch_rows.append((s.topic, s.partition, s.path, tt, b.magic, codec, b.position,
                                 b.partition_leader_epoch, b.producer_id, b.producer_epoch, txn, control,
-                                seq, b.offset))
+                                seq, b.base_offset))
         self.n += n
         self.run_ends.append(self.n)
         if n == 1:
@@ -313,18 +313,18 @@ def batch_tuples(s: Slice, cond: Conditions | None, opts: ReadOptions) -> Iterat
     for b in slice_batches(s, None, opts):
         v2 = b.magic >= 2
         if v2:
-            first, last, count = b.offset, b.last_offset, b.record_count or 0
+            first, last, count = b.base_offset, b.last_offset, b.record_count or 0
         elif b.codec != CODEC_NONE:
             records = _records(b, opts)
             if isinstance(records, KsegError):
                 if opts.mode == "failfast":
                     raise records.located(file=s.path)
                 continue
-            first, last, count = records[0].offset, b.offset, len(records)
+            first, last, count = records[0].offset, b.base_offset, len(records)
         else:
-            first, last, count = b.offset, b.offset, 1
+            first, last, count = b.base_offset, b.base_offset, 1
         yield (s.topic, s.partition, s.path, b.position, first, last, count, b.magic, b.codec_name,
-               b.timestamp_type_name, b.timestamp, b.size, b.crc, b.crc_valid,
+               b.timestamp_type_name, b.max_timestamp, b.size, b.crc, b.crc_valid,
                b.partition_leader_epoch, b.producer_id, b.producer_epoch, b.base_sequence,
                b.is_transactional if v2 else None, b.is_control if v2 else None,
                b.delete_horizon_ms if v2 else None)

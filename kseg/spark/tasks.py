@@ -83,7 +83,7 @@ def verify_task(options: Any, registry: str | None, item: tuple[str, bool, Any])
             seg = Segment(p)
             b = next(seg.batches(chunk_size=1 << 16), None)
             if b is not None:
-                unread, first = b.magic < 2 and b.codec != 0, b.offset
+                unread, first = b.magic < 2 and b.codec != 0, b.base_offset
         return VerifyResult(fr, last, unread, first, _info(t0, c0))
     except KsegError as e:
         return Failed(e)
