@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from crc32c import crc32c
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from kseg.cli.main import main
@@ -41,7 +41,7 @@ from kseg.model import make_record
 from kseg.log.records import batch_records
 from kseg.log.segment import Segment, partition_segments, segment_file_name
 
-from conftest import REALDATA
+from conftest import REALDATA, examples
 
 T0 = 1_700_000_000_000
 OFFSETS_PARTITIONS = 50  # offsets.topic.num.partitions default; the metadata logs below agree
@@ -161,7 +161,7 @@ def test_kafka_json_is_jacksons_text():
     assert to_snake_upper("ClearElrRecord") == "CLEAR_ELR_RECORD"
 
 
-@settings(max_examples=300, deadline=None)
+@examples(300)
 @given(key=st.one_of(st.none(), st.binary(max_size=40)), value=st.one_of(st.none(), st.binary(max_size=80)),
        control=st.booleans(), family=st.sampled_from(["offsets", "transactions", "metadata"]))
 def test_decoders_never_raise(key, value, control, family):
@@ -174,7 +174,7 @@ def test_decoders_never_raise(key, value, control, family):
             part.describe()
 
 
-@settings(max_examples=200, deadline=None)
+@examples(200)
 @given(st.data())
 def test_decoders_never_raise_on_damaged_real_records(data):
     """Real records cut, extended and with a byte flipped: decoded or raw with a note."""

@@ -22,7 +22,7 @@ import struct
 import construct
 import pytest
 from crc32c import crc32c
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import kseg
@@ -52,6 +52,7 @@ from kseg.log.records import payload_bytes
 from conftest import (
     FIXTURES_LOGDIR,
     REALDATA,
+    examples,
     fixture_logs,
     ids,
     log_like_vectors,
@@ -250,7 +251,7 @@ def test_sarama_end_txn_marker_values(name, epoch) -> None:
 # --------------------------------------------------------------------------- records, both ways (hypothesis)
 
 
-@settings(max_examples=60, deadline=None)
+@examples(60)
 @given(records=v2_records(max_size=4), attrs=st.integers(0, 127))
 def test_record_v2_schema_builds_what_kseg_encodes(records, attrs) -> None:
     base_offset, base_ts = records[0].offset, records[0].stored_timestamp
@@ -361,7 +362,7 @@ def test_derived_layout_matches_its_schema(name, schema) -> None:
 
 
 @pytest.mark.parametrize("name,schema", DERIVED, ids=[d[0] for d in DERIVED])
-@settings(max_examples=40, deadline=None)
+@examples(40)
 @given(data=st.data())
 def test_derived_layout_unpacks_like_the_schema(name, schema, data) -> None:
     layout = getattr(layouts, name)
