@@ -21,8 +21,7 @@ VarLong = ZigZag
 MAX_VARINT_BYTES = 5
 MAX_VARLONG_BYTES = 10
 
-# Java's int16/int32/int64 ranges: the bounds of Kafka's fixed-width fields.
-INT16_MIN, INT16_MAX = -(1 << 15), (1 << 15) - 1
+# Java's int32 and int64 ranges: the bounds of Kafka's fixed-width fields.
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 

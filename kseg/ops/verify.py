@@ -33,6 +33,7 @@ from kseg.model import Batch, Record
 MAX_NOTES_PER_KIND = 20
 # Attribute bits no format defines (v2: bit 7 and 12-15; bits 8-11 are kseg's plugin id).
 V2_UNDEFINED_BITS = 0xF080
+LEGACY_UNDEFINED_BITS = ~(CODEC_MASK | TIMESTAMP_TYPE_MASK)
 
 
 # The name verify has always given its findings.
@@ -186,7 +187,7 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None)
                 assert lod is not None  # set on every v2 batch
                 batch_last = batch.base_offset + lod
             else:  # the hot loop of legacy segments: one entry per message
-                if zlib.crc32(batch.raw[LEGACY_CRC_START:]) != batch.crc or batch.attributes & ~0x0F:
+                if zlib.crc32(batch.raw[LEGACY_CRC_START:]) != batch.crc or batch.attributes & LEGACY_UNDEFINED_BITS:
                     _check_header(c, batch)
                 batch_last = batch.base_offset
             first = batch.base_offset
@@ -271,7 +272,7 @@ def _check_header(c: _Collector, b: Batch) -> None:
         if b.codec != CODEC_PLUGIN and b.attributes & PLUGIN_ID_MASK:
             c.note("attributes", b.position + V2_ATTRIBUTES_POSITION, "plugin id bits set on a non-plugin codec",
                    found=f"{b.attributes:#06x}")
-    elif b.attributes & ~(CODEC_MASK | TIMESTAMP_TYPE_MASK):
+    elif b.attributes & LEGACY_UNDEFINED_BITS:
         c.note("attributes", b.position + LEGACY_ATTRIBUTES_POSITION, "undefined attribute bits set", found=f"{b.attributes:#04x}")
 
 
