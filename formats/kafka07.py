@@ -13,6 +13,8 @@ Offsets are byte positions; a file is named after its starting byte position.
 from construct import Bytes, If, Int8sb, Int32sb, Int32ub, Struct, this
 
 SIZE_FIELD = 4
+# Bytes from magic to the payload (magic, attributes for magic 1, crc): the smallest size.
+PAYLOAD_START = {0: 5, 1: 6}
 
 Kafka07Header = Struct(
     "size" / Int32sb,
@@ -24,5 +26,5 @@ Kafka07Message = Struct(
     "magic" / Int8sb,
     "attributes" / If(this.magic == 1, Int8sb),
     "crc" / Int32ub,
-    "payload" / Bytes(lambda ctx: ctx.size - (6 if ctx.magic == 1 else 5)),
+    "payload" / Bytes(lambda ctx: ctx.size - PAYLOAD_START[ctx.magic]),
 )

@@ -8,13 +8,26 @@
 
 from construct import Bytes, Int8sb, Int32sb, Int64sb, Struct
 
+from .message_v0v1 import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
+from .record_batch_v2 import BATCH_LENGTH_MIN
+
 LOG_OVERHEAD = 12
 HEADER_SIZE_UP_TO_MAGIC = 17
+SIZE_POSITION = 8
 MAGIC_POSITION = 16
 
-LogEntryPrefix = Struct(
+# The framing every entry starts with: its offset and the size of the rest.
+EntryFraming = Struct(
     "offset" / Int64sb,
     "size" / Int32sb,
+)
+
+LogEntryPrefix = Struct(
+    *EntryFraming.subcons,
     "crc_or_epoch" / Bytes(4),
     "magic" / Int8sb,
 )
+
+
+# The smallest legal ``size`` field per magic: an empty v0/v1 message, an empty v2 batch.
+MIN_SIZE_BY_MAGIC = {0: RECORD_OVERHEAD_V0, 1: RECORD_OVERHEAD_V1, 2: BATCH_LENGTH_MIN}

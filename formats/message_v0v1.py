@@ -19,7 +19,9 @@ RECORD_OVERHEAD_V0 = 14  # smallest legal size field
 RECORD_OVERHEAD_V1 = 22
 # Bytes from the entry start to the key length: 18 (v0), 26 (v1).
 KEY_LENGTH_POSITION = {0: 18, 1: 26}
+CRC_POSITION = 12
 CRC_START = 16  # the CRC covers entry bytes [16, end)
+ATTRIBUTES_POSITION = 17
 V1_TIMESTAMP_POSITION = 18
 
 # Fixed headers, from which the fast struct layouts are derived.

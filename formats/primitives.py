@@ -9,7 +9,6 @@ from construct import (
     FocusedSeq,
     If,
     Bytes,
-    Int16sb,
     Int32sb,
     Rebuild,
     ZigZag,
@@ -21,6 +20,10 @@ VarLong = ZigZag
 
 MAX_VARINT_BYTES = 5
 MAX_VARLONG_BYTES = 10
+
+# Java's int32 and int64 ranges: the bounds of Kafka's fixed-width fields.
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def _nullable_bytes(length_field):
@@ -36,9 +39,3 @@ def _nullable_bytes(length_field):
 VarNullableBytes = _nullable_bytes(VarInt)
 # v0/v1 message key/value: int32 length, -1 = null.
 Int32NullableBytes = _nullable_bytes(Int32sb)
-# Length-prefixed non-null bytes with an int16 length (strings in snapshot files).
-Int16Bytes = FocusedSeq(
-    "data",
-    "length" / Rebuild(Int16sb, lambda ctx: len(ctx.data)),
-    "data" / Bytes(this.length),
-)

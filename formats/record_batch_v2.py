@@ -49,7 +49,6 @@ LAST_OFFSET_DELTA_POSITION = 23
 BASE_TIMESTAMP_POSITION = 27
 MAX_TIMESTAMP_POSITION = 35
 RECORD_COUNT_POSITION = 57
-MAX_RECORD_OVERHEAD = 21
 
 RecordBatchV2Header = Struct(
     "base_offset" / Int64sb,
@@ -87,6 +86,3 @@ RecordV2Body = Struct(
 )
 
 RecordV2 = Prefixed(VarInt, RecordV2Body)
-
-# Used by the writer for the fields after the CRC (what the CRC covers, header part).
-RecordBatchV2CrcCovered = Struct(*RecordBatchV2Header.subcons[5:])

@@ -21,11 +21,11 @@ from kseg.errors import (
     TruncatedError,
     UnsupportedCodecError,
 )
-from kseg.log import encode  # kseg.encode.build_v2_batch & co.: the public builders
+from kseg.log import encode  # noqa: F401 - kseg.encode.build_v2_batch & co.: the public builders
 from kseg.log.records import batch_records
 from kseg.log.segment import Partition, Segment, open_log_dir, open_partition, open_segment
 from kseg.model import Batch, Header, Record, make_record
-from kseg.ops import registry as _registry  # installs the plugin registry reader in kseg.codecs.plugins
+from kseg.ops import registry as _registry  # noqa: F401 - installs the plugin registry reader in kseg.codecs.plugins
 
 __version__ = "0.1.0"
 

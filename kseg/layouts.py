@@ -13,11 +13,13 @@ from typing import NamedTuple
 import construct
 
 from kseg.formats import (
+    attributes,
     control_record,
     index_files,
     kafka07,
     log_entry,
     message_v0v1,
+    primitives,
     producer_snapshot,
     record_batch_v2,
 )
@@ -60,6 +62,18 @@ def derive(schema: construct.Struct) -> Layout:
     return layout
 
 
+def positions(schema: construct.Struct) -> dict[str, int]:
+    """The byte position of every named field of a fixed-size construct Struct."""
+    out = {}
+    pos = 0
+    for sub in schema.subcons:
+        if sub.name is not None:
+            out[sub.name] = pos
+        pos += sub.sizeof()
+    return out
+
+
+ENTRY_FRAMING = derive(log_entry.EntryFraming)
 LOG_ENTRY_PREFIX = derive(log_entry.LogEntryPrefix)
 BATCH_V2_HEADER = derive(record_batch_v2.RecordBatchV2Header)
 MESSAGE_V0_HEADER = derive(message_v0v1.MessageV0Header)
@@ -74,3 +88,39 @@ ABORTED_TXN_ENTRY = derive(index_files.AbortedTxnEntry)
 KAFKA07_HEADER = derive(kafka07.Kafka07Header)
 SNAPSHOT_HEADER = derive(producer_snapshot.ProducerSnapshotHeader)
 SNAPSHOT_ENTRY = derive(producer_snapshot.ProducerSnapshotEntry)
+
+
+def accelerator_layout() -> dict[str, int]:
+    """Every position, size and mask the C accelerator uses, from the schemas
+    (``kseg.log.fast`` hands them to ``_speedups.configure`` at import)."""
+    entry = positions(log_entry.LogEntryPrefix)
+    legacy = positions(message_v0v1.MessageV1Header)
+    v2 = positions(record_batch_v2.RecordBatchV2Header)
+    return {
+        "log_overhead": ENTRY_FRAMING.size,
+        "prefix_size": LOG_ENTRY_PREFIX.size,
+        "size_at": entry["size"],
+        "magic_at": entry["magic"],
+        "min_size_v0": log_entry.MIN_SIZE_BY_MAGIC[0],
+        "min_size_v1": log_entry.MIN_SIZE_BY_MAGIC[1],
+        "min_size_v2": log_entry.MIN_SIZE_BY_MAGIC[2],
+        "legacy_crc_at": legacy["crc"],
+        "legacy_crc_start": legacy["magic"],
+        "legacy_attributes_at": legacy["attributes"],
+        "v1_timestamp_at": legacy["timestamp"],
+        "v0_key_length_at": MESSAGE_V0_HEADER.size,
+        "v1_key_length_at": MESSAGE_V1_HEADER.size,
+        "v2_leader_epoch_at": v2["partition_leader_epoch"],
+        "v2_crc_at": v2["crc"],
+        "v2_attributes_at": v2["attributes"],
+        "v2_last_offset_delta_at": v2["last_offset_delta"],
+        "v2_base_timestamp_at": v2["base_timestamp"],
+        "v2_max_timestamp_at": v2["max_timestamp"],
+        "v2_producer_id_at": v2["producer_id"],
+        "v2_producer_epoch_at": v2["producer_epoch"],
+        "v2_base_sequence_at": v2["base_sequence"],
+        "v2_record_count_at": v2["record_count"],
+        "codec_mask": attributes.CODEC_MASK,
+        "max_varint_bytes": primitives.MAX_VARINT_BYTES,
+        "max_varlong_bytes": primitives.MAX_VARLONG_BYTES,
+    }

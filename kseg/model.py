@@ -9,6 +9,7 @@ the hot path, which is several times cheaper than a frozen dataclass's
 from __future__ import annotations
 
 import zlib
+from collections import _tuplegetter  # type: ignore[attr-defined]
 from typing import Callable, NamedTuple
 
 from crc32c import crc32c
@@ -18,18 +19,20 @@ from kseg.formats.attributes import (
     CODEC_NAMES,
     CODEC_PLUGIN,
     CONTROL_MASK,
+    CREATE_TIME,
     DELETE_HORIZON_MASK,
+    LOG_APPEND_TIME,
     NO_SEQUENCE,
+    NO_TIMESTAMP_TYPE,
     PLUGIN_ID_MASK,
     PLUGIN_ID_SHIFT,
+    TIMESTAMP_TYPE_MASK,
     TIMESTAMP_TYPE_NAMES,
     TRANSACTIONAL_MASK,
 )
 from kseg.formats.message_v0v1 import CRC_START as LEGACY_CRC_START
+from kseg.formats.primitives import INT32_MAX
 from kseg.formats.record_batch_v2 import CRC_START as V2_CRC_START
-
-INT32_MAX = 0x7FFFFFFF
-
 
 # The alias of a plugin id, for ``Batch.codec_name``: the plugin registry lives in
 # ``kseg.codecs.plugins``, above this module, which installs its lookup here.
@@ -97,18 +100,21 @@ def make_record(
 class Batch(NamedTuple):
     """One top-level entry of a .log file: a v2 batch or a v0/v1 message (maybe a wrapper).
 
-    Offsets: for v2, ``offset`` is baseOffset; for legacy entries it is the
-    stored message offset, which for a compressed wrapper is the last inner offset.
+    ``base_offset`` and ``max_timestamp`` are the v2 batch header's baseOffset and
+    maxTimestamp. A legacy entry has one offset and one timestamp, stored in the
+    same places: ``base_offset`` is its message offset (for a compressed wrapper,
+    the last inner offset), ``max_timestamp`` its timestamp (v1; -1 for v0).
+    ``offset`` and ``timestamp`` are older names of the same two fields.
     ``raw`` is the whole entry (framing included) as stored.
     """
 
     position: int
     size: int
     magic: int
-    offset: int
+    base_offset: int
     crc: int
     attributes: int
-    timestamp: int  # v2: maxTimestamp; v1: the message timestamp; v0: -1
+    max_timestamp: int
     raw: memoryview
     # v2 only (None on legacy entries)
     partition_leader_epoch: int | None = None
@@ -118,6 +124,17 @@ class Batch(NamedTuple):
     producer_epoch: int | None = None
     base_sequence: int | None = None
     record_count: int | None = None
+
+    # --- the older names of base_offset and max_timestamp ---------------
+    @property
+    def offset(self) -> int:
+        """The older name of ``base_offset``."""
+        return self.base_offset
+
+    @property
+    def timestamp(self) -> int:
+        """The older name of ``max_timestamp``."""
+        return self.max_timestamp
 
     # --- derived facts -------------------------------------------------
     @property
@@ -152,16 +169,13 @@ class Batch(NamedTuple):
     def timestamp_type(self) -> int:
         """-1 NoTimestampType (v0), 0 CreateTime, 1 LogAppendTime."""
         if self.magic == 0:
-            return -1
-        return (self.attributes >> 3) & 1
+            return NO_TIMESTAMP_TYPE
+        return LOG_APPEND_TIME if self.attributes & TIMESTAMP_TYPE_MASK else CREATE_TIME
 
     @property
     def timestamp_type_name(self) -> str:
         return TIMESTAMP_TYPE_NAMES[self.timestamp_type]
 
-    @property
-    def max_timestamp(self) -> int:
-        return self.timestamp
 
     @property
     def is_transactional(self) -> bool:
@@ -184,8 +198,8 @@ class Batch(NamedTuple):
         if self.magic >= 2:
             lod = self.last_offset_delta
             assert lod is not None  # set on every v2 batch
-            return self.offset + lod
-        return self.offset
+            return self.base_offset + lod
+        return self.base_offset
 
     @property
     def next_offset(self) -> int:
@@ -209,6 +223,13 @@ class Batch(NamedTuple):
         return self.computed_crc() == self.crc
 
 
+# The older names, read at the speed of the fields themselves (namedtuple's own getter,
+# no Python frame, same docstrings); type checkers see the properties above.
+for _old, _field in (("offset", "base_offset"), ("timestamp", "max_timestamp")):
+    setattr(Batch, _old, _tuplegetter(Batch._fields.index(_field), getattr(Batch, _old).__doc__))
+del _old, _field
+
+
 def _add_sequence(base: int, delta: int) -> int:
     if base > INT32_MAX - delta:
         return delta - (INT32_MAX - base) - 1
@@ -219,4 +240,4 @@ def record_sequence(batch: Batch, record: Record) -> int:
     """A v2 record's sequence: baseSequence + offsetDelta with the int32 wrap, or -1."""
     if batch.base_sequence is None or batch.base_sequence == NO_SEQUENCE:
         return NO_SEQUENCE
-    return _add_sequence(batch.base_sequence, record.offset - batch.offset)
+    return _add_sequence(batch.base_sequence, record.offset - batch.base_offset)

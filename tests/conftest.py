@@ -3,8 +3,8 @@ down beside it (SOURCES.md, vectors.md), hypothesis strategies for records,
 and a switch between kseg's C accelerator and its pure-Python reference.
 
 Rules: the real data under /work/shared is read-only (tests copy what they
-mutate into tmp_path); a missing data folder skips, it never fails; nothing
-here changes global hypothesis or pytest behaviour for other test modules.
+mutate into tmp_path); a missing data folder skips, it never fails; the only
+global setting made here is the hypothesis profile (see ``examples``).
 """
 
 from __future__ import annotations
@@ -18,12 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 import kseg
 from kseg.log import fast
 from kseg.log.control import control_info
 from kseg.errors import KsegError
+from kseg.formats.primitives import INT32_MAX, INT64_MAX, INT64_MIN
 from kseg.model import Header, Record, make_record
 
 REPO = Path(__file__).resolve().parent.parent
@@ -42,8 +44,26 @@ REALDATA = SHARED / "realdata"
 SPEC_VECTORS_DIR = SHARED / "spec" / "vectors"
 FIXTURES_LOGDIR = REPO / "fixtures" / "logdir"
 
-INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
-INT32_MAX = (1 << 31) - 1
+
+
+# --------------------------------------------------------------------------- hypothesis profiles
+
+# ``fast`` is the default (``make test``); ``HYPOTHESIS_PROFILE=nightly`` runs every
+# property test with 20 times as many examples. No deadline: examples that build
+# and decode whole segments are slow by design, and a shared machine is noisy.
+FAST_EXAMPLES = 100
+settings.register_profile(
+    "fast", max_examples=FAST_EXAMPLES, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+settings.register_profile("nightly", settings.get_profile("fast"), max_examples=20 * FAST_EXAMPLES)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "fast")
+
+
+def examples(n: int) -> settings:
+    """A test's weight: ``n`` examples under the ``fast`` profile, scaled with the loaded one
+    (cheap properties take more than the default, whole-segment round trips fewer)."""
+    return settings(max_examples=max(1, n * settings.default.max_examples // FAST_EXAMPLES))
 
 
 # --------------------------------------------------------------------------- C / Python switch

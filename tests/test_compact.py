@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from conftest import examples
 
 from kseg.cli.main import main
 from kseg.log.encode import build_legacy_message, build_legacy_wrapper, build_v2_batch
@@ -176,8 +177,7 @@ def partitions(draw):
     return Partition(segs)
 
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                           HealthCheck.too_slow])
+SETTINGS = examples(40)
 
 
 @SETTINGS

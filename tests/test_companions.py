@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 from crc32c import crc32c
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from conftest import examples
 
 from kseg.companions.read import (
     AbortedTxn,
@@ -37,9 +38,9 @@ from kseg.companions.read import (
     read_txn_index,
 )
 from kseg.errors import DataError, IndexFileError, InputError, KsegError, TruncatedError
+from kseg.findings import Finding
 from kseg.companions.check import (
     BatchSummary,
-    IndexFinding,
     check_producer_snapshot,
     check_segment_companions,
     check_standalone,
@@ -90,15 +91,15 @@ def pack_snapshot(entries, *, version=1, crc=None, count=None) -> bytes:
     return SNAPSHOT_HEADER.struct.pack(version, stored, n) + rows
 
 
-def errors(findings: list[IndexFinding]) -> list[IndexFinding]:
+def errors(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.severity == "error"]
 
 
-def notes(findings: list[IndexFinding]) -> list[IndexFinding]:
+def notes(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.severity == "note"]
 
 
-def only_error(findings: list[IndexFinding], text: str) -> IndexFinding:
+def only_error(findings: list[Finding], text: str) -> Finding:
     errs = errors(findings)
     assert len(errs) == 1, errs
     assert text in errs[0].message, errs[0]
@@ -718,7 +719,7 @@ PARSERS = [
 ]
 
 
-@settings(max_examples=300, deadline=None)
+@examples(300)
 @given(data=st.binary(max_size=300), which=st.integers(0, len(PARSERS) - 1))
 def test_random_bytes_raise_only_kseg_errors(data, which):
     try:
@@ -727,7 +728,7 @@ def test_random_bytes_raise_only_kseg_errors(data, which):
         pass
 
 
-@settings(max_examples=200, deadline=None)
+@examples(200)
 @given(rows=st.lists(st.tuples(st.integers(-(2**63), 2**63 - 1), st.integers(-(2**15), 2**15 - 1),
                                st.integers(-(2**31), 2**31 - 1)), max_size=4),
        cut=st.integers(0, 200), junk=st.binary(max_size=8))
@@ -741,7 +742,7 @@ def test_snapshot_mutations_raise_only_kseg_errors(rows, cut, junk):
         assert snap.version == 1
 
 
-@settings(max_examples=200, deadline=None)
+@examples(200)
 @given(data=st.binary(max_size=200), base=st.integers(0, 2**40))
 def test_checks_never_raise(data, base):
     log = [(0, base, base + 3), (100, base + 4, base + 9)]
@@ -751,7 +752,7 @@ def test_checks_never_raise(data, base):
     producer_snapshot_findings(data, "x", base)
 
 
-@settings(max_examples=200, deadline=None)
+@examples(200)
 @given(text=st.text(alphabet="0123456789 -+\n\r\t:abc_", max_size=60))
 def test_text_parsers_raise_only_data_errors(text):
     for parse in (parse_leader_epoch_checkpoint, parse_partition_metadata):

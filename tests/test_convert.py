@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from conftest import examples
 
 from kseg.cli.main import main
 from kseg.codecs import get_codec
@@ -265,7 +266,7 @@ def test_killed_write_leaves_no_output(tmp_path):
     assert hashlib.sha256((src / "00000000000000000000.log").read_bytes()).hexdigest() == before
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@examples(25)
 @given(case=st.sampled_from([c for c in CASES if c[0] < 2]), n=st.integers(1, 4), per=st.integers(1, 6),
        first=st.integers(0, 10**9))
 def test_property_up_then_down_keeps_offsets_keys_values(tmp_path_factory, case, n, per, first):

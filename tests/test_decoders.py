@@ -24,24 +24,23 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import REALDATA, REPO, examples
 from crc32c import crc32c
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from kseg.cli.main import main
+from kseg.companions.build import build_txn_index
 from kseg.companions.read import read_producer_snapshot
 from kseg.decoders import FAMILIES, DecodedRecord, decode_record, family_for
 from kseg.decoders.metadata import decode_metadata_value
 from kseg.decoders.schema import F, M, SchemaError, decode, kafka_json, to_snake_upper, uuid_str
-from kseg.ops.dump import file_kind
-from kseg.log.encode import build_v2_batch
-from kseg.companions.build import build_txn_index
 from kseg.layouts import CONTROL_KEY, END_TXN_MARKER, SNAPSHOT_ENTRY, SNAPSHOT_HEADER
-from kseg.model import make_record
+from kseg.log.encode import build_v2_batch
 from kseg.log.records import batch_records
 from kseg.log.segment import Segment, partition_segments, segment_file_name
-
-from conftest import REALDATA, REPO
+from kseg.model import make_record
+from kseg.ops.dump import file_kind
 
 T0 = 1_700_000_000_000
 OFFSETS_PARTITIONS = 50  # offsets.topic.num.partitions default; the metadata logs below agree
@@ -161,7 +160,7 @@ def test_kafka_json_is_jacksons_text():
     assert to_snake_upper("ClearElrRecord") == "CLEAR_ELR_RECORD"
 
 
-@settings(max_examples=300, deadline=None)
+@examples(300)
 @given(key=st.one_of(st.none(), st.binary(max_size=40)), value=st.one_of(st.none(), st.binary(max_size=80)),
        control=st.booleans(), family=st.sampled_from(FAMILIES))
 def test_decoders_never_raise(key, value, control, family):
@@ -176,7 +175,7 @@ def test_decoders_never_raise(key, value, control, family):
             part.describe()
 
 
-@settings(max_examples=200, deadline=None)
+@examples(200)
 @given(st.data())
 def test_decoders_never_raise_on_damaged_real_records(data):
     """Real records cut, extended and with a byte flipped: decoded or raw with a note."""
@@ -199,7 +198,7 @@ def test_decoders_never_raise_on_damaged_real_records(data):
 INTERNAL_LOGS = sorted((REPO / "fixtures" / "internal").glob("__*-0/*.log"))
 
 
-@settings(max_examples=300, deadline=None)
+@examples(300)
 @given(st.data())
 def test_decoders_never_raise_on_damaged_internal_records(data):
     """Every record of fixtures/internal (all families), its key or value cut, extended and

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 from crc32c import crc32c
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from kafka.record import MemoryRecords, MemoryRecordsBuilder
 from kafka.record.default_records import DefaultRecordBatchBuilder
@@ -41,15 +41,14 @@ from kseg.log.control import control_info
 from kseg.log.encode import build_legacy_message, build_legacy_wrapper, build_v2_batch
 from kseg.model import make_record
 
-from conftest import INT32_MAX, headers_st, keys_or_values, legacy_records, timestamps, v2_records
+from conftest import INT32_MAX, examples, headers_st, keys_or_values, legacy_records, timestamps, v2_records
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
 MAGIC_CODECS = [(m, c) for m in (0, 1, 2) for c in CODEC_NAMES if c != ZSTD or m == 2]
 MC_IDS = [f"m{m}-{CODEC_NAMES[c]}" for m, c in MAGIC_CODECS]
 
-ORACLE_SETTINGS = settings(max_examples=15, deadline=None,
-                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+ORACLE_SETTINGS = examples(15)
 
 LOG_APPEND_TIME = 1_800_000_000_000
 
@@ -365,7 +364,7 @@ def test_kafka_python_reads_kseg_legacy_wrappers(magic, codec, data, log_append)
     assert [(r.offset, r.key, r.value) for r in got] == [(r.offset, r.key, r.value) for r in records]
 
 
-@settings(max_examples=30, deadline=None)
+@examples(30)
 @given(key=keys_or_values, value=keys_or_values, headers=headers_st, ts=timestamps)
 def test_single_record_bytes_equal_kafka_python(key, value, headers, ts) -> None:
     """Uncompressed v2: kseg and kafka-python write the same bytes (except the fields

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import kseg
@@ -45,7 +45,7 @@ from kseg.log.rebuild import rebuild_entry
 from kseg.log.records import check_v2_batch_records
 from kseg.log.segment import Segment
 
-from conftest import REALDATA, spec_vectors
+from conftest import REALDATA, examples, spec_vectors
 
 LIMIT = 1 << 20  # decompression limit for fuzzed batches
 TIME_LIMIT = 10  # seconds for one walk + decode; a hang fails the test
@@ -135,26 +135,17 @@ def time_limit(seconds: float):
         signal.signal(signal.SIGALRM, old)
 
 
-KNOWN_POSITIONLESS: set[str] = set()
-KNOWN_ENTRY_RELATIVE: set[str] = set()
-
-
 def decode_everything(batches) -> int:
     """Decode every batch every way kseg offers; only KsegError may escape. Returns records seen."""
     n = 0
     for b in batches:
-        assert b.computed_crc() >= 0 and isinstance(b.crc_valid, bool)
+        assert b.crc_valid is (b.computed_crc() == b.crc)
         _ = (b.codec_name, b.timestamp_type_name, b.last_offset, b.last_sequence, b.delete_horizon_ms)
         try:
             records = kseg.batch_records(b, limit=LIMIT)
         except KsegError as e:
-            if e.position is None:
-                # known bug, see test_negative_record_count_error_has_a_position
-                assert e.message in KNOWN_POSITIONLESS, f"{type(e).__name__} without a byte position: {e}"
-                continue
+            assert e.position is not None, f"{type(e).__name__} without a byte position: {e}"
             # The upper bound (inside the batch) is test_error_position_stays_inside_the_batch.
-            if b.magic < 2 and b.codec and e.message in KNOWN_ENTRY_RELATIVE:
-                continue  # known bug, see test_legacy_wrapper_value_error_is_a_file_position
             assert e.position >= b.position, (e.position, b.position, b.size)
             continue
         n += len(records)
@@ -271,8 +262,7 @@ def test_junk_after_a_valid_segment(name, decoder_path) -> None:
 mutation = st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(1, 255)), min_size=1, max_size=6)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                    HealthCheck.too_slow])
+@examples(150)
 @given(name=st.sampled_from(NAMES), flips=mutation, cut=st.one_of(st.none(), st.integers(0, 1 << 20)),
        junk=st.binary(max_size=24), insert=st.one_of(st.none(), st.tuples(st.integers(0, 1 << 20), st.binary(
            min_size=1, max_size=5))))
@@ -294,7 +284,7 @@ HOT_FIELDS_V2 = [8, 9, 10, 11, 16, 21, 22, 23, 57, 58, 59, 60, 61, 62, 63, 64]
 HOT_FIELDS_LEGACY = [8, 9, 10, 11, 16, 17, 18, 19, 20, 21, 26, 27, 28, 29]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@examples(150)
 @given(name=st.sampled_from(sorted(k for k in SAMPLES if k.startswith("built-"))), data=st.data())
 def test_hot_field_mutations_raise_only_kseg_errors(decoder_path, name, data) -> None:
     buf = bytearray(SAMPLES[name])
@@ -312,7 +302,7 @@ def test_hot_field_mutations_raise_only_kseg_errors(decoder_path, name, data) ->
     walk_bytes(bytes(buf))
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@examples(200)
 @given(data=st.binary(max_size=200), count=st.integers(-3, (1 << 31) - 1), base=st.integers(-(1 << 62), 1 << 62),
        lat=st.one_of(st.none(), st.integers(-1, 1 << 50)))
 def test_random_record_bytes_raise_only_kseg_errors(decoder_path, data, count, base, lat) -> None:
@@ -323,7 +313,7 @@ def test_random_record_bytes_raise_only_kseg_errors(decoder_path, data, count, b
             fast.check_v2_records(data, base, count)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@examples(200)
 @given(body=st.binary(min_size=14, max_size=80), magic=st.sampled_from([0, 1]), attrs=st.integers(0, 255))
 def test_random_legacy_messages_raise_only_kseg_errors(decoder_path, body, magic, attrs) -> None:
     buf = bytearray(struct.pack(">qi", 5, len(body)) + body)
@@ -444,7 +434,7 @@ def test_cli_dump_undecodable_batch_is_one_error_line(tmp_path) -> None:
     assert line.startswith(f"kseg: error: {path}: at byte 0")
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@examples(40)
 @given(name=st.sampled_from(NAMES), flips=mutation, cut=st.integers(0, 1 << 20))
 def test_cli_fuzz_never_tracebacks(tmp_path_factory, name, flips, cut) -> None:
     buf = bytearray(SAMPLES[name])

@@ -14,7 +14,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import kseg
@@ -34,6 +34,7 @@ from conftest import (
     INT64_MAX,
     INT64_MIN,
     REALDATA,
+    examples,
     fixture_logs,
     ids,
     legacy_records,
@@ -50,7 +51,7 @@ CODECS = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"
 MAGIC_CODECS = [(m, c) for m in (0, 1, 2) for c in CODECS if c != ZSTD or m == 2]
 MC_IDS = [f"m{m}-{CODECS[c]}" for m, c in MAGIC_CODECS]
 
-RT_SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+RT_SETTINGS = examples(25)
 
 
 def assert_rebuilds(path: Path) -> int:
@@ -177,7 +178,6 @@ def test_v2_header_fields_round_trip(codec, records, txn, log_append, horizon, p
     assert rebuild_entry(b) == raw
 
 
-@settings(max_examples=100, deadline=None)
 @given(
     base_offset=st.integers(INT64_MIN // 2, INT64_MAX // 2),
     base_ts=st.integers(INT64_MIN // 2, INT64_MAX // 2),

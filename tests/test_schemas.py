@@ -22,7 +22,7 @@ import struct
 import construct
 import pytest
 from crc32c import crc32c
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import kseg
@@ -52,6 +52,7 @@ from kseg.log.records import payload_bytes
 from conftest import (
     FIXTURES_LOGDIR,
     REALDATA,
+    examples,
     fixture_logs,
     ids,
     log_like_vectors,
@@ -250,7 +251,7 @@ def test_sarama_end_txn_marker_values(name, epoch) -> None:
 # --------------------------------------------------------------------------- records, both ways (hypothesis)
 
 
-@settings(max_examples=60, deadline=None)
+@examples(60)
 @given(records=v2_records(max_size=4), attrs=st.integers(0, 127))
 def test_record_v2_schema_builds_what_kseg_encodes(records, attrs) -> None:
     base_offset, base_ts = records[0].offset, records[0].stored_timestamp
@@ -361,7 +362,7 @@ def test_derived_layout_matches_its_schema(name, schema) -> None:
 
 
 @pytest.mark.parametrize("name,schema", DERIVED, ids=[d[0] for d in DERIVED])
-@settings(max_examples=40, deadline=None)
+@examples(40)
 @given(data=st.data())
 def test_derived_layout_unpacks_like_the_schema(name, schema, data) -> None:
     layout = getattr(layouts, name)
@@ -405,6 +406,7 @@ def test_spec_constants_agree_with_schemas() -> None:
 
 def test_field_position_constants_match_the_schemas() -> None:
     """The byte positions used on hot paths are the schemas' own field offsets."""
+    from kseg.formats import log_entry as e
     from kseg.formats import message_v0v1 as m
     from kseg.formats import record_batch_v2 as r
 
@@ -416,6 +418,15 @@ def test_field_position_constants_match_the_schemas() -> None:
             pos += sub.sizeof()
         raise KeyError(name)
 
+    for schema in (e.LogEntryPrefix, r.RecordBatchV2Header, m.MessageV0Header, m.MessageV1Header):
+        assert layouts.positions(schema) == {s.name: offset_of(schema, s.name) for s in schema.subcons}
+    assert offset_of(e.LogEntryPrefix, "size") == e.SIZE_POSITION
+    assert offset_of(e.LogEntryPrefix, "magic") == e.MAGIC_POSITION
+    assert e.EntryFraming.sizeof() == e.LOG_OVERHEAD == 12
+    assert e.MIN_SIZE_BY_MAGIC == {0: 14, 1: 22, 2: 49}
+    assert offset_of(m.MessageV1Header, "crc") == m.CRC_POSITION
+    assert offset_of(m.MessageV1Header, "attributes") == m.ATTRIBUTES_POSITION
+
     assert offset_of(r.RecordBatchV2Header, "crc") == r.CRC_POSITION
     assert offset_of(r.RecordBatchV2Header, "attributes") == r.ATTRIBUTES_POSITION == r.CRC_START
     assert offset_of(r.RecordBatchV2Header, "last_offset_delta") == r.LAST_OFFSET_DELTA_POSITION
@@ -425,3 +436,16 @@ def test_field_position_constants_match_the_schemas() -> None:
     assert offset_of(m.MessageV1Header, "timestamp") == m.V1_TIMESTAMP_POSITION
     assert offset_of(m.MessageV0Header, "magic") == m.CRC_START
     assert m.KEY_LENGTH_POSITION == {0: m.MessageV0Header.sizeof(), 1: m.MessageV1Header.sizeof()}
+
+
+def test_batch_offset_and_timestamp_are_the_older_names() -> None:
+    """``Batch.base_offset``/``max_timestamp`` are the fields; ``offset``/``timestamp`` read the same."""
+    from kseg.model import Batch
+
+    assert Batch._fields[3:7:3] == ("base_offset", "max_timestamp")
+    seen = 0
+    for path in sorted(FIXTURES_LOGDIR.rglob("*.log")):
+        for b in scan_entries(path.read_bytes()).batches:
+            assert (b.offset, b.timestamp) == (b.base_offset, b.max_timestamp)
+            seen += 1
+    assert seen > 100

@@ -45,6 +45,7 @@ from kseg.companions.build import build_indexes
 from kseg.companions.check import check_segment_companions
 from kseg.companions.check import companion_paths as companion_paths_of
 from kseg.errors import InputError, KsegError
+from kseg.findings import ERROR
 from kseg.log.atomic import check_output, write_atomic
 from kseg.log.segment import base_offset_of, companion_path, expand_inputs, strict_batches
 from kseg.ops.compact import compact_job
@@ -288,7 +289,7 @@ def index_cmd(inputs: tuple[Path, ...], mode: str, output: Path | None, force: b
                 continue
             checked += 1
             findings = check_segment_companions(seg)
-            bad = [f for f in findings if f.severity == "error"]
+            bad = [f for f in findings if f.severity == ERROR]
             errors += len(bad)
             for f in findings:
                 click.echo(f"{f.severity}: {f}")

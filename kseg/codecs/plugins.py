@@ -56,7 +56,6 @@ from kseg.formats.attributes import CODEC_NAMES, CODEC_PLUGIN, MAGIC_V2, MAX_PLU
 
 REGISTRY_ENV = "KSEG_PLUGIN_REGISTRY"
 ENTRY_POINT_GROUP = "kseg.codecs"
-REGISTRY_TOPIC = "plugin-python-topic"
 # Id 0 is kept out: a writer that sets codec 5 without knowing any plugin id leaves bits 8-11 at 0.
 MIN_PLUGIN_ID = 1
 RESERVED_NAMES = frozenset(CODEC_NAMES.values()) | {"keep", "plugin"}
@@ -93,10 +92,6 @@ class RegistryRecord:
     registration: Registration | None
     origin: str
     problem: str | None = None
-
-    @property
-    def is_tombstone(self) -> bool:
-        return self.registration is None and self.problem is None
 
 
 def check_alias(alias: str) -> str | None:
@@ -464,14 +459,6 @@ def _ensure() -> None:
     for r in reg.current.values():
         ids.setdefault(r.plugin_id, []).append(r.alias)
     _Active.aliases = {pid: names[0] for pid, names in ids.items() if len(names) == 1}
-
-
-def active_registry() -> Registry:
-    """The active registry, read now if it was not yet; InputError if it cannot be read."""
-    _ensure()
-    if _Active.error:
-        raise InputError(_Active.error)
-    return _Active.registry
 
 
 def plugin_alias(plugin_id: int) -> str | None:

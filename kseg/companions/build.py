@@ -29,6 +29,7 @@ from typing import Iterable, NamedTuple, Sequence, Union
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES
 from kseg.errors import InputError
 from kseg.formats.attributes import NO_TIMESTAMP
+from kseg.formats.primitives import INT32_MAX
 from kseg.layouts import ABORTED_TXN_ENTRY, OFFSET_INDEX_ENTRY, TIME_INDEX_ENTRY
 from kseg.log.decode import scan_entries
 from kseg.model import Batch
@@ -48,7 +49,6 @@ __all__ = [
 ]
 
 TXN_INDEX_VERSION = 0
-_I32_MAX = (1 << 31) - 1
 
 _OFFSET = OFFSET_INDEX_ENTRY.struct
 _TIME = TIME_INDEX_ENTRY.struct
@@ -105,15 +105,15 @@ def _merge(batches: Sequence[Batch]) -> Append:
     max_ts, max_ts_offset = NO_TIMESTAMP, batches[-1].last_offset
     for b in batches:
         # LogValidator / analyzeAndValidateRecords: strictly greater, so the first batch wins a tie.
-        if b.timestamp > max_ts:
-            max_ts, max_ts_offset = b.timestamp, b.last_offset
+        if b.max_timestamp > max_ts:
+            max_ts, max_ts_offset = b.max_timestamp, b.last_offset
     size = sum(b.size for b in batches)
     return Append(first.position, size, max(b.last_offset for b in batches), max_ts, max_ts_offset)
 
 
 def _as_append(item: _OneAppend) -> Append:
     if isinstance(item, Batch):
-        return Append(item.position, item.size, item.last_offset, item.timestamp, item.last_offset)
+        return Append(item.position, item.size, item.last_offset, item.max_timestamp, item.last_offset)
     if isinstance(item, Append):
         return item
     if item and isinstance(item[0], Batch):
@@ -141,10 +141,10 @@ def appends_of(batches: Sequence[Batch], grouping: Sequence[int] | None = None) 
 
 def _relative(offset: int, base_offset: int, what: str) -> int:
     rel = offset - base_offset
-    if not 0 <= rel <= _I32_MAX:
+    if not 0 <= rel <= INT32_MAX:
         # LogSegment.ensureOffsetInRange / LogSegmentOffsetOverflowException
         raise InputError(f"{what} offset {offset} does not fit a segment based at {base_offset}",
-                         expected=f"{base_offset}..{base_offset + _I32_MAX}", found=offset)
+                         expected=f"{base_offset}..{base_offset + INT32_MAX}", found=offset)
     return rel
 
 

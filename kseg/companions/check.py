@@ -1,7 +1,7 @@
 """Checks of a segment's companion files, alone and against their .log (spec §5.2-5.7).
 
-Rules: a check never raises on bad data; it returns ``IndexFinding``s ("error"
-or "note"), each with the byte position in the companion file. The rules are
+Rules: a check never raises on bad data; it returns ``kseg.findings.Finding``s ("error"
+or "note", check "index"), each with the byte position in the companion file. The rules are
 what the broker relies on, not what ``kafka-dump-log.sh`` flags: an .index
 entry that pairs the last offset of a multi-batch append with the start of its
 first batch is correct (spec §5.2), and a preallocated zero tail is a note.
@@ -13,8 +13,8 @@ module needs neither codecs nor a second pass over the log.
 from __future__ import annotations
 
 import bisect
+import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, NamedTuple, Sequence
 
@@ -35,6 +35,7 @@ from kseg.companions.read import (
     parse_time_index,
 )
 from kseg.errors import KsegError
+from kseg.findings import ERROR, NOTE, Finding
 from kseg.formats.attributes import CONTROL_ABORT, CONTROL_TYPE_NAMES
 from kseg.layouts import ABORTED_TXN_ENTRY, TIME_INDEX_ENTRY
 from kseg.log.control import control_info
@@ -44,7 +45,6 @@ from kseg.model import Batch
 
 __all__ = [
     "BatchSummary",
-    "IndexFinding",
     "check_leader_epoch_checkpoint",
     "check_offset_index",
     "check_partition_metadata",
@@ -62,24 +62,10 @@ __all__ = [
     "txn_index_findings",
 ]
 
-ERROR = "error"
-NOTE = "note"
-
-
-@dataclass(frozen=True)
-class IndexFinding:
-    severity: str  # "error" or "note"
-    file: str
-    position: int | None  # byte position in the companion file
-    message: str
-    expected: object = None
-    found: object = None
-
-    def __str__(self) -> str:
-        where = f" at byte {self.position}" if self.position is not None else ""
-        extra = (f": expected {self.expected}, found {self.found}"
-                 if self.expected is not None or self.found is not None else "")
-        return f"{self.file}{where}: {self.message}{extra}"
+def _finding(severity: str, file: str, position: int | None, message: str, expected: object = None,
+             found: object = None) -> Finding:
+    """A finding of these checks (all of check kind "index"); ``position`` is in the companion file."""
+    return Finding(severity, "index", file, position, message, expected, found)
 
 
 class BatchSummary(NamedTuple):
@@ -113,7 +99,7 @@ def control_type_of(batch: Batch) -> int | None:
 
     try:
         records = decode_v2_records(
-            bytes(records_region(batch)), batch.offset, batch.base_timestamp or 0, batch.record_count or 0, None
+            bytes(records_region(batch)), batch.base_offset, batch.base_timestamp or 0, batch.record_count or 0, None
         )
         return control_info(records[0]).type_id if records else None
     except (KsegError, IndexError):
@@ -129,8 +115,8 @@ def summarize_batches(batches: Iterable[Batch]) -> tuple[list[BatchSummary], lis
     summaries: list[BatchSummary] = []
     controls: list[ControlBatch] = []
     for b in batches:
-        first = b.offset if (b.magic >= 2 or not b.is_compressed) else None
-        summaries.append(BatchSummary(b.position, first, b.last_offset, b.timestamp, b.size))
+        first = b.base_offset if (b.magic >= 2 or not b.is_compressed) else None
+        summaries.append(BatchSummary(b.position, first, b.last_offset, b.max_timestamp, b.size))
         if b.is_control:
             controls.append((b.last_offset, control_type_of(b)))
     return summaries, controls
@@ -143,10 +129,10 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def _length_and_tail(out: list[IndexFinding], file: str, data: bytes, idx: IndexFile, what: str) -> None:
+def _length_and_tail(out: list[Finding], file: str, data: bytes, idx: IndexFile, what: str) -> None:
     size = idx.entry_size
     if idx.partial_bytes:
-        out.append(IndexFinding(
+        out.append(_finding(
             ERROR, file, len(data) - idx.partial_bytes,
             f"file length is not a multiple of {size} ({_plural(idx.partial_bytes, 'trailing byte')}; "
             f"Kafka's {what} sanity check fails)",
@@ -154,13 +140,13 @@ def _length_and_tail(out: list[IndexFinding], file: str, data: bytes, idx: Index
         ))
     if idx.zero_tail:
         if idx.tail_is_zero:
-            out.append(IndexFinding(
+            out.append(_finding(
                 NOTE, file, idx.tail_position,
                 ("1 preallocated zero entry" if idx.zero_tail == 1
                  else f"{idx.zero_tail} preallocated zero entries") + " (an active or uncleanly closed segment)",
             ))
         else:
-            out.append(IndexFinding(
+            out.append(_finding(
                 ERROR, file, idx.tail_position,
                 f"entry {len(idx.entries)} repeats the base offset, so Kafka stops reading there, "
                 f"but the {idx.zero_tail} slots from there on are not all zero",
@@ -168,21 +154,21 @@ def _length_and_tail(out: list[IndexFinding], file: str, data: bytes, idx: Index
             ))
 
 
-def _read_for_check(path: str | os.PathLike, out: list[IndexFinding]) -> bytes | None:
+def _read_for_check(path: str | os.PathLike, out: list[Finding]) -> bytes | None:
     try:
         with open(path, "rb") as f:
             return f.read()
     except OSError as e:
-        out.append(IndexFinding(ERROR, str(path), None, f"cannot read: {e.strerror or e}"))
+        out.append(_finding(ERROR, str(path), None, f"cannot read: {e.strerror or e}"))
         return None
 
 
-def _base_for_check(path: str | os.PathLike, base_offset: int | None, out: list[IndexFinding]) -> int | None:
+def _base_for_check(path: str | os.PathLike, base_offset: int | None, out: list[Finding]) -> int | None:
     if base_offset is not None:
         return base_offset
     found = base_offset_of(path)
     if found is None:
-        out.append(IndexFinding(ERROR, str(path), None, "cannot tell the segment base offset from the file name",
+        out.append(_finding(ERROR, str(path), None, "cannot tell the segment base offset from the file name",
                                 "<20 digits>.<suffix>", Path(path).name))
     return found
 
@@ -196,13 +182,13 @@ def offset_index_findings(
     base_offset: int,
     batches: Sequence[OffsetBatch] | None = None,
     log_size: int | None = None,
-) -> list[IndexFinding]:
+) -> list[Finding]:
     """Check .index bytes; with ``batches`` (the log's, in file order) also against the log.
 
     For each entry (O, P): P < log size, P starts a batch, every batch before P ends
     below O (else a lookup would skip it), and the batch at P starts at or before O.
     """
-    out: list[IndexFinding] = []
+    out: list[Finding] = []
     idx = parse_offset_index(data, base_offset)
     _length_and_tail(out, file, data, idx, "offset index")
     starts: dict[int, int] = {}
@@ -222,33 +208,33 @@ def offset_index_findings(
         at = i * OFFSET_ENTRY_SIZE
         rel = offset - base_offset
         if rel < 0:
-            out.append(IndexFinding(ERROR, file, at, "negative relative offset (Kafka's sanity check fails)",
+            out.append(_finding(ERROR, file, at, "negative relative offset (Kafka's sanity check fails)",
                                     ">= 0", rel))
         if position < 0:
-            out.append(IndexFinding(ERROR, file, at, "negative position", ">= 0", position))
+            out.append(_finding(ERROR, file, at, "negative position", ">= 0", position))
         if prev is not None:
             if offset <= prev[0]:
-                out.append(IndexFinding(ERROR, file, at, "offsets do not increase", f"> {prev[0]}", offset))
+                out.append(_finding(ERROR, file, at, "offsets do not increase", f"> {prev[0]}", offset))
             if position <= prev[1]:
-                out.append(IndexFinding(ERROR, file, at, "positions do not increase", f"> {prev[1]}", position))
+                out.append(_finding(ERROR, file, at, "positions do not increase", f"> {prev[1]}", position))
         prev = (offset, position)
         if batches is None or position < 0:
             continue
         assert log_size is not None
         if position >= log_size:
-            out.append(IndexFinding(ERROR, file, at, f"position for offset {offset} is past the end of the log",
+            out.append(_finding(ERROR, file, at, f"position for offset {offset} is past the end of the log",
                                     f"< {log_size}", position))
             continue
         k = starts.get(position)
         if k is None:
             j = bisect.bisect_left(sorted_starts, position)
             near = [str(p) for p in sorted_starts[max(0, j - 1) : j + 1]]
-            out.append(IndexFinding(ERROR, file, at, f"position for offset {offset} is not the start of a batch",
+            out.append(_finding(ERROR, file, at, f"position for offset {offset} is not the start of a batch",
                                     f"a batch start (nearest: {', '.join(near) or 'none'})", position))
             continue
         before = prefix_max[k]
         if before is not None and before >= offset:
-            out.append(IndexFinding(
+            out.append(_finding(
                 ERROR, file, at,
                 f"a batch before position {position} holds offset {before}, not below the indexed offset "
                 "(lookups from this entry would skip it)",
@@ -256,7 +242,7 @@ def offset_index_findings(
             ))
         first = batches[k][1]
         if first is not None and first > offset:
-            out.append(IndexFinding(ERROR, file, at,
+            out.append(_finding(ERROR, file, at,
                                     f"the batch at position {position} starts after the indexed offset",
                                     f"<= {offset}", first))
     return out
@@ -267,10 +253,10 @@ def check_offset_index(
     batches: Sequence[OffsetBatch] | None,
     log_size: int | None = None,
     base_offset: int | None = None,
-) -> list[IndexFinding]:
+) -> list[Finding]:
     """Check an .index file. ``batches``: (position, first offset or None, last offset) of the
     sibling .log's batches in file order, or None to check the file alone."""
-    out: list[IndexFinding] = []
+    out: list[Finding] = []
     base = _base_for_check(index_path, base_offset, out)
     data = _read_for_check(index_path, out)
     if data is None or base is None:
@@ -283,25 +269,25 @@ def check_offset_index(
 
 def time_index_findings(
     data: bytes, file: str, base_offset: int, batches: Sequence[TimeBatch] | None = None
-) -> list[IndexFinding]:
+) -> list[Finding]:
     """Check .timeindex bytes; with ``batches`` (position, last offset, max timestamp) also
     against the log: each entry (T, O) names a batch ending at O whose max timestamp is T,
     and no batch up to it has a larger one."""
-    out: list[IndexFinding] = []
+    out: list[Finding] = []
     idx = parse_time_index(data, base_offset)
     _length_and_tail(out, file, data, idx, "time index")
     entries = idx.entries
     if entries and idx.zero_tail:
         last_ts, _ = TIME_INDEX_ENTRY.struct.unpack_from(data, (idx.slots - 1) * TIME_ENTRY_SIZE)
         if last_ts < entries[0].timestamp:
-            out.append(IndexFinding(
+            out.append(_finding(
                 NOTE, file, (idx.slots - 1) * TIME_ENTRY_SIZE,
                 "kafka-dump-log --index-sanity-check would fail this file: its last slot (preallocated) "
                 "has a timestamp below the first entry's",
                 f">= {entries[0].timestamp}", last_ts,
             ))
     if len(entries) > 1 and entries[-1].timestamp < entries[0].timestamp:
-        out.append(IndexFinding(ERROR, file, (len(entries) - 1) * TIME_ENTRY_SIZE,
+        out.append(_finding(ERROR, file, (len(entries) - 1) * TIME_ENTRY_SIZE,
                                 "last timestamp is below the first (Kafka's sanity check fails)",
                                 f">= {entries[0].timestamp}", entries[-1].timestamp))
     by_last: dict[int, int] = {}
@@ -319,13 +305,13 @@ def time_index_findings(
         at = i * TIME_ENTRY_SIZE
         rel = offset - base_offset
         if rel < 0:
-            out.append(IndexFinding(ERROR, file, at, "negative relative offset (Kafka's sanity check fails)",
+            out.append(_finding(ERROR, file, at, "negative relative offset (Kafka's sanity check fails)",
                                     ">= 0", rel))
         if prev is not None:
             if ts <= prev[0]:
-                out.append(IndexFinding(ERROR, file, at, "timestamps do not increase", f"> {prev[0]}", ts))
+                out.append(_finding(ERROR, file, at, "timestamps do not increase", f"> {prev[0]}", ts))
             if offset < prev[1]:
-                out.append(IndexFinding(ERROR, file, at, "offsets decrease", f">= {prev[1]}", offset))
+                out.append(_finding(ERROR, file, at, "offsets decrease", f">= {prev[1]}", offset))
         prev = (ts, offset)
         if batches is None:
             continue
@@ -333,16 +319,16 @@ def time_index_findings(
         if k is None:
             j = bisect.bisect_left(lasts, offset)
             near = lasts[j] if j < len(lasts) else -1
-            out.append(IndexFinding(ERROR, file, at,
+            out.append(_finding(ERROR, file, at,
                                     "indexed offset not found in the log (no batch ends at it)",
                                     offset, f"next batch end {near}" if near >= 0 else "no batch at or after it"))
             continue
         log_ts = batches[k][2]
         if log_ts != ts:
-            out.append(IndexFinding(ERROR, file, at, f"timestamp mismatch for offset {offset}",
+            out.append(_finding(ERROR, file, at, f"timestamp mismatch for offset {offset}",
                                     f"{log_ts} (the batch's max timestamp)", ts))
         if prefix_max_ts[k] > ts:
-            out.append(IndexFinding(ERROR, file, at,
+            out.append(_finding(ERROR, file, at,
                                     f"a batch up to offset {offset} has a larger timestamp than the entry",
                                     f"<= {ts}", prefix_max_ts[k]))
     return out
@@ -350,10 +336,10 @@ def time_index_findings(
 
 def check_time_index(
     index_path: str | os.PathLike, batches: Sequence[TimeBatch] | None, base_offset: int | None = None
-) -> list[IndexFinding]:
+) -> list[Finding]:
     """Check a .timeindex file. ``batches``: (position, last offset, max timestamp) of the
     sibling .log's batches in file order, or None to check the file alone."""
-    out: list[IndexFinding] = []
+    out: list[Finding] = []
     base = _base_for_check(index_path, base_offset, out)
     data = _read_for_check(index_path, out)
     if data is None or base is None:
@@ -366,15 +352,15 @@ def check_time_index(
 
 def txn_index_findings(
     data: bytes, file: str, base_offset: int, control_batches: Sequence[ControlBatch] | None = None
-) -> list[IndexFinding]:
+) -> list[Finding]:
     """Check .txnindex bytes; with ``control_batches`` (last offset, control type or None) also
     that each entry's last offset is an ABORT marker of the log. A trailing partial entry is a
     note (Kafka ignores it)."""
-    out: list[IndexFinding] = []
+    out: list[Finding] = []
     n = len(data)
     whole = n - n % TXN_ENTRY_SIZE
     if n != whole:
-        out.append(IndexFinding(NOTE, file, whole,
+        out.append(_finding(NOTE, file, whole,
                                 f"{_plural(n - whole, 'trailing byte')}: a partial entry, which Kafka ignores",
                                 f"a multiple of {TXN_ENTRY_SIZE}", n))
     controls: dict[int, int | None] | None = None
@@ -386,41 +372,41 @@ def txn_index_findings(
     for i, (version, pid, first, last, _lso) in enumerate(ABORTED_TXN_ENTRY.struct.iter_unpack(data[:whole])):
         at = i * TXN_ENTRY_SIZE
         if version != TXN_INDEX_VERSION:
-            out.append(IndexFinding(ERROR, file, at, "unknown entry version", TXN_INDEX_VERSION, version))
+            out.append(_finding(ERROR, file, at, "unknown entry version", TXN_INDEX_VERSION, version))
         if last < base_offset:
-            out.append(IndexFinding(ERROR, file, at,
+            out.append(_finding(ERROR, file, at,
                                     "ABORT marker offset below the segment's base offset (Kafka's sanity check fails)",
                                     f">= {base_offset}", last))
         if first > last:
-            out.append(IndexFinding(ERROR, file, at, f"first offset after the last offset (producer {pid})",
+            out.append(_finding(ERROR, file, at, f"first offset after the last offset (producer {pid})",
                                     f"<= {last}", first))
         if prev_last is not None and last <= prev_last:
-            out.append(IndexFinding(ERROR, file, at, "last offsets do not increase", f"> {prev_last}", last))
+            out.append(_finding(ERROR, file, at, "last offsets do not increase", f"> {prev_last}", last))
         prev_last = last
         if controls is None:
             continue
         if last not in controls:
-            out.append(IndexFinding(ERROR, file, at,
+            out.append(_finding(ERROR, file, at,
                                     f"no ABORT marker at offset {last} in the log (producer {pid})",
                                     "an ABORT control batch", "no control batch"))
             continue
         ctype = controls[last]
         if ctype is None:
-            out.append(IndexFinding(NOTE, file, at,
+            out.append(_finding(NOTE, file, at,
                                     f"the control batch at offset {last} could not be decoded; "
                                     "cannot confirm it is an ABORT marker"))
         elif ctype != CONTROL_ABORT:
-            out.append(IndexFinding(ERROR, file, at, f"the control batch at offset {last} is not an ABORT marker",
+            out.append(_finding(ERROR, file, at, f"the control batch at offset {last} is not an ABORT marker",
                                     "ABORT", CONTROL_TYPE_NAMES.get(ctype, f"type {ctype}")))
     return out
 
 
 def check_txn_index(
     txn_path: str | os.PathLike, control_batches: Sequence[ControlBatch] | None, base_offset: int | None = None
-) -> list[IndexFinding]:
+) -> list[Finding]:
     """Check a .txnindex file. ``control_batches``: (last offset, control type id or None) of
     the sibling .log's control batches, or None to check the file alone."""
-    out: list[IndexFinding] = []
+    out: list[Finding] = []
     base = _base_for_check(txn_path, base_offset, out)
     data = _read_for_check(txn_path, out)
     if data is None or base is None:
@@ -431,34 +417,34 @@ def check_txn_index(
 # --------------------------------------------------------------------------- .snapshot
 
 
-def producer_snapshot_findings(data: bytes, file: str, end_offset: int | None = None) -> list[IndexFinding]:
+def producer_snapshot_findings(data: bytes, file: str, end_offset: int | None = None) -> list[Finding]:
     """Check snapshot bytes: structure, CRC, one entry per producer, and (given the offset in
     the file name, the log end offset at snapshot time) every last offset below it."""
     try:
         snap = parse_producer_snapshot(data)
     except KsegError as err:
-        return [IndexFinding(ERROR, file, err.position, err.message, err.expected, err.found)]
-    out: list[IndexFinding] = []
+        return [_finding(ERROR, file, err.position, err.message, err.expected, err.found)]
+    out: list[Finding] = []
     if not snap.crc_valid:
-        out.append(IndexFinding(ERROR, file, 2, "crc mismatch", f"{snap.computed_crc:#010x} (computed over the bytes)",
+        out.append(_finding(ERROR, file, 2, "crc mismatch", f"{snap.computed_crc:#010x} (computed over the bytes)",
                                 f"{snap.crc:#010x} (stored)"))
     seen: dict[int, int] = {}
     for i, e in enumerate(snap.entries):
         at = SNAPSHOT_HEADER_SIZE + i * SNAPSHOT_ENTRY_SIZE
         if e.producer_id in seen:
-            out.append(IndexFinding(ERROR, file, at, f"producer {e.producer_id} appears twice",
+            out.append(_finding(ERROR, file, at, f"producer {e.producer_id} appears twice",
                                     "one entry per producer", f"entries {seen[e.producer_id]} and {i}"))
         seen.setdefault(e.producer_id, i)
         if end_offset is not None and e.last_offset >= end_offset:
-            out.append(IndexFinding(ERROR, file, at,
+            out.append(_finding(ERROR, file, at,
                                     f"producer {e.producer_id}'s last offset is not below the snapshot's offset",
                                     f"< {end_offset} (from the file name)", e.last_offset))
     return out
 
 
-def check_producer_snapshot(path: str | os.PathLike) -> list[IndexFinding]:
+def check_producer_snapshot(path: str | os.PathLike) -> list[Finding]:
     """Check a .snapshot file (its name's offset, if any, bounds the producers' last offsets)."""
-    out: list[IndexFinding] = []
+    out: list[Finding] = []
     data = _read_for_check(path, out)
     if data is None:
         return out
@@ -468,9 +454,9 @@ def check_producer_snapshot(path: str | os.PathLike) -> list[IndexFinding]:
 # --------------------------------------------------------------------------- text files
 
 
-def check_leader_epoch_checkpoint(path: str | os.PathLike) -> list[IndexFinding]:
+def check_leader_epoch_checkpoint(path: str | os.PathLike) -> list[Finding]:
     """Parse a leader-epoch-checkpoint; epochs and start offsets must both increase."""
-    out: list[IndexFinding] = []
+    out: list[Finding] = []
     data = _read_for_check(path, out)
     if data is None:
         return out
@@ -482,14 +468,14 @@ def check_leader_epoch_checkpoint(path: str | os.PathLike) -> list[IndexFinding]
     for i in range(1, len(entries)):
         a, b = entries[i - 1], entries[i]
         if b.epoch <= a.epoch or b.start_offset <= a.start_offset:
-            out.append(IndexFinding(ERROR, file, None, f"line {i + 3}: epochs and start offsets must increase",
+            out.append(_finding(ERROR, file, None, f"line {i + 3}: epochs and start offsets must increase",
                                     f"epoch > {a.epoch}, start offset > {a.start_offset}",
                                     f"epoch {b.epoch}, start offset {b.start_offset}"))
     return out
 
 
-def check_partition_metadata(path: str | os.PathLike) -> list[IndexFinding]:
-    out: list[IndexFinding] = []
+def check_partition_metadata(path: str | os.PathLike) -> list[Finding]:
+    out: list[Finding] = []
     data = _read_for_check(path, out)
     if data is None:
         return out
@@ -506,10 +492,10 @@ OFFSET_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-chec
 LOG_DIR_TEXT_FILES = OFFSET_CHECKPOINTS + ("meta.properties",)
 
 
-def check_offset_checkpoint(path: str | os.PathLike) -> list[IndexFinding]:
+def check_offset_checkpoint(path: str | os.PathLike) -> list[Finding]:
     """A log directory's offset checkpoint: format, one entry per topic-partition, offsets >= 0
     (-1 is the broker's "none" only in the cleaner checkpoint of an empty log)."""
-    out: list[IndexFinding] = []
+    out: list[Finding] = []
     data = _read_for_check(path, out)
     if data is None:
         return out
@@ -521,16 +507,16 @@ def check_offset_checkpoint(path: str | os.PathLike) -> list[IndexFinding]:
     seen: set[tuple[str, int]] = set()
     for i, (topic, partition, offset) in enumerate(entries):
         if (topic, partition) in seen:
-            out.append(IndexFinding(ERROR, file, None, f"line {i + 3}: {topic}-{partition} listed twice"))
+            out.append(_finding(ERROR, file, None, f"line {i + 3}: {topic}-{partition} listed twice"))
         seen.add((topic, partition))
         if offset < 0:
-            out.append(IndexFinding(ERROR, file, None, f"line {i + 3}: negative offset for {topic}-{partition}",
+            out.append(_finding(ERROR, file, None, f"line {i + 3}: negative offset for {topic}-{partition}",
                                     ">= 0", offset))
     return out
 
 
-def check_meta_properties(path: str | os.PathLike) -> list[IndexFinding]:
-    out: list[IndexFinding] = []
+def check_meta_properties(path: str | os.PathLike) -> list[Finding]:
+    out: list[Finding] = []
     data = _read_for_check(path, out)
     if data is None:
         return out
@@ -541,12 +527,10 @@ def check_meta_properties(path: str | os.PathLike) -> list[IndexFinding]:
     return out
 
 
-def check_quorum_state(path: str | os.PathLike) -> list[IndexFinding]:
+def check_quorum_state(path: str | os.PathLike) -> list[Finding]:
     """quorum-state: the KRaft quorum's JSON object (QuorumStateData), with integer
     ``leaderEpoch`` and ``data_version`` 0 or 1."""
-    import json  # late: only for this file
-
-    out: list[IndexFinding] = []
+    out: list[Finding] = []
     data = _read_for_check(path, out)
     if data is None:
         return out
@@ -554,27 +538,27 @@ def check_quorum_state(path: str | os.PathLike) -> list[IndexFinding]:
     try:
         state = json.loads(data)
     except ValueError as e:
-        return [IndexFinding(ERROR, file, None, f"not JSON: {e}")]
+        return [_finding(ERROR, file, None, f"not JSON: {e}")]
     if not isinstance(state, dict):
-        return [IndexFinding(ERROR, file, None, "not a JSON object", "an object", type(state).__name__)]
+        return [_finding(ERROR, file, None, "not a JSON object", "an object", type(state).__name__)]
     epoch = state.get("leaderEpoch")
     if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < -1:
-        out.append(IndexFinding(ERROR, file, None, "leaderEpoch is not an epoch", "an integer >= -1", epoch))
+        out.append(_finding(ERROR, file, None, "leaderEpoch is not an epoch", "an integer >= -1", epoch))
     if state.get("data_version", 0) not in (0, 1):
-        out.append(IndexFinding(ERROR, file, None, "unknown data_version", "0 or 1", state.get("data_version")))
+        out.append(_finding(ERROR, file, None, "unknown data_version", "0 or 1", state.get("data_version")))
     return out
 
 
-def _parse_error(file: str, e: KsegError) -> IndexFinding:
+def _parse_error(file: str, e: KsegError) -> Finding:
     """The finding for a text file that does not parse (the message says where, if known)."""
-    return IndexFinding(ERROR, file, e.position, f"{e.where}: {e.message}" if e.where else e.message,
+    return _finding(ERROR, file, e.position, f"{e.where}: {e.message}" if e.where else e.message,
                         e.expected, e.found)
 
 
 # --------------------------------------------------------------------------- dispatch
 
 
-def check_standalone(path: str | os.PathLike) -> list[IndexFinding]:
+def check_standalone(path: str | os.PathLike) -> list[Finding]:
     """Check one companion file by itself (no log), chosen by its name."""
     p = Path(path)
     suffix = p.suffix
@@ -596,7 +580,7 @@ def check_standalone(path: str | os.PathLike) -> list[IndexFinding]:
         return check_meta_properties(p)
     if p.name in OFFSET_CHECKPOINTS:
         return check_offset_checkpoint(p)
-    return [IndexFinding(NOTE, str(p), None, "not checked: not a companion file kseg knows")]
+    return [_finding(NOTE, str(p), None, "not checked: not a companion file kseg knows")]
 
 
 def companion_paths(log_path: str | os.PathLike) -> dict[str, Path]:
@@ -615,7 +599,7 @@ def check_segment_companions(
     batches_summary: Sequence[BatchSummary | tuple] | None = None,
     controls: Sequence[ControlBatch] | None = None,
     log_size: int | None = None,
-) -> list[IndexFinding]:
+) -> list[Finding]:
     """Check the .index/.timeindex/.txnindex next to ``log_path`` against it.
 
     ``batches_summary``: (position, first offset or None, last offset, max timestamp, size)
@@ -632,7 +616,7 @@ def check_segment_companions(
         try:
             read_summary, read_controls = summarize_batches(seg.batches())
         except KsegError as e:
-            return [IndexFinding(ERROR, str(log_path), e.position, f"cannot read the log: {e.message}")]
+            return [_finding(ERROR, str(log_path), e.position, f"cannot read the log: {e.message}")]
         if batches_summary is None:
             batches_summary = read_summary
         if controls is None:
@@ -641,8 +625,8 @@ def check_segment_companions(
         try:
             log_size = os.stat(log_path).st_size
         except OSError as e:
-            return [IndexFinding(ERROR, str(log_path), None, f"cannot read: {e.strerror or e}")]
-    out: list[IndexFinding] = []
+            return [_finding(ERROR, str(log_path), None, f"cannot read: {e.strerror or e}")]
+    out: list[Finding] = []
     if ".index" in paths:
         out += check_offset_index(paths[".index"], [(s[0], s[1], s[2]) for s in batches_summary], log_size, base)
     if ".timeindex" in paths:

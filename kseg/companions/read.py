@@ -25,6 +25,7 @@ from typing import Callable, Generic, NamedTuple, TypeVar
 from crc32c import crc32c
 
 from kseg.errors import DataError, IndexFileError, InputError, KsegError, TruncatedError
+from kseg.formats.primitives import INT32_MAX
 from kseg.formats.producer_snapshot import SNAPSHOT_CRC_START
 from kseg.layouts import (
     ABORTED_TXN_ENTRY,
@@ -65,7 +66,6 @@ __all__ = [
     "read_txn_index",
 ]
 
-INT32_MAX = 0x7FFFFFFF
 TXN_INDEX_VERSION = 0
 SNAPSHOT_VERSION = 1
 CHECKPOINT_VERSION = 0  # leader-epoch-checkpoint (CheckpointFile format)

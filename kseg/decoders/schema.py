@@ -121,10 +121,6 @@ class Field:
         """Kafka's ``camelCaseName``: the first letter in lower case."""
         return self.name[:1].lower() + self.name[1:]
 
-    @property
-    def element(self) -> str:
-        return self.type[2:] if self.type.startswith("[]") else self.type
-
     def is_tagged_in(self, version: int, flexible: bool) -> bool:
         return flexible and self.tag is not None and version in self.tagged
 

@@ -15,7 +15,7 @@ from typing import Iterable, Iterator
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES, get_codec
 from kseg.errors import CorruptBatchError, InputError, KsegError, TruncatedError
 from kseg.formats.attributes import CODEC_NAMES, KAFKA07_CODEC_MASK
-from kseg.formats.kafka07 import SIZE_FIELD
+from kseg.formats.kafka07 import PAYLOAD_START, SIZE_FIELD
 from kseg.layouts import KAFKA07_HEADER
 from kseg.model import Record
 
@@ -53,11 +53,11 @@ def scan_kafka07(buf: bytes, base: int = 0) -> tuple[list[Kafka07Message], KsegE
     while pos < end:
         if end - pos < SIZE_FIELD + 1:
             return out, TruncatedError("truncated message header", position=base + pos,
-                                       expected="at least 5 bytes", found=f"{end - pos} bytes"), pos
+                                       expected=f"at least {SIZE_FIELD + 1} bytes", found=f"{end - pos} bytes"), pos
         size, magic = _HDR.unpack_from(buf, pos)
-        header = 6 if magic == 1 else 5
-        if magic not in (0, 1):
-            return out, CorruptBatchError("unknown magic", position=base + pos + 4, expected="0 or 1",
+        header = PAYLOAD_START.get(magic)
+        if header is None:
+            return out, CorruptBatchError("unknown magic", position=base + pos + SIZE_FIELD, expected="0 or 1",
                                           found=magic), pos
         if size < header:
             return out, CorruptBatchError("size field too small", position=base + pos, expected=f">= {header}",
@@ -65,7 +65,7 @@ def scan_kafka07(buf: bytes, base: int = 0) -> tuple[list[Kafka07Message], KsegE
         if pos + SIZE_FIELD + size > end:
             return out, TruncatedError("message runs past the end of the data", position=base + pos,
                                        expected=f"{size + SIZE_FIELD} bytes", found=f"{end - pos} bytes"), pos
-        attrs = buf[pos + 5] if magic == 1 else 0
+        attrs = buf[pos + SIZE_FIELD + 1] if magic == 1 else 0  # the byte after magic
         crc_pos = pos + SIZE_FIELD + header - 4
         crc = int.from_bytes(buf[crc_pos:crc_pos + 4], "big")
         payload = bytes(buf[crc_pos + 4: pos + SIZE_FIELD + size])

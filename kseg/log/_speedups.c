@@ -6,7 +6,11 @@
  * built, kseg runs the Python twins.
  *
  * Errors are raised as _speedups.DecodeError(kind, message, position, index,
- * expected, found); kseg/fast.py turns them into kseg errors.
+ * expected, found); kseg/log/fast.py turns them into kseg errors.
+ *
+ * Positions, sizes and masks are not written here: kseg/log/fast.py passes them
+ * from the schemas (kseg.layouts.accelerator_layout) to configure() at import,
+ * and every function refuses to run before that.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -14,6 +18,79 @@
 #include <string.h>
 
 static PyObject *DecodeError;
+
+/* ------------------------------------------------------------ the layout */
+
+static int LOG_OVERHEAD, PREFIX_SIZE, SIZE_AT, MAGIC_AT, MIN_SIZE_V0, MIN_SIZE_V1, MIN_SIZE_V2;
+static int LEGACY_CRC_AT, LEGACY_CRC_START, LEGACY_ATTRS_AT, V1_TS_AT, V0_KEY_LEN_AT, V1_KEY_LEN_AT;
+static int V2_PLE_AT, V2_CRC_AT, V2_ATTRS_AT, V2_LOD_AT, V2_BASE_TS_AT, V2_MAX_TS_AT, V2_PID_AT,
+    V2_EPOCH_AT, V2_SEQ_AT, V2_COUNT_AT, CODEC_MASK;
+static int MAX_VARINT_BYTES_SEEN, MAX_VARLONG_BYTES_SEEN;
+static int configured = 0;
+
+/* The varint loops keep their bounds as compile-time constants (they are the hot
+ * path); configure() checks them against the schema's. */
+#define VARINT_BYTES 5
+#define VARLONG_BYTES 10
+
+static const struct { const char *name; int *slot; } layout_slots[] = {
+    {"log_overhead", &LOG_OVERHEAD}, {"prefix_size", &PREFIX_SIZE}, {"size_at", &SIZE_AT},
+    {"magic_at", &MAGIC_AT}, {"min_size_v0", &MIN_SIZE_V0}, {"min_size_v1", &MIN_SIZE_V1},
+    {"min_size_v2", &MIN_SIZE_V2}, {"legacy_crc_at", &LEGACY_CRC_AT}, {"legacy_crc_start", &LEGACY_CRC_START},
+    {"legacy_attributes_at", &LEGACY_ATTRS_AT}, {"v1_timestamp_at", &V1_TS_AT},
+    {"v0_key_length_at", &V0_KEY_LEN_AT}, {"v1_key_length_at", &V1_KEY_LEN_AT},
+    {"v2_leader_epoch_at", &V2_PLE_AT}, {"v2_crc_at", &V2_CRC_AT}, {"v2_attributes_at", &V2_ATTRS_AT},
+    {"v2_last_offset_delta_at", &V2_LOD_AT}, {"v2_base_timestamp_at", &V2_BASE_TS_AT},
+    {"v2_max_timestamp_at", &V2_MAX_TS_AT}, {"v2_producer_id_at", &V2_PID_AT},
+    {"v2_producer_epoch_at", &V2_EPOCH_AT}, {"v2_base_sequence_at", &V2_SEQ_AT},
+    {"v2_record_count_at", &V2_COUNT_AT}, {"codec_mask", &CODEC_MASK},
+    {"max_varint_bytes", &MAX_VARINT_BYTES_SEEN}, {"max_varlong_bytes", &MAX_VARLONG_BYTES_SEEN},
+};
+#define N_LAYOUT_SLOTS ((Py_ssize_t)(sizeof layout_slots / sizeof layout_slots[0]))
+
+/* configure(**layout): every name of layout_slots, each a small non-negative int, nothing else. */
+static PyObject *
+configure(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    int values[N_LAYOUT_SLOTS];
+    if (PyTuple_GET_SIZE(args) != 0 || kwargs == NULL || PyDict_GET_SIZE(kwargs) != N_LAYOUT_SLOTS) {
+        PyErr_Format(PyExc_TypeError, "configure() takes exactly the %zd layout names as keywords", N_LAYOUT_SLOTS);
+        return NULL;
+    }
+    for (Py_ssize_t k = 0; k < N_LAYOUT_SLOTS; k++) {
+        PyObject *v = PyDict_GetItemString(kwargs, layout_slots[k].name);
+        if (v == NULL) { PyErr_Format(PyExc_TypeError, "configure() needs %s", layout_slots[k].name); return NULL; }
+        long n = PyLong_AsLong(v);
+        if (n == -1 && PyErr_Occurred()) return NULL;
+        if (n < 0 || n > 1 << 16) { PyErr_Format(PyExc_ValueError, "%s out of range: %ld", layout_slots[k].name, n); return NULL; }
+        values[k] = (int)n;
+    }
+    for (Py_ssize_t k = 0; k < N_LAYOUT_SLOTS; k++) {
+        int want = layout_slots[k].slot == &MAX_VARINT_BYTES_SEEN ? VARINT_BYTES
+                 : layout_slots[k].slot == &MAX_VARLONG_BYTES_SEEN ? VARLONG_BYTES : values[k];
+        if (values[k] != want) {
+            PyErr_Format(PyExc_ValueError, "%s is %d, built with %d", layout_slots[k].name, values[k], want);
+            return NULL;
+        }
+    }
+    for (Py_ssize_t k = 0; k < N_LAYOUT_SLOTS; k++) *layout_slots[k].slot = values[k];
+    configured = 1;
+    Py_RETURN_NONE;
+}
+
+#define REQUIRE_CONFIGURED                                                               \
+    do {                                                                                 \
+        if (!configured) {                                                               \
+            PyErr_SetString(PyExc_RuntimeError, "kseg.log._speedups: configure() first"); \
+            return NULL;                                                                 \
+        }                                                                                \
+    } while (0)
+
+static inline int32_t
+min_size_of(int magic)
+{
+    return magic == 0 ? MIN_SIZE_V0 : magic == 1 ? MIN_SIZE_V1 : magic == 2 ? MIN_SIZE_V2 : -1;
+}
 
 static PyObject *
 fail(const char *kind, const char *message, Py_ssize_t position, Py_ssize_t index,
@@ -73,7 +150,7 @@ zigzag(uint64_t u)
                      NULL, NULL);                                              \
             goto error;                                                        \
         }                                                                      \
-        if ((maxb) == 5) u_ &= 0xFFFFFFFFu;                                    \
+        if ((maxb) == VARINT_BYTES) u_ &= 0xFFFFFFFFu;                                    \
         dst = zigzag(u_);                                                      \
     } while (0)
 
@@ -106,6 +183,7 @@ decode_v2(PyObject *self, PyObject *args)
     long long base_offset, base_ts;
     Py_ssize_t count;
     PyObject *lat_obj, *record_type, *header_type;
+    REQUIRE_CONFIGURED;
     if (!PyArg_ParseTuple(args, "y*LLnOOO", &view, &base_offset, &base_ts, &count, &lat_obj,
                           &record_type, &header_type))
         return NULL;
@@ -136,7 +214,7 @@ decode_v2(PyObject *self, PyObject *args)
     for (i = 0; i < count; i++) {
         Py_ssize_t start = pos;
         int64_t length, ts_delta, off_delta, klen, vlen, hcount;
-        READ(5, length);
+        READ(VARINT_BYTES, length);
         if (length < 0) {
             fail("corrupt", "negative record length", start, i, NULL, PyLong_FromLongLong(length));
             goto error;
@@ -153,10 +231,10 @@ decode_v2(PyObject *self, PyObject *args)
             goto error;
         }
         unsigned char attrs = p[pos++];
-        READ(10, ts_delta);
-        READ(5, off_delta);
+        READ(VARLONG_BYTES, ts_delta);
+        READ(VARINT_BYTES, off_delta);
         Py_ssize_t len_at = pos;
-        READ(5, klen);
+        READ(VARINT_BYTES, klen);
         if (klen < -1) {
             fail("corrupt", "invalid key length", pos, i, NULL, PyLong_FromLongLong(klen));
             goto error;
@@ -169,7 +247,7 @@ decode_v2(PyObject *self, PyObject *args)
         Py_ssize_t key_at = pos;
         if (klen > 0) pos += (Py_ssize_t)klen;
         len_at = pos;
-        READ(5, vlen);
+        READ(VARINT_BYTES, vlen);
         if (vlen < -1) {
             fail("corrupt", "invalid value length", pos, i, NULL, PyLong_FromLongLong(vlen));
             goto error;
@@ -188,7 +266,7 @@ decode_v2(PyObject *self, PyObject *args)
             if (materialize) { headers = empty; Py_INCREF(empty); }
         } else {
             Py_ssize_t hc_at = pos;
-            READ(5, hcount);
+            READ(VARINT_BYTES, hcount);
             if (hcount < 0 || hcount > rec_end - pos) {
                 fail("corrupt", "invalid header count", hc_at + (pos - hc_at), i,
                      PyUnicode_FromFormat("0..%zd", rec_end - pos > 0 ? rec_end - pos : 0),
@@ -201,7 +279,7 @@ decode_v2(PyObject *self, PyObject *args)
             }
             for (int64_t h = 0; h < hcount; h++) {
                 int64_t hk, hv;
-                READ(5, hk);
+                READ(VARINT_BYTES, hk);
                 if (hk < 0) {
                     Py_XDECREF(headers);
                     fail("corrupt", "header key is null or negative", pos, i,
@@ -215,7 +293,7 @@ decode_v2(PyObject *self, PyObject *args)
                 }
                 Py_ssize_t hk_at = pos;
                 pos += (Py_ssize_t)hk;
-                READ(5, hv);
+                READ(VARINT_BYTES, hv);
                 if (hv < -1) {
                     Py_XDECREF(headers);
                     fail("corrupt", "invalid header value length", pos, i, NULL, PyLong_FromLongLong(hv));
@@ -330,6 +408,7 @@ scan(PyObject *self, PyObject *args)
     long long base;
     int final;
     Py_ssize_t start, max_entries, n = 0;
+    REQUIRE_CONFIGURED;
     if (!PyArg_ParseTuple(args, "OLpOnn", &mv, &base, &final, &batch_type, &start, &max_entries)) return NULL;
     if (!PyMemoryView_Check(mv)) { PyErr_SetString(PyExc_TypeError, "scan() needs a memoryview"); return NULL; }
     Py_buffer *view = PyMemoryView_GET_BUFFER(mv);
@@ -342,21 +421,21 @@ scan(PyObject *self, PyObject *args)
     while (max_entries < 0 || n < max_entries) {
         Py_ssize_t left = end - pos;
         if (left == 0) break;
-        if (left < 17) {
+        if (left < PREFIX_SIZE) {
             if (final) {
                 Py_DECREF(t);
                 t = tail("truncated", "truncated entry header", base + pos,
-                         PyUnicode_FromString("at least 17 bytes"), PyUnicode_FromFormat("%zd bytes", left));
+                         PyUnicode_FromFormat("at least %d bytes", PREFIX_SIZE), PyUnicode_FromFormat("%zd bytes", left));
             }
             break;
         }
         const unsigned char *e = p + pos;
-        int32_t size = be32(e + 8);
-        int magic = (signed char)e[16];
-        int32_t min_size = magic == 0 ? 14 : magic == 1 ? 22 : magic == 2 ? 49 : -1;
+        int32_t size = be32(e + SIZE_AT);
+        int magic = (signed char)e[MAGIC_AT];
+        int32_t min_size = min_size_of(magic);
         if (min_size < 0) {
             Py_DECREF(t);
-            t = tail("corrupt", "unknown magic", base + pos + 16, PyUnicode_FromString("0, 1 or 2"),
+            t = tail("corrupt", "unknown magic", base + pos + MAGIC_AT, PyUnicode_FromString("0, 1 or 2"),
                      PyLong_FromLong(magic));
             break;
         }
@@ -364,11 +443,11 @@ scan(PyObject *self, PyObject *args)
             Py_DECREF(t);
             char msg[64];
             snprintf(msg, sizeof msg, "size field too small for magic %d", magic);
-            t = tail("corrupt", msg, base + pos + 8,
+            t = tail("corrupt", msg, base + pos + SIZE_AT,
                      PyUnicode_FromFormat(">= %d", min_size), PyLong_FromLong(size));
             break;
         }
-        Py_ssize_t total = (Py_ssize_t)size + 12;
+        Py_ssize_t total = (Py_ssize_t)size + LOG_OVERHEAD;
         if (total > left) {
             if (final) {
                 Py_DECREF(t);
@@ -391,20 +470,20 @@ scan(PyObject *self, PyObject *args)
         PyTuple_SET_ITEM(b, 3, PyLong_FromLongLong(be64(e)));
         PyTuple_SET_ITEM(b, 7, raw);
         if (magic == 2) {
-            PyTuple_SET_ITEM(b, 4, PyLong_FromUnsignedLong(ube32(e + 17)));
-            PyTuple_SET_ITEM(b, 5, PyLong_FromLong(((int)e[21] << 8) | e[22]));
-            PyTuple_SET_ITEM(b, 6, PyLong_FromLongLong(be64(e + 35)));
-            PyTuple_SET_ITEM(b, 8, PyLong_FromLong(be32(e + 12)));
-            PyTuple_SET_ITEM(b, 9, PyLong_FromLong(be32(e + 23)));
-            PyTuple_SET_ITEM(b, 10, PyLong_FromLongLong(be64(e + 27)));
-            PyTuple_SET_ITEM(b, 11, PyLong_FromLongLong(be64(e + 43)));
-            PyTuple_SET_ITEM(b, 12, PyLong_FromLong(be16(e + 51)));
-            PyTuple_SET_ITEM(b, 13, PyLong_FromLong(be32(e + 53)));
-            PyTuple_SET_ITEM(b, 14, PyLong_FromLong(be32(e + 57)));
+            PyTuple_SET_ITEM(b, 4, PyLong_FromUnsignedLong(ube32(e + V2_CRC_AT)));
+            PyTuple_SET_ITEM(b, 5, PyLong_FromLong((uint16_t)be16(e + V2_ATTRS_AT)));
+            PyTuple_SET_ITEM(b, 6, PyLong_FromLongLong(be64(e + V2_MAX_TS_AT)));
+            PyTuple_SET_ITEM(b, 8, PyLong_FromLong(be32(e + V2_PLE_AT)));
+            PyTuple_SET_ITEM(b, 9, PyLong_FromLong(be32(e + V2_LOD_AT)));
+            PyTuple_SET_ITEM(b, 10, PyLong_FromLongLong(be64(e + V2_BASE_TS_AT)));
+            PyTuple_SET_ITEM(b, 11, PyLong_FromLongLong(be64(e + V2_PID_AT)));
+            PyTuple_SET_ITEM(b, 12, PyLong_FromLong(be16(e + V2_EPOCH_AT)));
+            PyTuple_SET_ITEM(b, 13, PyLong_FromLong(be32(e + V2_SEQ_AT)));
+            PyTuple_SET_ITEM(b, 14, PyLong_FromLong(be32(e + V2_COUNT_AT)));
         } else {
-            PyTuple_SET_ITEM(b, 4, PyLong_FromUnsignedLong(ube32(e + 12)));
-            PyTuple_SET_ITEM(b, 5, PyLong_FromLong(e[17]));
-            PyTuple_SET_ITEM(b, 6, PyLong_FromLongLong(magic == 1 ? be64(e + 18) : -1));
+            PyTuple_SET_ITEM(b, 4, PyLong_FromUnsignedLong(ube32(e + LEGACY_CRC_AT)));
+            PyTuple_SET_ITEM(b, 5, PyLong_FromLong(e[LEGACY_ATTRS_AT]));
+            PyTuple_SET_ITEM(b, 6, PyLong_FromLongLong(magic == 1 ? be64(e + V1_TS_AT) : -1));
             for (int k = 8; k < 15; k++) { Py_INCREF(Py_None); PyTuple_SET_ITEM(b, k, Py_None); }
         }
         for (int k = 0; k < 15; k++) {
@@ -435,11 +514,12 @@ legacy_record(PyObject *self, PyObject *args)
     long long offset, timestamp, stored_ts;
     int attrs;
     PyObject *crc, *record_type;
+    REQUIRE_CONFIGURED;
     if (!PyArg_ParseTuple(args, "y*iLLLiOO", &view, &magic, &offset, &timestamp, &stored_ts, &attrs, &crc,
                           &record_type))
         return NULL;
     const unsigned char *p = (const unsigned char *)view.buf;
-    Py_ssize_t end = view.len, pos = magic == 1 ? 26 : 18;
+    Py_ssize_t end = view.len, pos = magic == 1 ? V1_KEY_LEN_AT : V0_KEY_LEN_AT;
     PyObject *key = NULL, *value = NULL, *rec = NULL;
     if (pos + 4 > end) { fail("corrupt", "invalid key length", pos, -1, NULL, NULL); goto done; }
     int32_t klen = be32(p + pos);
@@ -496,6 +576,7 @@ legacy_set(PyObject *self, PyObject *args)
     int wmagic;
     long long woffset;
     PyObject *lat_obj, *record_type;
+    REQUIRE_CONFIGURED;
     if (!PyArg_ParseTuple(args, "y*iLOO", &view, &wmagic, &woffset, &lat_obj, &record_type)) return NULL;
     const unsigned char *p = (const unsigned char *)view.buf;
     Py_ssize_t end = view.len, pos = 0, count = 0;
@@ -504,40 +585,40 @@ legacy_set(PyObject *self, PyObject *args)
     /* pass 1: framing, magic, codec; the last inner offset */
     while (pos < end) {
         Py_ssize_t left = end - pos;
-        if (left < 17) {
-            fail("truncated", "truncated entry header", pos, -1, PyUnicode_FromString("at least 17 bytes"),
+        if (left < PREFIX_SIZE) {
+            fail("truncated", "truncated entry header", pos, -1, PyUnicode_FromFormat("at least %d bytes", PREFIX_SIZE),
                  PyUnicode_FromFormat("%zd bytes", left));
             goto error;
         }
-        int32_t size = be32(p + pos + 8);
-        int magic = (signed char)p[pos + 16];
-        int32_t min_size = magic == 0 ? 14 : magic == 1 ? 22 : magic == 2 ? 49 : -1;
+        int32_t size = be32(p + pos + SIZE_AT);
+        int magic = (signed char)p[pos + MAGIC_AT];
+        int32_t min_size = min_size_of(magic);
         if (min_size < 0) {
-            fail("corrupt", "unknown magic", pos + 16, -1, PyUnicode_FromString("0, 1 or 2"), PyLong_FromLong(magic));
+            fail("corrupt", "unknown magic", pos + MAGIC_AT, -1, PyUnicode_FromString("0, 1 or 2"), PyLong_FromLong(magic));
             goto error;
         }
         if (size < min_size) {
             char msg[64];
             snprintf(msg, sizeof msg, "size field too small for magic %d", magic);
-            fail("corrupt", msg, pos + 8, -1, PyUnicode_FromFormat(">= %d", min_size), PyLong_FromLong(size));
+            fail("corrupt", msg, pos + SIZE_AT, -1, PyUnicode_FromFormat(">= %d", min_size), PyLong_FromLong(size));
             goto error;
         }
-        if ((Py_ssize_t)size + 12 > left) {
+        if ((Py_ssize_t)size + LOG_OVERHEAD > left) {
             fail("truncated", "entry runs past the end of the data", pos, -1,
-                 PyUnicode_FromFormat("%zd bytes", (Py_ssize_t)size + 12), PyUnicode_FromFormat("%zd bytes", left));
+                 PyUnicode_FromFormat("%zd bytes", (Py_ssize_t)size + LOG_OVERHEAD), PyUnicode_FromFormat("%zd bytes", left));
             goto error;
         }
         if (magic > 1) {
             fail("corrupt", "v2 batch inside a legacy wrapper", pos, -1, NULL, PyLong_FromLong(magic));
             goto error;
         }
-        if (p[pos + 17] & 0x07) {
+        if (p[pos + LEGACY_ATTRS_AT] & CODEC_MASK) {
             fail("corrupt", "inner messages must not be compressed", pos, -1, PyUnicode_FromString("codec none"),
-                 PyUnicode_FromFormat("codec %d", p[pos + 17] & 0x07));
+                 PyUnicode_FromFormat("codec %d", p[pos + LEGACY_ATTRS_AT] & CODEC_MASK));
             goto error;
         }
         last_rel = be64(p + pos);
-        pos += (Py_ssize_t)size + 12;
+        pos += (Py_ssize_t)size + LOG_OVERHEAD;
         count++;
     }
     if (count == 0) {
@@ -563,10 +644,10 @@ legacy_set(PyObject *self, PyObject *args)
     pos = 0;
     for (Py_ssize_t i = 0; i < count; i++) {
         const unsigned char *e = p + pos;
-        Py_ssize_t total = (Py_ssize_t)be32(e + 8) + 12;
-        int magic = e[16];
-        Py_ssize_t kpos = magic == 1 ? 26 : 18;
-        long long ts = magic == 1 ? be64(e + 18) : -1;
+        Py_ssize_t total = (Py_ssize_t)be32(e + SIZE_AT) + LOG_OVERHEAD;
+        int magic = e[MAGIC_AT];
+        Py_ssize_t kpos = magic == 1 ? V1_KEY_LEN_AT : V0_KEY_LEN_AT;
+        long long ts = magic == 1 ? be64(e + V1_TS_AT) : -1;
         if (kpos + 4 > total) {
             fail("corrupt", "invalid key length", pos + kpos, -1, NULL, NULL);
             goto error;
@@ -599,9 +680,9 @@ legacy_set(PyObject *self, PyObject *args)
         Py_INCREF(empty);
         PyTuple_SET_ITEM(rec, 4, empty);
         PyTuple_SET_ITEM(rec, 5, PyLong_FromLongLong(ts));
-        PyTuple_SET_ITEM(rec, 6, PyLong_FromLong(e[17]));
+        PyTuple_SET_ITEM(rec, 6, PyLong_FromLong(e[LEGACY_ATTRS_AT]));
         PyTuple_SET_ITEM(rec, 7, PyLong_FromLong(magic));
-        PyTuple_SET_ITEM(rec, 8, PyLong_FromUnsignedLong(ube32(e + 12)));
+        PyTuple_SET_ITEM(rec, 8, PyLong_FromUnsignedLong(ube32(e + LEGACY_CRC_AT)));
         for (int k = 0; k < 9; k++)
             if (PyTuple_GET_ITEM(rec, k) == NULL) goto error;
         pos += total;
@@ -646,16 +727,17 @@ static PyObject *
 legacy_crc_mismatches(PyObject *self, PyObject *args)
 {
     Py_buffer view;
+    REQUIRE_CONFIGURED;
     if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
     const unsigned char *p = (const unsigned char *)view.buf;
     Py_ssize_t end = view.len, pos = 0, i = 0;
     PyObject *out = PyList_New(0);
     if (!out) { PyBuffer_Release(&view); return NULL; }
-    while (end - pos >= 17) {
-        Py_ssize_t total = (Py_ssize_t)be32(p + pos + 8) + 12;
-        if (total < 26 || total > end - pos) break;
-        uint32_t stored = ube32(p + pos + 12);
-        uint32_t computed = crc32_ieee(p + pos + 16, total - 16);
+    while (end - pos >= PREFIX_SIZE) {
+        Py_ssize_t total = (Py_ssize_t)be32(p + pos + SIZE_AT) + LOG_OVERHEAD;
+        if (total < LOG_OVERHEAD + MIN_SIZE_V0 || total > end - pos) break;
+        uint32_t stored = ube32(p + pos + LEGACY_CRC_AT);
+        uint32_t computed = crc32_ieee(p + pos + LEGACY_CRC_START, total - LEGACY_CRC_START);
         if (stored != computed) {
             PyObject *t = Py_BuildValue("(nkk)", i, (unsigned long)stored, (unsigned long)computed);
             if (!t || PyList_Append(out, t) < 0) { Py_XDECREF(t); Py_DECREF(out); PyBuffer_Release(&view); return NULL; }
@@ -732,6 +814,7 @@ encode_v2_records(PyObject *self, PyObject *args)
 {
     PyObject *records;
     long long base_offset, base_ts;
+    REQUIRE_CONFIGURED;
     if (!PyArg_ParseTuple(args, "OLL", &records, &base_offset, &base_ts)) return NULL;
     PyObject *seq = PySequence_Fast(records, "records must be a sequence");
     if (!seq) return NULL;
@@ -825,6 +908,7 @@ encode_legacy_messages(PyObject *self, PyObject *args)
 {
     PyObject *records, *rel_obj;
     int magic;
+    REQUIRE_CONFIGURED;
     if (!PyArg_ParseTuple(args, "OiO", &records, &magic, &rel_obj)) return NULL;
     if (magic != 0 && magic != 1) { PyErr_SetString(PyExc_ValueError, "magic 0 or 1"); return NULL; }
     long long rel = 0;
@@ -838,22 +922,22 @@ encode_legacy_messages(PyObject *self, PyObject *args)
         if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) < 7) { PyErr_SetString(PyExc_TypeError, "not a Record"); goto error; }
         long long offset = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 0)) - rel;
         long long ts = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 5));
-        long attrs = PyLong_AsLong(PyTuple_GET_ITEM(r, 6)) & ~0x07L;
+        long attrs = PyLong_AsLong(PyTuple_GET_ITEM(r, 6)) & ~(long)CODEC_MASK;
         if (PyErr_Occurred()) goto error;
         Blob kb_, vb_;
         if (blob_get(PyTuple_GET_ITEM(r, 2), &kb_) < 0) goto error;
         if (blob_get(PyTuple_GET_ITEM(r, 3), &vb_) < 0) { blob_release(&kb_); goto error; }
         const char *kp = kb_.ptr, *vp = vb_.ptr;
         Py_ssize_t kl = kb_.len, vl = vb_.len;
-        Py_ssize_t head = magic == 1 ? 26 : 18;
+        Py_ssize_t head = magic == 1 ? V1_KEY_LEN_AT : V0_KEY_LEN_AT;
         Py_ssize_t total = head + 4 + (kl > 0 ? kl : 0) + 4 + (vl > 0 ? vl : 0);
         if (out_reserve(&o, total) < 0) { blob_release(&kb_); blob_release(&vb_); goto error; }
         char *e = o.buf + o.len;
         put_be64(e, (uint64_t)offset);
-        put_be32(e + 8, (uint32_t)(total - 12));
-        e[16] = (char)magic;
-        e[17] = (char)(attrs & 0xFF);
-        if (magic == 1) put_be64(e + 18, (uint64_t)ts);
+        put_be32(e + SIZE_AT, (uint32_t)(total - LOG_OVERHEAD));
+        e[MAGIC_AT] = (char)magic;
+        e[LEGACY_ATTRS_AT] = (char)(attrs & 0xFF);
+        if (magic == 1) put_be64(e + V1_TS_AT, (uint64_t)ts);
         Py_ssize_t at = head;
         put_be32(e + at, (uint32_t)(kl < 0 ? -1 : kl));
         at += 4;
@@ -863,7 +947,7 @@ encode_legacy_messages(PyObject *self, PyObject *args)
         if (vl > 0) { memcpy(e + at, vp, vl); at += vl; }
         blob_release(&kb_);
         blob_release(&vb_);
-        put_be32(e + 12, crc32_ieee((const unsigned char *)e + 16, total - 16));
+        put_be32(e + LEGACY_CRC_AT, crc32_ieee((const unsigned char *)e + LEGACY_CRC_START, total - LEGACY_CRC_START));
         o.len += total;
     }
     Py_DECREF(seq);
@@ -902,6 +986,8 @@ legacy_batch_record(PyObject *self, PyObject *args)
 }
 
 static PyMethodDef methods[] = {
+    {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
+     "Set the positions, sizes and masks (kseg.layouts.accelerator_layout()); needed before anything else."},
     {"decode_v2", decode_v2, METH_VARARGS, "Decode (or, with record_type None, check) v2 records."},
     {"scan", scan, METH_VARARGS, "Split .log bytes into entries (twin of decode.scan_entries)."},
     {"encode_v2_records", encode_v2_records, METH_VARARGS, "The records section of a v2 batch."},

@@ -8,14 +8,20 @@ the one-byte varint case; construct is never run per batch or per record.
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 from kseg.errors import CorruptBatchError, KsegError, TruncatedError, VarintError
-from kseg.formats.attributes import CODEC_MASK, LOG_APPEND_TIME, TIMESTAMP_TYPE_MASK
-from kseg.formats.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC_POSITION
-from kseg.formats.message_v0v1 import KEY_LENGTH_POSITION, RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
-from kseg.formats.primitives import MAX_VARINT_BYTES, MAX_VARLONG_BYTES
-from kseg.formats.record_batch_v2 import BATCH_LENGTH_MIN, RECORD_BATCH_OVERHEAD
+from kseg.formats.attributes import CODEC_MASK, TIMESTAMP_TYPE_MASK
+from kseg.formats.log_entry import (
+    HEADER_SIZE_UP_TO_MAGIC,
+    LOG_OVERHEAD,
+    MAGIC_POSITION,
+    MIN_SIZE_BY_MAGIC,
+    SIZE_POSITION,
+)
+from kseg.formats.message_v0v1 import KEY_LENGTH_POSITION
+from kseg.formats.primitives import INT64_MAX, INT64_MIN, MAX_VARINT_BYTES, MAX_VARLONG_BYTES
+from kseg.formats.record_batch_v2 import RECORD_BATCH_OVERHEAD
 from kseg.layouts import BATCH_V2_HEADER, LENGTH_I32, LOG_ENTRY_PREFIX, MESSAGE_HEADER
 from kseg.model import Batch, Header, Record
 
@@ -25,10 +31,7 @@ _I32 = LENGTH_I32.struct
 _V0 = MESSAGE_HEADER[0].struct
 _V1 = MESSAGE_HEADER[1].struct
 _new = tuple.__new__
-_MIN_SIZE = {0: RECORD_OVERHEAD_V0, 1: RECORD_OVERHEAD_V1, 2: BATCH_LENGTH_MIN}
-
-# A function that turns (codec id, payload, magic, batch) into decompressed bytes.
-Decompress = Callable[[Batch, "bytes | memoryview"], bytes]
+_MIN_SIZE = MIN_SIZE_BY_MAGIC
 
 
 class Tail(NamedTuple):
@@ -88,7 +91,7 @@ def scan_entries(
         if size < min_size:
             err = CorruptBatchError(
                 f"size field too small for magic {magic}",
-                position=base + pos + 8,
+                position=base + pos + SIZE_POSITION,
                 expected=f">= {min_size}",
                 found=size,
             )
@@ -126,13 +129,12 @@ def _make_batch(mv: memoryview, pos: int, total: int, magic: int, base: int) -> 
 # --------------------------------------------------------------------------- varints
 
 
-I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 _MASK = {MAX_VARINT_BYTES: 0xFFFFFFFF, MAX_VARLONG_BYTES: 0xFFFFFFFFFFFFFFFF}
 
 
 def _wrap64(n: int) -> int:
     """Java long arithmetic: wrap to the int64 range."""
-    return ((n - I64_MIN) & 0xFFFFFFFFFFFFFFFF) + I64_MIN
+    return ((n - INT64_MIN) & 0xFFFFFFFFFFFFFFFF) + INT64_MIN
 
 
 def _uvarint(data: bytes, pos: int, max_bytes: int) -> tuple[int, int]:
@@ -209,7 +211,7 @@ def decode_v2_records(
             else:
                 u, pos = _uvarint(data, pos, MAX_VARLONG_BYTES)
             ts = base_timestamp + ((u >> 1) ^ -(u & 1))
-            if not I64_MIN <= ts <= I64_MAX:
+            if not INT64_MIN <= ts <= INT64_MAX:
                 ts = _wrap64(ts)
             u = data[pos]
             if u < 128:
@@ -217,7 +219,7 @@ def decode_v2_records(
             else:
                 u, pos = _uvarint(data, pos, MAX_VARINT_BYTES)
             offset = base_offset + ((u >> 1) ^ -(u & 1))
-            if not I64_MIN <= offset <= I64_MAX:
+            if not INT64_MIN <= offset <= INT64_MAX:
                 offset = _wrap64(offset)
             at = pos
             u = data[pos]
@@ -337,7 +339,7 @@ def legacy_key_value(raw: memoryview | bytes, magic: int) -> tuple[bytes | None,
 
 def legacy_record(batch: Batch, offset: int, timestamp: int) -> Record:
     key, value = legacy_key_value(batch.raw, batch.magic)
-    return Record(offset, timestamp, key, value, (), batch.timestamp, batch.attributes, batch.magic, batch.crc)
+    return Record(offset, timestamp, key, value, (), batch.max_timestamp, batch.attributes, batch.magic, batch.crc)
 
 
 def decode_legacy_wrapper(wrapper: Batch, inner_bytes: bytes) -> list[Record]:
@@ -362,22 +364,22 @@ def decode_legacy_wrapper(wrapper: Batch, inner_bytes: bytes) -> list[Record]:
     if wrapper.magic == 0:
         shift = 0
     else:
-        last_rel = inner[-1].offset
-        if wrapper.offset == 0:
+        last_rel = inner[-1].base_offset
+        if wrapper.base_offset == 0:
             shift = 0  # librdkafka writes wrapper offset 0; Java takes it as base 0
-        elif wrapper.offset < last_rel:
+        elif wrapper.base_offset < last_rel:
             raise CorruptBatchError(
                 "invalid wrapper offset in compressed v1 message set",
-                expected=f">= last inner relative offset {last_rel}", found=wrapper.offset,
+                expected=f">= last inner relative offset {last_rel}", found=wrapper.base_offset,
             )
         else:
-            shift = wrapper.offset - last_rel
+            shift = wrapper.base_offset - last_rel
     log_append = wrapper.magic >= 1 and bool(wrapper.attributes & TIMESTAMP_TYPE_MASK)
     out = []
     for m in inner:
-        ts = wrapper.timestamp if log_append else m.timestamp
+        ts = wrapper.max_timestamp if log_append else m.max_timestamp
         try:
-            out.append(legacy_record(m, m.offset + shift, ts))
+            out.append(legacy_record(m, m.base_offset + shift, ts))
         except KsegError as e:
             raise e.shift(m.position)
     return out
@@ -385,13 +387,13 @@ def decode_legacy_wrapper(wrapper: Batch, inner_bytes: bytes) -> list[Record]:
 
 def effective_log_append_time(batch: Batch) -> int | None:
     """The timestamp a LogAppendTime v2 batch imposes on all its records, else None."""
-    if (batch.attributes >> 3) & 1 == LOG_APPEND_TIME:
-        return batch.timestamp
+    if batch.attributes & TIMESTAMP_TYPE_MASK:
+        return batch.max_timestamp
     return None
 
 
 def records_region(batch: Batch) -> memoryview:
-    """The bytes after the 61-byte v2 header: records, or one compressed stream of them."""
+    """The bytes after the v2 batch header: records, or one compressed stream of them."""
     return batch.raw[RECORD_BATCH_OVERHEAD:]
 
 

@@ -7,6 +7,7 @@ compressed wrappers. CRCs are always computed here, never trusted from input.
 
 from __future__ import annotations
 
+import struct
 import zlib
 from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
@@ -30,17 +31,20 @@ from kseg.formats.attributes import (
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
 )
-from kseg.formats.log_entry import LOG_OVERHEAD
+from kseg.formats.log_entry import LOG_OVERHEAD, SIZE_POSITION
+from kseg.formats.message_v0v1 import CRC_POSITION as LEGACY_CRC_POSITION
 from kseg.formats.message_v0v1 import CRC_START as LEGACY_CRC_START
+from kseg.formats.primitives import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
+from kseg.formats.record_batch_v2 import CRC_POSITION as V2_CRC_POSITION
 from kseg.formats.record_batch_v2 import CRC_START as V2_CRC_START
 from kseg.formats.record_batch_v2 import RECORD_BATCH_OVERHEAD
-from kseg.layouts import BATCH_V2_HEADER, MESSAGE_HEADER
+from kseg.layouts import BATCH_V2_HEADER, LENGTH_I32, MESSAGE_HEADER
 from kseg.log import fast
 from kseg.model import Batch, Header, Record
 
 _V2 = BATCH_V2_HEADER.struct
-_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
-_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+_I32 = LENGTH_I32.struct
+_U32 = struct.Struct(">I")  # a stored CRC
 
 
 def _uvarint(out: bytearray, u: int) -> None:
@@ -78,8 +82,8 @@ def encode_v2_records_py(records: Iterable[Record], base_offset: int, base_times
     for r in records:
         ts_delta = r.stored_timestamp - base_timestamp
         off_delta = r.offset - base_offset
-        if not (_I64_MIN <= ts_delta <= _I64_MAX and _I32_MIN <= off_delta <= _I32_MAX
-                and _I64_MIN <= r.stored_timestamp <= _I64_MAX and _I64_MIN <= r.offset <= _I64_MAX):
+        if not (INT64_MIN <= ts_delta <= INT64_MAX and INT32_MIN <= off_delta <= INT32_MAX
+                and INT64_MIN <= r.stored_timestamp <= INT64_MAX and INT64_MIN <= r.offset <= INT64_MAX):
             raise InputError("record timestamp or offset does not fit the batch's base")
         body.clear()
         body.append(r.attributes & 0xFF)
@@ -139,8 +143,7 @@ def assemble_v2(header: BatchHeaderV2, payload: bytes) -> bytes:
         header.producer_id, header.producer_epoch, header.base_sequence, header.record_count,
     )
     buf[RECORD_BATCH_OVERHEAD:] = payload
-    crc = crc32c(memoryview(buf)[V2_CRC_START:])
-    buf[17:21] = crc.to_bytes(4, "big")
+    _U32.pack_into(buf, V2_CRC_POSITION, crc32c(memoryview(buf)[V2_CRC_START:]))
     return bytes(buf)
 
 
@@ -205,7 +208,7 @@ def build_v2_batch(
     base_ts = first_ts if delete_horizon_ms is None else delete_horizon_ms
     for r in records:
         delta = r.offset - base_offset
-        if not (0 <= delta <= _I32_MAX):
+        if not (0 <= delta <= INT32_MAX):
             raise InputError(f"record offset {r.offset} does not fit a batch based at {base_offset}")
     raw_records = encode_v2_records(records, base_offset, base_ts)
     attrs = v2_attributes(
@@ -262,8 +265,8 @@ def build_legacy_message(
         header.pack_into(buf, 0, offset, 0, 0, magic, _s8(attributes))
     _nullable32(buf, key)
     _nullable32(buf, value)
-    buf[8:12] = (len(buf) - LOG_OVERHEAD).to_bytes(4, "big", signed=True)
-    buf[12:16] = zlib.crc32(memoryview(buf)[LEGACY_CRC_START:]).to_bytes(4, "big")
+    _I32.pack_into(buf, SIZE_POSITION, len(buf) - LOG_OVERHEAD)
+    _U32.pack_into(buf, LEGACY_CRC_POSITION, zlib.crc32(memoryview(buf)[LEGACY_CRC_START:]))
     return bytes(buf)
 
 
@@ -275,7 +278,7 @@ def _s8(v: int) -> int:
 def legacy_message_crc(r: Record) -> int:
     """The CRC-32 a legacy record's message should carry (recomputed from its fields)."""
     raw = build_legacy_message(0, r.magic if r.magic in (0, 1) else 1, r.attributes, r.stored_timestamp, r.key, r.value)
-    return int.from_bytes(raw[12:16], "big")
+    return _U32.unpack_from(raw, LEGACY_CRC_POSITION)[0]
 
 
 def build_legacy_message_set(
@@ -341,10 +344,10 @@ def header_of(batch: Batch) -> BatchHeaderV2:
             and b.partition_leader_epoch is not None and b.producer_id is not None
             and b.producer_epoch is not None and b.base_sequence is not None), "not a v2 batch"
     return BatchHeaderV2(
-        base_offset=b.offset,
+        base_offset=b.base_offset,
         last_offset_delta=b.last_offset_delta,
         base_timestamp=b.base_timestamp,
-        max_timestamp=b.timestamp,
+        max_timestamp=b.max_timestamp,
         record_count=b.record_count,
         attributes=b.attributes,
         partition_leader_epoch=b.partition_leader_epoch,

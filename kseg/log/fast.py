@@ -11,6 +11,8 @@ from typing import Any
 
 from kseg.errors import CorruptBatchError, KsegError, TruncatedError, VarintError
 from kseg.formats.attributes import TIMESTAMP_TYPE_MASK
+from kseg.formats.message_v0v1 import CRC_START as LEGACY_CRC_START
+from kseg.layouts import accelerator_layout
 from kseg.log.decode import Scan, Tail
 from kseg.log.decode import decode_legacy_wrapper as _legacy_set_py
 from kseg.log.decode import decode_v2_records as _decode_v2_py
@@ -22,6 +24,8 @@ try:
     from kseg.log import _speedups  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - exercised when the extension is not built
     _speedups = None
+else:
+    _speedups.configure(**accelerator_layout())
 
 ACCELERATED = _speedups is not None and not os.environ.get("KSEG_PURE_PYTHON")
 
@@ -97,7 +101,7 @@ def scan_entries(
 def legacy_batch_record(batch: Batch) -> Record:
     """An uncompressed v0/v1 entry as its one record, with its own offset and timestamp."""
     if not ACCELERATED:
-        return _legacy_record_py(batch, batch.offset, batch.timestamp)
+        return _legacy_record_py(batch, batch.base_offset, batch.max_timestamp)
     try:
         return _speedups.legacy_batch_record(batch, Record)
     except _speedups.DecodeError as e:
@@ -109,7 +113,7 @@ def legacy_record(batch: Batch, offset: int, timestamp: int) -> Record:
     if not ACCELERATED:
         return _legacy_record_py(batch, offset, timestamp)
     try:
-        return _speedups.legacy_record(batch.raw, batch.magic, offset, timestamp, batch.timestamp,
+        return _speedups.legacy_record(batch.raw, batch.magic, offset, timestamp, batch.max_timestamp,
                                        batch.attributes, batch.crc, Record)
     except _speedups.DecodeError as e:
         raise _converted(e) from None
@@ -120,9 +124,9 @@ def decode_legacy_wrapper(wrapper: Batch, inner_bytes: bytes) -> list[Record]:
     if not ACCELERATED:
         return _legacy_set_py(wrapper, inner_bytes)
 
-    lat = wrapper.timestamp if wrapper.magic >= 1 and wrapper.attributes & TIMESTAMP_TYPE_MASK else None
+    lat = wrapper.max_timestamp if wrapper.magic >= 1 and wrapper.attributes & TIMESTAMP_TYPE_MASK else None
     try:
-        return _speedups.legacy_set(inner_bytes, wrapper.magic, wrapper.offset, lat, Record)
+        return _speedups.legacy_set(inner_bytes, wrapper.magic, wrapper.base_offset, lat, Record)
     except _speedups.DecodeError as e:
         raise _converted(e) from None
 
@@ -134,7 +138,7 @@ def legacy_crc_mismatches(inner_bytes: bytes) -> list[tuple[int, int, int]]:
 
         out = []
         for i, m in enumerate(_scan_py(inner_bytes, 0, final=True).batches):
-            computed = zlib.crc32(m.raw[16:])
+            computed = zlib.crc32(m.raw[LEGACY_CRC_START:])
             if computed != m.crc:
                 out.append((i, m.crc, computed))
         return out

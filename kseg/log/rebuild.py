@@ -29,7 +29,7 @@ def rebuild_entry(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) 
     records = batch_records(batch, limit=limit)
     if batch.magic >= 2:
         header = header_of(batch)
-        encoded = encode_v2_records(records, batch.offset, header.base_timestamp)
+        encoded = encode_v2_records(records, batch.base_offset, header.base_timestamp)
         if batch.codec == 0:
             return assemble_v2(header, encoded)
         plain, _ = payload_bytes(batch, limit=limit)
@@ -37,17 +37,18 @@ def rebuild_entry(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) 
         return assemble_v2(header, bytes(records_region(batch)))
     if batch.codec == 0:
         (r,) = records
-        return build_legacy_message(batch.offset, batch.magic, batch.attributes, batch.timestamp, r.key, r.value)
+        return build_legacy_message(batch.base_offset, batch.magic, batch.attributes, batch.max_timestamp,
+                                    r.key, r.value)
     if batch.magic == 1:
-        relative_to = 0 if batch.offset == 0 else records[0].offset
+        relative_to = 0 if batch.base_offset == 0 else records[0].offset
     else:
         relative_to = None
     encoded = build_legacy_message_set(records, magic=records[0].magic, relative_to=relative_to)
     plain, _ = payload_bytes(batch, limit=limit)
     _require_same(batch, plain, encoded)
     _, value = legacy_value_region(batch)
-    return wrap_legacy(batch.offset, batch.magic, batch.codec, bytes(value),  # type: ignore[arg-type]
-                       timestamp_type=batch.timestamp_type, timestamp=batch.timestamp)
+    return wrap_legacy(batch.base_offset, batch.magic, batch.codec, bytes(value),  # type: ignore[arg-type]
+                       timestamp_type=batch.timestamp_type, timestamp=batch.max_timestamp)
 
 
 def _require_same(batch: Batch, plain: bytes, encoded: bytes) -> None:

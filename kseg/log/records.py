@@ -83,7 +83,7 @@ def batch_records(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) 
         raise _negative_count(batch, count)
     data, compressed = payload_bytes(batch, limit=limit)
     try:
-        return decode_v2_records(data, batch.offset, base_timestamp, count, effective_log_append_time(batch))
+        return decode_v2_records(data, batch.base_offset, base_timestamp, count, effective_log_append_time(batch))
     except KsegError as e:
         raise _in_file(e, batch, compressed)
 

@@ -23,9 +23,7 @@ from kseg.model import Batch
 
 CHUNK_SIZE = 8 * 1024 * 1024
 STEP_ENTRIES = 512
-SEGMENT_NAME = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
 PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
-LOG_SUFFIXES = (".log", ".checkpoint")
 KAFKA07_SUFFIXES = (".kafka", ".kafka07")  # pre-0.8 segment files
 
 
@@ -241,10 +239,6 @@ def strict_batches(path: str | os.PathLike) -> Iterator[Batch]:
     yield from seg.batches()
     if seg.tail is not None:
         raise seg.tail.error
-
-
-def is_log_file(path: Path) -> bool:
-    return path.suffix in LOG_SUFFIXES
 
 
 def partition_segments(folder: str | os.PathLike) -> list[Path]:

@@ -46,6 +46,7 @@ from kseg.formats.attributes import (
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
 )
+from kseg.formats.primitives import INT32_MAX
 from kseg.log.atomic import AtomicDir, check_output, write_atomic
 from kseg.log.control import control_info
 from kseg.log.encode import assemble_v2, build_legacy_wrapper, build_v2_batch, header_of
@@ -57,7 +58,7 @@ from kseg.log.segment import (
     partition_segments,
     strict_batches,
 )
-from kseg.model import INT32_MAX, Batch, Record
+from kseg.model import Batch, Record
 from kseg.ops.jobs import SegmentSink, WriteOptions
 from kseg.ops.logdir import finish_log_dir, finish_partition
 
@@ -243,7 +244,7 @@ def _scan_partition(segs: list[Path], limit: int) -> PartitionState:
                 if b.is_transactional and p.open_txn_first is None:
                     p.open_txn_first = b.offset
         st.segment_max_timestamps.append(seg_max)
-        txn_path = seg_path.with_name(seg_path.name.split(".")[0] + ".txnindex")
+        txn_path = companion_path(seg_path, ".txnindex")
         if txn_path.exists():
 
             for e in read_txn_index(txn_path).entries:

@@ -16,7 +16,7 @@ from typing import Iterable, Iterator
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES, get_codec
 from kseg.codecs.choice import CodecChoice
 from kseg.defaults import DEFAULT_BATCH_BYTES, DEFAULT_BATCH_RECORDS
-from kseg.errors import InputError
+from kseg.errors import CorruptBatchError, InputError
 from kseg.formats.attributes import (
     CODEC_MASK,
     CODEC_NAMES,
@@ -29,6 +29,9 @@ from kseg.formats.attributes import (
     PLUGIN_ID_SHIFT,
     TIMESTAMP_TYPE_MASK,
 )
+from kseg.formats.log_entry import LOG_OVERHEAD
+from kseg.formats.primitives import INT64_MAX
+from kseg.layouts import ENTRY_FRAMING
 from kseg.log.encode import (
     assemble_v2,
     build_legacy_message_set,
@@ -40,6 +43,8 @@ from kseg.log.encode import (
 from kseg.log.records import batch_records, codec_for, payload_bytes
 from kseg.log.segment import base_offset_of, strict_batches
 from kseg.model import Batch, Record
+
+_FRAMING = ENTRY_FRAMING.struct
 
 
 @dataclass
@@ -446,7 +451,7 @@ def rebase(batches: Iterable[Batch], delta: int, s: Summary, *, limit: int = DEF
             new = b.offset + delta
             _check_offset(new, b)
             s.patched += 1
-            yield _emit(s, new.to_bytes(8, "big", signed=True) + b.raw[8:], _n_records(b))
+            yield _emit(s, _with_offset(b, new), _n_records(b))
         elif b.magic == 1:
             if b.offset == 0:
                 # librdkafka's wrapper offset 0 means base 0 (spec §2.3): the last inner
@@ -460,17 +465,20 @@ def rebase(batches: Iterable[Batch], delta: int, s: Summary, *, limit: int = DEF
             _count_in(s, b, n)
             _check_offset(new, b)
             s.patched += 1
-            yield _emit(s, new.to_bytes(8, "big", signed=True) + b.raw[8:], n)
+            yield _emit(s, _with_offset(b, new), n)
         else:
             inner, _ = payload_bytes(b, limit=limit)
             out = bytearray(inner)
             pos = 0
             n = 0
             while pos < len(out):
-                old = int.from_bytes(out[pos:pos + 8], "big", signed=True)
+                if pos + LOG_OVERHEAD > len(out):
+                    raise CorruptBatchError("inner message set ends inside an entry's framing",
+                                            position=b.position)
+                old, size = _FRAMING.unpack_from(out, pos)
                 _check_offset(old + delta, b)
-                out[pos:pos + 8] = (old + delta).to_bytes(8, "big", signed=True)
-                pos += 12 + int.from_bytes(out[pos + 8:pos + 12], "big", signed=True)
+                _FRAMING.pack_into(out, pos, old + delta, size)
+                pos += LOG_OVERHEAD + size
                 n += 1
             _count_in(s, b, n)
             value = codec_for(b).compress(bytes(out), magic=0)
@@ -479,8 +487,15 @@ def rebase(batches: Iterable[Batch], delta: int, s: Summary, *, limit: int = DEF
             yield _emit(s, wrap_legacy(b.offset + delta, 0, b.codec, value), n)
 
 
+def _with_offset(batch: Batch, offset: int) -> bytes:
+    """An entry's bytes with another offset in its framing (outside every CRC)."""
+    raw = bytearray(batch.raw)
+    _FRAMING.pack_into(raw, 0, offset, batch.size - LOG_OVERHEAD)
+    return bytes(raw)
+
+
 def _check_offset(offset: int, b: Batch) -> None:
-    if offset < 0 or offset >= 1 << 63:
+    if not 0 <= offset <= INT64_MAX:
         raise InputError(f"rebased offset {offset} is out of range", position=b.position)
 
 

@@ -24,6 +24,7 @@ from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log.atomic import AtomicDir, AtomicFile, check_output
 from kseg.log.segment import (
     base_offset_of,
+    companion_path,
     log_dir_partitions,
     partition_segments,
     segment_file_name,
@@ -103,9 +104,8 @@ class SegmentSink:
         if self.options.index:
 
             index, timeindex = build_indexes(self.appends, self.base_offset, self.options.index_interval_bytes)
-            stem = self.log_path.with_suffix("")
             for suffix, data in ((".index", index), (".timeindex", timeindex)):
-                with AtomicFile(stem.with_name(stem.name + suffix)) as f:
+                with AtomicFile(companion_path(self.log_path, suffix)) as f:
                     f.write(data)
         self.file.commit()
 

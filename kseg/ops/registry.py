@@ -33,7 +33,7 @@ from kseg.log.atomic import write_atomic
 from kseg.log.encode import build_v2_batch
 from kseg.log.fast import scan_entries
 from kseg.log.records import batch_records
-from kseg.log.segment import Segment, base_offset_of, partition_segments, segment_file_name
+from kseg.log.segment import Segment, base_offset_of, companion_path, partition_segments, segment_file_name
 from kseg.model import make_record
 
 __all__ = ["load_registry", "register"]
@@ -66,7 +66,7 @@ def _load_folder(folder: Path) -> Registry:
         try:
             for batch in seg.batches():
                 reg.next_offset = max(reg.next_offset, batch.next_offset)
-                where = f"{seg_path} offset {batch.offset}"
+                where = f"{seg_path} offset {batch.base_offset}"
                 if batch.is_control:
                     continue
                 if batch.plugin_id is not None:
@@ -229,9 +229,8 @@ def _append_folder(folder: Path, offset: int, key: bytes, value: bytes, timestam
     entries = [b._replace(raw=memoryview(b"")) for b in scan_entries(data, 0, final=True).batches]
     index, timeindex = build_indexes(entries, base)
     write_atomic(log, data)
-    stem = log.name.split(".")[0]
-    write_atomic(folder / f"{stem}.index", index)
-    write_atomic(folder / f"{stem}.timeindex", timeindex)
+    write_atomic(companion_path(log, ".index"), index)
+    write_atomic(companion_path(log, ".timeindex"), timeindex)
     return f"{log} offset {offset}"
 
 

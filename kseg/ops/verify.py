@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -19,9 +19,12 @@ from crc32c import crc32c
 
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.companions.check import LOG_DIR_TEXT_FILES, check_segment_companions, check_standalone, companion_paths
-from kseg.errors import InputError, KsegError, TruncatedError, expected_found
-from kseg.formats.attributes import CODEC_MASK, CODEC_PLUGIN, CREATE_TIME, PLUGIN_ID_MASK
+from kseg.errors import InputError, KsegError, TruncatedError
+from kseg.findings import ERROR, NOTE, Finding
+from kseg.formats.attributes import CODEC_MASK, CODEC_PLUGIN, CREATE_TIME, PLUGIN_ID_MASK, TIMESTAMP_TYPE_MASK
+from kseg.formats.message_v0v1 import ATTRIBUTES_POSITION as LEGACY_ATTRIBUTES_POSITION
 from kseg.formats.message_v0v1 import CRC_START as LEGACY_CRC_START
+from kseg.formats.record_batch_v2 import ATTRIBUTES_POSITION as V2_ATTRIBUTES_POSITION
 from kseg.formats.record_batch_v2 import CRC_START as V2_CRC_START
 from kseg.kafka07.read import inner_payloads, read_kafka07
 from kseg.log.control import control_info
@@ -30,6 +33,7 @@ from kseg.log.segment import (
     KAFKA07_SUFFIXES,
     Segment,
     base_offset_of,
+    companion_path,
     is_stdin,
     log_dir_partitions,
     partition_segments,
@@ -37,34 +41,14 @@ from kseg.log.segment import (
 from kseg.model import Batch, Record
 from kseg.ops.sniff import KAFKA07, format_hint, input_format_of
 
-ERROR = "error"
-NOTE = "note"
 MAX_NOTES_PER_KIND = 20
 # Attribute bits no format defines (v2: bit 7 and 12-15; bits 8-11 are kseg's plugin id).
 V2_UNDEFINED_BITS = 0xF080
+LEGACY_UNDEFINED_BITS = ~(CODEC_MASK | TIMESTAMP_TYPE_MASK)
 
 
-@dataclass(frozen=True)
-class Problem:
-    severity: str
-    check: str
-    file: str
-    position: int | None
-    message: str
-    expected: Any = None
-    found: Any = None
-    where: str | None = None
-
-    def __str__(self) -> str:
-        head = self.file
-        if self.position is not None:
-            head += f": at byte {self.position}"
-        if self.where:
-            head += f" ({self.where})"
-        return f"{head}: {self.message}{expected_found(self.expected, self.found)}"
-
-    def as_json(self) -> dict:
-        return {k: v for k, v in asdict(self).items()}
+# The name verify has always given its findings.
+Problem = Finding
 
 
 @dataclass
@@ -74,11 +58,11 @@ class FileReport:
     batches: int = 0
     records: int = 0
     bytes: int = 0
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[Finding] = field(default_factory=list)
     suppressed_notes: int = 0
 
     @property
-    def errors(self) -> list[Problem]:
+    def errors(self) -> list[Finding]:
         return [p for p in self.problems if p.severity == ERROR]
 
     @property
@@ -105,7 +89,7 @@ class _Collector:
         self._note_counts: dict[str, int] = {}
 
     def error(self, check: str, position: int | None, message: str, **kw: Any) -> None:
-        self.report.problems.append(Problem(ERROR, check, self.report.path, position, message, **kw))
+        self.report.problems.append(Finding(ERROR, check, self.report.path, position, message, **kw))
 
     def note(self, check: str, position: int | None, message: str, **kw: Any) -> None:
         n = self._note_counts.get(check, 0) + 1
@@ -113,7 +97,7 @@ class _Collector:
         if n > MAX_NOTES_PER_KIND:
             self.report.suppressed_notes += 1
             return
-        self.report.problems.append(Problem(NOTE, check, self.report.path, position, message, **kw))
+        self.report.problems.append(Finding(NOTE, check, self.report.path, position, message, **kw))
 
     def from_error(self, check: str, e: KsegError) -> None:
         self.error(check, e.position, e.message, expected=e.expected, found=e.found, where=e.where)
@@ -293,8 +277,7 @@ def verify_kafka07_file(path: Path, *, quick: bool, max_decompressed_bytes: int)
 
 def verify_companion_file(path: Path) -> FileReport:
     fr = FileReport(str(path), kind=path.suffix.lstrip(".") or path.name)
-    for f in check_standalone(path):
-        fr.problems.append(Problem(f.severity, "index", f.file, f.position, f.message, f.expected, f.found))
+    fr.problems.extend(check_standalone(path))
     return fr
 
 
@@ -319,12 +302,12 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None)
                 _check_header(c, batch)
                 lod = batch.last_offset_delta
                 assert lod is not None  # set on every v2 batch
-                batch_last = batch.offset + lod
+                batch_last = batch.base_offset + lod
             else:  # the hot loop of legacy segments: one entry per message
-                if zlib.crc32(batch.raw[LEGACY_CRC_START:]) != batch.crc or batch.attributes & ~0x0F:
+                if zlib.crc32(batch.raw[LEGACY_CRC_START:]) != batch.crc or batch.attributes & LEGACY_UNDEFINED_BITS:
                     _check_header(c, batch)
-                batch_last = batch.offset
-            first = batch.offset
+                batch_last = batch.base_offset
+            first = batch.base_offset
             wrapper_unread = False
             if quick:
                 if magic >= 2:
@@ -365,7 +348,7 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None)
             if want_summaries:
                 # A wrapper's first offset is unknown without decompressing it (quick mode).
                 summaries.append((batch.position, None if wrapper_unread else first, batch_last,
-                                  batch.timestamp, batch.size))
+                                  batch.max_timestamp, batch.size))
     except KsegError as e:  # unreadable file
         c.from_error("read", e)
         return fr, last
@@ -383,8 +366,7 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None)
 
 
 def _has_indexes(log: Path) -> bool:
-    stem = log.name.split(".")[0]
-    return any((log.parent / f"{stem}{s}").exists() for s in (".index", ".timeindex", ".txnindex"))
+    return any(companion_path(log, s).exists() for s in (".index", ".timeindex", ".txnindex"))
 
 
 def _check_header(c: _Collector, b: Batch) -> None:
@@ -406,12 +388,12 @@ def _check_header(c: _Collector, b: Batch) -> None:
                     expected=f"0..{lod + 1}", found=count)
         undefined = b.attributes & V2_UNDEFINED_BITS
         if undefined:
-            c.note("attributes", b.position + 21, "undefined attribute bits set", found=f"{undefined:#06x}")
+            c.note("attributes", b.position + V2_ATTRIBUTES_POSITION, "undefined attribute bits set", found=f"{undefined:#06x}")
         if b.codec != CODEC_PLUGIN and b.attributes & PLUGIN_ID_MASK:
-            c.note("attributes", b.position + 21, "plugin id bits set on a non-plugin codec",
+            c.note("attributes", b.position + V2_ATTRIBUTES_POSITION, "plugin id bits set on a non-plugin codec",
                    found=f"{b.attributes:#06x}")
-    elif b.attributes & ~0x0F:
-        c.note("attributes", b.position + 17, "undefined attribute bits set", found=f"{b.attributes:#04x}")
+    elif b.attributes & LEGACY_UNDEFINED_BITS:
+        c.note("attributes", b.position + LEGACY_ATTRIBUTES_POSITION, "undefined attribute bits set", found=f"{b.attributes:#04x}")
 
 
 def _check_records(c: _Collector, b: Batch, options: VerifyOptions) -> list[Record] | int | None:
@@ -438,7 +420,7 @@ def _check_records(c: _Collector, b: Batch, options: VerifyOptions) -> list[Reco
 def _summary(b: Batch, records: list[Record]) -> tuple[int | None, bool, int, int]:
     if not records:
         return None, True, 0, 0
-    deltas = [r.offset - b.offset for r in records]
+    deltas = [r.offset - b.base_offset for r in records]
     ordered = all(x < y for x, y in zip(deltas, deltas[1:]))
     return max(r.stored_timestamp for r in records), ordered, min(deltas), max(deltas)
 
@@ -452,9 +434,9 @@ def _check_v2_summary(c: _Collector, b: Batch, summary: tuple[int | None, bool, 
     if b.record_count and (min_delta < 0 or max_delta > lod):
         c.error("records", b.position, "record offset deltas outside the batch's range",
                 expected=f"0..{lod}", found=f"{min_delta}..{max_delta}")
-    if b.record_count and b.timestamp_type == CREATE_TIME and max_ts != b.timestamp:
+    if b.record_count and b.timestamp_type == CREATE_TIME and max_ts != b.max_timestamp:
         c.error("timestamps", b.position, "maxTimestamp is not the largest record timestamp",
-                expected=max_ts, found=b.timestamp)
+                expected=max_ts, found=b.max_timestamp)
 
 
 def _check_control(c: _Collector, b: Batch, records: list[Record]) -> None:
@@ -486,11 +468,10 @@ def _check_wrapper(c: _Collector, b: Batch, records: list[Record], bad_crcs: lis
                found=f"{len(offsets)} messages over offsets {offsets[0]}..{offsets[-1]}")
     if b.magic == 1 and b.timestamp_type == CREATE_TIME:
         mx = max(r.stored_timestamp for r in records)
-        if mx != b.timestamp:
+        if mx != b.max_timestamp:
             c.note("timestamps", b.position, "wrapper timestamp is not the max inner timestamp "
-                   "(librdkafka writes the first)", expected=mx, found=b.timestamp)
+                   "(librdkafka writes the first)", expected=mx, found=b.max_timestamp)
 
 
 def _check_companions(c, path: Path, summaries, controls, seg: Segment) -> None:
-    for f in check_segment_companions(path, summaries, controls, seg.size):
-        c.report.problems.append(Problem(f.severity, "index", f.file, f.position, f.message, f.expected, f.found))
+    c.report.problems.extend(check_segment_companions(path, summaries, controls, seg.size))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import bisect
 import os
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -20,10 +19,12 @@ from typing import Any, Iterable
 from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.defaults import parse_size as _size
 from kseg.errors import InputError
-from kseg.log.segment import base_offset_of, expand_inputs, parse_partition_dir
+from kseg.formats.log_entry import LOG_OVERHEAD, MIN_SIZE_BY_MAGIC
+from kseg.layouts import LOG_ENTRY_PREFIX
+from kseg.log.segment import base_offset_of, companion_path, expand_inputs, parse_partition_dir
 
 DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
-_ENTRY_HEAD = struct.Struct(">qiiB")  # offset, size, crc/leader epoch, magic
+_ENTRY_HEAD = LOG_ENTRY_PREFIX.struct  # offset, size, crc/leader epoch, magic
 _LOG_KINDS = ("log", "checkpoint")
 
 
@@ -90,7 +91,7 @@ def read_index(path: str) -> list[tuple[int, int]]:
     if base is None or log.suffix != ".log":
         return []
     try:
-        data = log.with_suffix(".index").read_bytes()
+        data = companion_path(log, ".index").read_bytes()
     except OSError:
         return []
     entries = [(e.offset, e.position) for e in parse_offset_index(data, base).entries]
@@ -116,12 +117,13 @@ def entry_starts_at(path: str, position: int, file_size: int, max_offset: int | 
             if len(head) < _ENTRY_HEAD.size:
                 return False
             offset, size, _, magic = _ENTRY_HEAD.unpack(head)
-            if magic > 2 or size < 14 or position + 12 + size > file_size:
+            min_size = MIN_SIZE_BY_MAGIC.get(magic)
+            if min_size is None or size < min_size or position + LOG_OVERHEAD + size > file_size:
                 return False
             if max_offset is not None and offset > max_offset:
                 return False
             f.seek(position)
-            raw = f.read(12 + size)
+            raw = f.read(LOG_OVERHEAD + size)
     except OSError:
         return False
     scan = scan_entries(memoryview(raw), position, final=True)

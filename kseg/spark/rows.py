@@ -14,12 +14,11 @@ from typing import Any, Iterator
 
 from kseg.errors import KsegError
 from kseg.formats.attributes import CODEC_NONE, LOG_APPEND_TIME, NO_SEQUENCE
+from kseg.formats.primitives import INT32_MAX
 from kseg.log.records import batch_records
 from kseg.log.segment import Segment
-from kseg.model import Batch
+from kseg.model import Batch, record_sequence
 from kseg.spark.plan import Conditions, ReadOptions, Slice, seek_range
-
-INT32_MAX = (1 << 31) - 1
 
 RECORD_SCHEMA_DDL = (
     "topic STRING, partition INT, segment STRING, offset BIGINT, timestamp BIGINT, timestamp_type STRING, "
@@ -97,12 +96,12 @@ def _skip_batch(b: Batch, c: Conditions) -> bool:
     """True when no record of this batch can pass the offset/time conditions (header facts only)."""
     if c.offset_lo is not None and b.last_offset < c.offset_lo:
         return True
-    if c.offset_hi is not None and (b.magic >= 2 or b.codec == CODEC_NONE) and b.offset > c.offset_hi:
+    if c.offset_hi is not None and (b.magic >= 2 or b.codec == CODEC_NONE) and b.base_offset > c.offset_hi:
         return True
     exact_ts = b.magic >= 2 or b.codec == CODEC_NONE or b.magic == 0 or b.timestamp_type == LOG_APPEND_TIME
-    if c.time_lo is not None and exact_ts and b.timestamp < c.time_lo:
+    if c.time_lo is not None and exact_ts and b.max_timestamp < c.time_lo:
         return True
-    if c.time_hi is not None and b.timestamp > c.time_hi:
+    if c.time_hi is not None and b.max_timestamp > c.time_hi:
         if b.magic < 2 and (b.codec == CODEC_NONE or b.magic == 0 or b.timestamp_type == LOG_APPEND_TIME):
             return True
         if b.magic >= 2 and b.timestamp_type == LOG_APPEND_TIME:
@@ -130,14 +129,6 @@ def slice_batches(s: Slice, cond: Conditions | None, opts: ReadOptions) -> Itera
             file=s.path, position=t.position)
 
 
-def _sequence(b: Batch, offset: int) -> int:
-    if b.base_sequence is None or b.base_sequence == NO_SEQUENCE:
-        return NO_SEQUENCE
-    delta = offset - b.offset
-    base = b.base_sequence
-    return delta - (INT32_MAX - base) - 1 if base > INT32_MAX - delta else base + delta
-
-
 def _records(b: Batch, opts: ReadOptions):
     try:
         return batch_records(b, limit=opts.max_decompressed_bytes)
@@ -163,7 +154,7 @@ def record_tuples(s: Slice, cond: Conditions | None, opts: ReadOptions) -> Itera
             yield (*head, r.offset, r.timestamp, tt, r.key, r.value,
                    [(h.key, h.value) for h in r.headers], b.magic, codec, b.position,
                    b.partition_leader_epoch, b.producer_id, b.producer_epoch,
-                   _sequence(b, r.offset) if v2 else None,
+                   record_sequence(b, r) if v2 else None,
                    b.is_transactional if v2 else None, b.is_control if v2 else None)
 
 
@@ -215,7 +206,7 @@ class _RecordColumns:
             self.any_sequence = True
         self.batch_rows.append((s.topic, s.partition, s.path, tt, b.magic, codec, b.position,
                                 b.partition_leader_epoch, b.producer_id, b.producer_epoch, txn, control,
-                                seq, b.offset))
+                                seq, b.base_offset))
         self.n += n
         self.run_ends.append(self.n)
         if n == 1:
@@ -261,7 +252,7 @@ class _RecordColumns:
                 base_seq = expand(cols[12], pa.int64())
                 base_off = expand(cols[13], pa.int64())
                 raw = pc.add(base_seq, pc.subtract(offsets, base_off))
-                wrapped = pc.if_else(pc.greater(raw, INT32_MAX), pc.subtract(raw, 1 << 31), raw)
+                wrapped = pc.if_else(pc.greater(raw, INT32_MAX), pc.subtract(raw, INT32_MAX + 1), raw)
                 arrays["sequence"] = pc.if_else(pc.equal(base_seq, NO_SEQUENCE), base_seq,
                                                 wrapped).cast(pa.int32())
             else:
@@ -321,18 +312,18 @@ def batch_tuples(s: Slice, cond: Conditions | None, opts: ReadOptions) -> Iterat
     for b in slice_batches(s, None, opts):
         v2 = b.magic >= 2
         if v2:
-            first, last, count = b.offset, b.last_offset, b.record_count or 0
+            first, last, count = b.base_offset, b.last_offset, b.record_count or 0
         elif b.codec != CODEC_NONE:
             records = _records(b, opts)
             if isinstance(records, KsegError):
                 if opts.mode == "failfast":
                     raise records.located(file=s.path)
                 continue
-            first, last, count = records[0].offset, b.offset, len(records)
+            first, last, count = records[0].offset, b.base_offset, len(records)
         else:
-            first, last, count = b.offset, b.offset, 1
+            first, last, count = b.base_offset, b.base_offset, 1
         yield (s.topic, s.partition, s.path, b.position, first, last, count, b.magic, b.codec_name,
-               b.timestamp_type_name, b.timestamp, b.size, b.crc, b.crc_valid,
+               b.timestamp_type_name, b.max_timestamp, b.size, b.crc, b.crc_valid,
                b.partition_leader_epoch, b.producer_id, b.producer_epoch, b.base_sequence,
                b.is_transactional if v2 else None, b.is_control if v2 else None,
                b.delete_horizon_ms if v2 else None)

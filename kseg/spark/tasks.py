@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from kseg.errors import KsegError
+from kseg.formats.primitives import INT64_MIN
 
 # verify_log is run with this as the previous segment's last offset; see ``settle``.
-SENTINEL = -(1 << 63)
+SENTINEL = INT64_MIN
 
 
 @dataclass
@@ -82,7 +83,7 @@ def verify_task(options: Any, registry: str | None, item: tuple[str, bool, Any])
             seg = Segment(p)
             b = next(seg.batches(chunk_size=1 << 16), None)
             if b is not None:
-                unread, first = b.magic < 2 and b.codec != 0, b.offset
+                unread, first = b.magic < 2 and b.codec != 0, b.base_offset
         return VerifyResult(fr, last, unread, first, _info(t0, c0))
     except KsegError as e:
         return Failed(e)

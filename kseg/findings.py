@@ -1,0 +1,42 @@
+"""What a check reports without raising: one ``Finding`` for every check.
+
+``kseg verify`` (logs, companions, snapshots, partition files), the companion
+checks in ``kseg.companions.check`` and ``kseg index --check`` all report
+``Finding``s, printed the way errors are (``FILE: at byte N (where): what:
+expected X, found Y``) and written to JSON reports with ``as_json``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from kseg.errors import expected_found
+
+ERROR = "error"  # the data is wrong: verify exits 1
+NOTE = "note"  # a fact Kafka accepts, worth knowing
+
+__all__ = ["ERROR", "NOTE", "Finding"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str  # ERROR or NOTE
+    check: str  # what was checked: "crc", "batch", "records", "index", ...
+    file: str
+    position: int | None  # byte position in ``file``, when there is one
+    message: str
+    expected: Any = None
+    found: Any = None
+    where: str | None = None  # batch or record context
+
+    def __str__(self) -> str:
+        head = self.file
+        if self.position is not None:
+            head += f": at byte {self.position}"
+        if self.where:
+            head += f" ({self.where})"
+        return f"{head}: {self.message}{expected_found(self.expected, self.found)}"
+
+    def as_json(self) -> dict:
+        return asdict(self)
