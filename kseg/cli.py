@@ -15,6 +15,7 @@ from typing import Any, Callable
 import click
 
 from .errors import DataError, InputError, KsegError
+from .storage_cli import LOCATION, s3_endpoint_option
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
 MAX_DECOMPRESSED_DEFAULT = 256 * 1024 * 1024
@@ -85,6 +86,7 @@ max_decompressed_option = click.option(
 @click.option("--plugin-registry", type=click.Path(path_type=Path), envvar="KSEG_PLUGIN_REGISTRY", default=None,
               help="Plugin codec registry: a plugin-python-topic-0 folder or a JSON file "
                    "[env: KSEG_PLUGIN_REGISTRY].")
+@s3_endpoint_option
 @click.version_option(package_name="kseg")
 def main(traceback: bool, plugin_registry: Path | None) -> None:
     """Look inside, verify and convert Apache Kafka log segment files."""
@@ -100,7 +102,7 @@ def main(traceback: bool, plugin_registry: Path | None) -> None:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=LOCATION)
 @click.option("--records", "-r", "deep", is_flag=True, help="Show records, not only batches (--deep-iteration).")
 @click.option("--format", "fmt", type=click.Choice(["text", "jsonl", "kafka"]), default="text", show_default=True)
 @click.option("--payload", type=click.Choice(["none", "utf8", "hex", "base64"]), default=None,
@@ -196,7 +198,7 @@ def _expand_for_dump(paths: tuple[Path, ...], expand: Callable[[list], list[Path
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=LOCATION)
 @click.option("--quick", is_flag=True, help="Framing and CRCs only (the broker's own check, at disk speed).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--no-index", is_flag=True, help="Do not check .index/.timeindex/.txnindex files.")

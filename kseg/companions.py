@@ -28,6 +28,7 @@ from .errors import DataError, IndexFileError, InputError, KsegError, TruncatedE
 from .formats.producer_snapshot import SNAPSHOT_CRC_START
 from .layouts import ABORTED_TXN_ENTRY, OFFSET_INDEX_ENTRY, SNAPSHOT_ENTRY, SNAPSHOT_HEADER, TIME_INDEX_ENTRY
 from .segment import base_offset_of
+from .storage import open_input
 
 __all__ = [
     "AbortedTxn",
@@ -428,7 +429,7 @@ def parse_partition_metadata(data: bytes | str) -> PartitionMetadata:
 
 def _read(path: str | os.PathLike) -> bytes:
     try:
-        with open(path, "rb") as f:
+        with open_input(path) as f:
             return f.read()
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror or e}", file=str(path)) from None

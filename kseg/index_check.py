@@ -37,6 +37,7 @@ from .formats.attributes import CONTROL_ABORT, CONTROL_TYPE_NAMES
 from .layouts import ABORTED_TXN_ENTRY, TIME_INDEX_ENTRY
 from .model import Batch
 from .segment import base_offset_of
+from .storage import as_path, open_input
 
 __all__ = [
     "BatchSummary",
@@ -162,7 +163,7 @@ def _length_and_tail(out: list[IndexFinding], file: str, data: bytes, idx: Index
 
 def _read_for_check(path: str | os.PathLike, out: list[IndexFinding]) -> bytes | None:
     try:
-        with open(path, "rb") as f:
+        with open_input(path) as f:
             return f.read()
     except OSError as e:
         out.append(IndexFinding(ERROR, str(path), None, f"cannot read: {e.strerror or e}"))
@@ -523,7 +524,7 @@ def check_standalone(path: str | os.PathLike) -> list[IndexFinding]:
 def companion_paths(log_path: str | os.PathLike) -> dict[str, Path]:
     """The sibling .index/.timeindex/.txnindex paths of a .log (a transient suffix such as
     ``.deleted`` carries over), whether or not they exist."""
-    p = Path(log_path)
+    p = as_path(log_path)
     name = p.name
     stem, sep, rest = name.partition(".log")
     if not sep:
@@ -550,7 +551,7 @@ def check_segment_companions(
     if batches_summary is None or (controls is None and ".txnindex" in paths):
         from .segment import Segment
 
-        seg = Segment(Path(log_path))
+        seg = Segment(as_path(log_path))  # type: ignore[arg-type]
         try:
             read_summary, read_controls = summarize_batches(seg.batches())
         except KsegError as e:

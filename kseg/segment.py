@@ -18,6 +18,7 @@ from .errors import InputError, TruncatedError
 from .formats.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
 from .layouts import LOG_ENTRY_PREFIX
 from .model import Batch
+from .storage import as_path
 
 CHUNK_SIZE = 8 * 1024 * 1024
 STEP_ENTRIES = 512
@@ -44,7 +45,7 @@ class Segment:
     tail: Tail | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
-        self.path = Path(self.path)
+        self.path = as_path(self.path)  # type: ignore[assignment]
 
     @property
     def base_offset(self) -> int | None:
@@ -61,11 +62,12 @@ class Segment:
         """
         self.tail = None
         try:
-            f = open(self.path, "rb")
+            f = self.path.open("rb")
         except OSError as e:
-            raise InputError(f"cannot open: {e.strerror}", file=str(self.path)) from None
+            raise InputError(f"cannot open: {e.strerror or e}", file=str(self.path)) from None
         with f:
-            file_size = os.fstat(f.fileno()).st_size
+            # A local file's size from its descriptor; an object's (read by ranges) from the store.
+            file_size = os.fstat(f.fileno()).st_size if isinstance(self.path, Path) else f.size()
             limit = file_size if end is None else min(end, file_size)
             filepos = start
             want = chunk_size
@@ -118,7 +120,7 @@ class Segment:
 def strict_batches(path: str | os.PathLike) -> Iterator[Batch]:
     """Every batch of a segment, raising what ends the walk early (a partial or corrupt
     tail) instead of stopping quietly: for commands that write what they read."""
-    seg = Segment(Path(path))
+    seg = Segment(as_path(path))  # type: ignore[arg-type]
     yield from seg.batches()
     if seg.tail is not None:
         raise seg.tail.error
@@ -130,7 +132,7 @@ def is_log_file(path: Path) -> bool:
 
 def partition_segments(folder: str | os.PathLike) -> list[Path]:
     """The .log files of a partition folder, in base-offset order."""
-    folder = Path(folder)
+    folder = as_path(folder)
     logs = [p for p in folder.iterdir() if p.suffix == ".log" and base_offset_of(p) is not None]
     return sorted(logs, key=lambda p: base_offset_of(p))  # type: ignore[arg-type, return-value]
 
@@ -168,7 +170,7 @@ class Partition:
 
 def log_dir_partitions(root: str | os.PathLike) -> list[Partition]:
     """Partition folders directly under a broker log directory, sorted by topic and partition."""
-    root = Path(root)
+    root = as_path(root)
     found = []
     for child in root.iterdir():
         if child.is_dir() and parse_partition_dir(child.name) and any(
@@ -187,7 +189,7 @@ def expand_inputs(paths: list[str | os.PathLike]) -> list[Path]:
     """
     out: list[Path] = []
     for raw in paths:
-        p = Path(raw)
+        p = as_path(raw)
         if not p.exists():
             raise InputError("no such file or directory", file=str(p))
         if p.is_file():
@@ -205,21 +207,21 @@ def expand_inputs(paths: list[str | os.PathLike]) -> list[Path]:
 
 def open_segment(path: str | os.PathLike) -> Segment:
     """Open one segment file for reading."""
-    p = Path(path)
+    p = as_path(path)
     if not p.is_file():
         raise InputError("no such file", file=str(p))
     return Segment(p)
 
 
 def open_partition(path: str | os.PathLike) -> Partition:
-    p = Path(path)
+    p = as_path(path)
     if not p.is_dir():
         raise InputError("not a folder", file=str(p))
     return Partition(p)
 
 
 def open_log_dir(path: str | os.PathLike) -> list[Partition]:
-    p = Path(path)
+    p = as_path(path)
     if not p.is_dir():
         raise InputError("not a folder", file=str(p))
     return log_dir_partitions(p)

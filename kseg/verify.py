@@ -25,6 +25,7 @@ from .formats.record_batch_v2 import CRC_START as V2_CRC_START
 from .model import Batch, Record
 from .records import batch_records, check_v2_batch_records, wrapper_records
 from .segment import Segment, base_offset_of, log_dir_partitions, partition_segments
+from .storage import as_path
 
 ERROR = "error"
 NOTE = "note"
@@ -139,7 +140,7 @@ def verify_paths(
 def _groups(paths: Iterable[str | Path]) -> list[list[Path]]:
     groups: list[list[Path]] = []
     for raw in paths:
-        p = Path(raw)
+        p = as_path(raw)
         if not p.exists():
             raise InputError("no such file or directory", file=str(p))
         if p.is_file():
