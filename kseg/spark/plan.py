@@ -19,6 +19,7 @@ from typing import Any, Iterable
 
 from ..errors import InputError
 from ..segment import base_offset_of, expand_inputs, parse_partition_dir
+from ..storage import as_path, open_input
 
 DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
 _ENTRY_HEAD = struct.Struct(">qiiB")  # offset, size, crc/leader epoch, magic
@@ -83,7 +84,7 @@ def read_index(path: str) -> list[tuple[int, int]]:
     """(absolute offset, position) entries of a segment's .index, or [] when absent or unusable."""
     from ..companions import parse_offset_index
 
-    log = Path(path)
+    log = as_path(path)
     base = base_offset_of(log)
     if base is None or log.suffix != ".log":
         return []
@@ -108,7 +109,7 @@ def entry_starts_at(path: str, position: int, file_size: int, max_offset: int | 
     from ..fast import scan_entries
 
     try:
-        with open(path, "rb") as f:
+        with open_input(path) as f:
             f.seek(position)
             head = f.read(_ENTRY_HEAD.size)
             if len(head) < _ENTRY_HEAD.size:
