@@ -562,7 +562,7 @@ def check_segment_companions(
             controls = read_controls
     if log_size is None:
         try:
-            log_size = os.stat(log_path).st_size
+            log_size = as_path(log_path).stat().st_size
         except OSError as e:
             return [IndexFinding(ERROR, str(log_path), None, f"cannot read: {e.strerror or e}")]
     out: list[IndexFinding] = []

@@ -198,6 +198,14 @@ def spark_home() -> Path:
     return Path(pyspark.__file__).parent
 
 
+def scala_version() -> str:
+    """The Scala version of PySpark's jars (the worker's executor launcher needs it named when
+    SPARK_HOME is a pip-installed PySpark rather than a Spark distribution)."""
+    for jar in (spark_home() / "jars").glob("spark-core_*.jar"):
+        return jar.name.split("_", 1)[1].split("-", 1)[0]
+    return "2.13"
+
+
 class SparkStandalone:
     """A standalone master and ``workers`` workers on loopback, logs and work dirs in ``root``.
 
@@ -228,7 +236,7 @@ class SparkStandalone:
     def base_env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
         env.update(SPARK_HOME=str(spark_home()), SPARK_LOCAL_IP=LOOPBACK, SPARK_LOCAL_HOSTNAME=LOOPBACK,
-                   PYSPARK_PYTHON=sys.executable, SPARK_NO_DAEMONIZE="1")
+                   PYSPARK_PYTHON=sys.executable, SPARK_NO_DAEMONIZE="1", SPARK_SCALA_VERSION=scala_version())
         return env
 
     def _ui_alive(self, port: int, needle: str) -> bool:

@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 from ..errors import InputError
 from ..segment import base_offset_of, expand_inputs, parse_partition_dir
-from ..storage import as_path, open_input
+from ..storage import as_path, open_input, size_of
 
 DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
 _ENTRY_HEAD = struct.Struct(">qiiB")  # offset, size, crc/leader epoch, magic
@@ -284,7 +284,7 @@ def slice_size(s: Slice) -> int:
     if s.end is not None:
         return s.end - s.start
     try:
-        return os.path.getsize(s.path) - s.start
+        return size_of(s.path) - s.start
     except OSError:
         return 0
 
@@ -324,7 +324,7 @@ def seek_range(s: Slice, cond: Conditions | None) -> tuple[int, int | None]:
     entries = read_index(s.path)
     if not entries:
         return start, end
-    size = os.path.getsize(s.path)
+    size = size_of(s.path)
     offsets = [o for o, _ in entries]
     if cond.offset_lo is not None:
         # Entry (O, P): an append starting at P ends at O, so every batch before P has
