@@ -15,7 +15,7 @@ from typing import Any, Callable
 import click
 
 from .errors import DataError, InputError, KsegError
-from .storage_cli import LOCATION, s3_endpoint_option
+from .storage_cli import LOCATION, remote_output, s3_endpoint_option, shown
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
 MAX_DECOMPRESSED_DEFAULT = 256 * 1024 * 1024
@@ -279,9 +279,9 @@ def _write_options(f: Callable[..., Any]) -> Callable[..., Any]:
     f = click.option("--no-index", is_flag=True, help="Do not write .index/.timeindex files.")(f)
     f = click.option("--index-interval-bytes", type=SIZE, default=4096, show_default=True,
                      help="Bytes between offset index entries (Kafka's index.interval.bytes).")(f)
-    f = click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
+    f = click.option("-o", "--output", type=LOCATION, required=True,
                      help="Output .log file, partition folder or log directory (matching INPUT).")(f)
-    f = click.argument("input_path", metavar="INPUT", type=click.Path(path_type=Path))(f)
+    f = click.argument("input_path", metavar="INPUT", type=LOCATION)(f)
     return max_decompressed_option(f)
 
 
@@ -308,7 +308,8 @@ def _codec_choice(name: str, level: int | None, *, keep_allowed: bool = True):
 
 
 def _report_job(result: Any, output: Path) -> None:
-    click.echo(f"kseg: wrote {len(result.segments)} segment(s) under {output}: {result.summary.line()}", err=True)
+    click.echo(f"kseg: wrote {len(result.segments)} segment(s) under {shown(output)}: {result.summary.line()}",
+               err=True)
 
 
 def _write_flags(output: Path, no_index: bool, index_interval_bytes: int, force: bool):
@@ -339,6 +340,7 @@ level_option = click.option("--level", type=int, default=None, help="Compression
               help="At most about this many bytes per v2 batch built from uncompressed messages "
                    "(stays under the broker's default max.message.bytes, 1 MiB).")
 @guarded
+@remote_output
 def up_convert_cmd(input_path: Path, output: Path, no_index: bool, index_interval_bytes: int, force: bool,
                    max_decompressed_bytes: int, to_magic: int, codec: str, level: int | None, input_format: str,
                    base_offset: int, timestamp_type: str, log_append_time: int | None, batch_records: int,
@@ -367,6 +369,7 @@ def up_convert_cmd(input_path: Path, output: Path, no_index: bool, index_interva
 @codec_option
 @level_option
 @guarded
+@remote_output
 def down_convert_cmd(input_path: Path, output: Path, no_index: bool, index_interval_bytes: int, force: bool,
                      max_decompressed_bytes: int, to_magic: int, codec: str, level: int | None) -> None:
     """Convert to an older message format as the broker did for old consumers (drops what it cannot carry)."""
@@ -387,6 +390,7 @@ def down_convert_cmd(input_path: Path, output: Path, no_index: bool, index_inter
 @click.option("--batch-records", type=click.IntRange(1), default=1000, show_default=True,
               help="At most this many uncompressed legacy messages per new wrapper.")
 @guarded
+@remote_output
 def recompress_cmd(input_path: Path, output: Path, no_index: bool, index_interval_bytes: int, force: bool,
                    max_decompressed_bytes: int, codec: str, level: int | None, topics: str,
                    batch_records: int) -> None:
@@ -407,6 +411,7 @@ def recompress_cmd(input_path: Path, output: Path, no_index: bool, index_interva
 @_write_options
 @click.option("--base-offset", type=click.IntRange(0), required=True, help="The new first offset.")
 @guarded
+@remote_output
 def rebase_cmd(input_path: Path, output: Path, no_index: bool, index_interval_bytes: int, force: bool,
                max_decompressed_bytes: int, base_offset: int) -> None:
     """Shift every offset so the data starts at --base-offset (v1/v2: no decompression)."""

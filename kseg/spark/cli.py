@@ -276,6 +276,12 @@ def _convert(command: str, input_path: Path, output: Path, args: dict, write: An
     from .jobs import _registry, spark_convert, write_report
     from .tasks import ConvertParams
 
+    from ..storage import is_remote
+
+    for where in (input_path, output):
+        if is_remote(where):  # the plain commands write s3:// outputs; the Spark ones not yet
+            raise InputError(f"kseg spark {command} takes local or shared-folder paths; for s3:// use "
+                             f"kseg {command}", file=str(where))
     params = ConvertParams(command, args, write, _registry())
     run = _Run(master, conf, timings)
     with run.session() as session:
