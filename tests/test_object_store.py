@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -125,6 +124,53 @@ def test_endpoint_option_and_missing_objects(s3_env, s3_logdir, monkeypatch):
     assert missing.exit_code == 2 and "no such file or directory" in missing.stderr
 
 
+# --------------------------------------------------------------------------- writing commands
+
+
+def _download(fs, key: str, into: Path) -> dict[str, bytes]:
+    from pyarrow import fs as pafs
+
+    pafs.copy_files(key, str(into), source_filesystem=fs)
+    return {str(p.relative_to(into)): p.read_bytes() for p in sorted(into.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("args", [("up-convert", "--to-magic", "2"), ("recompress", "--codec", "lz4"),
+                                  ("rebase", "--base-offset", "1000")])
+def test_writing_commands_to_objects_byte_identical(s3_env, s3_logdir, object_store, tmp_path, args):
+    out = f"s3://kseg-test/out-{args[0]}"
+    remote = cli(*args, s3_logdir, "-o", out)
+    local = cli(*args, FIXTURES, "-o", tmp_path / "local")
+    assert remote.exit_code == local.exit_code == 0, remote.stderr
+    assert remote.stderr.replace(out, str(tmp_path / "local")) == local.stderr
+    want = {str(p.relative_to(tmp_path / "local")): p.read_bytes()
+            for p in sorted((tmp_path / "local").rglob("*")) if p.is_file()}
+    assert _download(object_store.fs(), out[len("s3://"):], tmp_path / "back") == want
+    # Existing output: refused without --force; replaced whole with it (stale objects go).
+    assert cli(*args, s3_logdir, "-o", out).exit_code == 2
+    stale = storage.as_path(f"{out}/stale-0/00000000000000000000.log")
+    stale.write_bytes(b"old")
+    assert cli(*args, s3_logdir, "-o", out, "--force").exit_code == 0
+    assert not stale.exists()
+    # A single segment to a single object.
+    seg = f"{s3_logdir}/v2-headers-0/00000000000000000000.log"
+    assert cli(*args, seg, "-o", f"{out}.log").exit_code == 0
+    assert storage.as_path(f"{out}.log").read_bytes() == (
+        cli(*args, FIXTURES / "v2-headers-0" / "00000000000000000000.log", "-o", tmp_path / "one.log"),
+        (tmp_path / "one.log").read_bytes())[1]
+
+
+def test_failed_write_leaves_no_object(s3_env, s3_logdir):
+    out = "s3://kseg-test/out-failed"
+    r = cli("recompress", "--codec", "zstd", s3_logdir, "-o", out)  # zstd cannot go into magic 1
+    assert r.exit_code == 1 and "zstd cannot be carried by magic 1" in r.stderr
+    assert not storage.as_path(out).exists()
+
+
+def test_spark_writing_commands_refuse_objects(s3_env, s3_logdir):
+    r = cli("spark", "up-convert", "--to-magic", "2", s3_logdir, "-o", "/nonexistent/out")
+    assert r.exit_code == 2 and "for s3:// use kseg up-convert" in r.stderr
+
+
 # --------------------------------------------------------------------------- Spark, local mode
 
 
@@ -202,9 +248,11 @@ def _write_large_segment(fs, key: str, target_bytes: int) -> int:
 
 def _peak_rss_mb(args: list[str], env: dict[str, str]) -> tuple[float, str]:
     """Run ``kseg`` in a child and return its peak resident memory (MiB) and stdout."""
-    code = ("import resource, sys, runpy; sys.argv = ['kseg'] + sys.argv[1:]\n"
+    # VmHWM is this process image's own peak (ru_maxrss would carry the forking parent's over exec).
+    code = ("import sys; sys.argv = ['kseg'] + sys.argv[1:]\n"
             "try:\n    from kseg.cli import main; main()\n"
-            "finally:\n    sys.stderr.write('PEAK_RSS_KB %d\\n' % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+            "finally:\n    hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')]\n"
+            "    sys.stderr.write('PEAK_RSS_KB %s\\n' % hwm[0].split()[1])\n")
     p = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=900)
     peak = [line for line in p.stderr.splitlines() if line.startswith("PEAK_RSS_KB")]
     assert peak and p.returncode == 0, p.stderr
