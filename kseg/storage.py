@@ -275,15 +275,15 @@ class RemotePath:
     def open(self, mode: str = "rb", buffering: int = -1, encoding: str | None = None,
              errors: str | None = None, newline: str | None = None) -> Any:
         if mode == "rb":
-            return self._fs().open_input_file(self.key)
+            return RangedReader(self._fs().open_input_file(self.key), str(self))
         if mode == "wb":
             return AtomicObjectWriter(self)
-        if mode in ("r", "rt", "w", "wt"):
+        if mode in ("r", "rt"):
             import io
 
-            raw = self.open(mode.replace("t", "")[0] + "b")
-            return io.TextIOWrapper(raw if mode[0] == "w" else io.BufferedReader(_Readable(raw)),
-                                    encoding=encoding or "utf-8", errors=errors, newline=newline)
+            # Text files next to segments are a few lines (checkpoints, partition.metadata).
+            return io.TextIOWrapper(io.BytesIO(self.read_bytes()), encoding=encoding or "utf-8",
+                                    errors=errors, newline=newline)
         raise ValueError(f"unsupported mode for an object: {mode!r}")
 
     def read_bytes(self) -> bytes:
@@ -309,27 +309,50 @@ class RemotePath:
         """Prefixes need no creating; an object store has folders only as names."""
 
 
-class _Readable:
-    """Adapts a pyarrow input file to ``io.BufferedReader``."""
+class RangedReader:
+    """A seekable reader of an object: each ``read(n)`` is one ranged GET of at most ``n`` bytes.
 
-    def __init__(self, f: Any):
-        self.f = f
-        self.closed = False
+    A transfer failing half way (the connection, the server) is the input's problem: it
+    raises ``InputError`` naming the object, as kseg's other errors do.
+    """
+
+    def __init__(self, f: Any, name: str):
+        self._f = f
+        self.name = name
+
+    def read(self, n: int = -1) -> bytes:
+        try:
+            return self._f.read() if n is None or n < 0 else self._f.read(n)
+        except OSError as e:
+            raise InputError(f"cannot read: {e}", file=self.name) from None
+
+    def seek(self, position: int, whence: int = 0) -> int:
+        return self._f.seek(position, whence)
+
+    def tell(self) -> int:
+        return self._f.tell()
+
+    def size(self) -> int:
+        return self._f.size()
 
     def readable(self) -> bool:
         return True
 
-    def readinto(self, b: Any) -> int:
-        data = self.f.read(len(b))
-        b[: len(data)] = data
-        return len(data)
+    def seekable(self) -> bool:
+        return True
+
+    @property
+    def closed(self) -> bool:
+        return self._f.closed
 
     def close(self) -> None:
-        self.f.close()
-        self.closed = True
+        self._f.close()
 
-    def flush(self) -> None:
-        pass
+    def __enter__(self) -> RangedReader:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
 
 class AtomicObjectWriter:
