@@ -339,9 +339,10 @@ def s3_env(object_store, monkeypatch):
     return object_store.env
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def spark_cluster(tmp_path_factory, request):
-    """A standalone Spark master and two workers (1 core, 1 GiB each) on loopback.
+    """A standalone Spark master and two workers (1 core, 1 GiB each) on loopback, for the
+    module that uses it (stopped after it: three JVMs are not kept idle for the rest of the run).
 
     The workers' environment carries the object store's credentials when there is one,
     as a real cluster's nodes would have theirs.
