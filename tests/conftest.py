@@ -360,3 +360,9 @@ __all__ = [
     "v2_records",
     "vector_entries",
 ]
+
+
+# --------------------------------------------------------------------------- real servers
+
+# Session fixtures for the object-store and cluster tests (servers.py starts them on loopback).
+from servers import object_store, s3_env, s3_logdir, spark_cluster  # noqa: E402, F401

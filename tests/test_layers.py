@@ -19,6 +19,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "kseg"
 
 RANKS = {
     "kseg.errors": 0, "kseg.findings": 0, "kseg.model": 0, "kseg.layouts": 0, "kseg.defaults": 0, "kseg.formats": 0,
+    "kseg.storage": 0,
     "kseg.codecs": 1,
     "kseg.log": 2,
     "kseg.companions": 3, "kseg.kafka07": 3, "kseg.decoders": 3,

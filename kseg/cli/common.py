@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import click
 
+from kseg.cli.storage import LOCATION
 from kseg.decoders import DECODE_CHOICES, KAFKA_VERSIONS
 from kseg.defaults import (
     DEFAULT_BATCH_BYTES,
@@ -170,7 +171,7 @@ input_format_option = click.option(
     "--input-format", type=click.Choice(["kafka", "kafka07"]), default=None, help=INPUT_FORMAT_HELP)
 
 dump_options = options(
-    click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path)),
+    click.argument("paths", nargs=-1, required=True, type=LOCATION),
     click.option("--records", "-r", "records", is_flag=True, help="Show records, not only batches (--deep-iteration)."),
     click.option("--format", "fmt", type=click.Choice(["text", "jsonl", "kafka"]), default="text", show_default=True),
     click.option("--payload", type=click.Choice(["none", "utf8", "hex", "base64"]), default=None,
@@ -198,7 +199,7 @@ dump_options = options(
 )
 
 verify_options = options(
-    click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path)),
+    click.argument("paths", nargs=-1, required=True, type=LOCATION),
     click.option("--quick", is_flag=True, help="Framing and CRCs only (the broker's own check, at disk speed)."),
     click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True),
     click.option("--no-index", is_flag=True, help="Do not check .index/.timeindex/.txnindex files."),
@@ -208,8 +209,8 @@ verify_options = options(
 )
 
 write_options = options(
-    click.argument("input_path", metavar="INPUT", type=click.Path(path_type=Path)),
-    click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
+    click.argument("input_path", metavar="INPUT", type=LOCATION),
+    click.option("-o", "--output", type=LOCATION, required=True,
                  help="Output .log file, partition folder or log directory (matching INPUT)."),
     index_interval_option,
     click.option("--no-index", is_flag=True, help="Do not write .index/.timeindex files."),

@@ -39,6 +39,7 @@ from kseg.cli.common import (
 )
 from kseg.cli.internals import state, txn
 from kseg.cli.plugins import plugins
+from kseg.cli.storage import remote_output, s3_endpoint_option, shown
 from kseg.codecs.choice import choose
 from kseg.codecs.plugins import activate
 from kseg.companions.build import build_indexes
@@ -73,6 +74,7 @@ from kseg.render.reports import compact_json, compact_line, job_line, write_veri
 @click.option("--plugin-registry", type=click.Path(path_type=Path), envvar="KSEG_PLUGIN_REGISTRY", default=None,
               help="Plugin codec registry: a plugin-python-topic-0 folder or a JSON file "
                    "[env: KSEG_PLUGIN_REGISTRY].")
+@s3_endpoint_option
 @click.version_option(package_name="kseg")
 def main(traceback: bool, plugin_registry: Path | None) -> None:
     """Look inside, verify and convert Apache Kafka log segment files."""
@@ -209,6 +211,7 @@ def _progress() -> Callable[[str], None]:
 @main.command("up-convert")
 @up_convert_options
 @guarded
+@remote_output
 def up_convert_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
                    max_decompressed_bytes: int, to_magic: int, codec: str, level: int | None, input_format: str,
                    base_offset: int, timestamp_type: str, log_append_time: int | None, batch_records: int,
@@ -222,24 +225,26 @@ def up_convert_cmd(input_path: Path, output: Path, index_interval_bytes: int, no
         result = up_convert_kafka07(input_path, output, o, base_offset, options)
     else:
         result = run_job([input_path], output, lambda segs: (lambda b, s: up_convert(b, o, s), 0), options, command="up-convert")
-    click.echo(job_line(result, output), err=True)
+    click.echo(job_line(result, shown(output)), err=True)
 
 
 @main.command("down-convert")
 @down_convert_options
 @guarded
+@remote_output
 def down_convert_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
                      max_decompressed_bytes: int, to_magic: int, codec: str, level: int | None) -> None:
     """Convert to an older message format as the broker did for old consumers (drops what it cannot carry)."""
     o = DownOptions(to_magic=to_magic, choice=choose(codec, level), limit=max_decompressed_bytes)
     options = write_flags(no_index, index_interval_bytes, force)
     result = run_job([input_path], output, lambda segs: (lambda b, s: down_convert(b, o, s), 0), options, command="down-convert")
-    click.echo(job_line(result, output), err=True)
+    click.echo(job_line(result, shown(output)), err=True)
 
 
 @main.command("recompress")
 @recompress_options
 @guarded
+@remote_output
 def recompress_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
                    max_decompressed_bytes: int, codec: str, level: int | None, topics: str,
                    batch_records: int) -> None:
@@ -250,19 +255,20 @@ def recompress_cmd(input_path: Path, output: Path, index_interval_bytes: int, no
     options = write_flags(no_index, index_interval_bytes, force)
     result = run_job([input_path], output, lambda segs: (lambda b, s: recompress(b, o, s), 0), options,
                      select=(lambda topic: not wanted or topic in wanted), command="recompress")
-    click.echo(job_line(result, output), err=True)
+    click.echo(job_line(result, shown(output)), err=True)
 
 
 @main.command("rebase")
 @rebase_options
 @guarded
+@remote_output
 def rebase_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
                max_decompressed_bytes: int, base_offset: int) -> None:
     """Shift every offset so the data starts at --base-offset (v1/v2: no decompression)."""
     options = write_flags(no_index, index_interval_bytes, force)
     result = run_job([input_path], output, rebase_maker(base_offset, max_decompressed_bytes), options,
                      command="rebase")
-    click.echo(job_line(result, output), err=True)
+    click.echo(job_line(result, shown(output)), err=True)
 
 
 @main.command("index")

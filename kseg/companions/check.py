@@ -42,6 +42,7 @@ from kseg.log.control import control_info
 from kseg.log.decode import decode_v2_records, records_region
 from kseg.log.segment import Segment, base_offset_of
 from kseg.model import Batch
+from kseg.storage import as_path, open_input
 
 __all__ = [
     "BatchSummary",
@@ -156,7 +157,7 @@ def _length_and_tail(out: list[Finding], file: str, data: bytes, idx: IndexFile,
 
 def _read_for_check(path: str | os.PathLike, out: list[Finding]) -> bytes | None:
     try:
-        with open(path, "rb") as f:
+        with open_input(path) as f:
             return f.read()
     except OSError as e:
         out.append(_finding(ERROR, str(path), None, f"cannot read: {e.strerror or e}"))
@@ -586,7 +587,7 @@ def check_standalone(path: str | os.PathLike) -> list[Finding]:
 def companion_paths(log_path: str | os.PathLike) -> dict[str, Path]:
     """The sibling .index/.timeindex/.txnindex paths of a .log (a transient suffix such as
     ``.deleted`` carries over), whether or not they exist."""
-    p = Path(log_path)
+    p = as_path(log_path)
     name = p.name
     stem, sep, rest = name.partition(".log")
     if not sep:
@@ -612,7 +613,7 @@ def check_segment_companions(
         return []
     if batches_summary is None or (controls is None and ".txnindex" in paths):
 
-        seg = Segment(Path(log_path))
+        seg = Segment(as_path(log_path))  # type: ignore[arg-type]
         try:
             read_summary, read_controls = summarize_batches(seg.batches())
         except KsegError as e:
@@ -623,7 +624,7 @@ def check_segment_companions(
             controls = read_controls
     if log_size is None:
         try:
-            log_size = os.stat(log_path).st_size
+            log_size = as_path(log_path).stat().st_size
         except OSError as e:
             return [_finding(ERROR, str(log_path), None, f"cannot read: {e.strerror or e}")]
     out: list[Finding] = []

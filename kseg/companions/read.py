@@ -35,6 +35,7 @@ from kseg.layouts import (
     TIME_INDEX_ENTRY,
 )
 from kseg.log.segment import base_offset_of
+from kseg.storage import open_input
 
 __all__ = [
     "AbortedTxn",
@@ -511,7 +512,7 @@ def parse_partition_metadata(data: bytes | str) -> PartitionMetadata:
 
 def _read(path: str | os.PathLike) -> bytes:
     try:
-        with open(path, "rb") as f:
+        with open_input(path) as f:
             return f.read()
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror or e}", file=str(path)) from None
@@ -584,9 +585,9 @@ def _last_before(data: bytes, size: int, before: Callable[[int], bool]) -> int:
 
 def _read_or_none(path: str | os.PathLike) -> bytes | None:
     try:
-        with open(path, "rb") as f:
+        with open_input(path) as f:
             return f.read()
-    except OSError:
+    except (OSError, InputError):
         return None
 
 

@@ -20,6 +20,7 @@ from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log.decode import Tail
 from kseg.log.fast import scan_entries
 from kseg.model import Batch
+from kseg.storage import RemotePath, as_path
 
 CHUNK_SIZE = 8 * 1024 * 1024
 STEP_ENTRIES = 512
@@ -52,6 +53,8 @@ def is_stream(path: str | os.PathLike) -> bool:
     """Standard input, a pipe, a FIFO, a character device: read once, front to back, size unknown."""
     if is_stdin(path):
         return True
+    if isinstance(path, RemotePath):
+        return False
     try:
         mode = os.stat(path).st_mode
     except OSError:
@@ -61,6 +64,8 @@ def is_stream(path: str | os.PathLike) -> bool:
 
 def is_input_file(path: str | os.PathLike) -> bool:
     """Something read as one file: a regular file, standard input or a stream."""
+    if isinstance(path, RemotePath):
+        return path.is_file()
     return is_stdin(path) or (os.path.exists(path) and not os.path.isdir(path))
 
 
@@ -75,8 +80,9 @@ def companion_path(log: str | os.PathLike, suffix: str, folder: str | os.PathLik
     ``folder`` puts it elsewhere (an output folder); transient suffixes such as
     ``.log.deleted`` are dropped with the rest of the name after the first dot.
     """
-    p = Path(log)
-    return Path(folder if folder is not None else p.parent) / (p.name.split(".", 1)[0] + suffix)
+    p = as_path(log)
+    where = as_path(folder) if folder is not None else p.parent
+    return where / (p.name.split(".", 1)[0] + suffix)  # type: ignore[return-value]
 
 
 @dataclass
@@ -89,7 +95,7 @@ class Segment:
     streamed: int | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
-        self.path = Path(self.path)
+        self.path = as_path(self.path)  # type: ignore[assignment]
 
     @property
     def base_offset(self) -> int | None:
@@ -113,16 +119,19 @@ class Segment:
             yield from self._stream_batches(sys.stdin.buffer, start, end, chunk_size)
             return
         try:
-            f = open(self.path, "rb")
+            f = self.path.open("rb")
         except OSError as e:
-            raise InputError(f"cannot open: {e.strerror}", file=str(self.path)) from None
+            raise InputError(f"cannot open: {e.strerror or e}", file=str(self.path)) from None
         with f:
-            st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                # A pipe, FIFO or process substitution: fstat says 0 bytes, and it cannot seek.
-                yield from self._stream_batches(f, start, end, chunk_size)
-                return
-            file_size = st.st_size
+            if not isinstance(self.path, Path):
+                file_size = f.size()  # an object, read by ranges: its size from the store
+            else:
+                st = os.fstat(f.fileno())
+                if not stat.S_ISREG(st.st_mode):
+                    # A pipe, FIFO or process substitution: fstat says 0 bytes, and it cannot seek.
+                    yield from self._stream_batches(f, start, end, chunk_size)
+                    return
+                file_size = st.st_size
             limit = file_size if end is None else min(end, file_size)
             filepos = start
             want = chunk_size
@@ -235,7 +244,7 @@ class Segment:
 def strict_batches(path: str | os.PathLike) -> Iterator[Batch]:
     """Every batch of a segment, raising what ends the walk early (a partial or corrupt
     tail) instead of stopping quietly: for commands that write what they read."""
-    seg = Segment(Path(path))
+    seg = Segment(as_path(path))  # type: ignore[arg-type]
     yield from seg.batches()
     if seg.tail is not None:
         raise seg.tail.error
@@ -243,7 +252,7 @@ def strict_batches(path: str | os.PathLike) -> Iterator[Batch]:
 
 def partition_segments(folder: str | os.PathLike) -> list[Path]:
     """The .log files of a partition folder, in base-offset order."""
-    folder = Path(folder)
+    folder = as_path(folder)
     logs = [p for p in folder.iterdir() if p.suffix == ".log" and base_offset_of(p) is not None]
     return sorted(logs, key=lambda p: base_offset_of(p))  # type: ignore[arg-type, return-value]
 
@@ -281,7 +290,7 @@ class Partition:
 
 def log_dir_partitions(root: str | os.PathLike) -> list[Partition]:
     """Partition folders directly under a broker log directory, sorted by topic and partition."""
-    root = Path(root)
+    root = as_path(root)
     found = []
     for child in root.iterdir():
         if child.is_dir() and parse_partition_dir(child.name) and any(
@@ -300,7 +309,7 @@ def expand_inputs(paths: list[str | os.PathLike]) -> list[Path]:
     """
     out: list[Path] = []
     for raw in paths:
-        p = Path(raw)
+        p = as_path(raw)
         if is_stdin(p):
             out.append(p)
             continue
@@ -324,21 +333,21 @@ def expand_inputs(paths: list[str | os.PathLike]) -> list[Path]:
 
 def open_segment(path: str | os.PathLike) -> Segment:
     """Open one segment file for reading."""
-    p = Path(path)
+    p = as_path(path)
     if not is_input_file(p):
         raise InputError("no such file", file=str(p))
     return Segment(p)
 
 
 def open_partition(path: str | os.PathLike) -> Partition:
-    p = Path(path)
+    p = as_path(path)
     if not p.is_dir():
         raise InputError("not a folder", file=str(p))
     return Partition(p)
 
 
 def open_log_dir(path: str | os.PathLike) -> list[Partition]:
-    p = Path(path)
+    p = as_path(path)
     if not p.is_dir():
         raise InputError("not a folder", file=str(p))
     return log_dir_partitions(p)

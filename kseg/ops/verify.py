@@ -40,6 +40,7 @@ from kseg.log.segment import (
 )
 from kseg.model import Batch, Record
 from kseg.ops.sniff import KAFKA07, format_hint, input_format_of
+from kseg.storage import as_path
 
 MAX_NOTES_PER_KIND = 20
 # Attribute bits no format defines (v2: bit 7 and 12-15; bits 8-11 are kseg's plugin id).
@@ -155,7 +156,7 @@ def input_groups(paths: Iterable[str | Path]) -> list[list[Path]]:
     run on from one to the next; a file alone); InputError if unusable."""
     groups: list[list[Path]] = []
     for raw in paths:
-        p = Path(raw)
+        p = as_path(raw)
         if is_stdin(p):
             groups.append([p])
             continue

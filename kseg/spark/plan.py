@@ -22,6 +22,7 @@ from kseg.errors import InputError
 from kseg.formats.log_entry import LOG_OVERHEAD, MIN_SIZE_BY_MAGIC
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log.segment import base_offset_of, companion_path, expand_inputs, parse_partition_dir
+from kseg.storage import as_path, open_input, size_of
 
 DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
 _ENTRY_HEAD = LOG_ENTRY_PREFIX.struct  # offset, size, crc/leader epoch, magic
@@ -86,7 +87,7 @@ def read_index(path: str) -> list[tuple[int, int]]:
     """(absolute offset, position) entries of a segment's .index, or [] when absent or unusable."""
     from kseg.companions.read import parse_offset_index
 
-    log = Path(path)
+    log = as_path(path)
     base = base_offset_of(log)
     if base is None or log.suffix != ".log":
         return []
@@ -111,7 +112,7 @@ def entry_starts_at(path: str, position: int, file_size: int, max_offset: int | 
     from kseg.log.fast import scan_entries
 
     try:
-        with open(path, "rb") as f:
+        with open_input(path) as f:
             f.seek(position)
             head = f.read(_ENTRY_HEAD.size)
             if len(head) < _ENTRY_HEAD.size:
@@ -287,7 +288,7 @@ def slice_size(s: Slice) -> int:
     if s.end is not None:
         return s.end - s.start
     try:
-        return os.path.getsize(s.path) - s.start
+        return size_of(s.path) - s.start
     except OSError:
         return 0
 
@@ -327,7 +328,7 @@ def seek_range(s: Slice, cond: Conditions | None) -> tuple[int, int | None]:
     entries = read_index(s.path)
     if not entries:
         return start, end
-    size = os.path.getsize(s.path)
+    size = size_of(s.path)
     offsets = [o for o, _ in entries]
     if cond.offset_lo is not None:
         # Entry (O, P): an append starting at P ends at O, so every batch before P has

@@ -18,6 +18,7 @@ from typing import Any
 
 from kseg.errors import KsegError
 from kseg.formats.primitives import INT64_MIN
+from kseg.storage import as_path
 
 # verify_log is run with this as the previous segment's last offset; see ``settle``.
 SENTINEL = INT64_MIN
@@ -73,7 +74,7 @@ def verify_task(options: Any, registry: str | None, item: tuple[str, bool, Any])
     _activate(registry)
     path, is_log, prev = item
     t0, c0 = time.perf_counter(), time.process_time()
-    p = Path(path)
+    p = as_path(path)  # a local path or an object URL
     try:
         if not is_log:
             return VerifyResult(verify_companion_file(p), None, info=_info(t0))
@@ -169,7 +170,7 @@ def dump_task(params: DumpParams, part_dir: str, item: tuple[int, str]) -> DumpR
             renderer = RENDERERS[params.fmt](out, err, kd, vd)
         counting = _Counting(renderer)
         try:
-            for ev in dump_file(Path(path), params.options):
+            for ev in dump_file(as_path(path), params.options):  # type: ignore[arg-type]
                 counting(ev)
         except KsegError as e:
             error = e
