@@ -1,0 +1,161 @@
+"""What kseg is compared with, file by file: shared by the live tier and the corpus test.
+
+* :data:`COMBOS`: the ``kafka-dump-log.sh`` flag combinations a user runs, by id,
+  and :func:`kseg_args` the ``kseg dump --format kafka`` equivalent (None where
+  kseg has no such option yet).
+* :func:`combos_for`: which combinations make sense for a file (by suffix and
+  topic: the decoders only for their internal topic).
+* :func:`kseg_records`: a partition's records as ``kseg dump --records --format
+  jsonl`` gives them, in the shape :func:`traffic.consume_all` records them.
+* :data:`KNOWN_DIFFERENCES`: every comparison where kseg currently differs from
+  Kafka, in one place; :func:`known_difference` looks one up.
+"""
+
+from __future__ import annotations
+
+import base64
+import fnmatch
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+KSEG = str(Path(sys.executable).with_name("kseg"))
+
+MAX_BYTES = "1500"
+
+#: combination id -> kafka-dump-log.sh flags (``--files FILE`` comes first)
+COMBOS: dict[str, list[str]] = {
+    "plain": [],
+    "deep": ["--deep-iteration"],
+    "data": ["--print-data-log"],
+    "deep-data": ["--deep-iteration", "--print-data-log"],
+    "max-bytes": ["--max-bytes", MAX_BYTES],
+    "deep-data-max-bytes": ["--deep-iteration", "--print-data-log", "--max-bytes", MAX_BYTES],
+    "offsets": ["--offsets-decoder"],
+    "transactions": ["--transaction-log-decoder"],
+    "metadata": ["--cluster-metadata-decoder"],
+    "index-sanity": ["--index-sanity-check"],
+    "verify-index": ["--verify-index-only"],
+}
+
+#: combination id -> the kseg dump options that should print the same (None: no equivalent)
+KSEG_OPTIONS: dict[str, list[str] | None] = {
+    "plain": [],
+    "deep": ["--records"],
+    "data": ["--records", "--payload", "utf8"],
+    "deep-data": ["--records", "--payload", "utf8"],
+    "max-bytes": ["--max-bytes", MAX_BYTES],
+    "deep-data-max-bytes": ["--records", "--payload", "utf8", "--max-bytes", MAX_BYTES],
+    "offsets": ["--decode", "offsets"],
+    "transactions": ["--decode", "transactions"],
+    "metadata": ["--decode", "metadata"],
+    "index-sanity": None,  # kseg dump has no --index-sanity-check (kseg verify checks indexes its own way)
+    "verify-index": None,  # kseg dump has no --verify-index-only
+}
+
+DUMPED_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot", ".checkpoint")
+
+
+def dumped_files(logdir: Path) -> list[str]:
+    """Every file under ``logdir`` kafka-dump-log.sh reads, relative, sorted."""
+    return sorted(str(p.relative_to(logdir)) for p in logdir.rglob("*")
+                  if p.is_file() and p.suffix in DUMPED_SUFFIXES)
+
+
+def combos_for(rel: str) -> list[str]:
+    suffix = Path(rel).suffix
+    partition = Path(rel).parent.name
+    if suffix == ".log":
+        out = ["plain", "deep", "data", "deep-data", "max-bytes", "deep-data-max-bytes"]
+        if partition.startswith("__consumer_offsets-"):
+            out.append("offsets")
+        elif partition.startswith("__transaction_state-"):
+            out.append("transactions")
+        elif partition.startswith("__cluster_metadata-"):
+            out.append("metadata")
+        return out
+    if suffix in (".index", ".timeindex"):
+        return ["plain", "deep", "index-sanity", "verify-index"]
+    if suffix == ".checkpoint":
+        return ["plain", "metadata"]
+    return ["plain"]
+
+
+def kafka_args(rel: str, combo: str) -> list[str]:
+    return ["--files", rel, *COMBOS[combo]]
+
+
+def kseg_args(rel: str, combo: str) -> list[str] | None:
+    opts = KSEG_OPTIONS[combo]
+    return None if opts is None else ["dump", "--format", "kafka", *opts, rel]
+
+
+def run_kseg(args: list[str], cwd: Path) -> tuple[int, bytes, bytes]:
+    env = dict(os.environ, COLUMNS="200")
+    proc = subprocess.run([KSEG, *args], capture_output=True, cwd=cwd, env=env)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+LOGDIR = "$LOGDIR"
+
+
+def placeholder_paths(output: bytes, logdir: Path) -> bytes:
+    """Absolute paths under ``logdir`` (Kafka prints some) as ``$LOGDIR/...``: outputs compare across machines."""
+    return output.replace(str(logdir.resolve()).encode() + b"/", LOGDIR.encode() + b"/")
+
+
+def _latin1(b64: str | None) -> str | None:
+    return None if b64 is None else base64.b64decode(b64).decode("latin-1")
+
+
+def kseg_records(partition: Path) -> list[dict[str, Any]]:
+    """The data records of a partition folder per kseg (control records left out, as consumers do)."""
+    rc, out, err = run_kseg(["dump", "--records", "--format", "jsonl", "--payload", "base64", str(partition)],
+                            cwd=partition.parent)
+    assert rc == 0, err.decode()
+    records = []
+    for line in out.splitlines():
+        obj = json.loads(line)
+        if obj.get("type") != "record" or obj.get("control"):
+            continue
+        records.append({
+            "offset": obj["offset"], "timestamp": obj["timestamp"], "timestamp_type": obj["timestamp_type"],
+            "key": _latin1(obj["key"]), "value": _latin1(obj["value"]),
+            "headers": [{"key": h["key"], "value": _latin1(h["value"])} for h in obj.get("headers") or []],
+        })
+    return records
+
+
+# --------------------------------------------------------------------------- known differences
+
+#: (release, file pattern (fnmatch, relative to the log dir), combination id) -> why kseg differs.
+#: A follow-up fix in kseg removes its entry; the xfail(strict=True) marks make a stale entry fail.
+KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {
+    # kseg has no equivalent option yet
+    ("*", "*", "index-sanity"): "kseg dump has no --index-sanity-check",
+    ("*", "*", "verify-index"): "kseg dump has no --verify-index-only",
+}
+
+
+def known_difference(release: str, rel: str, combo: str) -> str | None:
+    for (rel_pat, file_pat, combo_pat), reason in KNOWN_DIFFERENCES.items():
+        if (fnmatch.fnmatchcase(release, rel_pat) and fnmatch.fnmatchcase(rel, file_pat)
+                and fnmatch.fnmatchcase(combo, combo_pat)):
+            return reason
+    return None
+
+
+def compare_dump(release: str, rel: str, combo: str, logdir: Path,
+                 expected_out: bytes, expected_err: bytes) -> None:
+    """Assert kseg prints what DumpLogSegments printed (stdout and stderr)."""
+    args = kseg_args(rel, combo)
+    if args is None:
+        raise AssertionError(f"no kseg equivalent of kafka-dump-log.sh {' '.join(COMBOS[combo])}")
+    _, out, err = run_kseg(args, cwd=logdir)
+    out, err = placeholder_paths(out, logdir), placeholder_paths(err, logdir)
+    assert out.decode(errors="replace") == expected_out.decode(errors="replace"), "stdout differs"
+    assert err.decode(errors="replace") == expected_err.decode(errors="replace"), "stderr differs"
