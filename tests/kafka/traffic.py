@@ -24,7 +24,7 @@ from kafka.admin import NewTopic
 
 BASE_TS = 1_700_000_000_000
 SEGMENT_BYTES = 4096
-INDEX_INTERVAL = 512
+INDEX_INTERVAL = 512  # checks.DATA_INDEX_INTERVAL
 
 
 _WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliett",
@@ -164,7 +164,8 @@ def consume_all(bootstrap: str, release: str) -> dict[str, list[dict[str, Any]]]
         records = []
         for m in c:
             records.append({
-                "offset": m.offset, "timestamp": m.timestamp,
+                # kafka-python says None where the Java consumer says -1 (RecordBatch.NO_TIMESTAMP, v0)
+                "offset": m.offset, "timestamp": -1 if m.timestamp is None else m.timestamp,
                 "timestamp_type": ("CreateTime", "LogAppendTime")[m.timestamp_type] if m.timestamp_type in (0, 1)
                 else "NoTimestampType",
                 "key": _b(m.key), "value": _b(m.value),
