@@ -30,7 +30,6 @@ import shutil
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -57,38 +56,13 @@ def copy_logdir(src: Path, dst: Path) -> None:
 def run_broker(release: str, dst: Path) -> dict:
     """Start a broker, send the traffic, consume, stop it; copy its log dir to ``dst``."""
     with tempfile.TemporaryDirectory(prefix=f"kseg-kafka-{release}-") as tmp:
-        broker = brokers.Broker(release, Path(tmp))
-        try:
-            broker.start()
-            traffic.produce_all(broker.bootstrap, release)
-            received = traffic.consume_all(broker.bootstrap, release)
-        except BaseException:
-            broker.stop()
-            print(broker.logs(), file=sys.stderr)
-            raise
-        broker.stop()
-        copy_logdir(broker.log_dir, dst)
+        logdir, received = traffic.run_release(release, Path(tmp))
+        copy_logdir(logdir, dst)
     return received
 
 
 def golden_name(rel: str, combo: str) -> str:
     return f"{rel}.{combo}"
-
-
-def dump_all(release: str, logdir: Path) -> list[dict]:
-    """Run DumpLogSegments for every file x combination (two at a time)."""
-    jobs = [(rel, combo) for rel in checks.dumped_files(logdir) for combo in checks.combos_for(rel)]
-
-    def one(job: tuple[str, str]) -> dict:
-        rel, combo = job
-        args = checks.kafka_args(rel, combo)
-        rc, out, err = brokers.dump_log_segments(release, *args, cwd=logdir)
-        out, err = checks.placeholder_paths(out, logdir), checks.placeholder_paths(err, logdir)
-        return {"file": rel, "combo": combo, "command": ["kafka-dump-log.sh", *args], "exit": rc,
-                "stdout": out, "stderr": err}
-
-    with ThreadPoolExecutor(2) as pool:
-        return list(pool.map(one, jobs))
 
 
 def write_goldens(release: str) -> None:
@@ -97,7 +71,7 @@ def write_goldens(release: str) -> None:
     if golden.exists():
         shutil.rmtree(golden)
     manifest = []
-    for r in dump_all(release, root / "logdir"):
+    for r in checks.kafka_dumps(release, root / "logdir"):
         name = golden_name(r["file"], r["combo"])
         for stream in ("stdout", "stderr"):
             path = golden / f"{name}.{stream}"
@@ -118,7 +92,7 @@ def check_goldens(release: str) -> list[str]:
     assert doc["kafka_version"] == brokers.version(release), "corpus written by another Kafka version"
     expected = {(e["file"], e["combo"]): e for e in doc["entries"]}
     problems = []
-    for r in dump_all(release, root / "logdir"):
+    for r in checks.kafka_dumps(release, root / "logdir"):
         e = expected.pop((r["file"], r["combo"]), None)
         if e is None:
             problems.append(f"{r['file']} {r['combo']}: not in the manifest")

@@ -19,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,25 @@ def _entry_point():
     from importlib.metadata import entry_points
 
     return next(iter(entry_points(group="console_scripts", name="kseg"))).load()
+
+
+def kafka_dumps(release: str, logdir: Path, jobs: int = 2) -> list[dict]:
+    """Run the release's DumpLogSegments for every file x combination of ``logdir`` (``jobs`` at a time).
+
+    One dict per run: file, combo, command, exit, stdout, stderr (paths as ``$LOGDIR/``).
+    """
+    import brokers
+
+    def one(job: tuple[str, str]) -> dict:
+        rel, combo = job
+        args = kafka_args(rel, combo)
+        rc, out, err = brokers.dump_log_segments(release, *args, cwd=logdir)
+        return {"file": rel, "combo": combo, "command": ["kafka-dump-log.sh", *args], "exit": rc,
+                "stdout": placeholder_paths(out, logdir), "stderr": placeholder_paths(err, logdir)}
+
+    todo = [(rel, combo) for rel in dumped_files(logdir) for combo in combos_for(rel)]
+    with ThreadPoolExecutor(jobs) as pool:
+        return list(pool.map(one, todo))
 
 
 def run_kseg(args: list[str], cwd: Path, in_process: bool | None = None) -> tuple[int, bytes, bytes]:

@@ -17,10 +17,14 @@ plain JSON-able dicts: offset, timestamp, timestamp_type, key, value, headers
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
+
+import brokers
 
 BASE_TS = 1_700_000_000_000
 SEGMENT_BYTES = 4096
@@ -176,3 +180,24 @@ def consume_all(bootstrap: str, release: str) -> dict[str, list[dict[str, Any]]]
         c.close()
         out[f"{topic}-0"] = records
     return out
+
+
+def run_release(release: str, workdir: Path) -> tuple[Path, dict[str, list[dict[str, Any]]]]:
+    """A broker of ``release`` in ``workdir``: start, produce, consume, clean stop.
+
+    Returns the broker's log dir and the records received. On failure the tail
+    of the broker's (and ZooKeeper's) output is printed and its files are left
+    in ``workdir``.
+    """
+    broker = brokers.Broker(release, workdir)
+    try:
+        broker.start()
+        produce_all(broker.bootstrap, release)
+        received = consume_all(broker.bootstrap, release)
+    except BaseException:
+        broker.stop()
+        print(f"Kafka {brokers.version(release)} run failed; its files are in {workdir}\n{broker.logs()}",
+              file=sys.stderr)
+        raise
+    broker.stop()
+    return broker.log_dir, received
