@@ -92,16 +92,31 @@ def fetch(release: str) -> Path:
     return lib
 
 
-def _java(release: str, main: str, *args: str, log4j: Path | None = None) -> list[str]:
+#: the JVM options kafka-run-class.sh gives a tool (KAFKA_HEAP_OPTS and KAFKA_JVM_PERFORMANCE_OPTS defaults)
+KAFKA_RUN_CLASS_OPTS = ["-Xmx256M", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                        "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+                        "-XX:MaxInlineLevel=15", "-Djava.awt.headless=true"]
+#: quicker start-up for the many short runs of the tests (output is the same)
+QUICK_START_OPTS = ["-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
+
+
+def _java(release: str, main: str, *args: str, log4j: Path | None = None,
+          jvm_opts: list[str] | None = None) -> list[str]:
     lib = fetch(release)
     log4j = log4j or CACHE / release / "tools-log4j.properties"
-    return ["java", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+    return ["java", *(QUICK_START_OPTS if jvm_opts is None else jvm_opts),
             f"-Dlog4j.configuration=file:{log4j}", "-cp", f"{lib}/*", main, *args]
+
+
+def dump_log_segments_command(release: str, *args: str, as_kafka_run_class: bool = False) -> list[str]:
+    """The command line of ``kafka-dump-log.sh ARGS`` for the release (its JVM options if asked)."""
+    return _java(release, RELEASES[release][1], *args,
+                 jvm_opts=KAFKA_RUN_CLASS_OPTS if as_kafka_run_class else None)
 
 
 def dump_log_segments(release: str, *args: str, cwd: Path | None = None) -> tuple[int, bytes, bytes]:
     """Run the release's DumpLogSegments (``kafka-dump-log.sh ARGS``)."""
-    proc = subprocess.run(_java(release, RELEASES[release][1], *args), capture_output=True, cwd=cwd)
+    proc = subprocess.run(dump_log_segments_command(release, *args), capture_output=True, cwd=cwd)
     return proc.returncode, proc.stdout, proc.stderr
 
 
