@@ -207,6 +207,8 @@ class Broker:
                 "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
                 "share.coordinator.state.topic.replication.factor": 1,
                 "share.coordinator.state.topic.min.isr": 1,
+                # a metadata snapshot (__cluster_metadata-0/*.checkpoint) soon, for the dump checks
+                "metadata.log.max.record.bytes.between.snapshots": 2048,
             }
         config |= self.extra
         server = self.workdir / "server.properties"

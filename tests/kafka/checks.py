@@ -197,6 +197,8 @@ KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {
        for combo in ("deep", "data", "deep-data", "deep-data-max-bytes", "metadata")},
     ("4", "__cluster_metadata-*/*.log", "metadata"): "kseg does not know RegisterBrokerRecord v4 and "
     "BrokerRegistrationChangeRecord v3 ('Error at N, skipping. ... is not one kseg knows')",
+    ("4", "__cluster_metadata-*/*.checkpoint", "metadata"): "kseg does not know RegisterBrokerRecord v4 "
+    "('Error at N, skipping. ... is not one kseg knows')",
     # 4.x decoders
     ("4", "__consumer_offsets-*/*.log", "offsets"): "OffsetCommitValue v4: Kafka 4 prints the topicId field, kseg omits it",
     ("4", "__transaction_state-*/*.log", "transactions"): "Kafka 4 prints transaction log records as JSON "
