@@ -11,6 +11,8 @@ the broker cleanly and copies its log directory into ``fixtures/kafka-<release>/
     golden/manifest.json     one entry per file x kafka-dump-log.sh flag combination:
                              the command, its exit code and output file names
     golden/<file>.<combo>.stdout / .stderr
+    golden-kafka-<tool>/     the same for a newer release's DumpLogSegments on these files
+                             (Kafka 4's tool on the 3.9 broker's v0/v1/v2 segments)
 
 Brokers are not deterministic (ids, timings), so a new run writes a new
 corpus; ``--check`` instead re-runs the release's DumpLogSegments on the
@@ -65,13 +67,21 @@ def golden_name(rel: str, combo: str) -> str:
     return f"{rel}.{combo}"
 
 
-def write_goldens(release: str) -> None:
-    root = corpus_dir(release)
-    golden = root / "golden"
+#: (corpus release, DumpLogSegments release): which tool's outputs are kept for which files
+GOLDEN_SETS = (("3.9", "3.9"), ("4", "4"), ("3.9", "4"))
+
+
+def golden_dir(corpus: str, tool: str) -> Path:
+    return corpus_dir(corpus) / ("golden" if corpus == tool else f"golden-kafka-{tool}")
+
+
+def write_goldens(corpus: str, tool: str) -> None:
+    root = corpus_dir(corpus)
+    golden = golden_dir(corpus, tool)
     if golden.exists():
         shutil.rmtree(golden)
     manifest = []
-    for r in checks.kafka_dumps(release, root / "logdir"):
+    for r in checks.kafka_dumps(tool, root / "logdir"):
         name = golden_name(r["file"], r["combo"])
         for stream in ("stdout", "stderr"):
             path = golden / f"{name}.{stream}"
@@ -79,20 +89,20 @@ def write_goldens(release: str) -> None:
             path.write_bytes(r[stream])
         manifest.append({"file": r["file"], "combo": r["combo"], "command": r["command"], "exit": r["exit"],
                          "stdout": f"{name}.stdout", "stderr": f"{name}.stderr"})
-    doc = {"release": release, "kafka_version": brokers.version(release),
-           "main_class": brokers.RELEASES[release][1], "cwd": "logdir",
+    doc = {"release": tool, "kafka_version": brokers.version(tool), "main_class": brokers.RELEASES[tool][1],
+           "written_by": f"Kafka {brokers.version(corpus)} broker", "cwd": "logdir",
            "note": f"absolute paths under the log dir are written as {checks.LOGDIR}/", "entries": manifest}
     (golden / "manifest.json").write_text(json.dumps(doc, indent=1) + "\n")
 
 
-def check_goldens(release: str) -> list[str]:
-    root = corpus_dir(release)
-    golden = root / "golden"
+def check_goldens(corpus: str, tool: str) -> list[str]:
+    root = corpus_dir(corpus)
+    golden = golden_dir(corpus, tool)
     doc = json.loads((golden / "manifest.json").read_text())
-    assert doc["kafka_version"] == brokers.version(release), "corpus written by another Kafka version"
+    assert doc["kafka_version"] == brokers.version(tool), "outputs of another Kafka version"
     expected = {(e["file"], e["combo"]): e for e in doc["entries"]}
     problems = []
-    for r in checks.kafka_dumps(release, root / "logdir"):
+    for r in checks.kafka_dumps(tool, root / "logdir"):
         e = expected.pop((r["file"], r["combo"]), None)
         if e is None:
             problems.append(f"{r['file']} {r['combo']}: not in the manifest")
@@ -115,19 +125,24 @@ def main() -> int:
     failed = False
     for release in args.release or sorted(brokers.RELEASES):
         t0 = time.monotonic()
-        brokers.fetch(release)
+        sets = [(c, t) for c, t in GOLDEN_SETS if c == release]
+        for _, tool in sets:
+            brokers.fetch(tool)
         if args.check:
-            problems = check_goldens(release)
-            for p in problems:
-                print(f"kafka-{release}: {p}", file=sys.stderr)
-            failed |= bool(problems)
-            print(f"kafka-{release}: {'FAIL' if problems else 'ok'} ({time.monotonic() - t0:.0f}s)")
+            for corpus, tool in sets:
+                problems = check_goldens(corpus, tool)
+                for p in problems:
+                    print(f"{golden_dir(corpus, tool).relative_to(REPO)}: {p}", file=sys.stderr)
+                failed |= bool(problems)
+                print(f"{golden_dir(corpus, tool).relative_to(REPO)}: {'FAIL' if problems else 'ok'} "
+                      f"({time.monotonic() - t0:.0f}s)")
             continue
         root = corpus_dir(release)
         if not args.goldens_only:
             received = run_broker(release, root / "logdir")
             (root / "records.json").write_text(json.dumps(received, indent=0, sort_keys=True) + "\n")
-        write_goldens(release)
+        for corpus, tool in sets:
+            write_goldens(corpus, tool)
         print(f"kafka-{release}: written to {root.relative_to(REPO)} ({time.monotonic() - t0:.0f}s)")
     return 1 if failed else 0
 

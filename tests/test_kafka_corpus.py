@@ -9,6 +9,7 @@ to confirm them). Here kseg must
 * verify every file (``kseg verify``),
 * give exactly the records the consumers received (``kseg dump --records --format jsonl``),
 * print byte for byte what DumpLogSegments printed (``kseg dump --format kafka``),
+  the release's own and, in ``golden-kafka-4/``, Kafka 4's on the 3.9 broker's files,
 * rebuild each rolled segment's ``.index`` and ``.timeindex`` to the broker's bytes.
 
 Where kseg differs today the case is marked ``xfail(strict=True)`` from the one
@@ -36,17 +37,24 @@ def _root(release: str) -> Path:
     return FIXTURES / f"kafka-{release}"
 
 
-def _manifest(release: str) -> list[dict]:
-    return json.loads((_root(release) / "golden" / "manifest.json").read_text())["entries"]
+def _golden_sets() -> list[tuple[str, Path, dict]]:
+    """(corpus release, golden folder, manifest): the release's own tool, and newer tools on its files."""
+    out = []
+    for release in RELEASES:
+        for golden in sorted(_root(release).glob("golden*")):
+            out.append((release, golden, json.loads((golden / "manifest.json").read_text())))
+    return out
 
 
 def _dump_cases() -> list:
     cases = []
-    for release in RELEASES:
-        for e in _manifest(release):
-            reason = checks.known_difference(release, e["file"], e["combo"])
+    for release, golden, manifest in _golden_sets():
+        tool = manifest["release"]
+        for e in manifest["entries"]:
+            reason = checks.known_difference(tool, e["file"], e["combo"], broker=release)
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-            cases.append(pytest.param(release, e, marks=marks, id=f"{release}:{e['file']}:{e['combo']}"))
+            cases.append(pytest.param(release, golden.name, tool, e, marks=marks,
+                                      id=f"{release}:{tool}:{e['file']}:{e['combo']}"))
     return cases
 
 
@@ -74,11 +82,12 @@ def test_records_as_consumed(release: str, partition: str) -> None:
     assert checks.kseg_records(_root(release) / "logdir" / partition) == received
 
 
-@pytest.mark.parametrize("release,entry", _dump_cases())
-def test_dump_like_kafka(release: str, entry: dict) -> None:
-    golden = _root(release) / "golden"
-    checks.compare_dump(release, entry["file"], entry["combo"], _root(release) / "logdir",
-                        (golden / entry["stdout"]).read_bytes(), (golden / entry["stderr"]).read_bytes())
+@pytest.mark.parametrize("release,golden,tool,entry", _dump_cases())
+def test_dump_like_kafka(release: str, golden: str, tool: str, entry: dict) -> None:
+    """Files of the ``release`` broker, as the ``tool`` release's DumpLogSegments prints them."""
+    folder = _root(release) / golden
+    checks.compare_dump(tool, entry["file"], entry["combo"], _root(release) / "logdir",
+                        (folder / entry["stdout"]).read_bytes(), (folder / entry["stderr"]).read_bytes())
 
 
 def _rolled_segments() -> list:

@@ -178,39 +178,47 @@ def kseg_records(partition: Path) -> list[dict[str, Any]]:
 
 # --------------------------------------------------------------------------- known differences
 
-#: (release, file pattern (fnmatch, relative to the log dir), combination id) -> why kseg differs.
-#: A follow-up fix in kseg removes its entry; the xfail(strict=True) marks make a stale entry fail.
+#: (releases, file pattern, combination id) -> why kseg differs. ``releases`` is matched (fnmatch) against
+#: "BROKER>TOOL": the release whose broker wrote the file and the release whose DumpLogSegments printed it
+#: ("4>4", "3.9>3.9", and "3.9>4" for Kafka 4's tool on the 3.9 broker's files). The file pattern is
+#: matched against the path relative to the log dir (``*`` crosses ``/``). A follow-up fix in kseg removes
+#: its entry; the xfail(strict=True) marks make a stale entry fail.
+_DEEP = ("deep", "data", "deep-data", "deep-data-max-bytes")
 KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {
     # kseg has no equivalent option yet
     ("*", "*", "index-sanity"): "kseg dump has no --index-sanity-check",
     ("*", "*", "verify-index"): "kseg dump has no --verify-index-only",
-    # 3.9: an empty .timeindex prints only its "Dumping" line (an empty .index adds "... is empty.")
-    ("3.9", "v0-0/*.timeindex", "plain"): "kseg prints '<file> is empty.' for an empty .timeindex, Kafka 3.9 nothing",
-    ("3.9", "v0-0/*.timeindex", "deep"): "kseg prints '<file> is empty.' for an empty .timeindex, Kafka 3.9 nothing",
-    # 4.x: deep iteration of a segment whose base offset is not 0 reports "-1 is followed by BASE" on stderr
-    **{("4", "*/[0-9]*[1-9]*.log", combo): "Kafka 4 reports 'Non-consecutive offsets in FILE / -1 is followed by "
-       "BASE' on stderr for every segment not starting at offset 0; kseg (3.x behaviour) does not"
-       for combo in ("deep", "data", "deep-data", "deep-data-max-bytes")},
-    # 4.x: control records of the metadata log are printed decoded
-    **{("4", "__cluster_metadata-*/*.log", combo): "Kafka 4 prints the LeaderChange control record as "
-       "'LeaderChange: {json}', kseg as 'controlType: LEADER_CHANGE(2)'"
-       for combo in ("deep", "data", "deep-data", "deep-data-max-bytes", "metadata")},
-    ("4", "__cluster_metadata-*/*.log", "metadata"): "kseg does not know RegisterBrokerRecord v4 and "
+    # an empty .timeindex prints only its "Dumping" line (an empty .index adds "<file> is empty.")
+    **{("*", "v0-0/*.timeindex", combo): "kseg prints '<file> is empty.' for an empty .timeindex, "
+       "Kafka only the 'Dumping <file>' line" for combo in ("plain", "deep")},
+    # Kafka 4: deep iteration of a segment whose base offset is not 0 reports "-1 is followed by BASE"
+    **{("*>4", "*/[0-9]*[1-9]*.log", combo): "Kafka 4 reports 'Non-consecutive offsets in FILE' / "
+       "'  -1 is followed by BASE' on stderr for every segment not starting at offset 0; kseg (as 3.9) does not"
+       for combo in _DEEP},
+    # Kafka 4 dropped the stray "}" after a legacy record's crc
+    **{("*>4", "v[01]-0/*.log", combo): "legacy (v0/v1) record lines: Kafka 4 ends 'crc: N', kseg "
+       "(as 3.9) 'crc: N}'" for combo in _DEEP},
+    # Kafka 4: control records of the metadata log are printed decoded
+    **{("*>4", "__cluster_metadata-*/*.log", combo): "Kafka 4 prints the LeaderChange control record as "
+       "'LeaderChange: {json}', kseg as 'controlType: LEADER_CHANGE(2)'" for combo in (*_DEEP, "metadata")},
+    ("*>4", "__cluster_metadata-*/*.log", "metadata"): "kseg does not know RegisterBrokerRecord v4 and "
     "BrokerRegistrationChangeRecord v3 ('Error at N, skipping. ... is not one kseg knows')",
-    ("4", "__cluster_metadata-*/*.checkpoint", "metadata"): "kseg does not know RegisterBrokerRecord v4 "
+    ("*>4", "__cluster_metadata-*/*.checkpoint", "metadata"): "kseg does not know RegisterBrokerRecord v4 "
     "('Error at N, skipping. ... is not one kseg knows')",
-    # 4.x decoders
-    ("4", "__consumer_offsets-*/*.log", "offsets"): "OffsetCommitValue v4: Kafka 4 prints the topicId field, kseg omits it",
-    ("4", "__transaction_state-*/*.log", "transactions"): "Kafka 4 prints transaction log records as JSON "
-    "(key: {\"type\":\"0\",\"data\":{...}} payload: {\"version\":\"1\",\"data\":{...}}), kseg the 3.x "
-    "'transaction_metadata::transactionalId=... payload: producerId:...,state=...' form",
+    # Kafka 4 decoders
+    ("4>4", "__consumer_offsets-*/*.log", "offsets"): "OffsetCommitValue v4 (written by 4.x brokers): "
+    "Kafka 4 prints its topicId field, kseg omits it",
+    ("*>4", "__transaction_state-*/*.log", "transactions"): "Kafka 4 prints transaction log records as JSON "
+    "(key: {\"type\":\"0\",\"data\":{...}} payload: {\"version\":\"N\",\"data\":{...}}), kseg the 3.9 "
+    "'key: transaction_metadata::transactionalId=... payload: producerId:...,state=...' form",
 }
 
 
-def known_difference(release: str, rel: str, combo: str) -> str | None:
-    """Every known difference for this release, file and combination, joined; None if kseg should match."""
+def known_difference(tool: str, rel: str, combo: str, broker: str | None = None) -> str | None:
+    """Every known difference for these releases, file and combination, joined; None if kseg should match."""
+    releases = f"{broker or tool}>{tool}"
     reasons = [reason for (rel_pat, file_pat, combo_pat), reason in KNOWN_DIFFERENCES.items()
-               if fnmatch.fnmatchcase(release, rel_pat) and fnmatch.fnmatchcase(rel, file_pat)
+               if fnmatch.fnmatchcase(releases, rel_pat) and fnmatch.fnmatchcase(rel, file_pat)
                and fnmatch.fnmatchcase(combo, combo_pat)]
     return "; ".join(reasons) or None
 
