@@ -7,6 +7,8 @@
   topic: the decoders only for their internal topic).
 * :func:`kseg_records`: a partition's records as ``kseg dump --records --format
   jsonl`` gives them, in the shape :func:`traffic.consume_all` records them.
+* :func:`kafka_dumps`: the real DumpLogSegments on every file x combination;
+  :func:`run_kseg`: kseg's CLI (in-process through click, or a subprocess).
 * :data:`KNOWN_DIFFERENCES`: every comparison where kseg currently differs from
   Kafka, in one place; :func:`known_difference` looks one up.
 """

@@ -25,10 +25,11 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 
 import brokers
+from checks import DATA_INDEX_INTERVAL
 
 BASE_TS = 1_700_000_000_000
 SEGMENT_BYTES = 4096
-INDEX_INTERVAL = 512  # checks.DATA_INDEX_INTERVAL
+INDEX_INTERVAL = DATA_INDEX_INTERVAL
 
 
 _WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliett",
