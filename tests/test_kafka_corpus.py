@@ -87,7 +87,7 @@ def test_dump_like_kafka(release: str, golden: str, tool: str, entry: dict) -> N
     """Files of the ``release`` broker, as the ``tool`` release's DumpLogSegments prints them."""
     folder = _root(release) / golden
     checks.compare_dump(tool, entry["file"], entry["combo"], _root(release) / "logdir",
-                        (folder / entry["stdout"]).read_bytes(), (folder / entry["stderr"]).read_bytes())
+                        (folder / entry["stdout"]).read_bytes(), (folder / entry["stderr"]).read_bytes(), entry["exit"])
 
 
 def _rolled_segments() -> list:

@@ -226,15 +226,17 @@ def known_difference(tool: str, rel: str, combo: str, broker: str | None = None)
 
 
 def compare_dump(release: str, rel: str, combo: str, logdir: Path,
-                 expected_out: bytes, expected_err: bytes) -> None:
-    """Assert kseg prints what DumpLogSegments printed (stdout and stderr)."""
+                 expected_out: bytes, expected_err: bytes, expected_exit: int = 0) -> None:
+    """Assert kseg prints what DumpLogSegments printed (stdout and stderr) and exits 0 where it did."""
     args = kseg_args(rel, combo)
     if args is None:
         raise AssertionError(f"no kseg equivalent of kafka-dump-log.sh {' '.join(COMBOS[combo])}")
-    _, out, err = run_kseg(args, cwd=logdir)
+    rc, out, err = run_kseg(args, cwd=logdir)
     out, err = placeholder_paths(out, logdir), placeholder_paths(err, logdir)
     assert out.decode(errors="replace") == expected_out.decode(errors="replace"), "stdout differs"
     assert err.decode(errors="replace") == expected_err.decode(errors="replace"), "stderr differs"
+    # kseg exits 1 on data problems where Kafka still exits 0; these brokers wrote none
+    assert expected_exit != 0 or rc == 0, f"kseg exited {rc}, kafka-dump-log.sh 0"
 
 
 def index_interval(partition: str) -> int:

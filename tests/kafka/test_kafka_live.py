@@ -110,11 +110,16 @@ def test_live_dump_like_kafka(run: Run) -> None:
         if args is None:
             _expect(problems, run.release, r["file"], r["combo"], False, "no kseg equivalent")
             continue
-        _, out, err = checks.run_kseg(args, cwd=run.logdir)
+        rc, out, err = checks.run_kseg(args, cwd=run.logdir)
         out, err = checks.placeholder_paths(out, run.logdir), checks.placeholder_paths(err, run.logdir)
-        detail = ("stdout " + _first_diff(r["stdout"], out)) if out != r["stdout"] else \
-            ("stderr " + _first_diff(r["stderr"], err))
-        _expect(problems, run.release, r["file"], r["combo"], out == r["stdout"] and err == r["stderr"], detail)
+        if out != r["stdout"]:
+            detail = "stdout " + _first_diff(r["stdout"], out)
+        elif err != r["stderr"]:
+            detail = "stderr " + _first_diff(r["stderr"], err)
+        else:
+            detail = f"kseg exited {rc}, kafka-dump-log.sh {r['exit']}"
+        same = out == r["stdout"] and err == r["stderr"] and (r["exit"] != 0 or rc == 0)
+        _expect(problems, run.release, r["file"], r["combo"], same, detail)
     assert not problems, f"{len(problems)} unexpected results:\n" + "\n".join(problems)
 
 
