@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 KSEG := $(VENV)/bin/kseg
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-dump bench-write bench-spark fixtures clean
+.PHONY: demo test bench bench-dump bench-write bench-spark bench-kafka fixtures kafka-corpus kafka-corpus-check kafka-live clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,19 @@ bench-write: $(STAMP)
 
 bench-spark: $(STAMP)
 	$(PY) benchmarks/bench_spark.py
+
+bench-kafka: $(STAMP)
+	$(PY) benchmarks/bench_kafka_dump.py
+
+# Kafka itself as the oracle (needs java and mvn; see oracle/README.md)
+kafka-corpus: $(STAMP)
+	$(PY) oracle/generate.py
+
+kafka-corpus-check: $(STAMP)
+	$(PY) oracle/generate.py --check
+
+kafka-live: $(STAMP)
+	$(PY) -m pytest tests/kafka
 
 fixtures: $(STAMP)
 	$(PY) fixtures/generate.py

@@ -186,6 +186,11 @@ dump_options = options(
                  show_default=True, help="Whose kafka-dump-log.sh lines --format kafka prints."),
     click.option("--skip-record-metadata", is_flag=True,
                  help="--format kafka: print record contents without the offset/size part, as kafka-dump-log.sh."),
+    click.option("--index-sanity-check", "index_sanity", is_flag=True,
+                 help="--format kafka: for .index/.timeindex files print the broker's sanity verdict, not the "
+                      "entries, as kafka-dump-log.sh."),
+    click.option("--verify-index-only", "verify_index", is_flag=True,
+                 help="--format kafka: for .index/.timeindex files print no entries, as kafka-dump-log.sh."),
     click.option("--from-offset", type=int, default=None),
     click.option("--to-offset", type=int, default=None),
     click.option("--from-time", type=TIME, default=None,

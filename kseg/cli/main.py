@@ -92,6 +92,7 @@ def main(traceback: bool, plugin_registry: Path | None) -> None:
 @guarded
 def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, key_decoder: str | None,
          value_decoder: str | None, decode: str | None, kafka_version: str, skip_record_metadata: bool,
+         index_sanity: bool, verify_index: bool,
          from_offset: int | None, to_offset: int | None, from_time: int | None, to_time: int | None,
          max_bytes: int | None, keep_going: bool, input_format: str, max_decompressed_bytes: int) -> None:
     """Show the batches (and with --records the records) of segment files.
@@ -113,7 +114,8 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
     sys.stdout.flush()
     out = ChunkedWriter(sys.stdout.buffer)  # output leaves in 1 MiB writes
     renderer = (KafkaRenderer(out, sys.stderr, kd, vd, deep=records, kafka_version=kafka_version,
-                              skip_record_metadata=skip_record_metadata) if fmt == "kafka"
+                              skip_record_metadata=skip_record_metadata, index_sanity=index_sanity,
+                              verify_index=verify_index) if fmt == "kafka"
                 else RENDERERS[fmt](out, sys.stderr, kd, vd))
     problems = 0
     interrupted = False

@@ -635,3 +635,19 @@ def check_segment_companions(
     if ".txnindex" in paths:
         out += check_txn_index(paths[".txnindex"], controls, base)
     return out
+
+
+def index_sanity_problem(idx: IndexFile, kind: str) -> str | None:
+    """Why the broker's ``sanityCheck`` would reject this .index or .timeindex (the check that
+    decides whether it rebuilds the index on start-up), or None when it passes."""
+    if idx.partial_bytes:
+        size = idx.slots * idx.entry_size + idx.partial_bytes
+        return f"the index is {size} bytes, not a multiple of its {idx.entry_size}-byte entries"
+    if not idx.entries:
+        return None
+    last = idx.entries[-1]
+    if last.offset < idx.base_offset:
+        return f"the last offset {last.offset} is below the base offset {idx.base_offset}"
+    if kind == "timeindex" and last.timestamp < idx.entries[0].timestamp:
+        return f"the last timestamp {last.timestamp} is below the first {idx.entries[0].timestamp}"
+    return None

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+from kseg.companions.check import index_sanity_problem
+from kseg.errors import DataError
 from kseg.ops.companion_dump import CompanionEvent
 
 __all__ = ["kafka_lines"]
@@ -18,12 +20,21 @@ def _optional_long(v: int) -> str:
     return "OptionalLong.empty" if v < 0 else f"OptionalLong[{v}]"
 
 
-def kafka_lines(ev: CompanionEvent) -> list[str]:
-    """The lines kafka-dump-log.sh prints for a companion file's entries."""
+def kafka_lines(ev: CompanionEvent, *, index_sanity: bool = False, verify_index: bool = False) -> list[str]:
+    """The lines kafka-dump-log.sh prints for a companion file's entries. For index files,
+    ``index_sanity`` plays --index-sanity-check (the verdict instead of the entries; a failing
+    check raises DataError) and ``verify_index`` --verify-index-only (no entries)."""
     p = ev.parsed
     if ev.kind in ("index", "timeindex"):
-        if not p.slots:
-            return [f"{ev.path} is empty."]
+        if ev.kind == "index" and not p.slots:
+            return [f"{ev.path} is empty."]  # the time index has no such line
+        if index_sanity:
+            problem = index_sanity_problem(p, ev.kind)
+            if problem:
+                raise DataError(f"corrupt index: {problem}", file=str(ev.path))
+            return [f"{ev.path} passed sanity check."]
+        if verify_index:
+            return []
         return [" ".join(f"{name}: {value}" for name, value in e.items()) for e in ev.entries]
     if ev.kind == "txnindex":
         return [f"version: {e.version} producerId: {e.producer_id} firstOffset: {e.first_offset} "

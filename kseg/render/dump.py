@@ -391,7 +391,8 @@ class KafkaRenderer:
     """kafka-dump-log.sh's lines, quirks included (the stray ``}``, OptionalLong, reversed lists)."""
 
     def __init__(self, out: IO, err: TextIO, key_decoder: Decoder | None, value_decoder: Decoder | None,
-                 deep: bool = False, kafka_version: str = "4", skip_record_metadata: bool = False):
+                 deep: bool = False, kafka_version: str = "4", skip_record_metadata: bool = False,
+                 index_sanity: bool = False, verify_index: bool = False):
         self.out, self.err = out, err
         self.write = binary_writer(out)
         self.kd, self.vd = key_decoder, value_decoder
@@ -399,6 +400,7 @@ class KafkaRenderer:
         self.deep = deep
         self.kafka_version = kafka_version  # "4" or "3.9": whose lines to print (kseg.decoders.KAFKA_VERSIONS)
         self.skip_record_metadata = skip_record_metadata
+        self.index_sanity, self.verify_index = index_sanity, verify_index  # --index-sanity-check & co.
         self.non_consecutive: dict[str, list[tuple[int, int]]] = {}
         self._last_offset: int | None = None
         self._gaps: tuple[object, list[tuple[int, int]]] | None = None  # (path, its list) of the current file
@@ -468,7 +470,12 @@ class KafkaRenderer:
         elif isinstance(ev, BadBatchEvent):
             self.err.write(f"kseg: error: {ev.error}\n")
         elif isinstance(ev, CompanionEvent):
-            for line in kafka_lines(ev):
+            try:
+                lines = kafka_lines(ev, index_sanity=self.index_sanity, verify_index=self.verify_index)
+            except KsegError as e:
+                self.err.write(f"kseg: error: {e}\n")
+                lines = []
+            for line in lines:
                 w(line + "\n")
         elif isinstance(ev, SkippedEvent):
             self.err.write(f"Ignoring unknown file {ev.path}\n")

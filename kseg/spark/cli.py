@@ -229,6 +229,7 @@ def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input
    "The same output as `kseg dump`, streamed in file order.")
 def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, key_decoder: str | None,
          value_decoder: str | None, decode: str | None, kafka_version: str, skip_record_metadata: bool,
+         index_sanity: bool, verify_index: bool,
          from_offset: int | None, to_offset: int | None, from_time: int | None, to_time: int | None,
          max_bytes: int | None, keep_going: bool, input_format: str,
          max_decompressed_bytes: int, output: Path | None, tmp_dir: Path | None, master: str | None,
@@ -247,7 +248,8 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
     params = DumpParams(fmt, payload, key_decoder, value_decoder, records, options,
                         encoding=sys.stdout.encoding or "utf-8", errors=sys.stdout.errors or "strict",
                         registry=registry_path(), kafka_version=kafka_version,
-                        skip_record_metadata=skip_record_metadata)
+                        skip_record_metadata=skip_record_metadata, index_sanity=index_sanity,
+                        verify_index=verify_index)
     run = _Run(master, conf, timings)
     sink = None
     if output is not None:

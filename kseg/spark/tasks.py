@@ -106,6 +106,8 @@ class DumpParams:
     registry: str | None = None
     kafka_version: str = "4"
     skip_record_metadata: bool = False
+    index_sanity: bool = False
+    verify_index: bool = False
 
 
 @dataclass
@@ -165,7 +167,8 @@ def dump_task(params: DumpParams, part_dir: str, item: tuple[int, str]) -> DumpR
     with out, err:
         if params.fmt == "kafka":
             renderer = KafkaRenderer(out, err, kd, vd, deep=params.deep, kafka_version=params.kafka_version,
-                                     skip_record_metadata=params.skip_record_metadata)
+                                     skip_record_metadata=params.skip_record_metadata,
+                                     index_sanity=params.index_sanity, verify_index=params.verify_index)
         else:
             renderer = RENDERERS[params.fmt](out, err, kd, vd)
         counting = _Counting(renderer)

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""kseg dump against the real kafka-dump-log.sh on the same segments.
+
+Both are timed from outside as a user runs them, output to /dev/null: Kafka's
+DumpLogSegments with the JVM options kafka-run-class.sh uses (JVM start-up
+included), ``kseg dump --format kafka`` (interpreter start-up included). The
+segments come from ``common.py``'s generator (v2 none, v2 lz4, v1 gzip, 100 MB
+each by default); the jars from ``tests/kafka/brokers.py`` (Maven Central).
+
+    modes:  batches    kafka-dump-log.sh --files F            kseg dump --format kafka F
+            deep       ... --deep-iteration                   ... --records
+            deep-data  ... --deep-iteration --print-data-log  ... --records --payload utf8
+
+    .venv/bin/python benchmarks/bench_kafka_dump.py                   # 100 MB segments, Kafka 4.x
+    .venv/bin/python benchmarks/bench_kafka_dump.py --size-mb 5 --release 3.9 --repeat 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tests" / "kafka"))
+
+import brokers  # noqa: E402
+from common import SegmentSpec, segment_for  # noqa: E402
+
+KSEG = str(Path(sys.executable).with_name("kseg"))
+SEGMENTS = ((2, "none"), (2, "lz4"), (1, "gzip"))
+MODES = {
+    "batches": ([], []),
+    "deep": (["--deep-iteration"], ["--records"]),
+    "deep-data": (["--deep-iteration", "--print-data-log"], ["--records", "--payload", "utf8"]),
+}
+
+
+def timed(cmd: list[str], repeat: int) -> tuple[float, float]:
+    """Best wall and CPU seconds (the child's user + system) over ``repeat`` runs, output to /dev/null."""
+    best_wall = best_cpu = float("inf")
+    for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        with open(os.devnull, "wb") as null:
+            proc = subprocess.run(cmd, stdout=null, stderr=subprocess.PIPE)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd[-6:])} failed ({proc.returncode}): {proc.stderr[-500:]!r}")
+        best_wall = min(best_wall, wall)
+        best_cpu = min(best_cpu, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+    return best_wall, best_cpu
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--release", default="4", choices=sorted(brokers.RELEASES))
+    ap.add_argument("--size-mb", type=float, default=100)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--json", type=Path, help="also write the figures here")
+    args = ap.parse_args()
+    brokers.fetch(args.release)
+    results = []
+    print(f"Kafka {brokers.version(args.release)} DumpLogSegments vs kseg dump --format kafka; "
+          f"best of {args.repeat}, wall s (cpu s)")
+    print(f"{'segment':<34} {'mode':<10} {'kafka':>16} {'kseg':>16} {'kafka/kseg wall':>15} {'cpu':>7}")
+    for magic, codec in SEGMENTS:
+        info = segment_for(SegmentSpec(magic, codec, int(args.size_mb * (1 << 20))),
+                           log=lambda m: print(m, file=sys.stderr))
+        for mode in args.modes.split(","):
+            kafka_flags, kseg_flags = MODES[mode]
+            kafka = timed(brokers.dump_log_segments_command(args.release, "--files", str(info.path), *kafka_flags,
+                                                            as_kafka_run_class=True), args.repeat)
+            kseg = timed([KSEG, "dump", "--format", "kafka", *kseg_flags, str(info.path)], args.repeat)
+            name = f"{info.spec.name} ({info.file_bytes / 1e6:.0f} MB)"
+            print(f"{name:<34} {mode:<10} {kafka[0]:7.2f} ({kafka[1]:6.2f}) {kseg[0]:7.2f} ({kseg[1]:6.2f}) "
+                  f"{kafka[0] / kseg[0]:14.2f}x {kafka[1] / kseg[1]:6.2f}x", flush=True)
+            results.append({"segment": info.spec.name, "file_bytes": info.file_bytes, "records": info.records,
+                            "mode": mode, "kafka_wall": kafka[0], "kafka_cpu": kafka[1],
+                            "kseg_wall": kseg[0], "kseg_cpu": kseg[1]})
+    if args.json:
+        args.json.write_text(json.dumps({"release": args.release, "kafka_version": brokers.version(args.release),
+                                         "results": results}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,280 @@
+"""Real Apache Kafka releases on loopback, for comparing kseg with Kafka itself.
+
+Everything comes from Maven Central through ``mvn`` (the jars of one release,
+as listed by ``oracle/kafka-<release>/pom.xml``) into ``.cache/kafka/<release>/lib``;
+nothing is downloaded from anywhere else.
+
+* :func:`fetch` copies a release's jars into the cache (idempotent: a stamp
+  file records the pom it was fetched for).
+* :class:`Broker` runs one broker in its own temporary folder on free ports:
+  a single combined KRaft node for 4.x (storage formatted first, as
+  ``kafka-storage.sh format`` does), ZooKeeper plus a broker for 3.9
+  (``inter.broker.protocol.version=2.8`` so topics may keep the old message
+  formats). :meth:`Broker.stop` shuts down cleanly (SIGTERM, then SIGKILL).
+* :func:`dump_log_segments` runs the release's own ``DumpLogSegments`` the way
+  ``kafka-dump-log.sh`` does and returns its exit code, stdout and stderr.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+ORACLE = REPO / "oracle"
+CACHE = Path(os.environ.get("KSEG_KAFKA_CACHE", REPO / ".cache" / "kafka"))
+
+#: release name -> (version, DumpLogSegments main class)
+RELEASES: dict[str, tuple[str, str]] = {
+    "3.9": ("3.9.2", "kafka.tools.DumpLogSegments"),
+    "4": ("4.3.1", "org.apache.kafka.tools.DumpLogSegments"),
+}
+
+# kafka-run-class.sh runs tools with config/tools-log4j.properties: WARN and up on stderr.
+_TOOLS_LOG4J = """log4j.rootLogger=WARN, stderr
+log4j.appender.stderr=org.apache.log4j.ConsoleAppender
+log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
+log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.appender.stderr.Target=System.err
+"""
+_BROKER_LOG4J = """log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.org.apache.zookeeper=WARN
+"""
+
+
+class KafkaUnavailable(RuntimeError):
+    """Java, Maven or the release's jars are not available on this machine."""
+
+
+def version(release: str) -> str:
+    return RELEASES[release][0]
+
+
+def java_available() -> str | None:
+    """None when ``java`` and ``mvn`` are both on PATH, else why not."""
+    missing = [tool for tool in ("java", "mvn") if shutil.which(tool) is None]
+    return f"{' and '.join(missing)} not on PATH" if missing else None
+
+
+def fetch(release: str) -> Path:
+    """The folder of the release's jars, copied there by Maven on first use."""
+    pom = ORACLE / f"kafka-{release}" / "pom.xml"
+    lib = CACHE / release / "lib"
+    stamp = CACHE / release / "fetched"
+    digest = hashlib.sha256(pom.read_bytes()).hexdigest()
+    if stamp.exists() and stamp.read_text() == digest and lib.is_dir():
+        return lib
+    why = java_available()
+    if why:
+        raise KafkaUnavailable(why)
+    shutil.rmtree(lib, ignore_errors=True)
+    proc = subprocess.run(
+        ["mvn", "-q", "-B", "-f", str(pom), "dependency:copy-dependencies", f"-DoutputDirectory={lib}"],
+        capture_output=True, text=True)
+    if proc.returncode != 0 or not any(lib.glob("kafka_2.13-*.jar")):
+        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
+        raise KafkaUnavailable(f"mvn could not fetch Kafka {version(release)}:\n{tail}")
+    (CACHE / release / "tools-log4j.properties").write_text(_TOOLS_LOG4J)
+    stamp.write_text(digest)
+    return lib
+
+
+#: the JVM options kafka-run-class.sh gives a tool (KAFKA_HEAP_OPTS and KAFKA_JVM_PERFORMANCE_OPTS defaults)
+KAFKA_RUN_CLASS_OPTS = ["-Xmx256M", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                        "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+                        "-XX:MaxInlineLevel=15", "-Djava.awt.headless=true"]
+#: quicker start-up for the many short runs of the tests (output is the same)
+QUICK_START_OPTS = ["-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
+
+
+def _java(release: str, main: str, *args: str, log4j: Path | None = None,
+          jvm_opts: list[str] | None = None) -> list[str]:
+    lib = fetch(release)
+    log4j = log4j or CACHE / release / "tools-log4j.properties"
+    return ["java", *(QUICK_START_OPTS if jvm_opts is None else jvm_opts),
+            f"-Dlog4j.configuration=file:{log4j}", "-cp", f"{lib}/*", main, *args]
+
+
+def dump_log_segments_command(release: str, *args: str, as_kafka_run_class: bool = False) -> list[str]:
+    """The command line of ``kafka-dump-log.sh ARGS`` for the release (its JVM options if asked)."""
+    return _java(release, RELEASES[release][1], *args,
+                 jvm_opts=KAFKA_RUN_CLASS_OPTS if as_kafka_run_class else None)
+
+
+def dump_log_segments(release: str, *args: str, cwd: Path | None = None) -> tuple[int, bytes, bytes]:
+    """Run the release's DumpLogSegments (``kafka-dump-log.sh ARGS``)."""
+    proc = subprocess.run(dump_log_segments_command(release, *args), capture_output=True, cwd=cwd)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _properties(values: dict[str, object]) -> str:
+    return "".join(f"{k}={v}\n" for k, v in values.items())
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return f"(no {path})"
+
+
+@dataclass
+class Broker:
+    """One broker of ``release`` in ``workdir`` (a fresh folder), on loopback."""
+
+    release: str
+    workdir: Path
+    extra: dict[str, object] = field(default_factory=dict)
+    port: int = 0
+    procs: list[tuple[str, subprocess.Popen]] = field(default_factory=list)
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.workdir / "data"
+
+    def _spawn(self, name: str, cmd: list[str]) -> subprocess.Popen:
+        out = open(self.workdir / f"{name}.out", "wb")
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=self.workdir,
+                                start_new_session=True)
+        out.close()
+        self.procs.append((name, proc))
+        return proc
+
+    def logs(self) -> str:
+        """The tail of each process's output, for a failure report."""
+        return "\n".join(f"--- {name}.out (last lines)\n{_tail(self.workdir / f'{name}.out')}"
+                         for name, _ in self.procs)
+
+    def start(self, timeout: float = 120.0) -> "Broker":
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        log4j = self.workdir / "log4j.properties"
+        log4j.write_text(_BROKER_LOG4J)
+        self.port = free_port()
+        config: dict[str, object] = {
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "log.dirs": self.log_dir,
+            "num.partitions": 1,
+            "offsets.topic.replication.factor": 1,
+            "offsets.topic.num.partitions": 1,
+            "transaction.state.log.replication.factor": 1,
+            "transaction.state.log.min.isr": 1,
+            "transaction.state.log.num.partitions": 1,
+            "group.initial.rebalance.delay.ms": 0,
+            "auto.create.topics.enable": "false",
+            "log.cleaner.enable": "false",
+            "log.retention.check.interval.ms": 3_600_000,
+        }
+        if self.release.startswith("3"):
+            zk_port = free_port()
+            (self.workdir / "zk").mkdir(exist_ok=True)
+            self._spawn("zookeeper", _java(self.release, "org.apache.zookeeper.server.ZooKeeperServerMain",
+                                           str(zk_port), str(self.workdir / "zk"), log4j=log4j))
+            self._wait_port(zk_port, timeout)
+            config |= {"broker.id": 0, "zookeeper.connect": f"127.0.0.1:{zk_port}",
+                       "inter.broker.protocol.version": "2.8"}
+        else:
+            controller = free_port()
+            config |= {
+                "process.roles": "broker,controller",
+                "node.id": 1,
+                "controller.quorum.voters": f"1@127.0.0.1:{controller}",
+                "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{controller}",
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+                "controller.listener.names": "CONTROLLER",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                "share.coordinator.state.topic.replication.factor": 1,
+                "share.coordinator.state.topic.min.isr": 1,
+                # a metadata snapshot (__cluster_metadata-0/*.checkpoint) soon, for the dump checks
+                "metadata.log.max.record.bytes.between.snapshots": 2048,
+            }
+        config |= self.extra
+        server = self.workdir / "server.properties"
+        server.write_text(_properties(config))
+        if not self.release.startswith("3"):
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            fmt = subprocess.run(_java(self.release, "kafka.tools.StorageTool", "format", "-t", cluster_id,
+                                       "-c", str(server), log4j=log4j), capture_output=True, text=True)
+            if fmt.returncode != 0:
+                raise RuntimeError(f"kafka-storage format failed:\n{fmt.stdout}{fmt.stderr}")
+        self._spawn("kafka", _java(self.release, "kafka.Kafka", str(server), log4j=log4j))
+        self._wait_ready(timeout)
+        return self
+
+    def _check_alive(self) -> None:
+        for name, proc in self.procs:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{name} exited with {proc.returncode}\n{self.logs()}")
+
+    def _wait_port(self, port: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self._check_alive()
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.2)
+        raise TimeoutError(f"nothing listens on {port} after {timeout}s\n{self.logs()}")
+
+    def _wait_ready(self, timeout: float) -> None:
+        """Socket open and a metadata request answered with this broker in it."""
+        from kafka import KafkaAdminClient
+
+        deadline = time.monotonic() + timeout
+        self._wait_port(self.port, timeout)
+        while time.monotonic() < deadline:
+            self._check_alive()
+            try:
+                admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=5000)
+                try:
+                    if admin.describe_cluster().get("brokers"):
+                        return
+                finally:
+                    admin.close()
+            except Exception:  # noqa: BLE001 - not ready yet, whatever the reason
+                time.sleep(0.5)
+        raise TimeoutError(f"broker {self.bootstrap} not ready after {timeout}s\n{self.logs()}")
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Clean shutdown, newest process first (broker before ZooKeeper)."""
+        for name, proc in reversed(self.procs):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+
+    def __enter__(self) -> "Broker":
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,136 @@
+"""Live tier: real Kafka brokers (3.9 with ZooKeeper, 4.x KRaft) write, kseg reads, Kafka judges.
+
+One broker per release per session (``brokers.py``), the traffic of
+``traffic.py``, a clean stop, then for every file the broker wrote:
+
+* ``kseg verify`` passes on the whole log dir;
+* ``kseg dump --records --format jsonl`` gives exactly the records the consumer received;
+* ``kseg dump --format kafka`` prints what the release's own DumpLogSegments prints,
+  stdout and stderr, for every flag combination (``checks.COMBOS``);
+* ``kseg index --rebuild`` of every rolled segment writes the broker's index bytes.
+
+Files are only known once the broker ran, so each check is one test per release
+that lists every unexpected mismatch, and every entry of
+``checks.KNOWN_DIFFERENCES`` that no longer differs (so a fix flips it).
+
+Needs ``java`` and ``mvn`` (the jars come from Maven Central into
+``.cache/kafka``, once); skipped otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import brokers
+import checks
+import pytest
+
+_why = brokers.java_available()
+if _why is None:
+    try:
+        for _release in brokers.RELEASES:
+            brokers.fetch(_release)
+    except brokers.KafkaUnavailable as exc:
+        _why = str(exc).splitlines()[0]
+if _why:
+    pytest.skip(f"live Kafka tier skipped: {_why}", allow_module_level=True)
+
+import traffic  # noqa: E402  (needs kafka-python, which the test extra installs)
+
+RELEASES = sorted(brokers.RELEASES)
+
+
+class Run:
+    """One release's broker run: its log dir, the records received, Kafka's dumps (lazily)."""
+
+    def __init__(self, release: str, workdir: Path):
+        self.release = release
+        self.logdir, self.received = traffic.run_release(release, workdir)
+        (workdir / "records.json").write_text(json.dumps(self.received, indent=0))
+        self._dumps: list[dict] | None = None
+
+    @property
+    def dumps(self) -> list[dict]:
+        if self._dumps is None:
+            self._dumps = checks.kafka_dumps(self.release, self.logdir)
+        return self._dumps
+
+
+_runs: dict[str, Run] = {}
+
+
+@pytest.fixture(scope="session", params=RELEASES, ids=[f"kafka-{r}" for r in RELEASES])
+def run(request, tmp_path_factory) -> Run:
+    release = request.param
+    if release not in _runs:
+        _runs[release] = Run(release, tmp_path_factory.mktemp(f"kafka-{release}"))
+    return _runs[release]
+
+
+def _expect(problems: list[str], release: str, rel: str, combo: str, ok: bool, detail: str) -> None:
+    known = checks.known_difference(release, rel, combo)
+    if not ok and not known:
+        problems.append(f"{rel} [{combo}]: {detail}")
+    elif ok and known:
+        problems.append(f"{rel} [{combo}]: matches now, remove from KNOWN_DIFFERENCES: {known}")
+
+
+def test_live_verify(run: Run) -> None:
+    proc = subprocess.run([checks.KSEG, "verify", str(run.logdir)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+def test_live_records_as_consumed(run: Run) -> None:
+    problems: list[str] = []
+    for partition, received in sorted(run.received.items()):
+        assert received, f"{partition}: the consumer received nothing"
+        got = checks.kseg_records(run.logdir / partition)
+        first = next((i for i, (a, b) in enumerate(zip(received, got)) if a != b), min(len(received), len(got)))
+        detail = (f"{len(got)} records from kseg, {len(received)} received; first difference at index {first}: "
+                  f"consumer {received[first:first + 1]} kseg {got[first:first + 1]}")
+        _expect(problems, run.release, f"{partition}/*", "records", got == received, detail)
+    assert not problems, "\n".join(problems)
+
+
+def _first_diff(expected: bytes, got: bytes) -> str:
+    e, g = expected.decode(errors="replace").splitlines(), got.decode(errors="replace").splitlines()
+    for i, (a, b) in enumerate(zip(e, g)):
+        if a != b:
+            return f"line {i + 1}: kafka {a[:200]!r} kseg {b[:200]!r}"
+    return f"kafka {len(e)} lines, kseg {len(g)} lines"
+
+
+def test_live_dump_like_kafka(run: Run) -> None:
+    problems: list[str] = []
+    for r in run.dumps:
+        args = checks.kseg_args(r["file"], r["combo"], run.release)
+        if args is None:
+            _expect(problems, run.release, r["file"], r["combo"], False, "no kseg equivalent")
+            continue
+        rc, out, err = checks.run_kseg(args, cwd=run.logdir)
+        out, err = checks.placeholder_paths(out, run.logdir), checks.placeholder_paths(err, run.logdir)
+        if out != r["stdout"]:
+            detail = "stdout " + _first_diff(r["stdout"], out)
+        elif err != r["stderr"]:
+            detail = "stderr " + _first_diff(r["stderr"], err)
+        else:
+            detail = f"kseg exited {rc}, kafka-dump-log.sh {r['exit']}"
+        same = out == r["stdout"] and err == r["stderr"] and (r["exit"] != 0 or rc == 0)
+        _expect(problems, run.release, r["file"], r["combo"], same, detail)
+    assert not problems, f"{len(problems)} unexpected results:\n" + "\n".join(problems)
+
+
+def test_live_index_rebuild_like_broker(run: Run, tmp_path: Path) -> None:
+    problems: list[str] = []
+    for part in sorted(p for p in run.logdir.iterdir() if p.is_dir()):
+        for i, log in enumerate(sorted(part.glob("*.log"))[:-1]):  # rolled segments only
+            rel = str(log.relative_to(run.logdir))
+            try:
+                checks.compare_index_rebuild(log, tmp_path / f"{part.name}-{i}")
+                ok, detail = True, ""
+            except AssertionError as exc:
+                ok, detail = False, str(exc).splitlines()[0]
+            _expect(problems, run.release, rel, "index-rebuild", ok, detail)
+    assert not problems, "\n".join(problems)

@@ -1,0 +1,203 @@
+"""Real client traffic for a :class:`brokers.Broker`, then the records consumers get back.
+
+:func:`produce_all` creates the topics and writes, with kafka-python, every
+codec the topic's message format allows (gzip, snappy, lz4, zstd), null keys
+and values, tombstones, headers, explicit timestamps, an idempotent producer,
+transactions that commit and abort (with offsets sent to the transaction),
+old produce request versions on old-format topics (3.9), and consumer groups
+committing offsets, so ``__consumer_offsets`` and ``__transaction_state`` fill.
+Small segments make every data topic roll several segments, a small index
+interval gives the ``.index``/``.timeindex`` files several entries.
+
+:func:`consume_all` reads every data topic back from offset 0 (read_uncommitted,
+so aborted records are included; consumers never see control records) as
+plain JSON-able dicts: offset, timestamp, timestamp_type, key, value, headers
+(bytes as latin-1 strings so they survive JSON exactly).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import brokers
+from checks import DATA_INDEX_INTERVAL
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
+
+BASE_TS = 1_700_000_000_000
+SEGMENT_BYTES = 4096
+INDEX_INTERVAL = DATA_INDEX_INTERVAL
+
+
+_WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliett",
+          "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "x")
+
+
+def _b(s: bytes | None) -> str | None:
+    return None if s is None else s.decode("latin-1")
+
+
+def topics_for(release: str) -> dict[str, dict[str, str]]:
+    """Topic name -> topic configs."""
+    seg_key = "segment.bytes" if release.startswith("3") else "internal.segment.bytes"
+    small = {seg_key: str(SEGMENT_BYTES), "index.interval.bytes": str(INDEX_INTERVAL)}
+    topics = {
+        "v2": dict(small),
+        "idempotent": dict(small),
+        "txn": dict(small),
+        "log-append": {**small, "message.timestamp.type": "LogAppendTime"},
+    }
+    if release.startswith("3"):
+        topics["v1"] = {**small, "message.format.version": "0.10.2"}
+        topics["v0"] = {**small, "message.format.version": "0.9.0"}
+    return topics
+
+
+def _records(prefix: str, n: int, start_ts: int) -> list[dict[str, Any]]:
+    """Deterministic records: some null keys, tombstones, empty values, headers."""
+    out = []
+    for i in range(n):
+        key = None if i % 7 == 3 else f"{prefix}-key-{i % 11}".encode()
+        if i % 13 == 5 and key is not None:
+            value = None  # tombstone
+        elif i % 17 == 9:
+            value = b""
+        else:
+            words = " ".join(_WORDS[(i * 7 + j * 3) % len(_WORDS)] for j in range(i % 23))
+            value = f"{prefix} value {i}: {words}".encode()
+        headers = [("h", f"{i}".encode()), ("empty-header", b"")] if i % 4 == 1 else []
+        if i % 9 == 2:
+            headers.append(("bin", bytes([0, 255, i % 256])))
+        out.append({"key": key, "value": value, "headers": headers, "timestamp_ms": start_ts + i * 1000})
+    return out
+
+
+def _send(producer: KafkaProducer, topic: str, records: list[dict[str, Any]], headers: bool = True) -> None:
+    for r in records:
+        producer.send(topic, key=r["key"], value=r["value"], timestamp_ms=r["timestamp_ms"],
+                      headers=r["headers"] if headers else None, partition=0)
+        if r["timestamp_ms"] // 1000 % 8 == 7:
+            producer.flush()  # several batches per producer
+    producer.flush()
+
+
+def produce_all(bootstrap: str, release: str) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(name, 1, 1, topic_configs=cfg) for name, cfg in topics_for(release).items()])
+    finally:
+        admin.close()
+
+    common = {"bootstrap_servers": bootstrap, "linger_ms": 20, "batch_size": 2048}
+    ts = BASE_TS
+    # v2: every codec, several batches each, headers, nulls, tombstones
+    for codec in (None, "gzip", "snappy", "lz4", "zstd"):
+        p = KafkaProducer(compression_type=codec, **common)
+        _send(p, "v2", _records(f"v2-{codec}", 60, ts))
+        p.close()
+        ts += 100_000
+    # old formats on 3.9: old produce request versions (magic 0 and 1 messages), every legacy codec
+    if release.startswith("3"):
+        for topic, api in (("v0", (0, 9)), ("v1", (0, 10, 1))):
+            for codec in (None, "gzip", "snappy", "lz4"):
+                p = KafkaProducer(compression_type=codec, api_version=api, **common)
+                _send(p, topic, _records(f"{topic}-{codec}", 30, ts), headers=False)
+                p.close()
+                ts += 100_000
+    # idempotent producer
+    p = KafkaProducer(enable_idempotence=True, acks="all", compression_type="lz4", **common)
+    _send(p, "idempotent", _records("idem", 60, ts))
+    p.close()
+    ts += 100_000
+    # broker-set timestamps
+    p = KafkaProducer(compression_type="gzip", **common)
+    _send(p, "log-append", _records("append", 30, ts))
+    p.close()
+    ts += 100_000
+
+    # consumer groups: commit offsets as they read
+    for group in ("group-a", "group-b"):
+        c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                          enable_auto_commit=False, consumer_timeout_ms=3000)
+        c.subscribe(["v2", "idempotent"])
+        n = 0
+        for _ in c:
+            n += 1
+            if n % 50 == 0:
+                c.commit()
+        c.commit()
+        c.close()
+
+    # transactions: commit, abort, commit with offsets sent to the transaction
+    p = KafkaProducer(transactional_id="txn-producer", compression_type="snappy", **common)
+    p.init_transactions()
+    for i, commit in enumerate((True, False, True, False, True)):
+        p.begin_transaction()
+        _send(p, "txn", _records(f"txn{i}-{'commit' if commit else 'abort'}", 15, ts))
+        if i == 4:
+            p.send_offsets_to_transaction({TopicPartition("v2", 0): _offset_meta(10)}, "txn-group")
+        if commit:
+            p.commit_transaction()
+        else:
+            p.abort_transaction()
+        ts += 100_000
+    p.close()
+
+
+def _offset_meta(offset: int):
+    from kafka.structs import OffsetAndMetadata
+
+    try:
+        return OffsetAndMetadata(offset, "", -1)
+    except TypeError:
+        return OffsetAndMetadata(offset, "")
+
+
+def consume_all(bootstrap: str, release: str) -> dict[str, list[dict[str, Any]]]:
+    """Partition name (``topic-0``) -> the records a consumer receives, in order."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for topic in topics_for(release):
+        c = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False,
+                          isolation_level="read_uncommitted", consumer_timeout_ms=4000)
+        tp = TopicPartition(topic, 0)
+        c.assign([tp])
+        c.seek_to_beginning(tp)
+        end = c.end_offsets([tp])[tp]
+        records = []
+        for m in c:
+            records.append({
+                # kafka-python says None where the Java consumer says -1 (RecordBatch.NO_TIMESTAMP, v0)
+                "offset": m.offset, "timestamp": -1 if m.timestamp is None else m.timestamp,
+                "timestamp_type": ("CreateTime", "LogAppendTime")[m.timestamp_type] if m.timestamp_type in (0, 1)
+                else "NoTimestampType",
+                "key": _b(m.key), "value": _b(m.value),
+                "headers": [{"key": k, "value": _b(v)} for k, v in (m.headers or [])],
+            })
+            if m.offset >= end - 1:
+                break
+        c.close()
+        out[f"{topic}-0"] = records
+    return out
+
+
+def run_release(release: str, workdir: Path) -> tuple[Path, dict[str, list[dict[str, Any]]]]:
+    """A broker of ``release`` in ``workdir``: start, produce, consume, clean stop.
+
+    Returns the broker's log dir and the records received. On failure the tail
+    of the broker's (and ZooKeeper's) output is printed and its files are left
+    in ``workdir``.
+    """
+    broker = brokers.Broker(release, workdir)
+    try:
+        broker.start()
+        produce_all(broker.bootstrap, release)
+        received = consume_all(broker.bootstrap, release)
+    except BaseException:
+        broker.stop()
+        print(f"Kafka {brokers.version(release)} run failed; its files are in {workdir}\n{broker.logs()}",
+              file=sys.stderr)
+        raise
+    broker.stop()
+    return broker.log_dir, received
