@@ -110,7 +110,8 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
     formats = [_dump_format(f, input_format, fmt) for f in files]
     options = DumpOptions(records=records, from_offset=from_offset, to_offset=to_offset, from_time=from_time,
                           to_time=to_time, max_bytes=max_bytes, max_decompressed_bytes=max_decompressed_bytes,
-                          keep_going=keep_going, strict_names=fmt == "kafka", decode=decode)
+                          keep_going=keep_going, strict_names=fmt == "kafka", decode=decode,
+                          wrapper_counts=fmt != "kafka")
     sys.stdout.flush()
     out = ChunkedWriter(sys.stdout.buffer)  # output leaves in 1 MiB writes
     renderer = (KafkaRenderer(out, sys.stderr, kd, vd, deep=records, kafka_version=kafka_version,

@@ -68,6 +68,9 @@ class DumpOptions:
     keep_going: bool = False
     strict_names: bool = False  # kafka-dump-log.sh ignores files with unknown suffixes
     decode: str | None = None  # offsets|transactions|metadata|auto: decode internal-topic records
+    # A compressed legacy wrapper's first offset and count need its inner messages; kafka-dump-log.sh's
+    # batch lines do without them, so --format kafka leaves batch-level wrappers compressed.
+    wrapper_counts: bool = True
 
 
 @dataclass(frozen=True)
@@ -219,7 +222,7 @@ def _dump_log(path: Path, o: DumpOptions, family: str | None = None) -> Iterator
                 first, last = (NO_OFFSET if legacy_wrapper else batch.offset), batch.offset
             if not _wanted(batch, first, last, o):
                 continue
-        needs_records = o.records or legacy_wrapper
+        needs_records = o.records or (legacy_wrapper and (o.wrapper_counts or record_filter))
         records = None
         if needs_records:
             try:

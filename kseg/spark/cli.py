@@ -244,7 +244,8 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
         return
     options = DumpOptions(records=records, from_offset=from_offset, to_offset=to_offset, from_time=from_time,
                           to_time=to_time, max_bytes=max_bytes, max_decompressed_bytes=max_decompressed_bytes,
-                          keep_going=keep_going, strict_names=fmt == "kafka", decode=decode)
+                          keep_going=keep_going, strict_names=fmt == "kafka", decode=decode,
+                          wrapper_counts=fmt != "kafka")
     params = DumpParams(fmt, payload, key_decoder, value_decoder, records, options,
                         encoding=sys.stdout.encoding or "utf-8", errors=sys.stdout.errors or "strict",
                         registry=registry_path(), kafka_version=kafka_version,
