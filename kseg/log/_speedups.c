@@ -501,6 +501,9 @@ legacy_set(PyObject *self, PyObject *args)
     Py_ssize_t end = view.len, pos = 0, count = 0;
     long long last_rel = 0;
     PyObject *out = NULL, *empty = NULL;
+    /* the first v2 or compressed inner message: reported only once the whole set frames,
+       as decode.decode_legacy_wrapper scans before it checks (a framing error wins) */
+    Py_ssize_t first_bad = -1;
     /* pass 1: framing, magic, codec; the last inner offset */
     while (pos < end) {
         Py_ssize_t left = end - pos;
@@ -527,21 +530,22 @@ legacy_set(PyObject *self, PyObject *args)
                  PyUnicode_FromFormat("%zd bytes", (Py_ssize_t)size + 12), PyUnicode_FromFormat("%zd bytes", left));
             goto error;
         }
-        if (magic > 1) {
-            fail("corrupt", "v2 batch inside a legacy wrapper", pos, -1, NULL, PyLong_FromLong(magic));
-            goto error;
-        }
-        if (p[pos + 17] & 0x07) {
-            fail("corrupt", "inner messages must not be compressed", pos, -1, PyUnicode_FromString("codec none"),
-                 PyUnicode_FromFormat("codec %d", p[pos + 17] & 0x07));
-            goto error;
-        }
+        if (first_bad < 0 && (magic > 1 || (p[pos + 17] & 0x07))) first_bad = pos;
         last_rel = be64(p + pos);
         pos += (Py_ssize_t)size + 12;
         count++;
     }
     if (count == 0) {
         fail("corrupt", "compressed message set has no inner messages", -1, -1, NULL, NULL);
+        goto error;
+    }
+    if (first_bad >= 0) {
+        int magic = (signed char)p[first_bad + 16];
+        if (magic > 1)
+            fail("corrupt", "v2 batch inside a legacy wrapper", first_bad, -1, NULL, PyLong_FromLong(magic));
+        else
+            fail("corrupt", "inner messages must not be compressed", first_bad, -1,
+                 PyUnicode_FromString("codec none"), PyUnicode_FromFormat("codec %d", p[first_bad + 17] & 0x07));
         goto error;
     }
     long long shift = 0;
