@@ -31,6 +31,7 @@ from kseg.render.dump import payload_decoder
 from kseg.render.payload import load_decoder
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -62,6 +63,19 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             raise SystemExit(EXIT_OK)
+        except OSError as e:
+            # The machine failed us (a full disk, a file that went away): one line, exit 2.
+            if State.traceback:
+                raise
+            where = f"{e.filename}: " if e.filename else ""
+            click.echo(f"kseg: error: {where}{e.strerror or e}", err=True)
+            raise SystemExit(EXIT_USAGE)
+        except KeyboardInterrupt:
+            # Ctrl-C: outputs were cleaned up on the way out; no traceback, the shell's 130.
+            if State.traceback:
+                raise
+            click.echo("kseg: interrupted", err=True)
+            raise SystemExit(EXIT_INTERRUPTED)
 
     wrapper.__name__ = fn.__name__
     wrapper.__doc__ = fn.__doc__

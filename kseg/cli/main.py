@@ -39,7 +39,7 @@ from kseg.codecs.plugins import activate
 from kseg.companions.build import build_indexes
 from kseg.companions.check import check_segment_companions
 from kseg.errors import InputError, KsegError
-from kseg.log.atomic import write_atomic
+from kseg.log.atomic import write_atomic, write_atomic_many
 from kseg.log.segment import base_offset_of, companion_path, strict_batches
 from kseg.ops.compact import compact_job
 from kseg.ops.convert import (
@@ -233,8 +233,7 @@ def index_cmd(segment: Path, mode: str, output: Path | None, index_interval_byte
     index, timeindex = build_indexes(entries, base, index_interval_bytes)
     folder = output or segment.parent
     index_path, time_path = companion_path(segment, ".index", folder), companion_path(segment, ".timeindex", folder)
-    write_atomic(index_path, index)
-    write_atomic(time_path, timeindex)
+    write_atomic_many({index_path: index, time_path: timeindex})  # both or neither
     click.echo(f"kseg: wrote {index_path} ({len(index) // 8} entries) and "
                f"{time_path} ({len(timeindex) // 12} entries)", err=True)
 
