@@ -6,6 +6,7 @@ Errors are one line on stderr (``kseg: error: ...``); ``--traceback`` shows the 
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Callable
@@ -15,6 +16,7 @@ import click
 from kseg.cli.common import (
     EXIT_DATA,
     EXIT_OK,
+    EXIT_USAGE,
     State,
     check_log_append,
     compact_options,
@@ -100,15 +102,28 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
                           keep_going=keep_going, strict_names=fmt == "kafka", decode=decode)
     renderer = (KafkaRenderer(sys.stdout, sys.stderr, kd, vd, deep=records) if fmt == "kafka"
                 else RENDERERS[fmt](sys.stdout, sys.stderr, kd, vd))
-    problems = 0
+    problems = unreadable = 0
     try:
-        for ev in dump_paths(files, options):
-            renderer(ev)
-            if isinstance(ev, BadBatchEvent) or (isinstance(ev, TailEvent) and ev.reported):
-                problems += 1
+        for path in files:
+            try:
+                for ev in dump_paths([path], options):
+                    renderer(ev)
+                    if isinstance(ev, BadBatchEvent) or (isinstance(ev, TailEvent) and ev.reported):
+                        problems += 1
+            except InputError as e:
+                sys.stdout.flush()
+                if not os.path.lexists(path):  # deleted by the broker since it was listed
+                    click.echo(f"kseg: note: {path}: the file went away during the run", err=True)
+                    continue
+                if not keep_going:
+                    raise
+                click.echo(f"kseg: error: {e}", err=True)  # one line; the rest goes on
+                unreadable += 1
     finally:
         renderer.close()
         sys.stdout.flush()
+    if unreadable:
+        raise SystemExit(EXIT_USAGE)
     if problems:
         # Everything readable was shown; the data still has problems (exit 1, as verify).
         click.echo(f"kseg: {problems} problem(s) in the data (partial or undecodable batches); "
@@ -135,6 +150,8 @@ def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input
     if progress:
         click.echo("\r\033[K", nl=False, err=True)
     write_verify(report, sys.stdout, fmt, verbose=verbose)
+    if getattr(report, "unreadable", None):  # every other file was checked; these could not be read
+        raise SystemExit(EXIT_USAGE)
     raise SystemExit(EXIT_OK if report.ok else EXIT_DATA)
 
 

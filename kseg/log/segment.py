@@ -6,8 +6,10 @@ bytes to the sans-IO decoder. Never writes to its input.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -52,6 +54,33 @@ def companion_path(log: str | os.PathLike, suffix: str, folder: str | os.PathLik
     return Path(folder if folder is not None else p.parent) / (p.name.split(".", 1)[0] + suffix)
 
 
+def not_a_file(path: str | os.PathLike) -> str | None:
+    """Why ``path`` cannot be read as a file (a folder, a FIFO, a device, a symlink loop:
+    opening some of them would block or never end), or None."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "a symlink loop, not a file"
+        return None  # missing or not permitted: opening it says so
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a folder where a file is expected"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe), not a regular file"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device, not a regular file"
+    return "not a regular file"
+
+
+def check_file(path: str | os.PathLike) -> None:
+    """InputError unless ``path`` is a regular file (see ``not_a_file``)."""
+    problem = not_a_file(path)
+    if problem is not None:
+        raise InputError(f"cannot read: {problem}", file=str(path))
+
+
 @dataclass
 class Segment:
     """One .log (or KRaft .checkpoint) file. ``tail`` is set once ``batches()`` has finished."""
@@ -76,6 +105,7 @@ class Segment:
         Stops at the first entry that cannot be framed; what stopped it is in ``self.tail``.
         """
         self.tail = None
+        check_file(self.path)
         try:
             f = open(self.path, "rb")
         except OSError as e:
@@ -129,6 +159,24 @@ class Segment:
                     self.tail = Tail(filepos, limit - filepos, err)
                     return
                 want = max(chunk_size, total)
+
+
+def zero_bytes_to_end(path: str | os.PathLike, start: int) -> int | None:
+    """How many bytes there are from ``start`` to the end of the file when they are all
+    zeros (a broker's preallocated segment, ``log.preallocate=true``); None when any is not
+    (or the file cannot be read)."""
+    zero = bytes(1 << 20)
+    n = 0
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            while chunk := f.read(len(zero)):
+                if chunk != zero[:len(chunk)]:
+                    return None
+                n += len(chunk)
+    except OSError:
+        return None
+    return n or None
 
 
 def strict_batches(path: str | os.PathLike) -> Iterator[Batch]:
@@ -205,8 +253,9 @@ def expand_inputs(paths: list[str | os.PathLike]) -> list[Path]:
     for raw in paths:
         p = Path(raw)
         if not p.exists():
-            raise InputError("no such file or directory", file=str(p))
-        if p.is_file():
+            problem = not_a_file(p)  # a symlink loop
+            raise InputError(f"cannot read: {problem}" if problem else "no such file or directory", file=str(p))
+        if not p.is_dir():  # a file, or something that is not one (said when it is read)
             out.append(p)
         elif any(c.suffix == ".log" for c in p.iterdir() if c.is_file()):
             out.extend(partition_segments(p))

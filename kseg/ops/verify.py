@@ -4,11 +4,14 @@ Returns a report (data); the CLI renders it. ``quick`` checks framing and CRCs
 only (the broker's own check); the default also decompresses and checks
 every record. Errors make the data bad (exit 1); notes are facts worth
 knowing that Kafka accepts (offset holes after compaction, preallocated
-index tails).
+index tails). A live broker's folder is read as it is: a file deleted during the
+run, a batch still being written at the end of a partition's newest segment and
+zeros preallocated after the last batch are notes.
 """
 
 from __future__ import annotations
 
+import os
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,7 +27,8 @@ from kseg.formats.message_v0v1 import CRC_START as LEGACY_CRC_START
 from kseg.formats.record_batch_v2 import CRC_START as V2_CRC_START
 from kseg.log.control import control_info
 from kseg.log.records import batch_records, check_v2_batch_records, wrapper_records
-from kseg.log.segment import Segment, base_offset_of, log_dir_partitions, partition_segments
+from kseg.log.segment import (Segment, base_offset_of, log_dir_partitions, not_a_file, partition_segments,
+                               zero_bytes_to_end)
 from kseg.model import Batch, Record
 
 ERROR = "error"
@@ -51,6 +55,8 @@ class Problem:
             head += f" at byte {self.position}"
         if self.where:
             head += f" ({self.where})"
+        if head.endswith(":"):  # no position: "FILE: message", not "FILE:: message"
+            head = head[:-1]
         return f"{head}: {self.message}{expected_found(self.expected, self.found)}"
 
     def as_json(self) -> dict:
@@ -88,6 +94,11 @@ class VerifyReport:
     def error_count(self) -> int:
         return sum(len(f.errors) for f in self.files)
 
+    @property
+    def unreadable(self) -> list[Problem]:
+        """Files that could not be read at all (permissions, not a regular file): exit 2."""
+        return [p for f in self.files for p in f.errors if p.check == "unreadable"]
+
 
 class _Collector:
     def __init__(self, report: FileReport):
@@ -124,17 +135,24 @@ def verify_paths(
     """Verify files, partition folders and log directories; offsets are checked across
     the segments of one partition."""
     report = VerifyReport()
-    for group in input_groups(paths):
-        last_offset: int | None = None
-        for path in group:
-            if progress:
-                progress(str(path))
-            if is_companion(path):
-                fr = verify_companion_file(path)
-            else:  # .log, .checkpoint, transient names (.deleted ...) and other names read as logs
-                fr, last_offset = verify_log(path, options, last_offset)
-            report.files.append(fr)
+    for raw in paths:
+        for group in input_groups([raw]):
+            last_offset: int | None = None
+            # a folder's newest segment may be the active one, still being appended to
+            logs = [p for p in group if not is_companion(p)]
+            newest = logs[-1] if logs and Path(raw).is_dir() else None
+            for path in group:
+                if progress:
+                    progress(str(path))
+                if is_companion(path):
+                    fr = verify_companion_file(path)
+                else:  # .log, .checkpoint, transient names (.deleted ...) and other names read as logs
+                    fr, last_offset = verify_log(path, options, last_offset, newest=path == newest)
+                report.files.append(fr)
     return report
+
+
+VANISHED = "the file went away during the run (deleted by retention or renamed by the broker)"
 
 
 def input_groups(paths: Iterable[str | Path]) -> list[list[Path]]:
@@ -143,8 +161,9 @@ def input_groups(paths: Iterable[str | Path]) -> list[list[Path]]:
     for raw in paths:
         p = Path(raw)
         if not p.exists():
-            raise InputError("no such file or directory", file=str(p))
-        if p.is_file():
+            problem = not_a_file(p)  # a symlink loop
+            raise InputError(f"cannot read: {problem}" if problem else "no such file or directory", file=str(p))
+        if not p.is_dir():  # a file, or something that is not one (reported when read)
             groups.append([p])
             continue
         segs = partition_segments(p)
@@ -177,13 +196,19 @@ def is_companion(path: Path) -> bool:
 
 def verify_companion_file(path: Path) -> FileReport:
     fr = FileReport(str(path), kind=path.suffix.lstrip(".") or path.name)
-    for f in check_standalone(path):
+    findings = check_standalone(path)
+    if not path.exists():
+        fr.problems.append(Problem(NOTE, "vanished", str(path), None, VANISHED))
+        return fr
+    for f in findings:
         fr.problems.append(Problem(f.severity, "index", f.file, f.position, f.message, f.expected, f.found))
     return fr
 
 
-def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None) -> tuple[FileReport, int | None]:
-    """Check one .log file; ``prev_last`` is the last offset of the partition's previous segment."""
+def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None, *,
+               newest: bool = False) -> tuple[FileReport, int | None]:
+    """Check one .log file; ``prev_last`` is the last offset of the partition's previous segment;
+    ``newest``: the partition's newest segment, whose last batch may still be being written."""
     fr = FileReport(str(path))
     c = _Collector(fr)
     seg = Segment(path)
@@ -248,18 +273,33 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None)
                 summaries.append((batch.position, None if wrapper_unread else first, batch_last,
                                   batch.timestamp, batch.size))
     except KsegError as e:  # unreadable file
-        c.from_error("read", e)
+        if not os.path.lexists(path):
+            c.note("vanished", None, VANISHED)
+        else:
+            c.from_error("unreadable" if isinstance(e, InputError) else "read", e)
         return fr, last
     if seg.tail is not None:
         t = seg.tail
-        if isinstance(t.error, TruncatedError):
+        # zeros to the end, more than an entry header: what framing them would call a corrupt entry
+        zeros = None if isinstance(t.error, TruncatedError) else zero_bytes_to_end(path, t.position)
+        if zeros is not None:
+            c.note("preallocated", t.position, f"{zeros} zero bytes after the last batch: space the broker "
+                   "preallocated (log.preallocate=true), not a batch")
+        elif isinstance(t.error, TruncatedError) and newest:
+            c.note("truncated", t.position, f"incomplete tail: {t.length} bytes at the end of the partition's "
+                   f"newest segment do not form a complete batch yet (one still being written?) "
+                   f"({t.error.message})", expected=t.error.expected, found=t.error.found)
+        elif isinstance(t.error, TruncatedError):
             c.error("truncated", t.position, f"{t.length} bytes at the end do not form a complete batch "
                     f"({t.error.message})", expected=t.error.expected, found=t.error.found)
         else:
             c.error("framing", t.error.position, t.error.message + f"; {t.length} bytes from byte {t.position} unread",
                     expected=t.error.expected, found=t.error.found)
     if options.check_indexes and path.suffix == ".log":
-        _check_companions(c, path, summaries, controls, seg)
+        try:
+            _check_companions(c, path, summaries, controls, seg)
+        except FileNotFoundError:
+            c.note("vanished", None, VANISHED)
     return fr, last
 
 
