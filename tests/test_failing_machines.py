@@ -258,3 +258,210 @@ def test_interrupted(name, inputs, references, tmp_path) -> None:
                 outputs_ok(name, out, reference)
         elif out.exists():
             outputs_ok(name, out, reference)
+
+
+# --------------------------------------------------------------------------- a live broker's folder
+
+
+def _batch(offset: int, n: int = 5) -> bytes:
+    recs = [make_record(offset + i, 1_700_000_000_000 + offset + i, b"k", b"v" * 50) for i in range(n)]
+    return build_v2_batch(recs, codec=0)
+
+
+def _live_partition(folder: Path, segments: int = 3, batches: int = 10) -> int:
+    folder.mkdir(parents=True)
+    off = 0
+    for _ in range(segments):
+        base, buf = off, bytearray()
+        for _ in range(batches):
+            buf += _batch(off)
+            off += 5
+        (folder / segment_file_name(base)).write_bytes(buf)
+    return off
+
+
+def notes(stdout: str) -> list[str]:
+    return [line.strip() for line in stdout.splitlines() if line.strip().startswith("note:")]
+
+
+def test_incomplete_tail_of_the_newest_segment_is_a_note(tmp_path) -> None:
+    part = tmp_path / "t-0"
+    _live_partition(part)
+    newest = sorted(part.glob("*.log"))[-1]
+    with open(newest, "ab") as f:
+        f.write(_batch(10_000)[:40])  # a batch still being written
+    r = kseg("verify", part)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert [n for n in notes(r.stdout) if "incomplete tail" in n and newest.name in n], r.stdout
+
+
+def test_incomplete_tail_of_an_older_segment_is_an_error(tmp_path) -> None:
+    part = tmp_path / "t-0"
+    _live_partition(part)
+    older = sorted(part.glob("*.log"))[0]
+    older.write_bytes(older.read_bytes() + _batch(10_000)[:40])
+    r = kseg("verify", part)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "do not form a complete batch" in r.stdout
+
+
+def test_preallocated_segment_is_not_a_corrupt_batch(tmp_path) -> None:
+    part = tmp_path / "t-0"
+    _live_partition(part)
+    newest = sorted(part.glob("*.log"))[-1]
+    with open(newest, "ab") as f:
+        f.truncate(newest.stat().st_size + (1 << 20))  # log.preallocate=true: zeros to segment.bytes
+    r = kseg("verify", part)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert [n for n in notes(r.stdout) if "preallocated" in n], r.stdout
+    r = kseg("verify", newest)  # the same for the file alone
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_vanished_file_is_one_note(tmp_path, monkeypatch) -> None:
+    """A segment deleted by retention between the listing and its reading."""
+    from click.testing import CliRunner
+
+    from kseg.cli.main import main
+    from kseg.ops import verify
+
+    part = tmp_path / "t-0"
+    _live_partition(part)
+    doomed = sorted(part.glob("*.log"))[0]
+    listed = verify.input_groups
+
+    def list_then_delete(paths):
+        groups = listed(paths)
+        doomed.unlink()
+        return groups
+
+    monkeypatch.setattr(verify, "input_groups", list_then_delete)
+    r = CliRunner().invoke(main, ["verify", str(part)])
+    assert r.exit_code == 0, r.output
+    assert len([n for n in notes(r.stdout) if "went away" in n and doomed.name in n]) == 1, r.output
+
+
+def test_reading_while_the_broker_appends_rolls_and_deletes(tmp_path) -> None:
+    """verify and dump in a loop while a writer appends batches in pieces, rolls segments
+    and deletes the oldest: never a crash, never a traceback, never a data error."""
+    part = tmp_path / "t-0"
+    off = _live_partition(part, segments=2)
+    stop = threading.Event()
+    rnd = random.Random(7)
+
+    def broker() -> None:
+        nonlocal off
+        active = sorted(part.glob("*.log"))[-1]
+        while not stop.is_set():
+            data = _batch(off)
+            cut = rnd.randrange(1, len(data))
+            with open(active, "ab") as f:  # appended in two writes: readers may see half a batch
+                f.write(data[:cut])
+                f.flush()
+                time.sleep(0.001)
+                f.write(data[cut:])
+            off += 5
+            if active.stat().st_size > 20_000:  # roll
+                active = part / segment_file_name(off)
+                active.touch()
+                logs = sorted(part.glob("*.log"))
+                if len(logs) > 3:  # retention
+                    logs[0].unlink()
+
+    writer = threading.Thread(target=broker)
+    writer.start()
+    try:
+        deadline = time.monotonic() + 8
+        runs = 0
+        while time.monotonic() < deadline or runs < 4:
+            for args in (["verify", part], ["verify", "--quick", part], ["dump", "-r", part]):
+                r = kseg(*args)
+                assert "Traceback" not in r.stderr, r.stderr
+                assert r.returncode == 0, (args, r.stdout[-2000:], r.stderr)
+            runs += 1
+    finally:
+        stop.set()
+        writer.join()
+
+
+# --------------------------------------------------------------------------- unreadable files
+
+
+def _as_nobody() -> list[str] | None:
+    for tool in (["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"], ["runuser", "-u", "nobody", "--"]):
+        if shutil.which(tool[0]):
+            return tool
+    return None
+
+
+def _unreadable(kind: str, folder: Path) -> Path:
+    p = folder / segment_file_name(1_000_000)
+    if kind == "folder":
+        p.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(p)
+    elif kind == "device":
+        try:
+            os.mknod(p, stat.S_IFCHR | 0o644, os.makedev(1, 5))  # /dev/zero: never ends
+        except PermissionError:
+            p.symlink_to("/dev/zero")
+    elif kind == "symlink loop":
+        p.symlink_to(p.name)
+    elif kind == "permission denied":
+        p.write_bytes(_batch(1_000_000))
+        p.chmod(0)
+    return p
+
+
+UNREADABLE = {
+    "folder": "a folder where a file is expected",
+    "fifo": "a FIFO",
+    "device": "a device",
+    "symlink loop": "a symlink loop",
+    "permission denied": "Permission denied",
+}
+
+
+@pytest.mark.parametrize("kind", list(UNREADABLE))
+def test_unreadable_file(kind, tmp_path) -> None:
+    prefix: list[str] = []
+    if kind == "permission denied":
+        if IS_ROOT:
+            found = _as_nobody()
+            if found is None:
+                pytest.skip("running as root and cannot drop privileges (no setpriv or runuser)")
+            prefix = found
+            tmp_path.chmod(0o755)
+            for parent in tmp_path.parents:
+                if parent.stat().st_mode & 0o005 != 0o005:
+                    parent.chmod(parent.stat().st_mode | 0o005)
+    part = tmp_path / "t-0"
+    _live_partition(part, segments=2)
+    for p in part.iterdir():
+        p.chmod(0o644)
+    part.chmod(0o755)
+    bad = _unreadable(kind, part)
+    good = sorted(part.glob("*.log"))[0]
+
+    def run(*args) -> subprocess.CompletedProcess:
+        return subprocess.run([*prefix, *KSEG, *map(str, args)], capture_output=True, text=True, timeout=60)
+
+    # named alone: one clear line, exit 2
+    for cmd in (["dump"], ["verify"]):
+        r = run(*cmd, bad)
+        assert r.returncode == 2, (cmd, r.stdout, r.stderr)
+        assert "Traceback" not in r.stderr
+        # a folder named on the command line is a folder input: it has no segments
+        said = "no segment files found" if kind == "folder" else UNREADABLE[kind]
+        lines = [line for line in (r.stderr + r.stdout).splitlines() if said in line]
+        assert len(lines) == 1, (cmd, r.stdout, r.stderr)
+    # among others: dump --keep-going shows the rest, verify checks the rest; exit 2
+    r = run("dump", "--keep-going", good, *([] if kind == "folder" else [bad]), part)
+    assert r.returncode == 2, r.stdout + r.stderr
+    named = 1 if kind == "folder" else 2  # named, and found in the folder
+    assert len([line for line in r.stderr.splitlines() if UNREADABLE[kind] in line]) == named, r.stderr
+    assert r.stdout.count("batch @") >= 3 * 10, r.stdout
+    r = run("verify", part)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert len([line for line in r.stdout.splitlines() if UNREADABLE[kind] in line]) == 1, r.stdout
+    assert "3 file(s) checked" in r.stdout, r.stdout

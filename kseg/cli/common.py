@@ -128,7 +128,7 @@ input_format_option = click.option(
     help="kafka07: the pre-0.8 message format (offsets are byte positions).")
 
 dump_options = options(
-    click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path)),
+    click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, readable=False)),
     click.option("--records", "-r", "records", is_flag=True, help="Show records, not only batches (--deep-iteration)."),
     click.option("--format", "fmt", type=click.Choice(["text", "jsonl", "kafka"]), default="text", show_default=True),
     click.option("--payload", type=click.Choice(["none", "utf8", "hex", "base64"]), default=None,
@@ -149,7 +149,7 @@ dump_options = options(
 )
 
 verify_options = options(
-    click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path)),
+    click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, readable=False)),
     click.option("--quick", is_flag=True, help="Framing and CRCs only (the broker's own check, at disk speed)."),
     click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True),
     click.option("--no-index", is_flag=True, help="Do not check .index/.timeindex/.txnindex files."),
@@ -245,7 +245,7 @@ def expand_for_dump(paths: tuple[Path, ...] | list[Path]) -> list[Path]:
     for p in paths:
         if p.is_dir():
             out.extend(expand_inputs([p]))
-        elif p.exists():
+        elif os.path.lexists(p):  # a file, or what is not one (a symlink loop ...): said when read
             out.append(p)
         else:
             raise InputError("no such file or directory", file=str(p))

@@ -40,9 +40,10 @@ from kseg.codecs.choice import choose
 from kseg.codecs.plugins import activate
 from kseg.companions.build import build_indexes
 from kseg.companions.check import check_segment_companions
-from kseg.errors import InputError, KsegError
+from kseg.errors import InputError, KsegError, TruncatedError
 from kseg.log.atomic import write_atomic, write_atomic_many
-from kseg.log.segment import base_offset_of, companion_path, strict_batches
+from kseg.log.decode import Tail
+from kseg.log.segment import base_offset_of, companion_path, strict_batches, zero_bytes_to_end
 from kseg.ops.compact import compact_job
 from kseg.ops.convert import (
     DownOptions,
@@ -103,12 +104,14 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
     renderer = (KafkaRenderer(sys.stdout, sys.stderr, kd, vd, deep=records) if fmt == "kafka"
                 else RENDERERS[fmt](sys.stdout, sys.stderr, kd, vd))
     problems = unreadable = 0
+    live = live_tails(paths, files)
     try:
         for path in files:
             try:
                 for ev in dump_paths([path], options):
                     renderer(ev)
-                    if isinstance(ev, BadBatchEvent) or (isinstance(ev, TailEvent) and ev.reported):
+                    if isinstance(ev, BadBatchEvent) or (isinstance(ev, TailEvent) and ev.reported
+                                                         and not live(ev.path, ev.tail)):
                         problems += 1
             except InputError as e:
                 sys.stdout.flush()
@@ -129,6 +132,20 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
         click.echo(f"kseg: {problems} problem(s) in the data (partial or undecodable batches); "
                    "see kseg verify", err=True)
         raise SystemExit(EXIT_DATA)
+
+
+def live_tails(paths: tuple[Path, ...], files: list[Path]) -> Callable[[Path, Tail], bool]:
+    """Whether a tail is what a live broker leaves (shown, but not a problem in the data): a
+    partial batch at the end of a partition folder's newest segment, or preallocated zeros."""
+    named = {Path(p) for p in paths}
+    newest = {f.parent: f for f in files if f not in named and f.suffix == ".log"}
+
+    def live(path: Path, tail: Tail) -> bool:
+        if isinstance(tail.error, TruncatedError):
+            return newest.get(path.parent) == path
+        return zero_bytes_to_end(path, tail.position) is not None
+
+    return live
 
 
 @main.command()
