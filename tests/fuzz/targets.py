@@ -216,7 +216,8 @@ def compare_log(buf: bytes) -> None:
 def compare_wrapper(wrapper: Batch, inner: bytes) -> None:
     both("scan (inner)", _scan, inner, 0, True, 0, -1)
     for m in decode.scan_entries(inner).batches:
-        both("legacy_record (inner)", fast.legacy_record, m, m.offset, m.timestamp)
+        if m.magic < 2:  # kseg never asks for a v2 batch as a legacy message
+            both("legacy_record (inner)", fast.legacy_record, m, m.offset, m.timestamp)
     got = both("decode_legacy_wrapper", fast.decode_legacy_wrapper, wrapper, inner)
     if got[0] == "ok":
         both("legacy_crc_mismatches", fast.legacy_crc_mismatches, inner)
@@ -248,7 +249,8 @@ def fuzz_legacy(data: bytes) -> None:
     wrapper = _legacy_wrapper(magic, offset, timestamp if magic else -1, attributes)
     compare_wrapper(wrapper, inner)  # legacy_crc_mismatches only where legacy_set accepts (its contract)
     for m in decode.scan_entries(inner).batches:
-        both("legacy_batch_record", fast.legacy_batch_record, m)
+        if m.magic < 2:
+            both("legacy_batch_record", fast.legacy_batch_record, m)
 
 
 # --------------------------------------------------------------------------- encoders
