@@ -135,6 +135,25 @@ def write_atomic(path: Path, data: bytes) -> None:
         f.write(data)
 
 
+def commit_together(files: list[AtomicFile]) -> None:
+    """Files that belong together (a segment and its indexes): every one flushed to disk
+    under its temporary name first, then all renamed, the first given last; on a failure
+    none is renamed and all are removed."""
+    try:
+        for f in files:
+            f.flush()
+        for f in reversed(files):
+            os.replace(f.tmp, f.path)
+    except OSError as e:
+        for f in files:
+            f.abort()
+        raise write_failed(e, files[0].path) from None
+    except BaseException:
+        for f in files:
+            f.abort()
+        raise
+
+
 def write_atomic_many(files: Mapping[Path, bytes]) -> None:
     """Several files that belong together (an .index and its .timeindex): all written under
     temporary names first, renamed into place only when every one is complete."""
@@ -144,17 +163,11 @@ def write_atomic_many(files: Mapping[Path, bytes]) -> None:
             f = AtomicFile(path)
             pending.append(f)
             f.write(data)
-            f.flush()
-        for f in pending:
-            os.replace(f.tmp, f.path)
-    except OSError as e:
-        for f in pending:
-            f.abort()
-        raise write_failed(e, pending[-1].path if pending else Path(".")) from None
     except BaseException:
         for f in pending:
             f.abort()
         raise
+    commit_together(pending)
 
 
 class AtomicDir:
