@@ -77,7 +77,8 @@ class AtomicFile:
         self.tmp = tmp_name(self.path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            remove_stale_tmp(self.path)
+            if TMP_SUFFIX not in str(self.path.parent):  # inside an AtomicDir nothing is stale
+                remove_stale_tmp(self.path)
             self.f: BinaryIO = open(self.tmp, "wb", buffering=WRITE_BUFFER)
         except OSError as e:
             raise write_failed(e, self.path) from None
