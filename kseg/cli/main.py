@@ -167,7 +167,7 @@ def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input
     if progress:
         click.echo("\r\033[K", nl=False, err=True)
     write_verify(report, sys.stdout, fmt, verbose=verbose)
-    if getattr(report, "unreadable", None):  # every other file was checked; these could not be read
+    if report.unreadable:  # every other file was checked; these could not be read
         raise SystemExit(EXIT_USAGE)
     raise SystemExit(EXIT_OK if report.ok else EXIT_DATA)
 

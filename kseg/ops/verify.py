@@ -135,8 +135,9 @@ def verify_paths(
     """Verify files, partition folders and log directories; offsets are checked across
     the segments of one partition."""
     report = VerifyReport()
-    for raw in paths:
-        for group in input_groups([raw]):
+    inputs = [(raw, input_groups([raw])) for raw in paths]  # every input usable before any work
+    for raw, groups in inputs:
+        for group in groups:
             last_offset: int | None = None
             # a folder's newest segment may be the active one, still being appended to
             logs = [p for p in group if not is_companion(p)]
