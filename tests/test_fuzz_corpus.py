@@ -52,3 +52,23 @@ def test_legacy_set_reports_framing_before_a_compressed_inner_message() -> None:
                 fast.decode_legacy_wrapper(wrapper, inner)
             finally:
                 fast.ACCELERATED = saved
+
+
+def test_legacy_encoder_refuses_a_timestamp_past_int64_with_a_kseg_error() -> None:
+    """Fuzz finding 2: build_legacy_message_set let struct.error (Python) and OverflowError (C)
+    escape for a timestamp or offset past int64; encode_v2_records already said InputError."""
+    from kseg.errors import InputError
+    from kseg.log import fast
+    from kseg.log.encode import build_legacy_message_set
+    from kseg.model import make_record
+
+    for rec in (make_record(0, 1 << 63, None, b"v", magic=1), make_record(1 << 63, 0, None, b"v", magic=1)):
+        for accelerated in (False, True):
+            if accelerated and fast._speedups is None:
+                continue
+            saved, fast.ACCELERATED = fast.ACCELERATED, accelerated
+            try:
+                with pytest.raises(InputError):
+                    build_legacy_message_set([rec], magic=1)
+            finally:
+                fast.ACCELERATED = saved
