@@ -470,6 +470,8 @@ class _Archive:
                 # A compressed tar: listing decompresses it once, front to back.
                 self.compressed = not isinstance(self.tar.fileobj, io.BufferedReader)
                 members = [(m.name, m.isdir(), m) for m in self.tar.getmembers() if m.isfile() or m.isdir()]
+        except tarfile.ReadError:
+            raise InputError("not a .tar, .tar.gz/.tgz or .zip archive", file=str(path)) from None
         except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError) as e:
             raise InputError(f"cannot read the archive: {e}", file=str(path)) from None
         for name, is_dir, info in members:

@@ -81,6 +81,20 @@ def test_missing_member_and_read_only(tmp_path):
     assert r.exit_code != 0 and "no such file" in r.output
     with pytest.raises(OSError):
         as_path(f"{archive}/logdir/v2-zstd-0/x.log").open("wb")
+    bad = tmp_path / "bad.tgz"
+    bad.write_bytes(b"not an archive")
+    r = cli("verify", bad)
+    assert r.exit_code == 2 and "not a .tar, .tar.gz/.tgz or .zip archive" in r.output
+
+
+def test_members_named_with_dot_slash(tmp_path):
+    archive = tmp_path / "dot.tgz"
+    with tarfile.open(archive, "w:gz") as t:
+        t.add(FIXTURES, arcname=".")  # tar -C logdir -czf dot.tgz .
+    local = cli("dump", FIXTURES)
+    packed = cli("dump", archive)
+    assert packed.exit_code == local.exit_code
+    assert packed.output.replace(str(archive), str(FIXTURES)) == local.output
 
 
 @pytest.mark.skipif(not REALDATA.is_dir(), reason="no real data under /work/shared/realdata")
