@@ -11,7 +11,8 @@ could abort it) and kseg reads its log directory:
 * ``kseg txn --now-ms`` (later than the transaction's start plus the maximum timeout)
   flags the killed producer's transaction as hanging, with its producer id and first
   offset, and exits 1;
-* ``kseg state`` of ``__transaction_state`` shows its transactional id Ongoing.
+* ``kseg state`` of ``__transaction_state`` shows its transactional id Ongoing;
+* the log directory packed into a ``.tgz`` reads the same (``kseg txn``).
 
 Needs ``java`` and ``mvn``; skipped otherwise.
 """
@@ -22,6 +23,7 @@ import json
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -173,6 +175,19 @@ def test_killed_producer_leaves_a_hanging_transaction(run: Run) -> None:
     report = json.loads(r.stdout)
     hanging = [h for p in report["partitions"] for h in p["hanging"]]
     assert [(h["producer_id"], h["first_offset"]) for h in hanging] == [(run.txn["producer_id"], 5)]
+
+    # Over the whole log directory, __transaction_state names the transactional id too; and
+    # the same directory packed as a bug report would send it reads the same.
+    whole = kseg("txn", "--format", "json", "--now-ms", now, run.logdir)
+    assert whole.returncode == 1
+    hanging = [h for p in json.loads(whole.stdout)["partitions"] for h in p["hanging"]]
+    assert [(h["transactional_id"], h["first_offset"]) for h in hanging] == [(TXN_ID, 5)]
+    archive = run.logdir.parent / "logs.tgz"
+    with tarfile.open(archive, "w:gz") as t:
+        t.add(run.logdir, arcname="kafka-logs")
+    packed = kseg("txn", "--format", "json", "--now-ms", now, archive)
+    assert packed.returncode == 1
+    assert packed.stdout.replace(f"{archive}/kafka-logs", str(run.logdir)) == whole.stdout
 
     # Not hanging yet a minute after it began.
     r = kseg("txn", "--format", "json", "--now-ms", run.txn["start_ms"] + 60_000, run.logdir / "hang-0")
