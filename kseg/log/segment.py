@@ -21,7 +21,7 @@ from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log.decode import Tail
 from kseg.log.fast import scan_entries
 from kseg.model import Batch
-from kseg.storage import RemotePath, as_path
+from kseg.storage import ArchivePath, RemotePath, as_path
 
 CHUNK_SIZE = 8 * 1024 * 1024
 STEP_ENTRIES = 512
@@ -54,7 +54,7 @@ def is_stream(path: str | os.PathLike) -> bool:
     """Standard input, a pipe, a FIFO, a character device: read once, front to back, size unknown."""
     if is_stdin(path):
         return True
-    if isinstance(path, RemotePath):
+    if isinstance(path, (RemotePath, ArchivePath)):
         return False
     try:
         mode = os.stat(path).st_mode
@@ -65,7 +65,7 @@ def is_stream(path: str | os.PathLike) -> bool:
 
 def is_input_file(path: str | os.PathLike) -> bool:
     """Something read as one file: a regular file, standard input or a stream."""
-    if isinstance(path, RemotePath):
+    if isinstance(path, (RemotePath, ArchivePath)):
         return path.is_file()
     return is_stdin(path) or (os.path.exists(path) and not os.path.isdir(path))
 
