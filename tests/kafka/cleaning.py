@@ -1,0 +1,342 @@
+"""The broker's own LogCleaner as the judge of ``kseg compact``.
+
+:func:`run_scenario` runs one broker of a release with the cleaner off,
+creates compacted topics (small segments, duplicate keys, tombstones, an
+idempotent producer, transactions that commit and abort; on 3.9 also a
+``message.format.version=0.10.2`` topic written with v1 produce requests),
+stops it and copies every partition as it is ("before"). It then starts the
+same broker again with the cleaner on and aggressive settings, waits (bounded)
+until ``cleaner-offset-checkpoint`` covers each partition up to its active
+segment, stops it and copies the partitions again ("after"). The wall-clock
+window of the cleaning (just before the restart, just after the stop) is kept:
+the cleaner's clock was somewhere in it.
+
+:func:`compare` runs ``kseg compact`` on "before" with the broker's settings
+and a clock inside that window and lists every difference with "after": the
+segment file names (the cleaner's grouping), per batch its offsets, attributes,
+producer fields, base sequence, size and CRC (when the delete horizons are
+equal), the delete horizon as "set or not" and inside the window, every
+record, and the ``.index``/``.timeindex`` bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import brokers
+
+SEGMENT_BYTES = 2048  # while producing: many small segments
+CLEAN_SEGMENT_BYTES = 6144  # set before cleaning: the cleaner groups up to 3 of them
+INDEX_INTERVAL = 512
+DELETE_RETENTION_MS = 86_400_000
+MIN_COMPACTION_LAG_MS = 0
+BASE_TS = 1_700_000_000_000
+PARTITION = 0
+KSEG = str(Path(sys.executable).with_name("kseg"))
+
+
+def topics_for(release: str) -> dict[str, dict[str, str]]:
+    seg_key = "segment.bytes" if release.startswith("3") else "internal.segment.bytes"
+    cfg = {
+        "cleanup.policy": "compact",
+        seg_key: str(SEGMENT_BYTES),
+        "index.interval.bytes": str(INDEX_INTERVAL),
+        "min.cleanable.dirty.ratio": "0.01",
+        "delete.retention.ms": str(DELETE_RETENTION_MS),
+        "min.compaction.lag.ms": str(MIN_COMPACTION_LAG_MS),
+        "segment.ms": "600000",
+    }
+    topics = {"cv2": dict(cfg)}
+    if release.startswith("3"):
+        topics["cv1"] = {**cfg, "message.format.version": "0.10.2"}
+    return topics
+
+
+def settings(release: str) -> dict[str, Any]:
+    """What ``kseg compact`` is told (the broker's topic settings when it cleaned)."""
+    return {"segment_bytes": CLEAN_SEGMENT_BYTES, "delete_retention_ms": DELETE_RETENTION_MS,
+            "min_compaction_lag_ms": MIN_COMPACTION_LAG_MS, "index_interval_bytes": INDEX_INTERVAL,
+            "topics": topics_for(release)}
+
+
+def _value(tag: str, i: int) -> bytes:
+    return f"{tag} value {i} " .encode() + b"x" * (i % 13)
+
+
+def _send(p, topic: str, items: list[tuple[bytes, bytes | None, int]], flush_every: int = 6) -> None:
+    for n, (key, value, ts) in enumerate(items, 1):
+        p.send(topic, key=key, value=value, timestamp_ms=ts, partition=PARTITION)
+        if n % flush_every == 0:
+            p.flush()
+    p.flush()
+
+
+def produce(bootstrap: str, release: str) -> None:
+    from kafka import KafkaAdminClient, KafkaProducer
+    from kafka.admin import NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(n, 1, 1, topic_configs=c) for n, c in topics_for(release).items()])
+    finally:
+        admin.close()
+    common = {"bootstrap_servers": bootstrap, "linger_ms": 20, "batch_size": 1024}
+    ts = BASE_TS
+
+    def batch(tag: str, n: int, keys: int, tomb_every: int = 0) -> list[tuple[bytes, bytes | None, int]]:
+        nonlocal ts
+        out = []
+        for i in range(n):
+            key = f"k{(i * 7) % keys}".encode()
+            value = None if tomb_every and i % tomb_every == tomb_every - 1 else _value(tag, i)
+            out.append((key, value, ts))
+            ts += 1000
+        return out
+
+    # v2: plain and compressed producers, duplicate keys, tombstones
+    for codec in (None, "gzip", None, "lz4"):
+        p = KafkaProducer(compression_type=codec, **common)
+        _send(p, "cv2", batch(f"plain-{codec}", 40, 12, tomb_every=9))
+        p.close()
+    # idempotent producer (producer ids, sequences)
+    p = KafkaProducer(enable_idempotence=True, acks="all", **common)
+    _send(p, "cv2", batch("idem", 30, 12, tomb_every=7))
+    p.close()
+    # transactions: commit, abort, commit, abort
+    p = KafkaProducer(transactional_id="cleaner-txn", **common)
+    p.init_transactions()
+    for i, commit in enumerate((True, False, True, False, True)):
+        p.begin_transaction()
+        _send(p, "cv2", batch(f"txn{i}-{'commit' if commit else 'abort'}", 12, 16, tomb_every=5), flush_every=4)
+        p.commit_transaction() if commit else p.abort_transaction()
+    p.close()
+    # a tail of plain records so the transactions lie in rolled segments
+    p = KafkaProducer(**common)
+    _send(p, "cv2", batch("tail", 40, 12, tomb_every=11))
+    p.close()
+    if "cv1" in topics_for(release):
+        for codec in (None, "gzip", None):
+            p = KafkaProducer(compression_type=codec, api_version=(0, 10, 1), **common)
+            _send(p, "cv1", batch(f"v1-{codec}", 50, 12, tomb_every=9))
+            p.close()
+    # a larger segment.bytes for the cleaning, so that it groups segments (the active one does not roll
+    # until something is appended); alter_configs replaces a topic's whole set
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    seg_key = "segment.bytes" if release.startswith("3") else "internal.segment.bytes"
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, n, configs={**c, seg_key: str(CLEAN_SEGMENT_BYTES)})
+                             for n, c in topics_for(release).items()])
+    finally:
+        admin.close()
+
+
+def _checkpoint(logdir: Path) -> dict[str, int]:
+    path = logdir / "cleaner-offset-checkpoint"
+    if not path.exists():
+        return {}
+    lines = path.read_text().splitlines()
+    out = {}
+    for line in lines[2:]:
+        topic, part, offset = line.split()
+        out[f"{topic}-{part}"] = int(offset)
+    return out
+
+
+def _active_base(partition: Path) -> int:
+    return max(int(p.stem) for p in partition.glob("*.log"))
+
+
+#: files a partition copy leaves out: segments still waiting for asynchronous deletion, the
+#: cleaner's work files, and the broker's producer snapshots and checkpoints (kseg compact does not write them)
+TRANSIENT = ("*.deleted", "*.cleaned", "*.swap", "*.snapshot", "leader-epoch-checkpoint", "partition.metadata")
+
+
+def _copy(logdir: Path, dest: Path, partitions: list[str]) -> None:
+    for name in partitions:
+        shutil.copytree(logdir / name, dest / name, ignore=shutil.ignore_patterns(*TRANSIENT))
+
+
+def run_scenario(release: str, workdir: Path, clean_timeout: float = 90.0) -> dict[str, Any]:
+    """Broker run, "before" and "after" copies in ``workdir``; returns the manifest (also written there)."""
+    partitions = [f"{t}-{PARTITION}" for t in topics_for(release)]
+    first = brokers.Broker(release, workdir / "broker", {"log.cleaner.enable": "false"})
+    try:
+        first.start()
+        produce(first.bootstrap, release)
+    except BaseException:
+        first.stop()
+        print(f"Kafka {brokers.version(release)} run failed; files in {workdir}\n{first.logs()}", file=sys.stderr)
+        raise
+    first.stop()
+    logdir = first.log_dir
+    _copy(logdir, workdir / "before", partitions)
+    active = {p: _active_base(logdir / p) for p in partitions}
+    second = brokers.Broker(release, workdir / "broker", {
+        "log.cleaner.enable": "true", "log.cleaner.backoff.ms": 100, "log.cleaner.threads": 1})
+    start_ms = int(time.time() * 1000)
+    try:
+        second.start()
+        deadline = time.monotonic() + clean_timeout
+        while True:
+            cp = _checkpoint(logdir)
+            if all(cp.get(p, -1) >= active[p] for p in partitions):
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"cleaner checkpoint {cp} does not reach {active} after {clean_timeout}s\n"
+                                   f"{second.logs()}")
+            time.sleep(0.5)
+        time.sleep(1.0)  # let a cleaning that may follow start and finish
+    finally:
+        second.stop()
+    end_ms = int(time.time() * 1000)
+    _copy(logdir, workdir / "after", partitions)
+    manifest = {"release": release, "kafka_version": brokers.version(release), "partitions": partitions,
+                "window_ms": [start_ms, end_ms], "checkpoint": _checkpoint(logdir), "settings": settings(release)}
+    (workdir / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+# --------------------------------------------------------------------------- comparison
+
+SEGMENT_SUFFIXES = (".log", ".index", ".timeindex")
+
+
+def kseg_compact(before: Path, out: Path, manifest: dict[str, Any], now_ms: int | None = None) -> None:
+    """``kseg compact`` of every partition of ``before`` into ``out``, told the broker's settings."""
+    s = manifest["settings"]
+    now_ms = manifest["window_ms"][0] if now_ms is None else now_ms
+    for part in manifest["partitions"]:
+        proc = subprocess.run(
+            [KSEG, "compact", str(before / part), "-o", str(out / part), "--now-ms", str(now_ms),
+             "--delete-retention-ms", str(s["delete_retention_ms"]), "--segment-bytes", str(s["segment_bytes"]),
+             "--min-compaction-lag-ms", str(s["min_compaction_lag_ms"]), "--single-pass",
+             "--index-interval-bytes", str(s["index_interval_bytes"])],
+            capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+
+
+def _dump(partition: Path) -> tuple[list[dict], list[dict]]:
+    proc = subprocess.run([KSEG, "dump", "--records", "--format", "jsonl", "--payload", "base64", str(partition)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    batches, records = [], []
+    for line in proc.stdout.splitlines():
+        obj = json.loads(line)
+        if obj.get("type") == "batch":
+            obj["file"] = Path(obj["file"]).name
+            batches.append(obj)
+        elif obj.get("type") == "record":
+            records.append(obj)
+    return batches, records
+
+
+def compare_partition(got: Path, want: Path, manifest: dict[str, Any], clock_exact: bool = False) -> list[str]:
+    """Every difference of kseg's output (``got``) from the broker's cleaned partition (``want``).
+
+    ``clock_exact``: kseg ran with the cleaner's own clock, so the ``.log`` files must be byte-identical.
+    """
+    name = want.name
+    problems: list[str] = []
+    files = lambda d: sorted(p.name for p in d.iterdir() if p.suffix in SEGMENT_SUFFIXES)  # noqa: E731
+    if files(got) != files(want):
+        problems.append(f"{name}: segment files: kseg {files(got)} broker {files(want)}")
+    ret = manifest["settings"]["delete_retention_ms"]
+    lo, hi = (t + ret for t in manifest["window_ms"])
+    gb, gr = _dump(got)
+    wb, wr = _dump(want)
+    gmap = {b["base_offset"]: b for b in gb}
+    for b in wb:
+        k = gmap.pop(b["base_offset"], None)
+        where = f"{name}: batch {b['base_offset']}..{b['last_offset']}"
+        if k is None:
+            problems.append(f"{where}: kept by the broker, missing in kseg's output")
+            continue
+        wh, kh = b.get("delete_horizon_ms"), k.get("delete_horizon_ms")
+        if (wh is None) != (kh is None):
+            problems.append(f"{where}: delete horizon broker {wh} kseg {kh}")
+        elif wh is not None and not lo <= wh <= hi:
+            problems.append(f"{where}: broker delete horizon {wh} outside the window {lo}..{hi}")
+        skip = {"crc", "delete_horizon_ms"} if wh != kh else {"delete_horizon_ms"}
+        for field in sorted(set(b) | set(k)):
+            if field not in skip and b.get(field) != k.get(field):
+                problems.append(f"{where}: {field} broker {b.get(field)!r} kseg {k.get(field)!r}")
+    for b in gmap.values():
+        problems.append(f"{name}: batch {b['base_offset']}..{b['last_offset']}: in kseg's output only")
+    gmap_r = {r["offset"]: r for r in gr}
+    for r in wr:
+        k = gmap_r.pop(r["offset"], None)
+        if k is None:
+            problems.append(f"{name}: record {r['offset']} (key {r.get('key')!r}) kept by the broker only")
+        elif k != r:
+            problems.append(f"{name}: record {r['offset']}: broker {r} kseg {k}")
+    for r in gmap_r.values():
+        problems.append(f"{name}: record {r['offset']} (key {r.get('key')!r}) kept by kseg only")
+    if clock_exact:
+        for w in sorted(want.glob("*.log")):
+            g = got / w.name
+            if g.exists() and g.read_bytes() != w.read_bytes():
+                problems.append(f"{name}/{w.name}: not byte-identical with the cleaner's clock")
+    for suffix in (".index", ".timeindex", ".txnindex"):
+        for w in sorted(want.glob(f"*{suffix}")):
+            g = got / w.name
+            if g.exists() and g.read_bytes() != w.read_bytes():
+                problems.append(f"{name}/{w.name}: {len(g.read_bytes())} bytes from kseg, "
+                                f"{len(w.read_bytes())} from the broker, not the same")
+    return problems
+
+
+def cleaner_clock(after: Path, manifest: dict[str, Any]) -> int | None:
+    """The clock of the broker's cleaning, from the delete horizons it stamped (one value per cleaning),
+    or None when it stamped none or several."""
+    horizons = set()
+    for part in manifest["partitions"]:
+        horizons |= {b["delete_horizon_ms"] for b in _dump(after / part)[0] if b.get("delete_horizon_ms") is not None}
+    if len(horizons) != 1:
+        return None
+    return horizons.pop() - manifest["settings"]["delete_retention_ms"]
+
+
+def compare(before: Path, after: Path, out: Path, manifest: dict[str, Any],
+            now_ms: int | None = None) -> dict[str, list[str]]:
+    """Partition -> differences of ``kseg compact before`` from ``after``, with the clock ``now_ms``
+    (default: the window's start; "cleaner": the cleaner's own clock, then the logs must be byte-identical)."""
+    exact = now_ms == "cleaner"
+    if exact:
+        now_ms = cleaner_clock(after, manifest)
+        assert now_ms is not None, "the broker stamped no single delete horizon"
+        lo, hi = manifest["window_ms"]
+        assert lo <= now_ms <= hi, f"the cleaner's clock {now_ms} is outside the window {lo}..{hi}"
+    kseg_compact(before, out, manifest, now_ms)
+    return {p: compare_partition(out / p, after / p, manifest, exact) for p in manifest["partitions"]}
+
+
+CORPUS = brokers.REPO / "fixtures" / "kafka-cleaner"
+
+
+def write_corpus(release: str, workdir: Path) -> Path:
+    """A new broker run into ``fixtures/kafka-cleaner/<release>/`` (before/, after/, manifest.json)."""
+    manifest = run_scenario(release, workdir)
+    dest = CORPUS / release
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    for name in ("before", "after", "manifest.json"):
+        (shutil.copytree if name != "manifest.json" else shutil.copy)(workdir / name, dest / name)
+    for part, diffs in compare(dest / "before", dest / "after", workdir / "out", manifest, "cleaner").items():
+        print(f"{release} {part}: {len(diffs)} differences from the broker's cleaner", *diffs, sep="\n")
+    return dest
+
+
+if __name__ == "__main__":  # python tests/kafka/cleaning.py [RELEASE...]: new corpus
+    import tempfile
+
+    for rel in sys.argv[1:] or sorted(brokers.RELEASES):
+        with tempfile.TemporaryDirectory(prefix=f"kseg-cleaner-{rel}-") as tmp:
+            write_corpus(rel, Path(tmp))

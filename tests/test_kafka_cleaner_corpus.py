@@ -1,0 +1,96 @@
+"""``kseg compact`` against the broker's own LogCleaner, on files real brokers wrote (no Java needed).
+
+``fixtures/kafka-cleaner/<release>/`` holds compacted partitions as a broker
+wrote them with its cleaner off (``before/``), the same partitions after the
+broker's cleaner ran on them (``after/``), and ``manifest.json`` with the
+topic settings and the wall-clock window in which the cleaning happened
+(``tests/kafka/cleaning.py`` writes them: ``make kafka-cleaner-corpus``).
+
+``kseg compact --single-pass`` of ``before/`` with those settings must give
+``after/``: the same segment files (the cleaner's grouping), per batch the same
+offsets, attributes, producer fields, sequences, sizes and positions, the same
+records, the same ``.index``/``.timeindex``/``.txnindex`` bytes, delete horizons
+set where the broker set them and inside the window, for a clock at either end
+of the window; with the cleaner's own clock (read back from the horizons it
+stamped) every ``.log`` file is byte-identical.
+
+Where kseg differs today the case is marked ``xfail(strict=True)`` from the one
+table ``KNOWN_DIFFERENCES`` below.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "kafka"))
+
+import cleaning  # noqa: E402
+
+RELEASES = sorted(p.name for p in cleaning.CORPUS.iterdir() if (p / "manifest.json").is_file()) \
+    if cleaning.CORPUS.is_dir() else []
+CLOCKS = ("window-start", "window-end", "cleaner")
+
+#: (release, partition, clock) -> why kseg differs from the broker's cleaner (empty: it matches everywhere)
+KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {
+}
+
+
+def _cases() -> list:
+    out = []
+    for release in RELEASES:
+        manifest = json.loads((cleaning.CORPUS / release / "manifest.json").read_text())
+        for part in manifest["partitions"]:
+            for clock in CLOCKS:
+                reason = KNOWN_DIFFERENCES.get((release, part, clock))
+                marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+                out.append(pytest.param(release, part, clock, marks=marks, id=f"{release}:{part}:{clock}"))
+    return out
+
+
+def test_corpus_present() -> None:
+    assert {"3.9", "4"} <= set(RELEASES)
+
+
+@pytest.mark.parametrize(("release", "partition", "clock"), _cases())
+def test_compact_like_the_broker_cleaner(release: str, partition: str, clock: str, tmp_path: Path) -> None:
+    root = cleaning.CORPUS / release
+    manifest = json.loads((root / "manifest.json").read_text())
+    now = {"window-start": manifest["window_ms"][0], "window-end": manifest["window_ms"][1],
+           "cleaner": "cleaner"}[clock]
+    diffs = cleaning.compare(root / "before", root / "after", tmp_path, manifest, now)[partition]
+    assert not diffs, f"{len(diffs)} differences from Kafka {manifest['kafka_version']}'s cleaner:\n" + "\n".join(diffs)
+
+
+def test_corpus_exercises_the_cleaner() -> None:
+    """The corpus covers what it claims: grouping, removed records, delete horizons, aborted data, markers."""
+    for release in RELEASES:
+        root = cleaning.CORPUS / release
+        manifest = json.loads((root / "manifest.json").read_text())
+        part = root / "after" / "cv2-0"
+        before = sorted(p.name for p in (root / "before" / "cv2-0").glob("*.log"))
+        after = sorted(p.name for p in part.glob("*.log"))
+        assert len(after) < len(before), "the cleaner grouped no segments"
+        batches, records = cleaning._dump(part)
+        assert any(b.get("delete_horizon_ms") for b in batches), "no delete horizon stamped"
+        assert any(b["is_control"] for b in batches) and any(b["is_transactional"] for b in batches)
+        assert any(r.get("value") is None and not r.get("control") for r in records), "no tombstone kept"
+        n_before = len(cleaning._dump(root / "before" / "cv2-0")[1])
+        assert len(records) < n_before / 2, "the cleaner removed little"
+        assert cleaning.cleaner_clock(root / "after", manifest) is not None
+
+
+def test_compact_index_interval_bytes(tmp_path: Path) -> None:
+    """``--index-interval-bytes`` (the topic's index.interval.bytes) spaces the written index entries."""
+    root = cleaning.CORPUS / "4"
+    manifest = json.loads((root / "manifest.json").read_text())
+    cleaning.kseg_compact(root / "before", tmp_path / "fine", manifest)
+    coarse = {**manifest, "settings": {**manifest["settings"], "index_interval_bytes": 4096}}
+    cleaning.kseg_compact(root / "before", tmp_path / "coarse", coarse)
+    active = max((root / "before" / "cv2-0").glob("*.log")).with_suffix(".index").name
+    assert (tmp_path / "fine" / "cv2-0" / active).read_bytes() == (root / "after" / "cv2-0" / active).read_bytes()
+    assert len((tmp_path / "fine" / "cv2-0" / active).read_bytes()) > 0
+    assert (tmp_path / "coarse" / "cv2-0" / active).read_bytes() == b""
