@@ -14,6 +14,12 @@ set where the broker set them and inside the window, for a clock at either end
 of the window; with the cleaner's own clock (read back from the horizons it
 stamped) every ``.log`` file is byte-identical.
 
+A second cleaning (``before2/``, ``after2/``, ``manifest.json:second``) runs on
+a topic with a short ``delete.retention.ms``: new data made it dirty again
+after the first cleaning's delete horizons had passed, so the broker removed
+those tombstones and stamped horizons on the transaction markers whose data the
+first cleaning had removed (KIP-534's second step).
+
 Where kseg differs today the case is marked ``xfail(strict=True)`` from the one
 table ``KNOWN_DIFFERENCES`` below.
 """
@@ -34,7 +40,7 @@ RELEASES = sorted(p.name for p in cleaning.CORPUS.iterdir() if (p / "manifest.js
     if cleaning.CORPUS.is_dir() else []
 CLOCKS = ("window-start", "window-end", "cleaner")
 
-#: (release, partition, clock) -> why kseg differs from the broker's cleaner (empty: it matches everywhere)
+#: (release, cleaning, partition, clock) -> why kseg differs from the broker's cleaner (empty: it matches everywhere)
 KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {
 }
 
@@ -43,11 +49,14 @@ def _cases() -> list:
     out = []
     for release in RELEASES:
         manifest = json.loads((cleaning.CORPUS / release / "manifest.json").read_text())
-        for part in manifest["partitions"]:
-            for clock in CLOCKS:
-                reason = KNOWN_DIFFERENCES.get((release, part, clock))
-                marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-                out.append(pytest.param(release, part, clock, marks=marks, id=f"{release}:{part}:{clock}"))
+        for stage, m in cleaning.stages(manifest):
+            for part in m["partitions"]:
+                for clock in CLOCKS:
+                    cleaning_no = stage or "1"
+                    reason = KNOWN_DIFFERENCES.get((release, cleaning_no, part, clock))
+                    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+                    out.append(pytest.param(release, stage, part, clock, marks=marks,
+                                            id=f"{release}:cleaning{cleaning_no}:{part}:{clock}"))
     return out
 
 
@@ -55,13 +64,14 @@ def test_corpus_present() -> None:
     assert {"3.9", "4"} <= set(RELEASES)
 
 
-@pytest.mark.parametrize(("release", "partition", "clock"), _cases())
-def test_compact_like_the_broker_cleaner(release: str, partition: str, clock: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("release", "stage", "partition", "clock"), _cases())
+def test_compact_like_the_broker_cleaner(release: str, stage: str, partition: str, clock: str,
+                                         tmp_path: Path) -> None:
     root = cleaning.CORPUS / release
-    manifest = json.loads((root / "manifest.json").read_text())
+    manifest = dict(cleaning.stages(json.loads((root / "manifest.json").read_text())))[stage]
     now = {"window-start": manifest["window_ms"][0], "window-end": manifest["window_ms"][1],
            "cleaner": "cleaner"}[clock]
-    diffs = cleaning.compare(root / "before", root / "after", tmp_path, manifest, now)[partition]
+    diffs = cleaning.compare(root / f"before{stage}", root / f"after{stage}", tmp_path, manifest, now)[partition]
     assert not diffs, f"{len(diffs)} differences from Kafka {manifest['kafka_version']}'s cleaner:\n" + "\n".join(diffs)
 
 
@@ -80,7 +90,18 @@ def test_corpus_exercises_the_cleaner() -> None:
         assert any(r.get("value") is None and not r.get("control") for r in records), "no tombstone kept"
         n_before = len(cleaning._dump(root / "before" / "cv2-0")[1])
         assert len(records) < n_before / 2, "the cleaner removed little"
-        assert cleaning.cleaner_clock(root / "after", manifest) is not None
+        assert cleaning.cleaner_clock(root / "before", root / "after", manifest) is not None
+        # the second cleaning removes the tombstones the first stamped, and stamps the markers whose
+        # transactions' data the first removed
+        second = manifest["second"]
+        part = second["partitions"][0]
+        b2, r2 = cleaning._dump(root / "before2" / part)
+        a2, ra2 = cleaning._dump(root / "after2" / part)
+        earlier = cleaning._horizons(root / "before2" / part)
+        assert earlier and not earlier & cleaning._horizons(root / "after2" / part), "stamped tombstones stay"
+        assert sum(r["value"] is None for r in ra2) < sum(r["value"] is None for r in r2)
+        assert any(b["is_control"] and b.get("delete_horizon_ms") for b in a2)
+        assert not any(b["is_control"] and b.get("delete_horizon_ms") for b in b2)
 
 
 def test_compact_index_interval_bytes(tmp_path: Path) -> None:

@@ -21,24 +21,27 @@ record, and the ``.index``/``.timeindex`` bytes.
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import brokers
+import checks
 
 SEGMENT_BYTES = 2048  # while producing: many small segments
 CLEAN_SEGMENT_BYTES = 6144  # set before cleaning: the cleaner groups up to 3 of them
 INDEX_INTERVAL = 512
 DELETE_RETENTION_MS = 86_400_000
+#: the topic of the second cleaning: its tombstones' delete horizons pass between the two cleanings
+SHORT_RETENTION_MS = 2000
+SECOND_TOPIC = "cv2r"
 MIN_COMPACTION_LAG_MS = 0
 BASE_TS = 1_700_000_000_000
 PARTITION = 0
-KSEG = str(Path(sys.executable).with_name("kseg"))
 
 
 def topics_for(release: str) -> dict[str, dict[str, str]]:
@@ -52,15 +55,15 @@ def topics_for(release: str) -> dict[str, dict[str, str]]:
         "min.compaction.lag.ms": str(MIN_COMPACTION_LAG_MS),
         "segment.ms": "600000",
     }
-    topics = {"cv2": dict(cfg)}
+    topics = {"cv2": dict(cfg), SECOND_TOPIC: {**cfg, "delete.retention.ms": str(SHORT_RETENTION_MS)}}
     if release.startswith("3"):
         topics["cv1"] = {**cfg, "message.format.version": "0.10.2"}
     return topics
 
 
-def settings(release: str) -> dict[str, Any]:
+def settings(release: str, delete_retention_ms: int = DELETE_RETENTION_MS) -> dict[str, Any]:
     """What ``kseg compact`` is told (the broker's topic settings when it cleaned)."""
-    return {"segment_bytes": CLEAN_SEGMENT_BYTES, "delete_retention_ms": DELETE_RETENTION_MS,
+    return {"segment_bytes": CLEAN_SEGMENT_BYTES, "delete_retention_ms": delete_retention_ms,
             "min_compaction_lag_ms": MIN_COMPACTION_LAG_MS, "index_interval_bytes": INDEX_INTERVAL,
             "topics": topics_for(release)}
 
@@ -99,27 +102,30 @@ def produce(bootstrap: str, release: str) -> None:
             ts += 1000
         return out
 
-    # v2: plain and compressed producers, duplicate keys, tombstones
-    for codec in (None, "gzip", None, "lz4"):
-        p = KafkaProducer(compression_type=codec, **common)
-        _send(p, "cv2", batch(f"plain-{codec}", 40, 12, tomb_every=9))
+    for topic in ("cv2", SECOND_TOPIC):
+        ts = BASE_TS
+        # v2: plain and compressed producers, duplicate keys, tombstones
+        for codec in (None, "gzip", None, "lz4"):
+            p = KafkaProducer(compression_type=codec, **common)
+            _send(p, topic, batch(f"plain-{codec}", 40, 12, tomb_every=9))
+            p.close()
+        # idempotent producer (producer ids, sequences)
+        p = KafkaProducer(enable_idempotence=True, acks="all", **common)
+        _send(p, topic, batch("idem", 30, 12, tomb_every=7))
         p.close()
-    # idempotent producer (producer ids, sequences)
-    p = KafkaProducer(enable_idempotence=True, acks="all", **common)
-    _send(p, "cv2", batch("idem", 30, 12, tomb_every=7))
-    p.close()
-    # transactions: commit, abort, commit, abort
-    p = KafkaProducer(transactional_id="cleaner-txn", **common)
-    p.init_transactions()
-    for i, commit in enumerate((True, False, True, False, True)):
-        p.begin_transaction()
-        _send(p, "cv2", batch(f"txn{i}-{'commit' if commit else 'abort'}", 12, 16, tomb_every=5), flush_every=4)
-        p.commit_transaction() if commit else p.abort_transaction()
-    p.close()
-    # a tail of plain records so the transactions lie in rolled segments
-    p = KafkaProducer(**common)
-    _send(p, "cv2", batch("tail", 40, 12, tomb_every=11))
-    p.close()
+        # transactions: commit, abort, commit, abort, commit
+        p = KafkaProducer(transactional_id=f"cleaner-txn-{topic}", **common)
+        p.init_transactions()
+        for i, commit in enumerate((True, False, True, False, True)):
+            p.begin_transaction()
+            _send(p, topic, batch(f"txn{i}-{'commit' if commit else 'abort'}", 12, 16, tomb_every=5),
+                  flush_every=4)
+            p.commit_transaction() if commit else p.abort_transaction()
+        p.close()
+        # a tail of plain records so the transactions lie in rolled segments
+        p = KafkaProducer(**common)
+        _send(p, topic, batch("tail", 40, 12, tomb_every=11))
+        p.close()
     if "cv1" in topics_for(release):
         for codec in (None, "gzip", None):
             p = KafkaProducer(compression_type=codec, api_version=(0, 10, 1), **common)
@@ -136,6 +142,30 @@ def produce(bootstrap: str, release: str) -> None:
                              for n, c in topics_for(release).items()])
     finally:
         admin.close()
+
+
+def produce_more(bootstrap: str) -> None:
+    """New dirty data for the second cleaning: overwrites, tombstones, an aborted and a committed
+    transaction, and enough after them to roll the active segment past them."""
+    from kafka import KafkaProducer
+
+    common = {"bootstrap_servers": bootstrap, "linger_ms": 20, "batch_size": 1024}
+    ts = BASE_TS + 10_000_000
+    items = lambda tag, n, tomb: [(f"k{(i * 5) % 14}".encode(), None if i % tomb == tomb - 1 else  # noqa: E731
+                                   _value(tag, i), ts + i * 1000) for i in range(n)]
+    p = KafkaProducer(**common)
+    _send(p, SECOND_TOPIC, items("more", 60, 8))
+    p.close()
+    p = KafkaProducer(transactional_id=f"cleaner-txn-{SECOND_TOPIC}", **common)
+    p.init_transactions()
+    for i, commit in enumerate((False, True)):
+        p.begin_transaction()
+        _send(p, SECOND_TOPIC, items(f"more-txn{i}", 10, 4), flush_every=4)
+        p.commit_transaction() if commit else p.abort_transaction()
+    p.close()
+    p = KafkaProducer(**common)
+    _send(p, SECOND_TOPIC, items("more-tail", 120, 9))
+    p.close()
 
 
 def _checkpoint(logdir: Path) -> dict[str, int]:
@@ -164,26 +194,16 @@ def _copy(logdir: Path, dest: Path, partitions: list[str]) -> None:
         shutil.copytree(logdir / name, dest / name, ignore=shutil.ignore_patterns(*TRANSIENT))
 
 
-def run_scenario(release: str, workdir: Path, clean_timeout: float = 90.0) -> dict[str, Any]:
-    """Broker run, "before" and "after" copies in ``workdir``; returns the manifest (also written there)."""
-    partitions = [f"{t}-{PARTITION}" for t in topics_for(release)]
-    first = brokers.Broker(release, workdir / "broker", {"log.cleaner.enable": "false"})
-    try:
-        first.start()
-        produce(first.bootstrap, release)
-    except BaseException:
-        first.stop()
-        print(f"Kafka {brokers.version(release)} run failed; files in {workdir}\n{first.logs()}", file=sys.stderr)
-        raise
-    first.stop()
-    logdir = first.log_dir
-    _copy(logdir, workdir / "before", partitions)
+def _clean(release: str, workdir: Path, partitions: list[str], clean_timeout: float) -> tuple[int, int]:
+    """Start the broker again with the cleaner on, wait until it cleaned ``partitions`` up to their active
+    segments, stop it; the wall-clock window (ms) of all that."""
+    logdir = workdir / "broker" / "data"
     active = {p: _active_base(logdir / p) for p in partitions}
-    second = brokers.Broker(release, workdir / "broker", {
+    broker = brokers.Broker(release, workdir / "broker", {
         "log.cleaner.enable": "true", "log.cleaner.backoff.ms": 100, "log.cleaner.threads": 1})
     start_ms = int(time.time() * 1000)
     try:
-        second.start()
+        broker.start()
         deadline = time.monotonic() + clean_timeout
         while True:
             cp = _checkpoint(logdir)
@@ -191,15 +211,49 @@ def run_scenario(release: str, workdir: Path, clean_timeout: float = 90.0) -> di
                 break
             if time.monotonic() > deadline:
                 raise TimeoutError(f"cleaner checkpoint {cp} does not reach {active} after {clean_timeout}s\n"
-                                   f"{second.logs()}")
+                                   f"{broker.logs()}")
             time.sleep(0.5)
         time.sleep(1.0)  # let a cleaning that may follow start and finish
     finally:
-        second.stop()
-    end_ms = int(time.time() * 1000)
+        broker.stop()
+    return start_ms, int(time.time() * 1000)
+
+
+def _produce(release: str, workdir: Path, what) -> None:
+    broker = brokers.Broker(release, workdir / "broker", {"log.cleaner.enable": "false"})
+    try:
+        broker.start()
+        what(broker.bootstrap)
+    except BaseException:
+        print(f"Kafka {brokers.version(release)} run failed; files in {workdir}\n{broker.logs()}", file=sys.stderr)
+        raise
+    finally:
+        broker.stop()
+
+
+def run_scenario(release: str, workdir: Path, clean_timeout: float = 90.0, second: bool = True) -> dict[str, Any]:
+    """Broker runs, "before"/"after" copies (and "before2"/"after2" of the second cleaning) in ``workdir``;
+    returns the manifest (also written there as manifest.json)."""
+    logdir = workdir / "broker" / "data"
+    partitions = [f"{t}-{PARTITION}" for t in topics_for(release) if t != SECOND_TOPIC]
+    _produce(release, workdir, lambda bootstrap: produce(bootstrap, release))
+    _copy(logdir, workdir / "before", partitions)
+    window = _clean(release, workdir, [*partitions, f"{SECOND_TOPIC}-{PARTITION}"], clean_timeout)
     _copy(logdir, workdir / "after", partitions)
-    manifest = {"release": release, "kafka_version": brokers.version(release), "partitions": partitions,
-                "window_ms": [start_ms, end_ms], "checkpoint": _checkpoint(logdir), "settings": settings(release)}
+    manifest: dict[str, Any] = {
+        "release": release, "kafka_version": brokers.version(release), "partitions": partitions,
+        "window_ms": list(window), "checkpoint": _checkpoint(logdir), "settings": settings(release)}
+    if second:
+        # the second cleaning: its first cleaning stamped delete horizons that have passed by now
+        part = [f"{SECOND_TOPIC}-{PARTITION}"]
+        _produce(release, workdir, produce_more)
+        _copy(logdir, workdir / "before2", part)
+        window2 = _clean(release, workdir, part, clean_timeout)
+        _copy(logdir, workdir / "after2", part)
+        manifest["second"] = {
+            "release": release, "kafka_version": brokers.version(release), "partitions": part,
+            "window_ms": list(window2), "previous_window_ms": list(window),
+            "checkpoint": _checkpoint(logdir), "settings": settings(release, SHORT_RETENTION_MS)}
     (workdir / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
 
@@ -214,21 +268,26 @@ def kseg_compact(before: Path, out: Path, manifest: dict[str, Any], now_ms: int 
     s = manifest["settings"]
     now_ms = manifest["window_ms"][0] if now_ms is None else now_ms
     for part in manifest["partitions"]:
-        proc = subprocess.run(
-            [KSEG, "compact", str(before / part), "-o", str(out / part), "--now-ms", str(now_ms),
+        rc, _, err = checks.run_kseg(
+            ["compact", str(before / part), "-o", str(out / part), "--now-ms", str(now_ms),
              "--delete-retention-ms", str(s["delete_retention_ms"]), "--segment-bytes", str(s["segment_bytes"]),
              "--min-compaction-lag-ms", str(s["min_compaction_lag_ms"]), "--single-pass",
-             "--index-interval-bytes", str(s["index_interval_bytes"])],
-            capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stderr
+             "--index-interval-bytes", str(s["index_interval_bytes"])], cwd=out.parent)
+        assert rc == 0, err.decode()
 
 
 def _dump(partition: Path) -> tuple[list[dict], list[dict]]:
-    proc = subprocess.run([KSEG, "dump", "--records", "--format", "jsonl", "--payload", "base64", str(partition)],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    """The batches and records of a partition folder (cached: inputs are read many times, outputs are new)."""
+    return _dump_cached(str(partition.resolve()))
+
+
+@functools.lru_cache(maxsize=64)
+def _dump_cached(partition: str) -> tuple[list[dict], list[dict]]:
+    rc, out, err = checks.run_kseg(["dump", "--records", "--format", "jsonl", "--payload", "base64", partition],
+                                   cwd=Path(partition).parent)
+    assert rc == 0, err.decode()
     batches, records = [], []
-    for line in proc.stdout.splitlines():
+    for line in out.decode().splitlines():
         obj = json.loads(line)
         if obj.get("type") == "batch":
             obj["file"] = Path(obj["file"]).name
@@ -238,10 +297,16 @@ def _dump(partition: Path) -> tuple[list[dict], list[dict]]:
     return batches, records
 
 
-def compare_partition(got: Path, want: Path, manifest: dict[str, Any], clock_exact: bool = False) -> list[str]:
+def _horizons(partition: Path) -> set[int]:
+    return {b["delete_horizon_ms"] for b in _dump(partition)[0] if b.get("delete_horizon_ms") is not None}
+
+
+def compare_partition(got: Path, want: Path, manifest: dict[str, Any], clock_exact: bool = False,
+                      earlier: set[int] = frozenset()) -> list[str]:
     """Every difference of kseg's output (``got``) from the broker's cleaned partition (``want``).
 
     ``clock_exact``: kseg ran with the cleaner's own clock, so the ``.log`` files must be byte-identical.
+    ``earlier``: delete horizons an earlier cleaning stamped (already in the input), not in this window.
     """
     name = want.name
     problems: list[str] = []
@@ -262,7 +327,7 @@ def compare_partition(got: Path, want: Path, manifest: dict[str, Any], clock_exa
         wh, kh = b.get("delete_horizon_ms"), k.get("delete_horizon_ms")
         if (wh is None) != (kh is None):
             problems.append(f"{where}: delete horizon broker {wh} kseg {kh}")
-        elif wh is not None and not lo <= wh <= hi:
+        elif wh is not None and wh not in earlier and not lo <= wh <= hi:
             problems.append(f"{where}: broker delete horizon {wh} outside the window {lo}..{hi}")
         skip = {"crc", "delete_horizon_ms"} if wh != kh else {"delete_horizon_ms"}
         for field in sorted(set(b) | set(k)):
@@ -293,12 +358,12 @@ def compare_partition(got: Path, want: Path, manifest: dict[str, Any], clock_exa
     return problems
 
 
-def cleaner_clock(after: Path, manifest: dict[str, Any]) -> int | None:
-    """The clock of the broker's cleaning, from the delete horizons it stamped (one value per cleaning),
-    or None when it stamped none or several."""
-    horizons = set()
+def cleaner_clock(before: Path, after: Path, manifest: dict[str, Any]) -> int | None:
+    """The clock of the broker's cleaning, from the delete horizons it stamped (one value per cleaning:
+    those not in ``before`` already), or None when it stamped none or several."""
+    horizons: set[int] = set()
     for part in manifest["partitions"]:
-        horizons |= {b["delete_horizon_ms"] for b in _dump(after / part)[0] if b.get("delete_horizon_ms") is not None}
+        horizons |= _horizons(after / part) - _horizons(before / part)
     if len(horizons) != 1:
         return None
     return horizons.pop() - manifest["settings"]["delete_retention_ms"]
@@ -310,12 +375,19 @@ def compare(before: Path, after: Path, out: Path, manifest: dict[str, Any],
     (default: the window's start; "cleaner": the cleaner's own clock, then the logs must be byte-identical)."""
     exact = now_ms == "cleaner"
     if exact:
-        now_ms = cleaner_clock(after, manifest)
+        now_ms = cleaner_clock(before, after, manifest)
         assert now_ms is not None, "the broker stamped no single delete horizon"
         lo, hi = manifest["window_ms"]
         assert lo <= now_ms <= hi, f"the cleaner's clock {now_ms} is outside the window {lo}..{hi}"
     kseg_compact(before, out, manifest, now_ms)
-    return {p: compare_partition(out / p, after / p, manifest, exact) for p in manifest["partitions"]}
+    return {p: compare_partition(out / p, after / p, manifest, exact, _horizons(before / p))
+            for p in manifest["partitions"]}
+
+
+def stages(manifest: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """("", the first cleaning's manifest) and ("2", the second's) when there is one: the suffix of the
+    before/after folders and what to compare them with."""
+    return [("", manifest)] + ([("2", manifest["second"])] if "second" in manifest else [])
 
 
 CORPUS = brokers.REPO / "fixtures" / "kafka-cleaner"
@@ -327,10 +399,14 @@ def write_corpus(release: str, workdir: Path) -> Path:
     dest = CORPUS / release
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
-    for name in ("before", "after", "manifest.json"):
-        (shutil.copytree if name != "manifest.json" else shutil.copy)(workdir / name, dest / name)
-    for part, diffs in compare(dest / "before", dest / "after", workdir / "out", manifest, "cleaner").items():
-        print(f"{release} {part}: {len(diffs)} differences from the broker's cleaner", *diffs, sep="\n")
+    for name in ("before", "after", "before2", "after2", "manifest.json"):
+        if (workdir / name).exists():
+            (shutil.copytree if name != "manifest.json" else shutil.copy)(workdir / name, dest / name)
+    for stage, m in stages(manifest):
+        diffs = compare(dest / f"before{stage}", dest / f"after{stage}", workdir / f"out{stage}", m, "cleaner")
+        for part, d in diffs.items():
+            print(f"{release} {part} cleaning {stage or 1}: {len(d)} differences from the broker's cleaner",
+                  *d, sep="\n")
     return dest
 
 
