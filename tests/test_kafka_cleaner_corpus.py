@@ -115,3 +115,30 @@ def test_compact_index_interval_bytes(tmp_path: Path) -> None:
     assert (tmp_path / "fine" / "cv2-0" / active).read_bytes() == (root / "after" / "cv2-0" / active).read_bytes()
     assert len((tmp_path / "fine" / "cv2-0" / active).read_bytes()) > 0
     assert (tmp_path / "coarse" / "cv2-0" / active).read_bytes() == b""
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_default_mode_is_one_cleaning_ahead_on_markers(release: str, tmp_path: Path) -> None:
+    """Without ``--single-pass`` kseg cleans until nothing changes: it also stamps delete horizons on the
+    transaction markers whose data the same run removed, which the broker does at its next cleaning.
+    That is the only difference (the stamped markers grow by their timestamp delta, later batches move)."""
+    root = cleaning.CORPUS / release
+    manifest = json.loads((root / "manifest.json").read_text())
+    stamped = 0
+    for stage, m in cleaning.stages(manifest):
+        for part in m["partitions"]:
+            out = tmp_path / f"out{stage}"
+            cleaning.kseg_compact(root / f"before{stage}", out, {**m, "partitions": [part]}, single_pass=False)
+            want = root / f"after{stage}" / part
+            control = {b["base_offset"] for b in cleaning._dump(want)[0] if b.get("is_control")}
+            unplaced = [[{k: v for k, v in r.items() if k != "batch_position"} for r in cleaning._dump(d)[1]]
+                        for d in (out / part, want)]
+            assert unplaced[0] == unplaced[1], "the same records, only at other positions"
+            earlier = cleaning._horizons(root / f"before{stage}" / part)
+            for d in cleaning.compare_partition(out / part, want, m, False, earlier):
+                if ": delete horizon broker None kseg " in d or ": size broker 78 kseg " in d:
+                    assert int(d.split("batch ")[1].split("..")[0]) in control, d
+                    stamped += "delete horizon" in d
+                else:
+                    assert ": position broker " in d or ": record " in d or d.endswith("not the same"), d
+    assert stamped > 0

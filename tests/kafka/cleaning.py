@@ -263,15 +263,17 @@ def run_scenario(release: str, workdir: Path, clean_timeout: float = 90.0, secon
 SEGMENT_SUFFIXES = (".log", ".index", ".timeindex")
 
 
-def kseg_compact(before: Path, out: Path, manifest: dict[str, Any], now_ms: int | None = None) -> None:
-    """``kseg compact`` of every partition of ``before`` into ``out``, told the broker's settings."""
+def kseg_compact(before: Path, out: Path, manifest: dict[str, Any], now_ms: int | None = None,
+                 single_pass: bool = True) -> None:
+    """``kseg compact`` of every partition of ``before`` into ``out``, told the broker's settings
+    (``--single-pass``: one broker cleaning)."""
     s = manifest["settings"]
     now_ms = manifest["window_ms"][0] if now_ms is None else now_ms
     for part in manifest["partitions"]:
         rc, _, err = checks.run_kseg(
             ["compact", str(before / part), "-o", str(out / part), "--now-ms", str(now_ms),
              "--delete-retention-ms", str(s["delete_retention_ms"]), "--segment-bytes", str(s["segment_bytes"]),
-             "--min-compaction-lag-ms", str(s["min_compaction_lag_ms"]), "--single-pass",
+             "--min-compaction-lag-ms", str(s["min_compaction_lag_ms"]), *(["--single-pass"] * single_pass),
              "--index-interval-bytes", str(s["index_interval_bytes"])], cwd=out.parent)
         assert rc == 0, err.decode()
 
