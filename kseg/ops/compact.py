@@ -769,13 +769,14 @@ def compact_job(inputs: list[Path], output: Path | None, options: CompactOptions
             else:
                 result.copied_partitions += 1
             result.segments.extend(written)
+        if root is not None:
+            finish_compacted(inputs, root.tmp)
+            root.commit()
     except BaseException:
         if root is not None:
             root.abort()
         raise
     if root is not None:
-        finish_compacted(inputs, root.tmp)
-        root.commit()
         result.segments = [output / p.relative_to(root.tmp) for p in result.segments]  # type: ignore[operator]
     return result
 
