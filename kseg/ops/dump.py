@@ -28,6 +28,9 @@ KIND_BY_SUFFIX = {
     ".timeindex": "timeindex",
     ".txnindex": "txnindex",
     ".snapshot": "snapshot",
+    # tiered storage: a segment's copy of the partition's leader-epoch-checkpoint
+    ".leader_epoch_checkpoint": "leader_epoch",
+    ".leader-epoch-checkpoint": "leader_epoch",
 }
 
 
