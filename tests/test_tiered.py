@@ -120,6 +120,23 @@ def test_dump_matches_the_broker_folders(tmp_path, style):
             assert a.output.replace(copy, original) == b.output
 
 
+def test_transformed_objects_are_named_not_misread(tmp_path):
+    """Aiven's plugin may compress (zstd) or encrypt (AES-GCM) a segment chunk by chunk; its
+    ``.rsm-manifest`` says so. Such a ``.log`` is reported as not read, not as corrupt."""
+    names = build_tiered(tmp_path, "aiven")
+    logs = sorted(c for c in names if c.endswith(".log"))
+    manifest = Path(logs[0]).with_suffix(".rsm-manifest")
+    manifest.write_text(json.dumps({"version": "1", "chunkIndex": {}, "segmentIndexes": {}, "compression": False}))
+    assert cli("verify", tmp_path).exit_code == 0  # untransformed: read as it is
+    manifest.write_text(json.dumps({"version": "1", "chunkIndex": {}, "segmentIndexes": {}, "compression": True,
+                                    "encryption": {"dataKey": "x", "aad": "y"}}))
+    r = cli("verify", tmp_path, "--format", "json")
+    assert r.exit_code == 1
+    [bad] = [f for f in json.loads(r.output)["files"] if not f["ok"]]
+    assert bad["file"] == logs[0] and bad["batches"] == 0
+    assert "compressed and encrypted" in bad["problems"][0]["message"]
+
+
 def test_tiered_snapshot_is_not_bounded_by_its_name(tmp_path):
     """A tiered producer snapshot is named by its segment's start offset but taken at its
     end: its producers' last offsets lie past the name's offset, and that is no error."""

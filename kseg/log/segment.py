@@ -6,6 +6,7 @@ bytes to the sans-IO decoder. Never writes to its input.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -66,6 +67,25 @@ def tiered_segment_id(path: str | os.PathLike) -> str | None:
     """The segment id in a tiered storage file name (``<start offset>-<segment id>.<suffix>``), if any."""
     m = TIERED_STEM.match(Path(path).name.split(".", 1)[0])
     return m.group("segment_id") if m else None
+
+
+def rsm_transform(path: str | os.PathLike) -> str | None:
+    """How Aiven's remote storage manager transformed a tiered ``.log`` object, from the
+    ``<stem>.rsm-manifest`` beside it ("compressed", "encrypted", both), or None when the
+    object holds the segment's bytes as they were (no manifest, or neither transform)."""
+    p = as_path(path)
+    if tiered_segment_id(p) is None:
+        return None
+    manifest = companion_path(p, ".rsm-manifest")
+    try:
+        if not manifest.is_file():
+            return None
+        doc = json.loads(manifest.read_bytes())
+    except (OSError, ValueError):
+        return None
+    done = [what for what, on in (("compressed", doc.get("compression")), ("encrypted", doc.get("encryption")))
+            if on]
+    return " and ".join(done) or None
 
 
 def is_stdin(path: str | os.PathLike) -> bool:

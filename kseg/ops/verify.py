@@ -38,6 +38,7 @@ from kseg.log.segment import (
     is_stdin,
     log_dir_partitions,
     partition_segments,
+    rsm_transform,
 )
 from kseg.model import Batch, Record
 from kseg.ops.sniff import KAFKA07, format_hint, input_format_of
@@ -297,6 +298,12 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None)
     quick = options.quick
     # Index summaries are needed only when the segment has an index to check against.
     want_summaries = options.check_indexes and path.suffix == ".log" and _has_indexes(path)
+    transformed = rsm_transform(path)
+    if transformed:
+        fr.problems.append(Problem(ERROR, "input", str(path), None,
+                                   f"not read: the remote storage manager stored this segment {transformed} "
+                                   "in chunks (see its .rsm-manifest); kseg reads untransformed segment objects"))
+        return fr, prev_last
     try:
         for batch in seg.batches():
             fr.batches += 1
