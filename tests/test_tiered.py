@@ -5,7 +5,7 @@ Two layouts are built from ``fixtures/logdir`` with realistic names:
 
 * Kafka's ``LocalTieredStorage`` (its ``storage`` test sources): ``<topic>-<n>-<topic id>/``
   holding ``<start offset>-<segment id>.log|.index|.timeindex|.txnindex|.snapshot|
-  .leader_epoch_checkpoint`` (the offset bare);
+  .leader_epoch_checkpoint`` (the offset bare as in older sources; 4.3.1 writes 20 digits);
 * Aiven's plugin with compression and encryption off: ``<topic>-<topic id>/<n>/`` holding
   ``<20-digit start offset>-<segment id>.log|.index|...|.leader-epoch-checkpoint``.
 
