@@ -164,3 +164,20 @@ def test_from_the_object_store(s3_env, object_store, tmp_path):
         copy = next(c for c in names if c.endswith(".log"))
         r = cli("dump", copy.replace(str(root), url), "--format", "kafka")
         assert r.exit_code == 0 and r.output.replace(url, str(root)) == cli("dump", copy, "--format", "kafka").output
+
+
+def test_spark_verify_and_dump(tmp_path):
+    """``kseg spark verify|dump`` over Aiven's layout print what ``kseg verify|dump`` print."""
+    pytest.importorskip("pyspark")
+    import subprocess
+    import sys
+
+    build_tiered(tmp_path, "aiven")
+    kseg = str(Path(sys.executable).with_name("kseg"))
+    part = next(p for p in tmp_path.glob("v2-txn-*/0"))
+    for args in (["verify", str(tmp_path)], ["dump", "--format", "kafka", str(part)]):
+        plain = subprocess.run([kseg, *args], capture_output=True, text=True)
+        spark = subprocess.run([kseg, "spark", args[0], "--master", "local[1]", *args[1:]],
+                               capture_output=True, text=True)
+        assert (spark.returncode, spark.stdout) == (plain.returncode, plain.stdout), spark.stderr[-2000:]
+        assert plain.returncode == 0 and plain.stdout
