@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 KSEG := $(VENV)/bin/kseg
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-dump bench-write bench-spark bench-kafka fixtures kafka-corpus kafka-corpus-check kafka-live clean
+.PHONY: demo test bench bench-dump bench-write bench-spark bench-kafka fixtures kafka-corpus kafka-corpus-check kafka-live clean test-sanitize fuzz-short fuzz-long
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,58 @@ kafka-live: $(STAMP)
 
 fixtures: $(STAMP)
 	$(PY) fixtures/generate.py
+
+# --------------------------------------------------------------------------- robustness
+# The C accelerator built with AddressSanitizer and UndefinedBehaviorSanitizer into
+# build/sanitize (the in-place build of .venv stays as it is), loaded instead of it by
+# tests/fuzz/sanitize.py in every Python process; python itself is not instrumented,
+# hence the preloaded ASan runtime and PYTHONMALLOC=malloc (ASan sees every buffer).
+SAN_DIR := build/sanitize
+FUZZ_DIR := build/fuzz
+SO_SUFFIX = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+SAN_OPTS := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 PYTHONMALLOC=malloc
+SAN_ENV = KSEG_SPEEDUPS_SO=$(CURDIR)/$(SAN_DIR)/_speedups$(SO_SUFFIX) LD_PRELOAD=$$(cat $(SAN_DIR)/preload) \
+	PYTHONPATH=$(CURDIR)/tests/fuzz $(SAN_OPTS)
+FUZZ_ENV = KSEG_SPEEDUPS_SO=$(CURDIR)/$(FUZZ_DIR)/_speedups$(SO_SUFFIX) LD_PRELOAD=$$(cat $(FUZZ_DIR)/preload) \
+	$(SAN_OPTS)
+# Spark's JVM must not run with the ASan runtime preloaded (and has no C of kseg's);
+# the slowest CLI fuzz and bomb tests and the failing-machine tests (subprocesses of the
+# same code paths) are left out; tests/test_fuzz_corpus.py reaches every C entry point.
+SAN_PYTEST := -p no:cacheprovider --ignore=tests/test_spark.py --ignore=tests/test_failing_machines.py \
+	-k 'not test_cli_fuzz_never_tracebacks and not bomb'
+FUZZ_SECONDS ?= 8
+
+$(SAN_DIR)/preload: kseg/log/_speedups.c tests/fuzz/build.sh $(STAMP)
+	PYTHON=$(PY) tests/fuzz/build.sh sanitize $(SAN_DIR)
+
+$(FUZZ_DIR)/preload: kseg/log/_speedups.c tests/fuzz/build.sh $(STAMP)
+	PYTHON=$(PY) tests/fuzz/build.sh fuzz $(FUZZ_DIR)
+	$(PY) -m pip install -q -c constraints.txt atheris
+
+test-sanitize: $(SAN_DIR)/preload
+	$(SAN_ENV) $(PY) -c 'import kseg.log._speedups as s, kseg.log.fast as f; \
+		assert f.ACCELERATED and s.__file__.startswith("$(CURDIR)/$(SAN_DIR)/"), s.__file__; print("sanitized:", s.__file__)'
+	$(SAN_ENV) $(PY) -m pytest $(SAN_PYTEST)
+
+# Every fuzz target for FUZZ_SECONDS under atheris, from the committed seeds; new inputs
+# go to a scratch folder, a finding fails the target (its input is under build/fuzz-findings).
+fuzz-short: $(FUZZ_DIR)/preload
+	@for t in log scan v2_records legacy encoders decoders companions; do \
+		rm -rf build/fuzz-scratch/$$t; mkdir -p build/fuzz-scratch/$$t build/fuzz-findings/$$t; \
+		echo "fuzz $$t ($(FUZZ_SECONDS) s)"; \
+		$(FUZZ_ENV) $(PY) tests/fuzz/run.py $$t -max_total_time=$(FUZZ_SECONDS) -timeout=20 -max_len=16384 \
+			-artifact_prefix=build/fuzz-findings/$$t/ build/fuzz-scratch/$$t tests/fuzz/corpus/$$t \
+			> build/fuzz-scratch/$$t.log 2>&1 || { tail -n 40 build/fuzz-scratch/$$t.log; exit 1; }; \
+		grep -E '^#[0-9]+[[:space:]]+DONE' build/fuzz-scratch/$$t.log | tail -n 1; \
+	done
+
+# The long campaign (by hand, in the background): FUZZ_CPU seconds of CPU over every target.
+FUZZ_CPU ?= 3600
+FUZZ_UNTIL ?= $(shell echo $$(( $$(date +%s) + 7200 )))
+fuzz-long: $(FUZZ_DIR)/preload
+	$(FUZZ_ENV) nice -n 19 $(PY) tests/fuzz/campaign.py --cpu-seconds $(FUZZ_CPU) --until $(FUZZ_UNTIL) \
+		build/fuzz-campaign
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

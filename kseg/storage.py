@@ -18,15 +18,23 @@ only when a URL is used. Endpoint and credentials come from the standard variabl
 ``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
 ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_REGION``/``AWS_DEFAULT_REGION``
 (else the AWS SDK's own chain: profiles, instance roles).
+
+Archives (``.tar``, ``.tar.gz``/``.tgz``, ``.zip``) are read in place: ``as_path`` turns
+``logs.tgz`` (or a path inside it, ``logs.tgz/kafka-logs/orders-0``) into an
+``ArchivePath``, with the same reading interface. Nothing is unpacked to disk; see
+``ArchivePath`` for what each kind costs.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import io
 import os
 import re
+import tarfile
 import threading
 import uuid
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
@@ -47,10 +55,18 @@ def is_remote(raw: Any) -> bool:
     return bool(m and m.group("scheme").lower() in REMOTE_SCHEMES)
 
 
-def as_path(raw: str | os.PathLike) -> Path | RemotePath:
-    """A ``Path`` for a local path or ``file://`` URL, a ``RemotePath`` for ``s3://bucket/key``."""
-    if isinstance(raw, RemotePath):
+def as_path(raw: str | os.PathLike) -> Path | RemotePath | ArchivePath:
+    """A ``Path`` for a local path or ``file://`` URL, a ``RemotePath`` for ``s3://bucket/key``,
+    an ``ArchivePath`` for an archive or a path inside one."""
+    if isinstance(raw, (RemotePath, ArchivePath)):
         return raw
+    local = _as_path(raw)
+    if isinstance(local, Path):
+        return archive_path(local) or local
+    return local
+
+
+def _as_path(raw: str | os.PathLike) -> Path | RemotePath:
     if isinstance(raw, Path):
         # Path("s3://b/k") keeps the scheme as its first part ("s3:"): code that wrapped a
         # URL in Path() on the way still reaches the object.
@@ -410,3 +426,301 @@ class AtomicObjectWriter:
             self.close()
         else:
             self.abort()
+
+
+# --------------------------------------------------------------------------- archives
+
+ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
+# Members of a compressed tar up to this size are read whole when opened (indexes,
+# checkpoints, small segments), so reading a segment and its index together does not
+# send the shared decompressor back and forth.
+SMALL_MEMBER = 8 * 1024 * 1024
+
+
+def archive_path(p: Path) -> ArchivePath | None:
+    """The ``ArchivePath`` a local path names when it is (or runs through) an archive file."""
+    parts = p.parts
+    for i, part in enumerate(parts):
+        if part.lower().endswith(ARCHIVE_SUFFIXES):
+            head = Path(*parts[: i + 1])
+            if head.is_file():
+                inner = "/".join(parts[i + 1:])
+                return ArchivePath(head, inner) if inner else ArchivePath(head, "").root()
+    return None
+
+
+class _Archive:
+    """An archive opened once per process: its members' names, types and sizes."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.lock = threading.Lock()
+        self.mtime = path.stat().st_mtime
+        self.compressed = False
+        self.files: dict[str, Any] = {}  # member name -> ZipInfo / TarInfo
+        self.dirs: dict[str, set[str]] = {"": set()}  # folder -> child names
+        try:
+            if zipfile.is_zipfile(path):
+                self.zip: zipfile.ZipFile | None = zipfile.ZipFile(path)
+                self.tar: tarfile.TarFile | None = None
+                members = [(i.filename, i.is_dir(), i) for i in self.zip.infolist()]
+            else:
+                self.zip = None
+                self.tar = tarfile.open(path, "r:*")
+                # A compressed tar: listing decompresses it once, front to back.
+                self.compressed = not isinstance(self.tar.fileobj, io.BufferedReader)
+                members = [(m.name, m.isdir(), m) for m in self.tar.getmembers() if m.isfile() or m.isdir()]
+        except tarfile.ReadError:
+            raise InputError("not a .tar, .tar.gz/.tgz or .zip archive", file=str(path)) from None
+        except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError) as e:
+            raise InputError(f"cannot read the archive: {e}", file=str(path)) from None
+        for name, is_dir, info in members:
+            name = name.strip("/")
+            while name.startswith("./"):
+                name = name[2:]
+            if not name or name == ".":
+                continue
+            if is_dir:
+                self.dirs.setdefault(name, set())
+            else:
+                self.files[name] = info
+            child = name
+            while child:
+                parent = child.rsplit("/", 1)[0] if "/" in child else ""
+                self.dirs.setdefault(parent, set()).add(child.rsplit("/", 1)[-1])
+                child = parent
+
+    def open(self, name: str) -> Any:
+        info = self.files[name]
+        if self.zip is not None:
+            # Deflated members are decompressed as read; seeking back restarts the member.
+            return self.zip.open(info)
+        assert self.tar is not None
+        f = self.tar.extractfile(info)
+        if self.compressed and info.size <= SMALL_MEMBER:
+            with self.lock, f:
+                return io.BytesIO(f.read())
+        return _Locked(f, self.lock)
+
+
+class _Locked:
+    """A tar member sharing the archive's file object: one read at a time."""
+
+    def __init__(self, f: Any, lock: threading.Lock):
+        self._f = f
+        self._lock = lock
+
+    def read(self, n: int = -1) -> bytes:
+        with self._lock:
+            return self._f.read(n)
+
+    def seek(self, position: int, whence: int = 0) -> int:
+        return self._f.seek(position, whence)
+
+    def tell(self) -> int:
+        return self._f.tell()
+
+    def close(self) -> None:
+        self._f.close()
+
+
+_archives: dict[tuple[str, int], _Archive] = {}
+
+
+def _archive(path: Path) -> _Archive:
+    key = (str(path.resolve()), os.getpid())
+    with _lock:
+        a = _archives.get(key)
+        if a is None or a.mtime != path.stat().st_mtime:
+            a = _archives[key] = _Archive(path)
+        return a
+
+
+class ArchivePath:
+    """A member (file or folder) of a ``.tar``, ``.tar.gz``/``.tgz`` or ``.zip`` archive,
+    with ``Path``'s reading interface; ``str()`` is ``<archive>/<member>``.
+
+    The archive is listed once per process (a compressed tar is decompressed once for
+    that, front to back, holding only the member list). Zip members are opened through
+    ``zipfile`` (seekable; stored members cost nothing to seek, deflated ones are
+    decompressed as read). Tar members are read in place through ``tarfile``: from an
+    uncompressed tar by seeking, from a compressed one through one shared decompressor,
+    which moves forward cheaply but starts again from the top for every step back, so
+    members are best read in archive order (``tar`` keeps a folder's files together).
+    Members of a compressed tar up to 8 MiB are read whole when opened; larger ones
+    (segments) are streamed, so memory is bounded by the reader's chunk size.
+    """
+
+    __slots__ = ("archive", "inner")
+
+    def __init__(self, archive: str | os.PathLike, inner: str = ""):
+        self.archive = Path(archive)
+        self.inner = "/".join(p for p in str(inner).split("/") if p and p != ".")
+
+    def root(self) -> ArchivePath:
+        """The archive's top folder, going down through folders that are alone in theirs
+        (``logs.tgz`` holding only ``kafka-logs/`` is the log directory)."""
+        a = _archive(self.archive)
+        here = self.inner
+        while True:
+            children = a.dirs.get(here, set())
+            if len(children) != 1:
+                return ArchivePath(self.archive, here)
+            only = f"{here}/{next(iter(children))}" if here else next(iter(children))
+            if only not in a.dirs:
+                return ArchivePath(self.archive, here)
+            here = only
+
+    # -- pure path part
+    def __str__(self) -> str:
+        return f"{self.archive}/{self.inner}" if self.inner else str(self.archive)
+
+    def __fspath__(self) -> str:
+        return str(self)
+
+    def __repr__(self) -> str:
+        return f"ArchivePath({str(self)!r})"
+
+    def __reduce__(self) -> Any:
+        return (ArchivePath, (str(self.archive), self.inner))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ArchivePath) and (self.archive, self.inner) == (other.archive, other.inner)
+
+    def __hash__(self) -> int:
+        return hash((self.archive, self.inner))
+
+    def __lt__(self, other: ArchivePath) -> bool:
+        return (str(self.archive), self.inner) < (str(other.archive), other.inner)
+
+    def __truediv__(self, name: str) -> ArchivePath:
+        name = str(name).strip("/")
+        return ArchivePath(self.archive, f"{self.inner}/{name}" if self.inner else name)
+
+    @property
+    def name(self) -> str:
+        return self.inner.rsplit("/", 1)[-1] if self.inner else self.archive.name
+
+    @property
+    def suffix(self) -> str:
+        return Path(self.name).suffix
+
+    @property
+    def suffixes(self) -> list[str]:
+        return Path(self.name).suffixes
+
+    @property
+    def stem(self) -> str:
+        return Path(self.name).stem
+
+    @property
+    def parent(self) -> ArchivePath | Path:
+        if not self.inner:
+            return self.archive.parent
+        return ArchivePath(self.archive, self.inner.rsplit("/", 1)[0] if "/" in self.inner else "")
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        return self.archive.parts + tuple(self.inner.split("/") if self.inner else ())
+
+    def with_name(self, name: str) -> ArchivePath:
+        return self.parent / name  # type: ignore[return-value]
+
+    def with_suffix(self, suffix: str) -> ArchivePath:
+        return self.with_name(self.stem + suffix)
+
+    def as_posix(self) -> str:
+        return str(self)
+
+    def is_absolute(self) -> bool:
+        return self.archive.is_absolute()
+
+    def resolve(self, strict: bool = False) -> ArchivePath:
+        return ArchivePath(self.archive.resolve(), self.inner)
+
+    absolute = resolve
+
+    # -- what is there
+    def _a(self) -> _Archive:
+        return _archive(self.archive)
+
+    def exists(self) -> bool:
+        a = self._a()
+        return self.inner in a.files or self.inner in a.dirs
+
+    def is_file(self) -> bool:
+        return self.inner in self._a().files
+
+    def is_dir(self) -> bool:
+        return self.inner in self._a().dirs
+
+    def stat(self) -> RemoteStat:
+        a = self._a()
+        info = a.files.get(self.inner)
+        if info is None:
+            if self.inner in a.dirs:
+                return RemoteStat(0, a.mtime)
+            raise FileNotFoundError(2, "No such file or directory", str(self))
+        if isinstance(info, zipfile.ZipInfo):
+            import time
+
+            return RemoteStat(info.file_size, time.mktime(info.date_time + (0, 0, -1)))
+        return RemoteStat(info.size, float(info.mtime))
+
+    def iterdir(self) -> Iterator[ArchivePath]:
+        children = self._a().dirs.get(self.inner)
+        if children is None:
+            raise FileNotFoundError(2, "No such file or directory", str(self))
+        return (self / c for c in sorted(children))
+
+    def glob(self, pattern: str) -> Iterator[ArchivePath]:
+        if "/" in pattern or "**" in pattern:
+            raise ValueError("ArchivePath.glob takes one-level patterns only")
+        return (p for p in self.iterdir() if fnmatch.fnmatchcase(p.name, pattern))
+
+    # -- bytes
+    def open(self, mode: str = "rb", buffering: int = -1, encoding: str | None = None,
+             errors: str | None = None, newline: str | None = None) -> Any:
+        if mode in ("rb", "r", "rt"):
+            a = self._a()
+            if self.inner not in a.files:
+                raise FileNotFoundError(2, "No such file or directory", str(self))
+            f = MemberReader(a.open(self.inner), self.stat().st_size, str(self))
+            if mode == "rb":
+                return f
+            return io.TextIOWrapper(io.BytesIO(f.read()), encoding=encoding or "utf-8",
+                                    errors=errors, newline=newline)
+        raise OSError(30, "an archive is read-only", str(self))
+
+    def read_bytes(self) -> bytes:
+        with self.open("rb") as f:
+            return f.read()
+
+    def read_text(self, encoding: str | None = None, errors: str | None = None) -> str:
+        return self.read_bytes().decode(encoding or "utf-8", errors or "strict")
+
+
+class MemberReader(RangedReader):
+    """A member of an archive, with the object reader's interface (``size()``)."""
+
+    def __init__(self, f: Any, size: int, name: str):
+        super().__init__(f, name)
+        self._size = size
+        self._closed = False
+
+    def read(self, n: int = -1) -> bytes:
+        try:
+            return self._f.read() if n is None or n < 0 else self._f.read(n)
+        except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError) as e:
+            raise InputError(f"cannot read: {e}", file=self.name) from None
+
+    def size(self) -> int:
+        return self._size
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        self._closed = True
+        self._f.close()

@@ -68,6 +68,19 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             raise SystemExit(EXIT_OK)
+        except OSError as e:
+            # The machine failed us (a full disk, a file that went away): one line, exit 2.
+            if State.traceback:
+                raise
+            where = f"{e.filename}: " if e.filename else ""
+            click.echo(f"kseg: error: {where}{e.strerror or e}", err=True)
+            raise SystemExit(EXIT_USAGE)
+        except KeyboardInterrupt:
+            # Ctrl-C: outputs were cleaned up on the way out; no traceback, the shell's 130.
+            if State.traceback:
+                raise
+            click.echo("kseg: interrupted", err=True)
+            raise SystemExit(EXIT_INTERRUPTED)
 
     wrapper.__name__ = fn.__name__
     wrapper.__doc__ = fn.__doc__
@@ -93,6 +106,7 @@ class KsegGroup(click.Group):
             click.echo(f"kseg: error: {e.format_message()}{hint}", err=True)
             raise SystemExit(EXIT_USAGE if isinstance(e, click.UsageError) else e.exit_code)
         except (click.exceptions.Abort, KeyboardInterrupt):
+            click.echo("kseg: interrupted", err=True)
             raise SystemExit(EXIT_INTERRUPTED)
         raise SystemExit(rv if isinstance(rv, int) else EXIT_OK)
 
@@ -307,7 +321,7 @@ def expand_for_dump(paths: tuple[Path, ...] | list[Path]) -> list[Path]:
     for p in paths:
         if p.is_dir():
             out.extend(expand_inputs([p]))
-        elif p.exists() or is_stdin(p):
+        elif os.path.lexists(p) or is_stdin(p) or not isinstance(p, Path):  # a file, or what is not one
             out.append(p)
         else:
             raise InputError("no such file or directory", file=str(p))

@@ -18,6 +18,7 @@ from kseg.cli.common import (
     EXIT_DATA,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_USAGE,
     KsegGroup,
     State,
     check_log_append,
@@ -45,10 +46,11 @@ from kseg.codecs.plugins import activate
 from kseg.companions.build import build_indexes
 from kseg.companions.check import check_segment_companions
 from kseg.companions.check import companion_paths as companion_paths_of
-from kseg.errors import InputError, KsegError
+from kseg.errors import InputError, KsegError, TruncatedError
 from kseg.findings import ERROR
-from kseg.log.atomic import check_output, write_atomic
-from kseg.log.segment import base_offset_of, companion_path, expand_inputs, strict_batches
+from kseg.log.atomic import AtomicDir, check_output, write_atomic_many
+from kseg.log.decode import Tail
+from kseg.log.segment import base_offset_of, companion_path, expand_inputs, is_stdin, strict_batches, zero_bytes_to_end
 from kseg.ops.compact import compact_job
 from kseg.ops.convert import (
     DownOptions,
@@ -118,25 +120,37 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
                               skip_record_metadata=skip_record_metadata, index_sanity=index_sanity,
                               verify_index=verify_index) if fmt == "kafka"
                 else RENDERERS[fmt](out, sys.stderr, kd, vd))
-    problems = 0
+    problems = unreadable = 0
+    live = live_tails(paths, files)
     interrupted = False
     try:
-        for f, f_format in zip(files, formats):
-            if f_format == KAFKA07:
+        for f in files:
+            try:
+                if _dump_format(f, input_format, fmt) == KAFKA07:
+                    out.flush()
+                    sys.stdout.flush()
+                    dump_kafka07([f], sys.stdout, fmt=fmt, deep=records, key_decoder=kd, value_decoder=vd)
+                    sys.stdout.flush()
+                    continue
+                for ev in dump_paths([f], options):
+                    renderer(ev)
+                    if (isinstance(ev, BadBatchEvent)
+                            or (isinstance(ev, TailEvent) and ev.reported and not live(ev.path, ev.tail))
+                            or (isinstance(ev, BatchEvent) and not ev.batch.crc_valid)):
+                        problems += 1
+                    if isinstance(ev, TailEvent) and ev.reported and ev.tail.position == 0:
+                        hint = format_hint(f, KAFKA)
+                        if hint:
+                            click.echo(f"kseg: {f}: {hint}", err=True)
+            except InputError as e:
                 out.flush()
-                sys.stdout.flush()
-                dump_kafka07([f], sys.stdout, fmt=fmt, deep=records, key_decoder=kd, value_decoder=vd)
-                sys.stdout.flush()
-                continue
-            for ev in dump_paths([f], options):
-                renderer(ev)
-                if (isinstance(ev, BadBatchEvent) or (isinstance(ev, TailEvent) and ev.reported)
-                        or (isinstance(ev, BatchEvent) and not ev.batch.crc_valid)):
-                    problems += 1
-                if isinstance(ev, TailEvent) and ev.reported and ev.tail.position == 0:
-                    hint = format_hint(f, KAFKA)
-                    if hint:
-                        click.echo(f"kseg: {f}: {hint}", err=True)
+                if not is_stdin(f) and not os.path.lexists(f):  # deleted by the broker since it was listed
+                    click.echo(f"kseg: note: {f}: the file went away during the run", err=True)
+                    continue
+                if not keep_going:
+                    raise
+                click.echo(f"kseg: error: {e}", err=True)  # one line; the rest goes on
+                unreadable += 1
     except KeyboardInterrupt:
         # Ctrl-C: stop now, quietly, with the shell's code for SIGINT. Pending output is
         # dropped, and stdout is pointed at /dev/null so that the exit cannot block on a full pipe.
@@ -147,6 +161,8 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
         if not interrupted:  # what was read is shown, also when an error stops the dump
             renderer.close()
             out.flush()
+    if unreadable:
+        raise SystemExit(EXIT_USAGE)
     if problems:
         # Everything readable was shown; the data still has problems (exit 1, as verify).
         click.echo(f"kseg: {problems} problem(s) in the data (bad CRCs, partial or undecodable batches); "
@@ -172,6 +188,20 @@ def _dump_format(path: Path, input_format: str | None, fmt: str) -> str:
     return KAFKA
 
 
+def live_tails(paths: tuple[Path, ...], files: list[Path]) -> Callable[[Path, Tail], bool]:
+    """Whether a tail is what a live broker leaves (shown, but not a problem in the data): a
+    partial batch at the end of a partition folder's newest segment, or preallocated zeros."""
+    named = {Path(p) for p in paths}
+    newest = {f.parent: f for f in files if f not in named and f.suffix == ".log"}
+
+    def live(path: Path, tail: Tail) -> bool:
+        if isinstance(tail.error, TruncatedError):
+            return newest.get(path.parent) == path
+        return zero_bytes_to_end(path, tail.position) is not None
+
+    return live
+
+
 @main.command()
 @verify_options
 @guarded
@@ -195,6 +225,8 @@ def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input
     if progress:
         click.echo("\r\033[K", nl=False, err=True)
     write_verify(report, sys.stdout, fmt, verbose=verbose)
+    if report.unreadable:  # every other file was checked; these could not be read
+        raise SystemExit(EXIT_USAGE)
     raise SystemExit(EXIT_OK if report.ok else EXIT_DATA)
 
 
@@ -306,23 +338,37 @@ def index_cmd(inputs: tuple[Path, ...], mode: str, output: Path | None, force: b
         if not checked:
             click.echo("kseg: nothing to check: no segment has index files", err=True)
         raise SystemExit(EXIT_DATA if errors else EXIT_OK)
+    building = None
     if output is not None:
         check_output(list(inputs), output, force=force)
-    for seg, root in pairs:
-        base = base_offset_of(seg)
-        if base is None:
-            raise InputError("segment name does not start with its base offset", file=str(seg))
-        entries = [b._replace(raw=memoryview(b"")) for b in strict_batches(seg)]
-        index, timeindex = build_indexes(entries, base, index_interval_bytes)
-        if output is None:
-            folder = seg.parent
-        else:
-            folder = output if root.is_file() else output / seg.parent.relative_to(root)
-        index_path, time_path = companion_path(seg, ".index", folder), companion_path(seg, ".timeindex", folder)
-        write_atomic(index_path, index)
-        write_atomic(time_path, timeindex)
-        click.echo(f"kseg: wrote {index_path} ({len(index) // 8} entries) and "
-                   f"{time_path} ({len(timeindex) // 12} entries)", err=True)
+        building = AtomicDir(output)  # the output folder appears whole, or not at all
+    written = []
+    try:
+        for seg, root in pairs:
+            base = base_offset_of(seg)
+            if base is None:
+                raise InputError("segment name does not start with its base offset", file=str(seg))
+            entries = [b._replace(raw=memoryview(b"")) for b in strict_batches(seg)]
+            index, timeindex = build_indexes(entries, base, index_interval_bytes)
+            if building is None:
+                folder = seg.parent
+            else:
+                folder = building.tmp if root.is_file() else building.tmp / seg.parent.relative_to(root)
+                folder.mkdir(parents=True, exist_ok=True)
+            index_path, time_path = companion_path(seg, ".index", folder), companion_path(seg, ".timeindex", folder)
+            write_atomic_many({index_path: index, time_path: timeindex})  # both or neither
+            written.append((index_path, len(index) // 8, time_path, len(timeindex) // 12))
+    except BaseException:
+        if building is not None:
+            building.abort()
+        raise
+    if building is not None:
+        building.commit()
+    for index_path, n_index, time_path, n_time in written:
+        if building is not None and output is not None:
+            index_path = output / index_path.relative_to(building.tmp)
+            time_path = output / time_path.relative_to(building.tmp)
+        click.echo(f"kseg: wrote {index_path} ({n_index} entries) and {time_path} ({n_time} entries)", err=True)
 
 
 @main.command("compact")

@@ -582,6 +582,9 @@ legacy_set(PyObject *self, PyObject *args)
     Py_ssize_t end = view.len, pos = 0, count = 0;
     long long last_rel = 0;
     PyObject *out = NULL, *empty = NULL;
+    /* the first v2 or compressed inner message: reported only once the whole set frames,
+       as decode.decode_legacy_wrapper scans before it checks (a framing error wins) */
+    Py_ssize_t first_bad = -1;
     /* pass 1: framing, magic, codec; the last inner offset */
     while (pos < end) {
         Py_ssize_t left = end - pos;
@@ -608,21 +611,22 @@ legacy_set(PyObject *self, PyObject *args)
                  PyUnicode_FromFormat("%zd bytes", (Py_ssize_t)size + LOG_OVERHEAD), PyUnicode_FromFormat("%zd bytes", left));
             goto error;
         }
-        if (magic > 1) {
-            fail("corrupt", "v2 batch inside a legacy wrapper", pos, -1, NULL, PyLong_FromLong(magic));
-            goto error;
-        }
-        if (p[pos + LEGACY_ATTRS_AT] & CODEC_MASK) {
-            fail("corrupt", "inner messages must not be compressed", pos, -1, PyUnicode_FromString("codec none"),
-                 PyUnicode_FromFormat("codec %d", p[pos + LEGACY_ATTRS_AT] & CODEC_MASK));
-            goto error;
-        }
+        if (first_bad < 0 && (magic > 1 || (p[pos + LEGACY_ATTRS_AT] & CODEC_MASK))) first_bad = pos;
         last_rel = be64(p + pos);
         pos += (Py_ssize_t)size + LOG_OVERHEAD;
         count++;
     }
     if (count == 0) {
         fail("corrupt", "compressed message set has no inner messages", -1, -1, NULL, NULL);
+        goto error;
+    }
+    if (first_bad >= 0) {
+        int magic = (signed char)p[first_bad + MAGIC_AT];
+        if (magic > 1)
+            fail("corrupt", "v2 batch inside a legacy wrapper", first_bad, -1, NULL, PyLong_FromLong(magic));
+        else
+            fail("corrupt", "inner messages must not be compressed", first_bad, -1, PyUnicode_FromString("codec none"),
+                 PyUnicode_FromFormat("codec %d", p[first_bad + LEGACY_ATTRS_AT] & CODEC_MASK));
         goto error;
     }
     long long shift = 0;

@@ -1,15 +1,19 @@
 """Safe outputs: refuse to overwrite inputs, write under a temporary name, rename when complete.
 
 An interrupted run leaves the input intact and nothing at the output name;
-the temporary names start with a dot and end in ``.kseg-tmp``.
+the temporary names start with a dot and end in ``.kseg-tmp``. A failing write
+(a full disk, a vanished folder) removes what it wrote and raises an OutputError;
+a run killed outright leaves its temporary name, which the next run into the same
+folder removes once the process that made it is gone.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
-from typing import BinaryIO, Iterable
+from typing import BinaryIO, Iterable, Mapping
 
 from kseg.errors import OutputError
 
@@ -32,32 +36,89 @@ def tmp_name(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}{TMP_SUFFIX}")
 
 
+def write_failed(e: OSError, path: Path) -> OutputError:
+    return OutputError(f"cannot write: {e.strerror or e}", file=str(path))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def remove_stale_tmp(path: Path) -> None:
+    """Remove what a killed run left under ``path``'s temporary names (its process is gone)."""
+    stale = re.compile(rf"^\.{re.escape(path.name)}\.(\d+)(\.old)?{re.escape(TMP_SUFFIX)}$")
+    try:
+        siblings = list(path.parent.iterdir())
+    except OSError:
+        return
+    for p in siblings:
+        m = stale.match(p.name)
+        if m and int(m.group(1)) != os.getpid() and not _alive(int(m.group(1))):
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                try:
+                    p.unlink()
+                except OSError:
+                    pass
+
+
 class AtomicFile:
     """A file written under a temporary name and renamed into place by ``commit``."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
         self.tmp = tmp_name(self.path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.f: BinaryIO = open(self.tmp, "wb", buffering=WRITE_BUFFER)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if TMP_SUFFIX not in str(self.path.parent):  # inside an AtomicDir nothing is stale
+                remove_stale_tmp(self.path)
+            self.f: BinaryIO = open(self.tmp, "wb", buffering=WRITE_BUFFER)
+        except OSError as e:
+            raise write_failed(e, self.path) from None
         self.size = 0
 
     def write(self, data: bytes | memoryview) -> None:
-        self.f.write(data)
+        try:
+            self.f.write(data)
+        except OSError as e:
+            self.abort()
+            raise write_failed(e, self.path) from None
         self.size += len(data)
 
+    def flush(self) -> None:
+        """Everything written so far on disk, still under the temporary name."""
+        try:
+            self.f.flush()
+            os.fsync(self.f.fileno())
+            self.f.close()
+        except OSError as e:
+            self.abort()
+            raise write_failed(e, self.path) from None
+
     def commit(self) -> None:
-        self.f.flush()
-        os.fsync(self.f.fileno())
-        self.f.close()
-        os.replace(self.tmp, self.path)
+        self.flush()
+        try:
+            os.replace(self.tmp, self.path)
+        except OSError as e:
+            self.abort()
+            raise write_failed(e, self.path) from None
 
     def abort(self) -> None:
         if not self.f.closed:
-            self.f.close()
+            try:
+                self.f.close()
+            except OSError:  # the buffer could not be written out: nothing to keep anyway
+                pass
         try:
             os.unlink(self.tmp)
-        except FileNotFoundError:
+        except OSError:
             pass
 
     def __enter__(self) -> "AtomicFile":
@@ -75,6 +136,41 @@ def write_atomic(path: Path, data: bytes) -> None:
         f.write(data)
 
 
+def commit_together(files: list[AtomicFile]) -> None:
+    """Files that belong together (a segment and its indexes): every one flushed to disk
+    under its temporary name first, then all renamed, the first given last; on a failure
+    none is renamed and all are removed."""
+    try:
+        for f in files:
+            f.flush()
+        for f in reversed(files):
+            os.replace(f.tmp, f.path)
+    except OSError as e:
+        for f in files:
+            f.abort()
+        raise write_failed(e, files[0].path) from None
+    except BaseException:
+        for f in files:
+            f.abort()
+        raise
+
+
+def write_atomic_many(files: Mapping[Path, bytes]) -> None:
+    """Several files that belong together (an .index and its .timeindex): all written under
+    temporary names first, renamed into place only when every one is complete."""
+    pending: list[AtomicFile] = []
+    try:
+        for path, data in files.items():
+            f = AtomicFile(path)
+            pending.append(f)
+            f.write(data)
+    except BaseException:
+        for f in pending:
+            f.abort()
+        raise
+    commit_together(pending)
+
+
 class AtomicDir:
     """A folder built under a temporary name and renamed into place when complete.
 
@@ -84,18 +180,26 @@ class AtomicDir:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.tmp = tmp_name(self.path)
-        if self.tmp.exists():
-            shutil.rmtree(self.tmp)
-        self.tmp.mkdir(parents=True)
+        try:
+            if self.tmp.exists():
+                shutil.rmtree(self.tmp)
+            self.tmp.mkdir(parents=True)
+            remove_stale_tmp(self.path)
+        except OSError as e:
+            raise write_failed(e, self.path) from None
 
     def commit(self) -> None:
-        if self.path.exists():
-            old = self.path.with_name(f".{self.path.name}.{os.getpid()}.old{TMP_SUFFIX}")
-            os.replace(self.path, old)
-            os.replace(self.tmp, self.path)
-            shutil.rmtree(old) if old.is_dir() else old.unlink()
-        else:
-            os.replace(self.tmp, self.path)
+        try:
+            if self.path.exists():
+                old = self.path.with_name(f".{self.path.name}.{os.getpid()}.old{TMP_SUFFIX}")
+                os.replace(self.path, old)
+                os.replace(self.tmp, self.path)
+                shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink()
+            else:
+                os.replace(self.tmp, self.path)
+        except OSError as e:
+            self.abort()
+            raise write_failed(e, self.path) from None
 
     def abort(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)

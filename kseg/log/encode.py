@@ -287,9 +287,12 @@ def build_legacy_message_set(
     """Legacy messages, one per record (a wrapper's inner set, or top-level messages):
     absolute offsets, or relative to ``relative_to`` (v1 inner). C accelerated when built."""
     encode_c = fast.c_encoder("encode_legacy_messages")
-    if encode_c is not None and magic in (0, 1):
-        return encode_c(records, magic, relative_to)
-    return build_legacy_message_set_py(records, magic=magic, relative_to=relative_to)
+    try:
+        if encode_c is not None and magic in (0, 1):
+            return encode_c(records, magic, relative_to)
+        return build_legacy_message_set_py(records, magic=magic, relative_to=relative_to)
+    except (OverflowError, struct.error) as e:  # an offset or timestamp past int64, both twins
+        raise InputError(f"cannot encode a legacy message: {e}") from None
 
 
 def build_legacy_message_set_py(

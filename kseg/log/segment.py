@@ -6,6 +6,7 @@ bytes to the sans-IO decoder. Never writes to its input.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -21,7 +22,7 @@ from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log.decode import Tail
 from kseg.log.fast import scan_entries
 from kseg.model import Batch
-from kseg.storage import RemotePath, as_path
+from kseg.storage import ArchivePath, RemotePath, as_path
 
 CHUNK_SIZE = 8 * 1024 * 1024
 STEP_ENTRIES = 512
@@ -97,7 +98,7 @@ def is_stream(path: str | os.PathLike) -> bool:
     """Standard input, a pipe, a FIFO, a character device: read once, front to back, size unknown."""
     if is_stdin(path):
         return True
-    if isinstance(path, RemotePath):
+    if isinstance(path, (RemotePath, ArchivePath)):
         return False
     try:
         mode = os.stat(path).st_mode
@@ -108,7 +109,7 @@ def is_stream(path: str | os.PathLike) -> bool:
 
 def is_input_file(path: str | os.PathLike) -> bool:
     """Something read as one file: a regular file, standard input or a stream."""
-    if isinstance(path, RemotePath):
+    if isinstance(path, (RemotePath, ArchivePath)):
         return path.is_file()
     return is_stdin(path) or (os.path.exists(path) and not os.path.isdir(path))
 
@@ -127,6 +128,41 @@ def companion_path(log: str | os.PathLike, suffix: str, folder: str | os.PathLik
     p = as_path(log)
     where = as_path(folder) if folder is not None else p.parent
     return where / (p.name.split(".", 1)[0] + suffix)  # type: ignore[return-value]
+
+
+def is_pipe(path: str | os.PathLike) -> bool:
+    """A FIFO or a pipe (``<(zcat ...)`` is one as ``/dev/fd/N``)."""
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def not_a_file(path: str | os.PathLike) -> str | None:
+    """Why ``path`` cannot be read as a file (a folder, a FIFO, a device, a symlink loop:
+    opening some of them would block or never end), or None."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "a symlink loop, not a file"
+        return None  # missing or not permitted: opening it says so
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a folder where a file is expected"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe), not a regular file"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device, not a regular file"
+    return "not a regular file"
+
+
+def check_file(path: str | os.PathLike) -> None:
+    """InputError unless ``path`` is a regular file (see ``not_a_file``)."""
+    problem = not_a_file(path)
+    if problem is not None:
+        raise InputError(f"cannot read: {problem}", file=str(path))
 
 
 @dataclass
@@ -162,6 +198,11 @@ class Segment:
         if is_stdin(self.path):
             yield from self._stream_batches(sys.stdin.buffer, start, end, chunk_size)
             return
+        problem = not_a_file(self.path) if isinstance(self.path, Path) else None
+        if problem is not None and not (is_pipe(self.path) and base_offset_of(self.path) is None):
+            # A pipe named for reading (<(zcat ...), a FIFO) is read as a stream below; a device
+            # never ends, and a FIFO under a segment's name is not what a broker keeps.
+            raise InputError(f"cannot read: {problem}", file=str(self.path))
         try:
             f = self.path.open("rb")
         except OSError as e:
@@ -283,6 +324,22 @@ class Segment:
                     want = max(chunk_size, total)
         finally:
             self.streamed = read
+def zero_bytes_to_end(path: str | os.PathLike, start: int) -> int | None:
+    """How many bytes there are from ``start`` to the end of the file when they are all
+    zeros (a broker's preallocated segment, ``log.preallocate=true``); None when any is not
+    (or the file cannot be read)."""
+    zero = bytes(1 << 20)
+    n = 0
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            while chunk := f.read(len(zero)):
+                if chunk != zero[:len(chunk)]:
+                    return None
+                n += len(chunk)
+    except OSError:
+        return None
+    return n or None
 
 
 def strict_batches(path: str | os.PathLike) -> Iterator[Batch]:
@@ -374,8 +431,9 @@ def expand_inputs(paths: list[str | os.PathLike]) -> list[Path]:
             out.append(p)
             continue
         if not p.exists():
-            raise InputError("no such file or directory", file=str(p))
-        if not p.is_dir():
+            problem = not_a_file(p)  # a symlink loop
+            raise InputError(f"cannot read: {problem}" if problem else "no such file or directory", file=str(p))
+        if not p.is_dir():  # a file, or something that is not one (said when it is read)
             out.append(p)
         elif any(c.suffix == ".log" for c in p.iterdir() if c.is_file()):
             out.extend(partition_segments(p))

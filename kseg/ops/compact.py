@@ -145,12 +145,12 @@ class TxnTracker:
             _, _, txn = heapq.heappop(self._pending)
             self._ongoing_aborted.setdefault(txn.producer_id, [txn, None])
 
-    def on_control_batch(self, b: Batch, control_type: int | None) -> bool:
+    def on_control_batch(self, batch: Batch, control_type: int | None) -> bool:
         """True if this control batch may be discarded."""
-        self._consume_up_to(b.last_offset)
+        self._consume_up_to(batch.last_offset)
         if control_type is None:
             return True  # an empty control batch was already cleaned
-        pid = b.producer_id
+        pid = batch.producer_id
         assert pid is not None  # control batches are v2
         if control_type == CONTROL_ABORT:
             meta = self._ongoing_aborted.pop(pid, None)
@@ -165,23 +165,23 @@ class TxnTracker:
             return True
         return False
 
-    def on_batch(self, b: Batch) -> bool:
+    def on_batch(self, batch: Batch) -> bool:
         """True if this data batch belongs to an aborted transaction."""
-        self._consume_up_to(b.last_offset)
-        if not b.is_transactional:
+        self._consume_up_to(batch.last_offset)
+        if not batch.is_transactional:
             return False
-        pid = b.producer_id
+        pid = batch.producer_id
         assert pid is not None  # transactional batches are v2
         meta = self._ongoing_aborted.get(pid)
         if meta is not None:
-            meta[1] = b.last_offset
+            meta[1] = batch.last_offset
             return True
         self._ongoing_committed.add(pid)
         return False
 
 
-def _control_type(b: Batch, limit: int) -> int | None:
-    records = batch_records(b, limit=limit)
+def _control_type(batch: Batch, limit: int) -> int | None:
+    records = batch_records(batch, limit=limit)
     if not records:
         return None
     try:
@@ -266,11 +266,11 @@ class SegmentPlan:
 class Cleaner:
     """One cleaning pass over a partition's segments."""
 
-    def __init__(self, segs: list[Path], o: CompactOptions, first_dirty_offset: int | None = None):
+    def __init__(self, segs: list[Path], options: CompactOptions, first_dirty_offset: int | None = None):
         self.segs = segs
-        self.o = o
-        self.first_dirty = first_dirty_offset if first_dirty_offset is not None else o.first_dirty_offset
-        self.state = _scan_partition(segs, o.limit)
+        self.o = options
+        self.first_dirty = first_dirty_offset if first_dirty_offset is not None else options.first_dirty_offset
+        self.state = _scan_partition(segs, options.limit)
         self.plans, self.upper = self._plan()
         self.key_map: dict[bytes, int] = {}
         self.winners: set[int] = set()
@@ -390,79 +390,79 @@ class Cleaner:
 
     # -- the broker's filterTo, one batch ------------------------------------------------
 
-    def _filter(self, b: Batch, plan: SegmentPlan, tracker: TxnTracker,
+    def _filter(self, batch: Batch, plan: SegmentPlan, tracker: TxnTracker,
                 active: dict[int, ProducerState]) -> bytes | None:
         o, s = self.o, self.stats
-        records = batch_records(b, limit=o.limit)
+        records = batch_records(batch, limit=o.limit)
         s.records_before += len(records)
         control_type = None
-        if b.is_control:
+        if batch.is_control:
             control_type = None if not records else _safe_type(records[0])
-            can_discard = tracker.on_control_batch(b, control_type)
-            horizon = b.delete_horizon_ms
+            can_discard = tracker.on_control_batch(batch, control_type)
+            horizon = batch.delete_horizon_ms
             discard_records = can_discard and horizon is not None and horizon <= o.now_ms
         else:
-            can_discard = tracker.on_batch(b)
+            can_discard = tracker.on_batch(batch)
             discard_records = can_discard
         retain_empty = False
-        if b.magic >= 2 and b.producer_id != NO_PRODUCER_ID:
-            assert b.producer_id is not None  # set on every v2 batch
-            p = active.get(b.producer_id)
+        if batch.magic >= 2 and batch.producer_id != NO_PRODUCER_ID:
+            assert batch.producer_id is not None  # set on every v2 batch
+            p = active.get(batch.producer_id)
             if p is not None:
                 if p.last_data_offset is not None:
-                    retain_empty = b.last_offset == p.last_data_offset
+                    retain_empty = batch.last_offset == p.last_data_offset
                 else:
-                    retain_empty = b.is_control and b.producer_epoch == p.epoch
-        if not retain_empty and b.next_offset == self.upper:
+                    retain_empty = batch.is_control and batch.producer_epoch == p.epoch
+        if not retain_empty and batch.next_offset == self.upper:
             retain_empty = True  # keep the last batch of the round: the log end offset survives
         if discard_records and not retain_empty:
-            self._count_dropped(b, records, [], not b.is_control)
+            self._count_dropped(batch, records, [], not batch.is_control)
             s.batches_removed += 1
             return None
-        marker_for_empty_txn = can_discard and b.is_control
+        marker_for_empty_txn = can_discard and batch.is_control
         if discard_records:
             retained: list[Record] = []
-        elif b.is_control:
+        elif batch.is_control:
             retained = records
         else:
-            retained = self._retained(b, records, plan)
+            retained = self._retained(batch, records, plan)
         write_original = len(retained) == len(records)
-        if write_original and b.magic < 2:
-            write_original = all(r.magic == b.magic for r in records)  # KAFKA-4298: rewrite mixed magics
+        if write_original and batch.magic < 2:
+            write_original = all(r.magic == batch.magic for r in records)  # KAFKA-4298: rewrite mixed magics
         if not write_original:
-            self._count_dropped(b, records, retained, discard_records)
+            self._count_dropped(batch, records, retained, discard_records)
         if retained:
             s.records_after += len(retained)
             tombstones = sum(1 for r in retained if r.value is None)
-            if not b.is_control:
+            if not batch.is_control:
                 s.tombstones_kept += tombstones
             else:
                 self.markers_written += 1
-            need_horizon = b.magic >= 2 and (tombstones or marker_for_empty_txn) and not b.has_delete_horizon
+            need_horizon = batch.magic >= 2 and (tombstones or marker_for_empty_txn) and not batch.has_delete_horizon
             if write_original and not need_horizon:
                 s.batches_copied += 1
-                return bytes(b.raw)
+                return bytes(batch.raw)
             if need_horizon:
                 s.horizons_set += 1
                 horizon = o.now_ms + o.delete_retention_ms
             else:
-                horizon = b.delete_horizon_ms  # kept as it is (None: none)
+                horizon = batch.delete_horizon_ms  # kept as it is (None: none)
             s.batches_rebuilt += 1
-            return _rebuild(b, retained, horizon)
-        if retain_empty and b.magic >= 2:
+            return _rebuild(batch, retained, horizon)
+        if retain_empty and batch.magic >= 2:
             s.batches_emptied += 1
-            if b.is_control:
+            if batch.is_control:
                 self.markers_written += 1
-            return _empty_header(b)
+            return _empty_header(batch)
         s.batches_removed += 1
         return None
 
-    def _retained(self, b: Batch, records: list[Record], plan: SegmentPlan) -> list[Record]:
+    def _retained(self, batch: Batch, records: list[Record], plan: SegmentPlan) -> list[Record]:
         """shouldRetainRecord over a data batch: latest for its key, and a value or a tombstone
         that must still be kept. Keys are looked up by digest only below the first dirty
         offset; above it the latest offset per key is the set of winning offsets."""
-        if b.magic >= 2:
-            horizon = b.delete_horizon_ms
+        if batch.magic >= 2:
+            horizon = batch.delete_horizon_ms
             keep_deletes = horizon is None or self.o.now_ms < horizon
         else:
             keep_deletes = plan.legacy_deletes_retained
@@ -482,13 +482,13 @@ class Cleaner:
     def _clean_part_offset(self, key: bytes) -> int:
         return self.key_map.get(hashlib.md5(key).digest(), -1)
 
-    def _count_dropped(self, b: Batch, records: list[Record], retained: list[Record], aborted: bool) -> None:
+    def _count_dropped(self, batch: Batch, records: list[Record], retained: list[Record], aborted: bool) -> None:
         s = self.stats
         kept = {r[0] for r in retained}
         for r in records:
             if r[0] in kept:
                 continue
-            if b.is_control:
+            if batch.is_control:
                 s.markers_removed += 1
             elif aborted:
                 s.aborted_removed += 1
@@ -505,32 +505,32 @@ def _safe_type(r: Record) -> int:
         return -1
 
 
-def _rebuild(b: Batch, retained: list[Record], horizon: int | None) -> bytes:
+def _rebuild(batch: Batch, retained: list[Record], horizon: int | None) -> bytes:
     """MemoryRecordsBuilder over the retained records (buildRetainedRecordsInto)."""
-    lat = b.timestamp if b.timestamp_type == LOG_APPEND_TIME else None
-    codec = codec_for(b)
-    if b.magic >= 2:
+    lat = batch.timestamp if batch.timestamp_type == LOG_APPEND_TIME else None
+    codec = codec_for(batch)
+    if batch.magic >= 2:
         recs = [r._replace(stored_timestamp=r.timestamp, attributes=0) for r in retained]
-        h = header_of(b)
+        h = header_of(batch)
         return build_v2_batch(
-            recs, base_offset=b.offset, codec=b.codec, timestamp_type=b.timestamp_type,
-            transactional=b.is_transactional, control=b.is_control, producer_id=h.producer_id,
+            recs, base_offset=batch.offset, codec=batch.codec, timestamp_type=batch.timestamp_type,
+            transactional=batch.is_transactional, control=batch.is_control, producer_id=h.producer_id,
             producer_epoch=h.producer_epoch, base_sequence=h.base_sequence,
             partition_leader_epoch=h.partition_leader_epoch, last_offset_delta=h.last_offset_delta,
-            delete_horizon_ms=horizon, max_timestamp=lat, plugin_id=b.plugin_id, codec_impl=codec,
+            delete_horizon_ms=horizon, max_timestamp=lat, plugin_id=batch.plugin_id, codec_impl=codec,
         )
-    ts_attr = TIMESTAMP_TYPE_MASK if (lat is not None and b.magic == 1) else 0
-    recs = [r._replace(magic=b.magic, attributes=ts_attr,
-                       stored_timestamp=(lat if lat is not None else r.timestamp) if b.magic == 1 else NO_TIMESTAMP)
+    ts_attr = TIMESTAMP_TYPE_MASK if (lat is not None and batch.magic == 1) else 0
+    recs = [r._replace(magic=batch.magic, attributes=ts_attr,
+                       stored_timestamp=(lat if lat is not None else r.timestamp) if batch.magic == 1 else NO_TIMESTAMP)
             for r in retained]
-    return build_legacy_wrapper(recs, magic=b.magic, codec=b.codec, timestamp_type=b.timestamp_type,
+    return build_legacy_wrapper(recs, magic=batch.magic, codec=batch.codec, timestamp_type=batch.timestamp_type,
                                 wrapper_timestamp=lat, codec_impl=codec)
 
 
-def _empty_header(b: Batch) -> bytes:
+def _empty_header(batch: Batch) -> bytes:
     """DefaultRecordBatch.writeEmptyHeader: state kept, records gone, horizon cleared."""
-    attrs = b.attributes & (TIMESTAMP_TYPE_MASK | TRANSACTIONAL_MASK | CONTROL_MASK)
-    return assemble_v2(header_of(b).with_(base_timestamp=NO_TIMESTAMP, record_count=0, attributes=attrs), b"")
+    attrs = batch.attributes & (TIMESTAMP_TYPE_MASK | TRANSACTIONAL_MASK | CONTROL_MASK)
+    return assemble_v2(header_of(batch).with_(base_timestamp=NO_TIMESTAMP, record_count=0, attributes=attrs), b"")
 
 
 # --------------------------------------------------------------------------- driving files
@@ -543,7 +543,7 @@ class PartitionResult:
     cleaned: set[Path] = field(default_factory=set)  # the inputs in the cleanable range
 
 
-def compact_partition(segs: list[Path], o: CompactOptions, workdir: Path | None = None) -> PartitionResult:
+def compact_partition(segs: list[Path], options: CompactOptions, workdir: Path | None = None) -> PartitionResult:
     """Clean a partition as the broker's cleaner would, with the same clock.
 
     A pass cleans the whole cleanable range, in several rounds when the key map
@@ -556,11 +556,11 @@ def compact_partition(segs: list[Path], o: CompactOptions, workdir: Path | None 
     """
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix="kseg-compact-") as tmp:
-            return _compact_partition(segs, o, Path(tmp), keep_passes=False)
-    return _compact_partition(segs, o, workdir, keep_passes=True)
+            return _compact_partition(segs, options, Path(tmp), keep_passes=False)
+    return _compact_partition(segs, options, workdir, keep_passes=True)
 
 
-def _compact_partition(segs: list[Path], o: CompactOptions, workdir: Path, keep_passes: bool) -> PartitionResult:
+def _compact_partition(segs: list[Path], options: CompactOptions, workdir: Path, keep_passes: bool) -> PartitionResult:
     original = list(segs)
     total: CompactStats | None = None
     current = list(segs)
@@ -568,9 +568,9 @@ def _compact_partition(segs: list[Path], o: CompactOptions, workdir: Path, keep_
     cleaned: set[Path] = set()
     step = 0
     passes = rounds = 0
-    first_dirty = o.first_dirty_offset
+    first_dirty = options.first_dirty_offset
     while True:
-        cleaner = Cleaner(current, o, first_dirty)
+        cleaner = Cleaner(current, options, first_dirty)
         cleaner.build_key_map()
         result = {}
         changed = False
@@ -592,16 +592,16 @@ def _compact_partition(segs: list[Path], o: CompactOptions, workdir: Path, keep_
             total.tombstones_kept = cleaner.stats.tombstones_kept
         rounds += 1
         more_rounds = cleaner.end_offset < cleaner.upper
-        if more_rounds and not o.single_pass:
+        if more_rounds and not options.single_pass:
             first_dirty = cleaner.end_offset  # the cleaner checkpoint after this round
         else:
             passes += 1
             # Only markers can change in a later pass with the same clock (their transaction's
             # data went in this one): without any, this pass is final.
-            if (not changed or o.single_pass or not keep_passes or not cleaner.markers_written
+            if (not changed or options.single_pass or not keep_passes or not cleaner.markers_written
                     or passes >= MAX_PASSES):
                 break
-            first_dirty = o.first_dirty_offset
+            first_dirty = options.first_dirty_offset
         step += 1
         current = _write_step(workdir / f"step{step}", result)
     assert total is not None
@@ -674,7 +674,7 @@ def _next_offset(src: Path) -> int:
     return last if last is not None else (base_offset_of(src) or 0)
 
 
-def compact_group(segs: list[Path], wanted: bool, o: CompactOptions, out_dir: Path | None, work: Path | None,
+def compact_group(segs: list[Path], wanted: bool, options: CompactOptions, out_dir: Path | None, work: Path | None,
                   index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> tuple[CompactStats | None, list[Path]]:
     """One partition: compacted (or, not ``wanted``, copied as it is) into ``out_dir`` with its
     indexes, .txnindex and the input segments' modification times; ``out_dir`` None is a dry run.
@@ -685,13 +685,14 @@ def compact_group(segs: list[Path], wanted: bool, o: CompactOptions, out_dir: Pa
     stats = None
     groups: list[list[Path]] = [[s] for s in segs]
     if wanted:
-        pr = compact_partition(segs, o, work)
+        pr = compact_partition(segs, options, work)
         stats, produced = pr.stats, pr.segments
         cleaned = [s for s in segs if s in pr.cleaned]
-        if o.group_segments and cleaned:
+        if options.group_segments and cleaned:
             end = base_offset_of(segs[len(cleaned)]) if len(cleaned) < len(segs) else None
             first_uncleanable = end if end is not None else _next_offset(cleaned[-1])
-            groups = (group_segments_by_size(cleaned, o.segment_bytes, o.segment_index_bytes, first_uncleanable)
+            groups = (group_segments_by_size(cleaned, options.segment_bytes, options.segment_index_bytes,
+                                             first_uncleanable)
                       + [[s] for s in segs[len(cleaned):]])
     else:
         produced = {s: ([bytes(b.raw) for b in strict_batches(s)], []) for s in segs}
@@ -728,8 +729,9 @@ class CompactResult:
     copied_partitions: int = 0  # other topics' partitions, copied as they are
 
 
-def compact_job(inputs: list[Path], output: Path | None, o: CompactOptions, *, force: bool = False,
-                topics: set[str] | None = None, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> CompactResult:
+def compact_job(inputs: list[Path], output: Path | None, options: CompactOptions, *, force: bool = False,
+                topics: set[str] | None = None,
+                index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> CompactResult:
     """Compact a partition folder, segment files of one partition, or each partition of a log
     directory (``topics`` limits which; others are copied). ``output`` None: a dry run."""
 
@@ -759,7 +761,7 @@ def compact_job(inputs: list[Path], output: Path | None, o: CompactOptions, *, f
         for name, segs, wanted in groups:
             out_dir = None if root is None else (root.tmp / name if name else root.tmp)
             work = None if root is None else root.tmp / f".passes-{name or 'partition'}"
-            stats, written = compact_group(segs, wanted, o, out_dir, work, index_interval_bytes)
+            stats, written = compact_group(segs, wanted, options, out_dir, work, index_interval_bytes)
             if stats is not None:
                 result.stats.add(stats)
             if wanted:

@@ -62,7 +62,8 @@ class Summary:
     dropped: Counter = field(default_factory=Counter)
 
     def add(self, other: "Summary") -> None:
-        for name in ("batches_in", "records_in", "bytes_in", "batches_out", "records_out", "bytes_out", "copied", "patched",
+        for name in ("batches_in", "records_in", "bytes_in", "batches_out", "records_out", "bytes_out", "copied",
+                     "patched",
                      "rebuilt", "recompressed"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.dropped.update(other.dropped)
@@ -90,24 +91,24 @@ class Summary:
         }
 
 
-def _count_in(s: Summary, b: Batch, n_records: int) -> None:
-    s.batches_in += 1
-    s.records_in += n_records
-    s.bytes_in += b.size
+def _count_in(summary: Summary, batch: Batch, n_records: int) -> None:
+    summary.batches_in += 1
+    summary.records_in += n_records
+    summary.bytes_in += batch.size
 
 
-def _emit(s: Summary, raw: bytes, n_records: int, entries: int = 1) -> bytes:
-    s.batches_out += entries
-    s.records_out += n_records
-    s.bytes_out += len(raw)
+def _emit(summary: Summary, raw: bytes, n_records: int, entries: int = 1) -> bytes:
+    summary.batches_out += entries
+    summary.records_out += n_records
+    summary.bytes_out += len(raw)
     return raw
 
 
-def _n_records(b: Batch) -> int:
-    if b.magic < 2:
+def _n_records(batch: Batch) -> int:
+    if batch.magic < 2:
         return 1  # legacy wrappers are counted when decoded
-    assert b.record_count is not None  # set on every v2 batch
-    return b.record_count
+    assert batch.record_count is not None  # set on every v2 batch
+    return batch.record_count
 
 
 # --------------------------------------------------------------------------- up-conversion
@@ -124,29 +125,30 @@ class UpOptions:
     limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES
 
 
-def up_convert(batches: Iterable[Batch], o: UpOptions, s: Summary) -> Iterator[bytes]:
+def up_convert(batches: Iterable[Batch], options: UpOptions, summary: Summary) -> Iterator[bytes]:
     """v0 -> v1, v0/v1 -> v2 (spec §7.3). Entries already at the target magic or above are copied,
     or recompressed when ``o.choice`` names a codec."""
-    if o.to_magic not in (1, 2):
-        raise InputError(f"up-convert targets magic 1 or 2, not {o.to_magic}")
+    if options.to_magic not in (1, 2):
+        raise InputError(f"up-convert targets magic 1 or 2, not {options.to_magic}")
     pending_state = _Pending()
-    for at_target, run in groupby(batches, key=lambda b: b.magic >= o.to_magic):
+    for at_target, run in groupby(batches, key=lambda batch: batch.magic >= options.to_magic):
         if not at_target:
-            yield from _up_convert_run(run, o, s, pending_state)
+            yield from _up_convert_run(run, options, summary, pending_state)
             continue
-        yield from _flush_pending(pending_state, o, s)
-        if not o.choice.keep:
+        yield from _flush_pending(pending_state, options, summary)
+        if not options.choice.keep:
             # --codec is applied to entries already at the target magic too (recompressed), never ignored.
-            ro = RecompressOptions(choice=o.choice, batch_records=o.batch_records, batch_bytes=o.batch_bytes,
-                                   limit=o.limit)
-            yield from recompress(run, ro, s)
+            ro = RecompressOptions(choice=options.choice, batch_records=options.batch_records,
+                                   batch_bytes=options.batch_bytes,
+                                   limit=options.limit)
+            yield from recompress(run, ro, summary)
             continue
         for b in run:
-            n = _n_records(b) if b.magic >= 2 or b.codec == 0 else len(batch_records(b, limit=o.limit))
-            _count_in(s, b, n)
-            s.copied += 1
-            yield _emit(s, bytes(b.raw), n)
-    yield from _flush_pending(pending_state, o, s)
+            n = _n_records(b) if b.magic >= 2 or b.codec == 0 else len(batch_records(b, limit=options.limit))
+            _count_in(summary, b, n)
+            summary.copied += 1
+            yield _emit(summary, bytes(b.raw), n)
+    yield from _flush_pending(pending_state, options, summary)
 
 
 @dataclass
@@ -158,103 +160,105 @@ class _Pending:
     ts_type: int = CREATE_TIME
 
 
-def _flush_pending(p: _Pending, o: UpOptions, s: Summary) -> Iterator[bytes]:
+def _flush_pending(p: _Pending, options: UpOptions, summary: Summary) -> Iterator[bytes]:
     if p.records:
-        yield from _legacy_group_to_v2(p.records, p.ts_type, o, s)
+        yield from _legacy_group_to_v2(p.records, p.ts_type, options, summary)
         p.records, p.size = [], 0
 
 
-def _up_convert_run(batches: Iterable[Batch], o: UpOptions, s: Summary, pending: _Pending) -> Iterator[bytes]:
+def _up_convert_run(batches: Iterable[Batch], options: UpOptions, summary: Summary,
+                    pending: _Pending) -> Iterator[bytes]:
     """Entries below the target magic, converted."""
     for b in batches:
-        records = batch_records(b, limit=o.limit)
-        _count_in(s, b, len(records))
-        ts_type, records = _timestamps_for_up(b, records, o)
-        if o.to_magic == 1:
-            yield from _v0_to_v1(b, records, ts_type, o, s)
+        records = batch_records(b, limit=options.limit)
+        _count_in(summary, b, len(records))
+        ts_type, records = _timestamps_for_up(b, records, options)
+        if options.to_magic == 1:
+            yield from _v0_to_v1(b, records, ts_type, options, summary)
             continue
         if b.codec == CODEC_NONE:
             # Consecutive uncompressed messages are grouped into v2 batches.
             r = records[0]
             size = len(r.key or b"") + len(r.value or b"") + 32
-            if pending.records and (ts_type != pending.ts_type or len(pending.records) >= o.batch_records
-                                    or pending.size + size > o.batch_bytes
+            if pending.records and (ts_type != pending.ts_type or len(pending.records) >= options.batch_records
+                                    or pending.size + size > options.batch_bytes
                                     or (ts_type == LOG_APPEND_TIME and pending.records[0].timestamp != r.timestamp)):
-                yield from _flush_pending(pending, o, s)
+                yield from _flush_pending(pending, options, summary)
             pending.ts_type = ts_type
             pending.records.append(r)
             pending.size += size
             continue
-        yield from _flush_pending(pending, o, s)
-        codec = o.choice.id_for(b.codec)
+        yield from _flush_pending(pending, options, summary)
+        codec = options.choice.id_for(b.codec)
         raw = build_v2_batch(
-            records, codec=codec, level=o.choice.level, timestamp_type=ts_type,
-            partition_leader_epoch=o.partition_leader_epoch,
-            max_timestamp=_lat_max(records, ts_type, b, o),
-            plugin_id=o.choice.plugin_id, codec_impl=o.choice.codec,
+            records, codec=codec, level=options.choice.level, timestamp_type=ts_type,
+            partition_leader_epoch=options.partition_leader_epoch,
+            max_timestamp=_lat_max(records, ts_type, b, options),
+            plugin_id=options.choice.plugin_id, codec_impl=options.choice.codec,
         )
-        s.rebuilt += 1
-        s.recompressed += codec != CODEC_NONE
-        yield _emit(s, raw, len(records))
+        summary.rebuilt += 1
+        summary.recompressed += codec != CODEC_NONE
+        yield _emit(summary, raw, len(records))
 
 
-def _timestamps_for_up(b: Batch, records: list[Record], o: UpOptions) -> tuple[int, list[Record]]:
+def _timestamps_for_up(batch: Batch, records: list[Record], options: UpOptions) -> tuple[int, list[Record]]:
     """The timestamp type and records' timestamps after up-conversion."""
-    if b.magic == 0:
-        if o.log_append_time is not None:
-            lat = o.log_append_time
+    if batch.magic == 0:
+        if options.log_append_time is not None:
+            lat = options.log_append_time
             return LOG_APPEND_TIME, [r._replace(timestamp=lat) for r in records]
         return CREATE_TIME, records
-    return b.timestamp_type, records
+    return batch.timestamp_type, records
 
 
-def _lat_max(records: list[Record], ts_type: int, b: Batch, o: UpOptions) -> int | None:
+def _lat_max(records: list[Record], ts_type: int, batch: Batch, options: UpOptions) -> int | None:
     if ts_type != LOG_APPEND_TIME:
         return None
-    if b.magic == 0:
-        return o.log_append_time
-    return b.timestamp  # a v1 LogAppendTime entry: its stamp applies to every record
+    if batch.magic == 0:
+        return options.log_append_time
+    return batch.timestamp  # a v1 LogAppendTime entry: its stamp applies to every record
 
 
-def _legacy_group_to_v2(records: list[Record], ts_type: int, o: UpOptions, s: Summary) -> Iterator[bytes]:
-    codec = o.choice.id_for(CODEC_NONE)
+def _legacy_group_to_v2(records: list[Record], ts_type: int, options: UpOptions, summary: Summary) -> Iterator[bytes]:
+    codec = options.choice.id_for(CODEC_NONE)
     max_ts = records[0].timestamp if ts_type == LOG_APPEND_TIME else None
     raw = build_v2_batch(
-        records, codec=codec, level=o.choice.level, timestamp_type=ts_type,
-        partition_leader_epoch=o.partition_leader_epoch, max_timestamp=max_ts,
-        plugin_id=o.choice.plugin_id, codec_impl=o.choice.codec,
+        records, codec=codec, level=options.choice.level, timestamp_type=ts_type,
+        partition_leader_epoch=options.partition_leader_epoch, max_timestamp=max_ts,
+        plugin_id=options.choice.plugin_id, codec_impl=options.choice.codec,
     )
-    s.rebuilt += 1
-    s.recompressed += codec != CODEC_NONE
-    yield _emit(s, raw, len(records))
+    summary.rebuilt += 1
+    summary.recompressed += codec != CODEC_NONE
+    yield _emit(summary, raw, len(records))
 
 
-def _v0_to_v1(b: Batch, records: list[Record], ts_type: int, o: UpOptions, s: Summary) -> Iterator[bytes]:
-    lat = o.log_append_time if ts_type == LOG_APPEND_TIME else None
+def _v0_to_v1(batch: Batch, records: list[Record], ts_type: int, options: UpOptions,
+              summary: Summary) -> Iterator[bytes]:
+    lat = options.log_append_time if ts_type == LOG_APPEND_TIME else None
     attrs_ts = TIMESTAMP_TYPE_MASK if lat is not None else 0
     ts = NO_TIMESTAMP if lat is None else lat
-    codec = o.choice.id_for(b.codec)
-    _require_legacy_codec(codec, 1, b)
+    codec = options.choice.id_for(batch.codec)
+    _require_legacy_codec(codec, 1, batch)
     inner = [r._replace(magic=1, attributes=attrs_ts, stored_timestamp=ts) for r in records]
     if codec == CODEC_NONE:
-        s.rebuilt += len(inner)
-        yield _emit(s, build_legacy_message_set(inner, magic=1), len(inner), len(inner))
+        summary.rebuilt += len(inner)
+        yield _emit(summary, build_legacy_message_set(inner, magic=1), len(inner), len(inner))
         return
-    raw = build_legacy_wrapper(inner, magic=1, codec=codec, level=o.choice.level, timestamp_type=ts_type,
-                               wrapper_timestamp=ts, codec_impl=o.choice.codec)
-    s.rebuilt += 1
-    s.recompressed += 1
-    yield _emit(s, raw, len(records))
+    raw = build_legacy_wrapper(inner, magic=1, codec=codec, level=options.choice.level, timestamp_type=ts_type,
+                               wrapper_timestamp=ts, codec_impl=options.choice.codec)
+    summary.rebuilt += 1
+    summary.recompressed += 1
+    yield _emit(summary, raw, len(records))
 
 
-def _require_legacy_codec(codec: int, magic: int, b: Batch) -> None:
+def _require_legacy_codec(codec: int, magic: int, batch: Batch) -> None:
     if codec == CODEC_PLUGIN or codec > 3:
 
         # Asking for the impossible is a usage error (exit 2): the data is fine, --codec is missing.
-        name = b.codec_name if codec == b.codec else CODEC_NAMES.get(codec, f"codec {codec}")
+        name = batch.codec_name if codec == batch.codec else CODEC_NAMES.get(codec, f"codec {codec}")
         raise InputError(
             f"{name} cannot be carried by magic {magic} (give a built-in --codec: none, gzip, snappy or lz4)",
-            position=b.position,
+            position=batch.position,
         )
 
 
@@ -268,54 +272,54 @@ class DownOptions:
     limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES
 
 
-def down_convert(batches: Iterable[Batch], o: DownOptions, s: Summary) -> Iterator[bytes]:
+def down_convert(batches: Iterable[Batch], options: DownOptions, summary: Summary) -> Iterator[bytes]:
     """v2 -> v0/v1 and v1 -> v0 as the broker serves old consumers (spec §7.4)."""
-    if o.to_magic not in (0, 1):
-        raise InputError(f"down-convert targets magic 0 or 1, not {o.to_magic}")
+    if options.to_magic not in (0, 1):
+        raise InputError(f"down-convert targets magic 0 or 1, not {options.to_magic}")
     for b in batches:
-        if b.magic <= o.to_magic:
-            n = 1 if b.codec == 0 else len(batch_records(b, limit=o.limit))
-            _count_in(s, b, n)
-            s.copied += 1
-            yield _emit(s, bytes(b.raw), n)
+        if b.magic <= options.to_magic:
+            n = 1 if b.codec == 0 else len(batch_records(b, limit=options.limit))
+            _count_in(summary, b, n)
+            summary.copied += 1
+            yield _emit(summary, bytes(b.raw), n)
             continue
         if b.is_control:
-            _count_in(s, b, b.record_count or 0)
-            s.dropped["control batches"] += 1
+            _count_in(summary, b, b.record_count or 0)
+            summary.dropped["control batches"] += 1
             continue
-        codec = o.choice.id_for(b.codec)
-        _require_legacy_codec(codec, o.to_magic, b)
-        records = batch_records(b, limit=o.limit)
-        _count_in(s, b, len(records))
+        codec = options.choice.id_for(b.codec)
+        _require_legacy_codec(codec, options.to_magic, b)
+        records = batch_records(b, limit=options.limit)
+        _count_in(summary, b, len(records))
         if not records:
-            s.dropped["empty batches"] += 1
+            summary.dropped["empty batches"] += 1
             continue
         headers = sum(len(r.headers) for r in records)
         if headers:
-            s.dropped["headers"] += headers
+            summary.dropped["headers"] += headers
         if b.magic >= 2 and (b.producer_id != -1 or b.is_transactional):
-            s.dropped["producer states"] += 1
+            summary.dropped["producer states"] += 1
         lat = b.timestamp if b.timestamp_type == LOG_APPEND_TIME else None
-        ts_attr = TIMESTAMP_TYPE_MASK if (lat is not None and o.to_magic == 1) else 0
-        if o.to_magic == 0:
+        ts_attr = TIMESTAMP_TYPE_MASK if (lat is not None and options.to_magic == 1) else 0
+        if options.to_magic == 0:
             if any(r.timestamp != NO_TIMESTAMP for r in records):
-                s.dropped["timestamps"] += len(records)
+                summary.dropped["timestamps"] += len(records)
             inner = [r._replace(magic=0, attributes=0, stored_timestamp=NO_TIMESTAMP) for r in records]
         else:
             inner = [r._replace(magic=1, attributes=ts_attr, stored_timestamp=r.timestamp) for r in records]
         if codec == CODEC_NONE:  # one message per record
-            s.rebuilt += len(inner)
-            yield _emit(s, build_legacy_message_set(inner, magic=o.to_magic), len(inner), len(inner))
+            summary.rebuilt += len(inner)
+            yield _emit(summary, build_legacy_message_set(inner, magic=options.to_magic), len(inner), len(inner))
             continue
         raw = build_legacy_wrapper(
-            inner, magic=o.to_magic, codec=codec, level=o.choice.level,
-            timestamp_type=b.timestamp_type if o.to_magic == 1 else CREATE_TIME,
+            inner, magic=options.to_magic, codec=codec, level=options.choice.level,
+            timestamp_type=b.timestamp_type if options.to_magic == 1 else CREATE_TIME,
             wrapper_timestamp=lat if lat is not None else None,
-            codec_impl=o.choice.codec if not o.choice.keep else None,
+            codec_impl=options.choice.codec if not options.choice.keep else None,
         )
-        s.rebuilt += 1
-        s.recompressed += 1
-        yield _emit(s, raw, len(records))
+        summary.rebuilt += 1
+        summary.recompressed += 1
+        yield _emit(summary, raw, len(records))
 
 
 # --------------------------------------------------------------------------- recompression
@@ -329,37 +333,37 @@ class RecompressOptions:
     limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES
 
 
-def recompress(batches: Iterable[Batch], o: RecompressOptions, s: Summary) -> Iterator[bytes]:
+def recompress(batches: Iterable[Batch], options: RecompressOptions, summary: Summary) -> Iterator[bytes]:
     """Same magic, new codec. v2 batches keep every header field; legacy wrappers keep
     their inner messages byte for byte; uncompressed legacy messages are grouped into wrappers."""
-    target = o.choice.id_for(CODEC_NONE)
+    target = options.choice.id_for(CODEC_NONE)
     group: list[Batch] = []
     group_bytes = 0
 
     def flush() -> Iterator[bytes]:
         nonlocal group, group_bytes
         if group:
-            yield from _wrap_group(group, target, o, s)
+            yield from _wrap_group(group, target, options, summary)
             group, group_bytes = [], 0
 
     for b in batches:
         if b.magic < 2 and b.codec == CODEC_NONE and target != CODEC_NONE:
             if group and (b.magic != group[0].magic or b.timestamp_type != group[0].timestamp_type
-                          or len(group) >= o.batch_records or group_bytes + b.size > o.batch_bytes):
+                          or len(group) >= options.batch_records or group_bytes + b.size > options.batch_bytes):
                 yield from flush()
-            _count_in(s, b, 1)
+            _count_in(summary, b, 1)
             group.append(b)
             group_bytes += b.size
             continue
         yield from flush()
         if b.magic >= 2:
-            yield from _recompress_v2(b, target, o, s)
+            yield from _recompress_v2(b, target, options, summary)
         elif b.codec == CODEC_NONE:
-            _count_in(s, b, 1)
-            s.copied += 1
-            yield _emit(s, bytes(b.raw), 1)
+            _count_in(summary, b, 1)
+            summary.copied += 1
+            yield _emit(summary, bytes(b.raw), 1)
         else:
-            yield from _recompress_wrapper(b, target, o, s)
+            yield from _recompress_wrapper(b, target, options, summary)
     yield from flush()
 
 
@@ -375,48 +379,48 @@ def _compress(choice: CodecChoice, data: bytes, magic: int) -> bytes:
     return codec.compress(data, magic=magic, level=choice.level)
 
 
-def _recompress_v2(b: Batch, target: int, o: RecompressOptions, s: Summary) -> Iterator[bytes]:
-    count = _n_records(b)
-    _count_in(s, b, count)
-    same = b.codec == target and (target != CODEC_PLUGIN or b.plugin_id == o.choice.plugin_id)
-    if b.is_control or (same and o.choice.level is None) or count == 0:
-        s.copied += 1
-        yield _emit(s, bytes(b.raw), count)
+def _recompress_v2(batch: Batch, target: int, options: RecompressOptions, summary: Summary) -> Iterator[bytes]:
+    count = _n_records(batch)
+    _count_in(summary, batch, count)
+    same = batch.codec == target and (target != CODEC_PLUGIN or batch.plugin_id == options.choice.plugin_id)
+    if batch.is_control or (same and options.choice.level is None) or count == 0:
+        summary.copied += 1
+        yield _emit(summary, bytes(batch.raw), count)
         return
-    plain, _ = payload_bytes(b, limit=o.limit)
-    payload = plain if target == CODEC_NONE else _compress(o.choice, plain, 2)
-    header = header_of(b).with_(attributes=_target_attributes(b.attributes, target, o.choice.plugin_id))
-    s.recompressed += target != CODEC_NONE
-    s.rebuilt += 1
-    yield _emit(s, assemble_v2(header, payload), count)
+    plain, _ = payload_bytes(batch, limit=options.limit)
+    payload = plain if target == CODEC_NONE else _compress(options.choice, plain, 2)
+    header = header_of(batch).with_(attributes=_target_attributes(batch.attributes, target, options.choice.plugin_id))
+    summary.recompressed += target != CODEC_NONE
+    summary.rebuilt += 1
+    yield _emit(summary, assemble_v2(header, payload), count)
 
 
-def _recompress_wrapper(b: Batch, target: int, o: RecompressOptions, s: Summary) -> Iterator[bytes]:
-    records = batch_records(b, limit=o.limit)
-    _count_in(s, b, len(records))
-    if target == b.codec and o.choice.level is None:
-        s.copied += 1
-        yield _emit(s, bytes(b.raw), len(records))
+def _recompress_wrapper(batch: Batch, target: int, options: RecompressOptions, summary: Summary) -> Iterator[bytes]:
+    records = batch_records(batch, limit=options.limit)
+    _count_in(summary, batch, len(records))
+    if target == batch.codec and options.choice.level is None:
+        summary.copied += 1
+        yield _emit(summary, bytes(batch.raw), len(records))
         return
     if target == CODEC_NONE:
         # Unwrap: each inner message becomes a top-level message with its absolute offset.
-        lat = b.timestamp if b.magic == 1 and b.timestamp_type == LOG_APPEND_TIME else None
+        lat = batch.timestamp if batch.magic == 1 and batch.timestamp_type == LOG_APPEND_TIME else None
         if lat is not None:
             records = [r._replace(attributes=r.attributes | TIMESTAMP_TYPE_MASK, stored_timestamp=lat)
                        for r in records]
-        s.rebuilt += len(records)
-        yield _emit(s, build_legacy_message_set(records, magic=b.magic), len(records), len(records))
+        summary.rebuilt += len(records)
+        yield _emit(summary, build_legacy_message_set(records, magic=batch.magic), len(records), len(records))
         return
-    _require_legacy_codec(target, b.magic, b)
-    inner, _ = payload_bytes(b, limit=o.limit)  # inner messages stay byte for byte
-    value = _compress(o.choice, inner, b.magic)
-    s.recompressed += 1
-    s.rebuilt += 1
-    yield _emit(s, wrap_legacy(b.offset, b.magic, target, value, timestamp_type=b.timestamp_type,
-                               timestamp=b.timestamp), len(records))
+    _require_legacy_codec(target, batch.magic, batch)
+    inner, _ = payload_bytes(batch, limit=options.limit)  # inner messages stay byte for byte
+    value = _compress(options.choice, inner, batch.magic)
+    summary.recompressed += 1
+    summary.rebuilt += 1
+    yield _emit(summary, wrap_legacy(batch.offset, batch.magic, target, value, timestamp_type=batch.timestamp_type,
+                               timestamp=batch.timestamp), len(records))
 
 
-def _wrap_group(group: list[Batch], target: int, o: RecompressOptions, s: Summary) -> Iterator[bytes]:
+def _wrap_group(group: list[Batch], target: int, options: RecompressOptions, summary: Summary) -> Iterator[bytes]:
     first = group[0]
     magic = first.magic
     _require_legacy_codec(target, magic, first)
@@ -427,31 +431,31 @@ def _wrap_group(group: list[Batch], target: int, o: RecompressOptions, s: Summar
         if magic == 1:
             raw[0:8] = (m.offset - base).to_bytes(8, "big", signed=True)  # outside the CRC
         inner += raw
-    value = _compress(o.choice, bytes(inner), magic)
+    value = _compress(options.choice, bytes(inner), magic)
     ts = max(m.timestamp for m in group) if magic == 1 else NO_TIMESTAMP
     if magic == 1 and first.timestamp_type == LOG_APPEND_TIME:
         ts = group[-1].timestamp
-    s.recompressed += 1
-    s.rebuilt += 1
-    yield _emit(s, wrap_legacy(group[-1].offset, magic, target, value, timestamp_type=first.timestamp_type,
+    summary.recompressed += 1
+    summary.rebuilt += 1
+    yield _emit(summary, wrap_legacy(group[-1].offset, magic, target, value, timestamp_type=first.timestamp_type,
                                timestamp=ts), len(group))
 
 
 # --------------------------------------------------------------------------- rebase
 
 
-def rebase(batches: Iterable[Batch], delta: int, s: Summary, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+def rebase(batches: Iterable[Batch], delta: int, summary: Summary, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
            ) -> Iterator[bytes]:
     """Shift every offset by ``delta`` the way the broker assigns offsets in place (spec §7.2):
     v2 batches and v1 entries change only fields outside their CRC; v0 wrappers hold
     absolute inner offsets and are rewritten and recompressed (why KIP-31 exists)."""
     for b in batches:
         if b.magic >= 2 or b.codec == CODEC_NONE:
-            _count_in(s, b, _n_records(b))
+            _count_in(summary, b, _n_records(b))
             new = b.offset + delta
             _check_offset(new, b)
-            s.patched += 1
-            yield _emit(s, _with_offset(b, new), _n_records(b))
+            summary.patched += 1
+            yield _emit(summary, _with_offset(b, new), _n_records(b))
         elif b.magic == 1:
             if b.offset == 0:
                 # librdkafka's wrapper offset 0 means base 0 (spec §2.3): the last inner
@@ -462,10 +466,10 @@ def rebase(batches: Iterable[Batch], delta: int, s: Summary, *, limit: int = DEF
             else:
                 new = b.offset + delta
                 n = 0  # counting inner records would need decompression, which rebase avoids
-            _count_in(s, b, n)
+            _count_in(summary, b, n)
             _check_offset(new, b)
-            s.patched += 1
-            yield _emit(s, _with_offset(b, new), n)
+            summary.patched += 1
+            yield _emit(summary, _with_offset(b, new), n)
         else:
             inner, _ = payload_bytes(b, limit=limit)
             out = bytearray(inner)
@@ -480,11 +484,11 @@ def rebase(batches: Iterable[Batch], delta: int, s: Summary, *, limit: int = DEF
                 _FRAMING.pack_into(out, pos, old + delta, size)
                 pos += LOG_OVERHEAD + size
                 n += 1
-            _count_in(s, b, n)
+            _count_in(summary, b, n)
             value = codec_for(b).compress(bytes(out), magic=0)
-            s.recompressed += 1
-            s.rebuilt += 1
-            yield _emit(s, wrap_legacy(b.offset + delta, 0, b.codec, value), n)
+            summary.recompressed += 1
+            summary.rebuilt += 1
+            yield _emit(summary, wrap_legacy(b.offset + delta, 0, b.codec, value), n)
 
 
 def _with_offset(batch: Batch, offset: int) -> bytes:
@@ -494,9 +498,9 @@ def _with_offset(batch: Batch, offset: int) -> bytes:
     return bytes(raw)
 
 
-def _check_offset(offset: int, b: Batch) -> None:
+def _check_offset(offset: int, batch: Batch) -> None:
     if not 0 <= offset <= INT64_MAX:
-        raise InputError(f"rebased offset {offset} is out of range", position=b.position)
+        raise InputError(f"rebased offset {offset} is out of range", position=batch.position)
 
 
 def first_offset(batches: Iterable[Batch], limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> int | None:
@@ -526,6 +530,6 @@ def rebase_maker(base_offset: int, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES):
     def make(segs: list[Path]):
         first = partition_start(segs, limit)
         delta = 0 if first is None else base_offset - first
-        return (lambda b, s: rebase(b, delta, s, limit=limit)), delta
+        return (lambda batch, summary: rebase(batch, delta, summary, limit=limit)), delta
 
     return make

@@ -21,7 +21,7 @@ from kseg.formats.log_entry import LOG_OVERHEAD
 from kseg.formats.message_v0v1 import V1_TIMESTAMP_POSITION
 from kseg.formats.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, MAX_TIMESTAMP_POSITION
 from kseg.layouts import LOG_ENTRY_PREFIX
-from kseg.log.atomic import AtomicDir, AtomicFile, check_output
+from kseg.log.atomic import AtomicDir, AtomicFile, check_output, commit_together
 from kseg.log.segment import (
     base_offset_of,
     companion_path,
@@ -101,13 +101,20 @@ class SegmentSink:
         self.position += len(raw)
 
     def commit(self) -> None:
-        if self.options.index:
-
-            index, timeindex = build_indexes(self.appends, self.base_offset, self.options.index_interval_bytes)
-            for suffix, data in ((".index", index), (".timeindex", timeindex)):
-                with AtomicFile(companion_path(self.log_path, suffix)) as f:
+        """The segment and its indexes, all or none (the segment renamed last)."""
+        files = [self.file]
+        try:
+            if self.options.index:
+                index, timeindex = build_indexes(self.appends, self.base_offset, self.options.index_interval_bytes)
+                for suffix, data in ((".index", index), (".timeindex", timeindex)):
+                    f = AtomicFile(companion_path(self.log_path, suffix))
+                    files.append(f)
                     f.write(data)
-        self.file.commit()
+        except BaseException:
+            for f in files:
+                f.abort()
+            raise
+        commit_together(files)
 
     def abort(self) -> None:
         self.file.abort()

@@ -4,11 +4,14 @@ Returns a report (data); the CLI renders it. ``quick`` checks framing and CRCs
 only (the broker's own check); the default also decompresses and checks
 every record. Errors make the data bad (exit 1); notes are facts worth
 knowing that Kafka accepts (offset holes after compaction, preallocated
-index tails).
+index tails). A live broker's folder is read as it is: a file deleted during the
+run, a batch still being written at the end of a partition's newest segment and
+zeros preallocated after the last batch are notes.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import zlib
 from dataclasses import dataclass, field
@@ -37,11 +40,13 @@ from kseg.log.segment import (
     companion_path,
     is_stdin,
     log_dir_partitions,
+    not_a_file,
     partition_segments,
     rsm_transform,
+    zero_bytes_to_end,
 )
 from kseg.model import Batch, Record
-from kseg.ops.sniff import KAFKA07, format_hint, input_format_of
+from kseg.ops.sniff import KAFKA, KAFKA07, format_hint, input_format_of
 from kseg.storage import as_path
 
 MAX_NOTES_PER_KIND = 20
@@ -85,6 +90,11 @@ class VerifyReport:
     def error_count(self) -> int:
         return sum(len(f.errors) for f in self.files)
 
+    @property
+    def unreadable(self) -> list[Problem]:
+        """Files that could not be read at all (permissions, not a regular file): exit 2."""
+        return [p for f in self.files for p in f.errors if p.check == "unreadable"]
+
 
 class _Collector:
     def __init__(self, report: FileReport):
@@ -122,32 +132,50 @@ def verify_paths(
     """Verify files, partition folders and log directories; offsets are checked across
     the segments of one partition."""
     report = VerifyReport()
-    for group in input_groups(paths):
-        last_offset: int | None = None
-        for path in group:
-            if progress:
-                progress(str(path))
-            if is_companion(path):
-                fr = verify_companion_file(path)
-            else:  # .log, .checkpoint, transient names (.deleted ...) and other names read as logs
-                fr, last_offset = verify_file(path, options, last_offset)
-            report.files.append(fr)
-            if options.check_indexes and path.suffix == ".log":
-                report.files.extend(index_file_reports(fr))
+    inputs = [(raw, input_groups([raw])) for raw in paths]  # every input usable before any work
+    for raw, groups in inputs:
+        for group in groups:
+            last_offset: int | None = None
+            # a folder's newest segment may be the active one, still being appended to
+            logs = [p for p in group if not is_companion(p) and p.suffix == ".log"]
+            newest = logs[-1] if logs and not is_stdin(raw) and as_path(raw).is_dir() else None
+            for path in group:
+                if progress:
+                    progress(str(path))
+                if is_companion(path):
+                    fr = verify_companion_file(path)
+                else:  # .log, .checkpoint, transient names (.deleted ...) and other names read as logs
+                    fr, last_offset = verify_file(path, options, last_offset, newest=path == newest)
+                report.files.append(fr)
+                if options.check_indexes and path.suffix == ".log":
+                    report.files.extend(index_file_reports(fr))
     return report
 
 
-def verify_file(path: Path, options: VerifyOptions, prev_last: int | None = None) -> tuple[FileReport, int | None]:
+VANISHED = "the file went away during the run (deleted by retention or renamed by the broker)"
+
+
+def verify_file(path: Path, options: VerifyOptions, prev_last: int | None = None,
+                newest: bool = False) -> tuple[FileReport, int | None]:
     """A log-like file in the format its name (else its first bytes) says; a file that fails
     and looks like the other format gets a note naming the option that reads it."""
-    fmt = input_format_of(path, options.input_format)
+    try:
+        fmt = input_format_of(path, options.input_format)
+    except InputError:
+        if isinstance(path, Path) and not is_stdin(path) and (not os.path.lexists(path) or not_a_file(path)):
+            fmt = KAFKA  # not readable as a file: the log check says why, in its report
+        else:
+            raise
     if fmt == KAFKA07:
         fr = verify_kafka07_file(path, quick=options.quick, max_decompressed_bytes=options.max_decompressed_bytes)
         last = prev_last
     else:
-        fr, last = verify_log(path, options, prev_last)
+        fr, last = verify_log(path, options, prev_last, newest=newest)
     if not fr.ok:
-        hint = format_hint(path, fmt)
+        try:
+            hint = format_hint(path, fmt)
+        except InputError:
+            hint = None  # not readable: already said in the report
         if hint:
             fr.problems.append(Problem(NOTE, "format", str(path), None, hint))
     return fr, last
@@ -163,7 +191,8 @@ def input_groups(paths: Iterable[str | Path]) -> list[list[Path]]:
             groups.append([p])
             continue
         if not p.exists():
-            raise InputError("no such file or directory", file=str(p))
+            problem = not_a_file(p) if isinstance(p, Path) else None  # a symlink loop
+            raise InputError(f"cannot read: {problem}" if problem else "no such file or directory", file=str(p))
         if not p.is_dir():  # a file, or a stream (/dev/stdin, a FIFO, <(zcat ...))
             groups.append([p])
             continue
@@ -282,12 +311,18 @@ def verify_kafka07_file(path: Path, *, quick: bool, max_decompressed_bytes: int)
 
 def verify_companion_file(path: Path) -> FileReport:
     fr = FileReport(str(path), kind=path.suffix.lstrip(".") or path.name)
-    fr.problems.extend(check_standalone(path))
+    findings = check_standalone(path)
+    if not path.exists():
+        fr.problems.append(Problem(NOTE, "vanished", str(path), None, VANISHED))
+        return fr
+    fr.problems.extend(findings)
     return fr
 
 
-def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None) -> tuple[FileReport, int | None]:
-    """Check one .log file; ``prev_last`` is the last offset of the partition's previous segment."""
+def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None, *,
+               newest: bool = False) -> tuple[FileReport, int | None]:
+    """Check one .log file; ``prev_last`` is the last offset of the partition's previous segment;
+    ``newest``: the partition's newest segment, whose last batch may still be being written."""
     fr = FileReport(str(path))
     c = _Collector(fr)
     seg = Segment(path)
@@ -361,18 +396,33 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None)
                 summaries.append((batch.position, None if wrapper_unread else first, batch_last,
                                   batch.max_timestamp, batch.size))
     except KsegError as e:  # unreadable file
-        c.from_error("read", e)
+        if not os.path.lexists(path):
+            c.note("vanished", None, VANISHED)
+        else:
+            c.from_error("unreadable" if isinstance(e, InputError) else "read", e)
         return fr, last
     if seg.tail is not None:
         t = seg.tail
-        if isinstance(t.error, TruncatedError):
+        # zeros to the end, more than an entry header: what framing them would call a corrupt entry
+        zeros = None if isinstance(t.error, TruncatedError) else zero_bytes_to_end(path, t.position)
+        if zeros is not None:
+            c.note("preallocated", t.position, f"{zeros} zero bytes after the last batch: space the broker "
+                   "preallocated (log.preallocate=true), not a batch")
+        elif isinstance(t.error, TruncatedError) and newest:
+            c.note("truncated", t.position, f"incomplete tail: {t.length} bytes at the end of the partition's "
+                   f"newest segment do not form a complete batch yet (one still being written?) "
+                   f"({t.error.message})", expected=t.error.expected, found=t.error.found)
+        elif isinstance(t.error, TruncatedError):
             c.error("truncated", t.position, f"{t.length} bytes at the end do not form a complete batch "
                     f"({t.error.message})", expected=t.error.expected, found=t.error.found)
         else:
             c.error("framing", t.error.position, t.error.message + f"; {t.length} bytes from byte {t.position} unread",
                     expected=t.error.expected, found=t.error.found)
     if options.check_indexes and path.suffix == ".log":
-        _check_companions(c, path, summaries, controls, seg)
+        try:
+            _check_companions(c, path, summaries, controls, seg)
+        except FileNotFoundError:
+            c.note("vanished", None, VANISHED)
     return fr, last
 
 

@@ -1,0 +1,390 @@
+"""Fuzz targets: one function per entry point, bytes in, nothing out.
+
+Each target takes any ``bytes`` and either returns or raises. A target fails (and
+the fuzzer reports a finding) when:
+
+- anything but a ``kseg.errors.KsegError`` escapes the code under test (a bare
+  ``IndexError``, ``struct.error``, ``OverflowError``, ``MemoryError``, ...), or
+- for the accelerated entry points, the C accelerator and its pure-Python twin
+  disagree: other batches, consumed bytes, tail, records, encoded bytes, or another
+  error (class, message, byte position, ``where``, expected, found);
+- or a sanitizer stops the process (a C memory or undefined-behaviour error).
+
+The same targets run under atheris (``tests/fuzz/run.py``) and, over the committed
+corpus and every past finding, under pytest (``tests/test_fuzz_corpus.py``).
+Targets cover every C entry point of ``kseg/log/_speedups.c``: ``scan``,
+``decode_v2`` (records and the verify summary), ``legacy_set``, ``legacy_record``,
+``legacy_batch_record``, ``legacy_crc_mismatches``, ``encode_v2_records`` and
+``encode_legacy_messages``; and the pure-Python readers of internal topics
+(``kseg.decoders``) and companion files (``kseg.companions.read``).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Callable
+
+from kseg.errors import KsegError
+from kseg.log import decode, fast
+from kseg.model import Batch, Header, Record
+
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+DECOMPRESSED_LIMIT = 1 << 20  # keep a fuzz input from inflating into hundreds of MiB
+
+
+class Divergence(AssertionError):
+    """The C accelerator and the Python reference disagree."""
+
+
+# --------------------------------------------------------------------------- outcomes
+
+
+def err_tuple(e: KsegError) -> tuple:
+    return ("error", type(e).__name__, e.message, e.position, e.where, e.expected, e.found)
+
+
+def outcome(fn: Callable, *args) -> tuple:
+    try:
+        return ("ok", fn(*args))
+    except KsegError as e:
+        return err_tuple(e)
+
+
+def pure(fn: Callable, *args) -> tuple:
+    """``fn``'s outcome with the accelerator off (nested calls run the reference too)."""
+    saved = fast.ACCELERATED
+    fast.ACCELERATED = False
+    try:
+        return outcome(fn, *args)
+    finally:
+        fast.ACCELERATED = saved
+
+
+def accelerated(fn: Callable, *args) -> tuple:
+    saved = fast.ACCELERATED
+    fast.ACCELERATED = fast._speedups is not None
+    try:
+        return outcome(fn, *args)
+    finally:
+        fast.ACCELERATED = saved
+
+
+def same(what: str, py, c) -> None:
+    if py != c:
+        raise Divergence(f"{what}:\npython: {py!r}\nC:      {c!r}")
+
+
+def both(what: str, fn: Callable, *args) -> tuple:
+    """Run ``fn`` both ways, fail on a difference, return the (common) outcome."""
+    py = pure(fn, *args)
+    if fast._speedups is not None:
+        same(what, py, accelerated(fn, *args))
+    return py
+
+
+def scan_tuple(scan) -> tuple:
+    batches = [(tuple(b[:7]), bytes(b.raw), tuple(b[8:])) for b in scan.batches]
+    tail = None
+    if scan.tail is not None:
+        tail = (scan.tail.position, scan.tail.length, err_tuple(scan.tail.error))
+    return batches, scan.consumed, tail
+
+
+def _scan(buf, base, final, start, max_entries):
+    return scan_tuple(fast.scan_entries(buf, base, final=final, start=start, max_entries=max_entries))
+
+
+class Reader:
+    """Takes parameters off the front of a fuzz input, deterministically, never failing."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def u8(self) -> int:
+        if self.pos >= len(self.data):
+            return 0
+        self.pos += 1
+        return self.data[self.pos - 1]
+
+    def int(self, size: int) -> int:
+        chunk = self.data[self.pos:self.pos + size].ljust(size, b"\0")
+        self.pos += size
+        return int.from_bytes(chunk, "big", signed=True)
+
+    def blob(self, max_size: int) -> bytes | None:
+        n = self.u8()
+        if n == 255:
+            return None
+        n = min(n, max_size)
+        out = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return out
+
+    def rest(self) -> bytes:
+        out = self.data[self.pos:]
+        self.pos = len(self.data)
+        return out
+
+
+# --------------------------------------------------------------------------- C entry points
+
+
+def fuzz_scan(data: bytes) -> None:
+    """``scan``: split bytes into entries, final or not, from a start, a few at a time."""
+    r = Reader(data)
+    flags = r.u8()
+    base = r.int(2) & 0xFFFF
+    buf = r.rest()
+    final = bool(flags & 1)
+    start = min((flags >> 1) & 7, len(buf))
+    max_entries = -1 if flags & 0x80 else (flags >> 4) & 7
+    both("scan", _scan, buf, base, final, start, max_entries)
+    # walking in steps, as Segment.batches does, gives what one walk gives
+    whole = both("scan", _scan, buf, base, True, 0, -1)
+    both("scan (memoryview)", _scan, memoryview(buf), base, True, 0, -1)
+    stepped, pos = [], 0
+    while True:
+        got = both("scan (steps)", _scan, buf, base, True, pos, 2)[1]
+        stepped += got[0]
+        if got[2] is not None or got[1] == pos:
+            tail = got[2] if got[2] is not None else both("scan", _scan, buf, base, True, got[1], 1)[1][2]
+            break
+        pos = got[1]
+    if whole[0] == "ok":
+        same("scan (steps vs whole)", (whole[1][0], whole[1][2]), (stepped, tail))
+
+
+def _check_summary(data: bytes, base_ts: int, count: int) -> None:
+    summary = both("check_v2_records", fast.check_v2_records, data, base_ts, count)
+    implied = pure(decode.decode_v2_records, data, 0, base_ts, count, None)
+    if implied[0] != "ok":
+        same("check_v2_records vs decode", implied, summary)
+        return
+    records = implied[1]
+    if not records:
+        same("check_v2_records (empty)", ("ok", (None, True, 0, 0)), summary)
+        return
+    deltas = [rec.offset for rec in records]
+    want = (max(rec.stored_timestamp for rec in records), all(a < b for a, b in zip(deltas, deltas[1:])),
+            min(deltas), max(deltas))
+    same("check_v2_records vs decode", ("ok", want), summary)
+
+
+def fuzz_v2_records(data: bytes) -> None:
+    """``decode_v2`` (records and the verify summary): a v2 records section."""
+    r = Reader(data)
+    count = r.int(1)  # -128..127: negative counts are an error both ways
+    base_offset = r.int(8)
+    base_ts = r.int(8)
+    lat = r.int(8) if r.u8() & 1 else None
+    section = r.rest()
+    both("decode_v2_records", fast.decode_v2_records, section, base_offset, base_ts, count, lat)
+    _check_summary(section, base_ts, count)
+
+
+def _payload(b: Batch):
+    from kseg.log.records import payload_bytes
+
+    return outcome(lambda: payload_bytes(b, limit=DECOMPRESSED_LIMIT))
+
+
+def compare_log(buf: bytes) -> None:
+    """A whole .log buffer: the scan, then every entry's records both ways."""
+    scan = both("scan", _scan, buf, 0, True, 0, -1)
+    for b in decode.scan_entries(buf).batches:
+        if b.magic >= 2:
+            got = _payload(b)
+            if got[0] != "ok":
+                continue
+            section = got[1][0]
+            both("decode_v2_records", fast.decode_v2_records, section, b.offset, b.base_timestamp,
+                 b.record_count, decode.effective_log_append_time(b))
+            _check_summary(section, b.base_timestamp, b.record_count)
+        elif b.codec == 0:
+            both("legacy_record", fast.legacy_record, b, b.offset, b.timestamp)
+            both("legacy_batch_record", fast.legacy_batch_record, b)
+        else:
+            got = _payload(b)
+            if got[0] != "ok":
+                continue
+            compare_wrapper(b, bytes(got[1][0]))
+    del scan
+
+
+def compare_wrapper(wrapper: Batch, inner: bytes) -> None:
+    both("scan (inner)", _scan, inner, 0, True, 0, -1)
+    for m in decode.scan_entries(inner).batches:
+        if m.magic < 2:  # kseg never asks for a v2 batch as a legacy message
+            both("legacy_record (inner)", fast.legacy_record, m, m.offset, m.timestamp)
+    got = both("decode_legacy_wrapper", fast.decode_legacy_wrapper, wrapper, inner)
+    if got[0] == "ok":
+        both("legacy_crc_mismatches", fast.legacy_crc_mismatches, inner)
+
+
+def fuzz_log(data: bytes) -> None:
+    """Every C reading entry point, reached the way kseg reaches them, from .log bytes."""
+    compare_log(data)
+
+
+def _legacy_wrapper(magic: int, offset: int, timestamp: int, attributes: int) -> Batch:
+    """A stand-in wrapper Batch: only magic, offset, timestamp and attributes are read."""
+    from kseg.log.encode import build_legacy_message
+
+    raw = build_legacy_message(offset, magic, attributes & 0xFF, timestamp, None, b"")
+    return decode.scan_entries(raw).batches[0]
+
+
+def fuzz_legacy(data: bytes) -> None:
+    """``legacy_set``, ``legacy_record``, ``legacy_batch_record``, ``legacy_crc_mismatches``:
+    a decompressed wrapper's inner message set under a wrapper of either magic."""
+    r = Reader(data)
+    flags = r.u8()
+    magic = flags & 1
+    attributes = (flags & 0x08) | 1  # codec gzip (never read), timestamp type from the input
+    offset = r.int(4) & 0x7FFFFFFF if flags & 2 else 0
+    timestamp = r.int(8)
+    inner = r.rest()
+    wrapper = _legacy_wrapper(magic, offset, timestamp if magic else -1, attributes)
+    compare_wrapper(wrapper, inner)  # legacy_crc_mismatches only where legacy_set accepts (its contract)
+    for m in decode.scan_entries(inner).batches:
+        if m.magic < 2:
+            both("legacy_batch_record", fast.legacy_batch_record, m)
+
+
+# --------------------------------------------------------------------------- encoders
+
+
+def _records(r: Reader, magic: int) -> tuple[list[Record], int, int]:
+    base_offset = r.int(8) >> (r.u8() & 63)
+    base_ts = r.int(8) >> (r.u8() & 63)
+    records = []
+    for _ in range(r.u8() & 7):
+        od = r.int(4)
+        shift = r.u8()
+        td = r.int(8) >> (shift & 63)
+        attributes = r.u8()
+        key = r.blob(64)
+        value = r.blob(200)
+        headers = []
+        for _ in range(r.u8() & 3):
+            hk = r.blob(16) or b""
+            headers.append(Header(hk.decode("utf-8", "surrogateescape"), r.blob(32)))
+        if magic == 2 and shift & 0x40:
+            key = bytearray(key) if key is not None else None
+        if magic == 2 and shift & 0x80:
+            value = memoryview(value) if value is not None else None
+        ts = base_ts + td
+        records.append(Record(base_offset + od, ts, key, value, tuple(headers), ts, attributes, magic, None))
+    return records, base_offset, base_ts
+
+
+def _encode_v2_py(records, base_offset, base_ts):
+    from kseg.errors import InputError
+    from kseg.log.encode import encode_v2_records_py
+
+    try:
+        return encode_v2_records_py(records, base_offset, base_ts)
+    except (OverflowError, struct.error) as e:  # the reference's own range checks
+        raise InputError(str(e)) from None
+
+
+def fuzz_encoders(data: bytes) -> None:
+    """``encode_v2_records`` and ``encode_legacy_messages`` against their Python twins,
+    and what they write decodes back to what they were given."""
+    from kseg.log.encode import build_legacy_message_set, encode_v2_records
+
+    r = Reader(data)
+    kind = r.u8()
+    if kind & 1 == 0:
+        records, base_offset, base_ts = _records(r, 2)
+        py = outcome(_encode_v2_py, records, base_offset, base_ts)
+        c = accelerated(encode_v2_records, records, base_offset, base_ts)
+        same("encode_v2_records", _kind(py), _kind(c))
+        if py[0] == "ok":
+            back = [rec._replace(key=_b(rec.key), value=_b(rec.value)) for rec in records]
+            got = both("decode_v2_records (encoded)", fast.decode_v2_records, py[1], base_offset, base_ts,
+                       len(records), None)
+            same("encode/decode round trip", ("ok", back), got)
+    else:
+        magic = (kind >> 1) & 1
+        records, base_offset, _ = _records(r, magic)
+        records = [rec._replace(offset=rec.offset & INT64_MAX, stored_timestamp=rec.timestamp if magic else -1,
+                                headers=()) for rec in records]
+        rel = records[0].offset if records and kind & 4 else None
+        py = pure(lambda: build_legacy_message_set(records, magic=magic, relative_to=rel))
+        c = accelerated(lambda: build_legacy_message_set(records, magic=magic, relative_to=rel))
+        same("encode_legacy_messages", _kind(py), _kind(c))
+        if py[0] == "ok":
+            both("scan (encoded)", _scan, py[1], 0, True, 0, -1)
+
+
+def _b(v):
+    return None if v is None else bytes(v)
+
+
+def _kind(result: tuple) -> tuple:
+    """Encoders are compared by bytes, or by error class (their messages come from
+    different range checks)."""
+    return result if result[0] == "ok" else (result[0], result[1])
+
+
+# --------------------------------------------------------------------------- pure-Python readers
+
+
+def fuzz_decoders(data: bytes) -> None:
+    """``kseg.decoders``: any key and value of an internal topic decode or become raw."""
+    from kseg.decoders import FAMILIES, decode_record
+
+    r = Reader(data)
+    flags = r.u8()
+    family = FAMILIES[flags % 3]
+    is_control = bool(flags & 4)
+    key = r.blob(250)
+    value = r.rest() if not flags & 8 else None
+    record = Record(r.pos, 0, key, value, (), 0, 0, 2, None)
+    try:
+        decoded = decode_record(family, record, is_control)
+    except KsegError:
+        return
+    if decoded is not None:
+        repr(decoded)
+        decoded.fallbacks
+
+
+def fuzz_companions(data: bytes) -> None:
+    """``kseg.companions.read``: every companion file parser."""
+    from kseg.companions import read
+
+    r = Reader(data)
+    which = r.u8() % 6
+    base = r.int(8)
+    body = r.rest()
+    parsers = (
+        lambda: read.parse_offset_index(body, base),
+        lambda: read.parse_time_index(body, base),
+        lambda: read.parse_txn_index(body, base),
+        lambda: read.parse_producer_snapshot(body),
+        lambda: read.parse_leader_epoch_checkpoint(body),
+        lambda: read.parse_partition_metadata(body),
+    )
+    try:
+        result = parsers[which]()
+    except KsegError:
+        return
+    repr(result)
+    for name in ("entries", "producers"):
+        for _ in getattr(result, name, ()) or ():
+            pass
+
+
+TARGETS: dict[str, Callable[[bytes], None]] = {
+    "scan": fuzz_scan,
+    "v2_records": fuzz_v2_records,
+    "log": fuzz_log,
+    "legacy": fuzz_legacy,
+    "encoders": fuzz_encoders,
+    "decoders": fuzz_decoders,
+    "companions": fuzz_companions,
+}
