@@ -373,18 +373,20 @@ def index_cmd(inputs: tuple[Path, ...], mode: str, output: Path | None, force: b
 
 @main.command("compact")
 @compact_options
+@index_interval_option
 @guarded
 def compact_cmd(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, force: bool, now_ms: int | None,
                 delete_retention_ms: int, min_compaction_lag_ms: int, include_active: bool, topics: str,
                 key_map_bytes: int, producer_id_expiration_ms: int, first_dirty_offset: int | None,
                 single_pass: bool, segment_bytes: int, segment_index_bytes: int, keep_segments: bool, fmt: str,
-                max_decompressed_bytes: int) -> None:
+                max_decompressed_bytes: int, index_interval_bytes: int) -> None:
     """Keep the latest record per key, as Kafka's log cleaner does (offline)."""
     o, wanted = compact_setup(inputs, output, dry_run, now_ms, delete_retention_ms, min_compaction_lag_ms,
                               include_active, topics, key_map_bytes, producer_id_expiration_ms,
                               first_dirty_offset, single_pass, segment_bytes, segment_index_bytes,
                               keep_segments, max_decompressed_bytes)
-    result = compact_job(list(inputs), None if dry_run else output, o, force=force, topics=wanted)
+    result = compact_job(list(inputs), None if dry_run else output, o, force=force, topics=wanted,
+                         index_interval_bytes=index_interval_bytes)
     if fmt == "json":
         click.echo(compact_json(result, o.now_ms))
     else:

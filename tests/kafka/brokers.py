@@ -213,7 +213,7 @@ class Broker:
         config |= self.extra
         server = self.workdir / "server.properties"
         server.write_text(_properties(config))
-        if not self.release.startswith("3"):
+        if not self.release.startswith("3") and not (self.log_dir / "meta.properties").exists():
             cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
             fmt = subprocess.run(_java(self.release, "kafka.tools.StorageTool", "format", "-t", cluster_id,
                                        "-c", str(server), log4j=log4j), capture_output=True, text=True)

@@ -1,0 +1,420 @@
+"""The broker's own LogCleaner as the judge of ``kseg compact``.
+
+:func:`run_scenario` runs one broker of a release with the cleaner off,
+creates compacted topics (small segments, duplicate keys, tombstones, an
+idempotent producer, transactions that commit and abort; on 3.9 also a
+``message.format.version=0.10.2`` topic written with v1 produce requests),
+stops it and copies every partition as it is ("before"). It then starts the
+same broker again with the cleaner on and aggressive settings, waits (bounded)
+until ``cleaner-offset-checkpoint`` covers each partition up to its active
+segment, stops it and copies the partitions again ("after"). The wall-clock
+window of the cleaning (just before the restart, just after the stop) is kept:
+the cleaner's clock was somewhere in it.
+
+:func:`compare` runs ``kseg compact`` on "before" with the broker's settings
+and a clock inside that window and lists every difference with "after": the
+segment file names (the cleaner's grouping), per batch its offsets, attributes,
+producer fields, base sequence, size and CRC (when the delete horizons are
+equal), the delete horizon as "set or not" and inside the window, every
+record, and the ``.index``/``.timeindex`` bytes.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import brokers
+import checks
+
+SEGMENT_BYTES = 2048  # while producing: many small segments
+CLEAN_SEGMENT_BYTES = 6144  # set before cleaning: the cleaner groups up to 3 of them
+INDEX_INTERVAL = 512
+DELETE_RETENTION_MS = 86_400_000
+#: the topic of the second cleaning: its tombstones' delete horizons pass between the two cleanings
+SHORT_RETENTION_MS = 2000
+SECOND_TOPIC = "cv2r"
+MIN_COMPACTION_LAG_MS = 0
+BASE_TS = 1_700_000_000_000
+PARTITION = 0
+
+
+def topics_for(release: str) -> dict[str, dict[str, str]]:
+    seg_key = "segment.bytes" if release.startswith("3") else "internal.segment.bytes"
+    cfg = {
+        "cleanup.policy": "compact",
+        seg_key: str(SEGMENT_BYTES),
+        "index.interval.bytes": str(INDEX_INTERVAL),
+        "min.cleanable.dirty.ratio": "0.01",
+        "delete.retention.ms": str(DELETE_RETENTION_MS),
+        "min.compaction.lag.ms": str(MIN_COMPACTION_LAG_MS),
+        "segment.ms": "600000",
+    }
+    topics = {"cv2": dict(cfg), SECOND_TOPIC: {**cfg, "delete.retention.ms": str(SHORT_RETENTION_MS)}}
+    if release.startswith("3"):
+        topics["cv1"] = {**cfg, "message.format.version": "0.10.2"}
+    return topics
+
+
+def settings(release: str, delete_retention_ms: int = DELETE_RETENTION_MS) -> dict[str, Any]:
+    """What ``kseg compact`` is told (the broker's topic settings when it cleaned)."""
+    return {"segment_bytes": CLEAN_SEGMENT_BYTES, "delete_retention_ms": delete_retention_ms,
+            "min_compaction_lag_ms": MIN_COMPACTION_LAG_MS, "index_interval_bytes": INDEX_INTERVAL,
+            "topics": topics_for(release)}
+
+
+def _value(tag: str, i: int) -> bytes:
+    return f"{tag} value {i} " .encode() + b"x" * (i % 13)
+
+
+def _send(p, topic: str, items: list[tuple[bytes, bytes | None, int]], flush_every: int = 6) -> None:
+    for n, (key, value, ts) in enumerate(items, 1):
+        p.send(topic, key=key, value=value, timestamp_ms=ts, partition=PARTITION)
+        if n % flush_every == 0:
+            p.flush()
+    p.flush()
+
+
+def produce(bootstrap: str, release: str) -> None:
+    from kafka import KafkaAdminClient, KafkaProducer
+    from kafka.admin import NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(n, 1, 1, topic_configs=c) for n, c in topics_for(release).items()])
+    finally:
+        admin.close()
+    common = {"bootstrap_servers": bootstrap, "linger_ms": 20, "batch_size": 1024}
+    ts = BASE_TS
+
+    def batch(tag: str, n: int, keys: int, tomb_every: int = 0) -> list[tuple[bytes, bytes | None, int]]:
+        nonlocal ts
+        out = []
+        for i in range(n):
+            key = f"k{(i * 7) % keys}".encode()
+            value = None if tomb_every and i % tomb_every == tomb_every - 1 else _value(tag, i)
+            out.append((key, value, ts))
+            ts += 1000
+        return out
+
+    for topic in ("cv2", SECOND_TOPIC):
+        ts = BASE_TS
+        # v2: plain and compressed producers, duplicate keys, tombstones
+        for codec in (None, "gzip", None, "lz4"):
+            p = KafkaProducer(compression_type=codec, **common)
+            _send(p, topic, batch(f"plain-{codec}", 40, 12, tomb_every=9))
+            p.close()
+        # idempotent producer (producer ids, sequences)
+        p = KafkaProducer(enable_idempotence=True, acks="all", **common)
+        _send(p, topic, batch("idem", 30, 12, tomb_every=7))
+        p.close()
+        # transactions: commit, abort, commit, abort, commit
+        p = KafkaProducer(transactional_id=f"cleaner-txn-{topic}", **common)
+        p.init_transactions()
+        for i, commit in enumerate((True, False, True, False, True)):
+            p.begin_transaction()
+            _send(p, topic, batch(f"txn{i}-{'commit' if commit else 'abort'}", 12, 16, tomb_every=5),
+                  flush_every=4)
+            p.commit_transaction() if commit else p.abort_transaction()
+        p.close()
+        # a tail of plain records so the transactions lie in rolled segments
+        p = KafkaProducer(**common)
+        _send(p, topic, batch("tail", 40, 12, tomb_every=11))
+        p.close()
+    if "cv1" in topics_for(release):
+        for codec in (None, "gzip", None):
+            p = KafkaProducer(compression_type=codec, api_version=(0, 10, 1), **common)
+            _send(p, "cv1", batch(f"v1-{codec}", 50, 12, tomb_every=9))
+            p.close()
+    # a larger segment.bytes for the cleaning, so that it groups segments (the active one does not roll
+    # until something is appended); alter_configs replaces a topic's whole set
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    seg_key = "segment.bytes" if release.startswith("3") else "internal.segment.bytes"
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, n, configs={**c, seg_key: str(CLEAN_SEGMENT_BYTES)})
+                             for n, c in topics_for(release).items()])
+    finally:
+        admin.close()
+
+
+def produce_more(bootstrap: str) -> None:
+    """New dirty data for the second cleaning: overwrites, tombstones, an aborted and a committed
+    transaction, and enough after them to roll the active segment past them."""
+    from kafka import KafkaProducer
+
+    common = {"bootstrap_servers": bootstrap, "linger_ms": 20, "batch_size": 1024}
+    ts = BASE_TS + 10_000_000
+    items = lambda tag, n, tomb: [(f"k{(i * 5) % 14}".encode(), None if i % tomb == tomb - 1 else  # noqa: E731
+                                   _value(tag, i), ts + i * 1000) for i in range(n)]
+    p = KafkaProducer(**common)
+    _send(p, SECOND_TOPIC, items("more", 60, 8))
+    p.close()
+    p = KafkaProducer(transactional_id=f"cleaner-txn-{SECOND_TOPIC}", **common)
+    p.init_transactions()
+    for i, commit in enumerate((False, True)):
+        p.begin_transaction()
+        _send(p, SECOND_TOPIC, items(f"more-txn{i}", 10, 4), flush_every=4)
+        p.commit_transaction() if commit else p.abort_transaction()
+    p.close()
+    p = KafkaProducer(**common)
+    _send(p, SECOND_TOPIC, items("more-tail", 120, 9))
+    p.close()
+
+
+def _checkpoint(logdir: Path) -> dict[str, int]:
+    path = logdir / "cleaner-offset-checkpoint"
+    if not path.exists():
+        return {}
+    lines = path.read_text().splitlines()
+    out = {}
+    for line in lines[2:]:
+        topic, part, offset = line.split()
+        out[f"{topic}-{part}"] = int(offset)
+    return out
+
+
+def _active_base(partition: Path) -> int:
+    return max(int(p.stem) for p in partition.glob("*.log"))
+
+
+#: files a partition copy leaves out: segments still waiting for asynchronous deletion, the
+#: cleaner's work files, and the broker's producer snapshots and checkpoints (kseg compact does not write them)
+TRANSIENT = ("*.deleted", "*.cleaned", "*.swap", "*.snapshot", "leader-epoch-checkpoint", "partition.metadata")
+
+
+def _copy(logdir: Path, dest: Path, partitions: list[str]) -> None:
+    for name in partitions:
+        shutil.copytree(logdir / name, dest / name, ignore=shutil.ignore_patterns(*TRANSIENT))
+
+
+def _clean(release: str, workdir: Path, partitions: list[str], clean_timeout: float) -> tuple[int, int]:
+    """Start the broker again with the cleaner on, wait until it cleaned ``partitions`` up to their active
+    segments, stop it; the wall-clock window (ms) of all that."""
+    logdir = workdir / "broker" / "data"
+    active = {p: _active_base(logdir / p) for p in partitions}
+    broker = brokers.Broker(release, workdir / "broker", {
+        "log.cleaner.enable": "true", "log.cleaner.backoff.ms": 100, "log.cleaner.threads": 1})
+    start_ms = int(time.time() * 1000)
+    try:
+        broker.start()
+        deadline = time.monotonic() + clean_timeout
+        while True:
+            cp = _checkpoint(logdir)
+            if all(cp.get(p, -1) >= active[p] for p in partitions):
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"cleaner checkpoint {cp} does not reach {active} after {clean_timeout}s\n"
+                                   f"{broker.logs()}")
+            time.sleep(0.5)
+        time.sleep(1.0)  # let a cleaning that may follow start and finish
+    finally:
+        broker.stop()
+    return start_ms, int(time.time() * 1000)
+
+
+def _produce(release: str, workdir: Path, what) -> None:
+    broker = brokers.Broker(release, workdir / "broker", {"log.cleaner.enable": "false"})
+    try:
+        broker.start()
+        what(broker.bootstrap)
+    except BaseException:
+        print(f"Kafka {brokers.version(release)} run failed; files in {workdir}\n{broker.logs()}", file=sys.stderr)
+        raise
+    finally:
+        broker.stop()
+
+
+def run_scenario(release: str, workdir: Path, clean_timeout: float = 90.0, second: bool = True) -> dict[str, Any]:
+    """Broker runs, "before"/"after" copies (and "before2"/"after2" of the second cleaning) in ``workdir``;
+    returns the manifest (also written there as manifest.json)."""
+    logdir = workdir / "broker" / "data"
+    partitions = [f"{t}-{PARTITION}" for t in topics_for(release) if t != SECOND_TOPIC]
+    _produce(release, workdir, lambda bootstrap: produce(bootstrap, release))
+    _copy(logdir, workdir / "before", partitions)
+    window = _clean(release, workdir, [*partitions, f"{SECOND_TOPIC}-{PARTITION}"], clean_timeout)
+    _copy(logdir, workdir / "after", partitions)
+    manifest: dict[str, Any] = {
+        "release": release, "kafka_version": brokers.version(release), "partitions": partitions,
+        "window_ms": list(window), "checkpoint": _checkpoint(logdir), "settings": settings(release)}
+    if second:
+        # the second cleaning: its first cleaning stamped delete horizons that have passed by now
+        part = [f"{SECOND_TOPIC}-{PARTITION}"]
+        _produce(release, workdir, produce_more)
+        _copy(logdir, workdir / "before2", part)
+        window2 = _clean(release, workdir, part, clean_timeout)
+        _copy(logdir, workdir / "after2", part)
+        manifest["second"] = {
+            "release": release, "kafka_version": brokers.version(release), "partitions": part,
+            "window_ms": list(window2), "previous_window_ms": list(window),
+            "checkpoint": _checkpoint(logdir), "settings": settings(release, SHORT_RETENTION_MS)}
+    (workdir / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+# --------------------------------------------------------------------------- comparison
+
+SEGMENT_SUFFIXES = (".log", ".index", ".timeindex")
+
+
+def kseg_compact(before: Path, out: Path, manifest: dict[str, Any], now_ms: int | None = None,
+                 single_pass: bool = True) -> None:
+    """``kseg compact`` of every partition of ``before`` into ``out``, told the broker's settings
+    (``--single-pass``: one broker cleaning)."""
+    s = manifest["settings"]
+    now_ms = manifest["window_ms"][0] if now_ms is None else now_ms
+    for part in manifest["partitions"]:
+        rc, _, err = checks.run_kseg(
+            ["compact", str(before / part), "-o", str(out / part), "--now-ms", str(now_ms),
+             "--delete-retention-ms", str(s["delete_retention_ms"]), "--segment-bytes", str(s["segment_bytes"]),
+             "--min-compaction-lag-ms", str(s["min_compaction_lag_ms"]), *(["--single-pass"] * single_pass),
+             "--index-interval-bytes", str(s["index_interval_bytes"])], cwd=out.parent)
+        assert rc == 0, err.decode()
+
+
+def _dump(partition: Path) -> tuple[list[dict], list[dict]]:
+    """The batches and records of a partition folder (cached: inputs are read many times, outputs are new)."""
+    return _dump_cached(str(partition.resolve()))
+
+
+@functools.lru_cache(maxsize=64)
+def _dump_cached(partition: str) -> tuple[list[dict], list[dict]]:
+    rc, out, err = checks.run_kseg(["dump", "--records", "--format", "jsonl", "--payload", "base64", partition],
+                                   cwd=Path(partition).parent)
+    assert rc == 0, err.decode()
+    batches, records = [], []
+    for line in out.decode().splitlines():
+        obj = json.loads(line)
+        if obj.get("type") == "batch":
+            obj["file"] = Path(obj["file"]).name
+            batches.append(obj)
+        elif obj.get("type") == "record":
+            records.append(obj)
+    return batches, records
+
+
+def _horizons(partition: Path) -> set[int]:
+    return {b["delete_horizon_ms"] for b in _dump(partition)[0] if b.get("delete_horizon_ms") is not None}
+
+
+def compare_partition(got: Path, want: Path, manifest: dict[str, Any], clock_exact: bool = False,
+                      earlier: set[int] = frozenset()) -> list[str]:
+    """Every difference of kseg's output (``got``) from the broker's cleaned partition (``want``).
+
+    ``clock_exact``: kseg ran with the cleaner's own clock, so the ``.log`` files must be byte-identical.
+    ``earlier``: delete horizons an earlier cleaning stamped (already in the input), not in this window.
+    """
+    name = want.name
+    problems: list[str] = []
+    files = lambda d: sorted(p.name for p in d.iterdir() if p.suffix in SEGMENT_SUFFIXES)  # noqa: E731
+    if files(got) != files(want):
+        problems.append(f"{name}: segment files: kseg {files(got)} broker {files(want)}")
+    ret = manifest["settings"]["delete_retention_ms"]
+    lo, hi = (t + ret for t in manifest["window_ms"])
+    gb, gr = _dump(got)
+    wb, wr = _dump(want)
+    gmap = {b["base_offset"]: b for b in gb}
+    for b in wb:
+        k = gmap.pop(b["base_offset"], None)
+        where = f"{name}: batch {b['base_offset']}..{b['last_offset']}"
+        if k is None:
+            problems.append(f"{where}: kept by the broker, missing in kseg's output")
+            continue
+        wh, kh = b.get("delete_horizon_ms"), k.get("delete_horizon_ms")
+        if (wh is None) != (kh is None):
+            problems.append(f"{where}: delete horizon broker {wh} kseg {kh}")
+        elif wh is not None and wh not in earlier and not lo <= wh <= hi:
+            problems.append(f"{where}: broker delete horizon {wh} outside the window {lo}..{hi}")
+        skip = {"crc", "delete_horizon_ms"} if wh != kh else {"delete_horizon_ms"}
+        for field in sorted(set(b) | set(k)):
+            if field not in skip and b.get(field) != k.get(field):
+                problems.append(f"{where}: {field} broker {b.get(field)!r} kseg {k.get(field)!r}")
+    for b in gmap.values():
+        problems.append(f"{name}: batch {b['base_offset']}..{b['last_offset']}: in kseg's output only")
+    gmap_r = {r["offset"]: r for r in gr}
+    for r in wr:
+        k = gmap_r.pop(r["offset"], None)
+        if k is None:
+            problems.append(f"{name}: record {r['offset']} (key {r.get('key')!r}) kept by the broker only")
+        elif k != r:
+            problems.append(f"{name}: record {r['offset']}: broker {r} kseg {k}")
+    for r in gmap_r.values():
+        problems.append(f"{name}: record {r['offset']} (key {r.get('key')!r}) kept by kseg only")
+    if clock_exact:
+        for w in sorted(want.glob("*.log")):
+            g = got / w.name
+            if g.exists() and g.read_bytes() != w.read_bytes():
+                problems.append(f"{name}/{w.name}: not byte-identical with the cleaner's clock")
+    for suffix in (".index", ".timeindex", ".txnindex"):
+        for w in sorted(want.glob(f"*{suffix}")):
+            g = got / w.name
+            if g.exists() and g.read_bytes() != w.read_bytes():
+                problems.append(f"{name}/{w.name}: {len(g.read_bytes())} bytes from kseg, "
+                                f"{len(w.read_bytes())} from the broker, not the same")
+    return problems
+
+
+def cleaner_clock(before: Path, after: Path, manifest: dict[str, Any]) -> int | None:
+    """The clock of the broker's cleaning, from the delete horizons it stamped (one value per cleaning:
+    those not in ``before`` already), or None when it stamped none or several."""
+    horizons: set[int] = set()
+    for part in manifest["partitions"]:
+        horizons |= _horizons(after / part) - _horizons(before / part)
+    if len(horizons) != 1:
+        return None
+    return horizons.pop() - manifest["settings"]["delete_retention_ms"]
+
+
+def compare(before: Path, after: Path, out: Path, manifest: dict[str, Any],
+            now_ms: int | None = None) -> dict[str, list[str]]:
+    """Partition -> differences of ``kseg compact before`` from ``after``, with the clock ``now_ms``
+    (default: the window's start; "cleaner": the cleaner's own clock, then the logs must be byte-identical)."""
+    exact = now_ms == "cleaner"
+    if exact:
+        now_ms = cleaner_clock(before, after, manifest)
+        assert now_ms is not None, "the broker stamped no single delete horizon"
+        lo, hi = manifest["window_ms"]
+        assert lo <= now_ms <= hi, f"the cleaner's clock {now_ms} is outside the window {lo}..{hi}"
+    kseg_compact(before, out, manifest, now_ms)
+    return {p: compare_partition(out / p, after / p, manifest, exact, _horizons(before / p))
+            for p in manifest["partitions"]}
+
+
+def stages(manifest: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """("", the first cleaning's manifest) and ("2", the second's) when there is one: the suffix of the
+    before/after folders and what to compare them with."""
+    return [("", manifest)] + ([("2", manifest["second"])] if "second" in manifest else [])
+
+
+CORPUS = brokers.REPO / "fixtures" / "kafka-cleaner"
+
+
+def write_corpus(release: str, workdir: Path) -> Path:
+    """A new broker run into ``fixtures/kafka-cleaner/<release>/`` (before/, after/, manifest.json)."""
+    manifest = run_scenario(release, workdir)
+    dest = CORPUS / release
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    for name in ("before", "after", "before2", "after2", "manifest.json"):
+        if (workdir / name).exists():
+            (shutil.copytree if name != "manifest.json" else shutil.copy)(workdir / name, dest / name)
+    for stage, m in stages(manifest):
+        diffs = compare(dest / f"before{stage}", dest / f"after{stage}", workdir / f"out{stage}", m, "cleaner")
+        for part, d in diffs.items():
+            print(f"{release} {part} cleaning {stage or 1}: {len(d)} differences from the broker's cleaner",
+                  *d, sep="\n")
+    return dest
+
+
+if __name__ == "__main__":  # python tests/kafka/cleaning.py [RELEASE...]: new corpus
+    import tempfile
+
+    for rel in sys.argv[1:] or sorted(brokers.RELEASES):
+        with tempfile.TemporaryDirectory(prefix=f"kseg-cleaner-{rel}-") as tmp:
+            write_corpus(rel, Path(tmp))
