@@ -40,7 +40,7 @@ from kseg.formats.attributes import CONTROL_ABORT, CONTROL_TYPE_NAMES
 from kseg.layouts import ABORTED_TXN_ENTRY, TIME_INDEX_ENTRY
 from kseg.log.control import control_info
 from kseg.log.decode import decode_v2_records, records_region
-from kseg.log.segment import Segment, base_offset_of
+from kseg.log.segment import TIERED_EPOCH_SUFFIXES, Segment, base_offset_of, tiered_segment_id
 from kseg.model import Batch
 from kseg.storage import as_path, open_input
 
@@ -449,7 +449,9 @@ def check_producer_snapshot(path: str | os.PathLike) -> list[Finding]:
     data = _read_for_check(path, out)
     if data is None:
         return out
-    return producer_snapshot_findings(data, str(path), base_offset_of(path))
+    # A tiered copy is named by its segment's start offset, not by the offset it was taken at.
+    bound = None if tiered_segment_id(path) else base_offset_of(path)
+    return producer_snapshot_findings(data, str(path), bound)
 
 
 # --------------------------------------------------------------------------- text files
@@ -571,7 +573,7 @@ def check_standalone(path: str | os.PathLike) -> list[Finding]:
         return check_txn_index(p, None)
     if suffix == ".snapshot":
         return check_producer_snapshot(p)
-    if p.name == "leader-epoch-checkpoint":
+    if p.name == "leader-epoch-checkpoint" or suffix in TIERED_EPOCH_SUFFIXES:
         return check_leader_epoch_checkpoint(p)
     if p.name == "partition.metadata":
         return check_partition_metadata(p)

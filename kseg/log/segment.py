@@ -7,6 +7,7 @@ bytes to the sans-IO decoder. Never writes to its input.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 import stat
@@ -26,6 +27,15 @@ from kseg.storage import ArchivePath, RemotePath, as_path
 CHUNK_SIZE = 8 * 1024 * 1024
 STEP_ENTRIES = 512
 PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+# Tiered storage (KIP-405). A Kafka Uuid as text: 16 bytes in URL-safe base64, no padding.
+KAFKA_UUID = r"[A-Za-z0-9_-]{22}"
+# A segment's files in a remote store: ``<start offset>-<segment id>.<suffix>``; the offset is
+# bare in Kafka's LocalTieredStorage, 20 digits in Aiven's plugin.
+TIERED_STEM = re.compile(rf"^(?P<offset>\d{{1,20}})-(?P<segment_id>{KAFKA_UUID})$")
+# LocalTieredStorage's partition folder: ``<topic>-<partition>-<topic id>``.
+TIERED_PARTITION_DIR = re.compile(rf"^(?P<topic>.+)-(?P<partition>\d+)-(?P<topic_id>{KAFKA_UUID})$")
+# Aiven's plugin: ``<topic>-<topic id>/<partition>/``.
+TIERED_TOPIC_DIR = re.compile(rf"^(?P<topic>.+)-(?P<topic_id>{KAFKA_UUID})$")
 KAFKA07_SUFFIXES = (".kafka", ".kafka07")  # pre-0.8 segment files
 
 
@@ -40,9 +50,43 @@ OFFSET_DIGITS = 20
 
 def base_offset_of(path: str | os.PathLike) -> int | None:
     """The offset a segment file's name starts with (the broker's 20 digits up to the
-    first dot), if any. Other names (``/dev/fd/63``, ``5.log``) carry no offset."""
+    first dot, or tiered storage's ``<start offset>-<segment id>``), if any. Other names
+    (``/dev/fd/63``, ``5.log``) carry no offset."""
     head = Path(path).name.split(".", 1)[0]
-    return int(head) if len(head) == OFFSET_DIGITS and head.isdigit() else None
+    if len(head) == OFFSET_DIGITS and head.isdigit():
+        return int(head)
+    m = TIERED_STEM.match(head)
+    return int(m.group("offset")) if m else None
+
+
+# A segment's leader epoch checkpoint in a remote store (LocalTieredStorage, Aiven's plugin):
+# the text of the broker's ``leader-epoch-checkpoint`` as it was when the segment was copied.
+TIERED_EPOCH_SUFFIXES = (".leader_epoch_checkpoint", ".leader-epoch-checkpoint")
+
+
+def tiered_segment_id(path: str | os.PathLike) -> str | None:
+    """The segment id in a tiered storage file name (``<start offset>-<segment id>.<suffix>``), if any."""
+    m = TIERED_STEM.match(Path(path).name.split(".", 1)[0])
+    return m.group("segment_id") if m else None
+
+
+def rsm_transform(path: str | os.PathLike) -> str | None:
+    """How Aiven's remote storage manager transformed a tiered ``.log`` object, from the
+    ``<stem>.rsm-manifest`` beside it ("compressed", "encrypted", both), or None when the
+    object holds the segment's bytes as they were (no manifest, or neither transform)."""
+    p = as_path(path)
+    if tiered_segment_id(p) is None:
+        return None
+    manifest = companion_path(p, ".rsm-manifest")
+    try:
+        if not manifest.is_file():
+            return None
+        doc = json.loads(manifest.read_bytes())
+    except (OSError, ValueError):
+        return None
+    done = [what for what, on in (("compressed", doc.get("compression")), ("encrypted", doc.get("encryption")))
+            if on]
+    return " and ".join(done) or None
 
 
 def is_stdin(path: str | os.PathLike) -> bool:
@@ -314,11 +358,24 @@ def partition_segments(folder: str | os.PathLike) -> list[Path]:
     return sorted(logs, key=lambda p: base_offset_of(p))  # type: ignore[arg-type, return-value]
 
 
-def parse_partition_dir(name: str) -> tuple[str, int] | None:
-    m = PARTITION_DIR.match(name)
-    if not m:
-        return None
-    return m.group("topic"), int(m.group("partition"))
+def parse_partition_dir(name: str, parent: str | None = None) -> tuple[str, int] | None:
+    """(topic, partition) of a partition folder's name: the broker's ``<topic>-<n>``,
+    LocalTieredStorage's ``<topic>-<n>-<topic id>``, or a bare ``<n>`` inside Aiven's
+    ``<topic>-<topic id>`` (``parent``, the name of the folder above)."""
+    m = TIERED_PARTITION_DIR.match(name) or PARTITION_DIR.match(name)
+    if m:
+        return m.group("topic"), int(m.group("partition"))
+    if parent is not None and name.isdigit():
+        t = TIERED_TOPIC_DIR.match(parent)
+        if t:
+            return t.group("topic"), int(name)
+    return None
+
+
+def partition_of(folder: str | os.PathLike) -> tuple[str, int] | None:
+    """(topic, partition) of a partition folder, by its name (and its parent's, for Aiven's layout)."""
+    folder = as_path(folder)
+    return parse_partition_dir(folder.name, folder.parent.name)
 
 
 @dataclass(frozen=True)
@@ -329,12 +386,12 @@ class Partition:
 
     @property
     def topic(self) -> str | None:
-        parsed = parse_partition_dir(self.path.name)
+        parsed = partition_of(self.path)
         return parsed[0] if parsed else None
 
     @property
     def partition(self) -> int | None:
-        parsed = parse_partition_dir(self.path.name)
+        parsed = partition_of(self.path)
         return parsed[1] if parsed else None
 
     @property
@@ -350,10 +407,13 @@ def log_dir_partitions(root: str | os.PathLike) -> list[Partition]:
     root = as_path(root)
     found = []
     for child in root.iterdir():
-        if child.is_dir() and parse_partition_dir(child.name) and any(
-            p.suffix == ".log" for p in child.iterdir()
-        ):
+        if not child.is_dir():
+            continue
+        if parse_partition_dir(child.name) and any(p.suffix == ".log" for p in child.iterdir()):
             found.append(Partition(child))
+        elif TIERED_TOPIC_DIR.match(child.name):  # Aiven's <topic>-<topic id>/<partition>/
+            found.extend(Partition(g) for g in child.iterdir() if g.is_dir() and g.name.isdigit()
+                         and any(p.suffix == ".log" for p in g.iterdir()))
     return sorted(found, key=lambda p: (p.topic or "", p.partition or 0))
 
 

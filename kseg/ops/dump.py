@@ -16,7 +16,7 @@ from kseg.decoders import decode_record, family_for
 from kseg.errors import KsegError
 from kseg.log.decode import Tail
 from kseg.log.records import batch_records
-from kseg.log.segment import TRANSIENT_SUFFIXES, Segment, base_offset_of, companion_path
+from kseg.log.segment import TRANSIENT_SUFFIXES, Segment, base_offset_of, companion_path, tiered_segment_id
 from kseg.model import Batch, Record
 from kseg.ops.companion_dump import CompanionEvent, dump_companion
 
@@ -28,6 +28,9 @@ KIND_BY_SUFFIX = {
     ".timeindex": "timeindex",
     ".txnindex": "txnindex",
     ".snapshot": "snapshot",
+    # tiered storage: a segment's copy of the partition's leader-epoch-checkpoint
+    ".leader_epoch_checkpoint": "leader_epoch",
+    ".leader-epoch-checkpoint": "leader_epoch",
 }
 
 
@@ -129,7 +132,9 @@ def dump_paths(paths: list[Path], options: DumpOptions) -> Iterator[Event]:
 
 def dump_file(path: Path, options: DumpOptions) -> Iterator[Event]:
     kind = file_kind(path, strict=options.strict_names)
-    yield FileStart(path, kind, base_offset_of(path))
+    # A tiered snapshot is named by its segment's start offset, not by the offset it was taken at.
+    named = None if kind == "snapshot" and tiered_segment_id(path) else base_offset_of(path)
+    yield FileStart(path, kind, named)
     if kind in ("log", "checkpoint"):
 
         yield from _dump_log(path, options, family_for(path, options.decode))

@@ -24,7 +24,7 @@ from kseg.log.segment import (
     base_offset_of,
     companion_path,
     log_dir_partitions,
-    parse_partition_dir,
+    partition_of,
     partition_segments,
 )
 from kseg.model import Batch, Record
@@ -177,12 +177,12 @@ def partition_groups(paths: list[Path]) -> list[tuple[str | None, int | None, li
         if not p.exists():
             raise InputError("no such file or directory", file=str(p))
         if p.is_file():
-            parsed = parse_partition_dir(p.parent.name)
+            parsed = partition_of(p.parent)
             out.append((parsed[0] if parsed else None, parsed[1] if parsed else None, [p]))
             continue
         segs = partition_segments(p)
         if segs:
-            parsed = parse_partition_dir(p.name)
+            parsed = partition_of(p)
             out.append((parsed[0] if parsed else None, parsed[1] if parsed else None, segs))
             continue
         parts = log_dir_partitions(p)

@@ -26,7 +26,7 @@ from pathlib import Path
 from kseg.companions.read import parse_offset_checkpoint
 from kseg.errors import KsegError
 from kseg.log.atomic import write_atomic
-from kseg.log.segment import Segment, base_offset_of, parse_partition_dir, partition_segments
+from kseg.log.segment import Segment, base_offset_of, partition_of, partition_segments
 
 OFFSET_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
                       "replication-offset-checkpoint", "cleaner-offset-checkpoint")
@@ -89,7 +89,7 @@ def finish_log_dir(src: Path, dst: Path, command: str) -> None:
     """Every partition folder under ``dst`` finished, then the log directory's own files."""
     ends: dict[tuple[str, int], PartitionEnds] = {}
     for part in sorted(p for p in dst.iterdir() if p.is_dir()):
-        parsed = parse_partition_dir(part.name)
+        parsed = partition_of(part)
         if parsed is None:
             continue
         e = finish_partition(src / part.name, part, command)

@@ -31,7 +31,7 @@ from kseg.log.segment import (
     Segment,
     base_offset_of,
     log_dir_partitions,
-    parse_partition_dir,
+    partition_of,
     partition_segments,
     segment_file_name,
 )
@@ -316,7 +316,7 @@ def epoch_checkpoint_text(entries: list[tuple[int, int]]) -> str:
 def repair_partition(segs: list[Path], out_dir: Path | None, o: RepairOptions, *,
                      folder: Path | None = None) -> PartitionRepair:
     """Recover one partition's segments (in offset order) into ``out_dir`` (None: dry run)."""
-    parsed = parse_partition_dir(folder.name) if folder is not None else None
+    parsed = partition_of(folder) if folder is not None else None
     pr = PartitionRepair(str(folder if folder is not None else segs[0]), parsed[0] if parsed else None,
                          parsed[1] if parsed else None)
     txn = _TxnState()

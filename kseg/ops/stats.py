@@ -22,7 +22,7 @@ from kseg.log.control import control_info
 from kseg.log.decode import effective_log_append_time, records_region
 from kseg.log.fast import ACCELERATED, decode_v2_records
 from kseg.log.records import batch_records, payload_bytes
-from kseg.log.segment import Segment, base_offset_of, log_dir_partitions, parse_partition_dir, partition_segments
+from kseg.log.segment import Segment, base_offset_of, log_dir_partitions, partition_of, partition_segments
 from kseg.model import Batch
 
 try:  # the C walk of v2 records (keys into the HLL without building records)
@@ -432,7 +432,7 @@ def r_size(r: Any) -> int:
 
 def stats_partition(segs: list[Path], o: StatsOptions, *, folder: Path | None = None,
                     first_dirty: int | None = None) -> PartitionStats:
-    parsed = parse_partition_dir(folder.name) if folder is not None else None
+    parsed = partition_of(folder) if folder is not None else None
     ps = PartitionStats(str(folder if folder is not None else segs[0]), parsed[0] if parsed else None,
                         parsed[1] if parsed else None, first_dirty_offset=first_dirty)
     txns = _Txns()
@@ -494,7 +494,7 @@ def stats_groups(paths: Iterable[Path]) -> list[tuple[Path | None, list[Path], i
             continue
         segs = partition_segments(p)
         if segs:
-            parsed = parse_partition_dir(p.name)
+            parsed = partition_of(p)
             dirty = _cleaner_checkpoint(p.parent).get(parsed) if parsed else None
             out.append((p, segs, dirty))
             continue

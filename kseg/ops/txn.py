@@ -26,7 +26,7 @@ from kseg.errors import InputError, KsegError
 from kseg.formats.attributes import CONTROL_ABORT, CONTROL_COMMIT
 from kseg.log.control import control_info
 from kseg.log.records import batch_records
-from kseg.log.segment import Segment, base_offset_of, companion_path, expand_inputs, parse_partition_dir
+from kseg.log.segment import Segment, base_offset_of, companion_path, expand_inputs, partition_of
 from kseg.model import Batch
 from kseg.ops.state import replay
 
@@ -159,7 +159,7 @@ def _transactional_ids(paths: list[Path]) -> dict[int, str]:
 
 
 def _partition(folder: Path, logs: list[Path], ids: dict[int, str]) -> PartitionTransactions:
-    parsed = parse_partition_dir(folder.name)
+    parsed = partition_of(folder)
     pt = PartitionTransactions(str(folder), *(parsed if parsed else (None, None)))
     open_txns: dict[int, Transaction] = {}
     epochs: dict[int, int] = {}

@@ -34,6 +34,7 @@ from kseg.log.control import control_info
 from kseg.log.records import batch_records, check_v2_batch_records, wrapper_records
 from kseg.log.segment import (
     KAFKA07_SUFFIXES,
+    TIERED_EPOCH_SUFFIXES,
     Segment,
     base_offset_of,
     companion_path,
@@ -41,6 +42,7 @@ from kseg.log.segment import (
     log_dir_partitions,
     not_a_file,
     partition_segments,
+    rsm_transform,
     zero_bytes_to_end,
 )
 from kseg.model import Batch, Record
@@ -253,7 +255,8 @@ def _partition_files(folder: Path) -> list[Path]:
     .timeindex and .txnindex are checked with their log)."""
     snapshots = sorted(folder.glob("*.snapshot"))
     texts = [folder / n for n in PARTITION_TEXT_FILES if (folder / n).is_file()]
-    return snapshots + texts
+    epochs = sorted(c for c in folder.iterdir() if c.is_file() and c.suffix in TIERED_EPOCH_SUFFIXES)
+    return snapshots + texts + epochs
 
 
 PARTITION_TEXT_FILES = ("leader-epoch-checkpoint", "partition.metadata", "quorum-state")
@@ -265,7 +268,8 @@ INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
 def is_companion(path: Path) -> bool:
     """A file verified by itself (not as a log): index files, snapshots, the text files of
     partition folders and log directories."""
-    return path.suffix in COMPANION_SUFFIXES or path.name in PARTITION_TEXT_FILES or path.name in LOG_DIR_FILES
+    return (path.suffix in COMPANION_SUFFIXES + TIERED_EPOCH_SUFFIXES or path.name in PARTITION_TEXT_FILES
+            or path.name in LOG_DIR_FILES)
 
 
 def index_file_reports(fr: FileReport) -> list[FileReport]:
@@ -329,6 +333,12 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None,
     quick = options.quick
     # Index summaries are needed only when the segment has an index to check against.
     want_summaries = options.check_indexes and path.suffix == ".log" and _has_indexes(path)
+    transformed = rsm_transform(path)
+    if transformed:
+        fr.problems.append(Problem(ERROR, "input", str(path), None,
+                                   f"not read: the remote storage manager stored this segment {transformed} "
+                                   "in chunks (see its .rsm-manifest); kseg reads untransformed segment objects"))
+        return fr, prev_last
     try:
         for batch in seg.batches():
             fr.batches += 1

@@ -21,7 +21,7 @@ from kseg.defaults import parse_size as _size
 from kseg.errors import InputError
 from kseg.formats.log_entry import LOG_OVERHEAD, MIN_SIZE_BY_MAGIC
 from kseg.layouts import LOG_ENTRY_PREFIX
-from kseg.log.segment import base_offset_of, companion_path, expand_inputs, parse_partition_dir
+from kseg.log.segment import base_offset_of, companion_path, expand_inputs, partition_of
 from kseg.storage import as_path, open_input, size_of
 
 DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
@@ -68,7 +68,7 @@ def list_segments(paths: Iterable[str | os.PathLike]) -> list[SegmentFile]:
     for p in files:
         if not _is_log(p):
             continue
-        parsed = parse_partition_dir(p.parent.name)
+        parsed = partition_of(p.parent)
         topic, partition = parsed if parsed else (None, None)
         out.append(SegmentFile(str(p), topic, partition, p.stat().st_size, base_offset_of(p)))
     # Each segment's offset range ends where the next one of its folder begins (Kafka's naming).
