@@ -154,7 +154,25 @@ class RemoteStat:
 _NOT_FOUND, _FILE, _DIR = 0, 1, 2
 
 
-class RemotePath:
+class _NameParts:
+    """``suffix``, ``suffixes`` and ``stem`` from ``name``, as ``Path`` gives them."""
+
+    name: str
+
+    @property
+    def suffix(self) -> str:
+        return Path(self.name).suffix
+
+    @property
+    def suffixes(self) -> list[str]:
+        return Path(self.name).suffixes
+
+    @property
+    def stem(self) -> str:
+        return Path(self.name).stem
+
+
+class RemotePath(_NameParts):
     """An object or a prefix ("folder") in object storage, with ``Path``'s reading interface.
 
     ``key`` is ``bucket/prefix/name`` without slashes at either end. Listings remember
@@ -201,18 +219,6 @@ class RemotePath:
     @property
     def name(self) -> str:
         return self.key.rsplit("/", 1)[-1]
-
-    @property
-    def suffix(self) -> str:
-        return Path(self.name).suffix
-
-    @property
-    def suffixes(self) -> list[str]:
-        return Path(self.name).suffixes
-
-    @property
-    def stem(self) -> str:
-        return Path(self.name).stem
 
     @property
     def parent(self) -> RemotePath:
@@ -536,7 +542,7 @@ def _archive(path: Path) -> _Archive:
         return a
 
 
-class ArchivePath:
+class ArchivePath(_NameParts):
     """A member (file or folder) of a ``.tar``, ``.tar.gz``/``.tgz`` or ``.zip`` archive,
     with ``Path``'s reading interface; ``str()`` is ``<archive>/<member>``.
 
@@ -600,18 +606,6 @@ class ArchivePath:
     @property
     def name(self) -> str:
         return self.inner.rsplit("/", 1)[-1] if self.inner else self.archive.name
-
-    @property
-    def suffix(self) -> str:
-        return Path(self.name).suffix
-
-    @property
-    def suffixes(self) -> list[str]:
-        return Path(self.name).suffixes
-
-    @property
-    def stem(self) -> str:
-        return Path(self.name).stem
 
     @property
     def parent(self) -> ArchivePath | Path:
