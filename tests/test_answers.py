@@ -47,18 +47,11 @@ def real_folders(prefix: str) -> list[Path]:
 # --------------------------------------------------------------------------- coordinators
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("", 0), ("a", 97), ("hello", 99162322), ("DEVSmileCDR", None), ("é", 233), ("😀", None)])
+@pytest.mark.parametrize("text, expected", [("", 0), ("a", 97), ("hello", 99162322), ("é", 233),
+                                            ("Aa", 2112), ("BB", 2112)])
 def test_java_string_hash(text, expected):
-    # Values of Java's String.hashCode; the last two are checked by their definition over UTF-16 units.
-    units = text.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(units), 2):
-        h = (h * 31 + int.from_bytes(units[i:i + 2], "big")) % (1 << 32)
-    want = h - (1 << 32) if h >= 1 << 31 else h
-    assert java_string_hash(text) == want
-    if expected is not None:
-        assert java_string_hash(text) == expected
+    # Values of Java's String.hashCode ("Aa" and "BB" are Java's classic collision).
+    assert java_string_hash(text) == expected
 
 
 def test_every_real_group_lives_where_the_hash_rule_says():
