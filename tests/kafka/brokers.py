@@ -214,9 +214,12 @@ class Broker:
         server = self.workdir / "server.properties"
         server.write_text(_properties(config))
         if not self.release.startswith("3") and not (self.log_dir / "meta.properties").exists():
+            # a Kafka Uuid in URL-safe base64 may start with "-"; the "=" form keeps the argument
+            # parser from reading such an id as an option
             cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-            fmt = subprocess.run(_java(self.release, "kafka.tools.StorageTool", "format", "-t", cluster_id,
-                                       "-c", str(server), log4j=log4j), capture_output=True, text=True)
+            fmt = subprocess.run(_java(self.release, "kafka.tools.StorageTool", "format",
+                                       f"--cluster-id={cluster_id}", f"--config={server}", log4j=log4j),
+                                 capture_output=True, text=True)
             if fmt.returncode != 0:
                 raise RuntimeError(f"kafka-storage format failed:\n{fmt.stdout}{fmt.stderr}")
         self._spawn("kafka", _java(self.release, "kafka.Kafka", str(server), log4j=log4j))
