@@ -8,45 +8,43 @@ typed batches and their records, and build batches.
     >>> for batch in seg.batches():
     ...     for record in kseg.batch_records(batch):
     ...         print(record.offset, record.key, record.value)
+
+The names load on first use (PEP 562), so that ``import kseg`` costs nothing
+until something is asked of it: the ``kseg`` command relies on that to take
+over Ctrl-C before its first heavy import.
 """
 
-from kseg.errors import (
-    CorruptBatchError,
-    CrcMismatchError,
-    DataError,
-    DecompressionError,
-    DecompressionLimitError,
-    InputError,
-    KsegError,
-    TruncatedError,
-    UnsupportedCodecError,
-)
-from kseg.log import encode  # noqa: F401 - kseg.encode.build_v2_batch & co.: the public builders
-from kseg.log.records import batch_records
-from kseg.log.segment import Partition, Segment, open_log_dir, open_partition, open_segment
-from kseg.model import Batch, Header, Record, make_record
-from kseg.ops import registry as _registry  # noqa: F401 - installs the plugin registry reader in kseg.codecs.plugins
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Batch",
-    "CorruptBatchError",
-    "CrcMismatchError",
-    "DataError",
-    "DecompressionError",
-    "DecompressionLimitError",
-    "Header",
-    "InputError",
-    "KsegError",
-    "Partition",
-    "Record",
-    "Segment",
-    "TruncatedError",
-    "UnsupportedCodecError",
-    "batch_records",
-    "make_record",
-    "open_log_dir",
-    "open_partition",
-    "open_segment",
-]
+# public name -> the module that defines it
+_PUBLIC = {
+    **dict.fromkeys(
+        ("CorruptBatchError", "CrcMismatchError", "DataError", "DecompressionError", "DecompressionLimitError",
+         "InputError", "KsegError", "TruncatedError", "UnsupportedCodecError"), "kseg.errors"),
+    "encode": "kseg.log",  # kseg.encode.build_v2_batch & co.: the public builders
+    "batch_records": "kseg.log.records",
+    **dict.fromkeys(("Partition", "Segment", "open_log_dir", "open_partition", "open_segment"), "kseg.log.segment"),
+    **dict.fromkeys(("Batch", "Header", "Record", "make_record"), "kseg.model"),
+}
+
+__all__ = sorted(n for n in _PUBLIC if n != "encode")
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kseg' has no attribute {name!r}")
+    # the plugin registry reader lives above the codecs; it is installed with the first public name
+    importlib.import_module("kseg.ops.registry")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))

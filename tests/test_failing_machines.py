@@ -267,6 +267,29 @@ def test_interrupted(name, inputs, references, tmp_path) -> None:
             outputs_ok(name, out, reference)
 
 
+_INTERRUPT_AT_IMPORT = """
+import os, signal, sys
+AT = sys.argv[1]
+class Interrupt:
+    def find_spec(self, name, path=None, target=None):
+        if name == AT:
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+sys.meta_path.insert(0, Interrupt())
+from kseg.cli import run
+sys.argv = ["kseg", *sys.argv[2:]]
+sys.exit(run())
+"""
+
+
+@pytest.mark.parametrize("module", ["kseg.errors", "kseg.log.segment", "kseg.ops.verify", "kseg.cli.common"])
+def test_interrupted_while_loading(module, inputs) -> None:
+    """Ctrl-C while the console script is still importing: exit 130 and nothing on stderr."""
+    r = subprocess.run([sys.executable, "-c", _INTERRUPT_AT_IMPORT, module, "verify", str(inputs["v2"])],
+                       capture_output=True, text=True, timeout=120)
+    assert (r.returncode, r.stderr, r.stdout) == (130, "", "")
+
+
 # --------------------------------------------------------------------------- a live broker's folder
 
 

@@ -28,6 +28,7 @@ from kseg.defaults import (
     DEFAULT_SEGMENT_INDEX_BYTES,
     parse_size,
 )
+from kseg.cli.exits import EXIT_DATA, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: F401 - re-exported
 from kseg.errors import DataError, InputError, KsegError
 from kseg.log.segment import expand_inputs, is_stdin
 from kseg.ops.compact import CompactOptions, default_now_ms
@@ -35,8 +36,6 @@ from kseg.ops.jobs import WriteOptions
 from kseg.render.dump import payload_decoder
 from kseg.render.payload import load_decoder
 
-EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 

@@ -43,6 +43,7 @@ from kseg.cli.plugins import plugins
 from kseg.cli.storage import remote_output, s3_endpoint_option, shown
 from kseg.codecs.choice import choose
 from kseg.codecs.plugins import activate
+from kseg.ops import registry  # noqa: F401 - installs the reader of registry files (--plugin-registry)
 from kseg.companions.build import build_indexes
 from kseg.companions.check import check_segment_companions
 from kseg.companions.check import companion_paths as companion_paths_of

@@ -50,6 +50,7 @@ def _activate(registry: str | None) -> None:
     gc.freeze()
     if registry:
         from kseg.codecs.plugins import activate
+        from kseg.ops import registry  # noqa: F401 - installs the reader of registry files
 
         activate(Path(registry))
 

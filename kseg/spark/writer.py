@@ -396,6 +396,7 @@ def write_task(spec: WriteSpec, job_id: str, task: str, batches: Iterable[Any],
     """Write one task's rows under the staging folder; returns (pieces, stats, staging)."""
     if spec.plugin_registry:
         from kseg.codecs.plugins import activate
+        from kseg.ops import registry  # noqa: F401 - installs the reader of registry files
 
         activate(spec.plugin_registry)
     staging = staging_dir(spec, job_id)
