@@ -377,6 +377,22 @@ def test_verify_same_report_on_clean_data(spark, logdir, tmp_path):
     assert missing.exit_code == 2 and missing.stderr == cli("verify", logdir / "nope").stderr
 
 
+def test_verify_newest_segment_being_written(spark, tmp_path):
+    """A partial batch at the end of a folder's newest segment is what a live broker leaves:
+    a note on Spark as in the plain command; the same file named alone is a problem."""
+    part = tmp_path / "live-0"
+    part.mkdir()
+    _v2_segment(part, 0, [0, 1, 2])
+    newest = _v2_segment(part, 3, [3, 4])
+    newest.write_bytes(newest.read_bytes() + build_v2_batch([make_record(5, 1_700_000_000_005, b"k", b"v")])[:30])
+    for target, code in ((part, 0), (newest, 1)):
+        plain = cli("verify", "-v", target)
+        dist = cli("spark", "verify", "-v", target)
+        assert (plain.exit_code, dist.exit_code) == (code, code), plain.stdout
+        assert dist.stdout == plain.stdout
+    assert "newest segment" in cli("spark", "verify", "-v", part).stdout
+
+
 def test_verify_settles_offsets_across_segments(bad_logdir):
     """The driver-side check across segments agrees with verify_log given the real previous offset."""
     from kseg.spark.jobs import settle
@@ -387,7 +403,7 @@ def test_verify_settles_offsets_across_segments(bad_logdir):
     for prev in (None, -5, 2, 3, 5, 9, 40):
         for name in ("back-0", "gap-0", "many-0"):
             for seg in sorted((bad_logdir / name).glob("*.log")):
-                r = verify_task(options, None, (str(seg), True, SENTINEL))
+                r = verify_task(options, None, (str(seg), True, SENTINEL, False))
                 settled = settle(r, prev)
                 want, _ = verify_log(seg, options, prev)
                 if settled is not None:

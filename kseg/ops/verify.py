@@ -132,24 +132,32 @@ def verify_paths(
     """Verify files, partition folders and log directories; offsets are checked across
     the segments of one partition."""
     report = VerifyReport()
-    inputs = [(raw, input_groups([raw])) for raw in paths]  # every input usable before any work
-    for raw, groups in inputs:
-        for group in groups:
-            last_offset: int | None = None
-            # a folder's newest segment may be the active one, still being appended to
+    for group, newest in groups_with_newest(paths):
+        last_offset: int | None = None
+        for path in group:
+            if progress:
+                progress(str(path))
+            if is_companion(path):
+                fr = verify_companion_file(path)
+            else:  # .log, .checkpoint, transient names (.deleted ...) and other names read as logs
+                fr, last_offset = verify_file(path, options, last_offset, newest=path == newest)
+            report.files.append(fr)
+            if options.check_indexes and path.suffix == ".log":
+                report.files.extend(index_file_reports(fr))
+    return report
+
+
+def groups_with_newest(paths: Iterable[str | Path]) -> list[tuple[list[Path], Path | None]]:
+    """``input_groups`` of each input, with the segment that may still be being written:
+    the newest ``.log`` of a partition folder (named files and streams are taken as they are).
+    Every input is checked usable before any work."""
+    out = []
+    for raw in paths:
+        for group in input_groups([raw]):
             logs = [p for p in group if not is_companion(p) and p.suffix == ".log"]
             newest = logs[-1] if logs and not is_stdin(raw) and as_path(raw).is_dir() else None
-            for path in group:
-                if progress:
-                    progress(str(path))
-                if is_companion(path):
-                    fr = verify_companion_file(path)
-                else:  # .log, .checkpoint, transient names (.deleted ...) and other names read as logs
-                    fr, last_offset = verify_file(path, options, last_offset, newest=path == newest)
-                report.files.append(fr)
-                if options.check_indexes and path.suffix == ".log":
-                    report.files.extend(index_file_reports(fr))
-    return report
+            out.append((group, newest))
+    return out
 
 
 VANISHED = "the file went away during the run (deleted by retention or renamed by the broker)"

@@ -195,19 +195,16 @@ def _combine(prev: int | None, own: int | None) -> int | None:
 def spark_verify(spark: Any, paths: Sequence[str | Path], options: Any) -> tuple[Any, list[FileRow], dict]:
     """``verify_paths`` on Spark: one task per file, offsets checked across a partition's segments
     on the driver; returns (VerifyReport, per-file rows, stats)."""
-    from kseg.ops.verify import VerifyReport, input_groups
+    from kseg.ops import verify
+    from kseg.ops.verify import VerifyReport, groups_with_newest, is_companion
 
-    groups = input_groups(paths)
-    items: list[tuple[str, bool, Any]] = []
+    items: list[tuple[str, bool, Any, bool]] = []
     where: list[tuple[int, int]] = []
     weights: list[int] = []
-    from kseg.ops import verify
-
-    is_companion = getattr(verify, "is_companion", lambda p: p.suffix not in (".log", ".checkpoint"))
-    for gi, group in enumerate(groups):
+    for gi, (group, newest) in enumerate(groups_with_newest(paths)):
         for j, path in enumerate(group):
             is_log = not is_companion(path)
-            items.append((str(path), is_log, SENTINEL))
+            items.append((str(path), is_log, SENTINEL, path == newest))
             where.append((gi, j))
             try:
                 weights.append(path.stat().st_size)
@@ -238,7 +235,7 @@ def spark_verify(spark: Any, paths: Sequence[str | Path], options: Any) -> tuple
         prev = _combine(prev, own)
     if rerun:
         again = run_tasks(spark, partial(verify_task, options, registry),
-                          [(items[k][0], True, prevs[k]) for k in rerun],
+                          [(items[k][0], True, prevs[k], items[k][3]) for k in rerun],
                           [weights[k] for k in rerun], "kseg verify (offsets across segments)")
         failure = _first_failure(again)
         if failure is not None:

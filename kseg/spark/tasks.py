@@ -67,19 +67,20 @@ class VerifyResult:
     info: TaskInfo = field(default_factory=TaskInfo)
 
 
-def verify_task(options: Any, registry: str | None, item: tuple[str, bool, Any]) -> VerifyResult | Failed:
-    """Verify one file. ``item``: (path, is_log, prev_last) with prev_last SENTINEL in the first pass."""
+def verify_task(options: Any, registry: str | None, item: tuple[str, bool, Any, bool]) -> VerifyResult | Failed:
+    """Verify one file. ``item``: (path, is_log, prev_last, newest) with prev_last SENTINEL in the
+    first pass; ``newest``: the partition folder's newest segment (a partial last batch is a note)."""
     from kseg.log.segment import Segment
     from kseg.ops.verify import verify_companion_file, verify_file
 
     _activate(registry)
-    path, is_log, prev = item
+    path, is_log, prev, newest = item
     t0, c0 = time.perf_counter(), time.process_time()
     p = as_path(path)  # a local path or an object URL
     try:
         if not is_log:
             return VerifyResult(verify_companion_file(p), None, info=_info(t0))
-        fr, last = verify_file(p, options, prev)
+        fr, last = verify_file(p, options, prev, newest=newest)
         unread, first = False, None
         if options.quick and prev == SENTINEL and fr.batches:
             seg = Segment(p)
