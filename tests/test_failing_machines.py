@@ -189,6 +189,29 @@ def test_disk_full(name, inputs, tmp_path) -> None:
     assert tree(input_root(name, inputs)) == before
 
 
+SPARK_WRITERS = {
+    "spark up-convert": (["spark", "up-convert", "{in}", "-o", "{out}", "--to-magic", "2"], "v1"),
+    "spark compact": (["spark", "compact", "{in}", "-o", "{out}", "--include-active", "--now-ms", NOW_MS], "v2"),
+}
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="mounting a small tmpfs needs root")
+@pytest.mark.parametrize("name", list(SPARK_WRITERS))
+def test_spark_writer_disk_full(name, inputs, tmp_path) -> None:
+    """The Spark writers keep the same promise: one error line, exit 2, nothing left behind."""
+    pytest.importorskip("pyspark", reason="kseg spark needs the spark extra")
+    args, which = SPARK_WRITERS[name]
+    before = tree(inputs[which])
+    with small_disk(tmp_path / "disk", "64k") as disk:
+        r = kseg(*[a.replace("{in}", str(inputs[which])).replace("{out}", str(disk / "out")) for a in args],
+                 timeout=600)
+        assert r.returncode == 2, r.stdout + r.stderr
+        one_error_line(r.stderr)
+        assert "No space left on device" in r.stderr
+        assert tree(disk) == {}
+    assert tree(inputs[which]) == before
+
+
 # --------------------------------------------------------------------------- killed, interrupted
 
 
