@@ -10,6 +10,7 @@ import struct
 import zlib
 
 import zstandard
+from isal import isal_zlib
 
 from kseg.codecs.base import (
     DEFAULT_MAX_DECOMPRESSED_BYTES,
@@ -60,7 +61,9 @@ _GZIP_HEADER_SIZE = 10
 
 
 class GzipCodec(Codec):
-    """Codec 1: RFC 1952 gzip, concatenated members accepted on read."""
+    """Codec 1: RFC 1952 gzip, concatenated members accepted on read.
+
+    Written with zlib (level 6 gives Java's Deflater bytes); read with ISA-L."""
 
     id = CODEC_GZIP
     name = "gzip"
@@ -92,8 +95,9 @@ class GzipCodec(Codec):
         pos = 0
         while True:
             # Strict gzip (wbits 16+15), like Java's GZIPInputStream: no zlib or raw deflate.
-            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            with library_errors(self.name, position=pos):
+            # ISA-L's inflate (python-isal, zlib's API) reads the same streams 2-3x faster.
+            inflater = isal_zlib.decompressobj(16 + zlib.MAX_WBITS)
+            with library_errors(self.name, isal_zlib.error, position=pos):
                 # One bounded call: zlib stops at limit+1 bytes or at the member's end.
                 piece = inflater.decompress(view[pos:], limit - total + 1)
             total += len(piece)

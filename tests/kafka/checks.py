@@ -102,10 +102,10 @@ def kseg_args(rel: str, combo: str, tool: str = "4") -> list[str] | None:
 
 
 def _entry_point():
-    """The ``kseg`` console script's function (found by its entry point, wherever the CLI module lives)."""
-    from importlib.metadata import entry_points
+    """The ``kseg`` command group (the console script ``kseg.cli:run`` loads and calls it)."""
+    from kseg.cli.main import main
 
-    return next(iter(entry_points(group="console_scripts", name="kseg"))).load()
+    return main
 
 
 def kafka_dumps(release: str, logdir: Path, jobs: int = 2) -> list[dict]:
