@@ -6,15 +6,44 @@
     Scala 2.13 ``mutable.Hash*``: the same spread and buckets, ordered by that hash within a
                                  bucket; doubled when an addition would reach 3/4 full
 
+And how ``new String(bytes, UTF_8)`` reads malformed input (``java_utf8``), which is
+how kafka-dump-log.sh shows keys, payloads and header keys.
+
 Rules: pure functions of the elements (and their insertion order); no I/O.
 """
 
 from __future__ import annotations
 
+import codecs
 from typing import Sequence
 
-__all__ = ["java_hash_map_order", "java_string_hash", "scala_hash_map_order", "scala_hash_set_order",
-           "topic_partition_hash"]
+__all__ = ["JAVA_UTF8_ERRORS", "java_hash_map_order", "java_string_hash", "java_utf8", "scala_hash_map_order",
+           "scala_hash_set_order", "topic_partition_hash"]
+
+# Java replaces each maximal invalid subpart with one U+FFFD, as Python's "replace" does, except
+# for an encoded surrogate: ED A0..BF is one unit with the continuation byte after it, if any
+# (Python: one U+FFFD per byte). Found by decoding byte strings with the JVM (tests/test_jvm_utf8.py).
+JAVA_UTF8_ERRORS = "kseg-java-utf8"
+
+
+def _java_replace(e: UnicodeError) -> tuple[str, int]:
+    if not isinstance(e, UnicodeDecodeError):
+        raise e
+    data, at = e.object, e.start
+    if data[at] == 0xED and at + 1 < len(data) and 0xA0 <= data[at + 1] <= 0xBF:
+        end = at + 2
+        if end < len(data) and 0x80 <= data[end] <= 0xBF:
+            end += 1
+        return "\ufffd", end
+    return "\ufffd", e.end
+
+
+codecs.register_error(JAVA_UTF8_ERRORS, _java_replace)
+
+
+def java_utf8(b: bytes) -> str:
+    """``new String(b, StandardCharsets.UTF_8)``: malformed input becomes U+FFFD, as the JVM counts it."""
+    return b.decode("utf-8", JAVA_UTF8_ERRORS)
 
 
 def _i32(x: int) -> int:

@@ -306,16 +306,34 @@ static int is_utf8(const unsigned char *s, Py_ssize_t n) {
     return 1;
 }
 
-/* Python's "replace" (one U+FFFD per maximal invalid subpart): left to Python's own decoder. */
+/* Java's new String(bytes, UTF_8) for malformed input: the Python function kseg.render.bulk
+   hands over (kseg.decoders.jvm.java_utf8), so that the rule is written once. */
+static PyObject *java_decoder = NULL;
+
 static int put_java(Buf *b, const char *s, Py_ssize_t n) {
     if (is_utf8((const unsigned char *)s, n)) return put(b, s, n);
-    PyObject *u = PyUnicode_DecodeUTF8(s, n, "replace");
+    if (!java_decoder) {
+        PyErr_SetString(PyExc_RuntimeError, "_format.set_java_decoder was not called");
+        return -1;
+    }
+    PyObject *u = PyObject_CallFunction(java_decoder, "y#", s, n);
     if (!u) return -1;
     Py_ssize_t k;
-    const char *t = PyUnicode_AsUTF8AndSize(u, &k);
+    const char *t = PyUnicode_Check(u) ? PyUnicode_AsUTF8AndSize(u, &k) : NULL;
+    if (!t && !PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "the Java decoder must return str");
     int rc = t ? put(b, t, k) : -1;
     Py_DECREF(u);
     return rc;
+}
+
+static PyObject *set_java_decoder(PyObject *self, PyObject *fn) {
+    if (!PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "set_java_decoder needs a callable");
+        return NULL;
+    }
+    Py_INCREF(fn);
+    Py_XSETREF(java_decoder, fn);
+    Py_RETURN_NONE;
 }
 
 /* ------------------------------------------------------------------ field access */
@@ -757,7 +775,7 @@ static int kafka_one(Buf *b, PyObject *r, const char *ts, Py_ssize_t tsn, int ma
             }
             if (j) rc = PUTS(b, ",");
             if (rc == 0 && header_key_bytes(PyTuple_GET_ITEM(h, 0), &p, &n, &tmp) < 0) rc = -1;
-            if (rc == 0) rc = put_backslashreplace(b, (const unsigned char *)p, n);
+            if (rc == 0) rc = put_java(b, p, n);  /* Kafka reads header keys as Java strings */
             Py_XDECREF(tmp);
         }
         Py_XDECREF(hs);
@@ -817,6 +835,8 @@ static PyObject *kafka_records(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
+    {"set_java_decoder", set_java_decoder, METH_O,
+     "set_java_decoder(fn): bytes -> str as Java's new String(bytes, UTF_8) (kafka lines)."},
     {"jsonl_records", jsonl_records, METH_VARARGS,
      "jsonl_records(records, ts_name, position, kmode, vmode) -> bytes: jsonl record lines of a batch."},
     {"text_records", text_records, METH_VARARGS,

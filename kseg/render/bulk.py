@@ -8,12 +8,15 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from kseg.decoders.jvm import java_utf8
 from kseg.render import lines
 
 try:
     from kseg.render import _format  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - exercised when the extension is not built
     _format = None
+else:
+    _format.set_java_decoder(java_utf8)
 
 ACCELERATED = _format is not None and not os.environ.get("KSEG_PURE_PYTHON")
 

@@ -12,9 +12,9 @@ import json
 from datetime import datetime, timedelta, timezone
 from typing import Sequence
 
+from kseg.decoders.jvm import java_utf8
 from kseg.log.encode import legacy_message_crc
 from kseg.model import Record
-from kseg.render.payload import header_key_text
 
 # Payload modes: how bytes are shown. NONE: not shown (jsonl null, text "<N bytes>",
 # kafka: no key/payload field); UTF8: jsonl a string if valid UTF-8, else a *_b64 field;
@@ -130,7 +130,7 @@ def kafka_text(v: bytes, mode: int) -> str:
     if mode == UTF8:
         return v.decode("utf-8", "backslashreplace")
     if mode == JAVA:
-        return v.decode("utf-8", "replace")
+        return java_utf8(v)
     return v.hex() if mode == HEX else _b64(v)
 
 
@@ -155,7 +155,7 @@ def kafka_records(records: Sequence[Record], ts_name: str, magic: int, base_offs
         line = (f"| offset: {r.offset} {ts_name}: {r.timestamp} keySize: {-1 if r.key is None else len(r.key)} "
                 f"valueSize: {-1 if r.value is None else len(r.value)}")
         if magic >= 2:
-            keys = ",".join(header_key_text(h.key) for h in r.headers)
+            keys = ",".join(java_utf8(_key_bytes(h.key)) for h in r.headers)
             line += f" sequence: {_sequence(base_sequence, r.offset - base_offset)} headerKeys: [{keys}]"
         else:
             valid = "true" if legacy_message_crc(r) == r.crc else "false"

@@ -13,6 +13,7 @@ import struct
 from typing import Any, Callable
 
 from kseg.codecs.plugins import import_path
+from kseg.decoders.jvm import java_utf8
 from kseg.errors import InputError
 
 Decoder = Callable[[bytes], Any]
@@ -20,11 +21,6 @@ Decoder = Callable[[bytes], Any]
 
 def _utf8(b: bytes) -> str:
     return b.decode("utf-8", "backslashreplace")
-
-
-def _java_string(b: bytes) -> str:
-    """What Java's ``new String(bytes, UTF_8)`` prints: malformed input becomes U+FFFD."""
-    return b.decode("utf-8", "replace")
 
 
 def _int(b: bytes) -> int | str:
@@ -53,7 +49,7 @@ BUILTIN: dict[str, Decoder] = {
     "int": _int,
     "long": _long,
     "json": _json,
-    "java-string": _java_string,
+    "java-string": java_utf8,
 }
 
 PAYLOAD_CHOICES = ("none", "utf8", "hex", "base64")

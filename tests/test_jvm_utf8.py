@@ -1,0 +1,77 @@
+"""kafka-dump-log.sh shows keys, payloads and header keys as ``new String(bytes, UTF_8)``;
+``kseg.decoders.jvm.java_utf8`` (and the C twin that calls it) must give the JVM's text
+for every malformed input, which differs from Python's "replace" for encoded surrogates.
+
+The oracle is the JVM itself (``tests/java/Utf8Decode.java`` run by ``java``'s
+single-file launcher), over every string of up to three bytes from an alphabet of the
+bytes that matter to UTF-8 and thousands of random ones; skipped without ``java``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kseg.decoders.jvm import java_utf8
+from kseg.model import Header, make_record
+from kseg.render import bulk, lines
+
+JAVA_SOURCE = Path(__file__).parent / "java" / "Utf8Decode.java"
+# lead bytes of every length, the continuation ranges' edges, bytes never valid in UTF-8
+ALPHABET = [0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xEC,
+            0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xF7, 0xF8, 0xFB, 0xFC, 0xFE, 0xFF]
+
+# Found with the JVM (17): what new String gives where Python's "replace" gives one U+FFFD per byte.
+KNOWN = {
+    b"\xed\xa0\x80": "\ufffd",
+    b"\xed\xbf\xbfA": "\ufffdA",
+    b"\xed\xa0": "\ufffd",
+    b"\xed\xa0A": "\ufffdA",
+    b"\xed\xa0\x80\xed\xa0\x80": "\ufffd\ufffd",
+    b"\xed\xbf\x80\xbf": "\ufffd\ufffd",
+    b"\xed\x9f\xbf": "\ud7ff",  # the last code point before the surrogates: valid
+    b"\xe0\x80\x80": "\ufffd\ufffd\ufffd",  # overlong: as Python
+    b"\xf4\x90\x80\x80": "\ufffd\ufffd\ufffd\ufffd",  # past U+10FFFF: as Python
+}
+
+
+def _utf16_units(text: str) -> str:
+    raw = text.encode("utf-16-be", "surrogatepass")
+    return " ".join(raw[i:i + 2].hex() for i in range(0, len(raw), 2))
+
+
+@pytest.mark.parametrize("data", list(KNOWN))
+def test_known_values(data: bytes) -> None:
+    assert java_utf8(data) == KNOWN[data]
+
+
+def test_same_text_as_the_jvm() -> None:
+    java = shutil.which("java")
+    if java is None:
+        pytest.skip("the JVM oracle for UTF-8 decoding needs java on PATH")
+    rnd = random.Random(17)
+    cases = [bytes(t) for n in (1, 2, 3) for t in itertools.product(ALPHABET, repeat=n)]
+    cases += [bytes(rnd.choice(ALPHABET) for _ in range(rnd.randint(4, 8))) for _ in range(5000)]
+    cases += [rnd.randbytes(16) for _ in range(5000)]  # e.g. UUIDs in the metadata log's records
+    proc = subprocess.run([java, str(JAVA_SOURCE)], input="\n".join(c.hex() for c in cases) + "\n",
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    jvm = proc.stdout.split("\n")[:len(cases)]
+    wrong = [(c.hex(), j, _utf16_units(java_utf8(c))) for c, j in zip(cases, jvm) if _utf16_units(java_utf8(c)) != j]
+    assert not wrong, wrong[:10]
+
+
+@pytest.mark.skipif(not bulk.ACCELERATED, reason="the C twin is not built")
+def test_c_twin_kafka_lines_match_python() -> None:
+    """Keys, payloads and header keys with every malformed shape: C and Python give the same lines."""
+    bad = list(KNOWN) + [b"\xff", b"ok"]
+    records = [make_record(i, 1_700_000_000_000, k, v, headers=(Header(h.decode("utf-8", "surrogateescape"), b"x"),))
+               for i, (k, v, h) in enumerate(itertools.product(bad, bad, bad))]
+    args = (records, "CreateTime", 2, 0, -1, lines.JAVA, lines.JAVA, None, [])
+    assert bulk._format.kafka_records(*args) == lines.kafka_records(*args)
+    assert "\ufffd".encode() in lines.kafka_records(*args)
