@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bench_read import kafka_dump_cmd, kseg_command  # noqa: E402
-from common import DEFAULT_DATA_DIR, generate_segment, machine_info, measure, warm_file  # noqa: E402
+from common import DEFAULT_DATA_DIR, compile_kseg, generate_segment, machine_info, measure, warm_file  # noqa: E402
 
 FORMATS = {
     "jsonl": ["--records", "--format", "jsonl"],
@@ -199,6 +199,7 @@ def report(results: list[dict], seek: dict | None, startup: float, args: argpars
 
 
 def main(argv: list[str] | None = None) -> int:
+    compile_kseg()  # kseg as installed: bytecode cached
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--size-mb", type=float, default=100)
     p.add_argument("--cases", default="2:none,2:lz4,2:zstd,1:gzip", help="magic:codec,... (default: %(default)s)")

@@ -44,6 +44,7 @@ from common import (  # noqa: E402
     measure,
     warm_file,
     codec_allowed,
+    compile_kseg,
     generate_segment,
     machine_info,
     pin_to_one_core,
@@ -626,6 +627,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    compile_kseg()  # kseg as installed: bytecode cached
     args = parse_args(argv)
     if args.worker:
         worker_main(args)

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DEFAULT_DATA_DIR, SegmentSpec, segment_for  # noqa: E402
+from common import DEFAULT_DATA_DIR, SegmentSpec, compile_kseg, segment_for  # noqa: E402
 
 KSEG = [sys.executable, "-m", "kseg.cli.main"]
 
@@ -59,6 +59,7 @@ def partition(mb: int, codec: str, name: str) -> Path:
 
 
 def main() -> int:
+    compile_kseg()  # kseg as installed: bytecode cached
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mb", type=int, default=200)
     ap.add_argument("--codec", default="none")

@@ -49,6 +49,16 @@ _EVENTS = ("page_view", "click", "add_to_cart", "checkout", "login", "logout", "
 _COUNTRIES = ("DE", "FR", "US", "GB", "IN", "BR", "JP", "NL", "ES", "IT")
 
 
+def compile_kseg() -> None:
+    """Write kseg's bytecode, as ``pip install`` does for a user: a checkout run with
+    PYTHONDONTWRITEBYTECODE=1 (as some CI images set) would otherwise compile every module on
+    every start, doubling the ``kseg`` command's start-up (about 0.3 s of CPU instead of 0.15 s)."""
+    import compileall
+
+    compileall.compile_dir(str(REPO / "kseg"), quiet=1)
+    compileall.compile_dir(str(REPO / "formats"), quiet=1)
+
+
 def codec_allowed(magic: int, codec: str) -> bool:
     """zstd exists only in the v2 format (Kafka 2.1+)."""
     return not (codec == "zstd" and magic < 2)

@@ -475,6 +475,13 @@ def test_compact_byte_identical(spark, logdir, tmp_path):
     for extra in (("--dry-run", "--format", "json"), ("--dry-run", "--topics", "v2-txn,compacted-v2")):
         assert cli("spark", "compact", "--now-ms", NOW, *extra, logdir).stdout == \
             cli("compact", "--now-ms", NOW, *extra, logdir).stdout
+    # the index spacing reaches the executors, for a log directory and for one partition folder
+    for src, name in ((logdir, "dir"), (logdir / "compacted-v2-0", "one")):
+        c, d = tmp_path / f"plain-{name}", tmp_path / f"spark-{name}"
+        assert cli("compact", "--now-ms", NOW, "--index-interval-bytes", "1", src, "-o", c).exit_code == 0
+        assert cli("spark", "compact", "--now-ms", NOW, "--index-interval-bytes", "1", src, "-o", d).exit_code == 0
+        assert tree(c) == tree(d)
+    assert tree(tmp_path / "plain-dir") != tree(a)  # denser indexes than the default 4096 bytes
     report = tmp_path / "compact.json"
     assert cli("spark", "compact", "--now-ms", NOW, "--dry-run", "--report", report, logdir).exit_code == 0
     assert len(json.loads(report.read_text())["files"]) == len(list(logdir.iterdir()))

@@ -28,6 +28,7 @@ from kseg.cli.common import (
     dump_options,
     expand_for_dump,
     guarded,
+    index_interval_option,
     params_of,
     prepare_dump,
     rebase_options,
@@ -356,13 +357,13 @@ def rebase(input_path: Path, output: Path, index_interval_bytes: int, no_index: 
 # --------------------------------------------------------------------------- compaction
 
 
-@_command("compact", compact_options, [], "Keep the latest record per key on Spark, one task per "
-                                          "topic-partition (the options of `kseg compact`).")
+@_command("compact", compact_options, params_of(index_interval_option),
+          "Keep the latest record per key on Spark, one task per topic-partition (the options of `kseg compact`).")
 def compact(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, force: bool, now_ms: int | None,
             delete_retention_ms: int, min_compaction_lag_ms: int, include_active: bool, topics: str,
             key_map_bytes: int, producer_id_expiration_ms: int, first_dirty_offset: int | None,
             single_pass: bool, segment_bytes: int, segment_index_bytes: int, keep_segments: bool, fmt: str,
-            max_decompressed_bytes: int, master: str | None, conf: tuple[str, ...],
+            max_decompressed_bytes: int, index_interval_bytes: int, master: str | None, conf: tuple[str, ...],
             report: Path | None, timings: bool) -> None:
     o, wanted = compact_setup(inputs, output, dry_run, now_ms, delete_retention_ms, min_compaction_lag_ms,
                               include_active, topics, key_map_bytes, producer_id_expiration_ms,
@@ -371,7 +372,7 @@ def compact(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, force:
     run = _Run(master, conf, timings)
     with run.session() as session:
         result, rows = spark_compact(session, list(inputs), None if dry_run else output, o, force=force,
-                                     topics=wanted)
+                                     topics=wanted, index_interval_bytes=index_interval_bytes)
     if report is not None:
         write_report(report, "compact", rows, {"partitions": result.partitions, "now_ms": o.now_ms,
                                                **result.stats.as_json(), **run.summary()})

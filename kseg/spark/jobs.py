@@ -442,7 +442,7 @@ def spark_compact(spark: Any, inputs: list[Path], output: Path | None, o: Any, *
 
     registry = registry_path()
     if not (len(inputs) == 1 and inputs[0].is_dir() and not partition_segments(inputs[0])):
-        [r] = run_tasks(spark, partial(compact_whole_task, (o, force, topics, registry)),
+        [r] = run_tasks(spark, partial(compact_whole_task, (o, force, topics, registry, index_interval_bytes)),
                         [([str(i) for i in inputs], None if output is None else str(output))], None, "kseg compact")
         if isinstance(r, Failed):
             raise r.error

@@ -321,13 +321,13 @@ def compact_whole_task(args: tuple, item: tuple[list[str], str | None]) -> Compa
     """Segments of one partition, or a partition folder: the plain ``compact_job`` on an executor."""
     from kseg.ops.compact import compact_job
 
-    o, force, topics, registry = args
+    o, force, topics, registry, index_interval_bytes = args
     _activate(registry)
     inputs, output = item
     t0 = time.perf_counter()
     try:
         r = compact_job([Path(i) for i in inputs], None if output is None else Path(output), o, force=force,
-                        topics=topics)
+                        topics=topics, index_interval_bytes=index_interval_bytes)
     except KsegError as e:
         return Failed(e)
     return CompactResult(r.stats, r.partitions, len(r.segments), None, None, _info(t0))
