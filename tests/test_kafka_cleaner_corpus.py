@@ -14,6 +14,10 @@ set where the broker set them and inside the window, for a clock at either end
 of the window; with the cleaner's own clock (read back from the horizons it
 stamped) every ``.log`` file is byte-identical.
 
+Beside the plain topics: one with ``min.compaction.lag.ms`` (old records
+cleaned, the segments from the first recent record on left as they are) and
+LogAppendTime topics (v2, and on 3.9 v1).
+
 A second cleaning (``before2/``, ``after2/``, ``manifest.json:second``) runs on
 a topic with a short ``delete.retention.ms``: new data made it dirty again
 after the first cleaning's delete horizons had passed, so the broker removed
@@ -90,7 +94,22 @@ def test_corpus_exercises_the_cleaner() -> None:
         assert any(r.get("value") is None and not r.get("control") for r in records), "no tombstone kept"
         n_before = len(cleaning._dump(root / "before" / "cv2-0")[1])
         assert len(records) < n_before / 2, "the cleaner removed little"
-        assert cleaning.cleaner_clock(root / "before", root / "after", manifest) is not None
+        assert cleaning.cleaner_clock(root / "before", root / "after", manifest, ["cv2-0"]) is not None
+        # min.compaction.lag.ms: the cleaning stopped at the first segment holding a recent record,
+        # which is kept as it was, duplicates and all
+        lag = f"{cleaning.LAG_TOPIC}-0"
+        end = manifest["checkpoint"][lag]
+        assert 0 < end < cleaning._active_base(root / "before" / lag)
+        for seg in (root / "before" / lag).glob("*.log"):
+            if int(seg.stem) >= end:
+                assert seg.read_bytes() == (root / "after" / lag / seg.name).read_bytes()
+        assert len(cleaning._dump(root / "after" / lag)[1]) < len(cleaning._dump(root / "before" / lag)[1])
+        # LogAppendTime: every batch carries the broker's clock, before and after cleaning
+        for topic in cleaning.LAT_TOPICS:
+            if f"{topic}-0" in manifest["partitions"]:
+                for stage in ("before", "after"):
+                    batches = cleaning._dump(root / stage / f"{topic}-0")[0]
+                    assert batches and all(b["timestamp_type"] == "LogAppendTime" for b in batches)
         # the second cleaning removes the tombstones the first stamped, and stamps the markers whose
         # transactions' data the first removed
         second = manifest["second"]

@@ -40,6 +40,10 @@ DELETE_RETENTION_MS = 86_400_000
 SHORT_RETENTION_MS = 2000
 SECOND_TOPIC = "cv2r"
 MIN_COMPACTION_LAG_MS = 0
+#: the topic with a compaction lag: records older than it are cleaned, the recent tail is not
+LAG_TOPIC, LAG_MS = "cv2lag", 3_600_000
+#: the topics whose broker stamps batches with its own clock (LogAppendTime)
+LAT_TOPICS = ("cv2lat", "cv1lat")
 BASE_TS = 1_700_000_000_000
 PARTITION = 0
 
@@ -55,16 +59,25 @@ def topics_for(release: str) -> dict[str, dict[str, str]]:
         "min.compaction.lag.ms": str(MIN_COMPACTION_LAG_MS),
         "segment.ms": "600000",
     }
-    topics = {"cv2": dict(cfg), SECOND_TOPIC: {**cfg, "delete.retention.ms": str(SHORT_RETENTION_MS)}}
+    topics = {"cv2": dict(cfg), SECOND_TOPIC: {**cfg, "delete.retention.ms": str(SHORT_RETENTION_MS)},
+              LAG_TOPIC: {**cfg, "min.compaction.lag.ms": str(LAG_MS)},
+              "cv2lat": {**cfg, "message.timestamp.type": "LogAppendTime"}}
     if release.startswith("3"):
         topics["cv1"] = {**cfg, "message.format.version": "0.10.2"}
+        topics["cv1lat"] = {**cfg, "message.format.version": "0.10.2", "message.timestamp.type": "LogAppendTime"}
     return topics
+
+
+def lag_ms(partition: str) -> int:
+    """The partition's topic's min.compaction.lag.ms."""
+    return LAG_MS if partition.rsplit("-", 1)[0] == LAG_TOPIC else MIN_COMPACTION_LAG_MS
 
 
 def settings(release: str, delete_retention_ms: int = DELETE_RETENTION_MS) -> dict[str, Any]:
     """What ``kseg compact`` is told (the broker's topic settings when it cleaned)."""
     return {"segment_bytes": CLEAN_SEGMENT_BYTES, "delete_retention_ms": delete_retention_ms,
             "min_compaction_lag_ms": MIN_COMPACTION_LAG_MS, "index_interval_bytes": INDEX_INTERVAL,
+            "min_compaction_lag_ms_by_partition": {f"{LAG_TOPIC}-{PARTITION}": LAG_MS},
             "topics": topics_for(release)}
 
 
@@ -126,11 +139,26 @@ def produce(bootstrap: str, release: str) -> None:
         p = KafkaProducer(**common)
         _send(p, topic, batch("tail", 40, 12, tomb_every=11))
         p.close()
-    if "cv1" in topics_for(release):
-        for codec in (None, "gzip", None):
-            p = KafkaProducer(compression_type=codec, api_version=(0, 10, 1), **common)
-            _send(p, "cv1", batch(f"v1-{codec}", 50, 12, tomb_every=9))
-            p.close()
+    for topic in ("cv1", "cv1lat"):
+        if topic in topics_for(release):
+            ts = BASE_TS
+            for codec in (None, "gzip", None):
+                p = KafkaProducer(compression_type=codec, api_version=(0, 10, 1), **common)
+                _send(p, topic, batch(f"v1-{codec}", 50, 12, tomb_every=9))
+                p.close()
+    # LogAppendTime: the broker's clock replaces the producer's timestamps
+    ts = BASE_TS
+    for codec in (None, "gzip", None):
+        p = KafkaProducer(compression_type=codec, **common)
+        _send(p, "cv2lat", batch(f"lat-{codec}", 50, 12, tomb_every=9))
+        p.close()
+    # the compaction lag: old records (cleanable), then records stamped now (within the lag: not cleanable)
+    ts = BASE_TS
+    p = KafkaProducer(**common)
+    _send(p, LAG_TOPIC, batch("old", 80, 12, tomb_every=9))
+    ts = int(time.time() * 1000)
+    _send(p, LAG_TOPIC, batch("recent", 80, 12, tomb_every=9))
+    p.close()
     # a larger segment.bytes for the cleaning, so that it groups segments (the active one does not roll
     # until something is appended); alter_configs replaces a topic's whole set
     from kafka.admin import ConfigResource, ConfigResourceType
@@ -184,6 +212,20 @@ def _active_base(partition: Path) -> int:
     return max(int(p.stem) for p in partition.glob("*.log"))
 
 
+def _cleanable_end(partition: Path, lag: int) -> int:
+    """Where the cleaner's checkpoint ends up: the active segment's base offset, or with a compaction
+    lag the base offset of the first segment holding a record stamped within the lag of now."""
+    if lag <= 0:
+        return _active_base(partition)
+    _, records = _dump(partition)
+    recent = min((r["offset"] for r in records if r["timestamp"] > time.time() * 1000 - lag),
+                 default=None)
+    bases = sorted(int(p.stem) for p in partition.glob("*.log"))
+    if recent is None:
+        return bases[-1]
+    return max(b for b in bases if b <= recent)
+
+
 #: files a partition copy leaves out: segments still waiting for asynchronous deletion, the
 #: cleaner's work files, and the broker's producer snapshots and checkpoints (kseg compact does not write them)
 TRANSIENT = ("*.deleted", "*.cleaned", "*.swap", "*.snapshot", "leader-epoch-checkpoint", "partition.metadata")
@@ -198,7 +240,7 @@ def _clean(release: str, workdir: Path, partitions: list[str], clean_timeout: fl
     """Start the broker again with the cleaner on, wait until it cleaned ``partitions`` up to their active
     segments, stop it; the wall-clock window (ms) of all that."""
     logdir = workdir / "broker" / "data"
-    active = {p: _active_base(logdir / p) for p in partitions}
+    active = {p: _cleanable_end(logdir / p, lag_ms(p)) for p in partitions}
     broker = brokers.Broker(release, workdir / "broker", {
         "log.cleaner.enable": "true", "log.cleaner.backoff.ms": 100, "log.cleaner.threads": 1})
     start_ms = int(time.time() * 1000)
@@ -264,16 +306,17 @@ SEGMENT_SUFFIXES = (".log", ".index", ".timeindex")
 
 
 def kseg_compact(before: Path, out: Path, manifest: dict[str, Any], now_ms: int | None = None,
-                 single_pass: bool = True) -> None:
-    """``kseg compact`` of every partition of ``before`` into ``out``, told the broker's settings
-    (``--single-pass``: one broker cleaning)."""
+                 single_pass: bool = True, partitions: list[str] | None = None) -> None:
+    """``kseg compact`` of every partition of ``before`` (or of ``partitions``) into ``out``, told the
+    broker's settings (``--single-pass``: one broker cleaning)."""
     s = manifest["settings"]
     now_ms = manifest["window_ms"][0] if now_ms is None else now_ms
-    for part in manifest["partitions"]:
+    for part in partitions or manifest["partitions"]:
+        lag = s.get("min_compaction_lag_ms_by_partition", {}).get(part, s["min_compaction_lag_ms"])
         rc, _, err = checks.run_kseg(
             ["compact", str(before / part), "-o", str(out / part), "--now-ms", str(now_ms),
              "--delete-retention-ms", str(s["delete_retention_ms"]), "--segment-bytes", str(s["segment_bytes"]),
-             "--min-compaction-lag-ms", str(s["min_compaction_lag_ms"]), *(["--single-pass"] * single_pass),
+             "--min-compaction-lag-ms", str(lag), *(["--single-pass"] * single_pass),
              "--index-interval-bytes", str(s["index_interval_bytes"])], cwd=out.parent)
         assert rc == 0, err.decode()
 
@@ -360,11 +403,12 @@ def compare_partition(got: Path, want: Path, manifest: dict[str, Any], clock_exa
     return problems
 
 
-def cleaner_clock(before: Path, after: Path, manifest: dict[str, Any]) -> int | None:
-    """The clock of the broker's cleaning, from the delete horizons it stamped (one value per cleaning:
-    those not in ``before`` already), or None when it stamped none or several."""
+def cleaner_clock(before: Path, after: Path, manifest: dict[str, Any],
+                  partitions: list[str] | None = None) -> int | None:
+    """The clock of the broker's cleaning of ``partitions`` (default: all), from the delete horizons it
+    stamped (those not in ``before`` already), or None when it stamped none or several values."""
     horizons: set[int] = set()
-    for part in manifest["partitions"]:
+    for part in partitions or manifest["partitions"]:
         horizons |= _horizons(after / part) - _horizons(before / part)
     if len(horizons) != 1:
         return None
@@ -372,18 +416,27 @@ def cleaner_clock(before: Path, after: Path, manifest: dict[str, Any]) -> int | 
 
 
 def compare(before: Path, after: Path, out: Path, manifest: dict[str, Any],
-            now_ms: int | None = None) -> dict[str, list[str]]:
+            now_ms: int | str | None = None) -> dict[str, list[str]]:
     """Partition -> differences of ``kseg compact before`` from ``after``, with the clock ``now_ms``
-    (default: the window's start; "cleaner": the cleaner's own clock, then the logs must be byte-identical)."""
+    (default: the window's start; "cleaner": the cleaner's own clock, then the logs must be byte-identical).
+
+    The cleaner cleans one partition at a time with its clock read then: a partition whose cleaning
+    stamped a delete horizon is compared with that clock; one that stamped none (v1 data, nothing to
+    stamp) with the earliest clock of the others, which its cleaning does not depend on."""
+    lo, hi = manifest["window_ms"]
+    clocks: dict[str, Any] = {p: now_ms for p in manifest["partitions"]}
     exact = now_ms == "cleaner"
     if exact:
-        now_ms = cleaner_clock(before, after, manifest)
-        assert now_ms is not None, "the broker stamped no single delete horizon"
-        lo, hi = manifest["window_ms"]
-        assert lo <= now_ms <= hi, f"the cleaner's clock {now_ms} is outside the window {lo}..{hi}"
-    kseg_compact(before, out, manifest, now_ms)
-    return {p: compare_partition(out / p, after / p, manifest, exact, _horizons(before / p))
-            for p in manifest["partitions"]}
+        clocks = {p: cleaner_clock(before, after, manifest, [p]) for p in manifest["partitions"]}
+        known = [c for c in clocks.values() if c is not None]
+        assert known, "the broker stamped no delete horizon"
+        assert all(lo <= c <= hi for c in known), f"the cleaner's clocks {known} are outside the window {lo}..{hi}"
+        clocks = {p: min(known) if c is None else c for p, c in clocks.items()}
+    out_diffs = {}
+    for part, clock in clocks.items():
+        kseg_compact(before, out, manifest, clock, partitions=[part])
+        out_diffs[part] = compare_partition(out / part, after / part, manifest, exact, _horizons(before / part))
+    return out_diffs
 
 
 def stages(manifest: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
