@@ -14,6 +14,10 @@ set where the broker set them and inside the window, for a clock at either end
 of the window; with the cleaner's own clock (read back from the horizons it
 stamped) every ``.log`` file is byte-identical.
 
+A third cleaning (``before3/``, ``after3/``, ``manifest.json:third``) has
+more distinct keys than the broker's smallest dedupe buffer (1 MiB) maps: the
+broker cleans it over several cleanings, kseg in as many key-map rounds.
+
 Beside the plain topics: one with ``min.compaction.lag.ms`` (old records
 cleaned, the segments from the first recent record on left as they are) and
 LogAppendTime topics (v2, and on 3.9 v1).
@@ -121,6 +125,27 @@ def test_corpus_exercises_the_cleaner() -> None:
         assert sum(r["value"] is None for r in ra2) < sum(r["value"] is None for r in r2)
         assert any(b["is_control"] and b.get("delete_horizon_ms") for b in a2)
         assert not any(b["is_control"] and b.get("delete_horizon_ms") for b in b2)
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_key_map_rounds_are_needed(release: str, tmp_path: Path) -> None:
+    """The third cleaning's dirty range holds more distinct keys than the broker's dedupe buffer: the
+    broker cleaned it in several cleanings, kseg in as many rounds; one round alone does not get there."""
+    root = cleaning.CORPUS / release
+    third = json.loads((root / "manifest.json").read_text())["third"]
+    part = third["partitions"][0]
+    keys = {r["key"] for r in cleaning._dump(root / "before3" / part)[1]}
+    assert len(keys) > int(third["settings"]["key_map_bytes"] // 24 * 0.9)
+    rc, out, err = cleaning.checks.run_kseg(
+        ["compact", str(root / "before3" / part), "--dry-run", "--format", "json", "--now-ms",
+         str(third["window_ms"][0]), "--key-map-bytes", str(third["settings"]["key_map_bytes"]),
+         "--segment-bytes", str(third["settings"]["segment_bytes"])], cwd=tmp_path)
+    assert rc == 0, err.decode()
+    assert json.loads(out)["rounds"] >= 2
+    one = {**third, "settings": {**third["settings"], "single_pass": True}}
+    cleaning.kseg_compact(root / "before3", tmp_path / "one", one)
+    assert cleaning.compare_partition(tmp_path / "one" / part, root / "after3" / part, one), \
+        "one round already gives the broker's result: the scenario does not fill the key map"
 
 
 def test_compact_index_interval_bytes(tmp_path: Path) -> None:

@@ -44,6 +44,10 @@ MIN_COMPACTION_LAG_MS = 0
 LAG_TOPIC, LAG_MS = "cv2lag", 3_600_000
 #: the topics whose broker stamps batches with its own clock (LogAppendTime)
 LAT_TOPICS = ("cv2lat", "cv1lat")
+#: the third cleaning: more distinct keys than the cleaner's dedupe buffer holds, cleaned in rounds
+MAP_TOPIC = "cvmap"
+MAP_BUFFER_BYTES = (1 << 20) + 24  # log.cleaner.dedupe.buffer.size, just over the broker's least (1 MiB): 43,691 slots, 39,321 keys a round
+MAP_KEYS, MAP_RECORDS, MAP_SEGMENT_BYTES = 45_000, 60_000, 192 * 1024
 BASE_TS = 1_700_000_000_000
 PARTITION = 0
 
@@ -172,6 +176,33 @@ def produce(bootstrap: str, release: str) -> None:
         admin.close()
 
 
+def produce_map(bootstrap: str, release: str) -> None:
+    """The key-map topic: more distinct keys than one cleaning's map holds, no tombstones or
+    transactions (each of the broker's cleanings has its own clock; kseg's rounds share one)."""
+    from kafka import KafkaAdminClient, KafkaProducer
+    from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
+
+    seg_key = "segment.bytes" if release.startswith("3") else "internal.segment.bytes"
+    cfg = {**topics_for(release)["cv2"], seg_key: str(MAP_SEGMENT_BYTES)}
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(MAP_TOPIC, 1, 1, topic_configs=cfg)])
+    finally:
+        admin.close()
+    p = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, batch_size=16384)
+    for i in range(MAP_RECORDS):
+        p.send(MAP_TOPIC, key=f"key{(i * 37) % MAP_KEYS}".encode(), value=f"v{i}".encode(),
+               timestamp_ms=BASE_TS + i, partition=PARTITION)
+    p.flush()
+    p.close()
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, MAP_TOPIC,
+                                            configs={**cfg, seg_key: str(3 * MAP_SEGMENT_BYTES)})])
+    finally:
+        admin.close()
+
+
 def produce_more(bootstrap: str) -> None:
     """New dirty data for the second cleaning: overwrites, tombstones, an aborted and a committed
     transaction, and enough after them to roll the active segment past them."""
@@ -236,13 +267,14 @@ def _copy(logdir: Path, dest: Path, partitions: list[str]) -> None:
         shutil.copytree(logdir / name, dest / name, ignore=shutil.ignore_patterns(*TRANSIENT))
 
 
-def _clean(release: str, workdir: Path, partitions: list[str], clean_timeout: float) -> tuple[int, int]:
+def _clean(release: str, workdir: Path, partitions: list[str], clean_timeout: float,
+           extra: dict[str, Any] | None = None) -> tuple[int, int]:
     """Start the broker again with the cleaner on, wait until it cleaned ``partitions`` up to their active
     segments, stop it; the wall-clock window (ms) of all that."""
     logdir = workdir / "broker" / "data"
     active = {p: _cleanable_end(logdir / p, lag_ms(p)) for p in partitions}
     broker = brokers.Broker(release, workdir / "broker", {
-        "log.cleaner.enable": "true", "log.cleaner.backoff.ms": 100, "log.cleaner.threads": 1})
+        "log.cleaner.enable": "true", "log.cleaner.backoff.ms": 100, "log.cleaner.threads": 1, **(extra or {})})
     start_ms = int(time.time() * 1000)
     try:
         broker.start()
@@ -273,9 +305,10 @@ def _produce(release: str, workdir: Path, what) -> None:
         broker.stop()
 
 
-def run_scenario(release: str, workdir: Path, clean_timeout: float = 90.0, second: bool = True) -> dict[str, Any]:
-    """Broker runs, "before"/"after" copies (and "before2"/"after2" of the second cleaning) in ``workdir``;
-    returns the manifest (also written there as manifest.json)."""
+def run_scenario(release: str, workdir: Path, clean_timeout: float = 90.0, second: bool = True,
+                 third: bool = True) -> dict[str, Any]:
+    """Broker runs, "before"/"after" copies (and "before2"/"after2" of the second cleaning, "before3"/"after3"
+    of the key-map one) in ``workdir``; returns the manifest (also written there as manifest.json)."""
     logdir = workdir / "broker" / "data"
     partitions = [f"{t}-{PARTITION}" for t in topics_for(release) if t != SECOND_TOPIC]
     _produce(release, workdir, lambda bootstrap: produce(bootstrap, release))
@@ -296,6 +329,18 @@ def run_scenario(release: str, workdir: Path, clean_timeout: float = 90.0, secon
             "release": release, "kafka_version": brokers.version(release), "partitions": part,
             "window_ms": list(window2), "previous_window_ms": list(window),
             "checkpoint": _checkpoint(logdir), "settings": settings(release, SHORT_RETENTION_MS)}
+    if third:
+        # the third cleaning: the dirty range has more distinct keys than the dedupe buffer holds: rounds
+        part = [f"{MAP_TOPIC}-{PARTITION}"]
+        _produce(release, workdir, lambda bootstrap: produce_map(bootstrap, release))
+        _copy(logdir, workdir / "before3", part)
+        window3 = _clean(release, workdir, part, clean_timeout, {"log.cleaner.dedupe.buffer.size": MAP_BUFFER_BYTES})
+        _copy(logdir, workdir / "after3", part)
+        manifest["third"] = {
+            "release": release, "kafka_version": brokers.version(release), "partitions": part,
+            "window_ms": list(window3), "checkpoint": _checkpoint(logdir),
+            "settings": {**settings(release), "segment_bytes": 3 * MAP_SEGMENT_BYTES,
+                         "key_map_bytes": MAP_BUFFER_BYTES, "single_pass": False}}
     (workdir / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
 
@@ -311,12 +356,14 @@ def kseg_compact(before: Path, out: Path, manifest: dict[str, Any], now_ms: int 
     broker's settings (``--single-pass``: one broker cleaning)."""
     s = manifest["settings"]
     now_ms = manifest["window_ms"][0] if now_ms is None else now_ms
+    single_pass = single_pass and s.get("single_pass", True)
+    key_map = ["--key-map-bytes", str(s["key_map_bytes"])] if "key_map_bytes" in s else []
     for part in partitions or manifest["partitions"]:
         lag = s.get("min_compaction_lag_ms_by_partition", {}).get(part, s["min_compaction_lag_ms"])
         rc, _, err = checks.run_kseg(
             ["compact", str(before / part), "-o", str(out / part), "--now-ms", str(now_ms),
              "--delete-retention-ms", str(s["delete_retention_ms"]), "--segment-bytes", str(s["segment_bytes"]),
-             "--min-compaction-lag-ms", str(lag), *(["--single-pass"] * single_pass),
+             "--min-compaction-lag-ms", str(lag), *(["--single-pass"] * single_pass), *key_map,
              "--index-interval-bytes", str(s["index_interval_bytes"])], cwd=out.parent)
         assert rc == 0, err.decode()
 
@@ -428,8 +475,7 @@ def compare(before: Path, after: Path, out: Path, manifest: dict[str, Any],
     exact = now_ms == "cleaner"
     if exact:
         clocks = {p: cleaner_clock(before, after, manifest, [p]) for p in manifest["partitions"]}
-        known = [c for c in clocks.values() if c is not None]
-        assert known, "the broker stamped no delete horizon"
+        known = [c for c in clocks.values() if c is not None] or [lo]  # nothing stamped: no clock needed
         assert all(lo <= c <= hi for c in known), f"the cleaner's clocks {known} are outside the window {lo}..{hi}"
         clocks = {p: min(known) if c is None else c for p, c in clocks.items()}
     out_diffs = {}
@@ -440,9 +486,9 @@ def compare(before: Path, after: Path, out: Path, manifest: dict[str, Any],
 
 
 def stages(manifest: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """("", the first cleaning's manifest) and ("2", the second's) when there is one: the suffix of the
-    before/after folders and what to compare them with."""
-    return [("", manifest)] + ([("2", manifest["second"])] if "second" in manifest else [])
+    """("", the first cleaning's manifest), ("2", the second's) and ("3", the key-map one's) when there
+    are: the suffix of the before/after folders and what to compare them with."""
+    return [("", manifest)] + [(n, manifest[k]) for n, k in (("2", "second"), ("3", "third")) if k in manifest]
 
 
 CORPUS = brokers.REPO / "fixtures" / "kafka-cleaner"
@@ -454,7 +500,7 @@ def write_corpus(release: str, workdir: Path) -> Path:
     dest = CORPUS / release
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
-    for name in ("before", "after", "before2", "after2", "manifest.json"):
+    for name in ("before", "after", "before2", "after2", "before3", "after3", "manifest.json"):
         if (workdir / name).exists():
             (shutil.copytree if name != "manifest.json" else shutil.copy)(workdir / name, dest / name)
     for stage, m in stages(manifest):
