@@ -267,7 +267,7 @@ def convert_whole_task(p: ConvertParams, item: tuple[str, str]) -> ConvertResult
     t0 = time.perf_counter()
     try:
         if p.command == "up-convert" and p.args.get("input_format") == "kafka07":
-            from kseg.ops.kafka07_convert import up_convert_kafka07
+            from kseg.ops.kafka07 import up_convert_kafka07
 
             result = up_convert_kafka07(Path(src), Path(output), _up_options(p.args), p.args["base_offset"],
                                         p.write)
