@@ -11,15 +11,19 @@ compares.
 Down-conversion. kafka-python producers write v2 batches to a v2 topic
 (none, gzip, snappy, lz4; keys, null keys, tombstones, empty values, headers;
 a transaction that commits and one that aborts, so transactional batches and
-control batches) and to a LogAppendTime topic. Old Fetch requests, built with
-kafka-python's protocol classes and sent over a raw socket, read every
-partition from offset 0; each response keeps only its complete messages (the
-broker truncates its lazily converted send at the size it announced, or pads
-it with an "overflow" entry of offset -1: a partial trailing message either
-way) and the next fetch starts after the last complete one. The concatenated
-messages must be byte for byte ``kseg down-convert --to-magic 0|1`` of the
-broker's own segment. zstd: the broker answers UNSUPPORTED_COMPRESSION_TYPE at
-a zstd batch and kseg refuses the partition (exit 2) naming the batch.
+control batches), to a LogAppendTime topic and, as an 0.10 client, to a v1
+topic (v1 -> v0 for Fetch v0/v1, served as stored to v2/v3). Old Fetch
+requests, built with kafka-python's protocol classes and sent over a raw
+socket, read every partition from offset 0; each response keeps only its
+complete messages (the broker truncates its lazily converted send at the size
+it announced, or pads it with an "overflow" entry of offset -1: a partial
+trailing message either way) and the next fetch starts after the last complete
+one (entries ending below it, which 3.9 sends again after a control batch, are
+skipped as consumers skip them: see ``fetch_all``). The concatenated messages
+must be byte for byte ``kseg down-convert --to-magic 0|1`` of the broker's own
+segment; snappy entries field by field (``CODEC_OUTPUT_MAY_DIFFER``). zstd: the
+broker answers UNSUPPORTED_COMPRESSION_TYPE at a zstd batch and kseg refuses
+the partition (exit 2) naming the batch.
 
 Up-conversion. Produce v2 requests carry magic 0 and magic 1 message sets
 (built with kseg's encoder: uncompressed and every legacy codec) into a v2
