@@ -20,6 +20,9 @@ from conftest import examples
 
 from kseg.cli.main import main
 from kseg.codecs import get_codec
+from kseg.formats.attributes import LOG_APPEND_TIME
+from kseg.log.records import batch_records
+from kseg.log.segment import strict_batches
 
 sys.path.insert(0, str(Path(__file__).parent))
 from builders import CASES, T0, folder_records, write_partition  # noqa: E402
@@ -134,6 +137,42 @@ def test_up_convert_log_append_time(tmp_path):
     assert code == 0, text
     assert {r[1] for r in folder_records(out)} == {T0}
     code, _ = run("up-convert", src, "-o", tmp_path / "x", "--to-magic", 2, "--timestamp-type", "log-append")
+    assert code == 2
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip"])
+def test_up_convert_log_append_time_stamps_v1_entries(tmp_path, codec):
+    """As Kafka 3.9 writes v1 messages produced to a LogAppendTime v2 topic (LogValidator;
+    tests/kafka/test_kafka_convert_live.py): the v2 batch is LogAppendTime with maxTimestamp the
+    append time, and its records keep their own CreateTime values (base timestamp, deltas)."""
+    src = write_partition(tmp_path / "t-0", 1, codec, segments=1)
+    out = tmp_path / "out"
+    code, text = run("up-convert", src, "-o", out, "--to-magic", 2, "--timestamp-type", "log-append",
+                     "--log-append-time", T0 + 5)
+    assert code == 0, text
+    [seg] = out.glob("*.log")
+    before = [r for b in strict_batches(next(src.glob("*.log"))) for r in batch_records(b)]
+    batches = list(strict_batches(seg))
+    assert batches and all(b.timestamp_type == LOG_APPEND_TIME and b.max_timestamp == T0 + 5 for b in batches)
+    after = [r for b in batches for r in batch_records(b)]
+    assert [r.stored_timestamp for r in after] == [r.stored_timestamp for r in before]
+    assert {r.timestamp for r in after} == {T0 + 5}
+    assert [b.base_timestamp for b in batches][0] == before[0].stored_timestamp
+
+
+@pytest.mark.parametrize("magic,codec", [(0, "none"), (1, "snappy")])
+def test_up_convert_partition_leader_epoch(tmp_path, magic, codec):
+    """New v2 batches carry --partition-leader-epoch (a broker writes its leader epoch there;
+    the default -1 is "none"), and the leader-epoch-checkpoint follows it."""
+    src = write_partition(tmp_path / "t-0", magic, codec, segments=1)
+    for epoch in (-1, 7):
+        out = tmp_path / f"out{epoch}" / "t-0"
+        code, text = run("up-convert", src, "-o", out, "--to-magic", 2, "--partition-leader-epoch", epoch)
+        assert code == 0, text
+        assert {b.partition_leader_epoch for seg in out.glob("*.log") for b in strict_batches(seg)} == {epoch}
+        checkpoint = (out / "leader-epoch-checkpoint").read_text().split("\n")
+        assert checkpoint[1] == ("1" if epoch >= 0 else "0")
+    code, text = run("up-convert", src, "-o", tmp_path / "bad", "--to-magic", 2, "--partition-leader-epoch", -2)
     assert code == 2
 
 

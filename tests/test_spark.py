@@ -463,6 +463,16 @@ def test_conversions_byte_identical(spark, logdir, tmp_path, command):
     assert tree(tmp_path / "p1") == tree(tmp_path / "p2")
 
 
+def test_kafka07_up_convert_byte_identical(spark, tmp_path):
+    """Pre-0.8 input takes its own path on the executors; the options reach it."""
+    command = ("up-convert", "--to-magic", "2", "--input-format", "kafka07", "--base-offset", "10",
+               "--partition-leader-epoch", "4", str(REPO / "fixtures" / "kafka07"))
+    plain = cli(*command, "-o", tmp_path / "plain" / "t-0")
+    dist = cli("spark", *command, "-o", tmp_path / "spark" / "t-0")
+    assert plain.exit_code == dist.exit_code == 0, (plain.stderr, dist.stderr)
+    assert tree(tmp_path / "plain") == tree(tmp_path / "spark") and tree(tmp_path / "plain")
+
+
 def test_compact_byte_identical(spark, logdir, tmp_path):
     a, b = tmp_path / "plain", tmp_path / "spark"
     plain = cli("compact", "--now-ms", NOW, logdir, "-o", a)

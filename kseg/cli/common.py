@@ -246,8 +246,11 @@ up_convert_options = options(
                  help="First logical offset for --input-format kafka07."),
     click.option("--timestamp-type", type=click.Choice(["create", "log-append"]), default="create",
                  show_default=True,
-                 help="Type for messages without a timestamp (v0); log-append needs --log-append-time."),
+                 help="create: v1 timestamps are kept, v0 messages get none (-1); log-append (needs "
+                      "--log-append-time): every converted entry is stamped, as on a LogAppendTime topic."),
     click.option("--log-append-time", type=int, default=None, help="Milliseconds since the epoch."),
+    click.option("--partition-leader-epoch", type=click.IntRange(-1, 2**31 - 1), default=-1, show_default=True,
+                 help="The leader epoch written into each new v2 batch (the broker writes its current one)."),
     click.option("--batch-records", type=click.IntRange(1), default=DEFAULT_BATCH_RECORDS, show_default=True,
                  help="At most this many uncompressed legacy messages per v2 batch."),
     click.option("--batch-bytes", type=SIZE, default=DEFAULT_BATCH_BYTES, show_default=True,

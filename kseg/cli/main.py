@@ -250,11 +250,12 @@ def _progress() -> Callable[[str], None]:
 @remote_output
 def up_convert_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
                    max_decompressed_bytes: int, to_magic: int, codec: str, level: int | None, input_format: str,
-                   base_offset: int, timestamp_type: str, log_append_time: int | None, batch_records: int,
-                   batch_bytes: int) -> None:
+                   base_offset: int, timestamp_type: str, log_append_time: int | None,
+                   partition_leader_epoch: int, batch_records: int, batch_bytes: int) -> None:
     """Convert to a newer message format: pre-0.8 -> v0/v1/v2, v0 -> v1, v0/v1 -> v2."""
     check_log_append(timestamp_type, log_append_time)
     o = UpOptions(to_magic=to_magic, choice=choose(codec, level), log_append_time=log_append_time,
+                  partition_leader_epoch=partition_leader_epoch,
                   batch_records=batch_records, batch_bytes=batch_bytes, limit=max_decompressed_bytes)
     options = write_flags(no_index, index_interval_bytes, force)
     if conversion_input_format(input_path, input_format) == KAFKA07:

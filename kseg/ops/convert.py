@@ -202,11 +202,17 @@ def _up_convert_run(batches: Iterable[Batch], options: UpOptions, summary: Summa
 
 
 def _timestamps_for_up(batch: Batch, records: list[Record], options: UpOptions) -> tuple[int, list[Record]]:
-    """The timestamp type and records' timestamps after up-conversion."""
+    """The timestamp type and records' (effective) timestamps after up-conversion.
+
+    With ``log_append_time`` every converted entry, v0 or v1, is stamped with it, as
+    the broker stamps what is produced to a LogAppendTime topic (``LogValidator``);
+    the records keep their stored timestamps (-1 for v0), which a v2 batch carries
+    beside the stamp. Without it v0 messages get none and v1 entries keep their type.
+    """
+    if options.log_append_time is not None:
+        lat = options.log_append_time
+        return LOG_APPEND_TIME, [r._replace(timestamp=lat) for r in records]
     if batch.magic == 0:
-        if options.log_append_time is not None:
-            lat = options.log_append_time
-            return LOG_APPEND_TIME, [r._replace(timestamp=lat) for r in records]
         return CREATE_TIME, records
     return batch.timestamp_type, records
 
@@ -214,7 +220,7 @@ def _timestamps_for_up(batch: Batch, records: list[Record], options: UpOptions) 
 def _lat_max(records: list[Record], ts_type: int, batch: Batch, options: UpOptions) -> int | None:
     if ts_type != LOG_APPEND_TIME:
         return None
-    if batch.magic == 0:
+    if options.log_append_time is not None:
         return options.log_append_time
     return batch.timestamp  # a v1 LogAppendTime entry: its stamp applies to every record
 

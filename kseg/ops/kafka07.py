@@ -39,6 +39,7 @@ def kafka07_entries(paths: list[Path], o: UpOptions, base_offset: int, s: Summar
         if pending:
             codec = o.choice.id_for(CODEC_NONE)
             raw = build_v2_batch(pending, codec=codec, level=o.choice.level, timestamp_type=ts_type,
+                                 partition_leader_epoch=o.partition_leader_epoch,
                                  max_timestamp=lat, plugin_id=o.choice.plugin_id, codec_impl=o.choice.codec)
             s.rebuilt += 1
             s.batches_out += 1
@@ -59,6 +60,7 @@ def kafka07_entries(paths: list[Path], o: UpOptions, base_offset: int, s: Summar
                 continue
             yield from flush()
             raw = build_v2_batch(records, codec=codec, level=o.choice.level, timestamp_type=ts_type,
+                                 partition_leader_epoch=o.partition_leader_epoch,
                                  max_timestamp=lat, plugin_id=o.choice.plugin_id, codec_impl=o.choice.codec)
         else:
             magic = o.to_magic

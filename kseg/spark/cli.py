@@ -309,13 +309,14 @@ def _common_args(max_decompressed_bytes: int) -> dict:
                                                 "topic-partition (the options of `kseg up-convert`).")
 def up_convert(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
                max_decompressed_bytes: int, to_magic: int, codec: str, level: int | None, input_format: str,
-               base_offset: int, timestamp_type: str, log_append_time: int | None, batch_records: int,
-               batch_bytes: int, master: str | None, conf: tuple[str, ...], report: Path | None,
-               timings: bool) -> None:
+               base_offset: int, timestamp_type: str, log_append_time: int | None,
+               partition_leader_epoch: int, batch_records: int, batch_bytes: int, master: str | None,
+               conf: tuple[str, ...], report: Path | None, timings: bool) -> None:
     check_log_append(timestamp_type, log_append_time)
     choose(codec, level)  # a bad name: exit 2 before Spark starts
     args = dict(_common_args(max_decompressed_bytes), to_magic=to_magic, codec=codec, level=level,
-                log_append_time=log_append_time, batch_records=batch_records, batch_bytes=batch_bytes,
+                log_append_time=log_append_time, partition_leader_epoch=partition_leader_epoch,
+                batch_records=batch_records, batch_bytes=batch_bytes,
                 input_format=conversion_input_format(input_path, input_format), base_offset=base_offset)
     _convert("up-convert", input_path, output, args, write_flags(no_index, index_interval_bytes, force),
              master, conf, report, timings)

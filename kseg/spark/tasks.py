@@ -203,13 +203,23 @@ class ConvertParams:
     registry: str | None = None
 
 
+def _up_options(a: dict):
+    """The ``UpOptions`` of ``kseg up-convert``'s options."""
+    from kseg.codecs.choice import choose as _codec_choice
+    from kseg.ops.convert import UpOptions
+
+    return UpOptions(to_magic=a["to_magic"], choice=_codec_choice(a["codec"], a["level"]),
+                     log_append_time=a["log_append_time"], partition_leader_epoch=a["partition_leader_epoch"],
+                     batch_records=a["batch_records"], batch_bytes=a["batch_bytes"],
+                     limit=a["max_decompressed_bytes"])
+
+
 def make_transform(p: ConvertParams):
     """The ``make_transform`` the plain command builds, from its options."""
     from kseg.codecs.choice import choose as _codec_choice
     from kseg.ops.convert import (
         DownOptions,
         RecompressOptions,
-        UpOptions,
         down_convert,
         recompress,
         up_convert,
@@ -218,9 +228,7 @@ def make_transform(p: ConvertParams):
     a = p.args
     limit = a["max_decompressed_bytes"]
     if p.command == "up-convert":
-        o = UpOptions(to_magic=a["to_magic"], choice=_codec_choice(a["codec"], a["level"]),
-                      log_append_time=a["log_append_time"], batch_records=a["batch_records"],
-                      batch_bytes=a["batch_bytes"], limit=limit)
+        o = _up_options(a)
         return lambda segs: (lambda b, s: up_convert(b, o, s), 0)
     if p.command == "down-convert":
         d = DownOptions(to_magic=a["to_magic"], choice=_codec_choice(a["codec"], a["level"]), limit=limit)
@@ -261,15 +269,10 @@ def convert_whole_task(p: ConvertParams, item: tuple[str, str]) -> ConvertResult
     t0 = time.perf_counter()
     try:
         if p.command == "up-convert" and p.args.get("input_format") == "kafka07":
-            from kseg.codecs.choice import choose as _codec_choice
-            from kseg.ops.convert import UpOptions
-            from kseg.ops.kafka07_convert import up_convert_kafka07
+            from kseg.ops.kafka07 import up_convert_kafka07
 
-            a = p.args
-            o = UpOptions(to_magic=a["to_magic"], choice=_codec_choice(a["codec"], a["level"]),
-                          log_append_time=a["log_append_time"], batch_records=a["batch_records"],
-                          batch_bytes=a["batch_bytes"], limit=a["max_decompressed_bytes"])
-            result = up_convert_kafka07(Path(src), Path(output), o, a["base_offset"], p.write)
+            result = up_convert_kafka07(Path(src), Path(output), _up_options(p.args), p.args["base_offset"],
+                                        p.write)
         else:
             result = run_job([Path(src)], Path(output), make_transform(p), p.write, select=_select(p),
                              command=p.command)

@@ -55,7 +55,7 @@ def topics_for(release: str) -> dict[str, dict[str, str]]:
     return topics
 
 
-def _records(prefix: str, n: int, start_ts: int) -> list[dict[str, Any]]:
+def sample_records(prefix: str, n: int, start_ts: int) -> list[dict[str, Any]]:
     """Deterministic records: some null keys, tombstones, empty values, headers."""
     out = []
     for i in range(n):
@@ -74,7 +74,7 @@ def _records(prefix: str, n: int, start_ts: int) -> list[dict[str, Any]]:
     return out
 
 
-def _send(producer: KafkaProducer, topic: str, records: list[dict[str, Any]], headers: bool = True) -> None:
+def send(producer: KafkaProducer, topic: str, records: list[dict[str, Any]], headers: bool = True) -> None:
     for r in records:
         producer.send(topic, key=r["key"], value=r["value"], timestamp_ms=r["timestamp_ms"],
                       headers=r["headers"] if headers else None, partition=0)
@@ -95,7 +95,7 @@ def produce_all(bootstrap: str, release: str) -> None:
     # v2: every codec, several batches each, headers, nulls, tombstones
     for codec in (None, "gzip", "snappy", "lz4", "zstd"):
         p = KafkaProducer(compression_type=codec, **common)
-        _send(p, "v2", _records(f"v2-{codec}", 60, ts))
+        send(p, "v2", sample_records(f"v2-{codec}", 60, ts))
         p.close()
         ts += 100_000
     # old formats on 3.9: old produce request versions (magic 0 and 1 messages), every legacy codec
@@ -103,17 +103,17 @@ def produce_all(bootstrap: str, release: str) -> None:
         for topic, api in (("v0", (0, 9)), ("v1", (0, 10, 1))):
             for codec in (None, "gzip", "snappy", "lz4"):
                 p = KafkaProducer(compression_type=codec, api_version=api, **common)
-                _send(p, topic, _records(f"{topic}-{codec}", 30, ts), headers=False)
+                send(p, topic, sample_records(f"{topic}-{codec}", 30, ts), headers=False)
                 p.close()
                 ts += 100_000
     # idempotent producer
     p = KafkaProducer(enable_idempotence=True, acks="all", compression_type="lz4", **common)
-    _send(p, "idempotent", _records("idem", 60, ts))
+    send(p, "idempotent", sample_records("idem", 60, ts))
     p.close()
     ts += 100_000
     # broker-set timestamps
     p = KafkaProducer(compression_type="gzip", **common)
-    _send(p, "log-append", _records("append", 30, ts))
+    send(p, "log-append", sample_records("append", 30, ts))
     p.close()
     ts += 100_000
 
@@ -135,7 +135,7 @@ def produce_all(bootstrap: str, release: str) -> None:
     p.init_transactions()
     for i, commit in enumerate((True, False, True, False, True)):
         p.begin_transaction()
-        _send(p, "txn", _records(f"txn{i}-{'commit' if commit else 'abort'}", 15, ts))
+        send(p, "txn", sample_records(f"txn{i}-{'commit' if commit else 'abort'}", 15, ts))
         if i == 4:
             p.send_offsets_to_transaction({TopicPartition("v2", 0): _offset_meta(10)}, "txn-group")
         if commit:
