@@ -538,11 +538,11 @@ class _ShareState(_Applier):
             return
         new = [StateBatch.of(b) for b in value["stateBatches"]]
         old = self.parts.get(slot)
-        if old is None:  # an update with no snapshot before it: the update is the state
+        if old is None:  # no snapshot before it: the update is the state (state epoch and times 0, as Kafka)
             self.parts[slot] = {
                 "snapshotEpoch": value["snapshotEpoch"], "stateEpoch": 0, "leaderEpoch": value["leaderEpoch"],
                 "startOffset": value["startOffset"], "deliveryCompleteCount": value.get("deliveryCompleteCount", -1),
-                "createTimestamp": -1, "writeTimestamp": -1, "stateBatches": new, "record_offset": record.offset}
+                "createTimestamp": 0, "writeTimestamp": 0, "stateBatches": new, "record_offset": record.offset}
             return
         start = old["startOffset"] if value["startOffset"] == -1 else value["startOffset"]
         old.update(startOffset=start, leaderEpoch=old["leaderEpoch"] if value["leaderEpoch"] == -1

@@ -284,8 +284,8 @@ def dump_differences(root: Path, dumps: list[dict[str, Any]]) -> list[str]:
         if out != d["stdout"]:
             a, b = d["stdout"].decode().splitlines(), out.decode().splitlines()
             first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-            problems.append(f"{what}: stdout differs at line {first + 1}:\n  kafka: "
-                            f"{a[first] if first < len(a) else '<end>'}\n  kseg:  {b[first] if first < len(b) else '<end>'}")
+            line = (lambda lines: lines[first] if first < len(lines) else "<end>")
+            problems.append(f"{what}: stdout differs at line {first + 1}:\n  kafka: {line(a)}\n  kseg:  {line(b)}")
         if _gap_blocks(err) != _gap_blocks(d["stderr"]):
             problems.append(f"{what}: stderr differs:\n  kafka: {d['stderr'][:300]!r}\n  kseg:  {err[:300]!r}")
         if d["exit"] == 0 and rc != 0:
@@ -402,6 +402,9 @@ def check_metadata_names_the_store(root: Path) -> None:
     listed = {sid: (seg["startOffset"], seg["segmentSizeInBytes"]) for sid, seg in part["segments"].items()
               if seg["state"] == "COPY_SEGMENT_FINISHED"}
     assert listed == store
+    # the metadata's txnIndexEmpty says whether the store has the segment's .txnindex
+    txn = {sid: not seg["txnIndexEmpty"] for sid, seg in part["segments"].items() if sid in store}
+    assert txn == {sid: any(folder.glob(f"*-{sid}.txnindex")) for sid in store}, txn
     deleted = [seg for seg in part["segments"].values() if seg["state"] != "COPY_SEGMENT_FINISHED"]
     assert deleted and all(seg["state"] == "DELETE_SEGMENT_FINISHED" for seg in deleted)
     segs = sorted(part["segments"].values(), key=lambda s: s["startOffset"])
