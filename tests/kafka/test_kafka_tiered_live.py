@@ -33,7 +33,6 @@ import pytest
 _why = brokers.java_available()
 if _why is None:
     try:
-        brokers.fetch("4")
         if not any(brokers.fetch("4").glob("kafka-storage-*-test.jar")):
             _why = "the kafka-storage test jar (LocalTieredStorage) was not fetched"
     except brokers.KafkaUnavailable as exc:
