@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from conftest import REALDATA
 from kseg.cli.main import main
 from kseg.companions.build import build_txn_index
+from kseg.findings import NOTE
 from kseg.layouts import CONTROL_KEY, END_TXN_MARKER
 from kseg.log.encode import build_v2_batch
 from kseg.log.segment import parse_partition_dir, segment_file_name
@@ -221,6 +222,23 @@ def test_txn_contradictions(tmp_path):
     run("txn", other, ok=(1,))
 
 
+def test_txn_empty_abort_is_in_no_txnindex(tmp_path):
+    """Kafka indexes only transactions that wrote data (``ProducerAppendInfo.appendEndTxnMarker``):
+    an ABORT with no data before it (a real 4.3.1 broker wrote one for kafka-python's abort of a
+    transaction whose records were never sent) needs no .txnindex entry, and one listing it is wrong."""
+    folder = tmp_path / "t-0"
+    folder.mkdir()
+    (folder / segment_file_name(0)).write_bytes(data_batch(0, 1) + marker(2, 1, True) + marker(3, 4, False))
+    (p,) = explain_transactions([folder], now_ms=T0).partitions
+    assert [f.severity for f in p.findings] == [NOTE]
+    assert "ABORT marker of producer 4 with no transactional data" in p.findings[0].message
+    run("txn", folder)
+    (folder / segment_file_name(0, ".txnindex")).write_bytes(build_txn_index([(4, 3, 3, 4)]))
+    (q,) = explain_transactions([folder], now_ms=T0).partitions
+    assert any("lists an aborted transaction of producer 4 (offsets 3..3) that the log does not show" in f.message
+               for f in q.findings)
+
+
 def test_txn_names_transactional_ids_from_transaction_state(tmp_path):
     folder = write_txns(tmp_path / "logs" / "orders-0")
     state = tmp_path / "logs" / "__transaction_state-3"
@@ -231,3 +249,75 @@ def test_txn_names_transactional_ids_from_transaction_state(tmp_path):
     report = explain_transactions([tmp_path / "logs"], now_ms=T0)
     (p,) = [x for x in report.partitions if x.topic == "orders"]
     assert [t.transactional_id for t in p.transactions] == [None, None, "orders-tx"]
+
+
+# --------------------------------------------------------------------------- share groups (KIP-932)
+
+SHARE_TOPIC_ID = bytes(range(1, 17))
+
+
+def share_key(kind: int, group: str, partition: int = 0) -> bytes:
+    return struct.pack(">hh", kind, len(group)) + group.encode() + SHARE_TOPIC_ID + struct.pack(">i", partition)
+
+
+def share_batches(batches: list[tuple[int, int, int, int]]) -> bytes:
+    return bytes([len(batches) + 1]) + b"".join(struct.pack(">qqbh", *b) + b"\x00" for b in batches) + b"\x00"
+
+
+def share_snapshot(start: int, batches: list, state_epoch: int = 1, leader_epoch: int = 0) -> bytes:
+    return struct.pack(">hiiiqqq", 0, 0, state_epoch, leader_epoch, start, T0, T0) + share_batches(batches)
+
+
+def share_update(start: int, batches: list, leader_epoch: int = -1) -> bytes:
+    return struct.pack(">hiiq", 0, 0, leader_epoch, start) + share_batches(batches)
+
+
+def test_share_state_replay(tmp_path):
+    """A ShareSnapshot replaces the state, a ShareUpdate merges in as the share coordinator merges it:
+    start offset and leader epoch only when set (-1: unchanged), batches combined (per offset the higher
+    delivery count wins, then the higher state), offsets before the start offset dropped."""
+    folder = tmp_path / "__share_group_state-0"
+    folder.mkdir()
+    recs = [
+        (share_key(0, "g"), share_snapshot(0, [(0, 9, 2, 1)], state_epoch=3, leader_epoch=5)),
+        (share_key(1, "g"), share_update(-1, [(5, 14, 0, 2)])),
+        (share_key(0, "gone"), share_snapshot(0, [])),
+        (share_key(0, "gone"), None),  # a tombstone: the share-partition was deleted
+        (share_key(1, "g"), share_update(7, [(20, 21, 4, 1)], leader_epoch=6)),
+    ]
+    log = b"".join(build_v2_batch([make_record(i, T0 + i, k, v)], partition_leader_epoch=0)
+                   for i, (k, v) in enumerate(recs))
+    (folder / segment_file_name(0)).write_bytes(log)
+    (ps,) = replay([folder]).partitions
+    assert not ps.notes
+    (sp,) = ps.state["share_groups"]["g"]
+    assert (sp["startOffset"], sp["stateEpoch"], sp["leaderEpoch"], sp["record_offset"]) == (7, 3, 6, 4)
+    assert [(b["firstOffset"], b["lastOffset"], b["deliveryStateName"], b["deliveryCount"])
+            for b in sp["stateBatches"]] == [(7, 14, "Available", 2), (20, 21, "Archived", 1)]
+    assert set(ps.state["share_groups"]) == {"g"}
+    out = run("state", folder).stdout
+    assert "share group g" in out and "start offset 7 state epoch 3 leader epoch 6" in out
+    assert "7..14 Available x2, 20..21 Archived x1" in out
+
+
+def test_combine_state_batches():
+    from kseg.ops.state import StateBatch, combine_state_batches
+
+    b = StateBatch
+    # same delivery count: the higher state wins; contiguous equal batches join
+    assert combine_state_batches([b(0, 9, 0, 1), b(5, 6, 4, 1), b(10, 12, 0, 1)], 0) == [
+        b(0, 4, 0, 1), b(5, 6, 4, 1), b(7, 12, 0, 1)]
+    # a higher delivery count wins over a terminal state
+    assert combine_state_batches([b(0, 3, 2, 1), b(2, 5, 0, 3)], 1) == [b(1, 1, 2, 1), b(2, 5, 0, 3)]
+    assert combine_state_batches([b(0, 3, 2, 1)], 4) == []
+    assert combine_state_batches([], 0) == []
+
+
+def test_state_of_a_log_dir_with_share_and_remote_metadata():
+    """``kseg state`` of a real 4.3.1 log directory with __share_group_state and __remote_log_metadata
+    (it stopped at them with a KeyError before)."""
+    logdir = Path(__file__).resolve().parent.parent / "fixtures" / "kafka-tiered" / "logdir"
+    if not logdir.is_dir():
+        pytest.skip("no fixtures/kafka-tiered corpus")
+    out = run("state", logdir).stdout
+    assert "share group share-accept" in out and "remote segment(s)" in out and "group share-reject" in out

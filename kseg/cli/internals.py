@@ -33,8 +33,9 @@ format_option = click.option("--format", "fmt", type=click.Choice(["text", "json
 @guarded
 def state(paths: tuple[Path, ...], at_offset: int | None, at_time: int | None, coordinator_of: str | None,
           partitions: int, fmt: str) -> None:
-    """Replay __consumer_offsets, __transaction_state or the KRaft metadata log up to a point and
-    print the state: committed offsets and groups, transactional ids, the metadata image."""
+    """Replay __consumer_offsets, __transaction_state, the KRaft metadata log, __share_group_state or
+    __remote_log_metadata up to a point and print the state: committed offsets and groups,
+    transactional ids, the metadata image, share-partitions, remote segments."""
     if coordinator_of is not None:
         n = coordinator_partition(coordinator_of, partitions)
         if fmt == "json":

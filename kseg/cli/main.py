@@ -66,6 +66,7 @@ from kseg.ops.dump import BadBatchEvent, BatchEvent, DumpOptions, TailEvent, dum
 from kseg.ops.jobs import run_job
 from kseg.ops.kafka07 import up_convert_kafka07, verify_kafka07
 from kseg.ops.sniff import KAFKA, KAFKA07, conversion_input_format, format_hint, input_format_of, name_format
+from kseg.ops.tiered import check_remote_store
 from kseg.ops.verify import NOTE, Problem, VerifyOptions, verify_paths
 from kseg.render.dump import RENDERERS, ChunkedWriter, KafkaRenderer
 from kseg.render.kafka07 import dump_kafka07
@@ -205,13 +206,19 @@ def live_tails(paths: tuple[Path, ...], files: list[Path]) -> Callable[[Path, Ta
 
 @main.command()
 @verify_options
+@click.option("--remote-metadata", "remote_metadata", multiple=True, type=click.Path(path_type=Path),
+              metavar="PATH", help="PATHS are a tiered store: also compare its segments with the "
+              "__remote_log_metadata partition(s) PATH holds (a partition folder or the broker's log directory; "
+              "repeatable): segments listed but missing, present but unlisted, offsets and sizes.")
 @guarded
 def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input_format: str, verbose: bool,
-           max_decompressed_bytes: int) -> None:
+           max_decompressed_bytes: int, remote_metadata: tuple[Path, ...]) -> None:
     """Check segment files, partition folders or log directories; report every problem.
 
     Exit 0 when clean, 1 when problems were found, 2 when the input is unusable.
     """
+    if remote_metadata and input_format == "kafka07":
+        raise InputError("--remote-metadata is for a tiered store of Kafka segments, not 0.7 files")
     progress = _progress() if sys.stderr.isatty() else None
     if input_format == "kafka07":
         report = verify_kafka07(paths, quick=quick, max_decompressed_bytes=max_decompressed_bytes)
@@ -223,6 +230,8 @@ def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input
         options = VerifyOptions(quick=quick, max_decompressed_bytes=max_decompressed_bytes,
                                 check_indexes=not no_index, input_format=input_format)
         report = verify_paths(paths, options, progress=progress)
+        if remote_metadata:
+            report.files.append(check_remote_store(list(remote_metadata), list(paths)))
     if progress:
         click.echo("\r\033[K", nl=False, err=True)
     write_verify(report, sys.stdout, fmt, verbose=verbose)

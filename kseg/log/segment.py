@@ -378,6 +378,17 @@ def partition_of(folder: str | os.PathLike) -> tuple[str, int] | None:
     return parse_partition_dir(folder.name, folder.parent.name)
 
 
+def tiered_topic_id(folder: str | os.PathLike) -> str | None:
+    """The topic id a tiered store's partition folder names (LocalTieredStorage's
+    ``<topic>-<n>-<topic id>``, Aiven's ``<topic>-<topic id>/<n>``), if any."""
+    folder = as_path(folder)
+    m = TIERED_PARTITION_DIR.match(folder.name)
+    if m:
+        return m.group("topic_id")
+    t = TIERED_TOPIC_DIR.match(folder.parent.name) if folder.name.isdigit() else None
+    return t.group("topic_id") if t else None
+
+
 @dataclass(frozen=True)
 class Partition:
     """A topic-partition folder (``<topic>-<n>``) with its segments in offset order."""

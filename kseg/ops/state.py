@@ -5,6 +5,14 @@
   members, and the KIP-848 consumer-group records, latest per key; transactional
   offset commits count once their COMMIT marker is read (aborted ones never).
 - ``__transaction_state``: per transactional id, its latest TransactionLogValue.
+- ``__share_group_state``: per share group and topic-partition, the share-partition's
+  state as the share coordinator replays it: a ShareSnapshot replaces it, a
+  ShareUpdate is merged in (start offset and leader epoch when set, the state
+  batches combined: per offset the higher delivery count, then state, wins;
+  offsets before the start offset dropped; equal neighbours joined);
+- ``__remote_log_metadata``: per topic-partition, every remote segment with its
+  offsets, size, leader epochs and latest state (COPY_SEGMENT_STARTED ...
+  DELETE_SEGMENT_FINISHED), and the partition's delete state if any;
 - the KRaft metadata log (and its snapshots): the metadata image — topics with
   ids, partitions (``PartitionChangeRecord`` merged as the controller merges it:
   a leader change bumps the leader epoch, every change the partition epoch),
@@ -25,6 +33,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from kseg.decoders import decode_record, family_for
+from kseg.decoders.remote_log import PARTITION_DELETE_STATES, SEGMENT_STATES
+from kseg.decoders.share_state import DELIVERY_STATES
 from kseg.errors import InputError, KsegError
 from kseg.formats.attributes import CONTROL_ABORT, CONTROL_COMMIT
 from kseg.log.control import control_info
@@ -32,10 +42,12 @@ from kseg.log.records import batch_records
 from kseg.log.segment import Segment, base_offset_of, expand_inputs
 from kseg.model import Batch, Record
 
-__all__ = ["Limit", "PartitionState", "StateReport", "coordinator_partition", "java_string_hash", "replay"]
+__all__ = ["Limit", "PartitionState", "StateBatch", "StateReport", "combine_state_batches", "coordinator_partition",
+           "java_string_hash", "replay"]
 
 TOPIC_OF_FAMILY = {"offsets": "__consumer_offsets", "transactions": "__transaction_state",
-                   "metadata": "__cluster_metadata"}
+                   "metadata": "__cluster_metadata", "share-group-state": "__share_group_state",
+                   "remote-log-metadata": "__remote_log_metadata"}
 NO_LEADER_CHANGE = -2  # PartitionChangeRecord.leader when the leader stays
 CONFIG_RESOURCE_TYPES = {0: "unknown", 2: "topic", 4: "broker", 8: "broker_logger", 16: "client_metrics",
                          32: "group"}
@@ -117,8 +129,8 @@ def _partitions(paths: list[Path]) -> dict[Path, tuple[str, list[Path]]]:
         folder = log.parent
         out.setdefault(folder, (family, []))[1].append(log)
     if not out:
-        raise InputError("no __consumer_offsets, __transaction_state or __cluster_metadata partition found",
-                         file=", ".join(str(p) for p in paths))
+        raise InputError("no __consumer_offsets, __transaction_state, __cluster_metadata, __share_group_state or "
+                         "__remote_log_metadata partition found", file=", ".join(str(p) for p in paths))
     return out
 
 
@@ -153,8 +165,7 @@ def replay(paths: list[Path], limit: Limit = Limit()) -> StateReport:
         start = 0
         if family == "metadata":
             start = _start_from_snapshot(ps, folder, files, limit)
-        applier = {"offsets": _OffsetsState, "transactions": _TransactionsState,
-                   "metadata": _MetadataImage}[family](ps)
+        applier = _APPLIERS[family](ps)
         for batch, record, decoded in _records(files, family, start):
             if limit.passed(record):
                 break
@@ -163,7 +174,21 @@ def replay(paths: list[Path], limit: Limit = Limit()) -> StateReport:
             ps.last_offset, ps.last_timestamp = record.offset, record.timestamp
         applier.finish()
         report.partitions.append(ps)
+    _name_share_topics(report)
     return report
+
+
+def _name_share_topics(report: StateReport) -> None:
+    """Share-partitions name topics by id only; the metadata image among the inputs names them."""
+    names = {t["topicId"]: name for ps in report.partitions if ps.family == "metadata"
+             for name, t in ps.state["image"]["topics"].items()}
+    if not names:
+        return
+    for ps in report.partitions:
+        for parts in ps.state.get("share_groups", {}).values():
+            for sp in parts:
+                if sp["topicId"] in names:
+                    sp["topic"] = names[sp["topicId"]]
 
 
 def _start_from_snapshot(ps: PartitionState, folder: Path, files: list[Path], limit: Limit) -> int:
@@ -436,3 +461,163 @@ class _MetadataImage(_Applier):
             self.ps.notes.append(f"a metadata transaction is still open ({len(self.txn)} record(s) not applied)")
         self.image["topics"] = dict(sorted(self.image["topics"].items()))
         self.ps.state["image"] = copy.deepcopy(self.image)
+
+
+# --------------------------------------------------------------------------- share groups
+
+
+@dataclass(frozen=True)
+class StateBatch:
+    """Offsets ``first``..``last`` of a share-partition in one delivery state."""
+
+    first: int
+    last: int
+    state: int
+    count: int
+
+    @classmethod
+    def of(cls, d: dict[str, Any]) -> "StateBatch":
+        return cls(d["firstOffset"], d["lastOffset"], d["deliveryState"], d["deliveryCount"])
+
+    def as_json(self) -> dict[str, Any]:
+        return {"firstOffset": self.first, "lastOffset": self.last, "deliveryState": self.state,
+                "deliveryStateName": DELIVERY_STATES.get(self.state, str(self.state)), "deliveryCount": self.count}
+
+
+def combine_state_batches(batches: list[StateBatch], start_offset: int) -> list[StateBatch]:
+    """The share coordinator's combination of state batches (its ``PersisterStateBatchCombiner``),
+    by its outcome: per offset at or after ``start_offset`` the batch with the higher delivery
+    count, then the higher delivery state, wins; neighbours with equal state and count are joined."""
+    bounds = sorted({b.first for b in batches} | {b.last + 1 for b in batches})
+    out: list[StateBatch] = []
+    for lo, hi in zip(bounds, bounds[1:]):
+        lo = max(lo, start_offset)
+        if hi <= lo:
+            continue
+        cover = [b for b in batches if b.first <= lo and b.last >= hi - 1]
+        if not cover:
+            continue
+        best = max(cover, key=lambda b: (b.count, b.state))
+        prev = out[-1] if out else None
+        if prev is not None and prev.last == lo - 1 and (prev.state, prev.count) == (best.state, best.count):
+            out[-1] = StateBatch(prev.first, hi - 1, best.state, best.count)
+        else:
+            out.append(StateBatch(lo, hi - 1, best.state, best.count))
+    return out
+
+
+class _ShareState(_Applier):
+    """Share-partitions as the share coordinator holds them (``ShareCoordinatorShard.replay``)."""
+
+    def __init__(self, ps: PartitionState) -> None:
+        super().__init__(ps)
+        self.parts: dict[tuple[str, str, int], dict[str, Any]] = {}
+
+    def apply(self, batch: Batch, record: Record, decoded: Any) -> None:
+        if batch.is_control or decoded is None or decoded.key is None or decoded.key.data is None:
+            return
+        key = decoded.key.data
+        slot = (key["groupId"], key["topicId"], key["partition"])
+        if decoded.value is not None and decoded.value.data is None:
+            self.ps.notes.append(f"offset {record.offset}: value not decoded ({decoded.value.note})")
+            return
+        value = None if decoded.value is None else decoded.value.data
+        if decoded.key.schema == "ShareSnapshotKey":
+            if value is None:
+                self.parts.pop(slot, None)
+                return
+            self.parts[slot] = {
+                "snapshotEpoch": value["snapshotEpoch"], "stateEpoch": value["stateEpoch"],
+                "leaderEpoch": value["leaderEpoch"], "startOffset": value["startOffset"],
+                "deliveryCompleteCount": value.get("deliveryCompleteCount", -1),
+                "createTimestamp": value["createTimestamp"], "writeTimestamp": value["writeTimestamp"],
+                "stateBatches": [StateBatch.of(b) for b in value["stateBatches"]], "record_offset": record.offset}
+            return
+        if value is None:
+            self.ps.notes.append(f"offset {record.offset}: a ShareUpdate tombstone (the coordinator writes none)")
+            return
+        new = [StateBatch.of(b) for b in value["stateBatches"]]
+        old = self.parts.get(slot)
+        if old is None:  # no snapshot before it: the update is the state (state epoch and times 0, as Kafka)
+            self.parts[slot] = {
+                "snapshotEpoch": value["snapshotEpoch"], "stateEpoch": 0, "leaderEpoch": value["leaderEpoch"],
+                "startOffset": value["startOffset"], "deliveryCompleteCount": value.get("deliveryCompleteCount", -1),
+                "createTimestamp": 0, "writeTimestamp": 0, "stateBatches": new, "record_offset": record.offset}
+            return
+        start = old["startOffset"] if value["startOffset"] == -1 else value["startOffset"]
+        old.update(startOffset=start, leaderEpoch=old["leaderEpoch"] if value["leaderEpoch"] == -1
+                   else value["leaderEpoch"], deliveryCompleteCount=value.get("deliveryCompleteCount", -1),
+                   stateBatches=combine_state_batches(old["stateBatches"] + new, start), record_offset=record.offset)
+
+    def finish(self) -> None:
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for (group, topic_id, partition), sp in sorted(self.parts.items()):
+            groups.setdefault(group, []).append({
+                "topicId": topic_id, "partition": partition,
+                **{k: v for k, v in sp.items() if k != "stateBatches"},
+                "stateBatches": [b.as_json() for b in sp["stateBatches"]]})
+        self.ps.state["share_groups"] = groups
+
+
+# --------------------------------------------------------------------------- tiered storage
+
+
+class _RemoteLogState(_Applier):
+    """Remote segments per topic-partition, as the topic-based metadata manager's cache holds them
+    (except that a DELETE_SEGMENT_FINISHED segment stays listed, with that state)."""
+
+    def __init__(self, ps: PartitionState) -> None:
+        super().__init__(ps)
+        self.partitions: dict[str, dict[str, Any]] = {}
+
+    def _partition(self, tip: dict[str, Any]) -> dict[str, Any]:
+        name = f"{tip['name']}-{tip['partition']}"
+        return self.partitions.setdefault(name, {"topic": tip["name"], "partition": tip["partition"],
+                                                 "topicId": tip["id"], "segments": {}})
+
+    def apply(self, batch: Batch, record: Record, decoded: Any) -> None:
+        if batch.is_control or decoded is None or decoded.value is None:
+            return
+        part = decoded.value
+        if part.data is None:
+            self.ps.notes.append(f"offset {record.offset}: not decoded ({part.note})")
+            return
+        d = part.data
+        if part.schema == "RemoteLogSegmentMetadataRecord":
+            rid = d["remoteLogSegmentId"]
+            segments = self._partition(rid["topicIdPartition"])["segments"]
+            segments[rid["id"]] = {
+                "startOffset": d["startOffset"], "endOffset": d["endOffset"],
+                "segmentSizeInBytes": d["segmentSizeInBytes"],
+                "state": SEGMENT_STATES.get(d["remoteLogSegmentState"], str(d["remoteLogSegmentState"])),
+                "brokerId": d["brokerId"], "maxTimestampMs": d["maxTimestampMs"],
+                "eventTimestampMs": d["eventTimestampMs"],
+                "segmentLeaderEpochs": {str(e["leaderEpoch"]): e["offset"] for e in d["segmentLeaderEpochs"]},
+                "txnIndexEmpty": d.get("txnIndexEmpty", False), "customMetadata": d.get("customMetadata"),
+                "record_offset": record.offset}
+        elif part.schema == "RemoteLogSegmentMetadataUpdateRecord":
+            rid = d["remoteLogSegmentId"]
+            seg = self._partition(rid["topicIdPartition"])["segments"].get(rid["id"])
+            if seg is None:
+                self.ps.notes.append(f"offset {record.offset}: an update of segment {rid['id']}, "
+                                     "which no earlier record adds")
+                return
+            seg.update(state=SEGMENT_STATES.get(d["remoteLogSegmentState"], str(d["remoteLogSegmentState"])),
+                       brokerId=d["brokerId"], eventTimestampMs=d["eventTimestampMs"], record_offset=record.offset)
+            if d.get("customMetadata") is not None:
+                seg["customMetadata"] = d["customMetadata"]
+        elif part.schema == "RemotePartitionDeleteMetadataRecord":
+            p = self._partition(d["topicIdPartition"])
+            p["deleteState"] = PARTITION_DELETE_STATES.get(d["remotePartitionDeleteState"],
+                                                           str(d["remotePartitionDeleteState"]))
+
+    def finish(self) -> None:
+        for p in self.partitions.values():
+            p["segments"] = dict(sorted(p["segments"].items(), key=lambda kv: kv[1]["startOffset"]))
+        self.ps.state["remote_partitions"] = dict(sorted(self.partitions.items()))
+
+
+_APPLIERS: dict[str, type[_Applier]] = {
+    "offsets": _OffsetsState, "transactions": _TransactionsState, "metadata": _MetadataImage,
+    "share-group-state": _ShareState, "remote-log-metadata": _RemoteLogState,
+}

@@ -225,8 +225,7 @@ def _marker(pt: PartitionTransactions, log: Path, batch: Batch, open_txns: dict[
         severity = ERROR if info.type_id == CONTROL_COMMIT else NOTE
         pt.findings.append(TxnFinding(severity, str(log), batch.offset,
                                       f"{kind} marker of producer {pid} with no transactional data before it"))
-        if info.type_id == CONTROL_ABORT:
-            aborted_here.append((pid, batch.offset, batch.offset))
+        # Kafka completes (and indexes) only transactions that wrote data: an empty ABORT is in no .txnindex
         return
     t.state = "committed" if info.type_id == CONTROL_COMMIT else "aborted"
     t.end_ms, t.marker_offset, t.coordinator_epoch = batch.timestamp, batch.offset, info.coordinator_epoch
@@ -246,7 +245,7 @@ def _check_txn_index(pt: PartitionTransactions, log: Path, aborted_here: list[tu
     except KsegError as e:
         pt.findings.append(TxnFinding(ERROR, str(path), None, f"not readable: {e}"))
         return
-    expected = set(aborted_here)  # an abort with no data is listed with its marker as first offset
+    expected = set(aborted_here)
     for pid, first, last in sorted(expected - listed):
         pt.findings.append(TxnFinding(ERROR, str(path), last, f"does not list the aborted transaction of "
                                       f"producer {pid} (offsets {first}..{last})"))

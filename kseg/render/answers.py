@@ -40,6 +40,10 @@ def write_state(report: StateReport, out: TextIO, fmt: str) -> None:
                 out.write(f"  {tid}: producer {v.get('producerId')} epoch {v.get('producerEpoch')} "
                           f"{v.get('state')} timeout {v.get('transactionTimeoutMs')} ms "
                           f"partitions [{parts}] updated {iso_ms(v.get('transactionLastUpdateTimestampMs'))}\n")
+        elif p.family == "share-group-state":
+            _share_groups(p.state["share_groups"], out)
+        elif p.family == "remote-log-metadata":
+            _remote_partitions(p.state["remote_partitions"], out)
         else:
             _image(p.state["image"], out)
         for note in p.notes:
@@ -59,6 +63,27 @@ def _groups(groups: dict[str, Any], out: TextIO) -> None:
                           + (f" metadata {v['metadata']!r}" if v.get("metadata") else "") + "\n")
         for slot in g.get("records", {}):
             out.write(f"    {slot}\n")
+
+
+def _share_groups(groups: dict[str, Any], out: TextIO) -> None:
+    for name, parts in groups.items():
+        out.write(f"  share group {name}\n")
+        for sp in parts:
+            topic = sp.get("topic") or sp["topicId"]
+            batches = ", ".join(f"{b['firstOffset']}..{b['lastOffset']} {b['deliveryStateName']} "
+                                f"x{b['deliveryCount']}" for b in sp["stateBatches"])
+            out.write(f"    {topic}-{sp['partition']}: start offset {sp['startOffset']} state epoch "
+                      f"{sp['stateEpoch']} leader epoch {sp['leaderEpoch']} snapshot epoch {sp['snapshotEpoch']}"
+                      + (f" batches [{batches}]" if batches else "") + "\n")
+
+
+def _remote_partitions(partitions: dict[str, Any], out: TextIO) -> None:
+    for name, p in partitions.items():
+        deleted = f", partition {p['deleteState']}" if p.get("deleteState") else ""
+        out.write(f"  {name} ({p['topicId']}): {len(p['segments'])} remote segment(s){deleted}\n")
+        for sid, seg in p["segments"].items():
+            out.write(f"    {sid}: offsets {seg['startOffset']}..{seg['endOffset']} "
+                      f"{seg['segmentSizeInBytes']} bytes {seg['state']}\n")
 
 
 def _image(img: dict[str, Any], out: TextIO) -> None:
