@@ -359,6 +359,26 @@ def test_bug4_summary_with_a_negative_first_delta(monkeypatch) -> None:
     assert c == py
 
 
+@pytest.mark.parametrize(("relative", "wrapper_offset", "message"), [
+    ([0, INT64_MAX], 5, "invalid wrapper offset"),  # the last inner offset says where the wrapper is
+    ([INT64_MAX, 1], 5, "relative offset out of range"),  # INT64_MAX + 4 is no long (found by fuzzing)
+    ([-(1 << 63) + 1], 5, "negative relative offset"),  # 5 - (-2**63 + 1) is no long either
+    ([-1, 0], 5, "relative offset out of range"),
+    ([0, 1], 1 << 62, None),
+])
+def test_bug7_v1_inner_offsets_that_are_no_long(relative, wrapper_offset, message) -> None:
+    """A v1 wrapper's inner offsets become wrapper offset - last relative + relative; both twins
+    refuse inner offsets that would leave the long range (the C code overflowed)."""
+    inner = b"".join(build_legacy_message(rel, 1, 0, 1_700_000_000_000, b"k", b"v") for rel in relative)
+    wrapper = decode.scan_entries(build_legacy_message(wrapper_offset, 1, 1, 1_700_000_000_000, None, b"x")).batches[0]
+    py, c = _both("decode_legacy_wrapper", wrapper, inner)
+    assert py == c
+    if message is None:
+        assert py[0] == "ok" and [r.offset for r in py[1]] == [wrapper_offset - 1, wrapper_offset]
+    else:
+        assert py[0] == "CorruptBatchError" and message in py[1], py
+
+
 def test_encoders_refuse_a_delta_past_int64() -> None:
     """Both encoders refuse a timestamp delta that a varlong cannot carry, with a kseg error."""
     from kseg.log import encode

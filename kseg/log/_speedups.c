@@ -579,7 +579,7 @@ legacy_set(PyObject *self, PyObject *args)
     REQUIRE_CONFIGURED;
     if (!PyArg_ParseTuple(args, "y*iLOO", &view, &wmagic, &woffset, &lat_obj, &record_type)) return NULL;
     const unsigned char *p = (const unsigned char *)view.buf;
-    Py_ssize_t end = view.len, pos = 0, count = 0;
+    Py_ssize_t end = view.len, pos = 0, count = 0, last_pos = 0;
     long long last_rel = 0;
     PyObject *out = NULL, *empty = NULL;
     /* the first v2 or compressed inner message: reported only once the whole set frames,
@@ -613,6 +613,7 @@ legacy_set(PyObject *self, PyObject *args)
         }
         if (first_bad < 0 && (magic > 1 || (p[pos + LEGACY_ATTRS_AT] & CODEC_MASK))) first_bad = pos;
         last_rel = be64(p + pos);
+        last_pos = pos;
         pos += (Py_ssize_t)size + LOG_OVERHEAD;
         count++;
     }
@@ -629,14 +630,22 @@ legacy_set(PyObject *self, PyObject *args)
                  PyUnicode_FromFormat("codec %d", p[first_bad + LEGACY_ATTRS_AT] & CODEC_MASK));
         goto error;
     }
+    /* v1 inner offsets are relative to the wrapper's (the last one's); wrapper offset 0 (librdkafka)
+       is base 0 */
     long long shift = 0;
-    if (wmagic != 0 && woffset != 0) {
+    int shifted = wmagic != 0 && woffset != 0;
+    if (shifted) {
         if (woffset < last_rel) {
             fail("corrupt", "invalid wrapper offset in compressed v1 message set", -1, -1,
                  PyUnicode_FromFormat(">= last inner relative offset %lld", last_rel), PyLong_FromLongLong(woffset));
             goto error;
         }
-        shift = woffset - last_rel;
+        if (last_rel < 0) {
+            fail("corrupt", "negative relative offset in compressed v1 message set", last_pos, -1,
+                 PyUnicode_FromString(">= 0"), PyLong_FromLongLong(last_rel));
+            goto error;
+        }
+        shift = woffset - last_rel; /* 0 <= shift <= woffset: no overflow */
     }
     int has_lat = lat_obj != Py_None;
     long long lat = has_lat ? PyLong_AsLongLong(lat_obj) : 0;
@@ -652,6 +661,12 @@ legacy_set(PyObject *self, PyObject *args)
         int magic = e[MAGIC_AT];
         Py_ssize_t kpos = magic == 1 ? V1_KEY_LEN_AT : V0_KEY_LEN_AT;
         long long ts = magic == 1 ? be64(e + V1_TS_AT) : -1;
+        long long rel = be64(e);
+        if (shifted && (rel < 0 || rel > INT64_MAX - shift)) { /* an absolute offset must be a long */
+            fail("corrupt", "relative offset out of range in compressed v1 message set", pos, -1,
+                 PyUnicode_FromFormat("0..%lld", (long long)(INT64_MAX - shift)), PyLong_FromLongLong(rel));
+            goto error;
+        }
         if (kpos + 4 > total) {
             fail("corrupt", "invalid key length", pos + kpos, -1, NULL, NULL);
             goto error;

@@ -361,23 +361,28 @@ def decode_legacy_wrapper(wrapper: Batch, inner_bytes: bytes) -> list[Record]:
                 "inner messages must not be compressed", position=m.position,
                 expected="codec none", found=f"codec {m.attributes & CODEC_MASK}",
             )
-    if wrapper.magic == 0:
-        shift = 0
-    else:
-        last_rel = inner[-1].base_offset
-        if wrapper.base_offset == 0:
-            shift = 0  # librdkafka writes wrapper offset 0; Java takes it as base 0
-        elif wrapper.base_offset < last_rel:
+    # v1 inner offsets are relative to the wrapper's (the last one's); librdkafka writes wrapper
+    # offset 0, which Java takes as base 0
+    shifted = wrapper.magic != 0 and wrapper.base_offset != 0
+    shift = 0
+    if shifted:
+        last = inner[-1]
+        if wrapper.base_offset < last.base_offset:
             raise CorruptBatchError(
                 "invalid wrapper offset in compressed v1 message set",
-                expected=f">= last inner relative offset {last_rel}", found=wrapper.base_offset,
+                expected=f">= last inner relative offset {last.base_offset}", found=wrapper.base_offset,
             )
-        else:
-            shift = wrapper.base_offset - last_rel
+        if last.base_offset < 0:
+            raise CorruptBatchError("negative relative offset in compressed v1 message set",
+                                    position=last.position, expected=">= 0", found=last.base_offset)
+        shift = wrapper.base_offset - last.base_offset
     log_append = wrapper.magic >= 1 and bool(wrapper.attributes & TIMESTAMP_TYPE_MASK)
     out = []
     for m in inner:
         ts = wrapper.max_timestamp if log_append else m.max_timestamp
+        if shifted and not 0 <= m.base_offset <= INT64_MAX - shift:  # an absolute offset must be a long
+            raise CorruptBatchError("relative offset out of range in compressed v1 message set",
+                                    position=m.position, expected=f"0..{INT64_MAX - shift}", found=m.base_offset)
         try:
             out.append(legacy_record(m, m.base_offset + shift, ts))
         except KsegError as e:

@@ -21,7 +21,10 @@ case $mode in
     flags+=(-fsanitize=fuzzer-no-link) ;;
   *) echo "usage: build.sh sanitize|fuzz OUT" >&2; exit 2 ;;
 esac
-"$CC" "${flags[@]}" -I"$inc" "$src" -o "$out/_speedups$suffix"
+# Each file is written under a temporary name and renamed: a fuzzing campaign running from OUT
+# keeps its mapped copy, and its next slice loads the new build.
+"$CC" "${flags[@]}" -I"$inc" "$src" -o "$out/_speedups$suffix.tmp"
+mv -f "$out/_speedups$suffix.tmp" "$out/_speedups$suffix"
 case $("$CC" --version) in
   *clang*) runtime=$("$CC" -print-file-name=libclang_rt.asan-x86_64.so) ;;
   *) runtime=$("$CC" -print-file-name=libasan.so) ;;
@@ -32,10 +35,11 @@ if [ "$mode" = fuzz ]; then
   libdir=$(dirname "$runtime")
   objs=$(mktemp -d)
   (cd "$objs" && ar x "$libdir/libclang_rt.asan-x86_64.a" && rm -f asan_preinit.cpp.o)
-  "$CC" -shared -o "$out/asan_with_fuzzer.so" -Wl,--whole-archive "$objs"/*.o \
+  "$CC" -shared -o "$out/asan_with_fuzzer.so.tmp" -Wl,--whole-archive "$objs"/*.o \
     "$libdir/libclang_rt.asan_cxx-x86_64.a" "$libdir/libclang_rt.fuzzer_no_main-x86_64.a" \
     -Wl,--no-whole-archive -lstdc++ -ldl -lpthread -lrt -lm
   rm -rf "$objs"
+  mv -f "$out/asan_with_fuzzer.so.tmp" "$out/asan_with_fuzzer.so"
   runtime=$out/asan_with_fuzzer.so
 fi
 echo "$runtime" > "$out/preload"
