@@ -130,6 +130,7 @@ def test_endpoint_option_and_missing_objects(s3_env, s3_logdir, monkeypatch):
 def _download(fs, key: str, into: Path) -> dict[str, bytes]:
     from pyarrow import fs as pafs
 
+    into.mkdir(parents=True, exist_ok=True)
     pafs.copy_files(key, str(into), source_filesystem=fs)
     return {str(p.relative_to(into)): p.read_bytes() for p in sorted(into.rglob("*")) if p.is_file()}
 
@@ -166,9 +167,92 @@ def test_failed_write_leaves_no_object(s3_env, s3_logdir):
     assert not storage.as_path(out).exists()
 
 
-def test_spark_writing_commands_refuse_objects(s3_env, s3_logdir):
-    r = cli("spark", "up-convert", "--to-magic", "2", s3_logdir, "-o", "/nonexistent/out")
-    assert r.exit_code == 2 and "for s3:// use kseg up-convert" in r.stderr
+NOW = "1763900000000"  # compact: one clock for every run (v2 delete horizons are stamped with it)
+
+
+def _local_tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _objects(fs, prefix: str) -> list[str]:
+    from pyarrow import fs as pafs
+
+    return sorted(i.path for i in fs.get_file_info(pafs.FileSelector(prefix, recursive=True, allow_not_found=True))
+                  if i.type == pafs.FileType.File)
+
+
+@pytest.mark.parametrize("args", [("compact", "--now-ms", NOW), ("compact", "--now-ms", NOW, "--topics", "v2-txn"),
+                                  ("index", "--rebuild")])
+def test_compact_and_index_objects_in_and_out(s3_env, s3_logdir, object_store, tmp_path, args):
+    """s3:// in, s3:// out: the objects are the local command's files byte for byte."""
+    out = f"s3://kseg-test/out-{args[0]}-{len(args)}"
+    remote = cli(*args, s3_logdir, "-o", out)
+    local = cli(*args, FIXTURES, "-o", tmp_path / "local")
+    assert remote.exit_code == local.exit_code == 0, remote.stderr
+    assert remote.stdout == local.stdout
+    assert remote.stderr.replace(out, str(tmp_path / "local")) == local.stderr
+    want = _local_tree(tmp_path / "local")
+    assert len(want) > 20
+    assert _download(object_store.fs(), out[len("s3://"):], tmp_path / "back") == want
+    assert not [k for k in _objects(object_store.fs(), "kseg-test") if "kseg-tmp" in k]  # no staging left
+    # Existing output: refused without --force.
+    again = cli(*args, s3_logdir, "-o", out)
+    assert again.exit_code == 2 and "exists" in again.stderr
+    # A local input to an s3:// output is the same again.
+    assert cli(*args, FIXTURES, "-o", f"{out}-from-local").exit_code == 0
+    assert _download(object_store.fs(), f"{out[len('s3://'):]}-from-local", tmp_path / "back2") == want
+
+
+def test_compact_partition_to_objects_and_index_force_merges(s3_env, s3_logdir, object_store, tmp_path):
+    part = f"{s3_logdir}/compacted-v2-0"
+    out = "s3://kseg-test/out-compact-partition"
+    assert cli("compact", "--now-ms", NOW, part, "-o", out).exit_code == 0
+    assert cli("compact", "--now-ms", NOW, FIXTURES / "compacted-v2-0", "-o", tmp_path / "local").exit_code == 0
+    assert _download(object_store.fs(), out[len("s3://"):], tmp_path / "back") == _local_tree(tmp_path / "local")
+    # index --rebuild -o --force writes into the existing output; what else is there stays.
+    idx = "s3://kseg-test/out-index-merge"
+    keep = storage.as_path(f"{idx}/notes.txt")
+    keep.write_bytes(b"kept")
+    assert cli("index", "--rebuild", part, "-o", idx).exit_code == 2
+    r = cli("index", "--rebuild", part, "-o", idx, "--force")
+    assert r.exit_code == 0 and f"{idx}/00000000000000000000.index" in r.stderr
+    assert keep.read_bytes() == b"kept"
+    assert storage.as_path(f"{idx}/00000000000000000023.timeindex").is_file()
+    # In place over objects: refused (give -o).
+    r = cli("index", "--rebuild", part)
+    assert r.exit_code == 2 and "give -o/--output" in r.stderr
+
+
+def test_writes_that_fail_leave_nothing(s3_env, s3_logdir, object_store, monkeypatch):
+    # The store refuses the writes (a wrong secret): exit 2 with one line, no object anywhere.
+    before = _objects(object_store.fs(), "kseg-test")
+    with monkeypatch.context() as m:
+        m.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+        for args in (("compact", "--now-ms", NOW, FIXTURES), ("index", "--rebuild", FIXTURES),
+                     ("up-convert", "--to-magic", "2", FIXTURES)):
+            r = cli(*args, "-o", "s3://kseg-test/out-refused")
+            assert r.exit_code == 2 and r.stderr.startswith("kseg: error:"), r.stderr
+            assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
+    assert _objects(object_store.fs(), "kseg-test") == before
+    # A failure half way through the upload (the third object): nothing under the target, no staging left.
+    real = storage.upload_tree
+
+    def failing(local, target):  # two objects staged, then the connection goes
+        files = sorted(p for p in Path(local).rglob("*") if p.is_file())
+        for f in files[:2]:
+            real(f, target / f.relative_to(local).as_posix())
+        raise OSError("connection reset (test)")
+
+    import kseg.cli.storage as cli_storage
+
+    monkeypatch.setattr(cli_storage, "upload_tree", failing)
+    out = "s3://kseg-test/out-half-way"
+    r = cli("compact", "--now-ms", NOW, s3_logdir, "-o", out)
+    assert r.exit_code == 2 and "connection reset (test)" in r.stderr
+    assert not storage.as_path(out).exists()
+    assert _objects(object_store.fs(), "kseg-test") == before
+
+
 
 
 # --------------------------------------------------------------------------- Spark, local mode

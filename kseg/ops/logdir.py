@@ -19,7 +19,6 @@ the log); ``meta.properties`` and ``bootstrap.checkpoint`` are carried over.
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from kseg.companions.read import parse_offset_checkpoint
 from kseg.errors import KsegError
 from kseg.log.atomic import write_atomic
 from kseg.log.segment import Segment, base_offset_of, partition_of, partition_segments
+from kseg.storage import copy_file
 
 OFFSET_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
                       "replication-offset-checkpoint", "cleaner-offset-checkpoint")
@@ -64,14 +64,14 @@ def finish_partition(src: Path | None, dst: Path, command: str) -> PartitionEnds
     if src is not None and src.is_dir():
         for name in CARRIED_PARTITION_FILES:
             if (src / name).is_file():
-                shutil.copy2(src / name, dst / name)
+                copy_file(src / name, dst / name)
         if command in KEEPS_PRODUCER_STATE and log_end is not None:
             # Producer snapshots, and the KRaft snapshots of __cluster_metadata, hold offsets: they
             # stay true only where offsets and producer fields did.
             for snap in sorted([*src.glob("*.snapshot"), *src.glob("*-*.checkpoint")]):
                 at = base_offset_of(snap.name.split("-")[0] + ".x")
                 if at is not None and at <= log_end:
-                    shutil.copy2(snap, dst / snap.name)
+                    copy_file(snap, dst / snap.name)
     if not segs:
         return None
     start = base_offset_of(segs[0]) or 0
@@ -118,4 +118,4 @@ def finish_log_dir(src: Path, dst: Path, command: str) -> None:
     write_atomic(dst / "cleaner-offset-checkpoint", checkpoint_text(cleaner))
     for name in CARRIED_ROOT_FILES:
         if (src / name).is_file():
-            shutil.copy2(src / name, dst / name)
+            copy_file(src / name, dst / name)
