@@ -307,6 +307,49 @@ def test_data_source_reads_objects(spark, s3_logdir):
         "topic = 'v2-headers' AND offset >= 2").count()
 
 
+SPARK_WRITERS = [("up-convert", "--to-magic", "2", "--codec", "lz4"), ("compact", "--now-ms", NOW)]
+
+
+@pytest.mark.parametrize("args", SPARK_WRITERS)
+def test_spark_writers_to_objects_byte_identical(spark, s3_logdir, object_store, tmp_path, args):
+    """kseg spark up-convert/compact, s3:// in and out: executors upload their partitions under a
+    staging prefix and the driver copies them into place; the objects are the plain command's
+    local files byte for byte (a log directory: one task per partition; a partition: one task)."""
+    fs = object_store.fs()
+    for name, src in (("logdir", ""), ("partition", "/compacted-v2-0")):
+        out = f"s3://kseg-test/spark-{args[0]}-{name}"
+        remote = cli("spark", *args, f"{s3_logdir}{src}", "-o", out)
+        local = cli(*args, f"{FIXTURES}{src}", "-o", tmp_path / name)
+        assert remote.exit_code == local.exit_code == 0, remote.stderr
+        assert remote.stderr.replace(out, str(tmp_path / name)) == local.stderr
+        want = _local_tree(tmp_path / name)
+        assert len(want) > 3
+        assert _download(fs, out[len("s3://"):], tmp_path / f"back-{name}") == want
+    assert not [k for k in _objects(fs, "kseg-test") if "kseg-tmp" in k]  # no staging left
+    again = cli("spark", *args, s3_logdir, "-o", f"s3://kseg-test/spark-{args[0]}-logdir")
+    assert again.exit_code == 2 and "exists" in again.stderr
+
+
+def test_spark_write_failing_in_one_task_leaves_nothing(spark, object_store, tmp_path):
+    """One partition cannot be converted (a segment cut inside a batch): the command fails as the
+    plain one does, the other tasks' uploads are dropped with the staging prefix, and nothing is
+    under the output."""
+    import shutil
+
+    broken = tmp_path / "broken"
+    shutil.copytree(FIXTURES, broken)
+    seg = broken / "v2-zstd-0" / "00000000000000000000.log"
+    seg.write_bytes(seg.read_bytes()[:-7])
+    url = object_store.upload(broken, "kseg-test", "broken")
+    local = cli("up-convert", "--to-magic", "2", broken, "-o", tmp_path / "out")
+    out = "s3://kseg-test/spark-broken-out"
+    remote = cli("spark", "up-convert", "--to-magic", "2", url, "-o", out)
+    assert remote.exit_code == local.exit_code != 0
+    assert remote.stderr.splitlines()[-1].replace(url, str(broken)) == local.stderr.splitlines()[-1]
+    assert not storage.as_path(out).exists()
+    assert not [k for k in _objects(object_store.fs(), "kseg-test") if "kseg-tmp" in k or "broken-out" in k]
+
+
 # --------------------------------------------------------------------------- memory
 
 

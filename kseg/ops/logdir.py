@@ -85,16 +85,20 @@ def _read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
         return {}
 
 
-def finish_log_dir(src: Path, dst: Path, command: str) -> None:
-    """Every partition folder under ``dst`` finished, then the log directory's own files."""
-    ends: dict[tuple[str, int], PartitionEnds] = {}
-    for part in sorted(p for p in dst.iterdir() if p.is_dir()):
-        parsed = partition_of(part)
-        if parsed is None:
-            continue
-        e = finish_partition(src / part.name, part, command)
-        if e is not None:
-            ends[parsed] = e
+def finish_log_dir(src: Path, dst: Path, command: str,
+                   ends: dict[tuple[str, int], PartitionEnds] | None = None) -> None:
+    """Every partition folder under ``dst`` finished, then the log directory's own files.
+    ``ends`` given: the partitions were finished elsewhere (Spark tasks writing to object
+    storage), and only the log directory's own files are written into ``dst``."""
+    if ends is None:
+        ends = {}
+        for part in sorted(p for p in dst.iterdir() if p.is_dir()):
+            parsed = partition_of(part)
+            if parsed is None:
+                continue
+            e = finish_partition(src / part.name, part, command)
+            if e is not None:
+                ends[parsed] = e
     old_start = _read_checkpoint(src / "log-start-offset-checkpoint")
     old_cleaner = _read_checkpoint(src / "cleaner-offset-checkpoint")
     keys = sorted(ends)
