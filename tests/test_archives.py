@@ -172,6 +172,8 @@ WRITERS = {
                                           f"{q}/compacted-v2-0/00000000000000000000.log",
                                           f"{q}/compacted-v2-0/00000000000000000023.log", "-o", out),
     "index": lambda src, q, out: ("index", "--rebuild", src, "-o", out),
+    "up-convert": lambda src, q, out: ("up-convert", "--to-magic", "2", src, "-o", out),
+    "rebase-partition": lambda src, q, out: ("rebase", "--base-offset", "5", f"{q}/v2-txn-0", "-o", out),
 }
 
 

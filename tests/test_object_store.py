@@ -124,6 +124,34 @@ def test_endpoint_option_and_missing_objects(s3_env, s3_logdir, monkeypatch):
     assert missing.exit_code == 2 and "no such file or directory" in missing.stderr
 
 
+@pytest.mark.parametrize("args", [("stats", "--segments"), ("find", "--key", "k1"), ("repair", "--dry-run"),
+                                  ("index", "--check"), ("txn", "--now-ms", "1800000000000"),
+                                  ("compact", "--dry-run", "--now-ms", "1800000000000", "--format", "json")])
+def test_other_readers_same_as_local(s3_env, s3_logdir, args):
+    remote, local = cli(*args, s3_logdir), cli(*args, FIXTURES)
+    assert remote.exit_code == local.exit_code, remote.stderr
+    assert remote.stdout.replace(s3_logdir, str(FIXTURES)) == local.stdout  # find names no files
+    assert remote.stderr.replace(s3_logdir, str(FIXTURES)) == local.stderr
+    assert local.stdout
+
+
+def test_state_from_objects(s3_env, object_store):
+    internal = REPO / "fixtures" / "internal"
+    url = object_store.upload(internal, "kseg-test", "internal")
+    for args in (("state",), ("state", "--format", "json"), ("txn", "--now-ms", "1800000000000")):
+        remote, local = cli(*args, url), cli(*args, internal)
+        assert remote.exit_code == local.exit_code, remote.stderr
+        assert remote.stdout.replace(url, str(internal)) == local.stdout and local.stdout
+
+
+def test_diff_either_side_an_object(s3_env, s3_logdir):
+    local = cli("diff", "--records", FIXTURES, FIXTURES)
+    for a, b in ((s3_logdir, FIXTURES), (FIXTURES, s3_logdir), (s3_logdir, s3_logdir)):
+        r = cli("diff", "--records", a, b)
+        assert r.exit_code == local.exit_code == 0
+        assert r.stdout.replace(s3_logdir, str(FIXTURES)) == local.stdout
+
+
 # --------------------------------------------------------------------------- writing commands
 
 
