@@ -68,7 +68,7 @@ def spark() -> None:
     """Run verify, dump, conversions and compaction on Spark (local[*] by default, or --master URL).
 
     Paths must be visible at the same names from every executor (a local disk in
-    local mode; a shared or network file system on a cluster).
+    local mode; a shared or network file system on a cluster), or be s3:// URLs.
     """
 
 

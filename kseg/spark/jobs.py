@@ -9,7 +9,10 @@ command's code returns (a ``VerifyReport``, a ``JobResult``, a
 Outputs are built as the plain commands build them: under the output's
 temporary name (beside the output, so it must be on a file system every
 executor sees), each task in a private folder there; the driver moves each
-partition into place and renames the whole when every task has succeeded.
+partition into place and renames the whole when every task has succeeded. An
+``s3://`` output is staged under a prefix beside it (``StagedOutput``): each task
+uploads its finished partition there from its executor, and the driver copies
+everything into place when every task has succeeded.
 """
 
 from __future__ import annotations
