@@ -263,22 +263,24 @@ def test_writes_that_fail_leave_nothing(s3_env, s3_logdir, object_store, monkeyp
             assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
     assert _objects(object_store.fs(), "kseg-test") == before
     # A failure half way through the upload (the third object): nothing under the target, no staging left.
-    real = storage.upload_tree
-
-    def failing(local, target):  # two objects staged, then the connection goes
-        files = sorted(p for p in Path(local).rglob("*") if p.is_file())
-        for f in files[:2]:
-            real(f, target / f.relative_to(local).as_posix())
-        raise OSError("connection reset (test)")
-
+    # The connection going (exit 2), or Ctrl-C (exit 130), after two objects were uploaded.
     import kseg.cli.storage as cli_storage
 
-    monkeypatch.setattr(cli_storage, "upload_tree", failing)
-    out = "s3://kseg-test/out-half-way"
-    r = cli("compact", "--now-ms", NOW, s3_logdir, "-o", out)
-    assert r.exit_code == 2 and "connection reset (test)" in r.stderr
-    assert not storage.as_path(out).exists()
-    assert _objects(object_store.fs(), "kseg-test") == before
+    real = storage.upload_tree
+    for stop, code, said in ((OSError("connection reset (test)"), 2, "connection reset (test)"),
+                             (KeyboardInterrupt(), 130, "kseg: interrupted")):
+        def failing(local, target, stop=stop):
+            files = sorted(p for p in Path(local).rglob("*") if p.is_file())
+            for f in files[:2]:
+                real(f, target / f.relative_to(local).as_posix())
+            raise stop
+
+        monkeypatch.setattr(cli_storage, "upload_tree", failing)
+        out = "s3://kseg-test/out-half-way"
+        r = cli("compact", "--now-ms", NOW, s3_logdir, "-o", out)
+        assert r.exit_code == code and said in r.stderr
+        assert not storage.as_path(out).exists()
+        assert _objects(object_store.fs(), "kseg-test") == before
 
 
 
