@@ -100,6 +100,35 @@ def size_of(path: str | os.PathLike) -> int:
     return as_path(path).stat().st_size
 
 
+def copy_times(src: str | os.PathLike, dst: str | os.PathLike) -> None:
+    """Give the local file ``dst`` the modification time of ``src`` (a file, a member, an object)."""
+    p = as_path(src)
+    if isinstance(p, Path):
+        st = os.stat(p)
+        os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
+    else:
+        mtime = p.stat().st_mtime
+        os.utime(dst, (mtime, mtime))
+
+
+def copy_file(src: str | os.PathLike, dst: str | os.PathLike) -> None:
+    """Copy a file, an archive member or an object to the local file ``dst``, with its time
+    (``shutil.copy2`` for what is anywhere kseg reads)."""
+    p = as_path(src)
+    if isinstance(p, Path):
+        import shutil
+
+        shutil.copy2(p, dst)
+        return
+    with p.open("rb") as f, open(dst, "wb") as out:
+        while True:
+            chunk = f.read(8 << 20)
+            if not chunk:
+                break
+            out.write(chunk)
+    copy_times(p, dst)
+
+
 # --------------------------------------------------------------------------- filesystems
 
 _lock = threading.Lock()
@@ -432,6 +461,84 @@ class AtomicObjectWriter:
             self.close()
         else:
             self.abort()
+
+
+# --------------------------------------------------------------------------- writing a tree of objects
+
+
+class StagedOutput:
+    """An ``s3://`` output (an object or a prefix) built under a temporary prefix beside it.
+
+    Writers (the driver, or Spark executors each uploading their partitions) put their
+    files under ``part()``; ``commit()`` copies every staged object to its place under the
+    target in server-side steps, then deletes the staging prefix; ``abort()`` only deletes
+    it. Until the commit nothing is under the target, so a failed or interrupted write
+    leaves the target as it was. ``str(self.tmp)`` travels to executors as a string.
+    """
+
+    def __init__(self, target: RemotePath, tmp: RemotePath | str | None = None):
+        self.target = target
+        if tmp is None:
+            tmp = target.parent / f".{target.name}.kseg-tmp-{uuid.uuid4().hex[:12]}"
+        self.tmp = as_path(tmp) if isinstance(tmp, str) else tmp
+
+    def part(self, rel: str = "") -> RemotePath:
+        """Where a writer stages the output (``rel``: a file or folder inside it)."""
+        where = self.tmp / self.target.name
+        return where / rel if rel else where  # type: ignore[return-value]
+
+    def _staged(self) -> list[str]:
+        from pyarrow import fs as pafs
+
+        fs = self.target._fs()
+        infos = fs.get_file_info(pafs.FileSelector(self.tmp.key, recursive=True, allow_not_found=True))
+        return sorted(i.path.strip("/") for i in infos if i.type == pafs.FileType.File)
+
+    def commit(self, *, replace: bool = False) -> list[str]:
+        """Copy the staged objects into place; with ``replace``, objects under the target
+        that the new output lacks are deleted afterwards. Returns the keys written."""
+        from pyarrow import fs as pafs
+
+        fs = self.target._fs()
+        written = []
+        try:
+            for key in self._staged():
+                dest = self.target.parent / key[len(self.tmp.key) + 1:]
+                fs.copy_file(key, dest.key)
+                written.append(dest.key)
+            if replace and self.target.is_dir():
+                keep = set(written)
+                for info in fs.get_file_info(pafs.FileSelector(self.target.key, recursive=True)):
+                    if info.type == pafs.FileType.File and info.path.strip("/") not in keep:
+                        fs.delete_file(info.path)
+        finally:
+            self.abort()
+        return written
+
+    def abort(self) -> None:
+        try:
+            self.target._fs().delete_dir(self.tmp.key)
+        except (OSError, FileNotFoundError):
+            pass
+
+
+def upload_tree(local: str | os.PathLike, target: RemotePath) -> list[str]:
+    """Upload a local file or folder to ``target`` (an object or a prefix), a file per object.
+    Meant for a staging prefix (``StagedOutput.part()``): objects are written in place."""
+    local = Path(local)
+    files = [local] if local.is_file() else sorted(p for p in local.rglob("*") if p.is_file())
+    fs = target._fs()
+    written = []
+    for f in files:
+        dest = target if f == local else target / f.relative_to(local).as_posix()
+        with open(f, "rb") as src, fs.open_output_stream(dest.key) as out:
+            while True:
+                chunk = src.read(8 << 20)
+                if not chunk:
+                    break
+                out.write(chunk)
+        written.append(dest.key)
+    return written
 
 
 # --------------------------------------------------------------------------- archives

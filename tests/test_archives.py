@@ -7,6 +7,7 @@ must be its output over the unpacked folder with the one prefix swapped.
 from __future__ import annotations
 
 import os
+import time
 import tarfile
 import zipfile
 from pathlib import Path
@@ -107,3 +108,111 @@ def test_real_log_directory_archive(tmp_path, kind, command):
     assert packed.exit_code == local.exit_code
     assert packed.output.replace(f"{archive}/{REALDATA.name}", str(REALDATA)) == local.output
     assert os.path.getsize(archive) > 0
+
+
+# --------------------------------------------------------------------------- operator tools, compact, index
+
+
+def extract(archive: Path, into: Path) -> Path:
+    """The archive unpacked by the standard library (zip members get their stored times back,
+    as ``unzip`` does), and the log directory inside it."""
+    if archive.suffix == ".zip":
+        with zipfile.ZipFile(archive) as z:
+            z.extractall(into)
+            for info in z.infolist():
+                when = time.mktime(info.date_time + (0, 0, -1))
+                os.utime(into / info.filename, (when, when))
+    else:
+        with tarfile.open(archive) as t:
+            t.extractall(into, filter="tar")
+    return into / FIXTURES.name
+
+
+def same_but_prefix(packed, local, archive: Path, folder: Path) -> None:
+    assert packed.exit_code == local.exit_code, packed.output
+    for attr in ("stdout", "stderr"):
+        a, b = getattr(packed, attr), getattr(local, attr)
+        assert a.replace(f"{archive}/{FIXTURES.name}", str(folder)).replace(str(archive), str(folder)) == b
+    assert packed.stdout or packed.stderr
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+NOW = "1763900000000"  # compact: the same clock for both runs (v2 delete horizons are stamped with it)
+
+TOOL_RUNS = {
+    "stats": lambda p, q: ("stats", "--segments", p),
+    "stats-json": lambda p, q: ("stats", "--format", "json", p),
+    "find": lambda p, q: ("find", "--key", "k1", p),
+    "find-range": lambda p, q: ("find", "--from-offset", "3", "--to-offset", "9", "--format", "json", f"{q}/v2-txn-0"),
+    "diff-left": lambda p, q: ("diff", "--records", p, FIXTURES),
+    "diff-right": lambda p, q: ("diff", "--check-crc", f"{FIXTURES}/v2-zstd-0", f"{q}/v2-zstd-0"),
+    "diff-partitions": lambda p, q: ("diff", "--records", f"{q}/v2-none-0", f"{FIXTURES}/v2-gzip-0"),
+    "repair-dry": lambda p, q: ("repair", "--dry-run", p),
+    "compact-dry": lambda p, q: ("compact", "--dry-run", "--now-ms", NOW, "--format", "json", p),
+    "index-check": lambda p, q: ("index", "--check", p),
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("run", sorted(TOOL_RUNS))
+def test_tools_read_an_archive_as_the_folder(tmp_path, kind, run):
+    archive = build(FIXTURES, tmp_path, kind)
+    folder = extract(archive, tmp_path / "unpacked")
+    same_but_prefix(cli(*TOOL_RUNS[run](archive, f"{archive}/logdir")), cli(*TOOL_RUNS[run](folder, folder)), archive, folder)
+
+
+WRITERS = {
+    "repair": lambda src, q, out: ("repair", src, "-o", out),
+    "repair-partition": lambda src, q, out: ("repair", f"{q}/v2-txn-0", "-o", out),
+    "compact": lambda src, q, out: ("compact", "--now-ms", NOW, src, "-o", out),
+    "compact-segments": lambda src, q, out: ("compact", "--now-ms", NOW, "--include-active",
+                                          f"{q}/compacted-v2-0/00000000000000000000.log",
+                                          f"{q}/compacted-v2-0/00000000000000000023.log", "-o", out),
+    "index": lambda src, q, out: ("index", "--rebuild", src, "-o", out),
+    "up-convert": lambda src, q, out: ("up-convert", "--to-magic", "2", src, "-o", out),
+    "rebase-partition": lambda src, q, out: ("rebase", "--base-offset", "5", f"{q}/v2-txn-0", "-o", out),
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("run", sorted(WRITERS))
+def test_writers_take_an_archive_as_input(tmp_path, kind, run):
+    archive = build(FIXTURES, tmp_path, kind)
+    folder = extract(archive, tmp_path / "unpacked")
+    packed = cli(*WRITERS[run](archive, f"{archive}/logdir", tmp_path / "from-archive"))
+    local = cli(*WRITERS[run](folder, folder, tmp_path / "from-folder"))
+    assert packed.exit_code == local.exit_code, packed.output
+    assert packed.stdout.replace(f"{archive}/{FIXTURES.name}", str(folder)).replace(
+        "from-archive", "from-folder") == local.stdout
+    assert tree(tmp_path / "from-archive") == tree(tmp_path / "from-folder")
+    assert len(tree(tmp_path / "from-folder")) > 2
+    # Outputs keep the inputs' times, as from the folder (zip: to its 2-second resolution).
+    for p in (tmp_path / "from-folder").rglob("*.log"):
+        other = tmp_path / "from-archive" / p.relative_to(tmp_path / "from-folder")
+        assert abs(other.stat().st_mtime - p.stat().st_mtime) <= 2
+
+
+@pytest.mark.parametrize("run", ["stats", "find", "diff-left", "diff-right", "repair-dry", "compact-dry", "index-check"])
+def test_tools_refuse_a_bad_archive_as_verify_does(tmp_path, run):
+    bad = tmp_path / "bad.tgz"
+    bad.write_bytes(b"not an archive")
+    r = cli(*TOOL_RUNS[run](bad, f"{bad}/logdir"))
+    assert r.exit_code == 2 and "not a .tar, .tar.gz/.tgz or .zip archive" in r.output
+    cut = build(FIXTURES, tmp_path, "zip")
+    cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])  # a zip cut short: no central directory
+    r = cli(*TOOL_RUNS[run](cut, f"{cut}/logdir"))
+    assert r.exit_code == 2 and "not a .tar, .tar.gz/.tgz or .zip archive" in r.output
+
+
+def test_archives_stay_read_only(tmp_path):
+    archive = build(FIXTURES, tmp_path, "tgz")
+    before = archive.read_bytes()
+    r = cli("index", "--rebuild", archive)
+    assert r.exit_code == 2 and "give -o/--output" in r.stderr
+    for args in (("repair", archive, "-o", archive), ("compact", "--now-ms", NOW, archive, "-o", tmp_path / "c")):
+        cli(*args)
+    assert archive.read_bytes() == before
+    assert not any(p.name.startswith(".") for p in tmp_path.iterdir())  # no temporary left behind

@@ -86,3 +86,26 @@ def test_verify_and_dump_objects_on_the_cluster(spark_cluster, object_store, s3_
     dist = on_cluster(spark_cluster, "dump", *args, s3_logdir, env=env)
     assert plain.returncode == dist.returncode == 0, dist.stderr[-3000:]
     assert dist.stdout.replace(s3_logdir, str(FIXTURES)) == plain.stdout
+
+
+def test_up_convert_objects_to_objects_on_the_cluster(spark_cluster, object_store, s3_logdir, tmp_path):
+    """Executors in the workers' processes write the output's objects (under a staging prefix the
+    driver copies into place): the objects are the plain command's local files, byte for byte."""
+    from pyarrow import fs as pafs
+
+    env = object_store.env
+    args = ("--to-magic", "2", "--codec", "zstd")
+    out = "s3://kseg-test/cluster-up-convert"
+    plain = kseg("up-convert", *args, FIXTURES, "-o", tmp_path / "local")
+    dist = on_cluster(spark_cluster, "up-convert", *args, s3_logdir, "-o", out, env=env)
+    assert plain.returncode == dist.returncode == 0, dist.stderr[-3000:]
+    fs = object_store.fs()
+    back = tmp_path / "back"
+    back.mkdir()
+    pafs.copy_files(out[len("s3://"):], str(back), source_filesystem=fs)
+    tree = {str(p.relative_to(back)): p.read_bytes() for p in sorted(back.rglob("*")) if p.is_file()}
+    local = tmp_path / "local"
+    assert tree == {str(p.relative_to(local)): p.read_bytes() for p in sorted(local.rglob("*")) if p.is_file()}
+    staged = [i.path for i in fs.get_file_info(pafs.FileSelector("kseg-test", recursive=True))
+              if "kseg-tmp" in i.path]
+    assert not staged

@@ -124,12 +124,41 @@ def test_endpoint_option_and_missing_objects(s3_env, s3_logdir, monkeypatch):
     assert missing.exit_code == 2 and "no such file or directory" in missing.stderr
 
 
+@pytest.mark.parametrize("args", [("stats", "--segments"), ("find", "--key", "k1"), ("repair", "--dry-run"),
+                                  ("index", "--check"), ("txn", "--now-ms", "1800000000000"),
+                                  ("compact", "--dry-run", "--now-ms", "1800000000000", "--format", "json")])
+def test_other_readers_same_as_local(s3_env, s3_logdir, args):
+    remote, local = cli(*args, s3_logdir), cli(*args, FIXTURES)
+    assert remote.exit_code == local.exit_code, remote.stderr
+    assert remote.stdout.replace(s3_logdir, str(FIXTURES)) == local.stdout  # find names no files
+    assert remote.stderr.replace(s3_logdir, str(FIXTURES)) == local.stderr
+    assert local.stdout
+
+
+def test_state_from_objects(s3_env, object_store):
+    internal = REPO / "fixtures" / "internal"
+    url = object_store.upload(internal, "kseg-test", "internal")
+    for args in (("state",), ("state", "--format", "json"), ("txn", "--now-ms", "1800000000000")):
+        remote, local = cli(*args, url), cli(*args, internal)
+        assert remote.exit_code == local.exit_code, remote.stderr
+        assert remote.stdout.replace(url, str(internal)) == local.stdout and local.stdout
+
+
+def test_diff_either_side_an_object(s3_env, s3_logdir):
+    local = cli("diff", "--records", FIXTURES, FIXTURES)
+    for a, b in ((s3_logdir, FIXTURES), (FIXTURES, s3_logdir), (s3_logdir, s3_logdir)):
+        r = cli("diff", "--records", a, b)
+        assert r.exit_code == local.exit_code == 0
+        assert r.stdout.replace(s3_logdir, str(FIXTURES)) == local.stdout
+
+
 # --------------------------------------------------------------------------- writing commands
 
 
 def _download(fs, key: str, into: Path) -> dict[str, bytes]:
     from pyarrow import fs as pafs
 
+    into.mkdir(parents=True, exist_ok=True)
     pafs.copy_files(key, str(into), source_filesystem=fs)
     return {str(p.relative_to(into)): p.read_bytes() for p in sorted(into.rglob("*")) if p.is_file()}
 
@@ -166,9 +195,94 @@ def test_failed_write_leaves_no_object(s3_env, s3_logdir):
     assert not storage.as_path(out).exists()
 
 
-def test_spark_writing_commands_refuse_objects(s3_env, s3_logdir):
-    r = cli("spark", "up-convert", "--to-magic", "2", s3_logdir, "-o", "/nonexistent/out")
-    assert r.exit_code == 2 and "for s3:// use kseg up-convert" in r.stderr
+NOW = "1763900000000"  # compact: one clock for every run (v2 delete horizons are stamped with it)
+
+
+def _local_tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _objects(fs, prefix: str) -> list[str]:
+    from pyarrow import fs as pafs
+
+    return sorted(i.path for i in fs.get_file_info(pafs.FileSelector(prefix, recursive=True, allow_not_found=True))
+                  if i.type == pafs.FileType.File)
+
+
+@pytest.mark.parametrize("args", [("compact", "--now-ms", NOW), ("compact", "--now-ms", NOW, "--topics", "v2-txn"),
+                                  ("index", "--rebuild")])
+def test_compact_and_index_objects_in_and_out(s3_env, s3_logdir, object_store, tmp_path, args):
+    """s3:// in, s3:// out: the objects are the local command's files byte for byte."""
+    out = f"s3://kseg-test/out-{args[0]}-{len(args)}"
+    remote = cli(*args, s3_logdir, "-o", out)
+    local = cli(*args, FIXTURES, "-o", tmp_path / "local")
+    assert remote.exit_code == local.exit_code == 0, remote.stderr
+    assert remote.stdout == local.stdout
+    assert remote.stderr.replace(out, str(tmp_path / "local")) == local.stderr
+    want = _local_tree(tmp_path / "local")
+    assert len(want) > 20
+    assert _download(object_store.fs(), out[len("s3://"):], tmp_path / "back") == want
+    assert not [k for k in _objects(object_store.fs(), "kseg-test") if "kseg-tmp" in k]  # no staging left
+    # Existing output: refused without --force.
+    again = cli(*args, s3_logdir, "-o", out)
+    assert again.exit_code == 2 and "exists" in again.stderr
+    # A local input to an s3:// output is the same again.
+    assert cli(*args, FIXTURES, "-o", f"{out}-from-local").exit_code == 0
+    assert _download(object_store.fs(), f"{out[len('s3://'):]}-from-local", tmp_path / "back2") == want
+
+
+def test_compact_partition_to_objects_and_index_force_merges(s3_env, s3_logdir, object_store, tmp_path):
+    part = f"{s3_logdir}/compacted-v2-0"
+    out = "s3://kseg-test/out-compact-partition"
+    assert cli("compact", "--now-ms", NOW, part, "-o", out).exit_code == 0
+    assert cli("compact", "--now-ms", NOW, FIXTURES / "compacted-v2-0", "-o", tmp_path / "local").exit_code == 0
+    assert _download(object_store.fs(), out[len("s3://"):], tmp_path / "back") == _local_tree(tmp_path / "local")
+    # index --rebuild -o --force writes into the existing output; what else is there stays.
+    idx = "s3://kseg-test/out-index-merge"
+    keep = storage.as_path(f"{idx}/notes.txt")
+    keep.write_bytes(b"kept")
+    assert cli("index", "--rebuild", part, "-o", idx).exit_code == 2
+    r = cli("index", "--rebuild", part, "-o", idx, "--force")
+    assert r.exit_code == 0 and f"{idx}/00000000000000000000.index" in r.stderr
+    assert keep.read_bytes() == b"kept"
+    assert storage.as_path(f"{idx}/00000000000000000023.timeindex").is_file()
+    # In place over objects: refused (give -o).
+    r = cli("index", "--rebuild", part)
+    assert r.exit_code == 2 and "give -o/--output" in r.stderr
+
+
+def test_writes_that_fail_leave_nothing(s3_env, s3_logdir, object_store, monkeypatch):
+    # The store refuses the writes (a wrong secret): exit 2 with one line, no object anywhere.
+    before = _objects(object_store.fs(), "kseg-test")
+    with monkeypatch.context() as m:
+        m.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+        for args in (("compact", "--now-ms", NOW, FIXTURES), ("index", "--rebuild", FIXTURES),
+                     ("up-convert", "--to-magic", "2", FIXTURES)):
+            r = cli(*args, "-o", "s3://kseg-test/out-refused")
+            assert r.exit_code == 2 and r.stderr.startswith("kseg: error:"), r.stderr
+            assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
+    assert _objects(object_store.fs(), "kseg-test") == before
+    # A failure half way through the upload (the third object): nothing under the target, no staging left.
+    # The connection going (exit 2), or Ctrl-C (exit 130), after two objects were uploaded.
+    import kseg.cli.storage as cli_storage
+
+    real = storage.upload_tree
+    for stop, code, said in ((OSError("connection reset (test)"), 2, "connection reset (test)"),
+                             (KeyboardInterrupt(), 130, "kseg: interrupted")):
+        def failing(local, target, stop=stop):
+            files = sorted(p for p in Path(local).rglob("*") if p.is_file())
+            for f in files[:2]:
+                real(f, target / f.relative_to(local).as_posix())
+            raise stop
+
+        monkeypatch.setattr(cli_storage, "upload_tree", failing)
+        out = "s3://kseg-test/out-half-way"
+        r = cli("compact", "--now-ms", NOW, s3_logdir, "-o", out)
+        assert r.exit_code == code and said in r.stderr
+        assert not storage.as_path(out).exists()
+        assert _objects(object_store.fs(), "kseg-test") == before
+
+
 
 
 # --------------------------------------------------------------------------- Spark, local mode
@@ -221,6 +335,49 @@ def test_data_source_reads_objects(spark, s3_logdir):
     pushed = spark.read.format("kseg").load(s3_logdir).where("topic = 'v2-headers' AND offset >= 2")
     assert pushed.count() == spark.read.format("kseg").load(str(FIXTURES)).where(
         "topic = 'v2-headers' AND offset >= 2").count()
+
+
+SPARK_WRITERS = [("up-convert", "--to-magic", "2", "--codec", "lz4"), ("compact", "--now-ms", NOW)]
+
+
+@pytest.mark.parametrize("args", SPARK_WRITERS)
+def test_spark_writers_to_objects_byte_identical(spark, s3_logdir, object_store, tmp_path, args):
+    """kseg spark up-convert/compact, s3:// in and out: executors upload their partitions under a
+    staging prefix and the driver copies them into place; the objects are the plain command's
+    local files byte for byte (a log directory: one task per partition; a partition: one task)."""
+    fs = object_store.fs()
+    for name, src in (("logdir", ""), ("partition", "/compacted-v2-0")):
+        out = f"s3://kseg-test/spark-{args[0]}-{name}"
+        remote = cli("spark", *args, f"{s3_logdir}{src}", "-o", out)
+        local = cli(*args, f"{FIXTURES}{src}", "-o", tmp_path / name)
+        assert remote.exit_code == local.exit_code == 0, remote.stderr
+        assert remote.stderr.replace(out, str(tmp_path / name)) == local.stderr
+        want = _local_tree(tmp_path / name)
+        assert len(want) > 3
+        assert _download(fs, out[len("s3://"):], tmp_path / f"back-{name}") == want
+    assert not [k for k in _objects(fs, "kseg-test") if "kseg-tmp" in k]  # no staging left
+    again = cli("spark", *args, s3_logdir, "-o", f"s3://kseg-test/spark-{args[0]}-logdir")
+    assert again.exit_code == 2 and "exists" in again.stderr
+
+
+def test_spark_write_failing_in_one_task_leaves_nothing(spark, object_store, tmp_path):
+    """One partition cannot be converted (a segment cut inside a batch): the command fails as the
+    plain one does, the other tasks' uploads are dropped with the staging prefix, and nothing is
+    under the output."""
+    import shutil
+
+    broken = tmp_path / "broken"
+    shutil.copytree(FIXTURES, broken)
+    seg = broken / "v2-zstd-0" / "00000000000000000000.log"
+    seg.write_bytes(seg.read_bytes()[:-7])
+    url = object_store.upload(broken, "kseg-test", "broken")
+    local = cli("up-convert", "--to-magic", "2", broken, "-o", tmp_path / "out")
+    out = "s3://kseg-test/spark-broken-out"
+    remote = cli("spark", "up-convert", "--to-magic", "2", url, "-o", out)
+    assert remote.exit_code == local.exit_code != 0
+    assert remote.stderr.splitlines()[-1].replace(url, str(broken)) == local.stderr.splitlines()[-1]
+    assert not storage.as_path(out).exists()
+    assert not [k for k in _objects(object_store.fs(), "kseg-test") if "kseg-tmp" in k or "broken-out" in k]
 
 
 # --------------------------------------------------------------------------- memory

@@ -280,9 +280,9 @@ rebase_options = options(
 )
 
 compact_options = options(
-    click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path)),
-    click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
-                 help="Output folder (partition) or log directory. Required unless --dry-run."),
+    click.argument("inputs", nargs=-1, required=True, type=LOCATION),
+    click.option("-o", "--output", type=LOCATION, default=None,
+                 help="Output folder (partition) or log directory, or an s3:// prefix. Required unless --dry-run."),
     click.option("--dry-run", is_flag=True, help="Print the summary only; write nothing."),
     click.option("--force", is_flag=True, help="Replace an existing output."),
     click.option("--now-ms", type=int, default=None, help="The cleaner's clock [default: now]."),

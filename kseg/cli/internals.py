@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded
+from kseg.cli.storage import LOCATION
 from kseg.errors import InputError
 from kseg.ops.state import Limit, coordinator_partition, replay
 from kseg.ops.txn import DEFAULT_MAX_TIMEOUT_MS, explain_transactions
@@ -20,7 +21,7 @@ format_option = click.option("--format", "fmt", type=click.Choice(["text", "json
 
 
 @click.command("state")
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=LOCATION)
 @click.option("--at-offset", type=int, default=None, help="Replay up to this offset (inclusive, per partition).")
 @click.option("--at-time", type=int, default=None, help="Replay records up to this time (ms since the epoch).")
 @click.option("--coordinator-of", "coordinator_of", default=None, metavar="ID",
@@ -51,7 +52,7 @@ def state(paths: tuple[Path, ...], at_offset: int | None, at_time: int | None, c
 
 
 @click.command("txn")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=LOCATION)
 @click.option("--max-timeout-ms", type=click.IntRange(0), default=DEFAULT_MAX_TIMEOUT_MS, show_default=True,
               help="A transaction open longer than this is hanging (transaction.max.timeout.ms).")
 @click.option("--now-ms", type=int, default=None, help="The clock to measure open transactions by [default: now].")

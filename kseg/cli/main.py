@@ -40,7 +40,7 @@ from kseg.cli.common import (
 )
 from kseg.cli.internals import state, txn
 from kseg.cli.plugins import plugins
-from kseg.cli.storage import remote_output, s3_endpoint_option, shown
+from kseg.cli.storage import LOCATION, remote_output, s3_endpoint_option, shown
 from kseg.codecs.choice import choose
 from kseg.codecs.plugins import activate
 from kseg.ops import registry  # noqa: F401 - installs the reader of registry files (--plugin-registry)
@@ -318,15 +318,16 @@ def rebase_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_ind
 
 
 @main.command("index")
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.argument("inputs", nargs=-1, required=True, type=LOCATION)
 @click.option("--check", "mode", flag_value="check", default=True, help="Check .index/.timeindex/.txnindex (default).")
 @click.option("--rebuild", "mode", flag_value="rebuild", help="Write .index/.timeindex anew from the log.")
-@click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="With --rebuild: write the indexes into this folder (partition folders and log "
-                   "directories keep their layout under it) instead of beside the segments.")
+@click.option("-o", "--output", type=LOCATION, default=None,
+              help="With --rebuild: write the indexes into this folder or s3:// prefix (partition folders and "
+                   "log directories keep their layout under it) instead of beside the segments.")
 @click.option("--force", is_flag=True, help="With --rebuild -o: write into an existing output folder.")
 @index_interval_option
 @guarded
+@remote_output(merge=True)
 def index_cmd(inputs: tuple[Path, ...], mode: str, output: Path | None, force: bool,
               index_interval_bytes: int) -> None:
     """Check or rebuild the offset and time indexes of segments, partition folders or log directories."""
@@ -350,7 +351,12 @@ def index_cmd(inputs: tuple[Path, ...], mode: str, output: Path | None, force: b
             click.echo("kseg: nothing to check: no segment has index files", err=True)
         raise SystemExit(EXIT_DATA if errors else EXIT_OK)
     building = None
-    if output is not None:
+    if output is None:
+        for root in inputs:
+            if not isinstance(root, Path):
+                raise InputError("cannot write beside segments in an archive or object storage: give -o/--output",
+                                 file=str(root))
+    else:
         check_output(list(inputs), output, force=force)
         building = AtomicDir(output)  # the output folder appears whole, or not at all
     written = []
@@ -364,7 +370,7 @@ def index_cmd(inputs: tuple[Path, ...], mode: str, output: Path | None, force: b
             if building is None:
                 folder = seg.parent
             else:
-                folder = building.tmp if root.is_file() else building.tmp / seg.parent.relative_to(root)
+                folder = building.tmp if root.is_file() else building.tmp.joinpath(*seg.parent.parts[len(root.parts):])
                 folder.mkdir(parents=True, exist_ok=True)
             index_path, time_path = companion_path(seg, ".index", folder), companion_path(seg, ".timeindex", folder)
             write_atomic_many({index_path: index, time_path: timeindex})  # both or neither
@@ -379,13 +385,15 @@ def index_cmd(inputs: tuple[Path, ...], mode: str, output: Path | None, force: b
         if building is not None and output is not None:
             index_path = output / index_path.relative_to(building.tmp)
             time_path = output / time_path.relative_to(building.tmp)
-        click.echo(f"kseg: wrote {index_path} ({n_index} entries) and {time_path} ({n_time} entries)", err=True)
+        click.echo(f"kseg: wrote {shown(index_path)} ({n_index} entries) and {shown(time_path)} ({n_time} entries)",
+                   err=True)
 
 
 @main.command("compact")
 @compact_options
 @index_interval_option
 @guarded
+@remote_output
 def compact_cmd(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, force: bool, now_ms: int | None,
                 delete_retention_ms: int, min_compaction_lag_ms: int, include_active: bool, topics: str,
                 key_map_bytes: int, producer_id_expiration_ms: int, first_dirty_offset: int | None,
@@ -401,7 +409,7 @@ def compact_cmd(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, fo
     if fmt == "json":
         click.echo(compact_json(result, o.now_ms))
     else:
-        click.echo(compact_line(result, dry_run, output), err=True)
+        click.echo(compact_line(result, dry_run, None if output is None else shown(output)), err=True)
 
 
 class _LazySpark(click.Group):

@@ -9,7 +9,7 @@ from typing import Any, Callable
 import click
 
 from kseg.errors import KsegError, OutputError
-from kseg.storage import RemotePath, as_path
+from kseg.storage import RemotePath, StagedOutput, as_path, upload_tree
 
 
 class Location(click.ParamType):
@@ -47,25 +47,33 @@ _shown: dict[str, str] = {}
 
 
 def shown(path: Any) -> str:
-    """How a command names its output: the URL it was given, not the local staging folder."""
-    return _shown.get(str(path), str(path))
+    """How a command names its output (or a file in it): by the URL it was given, not by the
+    local staging folder."""
+    text = str(path)
+    for local, url in _shown.items():
+        if text == local or text.startswith(local + "/"):
+            return url + text[len(local):]
+    return text
 
 
-def remote_output(fn: Callable[..., Any]) -> Callable[..., Any]:
+def remote_output(fn: Callable[..., Any] | None = None, *, merge: bool = False) -> Any:
     """Lets a writing command take an ``s3://`` output (``output`` and ``force`` parameters).
 
     The command writes to a local staging folder as usual (its own all-or-nothing rules
-    apply there); only when it succeeded is each file uploaded to its object, which
-    appears only once complete (``RemotePath.open("wb")``). With ``--force``, objects of
-    the old output that the new one does not have are deleted after the upload.
+    apply there); only when it succeeded are the files uploaded, under a staging prefix
+    beside the output, and copied into place once all are there (``StagedOutput``). With ``--force``, objects of
+    the old output that the new one does not have are deleted after the upload; with
+    ``merge`` (``index --rebuild -o``: ``--force`` writes into an existing output) they stay.
     """
     import functools
+
+    if fn is None:
+        return functools.partial(remote_output, merge=merge)
 
     @functools.wraps(fn)
     def wrapper(*args: Any, output: Any, force: bool, **kwargs: Any) -> Any:
         import shutil
         import tempfile
-
 
         if not isinstance(output, RemotePath):
             return fn(*args, output=output, force=force, **kwargs)
@@ -74,38 +82,16 @@ def remote_output(fn: Callable[..., Any]) -> Callable[..., Any]:
         staging = Path(tempfile.mkdtemp(prefix="kseg-out-"))
         local = staging / output.name
         _shown[str(local)] = str(output)
+        objects = StagedOutput(output)
         try:
             result = fn(*args, output=local, force=False, **kwargs)
-            upload_tree(local, output, replace=force)
+            if local.exists():  # not on a dry run
+                upload_tree(local, objects.part())
+                objects.commit(replace=force and not merge)
             return result
         finally:
+            objects.abort()
             _shown.pop(str(local), None)
             shutil.rmtree(staging, ignore_errors=True)
 
     return wrapper
-
-
-def upload_tree(local: Any, target: Any, *, replace: bool = False) -> list[str]:
-    """Upload a file or a folder to ``target`` (a ``RemotePath``), one atomic object per file."""
-
-    local = Path(local)
-    files = [local] if local.is_file() else sorted(p for p in local.rglob("*") if p.is_file())
-    written = []
-    for f in files:
-        dest = target if f == local else target / f.relative_to(local).as_posix()
-        with open(f, "rb") as src, dest.open("wb") as out:
-            while True:
-                chunk = src.read(8 << 20)
-                if not chunk:
-                    break
-                out.write(chunk)
-        written.append(dest.key)
-    if replace and target.is_dir():
-        keep = set(written)
-        from pyarrow import fs as pafs
-
-        fs = target._fs()
-        for info in fs.get_file_info(pafs.FileSelector(target.key, recursive=True)):
-            if info.type == pafs.FileType.File and info.path.strip("/") not in keep:
-                fs.delete_file(info.path)
-    return written

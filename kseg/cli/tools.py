@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from kseg.cli.storage import LOCATION
 from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded, index_interval_option, max_decompressed_option
 from kseg.errors import InputError
 from kseg.ops.diff import DiffOptions, diff_paths
@@ -27,7 +28,7 @@ format_option = click.option("--format", "fmt", type=click.Choice(["text", "json
 
 
 @click.command("repair")
-@click.argument("input_path", metavar="INPUT", type=click.Path(path_type=Path))
+@click.argument("input_path", metavar="INPUT", type=LOCATION)
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
               help="Output .log file, partition folder or log directory (matching INPUT). Required unless --dry-run.")
 @click.option("--dry-run", is_flag=True, help="Report what recovery would cut; write nothing.")
@@ -58,8 +59,8 @@ value_decoder_option = click.option("--value-decoder", default="utf8", show_defa
 
 
 @click.command("diff")
-@click.argument("a", type=click.Path(path_type=Path))
-@click.argument("b", type=click.Path(path_type=Path))
+@click.argument("a", type=LOCATION)
+@click.argument("b", type=LOCATION)
 @click.option("--records", is_flag=True, help="List the records that differ after the divergence.")
 @click.option("--check-crc", is_flag=True,
               help="Also recompute both sides' CRCs (finds damage behind equal stored CRCs; reads every byte).")
@@ -86,7 +87,7 @@ def diff_cmd(a: Path, b: Path, records: bool, check_crc: bool, max_records: int,
 
 
 @click.command("find")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=LOCATION)
 @click.option("--key", default=None, help="Records with exactly this key (UTF-8; see --key-hex).")
 @click.option("--key-hex", default=None, help="Records with exactly this key, given in hex.")
 @click.option("--key-regex", default=None, help="Records whose key matches (Python regex on the bytes).")
@@ -133,7 +134,7 @@ def find_cmd(paths: tuple[Path, ...], key: str | None, key_hex: str | None, key_
 
 
 @click.command("stats")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=LOCATION)
 @click.option("--segments", is_flag=True, help="Text: a line per segment too (JSON always has them).")
 @click.option("--html", "html", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write a self-contained HTML report with plots (needs the report extra).")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import BinaryIO, Iterable, Mapping
 
 from kseg.errors import OutputError
+from kseg.storage import as_path
 
 TMP_SUFFIX = ".kseg-tmp"
 WRITE_BUFFER = 1 << 20  # entries are small and many: write in 1 MiB pieces
@@ -23,10 +24,10 @@ WRITE_BUFFER = 1 << 20  # entries are small and many: write in 1 MiB pieces
 
 def check_output(inputs: Iterable[Path], output: Path, *, force: bool) -> None:
     """Refuse an output that is one of the inputs (or holds or is held by one), or exists without --force."""
-    out = output.resolve()
+    out = str(as_path(output).resolve()).rstrip("/")
     for raw in inputs:
-        inp = Path(raw).resolve()
-        if out == inp or out in inp.parents or inp in out.parents:
+        inp = str(as_path(raw).resolve()).rstrip("/")  # a path, an archive member or an object
+        if out == inp or out.startswith(inp + "/") or inp.startswith(out + "/"):
             raise OutputError("the output must not be an input or overlap it", file=str(output))
     if output.exists() and not force:
         raise OutputError("the output exists (use --force to replace it)", file=str(output))

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-import os
 import tempfile
 import time
 from dataclasses import dataclass, field, fields
@@ -61,6 +60,7 @@ from kseg.log.segment import (
 from kseg.model import Batch, Record
 from kseg.ops.jobs import SegmentSink, WriteOptions
 from kseg.ops.logdir import finish_log_dir, finish_partition
+from kseg.storage import as_path, copy_times
 
 MAP_SLOT_BYTES = 24  # MD5 (16) + offset (8), as SkimpyOffsetMap
 MAP_LOAD_FACTOR = 0.9
@@ -288,7 +288,7 @@ class Cleaner:
             for i in range(cleanable):
                 largest = st.segment_max_timestamps[i]
                 if largest < 0:
-                    largest = int(os.stat(self.segs[i]).st_mtime * 1000)
+                    largest = int(as_path(self.segs[i]).stat().st_mtime * 1000)
                 if o.now_ms - largest < o.min_compaction_lag_ms:
                     cleanable = i
                     break
@@ -302,8 +302,8 @@ class Cleaner:
         if self.first_dirty is not None:
             clean = [s for s in self.segs if (base_offset_of(s) or 0) < self.first_dirty]
             if clean:
-                legacy_horizon = int(os.stat(clean[-1]).st_mtime * 1000) - o.delete_retention_ms
-        plans = [SegmentPlan(s, i < cleanable, int(os.stat(s).st_mtime * 1000) > legacy_horizon)
+                legacy_horizon = int(as_path(clean[-1]).stat().st_mtime * 1000) - o.delete_retention_ms
+        plans = [SegmentPlan(s, i < cleanable, int(as_path(s).stat().st_mtime * 1000) > legacy_horizon)
                  for i, s in enumerate(self.segs)]
         return plans, upper
 
@@ -618,8 +618,7 @@ def _write_step(folder: Path, result: dict[Path, tuple[list[bytes], list[TxnEntr
         write_atomic(dst, b"".join(entries))
         if txns:
             write_atomic(companion_path(dst, ".txnindex"), build_txn_index(txns))
-        st = os.stat(src)
-        os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
+        copy_times(src, dst)
         out.append(dst)
     return out
 
@@ -713,8 +712,7 @@ def compact_group(segs: list[Path], wanted: bool, options: CompactOptions, out_d
         sink.commit()
         if txns:
             write_atomic(companion_path(dst, ".txnindex"), build_txn_index(txns))
-        st = os.stat(group[-1])
-        os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))  # the cleaner keeps the last segment's mtime
+        copy_times(group[-1], dst)  # the cleaner keeps the last segment's mtime
         written.append(dst)
     if work is not None and work.exists():
         shutil.rmtree(work)

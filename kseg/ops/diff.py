@@ -24,8 +24,9 @@ from kseg.formats.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log.fast import scan_entries
 from kseg.log.records import batch_records
-from kseg.log.segment import STEP_ENTRIES, log_dir_partitions, partition_segments
+from kseg.log.segment import STEP_ENTRIES, Segment, log_dir_partitions, partition_segments
 from kseg.model import Batch, Record
+from kseg.storage import as_path
 
 WINDOW = 32 << 20  # bytes mapped at a time
 IDENTICAL = "identical"
@@ -170,7 +171,16 @@ def _same(a: Batch, b: Batch, sa: Side, sb: Side, check_crc: bool) -> bool:
 def _entries(path: Path, side: Side) -> Iterator[Batch]:
     """A segment's batches from read-only memory maps of WINDOW bytes at a time: only the
     pages of the batch headers are read unless the bytes are asked for (``check_crc``), so
-    equal copies cost little, and a window is unmapped once its batches are let go."""
+    equal copies cost little, and a window is unmapped once its batches are let go.
+    An archive member or an object cannot be mapped: it is read in chunks (``Segment``)."""
+    where = as_path(path)
+    if not isinstance(where, Path):
+        seg = Segment(where)  # type: ignore[arg-type]
+        yield from seg.batches()
+        if seg.tail is not None:
+            t = seg.tail
+            side.problems.append(f"{path}: at byte {t.position}: {t.error.message} ({t.length} bytes not compared)")
+        return
     try:
         f = open(path, "rb")
     except OSError as e:
@@ -358,8 +368,8 @@ DiffItem = tuple  # (name, a folder or None, a segments, b folder or None, b seg
 
 def diff_items(a: Path, b: Path) -> list[DiffItem]:
     """The partition pairs to compare: one for two files or folders, one per name for log directories."""
-    ka, pa = _shape(Path(a))
-    kb, pb = _shape(Path(b))
+    ka, pa = _shape(as_path(a))
+    kb, pb = _shape(as_path(b))
     if (ka == "logdir") != (kb == "logdir"):
         raise InputError("compare a log directory with a log directory, a partition or file with a partition or file",
                          found=f"{ka} and {kb}")

@@ -28,6 +28,7 @@ from kseg.log.segment import (
     partition_segments,
 )
 from kseg.model import Batch, Record
+from kseg.storage import as_path
 
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
@@ -235,7 +236,7 @@ def _start_position(path: Path, o: FindOptions, rolled: bool) -> int | None:
 def find(paths: list[Path], o: FindOptions, st: FindStats | None = None) -> Iterator[Match]:
     """Yield the matching records in partition and offset order; ``st`` collects what was read."""
     st = st if st is not None else FindStats()
-    yield from find_in_groups(select_groups(partition_groups([Path(p) for p in paths]), o), o, st)
+    yield from find_in_groups(select_groups(partition_groups([as_path(p) for p in paths]), o), o, st)
 
 
 def select_groups(groups: list[tuple[str | None, int | None, list[Path]]], o: FindOptions

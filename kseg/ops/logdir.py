@@ -19,7 +19,6 @@ the log); ``meta.properties`` and ``bootstrap.checkpoint`` are carried over.
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from kseg.companions.read import parse_offset_checkpoint
 from kseg.errors import KsegError
 from kseg.log.atomic import write_atomic
 from kseg.log.segment import Segment, base_offset_of, partition_of, partition_segments
+from kseg.storage import copy_file
 
 OFFSET_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
                       "replication-offset-checkpoint", "cleaner-offset-checkpoint")
@@ -64,14 +64,14 @@ def finish_partition(src: Path | None, dst: Path, command: str) -> PartitionEnds
     if src is not None and src.is_dir():
         for name in CARRIED_PARTITION_FILES:
             if (src / name).is_file():
-                shutil.copy2(src / name, dst / name)
+                copy_file(src / name, dst / name)
         if command in KEEPS_PRODUCER_STATE and log_end is not None:
             # Producer snapshots, and the KRaft snapshots of __cluster_metadata, hold offsets: they
             # stay true only where offsets and producer fields did.
             for snap in sorted([*src.glob("*.snapshot"), *src.glob("*-*.checkpoint")]):
                 at = base_offset_of(snap.name.split("-")[0] + ".x")
                 if at is not None and at <= log_end:
-                    shutil.copy2(snap, dst / snap.name)
+                    copy_file(snap, dst / snap.name)
     if not segs:
         return None
     start = base_offset_of(segs[0]) or 0
@@ -85,16 +85,20 @@ def _read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
         return {}
 
 
-def finish_log_dir(src: Path, dst: Path, command: str) -> None:
-    """Every partition folder under ``dst`` finished, then the log directory's own files."""
-    ends: dict[tuple[str, int], PartitionEnds] = {}
-    for part in sorted(p for p in dst.iterdir() if p.is_dir()):
-        parsed = partition_of(part)
-        if parsed is None:
-            continue
-        e = finish_partition(src / part.name, part, command)
-        if e is not None:
-            ends[parsed] = e
+def finish_log_dir(src: Path, dst: Path, command: str,
+                   ends: dict[tuple[str, int], PartitionEnds] | None = None) -> None:
+    """Every partition folder under ``dst`` finished, then the log directory's own files.
+    ``ends`` given: the partitions were finished elsewhere (Spark tasks writing to object
+    storage), and only the log directory's own files are written into ``dst``."""
+    if ends is None:
+        ends = {}
+        for part in sorted(p for p in dst.iterdir() if p.is_dir()):
+            parsed = partition_of(part)
+            if parsed is None:
+                continue
+            e = finish_partition(src / part.name, part, command)
+            if e is not None:
+                ends[parsed] = e
     old_start = _read_checkpoint(src / "log-start-offset-checkpoint")
     old_cleaner = _read_checkpoint(src / "cleaner-offset-checkpoint")
     keys = sorted(ends)
@@ -118,4 +122,4 @@ def finish_log_dir(src: Path, dst: Path, command: str) -> None:
     write_atomic(dst / "cleaner-offset-checkpoint", checkpoint_text(cleaner))
     for name in CARRIED_ROOT_FILES:
         if (src / name).is_file():
-            shutil.copy2(src / name, dst / name)
+            copy_file(src / name, dst / name)

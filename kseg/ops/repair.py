@@ -11,7 +11,6 @@ data; nothing here prints.
 
 from __future__ import annotations
 
-import os
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -36,6 +35,7 @@ from kseg.log.segment import (
     segment_file_name,
 )
 from kseg.model import Batch
+from kseg.storage import as_path, copy_file, copy_times
 
 CONTROL_ABORT, CONTROL_COMMIT = 0, 1
 COPY_CHUNK = 8 << 20
@@ -192,7 +192,7 @@ def record_count(b: Batch, limit: int) -> int:
 
 
 def _is_zeros(path: Path, start: int) -> bool:
-    with open(path, "rb") as f:
+    with as_path(path).open("rb") as f:
         f.seek(start)
         while True:
             chunk = f.read(COPY_CHUNK)
@@ -204,7 +204,7 @@ def _is_zeros(path: Path, start: int) -> bool:
 
 def _partial_header(path: Path, position: int, length: int) -> tuple[int | None, int | None, int | None]:
     """(base offset, last offset, record count) of a partial entry, as far as its bytes go."""
-    with open(path, "rb") as f:
+    with as_path(path).open("rb") as f:
         f.seek(position)
         head = f.read(min(length, RECORD_BATCH_OVERHEAD))
     if len(head) < 17:
@@ -296,7 +296,7 @@ def deleted_segment(path: Path, limit: int) -> SegmentRepair:
 
 
 def _copy_prefix(src: Path, dst: Path, length: int) -> None:
-    with open(src, "rb") as f, AtomicFile(dst) as out:
+    with as_path(src).open("rb") as f, AtomicFile(dst) as out:
         left = length
         while left:
             chunk = f.read(min(COPY_CHUNK, left))
@@ -304,8 +304,7 @@ def _copy_prefix(src: Path, dst: Path, length: int) -> None:
                 raise InputError("file shrank while it was read", file=str(src))
             out.write(chunk)
             left -= len(chunk)
-    st = os.stat(src)
-    os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
+    copy_times(src, dst)
 
 
 def epoch_checkpoint_text(entries: list[tuple[int, int]]) -> str:
@@ -369,13 +368,13 @@ def _partition_files(folder: Path, out_dir: Path | None, pr: PartitionRepair) ->
             if out_dir is not None:
                 write_atomic(out_dir / lec.name, epoch_checkpoint_text(keep).encode())
         elif out_dir is not None:
-            shutil.copy2(lec, out_dir / lec.name)
+            copy_file(lec, out_dir / lec.name)
     for snap in sorted(folder.glob("*.snapshot")):
         at = base_offset_of(snap)
         if leo is not None and at is not None and at > leo:
             pr.snapshots_dropped.append(str(snap))
         elif out_dir is not None:
-            shutil.copy2(snap, out_dir / snap.name)
+            copy_file(snap, out_dir / snap.name)
     if out_dir is None:
         return
     # Everything else the folder holds (partition.metadata, KRaft quorum-state and snapshot
@@ -383,13 +382,13 @@ def _partition_files(folder: Path, out_dir: Path | None, pr: PartitionRepair) ->
     for other in sorted(folder.iterdir()):
         if (other.is_file() and other.suffix not in SEGMENT_FILE_SUFFIXES + TRANSIENT_SUFFIXES
                 and other.name != lec.name and not other.name.endswith(TMP_SUFFIX)):
-            shutil.copy2(other, out_dir / other.name)
+            copy_file(other, out_dir / other.name)
 
 
 def repair(input_path: Path, output: Path | None, o: RepairOptions) -> RepairReport:
     """Repair a .log file, a partition folder or a log directory into ``output`` (a file or
     folder of the same shape); with ``o.dry_run`` only report."""
-    src = Path(input_path)
+    src = as_path(input_path)
     if not src.exists():
         raise InputError("no such file or directory", file=str(src))
     if output is None and not o.dry_run:

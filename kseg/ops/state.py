@@ -124,7 +124,7 @@ def _partitions(paths: list[Path]) -> dict[Path, tuple[str, list[Path]]]:
     out: dict[Path, tuple[str, list[Path]]] = {}
     for log in expand_inputs(paths):
         family = family_for(log, "auto")
-        if family is None:
+        if family not in TOPIC_OF_FAMILY:  # not internal, or a topic state does not replay (share groups, tiering)
             continue
         folder = log.parent
         out.setdefault(folder, (family, []))[1].append(log)

@@ -24,6 +24,7 @@ from kseg.log.fast import ACCELERATED, decode_v2_records
 from kseg.log.records import batch_records, payload_bytes
 from kseg.log.segment import Segment, base_offset_of, log_dir_partitions, partition_of, partition_segments
 from kseg.model import Batch
+from kseg.storage import as_path
 
 try:  # the C walk of v2 records (keys into the HLL without building records)
     from kseg.log import _sketch  # type: ignore[attr-defined]
@@ -486,7 +487,7 @@ def stats_groups(paths: Iterable[Path]) -> list[tuple[Path | None, list[Path], i
     """(partition folder or None, segments, first dirty offset from the cleaner checkpoint)."""
     out: list[tuple[Path | None, list[Path], int | None]] = []
     for raw in paths:
-        p = Path(raw)
+        p = as_path(raw)
         if not p.exists():
             raise InputError("no such file or directory", file=str(p))
         if p.is_file():

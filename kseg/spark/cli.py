@@ -62,7 +62,6 @@ from kseg.spark.jobs import (
 )
 from kseg.spark.tasks import ConvertParams, DumpParams
 from kseg.spark.tools import register as register_tools
-from kseg.storage import is_remote
 
 
 @click.group("spark", context_settings={"help_option_names": ["-h", "--help"]})
@@ -70,7 +69,7 @@ def spark() -> None:
     """Run verify, dump, conversions and compaction on Spark (local[*] by default, or --master URL).
 
     Paths must be visible at the same names from every executor (a local disk in
-    local mode; a shared or network file system on a cluster).
+    local mode; a shared or network file system on a cluster), or be s3:// URLs.
     """
 
 
@@ -288,10 +287,6 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
 
 def _convert(command: str, input_path: Path, output: Path, args: dict, write: Any, master: str | None,
              conf: tuple[str, ...], report: Path | None, timings: bool) -> None:
-    for where in (input_path, output):
-        if is_remote(where):  # the plain commands write s3:// outputs; the Spark ones not yet
-            raise InputError(f"kseg spark {command} takes local or shared-folder paths; for s3:// use "
-                             f"kseg {command}", file=str(where))
     params = ConvertParams(command, args, write, registry_path())
     run = _Run(master, conf, timings)
     with run.session() as session:

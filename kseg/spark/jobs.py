@@ -9,11 +9,15 @@ command's code returns (a ``VerifyReport``, a ``JobResult``, a
 Outputs are built as the plain commands build them: under the output's
 temporary name (beside the output, so it must be on a file system every
 executor sees), each task in a private folder there; the driver moves each
-partition into place and renames the whole when every task has succeeded.
+partition into place and renames the whole when every task has succeeded. An
+``s3://`` output is staged under a prefix beside it (``StagedOutput``): each task
+uploads its finished partition there from its executor, and the driver copies
+everything into place when every task has succeeded.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -26,6 +30,7 @@ from typing import Any, Callable, Sequence
 
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES
 from kseg.errors import InputError, KsegError
+from kseg.storage import RemotePath, StagedOutput, size_of, upload_tree
 from kseg.spark.tasks import (
     SENTINEL,
     ConvertParams,
@@ -358,18 +363,35 @@ def _copy(path: Path, out: Any) -> None:
 
 def spark_convert(spark: Any, params: ConvertParams, src: Path, output: Path) -> tuple[Any, list[dict]]:
     """``run_job`` on Spark: per topic-partition for a log directory, one task otherwise.
-    Returns (a JobResult-like object with ``summary`` and ``segments``, per-partition rows)."""
-    from kseg.log.atomic import AtomicDir, check_output
-    from kseg.log.segment import log_dir_partitions, partition_segments
-    from kseg.ops.convert import Summary
-    from kseg.ops.jobs import JobResult
+    Returns (a JobResult-like object with ``summary`` and ``segments``, per-partition rows).
+    An ``s3://`` output is staged as ``spark_compact``'s."""
+    from kseg.log.atomic import check_output
 
     if not src.exists():
         raise InputError("no such file or directory", file=str(src))
     check_output([src], output, force=params.write.force)
+    staged = StagedOutput(output) if isinstance(output, RemotePath) else None
+    try:
+        result, rows = _convert(spark, params, src, output, staged)
+        if staged is not None:
+            staged.commit(replace=params.write.force)
+    finally:
+        if staged is not None:
+            staged.abort()
+    return result, rows
+
+
+def _convert(spark: Any, params: ConvertParams, src: Path, output: Path,
+             staged: StagedOutput | None) -> tuple[Any, list[dict]]:
+    from kseg.log.atomic import AtomicDir
+    from kseg.log.segment import log_dir_partitions, partition_segments
+    from kseg.ops.convert import Summary
+    from kseg.ops.jobs import JobResult
+
     if src.is_file() or partition_segments(src) or (params.command == "up-convert"
                                                    and params.args.get("input_format") == "kafka07"):
-        [r] = run_tasks(spark, partial(convert_whole_task, params), [(str(src), str(output))], None,
+        [r] = run_tasks(spark, partial(convert_whole_task, params),
+                        [(str(src), str(output), None if staged is None else str(staged.part()))], None,
                         f"kseg {params.command}")
         if isinstance(r, Failed):
             raise r.error
@@ -379,16 +401,19 @@ def spark_convert(spark: Any, params: ConvertParams, src: Path, output: Path) ->
     result = JobResult(Summary())
     rows: list[dict] = []
     wanted = params.args.get("topics_wanted")
-    with AtomicDir(output) as root:
-        parts = log_dir_partitions(src)
-        if not parts:
-            raise InputError("no segment files found (expected .log files or <topic>-<n> folders)", file=str(src))
-        items = [(part.path.name, [str(p) for p in part.segment_paths],
-                  params.command != "recompress" or not wanted or part.topic in wanted) for part in parts]
-        weights = [sum(_size(p) for p in segs) for _, segs, _ in items]
-        results = run_tasks(spark, partial(convert_partition_task, params, str(root.tmp)), items, weights,
-                            f"kseg {params.command}")
-        _move_into(root.tmp, results)
+    parts = log_dir_partitions(src)
+    if not parts:
+        raise InputError("no segment files found (expected .log files or <topic>-<n> folders)", file=str(src))
+    items = [(part.path.name, [str(p) for p in part.segment_paths],
+              params.command != "recompress" or not wanted or part.topic in wanted) for part in parts]
+    weights = [sum(_size(p) for p in segs) for _, segs, _ in items]
+    with contextlib.ExitStack() as stack:
+        root = None if staged is not None else stack.enter_context(AtomicDir(output))
+        results = run_tasks(spark, partial(convert_partition_task, params,
+                                           str(root.tmp) if root is not None else str(staged.part())),  # type: ignore[union-attr]
+                            items, weights, f"kseg {params.command}")
+        if root is not None:
+            _move_into(root.tmp, results)
         failure = _first_failure(results)
         if failure is not None:
             raise failure
@@ -400,16 +425,40 @@ def spark_convert(spark: Any, params: ConvertParams, src: Path, output: Path) ->
                 result.carried_partitions += 1
             result.segments.extend([Path()] * r.segments)
             rows.append(_convert_row(name, r))
-        from kseg.ops.logdir import finish_log_dir
+        if root is not None:
+            from kseg.ops.logdir import finish_log_dir
 
-        finish_log_dir(src, root.tmp, params.command)  # as run_job: drop-in for a broker
+            finish_log_dir(src, root.tmp, params.command)  # as run_job: drop-in for a broker
+        else:
+            _stage_log_dir_files(src, staged, params.command, results)  # type: ignore[arg-type]
     return result, rows
+
+
+def _stage_log_dir_files(src: Path, staged: StagedOutput, command: str, results: list[Any]) -> None:
+    """The log directory's own files (offset checkpoints, ``meta.properties``) from the partition
+    ends the tasks returned, staged beside the partitions they uploaded."""
+    import tempfile
+
+    from kseg.log.segment import parse_partition_dir
+    from kseg.ops.logdir import finish_log_dir
+
+    ends = {}
+    for r in results:
+        parsed = parse_partition_dir(r.name)
+        if parsed is not None and r.ends is not None:
+            ends[parsed] = r.ends
+    local = Path(tempfile.mkdtemp(prefix="kseg-logdir-"))
+    try:
+        finish_log_dir(src, local, command, ends)
+        upload_tree(local, staged.part())
+    finally:
+        shutil.rmtree(local, ignore_errors=True)
 
 
 def _size(p: str) -> int:
     try:
-        return os.path.getsize(p)
-    except OSError:
+        return size_of(p)
+    except (OSError, KsegError):
         return 0
 
 
@@ -435,15 +484,36 @@ def _convert_row(name: str, r: Any) -> dict:
 
 def spark_compact(spark: Any, inputs: list[Path], output: Path | None, o: Any, *, force: bool,
                   topics: set[str] | None, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> tuple[Any, list[dict]]:
-    """``compact_job`` on Spark: per partition for a log directory, one task otherwise."""
+    """``compact_job`` on Spark: per partition for a log directory, one task otherwise. An
+    ``s3://`` output is staged (``StagedOutput``): tasks upload their partitions under the
+    staging prefix, and the driver copies all into place once every task succeeded."""
+    from kseg.log.atomic import check_output
+
+    registry = registry_path()
+    staged = StagedOutput(output) if isinstance(output, RemotePath) else None
+    if staged is not None:
+        check_output(inputs, output, force=force)  # type: ignore[arg-type]
+    try:
+        result, rows = _compact(spark, inputs, output, o, force, topics, index_interval_bytes, registry, staged)
+        if staged is not None:
+            staged.commit(replace=force)
+    finally:
+        if staged is not None:
+            staged.abort()
+    return result, rows
+
+
+def _compact(spark: Any, inputs: list[Path], output: Path | None, o: Any, force: bool, topics: set[str] | None,
+             index_interval_bytes: int, registry: str | None, staged: StagedOutput | None) -> tuple[Any, list[dict]]:
     from kseg.log.atomic import AtomicDir, check_output
     from kseg.log.segment import log_dir_partitions, partition_segments
     from kseg.ops.compact import CompactResult
 
-    registry = registry_path()
     if not (len(inputs) == 1 and inputs[0].is_dir() and not partition_segments(inputs[0])):
+        item = ([str(i) for i in inputs], None if output is None else str(output),
+                None if staged is None else str(staged.part()))
         [r] = run_tasks(spark, partial(compact_whole_task, (o, force, topics, registry, index_interval_bytes)),
-                        [([str(i) for i in inputs], None if output is None else str(output))], None, "kseg compact")
+                        [item], None, "kseg compact")
         if isinstance(r, Failed):
             raise r.error
         result = CompactResult(r.stats, r.partitions)
@@ -455,15 +525,15 @@ def spark_compact(spark: Any, inputs: list[Path], output: Path | None, o: Any, *
     items = [(part.path.name, [str(p) for p in part.segment_paths], not topics or part.topic in topics)
              for part in parts]
     weights = [sum(_size(p) for p in segs) for _, segs, _ in items]
-    if output is not None:
+    if output is not None and staged is None:
         check_output(inputs, output, force=force)
     result = CompactResult()
     rows: list[dict] = []
-    root = AtomicDir(output) if output is not None else None
+    root = AtomicDir(output) if output is not None and staged is None else None
+    where = str(staged.part()) if staged is not None else None if root is None else str(root.tmp)
     try:
-        results = run_tasks(spark, partial(compact_partition_task, (o, index_interval_bytes, registry),
-                                           None if root is None else str(root.tmp)), items, weights,
-                            "kseg compact")
+        results = run_tasks(spark, partial(compact_partition_task, (o, index_interval_bytes, registry), where),
+                            items, weights, "kseg compact")
         if root is not None:
             _move_into(root.tmp, results)
         failure = _first_failure(results)
@@ -486,6 +556,8 @@ def spark_compact(spark: Any, inputs: list[Path], output: Path | None, o: Any, *
 
         finish_compacted(inputs, root.tmp)
         root.commit()
+    if staged is not None:
+        _stage_log_dir_files(inputs[0], staged, "compact", results)
     return result, rows
 
 

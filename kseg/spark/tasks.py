@@ -258,24 +258,57 @@ class ConvertResult:
     task_dir: str | None = None
     name: str | None = None
     info: TaskInfo = field(default_factory=TaskInfo)
+    ends: Any = None  # kseg.ops.logdir.PartitionEnds of a partition staged in object storage
 
 
-def convert_whole_task(p: ConvertParams, item: tuple[str, str]) -> ConvertResult | Failed:
-    """A .log file or a partition folder: the plain ``run_job``, run on an executor."""
+# --------------------------------------------------------------------------- outputs in object storage
+
+
+def _local_then_upload(staging: str, write: Any) -> Any:
+    """``write(folder)`` into a local temporary folder on this executor, then every file it
+    wrote uploaded under ``staging`` (an ``s3://`` staging prefix, ``StagedOutput.part()``):
+    nothing reaches the output's own prefix before the driver's commit."""
+    import shutil
+    import tempfile
+
+    from kseg.errors import OutputError
+    from kseg.storage import upload_tree
+
+    local = Path(tempfile.mkdtemp(prefix="kseg-task-"))
+    try:
+        result = write(local)
+        try:
+            upload_tree(local / as_path(staging).name, as_path(staging))  # type: ignore[arg-type]
+        except OSError as e:
+            raise OutputError(f"cannot write: {e}", file=staging) from None
+        return result
+    finally:
+        shutil.rmtree(local, ignore_errors=True)
+
+
+def convert_whole_task(p: ConvertParams, item: tuple[str, str, str | None]) -> ConvertResult | Failed:
+    """A .log file or a partition folder: the plain ``run_job``, run on an executor
+    (``staging``: an ``s3://`` output's staging prefix, written through a local folder)."""
     from kseg.ops.jobs import run_job
 
     _activate(p.registry)
-    src, output = item
-    t0 = time.perf_counter()
-    try:
+    src, output, staging = item
+
+    def write(out: Path) -> Any:
         if p.command == "up-convert" and p.args.get("input_format") == "kafka07":
             from kseg.ops.kafka07 import up_convert_kafka07
 
-            result = up_convert_kafka07(Path(src), Path(output), _up_options(p.args), p.args["base_offset"],
-                                        p.write)
+            return up_convert_kafka07(as_path(src), out, _up_options(p.args), p.args["base_offset"],  # type: ignore[arg-type]
+                                      p.write)
+        return run_job([as_path(src)], out, make_transform(p), p.write, select=_select(p),  # type: ignore[list-item]
+                       command=p.command)
+
+    t0 = time.perf_counter()
+    try:
+        if staging is None:
+            result = write(Path(output))
         else:
-            result = run_job([Path(src)], Path(output), make_transform(p), p.write, select=_select(p),
-                             command=p.command)
+            result = _local_then_upload(staging, lambda local: write(local / as_path(staging).name))
     except KsegError as e:
         return Failed(e)
     return ConvertResult(result.summary, len(result.segments), None, None, _info(t0))
@@ -288,16 +321,32 @@ def _task_dir(root_tmp: str, name: str) -> Path:
 
 
 def convert_partition_task(p: ConvertParams, root_tmp: str, item: tuple[str, list[str], bool]) -> ConvertResult | Failed:
-    """One partition of a log directory, into a task-private folder under the output's temporary folder."""
+    """One partition of a log directory, into a task-private folder under the output's temporary
+    folder; or, ``root_tmp`` an ``s3://`` staging prefix, finished (``finish_partition``) in a local
+    folder and uploaded under it."""
     from kseg.ops.jobs import JobResult, _run_partition
+    from kseg.ops.logdir import finish_partition
+    from kseg.storage import is_remote
 
     _activate(p.registry)
     name, segs, keep = item
     t0 = time.perf_counter()
-    task_dir = _task_dir(root_tmp, name)
+    paths = [as_path(s) for s in segs]
     result = JobResult()
+    if is_remote(root_tmp):
+        def write(local: Path) -> Any:
+            _run_partition(paths, local / name, make_transform(p), result, p.write, copy=not keep)  # type: ignore[arg-type]
+            return finish_partition(paths[0].parent, local / name, p.command)  # type: ignore[arg-type]
+
+        try:
+            ends = _local_then_upload(f"{root_tmp}/{name}", write)
+        except KsegError as e:
+            return Failed(e)
+        return ConvertResult(result.summary if keep else result.carried, len(result.segments), None, name,
+                             _info(t0), ends)
+    task_dir = _task_dir(root_tmp, name)
     try:
-        _run_partition([Path(s) for s in segs], task_dir / name, make_transform(p), result, p.write, copy=not keep)
+        _run_partition(paths, task_dir / name, make_transform(p), result, p.write, copy=not keep)  # type: ignore[arg-type]
     except KsegError as e:
         import shutil
 
@@ -318,19 +367,30 @@ class CompactResult:
     task_dir: str | None = None
     name: str | None = None
     info: TaskInfo = field(default_factory=TaskInfo)
+    ends: Any = None  # as ConvertResult's
 
 
-def compact_whole_task(args: tuple, item: tuple[list[str], str | None]) -> CompactResult | Failed:
-    """Segments of one partition, or a partition folder: the plain ``compact_job`` on an executor."""
+def compact_whole_task(args: tuple, item: tuple[list[str], str | None, str | None]) -> CompactResult | Failed:
+    """Segments of one partition, or a partition folder: the plain ``compact_job`` on an executor
+    (``staging``: an ``s3://`` output's staging prefix, written through a local folder)."""
     from kseg.ops.compact import compact_job
 
     o, force, topics, registry, index_interval_bytes = args
     _activate(registry)
-    inputs, output = item
+    inputs, output, staging = item
+    sources = [as_path(i) for i in inputs]
     t0 = time.perf_counter()
     try:
-        r = compact_job([Path(i) for i in inputs], None if output is None else Path(output), o, force=force,
-                        topics=topics, index_interval_bytes=index_interval_bytes)
+        if output is None:
+            r = compact_job(sources, None, o, force=force, topics=topics,  # type: ignore[arg-type]
+                            index_interval_bytes=index_interval_bytes)
+        elif staging is None:
+            r = compact_job(sources, Path(output), o, force=force, topics=topics,  # type: ignore[arg-type]
+                            index_interval_bytes=index_interval_bytes)
+        else:
+            r = _local_then_upload(staging, lambda local: compact_job(
+                sources, local / as_path(staging).name, o, topics=topics,  # type: ignore[arg-type]
+                index_interval_bytes=index_interval_bytes))
     except KsegError as e:
         return Failed(e)
     return CompactResult(r.stats, r.partitions, len(r.segments), None, None, _info(t0))
@@ -343,11 +403,25 @@ def compact_partition_task(args: tuple, root_tmp: str | None,
 
     from kseg.ops.compact import compact_group
 
+    from kseg.ops.logdir import finish_partition
+    from kseg.storage import is_remote
+
     o, index_interval_bytes, registry = args
     _activate(registry)
     name, seg_names, wanted = item
-    segs = [Path(s) for s in seg_names]
+    segs = [as_path(s) for s in seg_names]
     t0 = time.perf_counter()
+    if root_tmp is not None and is_remote(root_tmp):
+        def write(local: Path) -> Any:
+            stats, files = compact_group(segs, wanted, o, local / name, local / f".passes-{name}",  # type: ignore[arg-type]
+                                         index_interval_bytes)
+            return stats, len(files), finish_partition(segs[0].parent, local / name, "compact")  # type: ignore[arg-type]
+
+        try:
+            stats, written, ends = _local_then_upload(f"{root_tmp}/{name}", write)
+        except KsegError as e:
+            return Failed(e)
+        return CompactResult(stats, 1, written, None, name, _info(t0), ends)
     task_dir = None if root_tmp is None else _task_dir(root_tmp, name)
     out_dir = None if task_dir is None else task_dir / name
     work = None if task_dir is None else task_dir / f".passes-{name}"
