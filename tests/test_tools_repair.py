@@ -211,3 +211,22 @@ def test_kraft_metadata_partition_keeps_its_other_files(tmp_path):
     assert res.exit_code == 0, res.output
     names = {p.name for p in src.iterdir() if p.is_file()}
     assert names <= {p.name for p in (tmp_path / "out").iterdir()}
+
+
+def test_a_failing_single_file_leaves_no_output_folder(tmp_path, monkeypatch):
+    """``kseg repair FILE -o DIR``: the folder made for the file goes when the file cannot be read."""
+    import kseg.ops.repair as repair_op
+    from kseg.errors import InputError
+
+    def unreadable(*a, **k):
+        raise InputError("cannot read: Input/output error", file="seg")
+
+    monkeypatch.setattr(repair_op, "repair_partition", unreadable)
+    seg = sorted((FIXTURES_LOGDIR / "v2-txn-0").glob("*.log"))[0]
+    r = CliRunner().invoke(main, ["repair", str(seg), "-o", str(tmp_path / "out")])
+    assert r.exit_code == 2, r.output
+    assert not (tmp_path / "out").exists()
+    existing = tmp_path / "mine"
+    existing.mkdir()
+    r = CliRunner().invoke(main, ["repair", str(seg), "-o", str(existing), "--force"])
+    assert r.exit_code == 2 and existing.is_dir()  # a folder the user had stays

@@ -403,9 +403,15 @@ def repair(input_path: Path, output: Path | None, o: RepairOptions) -> RepairRep
             return report
         assert output is not None
         dst = output if output.suffix == ".log" else output / src.name
+        created = output.suffix != ".log" and not output.exists()
         if output.suffix != ".log":
             output.mkdir(parents=True, exist_ok=True)
-        report.partitions.append(repair_partition([src], dst, o))
+        try:
+            report.partitions.append(repair_partition([src], dst, o))
+        except BaseException:
+            if created:  # the folder made for this file goes with it: nothing half-made is left
+                shutil.rmtree(output, ignore_errors=True)
+            raise
         return report
     groups = _groups(src)
     if o.dry_run:
