@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 KSEG := $(VENV)/bin/kseg
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-dump bench-write bench-spark bench-kafka fixtures kafka-corpus kafka-corpus-check kafka-cleaner-corpus kafka-tiered-corpus kafka-live clean test-sanitize fuzz-short fuzz-long
+.PHONY: demo test bench bench-dump bench-write bench-spark bench-kafka fixtures kafka-corpus kafka-corpus-check kafka-cleaner-corpus kafka-convert-corpus kafka-tiered-corpus kafka-live clean test-sanitize fuzz-short fuzz-long
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,9 @@ kafka-corpus-check: $(STAMP)
 
 kafka-cleaner-corpus: $(STAMP)
 	$(PY) tests/kafka/cleaning.py
+
+kafka-convert-corpus: $(STAMP)
+	$(PY) tests/kafka/converting.py
 
 kafka-tiered-corpus: $(STAMP)
 	$(PY) tests/kafka/tiered.py
