@@ -61,6 +61,7 @@ if _why:
     pytest.skip(f"live Kafka conversion tier skipped: {_why}", allow_module_level=True)
 
 import checks  # noqa: E402
+from checks import CODEC_OUTPUT_MAY_DIFFER  # noqa: E402
 import traffic  # noqa: E402  (needs kafka-python, which the test extra installs)
 from kafka import KafkaAdminClient, KafkaProducer  # noqa: E402
 from kafka.admin import NewTopic  # noqa: E402
@@ -336,12 +337,6 @@ def _describe(raw: bytes) -> list[str]:
     return lines
 
 
-#: codec -> why its compressed bytes may differ from the broker's (the one tolerated difference):
-#: such entries are compared field by field, with their payloads decompressed.
-CODEC_OUTPUT_MAY_DIFFER = {
-    "snappy": "kseg compresses with cramjam (Rust snap), the broker with snappy-java (Google's libsnappy): "
-              "both valid raw snappy blocks in the same xerial framing, the matcher's choices differ",
-}
 #: the fields of an entry outside its payload, CRC and size
 _FIELDS = ("base_offset", "magic", "attributes", "max_timestamp", "partition_leader_epoch", "last_offset_delta",
            "base_timestamp", "producer_id", "producer_epoch", "base_sequence", "record_count")
