@@ -18,7 +18,10 @@ A third cleaning (``before3/``, ``after3/``, ``manifest.json:third``) has
 more distinct keys than the broker's smallest dedupe buffer (1 MiB) maps: the
 broker cleans it over several cleanings, kseg in as many key-map rounds.
 
-Beside the plain topics: one with ``min.compaction.lag.ms`` (old records
+Beside the plain topics: one per message format whose producers use every
+codec (none, gzip, snappy, lz4, zstd; v1 without zstd), each on keys of its
+own, so that the cleaner rebuilds batches of each codec (zstd byte for byte;
+snappy within ``checks.CODEC_OUTPUT_MAY_DIFFER``), one with ``min.compaction.lag.ms`` (old records
 cleaned, the segments from the first recent record on left as they are) and
 LogAppendTime topics (v2, and on 3.9 v1).
 
@@ -114,6 +117,13 @@ def test_corpus_exercises_the_cleaner() -> None:
                 for stage in ("before", "after"):
                     batches = cleaning._dump(root / stage / f"{topic}-0")[0]
                     assert batches and all(b["timestamp_type"] == "LogAppendTime" for b in batches)
+        # every compression codec: the cleaner rebuilt (recompressed) batches of it, keeping part of their records
+        for topic, codecs in cleaning.CODEC_TOPICS.items():
+            if f"{topic}-0" in manifest["partitions"]:
+                was = {(b["base_offset"], b["crc"]) for b in cleaning._dump(root / "before" / f"{topic}-0")[0]}
+                rebuilt = {b["codec"] for b in cleaning._dump(root / "after" / f"{topic}-0")[0]
+                           if (b["base_offset"], b["crc"]) not in was}
+                assert {c for c in codecs if c} <= rebuilt, f"{topic}: no rebuilt batch of {codecs}"
         # the second cleaning removes the tombstones the first stamped, and stamps the markers whose
         # transactions' data the first removed
         second = manifest["second"]

@@ -139,11 +139,24 @@ class ZstdCodec(Codec):
     def compress(self, data: Buffer, *, magic: int = 2, level: int | None = None) -> bytes:
         self.check_magic(magic)
         check_level(self.name, level, -131072, 22)
-        # zstd-jni streams, so Java's frames carry no content size: omit it too.
+        # Java writes through zstd-jni's stream (ZstdOutputStreamNoFinalizer): the size is not
+        # known up front (no content size in the frame, the parameters and window of an unknown
+        # size), and closing the stream flushes it first, so the data ends in a block of its own
+        # and an empty last block follows. The same calls give the same bytes, with the same
+        # libzstd (1.5.6 in Kafka 3.9.2 and 4.3.1; 1.5.7 picks other matches in larger inputs).
+        # Nothing written at all, zstd-jni's frame is the one-shot frame of size 0.
+        view = as_view(data)
         compressor = zstandard.ZstdCompressor(
-            level=self.default_level if level is None else level, write_content_size=False
+            level=self.default_level if level is None else level, write_content_size=not view
         )
-        return compressor.compress(as_view(data))
+        if not view:
+            return compressor.compress(b"")
+        stream = compressor.compressobj()
+        return b"".join((
+            stream.compress(view),
+            stream.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK),
+            stream.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH),
+        ))
 
     def decompress(
         self, data: Buffer, *, magic: int = 2, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES

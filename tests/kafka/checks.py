@@ -28,6 +28,17 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 KSEG = str(Path(sys.executable).with_name("kseg"))
 
+#: codec -> why the compressed bytes kseg writes may differ from the broker's, the one tolerated
+#: difference of the comparisons that rewrite batches (conversions, compaction): such batches are held
+#: to every field but size and CRC and to their decompressed payload, byte for byte
+CODEC_OUTPUT_MAY_DIFFER = {
+    "snappy": "kseg compresses with cramjam (a Rust port of snappy), the broker with snappy-java (Google's "
+              "C++ snappy 1.1.10): both write valid raw snappy blocks in the same xerial framing, often the "
+              "same ones, but for some inputs their matchers choose different copies; no maintained Python "
+              "binding of snappy 1.1.10 exists (pysnappy 0.8.2 wraps another C++ snappy release and gives the "
+              "broker's bytes for fewer blocks than cramjam)",
+}
+
 MAX_BYTES = "1500"
 #: index.interval.bytes of the data topics (traffic.py); internal topics keep Kafka's default, 4096
 DATA_INDEX_INTERVAL = 512

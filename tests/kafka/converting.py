@@ -67,6 +67,7 @@ from typing import Any
 
 import brokers
 import checks
+from checks import CODEC_OUTPUT_MAY_DIFFER  # the one tolerated difference, shared with the cleaner's check
 
 from kseg.companions.read import parse_leader_epoch_checkpoint
 from kseg.formats.attributes import (CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CONTROL_ABORT, CONTROL_COMMIT,
@@ -456,12 +457,6 @@ def _describe(raw: bytes) -> list[str]:
     return lines
 
 
-#: codec -> why its compressed bytes may differ from the broker's (the one tolerated difference):
-#: such entries are compared field by field, with their payloads decompressed.
-CODEC_OUTPUT_MAY_DIFFER = {
-    "snappy": "kseg compresses with cramjam (Rust snap), the broker with snappy-java (Google's libsnappy): "
-              "both valid raw snappy blocks in the same xerial framing, the matcher's choices differ",
-}
 #: the fields of an entry outside its payload, CRC and size
 _FIELDS = ("base_offset", "magic", "attributes", "max_timestamp", "partition_leader_epoch", "last_offset_delta",
            "base_timestamp", "producer_id", "producer_epoch", "base_sequence", "record_count")
