@@ -29,6 +29,8 @@ from contextlib import ExitStack, closing
 from pathlib import Path
 from typing import Any, Callable
 
+import pytest
+
 LOOPBACK = "127.0.0.1"
 
 
@@ -199,6 +201,21 @@ def put_tree(fs: Any, local: Path, dest: str) -> None:
     for f in sorted(p for p in Path(local).rglob("*") if p.is_file()):
         with fs.open_output_stream(f"{dest}/{f.relative_to(local).as_posix()}") as out:
             out.write(f.read_bytes())
+
+
+def check_atomic_write(target: Any) -> None:
+    """A ``RemotePath`` write that fails half way leaves nothing (no target, no temporary); one
+    that succeeds shows the target only once complete."""
+    with pytest.raises(RuntimeError):
+        with target.open("wb") as f:
+            f.write(b"x" * 1000)
+            raise RuntimeError("fails half way")
+    assert not target.exists()
+    assert not (target.parent.exists() and list(target.parent.iterdir()))  # no temporary left
+    with target.open("wb") as f:
+        f.write(b"a" * 100)
+        assert not target.exists()  # not before it is complete
+    assert target.read_bytes() == b"a" * 100
 
 
 class Emulator:
@@ -475,7 +492,6 @@ class SparkStandalone:
 
 # --------------------------------------------------------------------------- pytest fixtures
 
-import pytest  # noqa: E402
 
 FIXTURES_LOGDIR = Path(__file__).resolve().parent.parent / "fixtures" / "logdir"
 BUCKET = "kseg-test"
