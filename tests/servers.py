@@ -326,8 +326,11 @@ AZURITE_CACHE = REPO / ".cache" / "azurite"
 
 def azurite_binary(install_timeout: float = 300) -> str:
     """``azurite-blob`` from ``.cache/azurite``, installed there with npm on first use."""
+    import json
+
     binary = AZURITE_CACHE / "node_modules" / ".bin" / "azurite-blob"
-    if binary.exists():
+    installed = AZURITE_CACHE / "node_modules" / "azurite" / "package.json"
+    if binary.exists() and installed.exists() and json.loads(installed.read_text()).get("version") == AZURITE_VERSION:
         return str(binary)
     npm = shutil.which("npm")
     if npm is None or shutil.which("node") is None:
