@@ -1,4 +1,5 @@
-"""Where bytes live: local paths, ``file://`` URLs and object storage (``s3://bucket/key``).
+"""Where bytes live: local paths, ``file://`` URLs and object storage (``s3://bucket/key``,
+``gs://bucket/key``, ``abfs://container/key``).
 
 The rest of kseg handles paths as ``pathlib.Path`` objects. ``as_path`` turns what a
 user typed into one: a ``Path`` for local files (and ``file://`` URLs), a
@@ -13,11 +14,10 @@ bytes go to a temporary key beside the target and are copied to the target name 
 when the writer is closed without error (an object store has no rename, but a copy
 lands whole or not at all); a failed write deletes the temporary key.
 
-Object storage goes through pyarrow's filesystems (``pyarrow.fs.S3FileSystem``), imported
-only when a URL is used. Endpoint and credentials come from the standard variables:
-``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
-``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_REGION``/``AWS_DEFAULT_REGION``
-(else the AWS SDK's own chain: profiles, instance roles).
+Object storage goes through pyarrow's filesystems (``S3FileSystem``, ``GcsFileSystem``,
+``AzureFileSystem``), imported only when a URL is used. ``SCHEMES`` says which URL scheme
+names which store; endpoint and credentials come from each service's standard variables
+(``s3_settings``, ``gcs_settings``, ``azure_settings``), else its SDK's own credential chain.
 
 Archives (``.tar``, ``.tar.gz``/``.tgz``, ``.zip``) are read in place: ``as_path`` turns
 ``logs.tgz`` (or a path inside it, ``logs.tgz/kafka-logs/orders-0``) into an
@@ -43,12 +43,25 @@ from urllib.parse import unquote, urlsplit
 from kseg.errors import InputError
 
 URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)$")
-REMOTE_SCHEMES = ("s3",)
+# URL scheme -> the store it names. abfs:// and az:// (adlfs's spelling) both name an Azure
+# container: abfs://container/key, the account coming from the settings.
+SCHEMES = {"s3": "s3", "gs": "gcs", "gcs": "gcs", "abfs": "azure", "abfss": "azure", "az": "azure"}
+REMOTE_SCHEMES = tuple(SCHEMES)
+NOT_SUPPORTED = {
+    s: "pyarrow's HadoopFileSystem needs a local Hadoop installation (libhdfs, a JVM and Hadoop's "
+       "CLASSPATH), which kseg does not take on: copy the files out first (hdfs dfs -get)"
+    for s in ("hdfs", "viewfs", "webhdfs")}
 ENDPOINT_ENV = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+# A GCS request failing for a passing reason is retried this long (pyarrow's default is 15
+# minutes, which is also how long a machine without credentials would wait to be told).
+GCS_RETRY_SECONDS = 30
+# The Azure Storage emulator's published development account (UseDevelopmentStorage=true).
+AZURITE_ACCOUNT = "devstoreaccount1"
+AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 
 
 def is_remote(raw: Any) -> bool:
-    """True for object-storage locations (a ``RemotePath`` or an ``s3://`` string)."""
+    """True for object-storage locations (a ``RemotePath`` or an ``s3://``, ``gs://``... string)."""
     if isinstance(raw, RemotePath):
         return True
     m = URL.match(raw) if isinstance(raw, str) else None
@@ -56,7 +69,7 @@ def is_remote(raw: Any) -> bool:
 
 
 def as_path(raw: str | os.PathLike) -> Path | RemotePath | ArchivePath:
-    """A ``Path`` for a local path or ``file://`` URL, a ``RemotePath`` for ``s3://bucket/key``,
+    """A ``Path`` for a local path or ``file://`` URL, a ``RemotePath`` for ``s3://bucket/key`` & co.,
     an ``ArchivePath`` for an archive or a path inside one."""
     if isinstance(raw, (RemotePath, ArchivePath)):
         return raw
@@ -85,10 +98,17 @@ def _as_path(raw: str | os.PathLike) -> Path | RemotePath:
         return Path(unquote(parts.path))
     if scheme in REMOTE_SCHEMES:
         key = m.group("rest").strip("/")
+        bucket = "container" if SCHEMES[scheme] == "azure" else "bucket"
         if not key:
-            raise InputError("an s3:// URL needs a bucket (s3://bucket/prefix)", file=text)
+            raise InputError(f"a {scheme}:// URL needs a {bucket} ({scheme}://{bucket}/prefix)", file=text)
+        if "@" in key.split("/", 1)[0]:
+            raise InputError(f"write {scheme}://container/prefix, with the account in AZURE_STORAGE_ACCOUNT_NAME "
+                             "(the container@account.dfs.core.windows.net form is not taken)", file=text)
         return RemotePath(scheme, re.sub("/+", "/", key))
-    raise InputError(f"unsupported URL scheme {scheme}:// (local paths, file:// and s3:// are)", file=text)
+    if scheme in NOT_SUPPORTED:
+        raise InputError(f"{scheme}:// is not supported: {NOT_SUPPORTED[scheme]}", file=text)
+    raise InputError(f"unsupported URL scheme {scheme}:// (local paths, file://, s3://, gs://, abfs:// and az:// "
+                     "are)", file=text)
 
 
 def open_input(path: str | os.PathLike) -> BinaryIO:
@@ -156,19 +176,119 @@ def s3_settings() -> dict[str, Any]:
     return kwargs
 
 
+def gcs_settings() -> dict[str, Any]:
+    """pyarrow ``GcsFileSystem`` arguments from the standard Google Cloud variables.
+
+    ``STORAGE_EMULATOR_HOST`` (an emulator such as fake-gcs-server) is reached anonymously;
+    otherwise Google's default credentials apply (``GOOGLE_APPLICATION_CREDENTIALS``, gcloud's
+    application-default login, the metadata server). ``GOOGLE_CLOUD_PROJECT`` names the project.
+    """
+    import datetime
+
+    kwargs: dict[str, Any] = {"retry_time_limit": datetime.timedelta(seconds=GCS_RETRY_SECONDS)}
+    emulator = os.environ.get("STORAGE_EMULATOR_HOST")
+    if emulator:
+        parts = urlsplit(emulator if "://" in emulator else "http://" + emulator)
+        kwargs.update(anonymous=True, scheme=parts.scheme, endpoint_override=parts.netloc)
+    if os.environ.get("GOOGLE_CLOUD_PROJECT"):
+        kwargs["project_id"] = os.environ["GOOGLE_CLOUD_PROJECT"]
+    return kwargs
+
+
+def azure_settings() -> dict[str, Any]:
+    """pyarrow ``AzureFileSystem`` arguments from the standard Azure Storage variables.
+
+    ``AZURE_STORAGE_CONNECTION_STRING`` (``AccountName``, ``AccountKey``,
+    ``SharedAccessSignature``, ``BlobEndpoint``, ``DefaultEndpointsProtocol``,
+    ``EndpointSuffix``; ``UseDevelopmentStorage=true`` for the emulator on its default port),
+    else ``AZURE_STORAGE_ACCOUNT_NAME`` (or ``AZURE_STORAGE_ACCOUNT``) with
+    ``AZURE_STORAGE_ACCOUNT_KEY`` (or ``AZURE_STORAGE_KEY``) or ``AZURE_STORAGE_SAS_TOKEN``;
+    without a key or token, Azure's default credential chain (``AZURE_CLIENT_ID``/
+    ``AZURE_TENANT_ID``/``AZURE_CLIENT_SECRET``, managed identity, the Azure CLI's login).
+    """
+    conn: dict[str, str] = {}
+    for item in os.environ.get("AZURE_STORAGE_CONNECTION_STRING", "").split(";"):
+        name, _, value = item.partition("=")
+        if name.strip():
+            conn[name.strip().lower()] = value.strip()
+    if conn.get("usedevelopmentstorage", "").lower() == "true":
+        conn = {"accountname": AZURITE_ACCOUNT, "accountkey": AZURITE_KEY,
+                "blobendpoint": f"http://127.0.0.1:10000/{AZURITE_ACCOUNT}", **conn}
+    env = os.environ.get
+    account = conn.get("accountname") or env("AZURE_STORAGE_ACCOUNT_NAME") or env("AZURE_STORAGE_ACCOUNT")
+    if not account:
+        return {}
+    kwargs: dict[str, Any] = {"account_name": account}
+    key = conn.get("accountkey") or env("AZURE_STORAGE_ACCOUNT_KEY") or env("AZURE_STORAGE_KEY")
+    sas = conn.get("sharedaccesssignature") or env("AZURE_STORAGE_SAS_TOKEN")
+    if key:
+        kwargs["account_key"] = key
+    elif sas:
+        kwargs["sas_token"] = "?" + sas.lstrip("?")  # pyarrow reads it as a query string
+    scheme = conn.get("defaultendpointsprotocol")
+    endpoint = conn.get("blobendpoint")
+    if endpoint:
+        parts = urlsplit(endpoint if "://" in endpoint else f"{scheme or 'https'}://{endpoint}")
+        scheme = parts.scheme
+        host = parts.netloc
+        # pyarrow puts the account before an authority that starts with a dot
+        # (account.blob.core.windows.net) and after one that does not, in the path (an emulator).
+        authority = host[len(account):] if host.lower().startswith(account.lower() + ".") else host
+        kwargs.update(blob_storage_authority=authority, dfs_storage_authority=authority.replace(".blob.", ".dfs."))
+    elif conn.get("endpointsuffix"):
+        kwargs.update(blob_storage_authority=".blob." + conn["endpointsuffix"],
+                      dfs_storage_authority=".dfs." + conn["endpointsuffix"])
+    if scheme:
+        kwargs.update(blob_storage_scheme=scheme, dfs_storage_scheme=scheme)
+    return kwargs
+
+
+# store -> (its settings, pyarrow's class for it, what to install or set when it is missing)
+STORES: dict[str, tuple[Any, str, str]] = {
+    "s3": (s3_settings, "S3FileSystem", ""),
+    "gcs": (gcs_settings, "GcsFileSystem", ""),
+    "azure": (azure_settings, "AzureFileSystem",
+              "set AZURE_STORAGE_ACCOUNT_NAME (with AZURE_STORAGE_ACCOUNT_KEY or a login) "
+              "or AZURE_STORAGE_CONNECTION_STRING"),
+}
+
+
 def filesystem(scheme: str) -> Any:
     """The pyarrow filesystem for a URL scheme, made once per process and settings."""
-    settings = s3_settings()
-    cache_key = (scheme, tuple(sorted(settings.items())))
+    store = SCHEMES.get(scheme, "s3")
+    settings_of, class_name, needs = STORES[store]
+    settings = settings_of()
+    if needs and not settings:
+        raise InputError(f"paths need a storage account: {needs}", file=f"{scheme}://")
+    cache_key = (store, tuple(sorted(settings.items())))
     with _lock:
         fs = _filesystems.get(cache_key)
         if fs is None:
             try:
                 from pyarrow import fs as pafs
             except ImportError:
-                raise InputError("s3:// paths need pyarrow: pip install 'kseg[s3]'", file=f"{scheme}://") from None
-            fs = _filesystems[cache_key] = pafs.S3FileSystem(**settings)
+                raise InputError(f"{scheme}:// paths need pyarrow: pip install 'kseg[s3]'", file=f"{scheme}://") from None
+            make = getattr(pafs, class_name, None)
+            if make is None:
+                raise InputError(f"{scheme}:// paths need a pyarrow built with {class_name} (this one has none)",
+                                 file=f"{scheme}://")
+            try:
+                fs = _filesystems[cache_key] = make(**settings)
+            except Exception as e:  # pyarrow's own errors (bad key, bad endpoint): the settings' fault
+                raise InputError(f"cannot set up {class_name}: {_first_line(e)}", file=f"{scheme}://") from None
         return fs
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+
+def remote_failure(e: Exception, where: str) -> Exception:
+    """A store's failure (no credentials, unreachable, refused) as one line naming the path;
+    "not found" stays ``FileNotFoundError``."""
+    if isinstance(e, FileNotFoundError):
+        return e
+    return InputError(f"cannot reach the object store: {_first_line(e)}", file=where)
 
 
 # --------------------------------------------------------------------------- remote paths
@@ -278,7 +398,11 @@ class RemotePath(_NameParts):
     # -- what is there
     def _info(self) -> int:
         if self._kind is None:
-            info = self._fs().get_file_info(self.key)
+            fs = self._fs()
+            try:
+                info = fs.get_file_info(self.key)
+            except Exception as e:  # pyarrow raises OSError and its own ArrowException
+                raise remote_failure(e, str(self)) from None
             kind = {2: _FILE, 3: _DIR}.get(int(info.type), _NOT_FOUND)
             if kind == _FILE:
                 self._size = info.size or 0
@@ -307,10 +431,19 @@ class RemotePath(_NameParts):
     def iterdir(self) -> Iterator[RemotePath]:
         from pyarrow import fs as pafs
 
+        fs = self._fs()
+        # pyarrow's GCS listing shows only folders that have a marker object ("a/b/"), not
+        # the prefixes other tools leave: there the folder's whole subtree is listed and
+        # its children are read off the names.
+        implied = SCHEMES[self.scheme] == "gcs"
         try:
-            infos = self._fs().get_file_info(pafs.FileSelector(self.key, recursive=False))
-        except FileNotFoundError:
-            raise FileNotFoundError(2, "No such file or directory", str(self)) from None
+            infos = fs.get_file_info(pafs.FileSelector(self.key, recursive=implied))
+        except Exception as e:
+            if isinstance(e, FileNotFoundError) or not self.exists():
+                raise FileNotFoundError(2, "No such file or directory", str(self)) from None
+            raise remote_failure(e, str(self)) from None
+        if implied:
+            infos = _children(self.key, infos)
         for info in infos:
             kind = {2: _FILE, 3: _DIR}.get(int(info.type), _NOT_FOUND)
             mtime = info.mtime.timestamp() if kind == _FILE and info.mtime else 0.0
@@ -358,6 +491,23 @@ class RemotePath(_NameParts):
 
     def mkdir(self, parents: bool = False, exist_ok: bool = False) -> None:
         """Prefixes need no creating; an object store has folders only as names."""
+
+
+def _children(key: str, infos: list) -> list:
+    """The direct children of folder ``key`` in a recursive listing: its files as listed,
+    and one folder entry for each first name below it."""
+    from pyarrow import fs as pafs
+
+    top = key.strip("/") + "/"
+    files, folders = [], {}
+    for info in infos:
+        rest = info.path.strip("/")[len(top):]
+        if "/" in rest or info.type == pafs.FileType.Directory:
+            name = rest.split("/", 1)[0]
+            folders.setdefault(name, pafs.FileInfo(top + name, pafs.FileType.Directory))
+        elif rest:
+            files.append(info)
+    return sorted(files + list(folders.values()), key=lambda i: i.path)
 
 
 class RangedReader:

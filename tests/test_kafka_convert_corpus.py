@@ -12,7 +12,7 @@ The checks are ``converting``'s, the ones the live test (``tests/kafka/test_kafk
 runs on a fresh broker:
 
 * ``kseg down-convert --to-magic 0|1`` of each partition is byte for byte what the broker
-  served to each Fetch version (snappy field by field: ``converting.CODEC_OUTPUT_MAY_DIFFER``),
+  served to each Fetch version (snappy field by field: ``checks.CODEC_OUTPUT_MAY_DIFFER``),
   with the control batches and headers dropped and counted;
 * ``kseg down-convert`` refuses the zstd partition (exit 2, naming the batch) where the broker
   answered UNSUPPORTED_COMPRESSION_TYPE;

@@ -88,9 +88,11 @@ def session_defaults(master: str | None, user_conf: dict[str, str], *, quiet: bo
         if not under_submit and "spark.driver.extraJavaOptions" not in user_conf:
             out["spark.driver.extraJavaOptions"] = f"-Dlog4j.configurationFile=file:{_log4j_file()}"
     default("spark.sql.python.filterPushdown.enabled", "true")
-    # Executors on other machines reach the same object store (s3:// paths); credentials stay
-    # with each node's own environment or instance role, never in the job's configuration.
-    for var in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"):
+    # Executors on other machines reach the same object store (s3://, gs://, abfs:// paths);
+    # credentials stay with each node's own environment or instance role, never in the job's
+    # configuration: only where the store is and which account or project it is.
+    for var in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "STORAGE_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT",
+                "AZURE_STORAGE_ACCOUNT_NAME", "AZURE_STORAGE_ACCOUNT"):
         if env.get(var):
             default(f"spark.executorEnv.{var}", env[var])
     return out
