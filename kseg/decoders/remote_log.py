@@ -25,15 +25,17 @@ from kseg.decoders.parts import DecodedRecord, Part, raw_part
 from kseg.decoders.schema import F, M, Message
 from kseg.model import Record
 
-REMOTE_LOG_SEGMENT_METADATA_RECORD = M("RemoteLogSegmentMetadataRecord", "0", "0+",
-    F("RemoteLogSegmentId", "RemoteLogSegmentIdEntry", fields=(
-        F("TopicIdPartition", "TopicIdPartitionEntry", fields=(
-            F("Name", "string"),
-            F("Id", "uuid"),
-            F("Partition", "int32"),
-        )),
+# a segment's id: its topic id and partition, and its own uuid
+_SEGMENT_ID = F("RemoteLogSegmentId", "RemoteLogSegmentIdEntry", fields=(
+    F("TopicIdPartition", "TopicIdPartitionEntry", fields=(
+        F("Name", "string"),
         F("Id", "uuid"),
+        F("Partition", "int32"),
     )),
+    F("Id", "uuid"),
+))
+# the segment's fields after its id, the same in the record and in the manager's snapshot record
+_SEGMENT_FIELDS = (
     F("StartOffset", "int64"),
     F("EndOffset", "int64"),
     F("BrokerId", "int32"),
@@ -47,34 +49,20 @@ REMOTE_LOG_SEGMENT_METADATA_RECORD = M("RemoteLogSegmentMetadataRecord", "0", "0
     F("CustomMetadata", "bytes", nullable="0+", default="null"),
     F("RemoteLogSegmentState", "int8"),
     F("TxnIndexEmpty", "bool", tagged="0+", tag=0),
+)
+
+REMOTE_LOG_SEGMENT_METADATA_RECORD = M("RemoteLogSegmentMetadataRecord", "0", "0+",
+    _SEGMENT_ID,
+    *_SEGMENT_FIELDS,
 )
 
 REMOTE_LOG_SEGMENT_METADATA_SNAPSHOT_RECORD = M("RemoteLogSegmentMetadataSnapshotRecord", "0", "0+",
     F("SegmentId", "uuid"),
-    F("StartOffset", "int64"),
-    F("EndOffset", "int64"),
-    F("BrokerId", "int32"),
-    F("MaxTimestampMs", "int64"),
-    F("EventTimestampMs", "int64"),
-    F("SegmentLeaderEpochs", "[]SegmentLeaderEpochEntry", fields=(
-        F("LeaderEpoch", "int32"),
-        F("Offset", "int64"),
-    )),
-    F("SegmentSizeInBytes", "int32"),
-    F("CustomMetadata", "bytes", nullable="0+", default="null"),
-    F("RemoteLogSegmentState", "int8"),
-    F("TxnIndexEmpty", "bool", tagged="0+", tag=0),
+    *_SEGMENT_FIELDS,
 )
 
 REMOTE_LOG_SEGMENT_METADATA_UPDATE_RECORD = M("RemoteLogSegmentMetadataUpdateRecord", "0", "0+",
-    F("RemoteLogSegmentId", "RemoteLogSegmentIdEntry", fields=(
-        F("TopicIdPartition", "TopicIdPartitionEntry", fields=(
-            F("Name", "string"),
-            F("Id", "uuid"),
-            F("Partition", "int32"),
-        )),
-        F("Id", "uuid"),
-    )),
+    _SEGMENT_ID,
     F("BrokerId", "int32"),
     F("EventTimestampMs", "int64"),
     F("CustomMetadata", "bytes", nullable="0+", default="null"),

@@ -54,18 +54,6 @@ static inline __attribute__((always_inline)) int put(Buf *b, const char *s, Py_s
 }
 #define PUTS(b, lit) put((b), (lit), (Py_ssize_t)(sizeof(lit) - 1))
 
-static int put_i64(Buf *b, long long v) {
-    char tmp[24];
-    int i = 24;
-    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do {
-        tmp[--i] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0) tmp[--i] = '-';
-    return put(b, tmp + i, 24 - i);
-}
-
 static int put_padded(Buf *b, long long v, int width) { /* right-aligned, as f"{v:>{width}}" */
     char tmp[24];
     int i = 24;
@@ -82,6 +70,8 @@ static int put_padded(Buf *b, long long v, int width) { /* right-aligned, as f"{
     b->n += 24 - i;
     return 0;
 }
+
+static int put_i64(Buf *b, long long v) { return put_padded(b, v, 0); }
 
 static const char HEXD[] = "0123456789abcdef";
 

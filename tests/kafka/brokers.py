@@ -69,6 +69,19 @@ def java_available() -> str | None:
     return f"{' and '.join(missing)} not on PATH" if missing else None
 
 
+def unavailable(*releases: str) -> str | None:
+    """None when the releases' brokers can run here (java, mvn, the jars fetched), else why not in
+    one line: what the live modules skip with."""
+    why = java_available()
+    if why is None:
+        try:
+            for release in releases or tuple(RELEASES):
+                fetch(release)
+        except KafkaUnavailable as exc:
+            why = str(exc).splitlines()[0]
+    return why
+
+
 def fetch(release: str) -> Path:
     """The folder of the release's jars, copied there by Maven on first use."""
     pom = ORACLE / f"kafka-{release}" / "pom.xml"

@@ -19,13 +19,7 @@ from pathlib import Path
 import brokers
 import pytest
 
-_why = brokers.java_available()
-if _why is None:
-    try:
-        for _release in brokers.RELEASES:
-            brokers.fetch(_release)
-    except brokers.KafkaUnavailable as exc:
-        _why = str(exc).splitlines()[0]
+_why = brokers.unavailable()
 if _why:
     pytest.skip(f"live Kafka cleaner tier skipped: {_why}", allow_module_level=True)
 

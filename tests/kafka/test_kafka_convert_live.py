@@ -25,12 +25,7 @@ from pathlib import Path
 import brokers
 import pytest
 
-_why = brokers.java_available()
-if _why is None:
-    try:
-        brokers.fetch("3.9")
-    except brokers.KafkaUnavailable as exc:
-        _why = str(exc).splitlines()[0]
+_why = brokers.unavailable("3.9")
 if _why:
     pytest.skip(f"live Kafka conversion tier skipped: {_why}", allow_module_level=True)
 

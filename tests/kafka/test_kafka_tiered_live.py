@@ -30,13 +30,9 @@ from pathlib import Path
 import brokers
 import pytest
 
-_why = brokers.java_available()
-if _why is None:
-    try:
-        if not any(brokers.fetch("4").glob("kafka-storage-*-test.jar")):
-            _why = "the kafka-storage test jar (LocalTieredStorage) was not fetched"
-    except brokers.KafkaUnavailable as exc:
-        _why = str(exc).splitlines()[0]
+_why = brokers.unavailable("4")
+if _why is None and not any(brokers.fetch("4").glob("kafka-storage-*-test.jar")):
+    _why = "the kafka-storage test jar (LocalTieredStorage) was not fetched"
 if _why:
     pytest.skip(f"live Kafka tier skipped: {_why}", allow_module_level=True)
 
