@@ -43,6 +43,7 @@ from kseg.codecs import (
 from kseg.codecs.kafka_lz4 import (
     KAFKA_LZ4_HEADER,
     KAFKA_LZ4_HEADER_V0,
+    _kafka_frame,
     break_header_checksum,
     fix_header_checksum,
     header_checksum,
@@ -486,6 +487,58 @@ def test_lz4_lenient_cases() -> None:
     assert not linked[4] & 0x20
     assert LZ4.decompress(linked) == data  # Java would reject linked blocks
     assert LZ4.decompress(LZ4.compress(data) + b"trailing junk") == data
+
+
+def _general_lz4(frame: bytes, magic: int) -> bytes:
+    """The frame through python-lz4's own frame reader (the HC made what it checks)."""
+    return lz4.frame.decompress(fix_header_checksum(frame) if magic == 0 else frame)
+
+
+@given(st.binary(max_size=200 * KIB) | st.builds(lambda n, r: bytes([n % 7]) * r, st.integers(0, 255),
+                                                  st.integers(0, 300 * KIB)),
+       st.sampled_from(MAGICS))
+def test_lz4_kafka_frames_read_block_by_block(data: bytes, magic: int) -> None:
+    # Kafka's own frames take the block-by-block path; what it returns is python-lz4's frame reading.
+    frame = LZ4.compress(data, magic=magic)
+    assert _kafka_frame(memoryview(frame), magic, len(data)) == data
+    assert LZ4.decompress(frame, magic=magic) == _general_lz4(frame, magic) == data
+
+
+def test_lz4_block_path_reads_stored_blocks() -> None:
+    data = random.Random(5).randbytes(150 * KIB)  # incompressible: python-lz4 stores the blocks
+    frame = LZ4.compress(data)
+    assert struct.unpack_from("<I", frame, 7)[0] & 0x80000000
+    assert _kafka_frame(memoryview(frame), 2, len(data)) == data
+
+
+def test_lz4_block_path_leaves_the_rest_to_the_frame_reader() -> None:
+    # Anything but Kafka's exact frame, and any damage, goes to the general reader, which words the error.
+    data = payload(11, 100 * KIB, 3)
+    frame = LZ4.compress(data)
+    others = [
+        lz4.frame.compress(data, block_linked=True, block_size=lz4.frame.BLOCKSIZE_MAX64KB),
+        lz4.frame.compress(data, content_checksum=True, block_size=lz4.frame.BLOCKSIZE_MAX64KB),
+        break_header_checksum(frame),  # magic >= 1 must carry the correct HC
+    ]
+    for other in others:
+        assert _kafka_frame(memoryview(other), 2, 1 << 30) is None
+    assert _kafka_frame(memoryview(frame), 2, len(data) - 1) is None  # over the limit
+    with pytest.raises(DecompressionLimitError):
+        LZ4.decompress(frame, limit=len(data) - 1)
+    for at in range(7, len(frame), 97):  # a flipped byte: the same bytes as the frame reader, or its error
+        corrupt = bytearray(frame)
+        corrupt[at] ^= 0xFF
+        fast = _kafka_frame(memoryview(bytes(corrupt)), 2, 1 << 30)
+        try:
+            general = _general_lz4(bytes(corrupt), 2)
+        except RuntimeError:
+            assert fast is None
+        else:
+            assert fast in (None, general)
+    for cut in range(len(frame) - 1):
+        assert _kafka_frame(memoryview(frame[:cut]), 2, 1 << 30) is None
+        with pytest.raises(DecompressionError):
+            LZ4.decompress(frame[:cut])
 
 
 @pytest.mark.parametrize(
