@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 
 from kseg.errors import KsegError
 from kseg.log.decode import scan_entries
-from kseg.log.records import batch_records
-from kseg.model import Header, Record
+from kseg.log import fast
+from kseg.log.decode import effective_log_append_time
+from kseg.log.records import batch_records, batch_spans, payload_bytes
+from kseg.model import Batch, Header, Record
 from kseg.render import lines
 
 from conftest import FIXTURES_LOGDIR, REALDATA, fixture_logs, ids, real_log_files
@@ -43,17 +45,52 @@ def agree(records: list[Record], position: int = 7, magic: int = 2, base_offset:
                 assert gc == gp
 
 
+def spans_agree(b: Batch, records: list[Record] | KsegError) -> None:
+    """Lines from batch_spans equal the reference's from the records; a batch that does not decode
+    fails in batch_spans with the same error."""
+    if not fast.RECORD_SPANS:
+        return
+    if isinstance(records, KsegError):
+        with pytest.raises(KsegError) as info:
+            batch_spans(b)
+        assert (type(info.value), str(info.value)) == (type(records), str(records))
+        return
+    spans = batch_spans(b)
+    if spans is None:
+        assert b.magic < 2 and not b.is_compressed  # one message: no spans to speak of
+        return
+    assert spans.count == len(records)
+    if records:
+        assert spans.first_offset == records[0].offset
+    seq = -1 if b.base_sequence is None else b.base_sequence
+    for k in KAFKA_MODES:
+        for v in KAFKA_MODES:
+            for last in (None, b.offset - 1, b.offset + 5):
+                for brace in (True, False):
+                    gc: list = []
+                    gp: list = []
+                    c, c_last = _format.kafka_spans(spans.data, spans.records, spans.headers, b.timestamp_type_name,
+                                                    b.magic, b.offset, seq, k, v, last, gc, brace)
+                    p = lines.kafka_records(records, b.timestamp_type_name, b.magic, b.offset, seq, k, v, last, gp,
+                                            brace)
+                    assert c == p
+                    assert gc == gp
+                    assert c_last == (records[-1].offset if records else last)
+
+
 def agree_file(data: bytes) -> int:
     n = 0
     for b in scan_entries(data).batches:
         try:
             records = batch_records(b)
-        except KsegError:
+        except KsegError as e:
+            spans_agree(b, e)
             continue
         if b.is_control:
             continue
         seq = -1 if b.base_sequence is None else b.base_sequence
         agree(records, b.position, b.magic, b.offset, seq, b.timestamp_type_name)
+        spans_agree(b, records)
         n += len(records)
     return n
 
@@ -168,8 +205,9 @@ def _dump(paths: list, fmt: str, payload: str, writer, monkeypatch) -> bytes:
     out, err = io.BytesIO(), io.StringIO()
     kd = payload_decoder(payload, fmt)
     r = KafkaRenderer(out, err, kd, kd, deep=True) if fmt == "kafka" else RENDERERS[fmt](out, err, kd, kd)
+    spans = writer is _format and getattr(r, "takes_spans", False)  # the C writer as the CLI runs it
     try:
-        for ev in dump_paths(paths, DumpOptions(records=True, keep_going=True)):
+        for ev in dump_paths(paths, DumpOptions(records=True, keep_going=True, record_spans=spans)):
             r(ev)
     except KsegError:
         pass
@@ -211,7 +249,58 @@ def test_batch_line_is_batch_json() -> None:
     for path in FIXTURES + REAL:
         name = json.dumps(str(path), ensure_ascii=False)
         for b in scan_entries(path.read_bytes()).batches:
-            ev = BatchEvent(path, b, b.offset, b.last_offset, b.record_count or 1)
+            ev = BatchEvent(path, b, b.offset, b.last_offset, b.record_count or 1, b.crc_valid)
             assert batch_line(ev, name) == enc(batch_json(ev)) + "\n"
             n += 1
     assert n > 100
+
+
+def _payloads() -> list[tuple[Batch, bytes]]:
+    """(batch, decompressed payload) of every fixture batch that has spans: v2 batches and legacy wrappers."""
+    out = []
+    for path in FIXTURES:
+        for b in scan_entries(path.read_bytes()).batches:
+            if b.magic >= 2 or b.is_compressed:
+                try:
+                    out.append((b, payload_bytes(b)[0]))
+                except KsegError:
+                    pass
+    return out
+
+
+PAYLOADS = _payloads()
+
+
+def _outcome(fn, *args):
+    try:
+        return fn(*args)
+    except KsegError as e:
+        return (type(e), str(e))
+
+
+@pytest.mark.skipif(not fast.RECORD_SPANS, reason="the C reader is off (KSEG_PURE_PYTHON=1): no spans")
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_spans_fail_as_records_do_on_damaged_payloads(data) -> None:
+    """The spans mode of the C readers runs the same checks as the record mode: on a damaged
+    payload both fail with the same error, or both succeed with the same records."""
+    b, payload = data.draw(st.sampled_from(PAYLOADS))
+    damaged = bytearray(payload)
+    for _ in range(data.draw(st.integers(1, 3))):
+        if not damaged:
+            break
+        damaged[data.draw(st.integers(0, len(damaged) - 1))] = data.draw(st.integers(0, 255))
+    damaged = bytes(damaged[: data.draw(st.integers(0, len(damaged)))])
+    if b.magic >= 2:
+        lat = effective_log_append_time(b)
+        records = _outcome(fast.decode_v2_records, damaged, b.offset, b.base_timestamp, b.record_count, lat)
+        spans = _outcome(fast.v2_record_spans, damaged, b.offset, b.base_timestamp, b.record_count, lat)
+    else:
+        records = _outcome(fast.decode_legacy_wrapper, b, damaged)
+        spans = _outcome(fast.legacy_record_spans, b, damaged)
+    if isinstance(records, tuple):
+        assert spans == records
+        return
+    assert not isinstance(spans, tuple) or isinstance(spans[0], bytes), spans
+    found = spans[2]
+    assert found == (records[0].offset if records else b.offset)

@@ -112,16 +112,16 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
         return
     # Each log-like file's format by name, else by its first bytes (a README is unusable input).
     formats = [_dump_format(f, input_format, fmt) for f in files]
-    options = DumpOptions(records=records, from_offset=from_offset, to_offset=to_offset, from_time=from_time,
-                          to_time=to_time, max_bytes=max_bytes, max_decompressed_bytes=max_decompressed_bytes,
-                          keep_going=keep_going, strict_names=fmt == "kafka", decode=decode,
-                          wrapper_counts=fmt != "kafka")
     sys.stdout.flush()
     out = ChunkedWriter(sys.stdout.buffer)  # output leaves in 1 MiB writes
     renderer = (KafkaRenderer(out, sys.stderr, kd, vd, deep=records, kafka_version=kafka_version,
                               skip_record_metadata=skip_record_metadata, index_sanity=index_sanity,
                               verify_index=verify_index) if fmt == "kafka"
                 else RENDERERS[fmt](out, sys.stderr, kd, vd))
+    options = DumpOptions(records=records, from_offset=from_offset, to_offset=to_offset, from_time=from_time,
+                          to_time=to_time, max_bytes=max_bytes, max_decompressed_bytes=max_decompressed_bytes,
+                          keep_going=keep_going, strict_names=fmt == "kafka", decode=decode,
+                          wrapper_counts=fmt != "kafka", record_spans=getattr(renderer, "takes_spans", False))
     problems = unreadable = 0
     live = live_tails(paths, files)
     interrupted = False
@@ -138,7 +138,7 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
                     renderer(ev)
                     if (isinstance(ev, BadBatchEvent)
                             or (isinstance(ev, TailEvent) and ev.reported and not live(ev.path, ev.tail))
-                            or (isinstance(ev, BatchEvent) and not ev.batch.crc_valid)):
+                            or (isinstance(ev, BatchEvent) and not ev.crc_valid)):
                         problems += 1
                     if isinstance(ev, TailEvent) and ev.reported and ev.tail.position == 0:
                         hint = format_hint(f, KAFKA)

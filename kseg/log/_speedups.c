@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_spans.h"
+
 static PyObject *DecodeError;
 
 /* ------------------------------------------------------------ the layout */
@@ -170,11 +172,46 @@ nullable(const unsigned char *p, Py_ssize_t *pos, int64_t len)
     return b;
 }
 
+/* A growable array of spans, handed to Python as one bytes object. */
+typedef struct {
+    char *p;
+    Py_ssize_t n, cap; /* bytes */
+} SpanBuf;
+
+static void *
+span_add(SpanBuf *b, Py_ssize_t size)
+{
+    if (b->n + size > b->cap) {
+        Py_ssize_t cap = b->cap ? b->cap * 2 : 64 * size;
+        while (cap < b->n + size) cap *= 2;
+        char *q = PyMem_Realloc(b->p, (size_t)cap);
+        if (!q) { PyErr_NoMemory(); return NULL; }
+        b->p = q;
+        b->cap = cap;
+    }
+    void *at = b->p + b->n;
+    memset(at, 0, (size_t)size);
+    b->n += size;
+    return at;
+}
+
+static PyObject *
+span_bytes(SpanBuf *b)
+{
+    PyObject *o = PyBytes_FromStringAndSize(b->p ? b->p : "", b->n);
+    PyMem_Free(b->p);
+    b->p = NULL;
+    b->n = b->cap = 0;
+    return o;
+}
+
 /*
- * decode_v2(data, base_offset, base_timestamp, count, log_append_time, record_type, header_type)
+ * decode_v2(data, base_offset, base_timestamp, count, log_append_time, record_type, header_type, spans=False)
  *   -> list of records, or, with record_type None, a summary tuple
  *      (max_stored_timestamp or None, offsets_in_order, min_delta, max_delta)
- *      computed without building any object (the verify path).
+ *      computed without building any object (the verify path); with spans, the records'
+ *      and headers' spans (_spans.h) as two bytes objects and the first record's offset, for
+ *      lines written straight from the data (the dump path). The checks and errors are the same in every mode.
  */
 static PyObject *
 decode_v2(PyObject *self, PyObject *args)
@@ -183,13 +220,16 @@ decode_v2(PyObject *self, PyObject *args)
     long long base_offset, base_ts;
     Py_ssize_t count;
     PyObject *lat_obj, *record_type, *header_type;
+    int spans = 0;
     REQUIRE_CONFIGURED;
-    if (!PyArg_ParseTuple(args, "y*LLnOOO", &view, &base_offset, &base_ts, &count, &lat_obj,
-                          &record_type, &header_type))
+    if (!PyArg_ParseTuple(args, "y*LLnOOO|p", &view, &base_offset, &base_ts, &count, &lat_obj,
+                          &record_type, &header_type, &spans))
         return NULL;
     const unsigned char *p = (const unsigned char *)view.buf;
     Py_ssize_t end = view.len, pos = 0, i = 0;
-    int materialize = record_type != Py_None;
+    int materialize = record_type != Py_None && !spans;
+    SpanBuf rspans = {0}, hspans = {0};
+    KsegRecordSpan *rs = NULL;
     int has_lat = lat_obj != Py_None;
     long long lat = 0;
     PyObject *out = NULL, *empty = NULL, *two = NULL;
@@ -260,6 +300,16 @@ decode_v2(PyObject *self, PyObject *args)
         }
         Py_ssize_t value_at = pos;
         if (vlen > 0) pos += (Py_ssize_t)vlen;
+        if (spans) {
+            rs = span_add(&rspans, sizeof(KsegRecordSpan));
+            if (!rs) goto error;
+            rs->key_at = key_at;
+            rs->key_len = klen;
+            rs->value_at = value_at;
+            rs->value_len = vlen;
+            rs->first_header = hspans.n / (Py_ssize_t)sizeof(KsegHeaderSpan);
+            rs->stored_crc = -1;
+        }
         PyObject *headers = NULL;
         if (pos < end && p[pos] == 0) {
             pos++;
@@ -312,8 +362,17 @@ decode_v2(PyObject *self, PyObject *args)
                     PyTuple_SET_ITEM(pair, 0, k);
                     PyTuple_SET_ITEM(pair, 1, v);
                     PyTuple_SET_ITEM(headers, (Py_ssize_t)h, pair);
-                } else if (hv > 0) {
-                    pos += (Py_ssize_t)hv;
+                } else {
+                    if (spans) {
+                        KsegHeaderSpan *hs = span_add(&hspans, sizeof(KsegHeaderSpan));
+                        if (!hs) goto error;
+                        hs->key_at = hk_at;
+                        hs->key_len = hk;
+                        hs->value_at = pos;
+                        hs->value_len = hv;
+                        rs->header_count++;
+                    }
+                    if (hv > 0) pos += (Py_ssize_t)hv;
                 }
             }
         }
@@ -325,7 +384,10 @@ decode_v2(PyObject *self, PyObject *args)
             goto error;
         }
         int64_t ts = (int64_t)((uint64_t)base_ts + (uint64_t)ts_delta); /* Java long wrap */
-        if (materialize) {
+        if (spans) {
+            rs->offset = (int64_t)((uint64_t)base_offset + (uint64_t)off_delta);
+            rs->timestamp = has_lat ? lat : ts;
+        } else if (materialize) {
             PyObject *rec = new_tuple(record_type, 9);
             if (!rec) { Py_DECREF(headers); goto error; }
             PyObject *key = klen < 0 ? (Py_INCREF(Py_None), Py_None)
@@ -364,6 +426,11 @@ decode_v2(PyObject *self, PyObject *args)
     PyBuffer_Release(&view);
     Py_XDECREF(empty);
     Py_XDECREF(two);
+    if (spans) {
+        long long first = rspans.n ? ((KsegRecordSpan *)rspans.p)->offset : base_offset;
+        PyObject *r = span_bytes(&rspans), *h = span_bytes(&hspans);
+        return (r && h) ? Py_BuildValue("(NNL)", r, h, first) : (Py_XDECREF(r), Py_XDECREF(h), NULL);
+    }
     if (materialize) return out;
     if (!have_ts) return Py_BuildValue("(OOLL)", Py_None, Py_True, (long long)0, (long long)0);
     return Py_BuildValue("(LOLL)", (long long)max_ts, ordered ? Py_True : Py_False,
@@ -373,6 +440,8 @@ error:
     Py_XDECREF(out);
     Py_XDECREF(empty);
     Py_XDECREF(two);
+    PyMem_Free(rspans.p);
+    PyMem_Free(hspans.p);
     return NULL;
 }
 
@@ -564,10 +633,11 @@ done:
 }
 
 /*
- * legacy_set(data, wrapper_magic, wrapper_offset, log_append_time, record_type) -> list
+ * legacy_set(data, wrapper_magic, wrapper_offset, log_append_time, record_type, spans=False) -> list
  * The twin of decode.decode_legacy_wrapper: the inner messages of a decompressed
  * v0/v1 wrapper as records with absolute offsets (spec §2.3). Errors carry
- * positions inside ``data``.
+ * positions inside ``data``. With spans: (the records' spans (_spans.h) as one bytes
+ * object, their count, the first offset) instead, after the same checks.
  */
 static PyObject *
 legacy_set(PyObject *self, PyObject *args)
@@ -576,8 +646,10 @@ legacy_set(PyObject *self, PyObject *args)
     int wmagic;
     long long woffset;
     PyObject *lat_obj, *record_type;
+    int spans = 0;
     REQUIRE_CONFIGURED;
-    if (!PyArg_ParseTuple(args, "y*iLOO", &view, &wmagic, &woffset, &lat_obj, &record_type)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*iLOO|p", &view, &wmagic, &woffset, &lat_obj, &record_type, &spans)) return NULL;
+    KsegRecordSpan *rs = NULL;
     const unsigned char *p = (const unsigned char *)view.buf;
     Py_ssize_t end = view.len, pos = 0, count = 0, last_pos = 0;
     long long last_rel = 0;
@@ -650,9 +722,16 @@ legacy_set(PyObject *self, PyObject *args)
     int has_lat = lat_obj != Py_None;
     long long lat = has_lat ? PyLong_AsLongLong(lat_obj) : 0;
     if (has_lat && lat == -1 && PyErr_Occurred()) goto error;
-    out = PyList_New(count);
-    empty = PyTuple_New(0);
-    if (!out || !empty) goto error;
+    if (spans) {
+        out = PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(KsegRecordSpan));
+        if (!out) goto error;
+        rs = (KsegRecordSpan *)PyBytes_AS_STRING(out);
+        memset(rs, 0, (size_t)count * sizeof(KsegRecordSpan));
+    } else {
+        out = PyList_New(count);
+        empty = PyTuple_New(0);
+        if (!out || !empty) goto error;
+    }
     /* pass 2: records */
     pos = 0;
     for (Py_ssize_t i = 0; i < count; i++) {
@@ -687,6 +766,20 @@ legacy_set(PyObject *self, PyObject *args)
                  PyLong_FromLong(vlen));
             goto error;
         }
+        if (spans) {
+            KsegRecordSpan *r = rs + i;
+            r->offset = be64(e) + shift;
+            r->timestamp = has_lat ? lat : ts;
+            r->key_at = pos + kpos + 4;
+            r->key_len = klen;
+            r->value_at = pos + vat + 4;
+            r->value_len = vlen;
+            r->message_at = pos + LEGACY_CRC_START;
+            r->message_end = pos + total;
+            r->stored_crc = ube32(e + LEGACY_CRC_AT);
+            pos += total;
+            continue;
+        }
         PyObject *rec = new_tuple(record_type, 9);
         if (!rec) goto error;
         PyList_SET_ITEM(out, i, rec);
@@ -707,7 +800,8 @@ legacy_set(PyObject *self, PyObject *args)
         pos += total;
     }
     PyBuffer_Release(&view);
-    Py_DECREF(empty);
+    Py_XDECREF(empty);
+    if (spans) return Py_BuildValue("(NnL)", out, count, (long long)rs[0].offset);
     return out;
 error:
     PyBuffer_Release(&view);

@@ -28,6 +28,7 @@ else:
     _speedups.configure(**accelerator_layout())
 
 ACCELERATED = _speedups is not None and not os.environ.get("KSEG_PURE_PYTHON")
+RECORD_SPANS = ACCELERATED  # whether v2_record_spans and legacy_record_spans give spans
 
 
 def c_encoder(name: str) -> Any:
@@ -123,10 +124,39 @@ def decode_legacy_wrapper(wrapper: Batch, inner_bytes: bytes) -> list[Record]:
     """Inner records of a compressed v0/v1 wrapper (see ``decode.decode_legacy_wrapper``)."""
     if not ACCELERATED:
         return _legacy_set_py(wrapper, inner_bytes)
-
-    lat = wrapper.max_timestamp if wrapper.magic >= 1 and wrapper.attributes & TIMESTAMP_TYPE_MASK else None
     try:
-        return _speedups.legacy_set(inner_bytes, wrapper.magic, wrapper.base_offset, lat, Record)
+        return _speedups.legacy_set(inner_bytes, wrapper.magic, wrapper.base_offset, _wrapper_lat(wrapper), Record)
+    except _speedups.DecodeError as e:
+        raise _converted(e) from None
+
+
+def _wrapper_lat(wrapper: Batch) -> int | None:
+    """The LogAppendTime a v1 wrapper imposes on its inner messages, or None."""
+    return wrapper.max_timestamp if wrapper.magic >= 1 and wrapper.attributes & TIMESTAMP_TYPE_MASK else None
+
+
+def v2_record_spans(
+    data: bytes, base_offset: int, base_timestamp: int, count: int, log_append_time: int | None
+) -> tuple[bytes, bytes, int] | None:
+    """Where the records and their headers lie in ``data`` (kseg/log/_spans.h) and the first
+    record's offset, after the same checks and with the same errors as ``decode_v2_records``;
+    None without the accelerator."""
+    if not ACCELERATED:
+        return None
+    try:
+        return _speedups.decode_v2(data, base_offset, base_timestamp, count, log_append_time, None, None, True)
+    except _speedups.DecodeError as e:
+        raise _converted(e) from None
+
+
+def legacy_record_spans(wrapper: Batch, inner_bytes: bytes) -> tuple[bytes, int, int] | None:
+    """Where a wrapper's inner messages lie in ``inner_bytes`` (kseg/log/_spans.h), their count
+    and the first offset, after the checks of ``decode_legacy_wrapper``; None without the accelerator."""
+    if not ACCELERATED:
+        return None
+    try:
+        return _speedups.legacy_set(inner_bytes, wrapper.magic, wrapper.base_offset, _wrapper_lat(wrapper), Record,
+                                    True)
     except _speedups.DecodeError as e:
         raise _converted(e) from None
 

@@ -7,7 +7,7 @@ a byte position in the file.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES, Codec, get_codec
 from kseg.codecs.plugins import plugin_codec
@@ -21,7 +21,10 @@ from kseg.log.fast import (
     decode_v2_records,
     legacy_batch_record,
     legacy_crc_mismatches,
+    legacy_record_spans,
+    v2_record_spans,
 )
+from kseg.log.fast import RECORD_SPANS
 from kseg.model import Batch, Record
 
 # kseg.plugins.plugin_codec, imported on the first plugin batch
@@ -77,15 +80,52 @@ def batch_records(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) 
             return decode_legacy_wrapper(batch, data)
         except KsegError as e:
             raise _in_file(e, batch, True)
-    base_timestamp, count = batch.base_timestamp, batch.record_count
-    assert base_timestamp is not None and count is not None  # set on every v2 batch
-    if count < 0:
-        raise _negative_count(batch, count)
-    data, compressed = payload_bytes(batch, limit=limit)
+    data, compressed, base_timestamp, count = _v2_section(batch, limit)
     try:
         return decode_v2_records(data, batch.base_offset, base_timestamp, count, effective_log_append_time(batch))
     except KsegError as e:
         raise _in_file(e, batch, compressed)
+
+
+class RecordSpans(NamedTuple):
+    """A batch's records as spans over its decompressed ``data`` (kseg/log/_spans.h), for
+    writers that need no record objects: ``count`` records, the first at ``first_offset``."""
+
+    data: bytes
+    records: bytes
+    headers: bytes
+    count: int
+    first_offset: int
+
+
+_NO_HEADERS = b""
+
+
+def batch_spans(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> RecordSpans | None:
+    """``batch_records`` as spans, with the same checks and errors; None without the C
+    accelerator or for an uncompressed v0/v1 message (then ``batch_records`` is the way)."""
+    if not RECORD_SPANS:
+        return None
+    if batch.magic < 2:
+        if not batch.attributes & CODEC_MASK:
+            return None
+        data, _ = payload_bytes(batch, limit=limit)
+        try:
+            found = legacy_record_spans(batch, data)
+        except KsegError as e:
+            raise _in_file(e, batch, True)
+        if found is None:
+            return None
+        spans, count, first = found
+        return RecordSpans(data, spans, _NO_HEADERS, count, first)
+    data, compressed, base_timestamp, count = _v2_section(batch, limit)
+    try:
+        v2 = v2_record_spans(data, batch.base_offset, base_timestamp, count, effective_log_append_time(batch))
+    except KsegError as e:
+        raise _in_file(e, batch, compressed)
+    if v2 is None:
+        return None
+    return RecordSpans(data, v2[0], v2[1], count, v2[2])
 
 
 def check_v2_batch_records(
@@ -93,15 +133,21 @@ def check_v2_batch_records(
 ) -> tuple[int | None, bool, int, int]:
     """Validate a v2 batch's records without building them (the verify path):
     (max stored timestamp, offset deltas increasing, min delta, max delta)."""
+    data, compressed, base_timestamp, count = _v2_section(batch, limit)
+    try:
+        return check_v2_records(data, base_timestamp, count)
+    except KsegError as e:
+        raise _in_file(e, batch, compressed)
+
+
+def _v2_section(batch: Batch, limit: int) -> tuple[bytes, bool, int, int]:
+    """A v2 batch's records section, decompressed; whether it was compressed; base timestamp, count."""
     base_timestamp, count = batch.base_timestamp, batch.record_count
     assert base_timestamp is not None and count is not None  # set on every v2 batch
     if count < 0:
         raise _negative_count(batch, count)
     data, compressed = payload_bytes(batch, limit=limit)
-    try:
-        return check_v2_records(data, base_timestamp, count)
-    except KsegError as e:
-        raise _in_file(e, batch, compressed)
+    return data, compressed, base_timestamp, count
 
 
 def _negative_count(batch: Batch, count: int) -> CorruptBatchError:

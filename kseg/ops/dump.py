@@ -15,7 +15,7 @@ from kseg.companions.read import offset_index_lookup, time_index_lookup
 from kseg.decoders import decode_record, family_for
 from kseg.errors import KsegError
 from kseg.log.decode import Tail
-from kseg.log.records import batch_records
+from kseg.log.records import RecordSpans, batch_records, batch_spans
 from kseg.log.segment import TRANSIENT_SUFFIXES, Segment, base_offset_of, companion_path, tiered_segment_id
 from kseg.model import Batch, Record
 from kseg.ops.companion_dump import CompanionEvent, dump_companion
@@ -74,6 +74,9 @@ class DumpOptions:
     # A compressed legacy wrapper's first offset and count need its inner messages; kafka-dump-log.sh's
     # batch lines do without them, so --format kafka leaves batch-level wrappers compressed.
     wrapper_counts: bool = True
+    # The consumer writes records from spans over the data (``BatchEvent.spans``), without a
+    # Record object each; it gets them for unfiltered, undecoded data batches where the C reader runs.
+    record_spans: bool = False
 
 
 @dataclass(frozen=True)
@@ -96,8 +99,10 @@ class BatchEvent:
     base_offset: int
     last_offset: int
     count: int
+    crc_valid: bool  # computed once here: the renderers and the exit code both need it
     records: list[Record] | None = None
     decoded: list | None = None
+    spans: RecordSpans | None = None  # instead of records, with DumpOptions.record_spans
 
 
 @dataclass(frozen=True)
@@ -228,10 +233,13 @@ def _dump_log(path: Path, o: DumpOptions, family: str | None = None) -> Iterator
             if not _wanted(batch, first, last, o):
                 continue
         needs_records = o.records or (legacy_wrapper and (o.wrapper_counts or record_filter))
-        records = None
+        records = spans = None
         if needs_records:
             try:
-                records = batch_records(batch, limit=limit)
+                if o.record_spans and o.records and not record_filter and family is None and not batch.is_control:
+                    spans = batch_spans(batch, limit=limit)
+                if spans is None:
+                    records = batch_records(batch, limit=limit)
             except KsegError as e:
                 e.located(file=str(path))
                 if not o.keep_going:
@@ -242,6 +250,8 @@ def _dump_log(path: Path, o: DumpOptions, family: str | None = None) -> Iterator
             first, last, count = batch.offset, batch.last_offset, batch.record_count or 0
         elif records is not None and batch.codec != 0:
             first, last, count = records[0].offset, batch.offset, len(records)
+        elif spans is not None:
+            first, last, count = spans.first_offset, batch.offset, spans.count
         else:
             first, last, count = batch.offset, batch.offset, 1
         if record_filter and not _wanted(batch, first, last, o):
@@ -254,7 +264,8 @@ def _dump_log(path: Path, o: DumpOptions, family: str | None = None) -> Iterator
         if family is not None and records is not None and o.records:
 
             decoded = [decode_record(family, r, batch.is_control) for r in records]
-        yield BatchEvent(path, batch, first, last, count, records if o.records else None, decoded)
+        yield BatchEvent(path, batch, first, last, count, batch.crc_valid, records if o.records else None, decoded,
+                         spans)
     if seg.tail is not None:
         cut_by_max_bytes = end is not None and end < seg.size
         yield TailEvent(path, seg.tail, reported=not cut_by_max_bytes)

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../log/_spans.h"
+
 enum { M_NONE = 0, M_UTF8 = 1, M_HEX = 2, M_BASE64 = 3, M_JAVA = 4 };
 enum { R_OFFSET = 0, R_TIMESTAMP, R_KEY, R_VALUE, R_HEADERS, R_STORED_TS, R_ATTRIBUTES, R_MAGIC, R_CRC };
 #define TEXT_WIDTH 60
@@ -721,72 +723,102 @@ static int kafka_payload(Buf *b, const char *label, Py_ssize_t labeln, Bytes *v,
     }
 }
 
-static int kafka_one(Buf *b, PyObject *r, const char *ts, Py_ssize_t tsn, int magic, long long base_offset,
-                     long long base_seq, int kmode, int vmode, int brace) {
+/* One record as the kafka writer needs it, from a Record tuple or from spans over the data. */
+typedef struct {
     long long off, t;
     Bytes k, v;
-    CHECK(get_i64(PyTuple_GET_ITEM(r, R_OFFSET), &off));
-    CHECK(get_i64(PyTuple_GET_ITEM(r, R_TIMESTAMP), &t));
-    int knone = get_bytes(PyTuple_GET_ITEM(r, R_KEY), &k);
-    if (knone < 0) return -1;
-    int vnone = get_bytes(PyTuple_GET_ITEM(r, R_VALUE), &v);
-    if (vnone < 0) {
-        release(&k);
-        return -1;
-    }
+    int knone, vnone;
+    PyObject *hs;                /* Record tuples: the headers sequence */
+    const KsegHeaderSpan *hspan; /* spans: the record's headers over data */
+    Py_ssize_t nh;
+    const char *data;
+    int crc_none;                /* v0/v1: no stored CRC (a record built by hand) */
+    long long stored;
+    uint32_t computed;
+} KView;
+
+static int kafka_view(Buf *b, KView *r, const char *ts, Py_ssize_t tsn, int magic, long long base_offset,
+                      long long base_seq, int kmode, int vmode, int brace) {
     int rc = PUTS(b, "| offset: ");
-    if (rc == 0) rc = put_i64(b, off);
+    if (rc == 0) rc = put_i64(b, r->off);
     if (rc == 0) rc = PUTS(b, " ");
     if (rc == 0) rc = put(b, ts, tsn);
     if (rc == 0) rc = PUTS(b, ": ");
-    if (rc == 0) rc = put_i64(b, t);
+    if (rc == 0) rc = put_i64(b, r->t);
     if (rc == 0) rc = PUTS(b, " keySize: ");
-    if (rc == 0) rc = put_i64(b, knone ? -1 : k.n);
+    if (rc == 0) rc = put_i64(b, r->knone ? -1 : r->k.n);
     if (rc == 0) rc = PUTS(b, " valueSize: ");
-    if (rc == 0) rc = put_i64(b, vnone ? -1 : v.n);
+    if (rc == 0) rc = put_i64(b, r->vnone ? -1 : r->v.n);
     if (rc == 0 && magic >= 2) {
-        long long seq = -1, delta = off - base_offset;
+        long long seq = -1, delta = r->off - base_offset;
         if (base_seq != -1) seq = base_seq > 0x7FFFFFFFLL - delta ? delta - (0x7FFFFFFFLL - base_seq) - 1 : base_seq + delta;
         rc = PUTS(b, " sequence: ");
         if (rc == 0) rc = put_i64(b, seq);
         if (rc == 0) rc = PUTS(b, " headerKeys: [");
-        PyObject *hs = rc == 0 ? PySequence_Fast(PyTuple_GET_ITEM(r, R_HEADERS), "headers must be a sequence") : NULL;
-        if (!hs) rc = -1;
-        Py_ssize_t nh = hs ? PySequence_Fast_GET_SIZE(hs) : 0;
-        for (Py_ssize_t j = 0; rc == 0 && j < nh; j++) {
-            PyObject *h = PySequence_Fast_GET_ITEM(hs, j);
+        for (Py_ssize_t j = 0; rc == 0 && j < r->nh; j++) {
             const char *p;
             Py_ssize_t n;
             PyObject *tmp = NULL;
-            if (!PyTuple_Check(h) || PyTuple_GET_SIZE(h) < 2) {
-                PyErr_SetString(PyExc_TypeError, "headers must be (key, value) tuples");
-                rc = -1;
-                break;
-            }
             if (j) rc = PUTS(b, ",");
-            if (rc == 0 && header_key_bytes(PyTuple_GET_ITEM(h, 0), &p, &n, &tmp) < 0) rc = -1;
+            if (r->hspan) {
+                p = r->data + r->hspan[j].key_at;
+                n = (Py_ssize_t)r->hspan[j].key_len;
+            } else {
+                PyObject *h = PySequence_Fast_GET_ITEM(r->hs, j);
+                if (!PyTuple_Check(h) || PyTuple_GET_SIZE(h) < 2) {
+                    PyErr_SetString(PyExc_TypeError, "headers must be (key, value) tuples");
+                    return -1;
+                }
+                if (rc == 0 && header_key_bytes(PyTuple_GET_ITEM(h, 0), &p, &n, &tmp) < 0) rc = -1;
+            }
             if (rc == 0) rc = put_java(b, p, n);  /* Kafka reads header keys as Java strings */
             Py_XDECREF(tmp);
         }
-        Py_XDECREF(hs);
         if (rc == 0) rc = PUTS(b, "]");
     } else if (rc == 0) {
-        uint32_t computed;
-        long long stored = -1;
-        PyObject *crc = PyTuple_GET_ITEM(r, R_CRC);
-        rc = legacy_crc(r, &k, knone, &v, vnone, &computed);
-        if (rc == 0 && crc != Py_None) rc = get_i64(crc, &stored);
-        if (rc == 0) rc = (crc != Py_None && stored == (long long)computed) ? PUTS(b, " isValid: true crc: ")
-                                                                             : PUTS(b, " isValid: false crc: ");
-        if (rc == 0) rc = crc == Py_None ? PUTS(b, "None") : put_i64(b, stored);
+        rc = (!r->crc_none && r->stored == (long long)r->computed) ? PUTS(b, " isValid: true crc: ")
+                                                                 : PUTS(b, " isValid: false crc: ");
+        if (rc == 0) rc = r->crc_none ? PUTS(b, "None") : put_i64(b, r->stored);
         if (rc == 0 && brace) rc = PUTS(b, "}"); /* Kafka 3.x's stray brace */
     }
-    if (rc == 0 && kmode != M_NONE && !knone) rc = kafka_payload(b, " key: ", 6, &k, kmode);
-    if (rc == 0 && vmode != M_NONE && !vnone) rc = kafka_payload(b, " payload: ", 10, &v, vmode);
-    release(&k);
-    release(&v);
+    if (rc == 0 && kmode != M_NONE && !r->knone) rc = kafka_payload(b, " key: ", 6, &r->k, kmode);
+    if (rc == 0 && vmode != M_NONE && !r->vnone) rc = kafka_payload(b, " payload: ", 10, &r->v, vmode);
     if (rc < 0) return -1;
     return PUTS(b, "\n");
+}
+
+static int kafka_one(Buf *b, PyObject *r, const char *ts, Py_ssize_t tsn, int magic, long long base_offset,
+                     long long base_seq, int kmode, int vmode, int brace) {
+    KView w = {0};
+    CHECK(get_i64(PyTuple_GET_ITEM(r, R_OFFSET), &w.off));
+    CHECK(get_i64(PyTuple_GET_ITEM(r, R_TIMESTAMP), &w.t));
+    w.knone = get_bytes(PyTuple_GET_ITEM(r, R_KEY), &w.k);
+    if (w.knone < 0) return -1;
+    w.vnone = get_bytes(PyTuple_GET_ITEM(r, R_VALUE), &w.v);
+    int rc = w.vnone < 0 ? -1 : 0;
+    if (rc == 0 && magic >= 2) {
+        w.hs = PySequence_Fast(PyTuple_GET_ITEM(r, R_HEADERS), "headers must be a sequence");
+        if (!w.hs) rc = -1;
+        else w.nh = PySequence_Fast_GET_SIZE(w.hs);
+    } else if (rc == 0) {
+        PyObject *crc = PyTuple_GET_ITEM(r, R_CRC);
+        rc = legacy_crc(r, &w.k, w.knone, &w.v, w.vnone, &w.computed);
+        w.crc_none = crc == Py_None;
+        if (rc == 0 && !w.crc_none) rc = get_i64(crc, &w.stored);
+    }
+    if (rc == 0) rc = kafka_view(b, &w, ts, tsn, magic, base_offset, base_seq, kmode, vmode, brace);
+    Py_XDECREF(w.hs);
+    release(&w.k);
+    if (w.vnone >= 0) release(&w.v);
+    return rc;
+}
+
+static int note_gap(PyObject *gaps, int have_last, long long last, long long off) {
+    if (!have_last || off == last + 1) return 0;
+    PyObject *pair = Py_BuildValue("(LL)", last, off);
+    int rc = pair ? PyList_Append(gaps, pair) : -1;
+    Py_XDECREF(pair);
+    return rc;
 }
 
 static PyObject *kafka_records(PyObject *self, PyObject *args) {
@@ -811,17 +843,85 @@ static PyObject *kafka_records(PyObject *self, PyObject *args) {
         long long off;
         rc = record_check(r);
         if (rc == 0) rc = get_i64(PyTuple_GET_ITEM(r, R_OFFSET), &off);
-        if (rc == 0 && have_last && off != last + 1) {
-            PyObject *pair = Py_BuildValue("(LL)", last, off);
-            rc = pair ? PyList_Append(gaps, pair) : -1;
-            Py_XDECREF(pair);
-        }
+        if (rc == 0) rc = note_gap(gaps, have_last, last, off);
         last = off;
         have_last = 1;
         if (rc == 0) rc = kafka_one(&b, r, ts, tsn, magic, base_offset, base_seq, kmode, vmode, brace);
     }
     Py_DECREF(seq);
     return finish(&b, rc);
+}
+
+/* kafka_spans(data, record_spans, header_spans, ...) -> bytes: kafka_records' lines, from the spans that
+ * kseg.log.records.batch_spans found (the records already checked), without a Record object. */
+static PyObject *kafka_spans(PyObject *self, PyObject *args) {
+    Py_buffer data, rsp, hsp;
+    PyObject *last_obj, *gaps;
+    const char *ts;
+    Py_ssize_t tsn;
+    int magic, kmode, vmode, brace = 1;
+    long long base_offset, base_seq;
+    if (!PyArg_ParseTuple(args, "y*y*y*s#iLLiiOO!|p", &data, &rsp, &hsp, &ts, &tsn, &magic, &base_offset, &base_seq,
+                          &kmode, &vmode, &last_obj, &PyList_Type, &gaps, &brace))
+        return NULL;
+    Buf b = {0};
+    int rc = 0, have_last = last_obj != Py_None;
+    long long last = 0;
+    const char *d = (const char *)data.buf;
+    const KsegRecordSpan *rs = (const KsegRecordSpan *)rsp.buf;
+    const KsegHeaderSpan *hs = (const KsegHeaderSpan *)hsp.buf;
+    Py_ssize_t n = rsp.len / (Py_ssize_t)sizeof(KsegRecordSpan), nhs = hsp.len / (Py_ssize_t)sizeof(KsegHeaderSpan);
+    if (rsp.len % (Py_ssize_t)sizeof(KsegRecordSpan) || hsp.len % (Py_ssize_t)sizeof(KsegHeaderSpan)) {
+        PyErr_SetString(PyExc_ValueError, "spans of the wrong size");
+        rc = -1;
+    }
+    if (rc == 0 && have_last) rc = get_i64(last_obj, &last);
+    if (rc == 0) rc = grow(&b, n * 400 + 256);
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+        const KsegRecordSpan *s = rs + i;
+        if (s->key_at < 0 || s->key_at + (s->key_len > 0 ? s->key_len : 0) > data.len || s->value_at < 0 ||
+            s->value_at + (s->value_len > 0 ? s->value_len : 0) > data.len || s->first_header < 0 ||
+            s->header_count < 0 || s->first_header + s->header_count > nhs ||
+            (magic < 2 && (s->message_at < 0 || s->message_at > s->message_end || s->message_end > data.len))) {
+            PyErr_SetString(PyExc_ValueError, "spans outside the data");
+            rc = -1;
+            break;
+        }
+        for (int64_t j = s->first_header; j < s->first_header + s->header_count; j++)
+            if (hs[j].key_at < 0 || hs[j].key_len < 0 || hs[j].key_at + hs[j].key_len > data.len) {
+                PyErr_SetString(PyExc_ValueError, "spans outside the data");
+                rc = -1;
+            }
+        if (rc < 0) break;
+        KView w = {0};
+        w.off = s->offset;
+        w.t = s->timestamp;
+        w.knone = s->key_len < 0;
+        w.k.p = d + s->key_at;
+        w.k.n = w.knone ? 0 : (Py_ssize_t)s->key_len;
+        w.vnone = s->value_len < 0;
+        w.v.p = d + s->value_at;
+        w.v.n = w.vnone ? 0 : (Py_ssize_t)s->value_len;
+        w.data = d;
+        w.hspan = hs + s->first_header;
+        w.nh = (Py_ssize_t)s->header_count;
+        if (magic < 2) {
+            w.stored = s->stored_crc;
+            w.computed = crc_update(0xFFFFFFFFu, (const unsigned char *)d + s->message_at,
+                                    (Py_ssize_t)(s->message_end - s->message_at)) ^ 0xFFFFFFFFu;
+        }
+        rc = note_gap(gaps, have_last, last, w.off);
+        last = w.off;
+        have_last = 1;
+        if (rc == 0) rc = kafka_view(&b, &w, ts, tsn, magic, base_offset, base_seq, kmode, vmode, brace);
+    }
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&rsp);
+    PyBuffer_Release(&hsp);
+    PyObject *lines = finish(&b, rc);
+    if (!lines) return NULL;
+    if (!have_last) return Py_BuildValue("(NO)", lines, Py_None);
+    return Py_BuildValue("(NL)", lines, last);
 }
 
 static PyMethodDef methods[] = {
@@ -833,6 +933,9 @@ static PyMethodDef methods[] = {
      "text_records(records, kmode, vmode) -> bytes: text record lines of a batch."},
     {"kafka_records", kafka_records, METH_VARARGS,
      "kafka_records(records, ts_name, magic, base_offset, base_sequence, kmode, vmode, last, gaps, brace=True) -> bytes."},
+    {"kafka_spans", kafka_spans, METH_VARARGS,
+     "kafka_spans(data, record_spans, header_spans, ts_name, magic, base_offset, base_sequence, kmode, vmode, last, "
+     "gaps, brace=True) -> (bytes, last offset): kafka_records from kseg.log.records.batch_spans."},
     {NULL, NULL, 0, NULL},
 };
 

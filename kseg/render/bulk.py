@@ -24,3 +24,5 @@ _impl: Any = _format if ACCELERATED else lines
 jsonl_records = _impl.jsonl_records
 text_records = _impl.text_records
 kafka_records = _impl.kafka_records
+# Lines straight from kseg.log.records.batch_spans (C only: without the accelerator there are no spans).
+kafka_spans = _format.kafka_spans if ACCELERATED else None

@@ -128,7 +128,7 @@ def batch_json(ev: BatchEvent) -> dict:
         "max_timestamp": b.timestamp,
         "size": b.size,
         "crc": b.crc,
-        "crc_valid": b.crc_valid,
+        "crc_valid": ev.crc_valid,
     }
     if b.magic >= 2:
         out.update(
@@ -166,7 +166,7 @@ def batch_line(ev: BatchEvent, file_json: str) -> str:
             f'"last_offset": {ev.last_offset}, "count": {ev.count}, "magic": {b.magic}, '
             f'"codec": {_json_str(name)}, '
             f'"timestamp_type": "{b.timestamp_type_name}", "max_timestamp": {b.timestamp}, "size": {b.size}, '
-            f'"crc": {b.crc}, "crc_valid": {_json_bool(b.crc_valid)}')
+            f'"crc": {b.crc}, "crc_valid": {_json_bool(ev.crc_valid)}')
     if b.magic >= 2:
         line += (f', "partition_leader_epoch": {b.partition_leader_epoch}, "producer_id": {b.producer_id}, '
                  f'"producer_epoch": {b.producer_epoch}, "base_sequence": {b.base_sequence}, '
@@ -285,7 +285,7 @@ class TextRenderer:
             w(f"== {ev.path} ({ev.kind}{base})\n")
         elif isinstance(ev, BatchEvent):
             b = ev.batch
-            crc = "ok" if b.crc_valid else f"BAD (computed {b.computed_crc():#010x})"
+            crc = "ok" if ev.crc_valid else f"BAD (computed {b.computed_crc():#010x})"
             iso = iso_utc(b.timestamp)
             w(
                 f"batch @{b.position}  offsets {ev.base_offset}..{ev.last_offset}  count {ev.count}  "
@@ -439,26 +439,29 @@ class KafkaRenderer:
                     f"isTransactional: {_bool(b.is_transactional)} isControl: {_bool(b.is_control)} "
                     f"deleteHorizonMs: {_optional_long(b.delete_horizon_ms)} position: {b.position} "
                     f"{ts_name}: {b.timestamp} size: {b.size} magic: {b.magic} compresscodec: {b.codec_name} "
-                    f"crc: {b.crc} isvalid: {_bool(b.crc_valid)}\n"
+                    f"crc: {b.crc} isvalid: {_bool(ev.crc_valid)}\n"
                 )
             else:
                 w(
                     f"offset: {b.offset} position: {b.position} {ts_name}: {b.timestamp} size: {b.size} "
-                    f"magic: {b.magic} compresscodec: {b.codec_name} crc: {b.crc} isvalid: {_bool(b.crc_valid)}\n"
+                    f"magic: {b.magic} compresscodec: {b.codec_name} crc: {b.crc} isvalid: {_bool(ev.crc_valid)}\n"
                 )
+            if ev.spans is not None:  # what takes_spans asked for
+                s = ev.spans
+                gaps: list[tuple[int, int]] = []
+                text, last = bulk.kafka_spans(s.data, s.records, s.headers, *self._bulk_args(ev, gaps))
+                self.write(text)
+                self._note_gaps(ev, gaps)
+                if last is not None:
+                    self._last_offset = last
+                return
             if ev.records is not None:
                 decoded = ev.decoded
                 if (decoded is None and not b.is_control and ev.records and self.kmode is not None
                         and self.vmode is not None and not self.skip_record_metadata):
-                    seq = -1 if b.base_sequence is None else b.base_sequence
-                    gaps: list[tuple[int, int]] = []
-                    last = self._last_offset
-                    if last is None and self.kafka_version == "4":
-                        last = -1  # Kafka 4 compares a file's first record with -1 too
-                    self.write(bulk.kafka_records(ev.records, b.timestamp_type_name, b.magic, b.offset, seq,
-                                                  self.kmode, self.vmode, last, gaps, self.kafka_version != "4"))
-                    if gaps:
-                        self._gap_list(ev).extend(gaps)
+                    gaps = []
+                    self.write(bulk.kafka_records(ev.records, *self._bulk_args(ev, gaps)))
+                    self._note_gaps(ev, gaps)
                     self._last_offset = ev.records[-1].offset
                     return
                 for i, r in enumerate(ev.records):
@@ -479,6 +482,27 @@ class KafkaRenderer:
                 w(line + "\n")
         elif isinstance(ev, SkippedEvent):
             self.err.write(f"Ignoring unknown file {ev.path}\n")
+
+    @property
+    def takes_spans(self) -> bool:
+        """Whether record lines can come from spans (DumpOptions.record_spans): built-in payload modes."""
+        return (bulk.kafka_spans is not None and self.kmode is not None and self.vmode is not None
+                and not self.skip_record_metadata)
+
+    def _bulk_args(self, ev: BatchEvent, gaps: list[tuple[int, int]]) -> tuple:
+        """The bulk writers' arguments after the records: the batch's facts, the offset before its first
+        record, and where to put the gaps found."""
+        b = ev.batch
+        seq = -1 if b.base_sequence is None else b.base_sequence
+        last = self._last_offset
+        if last is None and self.kafka_version == "4":
+            last = -1  # Kafka 4 compares a file's first record with -1 too
+        return (b.timestamp_type_name, b.magic, b.offset, seq, self.kmode, self.vmode, last, gaps,
+                self.kafka_version != "4")
+
+    def _note_gaps(self, ev: BatchEvent, gaps: list[tuple[int, int]]) -> None:
+        if gaps:  # a file is listed in the report only when it has a gap
+            self._gap_list(ev).extend(gaps)
 
     def _gap_list(self, ev: BatchEvent) -> list[tuple[int, int]]:
         if self._gaps is None or self._gaps[0] is not ev.path:

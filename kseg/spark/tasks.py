@@ -140,7 +140,7 @@ class _Counting:
             self.batches += 1
             if ev.records is not None:
                 self.records += len(ev.records)
-            if not ev.batch.crc_valid:  # shown with a bad CRC: a data problem, as the plain command counts it
+            if not ev.crc_valid:  # shown with a bad CRC: a data problem, as the plain command counts it
                 self.problems += 1
         elif isinstance(ev, BadBatchEvent) or (isinstance(ev, TailEvent) and ev.reported):
             self.problems += 1

@@ -13,7 +13,8 @@ the fuzzer reports a finding) when:
 The same targets run under atheris (``tests/fuzz/run.py``) and, over the committed
 corpus and every past finding, under pytest (``tests/test_fuzz_corpus.py``).
 Targets cover every C entry point of ``kseg/log/_speedups.c``: ``scan``,
-``decode_v2`` (records and the verify summary), ``legacy_set``, ``legacy_record``,
+``decode_v2`` (records, the verify summary and the dump's spans), ``legacy_set`` (records
+and spans), ``legacy_record``,
 ``legacy_batch_record``, ``legacy_crc_mismatches``, ``encode_v2_records`` and
 ``encode_legacy_messages``; and the pure-Python readers of internal topics
 (``kseg.decoders``) and companion files (``kseg.companions.read``).
@@ -22,6 +23,7 @@ Targets cover every C entry point of ``kseg/log/_speedups.c``: ``scan``,
 from __future__ import annotations
 
 import struct
+import zlib
 from typing import Callable
 
 from kseg.errors import KsegError
@@ -89,6 +91,53 @@ def scan_tuple(scan) -> tuple:
     if scan.tail is not None:
         tail = (scan.tail.position, scan.tail.length, err_tuple(scan.tail.error))
     return batches, scan.consumed, tail
+
+
+_RECORD_SPAN = struct.Struct("=11q")  # KsegRecordSpan, kseg/log/_spans.h
+_HEADER_SPAN = struct.Struct("=4q")  # KsegHeaderSpan
+
+
+def _from_spans(data: bytes, found: tuple) -> tuple:
+    """What spans point at: per record (offset, timestamp, key, value, header keys and values, the CRC
+    stored and computed over the message's span), and the first offset."""
+    rspans, second, first = found  # v2: (records, headers, first); v0/v1: (records, count, first)
+    hspans = second if isinstance(second, bytes) else b""
+    headers = list(_HEADER_SPAN.iter_unpack(hspans))
+
+    def part(at: int, n: int) -> bytes | None:
+        return None if n < 0 else data[at:at + n]
+
+    out = []
+    for off, ts, ka, kl, va, vl, fh, hc, ma, me, crc in _RECORD_SPAN.iter_unpack(rspans):
+        hs = tuple((data[a:a + b], part(c, d)) for a, b, c, d in headers[fh:fh + hc])
+        checked = None if crc < 0 else (crc, zlib.crc32(data[ma:me]))
+        out.append((off, ts, part(ka, kl), part(va, vl), hs, checked))
+    return tuple(out), first
+
+
+def _as_spans(records: list[Record]) -> tuple:
+    from kseg.log.encode import legacy_message_crc
+
+    out = tuple((r.offset, r.timestamp, r.key, r.value,
+                 tuple((h.key.encode("utf-8", "surrogateescape"), h.value) for h in r.headers),
+                 None if r.magic >= 2 else (r.crc, legacy_message_crc(r))) for r in records)
+    return out, records[0].offset if records else None
+
+
+def spans_match(what: str, data: bytes, records: tuple, spans_fn: Callable, *args) -> None:
+    """The C reader's spans mode (``batch_spans``) fails as its records mode does, or points at
+    the same records."""
+    if fast._speedups is None:
+        return
+    got = accelerated(spans_fn, *args)
+    if records[0] != "ok" or got[0] != "ok":
+        same(f"{what} (spans)", records, got)
+        return
+    want, first = _as_spans(records[1])
+    found, found_first = _from_spans(data, got[1])
+    same(f"{what} (spans)", want, found)
+    if first is not None:
+        same(f"{what} (spans' first offset)", first, found_first)
 
 
 def _scan(buf, base, final, start, max_entries):
@@ -180,7 +229,8 @@ def fuzz_v2_records(data: bytes) -> None:
     base_ts = r.int(8)
     lat = r.int(8) if r.u8() & 1 else None
     section = r.rest()
-    both("decode_v2_records", fast.decode_v2_records, section, base_offset, base_ts, count, lat)
+    got = both("decode_v2_records", fast.decode_v2_records, section, base_offset, base_ts, count, lat)
+    spans_match("decode_v2_records", section, got, fast.v2_record_spans, section, base_offset, base_ts, count, lat)
     _check_summary(section, base_ts, count)
 
 
@@ -199,8 +249,9 @@ def compare_log(buf: bytes) -> None:
             if got[0] != "ok":
                 continue
             section = got[1][0]
-            both("decode_v2_records", fast.decode_v2_records, section, b.offset, b.base_timestamp,
-                 b.record_count, decode.effective_log_append_time(b))
+            args = (section, b.offset, b.base_timestamp, b.record_count, decode.effective_log_append_time(b))
+            records = both("decode_v2_records", fast.decode_v2_records, *args)
+            spans_match("decode_v2_records", section, records, fast.v2_record_spans, *args)
             _check_summary(section, b.base_timestamp, b.record_count)
         elif b.codec == 0:
             both("legacy_record", fast.legacy_record, b, b.offset, b.timestamp)
@@ -219,6 +270,7 @@ def compare_wrapper(wrapper: Batch, inner: bytes) -> None:
         if m.magic < 2:  # kseg never asks for a v2 batch as a legacy message
             both("legacy_record (inner)", fast.legacy_record, m, m.offset, m.timestamp)
     got = both("decode_legacy_wrapper", fast.decode_legacy_wrapper, wrapper, inner)
+    spans_match("decode_legacy_wrapper", inner, got, fast.legacy_record_spans, wrapper, inner)
     if got[0] == "ok":
         both("legacy_crc_mismatches", fast.legacy_crc_mismatches, inner)
 
