@@ -78,9 +78,18 @@ def spans_agree(b: Batch, records: list[Record] | KsegError) -> None:
                     assert c_last == (records[-1].offset if records else last)
 
 
+def batch_lines_agree(b: Batch, ts_name: str | None = None, codec_name: str | None = None) -> None:
+    ts_name = b.timestamp_type_name if ts_name is None else ts_name
+    codec_name = b.codec_name if codec_name is None else codec_name
+    for crc_valid in (True, False):
+        assert _format.kafka_batch_line(b, crc_valid, ts_name, codec_name) == \
+            lines.kafka_batch_line(b, crc_valid, ts_name, codec_name)
+
+
 def agree_file(data: bytes) -> int:
     n = 0
     for b in scan_entries(data).batches:
+        batch_lines_agree(b)
         try:
             records = batch_records(b)
         except KsegError as e:
@@ -304,3 +313,24 @@ def test_spans_fail_as_records_do_on_damaged_payloads(data) -> None:
     assert not isinstance(spans, tuple) or isinstance(spans[0], bytes), spans
     found = spans[2]
     assert found == (records[0].offset if records else b.offset)
+
+
+INT = {8: st.integers(-(1 << 7), (1 << 7) - 1), 16: st.integers(-(1 << 15), (1 << 15) - 1),
+       32: st.integers(-(1 << 31), (1 << 31) - 1), 64: st.integers(-(1 << 63), (1 << 63) - 1)}
+
+
+@given(st.builds(Batch, position=st.integers(0, 1 << 62), size=INT[32], magic=st.just(2), base_offset=INT[64],
+                 crc=st.integers(0, (1 << 32) - 1), attributes=st.integers(0, 0xFFFF), max_timestamp=INT[64],
+                 raw=st.just(memoryview(b"")), partition_leader_epoch=INT[32],
+                 last_offset_delta=st.integers(0, (1 << 31) - 1), base_timestamp=INT[64], producer_id=INT[64],
+                 producer_epoch=INT[16], base_sequence=st.one_of(st.just(-1), st.integers(0, (1 << 31) - 1), INT[32]),
+                 record_count=INT[32])
+       | st.builds(Batch, position=st.integers(0, 1 << 62), size=INT[32], magic=st.sampled_from([0, 1]),
+                   base_offset=INT[64], crc=st.integers(0, (1 << 32) - 1), attributes=st.integers(0, 0xFF),
+                   max_timestamp=INT[64], raw=st.just(memoryview(b""))),
+       st.sampled_from(["CreateTime", "LogAppendTime", "NoTimestampType"]),
+       st.one_of(st.sampled_from(["none", "gzip", "zstd", "plugin:7"]), st.text(max_size=8)))
+def test_generated_batch_lines_agree(b: Batch, ts_name: str, codec_name: str) -> None:
+    """Every field's extremes, the sequence wrap past int32, every attribute bit, and plugin aliases
+    of any text (lone surrogates shown as backslash escapes) are written alike."""
+    batch_lines_agree(b, ts_name, codec_name)

@@ -924,7 +924,133 @@ static PyObject *kafka_spans(PyObject *self, PyObject *args) {
     return Py_BuildValue("(NL)", lines, last);
 }
 
+/* ------------------------------------------------------------ kafka batch lines */
+
+/* Where kseg.model.Batch keeps each field, and the attribute bits, from configure_batches(). */
+static Py_ssize_t B_POSITION = -1, B_SIZE, B_MAGIC, B_BASE_OFFSET, B_CRC, B_ATTRIBUTES, B_MAX_TS, B_PLE, B_LOD,
+                  B_BASE_TS, B_PID, B_EPOCH, B_BASE_SEQ, B_COUNT;
+static Py_ssize_t B_LAST = -1; /* the largest of them */
+static long long TRANSACTIONAL_BIT, CONTROL_BIT, DELETE_HORIZON_BIT;
+
+static PyObject *configure_batches(PyObject *self, PyObject *args) {
+    PyObject *fields;
+    if (!PyArg_ParseTuple(args, "O!LLL", &PyTuple_Type, &fields, &TRANSACTIONAL_BIT, &CONTROL_BIT,
+                          &DELETE_HORIZON_BIT))
+        return NULL;
+    static const struct { const char *name; Py_ssize_t *slot; } want[] = {
+        {"position", &B_POSITION}, {"size", &B_SIZE}, {"magic", &B_MAGIC}, {"base_offset", &B_BASE_OFFSET},
+        {"crc", &B_CRC}, {"attributes", &B_ATTRIBUTES}, {"max_timestamp", &B_MAX_TS},
+        {"partition_leader_epoch", &B_PLE}, {"last_offset_delta", &B_LOD}, {"base_timestamp", &B_BASE_TS},
+        {"producer_id", &B_PID}, {"producer_epoch", &B_EPOCH}, {"base_sequence", &B_BASE_SEQ},
+        {"record_count", &B_COUNT},
+    };
+    Py_ssize_t n = PyTuple_GET_SIZE(fields);
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        *want[k].slot = -1;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *f = PyTuple_GET_ITEM(fields, i);
+            if (PyUnicode_Check(f) && PyUnicode_CompareWithASCIIString(f, want[k].name) == 0) *want[k].slot = i;
+        }
+        if (*want[k].slot < 0) {
+            B_POSITION = -1;
+            return PyErr_Format(PyExc_ValueError, "Batch has no field %s", want[k].name);
+        }
+        if (*want[k].slot > B_LAST) B_LAST = *want[k].slot;
+    }
+    Py_RETURN_NONE;
+}
+
+static int put_field(Buf *b, PyObject *batch, Py_ssize_t at) {
+    long long v;
+    CHECK(get_i64(PyTuple_GET_ITEM(batch, at), &v));
+    return put_i64(b, v);
+}
+
+static int put_str(Buf *b, PyObject *s) { /* as .encode("utf-8", "backslashreplace") */
+    Py_ssize_t n;
+    const char *p = PyUnicode_AsUTF8AndSize(s, &n);
+    if (p) return put(b, p, n);
+    PyErr_Clear();
+    PyObject *enc = PyUnicode_AsEncodedString(s, "utf-8", "backslashreplace");
+    if (!enc) return -1;
+    int rc = put(b, PyBytes_AS_STRING(enc), PyBytes_GET_SIZE(enc));
+    Py_DECREF(enc);
+    return rc;
+}
+
+#define PUT_FIELD(label, at) do { CHECK(PUTS(b, label)); CHECK(put_field(b, batch, (at))); } while (0)
+
+static int kafka_batch(Buf *b, PyObject *batch, int crc_valid, PyObject *ts_name, PyObject *codec_name) {
+    long long magic, attrs;
+    CHECK(get_i64(PyTuple_GET_ITEM(batch, B_MAGIC), &magic));
+    CHECK(get_i64(PyTuple_GET_ITEM(batch, B_ATTRIBUTES), &attrs));
+    if (magic >= 2) {
+        long long base, lod, seq, last_seq = -1;
+        CHECK(get_i64(PyTuple_GET_ITEM(batch, B_BASE_OFFSET), &base));
+        CHECK(get_i64(PyTuple_GET_ITEM(batch, B_LOD), &lod));
+        CHECK(get_i64(PyTuple_GET_ITEM(batch, B_BASE_SEQ), &seq));
+        if (seq != -1) last_seq = seq > 0x7FFFFFFFLL - lod ? lod - (0x7FFFFFFFLL - seq) - 1 : seq + lod;
+        CHECK(PUTS(b, "baseOffset: "));
+        CHECK(put_i64(b, base));
+        CHECK(PUTS(b, " lastOffset: "));
+        CHECK(put_i64(b, base + lod));
+        PUT_FIELD(" count: ", B_COUNT);
+        CHECK(PUTS(b, " baseSequence: "));
+        CHECK(put_i64(b, seq));
+        CHECK(PUTS(b, " lastSequence: "));
+        CHECK(put_i64(b, last_seq));
+        PUT_FIELD(" producerId: ", B_PID);
+        PUT_FIELD(" producerEpoch: ", B_EPOCH);
+        PUT_FIELD(" partitionLeaderEpoch: ", B_PLE);
+        CHECK(attrs & TRANSACTIONAL_BIT ? PUTS(b, " isTransactional: true") : PUTS(b, " isTransactional: false"));
+        CHECK(attrs & CONTROL_BIT ? PUTS(b, " isControl: true") : PUTS(b, " isControl: false"));
+        if (attrs & DELETE_HORIZON_BIT) {
+            PUT_FIELD(" deleteHorizonMs: OptionalLong[", B_BASE_TS);
+            CHECK(PUTS(b, "]"));
+        } else {
+            CHECK(PUTS(b, " deleteHorizonMs: OptionalLong.empty"));
+        }
+        PUT_FIELD(" position: ", B_POSITION);
+    } else {
+        PUT_FIELD("offset: ", B_BASE_OFFSET);
+        PUT_FIELD(" position: ", B_POSITION);
+    }
+    CHECK(PUTS(b, " "));
+    CHECK(put_str(b, ts_name));
+    PUT_FIELD(": ", B_MAX_TS);
+    PUT_FIELD(" size: ", B_SIZE);
+    CHECK(PUTS(b, " magic: "));
+    CHECK(put_i64(b, magic));
+    CHECK(PUTS(b, " compresscodec: "));
+    CHECK(put_str(b, codec_name));
+    PUT_FIELD(" crc: ", B_CRC);
+    return crc_valid ? PUTS(b, " isvalid: true\n") : PUTS(b, " isvalid: false\n");
+}
+
+/* kafka_batch_line(batch, crc_valid, ts_name, codec_name) -> bytes: a batch's line of kafka-dump-log.sh. */
+static PyObject *kafka_batch_line(PyObject *self, PyObject *args) {
+    PyObject *batch, *ts_name, *codec_name;
+    int crc_valid;
+    if (!PyArg_ParseTuple(args, "O!pUU", &PyTuple_Type, &batch, &crc_valid, &ts_name, &codec_name)) return NULL;
+    if (B_POSITION < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "configure_batches() first");
+        return NULL;
+    }
+    if (PyTuple_GET_SIZE(batch) <= B_LAST) {
+        PyErr_SetString(PyExc_TypeError, "a kseg Batch tuple is needed");
+        return NULL;
+    }
+    Buf b = {0};
+    int rc = grow(&b, 512);
+    if (rc == 0) rc = kafka_batch(&b, batch, crc_valid, ts_name, codec_name);
+    return finish(&b, rc);
+}
+
 static PyMethodDef methods[] = {
+    {"configure_batches", configure_batches, METH_VARARGS,
+     "configure_batches(Batch._fields, transactional_bit, control_bit, delete_horizon_bit): before kafka_batch_line."},
+    {"kafka_batch_line", kafka_batch_line, METH_VARARGS,
+     "kafka_batch_line(batch, crc_valid, ts_name, codec_name) -> bytes: the batch's line of kafka-dump-log.sh."},
     {"set_java_decoder", set_java_decoder, METH_O,
      "set_java_decoder(fn): bytes -> str as Java's new String(bytes, UTF_8) (kafka lines)."},
     {"jsonl_records", jsonl_records, METH_VARARGS,

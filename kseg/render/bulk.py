@@ -9,6 +9,8 @@ import os
 from typing import Any
 
 from kseg.decoders.jvm import java_utf8
+from kseg.formats.attributes import CONTROL_MASK, DELETE_HORIZON_MASK, TRANSACTIONAL_MASK
+from kseg.model import Batch
 from kseg.render import lines
 
 try:
@@ -17,6 +19,7 @@ except ImportError:  # pragma: no cover - exercised when the extension is not bu
     _format = None
 else:
     _format.set_java_decoder(java_utf8)
+    _format.configure_batches(Batch._fields, TRANSACTIONAL_MASK, CONTROL_MASK, DELETE_HORIZON_MASK)
 
 ACCELERATED = _format is not None and not os.environ.get("KSEG_PURE_PYTHON")
 
@@ -24,5 +27,6 @@ _impl: Any = _format if ACCELERATED else lines
 jsonl_records = _impl.jsonl_records
 text_records = _impl.text_records
 kafka_records = _impl.kafka_records
+kafka_batch_line = _impl.kafka_batch_line
 # Lines straight from kseg.log.records.batch_spans (C only: without the accelerator there are no spans).
 kafka_spans = _format.kafka_spans if ACCELERATED else None

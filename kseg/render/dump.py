@@ -31,7 +31,7 @@ from kseg.ops.dump import (
 )
 from kseg.render import bulk, lines
 from kseg.render.companions import kafka_lines
-from kseg.render.lines import iso_utc, text_escape, text_head
+from kseg.render.lines import iso_utc, bool_text, text_escape, text_head
 from kseg.render.payload import BUILTIN, Decoder, header_key_text, printable
 
 # The built-in payload decoders the bulk writers know, by mode; a user's decoder has none.
@@ -145,10 +145,6 @@ def batch_json(ev: BatchEvent) -> dict:
     return out
 
 
-def _json_bool(v: bool) -> str:
-    return "true" if v else "false"
-
-
 def _json_str(v: str) -> str:
     return f'"{v}"' if v.isalnum() and v.isascii() else json.dumps(v, ensure_ascii=False)
 
@@ -166,11 +162,11 @@ def batch_line(ev: BatchEvent, file_json: str) -> str:
             f'"last_offset": {ev.last_offset}, "count": {ev.count}, "magic": {b.magic}, '
             f'"codec": {_json_str(name)}, '
             f'"timestamp_type": "{b.timestamp_type_name}", "max_timestamp": {b.timestamp}, "size": {b.size}, '
-            f'"crc": {b.crc}, "crc_valid": {_json_bool(ev.crc_valid)}')
+            f'"crc": {b.crc}, "crc_valid": {bool_text(ev.crc_valid)}')
     if b.magic >= 2:
         line += (f', "partition_leader_epoch": {b.partition_leader_epoch}, "producer_id": {b.producer_id}, '
                  f'"producer_epoch": {b.producer_epoch}, "base_sequence": {b.base_sequence}, '
-                 f'"is_transactional": {_json_bool(b.is_transactional)}, "is_control": {_json_bool(b.is_control)}, '
+                 f'"is_transactional": {bool_text(b.is_transactional)}, "is_control": {bool_text(b.is_control)}, '
                  f'"delete_horizon_ms": {_json_int(b.delete_horizon_ms)}')
         if b.plugin_id is not None:
             line += f', "plugin_id": {b.plugin_id}'
@@ -379,14 +375,6 @@ def _info_text(v: Any) -> str:
     return str(v)
 
 
-def _bool(v: bool) -> str:
-    return "true" if v else "false"
-
-
-def _optional_long(v: int | None) -> str:
-    return "OptionalLong.empty" if v is None else f"OptionalLong[{v}]"
-
-
 class KafkaRenderer:
     """kafka-dump-log.sh's lines, quirks included (the stray ``}``, OptionalLong, reversed lists)."""
 
@@ -430,22 +418,7 @@ class KafkaRenderer:
                     w(f"Snapshot end offset: {int(end)}, epoch: {int(epoch) if epoch else 0}\n")
         elif isinstance(ev, BatchEvent):
             b = ev.batch
-            ts_name = b.timestamp_type_name
-            if b.magic >= 2:
-                w(
-                    f"baseOffset: {b.offset} lastOffset: {b.last_offset} count: {b.record_count} "
-                    f"baseSequence: {b.base_sequence} lastSequence: {b.last_sequence} producerId: {b.producer_id} "
-                    f"producerEpoch: {b.producer_epoch} partitionLeaderEpoch: {b.partition_leader_epoch} "
-                    f"isTransactional: {_bool(b.is_transactional)} isControl: {_bool(b.is_control)} "
-                    f"deleteHorizonMs: {_optional_long(b.delete_horizon_ms)} position: {b.position} "
-                    f"{ts_name}: {b.timestamp} size: {b.size} magic: {b.magic} compresscodec: {b.codec_name} "
-                    f"crc: {b.crc} isvalid: {_bool(ev.crc_valid)}\n"
-                )
-            else:
-                w(
-                    f"offset: {b.offset} position: {b.position} {ts_name}: {b.timestamp} size: {b.size} "
-                    f"magic: {b.magic} compresscodec: {b.codec_name} crc: {b.crc} isvalid: {_bool(ev.crc_valid)}\n"
-                )
+            self.write(bulk.kafka_batch_line(b, ev.crc_valid, b.timestamp_type_name, b.codec_name))
             if ev.spans is not None:  # what takes_spans asked for
                 s = ev.spans
                 gaps: list[tuple[int, int]] = []
@@ -547,7 +520,7 @@ class KafkaRenderer:
             parts.append(f" sequence: {record_sequence(b, r)} headerKeys: [{keys}]")
         else:
             crc_ok = _legacy_crc_valid(b, r)
-            parts.append(f" isValid: {_bool(crc_ok)} crc: {r.crc}{'}' if self.kafka_version != '4' else ''}")
+            parts.append(f" isValid: {bool_text(crc_ok)} crc: {r.crc}{'}' if self.kafka_version != '4' else ''}")
         if b.is_control:
             try:
                 info = control_info(r)

@@ -14,7 +14,7 @@ from typing import Sequence
 
 from kseg.decoders.jvm import java_utf8
 from kseg.log.encode import legacy_message_crc
-from kseg.model import Record
+from kseg.model import Batch, Record
 
 # Payload modes: how bytes are shown. NONE: not shown (jsonl null, text "<N bytes>",
 # kafka: no key/payload field); UTF8: jsonl a string if valid UTF-8, else a *_b64 field;
@@ -140,6 +140,30 @@ def _sequence(base_sequence: int, delta: int) -> int:
     if base_sequence > 0x7FFFFFFF - delta:
         return delta - (0x7FFFFFFF - base_sequence) - 1
     return base_sequence + delta
+
+
+def bool_text(v: bool) -> str:
+    """A boolean as Java and JSON write it."""
+    return "true" if v else "false"
+
+
+def kafka_batch_line(b: Batch, crc_valid: bool, ts_name: str, codec_name: str) -> bytes:
+    """kafka-dump-log.sh's line for a batch (v2) or a message or wrapper (v0/v1)."""
+    if b.magic >= 2:
+        horizon = b.delete_horizon_ms
+        line = (
+            f"baseOffset: {b.offset} lastOffset: {b.last_offset} count: {b.record_count} "
+            f"baseSequence: {b.base_sequence} lastSequence: {b.last_sequence} producerId: {b.producer_id} "
+            f"producerEpoch: {b.producer_epoch} partitionLeaderEpoch: {b.partition_leader_epoch} "
+            f"isTransactional: {bool_text(b.is_transactional)} isControl: {bool_text(b.is_control)} "
+            f"deleteHorizonMs: {'OptionalLong.empty' if horizon is None else f'OptionalLong[{horizon}]'} "
+            f"position: {b.position} "
+        )
+    else:
+        line = f"offset: {b.offset} position: {b.position} "
+    line += (f"{ts_name}: {b.timestamp} size: {b.size} magic: {b.magic} compresscodec: {codec_name} "
+             f"crc: {b.crc} isvalid: {bool_text(crc_valid)}\n")
+    return line.encode("utf-8", "backslashreplace")
 
 
 def kafka_records(records: Sequence[Record], ts_name: str, magic: int, base_offset: int, base_sequence: int,
