@@ -114,8 +114,8 @@ def check_level(codec: str, level: int | None, low: int, high: int) -> None:
 
 
 # What third-party decompressors raise on bad input. The zstandard and cramjam
-# error classes are added by the modules that import those libraries.
-_LIBRARY_ERRORS: tuple[type[BaseException], ...] = (
+# error classes are passed as ``extra`` by the modules that import those libraries.
+LIBRARY_ERRORS: tuple[type[BaseException], ...] = (
     zlib.error,
     struct.error,
     IndexError,
@@ -138,7 +138,11 @@ def library_errors(
         yield
     except KsegError:
         raise
-    except (*_LIBRARY_ERRORS, *extra) as exc:
-        raise DecompressionError(
-            f"{codec} data does not decode: {exc or type(exc).__name__}", position=position
-        ) from exc
+    except (*LIBRARY_ERRORS, *extra) as exc:
+        raise library_error(codec, exc, position) from exc
+
+
+def library_error(codec: str, exc: BaseException, position: int | None = None) -> DecompressionError:
+    """``library_errors``' error, for a hot loop that catches ``LIBRARY_ERRORS`` itself."""
+    return DecompressionError(f"{codec} data does not decode: {exc or type(exc).__name__}", position=position)
+

@@ -20,12 +20,16 @@ from kseg.codecs.base import (
     check_level,
     check_limit,
     check_output_size,
+    LIBRARY_ERRORS,
+    library_error,
     library_errors,
 )
 from kseg.errors import DecompressionError, InputError
 from kseg.formats.attributes import CODEC_GZIP, CODEC_NONE, CODEC_ZSTD, MAGIC_V2
 
 __all__ = ["GzipCodec", "NoneCodec", "ZstdCodec"]
+
+_GZIP_ERRORS = (isal_zlib.error, *LIBRARY_ERRORS)
 
 
 def _no_level(codec: str, level: int | None) -> None:
@@ -97,9 +101,11 @@ class GzipCodec(Codec):
             # Strict gzip (wbits 16+15), like Java's GZIPInputStream: no zlib or raw deflate.
             # ISA-L's inflate (python-isal, zlib's API) reads the same streams 2-3x faster.
             inflater = isal_zlib.decompressobj(16 + zlib.MAX_WBITS)
-            with library_errors(self.name, isal_zlib.error, position=pos):
+            try:  # (not library_errors: a context manager costs more than a small batch's inflating)
                 # One bounded call: zlib stops at limit+1 bytes or at the member's end.
-                piece = inflater.decompress(view[pos:], limit - total + 1)
+                piece = inflater.decompress(view[pos:] if pos else view, limit - total + 1)
+            except _GZIP_ERRORS as exc:
+                raise library_error(self.name, exc, pos) from exc
             total += len(piece)
             check_output_size(self.name, total, limit)
             pieces.append(piece)
