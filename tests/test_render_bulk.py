@@ -63,6 +63,13 @@ def spans_agree(b: Batch, records: list[Record] | KsegError) -> None:
     if records:
         assert spans.first_offset == records[0].offset
     seq = -1 if b.base_sequence is None else b.base_sequence
+    ts_name = b.timestamp_type_name
+    for k in MODES:
+        for v in MODES:
+            assert _format.jsonl_spans(spans.data, spans.records, spans.headers, ts_name, b.position, k, v) == \
+                lines.jsonl_records(records, ts_name, b.position, k, v)
+            assert _format.text_spans(spans.data, spans.records, spans.headers, k, v) == \
+                lines.text_records(records, k, v)
     for k in KAFKA_MODES:
         for v in KAFKA_MODES:
             for last in (None, b.offset - 1, b.offset + 5):
@@ -209,7 +216,7 @@ DUMPS = [("jsonl", "utf8"), ("jsonl", "hex"), ("jsonl", "none"), ("text", "utf8"
 def _dump(paths: list, fmt: str, payload: str, writer, monkeypatch) -> bytes:
     import io
 
-    for name in ("jsonl_records", "text_records", "kafka_records"):
+    for name in ("jsonl_records", "text_records", "kafka_records", "kafka_batch_line"):
         monkeypatch.setattr(bulk, name, getattr(writer, name))
     out, err = io.BytesIO(), io.StringIO()
     kd = payload_decoder(payload, fmt)

@@ -401,264 +401,7 @@ static int record_check(PyObject *r) {
     return 0;
 }
 
-/* ------------------------------------------------------------------ jsonl */
-
-static int json_field(Buf *b, const char *name, Py_ssize_t name_len, PyObject *o, int mode) {
-    Bytes v;
-    int none = get_bytes(o, &v);
-    if (none < 0) return -1;
-    int rc = 0;
-    CHECK(PUTS(b, "\""));
-    CHECK(put(b, name, name_len));
-    if (none || mode == M_NONE) {
-        release(&v);
-        return PUTS(b, "\": null");
-    }
-    if (mode == M_UTF8) {
-        Py_ssize_t mark = b->n;
-        rc = PUTS(b, "\": \"");
-        if (rc == 0) rc = put_json_utf8(b, (const unsigned char *)v.p, v.n);
-        if (rc == -2) { /* not UTF-8: the exact bytes as name_b64 */
-            b->n = mark;
-            rc = PUTS(b, "_b64\": \"");
-            if (rc == 0) rc = put_b64(b, (const unsigned char *)v.p, v.n);
-        }
-    } else {
-        rc = PUTS(b, "\": \"");
-        if (rc == 0) rc = mode == M_HEX ? put_hex(b, (const unsigned char *)v.p, v.n)
-                                        : put_b64(b, (const unsigned char *)v.p, v.n);
-    }
-    release(&v);
-    if (rc < 0) return -1;
-    return PUTS(b, "\"");
-}
-
-static int json_header_key(Buf *b, PyObject *key) {
-    const char *p;
-    Py_ssize_t n;
-    PyObject *tmp;
-    int ok = header_key_bytes(key, &p, &n, &tmp);
-    if (ok < 0) return -1;
-    int rc;
-    if (ok) {
-        rc = PUTS(b, "\"key\": \"");
-        if (rc == 0) rc = put_json_utf8(b, (const unsigned char *)p, n);
-    } else {
-        rc = PUTS(b, "\"key_b64\": \"");
-        if (rc == 0) rc = put_b64(b, (const unsigned char *)p, n);
-    }
-    Py_XDECREF(tmp);
-    if (rc < 0) return -1;
-    return PUTS(b, "\"");
-}
-
-static int jsonl_one(Buf *b, PyObject *r, const char *ts, Py_ssize_t tsn, const char *pos, Py_ssize_t posn,
-                     int kmode, int vmode) {
-    long long off, t;
-    CHECK(record_check(r));
-    CHECK(get_i64(PyTuple_GET_ITEM(r, R_OFFSET), &off));
-    CHECK(get_i64(PyTuple_GET_ITEM(r, R_TIMESTAMP), &t));
-    CHECK(PUTS(b, "{\"type\": \"record\", \"offset\": "));
-    CHECK(put_i64(b, off));
-    CHECK(PUTS(b, ", \"timestamp\": "));
-    CHECK(put_i64(b, t));
-    CHECK(PUTS(b, ", \"timestamp_type\": \""));
-    CHECK(put(b, ts, tsn));
-    CHECK(PUTS(b, "\", "));
-    CHECK(json_field(b, "key", 3, PyTuple_GET_ITEM(r, R_KEY), kmode));
-    CHECK(PUTS(b, ", "));
-    CHECK(json_field(b, "value", 5, PyTuple_GET_ITEM(r, R_VALUE), vmode));
-    CHECK(PUTS(b, ", \"headers\": ["));
-    PyObject *hs = PyTuple_GET_ITEM(r, R_HEADERS);
-    PyObject *seq = PySequence_Fast(hs, "headers must be a sequence");
-    if (!seq) return -1;
-    Py_ssize_t nh = PySequence_Fast_GET_SIZE(seq);
-    for (Py_ssize_t j = 0; j < nh; j++) {
-        PyObject *h = PySequence_Fast_GET_ITEM(seq, j);
-        if (!PyTuple_Check(h) || PyTuple_GET_SIZE(h) < 2) {
-            Py_DECREF(seq);
-            PyErr_SetString(PyExc_TypeError, "headers must be (key, value) tuples");
-            return -1;
-        }
-        if ((j && PUTS(b, ", ") < 0) || PUTS(b, "{") < 0 || json_header_key(b, PyTuple_GET_ITEM(h, 0)) < 0 ||
-            PUTS(b, ", ") < 0 || json_field(b, "value", 5, PyTuple_GET_ITEM(h, 1), vmode) < 0 || PUTS(b, "}") < 0) {
-            Py_DECREF(seq);
-            return -1;
-        }
-    }
-    Py_DECREF(seq);
-    CHECK(PUTS(b, "], \"batch_position\": "));
-    CHECK(put(b, pos, posn));
-    return PUTS(b, "}\n");
-}
-
-static PyObject *jsonl_records(PyObject *self, PyObject *args) {
-    PyObject *records;
-    const char *ts;
-    Py_ssize_t tsn;
-    long long position;
-    int kmode, vmode;
-    if (!PyArg_ParseTuple(args, "Os#Lii", &records, &ts, &tsn, &position, &kmode, &vmode)) return NULL;
-    PyObject *seq = PySequence_Fast(records, "records must be a sequence");
-    if (!seq) return NULL;
-    char pos[24];
-    Py_ssize_t posn = (Py_ssize_t)snprintf(pos, sizeof pos, "%lld", position);
-    Buf b = {0};
-    int rc = 0;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    rc = grow(&b, n * 400 + 256);
-    for (Py_ssize_t i = 0; rc == 0 && i < n; i++)
-        rc = jsonl_one(&b, PySequence_Fast_GET_ITEM(seq, i), ts, tsn, pos, posn, kmode, vmode);
-    Py_DECREF(seq);
-    return finish(&b, rc);
-}
-
-/* ------------------------------------------------------------------ text */
-
-static long long iso_second = -1; /* the second whose text is in iso_text (a batch's records share it) */
-static char iso_text[24];
-
-static void put2(char *o, int v) {
-    o[0] = (char)('0' + v / 10);
-    o[1] = (char)('0' + v % 10);
-}
-
-static int put_iso(Buf *b, long long ms) { /* lines.iso_utc, padded to 24 */
-    if (ms < 0 || ms > ISO_MAX_MS) return PUTS(b, "-                       ");
-    long long secs = ms / 1000;
-    if (secs != iso_second) {
-        long long days = secs / 86400;
-        int sod = (int)(secs % 86400);
-        long long z = days + 719468;
-        long long era = z / 146097;
-        unsigned doe = (unsigned)(z - era * 146097);
-        unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-        long long y = (long long)yoe + era * 400;
-        unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        unsigned mp = (5 * doy + 2) / 153;
-        unsigned d = doy - (153 * mp + 2) / 5 + 1;
-        unsigned m = mp < 10 ? mp + 3 : mp - 9;
-        if (m <= 2) y++;
-        put2(iso_text, (int)(y / 100));
-        put2(iso_text + 2, (int)(y % 100));
-        iso_text[4] = '-';
-        put2(iso_text + 5, (int)m);
-        iso_text[7] = '-';
-        put2(iso_text + 8, (int)d);
-        iso_text[10] = 'T';
-        put2(iso_text + 11, sod / 3600);
-        iso_text[13] = ':';
-        put2(iso_text + 14, sod / 60 % 60);
-        iso_text[16] = ':';
-        put2(iso_text + 17, sod % 60);
-        iso_text[19] = '.';
-        iso_text[23] = 'Z';
-        iso_second = secs;
-    }
-    int msec = (int)(ms % 1000);
-    iso_text[20] = (char)('0' + msec / 100);
-    put2(iso_text + 21, msec % 100);
-    return put(b, iso_text, 24);
-}
-
-static int text_value(Buf *b, PyObject *o, int mode) {
-    Bytes v;
-    int none = get_bytes(o, &v);
-    if (none < 0) return -1;
-    if (none) return PUTS(b, "null");
-    int rc = 0, cut = 0;
-    if (mode == M_NONE) {
-        rc = PUTS(b, "<");
-        if (rc == 0) rc = put_i64(b, v.n);
-        if (rc == 0) rc = PUTS(b, " bytes>");
-        release(&v);
-        return rc;
-    }
-    const unsigned char *s = (const unsigned char *)v.p;
-    if (mode == M_UTF8) {
-        rc = PUTS(b, "\"");
-        if (rc == 0) rc = cut = put_text_escaped(b, s, v.n, TEXT_WIDTH);
-        if (rc >= 0) rc = PUTS(b, "\"");
-    } else {
-        /* hex / base64 are ASCII: one character per byte written */
-        Py_ssize_t start = b->n;
-        Py_ssize_t full = mode == M_HEX ? 2 * v.n : (v.n + 2) / 3 * 4;
-        if (full > TEXT_WIDTH) {
-            Py_ssize_t take = mode == M_HEX ? (TEXT_WIDTH + 1) / 2 : (TEXT_WIDTH + 3) / 4 * 3;
-            rc = mode == M_HEX ? put_hex(b, s, take < v.n ? take : v.n) : put_b64(b, s, take < v.n ? take : v.n);
-            if (rc == 0) {
-                b->n = start + TEXT_WIDTH - 1;
-                rc = PUTS(b, "\xe2\x80\xa6");
-                cut = 1;
-            }
-        } else {
-            rc = mode == M_HEX ? put_hex(b, s, v.n) : put_b64(b, s, v.n);
-        }
-    }
-    if (rc >= 0 && cut) {
-        rc = PUTS(b, " (");
-        if (rc == 0) rc = put_i64(b, v.n);
-        if (rc == 0) rc = PUTS(b, " bytes)");
-    }
-    release(&v);
-    return rc < 0 ? -1 : 0;
-}
-
-static int text_one(Buf *b, PyObject *r, int kmode, int vmode) {
-    long long off, t;
-    CHECK(record_check(r));
-    CHECK(get_i64(PyTuple_GET_ITEM(r, R_OFFSET), &off));
-    CHECK(get_i64(PyTuple_GET_ITEM(r, R_TIMESTAMP), &t));
-    CHECK(PUTS(b, "  "));
-    CHECK(put_padded(b, off, 8));
-    CHECK(PUTS(b, "  "));
-    CHECK(put_padded(b, t, 13));
-    CHECK(PUTS(b, "  "));
-    CHECK(put_iso(b, t));
-    CHECK(PUTS(b, "  key "));
-    CHECK(text_value(b, PyTuple_GET_ITEM(r, R_KEY), kmode));
-    CHECK(PUTS(b, "  value "));
-    CHECK(text_value(b, PyTuple_GET_ITEM(r, R_VALUE), vmode));
-    PyObject *seq = PySequence_Fast(PyTuple_GET_ITEM(r, R_HEADERS), "headers must be a sequence");
-    if (!seq) return -1;
-    Py_ssize_t nh = PySequence_Fast_GET_SIZE(seq);
-    for (Py_ssize_t j = 0; j < nh; j++) {
-        PyObject *h = PySequence_Fast_GET_ITEM(seq, j);
-        const char *p;
-        Py_ssize_t n;
-        PyObject *tmp = NULL;
-        int rc = (!PyTuple_Check(h) || PyTuple_GET_SIZE(h) < 2) ? -1 : 0;
-        if (rc < 0) PyErr_SetString(PyExc_TypeError, "headers must be (key, value) tuples");
-        if (rc == 0) rc = j ? PUTS(b, ", ") : PUTS(b, "  headers ");
-        if (rc == 0) rc = header_key_bytes(PyTuple_GET_ITEM(h, 0), &p, &n, &tmp) < 0 ? -1 : 0;
-        if (rc == 0) rc = put_text_escaped(b, (const unsigned char *)p, n, -1);
-        Py_XDECREF(tmp);
-        if (rc == 0) rc = PUTS(b, "=");
-        if (rc == 0) rc = text_value(b, PyTuple_GET_ITEM(h, 1), vmode);
-        if (rc < 0) {
-            Py_DECREF(seq);
-            return -1;
-        }
-    }
-    Py_DECREF(seq);
-    return PUTS(b, "\n");
-}
-
-static PyObject *text_records(PyObject *self, PyObject *args) {
-    PyObject *records;
-    int kmode, vmode;
-    if (!PyArg_ParseTuple(args, "Oii", &records, &kmode, &vmode)) return NULL;
-    PyObject *seq = PySequence_Fast(records, "records must be a sequence");
-    if (!seq) return NULL;
-    Buf b = {0};
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    int rc = grow(&b, n * 400 + 256);
-    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) rc = text_one(&b, PySequence_Fast_GET_ITEM(seq, i), kmode, vmode);
-    Py_DECREF(seq);
-    return finish(&b, rc);
-}
-
-/* ------------------------------------------------------------------ kafka */
+/* ------------------------------------------------------------------ records */
 
 static uint32_t CRC_TABLE[8][256]; /* CRC-32 (zlib's), slice-by-8 */
 
@@ -712,6 +455,408 @@ static int legacy_crc(PyObject *r, Bytes *k, int knone, Bytes *v, int vnone, uin
     return 0;
 }
 
+/* One record as the writers see it: from a kseg Record tuple, or from spans over a batch's data
+ * (kseg.log.records.batch_spans, kseg/log/_spans.h) with no Python object at all. */
+typedef struct {
+    long long off, t;
+    Bytes k, v;
+    int knone, vnone;
+    PyObject *hs;                /* tuples: the headers sequence (a new reference) */
+    const KsegHeaderSpan *hspan; /* spans: the record's headers, over data */
+    Py_ssize_t nh;
+    const char *data;
+    int crc_none;                /* v0/v1 kafka lines: no stored CRC (a record built by hand) */
+    long long stored;
+    uint32_t computed;
+} RView;
+
+/* One header: its key's bytes (as stored), whether they are UTF-8 (-1: not looked at), its value. */
+typedef struct {
+    const char *kp;
+    Py_ssize_t kn;
+    int key_utf8;
+    Bytes v;
+    int vnone;
+    PyObject *tmp;
+} HView;
+
+static void rview_release(RView *w) {
+    Py_CLEAR(w->hs);
+    if (w->knone >= 0) release(&w->k);
+    if (w->vnone >= 0) release(&w->v);
+}
+
+/* ``legacy``: also the CRC a v0/v1 record's fields give (the kafka lines' isValid). */
+static int rview_from_tuple(RView *w, PyObject *r, int legacy) {
+    memset(w, 0, sizeof *w);
+    w->knone = w->vnone = -1;
+    CHECK(record_check(r));
+    CHECK(get_i64(PyTuple_GET_ITEM(r, R_OFFSET), &w->off));
+    CHECK(get_i64(PyTuple_GET_ITEM(r, R_TIMESTAMP), &w->t));
+    w->knone = get_bytes(PyTuple_GET_ITEM(r, R_KEY), &w->k);
+    if (w->knone < 0) return -1;
+    w->vnone = get_bytes(PyTuple_GET_ITEM(r, R_VALUE), &w->v);
+    if (w->vnone < 0) return -1;
+    w->hs = PySequence_Fast(PyTuple_GET_ITEM(r, R_HEADERS), "headers must be a sequence");
+    if (!w->hs) return -1;
+    w->nh = PySequence_Fast_GET_SIZE(w->hs);
+    if (legacy) {
+        PyObject *crc = PyTuple_GET_ITEM(r, R_CRC);
+        CHECK(legacy_crc(r, &w->k, w->knone, &w->v, w->vnone, &w->computed));
+        w->crc_none = crc == Py_None;
+        if (!w->crc_none) CHECK(get_i64(crc, &w->stored));
+    }
+    return 0;
+}
+
+static int out_of(int64_t at, int64_t len, Py_ssize_t size) {
+    return at < 0 || len < -1 || at > size || (len > 0 && len > size - at);
+}
+
+static int rview_from_span(RView *w, const KsegRecordSpan *s, const char *data, Py_ssize_t size,
+                           const KsegHeaderSpan *hs, Py_ssize_t nhs, int legacy) {
+    memset(w, 0, sizeof *w);
+    int bad = out_of(s->key_at, s->key_len, size) || out_of(s->value_at, s->value_len, size) ||
+              s->first_header < 0 || s->header_count < 0 || s->first_header > nhs ||
+              s->header_count > nhs - s->first_header ||
+              (legacy && (s->message_at < 0 || s->message_at > s->message_end || s->message_end > size));
+    for (int64_t j = s->first_header; !bad && j < s->first_header + s->header_count; j++)
+        bad = out_of(hs[j].key_at, hs[j].key_len, size) || hs[j].key_len < 0 ||
+              out_of(hs[j].value_at, hs[j].value_len, size);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "spans outside the data");
+        return -1;
+    }
+    w->off = s->offset;
+    w->t = s->timestamp;
+    w->knone = s->key_len < 0;
+    w->k.p = data + s->key_at;
+    w->k.n = w->knone ? 0 : (Py_ssize_t)s->key_len;
+    w->vnone = s->value_len < 0;
+    w->v.p = data + s->value_at;
+    w->v.n = w->vnone ? 0 : (Py_ssize_t)s->value_len;
+    w->data = data;
+    w->hspan = hs + s->first_header;
+    w->nh = (Py_ssize_t)s->header_count;
+    if (legacy) {
+        w->stored = s->stored_crc;
+        w->computed = crc_update(0xFFFFFFFFu, (const unsigned char *)data + s->message_at,
+                                 (Py_ssize_t)(s->message_end - s->message_at)) ^ 0xFFFFFFFFu;
+    }
+    return 0;
+}
+
+static int rview_header(RView *w, Py_ssize_t j, HView *h) {
+    memset(h, 0, sizeof *h);
+    h->key_utf8 = -1;
+    if (w->hspan) {
+        const KsegHeaderSpan *s = w->hspan + j;
+        h->kp = w->data + s->key_at;
+        h->kn = (Py_ssize_t)s->key_len;
+        h->vnone = s->value_len < 0;
+        h->v.p = w->data + s->value_at;
+        h->v.n = h->vnone ? 0 : (Py_ssize_t)s->value_len;
+        return 0;
+    }
+    PyObject *t = PySequence_Fast_GET_ITEM(w->hs, j);
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) < 2) {
+        PyErr_SetString(PyExc_TypeError, "headers must be (key, value) tuples");
+        return -1;
+    }
+    h->key_utf8 = header_key_bytes(PyTuple_GET_ITEM(t, 0), &h->kp, &h->kn, &h->tmp);
+    if (h->key_utf8 < 0) return -1;
+    h->vnone = get_bytes(PyTuple_GET_ITEM(t, 1), &h->v);
+    return h->vnone < 0 ? -1 : 0;
+}
+
+static void hview_release(HView *h) {
+    Py_CLEAR(h->tmp);
+    if (h->vnone >= 0) release(&h->v);
+}
+
+/* Calls ``one`` for each record of a sequence of Record tuples, or of spans: the three writers
+ * share this walk. ``legacy``: the records are v0/v1 ones and ``one`` needs their CRC. */
+typedef int (*RecordWriter)(Buf *b, RView *w, void *ctx);
+
+static int each_tuple(Buf *b, PyObject *records, int legacy, RecordWriter one, void *ctx) {
+    PyObject *seq = PySequence_Fast(records, "records must be a sequence");
+    if (!seq) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    int rc = grow(b, n * 400 + 256);
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+        RView w;
+        rc = rview_from_tuple(&w, PySequence_Fast_GET_ITEM(seq, i), legacy);
+        if (rc == 0) rc = one(b, &w, ctx);
+        rview_release(&w);
+    }
+    Py_DECREF(seq);
+    return rc;
+}
+
+static int each_span(Buf *b, Py_buffer *data, Py_buffer *rsp, Py_buffer *hsp, int legacy, RecordWriter one,
+                     void *ctx) {
+    if (rsp->len % (Py_ssize_t)sizeof(KsegRecordSpan) || hsp->len % (Py_ssize_t)sizeof(KsegHeaderSpan)) {
+        PyErr_SetString(PyExc_ValueError, "spans of the wrong size");
+        return -1;
+    }
+    Py_ssize_t n = rsp->len / (Py_ssize_t)sizeof(KsegRecordSpan);
+    Py_ssize_t nhs = hsp->len / (Py_ssize_t)sizeof(KsegHeaderSpan);
+    const KsegRecordSpan *rs = (const KsegRecordSpan *)rsp->buf;
+    int rc = grow(b, n * 400 + 256);
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+        RView w;
+        rc = rview_from_span(&w, rs + i, (const char *)data->buf, data->len, (const KsegHeaderSpan *)hsp->buf, nhs,
+                             legacy);
+        if (rc == 0) rc = one(b, &w, ctx);
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------------ jsonl */
+
+static int json_field(Buf *b, const char *name, Py_ssize_t name_len, const Bytes *v, int none, int mode) {
+    int rc = 0;
+    CHECK(PUTS(b, "\""));
+    CHECK(put(b, name, name_len));
+    if (none || mode == M_NONE) return PUTS(b, "\": null");
+    if (mode == M_UTF8) {
+        Py_ssize_t mark = b->n;
+        rc = PUTS(b, "\": \"");
+        if (rc == 0) rc = put_json_utf8(b, (const unsigned char *)v->p, v->n);
+        if (rc == -2) { /* not UTF-8: the exact bytes as name_b64 */
+            b->n = mark;
+            rc = PUTS(b, "_b64\": \"");
+            if (rc == 0) rc = put_b64(b, (const unsigned char *)v->p, v->n);
+        }
+    } else {
+        rc = PUTS(b, "\": \"");
+        if (rc == 0) rc = mode == M_HEX ? put_hex(b, (const unsigned char *)v->p, v->n)
+                                        : put_b64(b, (const unsigned char *)v->p, v->n);
+    }
+    if (rc < 0) return -1;
+    return PUTS(b, "\"");
+}
+
+static int json_header_key(Buf *b, HView *h) {
+    int ok = h->key_utf8 >= 0 ? h->key_utf8 : is_utf8((const unsigned char *)h->kp, h->kn);
+    int rc;
+    if (ok) {
+        rc = PUTS(b, "\"key\": \"");
+        if (rc == 0) rc = put_json_utf8(b, (const unsigned char *)h->kp, h->kn);
+    } else {
+        rc = PUTS(b, "\"key_b64\": \"");
+        if (rc == 0) rc = put_b64(b, (const unsigned char *)h->kp, h->kn);
+    }
+    if (rc < 0) return -1;
+    return PUTS(b, "\"");
+}
+
+typedef struct {
+    const char *ts;
+    Py_ssize_t tsn;
+    char pos[24];
+    Py_ssize_t posn;
+    int kmode, vmode;
+} JsonlCtx;
+
+static int jsonl_one(Buf *b, RView *w, void *ctx) {
+    JsonlCtx *c = ctx;
+    CHECK(PUTS(b, "{\"type\": \"record\", \"offset\": "));
+    CHECK(put_i64(b, w->off));
+    CHECK(PUTS(b, ", \"timestamp\": "));
+    CHECK(put_i64(b, w->t));
+    CHECK(PUTS(b, ", \"timestamp_type\": \""));
+    CHECK(put(b, c->ts, c->tsn));
+    CHECK(PUTS(b, "\", "));
+    CHECK(json_field(b, "key", 3, &w->k, w->knone, c->kmode));
+    CHECK(PUTS(b, ", "));
+    CHECK(json_field(b, "value", 5, &w->v, w->vnone, c->vmode));
+    CHECK(PUTS(b, ", \"headers\": ["));
+    for (Py_ssize_t j = 0; j < w->nh; j++) {
+        HView h;
+        int rc = rview_header(w, j, &h);
+        if (rc == 0 && j) rc = PUTS(b, ", ");
+        if (rc == 0) rc = PUTS(b, "{");
+        if (rc == 0) rc = json_header_key(b, &h);
+        if (rc == 0) rc = PUTS(b, ", ");
+        if (rc == 0) rc = json_field(b, "value", 5, &h.v, h.vnone, c->vmode);
+        if (rc == 0) rc = PUTS(b, "}");
+        hview_release(&h);
+        CHECK(rc);
+    }
+    CHECK(PUTS(b, "], \"batch_position\": "));
+    CHECK(put(b, c->pos, c->posn));
+    return PUTS(b, "}\n");
+}
+
+static void jsonl_ctx(JsonlCtx *c, long long position) {
+    c->posn = (Py_ssize_t)snprintf(c->pos, sizeof c->pos, "%lld", position);
+}
+
+static PyObject *jsonl_records(PyObject *self, PyObject *args) {
+    PyObject *records;
+    long long position;
+    JsonlCtx c;
+    if (!PyArg_ParseTuple(args, "Os#Lii", &records, &c.ts, &c.tsn, &position, &c.kmode, &c.vmode)) return NULL;
+    jsonl_ctx(&c, position);
+    Buf b = {0};
+    return finish(&b, each_tuple(&b, records, 0, jsonl_one, &c));
+}
+
+/* jsonl_spans(data, record_spans, header_spans, ts_name, position, kmode, vmode): jsonl_records from spans. */
+static PyObject *jsonl_spans(PyObject *self, PyObject *args) {
+    Py_buffer data, rsp, hsp;
+    long long position;
+    JsonlCtx c;
+    if (!PyArg_ParseTuple(args, "y*y*y*s#Lii", &data, &rsp, &hsp, &c.ts, &c.tsn, &position, &c.kmode, &c.vmode))
+        return NULL;
+    jsonl_ctx(&c, position);
+    Buf b = {0};
+    int rc = each_span(&b, &data, &rsp, &hsp, 0, jsonl_one, &c);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&rsp);
+    PyBuffer_Release(&hsp);
+    return finish(&b, rc);
+}
+
+/* ------------------------------------------------------------------ text */
+
+static long long iso_second = -1; /* the second whose text is in iso_text (a batch's records share it) */
+static char iso_text[24];
+
+static void put2(char *o, int v) {
+    o[0] = (char)('0' + v / 10);
+    o[1] = (char)('0' + v % 10);
+}
+
+static int put_iso(Buf *b, long long ms) { /* lines.iso_utc, padded to 24 */
+    if (ms < 0 || ms > ISO_MAX_MS) return PUTS(b, "-                       ");
+    long long secs = ms / 1000;
+    if (secs != iso_second) {
+        long long days = secs / 86400;
+        int sod = (int)(secs % 86400);
+        long long z = days + 719468;
+        long long era = z / 146097;
+        unsigned doe = (unsigned)(z - era * 146097);
+        unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+        long long y = (long long)yoe + era * 400;
+        unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        unsigned mp = (5 * doy + 2) / 153;
+        unsigned d = doy - (153 * mp + 2) / 5 + 1;
+        unsigned m = mp < 10 ? mp + 3 : mp - 9;
+        if (m <= 2) y++;
+        put2(iso_text, (int)(y / 100));
+        put2(iso_text + 2, (int)(y % 100));
+        iso_text[4] = '-';
+        put2(iso_text + 5, (int)m);
+        iso_text[7] = '-';
+        put2(iso_text + 8, (int)d);
+        iso_text[10] = 'T';
+        put2(iso_text + 11, sod / 3600);
+        iso_text[13] = ':';
+        put2(iso_text + 14, sod / 60 % 60);
+        iso_text[16] = ':';
+        put2(iso_text + 17, sod % 60);
+        iso_text[19] = '.';
+        iso_text[23] = 'Z';
+        iso_second = secs;
+    }
+    int msec = (int)(ms % 1000);
+    iso_text[20] = (char)('0' + msec / 100);
+    put2(iso_text + 21, msec % 100);
+    return put(b, iso_text, 24);
+}
+
+static int text_value(Buf *b, const Bytes *v, int none, int mode) {
+    if (none) return PUTS(b, "null");
+    int rc = 0, cut = 0;
+    if (mode == M_NONE) {
+        rc = PUTS(b, "<");
+        if (rc == 0) rc = put_i64(b, v->n);
+        if (rc == 0) rc = PUTS(b, " bytes>");
+        return rc;
+    }
+    const unsigned char *s = (const unsigned char *)v->p;
+    if (mode == M_UTF8) {
+        rc = PUTS(b, "\"");
+        if (rc == 0) rc = cut = put_text_escaped(b, s, v->n, TEXT_WIDTH);
+        if (rc >= 0) rc = PUTS(b, "\"");
+    } else {
+        /* hex / base64 are ASCII: one character per byte written */
+        Py_ssize_t start = b->n;
+        Py_ssize_t full = mode == M_HEX ? 2 * v->n : (v->n + 2) / 3 * 4;
+        if (full > TEXT_WIDTH) {
+            Py_ssize_t take = mode == M_HEX ? (TEXT_WIDTH + 1) / 2 : (TEXT_WIDTH + 3) / 4 * 3;
+            rc = mode == M_HEX ? put_hex(b, s, take < v->n ? take : v->n) : put_b64(b, s, take < v->n ? take : v->n);
+            if (rc == 0) {
+                b->n = start + TEXT_WIDTH - 1;
+                rc = PUTS(b, "\xe2\x80\xa6");
+                cut = 1;
+            }
+        } else {
+            rc = mode == M_HEX ? put_hex(b, s, v->n) : put_b64(b, s, v->n);
+        }
+    }
+    if (rc >= 0 && cut) {
+        rc = PUTS(b, " (");
+        if (rc == 0) rc = put_i64(b, v->n);
+        if (rc == 0) rc = PUTS(b, " bytes)");
+    }
+    return rc < 0 ? -1 : 0;
+}
+
+typedef struct {
+    int kmode, vmode;
+} TextCtx;
+
+static int text_one(Buf *b, RView *w, void *ctx) {
+    TextCtx *c = ctx;
+    CHECK(PUTS(b, "  "));
+    CHECK(put_padded(b, w->off, 8));
+    CHECK(PUTS(b, "  "));
+    CHECK(put_padded(b, w->t, 13));
+    CHECK(PUTS(b, "  "));
+    CHECK(put_iso(b, w->t));
+    CHECK(PUTS(b, "  key "));
+    CHECK(text_value(b, &w->k, w->knone, c->kmode));
+    CHECK(PUTS(b, "  value "));
+    CHECK(text_value(b, &w->v, w->vnone, c->vmode));
+    for (Py_ssize_t j = 0; j < w->nh; j++) {
+        HView h;
+        int rc = rview_header(w, j, &h);
+        if (rc == 0) rc = j ? PUTS(b, ", ") : PUTS(b, "  headers ");
+        if (rc == 0) rc = put_text_escaped(b, (const unsigned char *)h.kp, h.kn, -1) < 0 ? -1 : 0;
+        if (rc == 0) rc = PUTS(b, "=");
+        if (rc == 0) rc = text_value(b, &h.v, h.vnone, c->vmode);
+        hview_release(&h);
+        CHECK(rc);
+    }
+    return PUTS(b, "\n");
+}
+
+static PyObject *text_records(PyObject *self, PyObject *args) {
+    PyObject *records;
+    TextCtx c;
+    if (!PyArg_ParseTuple(args, "Oii", &records, &c.kmode, &c.vmode)) return NULL;
+    Buf b = {0};
+    return finish(&b, each_tuple(&b, records, 0, text_one, &c));
+}
+
+/* text_spans(data, record_spans, header_spans, kmode, vmode): text_records from spans. */
+static PyObject *text_spans(PyObject *self, PyObject *args) {
+    Py_buffer data, rsp, hsp;
+    TextCtx c;
+    if (!PyArg_ParseTuple(args, "y*y*y*ii", &data, &rsp, &hsp, &c.kmode, &c.vmode)) return NULL;
+    Buf b = {0};
+    int rc = each_span(&b, &data, &rsp, &hsp, 0, text_one, &c);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&rsp);
+    PyBuffer_Release(&hsp);
+    return finish(&b, rc);
+}
+
+/* ------------------------------------------------------------------ kafka */
+
 static int kafka_payload(Buf *b, const char *label, Py_ssize_t labeln, Bytes *v, int mode) {
     CHECK(put(b, label, labeln));
     const unsigned char *s = (const unsigned char *)v->p;
@@ -723,205 +868,95 @@ static int kafka_payload(Buf *b, const char *label, Py_ssize_t labeln, Bytes *v,
     }
 }
 
-/* One record as the kafka writer needs it, from a Record tuple or from spans over the data. */
 typedef struct {
-    long long off, t;
-    Bytes k, v;
-    int knone, vnone;
-    PyObject *hs;                /* Record tuples: the headers sequence */
-    const KsegHeaderSpan *hspan; /* spans: the record's headers over data */
-    Py_ssize_t nh;
-    const char *data;
-    int crc_none;                /* v0/v1: no stored CRC (a record built by hand) */
-    long long stored;
-    uint32_t computed;
-} KView;
+    const char *ts;
+    Py_ssize_t tsn;
+    int magic, kmode, vmode, brace, have_last;
+    long long base_offset, base_seq, last;
+    PyObject *gaps;
+} KafkaCtx;
 
-static int kafka_view(Buf *b, KView *r, const char *ts, Py_ssize_t tsn, int magic, long long base_offset,
-                      long long base_seq, int kmode, int vmode, int brace) {
+static int kafka_one(Buf *b, RView *r, void *ctx) {
+    KafkaCtx *c = ctx;
+    if (c->have_last && r->off != c->last + 1) { /* a gap: (previous, this) */
+        PyObject *pair = Py_BuildValue("(LL)", c->last, r->off);
+        int rc = pair ? PyList_Append(c->gaps, pair) : -1;
+        Py_XDECREF(pair);
+        CHECK(rc);
+    }
+    c->last = r->off;
+    c->have_last = 1;
     int rc = PUTS(b, "| offset: ");
     if (rc == 0) rc = put_i64(b, r->off);
     if (rc == 0) rc = PUTS(b, " ");
-    if (rc == 0) rc = put(b, ts, tsn);
+    if (rc == 0) rc = put(b, c->ts, c->tsn);
     if (rc == 0) rc = PUTS(b, ": ");
     if (rc == 0) rc = put_i64(b, r->t);
     if (rc == 0) rc = PUTS(b, " keySize: ");
     if (rc == 0) rc = put_i64(b, r->knone ? -1 : r->k.n);
     if (rc == 0) rc = PUTS(b, " valueSize: ");
     if (rc == 0) rc = put_i64(b, r->vnone ? -1 : r->v.n);
-    if (rc == 0 && magic >= 2) {
-        long long seq = -1, delta = r->off - base_offset;
+    if (rc == 0 && c->magic >= 2) {
+        long long seq = -1, delta = r->off - c->base_offset, base_seq = c->base_seq;
         if (base_seq != -1) seq = base_seq > 0x7FFFFFFFLL - delta ? delta - (0x7FFFFFFFLL - base_seq) - 1 : base_seq + delta;
         rc = PUTS(b, " sequence: ");
         if (rc == 0) rc = put_i64(b, seq);
         if (rc == 0) rc = PUTS(b, " headerKeys: [");
         for (Py_ssize_t j = 0; rc == 0 && j < r->nh; j++) {
-            const char *p;
-            Py_ssize_t n;
-            PyObject *tmp = NULL;
-            if (j) rc = PUTS(b, ",");
-            if (r->hspan) {
-                p = r->data + r->hspan[j].key_at;
-                n = (Py_ssize_t)r->hspan[j].key_len;
-            } else {
-                PyObject *h = PySequence_Fast_GET_ITEM(r->hs, j);
-                if (!PyTuple_Check(h) || PyTuple_GET_SIZE(h) < 2) {
-                    PyErr_SetString(PyExc_TypeError, "headers must be (key, value) tuples");
-                    return -1;
-                }
-                if (rc == 0 && header_key_bytes(PyTuple_GET_ITEM(h, 0), &p, &n, &tmp) < 0) rc = -1;
-            }
-            if (rc == 0) rc = put_java(b, p, n);  /* Kafka reads header keys as Java strings */
-            Py_XDECREF(tmp);
+            HView h;
+            rc = rview_header(r, j, &h);
+            if (rc == 0 && j) rc = PUTS(b, ",");
+            if (rc == 0) rc = put_java(b, h.kp, h.kn);  /* Kafka reads header keys as Java strings */
+            hview_release(&h);
         }
         if (rc == 0) rc = PUTS(b, "]");
     } else if (rc == 0) {
         rc = (!r->crc_none && r->stored == (long long)r->computed) ? PUTS(b, " isValid: true crc: ")
                                                                  : PUTS(b, " isValid: false crc: ");
         if (rc == 0) rc = r->crc_none ? PUTS(b, "None") : put_i64(b, r->stored);
-        if (rc == 0 && brace) rc = PUTS(b, "}"); /* Kafka 3.x's stray brace */
+        if (rc == 0 && c->brace) rc = PUTS(b, "}"); /* Kafka 3.x's stray brace */
     }
-    if (rc == 0 && kmode != M_NONE && !r->knone) rc = kafka_payload(b, " key: ", 6, &r->k, kmode);
-    if (rc == 0 && vmode != M_NONE && !r->vnone) rc = kafka_payload(b, " payload: ", 10, &r->v, vmode);
+    if (rc == 0 && c->kmode != M_NONE && !r->knone) rc = kafka_payload(b, " key: ", 6, &r->k, c->kmode);
+    if (rc == 0 && c->vmode != M_NONE && !r->vnone) rc = kafka_payload(b, " payload: ", 10, &r->v, c->vmode);
     if (rc < 0) return -1;
     return PUTS(b, "\n");
 }
 
-static int kafka_one(Buf *b, PyObject *r, const char *ts, Py_ssize_t tsn, int magic, long long base_offset,
-                     long long base_seq, int kmode, int vmode, int brace) {
-    KView w = {0};
-    CHECK(get_i64(PyTuple_GET_ITEM(r, R_OFFSET), &w.off));
-    CHECK(get_i64(PyTuple_GET_ITEM(r, R_TIMESTAMP), &w.t));
-    w.knone = get_bytes(PyTuple_GET_ITEM(r, R_KEY), &w.k);
-    if (w.knone < 0) return -1;
-    w.vnone = get_bytes(PyTuple_GET_ITEM(r, R_VALUE), &w.v);
-    int rc = w.vnone < 0 ? -1 : 0;
-    if (rc == 0 && magic >= 2) {
-        w.hs = PySequence_Fast(PyTuple_GET_ITEM(r, R_HEADERS), "headers must be a sequence");
-        if (!w.hs) rc = -1;
-        else w.nh = PySequence_Fast_GET_SIZE(w.hs);
-    } else if (rc == 0) {
-        PyObject *crc = PyTuple_GET_ITEM(r, R_CRC);
-        rc = legacy_crc(r, &w.k, w.knone, &w.v, w.vnone, &w.computed);
-        w.crc_none = crc == Py_None;
-        if (rc == 0 && !w.crc_none) rc = get_i64(crc, &w.stored);
-    }
-    if (rc == 0) rc = kafka_view(b, &w, ts, tsn, magic, base_offset, base_seq, kmode, vmode, brace);
-    Py_XDECREF(w.hs);
-    release(&w.k);
-    if (w.vnone >= 0) release(&w.v);
-    return rc;
-}
-
-static int note_gap(PyObject *gaps, int have_last, long long last, long long off) {
-    if (!have_last || off == last + 1) return 0;
-    PyObject *pair = Py_BuildValue("(LL)", last, off);
-    int rc = pair ? PyList_Append(gaps, pair) : -1;
-    Py_XDECREF(pair);
-    return rc;
+static int kafka_ctx(KafkaCtx *c, PyObject *last_obj) {
+    c->have_last = last_obj != Py_None;
+    c->last = 0;
+    return c->have_last ? get_i64(last_obj, &c->last) : 0;
 }
 
 static PyObject *kafka_records(PyObject *self, PyObject *args) {
-    PyObject *records, *last_obj, *gaps;
-    const char *ts;
-    Py_ssize_t tsn;
-    int magic, kmode, vmode, brace = 1;
-    long long base_offset, base_seq;
-    if (!PyArg_ParseTuple(args, "Os#iLLiiOO!|p", &records, &ts, &tsn, &magic, &base_offset, &base_seq, &kmode, &vmode,
-                          &last_obj, &PyList_Type, &gaps, &brace))
+    PyObject *records, *last_obj;
+    KafkaCtx c = {.brace = 1};
+    if (!PyArg_ParseTuple(args, "Os#iLLiiOO!|p", &records, &c.ts, &c.tsn, &c.magic, &c.base_offset, &c.base_seq,
+                          &c.kmode, &c.vmode, &last_obj, &PyList_Type, &c.gaps, &c.brace))
         return NULL;
-    int have_last = last_obj != Py_None;
-    long long last = 0;
-    if (have_last && get_i64(last_obj, &last) < 0) return NULL;
-    PyObject *seq = PySequence_Fast(records, "records must be a sequence");
-    if (!seq) return NULL;
+    if (kafka_ctx(&c, last_obj) < 0) return NULL;
     Buf b = {0};
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    int rc = grow(&b, n * 400 + 256);
-    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
-        PyObject *r = PySequence_Fast_GET_ITEM(seq, i);
-        long long off;
-        rc = record_check(r);
-        if (rc == 0) rc = get_i64(PyTuple_GET_ITEM(r, R_OFFSET), &off);
-        if (rc == 0) rc = note_gap(gaps, have_last, last, off);
-        last = off;
-        have_last = 1;
-        if (rc == 0) rc = kafka_one(&b, r, ts, tsn, magic, base_offset, base_seq, kmode, vmode, brace);
-    }
-    Py_DECREF(seq);
-    return finish(&b, rc);
+    return finish(&b, each_tuple(&b, records, c.magic < 2, kafka_one, &c));
 }
 
-/* kafka_spans(data, record_spans, header_spans, ...) -> bytes: kafka_records' lines, from the spans that
- * kseg.log.records.batch_spans found (the records already checked), without a Record object. */
+/* kafka_spans(data, record_spans, header_spans, ...) -> (bytes, last offset): kafka_records from spans. */
 static PyObject *kafka_spans(PyObject *self, PyObject *args) {
     Py_buffer data, rsp, hsp;
-    PyObject *last_obj, *gaps;
-    const char *ts;
-    Py_ssize_t tsn;
-    int magic, kmode, vmode, brace = 1;
-    long long base_offset, base_seq;
-    if (!PyArg_ParseTuple(args, "y*y*y*s#iLLiiOO!|p", &data, &rsp, &hsp, &ts, &tsn, &magic, &base_offset, &base_seq,
-                          &kmode, &vmode, &last_obj, &PyList_Type, &gaps, &brace))
+    PyObject *last_obj;
+    KafkaCtx c = {.brace = 1};
+    if (!PyArg_ParseTuple(args, "y*y*y*s#iLLiiOO!|p", &data, &rsp, &hsp, &c.ts, &c.tsn, &c.magic, &c.base_offset,
+                          &c.base_seq, &c.kmode, &c.vmode, &last_obj, &PyList_Type, &c.gaps, &c.brace))
         return NULL;
     Buf b = {0};
-    int rc = 0, have_last = last_obj != Py_None;
-    long long last = 0;
-    const char *d = (const char *)data.buf;
-    const KsegRecordSpan *rs = (const KsegRecordSpan *)rsp.buf;
-    const KsegHeaderSpan *hs = (const KsegHeaderSpan *)hsp.buf;
-    Py_ssize_t n = rsp.len / (Py_ssize_t)sizeof(KsegRecordSpan), nhs = hsp.len / (Py_ssize_t)sizeof(KsegHeaderSpan);
-    if (rsp.len % (Py_ssize_t)sizeof(KsegRecordSpan) || hsp.len % (Py_ssize_t)sizeof(KsegHeaderSpan)) {
-        PyErr_SetString(PyExc_ValueError, "spans of the wrong size");
-        rc = -1;
-    }
-    if (rc == 0 && have_last) rc = get_i64(last_obj, &last);
-    if (rc == 0) rc = grow(&b, n * 400 + 256);
-    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
-        const KsegRecordSpan *s = rs + i;
-        if (s->key_at < 0 || s->key_at + (s->key_len > 0 ? s->key_len : 0) > data.len || s->value_at < 0 ||
-            s->value_at + (s->value_len > 0 ? s->value_len : 0) > data.len || s->first_header < 0 ||
-            s->header_count < 0 || s->first_header + s->header_count > nhs ||
-            (magic < 2 && (s->message_at < 0 || s->message_at > s->message_end || s->message_end > data.len))) {
-            PyErr_SetString(PyExc_ValueError, "spans outside the data");
-            rc = -1;
-            break;
-        }
-        for (int64_t j = s->first_header; j < s->first_header + s->header_count; j++)
-            if (hs[j].key_at < 0 || hs[j].key_len < 0 || hs[j].key_at + hs[j].key_len > data.len) {
-                PyErr_SetString(PyExc_ValueError, "spans outside the data");
-                rc = -1;
-            }
-        if (rc < 0) break;
-        KView w = {0};
-        w.off = s->offset;
-        w.t = s->timestamp;
-        w.knone = s->key_len < 0;
-        w.k.p = d + s->key_at;
-        w.k.n = w.knone ? 0 : (Py_ssize_t)s->key_len;
-        w.vnone = s->value_len < 0;
-        w.v.p = d + s->value_at;
-        w.v.n = w.vnone ? 0 : (Py_ssize_t)s->value_len;
-        w.data = d;
-        w.hspan = hs + s->first_header;
-        w.nh = (Py_ssize_t)s->header_count;
-        if (magic < 2) {
-            w.stored = s->stored_crc;
-            w.computed = crc_update(0xFFFFFFFFu, (const unsigned char *)d + s->message_at,
-                                    (Py_ssize_t)(s->message_end - s->message_at)) ^ 0xFFFFFFFFu;
-        }
-        rc = note_gap(gaps, have_last, last, w.off);
-        last = w.off;
-        have_last = 1;
-        if (rc == 0) rc = kafka_view(&b, &w, ts, tsn, magic, base_offset, base_seq, kmode, vmode, brace);
-    }
+    int rc = kafka_ctx(&c, last_obj);
+    if (rc == 0) rc = each_span(&b, &data, &rsp, &hsp, c.magic < 2, kafka_one, &c);
     PyBuffer_Release(&data);
     PyBuffer_Release(&rsp);
     PyBuffer_Release(&hsp);
     PyObject *lines = finish(&b, rc);
     if (!lines) return NULL;
-    if (!have_last) return Py_BuildValue("(NO)", lines, Py_None);
-    return Py_BuildValue("(NL)", lines, last);
+    if (!c.have_last) return Py_BuildValue("(NO)", lines, Py_None);
+    return Py_BuildValue("(NL)", lines, c.last);
 }
 
 /* ------------------------------------------------------------ kafka batch lines */
@@ -1057,6 +1092,11 @@ static PyMethodDef methods[] = {
      "jsonl_records(records, ts_name, position, kmode, vmode) -> bytes: jsonl record lines of a batch."},
     {"text_records", text_records, METH_VARARGS,
      "text_records(records, kmode, vmode) -> bytes: text record lines of a batch."},
+    {"jsonl_spans", jsonl_spans, METH_VARARGS,
+     "jsonl_spans(data, record_spans, header_spans, ts_name, position, kmode, vmode) -> bytes: jsonl_records "
+     "from kseg.log.records.batch_spans."},
+    {"text_spans", text_spans, METH_VARARGS,
+     "text_spans(data, record_spans, header_spans, kmode, vmode) -> bytes: text_records from batch_spans."},
     {"kafka_records", kafka_records, METH_VARARGS,
      "kafka_records(records, ts_name, magic, base_offset, base_sequence, kmode, vmode, last, gaps, brace=True) -> bytes."},
     {"kafka_spans", kafka_spans, METH_VARARGS,

@@ -29,4 +29,6 @@ text_records = _impl.text_records
 kafka_records = _impl.kafka_records
 kafka_batch_line = _impl.kafka_batch_line
 # Lines straight from kseg.log.records.batch_spans (C only: without the accelerator there are no spans).
+jsonl_spans = _format.jsonl_spans if ACCELERATED else None
+text_spans = _format.text_spans if ACCELERATED else None
 kafka_spans = _format.kafka_spans if ACCELERATED else None

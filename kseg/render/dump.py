@@ -216,7 +216,11 @@ class JsonlRenderer:
             if self._file[0] is not ev.path:
                 self._file = (ev.path, json.dumps(str(ev.path), ensure_ascii=False))
             self.write(batch_line(ev, self._file[1]).encode("utf-8", "backslashreplace"))
-            if ev.records is not None:
+            if ev.spans is not None:  # what takes_spans asked for
+                s = ev.spans
+                self.write(bulk.jsonl_spans(s.data, s.records, s.headers, ev.batch.timestamp_type_name,
+                                            ev.batch.position, self.kmode, self.vmode))
+            elif ev.records is not None:
                 b = ev.batch
                 kd, vd = self.key_decoder, self.value_decoder
                 decoded = ev.decoded
@@ -246,8 +250,18 @@ class JsonlRenderer:
         elif isinstance(ev, SkippedEvent):
             self.err.write(f"Ignoring {ev.reason}: {ev.path}\n")
 
+    @property
+    def takes_spans(self) -> bool:
+        return _takes_spans(bulk.jsonl_spans, self.kmode, self.vmode)
+
     def close(self) -> None:
         pass
+
+
+def _takes_spans(writer: Callable | None, kmode: int | None, vmode: int | None) -> bool:
+    """Whether a renderer's record lines can come from spans (``DumpOptions.record_spans``): the C
+    writer is there and keys and values are shown in a built-in mode (not by a user's decoder)."""
+    return writer is not None and kmode is not None and vmode is not None
 
 
 class TextRenderer:
@@ -262,6 +276,10 @@ class TextRenderer:
 
     def w(self, text: str) -> None:
         self.write(text.encode("utf-8", "backslashreplace"))
+
+    @property
+    def takes_spans(self) -> bool:
+        return _takes_spans(bulk.text_spans, self.kmode, self.vmode)
 
     def _show(self, value: bytes | None, decoder: Decoder | None) -> str:
         mode = payload_mode(decoder)
@@ -296,7 +314,10 @@ class TextRenderer:
                     f"{b.last_sequence}  leader epoch {b.partition_leader_epoch}"
                     f"{'  ' + ' '.join(flags) if flags else ''}{horizon}\n"
                 )
-            if ev.records and ev.decoded is not None:
+            if ev.spans is not None:  # what takes_spans asked for
+                s = ev.spans
+                self.write(bulk.text_spans(s.data, s.records, s.headers, self.kmode, self.vmode))
+            elif ev.records and ev.decoded is not None:
                 self._decoded_lines(ev)
             elif ev.records and b.is_control:
                 for r in ev.records:
@@ -458,9 +479,7 @@ class KafkaRenderer:
 
     @property
     def takes_spans(self) -> bool:
-        """Whether record lines can come from spans (DumpOptions.record_spans): built-in payload modes."""
-        return (bulk.kafka_spans is not None and self.kmode is not None and self.vmode is not None
-                and not self.skip_record_metadata)
+        return _takes_spans(bulk.kafka_spans, self.kmode, self.vmode) and not self.skip_record_metadata
 
     def _bulk_args(self, ev: BatchEvent, gaps: list[tuple[int, int]]) -> tuple:
         """The bulk writers' arguments after the records: the batch's facts, the offset before its first
