@@ -213,7 +213,7 @@ DUMPS = [("jsonl", "utf8"), ("jsonl", "hex"), ("jsonl", "none"), ("text", "utf8"
          ("kafka", "utf8"), ("kafka", "none")]
 
 
-def _dump(paths: list, fmt: str, payload: str, writer, monkeypatch) -> bytes:
+def _dump(paths: list, fmt: str, payload: str, writer, monkeypatch, **filters) -> bytes:
     import io
 
     for name in ("jsonl_records", "text_records", "kafka_records", "kafka_batch_line"):
@@ -223,7 +223,7 @@ def _dump(paths: list, fmt: str, payload: str, writer, monkeypatch) -> bytes:
     r = KafkaRenderer(out, err, kd, kd, deep=True) if fmt == "kafka" else RENDERERS[fmt](out, err, kd, kd)
     spans = writer is _format and getattr(r, "takes_spans", False)  # the C writer as the CLI runs it
     try:
-        for ev in dump_paths(paths, DumpOptions(records=True, keep_going=True, record_spans=spans)):
+        for ev in dump_paths(paths, DumpOptions(records=True, keep_going=True, record_spans=spans, **filters)):
             r(ev)
     except KsegError:
         pass
@@ -231,14 +231,23 @@ def _dump(paths: list, fmt: str, payload: str, writer, monkeypatch) -> bytes:
     return out.getvalue() + err.getvalue().encode()
 
 
-def dumps_agree(paths: list, monkeypatch) -> None:
+def dumps_agree(paths: list, monkeypatch, **filters) -> None:
     for fmt, payload in DUMPS:
-        assert _dump(paths, fmt, payload, _format, monkeypatch) == _dump(paths, fmt, payload, lines, monkeypatch)
+        assert _dump(paths, fmt, payload, _format, monkeypatch, **filters) == \
+            _dump(paths, fmt, payload, lines, monkeypatch, **filters)
 
 
 def test_whole_dumps_agree_on_fixtures_and_real_files(monkeypatch) -> None:
     dumps_agree(FIXTURES, monkeypatch)
     dumps_agree(REAL, monkeypatch)
+
+
+@pytest.mark.parametrize("filters", [{"from_offset": 3}, {"to_offset": 6}, {"from_offset": 2, "to_offset": 9},
+                                     {"from_offset": 5, "from_time": 0}],
+                         ids=["from", "to", "range", "with-time"])
+def test_filtered_dumps_agree(monkeypatch, filters) -> None:
+    """Batches wholly inside an offset range are written from spans, the others record by record."""
+    dumps_agree(FIXTURES, monkeypatch, **filters)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[_HC.too_slow, _HC.function_scoped_fixture])

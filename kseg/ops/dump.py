@@ -175,6 +175,13 @@ def _record_wanted(r: Record, o: DumpOptions) -> bool:
     return True
 
 
+def _wholly_wanted(batch: Batch, o: DumpOptions) -> bool:
+    """Whether an offset filter keeps every record of a v2 batch (its header says so)."""
+    return (batch.magic >= 2 and o.from_time is None and o.to_time is None
+            and (o.from_offset is None or batch.offset >= o.from_offset)
+            and (o.to_offset is None or batch.last_offset <= o.to_offset))
+
+
 def _filters_records(o: DumpOptions) -> bool:
     return any(v is not None for v in (o.from_offset, o.to_offset, o.from_time, o.to_time))
 
@@ -236,7 +243,8 @@ def _dump_log(path: Path, o: DumpOptions, family: str | None = None) -> Iterator
         records = spans = None
         if needs_records:
             try:
-                if o.record_spans and o.records and not record_filter and family is None and not batch.is_control:
+                if (o.record_spans and o.records and family is None and not batch.is_control
+                        and (not record_filter or _wholly_wanted(batch, o))):
                     spans = batch_spans(batch, limit=limit)
                 if spans is None:
                     records = batch_records(batch, limit=limit)
