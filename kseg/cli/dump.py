@@ -134,7 +134,6 @@ def live_tails(paths: tuple[Path, ...], files: list[Path]) -> Callable[[Path, Ta
     return live
 
 
-
 def prepare_dump(fmt: str, payload: str | None, key_decoder: str | None, value_decoder: str | None,
                  records: bool, decode: str | None) -> tuple[str, Any, Any, bool, str | None]:
     """``kseg dump``'s options resolved as kafka-dump-log.sh resolves its own:
