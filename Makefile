@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 KSEG := $(VENV)/bin/kseg
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-dump bench-write bench-spark bench-kafka fixtures kafka-corpus kafka-corpus-check kafka-cleaner-corpus kafka-convert-corpus kafka-tiered-corpus kafka-live clean test-sanitize fuzz-short fuzz-long
+.PHONY: demo test facts bench bench-dump bench-write bench-spark bench-kafka fixtures kafka-corpus kafka-corpus-check kafka-cleaner-corpus kafka-convert-corpus kafka-tiered-corpus kafka-live clean test-sanitize fuzz-short fuzz-long
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,11 @@ test: $(STAMP)
 	$(PY) fixtures/internal/build.py --check
 	$(KSEG) verify fixtures/logdir
 	$(PY) -m pytest
+
+# kseg.facts: the schemas' numbers as plain Python (reading a segment never imports construct);
+# rewrite after changing formats/ (tests/test_schemas.py fails until then).
+facts: $(STAMP)
+	$(PY) -m kseg.facts.derive
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_read.py --clock cpu
@@ -93,16 +98,18 @@ SAN_PYTEST := -p no:cacheprovider --ignore=tests/test_spark.py --ignore=tests/te
 	-k 'not test_cli_fuzz_never_tracebacks and not bomb'
 FUZZ_SECONDS ?= 8
 
-$(SAN_DIR)/preload: kseg/log/_speedups.c kseg/log/_spans.h tests/fuzz/build.sh $(STAMP)
+$(SAN_DIR)/preload: kseg/log/_speedups.c kseg/log/_spans.h kseg/_checksum.c tests/fuzz/build.sh $(STAMP)
 	PYTHON=$(PY) tests/fuzz/build.sh sanitize $(SAN_DIR)
 
-$(FUZZ_DIR)/preload: kseg/log/_speedups.c kseg/log/_spans.h tests/fuzz/build.sh $(STAMP)
+$(FUZZ_DIR)/preload: kseg/log/_speedups.c kseg/log/_spans.h kseg/_checksum.c tests/fuzz/build.sh $(STAMP)
 	PYTHON=$(PY) tests/fuzz/build.sh fuzz $(FUZZ_DIR)
 	$(PY) -m pip install -q -c constraints.txt atheris
 
 test-sanitize: $(SAN_DIR)/preload
 	$(SAN_ENV) $(PY) -c 'import kseg.log._speedups as s, kseg.log.fast as f; \
 		assert f.ACCELERATED and s.__file__.startswith("$(CURDIR)/$(SAN_DIR)/"), s.__file__; print("sanitized:", s.__file__)'
+	$(SAN_ENV) $(PY) -c 'import kseg._checksum as c, kseg.checksums as k; \
+		assert k.ACCELERATED and c.__file__.startswith("$(CURDIR)/$(SAN_DIR)/"), c.__file__; print("sanitized:", c.__file__)'
 	$(SAN_ENV) $(PY) -m pytest $(SAN_PYTEST)
 
 # Every fuzz target for FUZZ_SECONDS under atheris, from the committed seeds; new inputs

@@ -1,8 +1,10 @@
-"""Fast ``struct`` layouts derived from the construct schemas.
+"""Fast ``struct`` layouts of the fixed-size schemas.
 
 construct parses a batch header in ~15 µs, ``struct.unpack_from`` in ~0.2 µs.
 The hot paths use the ``struct.Struct`` built here from the schema's own field
-list, so a layout is still written down exactly once (in ``formats/``).
+list, so a layout is still written down exactly once (in ``formats/``). The field
+lists come through ``kseg.facts`` (derived from the schemas, checked by a test), so
+that reading a segment never imports construct.
 """
 
 from __future__ import annotations
@@ -10,10 +12,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-import construct
-
-from kseg.formats import (
-    attributes,
+from kseg.facts import (
     control_record,
     index_files,
     kafka07,
@@ -23,6 +22,7 @@ from kseg.formats import (
     producer_snapshot,
     record_batch_v2,
 )
+from kseg.formats import attributes
 
 
 class Layout(NamedTuple):
@@ -34,68 +34,33 @@ class Layout(NamedTuple):
         return self.struct.size
 
 
-def derive(schema: construct.Struct) -> Layout:
-    """Build a big-endian ``struct.Struct`` equivalent to a fixed-size construct Struct."""
-    codes = []
-    names = []
-    for sub in schema.subcons:
-        name = sub.name
-        inner = sub.subcon if isinstance(sub, construct.Renamed) else sub
-        if isinstance(inner, construct.Const):
-            inner = inner.subcon
-        if isinstance(inner, construct.FormatField):
-            fmt = inner.fmtstr
-            if fmt[0] != ">":
-                raise TypeError(f"{name}: only big-endian fields are derivable, got {fmt!r}")
-            codes.append(fmt[1:])
-            names.append(name)
-        elif isinstance(inner, construct.Bytes) and isinstance(inner.length, int):
-            codes.append(f"{inner.length}s")
-            names.append(name)
-        elif isinstance(inner, construct.Padded) and isinstance(inner.subcon, construct.Pass.__class__):
-            codes.append(f"{inner.length}x")
-        else:
-            raise TypeError(f"{name}: {type(inner).__name__} has no fixed struct equivalent")
-    layout = Layout(struct.Struct(">" + "".join(codes)), tuple(names))
-    if layout.struct.size != schema.sizeof():
-        raise AssertionError(f"derived size {layout.struct.size} != schema size {schema.sizeof()}")
-    return layout
+def _layout(fmt: str, names: tuple[str, ...], positions: dict[str, int]) -> Layout:
+    return Layout(struct.Struct(fmt), names)
 
 
-def positions(schema: construct.Struct) -> dict[str, int]:
-    """The byte position of every named field of a fixed-size construct Struct."""
-    out = {}
-    pos = 0
-    for sub in schema.subcons:
-        if sub.name is not None:
-            out[sub.name] = pos
-        pos += sub.sizeof()
-    return out
-
-
-ENTRY_FRAMING = derive(log_entry.EntryFraming)
-LOG_ENTRY_PREFIX = derive(log_entry.LogEntryPrefix)
-BATCH_V2_HEADER = derive(record_batch_v2.RecordBatchV2Header)
-MESSAGE_V0_HEADER = derive(message_v0v1.MessageV0Header)
-MESSAGE_V1_HEADER = derive(message_v0v1.MessageV1Header)
+ENTRY_FRAMING = _layout(*log_entry.LAYOUTS["EntryFraming"])
+LOG_ENTRY_PREFIX = _layout(*log_entry.LAYOUTS["LogEntryPrefix"])
+BATCH_V2_HEADER = _layout(*record_batch_v2.LAYOUTS["RecordBatchV2Header"])
+MESSAGE_V0_HEADER = _layout(*message_v0v1.LAYOUTS["MessageV0Header"])
+MESSAGE_V1_HEADER = _layout(*message_v0v1.LAYOUTS["MessageV1Header"])
 MESSAGE_HEADER = {0: MESSAGE_V0_HEADER, 1: MESSAGE_V1_HEADER}
-LENGTH_I32 = derive(message_v0v1.LengthField)
-CONTROL_KEY = derive(control_record.ControlRecordKey)
-END_TXN_MARKER = derive(control_record.EndTxnMarkerValue)
-OFFSET_INDEX_ENTRY = derive(index_files.OffsetIndexEntry)
-TIME_INDEX_ENTRY = derive(index_files.TimeIndexEntry)
-ABORTED_TXN_ENTRY = derive(index_files.AbortedTxnEntry)
-KAFKA07_HEADER = derive(kafka07.Kafka07Header)
-SNAPSHOT_HEADER = derive(producer_snapshot.ProducerSnapshotHeader)
-SNAPSHOT_ENTRY = derive(producer_snapshot.ProducerSnapshotEntry)
+LENGTH_I32 = _layout(*message_v0v1.LAYOUTS["LengthField"])
+CONTROL_KEY = _layout(*control_record.LAYOUTS["ControlRecordKey"])
+END_TXN_MARKER = _layout(*control_record.LAYOUTS["EndTxnMarkerValue"])
+OFFSET_INDEX_ENTRY = _layout(*index_files.LAYOUTS["OffsetIndexEntry"])
+TIME_INDEX_ENTRY = _layout(*index_files.LAYOUTS["TimeIndexEntry"])
+ABORTED_TXN_ENTRY = _layout(*index_files.LAYOUTS["AbortedTxnEntry"])
+KAFKA07_HEADER = _layout(*kafka07.LAYOUTS["Kafka07Header"])
+SNAPSHOT_HEADER = _layout(*producer_snapshot.LAYOUTS["ProducerSnapshotHeader"])
+SNAPSHOT_ENTRY = _layout(*producer_snapshot.LAYOUTS["ProducerSnapshotEntry"])
 
 
 def accelerator_layout() -> dict[str, int]:
     """Every position, size and mask the C accelerator uses, from the schemas
     (``kseg.log.fast`` hands them to ``_speedups.configure`` at import)."""
-    entry = positions(log_entry.LogEntryPrefix)
-    legacy = positions(message_v0v1.MessageV1Header)
-    v2 = positions(record_batch_v2.RecordBatchV2Header)
+    entry = log_entry.LAYOUTS["LogEntryPrefix"][2]
+    legacy = message_v0v1.LAYOUTS["MessageV1Header"][2]
+    v2 = record_batch_v2.LAYOUTS["RecordBatchV2Header"][2]
     return {
         "log_overhead": ENTRY_FRAMING.size,
         "prefix_size": LOG_ENTRY_PREFIX.size,

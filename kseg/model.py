@@ -12,8 +12,10 @@ import zlib
 from collections import _tuplegetter  # type: ignore[attr-defined]
 from typing import Callable, NamedTuple
 
-from crc32c import crc32c
-
+from kseg.checksums import crc32c
+from kseg.facts.message_v0v1 import CRC_START as LEGACY_CRC_START
+from kseg.facts.primitives import INT32_MAX
+from kseg.facts.record_batch_v2 import CRC_START as V2_CRC_START
 from kseg.formats.attributes import (
     CODEC_MASK,
     CODEC_NAMES,
@@ -30,9 +32,6 @@ from kseg.formats.attributes import (
     TIMESTAMP_TYPE_NAMES,
     TRANSACTIONAL_MASK,
 )
-from kseg.formats.message_v0v1 import CRC_START as LEGACY_CRC_START
-from kseg.formats.primitives import INT32_MAX
-from kseg.formats.record_batch_v2 import CRC_START as V2_CRC_START
 
 # The alias of a plugin id, for ``Batch.codec_name``: the plugin registry lives in
 # ``kseg.codecs.plugins``, above this module, which installs its lookup here.

@@ -31,16 +31,18 @@ import fnmatch
 import io
 import os
 import re
-import tarfile
 import threading
 import uuid
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import TYPE_CHECKING, Any, BinaryIO, Iterator
 from urllib.parse import unquote, urlsplit
 
 from kseg.errors import InputError
+
+if TYPE_CHECKING:
+    import tarfile
+    import zipfile
 
 URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)$")
 # URL scheme -> the store it names. abfs:// and az:// (adlfs's spelling) both name an Azure
@@ -722,6 +724,9 @@ class _Archive:
         self.compressed = False
         self.files: dict[str, Any] = {}  # member name -> ZipInfo / TarInfo
         self.dirs: dict[str, set[str]] = {"": set()}  # folder -> child names
+        import tarfile  # stdlib, late (also below): only archives need them
+        import zipfile
+
         try:
             if zipfile.is_zipfile(path):
                 self.zip: zipfile.ZipFile | None = zipfile.ZipFile(path)
@@ -912,7 +917,7 @@ class ArchivePath(_NameParts):
             if self.inner in a.dirs:
                 return RemoteStat(0, a.mtime)
             raise FileNotFoundError(2, "No such file or directory", str(self))
-        if isinstance(info, zipfile.ZipInfo):
+        if a.zip is not None:  # a ZipInfo
             import time
 
             return RemoteStat(info.file_size, time.mktime(info.date_time + (0, 0, -1)))
@@ -960,6 +965,9 @@ class MemberReader(RangedReader):
         self._closed = False
 
     def read(self, n: int = -1) -> bytes:
+        import tarfile
+        import zipfile
+
         try:
             return self._f.read() if n is None or n < 0 else self._f.read(n)
         except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError) as e:

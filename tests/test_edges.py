@@ -150,7 +150,7 @@ def test_negative_offsets_are_errors_whatever_the_name(tmp_path) -> None:
 
 
 def test_ctrl_c_exits_130_without_a_traceback(monkeypatch) -> None:
-    import kseg.cli.main as m
+    import kseg.cli.verify as m
 
     def interrupted(*a, **k):
         raise KeyboardInterrupt

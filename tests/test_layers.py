@@ -7,11 +7,17 @@ public facade above them all. Function-local imports of kseg modules hide the
 graph, so they are allowed only where a heavy optional dependency is loaded on
 use (the Spark layer, and ``kseg spark`` inside the CLI), or where the console entry
 point takes over Ctrl-C before loading the command group.
+
+What is loaded on use by name (the CLI's command table, the decoders' family table) is
+written as ``"kseg.package.module:attribute"`` strings at module level; each counts as an
+import here (layers, circles) and must name an attribute that exists in a module of the
+naming module's own package.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -20,7 +26,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "kseg"
 
 RANKS = {
     "kseg.errors": 0, "kseg.findings": 0, "kseg.model": 0, "kseg.layouts": 0, "kseg.defaults": 0, "kseg.formats": 0,
-    "kseg.storage": 0,
+    "kseg.storage": 0, "kseg.facts": 0, "kseg.checksums": 0, "kseg._checksum": 0,
+    "kseg.lazy": 0,
     "kseg.codecs": 1,
     "kseg.log": 2,
     "kseg.companions": 3, "kseg.kafka07": 3, "kseg.decoders": 3,
@@ -42,6 +49,8 @@ def _module_name(path: Path) -> str:
 
 
 MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+# C extensions are modules too (imported by name, importing nothing of kseg's)
+MODULES.update({_module_name(p): p for p in sorted(PACKAGE.rglob("*.c"))})
 # formats/ is installed as kseg.formats from the top-level folder
 MODULES.update({f"kseg.formats.{p.stem}" if p.stem != "__init__" else "kseg.formats": p
                 for p in sorted((PACKAGE.parent / "formats").glob("*.py"))})
@@ -57,9 +66,44 @@ def _rank(module: str) -> int:
     return best[1]
 
 
+LAZY_REFERENCE = re.compile(r"kseg(\.\w+)+:\w+")
+
+
+def lazy_references(module: str) -> list[tuple[str, str, int]]:
+    """(module, attribute, line) of every ``"kseg.x.y:name"`` string at a module's top level."""
+    if MODULES[module].suffix == ".c":
+        return []
+    tree = ast.parse(MODULES[module].read_text())
+    out = []
+    for top in tree.body:
+        if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for node in ast.walk(top):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and LAZY_REFERENCE.fullmatch(node.value):
+                target, _, attribute = node.value.partition(":")
+                out.append((target, attribute, node.lineno))
+    return out
+
+
+def _defines(module: str, name: str) -> bool:
+    tree = ast.parse(MODULES[module].read_text())
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            return True
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                return True
+    return False
+
+
 def _imports(module: str) -> list[tuple[str, bool, int]]:
-    """(imported kseg module, function-local?, line) for every import in a module."""
+    """(imported kseg module, function-local?, line) for every import in a module, and every
+    module it names to load on use."""
     path = MODULES[module]
+    if path.suffix == ".c":
+        return []
     tree = ast.parse(path.read_text())
     is_pkg = path.name == "__init__.py"
     local_lines = set()
@@ -90,6 +134,7 @@ def _imports(module: str) -> list[tuple[str, bool, int]]:
                 while t not in MODULES and "." in t:
                     t = t.rsplit(".", 1)[0]
                 out.append((t, node.lineno in local_lines, node.lineno))
+    out.extend((target, False, line) for target, _, line in lazy_references(module) if target in MODULES)
     return out
 
 
@@ -147,3 +192,36 @@ def test_no_import_circles() -> None:
 def test_every_layer_is_known() -> None:
     for m in MODULES:
         _rank(m)
+
+
+LAZY = {m: lazy_references(m) for m in MODULES if lazy_references(m)}
+
+
+# The modules that name what they load on use.
+LAZY_IN = ["kseg.cli.main", "kseg.cli.verify", "kseg.codecs", "kseg.decoders"]
+
+
+def test_lazy_references_are_where_they_are_meant_to_be() -> None:
+    """Only these modules load by name (the command table and the registry reader, verify's
+    --remote-metadata check, the snappy and lz4 codecs, the decoder families); that each
+    target lies below (or beside) its user is test_imports_point_down's job."""
+    assert sorted(LAZY) == LAZY_IN
+
+
+@pytest.mark.parametrize("module", sorted(LAZY))
+def test_lazy_references_name_what_exists(module: str) -> None:
+    """Each ``"module:attribute"`` names a module that defines the attribute."""
+    for target, attribute, line in LAZY[module]:
+        assert target in MODULES, f"{module} line {line}: no module {target}"
+        assert _defines(target, attribute), f"{module} line {line}: {target} defines no {attribute}"
+
+
+def test_lazy_tables_stay_in_their_package() -> None:
+    """The command table names commands of kseg.cli, the family table decoders of
+    kseg.decoders, the lazy built-in codecs modules of kseg.codecs."""
+    from kseg.cli.main import COMMANDS
+    from kseg.codecs import LAZY_BUILTINS
+    from kseg.decoders import DECODERS
+
+    for table, package in ((COMMANDS, "kseg.cli."), (DECODERS, "kseg.decoders."), (LAZY_BUILTINS, "kseg.codecs.")):
+        assert table and all(ref.startswith(package) for ref in table.values()), table

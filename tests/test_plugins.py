@@ -346,8 +346,6 @@ def test_plugin_end_to_end(tmp_path, registry, source):
 
 
 def test_compact_keeps_the_plugin_codec(tmp_path, registry, source):
-    if "compact" not in main.commands:
-        pytest.skip("kseg compact is not a command yet")
     assert register(registry, "rev", f"{ME}:ReverseZlib")[0] == 0
     plug = tmp_path / "plug" / "t-0"
     assert run("--plugin-registry", registry, "recompress", "--codec", "rev", source, "-o", plug)[0] == 0

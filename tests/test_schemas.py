@@ -6,7 +6,8 @@
   as the fast decoder; control keys, transaction markers, index entries and
   producer snapshots parse to what kseg reads.
 * ``build(parse(x)) == x`` for those schemas.
-* The struct layouts derived in ``kseg.layouts`` have the schema's ``sizeof``,
+* ``kseg.facts`` is what the schemas give (``make facts``), and the struct
+  layouts derived in ``kseg.layouts`` have the schema's ``sizeof``,
   its field names, and unpack any bytes exactly as construct parses them.
 
 Tolerated differences, in one place: construct's MessageV0/V1 and v2 record
@@ -16,6 +17,7 @@ Tolerated differences, in one place: construct's MessageV0/V1 and v2 record
 
 from __future__ import annotations
 
+import importlib
 import io
 import struct
 
@@ -27,6 +29,7 @@ from hypothesis import strategies as st
 
 import kseg
 from kseg import layouts
+from kseg.facts import derive as facts
 from kseg.companions.read import (
     parse_offset_index,
     parse_producer_snapshot,
@@ -382,11 +385,25 @@ def test_layouts_in_use_are_the_derived_ones() -> None:
     assert decode._V0 is layouts.MESSAGE_V0_HEADER.struct and decode._V1 is layouts.MESSAGE_V1_HEADER.struct
 
 
+def test_facts_are_the_schemas_own() -> None:
+    """kseg.facts (what the hot paths import instead of the construct schemas) is exactly what
+    the schemas give today: a changed schema fails here until ``make facts`` is run."""
+    assert facts.stale() == []
+    for module in facts.SCHEMA_MODULES:
+        copy = importlib.import_module("kseg.facts." + module.__name__.rsplit(".", 1)[1])
+        constants, derived = facts.facts(module)
+        assert {k: getattr(copy, k) for k in constants} == constants
+        assert copy.LAYOUTS == derived
+        for name, (fmt, names, where) in derived.items():
+            schema = getattr(module, name)
+            assert struct.calcsize(fmt) == schema.sizeof() and where == facts.positions(schema)
+
+
 def test_derive_refuses_what_struct_cannot_express() -> None:
     with pytest.raises(TypeError):
-        layouts.derive(construct.Struct("x" / construct.Int32sl))
+        facts.derive(construct.Struct("x" / construct.Int32sl))
     with pytest.raises(TypeError):
-        layouts.derive(RecordV2Body)
+        facts.derive(RecordV2Body)
 
 
 def test_spec_constants_agree_with_schemas() -> None:
@@ -419,7 +436,7 @@ def test_field_position_constants_match_the_schemas() -> None:
         raise KeyError(name)
 
     for schema in (e.LogEntryPrefix, r.RecordBatchV2Header, m.MessageV0Header, m.MessageV1Header):
-        assert layouts.positions(schema) == {s.name: offset_of(schema, s.name) for s in schema.subcons}
+        assert facts.positions(schema) == {s.name: offset_of(schema, s.name) for s in schema.subcons}
     assert offset_of(e.LogEntryPrefix, "size") == e.SIZE_POSITION
     assert offset_of(e.LogEntryPrefix, "magic") == e.MAGIC_POSITION
     assert e.EntryFraming.sizeof() == e.LOG_OVERHEAD == 12

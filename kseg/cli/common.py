@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import os
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
 import click
 
+from kseg.cli.loading import quiet_interrupts
 from kseg.cli.storage import LOCATION
 from kseg.decoders import DECODE_CHOICES, KAFKA_VERSIONS
 from kseg.defaults import (
@@ -30,11 +30,8 @@ from kseg.defaults import (
 )
 from kseg.cli.exits import EXIT_DATA, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: F401 - re-exported
 from kseg.errors import DataError, InputError, KsegError
+from kseg.lazy import load
 from kseg.log.segment import expand_inputs, is_stdin
-from kseg.ops.compact import CompactOptions, default_now_ms
-from kseg.ops.jobs import WriteOptions
-from kseg.render.dump import payload_decoder
-from kseg.render.payload import load_decoder
 
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
@@ -88,7 +85,26 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 class KsegGroup(click.Group):
     """The ``kseg`` group: click's own errors (usage, bad options) read ``kseg: error: ...``
-    like kseg's, and Ctrl-C ends any command with exit 130 and no traceback."""
+    like kseg's, and Ctrl-C ends any command with exit 130 and no traceback.
+
+    ``lazy`` names commands by where they live (name -> ``"module:attribute"``); a command's
+    module is imported when the command is looked up, so ``kseg dump`` loads the dump path
+    and nothing else (tests/test_layers.py checks the table as it checks imports).
+    """
+
+    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.lazy and name not in self.commands:
+            with quiet_interrupts():
+                command = load(self.lazy[name])
+            self.add_command(command, name)
+        return super().get_command(ctx, name)
 
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:
@@ -139,6 +155,8 @@ class TimeType(click.ParamType):
             return int(text)
         except ValueError:
             pass
+        from datetime import datetime, timezone  # stdlib, late: only a time given as ISO-8601 needs it
+
         try:
             when = datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in "zZ" and text else text)
         except ValueError:
@@ -330,53 +348,6 @@ def expand_for_dump(paths: tuple[Path, ...] | list[Path]) -> list[Path]:
     return out
 
 
-def write_flags(no_index: bool, index_interval_bytes: int, force: bool) -> WriteOptions:
-    return WriteOptions(index=not no_index, index_interval_bytes=index_interval_bytes, force=force)
-
-
 def check_log_append(timestamp_type: str, log_append_time: int | None) -> None:
     if (timestamp_type == "log-append") != (log_append_time is not None):
         raise InputError("--timestamp-type log-append and --log-append-time go together")
-
-
-def compact_setup(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, now_ms: int | None,
-                  delete_retention_ms: int, min_compaction_lag_ms: int, include_active: bool, topics: str,
-                  key_map_bytes: int, producer_id_expiration_ms: int, first_dirty_offset: int | None,
-                  single_pass: bool, segment_bytes: int, segment_index_bytes: int, keep_segments: bool,
-                  max_decompressed_bytes: int) -> tuple[CompactOptions, set[str] | None]:
-    """The compact options checked and turned into CompactOptions and the topic set."""
-    if output is None and not dry_run:
-        raise InputError("give -o/--output, or --dry-run")
-    for p in inputs:
-        if not p.exists():
-            raise InputError("no such file or directory", file=str(p))
-    o = CompactOptions(now_ms=default_now_ms() if now_ms is None else now_ms,
-                       delete_retention_ms=delete_retention_ms, min_compaction_lag_ms=min_compaction_lag_ms,
-                       include_active=include_active, key_map_bytes=key_map_bytes,
-                       producer_expiration_ms=producer_id_expiration_ms, first_dirty_offset=first_dirty_offset,
-                       single_pass=single_pass, limit=max_decompressed_bytes, group_segments=not keep_segments,
-                       segment_bytes=segment_bytes, segment_index_bytes=segment_index_bytes)
-    return o, topic_set(topics) or None
-
-
-def prepare_dump(fmt: str, payload: str | None, key_decoder: str | None, value_decoder: str | None,
-                 records: bool, decode: str | None) -> tuple[str, Any, Any, bool, str | None]:
-    """``kseg dump``'s options resolved as kafka-dump-log.sh resolves its own:
-    (payload, key decoder, value decoder, records, decode)."""
-    if payload is None:
-        payload = "none" if fmt == "kafka" else "utf8"
-    kd = payload_decoder(payload, fmt)
-    vd = kd
-    if key_decoder:
-        kd = load_decoder(key_decoder)
-    if value_decoder:
-        vd = load_decoder(value_decoder)
-    if (key_decoder or value_decoder) and fmt == "kafka":
-        records = True  # as kafka-dump-log.sh: a decoder implies --print-data-log
-    if fmt == "kafka" and payload != "none":
-        records = True
-    if decode == "none":
-        decode = None
-    if decode:
-        records = True  # as kafka-dump-log.sh's --offsets-decoder & co.: decoding needs the records
-    return payload, kd, vd, records, decode

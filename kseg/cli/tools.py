@@ -186,5 +186,3 @@ def find_options_from(*, key: str | None, key_hex: str | None, key_regex: str | 
                        partitions=partitions if partitioner else None,
                        use_indexes=not no_index, max_decompressed_bytes=max_decompressed_bytes)
 
-
-COMMANDS = [repair_cmd, diff_cmd, find_cmd, stats_cmd]

@@ -1,6 +1,9 @@
 """Compression codecs by attribute id and by Kafka name (spec §4, §2.4, §9.1).
 
-The five built-ins are registered here, in code. Plugin codecs (KIP-984,
+The five built-ins are registered here, in code; snappy and lz4 (``xerial``,
+``kafka_lz4``: cramjam, lz4 and xxhash) are imported with the first batch, name or
+listing that needs them, so that reading other data does not load their libraries.
+Plugin codecs (KIP-984,
 codec id 5 plus a plugin id) are looked up by plugin id in the plugin
 registry; ``register_codec`` makes them known by name as well, so that
 ``codec_by_name`` finds an alias. Codec ids other than 5 are unique.
@@ -12,10 +15,9 @@ from typing import Any
 
 from kseg.codecs.base import DEFAULT_MAX_DECOMPRESSED_BYTES, Codec
 from kseg.codecs.builtin import GzipCodec, NoneCodec, ZstdCodec
-from kseg.codecs.kafka_lz4 import Lz4Codec
-from kseg.codecs.xerial import SnappyCodec
 from kseg.errors import InputError, UnsupportedCodecError
-from kseg.formats.attributes import CODEC_PLUGIN, KAFKA07_CODEC_MASK
+from kseg.formats.attributes import CODEC_LZ4, CODEC_NAMES, CODEC_PLUGIN, CODEC_SNAPPY, KAFKA07_CODEC_MASK
+from kseg.lazy import load
 
 __all__ = [
     "DEFAULT_MAX_DECOMPRESSED_BYTES",
@@ -36,6 +38,26 @@ __all__ = [
 _BY_ID: dict[int, Codec] = {}
 _BY_NAME: dict[str, Codec] = {}
 
+# Built-ins registered when first needed: codec id -> "module:class" (its name is CODEC_NAMES[id]).
+LAZY_BUILTINS = {CODEC_SNAPPY: "kseg.codecs.xerial:SnappyCodec", CODEC_LZ4: "kseg.codecs.kafka_lz4:Lz4Codec"}
+_LAZY_BY_NAME = {CODEC_NAMES[i]: i for i in LAZY_BUILTINS}
+_lazy_pending = set(LAZY_BUILTINS)
+
+
+def _builtin(codec_id: int) -> Codec | None:
+    """Register the lazily loaded built-in with this id now (None: there is none, or it is loaded)."""
+    if codec_id not in _lazy_pending:
+        return None
+    _lazy_pending.discard(codec_id)
+    codec: Codec = load(LAZY_BUILTINS[codec_id])()
+    register_codec(codec)
+    return codec
+
+
+def _all_builtins() -> None:
+    for codec_id in sorted(_lazy_pending):
+        _builtin(codec_id)
+
 
 def register_codec(codec: Codec, *, replace: bool = False) -> None:
     """Make ``codec`` known by name and, unless it is a plugin (id 5), by id.
@@ -45,6 +67,8 @@ def register_codec(codec: Codec, *, replace: bool = False) -> None:
     """
     if not isinstance(codec, Codec):
         raise TypeError(f"not a kseg Codec: {codec!r}")
+    for pending in sorted(i for i in _lazy_pending if codec.id == i or codec.name == CODEC_NAMES[i]):
+        _builtin(pending)  # what a built-in holds is taken, loaded or not
     by_id = codec.id != CODEC_PLUGIN
     if not replace:
         held = _BY_NAME.get(codec.name)
@@ -69,6 +93,8 @@ def unregister_codec(codec: Codec) -> None:
 def get_codec(codec_id: int) -> Codec:
     """The codec for an attribute codec id (bits 0-2; bits 0-1 before 0.8)."""
     codec = _BY_ID.get(codec_id)
+    if codec is None:
+        codec = _builtin(codec_id)
     if codec is not None:
         return codec
     if codec_id == CODEC_PLUGIN:
@@ -92,6 +118,8 @@ def get_kafka07_codec(attributes: int) -> Codec:
 def codec_by_name(name: str) -> Codec:
     """The codec for a ``compression.type`` name ("gzip", ...) or plugin alias."""
     codec = _BY_NAME.get(name)
+    if codec is None and name in _LAZY_BY_NAME:
+        codec = _builtin(_LAZY_BY_NAME[name])
     if codec is None:
         raise UnsupportedCodecError(f"Unknown compression name: {name}")
     return codec
@@ -99,6 +127,7 @@ def codec_by_name(name: str) -> Codec:
 
 def registered_codecs() -> list[Codec]:
     """Every registered codec, built-ins first in id order."""
+    _all_builtins()
     seen: dict[int, Codec] = {}
     for codec in sorted(_BY_ID.values(), key=lambda c: c.id):
         seen[id(codec)] = codec
@@ -109,10 +138,15 @@ def registered_codecs() -> list[Codec]:
 
 NONE: Codec = NoneCodec()
 GZIP: Codec = GzipCodec()
-SNAPPY: Codec = SnappyCodec()
-LZ4: Codec = Lz4Codec()
 ZSTD: Codec = ZstdCodec()
 
-for _codec in (NONE, GZIP, SNAPPY, LZ4, ZSTD):
+for _codec in (NONE, GZIP, ZSTD):
     register_codec(_codec)
 del _codec
+
+
+def __getattr__(name: str) -> Codec:
+    """``SNAPPY`` and ``LZ4``, loaded on first use like the rest of their codecs."""
+    if name in ("SNAPPY", "LZ4"):
+        return get_codec(CODEC_SNAPPY if name == "SNAPPY" else CODEC_LZ4)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

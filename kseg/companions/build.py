@@ -28,8 +28,8 @@ from typing import Iterable, NamedTuple, Sequence, Union
 
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES
 from kseg.errors import InputError
+from kseg.facts.primitives import INT32_MAX
 from kseg.formats.attributes import NO_TIMESTAMP
-from kseg.formats.primitives import INT32_MAX
 from kseg.layouts import ABORTED_TXN_ENTRY, OFFSET_INDEX_ENTRY, TIME_INDEX_ENTRY
 from kseg.log.decode import scan_entries
 from kseg.model import Batch

@@ -22,11 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Generic, NamedTuple, TypeVar
 
-from crc32c import crc32c
-
+from kseg.checksums import crc32c
 from kseg.errors import DataError, IndexFileError, InputError, KsegError, TruncatedError
-from kseg.formats.primitives import INT32_MAX
-from kseg.formats.producer_snapshot import SNAPSHOT_CRC_START
+from kseg.facts.primitives import INT32_MAX
+from kseg.facts.producer_snapshot import SNAPSHOT_CRC_START
 from kseg.layouts import (
     ABORTED_TXN_ENTRY,
     OFFSET_INDEX_ENTRY,

@@ -18,18 +18,16 @@ Kafka's own error text in the kafka lines.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
 
-from kseg.decoders.metadata import decode_metadata_record
-from kseg.decoders.offsets import decode_offsets_record
 from kseg.decoders.parts import KAFKA_VERSIONS, DecodedRecord, Part
-from kseg.decoders.remote_log import decode_remote_log_record
-from kseg.decoders.share_state import decode_share_state_record
-from kseg.decoders.transactions import decode_transaction_record
+from kseg.errors import KsegError
+from kseg.lazy import load
+from kseg.log.control import control_info
 from kseg.log.segment import TRANSIENT_SUFFIXES
 from kseg.model import Record
 
-__all__ = ["DECODE_CHOICES", "FAMILIES", "KAFKA_VERSIONS", "DecodedRecord", "Part", "decode_record", "family_for"]
+__all__ = ["DECODE_CHOICES", "FAMILIES", "KAFKA_VERSIONS", "DecodedRecord", "Part", "control_kafka_text",
+           "decode_record", "family_for"]
 
 FAMILIES = ("offsets", "transactions", "metadata", "share-group-state", "remote-log-metadata")
 DECODE_CHOICES = ("none", *FAMILIES, "auto")
@@ -66,16 +64,33 @@ def family_for(path: str | Path, choice: str | None) -> str | None:
     return None
 
 
-_DECODERS: dict[str, Callable[[Record, bool], DecodedRecord | None]] = {
-    "offsets": decode_offsets_record,
-    "transactions": decode_transaction_record,
-    "metadata": decode_metadata_record,
-    "share-group-state": decode_share_state_record,
-    "remote-log-metadata": decode_remote_log_record,
+# family -> "module:function", imported when the first record of the family is decoded: a dump
+# of user data never loads the schemas (tests/test_layers.py checks the table as it checks imports).
+DECODERS = {
+    "offsets": "kseg.decoders.offsets:decode_offsets_record",
+    "transactions": "kseg.decoders.transactions:decode_transaction_record",
+    "metadata": "kseg.decoders.metadata:decode_metadata_record",
+    "share-group-state": "kseg.decoders.share_state:decode_share_state_record",
+    "remote-log-metadata": "kseg.decoders.remote_log:decode_remote_log_record",
 }
 
 
 def decode_record(family: str, record: Record, is_control: bool = False) -> DecodedRecord | None:
     """Decode one record of a ``family`` topic; None for records the family does not describe
     (transaction markers in ``__consumer_offsets``, for instance)."""
-    return _DECODERS[family](record, is_control)
+    return load(DECODERS[family])(record, is_control)
+
+
+# Where control_kafka_text lives; only a control record that is not a transaction marker loads it.
+CONTROL_TEXT = "kseg.decoders.metadata:control_kafka_text"
+
+
+def control_kafka_text(record: Record, kafka_version: str = "4") -> str | None:
+    """kafka-dump-log.sh's text for a KRaft control record (``decoders.metadata.control_kafka_text``);
+    None for transaction markers and records that do not decode."""
+    try:
+        if control_info(record).is_txn_marker:
+            return None
+    except KsegError:
+        return None
+    return load(CONTROL_TEXT)(record, kafka_version)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
-
-from kseg.decoders.schema import describe
 
 __all__ = ["KAFKA_VERSIONS", "DecodedRecord", "Part", "raw_part", "skipping_line"]
 
@@ -50,6 +49,19 @@ class Part:
         body = describe(self.data)
         extra = "".join(f" [{n}]" for n in self.notes)
         return f"{head} {body}{extra}" if body else f"{head}{extra}"
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(value)
+
+
+def describe(data: dict) -> str:
+    """One line for people: ``name="orders" topicId="..." partitions=[0,1]``."""
+    return " ".join(f"{k}={_short(v)}" for k, v in data.items())
 
 
 def raw_part(data: bytes | None, note: str, schema: str | None = None, version: int | None = None,

@@ -46,7 +46,6 @@ __all__ = [
     "UnknownVersionError",
     "Versions",
     "decode",
-    "describe",
     "encode",
     "kafka_json",
     "read_int16_version",
@@ -487,16 +486,3 @@ def kafka_json(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(kafka_json(v) for v in value) + "]"
     return json.dumps(str(value), ensure_ascii=False)
-
-
-def _short(value: Any) -> str:
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return json.dumps(value)
-
-
-def describe(data: dict) -> str:
-    """One line for people: ``name="orders" topicId="..." partitions=[0,1]``."""
-    return " ".join(f"{k}={_short(v)}" for k, v in data.items())

@@ -14,8 +14,8 @@ from typing import Iterable, Iterator
 
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES, get_codec
 from kseg.errors import CorruptBatchError, InputError, KsegError, TruncatedError
+from kseg.facts.kafka07 import PAYLOAD_START, SIZE_FIELD
 from kseg.formats.attributes import CODEC_NAMES, KAFKA07_CODEC_MASK
-from kseg.formats.kafka07 import PAYLOAD_START, SIZE_FIELD
 from kseg.layouts import KAFKA07_HEADER
 from kseg.model import Record
 

@@ -11,17 +11,17 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from kseg.errors import CorruptBatchError, KsegError, TruncatedError, VarintError
-from kseg.formats.attributes import CODEC_MASK, TIMESTAMP_TYPE_MASK
-from kseg.formats.log_entry import (
+from kseg.facts.log_entry import (
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD,
     MAGIC_POSITION,
     MIN_SIZE_BY_MAGIC,
     SIZE_POSITION,
 )
-from kseg.formats.message_v0v1 import KEY_LENGTH_POSITION
-from kseg.formats.primitives import INT64_MAX, INT64_MIN, MAX_VARINT_BYTES, MAX_VARLONG_BYTES
-from kseg.formats.record_batch_v2 import RECORD_BATCH_OVERHEAD
+from kseg.facts.message_v0v1 import KEY_LENGTH_POSITION
+from kseg.facts.primitives import INT64_MAX, INT64_MIN, MAX_VARINT_BYTES, MAX_VARLONG_BYTES
+from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD
+from kseg.formats.attributes import CODEC_MASK, TIMESTAMP_TYPE_MASK
 from kseg.layouts import BATCH_V2_HEADER, LENGTH_I32, LOG_ENTRY_PREFIX, MESSAGE_HEADER
 from kseg.model import Batch, Header, Record
 

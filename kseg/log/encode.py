@@ -12,10 +12,16 @@ import zlib
 from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
-from crc32c import crc32c
-
+from kseg.checksums import crc32c
 from kseg.codecs import get_codec
 from kseg.errors import InputError
+from kseg.facts.log_entry import LOG_OVERHEAD, SIZE_POSITION
+from kseg.facts.message_v0v1 import CRC_POSITION as LEGACY_CRC_POSITION
+from kseg.facts.message_v0v1 import CRC_START as LEGACY_CRC_START
+from kseg.facts.primitives import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
+from kseg.facts.record_batch_v2 import CRC_POSITION as V2_CRC_POSITION
+from kseg.facts.record_batch_v2 import CRC_START as V2_CRC_START
+from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD
 from kseg.formats.attributes import (
     CODEC_MASK,
     CODEC_PLUGIN,
@@ -31,13 +37,6 @@ from kseg.formats.attributes import (
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
 )
-from kseg.formats.log_entry import LOG_OVERHEAD, SIZE_POSITION
-from kseg.formats.message_v0v1 import CRC_POSITION as LEGACY_CRC_POSITION
-from kseg.formats.message_v0v1 import CRC_START as LEGACY_CRC_START
-from kseg.formats.primitives import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
-from kseg.formats.record_batch_v2 import CRC_POSITION as V2_CRC_POSITION
-from kseg.formats.record_batch_v2 import CRC_START as V2_CRC_START
-from kseg.formats.record_batch_v2 import RECORD_BATCH_OVERHEAD
 from kseg.layouts import BATCH_V2_HEADER, LENGTH_I32, MESSAGE_HEADER
 from kseg.log import fast
 from kseg.model import Batch, Header, Record

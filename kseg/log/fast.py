@@ -10,8 +10,8 @@ import os
 from typing import Any
 
 from kseg.errors import CorruptBatchError, KsegError, TruncatedError, VarintError
+from kseg.facts.message_v0v1 import CRC_START as LEGACY_CRC_START
 from kseg.formats.attributes import TIMESTAMP_TYPE_MASK
-from kseg.formats.message_v0v1 import CRC_START as LEGACY_CRC_START
 from kseg.layouts import accelerator_layout
 from kseg.log.decode import Scan, Tail
 from kseg.log.decode import decode_legacy_wrapper as _legacy_set_py

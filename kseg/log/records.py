@@ -12,8 +12,8 @@ from typing import Callable, NamedTuple
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES, Codec, get_codec
 from kseg.codecs.plugins import plugin_codec
 from kseg.errors import CorruptBatchError, KsegError
+from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD, RECORD_COUNT_POSITION
 from kseg.formats.attributes import CODEC_MASK, CODEC_PLUGIN
-from kseg.formats.record_batch_v2 import RECORD_BATCH_OVERHEAD, RECORD_COUNT_POSITION
 from kseg.log.decode import effective_log_append_time, legacy_value_region, records_region
 from kseg.log.fast import (
     check_v2_records,

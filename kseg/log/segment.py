@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Iterator
 
 from kseg.errors import InputError, TruncatedError
-from kseg.formats.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
+from kseg.facts.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log.decode import Tail
 from kseg.log.fast import scan_entries

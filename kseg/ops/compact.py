@@ -35,6 +35,7 @@ from kseg.defaults import (
     DEFAULT_SEGMENT_INDEX_BYTES,
 )
 from kseg.errors import InputError, KsegError
+from kseg.facts.primitives import INT32_MAX
 from kseg.formats.attributes import (
     CONTROL_ABORT,
     CONTROL_COMMIT,
@@ -45,7 +46,6 @@ from kseg.formats.attributes import (
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
 )
-from kseg.formats.primitives import INT32_MAX
 from kseg.log.atomic import AtomicDir, check_output, write_atomic
 from kseg.log.control import control_info
 from kseg.log.encode import assemble_v2, build_legacy_wrapper, build_v2_batch, header_of

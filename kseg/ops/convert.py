@@ -17,6 +17,8 @@ from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES, get_codec
 from kseg.codecs.choice import CodecChoice
 from kseg.defaults import DEFAULT_BATCH_BYTES, DEFAULT_BATCH_RECORDS
 from kseg.errors import CorruptBatchError, InputError
+from kseg.facts.log_entry import LOG_OVERHEAD
+from kseg.facts.primitives import INT64_MAX
 from kseg.formats.attributes import (
     CODEC_MASK,
     CODEC_NAMES,
@@ -29,8 +31,6 @@ from kseg.formats.attributes import (
     PLUGIN_ID_SHIFT,
     TIMESTAMP_TYPE_MASK,
 )
-from kseg.formats.log_entry import LOG_OVERHEAD
-from kseg.formats.primitives import INT64_MAX
 from kseg.layouts import ENTRY_FRAMING
 from kseg.log.encode import (
     assemble_v2,

@@ -20,7 +20,7 @@ from typing import Any, Iterator
 from kseg.companions.read import read_leader_epoch_checkpoint
 from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError, KsegError
-from kseg.formats.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
+from kseg.facts.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log.fast import scan_entries
 from kseg.log.records import batch_records

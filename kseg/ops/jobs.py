@@ -16,10 +16,10 @@ from typing import Callable, Iterable, Iterator
 from kseg.companions.build import build_indexes
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES
 from kseg.errors import InputError, KsegError
+from kseg.facts.log_entry import LOG_OVERHEAD
+from kseg.facts.message_v0v1 import V1_TIMESTAMP_POSITION
+from kseg.facts.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, MAX_TIMESTAMP_POSITION
 from kseg.formats.attributes import NO_TIMESTAMP
-from kseg.formats.log_entry import LOG_OVERHEAD
-from kseg.formats.message_v0v1 import V1_TIMESTAMP_POSITION
-from kseg.formats.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, MAX_TIMESTAMP_POSITION
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log.atomic import AtomicDir, AtomicFile, check_output, commit_together
 from kseg.log.segment import (

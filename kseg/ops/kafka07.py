@@ -8,7 +8,7 @@ wrapper (v0/v1) or batch (v2) of its payloads, keeping its codec unless --codec 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterator
 
 from kseg.errors import InputError
 from kseg.formats.attributes import (
@@ -25,7 +25,6 @@ from kseg.log.segment import segment_file_name
 from kseg.model import Record
 from kseg.ops.convert import Summary, UpOptions
 from kseg.ops.jobs import JobResult, SegmentSink, WriteOptions
-from kseg.ops.verify import VerifyReport, verify_kafka07_file
 
 
 def kafka07_entries(paths: list[Path], o: UpOptions, base_offset: int, s: Summary) -> Iterator[bytes]:
@@ -104,11 +103,3 @@ def up_convert_kafka07(src: Path, output: Path, o: UpOptions, base_offset: int, 
     sink.commit()
     result.segments.append(dst)
     return result
-
-
-def verify_kafka07(paths: Iterable[Path], *, quick: bool, max_decompressed_bytes: int) -> VerifyReport:
-    report = VerifyReport()
-    for path in paths:
-        report.files.append(verify_kafka07_file(Path(path), quick=quick,
-                                                max_decompressed_bytes=max_decompressed_bytes))
-    return report

@@ -20,7 +20,7 @@ from kseg.companions.build import TxnEntry, build_indexes, build_txn_index
 from kseg.companions.read import read_leader_epoch_checkpoint
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError, KsegError, TruncatedError
-from kseg.formats.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, RECORD_BATCH_OVERHEAD, RECORD_COUNT_POSITION
+from kseg.facts.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, RECORD_BATCH_OVERHEAD, RECORD_COUNT_POSITION
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log.atomic import TMP_SUFFIX, AtomicDir, AtomicFile, check_output, write_atomic
 from kseg.log.control import control_info

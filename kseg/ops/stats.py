@@ -17,7 +17,7 @@ from xxhash import xxh64_intdigest
 
 from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError, KsegError
-from kseg.formats.record_batch_v2 import RECORD_BATCH_OVERHEAD
+from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD
 from kseg.log.control import control_info
 from kseg.log.decode import effective_log_append_time, records_region
 from kseg.log.fast import ACCELERATED, decode_v2_records

@@ -18,17 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from crc32c import crc32c
-
+from kseg.checksums import crc32c
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.companions.check import LOG_DIR_TEXT_FILES, check_segment_companions, check_standalone, companion_paths
 from kseg.errors import InputError, KsegError, TruncatedError
+from kseg.facts.message_v0v1 import ATTRIBUTES_POSITION as LEGACY_ATTRIBUTES_POSITION
+from kseg.facts.message_v0v1 import CRC_START as LEGACY_CRC_START
+from kseg.facts.record_batch_v2 import ATTRIBUTES_POSITION as V2_ATTRIBUTES_POSITION
+from kseg.facts.record_batch_v2 import CRC_START as V2_CRC_START
 from kseg.findings import ERROR, NOTE, Finding
 from kseg.formats.attributes import CODEC_MASK, CODEC_PLUGIN, CREATE_TIME, PLUGIN_ID_MASK, TIMESTAMP_TYPE_MASK
-from kseg.formats.message_v0v1 import ATTRIBUTES_POSITION as LEGACY_ATTRIBUTES_POSITION
-from kseg.formats.message_v0v1 import CRC_START as LEGACY_CRC_START
-from kseg.formats.record_batch_v2 import ATTRIBUTES_POSITION as V2_ATTRIBUTES_POSITION
-from kseg.formats.record_batch_v2 import CRC_START as V2_CRC_START
 from kseg.kafka07.read import inner_payloads, read_kafka07
 from kseg.log.control import control_info
 from kseg.log.records import batch_records, check_v2_batch_records, wrapper_records
@@ -315,6 +314,15 @@ def verify_kafka07_file(path: Path, *, quick: bool, max_decompressed_bytes: int)
         fr.problems.append(Problem(ERROR, "truncated" if isinstance(err, TruncatedError) else "framing",
                                    str(path), err.position, err.message, err.expected, err.found))
     return fr
+
+
+def verify_kafka07(paths: Iterable[Path], *, quick: bool, max_decompressed_bytes: int) -> VerifyReport:
+    """Pre-0.8 (Kafka 0.7) files, each checked as ``verify_kafka07_file`` does (``--input-format kafka07``)."""
+    report = VerifyReport()
+    for path in paths:
+        report.files.append(verify_kafka07_file(Path(path), quick=quick,
+                                                max_decompressed_bytes=max_decompressed_bytes))
+    return report
 
 
 def verify_companion_file(path: Path) -> FileReport:

@@ -10,11 +10,11 @@ import base64
 import json
 from typing import IO, Any, Callable, TextIO
 
-from tabulate import tabulate
+from kseg.render.tables import tabulate
 
 from kseg.decoders import DecodedRecord
 from kseg.decoders.jvm import java_hash_map_order, scala_hash_map_order
-from kseg.decoders.metadata import control_kafka_text
+from kseg.decoders import control_kafka_text
 from kseg.errors import KsegError
 from kseg.formats.attributes import TIMESTAMP_TYPE_NAMES
 from kseg.log.control import control_info

@@ -23,29 +23,27 @@ from kseg.cli.common import (
     Decorator,
     check_log_append,
     compact_options,
-    compact_setup,
     down_convert_options,
     dump_options,
     expand_for_dump,
     guarded,
     index_interval_option,
     params_of,
-    prepare_dump,
     rebase_options,
     recompress_options,
     topic_set,
     up_convert_options,
     verify_options,
-    write_flags,
 )
+from kseg.cli.dump import prepare_dump
+from kseg.cli.write import compact_setup, write_flags
 from kseg.codecs.choice import choose
 from kseg.errors import InputError
 from kseg.log.atomic import AtomicFile
 from kseg.log.segment import is_stream
 from kseg.ops.dump import DumpOptions
-from kseg.ops.kafka07 import verify_kafka07
 from kseg.ops.sniff import conversion_input_format
-from kseg.ops.verify import VerifyOptions, input_groups
+from kseg.ops.verify import VerifyOptions, input_groups, verify_kafka07
 from kseg.render.dump import non_consecutive_lines
 from kseg.render.kafka07 import dump_kafka07
 from kseg.render.reports import compact_json, compact_line, job_line, write_verify

@@ -19,7 +19,7 @@ from typing import Any, Iterable
 from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.defaults import parse_size as _size
 from kseg.errors import InputError
-from kseg.formats.log_entry import LOG_OVERHEAD, MIN_SIZE_BY_MAGIC
+from kseg.facts.log_entry import LOG_OVERHEAD, MIN_SIZE_BY_MAGIC
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log.segment import base_offset_of, companion_path, expand_inputs, partition_of
 from kseg.storage import as_path, open_input, size_of

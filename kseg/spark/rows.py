@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from kseg.errors import KsegError
+from kseg.facts.primitives import INT32_MAX
 from kseg.formats.attributes import CODEC_NONE, LOG_APPEND_TIME, NO_SEQUENCE
-from kseg.formats.primitives import INT32_MAX
 from kseg.log.records import batch_records
 from kseg.log.segment import Segment
 from kseg.model import Batch, record_sequence

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kseg.errors import KsegError
-from kseg.formats.primitives import INT64_MIN
+from kseg.facts.primitives import INT64_MIN
 from kseg.storage import as_path
 
 # verify_log is run with this as the previous segment's last offset; see ``settle``.

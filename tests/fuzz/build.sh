@@ -22,9 +22,12 @@ case $mode in
   *) echo "usage: build.sh sanitize|fuzz OUT" >&2; exit 2 ;;
 esac
 # Each file is written under a temporary name and renamed: a fuzzing campaign running from OUT
-# keeps its mapped copy, and its next slice loads the new build.
+# keeps its mapped copy, and its next slice loads the new build. kseg/_checksum.c (CRC-32C)
+# is built beside it, and loaded from OUT with it (tests/fuzz/sanitize.py).
 "$CC" "${flags[@]}" -I"$inc" "$src" -o "$out/_speedups$suffix.tmp"
 mv -f "$out/_speedups$suffix.tmp" "$out/_speedups$suffix"
+"$CC" "${flags[@]}" -I"$inc" "$(dirname "$src")/../_checksum.c" -o "$out/_checksum$suffix.tmp"
+mv -f "$out/_checksum$suffix.tmp" "$out/_checksum$suffix"
 case $("$CC" --version) in
   *clang*) runtime=$("$CC" -print-file-name=libclang_rt.asan-x86_64.so) ;;
   *) runtime=$("$CC" -print-file-name=libasan.so) ;;

@@ -1,0 +1,36 @@
+"""Ctrl-C while kseg is still importing code: exit 130 at once and quietly.
+
+Python's own handler would print a traceback from whichever import it interrupts. The
+console entry point loads the command group under ``quiet_interrupts``, and the group
+loads each command's module (``KsegGroup``'s table) the same way; from then on an
+interrupt is the commands' own business (``guarded``: exit 130, no traceback).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+from kseg.cli.exits import EXIT_INTERRUPTED
+
+
+@contextmanager
+def quiet_interrupts() -> Iterator[None]:
+    """While the block runs, SIGINT ends the process with 130 and prints nothing (only in the
+    main thread, and only where Python's default handler was in place)."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, _quit_while_loading)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _quit_while_loading(signum: int, frame: object) -> None:
+    os._exit(EXIT_INTERRUPTED)  # nothing has been written yet: nothing to flush or clean up

@@ -1,0 +1,232 @@
+"""The writing commands: ``kseg up-convert``, ``down-convert``, ``recompress``, ``rebase``,
+``index`` and ``compact``. Each writes a new output (a temporary name renamed when complete)
+and never touches its input; ``-o s3://...`` through ``remote_output``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from kseg.cli.common import (
+    EXIT_DATA,
+    EXIT_OK,
+    check_log_append,
+    compact_options,
+    down_convert_options,
+    guarded,
+    index_interval_option,
+    rebase_options,
+    recompress_options,
+    topic_set,
+    up_convert_options,
+)
+from kseg.cli.storage import LOCATION, remote_output, shown
+from kseg.codecs.choice import choose
+from kseg.companions.build import build_indexes
+from kseg.companions.check import check_segment_companions
+from kseg.companions.check import companion_paths as companion_paths_of
+from kseg.errors import InputError
+from kseg.findings import ERROR
+from kseg.log.atomic import AtomicDir, check_output, write_atomic_many
+from kseg.log.segment import base_offset_of, companion_path, expand_inputs, strict_batches
+from kseg.ops.compact import CompactOptions, compact_job, default_now_ms
+from kseg.ops.convert import (
+    DownOptions,
+    RecompressOptions,
+    UpOptions,
+    down_convert,
+    rebase_maker,
+    recompress,
+    up_convert,
+)
+from kseg.ops.jobs import WriteOptions, run_job
+from kseg.ops.kafka07 import up_convert_kafka07
+from kseg.ops.sniff import KAFKA07, conversion_input_format
+from kseg.render.reports import compact_json, compact_line, job_line
+
+
+@click.command("up-convert")
+@up_convert_options
+@guarded
+@remote_output
+def up_convert_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
+                   max_decompressed_bytes: int, to_magic: int, codec: str, level: int | None, input_format: str,
+                   base_offset: int, timestamp_type: str, log_append_time: int | None,
+                   partition_leader_epoch: int, batch_records: int, batch_bytes: int) -> None:
+    """Convert to a newer message format: pre-0.8 -> v0/v1/v2, v0 -> v1, v0/v1 -> v2."""
+    check_log_append(timestamp_type, log_append_time)
+    o = UpOptions(to_magic=to_magic, choice=choose(codec, level), log_append_time=log_append_time,
+                  partition_leader_epoch=partition_leader_epoch,
+                  batch_records=batch_records, batch_bytes=batch_bytes, limit=max_decompressed_bytes)
+    options = write_flags(no_index, index_interval_bytes, force)
+    if conversion_input_format(input_path, input_format) == KAFKA07:
+        result = up_convert_kafka07(input_path, output, o, base_offset, options)
+    else:
+        result = run_job([input_path], output, lambda segs: (lambda b, s: up_convert(b, o, s), 0), options, command="up-convert")
+    click.echo(job_line(result, shown(output)), err=True)
+
+
+@click.command("down-convert")
+@down_convert_options
+@guarded
+@remote_output
+def down_convert_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
+                     max_decompressed_bytes: int, to_magic: int, codec: str, level: int | None) -> None:
+    """Convert to an older message format as the broker did for old consumers (drops what it cannot carry)."""
+    o = DownOptions(to_magic=to_magic, choice=choose(codec, level), limit=max_decompressed_bytes)
+    options = write_flags(no_index, index_interval_bytes, force)
+    result = run_job([input_path], output, lambda segs: (lambda b, s: down_convert(b, o, s), 0), options, command="down-convert")
+    click.echo(job_line(result, shown(output)), err=True)
+
+
+@click.command("recompress")
+@recompress_options
+@guarded
+@remote_output
+def recompress_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
+                   max_decompressed_bytes: int, codec: str, level: int | None, topics: str,
+                   batch_records: int) -> None:
+    """Same message format, new codec (the old compression.codec / compressed.topics pair)."""
+    o = RecompressOptions(choice=choose(codec, level, keep_allowed=False), batch_records=batch_records,
+                          limit=max_decompressed_bytes)
+    wanted = topic_set(topics)
+    options = write_flags(no_index, index_interval_bytes, force)
+    result = run_job([input_path], output, lambda segs: (lambda b, s: recompress(b, o, s), 0), options,
+                     select=(lambda topic: not wanted or topic in wanted), command="recompress")
+    click.echo(job_line(result, shown(output)), err=True)
+
+
+@click.command("rebase")
+@rebase_options
+@guarded
+@remote_output
+def rebase_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
+               max_decompressed_bytes: int, base_offset: int) -> None:
+    """Shift every offset so the data starts at --base-offset (v1/v2: no decompression)."""
+    options = write_flags(no_index, index_interval_bytes, force)
+    result = run_job([input_path], output, rebase_maker(base_offset, max_decompressed_bytes), options,
+                     command="rebase")
+    click.echo(job_line(result, shown(output)), err=True)
+
+
+@click.command("index")
+@click.argument("inputs", nargs=-1, required=True, type=LOCATION)
+@click.option("--check", "mode", flag_value="check", default=True, help="Check .index/.timeindex/.txnindex (default).")
+@click.option("--rebuild", "mode", flag_value="rebuild", help="Write .index/.timeindex anew from the log.")
+@click.option("-o", "--output", type=LOCATION, default=None,
+              help="With --rebuild: write the indexes into this folder or s3:// prefix (partition folders and "
+                   "log directories keep their layout under it) instead of beside the segments.")
+@click.option("--force", is_flag=True, help="With --rebuild -o: write into an existing output folder.")
+@index_interval_option
+@guarded
+@remote_output(merge=True)
+def index_cmd(inputs: tuple[Path, ...], mode: str, output: Path | None, force: bool,
+              index_interval_bytes: int) -> None:
+    """Check or rebuild the offset and time indexes of segments, partition folders or log directories."""
+    pairs = [(seg, root) for root in inputs for seg in expand_inputs([root]) if seg.suffix == ".log"]
+    if not pairs:
+        raise InputError("no .log segments found", file=str(inputs[0]))
+    if mode == "check":
+        errors = checked = 0
+        for seg, _ in pairs:
+            if not any(p.is_file() for p in companion_paths_of(seg).values()):
+                click.echo(f"{seg}: nothing to check (no .index, .timeindex or .txnindex beside it)")
+                continue
+            checked += 1
+            findings = check_segment_companions(seg)
+            bad = [f for f in findings if f.severity == ERROR]
+            errors += len(bad)
+            for f in findings:
+                click.echo(f"{f.severity}: {f}")
+            click.echo(f"{seg}: {'ok' if not bad else f'{len(bad)} error(s)'}")
+        if not checked:
+            click.echo("kseg: nothing to check: no segment has index files", err=True)
+        raise SystemExit(EXIT_DATA if errors else EXIT_OK)
+    building = None
+    if output is None:
+        for root in inputs:
+            if not isinstance(root, Path):
+                raise InputError("cannot write beside segments in an archive or object storage: give -o/--output",
+                                 file=str(root))
+    else:
+        check_output(list(inputs), output, force=force)
+        building = AtomicDir(output)  # the output folder appears whole, or not at all
+    written = []
+    try:
+        for seg, root in pairs:
+            base = base_offset_of(seg)
+            if base is None:
+                raise InputError("segment name does not start with its base offset", file=str(seg))
+            entries = [b._replace(raw=memoryview(b"")) for b in strict_batches(seg)]
+            index, timeindex = build_indexes(entries, base, index_interval_bytes)
+            if building is None:
+                folder = seg.parent
+            else:
+                folder = building.tmp if root.is_file() else building.tmp.joinpath(*seg.parent.parts[len(root.parts):])
+                folder.mkdir(parents=True, exist_ok=True)
+            index_path, time_path = companion_path(seg, ".index", folder), companion_path(seg, ".timeindex", folder)
+            write_atomic_many({index_path: index, time_path: timeindex})  # both or neither
+            written.append((index_path, len(index) // 8, time_path, len(timeindex) // 12))
+    except BaseException:
+        if building is not None:
+            building.abort()
+        raise
+    if building is not None:
+        building.commit()
+    for index_path, n_index, time_path, n_time in written:
+        if building is not None and output is not None:
+            index_path = output / index_path.relative_to(building.tmp)
+            time_path = output / time_path.relative_to(building.tmp)
+        click.echo(f"kseg: wrote {shown(index_path)} ({n_index} entries) and {shown(time_path)} ({n_time} entries)",
+                   err=True)
+
+
+@click.command("compact")
+@compact_options
+@index_interval_option
+@guarded
+@remote_output
+def compact_cmd(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, force: bool, now_ms: int | None,
+                delete_retention_ms: int, min_compaction_lag_ms: int, include_active: bool, topics: str,
+                key_map_bytes: int, producer_id_expiration_ms: int, first_dirty_offset: int | None,
+                single_pass: bool, segment_bytes: int, segment_index_bytes: int, keep_segments: bool, fmt: str,
+                max_decompressed_bytes: int, index_interval_bytes: int) -> None:
+    """Keep the latest record per key, as Kafka's log cleaner does (offline)."""
+    o, wanted = compact_setup(inputs, output, dry_run, now_ms, delete_retention_ms, min_compaction_lag_ms,
+                              include_active, topics, key_map_bytes, producer_id_expiration_ms,
+                              first_dirty_offset, single_pass, segment_bytes, segment_index_bytes,
+                              keep_segments, max_decompressed_bytes)
+    result = compact_job(list(inputs), None if dry_run else output, o, force=force, topics=wanted,
+                         index_interval_bytes=index_interval_bytes)
+    if fmt == "json":
+        click.echo(compact_json(result, o.now_ms))
+    else:
+        click.echo(compact_line(result, dry_run, None if output is None else shown(output)), err=True)
+
+
+# --------------------------------------------------------------------------- option checks
+
+
+def write_flags(no_index: bool, index_interval_bytes: int, force: bool) -> WriteOptions:
+    return WriteOptions(index=not no_index, index_interval_bytes=index_interval_bytes, force=force)
+
+
+def compact_setup(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, now_ms: int | None,
+                  delete_retention_ms: int, min_compaction_lag_ms: int, include_active: bool, topics: str,
+                  key_map_bytes: int, producer_id_expiration_ms: int, first_dirty_offset: int | None,
+                  single_pass: bool, segment_bytes: int, segment_index_bytes: int, keep_segments: bool,
+                  max_decompressed_bytes: int) -> tuple[CompactOptions, set[str] | None]:
+    """The compact options checked and turned into CompactOptions and the topic set."""
+    if output is None and not dry_run:
+        raise InputError("give -o/--output, or --dry-run")
+    for p in inputs:
+        if not p.exists():
+            raise InputError("no such file or directory", file=str(p))
+    o = CompactOptions(now_ms=default_now_ms() if now_ms is None else now_ms,
+                       delete_retention_ms=delete_retention_ms, min_compaction_lag_ms=min_compaction_lag_ms,
+                       include_active=include_active, key_map_bytes=key_map_bytes,
+                       producer_expiration_ms=producer_id_expiration_ms, first_dirty_offset=first_dirty_offset,
+                       single_pass=single_pass, limit=max_decompressed_bytes, group_segments=not keep_segments,
+                       segment_bytes=segment_bytes, segment_index_bytes=segment_index_bytes)
+    return o, topic_set(topics) or None

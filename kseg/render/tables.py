@@ -1,0 +1,17 @@
+"""Text tables (the ``tabulate`` package), loaded when the first table is printed.
+
+Importing tabulate costs ~4 ms and, through its version lookup, importlib.metadata
+(~12 ms): more than a short ``kseg dump`` spends on its own work, for output most
+dumps never print (index and snapshot entries in text form).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def tabulate(rows: Any, *args: Any, **kwargs: Any) -> str:
+    """``tabulate.tabulate`` itself (same arguments, same text)."""
+    from tabulate import tabulate as table  # late: see the module's comment
+
+    return table(rows, *args, **kwargs)

@@ -1,0 +1,128 @@
+"""A plain ``kseg dump`` or ``kseg verify`` loads what it needs and nothing else (start-up time).
+
+A short command's cost is nearly all interpreter and imports: construct (the schemas),
+the crc32c package's ``__init__`` (importlib.metadata), tabulate, the archive modules,
+the internal-topic decoders and the other commands' operations would each cost about as
+much as the work itself. Each case runs the CLI in a fresh interpreter and lists what
+it imported: a deterministic check, not a timing. The counterparts show that what is
+left out is still loaded when it is needed (``--decode``, a text table, a codec).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kseg import checksums
+from kseg.cli.main import COMMANDS, main
+
+ROOT = Path(__file__).resolve().parent.parent
+LOGDIR = ROOT / "fixtures" / "logdir"
+TXN_LOG = LOGDIR / "v2-txn-0" / "00000000000000000005.log"  # transaction markers (control records), an lz4 batch
+TXN_PLAIN = LOGDIR / "v2-txn-0" / "00000000000000000000.log"  # transactional batches, nothing compressed
+GZIP_LOG = LOGDIR / "v2-gzip-0" / "00000000000000000000.log"
+LEGACY_LOG = LOGDIR / "v1-snappy-0" / "00000000000000000000.log"
+OFFSETS = ROOT / "fixtures" / "internal" / "__consumer_offsets-0"
+
+# Run the CLI as the console script does, then write the names of the loaded modules to a file.
+_RUN = """
+import json, sys
+out, args = sys.argv[1], sys.argv[2:]
+from kseg.cli import run
+sys.argv = ["kseg", *args]
+try:
+    run()
+except SystemExit as e:
+    code = e.code
+with open(out, "w") as f:
+    json.dump({"code": code, "modules": sorted(sys.modules)}, f)
+"""
+
+# Never needed by a plain dump or verify of Kafka segments.
+NEVER = (
+    "construct", "kseg.formats.record_batch_v2", "kseg.formats.log_entry", "kseg.facts.derive",
+    "tabulate", "tarfile", "zipfile", "importlib.metadata",
+    "kseg.decoders.metadata", "kseg.decoders.schema", "kseg.decoders.offsets", "kseg.decoders.transactions",
+    "kseg.ops.compact", "kseg.ops.convert", "kseg.ops.jobs", "kseg.ops.diff", "kseg.ops.find", "kseg.ops.repair",
+    "kseg.ops.stats", "kseg.ops.state", "kseg.ops.txn", "kseg.ops.registry", "kseg.render.html_report",
+    "kseg.render.tools",
+    "kseg.cli.write", "kseg.cli.tools", "kseg.cli.internals", "kseg.cli.plugins", "kseg.spark", "pyspark",
+)
+NOT_FOR_DUMP = ("kseg.ops.verify", "kseg.cli.verify", "kseg.render.reports")
+NOT_FOR_VERIFY = ("kseg.cli.dump", "kseg.render.dump")
+
+
+def loaded(tmp_path: Path, *args: object) -> set[str]:
+    out = tmp_path / "modules.json"
+    env = {k: v for k, v in os.environ.items() if k != "KSEG_PURE_PYTHON"}
+    r = subprocess.run([sys.executable, "-c", _RUN, str(out), *map(str, args)], capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert out.exists(), r.stderr
+    result = json.loads(out.read_text())
+    assert result["code"] in (0, None), (result["code"], r.stderr)
+    return set(result["modules"])
+
+
+def _absent(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules for n in names if m == n or m.startswith(n + "."))
+
+
+SNAPPY_LZ4 = ("kseg.codecs.xerial", "cramjam", "kseg.codecs.kafka_lz4", "lz4", "xxhash")
+
+
+@pytest.mark.parametrize("args,unused", [
+    (("dump", "--format", "kafka", TXN_LOG), SNAPPY_LZ4),
+    (("dump", "--format", "kafka", "--records", GZIP_LOG), SNAPPY_LZ4),
+    (("dump", "--records", TXN_PLAIN), SNAPPY_LZ4),
+    (("dump", "--records", "--format", "kafka", TXN_LOG), ("kseg.codecs.xerial", "cramjam")),
+    (("dump", "--format", "jsonl", "--records", LEGACY_LOG), ("kseg.codecs.kafka_lz4", "lz4")),
+], ids=["kafka", "kafka-records-gzip", "text-records", "kafka-records-lz4", "jsonl-snappy"])
+def test_a_plain_dump_loads_only_the_dump_path(tmp_path, args, unused) -> None:
+    modules = loaded(tmp_path, *args)
+    assert "kseg.cli.dump" in modules and "kseg.render.dump" in modules
+    assert _absent(modules, NEVER + NOT_FOR_DUMP + unused) == []
+    if checksums.ACCELERATED:  # else the crc32c package is the CRC-32C, and it loads importlib.metadata
+        assert "crc32c" not in modules
+
+
+@pytest.mark.parametrize("args", [
+    ("verify", TXN_LOG),
+    ("verify", "--quick", GZIP_LOG),
+    ("verify", LOGDIR / "v2-txn-0"),
+], ids=["log", "quick", "partition"])
+def test_a_plain_verify_loads_only_the_verify_path(tmp_path, args) -> None:
+    modules = loaded(tmp_path, *args)
+    assert "kseg.cli.verify" in modules and "kseg.ops.verify" in modules
+    assert _absent(modules, NEVER + NOT_FOR_VERIFY) == []
+    if checksums.ACCELERATED:
+        assert "crc32c" not in modules
+
+
+def test_what_is_left_out_still_loads_when_needed(tmp_path) -> None:
+    decoded = loaded(tmp_path, "dump", "--decode", "auto", OFFSETS)
+    assert "kseg.decoders.offsets" in decoded and "kseg.decoders.metadata" not in decoded
+    table = loaded(tmp_path, "dump", LOGDIR / "v2-txn-0" / "00000000000000000005.txnindex")
+    assert "tabulate" in table
+    assert "cramjam" in loaded(tmp_path, "dump", "--records", LEGACY_LOG)
+    assert "lz4" in loaded(tmp_path, "verify", LOGDIR / "v2-lz4-0")
+
+
+def test_help_lists_every_command_with_its_own_help() -> None:
+    """``kseg --help`` loads the table's commands and shows each one's first line, as before."""
+    from click.testing import CliRunner
+
+    r = CliRunner().invoke(main, ["--help"])
+    assert r.exit_code == 0
+    listed = r.output.split("Commands:\n", 1)[1]
+    for name in [*COMMANDS, "spark"]:
+        assert f"\n  {name} " in "\n" + listed, name
+    ctx = main.make_context("kseg", ["--help"], resilient_parsing=True)
+    for name in COMMANDS:
+        command = main.get_command(ctx, name)
+        assert command is not None and command.name == name
+        assert command.get_short_help_str(limit=45)[:20] in listed.replace("\n", " ")
