@@ -98,10 +98,10 @@ SAN_PYTEST := -p no:cacheprovider --ignore=tests/test_spark.py --ignore=tests/te
 	-k 'not test_cli_fuzz_never_tracebacks and not bomb'
 FUZZ_SECONDS ?= 8
 
-$(SAN_DIR)/preload: kseg/log/_speedups.c kseg/log/_spans.h kseg/_checksum.c tests/fuzz/build.sh $(STAMP)
+$(SAN_DIR)/preload: kseg/log/_speedups.c kseg/log/_spans.h kseg/_checksum.c kseg/_crc32.h tests/fuzz/build.sh $(STAMP)
 	PYTHON=$(PY) tests/fuzz/build.sh sanitize $(SAN_DIR)
 
-$(FUZZ_DIR)/preload: kseg/log/_speedups.c kseg/log/_spans.h kseg/_checksum.c tests/fuzz/build.sh $(STAMP)
+$(FUZZ_DIR)/preload: kseg/log/_speedups.c kseg/log/_spans.h kseg/_checksum.c kseg/_crc32.h tests/fuzz/build.sh $(STAMP)
 	PYTHON=$(PY) tests/fuzz/build.sh fuzz $(FUZZ_DIR)
 	$(PY) -m pip install -q -c constraints.txt atheris
 

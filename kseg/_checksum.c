@@ -1,9 +1,12 @@
 /* CRC-32C (Castagnoli; reflected polynomial 0x82F63B78, initial and final value 0xFFFFFFFF), the
- * checksum of v2 record batches and producer snapshots, as crc32c.crc32c(data) computes it.
+ * checksum of v2 record batches and producer snapshots, as crc32c.crc32c(data) computes it; and
+ * CRC-32, the checksum of v0/v1 messages, as zlib.crc32 (its code is kseg/_crc32.h).
  *
  *   crc32c(data) -> int            any bytes-like object (a memoryview into a segment: no copy)
  *   crc32c_portable(data) -> int   the table path only (for the tests, on any CPU)
  *   HARDWARE                       True when crc32c uses the CPU's crc32 instruction
+ *   crc32(data, value=0) -> int    zlib.crc32(data, value)
+ *   crc32_fast(on) -> bool         carry-less CRC-32 where the CPU has it, or tables only (tests)
  *
  * x86-64 CPUs with SSE4.2 (checked once, at import) run the crc32 instruction 8 bytes at a
  * time, over three parts of a large buffer at once; every other machine uses slice-by-8 tables, which read the data a byte at a time and
@@ -14,6 +17,8 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "_crc32.h"
 
 #define POLY 0x82F63B78u
 #define NOGIL_FROM ((Py_ssize_t)1 << 16) /* release the GIL for buffers from 64 KiB */
@@ -161,7 +166,40 @@ crc32c_portable(PyObject *self, PyObject *arg)
     return compute(arg, crc_tables);
 }
 
+/* crc32(data, value=0) -> int: zlib.crc32(data, value), the CRC-32 of v0/v1 messages (kseg/_crc32.h). */
+static PyObject *
+crc32_of(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    unsigned int value = 0;
+    if (!PyArg_ParseTuple(args, "y*|I", &view, &value))
+        return NULL;
+    uint32_t crc;
+    if (view.len >= NOGIL_FROM) {
+        Py_BEGIN_ALLOW_THREADS
+        crc = crc32_update(~(uint32_t)value, (const unsigned char *)view.buf, (size_t)view.len);
+        Py_END_ALLOW_THREADS
+    } else {
+        crc = crc32_update(~(uint32_t)value, (const unsigned char *)view.buf, (size_t)view.len);
+    }
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(crc ^ 0xFFFFFFFFu);
+}
+
+/* crc32_fast(on) -> bool: carry-less CRC-32 where the CPU has it (the default), or the tables only
+ * (for the tests, on any CPU); says whether carry-less multiplication is in use. */
+static PyObject *
+crc32_fast(PyObject *self, PyObject *on)
+{
+    int want = PyObject_IsTrue(on);
+    if (want < 0)
+        return NULL;
+    return PyBool_FromLong(crc32_init(want));
+}
+
 static PyMethodDef methods[] = {
+    {"crc32", crc32_of, METH_VARARGS, "CRC-32 of a bytes-like object (as zlib.crc32)."},
+    {"crc32_fast", crc32_fast, METH_O, "Carry-less CRC-32 where the CPU has it (True, the default) or tables."},
     {"crc32c", crc32c, METH_O, "CRC-32C of a bytes-like object (as crc32c.crc32c)."},
     {"crc32c_portable", crc32c_portable, METH_O, "CRC-32C by tables only, whatever the CPU (for tests)."},
     {NULL, NULL, 0, NULL},
@@ -175,6 +213,7 @@ PyMODINIT_FUNC
 PyInit__checksum(void)
 {
     init_tables();
+    crc32_init(1);
     int hardware = 0;
 #ifdef HAVE_SSE42
     __builtin_cpu_init();

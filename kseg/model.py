@@ -8,11 +8,10 @@ the hot path, which is several times cheaper than a frozen dataclass's
 
 from __future__ import annotations
 
-import zlib
 from collections import _tuplegetter  # type: ignore[attr-defined]
 from typing import Callable, NamedTuple
 
-from kseg.checksums import crc32c
+from kseg.checksums import crc32, crc32c
 from kseg.facts.message_v0v1 import CRC_START as LEGACY_CRC_START
 from kseg.facts.primitives import INT32_MAX
 from kseg.facts.record_batch_v2 import CRC_START as V2_CRC_START
@@ -215,7 +214,7 @@ class Batch(NamedTuple):
         """The CRC of the stored bytes: CRC-32C (v2) or CRC-32 (v0/v1)."""
         if self.magic >= 2:
             return crc32c(self.raw[V2_CRC_START:])
-        return zlib.crc32(self.raw[LEGACY_CRC_START:])
+        return crc32(self.raw[LEGACY_CRC_START:])
 
     @property
     def crc_valid(self) -> bool:

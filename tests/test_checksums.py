@@ -9,9 +9,11 @@ at every alignment; every v2 batch and producer snapshot of the fixtures is chec
 
 from __future__ import annotations
 
+import zlib
+
 import crc32c as reference
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES_LOGDIR, examples
@@ -80,3 +82,48 @@ def test_every_fixture_batch() -> None:
                     == reference.crc32c(covered) == b.crc
                 seen += 1
     assert seen > 50
+
+
+# --- CRC-32 (v0/v1 messages): zlib is the reference ------------------------------------------
+
+
+@pytest.fixture(params=[True, False], ids=["clmul", "tables"])
+def crc32_code(request):
+    """Both CRC-32 codes: carry-less multiplication (where the CPU has it) and the tables."""
+    in_use = _checksum.crc32_fast(request.param)
+    try:
+        if request.param and not in_use:
+            pytest.skip("this CPU has no PCLMULQDQ/SSE4.1: only the table code runs here")
+        yield
+    finally:
+        _checksum.crc32_fast(True)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=600) | st.integers(0, 5000).map(lambda n: bytes(range(256)) * (n // 256) + bytes(n % 256)),
+       st.integers(0, (1 << 32) - 1))
+def test_crc32_is_zlibs(crc32_code, data: bytes, start: int) -> None:
+    assert _checksum.crc32(data) == zlib.crc32(data)
+    assert _checksum.crc32(data, start) == zlib.crc32(data, start)
+
+
+def test_crc32_every_length_and_alignment(crc32_code) -> None:
+    """Both sides of every 16- and 64-byte step of the carry-less code, from every alignment."""
+    data = bytes((i * 131 + 7) & 0xFF for i in range(1200))
+    for n in range(1100):
+        assert _checksum.crc32(data[:n], n) == zlib.crc32(data[:n], n), n
+    view = memoryview(data)
+    for start in range(16):
+        assert _checksum.crc32(view[start:start + 1000]) == zlib.crc32(view[start:start + 1000])
+
+
+def test_crc32_of_every_legacy_message() -> None:
+    from kseg.facts.message_v0v1 import CRC_START as LEGACY_CRC_START
+
+    n = 0
+    for path in FIXTURES_LOGDIR.glob("*/*.log"):
+        for b in scan_entries(path.read_bytes()).batches:
+            if b.magic < 2:
+                assert _checksum.crc32(b.raw[LEGACY_CRC_START:]) == zlib.crc32(b.raw[LEGACY_CRC_START:]) == b.crc
+                n += 1
+    assert n > 50

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-import zlib
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -352,27 +351,3 @@ def test_generated_batch_lines_agree(b: Batch, ts_name: str, codec_name: str) ->
     of any text (lone surrogates shown as backslash escapes) are written alike."""
     batch_lines_agree(b, ts_name, codec_name)
 
-
-@pytest.fixture(params=[True, False], ids=["clmul", "slices"])
-def crc_code(request):
-    """Both CRC-32 codes of the kafka lines: carry-less multiplication (where the CPU has it) and the tables."""
-    in_use = _format.set_crc_clmul(request.param)
-    if request.param and not in_use:
-        pytest.skip("this CPU has no PCLMULQDQ/SSE4.1: only the table code runs here")
-    yield
-    _format.set_crc_clmul(True)
-
-
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.binary(max_size=600) | st.integers(0, 5000).map(lambda n: bytes(range(256)) * (n // 256) + bytes(n % 256)),
-       st.integers(0, (1 << 32) - 1))
-def test_crc32_is_zlibs(crc_code, data: bytes, start: int) -> None:
-    """The legacy isValid CRC equals zlib.crc32 at every length (both sides of every 16- and 64-byte step)."""
-    assert _format.crc32(data) == zlib.crc32(data)
-    assert _format.crc32(data, start) == zlib.crc32(data, start)
-
-
-def test_crc32_every_length(crc_code) -> None:
-    data = bytes((i * 131 + 7) & 0xFF for i in range(1100))
-    for n in range(len(data)):
-        assert _format.crc32(data[:n], n) == zlib.crc32(data[:n], n), n

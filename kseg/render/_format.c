@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../_crc32.h"
 #include "../log/_spans.h"
 
 enum { M_NONE = 0, M_UTF8 = 1, M_HEX = 2, M_BASE64 = 3, M_JAVA = 4 };
@@ -403,112 +404,9 @@ static int record_check(PyObject *r) {
 
 /* ------------------------------------------------------------------ records */
 
-static uint32_t CRC_TABLE[8][256]; /* CRC-32 (zlib's), slice-by-8 */
-
-static void crc_init(void) {
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        CRC_TABLE[0][i] = c;
-    }
-    for (uint32_t i = 0; i < 256; i++)
-        for (int t = 1; t < 8; t++)
-            CRC_TABLE[t][i] = (CRC_TABLE[t - 1][i] >> 8) ^ CRC_TABLE[0][CRC_TABLE[t - 1][i] & 0xFF];
-}
-
-static uint32_t crc_slices(uint32_t crc, const unsigned char *s, Py_ssize_t n) {
-    while (n >= 8) {
-        uint32_t lo = crc ^ ((uint32_t)s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 | (uint32_t)s[3] << 24);
-        uint32_t hi = (uint32_t)s[4] | (uint32_t)s[5] << 8 | (uint32_t)s[6] << 16 | (uint32_t)s[7] << 24;
-        crc = CRC_TABLE[7][lo & 0xFF] ^ CRC_TABLE[6][(lo >> 8) & 0xFF] ^ CRC_TABLE[5][(lo >> 16) & 0xFF] ^
-              CRC_TABLE[4][lo >> 24] ^ CRC_TABLE[3][hi & 0xFF] ^ CRC_TABLE[2][(hi >> 8) & 0xFF] ^
-              CRC_TABLE[1][(hi >> 16) & 0xFF] ^ CRC_TABLE[0][hi >> 24];
-        s += 8;
-        n -= 8;
-    }
-    while (n-- > 0) crc = CRC_TABLE[0][(crc ^ *s++) & 0xFF] ^ (crc >> 8);
-    return crc;
-}
-
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define HAVE_CLMUL_CRC 1
-static int use_clmul = 0; /* set at import when the CPU has PCLMULQDQ and SSE4.1 */
-
-/* CRC-32 by carry-less multiplication: four 128-bit lanes folded 64 bytes at a time, then into one lane,
- * then Barrett-reduced to 32 bits (Gopal et al., "Fast CRC Computation for Generic Polynomials Using
- * PCLMULQDQ Instruction", Intel, 2009; the bit-reflected constants for CRC-32's polynomial). ``n`` is a
- * multiple of 16, at least 64; ``crc`` and the result are the running (inverted) state, as crc_slices'. */
-__attribute__((target("pclmul,sse4.1"))) static uint32_t crc_clmul(uint32_t crc, const unsigned char *s,
-                                                                   Py_ssize_t n) {
-    const __m128i fold4 = _mm_set_epi64x(0x01c6e41596LL, 0x0154442bd4LL);  /* x^(512+32), x^(512-32) mod P */
-    const __m128i fold1 = _mm_set_epi64x(0x00ccaa009eLL, 0x01751997d0LL);  /* x^(128+32), x^(128-32) mod P */
-    const __m128i fold64 = _mm_set_epi64x(0, 0x0163cd6124LL);              /* x^64 mod P */
-    const __m128i barrett = _mm_set_epi64x(0x01f7011641LL, 0x01db710641LL); /* mu, P */
-    const __m128i low32 = _mm_setr_epi32(~0, 0, ~0, 0);
-    __m128i a = _mm_loadu_si128((const __m128i *)s), b = _mm_loadu_si128((const __m128i *)(s + 16)),
-            c = _mm_loadu_si128((const __m128i *)(s + 32)), d = _mm_loadu_si128((const __m128i *)(s + 48));
-    a = _mm_xor_si128(a, _mm_cvtsi32_si128((int)crc));
-    s += 64;
-    n -= 64;
-#define FOLD(x, k, next) _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128((x), (k), 0x00), \
-                                                     _mm_clmulepi64_si128((x), (k), 0x11)), (next))
-    for (; n >= 64; s += 64, n -= 64) {
-        a = FOLD(a, fold4, _mm_loadu_si128((const __m128i *)s));
-        b = FOLD(b, fold4, _mm_loadu_si128((const __m128i *)(s + 16)));
-        c = FOLD(c, fold4, _mm_loadu_si128((const __m128i *)(s + 32)));
-        d = FOLD(d, fold4, _mm_loadu_si128((const __m128i *)(s + 48)));
-    }
-    a = FOLD(a, fold1, b);
-    a = FOLD(a, fold1, c);
-    a = FOLD(a, fold1, d);
-    for (; n >= 16; s += 16, n -= 16) a = FOLD(a, fold1, _mm_loadu_si128((const __m128i *)s));
-#undef FOLD
-    /* 128 -> 64 bits, then 64 -> 32 */
-    a = _mm_xor_si128(_mm_srli_si128(a, 8), _mm_clmulepi64_si128(a, fold1, 0x10));
-    a = _mm_xor_si128(_mm_srli_si128(a, 4), _mm_clmulepi64_si128(_mm_and_si128(a, low32), fold64, 0x00));
-    /* Barrett reduction */
-    __m128i t = _mm_clmulepi64_si128(_mm_and_si128(a, low32), barrett, 0x10);
-    t = _mm_clmulepi64_si128(_mm_and_si128(t, low32), barrett, 0x00);
-    return (uint32_t)_mm_extract_epi32(_mm_xor_si128(a, t), 1);
-}
-#endif
-
-/* The running CRC-32 state (start 0xFFFFFFFF, invert at the end) after ``n`` more bytes. */
+/* CRC-32 of v0/v1 messages: kseg/_crc32.h */
 static uint32_t crc_update(uint32_t crc, const unsigned char *s, Py_ssize_t n) {
-#ifdef HAVE_CLMUL_CRC
-    if (use_clmul && n >= 64) {
-        Py_ssize_t whole = n & ~(Py_ssize_t)15;
-        crc = crc_clmul(crc, s, whole);
-        s += whole;
-        n -= whole;
-    }
-#endif
-    return crc_slices(crc, s, n);
-}
-
-/* crc32(data, crc=0) -> int: zlib.crc32's answer, by the code the kafka lines use (for the tests). */
-static PyObject *crc32_of(PyObject *self, PyObject *args) {
-    Py_buffer data;
-    unsigned int crc = 0;
-    if (!PyArg_ParseTuple(args, "y*|I", &data, &crc)) return NULL;
-    uint32_t out = crc_update(~(uint32_t)crc, (const unsigned char *)data.buf, data.len) ^ 0xFFFFFFFFu;
-    PyBuffer_Release(&data);
-    return PyLong_FromUnsignedLong(out);
-}
-
-/* set_crc_clmul(on) -> bool: use carry-less multiplication where the CPU has it (on by default); the
- * answer says whether it is in use. The tests switch it off to check the portable code too. */
-static PyObject *set_crc_clmul(PyObject *self, PyObject *on) {
-    int want = PyObject_IsTrue(on);
-    if (want < 0) return NULL;
-#ifdef HAVE_CLMUL_CRC
-    __builtin_cpu_init();
-    use_clmul = want && __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
-    return PyBool_FromLong(use_clmul);
-#else
-    Py_RETURN_FALSE;
-#endif
+    return crc32_update(crc, s, (size_t)n);
 }
 
 static uint32_t crc_be(uint32_t crc, uint64_t v, int bytes) {
@@ -1163,8 +1061,6 @@ static PyObject *kafka_batch_line(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"crc32", crc32_of, METH_VARARGS, "crc32(data, crc=0) -> int: as zlib.crc32, by the kafka lines' code."},
-    {"set_crc_clmul", set_crc_clmul, METH_O, "set_crc_clmul(on) -> bool: whether carry-less CRC is in use."},
     {"configure_batches", configure_batches, METH_VARARGS,
      "configure_batches(Batch._fields, transactional_bit, control_bit, delete_horizon_bit): before kafka_batch_line."},
     {"kafka_batch_line", kafka_batch_line, METH_VARARGS,
@@ -1192,10 +1088,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_format",
                                     "Record lines of a batch at once (C twin of kseg.render.lines).", -1, methods};
 
 PyMODINIT_FUNC PyInit__format(void) {
-    crc_init();
+    crc32_init(1);
     tables_init();
-    PyObject *on = set_crc_clmul(NULL, Py_True);
-    if (!on) return NULL;
-    Py_DECREF(on);
     return PyModule_Create(&module);
 }
