@@ -32,7 +32,7 @@ from bench_read import _payloads  # noqa: E402
 from common import SegmentSpec, segment_for  # noqa: E402
 from isal import isal_zlib  # noqa: E402
 
-from kseg.codecs.builtin import GzipCodec  # noqa: E402
+from kseg.codecs.gzip import GzipCodec  # noqa: E402
 
 
 def best_cpu(fn: Callable[[], int], repeat: int) -> tuple[float, int]:

@@ -73,14 +73,16 @@ def _absent(modules: set[str], names: tuple[str, ...]) -> list[str]:
 
 
 SNAPPY_LZ4 = ("kseg.codecs.xerial", "cramjam", "kseg.codecs.kafka_lz4", "lz4", "xxhash")
+GZIP_ZSTD = ("kseg.codecs.gzip", "isal", "kseg.codecs.zstd", "zstandard")
+ZSTD = ("kseg.codecs.zstd", "zstandard")
 
 
 @pytest.mark.parametrize("args,unused", [
-    (("dump", "--format", "kafka", TXN_LOG), SNAPPY_LZ4),
-    (("dump", "--format", "kafka", "--records", GZIP_LOG), SNAPPY_LZ4),
-    (("dump", "--records", TXN_PLAIN), SNAPPY_LZ4),
-    (("dump", "--records", "--format", "kafka", TXN_LOG), ("kseg.codecs.xerial", "cramjam")),
-    (("dump", "--format", "jsonl", "--records", LEGACY_LOG), ("kseg.codecs.kafka_lz4", "lz4")),
+    (("dump", "--format", "kafka", TXN_LOG), SNAPPY_LZ4 + GZIP_ZSTD),
+    (("dump", "--format", "kafka", "--records", GZIP_LOG), SNAPPY_LZ4 + ZSTD),
+    (("dump", "--records", TXN_PLAIN), SNAPPY_LZ4 + GZIP_ZSTD),
+    (("dump", "--records", "--format", "kafka", TXN_LOG), ("kseg.codecs.xerial", "cramjam") + GZIP_ZSTD),
+    (("dump", "--format", "jsonl", "--records", LEGACY_LOG), ("kseg.codecs.kafka_lz4", "lz4") + GZIP_ZSTD),
 ], ids=["kafka", "kafka-records-gzip", "text-records", "kafka-records-lz4", "jsonl-snappy"])
 def test_a_plain_dump_loads_only_the_dump_path(tmp_path, args, unused) -> None:
     modules = loaded(tmp_path, *args)
@@ -110,6 +112,8 @@ def test_what_is_left_out_still_loads_when_needed(tmp_path) -> None:
     assert "tabulate" in table
     assert "cramjam" in loaded(tmp_path, "dump", "--records", LEGACY_LOG)
     assert "lz4" in loaded(tmp_path, "verify", LOGDIR / "v2-lz4-0")
+    assert "isal" in loaded(tmp_path, "dump", "--records", GZIP_LOG)
+    assert "zstandard" in loaded(tmp_path, "verify", LOGDIR / "v2-zstd-0")
 
 
 def test_help_lists_every_command_with_its_own_help() -> None:

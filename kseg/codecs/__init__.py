@@ -1,8 +1,9 @@
 """Compression codecs by attribute id and by Kafka name (spec §4, §2.4, §9.1).
 
-The five built-ins are registered here, in code; snappy and lz4 (``xerial``,
-``kafka_lz4``: cramjam, lz4 and xxhash) are imported with the first batch, name or
-listing that needs them, so that reading other data does not load their libraries.
+The five built-ins are registered here, in code; all but none (``gzip``: ISA-L and zlib,
+``xerial``: cramjam, ``kafka_lz4``: lz4 and xxhash, ``zstd``: zstandard) are imported with
+the first batch, name or listing that needs them, so that reading other data does not
+load their libraries.
 Plugin codecs (KIP-984,
 codec id 5 plus a plugin id) are looked up by plugin id in the plugin
 registry; ``register_codec`` makes them known by name as well, so that
@@ -14,9 +15,17 @@ from __future__ import annotations
 from typing import Any
 
 from kseg.codecs.base import DEFAULT_MAX_DECOMPRESSED_BYTES, Codec
-from kseg.codecs.builtin import GzipCodec, NoneCodec, ZstdCodec
+from kseg.codecs.builtin import NoneCodec
 from kseg.errors import InputError, UnsupportedCodecError
-from kseg.formats.attributes import CODEC_LZ4, CODEC_NAMES, CODEC_PLUGIN, CODEC_SNAPPY, KAFKA07_CODEC_MASK
+from kseg.formats.attributes import (
+    CODEC_GZIP,
+    CODEC_LZ4,
+    CODEC_NAMES,
+    CODEC_PLUGIN,
+    CODEC_SNAPPY,
+    CODEC_ZSTD,
+    KAFKA07_CODEC_MASK,
+)
 from kseg.lazy import load
 
 __all__ = [
@@ -39,7 +48,9 @@ _BY_ID: dict[int, Codec] = {}
 _BY_NAME: dict[str, Codec] = {}
 
 # Built-ins registered when first needed: codec id -> "module:class" (its name is CODEC_NAMES[id]).
-LAZY_BUILTINS = {CODEC_SNAPPY: "kseg.codecs.xerial:SnappyCodec", CODEC_LZ4: "kseg.codecs.kafka_lz4:Lz4Codec"}
+LAZY_BUILTINS = {CODEC_GZIP: "kseg.codecs.gzip:GzipCodec", CODEC_SNAPPY: "kseg.codecs.xerial:SnappyCodec",
+                 CODEC_LZ4: "kseg.codecs.kafka_lz4:Lz4Codec", CODEC_ZSTD: "kseg.codecs.zstd:ZstdCodec"}
+_BY_CONSTANT = {"GZIP": CODEC_GZIP, "SNAPPY": CODEC_SNAPPY, "LZ4": CODEC_LZ4, "ZSTD": CODEC_ZSTD}
 _LAZY_BY_NAME = {CODEC_NAMES[i]: i for i in LAZY_BUILTINS}
 _lazy_pending = set(LAZY_BUILTINS)
 
@@ -137,16 +148,11 @@ def registered_codecs() -> list[Codec]:
 
 
 NONE: Codec = NoneCodec()
-GZIP: Codec = GzipCodec()
-ZSTD: Codec = ZstdCodec()
-
-for _codec in (NONE, GZIP, ZSTD):
-    register_codec(_codec)
-del _codec
+register_codec(NONE)
 
 
 def __getattr__(name: str) -> Codec:
-    """``SNAPPY`` and ``LZ4``, loaded on first use like the rest of their codecs."""
-    if name in ("SNAPPY", "LZ4"):
-        return get_codec(CODEC_SNAPPY if name == "SNAPPY" else CODEC_LZ4)
+    """``GZIP``, ``SNAPPY``, ``LZ4`` and ``ZSTD``, loaded on first use like the rest of their codecs."""
+    if name in _BY_CONSTANT:
+        return get_codec(_BY_CONSTANT[name])
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -29,7 +29,8 @@ def main() -> None:
         import kseg.log.fast
         import targets
 
-        import kseg.codecs.builtin, kseg.companions.read, kseg.decoders, kseg.log.encode  # noqa: E401,F401
+        import kseg.codecs.builtin, kseg.codecs.gzip, kseg.codecs.zstd, kseg.companions.read, kseg.decoders  # noqa: E401,F401
+        import kseg.log.encode  # noqa: F401
     if os.environ.get("KSEG_SPEEDUPS_SO") and not kseg.log.fast.ACCELERATED:
         sys.exit("run.py: the accelerator did not load")
     fn = targets.TARGETS[target]
