@@ -299,6 +299,23 @@ def test_interrupted_while_loading(module, inputs) -> None:
     assert (r.returncode, r.stderr, r.stdout) == (130, "", "")
 
 
+_INTERRUPT_AT_EXIT = """
+import atexit, os, signal, sys
+atexit.register(lambda: os.kill(os.getpid(), signal.SIGINT))  # Ctrl-C as the interpreter shuts down
+from kseg.cli import run
+sys.argv = ["kseg", *sys.argv[1:]]
+sys.exit(run())
+"""
+
+
+def test_interrupted_after_finishing(inputs) -> None:
+    """Ctrl-C once the command is done (its output written, Python shutting down): no traceback."""
+    r = subprocess.run([sys.executable, "-c", _INTERRUPT_AT_EXIT, "verify", "--quick", str(inputs["v2"])],
+                       capture_output=True, text=True, timeout=120)
+    assert (r.returncode, r.stderr) == (0, "")
+    assert "0 with errors" in r.stdout  # the output was written whole
+
+
 # --------------------------------------------------------------------------- a live broker's folder
 
 

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from kseg.cli.loading import quiet_interrupts
+from kseg.cli.loading import ignore_interrupts, quiet_interrupts
 
 
 def run() -> Any:
-    """The ``kseg`` console script: Ctrl-C while the command is still loading ends it quietly."""
+    """The ``kseg`` console script: Ctrl-C while the command is still loading ends it quietly,
+    and once the command has finished (its output written) is ignored."""
     with quiet_interrupts():
         from kseg.cli.main import main  # late: the handler above must be in place first
-    return main()
+    try:
+        return main()
+    finally:
+        ignore_interrupts()
