@@ -876,7 +876,8 @@ static int kafka_one(Buf *b, RView *r, void *ctx) {
     if (rc == 0) rc = PUTS(b, " valueSize: ");
     if (rc == 0) rc = put_i64(b, r->vnone ? -1 : r->v.n);
     if (rc == 0 && c->magic >= 2) {
-        long long seq = -1, delta = r->off - c->base_offset, base_seq = c->base_seq;
+        long long seq = -1, delta = (long long)((unsigned long long)r->off - (unsigned long long)c->base_offset),
+                  base_seq = c->base_seq;
         if (base_seq != -1) seq = base_seq > 0x7FFFFFFFLL - delta ? delta - (0x7FFFFFFFLL - base_seq) - 1 : base_seq + delta;
         rc = PUTS(b, " sequence: ");
         if (rc == 0) rc = put_i64(b, seq);
@@ -1007,7 +1008,7 @@ static int kafka_batch(Buf *b, PyObject *batch, int crc_valid, PyObject *ts_name
         CHECK(PUTS(b, "baseOffset: "));
         CHECK(put_i64(b, base));
         CHECK(PUTS(b, " lastOffset: "));
-        CHECK(put_i64(b, base + lod));
+        CHECK(put_i64(b, (long long)((unsigned long long)base + (unsigned long long)lod))); /* a Java long */
         PUT_FIELD(" count: ", B_COUNT);
         CHECK(PUTS(b, " baseSequence: "));
         CHECK(put_i64(b, seq));

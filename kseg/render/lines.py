@@ -142,6 +142,11 @@ def _sequence(base_sequence: int, delta: int) -> int:
     return base_sequence + delta
 
 
+def _java_long(v: int) -> int:
+    """``v`` wrapped to 64 bits as Java's long arithmetic wraps it (an offset past the end of a long)."""
+    return (v + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
 def bool_text(v: bool) -> str:
     """A boolean as Java and JSON write it."""
     return "true" if v else "false"
@@ -152,7 +157,8 @@ def kafka_batch_line(b: Batch, crc_valid: bool, ts_name: str, codec_name: str) -
     if b.magic >= 2:
         horizon = b.delete_horizon_ms
         line = (
-            f"baseOffset: {b.offset} lastOffset: {b.last_offset} count: {b.record_count} "
+            f"baseOffset: {b.offset} lastOffset: {_java_long(b.offset + (b.last_offset_delta or 0))} "
+            f"count: {b.record_count} "
             f"baseSequence: {b.base_sequence} lastSequence: {b.last_sequence} producerId: {b.producer_id} "
             f"producerEpoch: {b.producer_epoch} partitionLeaderEpoch: {b.partition_leader_epoch} "
             f"isTransactional: {bool_text(b.is_transactional)} isControl: {bool_text(b.is_control)} "
