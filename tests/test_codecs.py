@@ -562,6 +562,20 @@ def test_lz4_rejects(data: bytes) -> None:
 # --- zstd ---------------------------------------------------------------------
 
 
+def test_zstd_context_is_reused_safely() -> None:
+    """One decompression context per thread: an error leaves it usable, and threads do not share one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    frames = [(ZSTD.compress(payload(s, 20_000, 3)), payload(s, 20_000, 3)) for s in range(8)]
+    with pytest.raises(DecompressionError):
+        ZSTD.decompress(frames[0][0][:-5] + b"\xff" * 5)
+    assert ZSTD.decompress(frames[1][0]) == frames[1][1]
+    with ThreadPoolExecutor(4) as pool:
+        for _ in range(3):
+            got = list(pool.map(lambda f: ZSTD.decompress(f[0]), frames * 20))
+            assert got == [f[1] for f in frames] * 20
+
+
 def test_zstd_written_without_content_size() -> None:
     frame = ZSTD.compress(payload(1, 1000, 3))
     assert zstandard.get_frame_parameters(frame).content_size == zstandard.CONTENTSIZE_UNKNOWN

@@ -2,22 +2,37 @@
 
 from __future__ import annotations
 
+import threading
+
 import zstandard
 
 from kseg.codecs.base import (
     DEFAULT_MAX_DECOMPRESSED_BYTES,
+    LIBRARY_ERRORS,
     Buffer,
     Codec,
     as_view,
     check_level,
     check_limit,
     check_output_size,
-    library_errors,
+    library_error,
 )
 from kseg.errors import DecompressionError
 from kseg.formats.attributes import CODEC_ZSTD, MAGIC_V2
 
 __all__ = ["ZstdCodec"]
+
+_ZSTD_ERRORS = (zstandard.ZstdError, *LIBRARY_ERRORS)
+_local = threading.local()
+
+
+def _decompressor() -> zstandard.ZstdDecompressor:
+    """This thread's decompression context: making one costs more than inflating a small batch,
+    and one must not be used by two threads at once."""
+    found = getattr(_local, "decompressor", None)
+    if found is None:
+        found = _local.decompressor = zstandard.ZstdDecompressor()
+    return found
 
 
 # How much compressed input one zstd call may see. A zstd block can turn
@@ -72,7 +87,7 @@ class ZstdCodec(Codec):
         total = 0
         pos = 0
         size = len(view)
-        decompressor = zstandard.ZstdDecompressor()
+        decompressor = _decompressor()
         while pos < size:
             frame_start = pos
             inflater = decompressor.decompressobj()
@@ -84,12 +99,14 @@ class ZstdCodec(Codec):
                 step = (limit - total) >> _ZSTD_MAX_RATIO_SHIFT
                 step = max(_ZSTD_MIN_STEP, min(_ZSTD_MAX_STEP, step))
                 chunk = view[pos : pos + step]
-                with library_errors(self.name, zstandard.ZstdError, position=frame_start):
+                try:  # (not library_errors: a context manager costs more than a small batch's inflating)
                     piece = inflater.decompress(chunk)
+                except _ZSTD_ERRORS as exc:
+                    raise library_error(self.name, exc, frame_start) from exc
                 total += len(piece)
                 check_output_size(self.name, total, limit)
                 pieces.append(piece)
                 pos += len(chunk)
                 if inflater.eof:
                     pos -= len(inflater.unused_data)
-        return b"".join(pieces)
+        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
