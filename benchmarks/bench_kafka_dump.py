@@ -4,7 +4,7 @@
 Both are timed from outside as a user runs them, output to /dev/null: Kafka's
 DumpLogSegments with the JVM options kafka-run-class.sh uses (JVM start-up
 included), ``kseg dump --format kafka`` (interpreter start-up included). The
-segments come from ``common.py``'s generator (v2 none, v2 lz4, v1 gzip, 100 MB
+segments come from ``common.py``'s generator (v2 none, v2 lz4, v2 zstd, v1 gzip, 100 MB
 each by default); the jars from ``tests/kafka/brokers.py`` (Maven Central).
 
     modes:  batches    kafka-dump-log.sh --files F            kseg dump --format kafka F
@@ -34,7 +34,7 @@ import brokers  # noqa: E402
 from common import SegmentSpec, compile_kseg, segment_for  # noqa: E402
 
 KSEG = str(Path(sys.executable).with_name("kseg"))
-SEGMENTS = ((2, "none"), (2, "lz4"), (1, "gzip"))
+SEGMENTS = ((2, "none"), (2, "lz4"), (2, "zstd"), (1, "gzip"))
 MODES = {
     "batches": ([], []),
     "deep": (["--deep-iteration"], ["--records"]),

@@ -87,7 +87,10 @@ class GzipCodec(Codec):
                     f"(input ends after {len(view) - pos} bytes, before its trailer)",
                     position=len(view),
                 )
-            pos = len(view) - len(inflater.unused_data)
+            unused = len(inflater.unused_data)
+            if not unused and not pieces[1:]:
+                return piece  # one member, nothing after it: the common case
+            pos = len(view) - unused
             # Java reads another member if a gzip header follows and ignores
             # anything else after a complete member; so do we.
             rest = view[pos : pos + _GZIP_HEADER_SIZE]
