@@ -48,7 +48,7 @@ def agree(records: list[Record], position: int = 7, magic: int = 2, base_offset:
 def spans_agree(b: Batch, records: list[Record] | KsegError) -> None:
     """Lines from batch_spans equal the reference's from the records; a batch that does not decode
     fails in batch_spans with the same error."""
-    if not fast.RECORD_SPANS:
+    if not fast.ACCELERATED:
         return
     if isinstance(records, KsegError):
         with pytest.raises(KsegError) as info:
@@ -303,7 +303,7 @@ def _outcome(fn, *args):
         return (type(e), str(e))
 
 
-@pytest.mark.skipif(not fast.RECORD_SPANS, reason="the C reader is off (KSEG_PURE_PYTHON=1): no spans")
+@pytest.mark.skipif(not fast.ACCELERATED, reason="the C reader is off (KSEG_PURE_PYTHON=1): no spans")
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_spans_fail_as_records_do_on_damaged_payloads(data) -> None:

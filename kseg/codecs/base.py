@@ -33,6 +33,7 @@ __all__ = [
     "as_view",
     "check_level",
     "check_limit",
+    "check_no_level",
     "check_output_size",
     "library_errors",
 ]
@@ -62,6 +63,16 @@ class Codec(ABC):
         """Raise UnsupportedCodecError if the magic cannot carry this codec."""
         if not self.allows_magic(magic):
             raise UnsupportedCodecError(f"{self.name} is not allowed with magic {magic}")
+
+    def payload_view(self, data: Buffer, magic: int, limit: int, empty: str | None = None) -> memoryview:
+        """``data`` as a flat view, after the checks every ``decompress`` starts with (the magic
+        may carry this codec, the limit is one); ``empty``: the error for a payload of no bytes."""
+        self.check_magic(magic)
+        check_limit(limit)
+        view = as_view(data)
+        if empty is not None and not view:
+            raise DecompressionError(empty)
+        return view
 
     @abstractmethod
     def compress(self, data: Buffer, *, magic: int = 2, level: int | None = None) -> bytes:
@@ -103,6 +114,12 @@ def check_output_size(codec: str, size: int, limit: int) -> None:
         raise DecompressionLimitError(
             f"{codec} output exceeds the decompression limit of {limit} bytes"
         )
+
+
+def check_no_level(codec: str, level: int | None) -> None:
+    """Reject a compression level for a codec that has none."""
+    if level is not None:
+        raise InputError(f"{codec} has no compression level, got {level!r}")
 
 
 def check_level(codec: str, level: int | None, low: int, high: int) -> None:

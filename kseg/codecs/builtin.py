@@ -6,22 +6,10 @@ needs it (``kseg.codecs``). Spec §4.
 
 from __future__ import annotations
 
-from kseg.codecs.base import (
-    DEFAULT_MAX_DECOMPRESSED_BYTES,
-    Buffer,
-    Codec,
-    as_view,
-    check_limit,
-)
-from kseg.errors import InputError
+from kseg.codecs.base import DEFAULT_MAX_DECOMPRESSED_BYTES, Buffer, Codec, as_view, check_no_level
 from kseg.formats.attributes import CODEC_NONE
 
 __all__ = ["NoneCodec"]
-
-
-def _no_level(codec: str, level: int | None) -> None:
-    if level is not None:
-        raise InputError(f"{codec} has no compression level, got {level!r}")
 
 
 class NoneCodec(Codec):
@@ -32,13 +20,11 @@ class NoneCodec(Codec):
 
     def compress(self, data: Buffer, *, magic: int = 2, level: int | None = None) -> bytes:
         self.check_magic(magic)
-        _no_level(self.name, level)
+        check_no_level(self.name, level)
         return bytes(as_view(data))
 
     def decompress(
         self, data: Buffer, *, magic: int = 2, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES
     ) -> bytes:
         # No limit check: the output is the input, which is already in memory.
-        self.check_magic(magic)
-        check_limit(limit)
-        return bytes(as_view(data))
+        return bytes(self.payload_view(data, magic, limit))

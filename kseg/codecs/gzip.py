@@ -16,10 +16,8 @@ from kseg.codecs.base import (
     Codec,
     as_view,
     check_level,
-    check_limit,
     check_output_size,
     library_error,
-    library_errors,
 )
 from kseg.errors import DecompressionError
 from kseg.formats.attributes import CODEC_GZIP
@@ -61,11 +59,7 @@ class GzipCodec(Codec):
     def decompress(
         self, data: Buffer, *, magic: int = 2, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES
     ) -> bytes:
-        self.check_magic(magic)
-        check_limit(limit)
-        view = as_view(data)
-        if not view:
-            raise DecompressionError("gzip payload is empty, expected a gzip member")
+        view = self.payload_view(data, magic, limit, "gzip payload is empty, expected a gzip member")
         pieces: list[bytes] = []
         total = 0
         pos = 0

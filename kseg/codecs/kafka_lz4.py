@@ -28,7 +28,6 @@ from kseg.codecs.base import (
     Codec,
     as_view,
     check_level,
-    check_limit,
     check_output_size,
     library_errors,
 )
@@ -144,9 +143,7 @@ class Lz4Codec(Codec):
     def decompress(
         self, data: Buffer, *, magic: int = 2, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES
     ) -> bytes:
-        self.check_magic(magic)
-        check_limit(limit)
-        view = as_view(data)
+        view = self.payload_view(data, magic, limit)
         out = _kafka_frame(view, magic, limit)
         if out is not None:
             return out

@@ -25,11 +25,11 @@ from kseg.codecs.base import (
     Buffer,
     Codec,
     as_view,
-    check_limit,
+    check_no_level,
     check_output_size,
     library_errors,
 )
-from kseg.errors import DecompressionError, InputError
+from kseg.errors import DecompressionError
 from kseg.formats.attributes import CODEC_SNAPPY
 
 __all__ = [
@@ -143,18 +143,13 @@ class SnappyCodec(Codec):
 
     def compress(self, data: Buffer, *, magic: int = 2, level: int | None = None) -> bytes:
         self.check_magic(magic)
-        if level is not None:
-            raise InputError(f"snappy has no compression level, got {level!r}")
+        check_no_level(self.name, level)
         return xerial_encode(data)
 
     def decompress(
         self, data: Buffer, *, magic: int = 2, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES
     ) -> bytes:
-        self.check_magic(magic)
-        check_limit(limit)
-        view = as_view(data)
-        if not view:
-            raise DecompressionError("snappy payload is empty")
+        view = self.payload_view(data, magic, limit, "snappy payload is empty")
         try:
             return self._decompress_blocks(snappy_blocks(view), limit)
         except DecompressionError as exc:

@@ -13,7 +13,6 @@ from kseg.codecs.base import (
     Codec,
     as_view,
     check_level,
-    check_limit,
     check_output_size,
     library_error,
 )
@@ -78,11 +77,7 @@ class ZstdCodec(Codec):
     def decompress(
         self, data: Buffer, *, magic: int = 2, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES
     ) -> bytes:
-        self.check_magic(magic)
-        check_limit(limit)
-        view = as_view(data)
-        if not view:
-            raise DecompressionError("zstd payload is empty, expected a zstd frame")
+        view = self.payload_view(data, magic, limit, "zstd payload is empty, expected a zstd frame")
         pieces: list[bytes] = []
         total = 0
         pos = 0

@@ -28,7 +28,6 @@ else:
     _speedups.configure(**accelerator_layout())
 
 ACCELERATED = _speedups is not None and not os.environ.get("KSEG_PURE_PYTHON")
-RECORD_SPANS = ACCELERATED  # whether v2_record_spans and legacy_record_spans give spans
 
 
 def c_encoder(name: str) -> Any:

@@ -16,6 +16,7 @@ from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD, RECORD_COUNT_POSIT
 from kseg.formats.attributes import CODEC_MASK, CODEC_PLUGIN
 from kseg.log.decode import effective_log_append_time, legacy_value_region, records_region
 from kseg.log.fast import (
+    ACCELERATED,
     check_v2_records,
     decode_legacy_wrapper,
     decode_v2_records,
@@ -24,7 +25,6 @@ from kseg.log.fast import (
     legacy_record_spans,
     v2_record_spans,
 )
-from kseg.log.fast import RECORD_SPANS
 from kseg.model import Batch, Record
 
 # kseg.plugins.plugin_codec, imported on the first plugin batch
@@ -104,7 +104,7 @@ _NO_HEADERS = b""
 def batch_spans(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> RecordSpans | None:
     """``batch_records`` as spans, with the same checks and errors; None without the C
     accelerator or for an uncompressed v0/v1 message (then ``batch_records`` is the way)."""
-    if not RECORD_SPANS:
+    if not ACCELERATED:  # spans come from the C reader only
         return None
     if batch.magic < 2:
         if not batch.attributes & CODEC_MASK:

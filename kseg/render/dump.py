@@ -10,11 +10,8 @@ import base64
 import json
 from typing import IO, Any, Callable, TextIO
 
-from kseg.render.tables import tabulate
-
-from kseg.decoders import DecodedRecord
+from kseg.decoders import DecodedRecord, control_kafka_text
 from kseg.decoders.jvm import java_hash_map_order, scala_hash_map_order
-from kseg.decoders import control_kafka_text
 from kseg.errors import KsegError
 from kseg.formats.attributes import TIMESTAMP_TYPE_NAMES
 from kseg.log.control import control_info
@@ -31,8 +28,9 @@ from kseg.ops.dump import (
 )
 from kseg.render import bulk, lines
 from kseg.render.companions import kafka_lines
-from kseg.render.lines import iso_utc, bool_text, text_escape, text_head
+from kseg.render.lines import bool_text, iso_utc, text_escape, text_head
 from kseg.render.payload import BUILTIN, Decoder, header_key_text, printable
+from kseg.render.tables import tabulate
 
 # The built-in payload decoders the bulk writers know, by mode; a user's decoder has none.
 _MODES = {id(BUILTIN["utf8"]): lines.UTF8, id(BUILTIN["hex"]): lines.HEX, id(BUILTIN["base64"]): lines.BASE64,
