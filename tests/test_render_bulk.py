@@ -162,6 +162,35 @@ def test_generated_records_render_alike(recs, position, magic, base_sequence) ->
     agree(recs, position, magic, base, base_sequence)
 
 
+_ODD_BYTES = (b"\xb5", b"\xc3\xa9", b"\xe2\x82", b"\xe2\x82\xac", b"\xf0\x9f\x98\x80", b"\xed\xa0\x80", b"\x00", b"\x7f")
+
+
+def test_ascii_runs_end_anywhere() -> None:
+    """The writers copy ASCII eight bytes at a time: a value of every length up to 40 with a
+    non-ASCII, invalid or control sequence at every place renders as the reference does."""
+    values = [b"a" * n for n in range(41)]
+    values += [b"x" * i + odd + b"y" * j for odd in _ODD_BYTES for i in range(18) for j in (0, 1, 7, 8, 9)]
+    recs = [Record(i, 1700000000000 + i, v, v[::-1], (), 1700000000000 + i, 0, 1, None) for i, v in enumerate(values)]
+    for k in KAFKA_MODES:
+        gc: list = []
+        gp: list = []
+        assert _format.kafka_records(recs, "CreateTime", 1, 0, -1, k, k, None, gc) == \
+            lines.kafka_records(recs, "CreateTime", 1, 0, -1, k, k, None, gp)
+    agree(recs[:60])
+    agree(recs[60::7])
+
+
+@pytest.mark.parametrize("magnitude", range(20))
+def test_numbers_of_every_length(magnitude: int) -> None:
+    """Offsets and timestamps of each decimal length, both signs, at each padding width's edge."""
+    for v in {10 ** magnitude - 1, 10 ** magnitude, 10 ** magnitude + 1}:
+        for n in (v, -v):
+            if -(1 << 63) <= n < (1 << 63):
+                agree([Record(n, n, b"k", b"v", (), n, 0, 2, None)], position=abs(n))
+    agree([Record(-(1 << 63), -(1 << 63), None, None, (), -(1 << 63), 0, 2, None)])
+    agree([Record((1 << 63) - 1, (1 << 63) - 1, None, None, (), (1 << 63) - 1, 0, 2, None)])
+
+
 def test_legacy_crc_checked() -> None:
     from kseg.log.encode import legacy_message_crc
 

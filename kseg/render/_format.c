@@ -57,24 +57,60 @@ static inline __attribute__((always_inline)) int put(Buf *b, const char *s, Py_s
 }
 #define PUTS(b, lit) put((b), (lit), (Py_ssize_t)(sizeof(lit) - 1))
 
-static int put_padded(Buf *b, long long v, int width) { /* right-aligned, as f"{v:>{width}}" */
-    char tmp[24];
-    int i = 24;
+/* "00" .. "99": numbers become text two digits per division (offsets and timestamps are 7-13 digits). */
+static const char DIGIT_PAIRS[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+static inline int decimal_length(unsigned long long u) {
+    int n = 1;
+    for (;;) {
+        if (u < 10) return n;
+        if (u < 100) return n + 1;
+        if (u < 1000) return n + 2;
+        if (u < 10000) return n + 3;
+        u /= 10000;
+        n += 4;
+    }
+}
+
+/* v in decimal at o, which has room for 20 bytes; returns the length. */
+static inline int write_i64(char *o, long long v) {
     unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do {
-        tmp[--i] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0) tmp[--i] = '-';
-    int len = 24 - i;
-    CHECK(grow(b, (len < width ? width : len)));
-    for (; len < width; width--) b->p[b->n++] = ' ';
-    memcpy(b->p + b->n, tmp + i, (size_t)(24 - i));
-    b->n += 24 - i;
+    int sign = v < 0, len = sign + decimal_length(u);
+    char *end = o + len;
+    while (u >= 100) {
+        unsigned r = (unsigned)(u % 100);
+        u /= 100;
+        end -= 2;
+        memcpy(end, DIGIT_PAIRS + 2 * r, 2);
+    }
+    if (u >= 10) {
+        end -= 2;
+        memcpy(end, DIGIT_PAIRS + 2 * u, 2);
+    } else {
+        *--end = (char)('0' + u);
+    }
+    if (sign) o[0] = '-';
+    return len;
+}
+
+static inline int put_i64(Buf *b, long long v) {
+    CHECK(grow(b, 20));
+    b->n += write_i64(b->p + b->n, v);
     return 0;
 }
 
-static int put_i64(Buf *b, long long v) { return put_padded(b, v, 0); }
+static int put_padded(Buf *b, long long v, int width) { /* right-aligned, as f"{v:>{width}}" */
+    CHECK(grow(b, 20 + (width > 0 ? width : 0)));
+    char tmp[20];
+    int len = write_i64(tmp, v);
+    for (; len < width; width--) b->p[b->n++] = ' ';
+    memcpy(b->p + b->n, tmp, (size_t)len);
+    b->n += len;
+    return 0;
+}
 
 static const char HEXD[] = "0123456789abcdef";
 
@@ -157,6 +193,27 @@ static void tables_init(void) {
     for (int c = 0x20; c < 0x7F; c++) TEXT_PLAIN[c] = c != '"' && c != '\\';
 }
 
+/* Byte tests eight at a time (Hacker's Delight 6-1, "hasless"): exact as to whether any byte matches. */
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+#define ANY_BELOW(w, n) ((((w) - (n) * ONES) & ~(w) & HIGHS) != 0)
+
+/* Whether the eight bytes at s stand for themselves in a JSON string (as JSON_PLAIN says of each). */
+static inline int json_plain8(const unsigned char *s) {
+    uint64_t w;
+    memcpy(&w, s, 8);
+    return !(w & HIGHS) && !ANY_BELOW(w, 0x20) && !ANY_BELOW(w ^ ('"' * ONES), 1) &&
+           !ANY_BELOW(w ^ ('\\' * ONES), 1);
+}
+
+/* Whether the eight bytes at s stand for themselves in the text format (as TEXT_PLAIN says of each). */
+static inline int text_plain8(const unsigned char *s) {
+    uint64_t w;
+    memcpy(&w, s, 8);
+    return !(w & HIGHS) && !ANY_BELOW(w, 0x20) && !ANY_BELOW(w ^ (0x7F * ONES), 1) &&
+           !ANY_BELOW(w ^ ('"' * ONES), 1) && !ANY_BELOW(w ^ ('\\' * ONES), 1);
+}
+
 /* A JSON string body as Python's json.dumps(ensure_ascii=False) writes it; -2 if not valid UTF-8. */
 static int put_json_utf8(Buf *b, const unsigned char *s, Py_ssize_t n) {
     CHECK(grow(b, 6 * n + 2));
@@ -164,6 +221,7 @@ static int put_json_utf8(Buf *b, const unsigned char *s, Py_ssize_t n) {
     Py_ssize_t i = 0;
     while (i < n) {
         unsigned c;
+        for (; i + 8 <= n && json_plain8(s + i); i += 8, o += 8) memcpy(o, s + i, 8);
         while (i < n && JSON_PLAIN[c = s[i]]) {
             *o++ = (char)c;
             i++;
@@ -202,6 +260,12 @@ static int put_text_escaped(Buf *b, const unsigned char *s, Py_ssize_t n, Py_ssi
     Py_ssize_t chars = 0, mark = -1;
     CHECK(grow(b, n));
     for (Py_ssize_t i = 0; i < n;) {
+        if (i + 8 <= n && (limit < 0 || chars + 8 < limit - 1) && text_plain8(s + i)) {
+            CHECK(put(b, (const char *)s + i, 8)); /* eight that need no escape and no cut */
+            chars += 8;
+            i += 8;
+            continue;
+        }
         char esc[8];
         const char *out = esc;
         int k, width;
@@ -254,28 +318,54 @@ static int put_text_escaped(Buf *b, const unsigned char *s, Py_ssize_t n, Py_ssi
                 return 1;
             }
         }
-        CHECK(put(b, out, k));
+        if (k == 1) {
+            CHECK(grow(b, 1));
+            b->p[b->n++] = *out;
+        } else {
+            CHECK(put(b, out, k));
+        }
         chars += width;
         i += len;
     }
     return 0;
 }
 
+/* The length of the run of ASCII bytes at s (at most n), eight at a time; copied to o as it goes
+   when o is not NULL. Record values are mostly ASCII: this is the kafka lines' hot loop. */
+static inline Py_ssize_t ascii_run(const unsigned char *s, Py_ssize_t n, char *o) {
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        if (w & HIGHS) break;
+        if (o) memcpy(o + i, &w, 8);
+    }
+    for (; i < n && s[i] < 0x80; i++)
+        if (o) o[i] = (char)s[i];
+    return i;
+}
+
 /* kafka lines: valid UTF-8 as is, other bytes \xNN (Python's "backslashreplace"). */
 static int put_backslashreplace(Buf *b, const unsigned char *s, Py_ssize_t n) {
-    CHECK(grow(b, n));
-    for (Py_ssize_t i = 0; i < n;) {
+    CHECK(grow(b, n)); /* room for all of it as is; each escape asks for its 3 more bytes */
+    for (Py_ssize_t i = 0;;) {
+        Py_ssize_t k = ascii_run(s + i, n - i, b->p + b->n);
+        b->n += k;
+        i += k;
+        if (i >= n) return 0;
         int len = utf8_seq(s + i, n - i);
         if (len) {
-            CHECK(put(b, (const char *)s + i, len));
+            for (int j = 0; j < len; j++) b->p[b->n + j] = (char)s[i + j];
+            b->n += len;
             i += len;
         } else {
-            char esc[4] = {'\\', 'x', HEXD[s[i] >> 4], HEXD[s[i] & 15]};
-            CHECK(put(b, esc, 4));
+            CHECK(grow(b, n - i + 3));
+            char *o = b->p + b->n;
+            o[0] = '\\'; o[1] = 'x'; o[2] = HEXD[s[i] >> 4]; o[3] = HEXD[s[i] & 15];
+            b->n += 4;
             i++;
         }
     }
-    return 0;
 }
 
 static int is_utf8(const unsigned char *s, Py_ssize_t n) {
@@ -304,7 +394,13 @@ static int is_utf8(const unsigned char *s, Py_ssize_t n) {
 static PyObject *java_decoder = NULL;
 
 static int put_java(Buf *b, const char *s, Py_ssize_t n) {
-    if (is_utf8((const unsigned char *)s, n)) return put(b, s, n);
+    CHECK(grow(b, n));
+    Py_ssize_t ascii = ascii_run((const unsigned char *)s, n, b->p + b->n); /* the common case: all of it */
+    if (ascii == n || is_utf8((const unsigned char *)s + ascii, n - ascii)) {
+        memcpy(b->p + b->n + ascii, s + ascii, (size_t)(n - ascii));
+        b->n += n;
+        return 0;
+    }
     if (!java_decoder) {
         PyErr_SetString(PyExc_RuntimeError, "_format.set_java_decoder was not called");
         return -1;
