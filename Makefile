@@ -15,7 +15,32 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -q -c constraints.txt -e examples/kseg-snappy-plugin -e examples/kseg-brotli-plugin
 	touch $(STAMP)
 
-demo: $(STAMP)
+# The C accelerator is rebuilt when its sources change. Its extensions are optional (kseg runs
+# without a compiler), so a compile error would otherwise leave the previous build in place
+# unnoticed: here it stops make, with the compiler's messages.
+C_SOURCES := $(wildcard kseg/*.c kseg/*.h kseg/*/*.c kseg/*/*.h)
+BUILT := $(VENV)/.built
+define STALE_EXTENSIONS
+import glob, os, sys, tomllib
+stale = []
+for ext in tomllib.load(open("pyproject.toml", "rb"))["tool"]["setuptools"]["ext-modules"]:
+    built = glob.glob(ext["name"].replace(".", "/") + ".*.so")
+    newest = max(os.path.getmtime(f) for f in ext["sources"] + ext.get("depends", []))
+    if not built or os.path.getmtime(built[0]) < newest:
+        stale.append(ext["name"])
+sys.exit("make: not built from the current sources: " + " ".join(stale) if stale else 0)
+endef
+export STALE_EXTENSIONS
+
+$(BUILT): $(STAMP) $(C_SOURCES)
+	@if ! command -v cc >/dev/null 2>&1; then echo "make: no C compiler: kseg runs its pure-Python code"; \
+	elif ! $(PY) -c "$$STALE_EXTENSIONS" 2>/dev/null; then \
+		$(PY) -m pip install -v -c constraints.txt --no-deps -e . >$(VENV)/build.log 2>&1 || { cat $(VENV)/build.log; exit 1; }; \
+		$(PY) -c "$$STALE_EXTENSIONS" || { grep -E "error:" $(VENV)/build.log; exit 1; }; \
+	fi
+	@touch $@
+
+demo: $(BUILT)
 	$(KSEG) verify fixtures/logdir
 	$(KSEG) dump --records fixtures/logdir/v2-headers-0
 	$(KSEG) dump --records --format kafka --payload utf8 fixtures/logdir/compacted-v1-gzip-0
@@ -24,7 +49,7 @@ demo: $(STAMP)
 	$(KSEG) compact out/v2 -o out/compacted --include-active --force
 	$(KSEG) verify --quick out/v2 out/compacted
 
-test: $(STAMP)
+test: $(BUILT)
 	$(PY) fixtures/generate.py --check
 	$(PY) fixtures/internal/build.py --check
 	$(KSEG) verify fixtures/logdir
@@ -35,20 +60,20 @@ test: $(STAMP)
 facts: $(STAMP)
 	$(PY) -m kseg.facts.derive
 
-bench: $(STAMP)
+bench: $(BUILT)
 	$(PY) benchmarks/bench_read.py --clock cpu
 
-bench-dump: $(STAMP)
+bench-dump: $(BUILT)
 	$(PY) benchmarks/bench_dump.py
 
-bench-write: $(STAMP)
+bench-write: $(BUILT)
 	$(PY) benchmarks/bench_write.py
 	$(PY) benchmarks/bench_plugins.py
 
-bench-spark: $(STAMP)
+bench-spark: $(BUILT)
 	$(PY) benchmarks/bench_spark.py
 
-bench-kafka: $(STAMP)
+bench-kafka: $(BUILT)
 	$(PY) benchmarks/bench_kafka_dump.py
 
 # Kafka itself as the oracle (needs java and mvn; see oracle/README.md)
