@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     compile_kseg()  # kseg as installed: bytecode cached
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--size-mb", type=float, default=100)
-    p.add_argument("--cases", default="2:none,2:lz4,2:zstd,1:gzip", help="magic:codec,... (default: %(default)s)")
+    p.add_argument("--cases", default="2:none,2:lz4,2:zstd,1:gzip,1:none,0:none", help="magic:codec,... (default: %(default)s)")
     p.add_argument("--seek-gb", type=float, default=1.0, help="partition size for the seek test (0: skip)")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--budget", type=float, default=60.0, help="stop repeating a measurement after this many s")

@@ -34,7 +34,7 @@ import brokers  # noqa: E402
 from common import SegmentSpec, compile_kseg, segment_for  # noqa: E402
 
 KSEG = str(Path(sys.executable).with_name("kseg"))
-SEGMENTS = ((2, "none"), (2, "lz4"), (2, "zstd"), (1, "gzip"))
+SEGMENTS = ((2, "none"), (2, "lz4"), (2, "zstd"), (1, "gzip"), (1, "none"))
 MODES = {
     "batches": ([], []),
     "deep": (["--deep-iteration"], ["--records"]),

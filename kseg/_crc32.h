@@ -1,8 +1,8 @@
 /*
  * CRC-32 (IEEE 802.3, zlib's and java.util.zip.CRC32's; reflected polynomial 0xEDB88320), the
- * checksum of v0/v1 messages. Included by kseg/_checksum.c (crc32() for whole entries) and by
- * kseg/render/_format.c (each inner message of a wrapper, for the kafka lines' isValid): one
- * code, compiled into both.
+ * checksum of v0/v1 messages. Included by kseg/_checksum.c (crc32() for whole entries), by
+ * kseg/log/_speedups.c (inner messages of wrappers, runs of plain messages) and by
+ * kseg/render/_format.c (each message, for the kafka lines' isValid): one code, compiled into each.
  *
  * crc32_update(state, data, n) takes and returns the running state (start 0xFFFFFFFF, invert at
  * the end). crc32_init() fills the tables and picks carry-less multiplication when the CPU has

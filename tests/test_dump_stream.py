@@ -106,13 +106,13 @@ def test_from_offset_seeks_with_the_index(big_segment, monkeypatch) -> None:
     import kseg.ops.dump as dump
 
     starts = []
-    real = dump.Segment.batches
+    real = dump.Segment.batch_lists
 
     def spy(self, *, start=0, end=None, **kw):
         starts.append(start)
         return real(self, start=start, end=end, **kw)
 
-    monkeypatch.setattr(dump.Segment, "batches", spy)
+    monkeypatch.setattr(dump.Segment, "batch_lists", spy)
     target = 25_050
     out = _jsonl("--from-offset", str(target), "--to-offset", str(target + 149), str(big_segment))
     records = [o["offset"] for o in out if o["type"] == "record"]

@@ -5,6 +5,7 @@ hypothesis-generated records, in every format and payload mode."""
 from __future__ import annotations
 
 import base64
+import os
 import json
 
 import pytest
@@ -242,17 +243,20 @@ DUMPS = [("jsonl", "utf8"), ("jsonl", "hex"), ("jsonl", "none"), ("text", "utf8"
          ("kafka", "utf8"), ("kafka", "none")]
 
 
-def _dump(paths: list, fmt: str, payload: str, writer, monkeypatch, **filters) -> bytes:
+def _dump(paths: list, fmt: str, payload: str, writer, monkeypatch, records: bool = True, **filters) -> bytes:
     import io
 
     for name in ("jsonl_records", "text_records", "kafka_records", "kafka_batch_line"):
         monkeypatch.setattr(bulk, name, getattr(writer, name))
     out, err = io.BytesIO(), io.StringIO()
     kd = payload_decoder(payload, fmt)
-    r = KafkaRenderer(out, err, kd, kd, deep=True) if fmt == "kafka" else RENDERERS[fmt](out, err, kd, kd)
-    spans = writer is _format and getattr(r, "takes_spans", False)  # the C writer as the CLI runs it
+    r = KafkaRenderer(out, err, kd, kd, deep=records) if fmt == "kafka" else RENDERERS[fmt](out, err, kd, kd)
+    # the C writer as the CLI runs it: record lines from spans, plain v0/v1 messages in runs
+    spans = writer is _format and getattr(r, "takes_spans", False)
+    runs = writer is _format and getattr(r, "takes_plain_runs", False)
+    options = DumpOptions(records=records, keep_going=True, record_spans=spans, plain_runs=runs, **filters)
     try:
-        for ev in dump_paths(paths, DumpOptions(records=True, keep_going=True, record_spans=spans, **filters)):
+        for ev in dump_paths(paths, options):
             r(ev)
     except KsegError:
         pass
@@ -261,9 +265,10 @@ def _dump(paths: list, fmt: str, payload: str, writer, monkeypatch, **filters) -
 
 
 def dumps_agree(paths: list, monkeypatch, **filters) -> None:
-    for fmt, payload in DUMPS:
-        assert _dump(paths, fmt, payload, _format, monkeypatch, **filters) == \
-            _dump(paths, fmt, payload, lines, monkeypatch, **filters)
+    for records in (True, False):
+        for fmt, payload in DUMPS:
+            assert _dump(paths, fmt, payload, _format, monkeypatch, records, **filters) == \
+                _dump(paths, fmt, payload, lines, monkeypatch, records, **filters)
 
 
 def test_whole_dumps_agree_on_fixtures_and_real_files(monkeypatch) -> None:
@@ -380,3 +385,74 @@ def test_generated_batch_lines_agree(b: Batch, ts_name: str, codec_name: str) ->
     of any text (lone surrogates shown as backslash escapes) are written alike."""
     batch_lines_agree(b, ts_name, codec_name)
 
+
+
+# --------------------------------------------------------------------------- runs of plain v0/v1 messages
+
+
+def _plain_segment(path) -> list[int]:
+    """1,300 uncompressed messages (v0, v1 CreateTime and LogAppendTime, null keys and values, a gap),
+    more than one scanner list; one with a bad CRC and one whose value length is wrong. Returns
+    the positions of those two."""
+    from kseg.facts.message_v0v1 import KEY_LENGTH_POSITION
+    from kseg.formats.attributes import TIMESTAMP_TYPE_MASK
+    from kseg.model import make_record
+
+    V1_KEY_LENGTH_AT = KEY_LENGTH_POSITION[1]
+
+    recs = []
+    for i in range(1300):
+        offset = i + (5 if i > 640 else 0)
+        if i % 7 == 3:
+            recs.append(make_record(offset, -1, None if i % 2 else b"k%d" % i, b"v" * (i % 40), magic=0))
+        else:
+            attrs = TIMESTAMP_TYPE_MASK if i % 11 == 0 else 0
+            recs.append(make_record(offset, 1_700_000_000_000 + i, b"key-%d" % i, None if i % 13 == 0 else
+                                    "vé %d \x01\"" .encode() * (i % 5), attributes=attrs, magic=1))
+    data = bytearray()
+    positions = []
+    for r in recs:
+        positions.append(len(data))
+        data += build_legacy_message_set([r], magic=r.magic)
+    data[positions[23] - 1] ^= 0x55  # the last byte of message 22's value: its CRC fails
+    value_length_at = positions[900] + V1_KEY_LENGTH_AT + 4 + len(b"key-900")
+    data[value_length_at:value_length_at + 4] = (0x7FFFFFFF).to_bytes(4, "big")  # message 900 does not decode
+    path.write_bytes(bytes(data))
+    return [positions[22], positions[900]]
+
+
+def test_plain_runs_agree_with_the_per_message_path(tmp_path, monkeypatch) -> None:
+    """Runs of plain messages (one C call each) give the per-message lines, in every format, with and
+    without records, around a bad CRC, a gap and scanner-list boundaries."""
+    path = tmp_path / "00000000000000000000.log"
+    _plain_segment(path)
+    dumps_agree([path], monkeypatch)
+
+
+@pytest.mark.parametrize("fmt", ["text", "jsonl", "kafka"])
+def test_plain_runs_in_the_cli(tmp_path, fmt) -> None:
+    """``kseg dump`` of plain messages: the same output, errors and exit code with the C runs as
+    with the Python per-message path, the bad CRC counted as a problem."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "00000000000000000000.log"
+    bad_crc, undecodable = _plain_segment(path)
+    for args in (["-r", "--keep-going"], ["--keep-going"], ["-r"]):
+        runs = []
+        for pure in ("", "1"):
+            env = {**os.environ, "KSEG_PURE_PYTHON": pure}
+            runs.append(subprocess.run([sys.executable, "-m", "kseg.cli.main", "dump", "--format", fmt, *args,
+                                        "--payload", "utf8", str(path)], capture_output=True, env=env, timeout=120))
+        c, p = runs
+        assert (c.returncode, c.stdout, c.stderr) == (p.returncode, p.stdout, p.stderr)
+        assert c.returncode == 1
+        if fmt == "kafka":
+            assert c.stdout.count(b"isvalid: false") == 1
+        if args == ["-r"]:  # stopped by message 900, after what came before it
+            at = undecodable + 26 + 4 + len(b"key-900")
+            assert f"at byte {at}: value length does not match the message size".encode() in c.stderr
+            if fmt == "kafka":  # message 899 (offset 904) is shown, message 900 is not
+                assert b"| offset: 904 " in c.stdout and b"offset: 905 " not in c.stdout
+        else:
+            assert b"2 problem(s)" in c.stderr  # the bad CRC and the message that does not decode

@@ -8,9 +8,12 @@ console entry point.
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 from kseg.cli.loading import ignore_interrupts, quiet_interrupts
+
+COLLECT_EVERY = 10_000  # new objects between the cycle collector's young-generation runs (Python: 700)
 
 
 def run() -> Any:
@@ -18,6 +21,10 @@ def run() -> Any:
     and once the command has finished (its output written) is ignored."""
     with quiet_interrupts():
         from kseg.cli.main import main  # late: the handler above must be in place first
+    # A dump or a verify makes millions of short-lived objects that hold no cycles (a Batch per
+    # entry): reference counting frees them. At Python's default, a collection every 700 new
+    # objects, the cycle collector took a fifth of a dump of uncompressed v1 messages.
+    gc.set_threshold(COLLECT_EVERY)
     try:
         return main()
     finally:

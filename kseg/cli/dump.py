@@ -14,7 +14,7 @@ from kseg.cli.common import EXIT_DATA, EXIT_INTERRUPTED, EXIT_USAGE, dump_option
 from kseg.errors import InputError, TruncatedError
 from kseg.log.decode import Tail
 from kseg.log.segment import is_stdin, zero_bytes_to_end
-from kseg.ops.dump import BadBatchEvent, BatchEvent, DumpOptions, TailEvent, dump_paths, file_kind
+from kseg.ops.dump import BadBatchEvent, BatchEvent, DumpOptions, PlainRunEvent, TailEvent, dump_paths, file_kind
 from kseg.ops.sniff import KAFKA, KAFKA07, format_hint, input_format_of, name_format
 from kseg.render.dump import RENDERERS, ChunkedWriter, KafkaRenderer, payload_decoder
 from kseg.render.kafka07 import dump_kafka07
@@ -51,7 +51,8 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
     options = DumpOptions(records=records, from_offset=from_offset, to_offset=to_offset, from_time=from_time,
                           to_time=to_time, max_bytes=max_bytes, max_decompressed_bytes=max_decompressed_bytes,
                           keep_going=keep_going, strict_names=fmt == "kafka", decode=decode,
-                          wrapper_counts=fmt != "kafka", record_spans=getattr(renderer, "takes_spans", False))
+                          wrapper_counts=fmt != "kafka", record_spans=getattr(renderer, "takes_spans", False),
+                          plain_runs=getattr(renderer, "takes_plain_runs", False))
     problems = unreadable = 0
     live = live_tails(paths, files)
     interrupted = False
@@ -66,7 +67,9 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
                     continue
                 for ev in dump_paths([f], options):
                     renderer(ev)
-                    if (isinstance(ev, BadBatchEvent)
+                    if isinstance(ev, PlainRunEvent):
+                        problems += len(ev.run.bad_crcs)
+                    elif (isinstance(ev, BadBatchEvent)
                             or (isinstance(ev, TailEvent) and ev.reported and not live(ev.path, ev.tail))
                             or (isinstance(ev, BatchEvent) and not ev.crc_valid)):
                         problems += 1

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "_spans.h"
+#include "../_crc32.h"
 
 static PyObject *DecodeError;
 
@@ -810,25 +811,11 @@ error:
     return NULL;
 }
 
-static uint32_t crc_table[256];
-
-static void
-crc_init(void)
-{
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc_table[i] = c;
-    }
-}
-
-/* CRC-32 (IEEE), as zlib.crc32 / java.util.zip.CRC32. */
+/* CRC-32 (IEEE), as zlib.crc32 / java.util.zip.CRC32: kseg/_crc32.h. */
 static uint32_t
 crc32_ieee(const unsigned char *p, Py_ssize_t n)
 {
-    uint32_t c = 0xFFFFFFFFu;
-    for (Py_ssize_t i = 0; i < n; i++) c = crc_table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
-    return c ^ 0xFFFFFFFFu;
+    return crc32_update(0xFFFFFFFFu, p, (size_t)n) ^ 0xFFFFFFFFu;
 }
 
 /*
@@ -1098,6 +1085,86 @@ legacy_batch_record(PyObject *self, PyObject *args)
     return r;
 }
 
+/*
+ * plain_spans(batches, start) -> (data, spans, stop, bad_crcs)
+ * The record spans (_spans.h) of batches[start:stop], the run of uncompressed v0/v1
+ * messages there whose raw views share one bytes object (the chunk of the file they
+ * were scanned from), ``data``: a dump writes their lines in one call. Each span is the
+ * record legacy_batch_record makes (the entry's own offset and timestamp); ``bad_crcs``
+ * lists the indices (from start) whose CRC-32 does not match. The run ends before an
+ * entry of another kind or buffer, and before one whose key or value length is wrong,
+ * which the per-message path reports; stop == start when batches[start] is such an entry.
+ */
+static PyObject *
+plain_spans(PyObject *self, PyObject *args)
+{
+    PyObject *batches, *data = NULL;
+    Py_ssize_t start;
+    REQUIRE_CONFIGURED;
+    if (!PyArg_ParseTuple(args, "O!n", &PyList_Type, &batches, &start)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(batches), i = start;
+    if (start < 0 || start > n) {
+        PyErr_SetString(PyExc_IndexError, "start outside the list");
+        return NULL;
+    }
+    PyObject *spans = PyBytes_FromStringAndSize(NULL, (n - i) * (Py_ssize_t)sizeof(KsegRecordSpan));
+    PyObject *bad = PyList_New(0);
+    if (!spans || !bad) goto error;
+    KsegRecordSpan *rs = (KsegRecordSpan *)PyBytes_AS_STRING(spans);
+    const char *base = NULL;
+    for (; i < n; i++) {
+        PyObject *b = PyList_GET_ITEM(batches, i);
+        if (!PyTuple_Check(b) || PyTuple_GET_SIZE(b) < 8 || !PyMemoryView_Check(PyTuple_GET_ITEM(b, 7))) break;
+        long magic = PyLong_AsLong(PyTuple_GET_ITEM(b, 2)), attrs = PyLong_AsLong(PyTuple_GET_ITEM(b, 5));
+        if (PyErr_Occurred()) goto error;
+        if ((magic != 0 && magic != 1) || (attrs & CODEC_MASK)) break;
+        Py_buffer *raw = PyMemoryView_GET_BUFFER(PyTuple_GET_ITEM(b, 7));
+        if (!raw->obj || !PyBytes_Check(raw->obj)) break;
+        if (!data) {
+            data = raw->obj;
+            base = PyBytes_AS_STRING(data);
+        } else if (raw->obj != data) {
+            break;
+        }
+        const unsigned char *p = (const unsigned char *)raw->buf;
+        Py_ssize_t end = raw->len, pos = magic == 1 ? V1_KEY_LEN_AT : V0_KEY_LEN_AT;
+        if (end < LEGACY_CRC_START || pos + 4 > end) break;
+        int32_t klen = be32(p + pos);
+        Py_ssize_t kspan = klen > 0 ? klen : 0;
+        if (klen < -1 || pos + 4 + kspan + 4 > end) break;
+        int32_t vlen = be32(p + pos + 4 + kspan);
+        Py_ssize_t vpos = pos + 4 + kspan + 4;
+        if (vlen < -1 || vpos + (vlen > 0 ? vlen : 0) != end) break;
+        long long offset = PyLong_AsLongLong(PyTuple_GET_ITEM(b, 3)), ts = PyLong_AsLongLong(PyTuple_GET_ITEM(b, 6));
+        long long crc = PyLong_AsLongLong(PyTuple_GET_ITEM(b, 4));
+        if (PyErr_Occurred()) goto error;
+        int64_t at = (int64_t)((const char *)p - base);
+        KsegRecordSpan *r = rs + (i - start);
+        r->offset = offset;
+        r->timestamp = ts;
+        r->key_at = at + pos + 4;
+        r->key_len = klen;
+        r->value_at = at + vpos;
+        r->value_len = vlen;
+        r->first_header = r->header_count = 0;
+        r->message_at = at + LEGACY_CRC_START;
+        r->message_end = at + end;
+        r->stored_crc = crc;
+        if ((long long)crc32_ieee(p + LEGACY_CRC_START, end - LEGACY_CRC_START) != crc) {
+            PyObject *k = PyLong_FromSsize_t(i - start);
+            if (!k || PyList_Append(bad, k) < 0) { Py_XDECREF(k); goto error; }
+            Py_DECREF(k);
+        }
+    }
+    Py_ssize_t stop = i;
+    if (_PyBytes_Resize(&spans, (stop - start) * (Py_ssize_t)sizeof(KsegRecordSpan)) < 0) { Py_DECREF(bad); return NULL; }
+    return Py_BuildValue("(ONnN)", data ? data : Py_None, spans, stop, bad);
+error:
+    Py_XDECREF(spans);
+    Py_XDECREF(bad);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "Set the positions, sizes and masks (kseg.layouts.accelerator_layout()); needed before anything else."},
@@ -1109,6 +1176,7 @@ static PyMethodDef methods[] = {
     {"legacy_set", legacy_set, METH_VARARGS, "Inner messages of a decompressed v0/v1 wrapper as records."},
     {"legacy_batch_record", legacy_batch_record, METH_VARARGS, "legacy_record of a Batch tuple."},
     {"legacy_record", legacy_record, METH_VARARGS, "Key and value of a v0/v1 message as a record."},
+    {"plain_spans", plain_spans, METH_VARARGS, "Spans of a run of uncompressed v0/v1 messages."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1117,7 +1185,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speedups", NULL, -1
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
-    crc_init();
+    crc32_init(1);
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     DecodeError = PyErr_NewException("kseg.log._speedups.DecodeError", PyExc_ValueError, NULL);

@@ -160,6 +160,15 @@ def legacy_record_spans(wrapper: Batch, inner_bytes: bytes) -> tuple[bytes, int,
         raise _converted(e) from None
 
 
+def plain_message_spans(batches: list[Batch], start: int) -> tuple[bytes | None, bytes, int, list[int]] | None:
+    """The spans (kseg/log/_spans.h) of the run of uncompressed v0/v1 messages from
+    ``batches[start]`` that share one chunk of the file: (that chunk, spans, where the run
+    stops, indices of bad CRCs); None without the accelerator."""
+    if not ACCELERATED:
+        return None
+    return _speedups.plain_spans(batches, start)
+
+
 def legacy_crc_mismatches(inner_bytes: bytes) -> list[tuple[int, int, int]]:
     """(index, stored, computed) for each inner message of a wrapper payload whose CRC-32 is wrong."""
     if not ACCELERATED:

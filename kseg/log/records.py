@@ -23,6 +23,7 @@ from kseg.log.fast import (
     legacy_batch_record,
     legacy_crc_mismatches,
     legacy_record_spans,
+    plain_message_spans,
     v2_record_spans,
 )
 from kseg.model import Batch, Record
@@ -126,6 +127,28 @@ def batch_spans(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) ->
     if v2 is None:
         return None
     return RecordSpans(data, v2[0], v2[1], count, v2[2])
+
+
+class PlainRun(NamedTuple):
+    """Uncompressed v0/v1 messages taken at once: ``batches``, one record each, as ``spans``;
+    ``bad_crcs``: the indices of those whose CRC-32 does not match."""
+
+    batches: list[Batch]
+    spans: RecordSpans
+    bad_crcs: list[int]
+
+
+def plain_run(batches: list[Batch], start: int) -> PlainRun | None:
+    """The run of uncompressed v0/v1 messages from ``batches[start]`` (the scanner's list, one
+    chunk of the file) with their records as spans; None without the C accelerator or when
+    ``batches[start]`` is not such a message or does not decode (the per-batch path then says why)."""
+    found = plain_message_spans(batches, start)
+    if found is None or found[2] == start:
+        return None
+    data, spans, stop, bad = found
+    assert data is not None
+    run = batches[start:stop]
+    return PlainRun(run, RecordSpans(data, spans, _NO_HEADERS, len(run), run[0].base_offset), bad)
 
 
 def check_v2_batch_records(

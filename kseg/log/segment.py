@@ -194,6 +194,13 @@ class Segment:
 
         Stops at the first entry that cannot be framed; what stopped it is in ``self.tail``.
         """
+        for entries in self.batch_lists(start=start, end=end, chunk_size=chunk_size):
+            yield from entries
+
+    def batch_lists(self, *, start: int = 0, end: int | None = None,
+                    chunk_size: int = CHUNK_SIZE) -> Iterator[list[Batch]]:
+        """``batches()`` in the scanner's lists: up to STEP_ENTRIES entries each, all views of one
+        chunk of the file, never empty; for readers that take runs of entries at once."""
         self.tail = None
         if is_stdin(self.path):
             yield from self._stream_batches(sys.stdin.buffer, start, end, chunk_size)
@@ -233,7 +240,8 @@ class Segment:
                 while True:
                     # Small steps: a list of 100k batches would keep the GC busy.
                     scan = scan_entries(mv, filepos, final=eof, start=at, max_entries=STEP_ENTRIES)
-                    yield from scan.batches
+                    if scan.batches:
+                        yield scan.batches
                     if scan.tail is not None:
                         scan.tail.error.located(file=str(self.path))
                         self.tail = scan.tail
@@ -266,7 +274,7 @@ class Segment:
                 want = max(chunk_size, total)
 
 
-    def _stream_batches(self, f, start: int, end: int | None, chunk_size: int) -> Iterator[Batch]:
+    def _stream_batches(self, f, start: int, end: int | None, chunk_size: int) -> Iterator[list[Batch]]:
         """Entries of a stream, read front to back in chunks cut at entry boundaries:
         memory holds one chunk (or one entry larger than a chunk), never the whole stream."""
         name = str(self.path)
@@ -306,7 +314,8 @@ class Segment:
                 at = 0
                 while True:
                     scan = scan_entries(mv, filepos, final=eof, start=at, max_entries=STEP_ENTRIES)
-                    yield from scan.batches
+                    if scan.batches:
+                        yield scan.batches
                     if scan.tail is not None:
                         scan.tail.error.located(file=name)
                         self.tail = scan.tail

@@ -15,7 +15,7 @@ from kseg.companions.read import offset_index_lookup, time_index_lookup
 from kseg.decoders import decode_record, family_for
 from kseg.errors import KsegError
 from kseg.log.decode import Tail
-from kseg.log.records import RecordSpans, batch_records, batch_spans
+from kseg.log.records import PlainRun, RecordSpans, batch_records, batch_spans, plain_run
 from kseg.log.segment import TRANSIENT_SUFFIXES, Segment, base_offset_of, companion_path, tiered_segment_id
 from kseg.model import Batch, Record
 from kseg.ops.companion_dump import CompanionEvent, dump_companion
@@ -77,6 +77,9 @@ class DumpOptions:
     # The consumer writes records from spans over the data (``BatchEvent.spans``), without a
     # Record object each; it gets them for unfiltered, undecoded data batches where the C reader runs.
     record_spans: bool = False
+    # The consumer takes runs of uncompressed v0/v1 messages as one PlainRunEvent each (its writers
+    # take them at once); given where the C reader runs and no filter or --decode needs them one by one.
+    plain_runs: bool = False
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,17 @@ class BatchEvent:
 
 
 @dataclass(frozen=True)
+class PlainRunEvent:
+    """Uncompressed v0/v1 messages in a row, each a batch of one record (``DumpOptions.plain_runs``):
+    what a BatchEvent per message would say, for writers that take them at once. ``records``:
+    whether their record lines are wanted; the CRC failures are in ``run.bad_crcs``."""
+
+    path: Path
+    run: PlainRun
+    records: bool
+
+
+@dataclass(frozen=True)
 class BadBatchEvent:
     """A batch that frames and CRC-checks as it may, but whose contents do not decode."""
 
@@ -127,7 +141,7 @@ class SkippedEvent:
     reason: str
 
 
-Event = FileStart | BatchEvent | BadBatchEvent | TailEvent | CompanionEvent | SkippedEvent
+Event = FileStart | BatchEvent | PlainRunEvent | BadBatchEvent | TailEvent | CompanionEvent | SkippedEvent
 
 
 def dump_paths(paths: list[Path], options: DumpOptions) -> Iterator[Event]:
@@ -209,71 +223,88 @@ def seek_start(path: Path, o: DumpOptions) -> tuple[int, int] | None:
     return entry.position, entry.offset
 
 
-def _batches(seg: Segment, o: DumpOptions) -> Iterator[Batch]:
-    """The batches a dump reads: from the index's seek point when a filter allows one and the
-    batch found there is whole and plausible (CRC valid, offset not past the entry), else all."""
+def _batch_lists(seg: Segment, o: DumpOptions) -> Iterator[list[Batch]]:
+    """The batches a dump reads, in the scanner's lists: from the index's seek point when a filter
+    allows one and the batch found there is whole and plausible (CRC valid, offset not past the
+    entry), else all."""
     start = seek_start(seg.path, o)
     if start is not None and (o.max_bytes is None or start[0] < o.max_bytes):
-        it = seg.batches(start=start[0], end=o.max_bytes)
+        it = seg.batch_lists(start=start[0], end=o.max_bytes)
         first = next(it, None)
-        if first is not None and first.offset <= start[1] and first.crc_valid:
+        if first is not None and first[0].offset <= start[1] and first[0].crc_valid:
             yield first
             yield from it
             return
         it.close()
-    yield from seg.batches(end=o.max_bytes)
+    yield from seg.batch_lists(end=o.max_bytes)
 
 
 def _dump_log(path: Path, o: DumpOptions, family: str | None = None) -> Iterator[Event]:
     seg = Segment(path)
     end = o.max_bytes
-    limit = o.max_decompressed_bytes
-    record_filter = _filters_records(o)
-    for batch in _batches(seg, o):
-        legacy_wrapper = batch.magic < 2 and batch.codec != 0
-        if record_filter:
-            # Skip on the header, before decompressing: a wrapper's first offset is not known yet.
-            if batch.magic >= 2:
-                first, last = batch.offset, batch.last_offset
-            else:
-                first, last = (NO_OFFSET if legacy_wrapper else batch.offset), batch.offset
-            if not _wanted(batch, first, last, o):
-                continue
-        needs_records = o.records or (legacy_wrapper and (o.wrapper_counts or record_filter))
-        records = spans = None
-        if needs_records:
-            try:
-                if (o.record_spans and o.records and family is None and not batch.is_control
-                        and (not record_filter or _wholly_wanted(batch, o))):
-                    spans = batch_spans(batch, limit=limit)
-                if spans is None:
-                    records = batch_records(batch, limit=limit)
-            except KsegError as e:
-                e.located(file=str(path))
-                if not o.keep_going:
-                    raise
-                yield BadBatchEvent(path, batch, e)
-                continue
-        if batch.magic >= 2:
-            first, last, count = batch.offset, batch.last_offset, batch.record_count or 0
-        elif records is not None and batch.codec != 0:
-            first, last, count = records[0].offset, batch.offset, len(records)
-        elif spans is not None:
-            first, last, count = spans.first_offset, batch.offset, spans.count
-        else:
-            first, last, count = batch.offset, batch.offset, 1
-        if record_filter and not _wanted(batch, first, last, o):
-            continue
-        if records is not None and record_filter:
-            records = [r for r in records if _record_wanted(r, o)]
-            if not records and batch.magic < 2:
-                continue
-        decoded = None
-        if family is not None and records is not None and o.records:
-
-            decoded = [decode_record(family, r, batch.is_control) for r in records]
-        yield BatchEvent(path, batch, first, last, count, batch.crc_valid, records if o.records else None, decoded,
-                         spans)
+    runs = o.plain_runs and family is None and not _filters_records(o)
+    for entries in _batch_lists(seg, o):
+        i, n = 0, len(entries)
+        while i < n:
+            if runs:
+                run = plain_run(entries, i)
+                if run is not None:
+                    yield PlainRunEvent(path, run, o.records)
+                    i += len(run.batches)
+                    continue
+            ev = _batch_event(path, entries[i], o, family)
+            i += 1
+            if ev is not None:
+                yield ev
     if seg.tail is not None:
         cut_by_max_bytes = end is not None and end < seg.size
         yield TailEvent(path, seg.tail, reported=not cut_by_max_bytes)
+
+
+def _batch_event(path: Path, batch: Batch, o: DumpOptions, family: str | None) -> Event | None:
+    """What a dump says of one batch, or None when the filters leave nothing of it."""
+    limit = o.max_decompressed_bytes
+    record_filter = _filters_records(o)
+    legacy_wrapper = batch.magic < 2 and batch.codec != 0
+    if record_filter:
+        # Skip on the header, before decompressing: a wrapper's first offset is not known yet.
+        if batch.magic >= 2:
+            first, last = batch.offset, batch.last_offset
+        else:
+            first, last = (NO_OFFSET if legacy_wrapper else batch.offset), batch.offset
+        if not _wanted(batch, first, last, o):
+            return None
+    needs_records = o.records or (legacy_wrapper and (o.wrapper_counts or record_filter))
+    records = spans = None
+    if needs_records:
+        try:
+            if (o.record_spans and o.records and family is None and not batch.is_control
+                    and (not record_filter or _wholly_wanted(batch, o))):
+                spans = batch_spans(batch, limit=limit)
+            if spans is None:
+                records = batch_records(batch, limit=limit)
+        except KsegError as e:
+            e.located(file=str(path))
+            if not o.keep_going:
+                raise
+            return BadBatchEvent(path, batch, e)
+    if batch.magic >= 2:
+        first, last, count = batch.offset, batch.last_offset, batch.record_count or 0
+    elif records is not None and batch.codec != 0:
+        first, last, count = records[0].offset, batch.offset, len(records)
+    elif spans is not None:
+        first, last, count = spans.first_offset, batch.offset, spans.count
+    else:
+        first, last, count = batch.offset, batch.offset, 1
+    if record_filter and not _wanted(batch, first, last, o):
+        return None
+    if records is not None and record_filter:
+        records = [r for r in records if _record_wanted(r, o)]
+        if not records and batch.magic < 2:
+            return None
+    decoded = None
+    if family is not None and records is not None and o.records:
+
+        decoded = [decode_record(family, r, batch.is_control) for r in records]
+    return BatchEvent(path, batch, first, last, count, batch.crc_valid, records if o.records else None, decoded,
+                      spans)

@@ -949,6 +949,8 @@ typedef struct {
     int magic, kmode, vmode, brace, have_last;
     long long base_offset, base_seq, last;
     PyObject *gaps;
+    PyObject *codec; /* plain runs: the codec's name, and whether record lines follow the batch lines */
+    int records;
 } KafkaCtx;
 
 static int kafka_one(Buf *b, RView *r, void *ctx) {
@@ -1041,12 +1043,12 @@ static PyObject *kafka_spans(PyObject *self, PyObject *args) {
 static Py_ssize_t B_POSITION = -1, B_SIZE, B_MAGIC, B_BASE_OFFSET, B_CRC, B_ATTRIBUTES, B_MAX_TS, B_PLE, B_LOD,
                   B_BASE_TS, B_PID, B_EPOCH, B_BASE_SEQ, B_COUNT;
 static Py_ssize_t B_LAST = -1; /* the largest of them */
-static long long TRANSACTIONAL_BIT, CONTROL_BIT, DELETE_HORIZON_BIT;
+static long long TRANSACTIONAL_BIT, CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT;
 
 static PyObject *configure_batches(PyObject *self, PyObject *args) {
     PyObject *fields;
-    if (!PyArg_ParseTuple(args, "O!LLL", &PyTuple_Type, &fields, &TRANSACTIONAL_BIT, &CONTROL_BIT,
-                          &DELETE_HORIZON_BIT))
+    if (!PyArg_ParseTuple(args, "O!LLLL", &PyTuple_Type, &fields, &TRANSACTIONAL_BIT, &CONTROL_BIT,
+                          &DELETE_HORIZON_BIT, &TIMESTAMP_TYPE_BIT))
         return NULL;
     static const struct { const char *name; Py_ssize_t *slot; } want[] = {
         {"position", &B_POSITION}, {"size", &B_SIZE}, {"magic", &B_MAGIC}, {"base_offset", &B_BASE_OFFSET},
@@ -1157,9 +1159,226 @@ static PyObject *kafka_batch_line(PyObject *self, PyObject *args) {
     return finish(&b, rc);
 }
 
+/* ------------------------------------------------------------ runs of plain messages */
+
+/* Uncompressed v0/v1 messages, each a batch of one record: their batch lines and record lines
+ * in one call, from kseg.log.records.plain_run (the Batch tuples and their records' spans). The
+ * per-message path (kafka_batch_line, the renderers' batch lines, *_records) is the reference. */
+typedef int (*PlainWriter)(Buf *b, PyObject *batch, RView *w, int crc_ok, PyObject *ts_name, void *ctx);
+
+typedef struct {
+    PyObject *batches, *ts_names, *codec;
+    Py_buffer data, spans;
+    int records, kmode, vmode;
+} PlainArgs;
+
+/* The arguments every plain-run writer starts with: (batches, data, spans, ts_names, codec, records,
+ * kmode, vmode); ts_names is (NoTimestampType, CreateTime, LogAppendTime). */
+static int plain_args(PyObject *args, Py_ssize_t n, PlainArgs *a) {
+    if (PyTuple_GET_SIZE(args) < n) {
+        PyErr_SetString(PyExc_TypeError, "too few arguments");
+        return -1;
+    }
+    PyObject *head = PyTuple_GetSlice(args, 0, 8);
+    if (!head) return -1;
+    int ok = PyArg_ParseTuple(head, "O!y*y*O!Upii", &PyList_Type, &a->batches, &a->data, &a->spans, &PyTuple_Type,
+                              &a->ts_names, &a->codec, &a->records, &a->kmode, &a->vmode);
+    Py_DECREF(head);
+    if (!ok) return -1;
+    if (B_POSITION < 0 || PyTuple_GET_SIZE(a->ts_names) != 3 ||
+        a->spans.len != PyList_GET_SIZE(a->batches) * (Py_ssize_t)sizeof(KsegRecordSpan)) {
+        PyErr_SetString(PyExc_ValueError, "configure_batches() first, three timestamp names, a span per batch");
+        PyBuffer_Release(&a->data);
+        PyBuffer_Release(&a->spans);
+        return -1;
+    }
+    return 0;
+}
+
+static const KsegHeaderSpan NO_HEADERS[1]; /* v0/v1 messages have none */
+
+static int each_plain(Buf *b, PlainArgs *a, PlainWriter line, void *ctx) {
+    Py_ssize_t n = PyList_GET_SIZE(a->batches);
+    const KsegRecordSpan *rs = (const KsegRecordSpan *)a->spans.buf;
+    int rc = grow(b, n * (a->records ? 600 : 200) + 256);
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+        PyObject *batch = PyList_GET_ITEM(a->batches, i);
+        if (!PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) <= B_LAST) {
+            PyErr_SetString(PyExc_TypeError, "a kseg Batch tuple is needed");
+            return -1;
+        }
+        long long magic, attrs;
+        RView w;
+        CHECK(get_i64(PyTuple_GET_ITEM(batch, B_MAGIC), &magic));
+        CHECK(get_i64(PyTuple_GET_ITEM(batch, B_ATTRIBUTES), &attrs));
+        CHECK(rview_from_span(&w, rs + i, (const char *)a->data.buf, a->data.len, NO_HEADERS, 0, 1));
+        PyObject *ts_name = PyTuple_GET_ITEM(a->ts_names, magic == 0 ? 0 : attrs & TIMESTAMP_TYPE_BIT ? 2 : 1);
+        rc = line(b, batch, &w, w.stored == (long long)w.computed, ts_name, ctx);
+    }
+    return rc;
+}
+
+static PyObject *plain_finish(Buf *b, PlainArgs *a, int rc) {
+    PyBuffer_Release(&a->data);
+    PyBuffer_Release(&a->spans);
+    return finish(b, rc);
+}
+
+static int kafka_plain_one(Buf *b, PyObject *batch, RView *w, int crc_ok, PyObject *ts_name, void *ctx) {
+    KafkaCtx *c = ctx;
+    CHECK(kafka_batch(b, batch, crc_ok, ts_name, c->codec));
+    if (!c->records) return 0;
+    long long magic;
+    CHECK(get_i64(PyTuple_GET_ITEM(batch, B_MAGIC), &magic));
+    c->magic = (int)magic;
+    c->ts = PyUnicode_AsUTF8AndSize(ts_name, &c->tsn);
+    if (!c->ts) return -1;
+    return kafka_one(b, w, c);
+}
+
+/* kafka_plain_run(batches, data, spans, ts_names, codec, records, kmode, vmode, last, gaps, brace)
+ * -> (bytes, last offset): each message's kafka-dump-log.sh batch line and, with records, its record line. */
+static PyObject *kafka_plain_run(PyObject *self, PyObject *args) {
+    PlainArgs a;
+    PyObject *last_obj;
+    KafkaCtx c = {.base_seq = -1};
+    if (plain_args(args, 11, &a) < 0) return NULL;
+    PyObject *tail = PyTuple_GetSlice(args, 8, PyTuple_GET_SIZE(args));
+    int ok = tail && PyArg_ParseTuple(tail, "OO!p", &last_obj, &PyList_Type, &c.gaps, &c.brace);
+    Py_XDECREF(tail);
+    Buf b = {0};
+    if (!ok) return plain_finish(&b, &a, -1);
+    c.codec = a.codec;
+    c.records = a.records;
+    c.kmode = a.kmode;
+    c.vmode = a.vmode;
+    int rc = kafka_ctx(&c, last_obj);
+    if (rc == 0) rc = each_plain(&b, &a, kafka_plain_one, &c);
+    PyObject *lines = plain_finish(&b, &a, rc);
+    if (!lines) return NULL;
+    if (!c.have_last) return Py_BuildValue("(NO)", lines, Py_None);
+    return Py_BuildValue("(NL)", lines, c.last);
+}
+
+typedef struct {
+    const char *file, *codec;
+    Py_ssize_t filen, codecn;
+    int records, kmode, vmode;
+} JsonlPlainCtx;
+
+#define PUT_JSON_FIELD(label, at) do { CHECK(PUTS(b, label)); CHECK(put_field(b, batch, (at))); } while (0)
+
+static int jsonl_plain_one(Buf *b, PyObject *batch, RView *w, int crc_ok, PyObject *ts_name, void *ctx) {
+    JsonlPlainCtx *c = ctx;
+    long long position;
+    JsonlCtx rc = {.kmode = c->kmode, .vmode = c->vmode};
+    CHECK(get_i64(PyTuple_GET_ITEM(batch, B_POSITION), &position));
+    rc.ts = PyUnicode_AsUTF8AndSize(ts_name, &rc.tsn);
+    if (!rc.ts) return -1;
+    CHECK(PUTS(b, "{\"type\": \"batch\", \"file\": "));
+    CHECK(put(b, c->file, c->filen));
+    CHECK(PUTS(b, ", \"position\": "));
+    CHECK(put_i64(b, position));
+    PUT_JSON_FIELD(", \"base_offset\": ", B_BASE_OFFSET);
+    PUT_JSON_FIELD(", \"last_offset\": ", B_BASE_OFFSET);
+    PUT_JSON_FIELD(", \"count\": 1, \"magic\": ", B_MAGIC);
+    CHECK(PUTS(b, ", \"codec\": "));
+    CHECK(put(b, c->codec, c->codecn));
+    CHECK(PUTS(b, ", \"timestamp_type\": \""));
+    CHECK(put(b, rc.ts, rc.tsn));
+    PUT_JSON_FIELD("\", \"max_timestamp\": ", B_MAX_TS);
+    PUT_JSON_FIELD(", \"size\": ", B_SIZE);
+    PUT_JSON_FIELD(", \"crc\": ", B_CRC);
+    CHECK(crc_ok ? PUTS(b, ", \"crc_valid\": true}\n") : PUTS(b, ", \"crc_valid\": false}\n"));
+    if (!c->records) return 0;
+    jsonl_ctx(&rc, position);
+    return jsonl_one(b, w, &rc);
+}
+
+/* jsonl_plain_run(batches, data, spans, ts_names, codec_json, records, kmode, vmode, file_json) -> bytes:
+ * each message's jsonl batch line (render.dump.batch_line) and, with records, its record line. */
+static PyObject *jsonl_plain_run(PyObject *self, PyObject *args) {
+    PlainArgs a;
+    JsonlPlainCtx c;
+    if (plain_args(args, 9, &a) < 0) return NULL;
+    Buf b = {0};
+    PyObject *file = PyTuple_GET_ITEM(args, 8);
+    if (!PyBytes_Check(file)) {
+        PyErr_SetString(PyExc_TypeError, "the file name in JSON, encoded, is bytes");
+        return plain_finish(&b, &a, -1);
+    }
+    c.file = PyBytes_AS_STRING(file);
+    c.filen = PyBytes_GET_SIZE(file);
+    c.codec = PyUnicode_AsUTF8AndSize(a.codec, &c.codecn);
+    if (!c.codec) return plain_finish(&b, &a, -1);
+    c.records = a.records;
+    c.kmode = a.kmode;
+    c.vmode = a.vmode;
+    return plain_finish(&b, &a, each_plain(&b, &a, jsonl_plain_one, &c));
+}
+
+static int put_hex32(Buf *b, long long v) { /* f"{v:#010x}" of a CRC */
+    CHECK(grow(b, 10));
+    char *o = b->p + b->n;
+    o[0] = '0';
+    o[1] = 'x';
+    for (int k = 0; k < 8; k++) o[2 + k] = HEXD[(v >> (28 - 4 * k)) & 15];
+    b->n += 10;
+    return 0;
+}
+
+static int text_plain_one(Buf *b, PyObject *batch, RView *w, int crc_ok, PyObject *ts_name, void *ctx) {
+    PlainArgs *a = ctx;
+    long long ts, crc;
+    CHECK(get_i64(PyTuple_GET_ITEM(batch, B_MAX_TS), &ts));
+    CHECK(get_i64(PyTuple_GET_ITEM(batch, B_CRC), &crc));
+    PUT_FIELD("batch @", B_POSITION);
+    PUT_FIELD("  offsets ", B_BASE_OFFSET);
+    PUT_FIELD("..", B_BASE_OFFSET);
+    PUT_FIELD("  count 1  magic ", B_MAGIC);
+    CHECK(PUTS(b, "  "));
+    CHECK(put_str(b, a->codec));
+    CHECK(PUTS(b, "  "));
+    CHECK(put_str(b, ts_name));
+    CHECK(PUTS(b, " "));
+    CHECK(put_i64(b, ts));
+    if (ts >= 0 && ts <= ISO_MAX_MS) {
+        CHECK(PUTS(b, " "));
+        CHECK(put_iso(b, ts));
+    }
+    PUT_FIELD("  size ", B_SIZE);
+    CHECK(PUTS(b, "  crc "));
+    CHECK(put_hex32(b, crc));
+    if (crc_ok) {
+        CHECK(PUTS(b, " ok\n"));
+    } else {
+        CHECK(PUTS(b, " BAD (computed "));
+        CHECK(put_hex32(b, w->computed));
+        CHECK(PUTS(b, ")\n"));
+    }
+    if (!a->records) return 0;
+    TextCtx c = {.kmode = a->kmode, .vmode = a->vmode};
+    return text_one(b, w, &c);
+}
+
+/* text_plain_run(batches, data, spans, ts_names, codec, records, kmode, vmode) -> bytes: each message's
+ * text batch line and, with records, its record line. */
+static PyObject *text_plain_run(PyObject *self, PyObject *args) {
+    PlainArgs a;
+    if (plain_args(args, 8, &a) < 0) return NULL;
+    Buf b = {0};
+    return plain_finish(&b, &a, each_plain(&b, &a, text_plain_one, &a));
+}
+
 static PyMethodDef methods[] = {
     {"configure_batches", configure_batches, METH_VARARGS,
-     "configure_batches(Batch._fields, transactional_bit, control_bit, delete_horizon_bit): before kafka_batch_line."},
+     "configure_batches(Batch._fields, transactional_bit, control_bit, delete_horizon_bit, timestamp_type_bit): first."},
+    {"kafka_plain_run", kafka_plain_run, METH_VARARGS,
+     "kafka_plain_run(batches, data, spans, ts_names, codec, records, kmode, vmode, last, gaps, brace) -> (bytes, last)."},
+    {"jsonl_plain_run", jsonl_plain_run, METH_VARARGS,
+     "jsonl_plain_run(batches, data, spans, ts_names, codec_json, records, kmode, vmode, file_json) -> bytes."},
+    {"text_plain_run", text_plain_run, METH_VARARGS,
+     "text_plain_run(batches, data, spans, ts_names, codec, records, kmode, vmode) -> bytes."},
     {"kafka_batch_line", kafka_batch_line, METH_VARARGS,
      "kafka_batch_line(batch, crc_valid, ts_name, codec_name) -> bytes: the batch's line of kafka-dump-log.sh."},
     {"set_java_decoder", set_java_decoder, METH_O,

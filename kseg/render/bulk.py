@@ -9,7 +9,7 @@ import os
 from typing import Any
 
 from kseg.decoders.jvm import java_utf8
-from kseg.formats.attributes import CONTROL_MASK, DELETE_HORIZON_MASK, TRANSACTIONAL_MASK
+from kseg.formats.attributes import CONTROL_MASK, DELETE_HORIZON_MASK, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK
 from kseg.model import Batch
 from kseg.render import lines
 
@@ -19,7 +19,7 @@ except ImportError:  # pragma: no cover - exercised when the extension is not bu
     _format = None
 else:
     _format.set_java_decoder(java_utf8)
-    _format.configure_batches(Batch._fields, TRANSACTIONAL_MASK, CONTROL_MASK, DELETE_HORIZON_MASK)
+    _format.configure_batches(Batch._fields, TRANSACTIONAL_MASK, CONTROL_MASK, DELETE_HORIZON_MASK, TIMESTAMP_TYPE_MASK)
 
 ACCELERATED = _format is not None and not os.environ.get("KSEG_PURE_PYTHON")
 
@@ -32,3 +32,8 @@ kafka_batch_line = _impl.kafka_batch_line
 jsonl_spans = _format.jsonl_spans if ACCELERATED else None
 text_spans = _format.text_spans if ACCELERATED else None
 kafka_spans = _format.kafka_spans if ACCELERATED else None
+# Batch and record lines of runs of uncompressed v0/v1 messages (kseg.log.records.plain_run, C only);
+# the per-message lines are their reference.
+jsonl_plain_run = _format.jsonl_plain_run if ACCELERATED else None
+text_plain_run = _format.text_plain_run if ACCELERATED else None
+kafka_plain_run = _format.kafka_plain_run if ACCELERATED else None

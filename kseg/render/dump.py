@@ -13,16 +13,17 @@ from typing import IO, Any, Callable, TextIO
 from kseg.decoders import DecodedRecord, control_kafka_text
 from kseg.decoders.jvm import java_hash_map_order, scala_hash_map_order
 from kseg.errors import KsegError
-from kseg.formats.attributes import TIMESTAMP_TYPE_NAMES
+from kseg.formats.attributes import CODEC_NONE, TIMESTAMP_TYPE_NAMES
 from kseg.log.control import control_info
 from kseg.log.encode import legacy_message_crc
-from kseg.model import Batch, Record, record_sequence
+from kseg.model import CODEC_NAMES, Batch, Record, record_sequence
 from kseg.ops.companion_dump import CompanionEvent
 from kseg.ops.dump import (
     BadBatchEvent,
     BatchEvent,
     Event,
     FileStart,
+    PlainRunEvent,
     SkippedEvent,
     TailEvent,
 )
@@ -35,6 +36,13 @@ from kseg.render.tables import tabulate
 # The built-in payload decoders the bulk writers know, by mode; a user's decoder has none.
 _MODES = {id(BUILTIN["utf8"]): lines.UTF8, id(BUILTIN["hex"]): lines.HEX, id(BUILTIN["base64"]): lines.BASE64,
           id(BUILTIN["java-string"]): lines.JAVA}
+
+
+# What the plain-run writers print per message, from the facts: the timestamp type names by
+# magic 0, CreateTime, LogAppendTime; the codec of an uncompressed message.
+_TS_NAMES = (TIMESTAMP_TYPE_NAMES[-1], TIMESTAMP_TYPE_NAMES[0], TIMESTAMP_TYPE_NAMES[1])
+_PLAIN_CODEC = CODEC_NAMES[CODEC_NONE]
+_PLAIN_CODEC_JSON = json.dumps(_PLAIN_CODEC)
 
 
 def payload_mode(decoder: Decoder | None) -> int | None:
@@ -209,11 +217,19 @@ class JsonlRenderer:
     def emit(self, obj: dict) -> None:
         self.write((self._dumps(obj) + "\n").encode("utf-8", "backslashreplace"))
 
+    def _file_json(self, path: object) -> str:
+        if self._file[0] is not path:
+            self._file = (path, json.dumps(str(path), ensure_ascii=False))
+        return self._file[1]
+
     def __call__(self, ev: Event) -> None:
-        if isinstance(ev, BatchEvent):
-            if self._file[0] is not ev.path:
-                self._file = (ev.path, json.dumps(str(ev.path), ensure_ascii=False))
-            self.write(batch_line(ev, self._file[1]).encode("utf-8", "backslashreplace"))
+        if isinstance(ev, PlainRunEvent):  # what takes_plain_runs asked for
+            r, s = ev.run, ev.run.spans
+            file_json = self._file_json(ev.path).encode("utf-8", "backslashreplace")
+            self.write(bulk.jsonl_plain_run(r.batches, s.data, s.records, _TS_NAMES, _PLAIN_CODEC_JSON, ev.records,
+                                            self.kmode, self.vmode, file_json))
+        elif isinstance(ev, BatchEvent):
+            self.write(batch_line(ev, self._file_json(ev.path)).encode("utf-8", "backslashreplace"))
             if ev.spans is not None:  # what takes_spans asked for
                 s = ev.spans
                 self.write(bulk.jsonl_spans(s.data, s.records, s.headers, ev.batch.timestamp_type_name,
@@ -252,6 +268,10 @@ class JsonlRenderer:
     def takes_spans(self) -> bool:
         return _takes_spans(bulk.jsonl_spans, self.kmode, self.vmode)
 
+    @property
+    def takes_plain_runs(self) -> bool:
+        return _takes_spans(bulk.jsonl_plain_run, self.kmode, self.vmode)
+
     def close(self) -> None:
         pass
 
@@ -279,6 +299,10 @@ class TextRenderer:
     def takes_spans(self) -> bool:
         return _takes_spans(bulk.text_spans, self.kmode, self.vmode)
 
+    @property
+    def takes_plain_runs(self) -> bool:
+        return _takes_spans(bulk.text_plain_run, self.kmode, self.vmode)
+
     def _show(self, value: bytes | None, decoder: Decoder | None) -> str:
         mode = payload_mode(decoder)
         if value is None or mode is not None:
@@ -295,6 +319,10 @@ class TextRenderer:
             label = "end offset" if ev.kind == "snapshot" else "base offset"
             base = "" if ev.base_offset is None else f", {label} {ev.base_offset}"
             w(f"== {ev.path} ({ev.kind}{base})\n")
+        elif isinstance(ev, PlainRunEvent):  # what takes_plain_runs asked for
+            r, s = ev.run, ev.run.spans
+            self.write(bulk.text_plain_run(r.batches, s.data, s.records, _TS_NAMES, _PLAIN_CODEC, ev.records,
+                                           self.kmode, self.vmode))
         elif isinstance(ev, BatchEvent):
             b = ev.batch
             crc = "ok" if ev.crc_valid else f"BAD (computed {b.computed_crc():#010x})"
@@ -435,6 +463,16 @@ class KafkaRenderer:
                 else:
                     end, _, epoch = name.split(".")[0].partition("-")
                     w(f"Snapshot end offset: {int(end)}, epoch: {int(epoch) if epoch else 0}\n")
+        elif isinstance(ev, PlainRunEvent):  # what takes_plain_runs asked for
+            r, s = ev.run, ev.run.spans
+            gaps: list[tuple[int, int]] = []
+            text, last = bulk.kafka_plain_run(r.batches, s.data, s.records, _TS_NAMES, _PLAIN_CODEC, ev.records,
+                                              self.kmode, self.vmode, self._last_or_start(), gaps,
+                                              self.kafka_version != "4")
+            self.write(text)
+            self._note_gaps(ev, gaps)
+            if last is not None:
+                self._last_offset = last
         elif isinstance(ev, BatchEvent):
             b = ev.batch
             self.write(bulk.kafka_batch_line(b, ev.crc_valid, b.timestamp_type_name, b.codec_name))
@@ -479,30 +517,37 @@ class KafkaRenderer:
     def takes_spans(self) -> bool:
         return _takes_spans(bulk.kafka_spans, self.kmode, self.vmode) and not self.skip_record_metadata
 
+    @property
+    def takes_plain_runs(self) -> bool:
+        return _takes_spans(bulk.kafka_plain_run, self.kmode, self.vmode) and not self.skip_record_metadata
+
+    def _last_or_start(self) -> int | None:
+        """The offset before the next record, for the gap report: the last one shown, or (Kafka 4
+        compares a file's first record with -1 too) -1 at a file's start."""
+        last = self._last_offset
+        if last is None and self.kafka_version == "4":
+            return -1
+        return last
+
     def _bulk_args(self, ev: BatchEvent, gaps: list[tuple[int, int]]) -> tuple:
         """The bulk writers' arguments after the records: the batch's facts, the offset before its first
         record, and where to put the gaps found."""
         b = ev.batch
         seq = -1 if b.base_sequence is None else b.base_sequence
-        last = self._last_offset
-        if last is None and self.kafka_version == "4":
-            last = -1  # Kafka 4 compares a file's first record with -1 too
-        return (b.timestamp_type_name, b.magic, b.offset, seq, self.kmode, self.vmode, last, gaps,
+        return (b.timestamp_type_name, b.magic, b.offset, seq, self.kmode, self.vmode, self._last_or_start(), gaps,
                 self.kafka_version != "4")
 
-    def _note_gaps(self, ev: BatchEvent, gaps: list[tuple[int, int]]) -> None:
+    def _note_gaps(self, ev: BatchEvent | PlainRunEvent, gaps: list[tuple[int, int]]) -> None:
         if gaps:  # a file is listed in the report only when it has a gap
             self._gap_list(ev).extend(gaps)
 
-    def _gap_list(self, ev: BatchEvent) -> list[tuple[int, int]]:
+    def _gap_list(self, ev: BatchEvent | PlainRunEvent) -> list[tuple[int, int]]:
         if self._gaps is None or self._gaps[0] is not ev.path:
             self._gaps = (ev.path, self.non_consecutive.setdefault(str(ev.path.resolve()), []))
         return self._gaps[1]
 
     def _track(self, ev: BatchEvent, offset: int) -> None:
-        last = self._last_offset
-        if last is None and self.kafka_version == "4":
-            last = -1  # Kafka 4 compares a file's first record with -1 too
+        last = self._last_or_start()
         if last is not None and offset != last + 1:
             self._gap_list(ev).append((last, offset))
         self._last_offset = offset

@@ -27,6 +27,7 @@ import zlib
 from typing import Callable
 
 from kseg.errors import KsegError
+from kseg.formats.attributes import CODEC_MASK
 from kseg.log import decode, fast
 from kseg.model import Batch, Header, Record
 
@@ -264,6 +265,34 @@ def compare_log(buf: bytes) -> None:
     del scan
 
 
+def plain_runs_match(buf: bytes) -> None:
+    """Runs of plain v0/v1 messages (``plain_message_spans``, what a dump takes at once) point at
+    the records the per-message path makes, flag the CRCs it would, and stop only where that path
+    would not take the next entry as a plain message."""
+    if fast._speedups is None:
+        return
+    from kseg.log.encode import legacy_message_crc
+
+    batches = fast._speedups.scan(memoryview(buf), 0, True, Batch, 0, -1)[0]
+    i = 0
+    while i < len(batches):
+        data, spans, stop, bad = fast._speedups.plain_spans(batches, i)
+        run = batches[i:stop]
+        want = [outcome(lambda b=b: decode.legacy_record(b, b.offset, b.timestamp)) for b in run]
+        same("plain_spans (records)", [("ok",)] * len(run), [w[:1] for w in want])
+        if run:
+            found, _ = _from_spans(data, (spans, len(run), run[0].offset))
+            same("plain_spans", _as_spans([w[1] for w in want])[0], found)
+            same("plain_spans (bad CRCs)", [k for k, w in enumerate(want) if w[1].crc != legacy_message_crc(w[1])],
+                 bad)
+        if stop < len(batches):
+            b = batches[stop]
+            plain = b.magic < 2 and not b.attributes & CODEC_MASK
+            same("plain_spans (where a run stops)", True,
+                 not plain or outcome(lambda: decode.legacy_record(b, b.offset, b.timestamp))[0] != "ok")
+        i = stop + 1 if stop == i else stop
+
+
 def compare_wrapper(wrapper: Batch, inner: bytes) -> None:
     both("scan (inner)", _scan, inner, 0, True, 0, -1)
     for m in decode.scan_entries(inner).batches:
@@ -278,6 +307,7 @@ def compare_wrapper(wrapper: Batch, inner: bytes) -> None:
 def fuzz_log(data: bytes) -> None:
     """Every C reading entry point, reached the way kseg reaches them, from .log bytes."""
     compare_log(data)
+    plain_runs_match(data)
 
 
 def _legacy_wrapper(magic: int, offset: int, timestamp: int, attributes: int) -> Batch:
