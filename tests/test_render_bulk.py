@@ -427,6 +427,21 @@ def test_plain_runs_agree_with_the_per_message_path(tmp_path, monkeypatch) -> No
     path = tmp_path / "00000000000000000000.log"
     _plain_segment(path)
     dumps_agree([path], monkeypatch)
+    dumps_agree([path], monkeypatch, from_offset=600, to_offset=1000)  # across the gap and the bad message
+    dumps_agree([path], monkeypatch, to_offset=22)
+
+
+def test_plain_runs_with_offsets_out_of_order(tmp_path, monkeypatch) -> None:
+    """An offset range keeps a slice of a run, or (offsets out of order) some of its messages."""
+    from kseg.model import make_record
+
+    path = tmp_path / "00000000000000000000.log"
+    offsets = [10, 11, 3, 12, 13, 2, 14]
+    path.write_bytes(b"".join(build_legacy_message_set([make_record(o, 1_700_000_000_000 + o, b"k", b"v%d" % o,
+                                                                    magic=1)], magic=1) for o in offsets))
+    for lo, hi in ((10, None), (None, 3), (3, 12), (12, 13), (20, None)):
+        filters = {k: v for k, v in (("from_offset", lo), ("to_offset", hi)) if v is not None}
+        dumps_agree([path], monkeypatch, **filters)
 
 
 @pytest.mark.parametrize("fmt", ["text", "jsonl", "kafka"])

@@ -137,6 +137,15 @@ class PlainRun(NamedTuple):
     spans: RecordSpans
     bad_crcs: list[int]
 
+    def part(self, start: int, stop: int) -> PlainRun:
+        """The messages ``start:stop`` of the run (``0 < stop - start``)."""
+        s = self.spans
+        size = len(s.records) // s.count
+        batches = self.batches[start:stop]
+        return PlainRun(batches, RecordSpans(s.data, s.records[start * size:stop * size], s.headers, len(batches),
+                                             batches[0].base_offset),
+                        [k - start for k in self.bad_crcs if start <= k < stop])
+
 
 def plain_run(batches: list[Batch], start: int) -> PlainRun | None:
     """The run of uncompressed v0/v1 messages from ``batches[start]`` (the scanner's list, one

@@ -242,15 +242,15 @@ def _batch_lists(seg: Segment, o: DumpOptions) -> Iterator[list[Batch]]:
 def _dump_log(path: Path, o: DumpOptions, family: str | None = None) -> Iterator[Event]:
     seg = Segment(path)
     end = o.max_bytes
-    runs = o.plain_runs and family is None and not _filters_records(o)
+    runs = o.plain_runs and family is None and o.from_time is None and o.to_time is None
     for entries in _batch_lists(seg, o):
         i, n = 0, len(entries)
         while i < n:
             if runs:
                 run = plain_run(entries, i)
                 if run is not None:
-                    yield PlainRunEvent(path, run, o.records)
                     i += len(run.batches)
+                    yield from _run_events(path, run, o, family)
                     continue
             ev = _batch_event(path, entries[i], o, family)
             i += 1
@@ -259,6 +259,27 @@ def _dump_log(path: Path, o: DumpOptions, family: str | None = None) -> Iterator
     if seg.tail is not None:
         cut_by_max_bytes = end is not None and end < seg.size
         yield TailEvent(path, seg.tail, reported=not cut_by_max_bytes)
+
+
+def _run_events(path: Path, run: PlainRun, o: DumpOptions, family: str | None) -> Iterator[Event]:
+    """A run of plain messages as one event, cut to --from/--to-offset: the messages of a run are
+    single records, so the offset range keeps a slice of it (or, where offsets are out of order,
+    some of them, which then go one by one)."""
+    if o.from_offset is None and o.to_offset is None:
+        yield PlainRunEvent(path, run, o.records)
+        return
+    lo = NO_OFFSET if o.from_offset is None else o.from_offset
+    hi = -NO_OFFSET if o.to_offset is None else o.to_offset
+    kept = [k for k, b in enumerate(run.batches) if lo <= b.base_offset <= hi]
+    if not kept:
+        return
+    if kept[-1] - kept[0] + 1 == len(kept):
+        yield PlainRunEvent(path, run.part(kept[0], kept[-1] + 1), o.records)
+        return
+    for k in kept:
+        ev = _batch_event(path, run.batches[k], o, family)
+        if ev is not None:
+            yield ev
 
 
 def _batch_event(path: Path, batch: Batch, o: DumpOptions, family: str | None) -> Event | None:
