@@ -18,6 +18,7 @@ each by default); the jars from ``tests/kafka/brokers.py`` (Maven Central).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import resource
@@ -59,6 +60,16 @@ def timed(cmd: list[str], repeat: int) -> tuple[float, float]:
     return best_wall, best_cpu
 
 
+def output_digest(cmd: list[str]) -> str:
+    """SHA-256 of a command's standard output, read as it comes (a dump of 100 MB prints 0.5 GB)."""
+    h = hashlib.sha256()
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
+        assert proc.stdout is not None
+        for chunk in iter(lambda: proc.stdout.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 def main() -> int:
     compile_kseg()  # kseg as installed: bytecode cached
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -72,25 +83,32 @@ def main() -> int:
     results = []
     print(f"Kafka {brokers.version(args.release)} DumpLogSegments vs kseg dump --format kafka; "
           f"best of {args.repeat}, wall s (cpu s)")
-    print(f"{'segment':<34} {'mode':<10} {'kafka':>16} {'kseg':>16} {'kafka/kseg wall':>15} {'cpu':>7}")
+    print(f"{'segment':<34} {'mode':<10} {'kafka':>16} {'kseg':>16} {'kafka/kseg wall':>15} {'cpu':>7} {'same':>5}")
+    failed = False
     for magic, codec in SEGMENTS:
         info = segment_for(SegmentSpec(magic, codec, int(args.size_mb * (1 << 20))),
                            log=lambda m: print(m, file=sys.stderr))
         for mode in args.modes.split(","):
             kafka_flags, kseg_flags = MODES[mode]
-            kafka = timed(brokers.dump_log_segments_command(args.release, "--files", str(info.path), *kafka_flags,
-                                                            as_kafka_run_class=True), args.repeat)
-            kseg = timed([KSEG, "dump", "--format", "kafka", *kseg_flags, str(info.path)], args.repeat)
+            kafka_cmd = brokers.dump_log_segments_command(args.release, "--files", str(info.path), *kafka_flags,
+                                                          as_kafka_run_class=True)
+            kseg_cmd = [KSEG, "dump", "--format", "kafka", "--kafka-version", args.release, *kseg_flags,
+                        str(info.path)]
+            kafka, kseg = timed(kafka_cmd, args.repeat), timed(kseg_cmd, args.repeat)
+            same = output_digest(kafka_cmd) == output_digest(kseg_cmd)  # what is timed is the same text
             name = f"{info.spec.name} ({info.file_bytes / 1e6:.0f} MB)"
             print(f"{name:<34} {mode:<10} {kafka[0]:7.2f} ({kafka[1]:6.2f}) {kseg[0]:7.2f} ({kseg[1]:6.2f}) "
-                  f"{kafka[0] / kseg[0]:14.2f}x {kafka[1] / kseg[1]:6.2f}x", flush=True)
+                  f"{kafka[0] / kseg[0]:14.2f}x {kafka[1] / kseg[1]:6.2f}x {'yes' if same else 'NO':>5}", flush=True)
             results.append({"segment": info.spec.name, "file_bytes": info.file_bytes, "records": info.records,
                             "mode": mode, "kafka_wall": kafka[0], "kafka_cpu": kafka[1],
-                            "kseg_wall": kseg[0], "kseg_cpu": kseg[1]})
+                            "kseg_wall": kseg[0], "kseg_cpu": kseg[1], "same_output": same})
+            failed = failed or not same
     if args.json:
         args.json.write_text(json.dumps({"release": args.release, "kafka_version": brokers.version(args.release),
                                          "results": results}, indent=1) + "\n")
-    return 0
+    if failed:
+        print("kseg's output differs from DumpLogSegments' where 'same' says NO", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
