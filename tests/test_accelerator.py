@@ -9,6 +9,7 @@ hypothesis-generated and mutated buffers. No difference is tolerated.
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -459,3 +460,72 @@ def test_configure_takes_exactly_the_schema_layout() -> None:
     raw = build_v2_batch([make_record(7, 1, b"k", b"v")], codec=0)
     (batch,) = fast.scan_entries(raw).batches
     assert (batch.offset, batch.crc_valid, batch.record_count) == (7, True, 1)
+
+
+# --------------------------------------------------------------------------- verify: runs of plain messages
+
+
+def _message(offset: int, *, magic: int = 1, attributes: int = 0, value: bytes = b"v", fix_crc: bool = True) -> bytes:
+    """One uncompressed v0/v1 message, its attributes byte set afterwards (CRC fixed or not)."""
+    import zlib
+
+    from kseg.facts.message_v0v1 import ATTRIBUTES_POSITION, CRC_POSITION, CRC_START
+    from kseg.log.encode import build_legacy_message_set
+
+    ts = 1_700_000_000_000 + offset if magic else -1
+    m = bytearray(build_legacy_message_set([make_record(offset, ts, b"k%d" % offset, value, magic=magic)],
+                                           magic=magic))
+    m[ATTRIBUTES_POSITION] = attributes
+    if fix_crc:
+        m[CRC_POSITION:CRC_START] = zlib.crc32(m[CRC_START:]).to_bytes(4, "big")
+    return bytes(m)
+
+
+def test_verify_takes_clean_runs_of_plain_messages_as_the_reference_does(tmp_path, monkeypatch) -> None:
+    """verify's fast path for runs of plain v0/v1 messages finds what the message-by-message checks
+    find (the same report, full and quick), and takes the clean runs at once."""
+    from kseg.ops import verify as v
+
+    def partition(name: str, messages: list[bytes]) -> Path:
+        folder = tmp_path / f"{name}-0"
+        folder.mkdir()
+        (folder / "00000000000000001300.log").write_bytes(b"".join(messages))
+        return folder
+
+    def one_damaged(name: str, message: bytes) -> Path:  # each alone in its run
+        messages = [_message(o) for o in range(1300, 1400)]
+        messages[30] = message
+        return partition(name, messages)
+
+    value_too_long = bytearray(_message(1330))
+    value_too_long[-len(b"v") - 4:-len(b"v")] = (7).to_bytes(4, "big")
+    folders = [
+        partition("clean", [_message(o, magic=o % 3 and 1) for o in range(1300, 2600)]),
+        one_damaged("crc", _message(1330, value=b"w", fix_crc=False)[:-1] + b"v"),
+        one_damaged("attributes", _message(1330, attributes=0x40)),
+        one_damaged("gap", _message(1335)),
+        one_damaged("back", _message(1320)),
+        partition("below", [_message(o) for o in range(1000, 1100)]),  # all below the name's 1300
+        one_damaged("undecodable", bytes(value_too_long)),
+    ]
+    taken: list[int] = []
+    real_run = v.plain_run
+
+    def spy(batches, start):
+        run = real_run(batches, start)
+        taken.append(0 if run is None else len(run.batches))
+        return run
+
+    monkeypatch.setattr(v, "plain_run", spy)
+    paths = [*folders, *fixture_logs(), *real_log_files()]
+    for quick in (False, True):
+        reports = []
+        for accelerated in (True, False):
+            monkeypatch.setattr(fast, "ACCELERATED", accelerated)
+            reports.append(v.verify_paths(paths, v.VerifyOptions(quick=quick)).files)
+        assert reports[0] == reports[1]
+        found = {Path(f.path).parent.name: {p.check for p in f.problems} for f in reports[0][:len(folders)]}
+        assert found == {"clean-0": set(), "crc-0": {"crc"}, "attributes-0": {"attributes"}, "gap-0": {"offsets"},
+                         "back-0": {"offsets"}, "below-0": {"offsets"},
+                         "undecodable-0": {"crc"} if quick else {"crc", "records"}}
+    assert max(taken) >= 500  # the clean runs were taken whole

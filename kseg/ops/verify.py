@@ -30,7 +30,7 @@ from kseg.findings import ERROR, NOTE, Finding
 from kseg.formats.attributes import CODEC_MASK, CODEC_PLUGIN, CREATE_TIME, PLUGIN_ID_MASK, TIMESTAMP_TYPE_MASK
 from kseg.kafka07.read import inner_payloads, read_kafka07
 from kseg.log.control import control_info
-from kseg.log.records import batch_records, check_v2_batch_records, wrapper_records
+from kseg.log.records import PlainRun, batch_records, check_v2_batch_records, plain_run, wrapper_records
 from kseg.log.segment import (
     KAFKA07_SUFFIXES,
     TIERED_EPOCH_SUFFIXES,
@@ -355,62 +355,95 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None,
                                    f"not read: the remote storage manager stored this segment {transformed} "
                                    "in chunks (see its .rsm-manifest); kseg reads untransformed segment objects"))
         return fr, prev_last
-    try:
-        for batch in seg.batches():
-            fr.batches += 1
-            fr.bytes += batch.size
-            magic = batch.magic
-            if magic >= 2:
+    def one(batch: Batch) -> None:
+        nonlocal last
+        fr.batches += 1
+        fr.bytes += batch.size
+        magic = batch.magic
+        if magic >= 2:
+            _check_header(c, batch)
+            lod = batch.last_offset_delta
+            assert lod is not None  # set on every v2 batch
+            batch_last = batch.base_offset + lod
+        else:  # the hot loop of legacy segments: one entry per message
+            if zlib.crc32(batch.raw[LEGACY_CRC_START:]) != batch.crc or batch.attributes & LEGACY_UNDEFINED_BITS:
                 _check_header(c, batch)
-                lod = batch.last_offset_delta
-                assert lod is not None  # set on every v2 batch
-                batch_last = batch.base_offset + lod
-            else:  # the hot loop of legacy segments: one entry per message
-                if zlib.crc32(batch.raw[LEGACY_CRC_START:]) != batch.crc or batch.attributes & LEGACY_UNDEFINED_BITS:
-                    _check_header(c, batch)
-                batch_last = batch.base_offset
-            first = batch.base_offset
-            wrapper_unread = False
-            if quick:
-                if magic >= 2:
-                    assert batch.record_count is not None  # set on every v2 batch
-                    fr.records += batch.record_count
-                else:
-                    fr.records += 1
-                    wrapper_unread = bool(batch.attributes & CODEC_MASK)
+            batch_last = batch.base_offset
+        first = batch.base_offset
+        wrapper_unread = False
+        if quick:
+            if magic >= 2:
+                assert batch.record_count is not None  # set on every v2 batch
+                fr.records += batch.record_count
             else:
-                records = _check_records(c, batch, options)
-                if isinstance(records, int):
-                    fr.records += records
-                elif records is not None:
-                    fr.records += len(records)
-                    if records and magic < 2:
-                        first = records[0].offset
-                    if magic >= 2 and batch.is_control and records:
-                        try:
-                            controls.append((batch_last, control_info(records[0]).type_id))
-                        except KsegError:
-                            controls.append((batch_last, None))
-            if first < 0 or batch_last < 0:
-                c.error("offsets", batch.position, "negative offset", expected=">= 0",
-                        found=first if first < 0 else batch_last)
-            elif name_base is not None and first < name_base and not wrapper_unread:
-                c.error("offsets", batch.position, "offset below the segment's base offset (from its name)",
-                        expected=f">= {name_base}", found=first)
-            if last is not None:
-                if first <= last:
-                    c.error("offsets", batch.position, "offsets do not increase",
-                            expected=f"> {last}", found=first)
-                elif first != last + 1 and not wrapper_unread:
-                    c.note("offsets", batch.position, "non-consecutive offsets", expected=last + 1, found=first)
-                if batch_last > last:
-                    last = batch_last
-            else:
+                fr.records += 1
+                wrapper_unread = bool(batch.attributes & CODEC_MASK)
+        else:
+            records = _check_records(c, batch, options)
+            if isinstance(records, int):
+                fr.records += records
+            elif records is not None:
+                fr.records += len(records)
+                if records and magic < 2:
+                    first = records[0].offset
+                if magic >= 2 and batch.is_control and records:
+                    try:
+                        controls.append((batch_last, control_info(records[0]).type_id))
+                    except KsegError:
+                        controls.append((batch_last, None))
+        if first < 0 or batch_last < 0:
+            c.error("offsets", batch.position, "negative offset", expected=">= 0",
+                    found=first if first < 0 else batch_last)
+        elif name_base is not None and first < name_base and not wrapper_unread:
+            c.error("offsets", batch.position, "offset below the segment's base offset (from its name)",
+                    expected=f">= {name_base}", found=first)
+        if last is not None:
+            if first <= last:
+                c.error("offsets", batch.position, "offsets do not increase",
+                        expected=f"> {last}", found=first)
+            elif first != last + 1 and not wrapper_unread:
+                c.note("offsets", batch.position, "non-consecutive offsets", expected=last + 1, found=first)
+            if batch_last > last:
                 last = batch_last
-            if want_summaries:
-                # A wrapper's first offset is unknown without decompressing it (quick mode).
-                summaries.append((batch.position, None if wrapper_unread else first, batch_last,
-                                  batch.max_timestamp, batch.size))
+        else:
+            last = batch_last
+        if want_summaries:
+            # A wrapper's first offset is unknown without decompressing it (quick mode).
+            summaries.append((batch.position, None if wrapper_unread else first, batch_last,
+                              batch.max_timestamp, batch.size))
+
+    def clean_run(run: PlainRun) -> bool:
+        """Take a run of plain messages at once when the per-message checks would find nothing
+        in it (CRCs, attribute bits, offsets one after another from ``last``): the common case."""
+        nonlocal last
+        batches = run.batches
+        first, n = batches[0].base_offset, len(batches)
+        if (run.bad_crcs or first < 0 or (name_base is not None and first < name_base)
+                or (last is not None and first != last + 1)
+                or any(b.attributes & LEGACY_UNDEFINED_BITS for b in batches)
+                or [b.base_offset for b in batches] != list(range(first, first + n))):
+            return False
+        fr.batches += n
+        fr.records += n
+        fr.bytes += sum(b.size for b in batches)
+        last = first + n - 1
+        if want_summaries:
+            summaries.extend((b.position, b.base_offset, b.base_offset, b.max_timestamp, b.size) for b in batches)
+        return True
+
+    try:
+        for entries in seg.batch_lists():
+            i = 0
+            while i < len(entries):
+                run = plain_run(entries, i)
+                if run is None:
+                    one(entries[i])
+                    i += 1
+                    continue
+                i += len(run.batches)
+                if not clean_run(run):
+                    for batch in run.batches:
+                        one(batch)
     except KsegError as e:  # unreadable file
         if not os.path.lexists(path):
             c.note("vanished", None, VANISHED)
