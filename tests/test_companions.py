@@ -760,3 +760,58 @@ def test_text_parsers_raise_only_data_errors(text):
             parse(text)
         except DataError:
             pass
+
+
+# --------------------------------------------------------------------------- index files without an object per entry
+
+
+def _index_files() -> list[Path]:
+    roots = [Path(__file__).parent.parent / "fixtures", Path(__file__).parent.parent.parent / "shared" / "realdata"]
+    return sorted(p for r in roots if r.exists() for p in r.rglob("*") if p.suffix in (".index", ".timeindex"))
+
+
+def _same_as_parsed(data: bytes, kind: str, base: int) -> None:
+    from kseg.companions.read import index_slots, parse_offset_index, parse_time_index
+
+    full = (parse_offset_index if kind == "index" else parse_time_index)(data, base)
+    slots = index_slots(data, kind, base)
+    assert tuple(slots.rows()) == tuple(tuple(e) for e in full.entries)
+    assert (slots.count, slots.zero_tail, slots.tail_is_zero, slots.partial_bytes, slots.slots) == \
+        (len(full.entries), full.zero_tail, full.tail_is_zero, full.partial_bytes, full.slots)
+    assert slots.index_file() == full
+    assert list(slots.rows(1, 3)) == [tuple(e) for e in full.entries[1:3]]
+
+
+def test_index_slots_read_the_real_files_as_the_parser_does() -> None:
+    files = _index_files()
+    assert len(files) > 50
+    for path in files:
+        _same_as_parsed(path.read_bytes(), "index" if path.suffix == ".index" else "timeindex", 7)
+
+
+@given(st.sampled_from(["index", "timeindex"]), st.integers(0, 1 << 40),
+       st.lists(st.tuples(st.integers(-(1 << 31), (1 << 31) - 1), st.integers(-(1 << 31), (1 << 31) - 1),
+                          st.sampled_from([0, 0, 1, -1, 1 << 40])), max_size=12),
+       st.binary(max_size=11))
+def test_index_slots_agree_with_the_parser(kind, base, rows, tail) -> None:
+    """Relative offsets of 0 anywhere (where Kafka's reader stops), zero tails with and without junk,
+    partial slots."""
+    if kind == "index":
+        data = b"".join(struct.pack(">ii", rel % 3 and rel, pos) for rel, pos, _ in rows)
+    else:
+        data = b"".join(struct.pack(">qi", ts, rel % 3 and rel) for rel, _, ts in rows)
+    _same_as_parsed(data + tail, kind, base)
+    _same_as_parsed(data + bytes(len(tail)), kind, base)
+
+
+def test_index_entries_are_a_sequence_of_dicts(tmp_path) -> None:
+    from kseg.ops.companion_dump import dump_companion
+
+    path = tmp_path / "00000000000000000100.index"
+    path.write_bytes(struct.pack(">iiiiii", 0, 0, 5, 4100, 9, 8200) + bytes(16))
+    ev = dump_companion(path, "index")
+    want = [{"offset": 100, "position": 0}, {"offset": 105, "position": 4100}, {"offset": 109, "position": 8200}]
+    assert list(ev.entries) == want and len(ev.entries) == 3 and ev.info == {"zero_tail": 2}
+    assert ev.entries[-1] == want[-1] and ev.entries[1:] == want[1:]
+    with pytest.raises(IndexError):
+        ev.entries[3]

@@ -18,12 +18,14 @@ import base64
 import binascii
 import os
 import re
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Generic, NamedTuple, TypeVar
+from typing import Callable, Generic, Iterator, NamedTuple, TypeVar
 
 from kseg.checksums import crc32c
 from kseg.errors import DataError, IndexFileError, InputError, KsegError, TruncatedError
+from kseg.facts.index_files import LAYOUTS as INDEX_LAYOUTS
 from kseg.facts.primitives import INT32_MAX
 from kseg.facts.producer_snapshot import SNAPSHOT_CRC_START
 from kseg.layouts import (
@@ -242,6 +244,74 @@ def parse_time_index(data: bytes | memoryview, base_offset: int) -> IndexFile[Ti
             break
         entries.append(TimeIndexEntry(ts, base_offset + rel))
     return _index_file(base_offset, entries, TIME_ENTRY_SIZE, body, stop, partial)
+
+
+class IndexSlots(NamedTuple):
+    """An .index or .timeindex file as Kafka reads it, its entries left in their bytes (a 10 MB
+    .index holds 1.3 M of them): ``count`` entries of ``entry_size`` at the start of ``body``;
+    the rest as ``IndexFile`` says it. For the dump, which prints them without an object each."""
+
+    kind: str  # "index" | "timeindex"
+    base_offset: int
+    body: memoryview
+    count: int
+    entry_size: int
+    zero_tail: int
+    tail_is_zero: bool
+    partial_bytes: int
+
+    @property
+    def slots(self) -> int:
+        return self.count + self.zero_tail
+
+    def rows(self, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, int]]:
+        """Entries ``start:stop`` as the file's fields, the offset made absolute: (offset, position)
+        for an .index, (timestamp, offset) for a .timeindex."""
+        stop = self.count if stop is None else min(stop, self.count)
+        part = self.body[start * self.entry_size:stop * self.entry_size]
+        base = self.base_offset
+        if self.kind == "index":
+            return ((base + rel, pos) for rel, pos in OFFSET_INDEX_ENTRY.struct.iter_unpack(part))
+        return ((ts, base + rel) for ts, rel in TIME_INDEX_ENTRY.struct.iter_unpack(part))
+
+    def index_file(self) -> IndexFile:
+        """The file parsed whole (``parse_offset_index`` or ``parse_time_index``)."""
+        whole = self.body.obj if isinstance(self.body.obj, (bytes, bytearray)) else self.body.tobytes()
+        return (parse_offset_index if self.kind == "index" else parse_time_index)(whole, self.base_offset)
+
+
+_INDEX_SHAPES = {  # kind -> (entry size, where the relative offset lies in an entry)
+    "index": (OFFSET_ENTRY_SIZE, INDEX_LAYOUTS["OffsetIndexEntry"][2]["relative_offset"]),
+    "timeindex": (TIME_ENTRY_SIZE, INDEX_LAYOUTS["TimeIndexEntry"][2]["relative_offset"]),
+}
+
+
+_U32 = next(code for code in "IL" if array(code).itemsize == 4)  # 4-byte words, whatever the C types
+
+
+def index_slots(data: bytes | memoryview, kind: str, base_offset: int) -> IndexSlots:
+    """``parse_offset_index`` / ``parse_time_index`` without an object per entry: where the entries
+    stop (the first slot i > 0 whose relative offset is 0) is found at C speed. Never raises."""
+    size, rel_at = _INDEX_SHAPES[kind]
+    body, partial = _split_slots(data, size)
+    n = len(body) // size
+    stop = None
+    if n > 1:
+        words = array(_U32)
+        words.frombytes(body)
+        try:  # a zero test needs no byte order
+            stop = words[rel_at // 4::size // 4].index(0, 1)
+        except ValueError:
+            stop = None
+    if stop is None:
+        return IndexSlots(kind, base_offset, body, n, size, 0, True, partial)
+    tail = body[stop * size:]
+    return IndexSlots(kind, base_offset, body, stop, size, len(tail) // size, _is_zero(tail), partial)
+
+
+def read_index_slots(path: str | os.PathLike, kind: str, base_offset: int | None = None) -> IndexSlots:
+    """Read an .index or .timeindex file as ``index_slots``; the base offset from the file name unless given."""
+    return index_slots(_read(path), kind, _base(path, base_offset))
 
 
 def _index_file(

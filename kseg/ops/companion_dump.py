@@ -7,24 +7,24 @@ Each event also carries the parsed file (``parsed``), from which
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kseg.companions.read import (
-    IndexFile,
+    IndexSlots,
     OffsetIndexEntry,
     TimeIndexEntry,
+    read_index_slots,
     read_leader_epoch_checkpoint,
-    read_offset_index,
     read_partition_metadata,
     read_producer_snapshot,
-    read_time_index,
     read_txn_index,
 )
 from kseg.errors import DataError, InputError
 
-__all__ = ["CompanionEvent", "dump_companion"]
+__all__ = ["CompanionEvent", "IndexEntries", "dump_companion"]
 
 
 @dataclass(frozen=True)
@@ -33,23 +33,44 @@ class CompanionEvent:
 
     path: Path
     kind: str
-    entries: list = field(default_factory=list)
+    entries: Sequence = field(default_factory=list)  # of dicts (IndexEntries for the index files)
     info: dict = field(default_factory=dict)
-    parsed: Any = field(default=None, compare=False)  # the file as read (IndexFile, snapshot, JSON...)
+    parsed: Any = field(default=None, compare=False)  # the file as read (IndexSlots, snapshot, JSON...)
 
 
-def _index_event(path: Path, kind: str,
-                 idx: IndexFile[OffsetIndexEntry] | IndexFile[TimeIndexEntry]) -> CompanionEvent:
-    entries = [e._asdict() for e in idx.entries]
-    info = {"zero_tail": idx.zero_tail} if idx.zero_tail else {}
-    return CompanionEvent(path, kind, entries, info, idx)
+class IndexEntries(Sequence):
+    """An .index or .timeindex file's entries as the dicts the other kinds give, each made when
+    asked for from the file's bytes (``slots``): a writer that can prints ``slots`` in bulk instead."""
+
+    def __init__(self, slots: IndexSlots):
+        self.slots = slots
+        self.names = (OffsetIndexEntry if slots.kind == "index" else TimeIndexEntry)._fields
+
+    def __len__(self) -> int:
+        return self.slots.count
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if not -len(self) <= i < len(self):
+            raise IndexError(i)
+        i %= len(self)
+        return dict(zip(self.names, next(self.slots.rows(i, i + 1))))
+
+    def __iter__(self) -> Iterator[dict]:
+        names = self.names
+        return (dict(zip(names, row)) for row in self.slots.rows())
+
+
+def _index_event(path: Path, kind: str) -> CompanionEvent:
+    slots = read_index_slots(path, kind)
+    info = {"zero_tail": slots.zero_tail} if slots.zero_tail else {}
+    return CompanionEvent(path, kind, IndexEntries(slots), info, slots)  # type: ignore[arg-type]
 
 
 def dump_companion(path: Path, kind: str) -> CompanionEvent:
-    if kind == "index":
-        return _index_event(path, kind, read_offset_index(path))
-    if kind == "timeindex":
-        return _index_event(path, kind, read_time_index(path))
+    if kind in ("index", "timeindex"):
+        return _index_event(path, kind)
     if kind == "txnindex":
         idx = read_txn_index(path)
         return CompanionEvent(path, kind, [e._asdict() for e in idx.entries], {}, idx)

@@ -78,7 +78,8 @@ class DumpOptions:
     # Record object each; it gets them for unfiltered, undecoded data batches where the C reader runs.
     record_spans: bool = False
     # The consumer takes runs of uncompressed v0/v1 messages as one PlainRunEvent each (its writers
-    # take them at once); given where the C reader runs and no filter or --decode needs them one by one.
+    # take them at once); given where the C reader runs, and no time filter or --decode needs them
+    # one by one (an offset range keeps a slice of a run).
     plain_runs: bool = False
 
 

@@ -9,11 +9,26 @@ from __future__ import annotations
 
 import json
 
-from kseg.companions.check import index_sanity_problem
-from kseg.errors import DataError
-from kseg.ops.companion_dump import CompanionEvent
+from typing import Iterator
 
-__all__ = ["kafka_lines"]
+from kseg.companions.check import index_sanity_problem
+from kseg.companions.read import IndexSlots
+from kseg.errors import DataError
+from kseg.ops.companion_dump import CompanionEvent, IndexEntries
+
+__all__ = ["INDEX_LINES", "index_text", "kafka_lines"]
+
+INDEX_CHUNK = 1 << 16  # entries per piece of text: memory stays flat whatever the file's size
+
+# kafka-dump-log.sh's line per entry, as a %-template of the entry's two fields (IndexSlots.rows)
+INDEX_LINES = {"index": "offset: %d position: %d\n", "timeindex": "timestamp: %d offset: %d\n"}
+
+
+def index_text(slots: IndexSlots, line: str) -> Iterator[str]:
+    """An index file's entries, ``line`` (a %-template of the entry's two fields) each, in pieces of
+    INDEX_CHUNK entries."""
+    for start in range(0, slots.count, INDEX_CHUNK):
+        yield "".join(map(line.__mod__, slots.rows(start, start + INDEX_CHUNK)))
 
 
 def _optional_long(v: int) -> str:
@@ -29,12 +44,14 @@ def kafka_lines(ev: CompanionEvent, *, index_sanity: bool = False, verify_index:
         if ev.kind == "index" and not p.slots:
             return [f"{ev.path} is empty."]  # the time index has no such line
         if index_sanity:
-            problem = index_sanity_problem(p, ev.kind)
+            problem = index_sanity_problem(p.index_file() if isinstance(p, IndexSlots) else p, ev.kind)
             if problem:
                 raise DataError(f"corrupt index: {problem}", file=str(ev.path))
             return [f"{ev.path} passed sanity check."]
         if verify_index:
             return []
+        if isinstance(ev.entries, IndexEntries):
+            return "".join(index_text(ev.entries.slots, INDEX_LINES[ev.kind])).splitlines()
         return [" ".join(f"{name}: {value}" for name, value in e.items()) for e in ev.entries]
     if ev.kind == "txnindex":
         return [f"version: {e.version} producerId: {e.producer_id} firstOffset: {e.first_offset} "

@@ -17,7 +17,7 @@ from kseg.formats.attributes import CODEC_NONE, TIMESTAMP_TYPE_NAMES
 from kseg.log.control import control_info
 from kseg.log.encode import legacy_message_crc
 from kseg.model import CODEC_NAMES, Batch, Record, record_sequence
-from kseg.ops.companion_dump import CompanionEvent
+from kseg.ops.companion_dump import CompanionEvent, IndexEntries
 from kseg.ops.dump import (
     BadBatchEvent,
     BatchEvent,
@@ -28,7 +28,7 @@ from kseg.ops.dump import (
     TailEvent,
 )
 from kseg.render import bulk, lines
-from kseg.render.companions import kafka_lines
+from kseg.render.companions import INDEX_LINES, index_text, kafka_lines
 from kseg.render.lines import bool_text, iso_utc, text_escape, text_head
 from kseg.render.payload import BUILTIN, Decoder, header_key_text, printable
 from kseg.render.tables import tabulate
@@ -256,8 +256,15 @@ class JsonlRenderer:
             self.emit({"type": "error", "file": str(ev.path), "position": ev.batch.position,
                        "size": ev.batch.size, "error": str(ev.error), "raw": bytes(ev.batch.raw).hex()})
         elif isinstance(ev, CompanionEvent):
-            for entry in ev.entries:
-                self.emit({"type": ev.kind + "_entry", "file": str(ev.path), **entry})
+            if isinstance(ev.entries, IndexEntries):  # in pieces, not a dict each
+                a, b = ev.entries.names
+                head = f'{{"type": "{ev.kind}_entry", "file": {self._file_json(ev.path)}, "{a}": '
+                line = head.replace("%", "%%") + f'%d, "{b}": %d}}\n'  # (a file name may hold a %)
+                for text in index_text(ev.entries.slots, line):
+                    self.write(text.encode("utf-8", "backslashreplace"))
+            else:
+                for entry in ev.entries:
+                    self.emit({"type": ev.kind + "_entry", "file": str(ev.path), **entry})
             info = ev.info
             if info:
                 self.emit({"type": ev.kind, "file": str(ev.path), **info})
@@ -375,7 +382,12 @@ class TextRenderer:
             info = ev.info
             if info:
                 w("  " + "  ".join(f"{k} {_info_text(v)}" for k, v in info.items()) + "\n")
-            if ev.entries:
+            if isinstance(ev.entries, IndexEntries) and ev.entries:  # fixed columns, streamed
+                a, b = ev.entries.names
+                w(f"  {a:>{_INDEX_WIDTHS[a]}}  {b:>{_INDEX_WIDTHS[b]}}\n")
+                for text in index_text(ev.entries.slots, f"  %{_INDEX_WIDTHS[a]}d  %{_INDEX_WIDTHS[b]}d\n"):
+                    w(text)
+            elif ev.entries:
                 table = tabulate([list(e.values()) for e in ev.entries], headers=list(ev.entries[0].keys()),
                                  disable_numparse=True)
                 w("".join("  " + line + "\n" for line in table.split("\n")))
@@ -412,6 +424,11 @@ class TextRenderer:
 
     def close(self) -> None:
         pass
+
+
+# The text format's index columns: at least as wide as the record lines' offsets (8) and
+# milliseconds (13), wider where a value needs it; a position fits in 10.
+_INDEX_WIDTHS = {"offset": 8, "position": 10, "timestamp": 13}
 
 
 def _info_text(v: Any) -> str:
@@ -503,6 +520,10 @@ class KafkaRenderer:
         elif isinstance(ev, BadBatchEvent):
             self.err.write(f"kseg: error: {ev.error}\n")
         elif isinstance(ev, CompanionEvent):
+            if isinstance(ev.entries, IndexEntries) and ev.entries and not (self.index_sanity or self.verify_index):
+                for text in index_text(ev.entries.slots, INDEX_LINES[ev.kind]):  # in pieces, not a line each
+                    self.write(text.encode())
+                return
             try:
                 lines = kafka_lines(ev, index_sanity=self.index_sanity, verify_index=self.verify_index)
             except KsegError as e:
