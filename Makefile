@@ -115,12 +115,13 @@ FUZZ_ENV = KSEG_SPEEDUPS_SO=$(CURDIR)/$(FUZZ_DIR)/_speedups$(SO_SUFFIX) LD_PRELO
 # Programs that are not Python (Spark's and Kafka's JVMs, the S3, GCS and Azure servers, Chromium) must not
 # run with the ASan runtime preloaded, and have no C of kseg's: the tests that start them are
 # left out, as are the slowest CLI fuzz and bomb tests and the failing-machine tests
-# (subprocesses of the same code paths); tests/test_fuzz_corpus.py reaches every C entry point.
+# (subprocesses of the same code paths), and the memory ceilings (ASan's shadow memory and
+# quarantine are no dump's); tests/test_fuzz_corpus.py reaches every C entry point.
 SAN_PYTEST := -p no:cacheprovider --ignore=tests/test_spark.py --ignore=tests/test_failing_machines.py \
 	--ignore=tests/kafka --ignore=tests/test_cluster.py --ignore=tests/test_object_store.py \
 	--ignore=tests/test_tools_spark.py --ignore=tests/test_tools_html.py --ignore=tests/test_tiered.py \
 	--ignore=tests/test_gcs_azure.py \
-	-k 'not test_cli_fuzz_never_tracebacks and not bomb'
+	-k 'not test_cli_fuzz_never_tracebacks and not bomb and not flat_memory'
 FUZZ_SECONDS ?= 8
 
 $(SAN_DIR)/preload: kseg/log/_speedups.c kseg/log/_spans.h kseg/_checksum.c kseg/_crc32.h tests/fuzz/build.sh $(STAMP)
