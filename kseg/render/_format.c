@@ -1266,8 +1266,6 @@ typedef struct {
     int records, kmode, vmode;
 } JsonlPlainCtx;
 
-#define PUT_JSON_FIELD(label, at) do { CHECK(PUTS(b, label)); CHECK(put_field(b, batch, (at))); } while (0)
-
 static int jsonl_plain_one(Buf *b, PyObject *batch, RView *w, int crc_ok, PyObject *ts_name, void *ctx) {
     JsonlPlainCtx *c = ctx;
     long long position;
@@ -1279,16 +1277,16 @@ static int jsonl_plain_one(Buf *b, PyObject *batch, RView *w, int crc_ok, PyObje
     CHECK(put(b, c->file, c->filen));
     CHECK(PUTS(b, ", \"position\": "));
     CHECK(put_i64(b, position));
-    PUT_JSON_FIELD(", \"base_offset\": ", B_BASE_OFFSET);
-    PUT_JSON_FIELD(", \"last_offset\": ", B_BASE_OFFSET);
-    PUT_JSON_FIELD(", \"count\": 1, \"magic\": ", B_MAGIC);
+    PUT_FIELD(", \"base_offset\": ", B_BASE_OFFSET);
+    PUT_FIELD(", \"last_offset\": ", B_BASE_OFFSET);
+    PUT_FIELD(", \"count\": 1, \"magic\": ", B_MAGIC);
     CHECK(PUTS(b, ", \"codec\": "));
     CHECK(put(b, c->codec, c->codecn));
     CHECK(PUTS(b, ", \"timestamp_type\": \""));
     CHECK(put(b, rc.ts, rc.tsn));
-    PUT_JSON_FIELD("\", \"max_timestamp\": ", B_MAX_TS);
-    PUT_JSON_FIELD(", \"size\": ", B_SIZE);
-    PUT_JSON_FIELD(", \"crc\": ", B_CRC);
+    PUT_FIELD("\", \"max_timestamp\": ", B_MAX_TS);
+    PUT_FIELD(", \"size\": ", B_SIZE);
+    PUT_FIELD(", \"crc\": ", B_CRC);
     CHECK(crc_ok ? PUTS(b, ", \"crc_valid\": true}\n") : PUTS(b, ", \"crc_valid\": false}\n"));
     if (!c->records) return 0;
     jsonl_ctx(&rc, position);

@@ -42,7 +42,6 @@ _MODES = {id(BUILTIN["utf8"]): lines.UTF8, id(BUILTIN["hex"]): lines.HEX, id(BUI
 # magic 0, CreateTime, LogAppendTime; the codec of an uncompressed message.
 _TS_NAMES = (TIMESTAMP_TYPE_NAMES[-1], TIMESTAMP_TYPE_NAMES[0], TIMESTAMP_TYPE_NAMES[1])
 _PLAIN_CODEC = CODEC_NAMES[CODEC_NONE]
-_PLAIN_CODEC_JSON = json.dumps(_PLAIN_CODEC)
 
 
 def payload_mode(decoder: Decoder | None) -> int | None:
@@ -226,8 +225,8 @@ class JsonlRenderer:
         if isinstance(ev, PlainRunEvent):  # what takes_plain_runs asked for
             r, s = ev.run, ev.run.spans
             file_json = self._file_json(ev.path).encode("utf-8", "backslashreplace")
-            self.write(bulk.jsonl_plain_run(r.batches, s.data, s.records, _TS_NAMES, _PLAIN_CODEC_JSON, ev.records,
-                                            self.kmode, self.vmode, file_json))
+            self.write(bulk.jsonl_plain_run(r.batches, s.data, s.records, _TS_NAMES, _json_str(_PLAIN_CODEC),
+                                            ev.records, self.kmode, self.vmode, file_json))
         elif isinstance(ev, BatchEvent):
             self.write(batch_line(ev, self._file_json(ev.path)).encode("utf-8", "backslashreplace"))
             if ev.spans is not None:  # what takes_spans asked for
