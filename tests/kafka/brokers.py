@@ -109,8 +109,9 @@ def fetch(release: str) -> Path:
 KAFKA_RUN_CLASS_OPTS = ["-Xmx256M", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
                         "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
                         "-XX:MaxInlineLevel=15", "-Djava.awt.headless=true"]
-#: quicker start-up for the many short runs of the tests (output is the same)
-QUICK_START_OPTS = ["-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
+#: quicker start-up for the many short runs of the tests (output is the same); no hsperfdata file,
+#: whose "Cannot use file /tmp/hsperfdata_root/N because it is locked" warning lands on stdout
+QUICK_START_OPTS = ["-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData"]
 
 
 def _java(release: str, main: str, *args: str, log4j: Path | None = None,
