@@ -1,0 +1,661 @@
+"""The failure matrix: every command x every input kind x every fault -> the verdict kseg owes.
+
+README "Robustness" states the policy; this file holds kseg to it on every path, not only on
+the ones other tests walk. Three tables, each listed once:
+
+- ``COMMANDS``: a row per command of the click group (``kseg`` and ``kseg spark``), its role
+  and how it is called. A command added to the group without a row fails
+  ``test_every_command_has_a_row``.
+- ``KINDS``: the input kinds (a segment file, a partition folder, a log directory, a
+  ``.tar``, a ``.zip``, an ``s3://`` prefix on a real S3-compatible server, stdin).
+- ``FAULTS``: what goes wrong (damaged bytes, an unreadable archive member, a file that
+  vanishes or shrinks during the run, a full disk, SIGTERM, SIGINT, a second writer to the
+  same output, a huge sparse companion, hostile names) and the verdict it must give for
+  each role: the exit code, at most one error line and never a traceback, the input
+  unchanged, no leftovers, and for writers an output that is absent or complete and honest.
+
+Every cell runs the real ``kseg`` in a child process. Faults that happen *during* a run are
+made deterministic by stopping the child (SIGSTOP) once it has the input open or its
+temporary output made, changing the world, and letting it go on (SIGCONT).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import resource
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tarfile
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import click
+import pytest
+
+from kseg.checksums import crc32c
+from kseg.companions.build import build_indexes
+from kseg.facts.record_batch_v2 import CRC_POSITION, CRC_START, RECORD_COUNT_POSITION
+from kseg.log.encode import build_legacy_message, build_v2_batch
+from kseg.log.segment import segment_file_name
+from kseg.model import make_record
+from kseg.ops.jobs import entry_facts
+
+KSEG = [sys.executable, "-c", "import sys; from kseg.cli.main import main; sys.argv[0] = 'kseg'; main()"]
+T0 = 1_700_000_000_000
+IS_ROOT = os.geteuid() == 0
+NOW_MS = "1800000000000"
+HOSTILE_TOPIC = "t\x1b]0;pwned\x07\x1b[2J\u202eevil"
+
+# --------------------------------------------------------------------------- the commands
+
+
+@dataclass(frozen=True)
+class Command:
+    """How one command is called on an input (``inp``) with an output (``out``), and its role:
+    ``checker`` gives a verdict on the data (exit 1 when it is bad), ``reader`` shows or
+    summarises it (exit 1 when it met bad data on the way), ``writer`` makes a new output
+    (``-o``), ``meta`` takes no data input."""
+
+    role: str
+    argv: Callable[[str, str], list[str]]
+    kinds: frozenset[str] = frozenset({"file", "partition", "logdir", "tar", "zip", "s3"})
+    # Faults this command is not subject to, each with the reason.
+    exempt: dict[str, str] = field(default_factory=dict)
+    spark: bool = False
+
+
+def _writer(*extra: str) -> Callable[[str, str], list[str]]:
+    return lambda inp, out: [inp, "-o", out, *extra]
+
+
+LOCAL = frozenset({"file", "partition", "logdir"})
+COMMANDS: dict[str, Command] = {
+    "verify": Command("checker", lambda inp, out: [inp], kinds=LOCAL | {"tar", "zip", "s3", "stdin"}),
+    "dump": Command("reader", lambda inp, out: ["--records", inp], kinds=LOCAL | {"tar", "zip", "s3", "stdin"}),
+    "stats": Command("reader", lambda inp, out: [inp]),
+    "find": Command("reader", lambda inp, out: ["--key", "key-1", inp]),
+    "txn": Command("reader", lambda inp, out: ["--all", "--now-ms", NOW_MS, inp]),
+    "diff": Command("checker", lambda inp, out: [inp, inp], exempt={
+        "crc": "a copy compared with itself is equal whatever its bytes (diff --check-crc is the checker)",
+        "contents": "a copy compared with itself is equal whatever its bytes",
+        "truncated": "diff's verdict is equality (a copy is identical to itself); the damage is named in its output"}),
+    "state": Command("reader", lambda inp, out: ["--format", "json", inp], exempt={
+        "none": "state replays internal topics only: an ordinary topic is refused (exit 2), its own rows below",
+        "crc": "idem", "contents": "idem", "truncated": "idem"}),
+    "index": Command("checker", lambda inp, out: ["--check", inp], kinds=LOCAL, exempt={
+        "crc": "index --check judges the index files, which are right about a batch whose bytes are damaged "
+               "(verify judges the batches)",
+        "contents": "idem"}),
+    "repair": Command("writer", lambda inp, out: [inp, "-o", out], exempt={
+        "crc": "repair's purpose is to cut at the first bad batch: it writes what is before it (exit 0)",
+        "contents": "idem", "truncated": "idem"}),
+    "compact": Command("writer", _writer("--include-active", "--now-ms", NOW_MS)),
+    "up-convert": Command("writer", _writer("--to-magic", "2", "--codec", "lz4")),
+    "down-convert": Command("writer", _writer("--to-magic", "1")),
+    "recompress": Command("writer", _writer("--codec", "gzip")),
+    "rebase": Command("writer", _writer("--base-offset", "1000")),
+    "plugins": Command("meta", lambda inp, out: ["list"], kinds=frozenset()),
+}
+# kseg spark runs the same operations on Spark: a row each, on the local kinds, for the faults
+# in the data (a JVM start per cell makes the timing faults the plain commands' job).
+SPARK_FAULTS = ("none", "crc")
+SPARK_COMMANDS: dict[str, Command] = {
+    "spark verify": Command("checker", lambda inp, out: [inp], kinds=frozenset({"logdir"}), spark=True),
+    "spark dump": Command("reader", lambda inp, out: ["--records", inp, "-o", out], kinds=frozenset({"logdir"}),
+                          spark=True),
+    "spark stats": Command("reader", lambda inp, out: [inp], kinds=frozenset({"logdir"}), spark=True),
+    "spark find": Command("reader", lambda inp, out: ["--key", "key-1", inp], kinds=frozenset({"logdir"}),
+                          spark=True),
+    "spark diff": Command("checker", lambda inp, out: [inp, inp], kinds=frozenset({"logdir"}), spark=True,
+                          exempt={"crc": "a copy compared with itself is equal"}),
+    "spark compact": Command("writer", _writer("--include-active", "--now-ms", NOW_MS), kinds=frozenset({"logdir"}),
+                             spark=True),
+    "spark up-convert": Command("writer", _writer("--to-magic", "2", "--codec", "lz4"), kinds=frozenset({"logdir"}),
+                                spark=True),
+    "spark down-convert": Command("writer", _writer("--to-magic", "1"), kinds=frozenset({"logdir"}), spark=True),
+    "spark recompress": Command("writer", _writer("--codec", "zstd"), kinds=frozenset({"logdir"}), spark=True),
+    "spark rebase": Command("writer", _writer("--base-offset", "1000"), kinds=frozenset({"logdir"}), spark=True),
+}
+
+
+def test_every_command_has_a_row() -> None:
+    """The rows are the click group's commands, no more, no fewer: a new command fails here
+    until the matrix says what it owes on every input kind and fault."""
+    from kseg.cli.main import main
+
+    ctx = click.Context(main)
+    names = set(main.list_commands(ctx)) - {"spark"}
+    assert names == set(COMMANDS), f"commands without a row: {names - set(COMMANDS)}; rows without a command: " \
+                                   f"{set(COMMANDS) - names}"
+    try:
+        spark = main.get_command(ctx, "spark")
+        spark_names = {f"spark {n}" for n in spark.list_commands(click.Context(spark))}
+    except ImportError:  # the spark extra is not installed: its rows cannot be checked
+        pytest.skip("kseg spark needs the spark extra (pip install 'kseg[spark]')")
+    assert spark_names == set(SPARK_COMMANDS)
+
+
+# --------------------------------------------------------------------------- the inputs
+
+
+def _batch(first: int, n: int, *, value_size: int = 40) -> bytes:
+    recs = [make_record(first + i, T0 + first + i, f"key-{(first + i) % 5}".encode(),
+                        (f"value-{first + i}-" + "x" * value_size).encode()) for i in range(n)]
+    return build_v2_batch(recs, partition_leader_epoch=0)
+
+
+def _legacy(first: int, n: int) -> bytes:
+    return b"".join(build_legacy_message(first + i, 1, 0, T0 + first + i, f"key-{i % 5}".encode(),
+                                         f"legacy-{first + i}".encode()) for i in range(n))
+
+
+def _write_segment(folder: Path, base: int, raw: bytes) -> Path:
+    log = folder / segment_file_name(base)
+    log.write_bytes(raw)
+    index, timeindex = build_indexes(list(entry_facts(raw, 0)), base, 4096)
+    log.with_suffix(".index").write_bytes(index)
+    log.with_suffix(".timeindex").write_bytes(timeindex)
+    return log
+
+
+def _partition(folder: Path, *, batches: int = 6, per: int = 10, value_size: int = 40, legacy: bool = False) -> None:
+    """Two segments of ``batches`` batches each (v2; ``legacy``: v1 messages)."""
+    folder.mkdir(parents=True)
+    off = 0
+    for _ in range(2):
+        raw = b"".join((_legacy if legacy else _batch)(off + b * per, per, **({} if legacy else
+                                                                                {"value_size": value_size}))
+                       for b in range(batches))
+        _write_segment(folder, off, raw)
+        off += batches * per
+
+
+def make_logdir(root: Path, topic: str = "orders") -> Path:
+    _partition(root / f"{topic}-0")
+    _partition(root / f"{topic}-1", legacy=True)
+    return root
+
+
+FIRST_SEGMENT = Path("orders-0") / segment_file_name(0)
+
+
+def _damage_crc(log: Path) -> None:
+    """A byte of the third batch's last record flipped: its CRC-32C no longer matches."""
+    data = bytearray(log.read_bytes())
+    at = _batch_starts(data)[2]
+    end = at + 12 + struct.unpack_from(">i", data, at + 8)[0]
+    data[end - 3] ^= 0x5A
+    log.write_bytes(bytes(data))
+
+
+def _damage_contents(log: Path) -> None:
+    """The third batch claims 2^31-1 records under a CRC-32C recomputed to match: impossible
+    contents that no checksum catches."""
+    data = bytearray(log.read_bytes())
+    at = _batch_starts(data)[2]
+    end = at + 12 + struct.unpack_from(">i", data, at + 8)[0]
+    struct.pack_into(">i", data, at + RECORD_COUNT_POSITION, 2**31 - 1)
+    struct.pack_into(">I", data, at + CRC_POSITION, crc32c(bytes(data[at + CRC_START:end])))
+    log.write_bytes(bytes(data))
+
+
+def _truncate(log: Path) -> None:
+    """The segment cut in the middle of its last batch (an older segment: not a live tail)."""
+    data = log.read_bytes()
+    last = _batch_starts(data)[-1]
+    log.write_bytes(data[: last + 30])
+
+
+def _batch_starts(data: bytes | bytearray) -> list[int]:
+    out, at = [], 0
+    while at + 12 <= len(data):
+        out.append(at)
+        at += 12 + struct.unpack_from(">i", data, at + 8)[0]
+    return out
+
+
+DATA_FAULTS: dict[str, Callable[[Path], None]] = {
+    "crc": _damage_crc, "contents": _damage_contents, "truncated": _truncate}
+
+
+def _pack(logdir: Path, archive: Path) -> Path:
+    if archive.suffix == ".zip":
+        with zipfile.ZipFile(archive, "w", zipfile.ZIP_STORED) as z:
+            for p in sorted(logdir.rglob("*")):
+                if p.is_file():
+                    z.write(p, str(Path("kafka-logs") / p.relative_to(logdir)))
+    else:
+        with tarfile.open(archive, "w") as t:
+            t.add(logdir, arcname="kafka-logs")
+    return archive
+
+
+def _bad_member(archive: Path) -> None:
+    """An archive member that cannot be read: a zip member's bytes changed under its CRC-32;
+    a tar cut in the middle of the first segment's data."""
+    data = bytearray(archive.read_bytes())
+    name = str(Path("kafka-logs") / FIRST_SEGMENT).encode()
+    if archive.suffix == ".zip":
+        at = data.index(name) + len(name) + 200  # inside the member's stored bytes
+        data[at] ^= 0xFF
+        archive.write_bytes(bytes(data))
+    else:
+        at = data.index(name) + 512 + 300
+        archive.write_bytes(bytes(data[:at]))
+
+
+@dataclass
+class Inputs:
+    """Every (kind, fault) input, made once per module."""
+
+    root: Path
+    s3: object | None = None
+    s3_reason: str = ""
+
+    def local_logdir(self, fault: str) -> Path:
+        where = self.root / "logdirs" / fault
+        if not where.exists():
+            make_logdir(where)
+            if fault in DATA_FAULTS:
+                DATA_FAULTS[fault](where / FIRST_SEGMENT)
+        return where
+
+    def path(self, kind: str, fault: str) -> str:
+        logdir = self.local_logdir(fault if fault in DATA_FAULTS else "none")
+        if kind == "logdir":
+            return str(logdir)
+        if kind == "partition":
+            return str(logdir / "orders-0")
+        if kind in ("file", "stdin"):
+            return str(logdir / FIRST_SEGMENT)
+        if kind in ("tar", "zip"):
+            archive = self.root / "archives" / f"{fault}.{kind}"
+            if not archive.exists():
+                archive.parent.mkdir(parents=True, exist_ok=True)
+                _pack(logdir, archive)
+                if fault == "member":
+                    _bad_member(archive)
+            return str(archive)
+        if kind == "s3":
+            if self.s3 is None:
+                pytest.skip(f"no S3-compatible server: {self.s3_reason}")
+            prefix = f"in-{fault}"
+            if not (self.root / "uploaded" / prefix).exists():
+                self.s3.upload(logdir, "matrix", prefix)  # type: ignore[attr-defined]
+                (self.root / "uploaded" / prefix).mkdir(parents=True)
+            return f"s3://matrix/{prefix}"
+        raise AssertionError(kind)
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory):
+    from servers import SeaweedFS, ServerUnavailable
+
+    root = tmp_path_factory.mktemp("matrix")
+    made = Inputs(root)
+    try:
+        with SeaweedFS(root / "s3") as s3:
+            made.s3 = s3
+            yield made
+    except ServerUnavailable as e:
+        made.s3_reason = str(e)
+        yield made
+
+
+# --------------------------------------------------------------------------- running a cell
+
+
+@dataclass
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def error_lines(self) -> list[str]:
+        return [line for line in self.stderr.splitlines() if line.startswith("kseg: error:")]
+
+
+def _child_env(inputs: Inputs, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    if inputs.s3 is not None:
+        env.update(inputs.s3.env)  # type: ignore[attr-defined]
+    env["TMPDIR"] = str(inputs.root / "tmp")
+    (inputs.root / "tmp").mkdir(exist_ok=True)
+    env.update(extra or {})
+    return env
+
+
+def _restore_signals() -> None:
+    """The child starts with default signal dispositions, however the suite was started (a
+    background job's children inherit "ignore SIGINT")."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+def kseg(args: list[str], inputs: Inputs, *, stdin: bytes | None = None, timeout: float = 300,
+         preexec: Callable[[], None] | None = None) -> Run:
+    def setup() -> None:
+        _restore_signals()
+        if preexec:
+            preexec()
+
+    r = subprocess.run([*KSEG, *args], input=stdin, capture_output=True, timeout=timeout, env=_child_env(inputs),
+                       preexec_fn=setup)
+    return Run(r.returncode, r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace"))
+
+
+def argv(name: str, cmd: Command, inp: str, out: str) -> list[str]:
+    return [*name.split(), *cmd.argv(inp, out)]
+
+
+def digest(root: Path) -> dict[str, str]:
+    """Every file under ``root`` and its content digest (the input must not change)."""
+    if root.is_file():
+        return {root.name: hashlib.sha256(root.read_bytes()).hexdigest()}
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            out[str(p.relative_to(root))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def leftovers(*folders: Path) -> list[str]:
+    """kseg's temporary names under these folders (a run must not leave any)."""
+    found = []
+    for folder in folders:
+        if folder.exists():
+            found += [str(p) for p in folder.rglob("*") if ".kseg-tmp" in p.name or p.name.startswith("kseg-out-")]
+    return found
+
+
+def clean_run(run: Run) -> None:
+    assert "Traceback" not in run.stderr, run.stderr
+    assert run.code >= 0, f"killed by signal {-run.code}: {run.stderr}"
+    assert len(run.error_lines) <= 1, run.stderr
+    for line in run.error_lines:
+        assert len(line) < 1000, line
+
+
+# --------------------------------------------------------------------------- faults in the data
+
+
+# What each role owes on damaged data: (exit codes allowed, output "absent" | "complete").
+DATA_VERDICTS: dict[str, dict[str, tuple[set[int], str]]] = {
+    "none": {"checker": ({0}, ""), "reader": ({0}, ""), "writer": ({0}, "complete")},
+    "crc": {"checker": ({1}, ""), "reader": ({1}, ""), "writer": ({1}, "absent")},
+    "contents": {"checker": ({1}, ""), "reader": ({1}, ""), "writer": ({1}, "absent")},
+    "truncated": {"checker": ({1}, ""), "reader": ({1}, ""), "writer": ({1}, "absent")},
+    # An archive member that cannot be read is unreadable input, never "went away".
+    "member": {"checker": ({2}, ""), "reader": ({2}, ""), "writer": ({2}, "absent")},
+}
+DATA_KINDS = ("file", "partition", "logdir", "tar", "zip", "s3", "stdin")
+
+
+def _data_cells() -> list:
+    cells = []
+    for name, cmd in {**COMMANDS, **SPARK_COMMANDS}.items():
+        for fault in DATA_VERDICTS:
+            if cmd.spark and fault not in SPARK_FAULTS:
+                continue
+            for kind in DATA_KINDS:
+                if kind not in cmd.kinds or (fault == "member") != (kind in ("tar", "zip")):
+                    continue
+                marks = [pytest.mark.skip(reason=cmd.exempt[fault])] if fault in cmd.exempt else []
+                cells.append(pytest.param(name, kind, fault, id=f"{name}-{kind}-{fault}", marks=marks))
+    return cells
+
+
+@pytest.mark.parametrize("name,kind,fault", _data_cells())
+def test_damaged_data(inputs: Inputs, tmp_path: Path, name: str, kind: str, fault: str) -> None:
+    cmd = {**COMMANDS, **SPARK_COMMANDS}[name]
+    if cmd.spark:
+        pytest.importorskip("pyspark", reason="kseg spark needs the spark extra")
+    inp = src = inputs.path(kind, fault)
+    before = digest(Path(src)) if kind != "s3" else None
+    out = tmp_path / "out"
+    stdin = None
+    if kind == "stdin":
+        stdin, inp = Path(inp).read_bytes(), "-"
+    run = kseg(argv(name, cmd, inp, str(out)), inputs, stdin=stdin)
+    codes, output = DATA_VERDICTS[fault][cmd.role]
+    clean_run(run)
+    assert run.code in codes, f"exit {run.code}, expected {codes}\n{run.stderr[-3000:]}"
+    if run.code == 2 or (cmd.role == "writer" and run.code):
+        assert len(run.error_lines) == 1, run.stderr
+    if before is not None:
+        assert digest(Path(src)) == before, "the input changed"
+    if cmd.role == "writer":
+        if output == "absent":
+            assert not out.exists(), f"{name} wrote an output from damaged input:\n{run.stderr}"
+        else:
+            assert out.exists()
+            check = kseg(["verify", str(out)], inputs)
+            assert check.code == 0, check.stdout + check.stderr
+    assert leftovers(tmp_path, inputs.root / "tmp") == []
+
+
+def test_state_refuses_an_ordinary_topic(inputs: Inputs) -> None:
+    """state's own rows: an ordinary topic is not an internal one (exit 2, one line)."""
+    run = kseg(["state", inputs.path("logdir", "none")], inputs)
+    clean_run(run)
+    assert run.code == 2 and len(run.error_lines) == 1, run.stderr
+
+
+# --------------------------------------------------------------------------- faults during the run
+
+
+def _big_logdir(root: Path) -> Path:
+    """A log directory that takes a while to read: two partitions of two ~6 MB segments."""
+    if not root.exists():
+        _partition(root / "orders-0", batches=600, per=20, value_size=500)
+        _partition(root / "orders-1", batches=600, per=20, value_size=500)
+    return root
+
+
+def _opened(pid: int, target: Path) -> bool:
+    try:
+        return any(os.readlink(f"/proc/{pid}/fd/{fd}") == str(target) for fd in os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return False
+
+
+def _stop_when(proc: subprocess.Popen, ready: Callable[[], bool], timeout: float = 60) -> bool:
+    """SIGSTOP the child as soon as ``ready()``; False when it ended first."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            return False
+        if ready():
+            proc.send_signal(signal.SIGSTOP)
+            return True
+        time.sleep(0.0005)
+    raise AssertionError("the child never got there")
+
+
+RUN_FAULTS = ("vanish", "shrink", "sigterm", "sigint", "sparse", "hostile", "concurrent", "full_disk")
+# What each role owes (exit codes allowed) when the fault is made during its run.
+RUN_VERDICTS: dict[str, dict[str, set[int]]] = {
+    # A later segment deleted as retention does: readers note it and go on; a writer's output
+    # would silently lack it, so it stops (the input changed) and publishes nothing.
+    "vanish": {"checker": {0}, "reader": {0}, "writer": {2}},
+    # The segment being read cut short mid-batch: an error (damaged or changed input), never a signal death.
+    "shrink": {"checker": {1, 2}, "reader": {1, 2}, "writer": {1, 2}},
+    "sigterm": {"checker": {143}, "reader": {143}, "writer": {143}},
+    "sigint": {"checker": {130}, "reader": {130}, "writer": {130}},
+    # A 3 GiB sparse .index beside a segment, read under a 1.5 GiB address-space limit.
+    "sparse": {"checker": {0, 1}, "reader": {0, 1}, "writer": {0}},
+    "hostile": {"checker": {0}, "reader": {0}, "writer": {0}},
+    "concurrent": {"writer": {0, 2}},
+    "full_disk": {"writer": {2}},
+}
+
+
+def _run_cells() -> list:
+    cells = []
+    for name, cmd in COMMANDS.items():
+        if cmd.role == "meta":
+            continue
+        for fault in RUN_FAULTS:
+            if cmd.role not in RUN_VERDICTS[fault] or fault in cmd.exempt:
+                continue
+            if name == "state":
+                continue  # its input must be an internal topic: test_state_* rows
+            cells.append(pytest.param(name, fault, id=f"{name}-{fault}"))
+    return cells
+
+
+@pytest.mark.parametrize("name,fault", _run_cells())
+def test_faults_during_the_run(inputs: Inputs, tmp_path: Path, name: str, fault: str) -> None:
+    cmd = COMMANDS[name]
+    logdir = _big_logdir(inputs.root / "big")
+    work = tmp_path / "logdir"
+    shutil.copytree(logdir, work)
+    out = tmp_path / "out"
+    first = work / FIRST_SEGMENT
+    second = work / "orders-0" / segment_file_name(12000)
+    expected = RUN_VERDICTS[fault][cmd.role]
+    proc_pid = [0]  # the child's, once started
+
+    def started(p: subprocess.Popen) -> None:
+        proc_pid[0] = p.pid
+
+    if fault in ("vanish", "shrink", "sigterm", "sigint"):
+        before = digest(work)
+
+        def ready() -> bool:
+            return proc_pid[0] != 0 and _opened(proc_pid[0], first)
+
+        def act(p: subprocess.Popen) -> None:
+            if fault == "vanish":
+                second.unlink()
+                for suffix in (".index", ".timeindex"):
+                    second.with_suffix(suffix).unlink()
+            elif fault == "shrink":
+                size = first.stat().st_size
+                os.truncate(first, size // 3)
+            else:
+                p.send_signal(signal.SIGTERM if fault == "sigterm" else signal.SIGINT)
+
+        run = _during_with_pid(argv(name, cmd, str(work), str(out)), inputs, ready, act, started)
+        clean_run(run)
+        assert run.code in expected, f"exit {run.code}, expected {expected}\n{run.stderr[-3000:]}"
+        if fault in ("sigterm", "sigint"):
+            assert digest(work) == before, "the input changed"
+            assert len(run.stderr.strip().splitlines()) <= 1, run.stderr
+        if cmd.role == "writer" and run.code != 0:
+            assert not out.exists(), f"an output was published by a run that failed:\n{run.stderr}"
+        if fault == "vanish" and cmd.role != "writer":
+            assert "went away" in run.stderr + run.stdout, run.stderr
+        assert leftovers(tmp_path, inputs.root / "tmp") == []
+        return
+    if fault == "sparse":
+        index = first.with_suffix(".index")
+        with open(index, "r+b") as f:
+            f.truncate(3 << 30)
+        limit = 1536 << 20
+        run = kseg(argv(name, cmd, str(work), str(out)), inputs,
+                   preexec=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
+        clean_run(run)
+        assert run.code in expected, f"exit {run.code}, expected {expected}\n{run.stderr[-3000:]}"
+        return
+    if fault == "hostile":
+        hostile = tmp_path / "hostile"
+        hostile.mkdir()
+        os.rename(work / "orders-0", hostile / f"{HOSTILE_TOPIC}-0")
+        run = kseg(argv(name, cmd, str(hostile), str(out)), inputs)
+        clean_run(run)
+        assert run.code in expected, f"exit {run.code}, expected {expected}\n{run.stderr[-3000:]}"
+        for stream in (run.stdout, run.stderr):
+            assert not any(ch in stream for ch in "\x1b\x07\u202e"), f"raw control characters printed: {stream!r}"
+        return
+    if fault == "concurrent":
+        procs = [subprocess.Popen([*KSEG, *argv(name, cmd, str(work), str(out))], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, env=_child_env(inputs), preexec_fn=_restore_signals)
+                 for _ in range(2)]
+        runs = [Run(p.wait(timeout=300), p.stdout.read().decode(), p.stderr.read().decode()) for p in procs]
+        for r in runs:
+            clean_run(r)
+        codes = sorted(r.code for r in runs)
+        assert codes == [0, 2], [(r.code, r.stderr) for r in runs]
+        loser = next(r for r in runs if r.code == 2)
+        assert len(loser.error_lines) == 1
+        check = kseg(["verify", str(out)], inputs)
+        assert check.code == 0, check.stdout + check.stderr
+        assert leftovers(tmp_path, inputs.root / "tmp") == []
+        return
+    if fault == "full_disk":
+        if not IS_ROOT:
+            pytest.skip("mounting a small tmpfs to fill up needs root")
+        disk = tmp_path / "disk"
+        disk.mkdir()
+        # One page: the first file written fits, the next does not (compact's output is small).
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(disk)], capture_output=True,
+                           text=True)
+        if r.returncode:
+            pytest.skip(f"cannot mount a small tmpfs to fill up: {r.stderr.strip()}")
+        try:
+            run = kseg(argv(name, cmd, str(work), str(disk / "out")), inputs)
+            clean_run(run)
+            assert run.code in expected, f"exit {run.code}, expected {expected}\n{run.stderr[-3000:]}"
+            assert len(run.error_lines) == 1, run.stderr
+            assert list(disk.iterdir()) == [], list(disk.iterdir())
+        finally:
+            subprocess.run(["umount", "-l", str(disk)], check=False)
+        return
+    raise AssertionError(fault)
+
+
+def _during_with_pid(args: list[str], inputs: Inputs, ready: Callable[[], bool],
+                     act: Callable[[subprocess.Popen], None], started: Callable[[subprocess.Popen], None],
+                     attempts: int = 5) -> Run:
+    for _ in range(attempts):
+        proc = subprocess.Popen([*KSEG, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=_child_env(inputs), preexec_fn=_restore_signals)
+        started(proc)
+        if _stop_when(proc, ready):
+            act(proc)
+            proc.send_signal(signal.SIGCONT)
+            out, err = proc.communicate(timeout=300)
+            return Run(proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
+        proc.communicate()
+    pytest.fail("the run ended every time before the fault could be made")
+
+
+def test_a_folder_created_at_the_output_during_the_run_is_kept(inputs: Inputs, tmp_path: Path) -> None:
+    """An output that appears while a writer runs is never replaced (without --force)."""
+    logdir = _big_logdir(inputs.root / "big")
+    out = tmp_path / "out"
+    pid = [0]
+
+    def act(p: subprocess.Popen) -> None:
+        out.mkdir()
+        (out / "precious").write_text("mine")
+
+    run = _during_with_pid(["recompress", str(logdir), "-o", str(out), "--codec", "zstd"], inputs,
+                           lambda: pid[0] != 0 and _opened(pid[0], logdir / FIRST_SEGMENT), act,
+                           lambda p: pid.__setitem__(0, p.pid))
+    clean_run(run)
+    assert run.code == 2 and len(run.error_lines) == 1, run.stderr
+    assert (out / "precious").read_text() == "mine" and sorted(os.listdir(out)) == ["precious"]
+    assert leftovers(tmp_path, inputs.root / "tmp") == []
+
+
+def test_every_fault_has_a_verdict_for_every_role() -> None:
+    """The fault tables cover each other: a fault listed without a verdict, or a verdict for
+    a fault nobody makes, fails here."""
+    assert set(DATA_VERDICTS) | set(RUN_VERDICTS) == {"none", *DATA_FAULTS, "member", *RUN_FAULTS}
+    for fault, verdicts in DATA_VERDICTS.items():
+        assert set(verdicts) == {"checker", "reader", "writer"}, fault
+
+
+if __name__ == "__main__":  # pragma: no cover - python tests/test_failure_matrix.py -> pytest on this file
+    raise SystemExit(pytest.main([__file__, *sys.argv[1:]]))
