@@ -18,6 +18,7 @@ from typing import Iterator
 from kseg.companions.read import read_offset_index, read_time_index
 from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError, KsegError
+from kseg.log.checks import header_errors
 from kseg.log.records import batch_records
 from kseg.log.segment import (
     Segment,
@@ -291,6 +292,10 @@ def _scan(path: Path, start: int, topic: str | None, partition: int | None, o: F
             break  # offsets only grow in a partition
         if not flt.batch_may_match(b):
             st.batches_skipped += 1
+            continue
+        damage = header_errors(b, str(path))
+        if damage:  # a record of a damaged batch is no match to report: the damage is
+            st.problems.append(str(damage[0]))
             continue
         try:
             records = batch_records(b, limit=limit)

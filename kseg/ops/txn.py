@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from kseg.companions.read import read_producer_snapshot, read_txn_index
-from kseg.errors import InputError, KsegError
+from kseg.errors import InputError, KsegError, TruncatedError, expected_found
 from kseg.formats.attributes import CONTROL_ABORT, CONTROL_COMMIT
+from kseg.log.checks import header_errors
 from kseg.log.control import control_info
 from kseg.log.records import batch_records
 from kseg.log.segment import Segment, base_offset_of, companion_path, expand_inputs, partition_of
@@ -168,6 +169,12 @@ def _partition(folder: Path, logs: list[Path], ids: dict[int, str]) -> Partition
         seg = Segment(log)
         try:
             for batch in seg.batches():
+                damage = header_errors(batch, str(log))
+                if damage:  # its producer, epoch and flags cannot be trusted
+                    pt.findings.append(TxnFinding(ERROR, str(log), batch.offset,
+                                                  f"damaged batch at byte {batch.position}, not read: "
+                                                  f"{damage[0].message}{expected_found(damage[0].expected, damage[0].found)}"))
+                    continue
                 pt.log_end_offset = batch.next_offset
                 if batch.producer_id is None or batch.producer_id < 0:
                     continue
@@ -178,6 +185,11 @@ def _partition(folder: Path, logs: list[Path], ids: dict[int, str]) -> Partition
                     _data(batch, open_txns, pt, ids)
         except KsegError as e:
             pt.findings.append(TxnFinding(ERROR, str(log), None, f"cannot be read to the end: {e}"))
+        if seg.tail is not None and (log != logs[-1] or not isinstance(seg.tail.error, TruncatedError)):
+            # A partial batch at the end of the newest segment is one still being written.
+            pt.findings.append(TxnFinding(ERROR, str(log), None, f"cannot be read to the end: {seg.tail.length} "
+                                          f"bytes from byte {seg.tail.position} do not form a batch "
+                                          f"({seg.tail.error.message})"))
         _check_txn_index(pt, log, aborted_here)
     _check_snapshot(pt, folder, open_txns)
     return pt
