@@ -24,6 +24,7 @@ from kseg.errors import CorruptBatchError, KsegError
 from kseg.facts.message_v0v1 import CRC_START as LEGACY_CRC_START
 from kseg.facts.record_batch_v2 import CRC_START as V2_CRC_START
 from kseg.findings import ERROR, Finding
+from kseg.printable import printable
 from kseg.formats.attributes import CODEC_MASK, CREATE_TIME
 from kseg.log.control import control_info
 from kseg.log.records import batch_records, check_v2_batch_records, wrapper_records
@@ -210,6 +211,9 @@ def damaged_error(b: Batch, findings: list[Finding], file: str) -> DamagedBatchE
                              found=f"{first.found}{more}" if first.found is not None else (more.strip() or None))
 
 
+_DONE = {SKIP: "skipped", CARRY: "carried"}
+
+
 @dataclass
 class DamageTally:
     """What a writer did with damaged batches: counts, bytes, and the first few by offsets."""
@@ -240,16 +244,12 @@ class DamageTally:
         self.listed.extend(other.listed[:max(0, MAX_LISTED - len(self.listed))])
 
     def line(self) -> str:
-        """``damaged: skipped 1 batch (offsets 50..59, 120 bytes at byte 4120 of FILE)``."""
+        """``damaged batches: 1 skipped (71 bytes): skipped offsets 3..3 (71 bytes at byte 91 of FILE: crc mismatch)``."""
         if not self:
             return ""
-        heads = []
-        for action, n in ((SKIP, self.skipped), (CARRY, self.carried)):
-            if n:
-                verb = "skipped" if action == SKIP else "carried as they are"
-                heads.append(f"{verb} {n}")
-        shown = "; ".join(f"{d['action']} offsets {d['first_offset']}..{d['last_offset']} ({d['size']} bytes at "
-                          f"byte {d['position']} of {d['file']}: {d['problem']})" for d in self.listed)
+        heads = [f"{n} {verb}" for n, verb in ((self.skipped, "skipped"), (self.carried, "carried as they are")) if n]
+        shown = "; ".join(f"{_DONE[d['action']]} offsets {d['first_offset']}..{d['last_offset']} ({d['size']} bytes "
+                          f"at byte {d['position']} of {printable(d['file'])}: {d['problem']})" for d in self.listed)
         more = self.skipped + self.carried - len(self.listed)
         tail = f"; and {more} more" if more > 0 else ""
         return f"damaged batches: {', '.join(heads)} ({self.bytes} bytes): {shown}{tail}"
