@@ -355,3 +355,42 @@ def test_policed_skips_carries_and_stops():
         assert out == [b"x0", b"x4"] and tally.skipped == 1 and tally.listed[0]["first_offset"] == 3
         with pytest.raises(Exception, match=re.escape("batch offsets 3..3 is damaged: crc mismatch")):
             list(policed(batches, DamagePolicy(), str(path), DamageTally(), transform, lambda b: b"?"))
+
+
+# --------------------------------------------------------------------------- kseg spark
+
+
+def test_spark_writers_follow_the_same_policy(tmp_path):
+    """``kseg spark`` writers take --on-damage (the plain commands' options) and do the same:
+    same exit code, same summary or error line, same bytes written."""
+    pytest.importorskip("pyspark")
+    pytest.importorskip("pyarrow")
+    import os
+    import shutil
+
+    from click.testing import CliRunner
+
+    from kseg.cli.main import main
+
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("no Java for a local Spark")
+    logdir = tmp_path / "logdir"
+    make_input(logdir / "a", "v2-crc")[0].rename(logdir / "t-0")
+    make_input(logdir / "b", "negative-key-length")[0].rename(logdir / "u-0")
+    (logdir / "a").rmdir()
+    (logdir / "b").rmdir()
+
+    def cli(*args):
+        return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+    for command in (WRITERS["recompress"], WRITERS["rebase"], WRITERS["compact"]):
+        for mode in ("stop", "skip", "carry"):
+            a, b = tmp_path / f"plain-{command[0]}-{mode}", tmp_path / f"spark-{command[0]}-{mode}"
+            plain = cli(*command, logdir, "-o", a, "--on-damage", mode)
+            dist = cli("spark", *command, logdir, "-o", b, "--on-damage", mode, "--master", "local[1]")
+            assert plain.exit_code == dist.exit_code == 1, (plain.stderr, dist.stderr)
+            assert dist.stderr.replace(str(b), "OUT") == plain.stderr.replace(str(a), "OUT")
+            if mode == "stop":
+                assert not a.exists() and not b.exists()
+            else:
+                assert tree(a) == tree(b) and "damaged batches: 2" in plain.stderr
