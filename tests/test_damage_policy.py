@@ -394,3 +394,18 @@ def test_spark_writers_follow_the_same_policy(tmp_path):
                 assert not a.exists() and not b.exists()
             else:
                 assert tree(a) == tree(b) and "damaged batches: 2" in plain.stderr
+
+
+def test_index_rebuild_in_place_stops_before_writing_any_index(tmp_path):
+    """Beside the segments (no -o): a damaged batch in a later segment leaves every index as it was."""
+    folder = tmp_path / "t-0"
+    folder.mkdir()
+    (folder / segment_file_name(0)).write_bytes(bytes(_v2(0, 3)))
+    (folder / segment_file_name(3)).write_bytes(bytes(v2_crc_flip()))
+    before = tree(folder)
+    r = kseg("index", "--rebuild", folder)
+    assert r.returncode == 1 and len(r.stderr.splitlines()) == 1 and "is damaged" in r.stderr
+    assert tree(folder) == before
+    r = kseg("index", "--rebuild", folder, "--on-damage", "carry")
+    assert r.returncode == 1 and "damaged batches: 1 carried" in r.stderr
+    assert (folder / segment_file_name(3, ".index")).exists()

@@ -158,6 +158,7 @@ def index_cmd(inputs: tuple[Path, ...], mode: str, output: Path | None, force: b
         check_output(list(inputs), output, force=force)
         building = AtomicDir(output)  # the output folder appears whole, or not at all
     written = []
+    pending: list[dict[Path, bytes]] = []
     policy, damage = DamagePolicy(on_damage), DamageTally()
     try:
         for seg, root in pairs:
@@ -174,8 +175,13 @@ def index_cmd(inputs: tuple[Path, ...], mode: str, output: Path | None, force: b
                 folder = building.tmp if root.is_file() else building.tmp.joinpath(*seg.parent.parts[len(root.parts):])
                 folder.mkdir(parents=True, exist_ok=True)
             index_path, time_path = companion_path(seg, ".index", folder), companion_path(seg, ".timeindex", folder)
-            write_atomic_many({index_path: index, time_path: timeindex})  # both or neither
+            if building is None:  # beside the segments: written once every segment passed its checks
+                pending.append({index_path: index, time_path: timeindex})
+            else:
+                write_atomic_many({index_path: index, time_path: timeindex})  # both or neither
             written.append((index_path, len(index) // 8, time_path, len(timeindex) // 12))
+        for files in pending:
+            write_atomic_many(files)
     except BaseException:
         if building is not None:
             building.abort()
