@@ -193,6 +193,12 @@ max_decompressed_option = click.option(
 index_interval_option = click.option(
     "--index-interval-bytes", type=SIZE, default=DEFAULT_INDEX_INTERVAL_BYTES, show_default=True,
     help="Bytes between offset index entries (Kafka's index.interval.bytes).")
+ON_DAMAGE_HELP = ("What to do with a damaged batch (a CRC that does not match, or contents that contradict its "
+                  "header; what `kseg verify` reports as errors): stop (exit 1, write nothing), skip (leave it "
+                  "out), carry (copy its bytes as they are, never re-encoded nor given a new CRC). skip and carry "
+                  "write the output, list the batches in the summary and exit 1.")
+on_damage_option = click.option("--on-damage", type=click.Choice(["stop", "skip", "carry"]), default="stop",
+                                show_default=True, help=ON_DAMAGE_HELP)
 codec_option = click.option("--codec", default="keep", show_default=True,
                             help="keep (each batch's own codec), none, gzip, snappy, lz4, zstd or a plugin alias.")
 level_option = click.option("--level", type=int, default=None, help="Compression level (codec's default if unset).")
@@ -252,6 +258,7 @@ write_options = options(
     click.option("--no-index", is_flag=True, help="Do not write .index/.timeindex files."),
     click.option("--force", is_flag=True, help="Replace an existing output."),
     max_decompressed_option,
+    on_damage_option,
 )
 
 up_convert_options = options(
@@ -324,6 +331,7 @@ compact_options = options(
                  help="One output segment per input segment (do not group cleaned segments)."),
     click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True),
     max_decompressed_option,
+    on_damage_option,
 )
 
 

@@ -16,6 +16,7 @@ from kseg.cli.common import (
     down_convert_options,
     guarded,
     index_interval_option,
+    on_damage_option,
     rebase_options,
     recompress_options,
     topic_set,
@@ -26,9 +27,11 @@ from kseg.codecs.choice import choose
 from kseg.companions.build import build_indexes
 from kseg.companions.check import check_segment_companions
 from kseg.companions.check import companion_paths as companion_paths_of
+from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError
 from kseg.findings import ERROR
 from kseg.log.atomic import AtomicDir, check_output, write_atomic_many
+from kseg.log.checks import STOP, DamagePolicy, DamageTally, screened
 from kseg.log.segment import base_offset_of, companion_path, expand_inputs, strict_batches
 from kseg.ops.compact import CompactOptions, compact_job, default_now_ms
 from kseg.ops.convert import (
@@ -40,7 +43,7 @@ from kseg.ops.convert import (
     recompress,
     up_convert,
 )
-from kseg.ops.jobs import WriteOptions, run_job
+from kseg.ops.jobs import JobResult, WriteOptions, run_job
 from kseg.ops.kafka07 import up_convert_kafka07
 from kseg.ops.sniff import KAFKA07, conversion_input_format
 from kseg.render.reports import compact_json, compact_line, job_line
@@ -51,20 +54,20 @@ from kseg.render.reports import compact_json, compact_line, job_line
 @guarded
 @remote_output
 def up_convert_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-                   max_decompressed_bytes: int, to_magic: int, codec: str, level: int | None, input_format: str,
-                   base_offset: int, timestamp_type: str, log_append_time: int | None,
+                   max_decompressed_bytes: int, on_damage: str, to_magic: int, codec: str, level: int | None,
+                   input_format: str, base_offset: int, timestamp_type: str, log_append_time: int | None,
                    partition_leader_epoch: int, batch_records: int, batch_bytes: int) -> None:
     """Convert to a newer message format: pre-0.8 -> v0/v1/v2, v0 -> v1, v0/v1 -> v2."""
     check_log_append(timestamp_type, log_append_time)
     o = UpOptions(to_magic=to_magic, choice=choose(codec, level), log_append_time=log_append_time,
                   partition_leader_epoch=partition_leader_epoch,
                   batch_records=batch_records, batch_bytes=batch_bytes, limit=max_decompressed_bytes)
-    options = write_flags(no_index, index_interval_bytes, force)
+    options = write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes)
     if conversion_input_format(input_path, input_format) == KAFKA07:
         result = up_convert_kafka07(input_path, output, o, base_offset, options)
     else:
         result = run_job([input_path], output, lambda segs: (lambda b, s: up_convert(b, o, s), 0), options, command="up-convert")
-    click.echo(job_line(result, shown(output)), err=True)
+    finish_job(result, output)
 
 
 @click.command("down-convert")
@@ -72,12 +75,13 @@ def up_convert_cmd(input_path: Path, output: Path, index_interval_bytes: int, no
 @guarded
 @remote_output
 def down_convert_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-                     max_decompressed_bytes: int, to_magic: int, codec: str, level: int | None) -> None:
+                     max_decompressed_bytes: int, on_damage: str, to_magic: int, codec: str,
+                     level: int | None) -> None:
     """Convert to an older message format as the broker did for old consumers (drops what it cannot carry)."""
     o = DownOptions(to_magic=to_magic, choice=choose(codec, level), limit=max_decompressed_bytes)
-    options = write_flags(no_index, index_interval_bytes, force)
+    options = write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes)
     result = run_job([input_path], output, lambda segs: (lambda b, s: down_convert(b, o, s), 0), options, command="down-convert")
-    click.echo(job_line(result, shown(output)), err=True)
+    finish_job(result, output)
 
 
 @click.command("recompress")
@@ -85,16 +89,16 @@ def down_convert_cmd(input_path: Path, output: Path, index_interval_bytes: int, 
 @guarded
 @remote_output
 def recompress_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-                   max_decompressed_bytes: int, codec: str, level: int | None, topics: str,
+                   max_decompressed_bytes: int, on_damage: str, codec: str, level: int | None, topics: str,
                    batch_records: int) -> None:
     """Same message format, new codec (the old compression.codec / compressed.topics pair)."""
     o = RecompressOptions(choice=choose(codec, level, keep_allowed=False), batch_records=batch_records,
                           limit=max_decompressed_bytes)
     wanted = topic_set(topics)
-    options = write_flags(no_index, index_interval_bytes, force)
+    options = write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes)
     result = run_job([input_path], output, lambda segs: (lambda b, s: recompress(b, o, s), 0), options,
                      select=(lambda topic: not wanted or topic in wanted), command="recompress")
-    click.echo(job_line(result, shown(output)), err=True)
+    finish_job(result, output)
 
 
 @click.command("rebase")
@@ -102,12 +106,12 @@ def recompress_cmd(input_path: Path, output: Path, index_interval_bytes: int, no
 @guarded
 @remote_output
 def rebase_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-               max_decompressed_bytes: int, base_offset: int) -> None:
+               max_decompressed_bytes: int, on_damage: str, base_offset: int) -> None:
     """Shift every offset so the data starts at --base-offset (v1/v2: no decompression)."""
-    options = write_flags(no_index, index_interval_bytes, force)
+    options = write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes)
     result = run_job([input_path], output, rebase_maker(base_offset, max_decompressed_bytes), options,
                      command="rebase")
-    click.echo(job_line(result, shown(output)), err=True)
+    finish_job(result, output)
 
 
 @click.command("index")
@@ -119,10 +123,11 @@ def rebase_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_ind
                    "log directories keep their layout under it) instead of beside the segments.")
 @click.option("--force", is_flag=True, help="With --rebuild -o: write into an existing output folder.")
 @index_interval_option
+@on_damage_option
 @guarded
 @remote_output(merge=True)
 def index_cmd(inputs: tuple[Path, ...], mode: str, output: Path | None, force: bool,
-              index_interval_bytes: int) -> None:
+              index_interval_bytes: int, on_damage: str) -> None:
     """Check or rebuild the offset and time indexes of segments, partition folders or log directories."""
     pairs = [(seg, root) for root in inputs for seg in expand_inputs([root]) if seg.suffix == ".log"]
     if not pairs:
@@ -153,12 +158,16 @@ def index_cmd(inputs: tuple[Path, ...], mode: str, output: Path | None, force: b
         check_output(list(inputs), output, force=force)
         building = AtomicDir(output)  # the output folder appears whole, or not at all
     written = []
+    pending: list[dict[Path, bytes]] = []
+    policy, damage = DamagePolicy(on_damage), DamageTally()
     try:
         for seg, root in pairs:
             base = base_offset_of(seg)
             if base is None:
                 raise InputError("segment name does not start with its base offset", file=str(seg))
-            entries = [b._replace(raw=memoryview(b"")) for b in strict_batches(seg)]
+            # Each batch checked (--on-damage): a skipped one gets no index entry, a carried one is indexed.
+            entries = [b._replace(raw=memoryview(b"")) for b, _ in screened(strict_batches(seg), policy, str(seg),
+                                                                          damage)]
             index, timeindex = build_indexes(entries, base, index_interval_bytes)
             if building is None:
                 folder = seg.parent
@@ -166,8 +175,13 @@ def index_cmd(inputs: tuple[Path, ...], mode: str, output: Path | None, force: b
                 folder = building.tmp if root.is_file() else building.tmp.joinpath(*seg.parent.parts[len(root.parts):])
                 folder.mkdir(parents=True, exist_ok=True)
             index_path, time_path = companion_path(seg, ".index", folder), companion_path(seg, ".timeindex", folder)
-            write_atomic_many({index_path: index, time_path: timeindex})  # both or neither
+            if building is None:  # beside the segments: written once every segment passed its checks
+                pending.append({index_path: index, time_path: timeindex})
+            else:
+                write_atomic_many({index_path: index, time_path: timeindex})  # both or neither
             written.append((index_path, len(index) // 8, time_path, len(timeindex) // 12))
+        for files in pending:
+            write_atomic_many(files)
     except BaseException:
         if building is not None:
             building.abort()
@@ -180,6 +194,9 @@ def index_cmd(inputs: tuple[Path, ...], mode: str, output: Path | None, force: b
             time_path = output / time_path.relative_to(building.tmp)
         click.echo(f"kseg: wrote {shown(index_path)} ({n_index} entries) and {shown(time_path)} ({n_time} entries)",
                    err=True)
+    if damage:
+        click.echo(f"kseg: index --rebuild: {damage.line()}", err=True)
+        raise SystemExit(EXIT_DATA)
 
 
 @click.command("compact")
@@ -191,32 +208,43 @@ def compact_cmd(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, fo
                 delete_retention_ms: int, min_compaction_lag_ms: int, include_active: bool, topics: str,
                 key_map_bytes: int, producer_id_expiration_ms: int, first_dirty_offset: int | None,
                 single_pass: bool, segment_bytes: int, segment_index_bytes: int, keep_segments: bool, fmt: str,
-                max_decompressed_bytes: int, index_interval_bytes: int) -> None:
+                max_decompressed_bytes: int, on_damage: str, index_interval_bytes: int) -> None:
     """Keep the latest record per key, as Kafka's log cleaner does (offline)."""
     o, wanted = compact_setup(inputs, output, dry_run, now_ms, delete_retention_ms, min_compaction_lag_ms,
                               include_active, topics, key_map_bytes, producer_id_expiration_ms,
                               first_dirty_offset, single_pass, segment_bytes, segment_index_bytes,
-                              keep_segments, max_decompressed_bytes)
+                              keep_segments, max_decompressed_bytes, on_damage)
     result = compact_job(list(inputs), None if dry_run else output, o, force=force, topics=wanted,
                          index_interval_bytes=index_interval_bytes)
     if fmt == "json":
         click.echo(compact_json(result, o.now_ms))
     else:
         click.echo(compact_line(result, dry_run, None if output is None else shown(output)), err=True)
+    if result.damaged:
+        raise SystemExit(EXIT_DATA)
 
 
 # --------------------------------------------------------------------------- option checks
 
 
-def write_flags(no_index: bool, index_interval_bytes: int, force: bool) -> WriteOptions:
-    return WriteOptions(index=not no_index, index_interval_bytes=index_interval_bytes, force=force)
+def write_flags(no_index: bool, index_interval_bytes: int, force: bool, on_damage: str = STOP,
+                max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> WriteOptions:
+    return WriteOptions(index=not no_index, index_interval_bytes=index_interval_bytes, force=force,
+                        on_damage=on_damage, limit=max_decompressed_bytes)
+
+
+def finish_job(result: JobResult, output: Path) -> None:
+    """The job's summary line; exit 1 when damaged batches were skipped or carried."""
+    click.echo(job_line(result, shown(output)), err=True)
+    if getattr(result, "damaged", False):
+        raise SystemExit(EXIT_DATA)
 
 
 def compact_setup(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, now_ms: int | None,
                   delete_retention_ms: int, min_compaction_lag_ms: int, include_active: bool, topics: str,
                   key_map_bytes: int, producer_id_expiration_ms: int, first_dirty_offset: int | None,
                   single_pass: bool, segment_bytes: int, segment_index_bytes: int, keep_segments: bool,
-                  max_decompressed_bytes: int) -> tuple[CompactOptions, set[str] | None]:
+                  max_decompressed_bytes: int, on_damage: str = STOP) -> tuple[CompactOptions, set[str] | None]:
     """The compact options checked and turned into CompactOptions and the topic set."""
     if output is None and not dry_run:
         raise InputError("give -o/--output, or --dry-run")
@@ -228,5 +256,5 @@ def compact_setup(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, 
                        include_active=include_active, key_map_bytes=key_map_bytes,
                        producer_expiration_ms=producer_id_expiration_ms, first_dirty_offset=first_dirty_offset,
                        single_pass=single_pass, limit=max_decompressed_bytes, group_segments=not keep_segments,
-                       segment_bytes=segment_bytes, segment_index_bytes=segment_index_bytes)
+                       segment_bytes=segment_bytes, segment_index_bytes=segment_index_bytes, on_damage=on_damage)
     return o, topic_set(topics) or None

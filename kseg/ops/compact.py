@@ -47,6 +47,7 @@ from kseg.formats.attributes import (
     TRANSACTIONAL_MASK,
 )
 from kseg.log.atomic import AtomicDir, check_output, write_atomic
+from kseg.log.checks import CARRY, SKIP, STOP, DamagePolicy, DamageTally, batch_damage, damaged_error
 from kseg.log.control import control_info
 from kseg.log.encode import assemble_v2, build_legacy_wrapper, build_v2_batch, header_of
 from kseg.log.records import batch_records, codec_for
@@ -82,6 +83,11 @@ class CompactOptions:
     group_segments: bool = True
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
     segment_index_bytes: int = DEFAULT_SEGMENT_INDEX_BYTES
+    on_damage: str = STOP  # --on-damage (kseg.log.checks): stop, skip or carry
+
+    @property
+    def damage_policy(self) -> DamagePolicy:
+        return DamagePolicy(self.on_damage, self.limit)
 
 
 @dataclass
@@ -105,14 +111,21 @@ class CompactStats:
     segments_kept: int = 0
     passes: int = 0
     rounds: int = 0  # cleaning rounds in all (more than passes when the key map filled)
+    # Damaged input batches (--on-damage skip|carry): in bytes_before (and bytes_after when
+    # carried), never in the record counts.
+    damaged: DamageTally = field(default_factory=DamageTally)
 
     def add(self, other: "CompactStats") -> None:
         for f in fields(self):
+            if f.name == "damaged":
+                self.damaged.add(other.damaged)
+                continue
             combine = max if f.name in ("passes", "rounds") else int.__add__
             setattr(self, f.name, combine(getattr(self, f.name), getattr(other, f.name)))
 
     def as_json(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return {f.name: getattr(self, f.name).as_json() if f.name == "damaged" else getattr(self, f.name)
+                for f in fields(self)}
 
     def line(self) -> str:
         return (
@@ -124,7 +137,7 @@ class CompactStats:
             f"emptied {self.batches_emptied}, removed {self.batches_removed}; segments cleaned "
             f"{self.segments_cleaned}, kept as they were {self.segments_kept}; passes (most) {self.passes}, "
             f"rounds (most) {self.rounds}"
-        )
+        ) + (f"; {self.damaged.line()}" if self.damaged else "")
 
 
 # --------------------------------------------------------------------------- transactions
@@ -209,17 +222,27 @@ class PartitionState:
     aborted: dict[tuple[int, int], TxnEntry] = field(default_factory=dict)
     log_end_offset: int = 0
     segment_max_timestamps: list[int] = field(default_factory=list)
+    # Damaged batches (--on-damage skip|carry) by segment and byte position, with what is wrong:
+    # found once per pass, left out of every decision, then dropped or carried as they are.
+    damaged: dict[Path, dict[int, list]] = field(default_factory=dict)
 
     def first_unstable_offset(self) -> int | None:
         opens = [p.open_txn_first for p in self.producers.values() if p.open_txn_first is not None]
         return min(opens) if opens else None
 
 
-def _scan_partition(segs: list[Path], limit: int) -> PartitionState:
+def _scan_partition(segs: list[Path], limit: int, policy: DamagePolicy = DamagePolicy()) -> PartitionState:
     st = PartitionState()
     for seg_path in segs:
         seg_max = NO_TIMESTAMP
+        damaged: dict[int, list] = {}
         for b in strict_batches(seg_path):
+            findings = batch_damage(b, str(seg_path), policy.limit)
+            if findings:
+                if policy.on_damage == STOP:
+                    raise damaged_error(b, findings, str(seg_path))
+                damaged[b.position] = findings
+                continue
             seg_max = max(seg_max, b.timestamp)
             st.log_end_offset = max(st.log_end_offset, b.next_offset)
             if b.magic < 2 or b.producer_id == NO_PRODUCER_ID:
@@ -244,6 +267,8 @@ def _scan_partition(segs: list[Path], limit: int) -> PartitionState:
                 if b.is_transactional and p.open_txn_first is None:
                     p.open_txn_first = b.offset
         st.segment_max_timestamps.append(seg_max)
+        if damaged:
+            st.damaged[seg_path] = damaged
         txn_path = companion_path(seg_path, ".txnindex")
         if txn_path.exists():
 
@@ -270,7 +295,7 @@ class Cleaner:
         self.segs = segs
         self.o = options
         self.first_dirty = first_dirty_offset if first_dirty_offset is not None else options.first_dirty_offset
-        self.state = _scan_partition(segs, options.limit)
+        self.state = _scan_partition(segs, options.limit, options.damage_policy)
         self.plans, self.upper = self._plan()
         self.key_map: dict[bytes, int] = {}
         self.winners: set[int] = set()
@@ -328,7 +353,10 @@ class Cleaner:
         cleanable = [plan for plan in self.plans if plan.clean]
         for i, plan in enumerate(cleanable):
             next_start = (base_offset_of(cleanable[i + 1].path) or 0) if i + 1 < len(cleanable) else self.upper
+            damaged = self.state.damaged.get(plan.path, {})
             for b in strict_batches(plan.path):
+                if b.position in damaged:
+                    continue
                 if b.offset >= self.upper:
                     break
                 if b.is_control:
@@ -363,9 +391,13 @@ class Cleaner:
         active = self._active_producers()
         for plan in self.plans:
             out: list[bytes] = []
+            damaged = self.state.damaged.get(plan.path, {})
             if not plan.clean:
                 self.stats.segments_kept += 1
                 for b in strict_batches(plan.path):
+                    if b.position in damaged:
+                        self._damaged(b, damaged[b.position], plan.path, out)
+                        continue
                     if b.magic >= 2:
                         assert b.record_count is not None  # set on every v2 batch
                         n = b.record_count
@@ -381,12 +413,23 @@ class Cleaner:
             self.stats.segments_cleaned += 1
             before = len(tracker.cleaned_index)
             for b in strict_batches(plan.path):
+                if b.position in damaged:
+                    self._damaged(b, damaged[b.position], plan.path, out)
+                    continue
                 self.stats.bytes_before += b.size
                 raw = self._filter(b, plan, tracker, active)
                 if raw is not None:
                     self.stats.bytes_after += len(raw)
                     out.append(raw)
             yield plan, out, tracker.cleaned_index[before:]
+
+    def _damaged(self, b: Batch, findings: list, path: Path, out: list[bytes]) -> None:
+        """A damaged batch (--on-damage skip|carry): left out, or its bytes as they are."""
+        self.stats.bytes_before += b.size
+        if self.o.on_damage == CARRY:
+            self.stats.bytes_after += b.size
+            out.append(bytes(b.raw))
+        self.stats.damaged.record(CARRY if self.o.on_damage == CARRY else SKIP, b, findings, str(path))
 
     # -- the broker's filterTo, one batch ------------------------------------------------
 
@@ -673,11 +716,30 @@ def _next_offset(src: Path) -> int:
     return last if last is not None else (base_offset_of(src) or 0)
 
 
+def _copied(seg: Path, options: CompactOptions, damage: DamageTally | None) -> list[bytes]:
+    """A segment of a partition copied as it is, its batches checked as every writer checks them."""
+    policy = options.damage_policy
+    out = []
+    tally = damage if damage is not None else DamageTally()
+    for b in strict_batches(seg):
+        findings = batch_damage(b, str(seg), policy.limit)
+        if findings:
+            if policy.on_damage == STOP:
+                raise damaged_error(b, findings, str(seg))
+            tally.record(policy.on_damage, b, findings, str(seg))
+            if policy.on_damage == SKIP:
+                continue
+        out.append(bytes(b.raw))
+    return out
+
+
 def compact_group(segs: list[Path], wanted: bool, options: CompactOptions, out_dir: Path | None, work: Path | None,
-                  index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> tuple[CompactStats | None, list[Path]]:
+                  index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+                  copied_damage: DamageTally | None = None) -> tuple[CompactStats | None, list[Path]]:
     """One partition: compacted (or, not ``wanted``, copied as it is) into ``out_dir`` with its
     indexes, .txnindex and the input segments' modification times; ``out_dir`` None is a dry run.
-    Returns the stats (None when copied) and the segment files written."""
+    Returns the stats (None when copied; its damaged batches are told to ``copied_damage``)
+    and the segment files written."""
     import shutil
 
 
@@ -694,7 +756,7 @@ def compact_group(segs: list[Path], wanted: bool, options: CompactOptions, out_d
                                              first_uncleanable)
                       + [[s] for s in segs[len(cleaned):]])
     else:
-        produced = {s: ([bytes(b.raw) for b in strict_batches(s)], []) for s in segs}
+        produced = {s: (_copied(s, options, copied_damage), []) for s in segs}
     written: list[Path] = []
     if out_dir is None:
         return stats, written
@@ -725,6 +787,12 @@ class CompactResult:
     partitions: int = 0  # compacted (--topics: of those topics)
     segments: list[Path] = field(default_factory=list)
     copied_partitions: int = 0  # other topics' partitions, copied as they are
+    copied_damage: DamageTally = field(default_factory=DamageTally)  # damaged batches in those
+
+    @property
+    def damaged(self) -> bool:
+        """Damaged batches were skipped or carried (the command exits 1)."""
+        return bool(self.stats.damaged or self.copied_damage)
 
 
 def compact_job(inputs: list[Path], output: Path | None, options: CompactOptions, *, force: bool = False,
@@ -759,7 +827,8 @@ def compact_job(inputs: list[Path], output: Path | None, options: CompactOptions
         for name, segs, wanted in groups:
             out_dir = None if root is None else (root.tmp / name if name else root.tmp)
             work = None if root is None else root.tmp / f".passes-{name or 'partition'}"
-            stats, written = compact_group(segs, wanted, options, out_dir, work, index_interval_bytes)
+            stats, written = compact_group(segs, wanted, options, out_dir, work, index_interval_bytes,
+                                           result.copied_damage)
             if stats is not None:
                 result.stats.add(stats)
             if wanted:

@@ -32,6 +32,7 @@ from kseg.formats.attributes import (
     TIMESTAMP_TYPE_MASK,
 )
 from kseg.layouts import ENTRY_FRAMING
+from kseg.log.checks import DamageTally
 from kseg.log.encode import (
     assemble_v2,
     build_legacy_message_set,
@@ -60,6 +61,9 @@ class Summary:
     rebuilt: int = 0  # entries encoded anew (records re-encoded; recompressed if compressed)
     recompressed: int = 0  # entries whose payload went through a compressor
     dropped: Counter = field(default_factory=Counter)
+    # Damaged input batches (``--on-damage skip|carry``): counted in batches_in/bytes_in, and
+    # carried ones in batches_out/bytes_out, never in the record counts (theirs are not to be believed).
+    damage: DamageTally = field(default_factory=DamageTally)
 
     def add(self, other: "Summary") -> None:
         for name in ("batches_in", "records_in", "bytes_in", "batches_out", "records_out", "bytes_out", "copied",
@@ -67,6 +71,7 @@ class Summary:
                      "rebuilt", "recompressed"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.dropped.update(other.dropped)
+        self.damage.add(other.damage)
 
     def line(self) -> str:
         parts = [
@@ -79,6 +84,8 @@ class Summary:
         if self.bytes_in and self.bytes_out > self.bytes_in:
             grown = self.bytes_out - self.bytes_in
             parts.append(f"the output is larger than the input by {grown} bytes ({100 * grown / self.bytes_in:.1f}%)")
+        if self.damage:
+            parts.append(self.damage.line())
         return "; ".join(parts)
 
     def as_json(self) -> dict:
@@ -87,7 +94,7 @@ class Summary:
             "batches_out": self.batches_out,
             "records_out": self.records_out, "bytes_out": self.bytes_out, "copied": self.copied,
             "patched": self.patched, "rebuilt": self.rebuilt, "recompressed": self.recompressed,
-            "dropped": dict(self.dropped),
+            "dropped": dict(self.dropped), "damaged": self.damage.as_json(),
         }
 
 
@@ -530,12 +537,34 @@ def partition_start(segs: list[Path], limit: int = DEFAULT_MAX_DECOMPRESSED_BYTE
     return first
 
 
+@dataclass(frozen=True)
+class Rebase:
+    """A partition's rebase transform (for ``jobs.run_job``) and how it carries a damaged
+    batch (``--on-damage carry``): only the offset in its framing, outside every CRC, moves."""
+
+    delta: int
+    limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+
+    def __call__(self, batches: Iterable[Batch], summary: Summary) -> Iterator[bytes]:
+        return rebase(batches, self.delta, summary, limit=self.limit)
+
+    def carry(self, batch: Batch) -> bytes:
+        if batch.magic >= 2 or batch.codec == CODEC_NONE or batch.offset != 0 and batch.magic == 1:
+            new = batch.offset + self.delta
+            _check_offset(new, batch)
+            return _with_offset(batch, new)
+        why = ("its inner offsets are absolute and would be rewritten and recompressed" if batch.magic == 0 else
+               "its offset 0 means its last offset is known only from its inner messages")
+        raise CorruptBatchError(f"a damaged compressed v{batch.magic} wrapper cannot be carried by rebase: {why} "
+                                "(use --on-damage skip)", position=batch.position)
+
+
 def rebase_maker(base_offset: int, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES):
     """For ``jobs.run_job``: a partition's rebase transform and the shift of its segment names."""
 
     def make(segs: list[Path]):
         first = partition_start(segs, limit)
         delta = 0 if first is None else base_offset - first
-        return (lambda batch, summary: rebase(batch, delta, summary, limit=limit)), delta
+        return Rebase(delta, limit), delta
 
     return make

@@ -7,6 +7,7 @@ Outputs are built under a temporary name and renamed when complete.
 
 from __future__ import annotations
 
+import shutil
 import struct
 import sys
 from dataclasses import dataclass, field
@@ -21,7 +22,9 @@ from kseg.facts.message_v0v1 import V1_TIMESTAMP_POSITION
 from kseg.facts.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, MAX_TIMESTAMP_POSITION
 from kseg.formats.attributes import NO_TIMESTAMP
 from kseg.layouts import LOG_ENTRY_PREFIX
+from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.log.atomic import AtomicDir, AtomicFile, check_output, commit_together
+from kseg.log.checks import STOP, DamagePolicy, policed
 from kseg.log.segment import (
     base_offset_of,
     companion_path,
@@ -46,6 +49,12 @@ class WriteOptions:
     index: bool = True
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     force: bool = False
+    on_damage: str = STOP  # --on-damage: stop, skip or carry (kseg.log.checks)
+    limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES  # decompression bound of the damage checks
+
+    @property
+    def damage_policy(self) -> DamagePolicy:
+        return DamagePolicy(self.on_damage, self.limit)
 
 
 @dataclass
@@ -61,7 +70,14 @@ class JobResult:
         if self.carried_partitions:
             text += (f"; {self.carried_partitions} partition(s) of other topics copied as they are "
                      f"({self.carried.batches_out} batches, {self.carried.bytes_out} bytes)")
+            if self.carried.damage:
+                text += f"; in those: {self.carried.damage.line()}"
         return text
+
+    @property
+    def damaged(self) -> bool:
+        """Damaged batches were skipped or carried (the command exits 1)."""
+        return bool(self.summary.damage or self.carried.damage)
 
 
 def entry_facts(raw: bytes, position: int) -> Iterator[tuple[int, int, int, int, int]]:
@@ -122,9 +138,22 @@ class SegmentSink:
 
 def _run_segment(src: Path, dst: Path, base_offset: int, transform: Transform, summary: Summary,
                  options: WriteOptions) -> None:
+    """One segment through the transform, each batch checked as it is read (``--on-damage``):
+    the transform sees only sound batches; a damaged one stops the run, is left out, or is
+    carried (``transform.carry`` when the transform has one, else its bytes as they are)."""
     sink = SegmentSink(dst, base_offset, options)
+    carry_bytes = getattr(transform, "carry", None) or _raw
+
+    def carry(b: Batch) -> bytes:
+        raw = carry_bytes(b)
+        _count_damaged(summary, b)
+        summary.batches_out += 1
+        summary.bytes_out += len(raw)
+        return raw
+
     try:
-        for raw in transform(strict_batches(src), summary):
+        for raw in policed(strict_batches(src), options.damage_policy, str(src), summary.damage,
+                           lambda good: transform(good, summary), carry, lambda b: _count_damaged(summary, b)):
             sink.write(raw)
     except KsegError as e:
         sink.abort()
@@ -166,9 +195,15 @@ def run_job(
         transform, shift = make_transform([src])
         base = (base_offset_of(src) or 0) + shift
         dst = output if output.suffix == ".log" else output / segment_file_name(base)
+        made = output.suffix != ".log" and not output.exists()
         if output.suffix != ".log":
             output.mkdir(parents=True, exist_ok=True)
-        _run_segment(src, dst, base, transform, result.summary, options)
+        try:
+            _run_segment(src, dst, base, transform, result.summary, options)
+        except BaseException:
+            if made:  # nothing written: no output folder left behind either
+                shutil.rmtree(output, ignore_errors=True)
+            raise
         result.segments.append(dst)
         return result
     segs = partition_segments(src)
@@ -212,6 +247,15 @@ def _run_partition(segs: list[Path], out_dir: Path, make_transform, result: JobR
         dst = out_dir / segment_file_name(base)
         _run_segment(seg, dst, base, transform, summary, options)
         result.segments.append(dst)
+
+
+def _raw(b: Batch) -> bytes:
+    return bytes(b.raw)
+
+
+def _count_damaged(summary: Summary, b: Batch) -> None:
+    summary.batches_in += 1
+    summary.bytes_in += b.size
 
 
 def _copy(batches: Iterable[Batch], s: Summary) -> Iterator[bytes]:

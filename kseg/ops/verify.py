@@ -18,19 +18,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from kseg.checksums import crc32c
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.companions.check import LOG_DIR_TEXT_FILES, check_segment_companions, check_standalone, companion_paths
 from kseg.errors import InputError, KsegError, TruncatedError
 from kseg.facts.message_v0v1 import ATTRIBUTES_POSITION as LEGACY_ATTRIBUTES_POSITION
 from kseg.facts.message_v0v1 import CRC_START as LEGACY_CRC_START
 from kseg.facts.record_batch_v2 import ATTRIBUTES_POSITION as V2_ATTRIBUTES_POSITION
-from kseg.facts.record_batch_v2 import CRC_START as V2_CRC_START
 from kseg.findings import ERROR, NOTE, Finding
 from kseg.formats.attributes import CODEC_MASK, CODEC_PLUGIN, CREATE_TIME, PLUGIN_ID_MASK, TIMESTAMP_TYPE_MASK
 from kseg.kafka07.read import inner_payloads, read_kafka07
+from kseg.log.checks import RecordCheck, header_errors, record_check
 from kseg.log.control import control_info
-from kseg.log.records import PlainRun, batch_records, check_v2_batch_records, plain_run, wrapper_records
+from kseg.log.records import PlainRun, plain_run
 from kseg.log.segment import (
     KAFKA07_SUFFIXES,
     TIERED_EPOCH_SUFFIXES,
@@ -110,6 +109,10 @@ class _Collector:
             self.report.suppressed_notes += 1
             return
         self.report.problems.append(Finding(NOTE, check, self.report.path, position, message, **kw))
+
+    def extend(self, errors: list[Finding]) -> None:
+        """Errors found by the shared batch checks (``kseg.log.checks``), already about this file."""
+        self.report.problems.extend(errors)
 
     def from_error(self, check: str, e: KsegError) -> None:
         self.error(check, e.position, e.message, expected=e.expected, found=e.found, where=e.where)
@@ -480,22 +483,8 @@ def _has_indexes(log: Path) -> bool:
 
 
 def _check_header(c: _Collector, b: Batch) -> None:
-    raw = b.raw
+    c.extend(header_errors(b, c.report.path))
     if b.magic >= 2:
-        computed = crc32c(raw[V2_CRC_START:])
-    else:
-        computed = zlib.crc32(raw[LEGACY_CRC_START:])
-    if computed != b.crc:
-        c.error("crc", b.position, "crc mismatch", expected=f"{computed:#010x} (computed over the bytes)",
-                found=f"{b.crc:#010x} (stored)")
-    if b.magic >= 2:
-        lod, count = b.last_offset_delta, b.record_count
-        assert lod is not None and count is not None  # set on every v2 batch
-        if lod < 0:
-            c.error("batch", b.position, "negative lastOffsetDelta", found=lod)
-        if count < 0 or count > lod + 1:
-            c.error("batch", b.position, "record count does not fit the offset range",
-                    expected=f"0..{lod + 1}", found=count)
         undefined = b.attributes & V2_UNDEFINED_BITS
         if undefined:
             c.note("attributes", b.position + V2_ATTRIBUTES_POSITION, "undefined attribute bits set", found=f"{undefined:#06x}")
@@ -507,72 +496,29 @@ def _check_header(c: _Collector, b: Batch) -> None:
 
 
 def _check_records(c: _Collector, b: Batch, options: VerifyOptions) -> list[Record] | int | None:
-    """Decode and check a batch's records: the records (legacy, control) or just their count."""
-    try:
-        if b.magic >= 2 and not b.is_control:
-            summary = check_v2_batch_records(b, limit=options.max_decompressed_bytes)
-            _check_v2_summary(c, b, summary)
-            return b.record_count
-        if b.magic < 2 and b.attributes & CODEC_MASK:
-            records, bad_crcs = wrapper_records(b, limit=options.max_decompressed_bytes)
-            _check_wrapper(c, b, records, bad_crcs)
-            return records
-        records = batch_records(b, limit=options.max_decompressed_bytes)
-    except KsegError as e:
-        c.from_error("records", e)
-        return None
-    if b.magic >= 2:
-        _check_v2_summary(c, b, _summary(b, records))
-        _check_control(c, b, records)
-    return records
+    """Decode and check a batch's records (``kseg.log.checks``, the writers' checks too), with
+    verify's notes: the records (legacy, control) or just their count."""
+    rc = record_check(b, c.report.path, options.max_decompressed_bytes)
+    if b.magic < 2 and b.attributes & CODEC_MASK and isinstance(rc.records, list):
+        _check_wrapper(c, b, rc)
+    else:
+        c.extend(rc.errors)
+    return rc.records
 
 
-def _summary(b: Batch, records: list[Record]) -> tuple[int | None, bool, int, int]:
-    if not records:
-        return None, True, 0, 0
-    deltas = [r.offset - b.base_offset for r in records]
-    ordered = all(x < y for x, y in zip(deltas, deltas[1:]))
-    return max(r.stored_timestamp for r in records), ordered, min(deltas), max(deltas)
-
-
-def _check_v2_summary(c: _Collector, b: Batch, summary: tuple[int | None, bool, int, int]) -> None:
-    max_ts, ordered, min_delta, max_delta = summary
-    lod = b.last_offset_delta
-    assert lod is not None  # a v2 batch
-    if not ordered:
-        c.error("records", b.position, "record offsets do not increase inside the batch")
-    if b.record_count and (min_delta < 0 or max_delta > lod):
-        c.error("records", b.position, "record offset deltas outside the batch's range",
-                expected=f"0..{lod}", found=f"{min_delta}..{max_delta}")
-    if b.record_count and b.timestamp_type == CREATE_TIME and max_ts != b.max_timestamp:
-        c.error("timestamps", b.position, "maxTimestamp is not the largest record timestamp",
-                expected=max_ts, found=b.max_timestamp)
-
-
-def _check_control(c: _Collector, b: Batch, records: list[Record]) -> None:
-    if b.is_control:
-        if len(records) != 1:
-            c.error("control", b.position, "control batch must hold exactly one record", found=len(records))
-        elif records:
-            try:
-                info = control_info(records[0])
-                if info.is_txn_marker and not b.is_transactional:
-                    c.error("control", b.position, "transaction marker in a non-transactional batch")
-            except KsegError as e:
-                c.from_error("control", e.located(position=b.position))
-
-
-def _check_wrapper(c: _Collector, b: Batch, records: list[Record], bad_crcs: list[tuple[int, int, int]]) -> None:
-    for i, stored, computed in bad_crcs:
-        c.error("crc", b.position, "inner message crc mismatch", where=f"inner message {i}",
-                expected=f"{computed:#010x} (computed over the bytes)", found=f"{stored:#010x} (stored)")
+def _check_wrapper(c: _Collector, b: Batch, rc: RecordCheck) -> None:
+    """A legacy wrapper's errors (inner CRCs, inner offsets) among its notes, in their order."""
+    records = rc.records
+    assert isinstance(records, list)
+    n_crc = len(rc.bad_crcs)
+    c.extend(rc.errors[:n_crc])
     for i, r in enumerate(records):
         if r.magic != b.magic:
             c.note("records", b.position, "inner message magic differs from the wrapper's",
                    expected=b.magic, found=r.magic, where=f"inner message {i}")
     offsets = [r.offset for r in records]
-    if any(x >= y for x, y in zip(offsets, offsets[1:])):
-        c.error("records", b.position, "inner offsets do not increase", found=offsets[:10])
+    if rc.errors[n_crc:]:
+        c.extend(rc.errors[n_crc:])
     elif offsets[-1] - offsets[0] + 1 != len(offsets):
         c.note("offsets", b.position, "holes in the inner offsets (normal after compaction)",
                found=f"{len(offsets)} messages over offsets {offsets[0]}..{offsets[-1]}")

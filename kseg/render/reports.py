@@ -56,9 +56,15 @@ def compact_line(result: Any, dry_run: bool, output: Path | None) -> str:
     where = "dry run" if dry_run else f"wrote {len(result.segments)} segment(s) under {output}"
     copied = getattr(result, "copied_partitions", 0)
     others = f", {copied} of other topics copied as they are" if copied else ""
-    return f"kseg: compact ({where}, {result.partitions} partition(s){others}): {result.stats.line()}"
+    line = f"kseg: compact ({where}, {result.partitions} partition(s){others}): {result.stats.line()}"
+    copied_damage = getattr(result, "copied_damage", None)
+    if copied_damage:
+        line += f"; in the partitions copied as they are: {copied_damage.line()}"
+    return line
 
 
 def compact_json(result: Any, now_ms: int) -> str:
+    copied_damage = getattr(result, "copied_damage", None)
+    extra = {"copied_damaged": copied_damage.as_json()} if copied_damage else {}
     return json.dumps({"partitions": result.partitions, "copied_partitions": getattr(result, "copied_partitions", 0),
-                       "now_ms": now_ms, **result.stats.as_json()})
+                       "now_ms": now_ms, **result.stats.as_json(), **extra})

@@ -292,6 +292,8 @@ def _convert(command: str, input_path: Path, output: Path, args: dict, write: An
     if report is not None:
         write_report(report, command, rows, {"summary": result.summary.as_json(), **run.summary()})
     click.echo(job_line(result, output), err=True)
+    if result.damaged:  # damaged batches skipped or carried (--on-damage): the data had problems
+        raise SystemExit(EXIT_DATA)
 
 
 def _common_args(max_decompressed_bytes: int) -> dict:
@@ -301,7 +303,8 @@ def _common_args(max_decompressed_bytes: int) -> dict:
 @_command("up-convert", up_convert_options, [], "Convert to a newer message format on Spark, one task per "
                                                 "topic-partition (the options of `kseg up-convert`).")
 def up_convert(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-               max_decompressed_bytes: int, to_magic: int, codec: str, level: int | None, input_format: str,
+               max_decompressed_bytes: int, on_damage: str, to_magic: int, codec: str, level: int | None,
+               input_format: str,
                base_offset: int, timestamp_type: str, log_append_time: int | None,
                partition_leader_epoch: int, batch_records: int, batch_bytes: int, master: str | None,
                conf: tuple[str, ...], report: Path | None, timings: bool) -> None:
@@ -311,40 +314,43 @@ def up_convert(input_path: Path, output: Path, index_interval_bytes: int, no_ind
                 log_append_time=log_append_time, partition_leader_epoch=partition_leader_epoch,
                 batch_records=batch_records, batch_bytes=batch_bytes,
                 input_format=conversion_input_format(input_path, input_format), base_offset=base_offset)
-    _convert("up-convert", input_path, output, args, write_flags(no_index, index_interval_bytes, force),
+    _convert("up-convert", input_path, output, args, write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes),
              master, conf, report, timings)
 
 
 @_command("down-convert", down_convert_options, [], "Convert to an older message format on Spark, one task per "
                                                     "topic-partition (the options of `kseg down-convert`).")
 def down_convert(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-                 max_decompressed_bytes: int, to_magic: int, codec: str, level: int | None, master: str | None,
+                 max_decompressed_bytes: int, on_damage: str, to_magic: int, codec: str, level: int | None,
+                 master: str | None,
                  conf: tuple[str, ...], report: Path | None, timings: bool) -> None:
     choose(codec, level)
     args = dict(_common_args(max_decompressed_bytes), to_magic=to_magic, codec=codec, level=level)
-    _convert("down-convert", input_path, output, args, write_flags(no_index, index_interval_bytes, force),
+    _convert("down-convert", input_path, output, args, write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes),
              master, conf, report, timings)
 
 
 @_command("recompress", recompress_options, [], "Recompress on Spark, one task per topic-partition "
                                                 "(the options of `kseg recompress`).")
 def recompress(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-               max_decompressed_bytes: int, codec: str, level: int | None, topics: str, batch_records: int,
+               max_decompressed_bytes: int, on_damage: str, codec: str, level: int | None, topics: str,
+               batch_records: int,
                master: str | None, conf: tuple[str, ...], report: Path | None, timings: bool) -> None:
     choose(codec, level, keep_allowed=False)
     args = dict(_common_args(max_decompressed_bytes), codec=codec, level=level, batch_records=batch_records,
                 topics_wanted=frozenset(sorted(topic_set(topics))))
-    _convert("recompress", input_path, output, args, write_flags(no_index, index_interval_bytes, force),
+    _convert("recompress", input_path, output, args, write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes),
              master, conf, report, timings)
 
 
 @_command("rebase", rebase_options, [], "Shift every offset on Spark, one task per topic-partition "
                                         "(the options of `kseg rebase`).")
 def rebase(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-           max_decompressed_bytes: int, base_offset: int, master: str | None, conf: tuple[str, ...],
+           max_decompressed_bytes: int, on_damage: str, base_offset: int, master: str | None,
+           conf: tuple[str, ...],
            report: Path | None, timings: bool) -> None:
     args = dict(_common_args(max_decompressed_bytes), base_offset=base_offset)
-    _convert("rebase", input_path, output, args, write_flags(no_index, index_interval_bytes, force),
+    _convert("rebase", input_path, output, args, write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes),
              master, conf, report, timings)
 
 
@@ -357,12 +363,13 @@ def compact(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, force:
             delete_retention_ms: int, min_compaction_lag_ms: int, include_active: bool, topics: str,
             key_map_bytes: int, producer_id_expiration_ms: int, first_dirty_offset: int | None,
             single_pass: bool, segment_bytes: int, segment_index_bytes: int, keep_segments: bool, fmt: str,
-            max_decompressed_bytes: int, index_interval_bytes: int, master: str | None, conf: tuple[str, ...],
+            max_decompressed_bytes: int, on_damage: str, index_interval_bytes: int, master: str | None,
+            conf: tuple[str, ...],
             report: Path | None, timings: bool) -> None:
     o, wanted = compact_setup(inputs, output, dry_run, now_ms, delete_retention_ms, min_compaction_lag_ms,
                               include_active, topics, key_map_bytes, producer_id_expiration_ms,
                               first_dirty_offset, single_pass, segment_bytes, segment_index_bytes,
-                              keep_segments, max_decompressed_bytes)
+                              keep_segments, max_decompressed_bytes, on_damage)
     run = _Run(master, conf, timings)
     with run.session() as session:
         result, rows = spark_compact(session, list(inputs), None if dry_run else output, o, force=force,
@@ -374,6 +381,8 @@ def compact(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, force:
         click.echo(compact_json(result, o.now_ms))
     else:
         click.echo(compact_line(result, dry_run, output), err=True)
+    if result.damaged:
+        raise SystemExit(EXIT_DATA)
 
 
 register_tools(spark, SPARK_PARAMS, _Run)  # kseg spark diff, find, stats

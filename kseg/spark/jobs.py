@@ -517,6 +517,8 @@ def _compact(spark: Any, inputs: list[Path], output: Path | None, o: Any, force:
         if isinstance(r, Failed):
             raise r.error
         result = CompactResult(r.stats, r.partitions)
+        if r.copied_damage is not None:
+            result.copied_damage.add(r.copied_damage)
         result.segments = [Path()] * r.segments
         return result, [_compact_row(",".join(str(i) for i in inputs), r)]
     parts = log_dir_partitions(inputs[0])
@@ -545,6 +547,8 @@ def _compact(spark: Any, inputs: list[Path], output: Path | None, o: Any, force:
                 result.partitions += 1
             else:  # another topic's partition, copied as it is
                 result.copied_partitions += 1
+            if r.copied_damage is not None:
+                result.copied_damage.add(r.copied_damage)
             result.segments.extend([Path()] * r.segments)
             rows.append(_compact_row(name, r))
     except BaseException:

@@ -368,6 +368,7 @@ class CompactResult:
     name: str | None = None
     info: TaskInfo = field(default_factory=TaskInfo)
     ends: Any = None  # as ConvertResult's
+    copied_damage: Any = None  # kseg.log.checks.DamageTally of a partition only copied
 
 
 def compact_whole_task(args: tuple, item: tuple[list[str], str | None, str | None]) -> CompactResult | Failed:
@@ -393,7 +394,8 @@ def compact_whole_task(args: tuple, item: tuple[list[str], str | None, str | Non
                 index_interval_bytes=index_interval_bytes))
     except KsegError as e:
         return Failed(e)
-    return CompactResult(r.stats, r.partitions, len(r.segments), None, None, _info(t0))
+    return CompactResult(r.stats, r.partitions, len(r.segments), None, None, _info(t0),
+                         copied_damage=r.copied_damage)
 
 
 def compact_partition_task(args: tuple, root_tmp: str | None,
@@ -401,6 +403,7 @@ def compact_partition_task(args: tuple, root_tmp: str | None,
     """One partition of a log directory, as ``compact_job``'s loop does it (``root_tmp`` None: dry run)."""
     import shutil
 
+    from kseg.log.checks import DamageTally
     from kseg.ops.compact import compact_group
 
     from kseg.ops.logdir import finish_partition
@@ -411,25 +414,27 @@ def compact_partition_task(args: tuple, root_tmp: str | None,
     name, seg_names, wanted = item
     segs = [as_path(s) for s in seg_names]
     t0 = time.perf_counter()
+    damage = DamageTally()  # damaged batches of a partition only copied (--on-damage)
     if root_tmp is not None and is_remote(root_tmp):
         def write(local: Path) -> Any:
             stats, files = compact_group(segs, wanted, o, local / name, local / f".passes-{name}",  # type: ignore[arg-type]
-                                         index_interval_bytes)
+                                         index_interval_bytes, damage)
             return stats, len(files), finish_partition(segs[0].parent, local / name, "compact")  # type: ignore[arg-type]
 
         try:
             stats, written, ends = _local_then_upload(f"{root_tmp}/{name}", write)
         except KsegError as e:
             return Failed(e)
-        return CompactResult(stats, 1, written, None, name, _info(t0), ends)
+        return CompactResult(stats, 1, written, None, name, _info(t0), ends, damage)
     task_dir = None if root_tmp is None else _task_dir(root_tmp, name)
     out_dir = None if task_dir is None else task_dir / name
     work = None if task_dir is None else task_dir / f".passes-{name}"
     try:
-        stats, files = compact_group(segs, wanted, o, out_dir, work, index_interval_bytes)
+        stats, files = compact_group(segs, wanted, o, out_dir, work, index_interval_bytes, damage)
         written = len(files)
     except KsegError as e:
         if task_dir is not None:
             shutil.rmtree(task_dir, ignore_errors=True)
         return Failed(e)
-    return CompactResult(stats, 1, written, None if task_dir is None else str(task_dir), name, _info(t0))
+    return CompactResult(stats, 1, written, None if task_dir is None else str(task_dir), name, _info(t0),
+                         copied_damage=damage)

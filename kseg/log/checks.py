@@ -1,0 +1,319 @@
+"""What makes one batch damaged: the error-level checks of a single batch, shared by
+``kseg verify`` (which adds notes and the checks across batches) and every writer
+(which must never re-encode, or give a fresh CRC to, bytes that failed them).
+
+A batch is damaged when its stored CRC does not match its bytes, when its header
+contradicts itself (lastOffsetDelta, record count) or when its records contradict
+the header or do not decode (the v2 record walk, offset deltas, maxTimestamp, a
+control batch's shape, a legacy wrapper's inner CRCs and offsets), whatever its CRC says.
+
+The writers' policy (``--on-damage``) is here too: ``stop`` (an error naming the
+batch), ``skip`` (leave it out) or ``carry`` (its bytes as they are, never re-encoded);
+``policed`` applies it to a stream of batches as they are read, before any transform.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
+
+from kseg.checksums import crc32c
+from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
+from kseg.errors import CorruptBatchError, KsegError
+from kseg.facts.message_v0v1 import CRC_START as LEGACY_CRC_START
+from kseg.facts.record_batch_v2 import CRC_START as V2_CRC_START
+from kseg.findings import ERROR, Finding
+from kseg.printable import printable
+from kseg.formats.attributes import CODEC_MASK, CREATE_TIME
+from kseg.log.control import control_info
+from kseg.log.records import batch_records, check_v2_batch_records, wrapper_records
+from kseg.model import Batch, Record
+
+STOP, SKIP, CARRY = "stop", "skip", "carry"
+ON_DAMAGE_CHOICES = (STOP, SKIP, CARRY)
+# Damaged batches listed by offsets in a summary; more are only counted (memory stays bounded).
+MAX_LISTED = 20
+
+__all__ = ["CARRY", "ON_DAMAGE_CHOICES", "SKIP", "STOP", "DamagePolicy", "DamageTally", "DamagedBatchError",
+           "batch_damage", "header_errors", "policed", "screened"]
+
+
+def _error(file: str, check: str, position: int | None, message: str, **kw: Any) -> Finding:
+    return Finding(ERROR, check, file, position, message, **kw)
+
+
+def _from_error(file: str, check: str, e: KsegError) -> Finding:
+    return _error(file, check, e.position, e.message, expected=e.expected, found=e.found, where=e.where)
+
+
+# --------------------------------------------------------------------------- the checks
+
+
+def crc_ok(b: Batch) -> bool:
+    """The stored CRC matches the bytes (CRC-32C for v2, CRC-32 for v0/v1)."""
+    raw = b.raw
+    if b.magic >= 2:
+        return crc32c(raw[V2_CRC_START:]) == b.crc
+    return zlib.crc32(raw[LEGACY_CRC_START:]) == b.crc
+
+
+def header_errors(b: Batch, file: str) -> list[Finding]:
+    """The header's errors: the CRC; for v2, lastOffsetDelta and the record count."""
+    out = []
+    raw = b.raw
+    computed = crc32c(raw[V2_CRC_START:]) if b.magic >= 2 else zlib.crc32(raw[LEGACY_CRC_START:])
+    if computed != b.crc:
+        out.append(_error(file, "crc", b.position, "crc mismatch", expected=f"{computed:#010x} (computed over the bytes)",
+                          found=f"{b.crc:#010x} (stored)"))
+    if b.magic >= 2:
+        lod, count = b.last_offset_delta, b.record_count
+        assert lod is not None and count is not None  # set on every v2 batch
+        if lod < 0:
+            out.append(_error(file, "batch", b.position, "negative lastOffsetDelta", found=lod))
+        if count < 0 or count > lod + 1:
+            out.append(_error(file, "batch", b.position, "record count does not fit the offset range",
+                              expected=f"0..{lod + 1}", found=count))
+    return out
+
+
+@dataclass
+class RecordCheck:
+    """What the record checks found: the errors and what was decoded (the records of a
+    legacy entry or a control batch, the count of a v2 data batch, None when undecodable)
+    with a legacy wrapper's inner CRC mismatches (verify adds its notes from these)."""
+
+    errors: list[Finding]
+    records: list[Record] | int | None
+    bad_crcs: list[tuple[int, int, int]] = field(default_factory=list)
+
+
+def record_check(b: Batch, file: str, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> RecordCheck:
+    """Decode and check a batch's records (the C record walk for v2 data batches)."""
+    errors: list[Finding] = []
+    try:
+        if b.magic >= 2 and not b.is_control:
+            summary = check_v2_batch_records(b, limit=limit)
+            errors.extend(v2_summary_errors(b, summary, file))
+            return RecordCheck(errors, b.record_count)
+        if b.magic < 2 and b.attributes & CODEC_MASK:
+            records, bad_crcs = wrapper_records(b, limit=limit)
+            errors.extend(wrapper_crc_errors(b, bad_crcs, file))
+            order = wrapper_order_error(b, records, file)
+            if order is not None:
+                errors.append(order)
+            return RecordCheck(errors, records, bad_crcs)
+        records = batch_records(b, limit=limit)
+    except KsegError as e:
+        return RecordCheck([_from_error(file, "records", e)], None)
+    if b.magic >= 2:
+        errors.extend(v2_summary_errors(b, records_summary(b, records), file))
+        errors.extend(control_errors(b, records, file))
+    return RecordCheck(errors, records)
+
+
+def records_summary(b: Batch, records: list[Record]) -> tuple[int | None, bool, int, int]:
+    """(max stored timestamp, offset deltas increasing, min delta, max delta) of decoded records."""
+    if not records:
+        return None, True, 0, 0
+    deltas = [r.offset - b.base_offset for r in records]
+    ordered = all(x < y for x, y in zip(deltas, deltas[1:]))
+    return max(r.stored_timestamp for r in records), ordered, min(deltas), max(deltas)
+
+
+def v2_summary_errors(b: Batch, summary: tuple[int | None, bool, int, int], file: str) -> list[Finding]:
+    max_ts, ordered, min_delta, max_delta = summary
+    lod = b.last_offset_delta
+    assert lod is not None  # a v2 batch
+    out = []
+    if not ordered:
+        out.append(_error(file, "records", b.position, "record offsets do not increase inside the batch"))
+    if b.record_count and (min_delta < 0 or max_delta > lod):
+        out.append(_error(file, "records", b.position, "record offset deltas outside the batch's range",
+                          expected=f"0..{lod}", found=f"{min_delta}..{max_delta}"))
+    if b.record_count and b.timestamp_type == CREATE_TIME and max_ts != b.max_timestamp:
+        out.append(_error(file, "timestamps", b.position, "maxTimestamp is not the largest record timestamp",
+                          expected=max_ts, found=b.max_timestamp))
+    return out
+
+
+def control_errors(b: Batch, records: list[Record], file: str) -> list[Finding]:
+    if not b.is_control:
+        return []
+    if len(records) != 1:
+        return [_error(file, "control", b.position, "control batch must hold exactly one record", found=len(records))]
+    try:
+        info = control_info(records[0])
+    except KsegError as e:
+        return [_from_error(file, "control", e.located(position=b.position))]
+    if info.is_txn_marker and not b.is_transactional:
+        return [_error(file, "control", b.position, "transaction marker in a non-transactional batch")]
+    return []
+
+
+def wrapper_crc_errors(b: Batch, bad_crcs: list[tuple[int, int, int]], file: str) -> list[Finding]:
+    return [_error(file, "crc", b.position, "inner message crc mismatch", where=f"inner message {i}",
+                   expected=f"{computed:#010x} (computed over the bytes)", found=f"{stored:#010x} (stored)")
+            for i, stored, computed in bad_crcs]
+
+
+def wrapper_order_error(b: Batch, records: list[Record], file: str) -> Finding | None:
+    offsets = [r.offset for r in records]
+    if any(x >= y for x, y in zip(offsets, offsets[1:])):
+        return _error(file, "records", b.position, "inner offsets do not increase", found=offsets[:10])
+    return None
+
+
+def batch_damage(b: Batch, file: str, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> list[Finding]:
+    """Every error ``kseg verify`` finds in this batch on its own (none: the batch is sound)."""
+    if b.magic < 2 and not b.attributes & CODEC_MASK:  # the hot case of legacy segments
+        if zlib.crc32(b.raw[LEGACY_CRC_START:]) == b.crc:
+            try:
+                batch_records(b, limit=limit)
+                return []
+            except KsegError as e:
+                return [_from_error(file, "records", e)]
+    return header_errors(b, file) + record_check(b, file, limit).errors
+
+
+# --------------------------------------------------------------------------- the policy
+
+
+def batch_span(b: Batch) -> tuple[int, int]:
+    """The offsets a batch's header claims (a legacy entry: its one offset)."""
+    if b.magic >= 2 and b.last_offset_delta is not None:
+        return b.base_offset, b.base_offset + b.last_offset_delta
+    return b.base_offset, b.base_offset
+
+
+def describe(b: Batch) -> str:
+    first, last = batch_span(b)
+    return f"batch offsets {first}..{last}" if b.magic >= 2 else f"message offset {first}"
+
+
+class DamagedBatchError(CorruptBatchError):
+    """A batch failed its checks and ``--on-damage stop`` (the default) is in force."""
+
+    hint = "use --on-damage skip or carry to go on"
+
+    def __str__(self) -> str:
+        return f"{super().__str__()} ({self.hint})"
+
+
+def damaged_error(b: Batch, findings: list[Finding], file: str) -> DamagedBatchError:
+    """The one error line for a damaged batch: the file, its byte position, its offsets, what is wrong."""
+    first = findings[0]
+    wheres = [w for w in (first.where, None if first.position in (None, b.position)
+                          else f"the problem at byte {first.position}") if w]
+    more = f" (and {len(findings) - 1} more problem(s))" if len(findings) > 1 else ""
+    return DamagedBatchError(f"{describe(b)} is damaged: {first.message}", file=file, position=b.position,
+                             where=", ".join(wheres) or None, expected=first.expected,
+                             found=f"{first.found}{more}" if first.found is not None else (more.strip() or None))
+
+
+_DONE = {SKIP: "skipped", CARRY: "carried"}
+
+
+@dataclass
+class DamageTally:
+    """What a writer did with damaged batches: counts, bytes, and the first few by offsets."""
+
+    skipped: int = 0
+    carried: int = 0
+    bytes: int = 0
+    listed: list[dict] = field(default_factory=list)  # at most MAX_LISTED
+
+    def __bool__(self) -> bool:
+        return bool(self.skipped or self.carried)
+
+    def record(self, action: str, b: Batch, findings: list[Finding], file: str) -> None:
+        if action == SKIP:
+            self.skipped += 1
+        else:
+            self.carried += 1
+        self.bytes += b.size
+        if len(self.listed) < MAX_LISTED:
+            first, last = batch_span(b)
+            self.listed.append({"action": action, "file": file, "position": b.position, "size": b.size,
+                                "first_offset": first, "last_offset": last, "problem": findings[0].message})
+
+    def add(self, other: "DamageTally") -> None:
+        self.skipped += other.skipped
+        self.carried += other.carried
+        self.bytes += other.bytes
+        self.listed.extend(other.listed[:max(0, MAX_LISTED - len(self.listed))])
+
+    def line(self) -> str:
+        """``damaged batches: 1 skipped (71 bytes): skipped offsets 3..3 (71 bytes at byte 91 of FILE: crc mismatch)``."""
+        if not self:
+            return ""
+        heads = [f"{n} {verb}" for n, verb in ((self.skipped, "skipped"), (self.carried, "carried as they are")) if n]
+        shown = "; ".join(f"{_DONE[d['action']]} offsets {d['first_offset']}..{d['last_offset']} ({d['size']} bytes "
+                          f"at byte {d['position']} of {printable(d['file'])}: {d['problem']})" for d in self.listed)
+        more = self.skipped + self.carried - len(self.listed)
+        tail = f"; and {more} more" if more > 0 else ""
+        return f"damaged batches: {', '.join(heads)} ({self.bytes} bytes): {shown}{tail}"
+
+    def as_json(self) -> dict:
+        return {"skipped": self.skipped, "carried": self.carried, "bytes": self.bytes, "batches": list(self.listed)}
+
+
+@dataclass(frozen=True)
+class DamagePolicy:
+    """``--on-damage``: what a writer does with a damaged batch; ``limit`` bounds decompression."""
+
+    on_damage: str = STOP
+    limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+
+    def __post_init__(self) -> None:
+        if self.on_damage not in ON_DAMAGE_CHOICES:
+            raise ValueError(f"on_damage must be one of {ON_DAMAGE_CHOICES}, not {self.on_damage!r}")
+
+
+def screened(batches: Iterable[Batch], policy: DamagePolicy, file: str,
+             tally: DamageTally) -> Iterator[tuple[Batch, bool]]:
+    """Each batch with whether it is damaged (and carried); skipped batches are left out,
+    ``stop`` raises at the first damaged one. For writers that take entries one by one."""
+    for b in batches:
+        findings = batch_damage(b, file, policy.limit)
+        if not findings:
+            yield b, False
+            continue
+        if policy.on_damage == STOP:
+            raise damaged_error(b, findings, file)
+        tally.record(policy.on_damage, b, findings, file)
+        if policy.on_damage == CARRY:
+            yield b, True
+
+
+def policed(batches: Iterable[Batch], policy: DamagePolicy, file: str, tally: DamageTally,
+            transform: Callable[[Iterator[Batch]], Iterator[bytes]],
+            carry: Callable[[Batch], bytes], skip: Callable[[Batch], None] = lambda b: None) -> Iterator[bytes]:
+    """``transform`` over the runs of sound batches, each run a call of its own (so what a
+    transform holds back, a pending group, is written before a damaged batch); a damaged
+    batch is ``carry(b)`` in its place, or left out (``skip(b)`` told), or stops the run."""
+    it = iter(batches)
+    damaged: list[tuple[Batch, list[Finding]]] = []
+
+    def run() -> Iterator[Batch]:
+        for b in it:
+            findings = batch_damage(b, file, policy.limit)
+            if findings:
+                damaged.append((b, findings))
+                return
+            yield b
+
+    while True:
+        yield from transform(run())
+        if not damaged:
+            return
+        b, findings = damaged.pop()
+        if policy.on_damage == STOP:
+            raise damaged_error(b, findings, file)
+        if policy.on_damage == CARRY:
+            raw = carry(b)
+            tally.record(CARRY, b, findings, file)
+            yield raw
+        else:
+            tally.record(SKIP, b, findings, file)
+            skip(b)
