@@ -418,8 +418,9 @@ def _write_value(f: Field, type_: str, value: Any, version: int, flexible: bool,
         return _FIXED[type_].pack(value)
     if type_ == "bool":
         return b"\x01" if value else b"\x00"
-    if type_ == "uuid":
-        raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+    if type_ == "uuid":  # Kafka's base64 form, or the usual 8-4-4-4-12 hex one
+        raw = (bytes.fromhex(value.replace("-", "")) if len(value) == 36 and value.count("-") == 4
+               else base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)))
         if len(raw) != 16:
             raise ValueError(f"{f.name}: a uuid is 16 bytes, not {len(raw)}")
         return raw
