@@ -145,9 +145,11 @@ def _field(f: dict, structs: dict[str, dict], indent: str) -> str:
     args = [repr(f["name"]), repr(f["type"])]
     if "versions" in f:
         args.append(repr(f["versions"]))
-    for key, kw in (("nullableVersions", "nullable"), ("taggedVersions", "tagged"), ("tag", "tag")):
+    for key, kw in (("nullableVersions", "nullable"), ("taggedVersions", "tagged")):
         if key in f:
             args.append(f"{kw}={f[key]!r}")
+    if "tag" in f:  # some files write it as a string; Jackson reads it as an Integer
+        args.append(f"tag={int(f['tag'])}")
     if f.get("default") is not None:  # JSON null: no default (Kafka's FieldSpec)
         args.append(f"default={f['default']!r}")
     sub = f.get("fields")

@@ -172,7 +172,8 @@ def F(name: str, type_: str, versions: str | None = None, *, nullable: str = "no
         raise ValueError(f"{name}: struct type {type_} needs its fields")
     if versions is None:
         versions = tagged if tag is not None else "0+"
-    return Field(name, type_, Versions.parse(versions), Versions.parse(nullable), Versions.parse(tagged), tag,
+    return Field(name, type_, Versions.parse(versions), Versions.parse(nullable), Versions.parse(tagged),
+                 None if tag is None else int(tag),
                  _default_for(type_, default),
                  tuple(fields) if fields is not None else None)
 
