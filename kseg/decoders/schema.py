@@ -2,10 +2,10 @@
 
 Kafka describes every record it writes to its internal topics in JSON files
 (``group-coordinator/.../common/message/*.json``, ``metadata/.../common/metadata/*.json``,
-``clients/.../common/message/*.json``). The family modules (``offsets``,
-``transactions``, ``metadata``) restate those schemas as ``Message``/``Field``
-tables; this module knows only the encoding rules (spec §6.1, Kafka's
-``MessageDataGenerator``):
+``clients/.../common/message/*.json``). ``derive`` turns those of each supported release
+into ``Message``/``Field`` tables (``generated/kafka_<release>.py``, ``make schemas``),
+which the family modules (``offsets``, ``transactions``, ``metadata``, ...) use; this
+module knows only the encoding rules (spec §6.1, Kafka's ``MessageDataGenerator``):
 
     int8/int16/int32/int64/uint16/uint32/float64 big-endian; bool one byte; uuid 16 bytes
     non-flexible version:  string int16 length (-1 null) | bytes int32 length (-1 null) |
