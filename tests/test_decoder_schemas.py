@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import struct
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,7 +39,8 @@ from kseg.decoders.schema import (
     kafka_json,
     uuid_str,
 )
-from kseg.model import Record
+from kseg.log.encode import build_v2_batch
+from kseg.model import Record, make_record
 
 MODULES = (kafka_3_9_2, kafka_4_3_1)
 
@@ -260,3 +265,34 @@ def test_null_tagged_array_is_printed_as_null() -> None:
 
 def test_json_unicode_escapes_are_upper_case_as_jacksons() -> None:
     assert kafka_json({"k\x1f": "a\x01\\u00ab"}) == '{"k\\u001F":"a\\u0001\\\\u00ab"}'
+
+
+# --------------------------------------------------------------------------- end to end
+
+KSEG = [sys.executable, "-c", "import sys; from kseg.cli.main import main; sys.argv[0] = 'kseg'; main()"]
+
+
+def test_dump_prints_the_drifted_records_as_kafka_does(tmp_path: Path) -> None:
+    """``kseg dump --format kafka --decode auto`` (a real process) on a ``__consumer_offsets``
+    segment holding the three member records and a ``__cluster_metadata`` one holding a
+    SCRAM credential: exit 0, Kafka's names, nothing on stderr."""
+    offsets_dir = tmp_path / "__consumer_offsets-0"
+    offsets_dir.mkdir()
+    recs = [make_record(i, 1700000000000, MEMBER_KEY, _member_value(MEMBER_CASES[c][0]))
+            for i, c in enumerate(sorted(MEMBER_CASES))]
+    (offsets_dir / "00000000000000000000.log").write_bytes(build_v2_batch(recs))
+    meta_dir = tmp_path / "__cluster_metadata-0"
+    meta_dir.mkdir()
+    scram = bytes([1, 11, 0]) + encode(RECORDS[11], {"name": "bob", "mechanism": 2, "iterations": 4096}, 0)
+    (meta_dir / "00000000000000000000.log").write_bytes(build_v2_batch([make_record(0, 1700000000000, None, scram)]))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    r = subprocess.run([*KSEG, "dump", "--format", "kafka", "--decode", "auto",
+                        str(offsets_dir / "00000000000000000000.log"), str(meta_dir / "00000000000000000000.log")],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    payloads = [line.split(" payload: ", 1)[1] for line in r.stdout.splitlines() if " payload: " in line]
+    assert len(payloads) == 4
+    assert [p.count('"classicMemberMetadata"') for p in payloads[:3]] == [0, 1, 1]
+    assert '"classicMemberMetadata":null}}' in payloads[1]
+    assert payloads[3] == ('{"type":"USER_SCRAM_CREDENTIAL_RECORD","version":0,"data":{"name":"bob","mechanism":2,'
+                           '"salt":"","storedKey":"","serverKey":"","iterations":4096}}')
