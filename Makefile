@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 KSEG := $(VENV)/bin/kseg
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test facts bench bench-dump bench-write bench-spark bench-kafka fixtures kafka-corpus kafka-corpus-check kafka-cleaner-corpus kafka-convert-corpus kafka-tiered-corpus kafka-live clean test-sanitize fuzz-short fuzz-long
+.PHONY: demo test facts schemas bench bench-dump bench-write bench-spark bench-kafka fixtures kafka-corpus kafka-corpus-check kafka-cleaner-corpus kafka-convert-corpus kafka-tiered-corpus kafka-live clean test-sanitize fuzz-short fuzz-long
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,12 @@ test: $(BUILT)
 # rewrite after changing formats/ (tests/test_schemas.py fails until then).
 facts: $(STAMP)
 	$(PY) -m kseg.facts.derive
+
+# kseg.decoders.generated: the decoders' record schemas, from the JSON message definitions in
+# the jars of the supported Kafka releases (fetched by mvn into .cache/schemas on first use);
+# tests/test_decoder_schemas.py fails when the committed modules differ from what they say.
+schemas: $(STAMP)
+	$(PY) -m kseg.decoders.derive
 
 bench: $(BUILT)
 	$(PY) benchmarks/bench_read.py --clock cpu

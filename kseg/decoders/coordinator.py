@@ -67,7 +67,9 @@ def decode_coordinator_record(record: Record, types: RecordTypes, hook: ValueHoo
                              f"Unknown record type {rtype} at offset {offset}, skipping.", None)
     key_schema, value_schema = schemas
     try:
-        k = decode(key_schema, key, 0, start=2)
+        # Kafka 3.x's keys were read at the record type as their version (OffsetCommitKey 0-1,
+        # GroupMetadataKey 2, ...); Kafka 4's at version 0.
+        k = decode(key_schema, key, rtype if rtype in key_schema.valid else 0, start=2)
     except SchemaError as e:
         return DecodedRecord(raw_part(key, str(e), key_schema.name, rtype),
                              None if value is None else raw_part(value, not_decoded, value_schema.name),

@@ -13,7 +13,7 @@ kafka-dump-log.sh prints each record as the ``toString`` of the object Kafka bui
 (``RemoteLogSegmentMetadata{...}`` and so on), which ``kafka_text`` rebuilds, with the
 errors that object's checks raise.
 
-Schemas from Kafka 4.4's ``storage`` jar (``message/Remote*.json``).
+Schemas generated (``make schemas``) from Kafka 4.3.1's ``storage`` jar (``message/Remote*.json``).
 """
 
 from __future__ import annotations
@@ -22,70 +22,12 @@ import base64
 
 from kseg.decoders.metadata import decode_metadata_value
 from kseg.decoders.parts import DecodedRecord, Part, raw_part
-from kseg.decoders.schema import F, M, Message
+from kseg.decoders.generated import kafka_4_3_1 as K4
+from kseg.decoders.schema import Message
 from kseg.model import Record
 
-# a segment's id: its topic id and partition, and its own uuid
-_SEGMENT_ID = F("RemoteLogSegmentId", "RemoteLogSegmentIdEntry", fields=(
-    F("TopicIdPartition", "TopicIdPartitionEntry", fields=(
-        F("Name", "string"),
-        F("Id", "uuid"),
-        F("Partition", "int32"),
-    )),
-    F("Id", "uuid"),
-))
-# the segment's fields after its id, the same in the record and in the manager's snapshot record
-_SEGMENT_FIELDS = (
-    F("StartOffset", "int64"),
-    F("EndOffset", "int64"),
-    F("BrokerId", "int32"),
-    F("MaxTimestampMs", "int64"),
-    F("EventTimestampMs", "int64"),
-    F("SegmentLeaderEpochs", "[]SegmentLeaderEpochEntry", fields=(
-        F("LeaderEpoch", "int32"),
-        F("Offset", "int64"),
-    )),
-    F("SegmentSizeInBytes", "int32"),
-    F("CustomMetadata", "bytes", nullable="0+", default="null"),
-    F("RemoteLogSegmentState", "int8"),
-    F("TxnIndexEmpty", "bool", tagged="0+", tag=0),
-)
-
-REMOTE_LOG_SEGMENT_METADATA_RECORD = M("RemoteLogSegmentMetadataRecord", "0", "0+",
-    _SEGMENT_ID,
-    *_SEGMENT_FIELDS,
-)
-
-REMOTE_LOG_SEGMENT_METADATA_SNAPSHOT_RECORD = M("RemoteLogSegmentMetadataSnapshotRecord", "0", "0+",
-    F("SegmentId", "uuid"),
-    *_SEGMENT_FIELDS,
-)
-
-REMOTE_LOG_SEGMENT_METADATA_UPDATE_RECORD = M("RemoteLogSegmentMetadataUpdateRecord", "0", "0+",
-    _SEGMENT_ID,
-    F("BrokerId", "int32"),
-    F("EventTimestampMs", "int64"),
-    F("CustomMetadata", "bytes", nullable="0+", default="null"),
-    F("RemoteLogSegmentState", "int8"),
-)
-
-REMOTE_PARTITION_DELETE_METADATA_RECORD = M("RemotePartitionDeleteMetadataRecord", "0", "0+",
-    F("TopicIdPartition", "TopicIdPartitionEntry", fields=(
-        F("Name", "string"),
-        F("Id", "uuid"),
-        F("Partition", "int32"),
-    )),
-    F("BrokerId", "int32"),
-    F("EventTimestampMs", "int64"),
-    F("RemotePartitionDeleteState", "int8"),
-)
-
-RECORDS: dict[int, Message] = {
-    0: REMOTE_LOG_SEGMENT_METADATA_RECORD,
-    1: REMOTE_LOG_SEGMENT_METADATA_UPDATE_RECORD,
-    2: REMOTE_PARTITION_DELETE_METADATA_RECORD,
-    3: REMOTE_LOG_SEGMENT_METADATA_SNAPSHOT_RECORD,
-}
+# Generated from Kafka 4.3.1's storage jar (``make schemas``).
+RECORDS: dict[int, Message] = K4.REMOTE_LOG
 
 SEGMENT_STATES = {0: "COPY_SEGMENT_STARTED", 1: "COPY_SEGMENT_FINISHED", 2: "DELETE_SEGMENT_STARTED",
                   3: "DELETE_SEGMENT_FINISHED"}

@@ -2,10 +2,10 @@
 
 Kafka describes every record it writes to its internal topics in JSON files
 (``group-coordinator/.../common/message/*.json``, ``metadata/.../common/metadata/*.json``,
-``clients/.../common/message/*.json``). The family modules (``offsets``,
-``transactions``, ``metadata``) restate those schemas as ``Message``/``Field``
-tables; this module knows only the encoding rules (spec §6.1, Kafka's
-``MessageDataGenerator``):
+``clients/.../common/message/*.json``). ``derive`` turns those of each supported release
+into ``Message``/``Field`` tables (``generated/kafka_<release>.py``, ``make schemas``),
+which the family modules (``offsets``, ``transactions``, ``metadata``, ...) use; this
+module knows only the encoding rules (spec §6.1, Kafka's ``MessageDataGenerator``):
 
     int8/int16/int32/int64/uint16/uint32/float64 big-endian; bool one byte; uuid 16 bytes
     non-flexible version:  string int16 length (-1 null) | bytes int32 length (-1 null) |
@@ -13,12 +13,15 @@ tables; this module knows only the encoding rules (spec §6.1, Kafka's
     flexible version:      string/bytes/array: unsigned varint length + 1 (0 = null);
                            every struct ends with tagged fields:
                            uvarint count, then count x (uvarint tag, uvarint size, value)
-    nullable struct:       int8 marker (-1 null, 1 present) before the struct
+    nullable struct:       int8 marker (-1 null, 1 present) before the struct; as a tagged
+                           field, an unsigned varint (0 null, 1 present)
 
 The decoded form is what Kafka's generated ``*JsonConverter.write`` produces:
 camelCase field names in schema order, fields absent from the version left out,
-tagged fields only when they differ from their default, bytes as base64, uuids
-as Kafka's ``Uuid.toString`` (URL-safe base64 without padding).
+tagged fields only when they differ from their default (a struct's default is an
+instance with its fields' defaults; a JSON ``null`` default is no default: an array's is
+empty), bytes as base64, uuids as Kafka's ``Uuid.toString`` (URL-safe base64 without
+padding).
 
 Rules: no I/O; bytes in, plain dicts out. Only ``SchemaError`` (a ``DataError``)
 escapes, with the byte position inside the buffer given.
@@ -29,6 +32,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import re
 import struct
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -37,6 +41,7 @@ from typing import Any, NamedTuple
 from kseg.errors import DataError
 
 __all__ = [
+    "EMPTY_STRUCT",
     "Decoded",
     "F",
     "Field",
@@ -46,6 +51,8 @@ __all__ = [
     "UnknownVersionError",
     "Versions",
     "decode",
+    "empty_struct",
+    "field_default",
     "encode",
     "kafka_json",
     "read_int16_version",
@@ -101,6 +108,16 @@ ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 _UNSET: Any = object()
 
 
+class _EmptyStruct:
+    """The default of a struct field: an instance with its fields' defaults (``empty_struct``)."""
+
+    def __repr__(self) -> str:
+        return "EMPTY_STRUCT"
+
+
+EMPTY_STRUCT: Any = _EmptyStruct()
+
+
 # --------------------------------------------------------------------------- schema tables
 
 
@@ -130,6 +147,8 @@ def _default_for(type_: str, given: Any) -> Any:
         return None if given == "null" else []
     if given == "null":
         return None
+    if given is None:  # JSON null: Kafka's FieldSpec reads it as no default
+        given = _UNSET
     if type_ in ("int8", "int16", "int32", "int64", "uint16", "uint32"):
         return 0 if given is _UNSET else int(given)
     if type_ == "float64":
@@ -142,7 +161,7 @@ def _default_for(type_: str, given: Any) -> Any:
         return ""
     if type_ == "uuid":
         return ZERO_UUID
-    return None  # a struct: Kafka's default instance; kseg treats only null as the default
+    return EMPTY_STRUCT  # a struct: Kafka's default instance
 
 
 def F(name: str, type_: str, versions: str | None = None, *, nullable: str = "none", tagged: str = "none",
@@ -153,7 +172,8 @@ def F(name: str, type_: str, versions: str | None = None, *, nullable: str = "no
         raise ValueError(f"{name}: struct type {type_} needs its fields")
     if versions is None:
         versions = tagged if tag is not None else "0+"
-    return Field(name, type_, Versions.parse(versions), Versions.parse(nullable), Versions.parse(tagged), tag,
+    return Field(name, type_, Versions.parse(versions), Versions.parse(nullable), Versions.parse(tagged),
+                 None if tag is None else int(tag),
                  _default_for(type_, default),
                  tuple(fields) if fields is not None else None)
 
@@ -254,7 +274,24 @@ def _null_or_fail(f: Field, version: int, r: _Reader, at: int) -> None:
         raise SchemaError(f"non-nullable field {f.name} is null", position=at)
 
 
-def _read_value(r: _Reader, f: Field, type_: str, version: int, flexible: bool) -> Any:
+def empty_struct(fields: tuple[Field, ...], version: int) -> dict:
+    """The decoded form of a struct whose fields all hold their defaults (tagged ones left out)."""
+    out: dict[str, Any] = {}
+    for f in fields:
+        if version in f.versions and not (f.tag is not None and version in f.tagged):
+            out[f.json_name] = field_default(f, version)
+    return out
+
+
+def field_default(f: Field, version: int) -> Any:
+    """``f``'s default in its decoded form at ``version``."""
+    if f.default is EMPTY_STRUCT:
+        assert f.fields is not None
+        return empty_struct(f.fields, version)
+    return f.default
+
+
+def _read_value(r: _Reader, f: Field, type_: str, version: int, flexible: bool, tagged: bool = False) -> Any:
     if type_ in _FIXED:
         v = r.fixed(_FIXED[type_], f.name)
         if type_ == "float64" and not math.isfinite(v):
@@ -287,8 +324,11 @@ def _read_value(r: _Reader, f: Field, type_: str, version: int, flexible: bool) 
         return [_read_value(r, f, elem, version, flexible) for _ in range(n)]
     # a struct (an array's element or a single struct field)
     assert f.fields is not None
-    if type_ == f.type and version in f.nullable:  # a nullable struct field has a presence byte
-        if r.fixed(_I8, f.name) < 0:
+    if type_ == f.type and version in f.nullable:  # a nullable struct field has a presence marker
+        if tagged:
+            if r.uvarint(f"{f.name} presence") == 0:
+                return None
+        elif r.fixed(_I8, f.name) < 0:
             return None
     return _read_struct(r, f.fields, version, flexible, f.name)
 
@@ -311,14 +351,14 @@ def _read_struct(r: _Reader, fields: tuple[Field, ...], version: int, flexible: 
                 r.notes.append(f"unknown tagged field {tag} ({size} bytes) in {where} skipped")
                 continue
             sub = _Reader(r.data, start, start + size, r.notes)
-            values[tf.name] = _read_value(sub, tf, tf.type, version, flexible)
+            values[tf.name] = _read_value(sub, tf, tf.type, version, flexible, tagged=True)
             if sub.pos != sub.end:
                 raise SchemaError(f"tagged field {tf.name} is shorter than its size", position=sub.pos,
                                   expected=f"{size} bytes", found=f"{sub.pos - start} bytes")
     out: dict[str, Any] = {}
     for f in fields:
         if f.is_tagged_in(version, flexible):
-            if f.name in values and values[f.name] != f.default:
+            if f.name in values and values[f.name] != field_default(f, version):
                 out[f.json_name] = values[f.name]
         elif version in f.versions:
             out[f.json_name] = values[f.name]
@@ -374,13 +414,14 @@ def _write_length(n: int, flexible: bool, wide: bool) -> bytes:
     return (_I32 if wide else _I16).pack(n)
 
 
-def _write_value(f: Field, type_: str, value: Any, version: int, flexible: bool) -> bytes:
+def _write_value(f: Field, type_: str, value: Any, version: int, flexible: bool, tagged: bool = False) -> bytes:
     if type_ in _FIXED:
         return _FIXED[type_].pack(value)
     if type_ == "bool":
         return b"\x01" if value else b"\x00"
-    if type_ == "uuid":
-        raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+    if type_ == "uuid":  # Kafka's base64 form, or the usual 8-4-4-4-12 hex one
+        raw = (bytes.fromhex(value.replace("-", "")) if len(value) == 36 and value.count("-") == 4
+               else base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)))
         if len(raw) != 16:
             raise ValueError(f"{f.name}: a uuid is 16 bytes, not {len(raw)}")
         return raw
@@ -403,7 +444,7 @@ def _write_value(f: Field, type_: str, value: Any, version: int, flexible: bool)
     prefix = b""
     if type_ == f.type and version in f.nullable:
         if value is None:
-            return b"\xff"
+            return b"\x00" if tagged else b"\xff"
         prefix = b"\x01"
     return prefix + _write_struct(f.fields, value, version, flexible)
 
@@ -414,11 +455,12 @@ def _write_struct(fields: tuple[Field, ...], values: dict, version: int, flexibl
     for f in fields:
         if version not in f.versions and not f.is_tagged_in(version, flexible):
             continue
-        value = values.get(f.json_name, f.default)
+        default = field_default(f, version)
+        value = values.get(f.json_name, default)
         if f.is_tagged_in(version, flexible):
-            if value != f.default:
+            if value != default:
                 assert f.tag is not None
-                tagged.append((f.tag, _write_value(f, f.type, value, version, flexible)))
+                tagged.append((f.tag, _write_value(f, f.type, value, version, flexible, tagged=True)))
             continue
         if value is None and f.fields is not None and not f.type.startswith("[]") and version not in f.nullable:
             value = {}  # a struct left out: its fields' defaults
@@ -474,15 +516,29 @@ def _java_double(v: float) -> str:
     return f"{sign}{digits[0]}.{digits[1:] or '0'}E{sci}"
 
 
+# a \\uXXXX escape (not an escaped backslash followed by "u"): Jackson writes its hex digits in upper case
+_U_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u([0-9a-f]{4})")
+
+
+def _json_str(text: str) -> str:
+    out = json.dumps(text, ensure_ascii=False)
+    if "\\u" not in out:
+        return out
+    return _U_ESCAPE.sub(lambda m: m.group(1) + "\\u" + m.group(2).upper(), out)
+
+
 def kafka_json(value: Any) -> str:
-    """Compact JSON as Jackson's ``JsonNode.toString`` writes it (Java double text included)."""
-    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+    """Compact JSON as Jackson's ``JsonNode.toString`` writes it (Java double text, upper-case
+    ``\\uXXXX`` escapes)."""
+    if isinstance(value, str):
+        return _json_str(value)
+    if isinstance(value, bool) or value is None or isinstance(value, int):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, float):
         return _java_double(value)
     if isinstance(value, dict):
-        return "{" + ",".join(json.dumps(str(k), ensure_ascii=False) + ":" + kafka_json(v)
+        return "{" + ",".join(_json_str(str(k)) + ":" + kafka_json(v)
                               for k, v in value.items()) + "}"
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(kafka_json(v) for v in value) + "]"
-    return json.dumps(str(value), ensure_ascii=False)
+    return _json_str(str(value))

@@ -9,7 +9,7 @@ A ShareSnapshot is the whole state of one share-partition (its start offset and 
 delivery state of the in-flight batches); a ShareUpdate is a delta on the last snapshot.
 DeliveryState: 0 Available, 2 Acknowledged, 4 Archived.
 
-Schemas from Kafka 4.4's ``share-coordinator`` jar (``common/message/Share{Snapshot,Update}
+Schemas generated (``make schemas``) from Kafka 4.3.1's ``share-coordinator`` jar (``common/message/Share{Snapshot,Update}
 {Key,Value}.json``); the kafka lines are those of every coordinator record
 (``coordinator.py``).
 """
@@ -18,54 +18,13 @@ from __future__ import annotations
 
 from kseg.decoders.coordinator import RecordTypes, decode_coordinator_record
 from kseg.decoders.parts import DecodedRecord
-from kseg.decoders.schema import F, M
+from kseg.decoders.generated import kafka_4_3_1 as K4
 from kseg.model import Record
 
-SHARE_SNAPSHOT_KEY = M("ShareSnapshotKey", "0", "none",
-    F("GroupId", "string", "0"),
-    F("TopicId", "uuid", "0"),
-    F("Partition", "int32", "0"),
-)
-
-SHARE_SNAPSHOT_VALUE = M("ShareSnapshotValue", "0", "0+",
-    F("SnapshotEpoch", "int32"),
-    F("StateEpoch", "int32"),
-    F("LeaderEpoch", "int32"),
-    F("StartOffset", "int64"),
-    F("DeliveryCompleteCount", "int32", tagged="0+", tag=0, default="-1"),
-    F("CreateTimestamp", "int64"),
-    F("WriteTimestamp", "int64"),
-    F("StateBatches", "[]StateBatch", fields=(
-        F("FirstOffset", "int64"),
-        F("LastOffset", "int64"),
-        F("DeliveryState", "int8"),
-        F("DeliveryCount", "int16"),
-    )),
-)
-
-SHARE_UPDATE_KEY = M("ShareUpdateKey", "0", "none",
-    F("GroupId", "string", "0"),
-    F("TopicId", "uuid", "0"),
-    F("Partition", "int32", "0"),
-)
-
-SHARE_UPDATE_VALUE = M("ShareUpdateValue", "0", "0+",
-    F("SnapshotEpoch", "int32"),
-    F("LeaderEpoch", "int32"),
-    F("StartOffset", "int64"),
-    F("DeliveryCompleteCount", "int32", tagged="0+", tag=0, default="-1"),
-    F("StateBatches", "[]StateBatch", fields=(
-        F("FirstOffset", "int64"),
-        F("LastOffset", "int64"),
-        F("DeliveryState", "int8"),
-        F("DeliveryCount", "int16"),
-    )),
-)
-
-RECORD_TYPES: RecordTypes = {
-    0: (SHARE_SNAPSHOT_KEY, SHARE_SNAPSHOT_VALUE),
-    1: (SHARE_UPDATE_KEY, SHARE_UPDATE_VALUE),
-}
+# Generated from Kafka 4.3.1's share-coordinator jar (Kafka 3.9 had no share coordinator).
+RECORD_TYPES: RecordTypes = K4.SHARE_STATE
+SHARE_SNAPSHOT_KEY, SHARE_SNAPSHOT_VALUE = RECORD_TYPES[0]
+SHARE_UPDATE_KEY, SHARE_UPDATE_VALUE = RECORD_TYPES[1]
 
 DELIVERY_STATES = {0: "Available", 2: "Acknowledged", 4: "Archived"}
 

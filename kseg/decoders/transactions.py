@@ -6,8 +6,8 @@
     value: int16 version (0, or 1 = flexible, with tagged fields) | TransactionLogValue;
            a null value is a tombstone
 
-Schemas from Kafka 4.4's ``transaction-coordinator`` jar (``common/message/
-TransactionLogKey.json``, ``TransactionLogValue.json``). Kafka 4 prints these records as
+Schemas generated (``make schemas``) from the ``transaction-coordinator`` jars of Kafka 4.3.1
+and 3.9.2 (``common/message/TransactionLogKey.json``, ``TransactionLogValue.json``). Kafka 4 prints these records as
 every coordinator record (JSON, ``coordinator.py``); Kafka 3.x printed
 ``transaction_metadata::transactionalId=... producerId:...,state=...``
 (``TransactionLog.formatRecordKeyAndValue``), kept as the legacy lines.
@@ -18,29 +18,14 @@ from __future__ import annotations
 from kseg.decoders.coordinator import RecordTypes, decode_coordinator_record
 from kseg.decoders.jvm import scala_hash_set_order
 from kseg.decoders.parts import DecodedRecord, Part, raw_part, skipping_line
-from kseg.decoders.schema import F, M, SchemaError, decode, read_int16_version
+from kseg.decoders.generated import kafka_3_9_2 as K3
+from kseg.decoders.generated import kafka_4_3_1 as K4
+from kseg.decoders.schema import SchemaError, decode, read_int16_version
 from kseg.model import Record
 
-TRANSACTION_LOG_KEY = M("TransactionLogKey", "0", "none",
-    F("TransactionalId", "string", "0"),
-)
-
-TRANSACTION_LOG_VALUE = M("TransactionLogValue", "0-1", "1+",
-    F("ProducerId", "int64"),
-    F("PreviousProducerId", "int64", tagged="1+", tag=0, default=-1),
-    F("NextProducerId", "int64", tagged="1+", tag=1, default=-1),
-    F("ProducerEpoch", "int16"),
-    F("NextProducerEpoch", "int16", tagged="1+", tag=3, default=-1),
-    F("TransactionTimeoutMs", "int32"),
-    F("TransactionStatus", "int8"),
-    F("TransactionPartitions", "[]PartitionsSchema", nullable="0+", fields=(
-        F("Topic", "string"),
-        F("PartitionIds", "[]int32"),
-    )),
-    F("TransactionLastUpdateTimestampMs", "int64"),
-    F("TransactionStartTimestampMs", "int64"),
-    F("ClientTransactionVersion", "int16", tagged="1+", tag=2, default=0),
-)
+# Generated from the transaction-coordinator jars (Kafka 4.3.1; 3.9.2 for Kafka 3.x's lines).
+TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE = K4.TRANSACTIONS[0]
+TRANSACTION_LOG_KEY_3X, TRANSACTION_LOG_VALUE_3X = K3.TRANSACTIONS[0]
 
 # TransactionState ids -> the names Kafka prints (TransactionState.toString).
 STATES = {
@@ -55,7 +40,7 @@ STATES = {
 }
 EMPTY = 0
 
-RECORD_TYPES: RecordTypes = {0: (TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE)}
+RECORD_TYPES: RecordTypes = K4.TRANSACTIONS
 
 
 def kafka_value_line(data: dict) -> str:
@@ -105,7 +90,7 @@ def _decode_3x(record: Record) -> DecodedRecord:
             return DecodedRecord(raw_part(key, note, TRANSACTION_LOG_KEY.name, kver),
                                  None if value is None else raw_part(value, not_decoded, TRANSACTION_LOG_VALUE.name),
                                  f"unknown::version={kver}", None)
-        k = decode(TRANSACTION_LOG_KEY, key, 0, start=2)
+        k = decode(TRANSACTION_LOG_KEY_3X, key, 0, start=2)
     except SchemaError as e:
         return DecodedRecord(raw_part(key, str(e), TRANSACTION_LOG_KEY.name),
                              None if value is None else raw_part(value, not_decoded, TRANSACTION_LOG_VALUE.name),
@@ -117,7 +102,7 @@ def _decode_3x(record: Record) -> DecodedRecord:
     version = None
     try:
         version = read_int16_version(value, "value")
-        v = decode(TRANSACTION_LOG_VALUE, value, version, start=2)
+        v = decode(TRANSACTION_LOG_VALUE_3X, value, version, start=2)
         status = v.data["transactionStatus"]
         if status not in STATES:
             raise SchemaError(f"unknown transaction state {status}", expected="0..7", found=status)
