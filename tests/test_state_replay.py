@@ -50,20 +50,21 @@ def test_every_offsets_record_type_is_applied_or_noted() -> None:
     types = {struct.unpack(">h", r.key[:2])[0] for _, r, _ in recs if r.key}
     assert set(offsets.RECORD_TYPES) <= types
     (ps,) = replay([OFFSETS]).partitions
-    data = [r for b, r, _ in recs if not b.is_control]
-    assert ps.records + ps.not_applied == len(data)
+    assert ps.records + ps.not_applied == len(recs)  # transaction markers are applied too
     noted = {int(n.split(":")[0].split()[1]) for n in ps.notes if n.startswith("offset ")}
     groups = ps.state["groups"]
-    for _, r, d in recs:
+    latest = {r.key: (r, d) for b, r, d in recs if not b.is_control}  # what a compacted topic keeps
+    for r, d in latest.values():
         if d is None or d.key is None or d.key.data is None or r.offset in noted:
             continue
         group = d.key.data.get("group", d.key.data.get("groupId"))
-        if d.value is None:  # a tombstone removes what its key held
-            continue
-        assert group in groups, (r.offset, d.key.schema)
-        g = groups[group]
+        g = groups.get(group, {})
         held = [*g.get("records", {}).values(), *(p for t in g.get("offsets", {}).values() for p in t.values()),
                 *([g["metadata"]] if "metadata" in g else [])]
+        if d.value is None:  # a tombstone: nothing its key held is left
+            same_key = {o.offset for _, o, _ in recs if o.key == r.key}
+            assert not any(v.get("record_offset") in same_key for v in held), (r.offset, d.key.schema)
+            continue
         assert any(v.get("record_offset") == r.offset for v in held), (r.offset, d.key.schema)
     # the KIP-848 consumer group, the share group and the streams group are all there
     assert {"cg", "sg", "streams-app", "orders-app"} <= set(groups)
@@ -187,4 +188,4 @@ def test_combining_50k_state_batches_takes_well_under_a_second() -> None:
     t = time.perf_counter()
     out = combine_state_batches(snapshot + update, 0)
     took = time.perf_counter() - t
-    assert len(out) == 100_001 and took < 2.0, took
+    assert len(out) == 100_000 and took < 2.0, took  # update and snapshot pieces alternate
