@@ -210,15 +210,17 @@ def _files(folder: Path) -> list[tuple[Path, str]]:
 
 
 def _rel(p: Path, root: Path) -> str:
-    try:
-        return str(p.relative_to(root))
-    except ValueError:
-        return p.name
+    """Where ``p`` is under ``root`` (``.`` for root itself), for any kind of path."""
+    whole, top = str(p), str(root).rstrip("/")
+    if whole == top:
+        return "."
+    return whole[len(top) + 1:] if whole.startswith(top + "/") else p.name
 
 
 def partition_listing(folder: Path, root: Path, files: list[tuple[Path, str]] | None = None) -> list[Group]:
     """A partition folder: its segments in offset order (the run, with its snapshots, text
-    files and tiered epoch checkpoints beside), then each file read on its own."""
+    files and tiered epoch checkpoints beside), then its transient segments, KRaft snapshots
+    and ``.log`` files not named by offset: side files beside a run, else each read alone."""
     files = _files(folder) if files is None else files
     segs = sorted((p for p, k in files if k == SEGMENT), key=lambda p: base_offset_of(p.name))  # type: ignore[arg-type,return-value]
     side = ([p for p, k in files if k == PRODUCER_SNAPSHOT]
