@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kseg.printable import printable
+
 
 class KsegError(Exception):
     """Base of every error kseg raises on purpose."""
@@ -56,7 +58,7 @@ class KsegError(Exception):
             loc.append(f"at byte {self.position}")
         if self.where:
             loc.append(f"({self.where})")
-        head = ": ".join(x for x in (self.file, " ".join(loc)) if x)
+        head = ": ".join(x for x in (printable(self.file) if self.file else None, " ".join(loc)) if x)
         text = self.message
         text += expected_found(self.expected, self.found)
         return f"{head}: {text}" if head else text

@@ -6,10 +6,8 @@ bytes to the sans-IO decoder. Never writes to its input.
 
 from __future__ import annotations
 
-import errno
 import json
 import os
-import re
 import stat
 import sys
 from dataclasses import dataclass, field
@@ -21,42 +19,32 @@ from kseg.facts.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log.decode import Tail
 from kseg.log.fast import scan_entries
+from kseg.log.listing import (  # the naming rules, beside the table of file kinds
+    KAFKA_UUID,
+    OFFSET_DIGITS,
+    PARTITION_DIR,
+    STDIN,
+    TIERED_PARTITION_DIR,
+    TIERED_STEM,
+    TIERED_TOPIC_DIR,
+    base_offset_of,
+    expand_inputs,
+    is_stdin,
+    not_a_file,
+    parse_partition_dir,
+    writer_partition_folders,
+)
 from kseg.model import Batch
 from kseg.storage import ArchivePath, RemotePath, as_path
 
 CHUNK_SIZE = 8 * 1024 * 1024
 STEP_ENTRIES = 512
-PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
-# Tiered storage (KIP-405). A Kafka Uuid as text: 16 bytes in URL-safe base64, no padding.
-KAFKA_UUID = r"[A-Za-z0-9_-]{22}"
-# A segment's files in a remote store: ``<start offset>-<segment id>.<suffix>``; the offset is
-# bare in Kafka's LocalTieredStorage, 20 digits in Aiven's plugin.
-TIERED_STEM = re.compile(rf"^(?P<offset>\d{{1,20}})-(?P<segment_id>{KAFKA_UUID})$")
-# LocalTieredStorage's partition folder: ``<topic>-<partition>-<topic id>``.
-TIERED_PARTITION_DIR = re.compile(rf"^(?P<topic>.+)-(?P<partition>\d+)-(?P<topic_id>{KAFKA_UUID})$")
-# Aiven's plugin: ``<topic>-<topic id>/<partition>/``.
-TIERED_TOPIC_DIR = re.compile(rf"^(?P<topic>.+)-(?P<topic_id>{KAFKA_UUID})$")
 KAFKA07_SUFFIXES = (".kafka", ".kafka07")  # pre-0.8 segment files
 
 
 # Names the broker gives a segment (and its companions) on the way out or in: deleted,
 # cleaned, or being swapped in by the cleaner. The file is still what it was.
 TRANSIENT_SUFFIXES = (".deleted", ".cleaned", ".swap")
-
-
-STDIN = "-"
-OFFSET_DIGITS = 20
-
-
-def base_offset_of(path: str | os.PathLike) -> int | None:
-    """The offset a segment file's name starts with (the broker's 20 digits up to the
-    first dot, or tiered storage's ``<start offset>-<segment id>``), if any. Other names
-    (``/dev/fd/63``, ``5.log``) carry no offset."""
-    head = Path(path).name.split(".", 1)[0]
-    if len(head) == OFFSET_DIGITS and head.isdigit():
-        return int(head)
-    m = TIERED_STEM.match(head)
-    return int(m.group("offset")) if m else None
 
 
 # A segment's leader epoch checkpoint in a remote store (LocalTieredStorage, Aiven's plugin):
@@ -87,11 +75,6 @@ def rsm_transform(path: str | os.PathLike) -> str | None:
     done = [what for what, on in (("compressed", doc.get("compression")), ("encrypted", doc.get("encryption")))
             if on]
     return " and ".join(done) or None
-
-
-def is_stdin(path: str | os.PathLike) -> bool:
-    """``-``: standard input."""
-    return str(path) == STDIN
 
 
 def is_stream(path: str | os.PathLike) -> bool:
@@ -136,26 +119,6 @@ def is_pipe(path: str | os.PathLike) -> bool:
         return stat.S_ISFIFO(os.stat(path).st_mode)
     except OSError:
         return False
-
-
-def not_a_file(path: str | os.PathLike) -> str | None:
-    """Why ``path`` cannot be read as a file (a folder, a FIFO, a device, a symlink loop:
-    opening some of them would block or never end), or None."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            return "a symlink loop, not a file"
-        return None  # missing or not permitted: opening it says so
-    if stat.S_ISREG(mode):
-        return None
-    if stat.S_ISDIR(mode):
-        return "a folder where a file is expected"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe), not a regular file"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device, not a regular file"
-    return "not a regular file"
 
 
 def check_file(path: str | os.PathLike) -> None:
@@ -367,20 +330,6 @@ def partition_segments(folder: str | os.PathLike) -> list[Path]:
     return sorted(logs, key=lambda p: base_offset_of(p))  # type: ignore[arg-type, return-value]
 
 
-def parse_partition_dir(name: str, parent: str | None = None) -> tuple[str, int] | None:
-    """(topic, partition) of a partition folder's name: the broker's ``<topic>-<n>``,
-    LocalTieredStorage's ``<topic>-<n>-<topic id>``, or a bare ``<n>`` inside Aiven's
-    ``<topic>-<topic id>`` (``parent``, the name of the folder above)."""
-    m = TIERED_PARTITION_DIR.match(name) or PARTITION_DIR.match(name)
-    if m:
-        return m.group("topic"), int(m.group("partition"))
-    if parent is not None and name.isdigit():
-        t = TIERED_TOPIC_DIR.match(parent)
-        if t:
-            return t.group("topic"), int(name)
-    return None
-
-
 def partition_of(folder: str | os.PathLike) -> tuple[str, int] | None:
     """(topic, partition) of a partition folder, by its name (and its parent's, for Aiven's layout)."""
     folder = as_path(folder)
@@ -423,50 +372,11 @@ class Partition:
 
 
 def log_dir_partitions(root: str | os.PathLike) -> list[Partition]:
-    """Partition folders directly under a broker log directory, sorted by topic and partition."""
-    root = as_path(root)
-    found = []
-    for child in root.iterdir():
-        if not child.is_dir():
-            continue
-        if parse_partition_dir(child.name) and any(p.suffix == ".log" for p in child.iterdir()):
-            found.append(Partition(child))
-        elif TIERED_TOPIC_DIR.match(child.name):  # Aiven's <topic>-<topic id>/<partition>/
-            found.extend(Partition(g) for g in child.iterdir() if g.is_dir() and g.name.isdigit()
-                         and any(p.suffix == ".log" for p in g.iterdir()))
-    return sorted(found, key=lambda p: (p.topic or "", p.partition or 0))
-
-
-def expand_inputs(paths: list[str | os.PathLike]) -> list[Path]:
-    """Files named directly, plus the segment files of folders (partition or log dir), in order.
-
-    A folder's .log files come in offset order; a log directory's partitions by
-    topic and partition; companion files (.index, ...) are included when a folder
-    is given only if ``companions`` is asked for by the caller (see ``expand_with_companions``).
-    """
-    out: list[Path] = []
-    for raw in paths:
-        p = as_path(raw)
-        if is_stdin(p):
-            out.append(p)
-            continue
-        if not p.exists():
-            problem = not_a_file(p)  # a symlink loop
-            raise InputError(f"cannot read: {problem}" if problem else "no such file or directory", file=str(p))
-        if not p.is_dir():  # a file, or something that is not one (said when it is read)
-            out.append(p)
-        elif any(c.suffix == ".log" for c in p.iterdir() if c.is_file()):
-            out.extend(partition_segments(p))
-        elif any(c.suffix in KAFKA07_SUFFIXES for c in p.iterdir() if c.is_file()):
-            # A 0.7 partition folder: its files in name (= byte position) order.
-            out.extend(sorted(c for c in p.iterdir() if c.is_file() and c.suffix in KAFKA07_SUFFIXES))
-        else:
-            parts = log_dir_partitions(p)
-            if not parts:
-                raise InputError("no segment files found (expected .log files or <topic>-<n> folders)", file=str(p))
-            for part in parts:
-                out.extend(part.segment_paths)
-    return out
+    """Partition folders directly under a broker log directory, sorted by topic and partition:
+    the writers' listing (``kseg.log.listing.writer_partition_folders``). A folder of ``.log`` files
+    not named by offset, a folder of log directories, or one with nothing Kafka in it is an
+    InputError saying so: a writer could not name what it writes."""
+    return [Partition(p) for p in writer_partition_folders(root)]
 
 
 def open_segment(path: str | os.PathLike) -> Segment:

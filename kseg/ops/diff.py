@@ -11,7 +11,6 @@ as what it is. ``records`` lists the records that differ after that point. Retur
 
 from __future__ import annotations
 
-import mmap
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,11 +23,12 @@ from kseg.facts.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log.fast import scan_entries
 from kseg.log.records import batch_records
-from kseg.log.segment import STEP_ENTRIES, Segment, log_dir_partitions, partition_segments
+from kseg.log.listing import FILE, LOG_DIR, PARTITION, list_input
+from kseg.log.segment import STEP_ENTRIES, Segment
 from kseg.model import Batch, Record
 from kseg.storage import as_path
 
-WINDOW = 32 << 20  # bytes mapped at a time
+WINDOW = 8 << 20  # bytes read at a time
 IDENTICAL = "identical"
 BEHIND = "behind"  # one side is a prefix of the other (a truncated follower, an older backup)
 DIVERGED = "diverged"  # both sides hold different batches from one offset on
@@ -169,10 +169,11 @@ def _same(a: Batch, b: Batch, sa: Side, sb: Side, check_crc: bool) -> bool:
 
 
 def _entries(path: Path, side: Side) -> Iterator[Batch]:
-    """A segment's batches from read-only memory maps of WINDOW bytes at a time: only the
-    pages of the batch headers are read unless the bytes are asked for (``check_crc``), so
-    equal copies cost little, and a window is unmapped once its batches are let go.
-    An archive member or an object cannot be mapped: it is read in chunks (``Segment``)."""
+    """A segment's batches, read WINDOW bytes at a time with ``os.pread`` (not memory-mapped:
+    a mapped file that shrinks under the reader, a broker's retention or truncation, kills
+    the process with SIGBUS at the next touch of a lost page, which no check can prevent).
+    A file that is shorter than it was when the run began is an InputError saying so.
+    An archive member or an object is read in chunks (``Segment``)."""
     where = as_path(path)
     if not isinstance(where, Path):
         seg = Segment(where)  # type: ignore[arg-type]
@@ -190,9 +191,9 @@ def _entries(path: Path, side: Side) -> Iterator[Batch]:
         pos = 0
         need = WINDOW
         while pos < size:
-            start = pos - pos % mmap.ALLOCATIONGRANULARITY
+            start = pos
             length = min(max(WINDOW, need), size - start)
-            mv = memoryview(mmap.mmap(f.fileno(), length, access=mmap.ACCESS_READ, offset=start))
+            mv = memoryview(_read_window(f, path, start, length, size))
             final = start + length >= size
             at = pos - start
             while True:
@@ -214,6 +215,21 @@ def _entries(path: Path, side: Side) -> Iterator[Batch]:
                 need = WINDOW
             pos = start + at
             del mv, scan
+
+
+SHRANK = "the file shrank during the run (from {} to {} bytes)"
+
+
+def _read_window(f: Any, path: Path, start: int, length: int, size: int) -> bytes:
+    """``length`` bytes at ``start``; InputError when the file no longer has them."""
+    data = os.pread(f.fileno(), length, start)
+    while len(data) < length:
+        more = os.pread(f.fileno(), length - len(data), start + len(data))
+        if not more:
+            now = os.fstat(f.fileno()).st_size
+            raise InputError(SHRANK.format(size, now), file=str(path))
+        data += more
+    return data
 
 
 def _batches(segs: list[Path], side: Side) -> Iterator[Batch]:
@@ -348,42 +364,42 @@ def _record_diff(pd: PartitionDiff, ra: Iterator[Record], rb: Iterator[Record], 
             x, y = next(ra, None), next(rb, None)
 
 
-def _shape(p: Path) -> tuple[str, list[tuple[str, Path, list[Path]]]]:
-    """('file'|'partition'|'logdir', [(name, folder, segments)])."""
-    if not p.exists():
-        raise InputError("no such file or directory", file=str(p))
-    if p.is_file():
-        return "file", [(p.name, p.parent, [p])]
-    segs = partition_segments(p)
-    if segs:
-        return "partition", [(p.name, p, segs)]
-    parts = log_dir_partitions(p)
-    if not parts:
-        raise InputError("no segment files found (expected .log files or <topic>-<n> folders)", file=str(p))
-    return "logdir", [(q.path.name, q.path, q.segment_paths) for q in parts]
+# Shapes read as one item: two of them are compared whatever their names.
+SINGLE_SHAPES = (FILE, PARTITION)
+
+
+def _shape(p: Path) -> tuple[str, list[tuple[str, Path | None, list[Path]]]]:
+    """(shape, [(name under the input, partition folder or None, files)]) by the one listing
+    rule (``kseg.log.listing``): a partition's run, or a file read on its own."""
+    listing = list_input(p)
+    return listing.shape, [(g.name, g.folder, list(g.files)) for g in listing.reading]
 
 
 DiffItem = tuple  # (name, a folder or None, a segments, b folder or None, b segments)
 
 
 def diff_items(a: Path, b: Path) -> list[DiffItem]:
-    """The partition pairs to compare: one for two files or folders, one per name for log directories."""
+    """The pairs to compare: one for two files or partition folders; for log directories
+    and folders of files, one per name under the inputs (a side without it: missing)."""
     ka, pa = _shape(as_path(a))
     kb, pb = _shape(as_path(b))
-    if (ka == "logdir") != (kb == "logdir"):
+    if ka in SINGLE_SHAPES and kb in SINGLE_SHAPES and len(pa) == len(pb) == 1:
+        (_, fa, sa), (_, fb, sb) = pa[0], pb[0]
+        return [(as_path(a).name, fa, sa, fb, sb)]
+    if (ka in SINGLE_SHAPES) != (kb in SINGLE_SHAPES):
         raise InputError("compare a log directory with a log directory, a partition or file with a partition or file",
-                         found=f"{ka} and {kb}")
-    if ka != "logdir":
-        (na, fa, sa), (_, fb, sb) = pa[0], pb[0]
-        return [(na, fa if ka == "partition" else None, sa, fb if kb == "partition" else None, sb)]
+                         found=f"{_SHOWN.get(ka, ka)} and {_SHOWN.get(kb, kb)}")
     da = {n: (f, s) for n, f, s in pa}
     db = {n: (f, s) for n, f, s in pb}
     items = []
     for name in sorted(set(da) | set(db)):
         fa, sa = da.get(name, (None, []))
         fb, sb = db.get(name, (None, []))
-        items.append((name, fa, sa, fb, sb))
+        items.append((as_path(a).name if name == "." else name, fa, sa, fb, sb))
     return items
+
+
+_SHOWN = {LOG_DIR: "logdir"}
 
 
 def diff_item(item: DiffItem, o: DiffOptions) -> PartitionDiff:

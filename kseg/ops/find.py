@@ -19,14 +19,13 @@ from kseg.companions.read import read_offset_index, read_time_index
 from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError, KsegError
 from kseg.log.checks import header_errors
+from kseg.log.listing import reading_groups
 from kseg.log.records import batch_records
 from kseg.log.segment import (
     Segment,
     base_offset_of,
     companion_path,
-    log_dir_partitions,
     partition_of,
-    partition_segments,
 )
 from kseg.model import Batch, Record
 from kseg.storage import as_path
@@ -174,23 +173,13 @@ class _Filter:
 
 
 def partition_groups(paths: list[Path]) -> list[tuple[str | None, int | None, list[Path]]]:
+    """(topic, partition, files) of each group the one listing rule gives (``kseg.log.listing``):
+    a partition's run, or a file read on its own (its topic and partition from its folder's name)."""
     out: list[tuple[str | None, int | None, list[Path]]] = []
-    for p in paths:
-        if not p.exists():
-            raise InputError("no such file or directory", file=str(p))
-        if p.is_file():
-            parsed = partition_of(p.parent)
-            out.append((parsed[0] if parsed else None, parsed[1] if parsed else None, [p]))
-            continue
-        segs = partition_segments(p)
-        if segs:
-            parsed = partition_of(p)
-            out.append((parsed[0] if parsed else None, parsed[1] if parsed else None, segs))
-            continue
-        parts = log_dir_partitions(p)
-        if not parts:
-            raise InputError("no segment files found (expected .log files or <topic>-<n> folders)", file=str(p))
-        out.extend((q.topic, q.partition, q.segment_paths) for q in parts)
+    for g in reading_groups(paths):
+        folder = g.folder if g.folder is not None else g.files[0].parent
+        parsed = partition_of(folder)
+        out.append((parsed[0] if parsed else None, parsed[1] if parsed else None, list(g.files)))
     return out
 
 

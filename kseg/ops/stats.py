@@ -9,6 +9,7 @@ would remove, and the problems met on the way. Returns data; nothing here prints
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -16,15 +17,15 @@ from typing import Any, Iterable
 from xxhash import xxh64_intdigest
 
 from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
-from kseg.errors import InputError, KsegError
+from kseg.errors import KsegError
 from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD
 from kseg.log.control import control_info
 from kseg.log.decode import effective_log_append_time, records_region
 from kseg.log.fast import ACCELERATED, decode_v2_records
 from kseg.log.records import batch_records, payload_bytes
-from kseg.log.segment import Segment, base_offset_of, log_dir_partitions, partition_of, partition_segments
+from kseg.log.listing import RUN, reading_groups
+from kseg.log.segment import Segment, base_offset_of, partition_of
 from kseg.model import Batch
-from kseg.storage import as_path
 
 try:  # the C walk of v2 records (keys into the HLL without building records)
     from kseg.log import _sketch  # type: ignore[attr-defined]
@@ -68,17 +69,23 @@ class HyperLogLog:
                 regs[idx] = rank
 
     def merge(self, other: "HyperLogLog") -> None:
-        r = self.registers
-        for i, v in enumerate(other.registers):
-            if v > r[i]:
-                r[i] = v
+        """Register-wise maximum; an empty side (an empty segment) costs one C-speed count."""
+        theirs = other.registers
+        if theirs.count(0) == self.m:
+            return
+        if self.registers.count(0) == self.m:
+            self.registers[:] = theirs
+            return
+        self.registers = bytearray(map(max, self.registers, theirs))
 
     def count(self) -> int:
         m = self.m
-        alpha = 0.7213 / (1 + 1.079 / m)
-        z = sum(2.0 ** -v for v in self.registers)
-        estimate = alpha * m * m / z
         zeros = self.registers.count(0)
+        if zeros == m:
+            return 0
+        alpha = 0.7213 / (1 + 1.079 / m)
+        z = sum(n * 2.0 ** -v for v, n in Counter(self.registers).items())
+        estimate = alpha * m * m / z
         if estimate <= 2.5 * m and zeros:
             estimate = m * math.log(m / zeros)
         return int(round(estimate))
@@ -484,28 +491,20 @@ def _cleaner_checkpoint(root: Path) -> dict[tuple[str, int], int]:
 
 
 def stats_groups(paths: Iterable[Path]) -> list[tuple[Path | None, list[Path], int | None]]:
-    """(partition folder or None, segments, first dirty offset from the cleaner checkpoint)."""
+    """(partition folder or None, segments, first dirty offset from the cleaner checkpoint),
+    by the one listing rule (``kseg.log.listing``): a partition's run with its folder, a
+    file read on its own without one."""
     out: list[tuple[Path | None, list[Path], int | None]] = []
-    for raw in paths:
-        p = as_path(raw)
-        if not p.exists():
-            raise InputError("no such file or directory", file=str(p))
-        if p.is_file():
-            out.append((None, [p], None))
+    checkpoints: dict[Path, dict[tuple[str, int], int]] = {}
+    for g in reading_groups(paths):
+        if g.kind != RUN or g.folder is None:
+            out.append((None, list(g.files), None))
             continue
-        segs = partition_segments(p)
-        if segs:
-            parsed = partition_of(p)
-            dirty = _cleaner_checkpoint(p.parent).get(parsed) if parsed else None
-            out.append((p, segs, dirty))
-            continue
-        parts = log_dir_partitions(p)
-        if not parts:
-            raise InputError("no segment files found (expected .log files or <topic>-<n> folders)", file=str(p))
-        checkpoint = _cleaner_checkpoint(p)
-        for q in parts:
-            key = (q.topic, q.partition)
-            out.append((q.path, q.segment_paths, checkpoint.get(key)))  # type: ignore[arg-type]
+        parsed = partition_of(g.folder)
+        parent = g.folder.parent
+        if parent not in checkpoints:
+            checkpoints[parent] = _cleaner_checkpoint(parent)
+        out.append((g.folder, list(g.files), checkpoints[parent].get(parsed) if parsed else None))
     return out
 
 

@@ -27,7 +27,8 @@ from kseg.formats.attributes import CONTROL_ABORT, CONTROL_COMMIT
 from kseg.log.checks import header_errors
 from kseg.log.control import control_info
 from kseg.log.records import batch_records
-from kseg.log.segment import Segment, base_offset_of, companion_path, expand_inputs, partition_of
+from kseg.log.listing import FILE, RUN, list_inputs
+from kseg.log.segment import Segment, base_offset_of, companion_path, partition_of
 from kseg.model import Batch
 from kseg.ops.state import replay
 
@@ -132,11 +133,19 @@ def explain_transactions(paths: list[Path], *, now_ms: int, max_timeout_ms: int 
     among them, transactional ids are named)."""
     ids = _transactional_ids(paths)
     report = TxnReport(now_ms, max_timeout_ms)
-    folders: dict[Path, list[Path]] = {}
-    for log in expand_inputs(paths):
-        folders.setdefault(log.parent, []).append(log)
-    for folder, logs in sorted(folders.items()):
-        pt = _partition(folder, logs, ids)
+    # By the one listing rule (kseg.log.listing): a partition's run; files named on the command
+    # line by their folder; a file a folder holds that is not named by offset on its own.
+    groups: dict[Path, tuple[Path, list[Path]]] = {}
+    for listing in list_inputs(paths):
+        for g in listing.reading:
+            if g.kind == RUN and g.folder is not None:
+                groups.setdefault(g.folder, (g.folder, []))[1].extend(g.files)
+            elif listing.shape == FILE:
+                groups.setdefault(g.files[0].parent, (g.files[0].parent, []))[1].extend(g.files)
+            else:
+                groups[g.files[0]] = (g.files[0].parent, list(g.files))
+    for key, (folder, logs) in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        pt = _partition(folder, logs, ids, name=str(key))
         for t in pt.open:
             if now_ms - t.start_ms > max_timeout_ms:
                 pt.hanging.append(t)
@@ -159,9 +168,9 @@ def _transactional_ids(paths: list[Path]) -> dict[int, str]:
     return out
 
 
-def _partition(folder: Path, logs: list[Path], ids: dict[int, str]) -> PartitionTransactions:
+def _partition(folder: Path, logs: list[Path], ids: dict[int, str], name: str) -> PartitionTransactions:
     parsed = partition_of(folder)
-    pt = PartitionTransactions(str(folder), *(parsed if parsed else (None, None)))
+    pt = PartitionTransactions(name, *(parsed if parsed else (None, None)))
     open_txns: dict[int, Transaction] = {}
     epochs: dict[int, int] = {}
     for log in logs:

@@ -12,7 +12,6 @@ zeros preallocated after the last batch are notes.
 from __future__ import annotations
 
 import os
-import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,17 +28,16 @@ from kseg.formats.attributes import CODEC_MASK, CODEC_PLUGIN, CREATE_TIME, PLUGI
 from kseg.kafka07.read import inner_payloads, read_kafka07
 from kseg.log.checks import RecordCheck, header_errors, record_check
 from kseg.log.control import control_info
+from kseg.log import listing
+from kseg.log.listing import Group, list_inputs
 from kseg.log.records import PlainRun, plain_run
 from kseg.log.segment import (
-    KAFKA07_SUFFIXES,
     TIERED_EPOCH_SUFFIXES,
     Segment,
     base_offset_of,
     companion_path,
     is_stdin,
-    log_dir_partitions,
     not_a_file,
-    partition_segments,
     rsm_transform,
     zero_bytes_to_end,
 )
@@ -193,80 +191,37 @@ def verify_file(path: Path, options: VerifyOptions, prev_last: int | None = None
 
 def input_groups(paths: Iterable[str | Path]) -> list[list[Path]]:
     """The inputs as groups checked together (a partition folder's segments, whose offsets
-    run on from one to the next; a file alone); InputError if unusable."""
-    groups: list[list[Path]] = []
-    for raw in paths:
-        p = as_path(raw)
-        if is_stdin(p):
-            groups.append([p])
-            continue
-        if not p.exists():
-            problem = not_a_file(p) if isinstance(p, Path) else None  # a symlink loop
-            raise InputError(f"cannot read: {problem}" if problem else "no such file or directory", file=str(p))
-        if not p.is_dir():  # a file, or a stream (/dev/stdin, a FIFO, <(zcat ...))
-            groups.append([p])
-            continue
-        found = folder_groups(p)
-        if not found:
-            raise InputError("no Kafka files found (expected .log files, <topic>-<n> folders or log directories)",
-                             file=str(p))
-        groups.extend(found)
-    return groups
+    run on from one to the next, then the files checked beside them; a file alone), by the
+    one listing rule every command uses (``kseg.log.listing``); InputError if unusable."""
+    return [_verify_group(g) for listing in list_inputs(paths) for g in listing.groups]
+
+
+def _verify_group(g: Group) -> list[Path]:
+    return list(g.files) + list(g.side)
 
 
 # How deep a folder of log directories (one per broker or disk) is searched for them.
-LOG_DIR_SEARCH_DEPTH = 3
-KRAFT_SNAPSHOT = re.compile(r"^\d{20}-\d{10}\.checkpoint$")
-# A segment on its way out or in (deleted, cleaned, swapped in by the cleaner): checked on its own.
-TRANSIENT_LOG = re.compile(r"^\d{20}\.log\.(deleted|cleaned|swap)$")
+LOG_DIR_SEARCH_DEPTH = listing.LOG_DIR_SEARCH_DEPTH
 
 
 def folder_groups(folder: Path, depth: int = 0) -> list[list[Path]]:
-    """What a folder holds, as verify groups: a partition folder (its segments, then every
-    other file the broker keeps there); a log directory (its own files, then its
-    partitions); a folder of ``.log`` files not named by offset (each on its own); or a
-    folder holding log directories (searched for them)."""
-    files = sorted(c for c in folder.iterdir() if c.is_file())
-    logs = [c for c in files if c.suffix == ".log"]
-    if logs:
-        return partition_groups(folder)
-    if any(c.suffix in KAFKA07_SUFFIXES for c in files):  # a 0.7 partition folder
-        return [[c] for c in files if c.suffix in KAFKA07_SUFFIXES]
-    parts = log_dir_partitions(folder)
-    own = [c for c in files if c.name in LOG_DIR_FILES or c.name == "bootstrap.checkpoint"]
-    if parts or own:
-        groups = [[c] for c in own]
-        for part in parts:
-            groups.extend(partition_groups(part.path))
-        return groups
-    if depth >= LOG_DIR_SEARCH_DEPTH:
-        return []
-    groups = []
-    for child in sorted(c for c in folder.iterdir() if c.is_dir()):
-        groups.extend(folder_groups(child, depth + 1))
-    return groups
+    """What a folder holds, as verify groups (``kseg.log.listing.folder_listing``): a
+    partition folder; a log directory (its own files, then its partitions); a folder of
+    ``.log`` files not named by offset (each on its own); or a folder holding log directories."""
+    return [_verify_group(g) for g in listing.folder_listing(folder, depth=depth)[1]]
 
 
 def partition_groups(folder: Path) -> list[list[Path]]:
     """A partition folder: its segments in offset order with their snapshots and text files;
     KRaft snapshots, ``.log`` files not named by offset and transient segments
     (``.log.deleted``, ``.log.cleaned``, ``.log.swap``) are each checked on their own."""
-    segs = partition_segments(folder)
-    groups = [segs + _partition_files(folder)] if segs else []
-    named = set(segs)
-    groups.extend([c] for c in sorted(folder.iterdir())
-                  if c.is_file() and ((c.suffix == ".log" and c not in named) or KRAFT_SNAPSHOT.match(c.name)
-                                      or TRANSIENT_LOG.match(c.name)))
-    return groups
+    return [_verify_group(g) for g in listing.partition_listing(folder, folder)]
 
 
 def _partition_files(folder: Path) -> list[Path]:
     """The files of a partition folder verified besides its segments (their .index,
     .timeindex and .txnindex are checked with their log)."""
-    snapshots = sorted(folder.glob("*.snapshot"))
-    texts = [folder / n for n in PARTITION_TEXT_FILES if (folder / n).is_file()]
-    epochs = sorted(c for c in folder.iterdir() if c.is_file() and c.suffix in TIERED_EPOCH_SUFFIXES)
-    return snapshots + texts + epochs
+    return [f for g in listing.partition_listing(folder, folder) if g.kind == listing.RUN for f in g.side]
 
 
 PARTITION_TEXT_FILES = ("leader-epoch-checkpoint", "partition.metadata", "quorum-state")

@@ -8,6 +8,7 @@ from typing import Any, TextIO
 
 from kseg.ops.state import StateReport
 from kseg.ops.txn import TxnReport
+from kseg.printable import printable
 
 __all__ = ["iso_ms", "write_state", "write_txn"]
 
@@ -30,15 +31,15 @@ def write_state(report: StateReport, out: TextIO, fmt: str) -> None:
     for p in report.partitions:
         at = f", last offset {p.last_offset} at {iso_ms(p.last_timestamp)}" if p.last_offset is not None else ""
         start = f", from snapshot {p.snapshot}" if p.snapshot else ""
-        out.write(f"{p.path}: {p.records} records applied{at}{start}\n")
+        out.write(f"{printable(p.path)}: {p.records} records applied{at}{printable(start)}\n")
         if p.family == "offsets":
             _groups(p.state["groups"], out)
         elif p.family == "transactions":
             for tid, v in p.state["transactional_ids"].items():
-                parts = ",".join(f"{t['topic']}-{n}" for t in v.get("transactionPartitions") or []
-                                 for n in t.get("partitionIds", []))
-                out.write(f"  {tid}: producer {v.get('producerId')} epoch {v.get('producerEpoch')} "
-                          f"{v.get('state')} timeout {v.get('transactionTimeoutMs')} ms "
+                parts = printable(",".join(f"{t['topic']}-{n}" for t in v.get("transactionPartitions") or []
+                                           for n in t.get("partitionIds", [])))
+                out.write(f"  {printable(tid)}: producer {v.get('producerId')} epoch {v.get('producerEpoch')} "
+                          f"{printable(v.get('state'))} timeout {v.get('transactionTimeoutMs')} ms "
                           f"partitions [{parts}] updated {iso_ms(v.get('transactionLastUpdateTimestampMs'))}\n")
         elif p.family == "share-group-state":
             _share_groups(p.state["share_groups"], out)
@@ -47,7 +48,7 @@ def write_state(report: StateReport, out: TextIO, fmt: str) -> None:
         else:
             _image(p.state["image"], out)
         for note in p.notes:
-            out.write(f"  note: {note}\n")
+            out.write(f"  note: {printable(note)}\n")
 
 
 def _groups(groups: dict[str, Any], out: TextIO) -> None:
@@ -55,24 +56,24 @@ def _groups(groups: dict[str, Any], out: TextIO) -> None:
         meta = g.get("metadata")
         head = (f" ({meta.get('protocolType')}, generation {meta.get('generation')}, protocol "
                 f"{meta.get('protocol')}, {len(meta.get('members', []))} member(s))") if meta else ""
-        out.write(f"  group {name}{head}\n")
+        out.write(printable(f"  group {name}{head}") + "\n")
         for topic, parts in sorted(g.get("offsets", {}).items()):
             for n, v in sorted(parts.items(), key=lambda kv: int(kv[0])):
-                out.write(f"    {topic}-{n}: offset {v['offset']} leader epoch {v.get('leaderEpoch', -1)} "
+                out.write(f"    {printable(topic)}-{n}: offset {v['offset']} leader epoch {v.get('leaderEpoch', -1)} "
                           f"committed {iso_ms(v.get('commitTimestamp'))}"
-                          + (f" metadata {v['metadata']!r}" if v.get("metadata") else "") + "\n")
+                          + (f" metadata {printable(repr(v['metadata']))}" if v.get("metadata") else "") + "\n")
         for slot in g.get("records", {}):
-            out.write(f"    {slot}\n")
+            out.write(f"    {printable(slot)}\n")
 
 
 def _share_groups(groups: dict[str, Any], out: TextIO) -> None:
     for name, parts in groups.items():
-        out.write(f"  share group {name}\n")
+        out.write(f"  share group {printable(name)}\n")
         for sp in parts:
             topic = sp.get("topic") or sp["topicId"]
             batches = ", ".join(f"{b['firstOffset']}..{b['lastOffset']} {b['deliveryStateName']} "
                                 f"x{b['deliveryCount']}" for b in sp["stateBatches"])
-            out.write(f"    {topic}-{sp['partition']}: start offset {sp['startOffset']} state epoch "
+            out.write(f"    {printable(topic)}-{sp['partition']}: start offset {sp['startOffset']} state epoch "
                       f"{sp['stateEpoch']} leader epoch {sp['leaderEpoch']} snapshot epoch {sp['snapshotEpoch']}"
                       + (f" batches [{batches}]" if batches else "") + "\n")
 
@@ -80,29 +81,29 @@ def _share_groups(groups: dict[str, Any], out: TextIO) -> None:
 def _remote_partitions(partitions: dict[str, Any], out: TextIO) -> None:
     for name, p in partitions.items():
         deleted = f", partition {p['deleteState']}" if p.get("deleteState") else ""
-        out.write(f"  {name} ({p['topicId']}): {len(p['segments'])} remote segment(s){deleted}\n")
+        out.write(printable(f"  {name} ({p['topicId']}): {len(p['segments'])} remote segment(s){deleted}") + "\n")
         for sid, seg in p["segments"].items():
-            out.write(f"    {sid}: offsets {seg['startOffset']}..{seg['endOffset']} "
-                      f"{seg['segmentSizeInBytes']} bytes {seg['state']}\n")
+            out.write(f"    {printable(sid)}: offsets {seg['startOffset']}..{seg['endOffset']} "
+                      f"{seg['segmentSizeInBytes']} bytes {printable(seg['state'])}\n")
 
 
 def _image(img: dict[str, Any], out: TextIO) -> None:
     for name, t in img["topics"].items():
-        out.write(f"  topic {name} ({t['topicId']}): {len(t['partitions'])} partition(s)\n")
+        out.write(printable(f"  topic {name} ({t['topicId']}): {len(t['partitions'])} partition(s)") + "\n")
         for n, p in sorted(t["partitions"].items(), key=lambda kv: int(kv[0])):
             out.write(f"    {n}: leader {p.get('leader')} epoch {p.get('leaderEpoch')} replicas "
                       f"{p.get('replicas')} isr {p.get('isr')} partition epoch {p.get('partitionEpoch')}\n")
     for bid, b in sorted(img["brokers"].items(), key=lambda kv: int(kv[0])):
-        ends = ", ".join(f"{e.get('name')}://{e.get('host')}:{e.get('port')}" for e in b.get("endPoints", []))
+        ends = printable(", ".join(f"{e.get('name')}://{e.get('host')}:{e.get('port')}" for e in b.get("endPoints", [])))
         out.write(f"  broker {bid}: epoch {b.get('brokerEpoch')} {'fenced' if b.get('fenced') else 'unfenced'} "
                   f"{ends}\n")
     for name, level in sorted(img["features"].items()):
-        out.write(f"  feature {name}={level}\n")
+        out.write(printable(f"  feature {name}={level}") + "\n")
     for rtype, resources in sorted(img["configs"].items()):
         for resource, values in sorted(resources.items()):
             if values:
-                out.write(f"  config {rtype} {resource or '<default>'}: "
-                          + ", ".join(f"{k}={v}" for k, v in sorted(values.items())) + "\n")
+                out.write(printable(f"  config {rtype} {resource or '<default>'}: "
+                                    + ", ".join(f"{k}={v}" for k, v in sorted(values.items()))) + "\n")
     if img["acls"]:
         out.write(f"  {len(img['acls'])} ACL(s)\n")
 
@@ -113,10 +114,10 @@ def write_txn(report: TxnReport, out: TextIO, fmt: str) -> None:
         return
     for p in report.partitions:
         counts = {s: sum(1 for t in p.transactions if t.state == s) for s in ("committed", "aborted", "open")}
-        out.write(f"{p.path}: {counts['committed']} committed, {counts['aborted']} aborted, {counts['open']} "
+        out.write(f"{printable(p.path)}: {counts['committed']} committed, {counts['aborted']} aborted, {counts['open']} "
                   f"open; last stable offset {p.last_stable_offset}, log end {p.log_end_offset}\n")
         for t in p.transactions:
-            tid = f" ({t.transactional_id})" if t.transactional_id else ""
+            tid = f" ({printable(t.transactional_id)})" if t.transactional_id else ""
             span = f"{t.first_offset}..{t.marker_offset if t.marker_offset is not None else t.last_offset}"
             took = f", {t.duration_ms} ms" if t.duration_ms is not None else ""
             out.write(f"  producer {t.producer_id}{tid} epoch {t.producer_epoch}: {t.state} offsets {span}, "
@@ -124,9 +125,9 @@ def write_txn(report: TxnReport, out: TextIO, fmt: str) -> None:
         for t in p.hanging:
             age = (report.now_ms - t.start_ms) // 1000
             out.write(f"  hanging: producer {t.producer_id} open since offset {t.first_offset} for {age} s "
-                      f"(> {report.max_timeout_ms} ms); end it with: {p.abort_command(t)}\n")
+                      f"(> {report.max_timeout_ms} ms); end it with: {printable(p.abort_command(t))}\n")
         for f in p.findings:
-            out.write(f"  {f.severity}: {f}\n")
+            out.write(f"  {f.severity}: {printable(f)}\n")
     hanging = sum(len(p.hanging) for p in report.partitions)
     errors = sum(1 for p in report.partitions for f in p.findings if f.severity == "error")
     out.write(f"{len(report.partitions)} partition(s) with transactions, {hanging} hanging, {errors} problem(s)\n")

@@ -27,6 +27,7 @@ from kseg.ops.dump import (
     SkippedEvent,
     TailEvent,
 )
+from kseg.printable import printable as safe
 from kseg.render import bulk, lines
 from kseg.render.companions import INDEX_LINES, index_text, kafka_lines
 from kseg.render.lines import bool_text, iso_utc, text_escape, text_head
@@ -268,7 +269,7 @@ class JsonlRenderer:
             if info:
                 self.emit({"type": ev.kind, "file": str(ev.path), **info})
         elif isinstance(ev, SkippedEvent):
-            self.err.write(f"Ignoring {ev.reason}: {ev.path}\n")
+            self.err.write(f"Ignoring {ev.reason}: {safe(ev.path)}\n")
 
     @property
     def takes_spans(self) -> bool:
@@ -324,7 +325,7 @@ class TextRenderer:
         if isinstance(ev, FileStart):
             label = "end offset" if ev.kind == "snapshot" else "base offset"
             base = "" if ev.base_offset is None else f", {label} {ev.base_offset}"
-            w(f"== {ev.path} ({ev.kind}{base})\n")
+            w(f"== {safe(ev.path)} ({ev.kind}{base})\n")
         elif isinstance(ev, PlainRunEvent):  # what takes_plain_runs asked for
             r, s = ev.run, ev.run.spans
             self.write(bulk.text_plain_run(r.batches, s.data, s.records, _TS_NAMES, _PLAIN_CODEC, ev.records,
@@ -373,9 +374,9 @@ class TextRenderer:
                     w(line + "\n")
         elif isinstance(ev, TailEvent):
             if ev.reported:
-                w(f"!! {ev.tail.length} bytes at the end do not form a complete batch: {ev.tail.error}\n")
+                w(f"!! {ev.tail.length} bytes at the end do not form a complete batch: {safe(ev.tail.error)}\n")
         elif isinstance(ev, BadBatchEvent):
-            w(f"!! batch @{ev.batch.position} (size {ev.batch.size}) does not decode: {ev.error}\n")
+            w(f"!! batch @{ev.batch.position} (size {ev.batch.size}) does not decode: {safe(ev.error)}\n")
             w(f"   raw: {bytes(ev.batch.raw[:64]).hex()}{'...' if ev.batch.size > 64 else ''}\n")
         elif isinstance(ev, CompanionEvent):
             info = ev.info
@@ -393,7 +394,7 @@ class TextRenderer:
             elif not info:
                 w("  (no entries)\n")
         elif isinstance(ev, SkippedEvent):
-            self.err.write(f"Ignoring {ev.reason}: {ev.path}\n")
+            self.err.write(f"Ignoring {ev.reason}: {safe(ev.path)}\n")
 
     def _decoded_lines(self, ev: BatchEvent) -> None:
         """Records of an internal topic, one per line: the fixed columns, then decoded key => value."""
@@ -468,7 +469,7 @@ class KafkaRenderer:
     def __call__(self, ev: Event) -> None:
         w = self.w
         if isinstance(ev, FileStart):
-            w(f"Dumping {ev.path}\n")
+            w(f"Dumping {safe(ev.path)}\n")
             self._last_offset = None
             if ev.kind == "log":
                 w(f"Log starting offset: {ev.base_offset}\n")
@@ -515,7 +516,7 @@ class KafkaRenderer:
                     w(self._record_line(b, r, None if decoded is None else decoded[i]))
         elif isinstance(ev, TailEvent):
             if ev.reported:
-                w(f"Found {ev.tail.length} invalid bytes at the end of {ev.path.name}\n")
+                w(f"Found {ev.tail.length} invalid bytes at the end of {safe(ev.path.name)}\n")
         elif isinstance(ev, BadBatchEvent):
             self.err.write(f"kseg: error: {ev.error}\n")
         elif isinstance(ev, CompanionEvent):
@@ -531,7 +532,7 @@ class KafkaRenderer:
             for line in lines:
                 w(line + "\n")
         elif isinstance(ev, SkippedEvent):
-            self.err.write(f"Ignoring unknown file {ev.path}\n")
+            self.err.write(f"Ignoring unknown file {safe(ev.path)}\n")
 
     @property
     def takes_spans(self) -> bool:

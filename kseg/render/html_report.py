@@ -14,8 +14,9 @@ from typing import Any
 
 from kseg.errors import InputError
 from kseg.log.atomic import write_atomic
+from kseg.printable import printable
 
-__all__ = ["html_report", "write_html_report"]
+__all__ = ["html_report", "label", "write_html_report"]
 
 
 def _plotly() -> Any:
@@ -24,6 +25,13 @@ def _plotly() -> Any:
     except ImportError:
         raise InputError("--html needs plotly: pip install 'kseg[report]'") from None
     return go
+
+
+def label(text: object) -> str:
+    """Text from the data as a plot label: plotly.js reads labels as its own HTML subset
+    (``<br>``, ``<a href>``, ``<b>``, entities), so a topic named ``<a href=...>`` would be a
+    link; escaped, it reads as itself (plotly turns the entities back into the characters)."""
+    return html.escape(printable(text), quote=False)
 
 
 def _iso(ms: int) -> str:
@@ -46,18 +54,18 @@ def _figures(report: Any) -> list[tuple[str, Any]]:
                       yaxis=dict(title="records/s"), yaxis2=dict(title="bytes", overlaying="y", side="right"))
     figs.append(("timeline", fig))
     fig = go.Figure()
-    fig.add_trace(go.Pie(labels=list(acc.bytes_by_codec), values=list(acc.bytes_by_codec.values()), name="codec",
+    fig.add_trace(go.Pie(labels=[label(c) for c in acc.bytes_by_codec], values=list(acc.bytes_by_codec.values()), name="codec",
                          domain=dict(x=[0, 0.45]), title="bytes by codec"))
     fig.add_trace(go.Pie(labels=[f"magic {m}" for m in acc.bytes_by_magic], values=list(acc.bytes_by_magic.values()),
                          name="magic", domain=dict(x=[0.55, 1]), title="bytes by magic"))
     fig.update_layout(title="Codec and message format mix")
     figs.append(("mix", fig))
     sizes = sorted(acc.batch_sizes.items())
-    fig = go.Figure(go.Bar(x=[f"<= {k}" for k, _ in sizes], y=[v for _, v in sizes], name="batches"))
+    fig = go.Figure(go.Bar(x=[label(f"<= {k}") for k, _ in sizes], y=[v for _, v in sizes], name="batches"))
     fig.update_layout(title="Batch size histogram (bytes, power-of-two buckets)", yaxis=dict(title="batches"))
     figs.append(("batch-sizes", fig))
     parts = [p for t in report.topics for p in t.partitions]
-    names = [f"{p.topic}-{p.partition}" if p.topic is not None else p.path for p in parts]
+    names = [label(f"{p.topic}-{p.partition}" if p.topic is not None else p.path) for p in parts]
     fig = go.Figure()
     fig.add_trace(go.Bar(x=names, y=[p.acc.bytes for p in parts], name="bytes", offsetgroup=1))
     fig.add_trace(go.Bar(x=names, y=[p.acc.records for p in parts], name="records", yaxis="y2", offsetgroup=2))
@@ -89,7 +97,7 @@ def html_report(report: Any, title: str = "kseg stats") -> str:
     for t in report.topics:
         for p in t.partitions:
             a = p.acc
-            rows.append([f"{p.topic}-{p.partition}" if p.topic is not None else p.path, a.records, a.batches, a.bytes,
+            rows.append([printable(f"{p.topic}-{p.partition}" if p.topic is not None else p.path), a.records, a.batches, a.bytes,
                          f"{a.compression_ratio:.2f}x" if a.compression_ratio else "-",
                          min(a.keys.count(), a.keyed), a.tombstones, len(a.producers),
                          f"{a.committed}/{a.aborted}/{a.open_transactions}",
@@ -100,17 +108,17 @@ def html_report(report: Any, title: str = "kseg stats") -> str:
                f"{sum(len(t.partitions) for t in report.topics)} partitions of {len(report.topics)} topics; "
                f"{a.problem_count} problem(s)")
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(printable(title))}</title>
 <style>body{{font-family:sans-serif;margin:1.5em}} table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}} section.plot{{margin:1em 0}}</style>
 </head><body>
-<h1>{html.escape(title)}</h1>
+<h1>{html.escape(printable(title))}</h1>
 <p id="summary">{html.escape(summary)}</p>
 {''.join(divs)}
 <h2>Partitions</h2>
 {_table(rows, head)}
 <h2>Problems</h2>
-<ul id="problems">{''.join(f'<li>{html.escape(p)}</li>' for p in problems) or '<li>none</li>'}</ul>
+<ul id="problems">{''.join(f'<li>{html.escape(printable(p))}</li>' for p in problems) or '<li>none</li>'}</ul>
 </body></html>
 """
 

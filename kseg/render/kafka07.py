@@ -8,6 +8,7 @@ from typing import Any, TextIO
 
 from kseg.errors import TruncatedError
 from kseg.kafka07.read import inner_payloads, read_kafka07
+from kseg.printable import printable as safe
 from kseg.render.payload import printable
 
 
@@ -25,7 +26,7 @@ def dump_kafka07(files: list[Path], out: TextIO, *, fmt: str, deep: bool, key_de
                         out.write(json.dumps({"type": "record", "offset": m.position, "index": i,
                                               "value": value_decoder(p) if value_decoder else None}) + "\n")
         else:
-            out.write(f"Dumping {path}\n" if fmt == "kafka" else f"== {path} (kafka07)\n")
+            out.write(f"Dumping {safe(path)}\n" if fmt == "kafka" else f"== {safe(path)} (kafka07)\n")
             for m in messages:
                 out.write(f"offset: {m.position} size: {m.size} magic: {m.magic} compresscodec: {m.codec_name} "
                           f"crc: {m.crc} isvalid: {'true' if m.crc_valid else 'false'}\n")
@@ -35,7 +36,7 @@ def dump_kafka07(files: list[Path], out: TextIO, *, fmt: str, deep: bool, key_de
                         out.write(f"| offset: {m.position} payloadSize: {len(p)}{shown}\n")
         if err is not None:
             out.write(f"Found {len(Path(path).read_bytes()) - (err.position or 0)} invalid bytes at the end of "
-                      f"{Path(path).name}\n" if isinstance(err, TruncatedError) else "")
+                      f"{safe(Path(path).name)}\n" if isinstance(err, TruncatedError) else "")
             if not isinstance(err, TruncatedError):
                 raise err
 

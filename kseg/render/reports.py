@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
+from kseg.printable import printable
+
 __all__ = ["compact_json", "compact_line", "job_line", "verify_json", "write_verify"]
 
 
@@ -33,9 +35,9 @@ def write_verify(report: Any, out: TextIO, fmt: str, verbose: bool = True) -> No
             continue
         status = "ok" if f.ok else f"{len(f.errors)} error(s)"
         detail = f"{f.batches} batches, {f.records} records, {f.bytes} bytes" if f.kind == "log" else f.kind
-        out.write(f"{f.path}: {status} ({detail})\n")
+        out.write(f"{printable(f.path)}: {status} ({detail})\n")
         for p in f.problems:
-            out.write(f"  {p.severity}: {p}\n")
+            out.write(f"  {p.severity}: {printable(p)}\n")
         if f.suppressed_notes:
             out.write(f"  note: {f.suppressed_notes} more notes not shown\n")
     total = len(report.files)

@@ -9,9 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from kseg.printable import printable
+
 
 def tabulate(rows: Any, *args: Any, **kwargs: Any) -> str:
-    """``tabulate.tabulate`` itself (same arguments, same text)."""
+    """``tabulate.tabulate`` itself (same arguments, same text), with text from the data in
+    cells and headers escaped (``kseg.printable``)."""
     from tabulate import tabulate as table  # late: see the module's comment
 
+    rows = [[printable(c) if isinstance(c, str) else c for c in row] for row in rows]
+    if isinstance(kwargs.get("headers"), (list, tuple)):
+        kwargs["headers"] = [printable(h) if isinstance(h, str) else h for h in kwargs["headers"]]
     return table(rows, *args, **kwargs)

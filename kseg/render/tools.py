@@ -9,6 +9,7 @@ import json
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
+from kseg.printable import printable
 from kseg.render.payload import Decoder, header_key_text
 
 __all__ = ["FindWriter", "find_summary", "record_view", "stats_json", "write_diff", "write_repair", "write_stats"]
@@ -33,23 +34,23 @@ def write_repair(report: Any, out: TextIO, fmt: str) -> None:
             kept = (f"{s.kept_batches} batches, {s.kept_records} records, {s.kept_bytes} bytes "
                     f"({_offsets(s.first_offset, s.last_offset)})")
             if s.cut is None:
-                out.write(f"{s.file}: kept whole: {kept}\n")
+                out.write(f"{printable(s.file)}: kept whole: {kept}\n")
                 continue
             c = s.cut
             approx = "" if c.exact else "at least "
             lost = (f"{c.bytes_lost} bytes, {approx}{c.records_lost} records in {c.batches_lost} batches "
                     f"({_offsets(c.first_offset_lost, c.last_offset_lost)})")
             if s.action == "deleted":
-                out.write(f"{s.file}: deleted: {lost}\n  why: {c.message}\n")
+                out.write(f"{printable(s.file)}: deleted: {lost}\n  why: {printable(c.message)}\n")
             else:
-                out.write(f"{s.file}: truncated at byte {c.position} ({c.reason}): kept {kept}; lost {lost}\n"
-                          f"  why: {c.message}\n")
+                out.write(f"{printable(s.file)}: truncated at byte {c.position} ({c.reason}): kept {kept}; lost {lost}\n"
+                          f"  why: {printable(c.message)}\n")
         if p.epochs_dropped:
-            out.write(f"{p.path}: leader-epoch-checkpoint entries dropped (start at or past the new log end "
+            out.write(f"{printable(p.path)}: leader-epoch-checkpoint entries dropped (start at or past the new log end "
                       f"{p.log_end_offset}): {', '.join(f'epoch {e} at {o}' for e, o in p.epochs_dropped)}\n")
         for snap in p.snapshots_dropped:
-            out.write(f"{snap}: producer snapshot past the new log end {p.log_end_offset}: dropped\n")
-    where = "dry run, nothing written" if report.dry_run else f"written to {report.output}"
+            out.write(f"{printable(snap)}: producer snapshot past the new log end {p.log_end_offset}: dropped\n")
+    where = "dry run, nothing written" if report.dry_run else f"written to {printable(report.output)}"
     out.write(f"{doc['segments_truncated']} segment(s) truncated, {doc['segments_deleted']} deleted, "
               f"{doc['bytes_lost']} bytes and {doc['records_lost']} records lost ({where})\n")
 
@@ -105,10 +106,10 @@ def write_diff(report: Any, out: TextIO, fmt: str, key_decoder: Decoder, value_d
     for p in report.partitions:
         compared = f"{p.equal_batches} equal batches, {p.equal_records} equal records"
         if p.identical:
-            out.write(f"{p.name}: identical ({compared})\n")
+            out.write(f"{printable(p.name)}: identical ({compared})\n")
         else:
             at = f" at offset {p.diverge_offset}" if p.diverge_offset is not None else ""
-            out.write(f"{p.name}: {p.kind}{at} ({compared})\n")
+            out.write(f"{printable(p.name)}: {p.kind}{at} ({compared})\n")
             for label, side in (("A", p.a), ("B", p.b)):
                 if not side.path:
                     out.write(f"  {label}: absent\n")
@@ -120,12 +121,12 @@ def write_diff(report: Any, out: TextIO, fmt: str, key_decoder: Decoder, value_d
                     epochs = (f", leader epoch at {p.diverge_offset}: batch {_dash(side.epoch_at_divergence)}, "
                               f"checkpoint {_dash(side.checkpoint_epoch_at_divergence)}")
                 only = "from there on" if p.kind == "diverged" else "only here"
-                out.write(f"  {label}: {side.path}: {span}, {side.records} records{epochs}; {only}: "
+                out.write(f"  {label}: {printable(side.path)}: {span}, {side.records} records{epochs}; {only}: "
                           f"{_ranges(side)}\n")
-            out.write(f"  why: {p.explanation()}\n")
+            out.write(f"  why: {printable(p.explanation())}\n")
         for side_label, side in (("A", p.a), ("B", p.b)):
             for prob in side.problems:
-                out.write(f"  {side_label} problem: {prob}\n")
+                out.write(f"  {side_label} problem: {printable(prob)}\n")
         for r in p.records:
             va = record_view(r.a, key_decoder, value_decoder) if r.a else None
             vb = record_view(r.b, key_decoder, value_decoder) if r.b else None
@@ -153,7 +154,7 @@ class FindWriter:
                 doc.update(producer_id=b.producer_id, is_transactional=b.is_transactional)
             self.out.write(json.dumps(doc) + "\n")
             return
-        where = f"{m.topic}-{m.partition}" if m.topic is not None else m.file
+        where = printable(f"{m.topic}-{m.partition}" if m.topic is not None else m.file)
         self.out.write(f"{where} offset {view['offset']} {_record_text(view)}\n")
 
 
@@ -163,7 +164,7 @@ def find_summary(st: Any) -> str:
             f"{st.batches_skipped} of {st.batches} batches ruled out before decoding; "
             f"{st.segments_skipped} of {st.segments} segments skipped and {st.seeks} entered by index")
     if st.problems:
-        line += f"; {len(st.problems)} problem(s): " + "; ".join(st.problems[:5])
+        line += f"; {len(st.problems)} problem(s): " + "; ".join(printable(x) for x in st.problems[:5])
     return line
 
 
@@ -218,17 +219,17 @@ def write_stats(report: Any, out: TextIO, fmt: str, segments: bool = False) -> N
         out.write(json.dumps(stats_json(report), indent=2) + "\n")
         return
     for t in report.topics:
-        out.write(f"topic {t.topic if t.topic is not None else '(files)'} ({len(t.partitions)} partitions): "
+        out.write(f"topic {printable(t.topic) if t.topic is not None else '(files)'} ({len(t.partitions)} partitions): "
                   f"{_acc_line(t.acc)}\n")
         for p in t.partitions:
             dirty = f"; dirty ratio {p.dirty_ratio:.2f}" if p.dirty_ratio is not None else ""
-            out.write(f"  {p.path}: {_acc_line(p.acc)}{dirty}\n")
+            out.write(f"  {printable(p.path)}: {_acc_line(p.acc)}{dirty}\n")
             if segments:
                 for s in p.segments:
-                    out.write(f"    {s.file}: offsets {s.first_offset}..{s.last_offset}, {s.acc.records} records, "
+                    out.write(f"    {printable(s.file)}: offsets {s.first_offset}..{s.last_offset}, {s.acc.records} records, "
                               f"{s.acc.batches} batches, {s.acc.bytes} bytes\n")
             for prob in p.acc.problems:
-                out.write(f"    problem: {prob}\n")
+                out.write(f"    problem: {printable(prob)}\n")
             if p.acc.problem_count > len(p.acc.problems):
                 out.write(f"    ... {p.acc.problem_count - len(p.acc.problems)} more problems\n")
     out.write(f"total ({sum(len(t.partitions) for t in report.topics)} partitions): {_acc_line(report.acc)}; "
