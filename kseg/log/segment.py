@@ -22,7 +22,7 @@ from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log.decode import Tail
 from kseg.log.fast import scan_entries
 from kseg.model import Batch
-from kseg.storage import ArchivePath, RemotePath, as_path
+from kseg.storage import ArchivePath, RemotePath, as_path, cannot_read
 
 CHUNK_SIZE = 8 * 1024 * 1024
 STEP_ENTRIES = 512
@@ -213,7 +213,7 @@ class Segment:
         try:
             f = self.path.open("rb")
         except OSError as e:
-            raise InputError(f"cannot open: {e.strerror or e}", file=str(self.path)) from None
+            raise cannot_read(self.path, e) from None
         with f:
             if not isinstance(self.path, Path):
                 file_size = f.size()  # an object, read by ranges: its size from the store
@@ -233,7 +233,10 @@ class Segment:
             while filepos < limit:
                 f.seek(filepos)
                 asked = min(want, limit - filepos)
-                chunk = f.read(asked)
+                try:
+                    chunk = f.read(asked)
+                except OSError as e:  # EIO and the like (archive members and objects raise ReadError)
+                    raise cannot_read(self.path, e) from None
                 eof = len(chunk) < asked or filepos + len(chunk) >= limit
                 mv = memoryview(chunk)
                 at = 0

@@ -26,7 +26,7 @@ from kseg.log.fast import scan_entries
 from kseg.log.records import batch_records
 from kseg.log.segment import STEP_ENTRIES, Segment, log_dir_partitions, partition_segments
 from kseg.model import Batch, Record
-from kseg.storage import as_path
+from kseg.storage import as_path, cannot_read
 
 WINDOW = 32 << 20  # bytes mapped at a time
 IDENTICAL = "identical"
@@ -184,7 +184,7 @@ def _entries(path: Path, side: Side) -> Iterator[Batch]:
     try:
         f = open(path, "rb")
     except OSError as e:
-        raise InputError(f"cannot open: {e.strerror}", file=str(path)) from None
+        raise cannot_read(path, e) from None
     with f:
         size = os.fstat(f.fileno()).st_size
         pos = 0
