@@ -34,7 +34,7 @@ from kseg.companions.read import (
     parse_producer_snapshot,
     parse_time_index,
 )
-from kseg.errors import KsegError
+from kseg.errors import InputError, KsegError
 from kseg.findings import ERROR, NOTE, Finding
 from kseg.formats.attributes import CONTROL_ABORT, CONTROL_TYPE_NAMES
 from kseg.layouts import ABORTED_TXN_ENTRY, TIME_INDEX_ENTRY
@@ -618,6 +618,8 @@ def check_segment_companions(
         seg = Segment(as_path(log_path))  # type: ignore[arg-type]
         try:
             read_summary, read_controls = summarize_batches(seg.batches())
+        except InputError:
+            raise  # the log cannot be read (a damaged member, a store failing): exit 2, not a finding
         except KsegError as e:
             return [_finding(ERROR, str(log_path), e.position, f"cannot read the log: {e.message}")]
         if batches_summary is None:
