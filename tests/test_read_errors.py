@@ -65,16 +65,16 @@ def _zip(where: Path) -> Path:
     return out
 
 
-def _member(archive: Path) -> zipfile.ZipInfo:
+def _member(archive: Path, name: str = DAMAGED) -> zipfile.ZipInfo:
     with zipfile.ZipFile(archive) as z:
-        return z.getinfo(f"{PARTITION.name}/{DAMAGED}")
+        return z.getinfo(f"{PARTITION.name}/{name}")
 
 
-def zip_bad_crc(where: Path) -> tuple[Path, str]:
+def zip_bad_crc(where: Path, name: str = DAMAGED) -> tuple[Path, str]:
     """The member's bytes intact, its stored CRC-32 (local header and central directory) wrong:
     only the CRC check can tell."""
     out = _zip(where)
-    info = _member(out)
+    info = _member(out, name)
     data = bytearray(out.read_bytes())
     struct.pack_into("<I", data, info.header_offset + 14, info.CRC ^ 0x5A5A5A5A)
     eocd = data.rindex(b"PK\x05\x06")
@@ -87,7 +87,7 @@ def zip_bad_crc(where: Path) -> tuple[Path, str]:
         extra, comment = struct.unpack_from("<HH", data, central + 30)
         central += 46 + name_len + extra + comment
     out.write_bytes(bytes(data))
-    return out, f"{out}/{PARTITION.name}/{DAMAGED}"
+    return out, f"{out}/{PARTITION.name}/{name}"
 
 
 def zip_bad_deflate(where: Path) -> tuple[Path, str]:
@@ -177,6 +177,13 @@ def test_verify_checks_the_rest_of_an_archive(tmp_path) -> None:
     assert f"{archive}/{PARTITION.name}/00000000000000000000.log: ok" in r.stdout, r.stdout
     checked = len(list(PARTITION.iterdir()))  # every file of the partition, the unreadable one too
     assert f"{checked} file(s) checked, 1 with errors, 1 error(s) in all" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("command", ["verify", "index --check"])
+def test_damaged_index_member_is_one_read_error(tmp_path, command) -> None:
+    """A companion (.index) that fails to read is the same read error, not a finding about it (exit 1)."""
+    archive, named = zip_bad_crc(tmp_path, DAMAGED.replace(".log", ".index"))
+    one_read_error(kseg(*COMMANDS[command](str(archive))), named, verify=command == "verify")
 
 
 # --------------------------------------------------------------------------- a local file deleted

@@ -42,7 +42,7 @@ from kseg.log.control import control_info
 from kseg.log.decode import decode_v2_records, records_region
 from kseg.log.segment import TIERED_EPOCH_SUFFIXES, Segment, base_offset_of, tiered_segment_id
 from kseg.model import Batch
-from kseg.storage import as_path, open_input
+from kseg.storage import as_path, cannot_read, open_input
 
 __all__ = [
     "BatchSummary",
@@ -156,12 +156,16 @@ def _length_and_tail(out: list[Finding], file: str, data: bytes, idx: IndexFile,
 
 
 def _read_for_check(path: str | os.PathLike, out: list[Finding]) -> bytes | None:
+    """A companion's bytes. One that cannot be read is not a finding about its data: a file
+    deleted since it was listed stays ``FileNotFoundError`` (the caller tells whether it went
+    away), any other failure is ``ReadError`` (exit 2), as for the log."""
     try:
         with open_input(path) as f:
             return f.read()
+    except FileNotFoundError:
+        raise
     except OSError as e:
-        out.append(_finding(ERROR, str(path), None, f"cannot read: {e.strerror or e}"))
-        return None
+        raise cannot_read(path, e) from None
 
 
 def _base_for_check(path: str | os.PathLike, base_offset: int | None, out: list[Finding]) -> int | None:

@@ -325,8 +325,11 @@ def verify_companion_file(path: Path) -> FileReport:
     fr = FileReport(str(path), kind=path.suffix.lstrip(".") or path.name)
     try:
         findings = check_standalone(path)
-    except ReadError as e:  # an archive member or an object that fails to read
-        fr.problems.append(Problem(ERROR, "unreadable", str(path), None, e.message))
+    except (FileNotFoundError, ReadError) as e:  # deleted since listed, or failing to read
+        if isinstance(e, FileNotFoundError) and gone(path):
+            fr.problems.append(Problem(NOTE, "vanished", str(path), None, VANISHED))
+        else:
+            fr.problems.append(Problem(ERROR, "unreadable", str(path), None, cannot_read(path, e).message))
         return fr
     if gone(path):
         fr.problems.append(Problem(NOTE, "vanished", str(path), None, VANISHED))
@@ -475,7 +478,8 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None,
             if isinstance(e, FileNotFoundError) and gone(where or path):
                 c.note("vanished", None, VANISHED)
             else:
-                c.error("unreadable", None, cannot_read(where or path, e).message)
+                c.report.problems.append(Problem(ERROR, "unreadable", str(where or path), None,
+                                                 cannot_read(where or path, e).message))
     return fr, last
 
 
