@@ -823,21 +823,31 @@ class _Archive:
                 members = [(m.name, m.isdir(), m) for m in self.tar.getmembers() if m.isfile() or m.isdir()]
         except read_failures() as e:
             raise cannot_read(path, e) from None
+        repeated: list[str] = []
         for name, is_dir, info in members:
-            name = name.strip("/")
-            while name.startswith("./"):
-                name = name[2:]
-            if not name or name == ".":
+            # Names as tar resolves them: logs//t-0/./x is logs/t-0/x, and of two members under
+            # one name the last is the one extracted (and read here).
+            name = "/".join(p for p in name.split("/") if p not in ("", "."))
+            if not name:
                 continue
             if is_dir:
                 self.dirs.setdefault(name, set())
             else:
+                if name in self.files:
+                    repeated.append(name)
                 self.files[name] = info
             child = name
             while child:
                 parent = child.rsplit("/", 1)[0] if "/" in child else ""
                 self.dirs.setdefault(parent, set()).add(child.rsplit("/", 1)[-1])
                 child = parent
+        if repeated:
+            import sys
+
+            first = repeated[0]
+            more = f" and {len(set(repeated)) - 1} other name(s)" if len(set(repeated)) > 1 else ""
+            sys.stderr.write(f"kseg: note: {printable(path)}: more than one member is named {printable(first)}{more}: "
+                             "the last of each is read, as tar extracts it\n")
 
     def open(self, name: str) -> Any:
         info = self.files[name]

@@ -336,3 +336,34 @@ def test_object_store_stopping_mid_dump_is_one_read_error(tmp_path) -> None:
         server.__exit__()
     r = subprocess.CompletedProcess(p.args, p.returncode, "", stderr)
     one_read_error(r, f"s3://{key}")
+
+
+# --------------------------------------------------------------------------- member names
+
+
+@pytest.mark.parametrize("kind", ["tar", "zip"])
+def test_member_names_resolve_as_tar_does(tmp_path, kind) -> None:
+    """``logs//t-0/./x.log`` is ``logs/t-0/x.log``; of two members under one name the last is
+    read (as tar extracts it), and the repeat is said once."""
+    import io
+
+    good = (PARTITION / "00000000000000000000.log").read_bytes()
+    names = [("logs/t-0/00000000000000000000.log", b"junk" * 10),
+             ("logs//t-0/./00000000000000000000.log", good)]
+    archive = tmp_path / f"logs.{kind}"
+    if kind == "tar":
+        with tarfile.open(archive, "w") as t:
+            for name, data in names:
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                t.addfile(info, io.BytesIO(data))
+    else:
+        with zipfile.ZipFile(archive, "w") as z:
+            for name, data in names:
+                z.writestr(name, data)
+    r = kseg("verify", archive)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert "1 file(s) checked, 0 with errors" in r.stdout, r.stdout
+    notes = [line for line in r.stderr.splitlines() if line.startswith("kseg: note:")]
+    assert len(notes) == 1 and "logs/t-0/00000000000000000000.log" in notes[0] and "last" in notes[0], r.stderr
+    assert as_path(f"{archive}/logs/t-0/00000000000000000000.log").read_bytes() == good
