@@ -57,23 +57,23 @@ def kseg(*args: str | Path, env: dict[str, str] | None = None, code: str = KSEG_
 # --------------------------------------------------------------------------- damaged inputs
 
 
-def _zip(where: Path) -> Path:
+def _zip(where: Path, partition: Path = PARTITION) -> Path:
     out = where / "logs.zip"
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-        for p in sorted(PARTITION.iterdir()):
-            z.write(p, f"{PARTITION.name}/{p.name}")
+        for p in sorted(partition.iterdir()):
+            z.write(p, f"{partition.name}/{p.name}")
     return out
 
 
 def _member(archive: Path, name: str = DAMAGED) -> zipfile.ZipInfo:
     with zipfile.ZipFile(archive) as z:
-        return z.getinfo(f"{PARTITION.name}/{name}")
+        return next(i for i in z.infolist() if i.filename.endswith("/" + name))
 
 
-def zip_bad_crc(where: Path, name: str = DAMAGED) -> tuple[Path, str]:
+def zip_bad_crc(where: Path, name: str = DAMAGED, partition: Path = PARTITION) -> tuple[Path, str]:
     """The member's bytes intact, its stored CRC-32 (local header and central directory) wrong:
     only the CRC check can tell."""
-    out = _zip(where)
+    out = _zip(where, partition)
     info = _member(out, name)
     data = bytearray(out.read_bytes())
     struct.pack_into("<I", data, info.header_offset + 14, info.CRC ^ 0x5A5A5A5A)
@@ -87,7 +87,7 @@ def zip_bad_crc(where: Path, name: str = DAMAGED) -> tuple[Path, str]:
         extra, comment = struct.unpack_from("<HH", data, central + 30)
         central += 46 + name_len + extra + comment
     out.write_bytes(bytes(data))
-    return out, f"{out}/{PARTITION.name}/{name}"
+    return out, f"{out}/{partition.name}/{name}"
 
 
 def zip_bad_deflate(where: Path) -> tuple[Path, str]:
@@ -132,6 +132,8 @@ COMMANDS = {
     "diff (right)": lambda p: ["diff", PARTITION, p],
     "index --check": lambda p: ["index", "--check", p],
     "up-convert": lambda p: ["up-convert", "--to-magic", "2", p, "-o", "{out}"],
+    "recompress": lambda p: ["recompress", "--codec", "gzip", p, "-o", "{out}"],
+    "compact": lambda p: ["compact", "--now-ms", "1800000000000", p, "-o", "{out}"],
     "repair --dry-run": lambda p: ["repair", "--dry-run", p],
 }
 
@@ -184,6 +186,12 @@ def test_damaged_index_member_is_one_read_error(tmp_path, command) -> None:
     """A companion (.index) that fails to read is the same read error, not a finding about it (exit 1)."""
     archive, named = zip_bad_crc(tmp_path, DAMAGED.replace(".log", ".index"))
     one_read_error(kseg(*COMMANDS[command](str(archive))), named, verify=command == "verify")
+
+
+def test_state_of_a_damaged_internal_topic_is_one_read_error(tmp_path) -> None:
+    internal = REPO / "fixtures" / "internal" / "__consumer_offsets-0"
+    archive, named = zip_bad_crc(tmp_path, "00000000000000000000.log", internal)
+    one_read_error(kseg("state", archive), named)
 
 
 # --------------------------------------------------------------------------- a local file deleted
