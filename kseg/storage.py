@@ -23,6 +23,12 @@ Archives (``.tar``, ``.tar.gz``/``.tgz``, ``.zip``) are read in place: ``as_path
 ``logs.tgz`` (or a path inside it, ``logs.tgz/kafka-logs/orders-0``) into an
 ``ArchivePath``, with the same reading interface. Nothing is unpacked to disk; see
 ``ArchivePath`` for what each kind costs.
+
+Read failures are classified here, once, for every backend: ``gone(path)`` is true only for
+a local file that is no longer there (deleted by retention during a run: a note, the run goes
+on); anything else that cannot be read (a zip member's bad CRC-32 or deflate data, a tar cut
+short, an object store failing mid-read, permissions, EIO) is a ``ReadError``, worded by
+``cannot_read`` as ``PATH: cannot read: <reason>``, exit 2 in every command.
 """
 
 from __future__ import annotations
@@ -357,7 +363,7 @@ def remote_failure(e: Exception, where: str) -> Exception:
     "not found" stays ``FileNotFoundError``."""
     if isinstance(e, FileNotFoundError):
         return e
-    return InputError(f"cannot reach the object store: {_first_line(e)}", file=where)
+    return ReadError(f"cannot reach the object store: {printable(_first_line(e))}", file=where)
 
 
 # --------------------------------------------------------------------------- remote paths
