@@ -23,6 +23,12 @@ Archives (``.tar``, ``.tar.gz``/``.tgz``, ``.zip``) are read in place: ``as_path
 ``logs.tgz`` (or a path inside it, ``logs.tgz/kafka-logs/orders-0``) into an
 ``ArchivePath``, with the same reading interface. Nothing is unpacked to disk; see
 ``ArchivePath`` for what each kind costs.
+
+Read failures are classified here, once, for every backend: ``gone(path)`` is true only for
+a local file that is no longer there (deleted by retention during a run: a note, the run goes
+on); anything else that cannot be read (a zip member's bad CRC-32 or deflate data, a tar cut
+short, an object store failing mid-read, permissions, EIO) is a ``ReadError``, worded by
+``cannot_read`` as ``PATH: cannot read: <reason>``, exit 2 in every command.
 """
 
 from __future__ import annotations
@@ -33,12 +39,14 @@ import os
 import re
 import threading
 import uuid
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Iterator
 from urllib.parse import unquote, urlsplit
 
 from kseg.errors import InputError
+from kseg.printable import printable
 
 if TYPE_CHECKING:
     import tarfile
@@ -57,6 +65,15 @@ ENDPOINT_ENV = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
 # A GCS request failing for a passing reason is retried this long (pyarrow's default is 15
 # minutes, which is also how long a machine without credentials would wait to be told).
 GCS_RETRY_SECONDS = 30
+# Where each store's credentials go instead of the URL (never echoed back).
+CREDENTIALS = {
+    "s3": "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), or use a profile "
+          "(AWS_PROFILE) or the SDK's other sources; write s3://bucket/prefix",
+    "gcs": "set GOOGLE_APPLICATION_CREDENTIALS or log in with gcloud auth application-default login; "
+           "write gs://bucket/prefix",
+    "azure": "set AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_TOKEN, or "
+             "AZURE_STORAGE_CONNECTION_STRING; write abfs://container/prefix",
+}
 # The Azure Storage emulator's published development account (UseDevelopmentStorage=true).
 AZURITE_ACCOUNT = "devstoreaccount1"
 AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
@@ -87,7 +104,7 @@ def _as_path(raw: str | os.PathLike) -> Path | RemotePath:
         # URL in Path() on the way still reaches the object.
         if not (raw.parts and raw.parts[0].rstrip(":").lower() in REMOTE_SCHEMES and raw.parts[0].endswith(":")):
             return raw
-        return RemotePath(raw.parts[0][:-1].lower(), "/".join(raw.parts[1:]))
+        raw = raw.parts[0] + "//" + "/".join(raw.parts[1:])  # checked as the URL it was
     text = os.fspath(raw)
     m = URL.match(text)
     if m is None:
@@ -103,7 +120,11 @@ def _as_path(raw: str | os.PathLike) -> Path | RemotePath:
         bucket = "container" if SCHEMES[scheme] == "azure" else "bucket"
         if not key:
             raise InputError(f"a {scheme}:// URL needs a {bucket} ({scheme}://{bucket}/prefix)", file=text)
-        if "@" in key.split("/", 1)[0]:
+        host = key.split("/", 1)[0]
+        if "@" in host and (":" in host.split("@", 1)[0] or SCHEMES[scheme] != "azure"):
+            raise InputError(f"credentials are not taken in the URL: {CREDENTIALS[SCHEMES[scheme]]}",
+                             file=f"{scheme}://***@{key.split('@', 1)[1]}")
+        if "@" in host:
             raise InputError(f"write {scheme}://container/prefix, with the account in AZURE_STORAGE_ACCOUNT_NAME "
                              "(the container@account.dfs.core.windows.net form is not taken)", file=text)
         return RemotePath(scheme, re.sub("/+", "/", key))
@@ -285,12 +306,64 @@ def _first_line(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
+# --------------------------------------------------------------------------- read failures
+
+
+class ReadError(InputError):
+    """A file, archive member or object that is there (or was) but cannot be read: damaged
+    archive data, a store or network failing, permissions, an I/O error. Exit 2 in every command."""
+
+
+def read_failures() -> tuple[type[BaseException], ...]:
+    """What reading a file, a member or an object raises when the bytes cannot be had
+    (``zipfile``/``tarfile`` late: only archives need them)."""
+    import tarfile
+    import zipfile
+
+    return (OSError, EOFError, zlib.error, zipfile.BadZipFile, tarfile.TarError)
+
+
+def cannot_read(path: Any, e: BaseException | str) -> ReadError:
+    """The one wording for an unreadable input: ``PATH: cannot read: <reason>``."""
+    if isinstance(e, ReadError):
+        return e
+    if isinstance(e, str):
+        reason = e
+    elif isinstance(e, OSError) and e.strerror:
+        reason = e.strerror
+    elif isinstance(e, InputError):
+        reason = e.message[len("cannot read: "):] if e.message.startswith("cannot read: ") else e.message
+    else:
+        reason = _first_line(e)
+        if isinstance(e, zlib.error):
+            reason = f"damaged compressed data ({reason})"
+    return ReadError(f"cannot read: {printable(reason)}", file=str(path))
+
+
+VANISHED = "the file went away during the run (deleted by retention or renamed by the broker)"
+
+
+def gone(path: Any) -> bool:
+    """Whether ``path`` "went away during the run" (deleted by retention, renamed by the broker):
+    only a local file that is no longer there. An archive member or an object that fails to
+    read did not go away: that is a ``ReadError``."""
+    if isinstance(path, str):
+        if path == "-" or URL.match(path):
+            return False
+        path = Path(path)
+    if not isinstance(path, Path) or str(path) == "-":
+        return False
+    if archive_path(path) is not None:
+        return False
+    return not os.path.lexists(path)
+
+
 def remote_failure(e: Exception, where: str) -> Exception:
     """A store's failure (no credentials, unreachable, refused) as one line naming the path;
     "not found" stays ``FileNotFoundError``."""
     if isinstance(e, FileNotFoundError):
         return e
-    return InputError(f"cannot reach the object store: {_first_line(e)}", file=where)
+    return ReadError(f"cannot reach the object store: {printable(_first_line(e))}", file=where)
 
 
 # --------------------------------------------------------------------------- remote paths
@@ -461,7 +534,13 @@ class RemotePath(_NameParts):
     def open(self, mode: str = "rb", buffering: int = -1, encoding: str | None = None,
              errors: str | None = None, newline: str | None = None) -> Any:
         if mode == "rb":
-            return RangedReader(self._fs().open_input_file(self.key), str(self))
+            fs = self._fs()
+            try:
+                return RangedReader(fs.open_input_file(self.key), str(self))
+            except FileNotFoundError:
+                raise FileNotFoundError(2, "No such file or directory", str(self)) from None
+            except Exception as e:  # pyarrow raises OSError and its own ArrowException
+                raise cannot_read(self, e) from None
         if mode == "wb":
             return AtomicObjectWriter(self)
         if mode in ("r", "rt"):
@@ -516,7 +595,7 @@ class RangedReader:
     """A seekable reader of an object: each ``read(n)`` is one ranged GET of at most ``n`` bytes.
 
     A transfer failing half way (the connection, the server) is the input's problem: it
-    raises ``InputError`` naming the object, as kseg's other errors do.
+    raises ``ReadError`` naming the object, as kseg's other errors do; never "went away".
     """
 
     def __init__(self, f: Any, name: str):
@@ -526,17 +605,23 @@ class RangedReader:
     def read(self, n: int = -1) -> bytes:
         try:
             return self._f.read() if n is None or n < 0 else self._f.read(n)
-        except OSError as e:
-            raise InputError(f"cannot read: {e}", file=self.name) from None
+        except Exception as e:  # pyarrow raises OSError and its own ArrowException
+            raise cannot_read(self.name, e) from None
 
     def seek(self, position: int, whence: int = 0) -> int:
-        return self._f.seek(position, whence)
+        try:
+            return self._f.seek(position, whence)
+        except Exception as e:
+            raise cannot_read(self.name, e) from None
 
     def tell(self) -> int:
         return self._f.tell()
 
     def size(self) -> int:
-        return self._f.size()
+        try:
+            return self._f.size()
+        except Exception as e:
+            raise cannot_read(self.name, e) from None
 
     def readable(self) -> bool:
         return True
@@ -734,29 +819,41 @@ class _Archive:
                 members = [(i.filename, i.is_dir(), i) for i in self.zip.infolist()]
             else:
                 self.zip = None
-                self.tar = tarfile.open(path, "r:*")
-                # A compressed tar: listing decompresses it once, front to back.
+                try:
+                    self.tar = tarfile.open(path, "r:*")
+                except tarfile.ReadError:
+                    raise InputError("not a .tar, .tar.gz/.tgz or .zip archive", file=str(path)) from None
+                # A compressed tar: listing decompresses it once, front to back. An archive cut
+                # short or damaged past its first member fails here, naming the archive.
                 self.compressed = not isinstance(self.tar.fileobj, io.BufferedReader)
                 members = [(m.name, m.isdir(), m) for m in self.tar.getmembers() if m.isfile() or m.isdir()]
-        except tarfile.ReadError:
-            raise InputError("not a .tar, .tar.gz/.tgz or .zip archive", file=str(path)) from None
-        except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError) as e:
-            raise InputError(f"cannot read the archive: {e}", file=str(path)) from None
+        except read_failures() as e:
+            raise cannot_read(path, e) from None
+        repeated: list[str] = []
         for name, is_dir, info in members:
-            name = name.strip("/")
-            while name.startswith("./"):
-                name = name[2:]
-            if not name or name == ".":
+            # Names as tar resolves them: logs//t-0/./x is logs/t-0/x, and of two members under
+            # one name the last is the one extracted (and read here).
+            name = "/".join(p for p in name.split("/") if p not in ("", "."))
+            if not name:
                 continue
             if is_dir:
                 self.dirs.setdefault(name, set())
             else:
+                if name in self.files:
+                    repeated.append(name)
                 self.files[name] = info
             child = name
             while child:
                 parent = child.rsplit("/", 1)[0] if "/" in child else ""
                 self.dirs.setdefault(parent, set()).add(child.rsplit("/", 1)[-1])
                 child = parent
+        if repeated:
+            import sys
+
+            first = repeated[0]
+            more = f" and {len(set(repeated)) - 1} other name(s)" if len(set(repeated)) > 1 else ""
+            sys.stderr.write(f"kseg: note: {printable(path)}: more than one member is named {printable(first)}{more}: "
+                             "the last of each is read, as tar extracts it\n")
 
     def open(self, name: str) -> Any:
         info = self.files[name]
@@ -941,7 +1038,10 @@ class ArchivePath(_NameParts):
             a = self._a()
             if self.inner not in a.files:
                 raise FileNotFoundError(2, "No such file or directory", str(self))
-            f = MemberReader(a.open(self.inner), self.stat().st_size, str(self))
+            try:
+                f = MemberReader(a.open(self.inner), self.stat().st_size, str(self))
+            except read_failures() as e:  # a damaged local header, a compressed tar cut short
+                raise cannot_read(self, e) from None
             if mode == "rb":
                 return f
             return io.TextIOWrapper(io.BytesIO(f.read()), encoding=encoding or "utf-8",
@@ -957,7 +1057,14 @@ class ArchivePath(_NameParts):
 
 
 class MemberReader(RangedReader):
-    """A member of an archive, with the object reader's interface (``size()``)."""
+    """A member of an archive, with the object reader's interface (``size()``).
+
+    Damaged member data (a zip's bad CRC-32 or deflate stream, a tar cut short) raises
+    ``ReadError`` naming the member. ``zipfile`` checks the CRC only when a read reaches
+    the member's end of stream, which a read of exactly the bytes left may stop short of:
+    a read that reaches the member's size reads on to the end of stream, so that a bad
+    member never reads as a good one.
+    """
 
     def __init__(self, f: Any, size: int, name: str):
         super().__init__(f, name)
@@ -965,13 +1072,19 @@ class MemberReader(RangedReader):
         self._closed = False
 
     def read(self, n: int = -1) -> bytes:
-        import tarfile
-        import zipfile
-
         try:
-            return self._f.read() if n is None or n < 0 else self._f.read(n)
-        except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError) as e:
-            raise InputError(f"cannot read: {e}", file=self.name) from None
+            data = self._f.read() if n is None or n < 0 else self._f.read(n)
+            if data and self._f.tell() >= self._size and self._f.read(1):
+                raise OSError(f"the member holds more than the {self._size} bytes its header says")
+            return data
+        except read_failures() as e:
+            raise cannot_read(self.name, e) from None
+
+    def seek(self, position: int, whence: int = 0) -> int:
+        try:
+            return self._f.seek(position, whence)  # a zip member seeks by reading (and inflating)
+        except read_failures() as e:
+            raise cannot_read(self.name, e) from None
 
     def size(self) -> int:
         return self._size

@@ -13,12 +13,13 @@ import click
 from kseg.cli.common import EXIT_DATA, EXIT_INTERRUPTED, EXIT_USAGE, dump_options, expand_for_dump, guarded
 from kseg.errors import InputError, TruncatedError
 from kseg.log.decode import Tail
-from kseg.log.segment import is_stdin, zero_bytes_to_end
+from kseg.log.segment import zero_bytes_to_end
 from kseg.ops.dump import BadBatchEvent, BatchEvent, DumpOptions, PlainRunEvent, TailEvent, dump_paths, file_kind
 from kseg.ops.sniff import KAFKA, KAFKA07, format_hint, input_format_of, name_format
 from kseg.render.dump import RENDERERS, ChunkedWriter, KafkaRenderer, payload_decoder
 from kseg.render.kafka07 import dump_kafka07
 from kseg.render.payload import load_decoder
+from kseg.storage import VANISHED, gone
 
 
 @click.command("dump")
@@ -79,8 +80,8 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
                             click.echo(f"kseg: {f}: {hint}", err=True)
             except InputError as e:
                 out.flush()
-                if not is_stdin(f) and not os.path.lexists(f):  # deleted by the broker since it was listed
-                    click.echo(f"kseg: note: {f}: the file went away during the run", err=True)
+                if gone(f):  # a local file deleted by the broker since it was listed
+                    click.echo(f"kseg: note: {f}: {VANISHED}", err=True)
                     continue
                 if not keep_going:
                     raise

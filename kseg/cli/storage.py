@@ -8,8 +8,16 @@ from typing import Any, Callable
 
 import click
 
+from kseg.cli.exits import EXIT_USAGE
 from kseg.errors import KsegError, OutputError
-from kseg.storage import RemotePath, StagedOutput, as_path, upload_tree
+from kseg.storage import ReadError, RemotePath, StagedOutput, as_path, upload_tree
+
+
+class Unreadable(click.ClickException):
+    """An input that cannot be read while its argument is taken (an archive whose listing
+    fails): the one read-error line, ``kseg: error: PATH: cannot read: ...``, exit 2."""
+
+    exit_code = EXIT_USAGE
 
 
 class Location(click.ParamType):
@@ -20,6 +28,8 @@ class Location(click.ParamType):
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
         try:
             return as_path(value)
+        except ReadError as e:
+            raise Unreadable(str(e)) from None
         except KsegError as e:
             self.fail(e.message, param, ctx)
 

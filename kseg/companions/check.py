@@ -34,7 +34,7 @@ from kseg.companions.read import (
     parse_producer_snapshot,
     parse_time_index,
 )
-from kseg.errors import KsegError
+from kseg.errors import InputError, KsegError
 from kseg.findings import ERROR, NOTE, Finding
 from kseg.formats.attributes import CONTROL_ABORT, CONTROL_TYPE_NAMES
 from kseg.layouts import ABORTED_TXN_ENTRY, TIME_INDEX_ENTRY
@@ -42,7 +42,7 @@ from kseg.log.control import control_info
 from kseg.log.decode import decode_v2_records, records_region
 from kseg.log.segment import TIERED_EPOCH_SUFFIXES, Segment, base_offset_of, tiered_segment_id
 from kseg.model import Batch
-from kseg.storage import as_path, open_input
+from kseg.storage import as_path, cannot_read, open_input
 
 __all__ = [
     "BatchSummary",
@@ -156,12 +156,16 @@ def _length_and_tail(out: list[Finding], file: str, data: bytes, idx: IndexFile,
 
 
 def _read_for_check(path: str | os.PathLike, out: list[Finding]) -> bytes | None:
+    """A companion's bytes. One that cannot be read is not a finding about its data: a file
+    deleted since it was listed stays ``FileNotFoundError`` (the caller tells whether it went
+    away), any other failure is ``ReadError`` (exit 2), as for the log."""
     try:
         with open_input(path) as f:
             return f.read()
+    except FileNotFoundError:
+        raise
     except OSError as e:
-        out.append(_finding(ERROR, str(path), None, f"cannot read: {e.strerror or e}"))
-        return None
+        raise cannot_read(path, e) from None
 
 
 def _base_for_check(path: str | os.PathLike, base_offset: int | None, out: list[Finding]) -> int | None:
@@ -618,6 +622,8 @@ def check_segment_companions(
         seg = Segment(as_path(log_path))  # type: ignore[arg-type]
         try:
             read_summary, read_controls = summarize_batches(seg.batches())
+        except InputError:
+            raise  # the log cannot be read (a damaged member, a store failing): exit 2, not a finding
         except KsegError as e:
             return [_finding(ERROR, str(log_path), e.position, f"cannot read the log: {e.message}")]
         if batches_summary is None:

@@ -35,7 +35,7 @@ from kseg.log.listing import (  # the naming rules, beside the table of file kin
     writer_partition_folders,
 )
 from kseg.model import Batch
-from kseg.storage import ArchivePath, RemotePath, as_path
+from kseg.storage import ArchivePath, RemotePath, as_path, cannot_read
 
 CHUNK_SIZE = 8 * 1024 * 1024
 STEP_ENTRIES = 512
@@ -176,7 +176,7 @@ class Segment:
         try:
             f = self.path.open("rb")
         except OSError as e:
-            raise InputError(f"cannot open: {e.strerror or e}", file=str(self.path)) from None
+            raise cannot_read(self.path, e) from None
         with f:
             if not isinstance(self.path, Path):
                 file_size = f.size()  # an object, read by ranges: its size from the store
@@ -196,7 +196,10 @@ class Segment:
             while filepos < limit:
                 f.seek(filepos)
                 asked = min(want, limit - filepos)
-                chunk = f.read(asked)
+                try:
+                    chunk = f.read(asked)
+                except OSError as e:  # EIO and the like (archive members and objects raise ReadError)
+                    raise cannot_read(self.path, e) from None
                 eof = len(chunk) < asked or filepos + len(chunk) >= limit
                 mv = memoryview(chunk)
                 at = 0

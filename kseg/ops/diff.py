@@ -26,7 +26,7 @@ from kseg.log.records import batch_records
 from kseg.log.listing import FILE, LOG_DIR, PARTITION, list_input
 from kseg.log.segment import STEP_ENTRIES, Segment
 from kseg.model import Batch, Record
-from kseg.storage import as_path
+from kseg.storage import as_path, cannot_read
 
 WINDOW = 8 << 20  # bytes read at a time
 IDENTICAL = "identical"
@@ -185,7 +185,7 @@ def _entries(path: Path, side: Side) -> Iterator[Batch]:
     try:
         f = open(path, "rb")
     except OSError as e:
-        raise InputError(f"cannot open: {e.strerror}", file=str(path)) from None
+        raise cannot_read(path, e) from None
     with f:
         size = os.fstat(f.fileno()).st_size
         pos = 0

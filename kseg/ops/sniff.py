@@ -15,7 +15,7 @@ from kseg.kafka07.read import scan_kafka07
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log.segment import KAFKA07_SUFFIXES, TRANSIENT_SUFFIXES, is_stream
 from kseg.ops.dump import KIND_BY_NAME, KIND_BY_SUFFIX
-from kseg.storage import open_input
+from kseg.storage import cannot_read, open_input
 
 KAFKA = "kafka"
 KAFKA07 = "kafka07"
@@ -52,7 +52,7 @@ def head_of(path: Path, n: int = HEAD_BYTES) -> bytes | None:
         with open_input(path) as f:
             return f.read(n)
     except OSError as e:
-        raise InputError(f"cannot open: {e.strerror or e}", file=str(path)) from None
+        raise cannot_read(path, e) from None
 
 
 def content_format(head: bytes) -> str | None:

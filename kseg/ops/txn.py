@@ -31,6 +31,7 @@ from kseg.log.listing import FILE, RUN, list_inputs
 from kseg.log.segment import Segment, base_offset_of, companion_path, partition_of
 from kseg.model import Batch
 from kseg.ops.state import replay
+from kseg.storage import VANISHED, ReadError, gone
 
 __all__ = ["DEFAULT_MAX_TIMEOUT_MS", "PartitionTransactions", "Transaction", "TxnReport", "explain_transactions"]
 
@@ -158,6 +159,8 @@ def _transactional_ids(paths: list[Path]) -> dict[int, str]:
     """producer id -> transactional id, from any ``__transaction_state`` partition given."""
     try:
         state = replay(paths)
+    except ReadError:
+        raise  # unreadable input: exit 2, as everywhere
     except InputError:
         return {}
     out: dict[int, str] = {}
@@ -192,6 +195,11 @@ def _partition(folder: Path, logs: list[Path], ids: dict[int, str], name: str) -
                     _marker(pt, log, batch, open_txns, aborted_here)
                 elif batch.is_transactional:
                     _data(batch, open_txns, pt, ids)
+        except InputError:
+            if not gone(log):
+                raise  # unreadable (a damaged member, a store failing): one error line, exit 2
+            pt.findings.append(TxnFinding(NOTE, str(log), None, VANISHED))  # deleted by retention
+            continue
         except KsegError as e:
             pt.findings.append(TxnFinding(ERROR, str(log), None, f"cannot be read to the end: {e}"))
         if seg.tail is not None and (log != logs[-1] or not isinstance(seg.tail.error, TruncatedError)):
@@ -263,6 +271,8 @@ def _check_txn_index(pt: PartitionTransactions, log: Path, aborted_here: list[tu
         return
     try:
         listed = {(e.producer_id, e.first_offset, e.last_offset) for e in read_txn_index(path).entries}
+    except InputError:
+        raise  # unreadable: exit 2
     except KsegError as e:
         pt.findings.append(TxnFinding(ERROR, str(path), None, f"not readable: {e}"))
         return
@@ -283,6 +293,8 @@ def _check_snapshot(pt: PartitionTransactions, folder: Path, open_txns: dict[int
     path = snaps[-1][1]
     try:
         snap = read_producer_snapshot(path)
+    except InputError:
+        raise  # unreadable: exit 2
     except KsegError as e:
         pt.findings.append(TxnFinding(ERROR, str(path), None, f"not readable: {e}"))
         return

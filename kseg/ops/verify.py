@@ -11,7 +11,6 @@ zeros preallocated after the last batch are notes.
 
 from __future__ import annotations
 
-import os
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +42,7 @@ from kseg.log.segment import (
 )
 from kseg.model import Batch, Record
 from kseg.ops.sniff import KAFKA, KAFKA07, format_hint, input_format_of
-from kseg.storage import as_path
+from kseg.storage import VANISHED, ReadError, as_path, cannot_read, gone
 
 MAX_NOTES_PER_KIND = 20
 # Attribute bits no format defines (v2: bit 7 and 12-15; bits 8-11 are kseg's plugin id).
@@ -160,17 +159,14 @@ def groups_with_newest(paths: Iterable[str | Path]) -> list[tuple[list[Path], Pa
     return out
 
 
-VANISHED = "the file went away during the run (deleted by retention or renamed by the broker)"
-
-
 def verify_file(path: Path, options: VerifyOptions, prev_last: int | None = None,
                 newest: bool = False) -> tuple[FileReport, int | None]:
     """A log-like file in the format its name (else its first bytes) says; a file that fails
     and looks like the other format gets a note naming the option that reads it."""
     try:
         fmt = input_format_of(path, options.input_format)
-    except InputError:
-        if isinstance(path, Path) and not is_stdin(path) and (not os.path.lexists(path) or not_a_file(path)):
+    except InputError as e:
+        if isinstance(e, ReadError) or gone(path) or (isinstance(path, Path) and not_a_file(path)):
             fmt = KAFKA  # not readable as a file: the log check says why, in its report
         else:
             raise
@@ -285,8 +281,15 @@ def verify_kafka07(paths: Iterable[Path], *, quick: bool, max_decompressed_bytes
 
 def verify_companion_file(path: Path) -> FileReport:
     fr = FileReport(str(path), kind=path.suffix.lstrip(".") or path.name)
-    findings = check_standalone(path)
-    if not path.exists():
+    try:
+        findings = check_standalone(path)
+    except (FileNotFoundError, ReadError) as e:  # deleted since listed, or failing to read
+        if isinstance(e, FileNotFoundError) and gone(path):
+            fr.problems.append(Problem(NOTE, "vanished", str(path), None, VANISHED))
+        else:
+            fr.problems.append(Problem(ERROR, "unreadable", str(path), None, cannot_read(path, e).message))
+        return fr
+    if gone(path):
         fr.problems.append(Problem(NOTE, "vanished", str(path), None, VANISHED))
         return fr
     fr.problems.extend(findings)
@@ -403,7 +406,7 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None,
                     for batch in run.batches:
                         one(batch)
     except KsegError as e:  # unreadable file
-        if not os.path.lexists(path):
+        if gone(path):
             c.note("vanished", None, VANISHED)
         else:
             c.from_error("unreadable" if isinstance(e, InputError) else "read", e)
@@ -428,8 +431,13 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None,
     if options.check_indexes and path.suffix == ".log":
         try:
             _check_companions(c, path, summaries, controls, seg)
-        except FileNotFoundError:
-            c.note("vanished", None, VANISHED)
+        except (FileNotFoundError, ReadError) as e:  # a companion deleted, or failing to read
+            where = e.filename if isinstance(e, FileNotFoundError) else e.file
+            if isinstance(e, FileNotFoundError) and gone(where or path):
+                c.note("vanished", None, VANISHED)
+            else:
+                c.report.problems.append(Problem(ERROR, "unreadable", str(where or path), None,
+                                                 cannot_read(where or path, e).message))
     return fr, last
 
 
