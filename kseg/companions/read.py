@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import errno
+import json
 import io
 import os
 import re
@@ -74,6 +75,7 @@ __all__ = [
     "read_offset_checkpoint",
     "read_text_file",
     "java_int",
+    "parse_quorum_state",
     "IndexSlots",
     "TxnSlots",
 ]
@@ -1038,3 +1040,20 @@ def time_index_lookup(path: str | os.PathLike, base_offset: int, target_ms: int)
         return None
     ts, rel = unpack(data, i * TIME_ENTRY_SIZE)
     return TimeIndexEntry(ts, base_offset + rel)
+
+
+def parse_quorum_state(data: bytes | str) -> dict:
+    """quorum-state: the KRaft quorum's JSON object (QuorumStateData). Its numbers are Java ints
+    and longs: one past a long is an error, as JSON nested past what a parser can follow."""
+    if len(data) > MAX_TEXT_BYTES:
+        raise DataError("quorum-state is too large for a text companion file", position=MAX_TEXT_BYTES,
+                        expected=f"at most {MAX_TEXT_BYTES} bytes", found=f"{len(data)} bytes")
+    try:
+        state = json.loads(data, parse_int=lambda text: java_int(text, 64))
+    except RecursionError:
+        raise DataError("quorum-state is not JSON that Kafka reads: nested too deeply") from None
+    except ValueError as e:
+        raise DataError(f"quorum-state is not JSON: {e}") from None
+    if not isinstance(state, dict):
+        raise DataError("quorum-state is not a JSON object", expected="an object", found=type(state).__name__)
+    return state

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+from itertools import islice
 from typing import IO, Any, Callable, TextIO
 
 from kseg.decoders import DecodedRecord, control_kafka_text
@@ -28,7 +29,7 @@ from kseg.ops.dump import (
     TailEvent,
 )
 from kseg.render import bulk, lines
-from kseg.render.companions import INDEX_LINES, index_text, kafka_lines
+from kseg.render.companions import INDEX_CHUNK, INDEX_LINES, index_text, kafka_lines
 from kseg.render.lines import bool_text, iso_utc, text_escape, text_head
 from kseg.render.payload import BUILTIN, Decoder, header_key_text, printable
 from kseg.render.tables import tabulate
@@ -387,9 +388,11 @@ class TextRenderer:
                 for text in index_text(ev.entries.slots, f"  %{_INDEX_WIDTHS[a]}d  %{_INDEX_WIDTHS[b]}d\n"):
                     w(text)
             elif ev.entries:
-                table = tabulate([list(e.values()) for e in ev.entries], headers=list(ev.entries[0].keys()),
-                                 disable_numparse=True)
-                w("".join("  " + line + "\n" for line in table.split("\n")))
+                # A table of INDEX_CHUNK rows at a time (a .txnindex is read as it is printed).
+                headers, rows = list(ev.entries[0].keys()), iter(ev.entries)
+                while chunk := [list(e.values()) for e in islice(rows, INDEX_CHUNK)]:
+                    table = tabulate(chunk, headers=headers, disable_numparse=True)
+                    w("".join("  " + line + "\n" for line in table.split("\n")))
             elif not info:
                 w("  (no entries)\n")
         elif isinstance(ev, SkippedEvent):
