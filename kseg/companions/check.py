@@ -32,6 +32,7 @@ from kseg.companions.read import (
     _open_size,
     _read_full,
     _ViewReader,
+    excerpt,
     index_slots,
     parse_leader_epoch_checkpoint,
     parse_meta_properties,
@@ -52,7 +53,6 @@ from kseg.log.control import control_info
 from kseg.log.decode import decode_v2_records, records_region
 from kseg.log.segment import TIERED_EPOCH_SUFFIXES, Segment, base_offset_of, tiered_segment_id
 from kseg.model import Batch
-from kseg.printable import excerpt
 from kseg.storage import as_path, open_input
 
 __all__ = [
@@ -144,7 +144,7 @@ def _plural(n: int, word: str) -> str:
 # At most this many findings about one companion file's entries; past it the checks stop (the
 # verdict is made) and a note says how much was left unchecked: a corrupt file of any size gives
 # a bounded report in bounded time.
-MAX_FINDINGS_PER_FILE = 1000
+MAX_FINDINGS_PER_FILE = 100
 
 
 class _Findings(list):

@@ -22,6 +22,7 @@ import io
 import os
 import re
 import stat
+import struct
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,8 +41,8 @@ from kseg.layouts import (
     TIME_INDEX_ENTRY,
 )
 from kseg.log.segment import base_offset_of
-from kseg.printable import excerpt
-from kseg.storage import as_path, open_input
+from kseg.printable import excerpt as _excerpt
+from kseg.storage import MemberReader, as_path, open_input
 
 __all__ = [
     "AbortedTxn",
@@ -615,6 +616,15 @@ _JAVA_INT = re.compile(r"[+-]?[0-9]+")
 # said so in one line instead of being read whole.
 MAX_TEXT_BYTES = 64 * 1024 * 1024
 MAX_LINE_CHARS = 64 * 1024
+# How much of an offending line an error quotes (escaped, its length said after it).
+EXCERPT_CHARS = 64
+
+
+def excerpt(text: str | bytes) -> str:
+    """A short escaped excerpt of a text companion's line or value (``kseg.printable.excerpt``)."""
+    return _excerpt(text, EXCERPT_CHARS)
+
+
 # Digits of the largest Java int and long (2147483647, 9223372036854775807).
 _JAVA_DIGITS = {32: 10, 64: 19}
 
@@ -982,64 +992,77 @@ def read_offset_checkpoint(path: str | os.PathLike) -> OffsetCheckpoint:
 # --------------------------------------------------------------------------- seeking
 
 
-def _last_before(data: bytes, size: int, before: Callable[[int], bool]) -> int:
-    """Binary search: the last slot i for which ``before(i)`` holds (-1 for none), ``before``
-    being true up to some slot and false after it (an index's entries are ordered)."""
-    lo, hi = 0, len(data) // size
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if before(mid):
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo - 1
-
-
-def _read_or_none(path: str | os.PathLike) -> bytes | None:
+def _last_before(path: str | os.PathLike, entry: Any, before: Callable[[int, tuple], bool]) -> tuple | None:
+    """The fields of the last slot i for which ``before(i, fields)`` holds (None for none, or no
+    readable file), ``before`` being true up to some slot and false after it (an index's entries
+    are ordered). A local or object-store file is searched by reading one slot per step; an
+    archive member (where a step back may mean decompressing again) is read once, front to back,
+    in pieces. Memory: one piece."""
+    size = entry.size
     try:
         with open_input(path) as f:
-            return f.read()
-    except (OSError, InputError):
+            n = _open_size(f)
+            if not n:
+                return None
+            slots = n // size
+            if isinstance(f, MemberReader):
+                return _scan_before(f, entry, before)
+
+            def at(i: int) -> tuple:
+                f.seek(i * size)
+                return entry.struct.unpack(_read_full(f, size))
+
+            lo, hi = 0, slots
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if before(mid, at(mid)):
+                    lo = mid + 1
+                else:
+                    hi = mid
+            return at(lo - 1) if lo > 0 else None
+    except (OSError, KsegError, struct.error):
         return None
+
+
+def _scan_before(f: Any, entry: Any, before: Callable[[int, tuple], bool]) -> tuple | None:
+    step = READ_PIECE - READ_PIECE % entry.size
+    found = None
+    i = 0
+    while True:
+        piece = _read_full(f, step)
+        whole = len(piece) - len(piece) % entry.size
+        for fields in entry.struct.iter_unpack(piece[:whole]):
+            if not before(i, fields):
+                return found
+            found = fields
+            i += 1
+        if len(piece) < step:
+            return found
 
 
 def offset_index_lookup(path: str | os.PathLike, base_offset: int, target: int) -> OffsetIndexEntry | None:
     """The last .index entry whose offset is at most ``target`` (where a read for ``target``
     may start), found by binary search; None when there is none or no readable file.
     As Kafka's reader, slots from the first i > 0 holding the base offset on are the zero tail."""
-    data = _read_or_none(path)
-    if not data:
-        return None
-    unpack = OFFSET_INDEX_ENTRY.struct.unpack_from
 
-    def before(i: int) -> bool:
-        rel, _ = unpack(data, i * OFFSET_ENTRY_SIZE)
+    def before(i: int, fields: tuple) -> bool:
+        rel = fields[0]
         return (i == 0 or rel != 0) and base_offset + rel <= target
 
-    i = _last_before(data, OFFSET_ENTRY_SIZE, before)
-    if i < 0:
-        return None
-    rel, pos = unpack(data, i * OFFSET_ENTRY_SIZE)
-    return OffsetIndexEntry(base_offset + rel, pos)
+    found = _last_before(path, OFFSET_INDEX_ENTRY, before)
+    return None if found is None else OffsetIndexEntry(base_offset + found[0], found[1])
 
 
 def time_index_lookup(path: str | os.PathLike, base_offset: int, target_ms: int) -> TimeIndexEntry | None:
     """The last .timeindex entry whose timestamp is below ``target_ms``: every record up to its
     offset is older than ``target_ms``. None when there is none or no readable file."""
-    data = _read_or_none(path)
-    if not data:
-        return None
-    unpack = TIME_INDEX_ENTRY.struct.unpack_from
 
-    def before(i: int) -> bool:
-        ts, rel = unpack(data, i * TIME_ENTRY_SIZE)
+    def before(i: int, fields: tuple) -> bool:
+        ts, rel = fields
         return (i == 0 or rel != 0) and ts < target_ms
 
-    i = _last_before(data, TIME_ENTRY_SIZE, before)
-    if i < 0:
-        return None
-    ts, rel = unpack(data, i * TIME_ENTRY_SIZE)
-    return TimeIndexEntry(ts, base_offset + rel)
+    found = _last_before(path, TIME_INDEX_ENTRY, before)
+    return None if found is None else TimeIndexEntry(found[0], base_offset + found[1])
 
 
 def parse_quorum_state(data: bytes | str) -> dict:
