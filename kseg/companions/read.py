@@ -506,6 +506,19 @@ def _file_pieces(path: Any, start: int, length: int, size: int) -> Iterator[byte
         raise InputError(f"cannot read: {e.strerror or e}", file=str(path)) from None
 
 
+# An index file read from a pipe (not a regular file) is held whole, up to this many bytes.
+MAX_STREAMED_INDEX_BYTES = 64 * 1024 * 1024
+
+
+def _read_stream(f: BinaryIO, path: Any) -> bytes:
+    data = _read_full(f, MAX_STREAMED_INDEX_BYTES + 1)
+    if len(data) > MAX_STREAMED_INDEX_BYTES:
+        raise DataError("an index file read from a pipe is too large (a regular file is read in pieces)",
+                        file=str(path), position=MAX_STREAMED_INDEX_BYTES,
+                        expected=f"at most {MAX_STREAMED_INDEX_BYTES} bytes", found="more")
+    return data
+
+
 def index_slots(data: bytes | memoryview, kind: str, base_offset: int) -> IndexSlots:
     """``parse_offset_index`` / ``parse_time_index`` without an object per entry: where the entries
     stop (the first slot i > 0 whose relative offset is 0) is found at C speed. Never raises."""
@@ -519,6 +532,8 @@ def read_index_slots(path: str | os.PathLike, kind: str, base_offset: int | None
     base = _base(path, base_offset)
     try:
         with open_input(path) as f:
+            if _open_size(f) is None:  # a pipe or device: cannot be read twice, so held (bounded)
+                return index_slots(_read_stream(f, path), kind, base)
             return _scan_index(f, kind, base, path)
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror or e}", file=str(path)) from None
@@ -937,6 +952,9 @@ def read_txn_slots(path: str | os.PathLike, base_offset: int | None = None) -> T
     base = _base(path, base_offset)
     try:
         with open_input(path) as f:
+            if _open_size(f) is None:  # a pipe or device: cannot be read twice, so held (bounded)
+                data = memoryview(_read_stream(f, path))
+                return _scan_txn(_ViewReader(data), base, data)
             return _scan_txn(f, base, path)
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror or e}", file=str(path)) from None

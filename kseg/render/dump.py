@@ -18,6 +18,7 @@ from kseg.formats.attributes import CODEC_NONE, TIMESTAMP_TYPE_NAMES
 from kseg.log.control import control_info
 from kseg.log.encode import legacy_message_crc
 from kseg.model import CODEC_NAMES, Batch, Record, record_sequence
+from kseg.printable import printable as printable_text
 from kseg.ops.companion_dump import CompanionEvent, IndexEntries
 from kseg.ops.dump import (
     BadBatchEvent,
@@ -438,7 +439,7 @@ def _info_text(v: Any) -> str:
         return "null"
     if v == "":
         return '""'
-    return str(v)
+    return printable_text(v)  # a companion's value (quorum-state's JSON) is text from the data
 
 
 class KafkaRenderer:
