@@ -29,9 +29,9 @@ from kseg.companions.read import (
     IndexFile,
     IndexSlots,
     ProducerSnapshot,
-    _open_size,
-    _read_full,
-    _ViewReader,
+    open_size,
+    read_full,
+    ViewReader,
     excerpt,
     index_slots,
     parse_leader_epoch_checkpoint,
@@ -48,7 +48,7 @@ from kseg.errors import InputError, KsegError
 from kseg.facts.primitives import INT32_MAX, INT32_MIN
 from kseg.findings import ERROR, NOTE, Finding
 from kseg.formats.attributes import CONTROL_ABORT, CONTROL_TYPE_NAMES
-from kseg.layouts import ABORTED_TXN_ENTRY, TIME_INDEX_ENTRY
+from kseg.layouts import ABORTED_TXN_ENTRY
 from kseg.log.control import control_info
 from kseg.log.decode import decode_v2_records, records_region
 from kseg.log.segment import TIERED_EPOCH_SUFFIXES, Segment, base_offset_of, tiered_segment_id
@@ -197,8 +197,8 @@ def _index_for_check(path: str | os.PathLike, kind: str, base: int, out: list[Fi
     """An index file scanned in pieces (``read_index_slots``); unreadable: a finding, None."""
     try:
         return read_index_slots(path, kind, base)
-    except InputError as e:
-        out.append(_finding(ERROR, str(path), None, e.message))
+    except KsegError as e:
+        out.append(_finding(ERROR, str(path), e.position, e.message, e.expected, e.found))
         return None
 
 
@@ -314,7 +314,10 @@ def check_offset_index(
     idx = _index_for_check(index_path, "index", base, out)
     if idx is None:
         return out
-    return out + offset_index_findings(idx, str(index_path), base, batches, log_size)
+    try:  # its entries are read again, in pieces: the file may have gone since
+        return out + offset_index_findings(idx, str(index_path), base, batches, log_size)
+    except KsegError as e:
+        return out + [_finding(ERROR, str(index_path), e.position, e.message, e.expected, e.found)]
 
 
 # --------------------------------------------------------------------------- .timeindex
@@ -402,7 +405,10 @@ def check_time_index(
     idx = _index_for_check(index_path, "timeindex", base, out)
     if idx is None:
         return out
-    return out + time_index_findings(idx, str(index_path), base, batches)
+    try:  # its entries are read again, in pieces: the file may have gone since
+        return out + time_index_findings(idx, str(index_path), base, batches)
+    except KsegError as e:
+        return out + [_finding(ERROR, str(index_path), e.position, e.message, e.expected, e.found)]
 
 
 # --------------------------------------------------------------------------- .txnindex
@@ -414,13 +420,13 @@ def txn_index_findings(
     """Check .txnindex bytes; with ``control_batches`` (last offset, control type or None) also
     that each entry's last offset is an ABORT marker of the log. A trailing partial entry is a
     note (Kafka ignores it)."""
-    return _txn_findings(_ViewReader(data), file, base_offset, control_batches)
+    return _txn_findings(ViewReader(data), file, base_offset, control_batches)
 
 
 def _txn_findings(f: Any, file: str, base_offset: int, control_batches: Sequence[ControlBatch] | None) -> list[Finding]:
     """``txn_index_findings`` of an open file, read a piece at a time."""
     out = _Findings()
-    n = _open_size(f)
+    n = open_size(f)
 
     def partial_note(n: int) -> None:
         whole = n - n % TXN_ENTRY_SIZE
@@ -440,7 +446,7 @@ def _txn_findings(f: Any, file: str, base_offset: int, control_batches: Sequence
     i = total = 0
     step = READ_PIECE - READ_PIECE % TXN_ENTRY_SIZE
     while not out.full:
-        piece = _read_full(f, step)
+        piece = read_full(f, step)
         total += len(piece)
         whole = len(piece) - len(piece) % TXN_ENTRY_SIZE
         for version, pid, first, last, _lso in ABORTED_TXN_ENTRY.struct.iter_unpack(piece[:whole]):
@@ -496,9 +502,9 @@ def check_txn_index(
     try:
         with open_input(txn_path) as f:
             return out + _txn_findings(f, str(txn_path), base, control_batches)
-    except (OSError, InputError) as e:
+    except (OSError, KsegError) as e:
         return out + [_finding(ERROR, str(txn_path), None,
-                               e.message if isinstance(e, InputError) else f"cannot read: {e.strerror or e}")]
+                               e.message if isinstance(e, KsegError) else f"cannot read: {e.strerror or e}")]
 
 
 # --------------------------------------------------------------------------- .snapshot

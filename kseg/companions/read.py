@@ -326,7 +326,7 @@ READ_PIECE = 1 << 20
 _ZEROS = bytes(READ_PIECE)
 
 
-def _read_full(f: BinaryIO, n: int) -> bytes:
+def read_full(f: BinaryIO, n: int) -> bytes:
     """Up to ``n`` bytes, fewer only at the end (a reader may return less than asked)."""
     data = f.read(n)
     if len(data) >= n or not data:
@@ -349,7 +349,7 @@ def _all_zero(piece: bytes | memoryview) -> bool:
     return all(piece[i:i + READ_PIECE] == _ZEROS[:len(piece[i:i + READ_PIECE])] for i in range(0, n, READ_PIECE))
 
 
-def _open_size(f: BinaryIO) -> int | None:
+def open_size(f: BinaryIO) -> int | None:
     """The length of an opened input, without reading it (None when unknown: a stream)."""
     size = getattr(f, "size", None)
     if callable(size):
@@ -394,7 +394,7 @@ def _zero_from(f: BinaryIO, position: int, end: int) -> bool | None:
     return True
 
 
-class _ViewReader:
+class ViewReader:
     """Bytes already in memory read as a file, in views (no copies)."""
 
     def __init__(self, data: bytes | memoryview):
@@ -423,7 +423,7 @@ def _scan_index(f: Any, kind: str, base_offset: int, source: Any) -> IndexSlots:
     tail_is_zero = True
     partial = 0
     while True:
-        piece = _read_full(f, step)
+        piece = read_full(f, step)
         if not piece:
             break
         n = len(piece) // size
@@ -467,7 +467,7 @@ def _scan_index(f: Any, kind: str, base_offset: int, source: Any) -> IndexSlots:
 def _skip_zero_tail(f: io.BufferedReader, position: int, size: int) -> tuple[int, int, Any, bool] | None:
     """The rest of a local file's zero tail without reading its holes: (whole slots, partial bytes,
     last slot, all zero); None when the file cannot tell its holes."""
-    length = _open_size(f)
+    length = open_size(f)
     if length is None or length <= position:
         return None
     end = position + (length - position) // size * size
@@ -497,7 +497,7 @@ def _file_pieces(path: Any, start: int, length: int, size: int) -> Iterator[byte
         with open_input(path) as f:
             f.seek(start)
             while length > 0:
-                piece = _read_full(f, min(step, length))
+                piece = read_full(f, min(step, length))
                 if not piece:
                     return
                 length -= len(piece)
@@ -511,7 +511,7 @@ MAX_STREAMED_INDEX_BYTES = 64 * 1024 * 1024
 
 
 def _read_stream(f: BinaryIO, path: Any) -> bytes:
-    data = _read_full(f, MAX_STREAMED_INDEX_BYTES + 1)
+    data = read_full(f, MAX_STREAMED_INDEX_BYTES + 1)
     if len(data) > MAX_STREAMED_INDEX_BYTES:
         raise DataError("an index file read from a pipe is too large (a regular file is read in pieces)",
                         file=str(path), position=MAX_STREAMED_INDEX_BYTES,
@@ -522,7 +522,7 @@ def _read_stream(f: BinaryIO, path: Any) -> bytes:
 def index_slots(data: bytes | memoryview, kind: str, base_offset: int) -> IndexSlots:
     """``parse_offset_index`` / ``parse_time_index`` without an object per entry: where the entries
     stop (the first slot i > 0 whose relative offset is 0) is found at C speed. Never raises."""
-    reader = _ViewReader(data)
+    reader = ViewReader(data)
     return _scan_index(reader, kind, base_offset, reader.mv)
 
 
@@ -532,7 +532,7 @@ def read_index_slots(path: str | os.PathLike, kind: str, base_offset: int | None
     base = _base(path, base_offset)
     try:
         with open_input(path) as f:
-            if _open_size(f) is None:  # a pipe or device: cannot be read twice, so held (bounded)
+            if open_size(f) is None:  # a pipe or device: cannot be read twice, so held (bounded)
                 return index_slots(_read_stream(f, path), kind, base)
             return _scan_index(f, kind, base, path)
     except OSError as e:
@@ -877,9 +877,9 @@ def _read_limited(path: str | os.PathLike, limit: int, what: str) -> bytes:
     whatever the file's size."""
     try:
         with open_input(path) as f:
-            size = _open_size(f)
+            size = open_size(f)
             if size is None or size <= limit:
-                data = _read_full(f, limit + 1)
+                data = read_full(f, limit + 1)
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror or e}", file=str(path)) from None
     if size is not None and size > limit or len(data) > limit:
@@ -894,15 +894,20 @@ def read_text_file(path: str | os.PathLike, what: str = "text file") -> bytes:
     return _read_limited(path, MAX_TEXT_BYTES, what)
 
 
+def _index_file_of(slots: IndexSlots, entry: Callable[..., E]) -> IndexFile[E]:
+    return IndexFile(slots.base_offset, tuple(entry(*row) for row in slots.rows()), slots.entry_size,
+                     slots.zero_tail, slots.tail_is_zero, slots.partial_bytes)
+
+
 def read_offset_index(path: str | os.PathLike, base_offset: int | None = None) -> IndexFile[OffsetIndexEntry]:
-    """Read an .index file; the base offset comes from the file name unless given. Its entries are
-    held (use ``read_index_slots`` to go through a large file in pieces)."""
-    return parse_offset_index(_read(path), _base(path, base_offset))
+    """Read an .index file; the base offset comes from the file name unless given. The file is read
+    in pieces and only its entries are held (a zero tail of any size costs nothing)."""
+    return _index_file_of(read_index_slots(path, "index", base_offset), OffsetIndexEntry)
 
 
 def read_time_index(path: str | os.PathLike, base_offset: int | None = None) -> IndexFile[TimeIndexEntry]:
-    """Read a .timeindex file; the base offset comes from the file name unless given."""
-    return parse_time_index(_read(path), _base(path, base_offset))
+    """Read a .timeindex file as ``read_offset_index`` reads an .index."""
+    return _index_file_of(read_index_slots(path, "timeindex", base_offset), TimeIndexEntry)
 
 
 class TxnSlots(NamedTuple):
@@ -929,7 +934,7 @@ def _scan_txn(f: Any, base_offset: int, source: Any) -> TxnSlots:
     step = READ_PIECE - READ_PIECE % TXN_ENTRY_SIZE
     count = partial = 0
     while True:
-        piece = _read_full(f, step)
+        piece = read_full(f, step)
         if not piece:
             break
         n = len(piece) // TXN_ENTRY_SIZE
@@ -952,9 +957,9 @@ def read_txn_slots(path: str | os.PathLike, base_offset: int | None = None) -> T
     base = _base(path, base_offset)
     try:
         with open_input(path) as f:
-            if _open_size(f) is None:  # a pipe or device: cannot be read twice, so held (bounded)
+            if open_size(f) is None:  # a pipe or device: cannot be read twice, so held (bounded)
                 data = memoryview(_read_stream(f, path))
-                return _scan_txn(_ViewReader(data), base, data)
+                return _scan_txn(ViewReader(data), base, data)
             return _scan_txn(f, base, path)
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror or e}", file=str(path)) from None
@@ -978,8 +983,8 @@ def read_producer_snapshot(path: str | os.PathLike) -> ProducerSnapshot:
     the file cannot be is an error, not an allocation."""
     try:
         with open_input(path) as f:
-            head = _read_full(f, SNAPSHOT_HEADER_SIZE)
-            size = _open_size(f)
+            head = read_full(f, SNAPSHOT_HEADER_SIZE)
+            size = open_size(f)
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror or e}", file=str(path)) from None
     try:
@@ -1019,7 +1024,7 @@ def _last_before(path: str | os.PathLike, entry: Any, before: Callable[[int, tup
     size = entry.size
     try:
         with open_input(path) as f:
-            n = _open_size(f)
+            n = open_size(f)
             if not n:
                 return None
             slots = n // size
@@ -1028,7 +1033,7 @@ def _last_before(path: str | os.PathLike, entry: Any, before: Callable[[int, tup
 
             def at(i: int) -> tuple:
                 f.seek(i * size)
-                return entry.struct.unpack(_read_full(f, size))
+                return entry.struct.unpack(read_full(f, size))
 
             lo, hi = 0, slots
             while lo < hi:
@@ -1047,7 +1052,7 @@ def _scan_before(f: Any, entry: Any, before: Callable[[int, tuple], bool]) -> tu
     found = None
     i = 0
     while True:
-        piece = _read_full(f, step)
+        piece = read_full(f, step)
         whole = len(piece) - len(piece) % entry.size
         for fields in entry.struct.iter_unpack(piece[:whole]):
             if not before(i, fields):

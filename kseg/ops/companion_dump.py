@@ -6,14 +6,12 @@ Each event also carries the parsed file (``parsed``), from which
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kseg.companions.read import (
-    AbortedTxn,
     IndexSlots,
     OffsetIndexEntry,
     TimeIndexEntry,
