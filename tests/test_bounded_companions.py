@@ -322,3 +322,78 @@ def test_zz_report_peaks() -> None:
     """Not a check: the time and peak memory of each run above, printed with ``-s``."""
     for what, (seconds, kib) in sorted(PEAKS.items()):
         print(f"{what}: {seconds:.2f} s, peak {kib / 1024:.0f} MiB")
+
+
+# --------------------------------------------------------------------------- pieces agree with the whole
+
+
+def _fields(slots) -> tuple:
+    return (slots.count, slots.zero_tail, slots.tail_is_zero, slots.partial_bytes, slots.first, slots.last,
+            tuple(slots.rows()))
+
+
+def _parsed(data: bytes, kind: str) -> tuple:
+    """What the whole-file parser (the reference) says, in ``_fields``' shape."""
+    from kseg.companions.read import parse_offset_index, parse_time_index
+
+    idx = (parse_offset_index if kind == "index" else parse_time_index)(data, 0)
+    rows = tuple(tuple(e) for e in idx.entries)
+    return (len(rows), idx.zero_tail, idx.tail_is_zero, idx.partial_bytes, rows[0] if rows else None,
+            rows[-1] if rows else None, rows)
+
+
+@pytest.mark.parametrize("piece", [24, 48, 1 << 20])
+def test_index_files_read_in_pieces_as_read_whole(tmp_path: Path, monkeypatch, piece: int) -> None:
+    """Every shipped .index/.timeindex, and made-up ones (a stop inside a piece and on its edge, a
+    zero tail with junk after holes, partial slots), scanned in pieces of ``piece`` bytes from the
+    file agree with the scan of their bytes."""
+    import random
+
+    from kseg.companions import read
+
+    monkeypatch.setattr(read, "READ_PIECE", piece)
+    rng = random.Random(7)
+    made = []
+    for n in (0, 1, 2, 3, 5, 6, 7, 12, 13):
+        rows = b"".join(struct.pack(">ii", i + 1 if i else 0, i * 10) for i in range(n))
+        made.append(rows + bytes(8 * rng.randrange(0, 9)) + bytes(rng.randrange(0, 3)))
+    junk = tmp_path / "00000000000000000000.index"
+    sparse(junk, 8 << 20, struct.pack(">ii", 0, 0) + bytes(8))
+    with open(junk, "r+b") as f:  # data after a hole, then a hole to the end
+        f.seek(4 << 20)
+        f.write(b"\x01")
+    files = [p for p in (FIXTURES / "logdir").rglob("*") if p.suffix in (".index", ".timeindex")][:40]
+    for i, data in enumerate(made):
+        p = tmp_path / f"m{i}" / "00000000000000000000.index"
+        p.parent.mkdir()
+        p.write_bytes(data)
+        files.append(p)
+    files.append(junk)
+    for path in files:
+        kind = path.suffix.lstrip(".")
+        data = path.read_bytes()
+        assert _fields(read.read_index_slots(path, kind, 0)) == _parsed(data, kind), path
+        assert _fields(read.index_slots(data, kind, 0)) == _parsed(data, kind), path
+    assert read.read_index_slots(junk, "index", 0).tail_is_zero is False
+
+
+@pytest.mark.parametrize("piece", [34, 100, 1 << 20])
+def test_txnindex_read_in_pieces(tmp_path: Path, monkeypatch, piece: int) -> None:
+    """Entries and findings of a .txnindex read in pieces are those of its bytes; an entry with a
+    version other than 0 is named by its own position, whichever piece it falls in."""
+    from kseg.companions import read
+    from kseg.companions.check import check_txn_index
+
+    monkeypatch.setattr(read, "READ_PIECE", piece)
+    rows = [struct.pack(">hqqqq", 0, i, 10 * i, 10 * i + 5, 10 * i) for i in range(7)]
+    path = tmp_path / "00000000000000000000.txnindex"
+    path.write_bytes(b"".join(rows) + b"\0" * 5)
+    entries = read.read_txn_index(path).entries
+    assert [e.producer_id for e in entries] == list(range(7))
+    assert read.read_txn_index(path).partial_bytes == 5
+    assert check_txn_index(path, None) == txn_index_findings(path.read_bytes(), str(path), 0)
+    rows[5] = struct.pack(">h", 3) + rows[5][2:]
+    path.write_bytes(b"".join(rows))
+    with pytest.raises(DataError) as info:
+        read.read_txn_slots(path)
+    assert (info.value.position, info.value.found, info.value.file) == (5 * 34, 3, str(path))
