@@ -71,6 +71,13 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
             where = f"{e.filename}: " if e.filename else ""
             click.echo(f"kseg: error: {where}{e.strerror or e}", err=True)
             raise SystemExit(EXIT_USAGE)
+        except MemoryError:
+            # An input that asks for more memory than the machine (or ulimit -v) gives: one line, exit 2.
+            if State.traceback:
+                raise
+            sys.stderr.write("kseg: error: out of memory (an input needs more than this process may use; "
+                             "raise the memory limit or report the file)\n")
+            raise SystemExit(EXIT_USAGE)
         except KeyboardInterrupt:
             # Ctrl-C: outputs were cleaned up on the way out; no traceback, the shell's 130.
             if State.traceback:

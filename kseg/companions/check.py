@@ -16,7 +16,7 @@ import bisect
 import json
 import os
 from pathlib import Path
-from typing import Iterable, NamedTuple, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 from kseg.companions.read import (
     OFFSET_ENTRY_SIZE,
@@ -25,24 +25,35 @@ from kseg.companions.read import (
     TIME_ENTRY_SIZE,
     TXN_ENTRY_SIZE,
     TXN_INDEX_VERSION,
+    READ_PIECE,
     IndexFile,
+    IndexSlots,
+    ProducerSnapshot,
+    open_size,
+    read_full,
+    ViewReader,
+    excerpt,
+    index_slots,
     parse_leader_epoch_checkpoint,
     parse_meta_properties,
     parse_offset_checkpoint,
-    parse_offset_index,
     parse_partition_metadata,
     parse_producer_snapshot,
-    parse_time_index,
+    parse_quorum_state,
+    read_index_slots,
+    read_producer_snapshot,
+    read_text_file,
 )
 from kseg.errors import InputError, KsegError
+from kseg.facts.primitives import INT32_MAX, INT32_MIN
 from kseg.findings import ERROR, NOTE, Finding
 from kseg.formats.attributes import CONTROL_ABORT, CONTROL_TYPE_NAMES
-from kseg.layouts import ABORTED_TXN_ENTRY, TIME_INDEX_ENTRY
+from kseg.layouts import ABORTED_TXN_ENTRY
 from kseg.log.control import control_info
 from kseg.log.decode import decode_v2_records, records_region
 from kseg.log.segment import TIERED_EPOCH_SUFFIXES, Segment, base_offset_of, tiered_segment_id
 from kseg.model import Batch
-from kseg.storage import as_path, cannot_read, open_input
+from kseg.storage import ReadError, as_path, gone, open_input
 
 __all__ = [
     "BatchSummary",
@@ -130,42 +141,87 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def _length_and_tail(out: list[Finding], file: str, data: bytes, idx: IndexFile, what: str) -> None:
+# At most this many findings about one companion file's entries; past it the checks stop (the
+# verdict is made) and a note says how much was left unchecked: a corrupt file of any size gives
+# a bounded report in bounded time.
+MAX_FINDINGS_PER_FILE = 100
+
+
+class _Findings(list):
+    """Findings of one file's entries, stopping at MAX_FINDINGS_PER_FILE (``full``)."""
+
+    @property
+    def full(self) -> bool:
+        return len(self) >= MAX_FINDINGS_PER_FILE
+
+    def stopped(self, file: str, entry: int, entries: int, at: int) -> None:
+        self.append(_finding(NOTE, file, at, f"checking stopped after {MAX_FINDINGS_PER_FILE} findings: "
+                                             f"entries {entry}..{entries - 1} not checked"))
+
+
+def _length_and_tail(out: list[Finding], file: str, idx: IndexSlots, what: str) -> None:
     size = idx.entry_size
+    if idx.size > INT32_MAX:
+        out.append(_finding(
+            ERROR, file, INT32_MAX,
+            f"the file is larger than Kafka can map (its {what} is a memory-mapped file of at most "
+            f"{INT32_MAX} bytes)", f"at most {INT32_MAX} bytes", f"{idx.size} bytes",
+        ))
     if idx.partial_bytes:
         out.append(_finding(
-            ERROR, file, len(data) - idx.partial_bytes,
+            ERROR, file, idx.size - idx.partial_bytes,
             f"file length is not a multiple of {size} ({_plural(idx.partial_bytes, 'trailing byte')}; "
             f"Kafka's {what} sanity check fails)",
-            f"a multiple of {size}", len(data),
+            f"a multiple of {size}", idx.size,
         ))
     if idx.zero_tail:
+        tail_position = idx.count * size
         if idx.tail_is_zero:
             out.append(_finding(
-                NOTE, file, idx.tail_position,
+                NOTE, file, tail_position,
                 ("1 preallocated zero entry" if idx.zero_tail == 1
                  else f"{idx.zero_tail} preallocated zero entries") + " (an active or uncleanly closed segment)",
             ))
         else:
+            last = idx.last
             out.append(_finding(
-                ERROR, file, idx.tail_position,
-                f"entry {len(idx.entries)} repeats the base offset, so Kafka stops reading there, "
+                ERROR, file, tail_position,
+                f"entry {idx.count} repeats the base offset, so Kafka stops reading there, "
                 f"but the {idx.zero_tail} slots from there on are not all zero",
-                f"offset > {idx.entries[-1].offset}" if idx.entries else None, idx.base_offset,
+                None if last is None else f"offset > {last[0] if idx.kind == 'index' else last[1]}",
+                idx.base_offset,
             ))
 
 
-def _read_for_check(path: str | os.PathLike, out: list[Finding]) -> bytes | None:
-    """A companion's bytes. One that cannot be read is not a finding about its data: a file
-    deleted since it was listed stays ``FileNotFoundError`` (the caller tells whether it went
-    away), any other failure is ``ReadError`` (exit 2), as for the log."""
+def _unreadable(path: str | os.PathLike, e: ReadError) -> BaseException:
+    """A companion that cannot be read is not a finding about its data: one deleted since it
+    was listed is ``FileNotFoundError`` (the caller tells that it went away), any other failure
+    the ``ReadError`` (exit 2), as for the log."""
+    if gone(path):
+        return FileNotFoundError(2, "No such file or directory", str(path))
+    return e
+
+
+def _index_for_check(path: str | os.PathLike, kind: str, base: int, out: list[Finding]) -> IndexSlots | None:
+    """An index file scanned in pieces (``read_index_slots``); bytes that do not parse: a finding, None."""
     try:
-        with open_input(path) as f:
-            return f.read()
-    except FileNotFoundError:
-        raise
-    except OSError as e:
-        raise cannot_read(path, e) from None
+        return read_index_slots(path, kind, base)
+    except ReadError as e:
+        raise _unreadable(path, e) from None
+    except KsegError as e:
+        out.append(_finding(ERROR, str(path), e.position, e.message, e.expected, e.found))
+        return None
+
+
+def _read_for_check(path: str | os.PathLike, out: list[Finding], what: str = "text file") -> bytes | None:
+    """A text companion's bytes, bounded (``read_text_file``); too large: a finding, None."""
+    try:
+        return read_text_file(path, what)
+    except ReadError as e:
+        raise _unreadable(path, e) from None
+    except KsegError as e:
+        out.append(_finding(ERROR, str(path), e.position, e.message, e.expected, e.found))
+        return None
 
 
 def _base_for_check(path: str | os.PathLike, base_offset: int | None, out: list[Finding]) -> int | None:
@@ -182,7 +238,7 @@ def _base_for_check(path: str | os.PathLike, base_offset: int | None, out: list[
 
 
 def offset_index_findings(
-    data: bytes,
+    data: bytes | IndexSlots,
     file: str,
     base_offset: int,
     batches: Sequence[OffsetBatch] | None = None,
@@ -193,9 +249,9 @@ def offset_index_findings(
     For each entry (O, P): P < log size, P starts a batch, every batch before P ends
     below O (else a lookup would skip it), and the batch at P starts at or before O.
     """
-    out: list[Finding] = []
-    idx = parse_offset_index(data, base_offset)
-    _length_and_tail(out, file, data, idx, "offset index")
+    out = _Findings()
+    idx = data if isinstance(data, IndexSlots) else index_slots(data, "index", base_offset)
+    _length_and_tail(out, file, idx, "offset index")
     starts: dict[int, int] = {}
     prefix_max: list[int | None] = []
     sorted_starts: list[int] = []
@@ -209,8 +265,11 @@ def offset_index_findings(
         if log_size is None:
             log_size = max((p + 1 for p in starts), default=0)
     prev = None
-    for i, (offset, position) in enumerate(idx.entries):
+    for i, (offset, position) in enumerate(idx.rows()):
         at = i * OFFSET_ENTRY_SIZE
+        if out.full:
+            out.stopped(file, i, idx.count, at)
+            break
         rel = offset - base_offset
         if rel < 0:
             out.append(_finding(ERROR, file, at, "negative relative offset (Kafka's sanity check fails)",
@@ -263,38 +322,43 @@ def check_offset_index(
     sibling .log's batches in file order, or None to check the file alone."""
     out: list[Finding] = []
     base = _base_for_check(index_path, base_offset, out)
-    data = _read_for_check(index_path, out)
-    if data is None or base is None:
+    if base is None:
         return out
-    return out + offset_index_findings(data, str(index_path), base, batches, log_size)
+    idx = _index_for_check(index_path, "index", base, out)
+    if idx is None:
+        return out
+    try:  # its entries are read again, in pieces: the file may have gone since
+        return out + offset_index_findings(idx, str(index_path), base, batches, log_size)
+    except KsegError as e:
+        return out + [_finding(ERROR, str(index_path), e.position, e.message, e.expected, e.found)]
 
 
 # --------------------------------------------------------------------------- .timeindex
 
 
 def time_index_findings(
-    data: bytes, file: str, base_offset: int, batches: Sequence[TimeBatch] | None = None
+    data: bytes | IndexSlots, file: str, base_offset: int, batches: Sequence[TimeBatch] | None = None
 ) -> list[Finding]:
     """Check .timeindex bytes; with ``batches`` (position, last offset, max timestamp) also
     against the log: each entry (T, O) names a batch ending at O whose max timestamp is T,
     and no batch up to it has a larger one."""
-    out: list[Finding] = []
-    idx = parse_time_index(data, base_offset)
-    _length_and_tail(out, file, data, idx, "time index")
-    entries = idx.entries
-    if entries and idx.zero_tail:
-        last_ts, _ = TIME_INDEX_ENTRY.struct.unpack_from(data, (idx.slots - 1) * TIME_ENTRY_SIZE)
-        if last_ts < entries[0].timestamp:
+    out = _Findings()
+    idx = data if isinstance(data, IndexSlots) else index_slots(data, "timeindex", base_offset)
+    _length_and_tail(out, file, idx, "time index")
+    first, last = idx.first, idx.last
+    if first is not None and idx.zero_tail and idx.last_slot is not None:
+        last_ts = idx.last_slot[0]
+        if last_ts < first[0]:
             out.append(_finding(
                 NOTE, file, (idx.slots - 1) * TIME_ENTRY_SIZE,
                 "kafka-dump-log --index-sanity-check would fail this file: its last slot (preallocated) "
                 "has a timestamp below the first entry's",
-                f">= {entries[0].timestamp}", last_ts,
+                f">= {first[0]}", last_ts,
             ))
-    if len(entries) > 1 and entries[-1].timestamp < entries[0].timestamp:
-        out.append(_finding(ERROR, file, (len(entries) - 1) * TIME_ENTRY_SIZE,
+    if idx.count > 1 and first is not None and last is not None and last[0] < first[0]:
+        out.append(_finding(ERROR, file, (idx.count - 1) * TIME_ENTRY_SIZE,
                                 "last timestamp is below the first (Kafka's sanity check fails)",
-                                f">= {entries[0].timestamp}", entries[-1].timestamp))
+                                f">= {first[0]}", last[0]))
     by_last: dict[int, int] = {}
     lasts: list[int] = []
     prefix_max_ts: list[int] = []
@@ -306,8 +370,11 @@ def time_index_findings(
             prefix_max_ts.append(best)  # max timestamp of batches 0..n
         lasts = sorted(by_last)
     prev = None
-    for i, (ts, offset) in enumerate(entries):
+    for i, (ts, offset) in enumerate(idx.rows()):
         at = i * TIME_ENTRY_SIZE
+        if out.full:
+            out.stopped(file, i, idx.count, at)
+            break
         rel = offset - base_offset
         if rel < 0:
             out.append(_finding(ERROR, file, at, "negative relative offset (Kafka's sanity check fails)",
@@ -346,77 +413,111 @@ def check_time_index(
     sibling .log's batches in file order, or None to check the file alone."""
     out: list[Finding] = []
     base = _base_for_check(index_path, base_offset, out)
-    data = _read_for_check(index_path, out)
-    if data is None or base is None:
+    if base is None:
         return out
-    return out + time_index_findings(data, str(index_path), base, batches)
+    idx = _index_for_check(index_path, "timeindex", base, out)
+    if idx is None:
+        return out
+    try:  # its entries are read again, in pieces: the file may have gone since
+        return out + time_index_findings(idx, str(index_path), base, batches)
+    except KsegError as e:
+        return out + [_finding(ERROR, str(index_path), e.position, e.message, e.expected, e.found)]
 
 
 # --------------------------------------------------------------------------- .txnindex
 
 
 def txn_index_findings(
-    data: bytes, file: str, base_offset: int, control_batches: Sequence[ControlBatch] | None = None
+    data: bytes | memoryview, file: str, base_offset: int, control_batches: Sequence[ControlBatch] | None = None
 ) -> list[Finding]:
     """Check .txnindex bytes; with ``control_batches`` (last offset, control type or None) also
     that each entry's last offset is an ABORT marker of the log. A trailing partial entry is a
     note (Kafka ignores it)."""
-    out: list[Finding] = []
-    n = len(data)
-    whole = n - n % TXN_ENTRY_SIZE
-    if n != whole:
-        out.append(_finding(NOTE, file, whole,
+    return _txn_findings(ViewReader(data), file, base_offset, control_batches)
+
+
+def _txn_findings(f: Any, file: str, base_offset: int, control_batches: Sequence[ControlBatch] | None) -> list[Finding]:
+    """``txn_index_findings`` of an open file, read a piece at a time."""
+    out = _Findings()
+    n = open_size(f)
+
+    def partial_note(n: int) -> None:
+        whole = n - n % TXN_ENTRY_SIZE
+        if n != whole:
+            out.append(_finding(NOTE, file, whole,
                                 f"{_plural(n - whole, 'trailing byte')}: a partial entry, which Kafka ignores",
                                 f"a multiple of {TXN_ENTRY_SIZE}", n))
+
+    if n is not None:
+        partial_note(n)
     controls: dict[int, int | None] | None = None
     if control_batches is not None:
         controls = {}
         for last, ctype in control_batches:
             controls.setdefault(last, ctype)
     prev_last = None
-    for i, (version, pid, first, last, _lso) in enumerate(ABORTED_TXN_ENTRY.struct.iter_unpack(data[:whole])):
-        at = i * TXN_ENTRY_SIZE
-        if version != TXN_INDEX_VERSION:
-            out.append(_finding(ERROR, file, at, "unknown entry version", TXN_INDEX_VERSION, version))
-        if last < base_offset:
-            out.append(_finding(ERROR, file, at,
+    i = total = 0
+    step = READ_PIECE - READ_PIECE % TXN_ENTRY_SIZE
+    while not out.full:
+        piece = read_full(f, step)
+        total += len(piece)
+        whole = len(piece) - len(piece) % TXN_ENTRY_SIZE
+        for version, pid, first, last, _lso in ABORTED_TXN_ENTRY.struct.iter_unpack(piece[:whole]):
+            at = i * TXN_ENTRY_SIZE
+            i += 1
+            if out.full:
+                if n is not None:
+                    out.stopped(file, i - 1, n // TXN_ENTRY_SIZE, at)
+                break
+            if version != TXN_INDEX_VERSION:
+                out.append(_finding(ERROR, file, at, "unknown entry version", TXN_INDEX_VERSION, version))
+            if last < base_offset:
+                out.append(_finding(ERROR, file, at,
                                     "ABORT marker offset below the segment's base offset (Kafka's sanity check fails)",
                                     f">= {base_offset}", last))
-        if first > last:
-            out.append(_finding(ERROR, file, at, f"first offset after the last offset (producer {pid})",
+            if first > last:
+                out.append(_finding(ERROR, file, at, f"first offset after the last offset (producer {pid})",
                                     f"<= {last}", first))
-        if prev_last is not None and last <= prev_last:
-            out.append(_finding(ERROR, file, at, "last offsets do not increase", f"> {prev_last}", last))
-        prev_last = last
-        if controls is None:
-            continue
-        if last not in controls:
-            out.append(_finding(ERROR, file, at,
+            if prev_last is not None and last <= prev_last:
+                out.append(_finding(ERROR, file, at, "last offsets do not increase", f"> {prev_last}", last))
+            prev_last = last
+            if controls is None:
+                continue
+            if last not in controls:
+                out.append(_finding(ERROR, file, at,
                                     f"no ABORT marker at offset {last} in the log (producer {pid})",
                                     "an ABORT control batch", "no control batch"))
-            continue
-        ctype = controls[last]
-        if ctype is None:
-            out.append(_finding(NOTE, file, at,
+                continue
+            ctype = controls[last]
+            if ctype is None:
+                out.append(_finding(NOTE, file, at,
                                     f"the control batch at offset {last} could not be decoded; "
                                     "cannot confirm it is an ABORT marker"))
-        elif ctype != CONTROL_ABORT:
-            out.append(_finding(ERROR, file, at, f"the control batch at offset {last} is not an ABORT marker",
+            elif ctype != CONTROL_ABORT:
+                out.append(_finding(ERROR, file, at, f"the control batch at offset {last} is not an ABORT marker",
                                     "ABORT", CONTROL_TYPE_NAMES.get(ctype, f"type {ctype}")))
+        if whole < len(piece) or not piece or len(piece) < step:
+            break
+    if n is None and not out.full:
+        partial_note(total)
     return out
 
 
 def check_txn_index(
     txn_path: str | os.PathLike, control_batches: Sequence[ControlBatch] | None, base_offset: int | None = None
 ) -> list[Finding]:
-    """Check a .txnindex file. ``control_batches``: (last offset, control type id or None) of
-    the sibling .log's control batches, or None to check the file alone."""
+    """Check a .txnindex file, read a piece at a time. ``control_batches``: (last offset, control
+    type id or None) of the sibling .log's control batches, or None to check the file alone."""
     out: list[Finding] = []
     base = _base_for_check(txn_path, base_offset, out)
-    data = _read_for_check(txn_path, out)
-    if data is None or base is None:
+    if base is None:
         return out
-    return out + txn_index_findings(data, str(txn_path), base, control_batches)
+    try:
+        with open_input(txn_path) as f:
+            return out + _txn_findings(f, str(txn_path), base, control_batches)
+    except (OSError, KsegError) as e:
+        return out + [_finding(ERROR, str(txn_path), None,
+                               e.message if isinstance(e, KsegError) else f"cannot read: {e.strerror or e}")]
 
 
 # --------------------------------------------------------------------------- .snapshot
@@ -429,13 +530,20 @@ def producer_snapshot_findings(data: bytes, file: str, end_offset: int | None = 
         snap = parse_producer_snapshot(data)
     except KsegError as err:
         return [_finding(ERROR, file, err.position, err.message, err.expected, err.found)]
-    out: list[Finding] = []
+    return _snapshot_findings(snap, file, end_offset)
+
+
+def _snapshot_findings(snap: ProducerSnapshot, file: str, end_offset: int | None) -> list[Finding]:
+    out = _Findings()
     if not snap.crc_valid:
         out.append(_finding(ERROR, file, 2, "crc mismatch", f"{snap.computed_crc:#010x} (computed over the bytes)",
                                 f"{snap.crc:#010x} (stored)"))
     seen: dict[int, int] = {}
     for i, e in enumerate(snap.entries):
         at = SNAPSHOT_HEADER_SIZE + i * SNAPSHOT_ENTRY_SIZE
+        if out.full:
+            out.stopped(file, i, len(snap.entries), at)
+            break
         if e.producer_id in seen:
             out.append(_finding(ERROR, file, at, f"producer {e.producer_id} appears twice",
                                     "one entry per producer", f"entries {seen[e.producer_id]} and {i}"))
@@ -448,14 +556,17 @@ def producer_snapshot_findings(data: bytes, file: str, end_offset: int | None = 
 
 
 def check_producer_snapshot(path: str | os.PathLike) -> list[Finding]:
-    """Check a .snapshot file (its name's offset, if any, bounds the producers' last offsets)."""
-    out: list[Finding] = []
-    data = _read_for_check(path, out)
-    if data is None:
-        return out
+    """Check a .snapshot file (its name's offset, if any, bounds the producers' last offsets). Its
+    header and length are checked before its body is read (``read_producer_snapshot``)."""
+    try:
+        snap = read_producer_snapshot(path)
+    except InputError as e:
+        return [_finding(ERROR, str(path), None, e.message)]
+    except KsegError as err:
+        return [_finding(ERROR, str(path), err.position, err.message, err.expected, err.found)]
     # A tiered copy is named by its segment's start offset, not by the offset it was taken at.
     bound = None if tiered_segment_id(path) else base_offset_of(path)
-    return producer_snapshot_findings(data, str(path), bound)
+    return _snapshot_findings(snap, str(path), bound)
 
 
 # --------------------------------------------------------------------------- text files
@@ -464,7 +575,7 @@ def check_producer_snapshot(path: str | os.PathLike) -> list[Finding]:
 def check_leader_epoch_checkpoint(path: str | os.PathLike) -> list[Finding]:
     """Parse a leader-epoch-checkpoint; epochs and start offsets must both increase."""
     out: list[Finding] = []
-    data = _read_for_check(path, out)
+    data = _read_for_check(path, out, "leader-epoch-checkpoint")
     if data is None:
         return out
     file = str(path)
@@ -483,7 +594,7 @@ def check_leader_epoch_checkpoint(path: str | os.PathLike) -> list[Finding]:
 
 def check_partition_metadata(path: str | os.PathLike) -> list[Finding]:
     out: list[Finding] = []
-    data = _read_for_check(path, out)
+    data = _read_for_check(path, out, "partition.metadata")
     if data is None:
         return out
     try:
@@ -503,7 +614,7 @@ def check_offset_checkpoint(path: str | os.PathLike) -> list[Finding]:
     """A log directory's offset checkpoint: format, one entry per topic-partition, offsets >= 0
     (-1 is the broker's "none" only in the cleaner checkpoint of an empty log)."""
     out: list[Finding] = []
-    data = _read_for_check(path, out)
+    data = _read_for_check(path, out, Path(path).name)
     if data is None:
         return out
     file = str(path)
@@ -524,7 +635,7 @@ def check_offset_checkpoint(path: str | os.PathLike) -> list[Finding]:
 
 def check_meta_properties(path: str | os.PathLike) -> list[Finding]:
     out: list[Finding] = []
-    data = _read_for_check(path, out)
+    data = _read_for_check(path, out, "meta.properties")
     if data is None:
         return out
     try:
@@ -538,22 +649,29 @@ def check_quorum_state(path: str | os.PathLike) -> list[Finding]:
     """quorum-state: the KRaft quorum's JSON object (QuorumStateData), with integer
     ``leaderEpoch`` and ``data_version`` 0 or 1."""
     out: list[Finding] = []
-    data = _read_for_check(path, out)
+    data = _read_for_check(path, out, "quorum-state")
     if data is None:
         return out
     file = str(path)
     try:
-        state = json.loads(data)
-    except ValueError as e:
-        return [_finding(ERROR, file, None, f"not JSON: {e}")]
-    if not isinstance(state, dict):
-        return [_finding(ERROR, file, None, "not a JSON object", "an object", type(state).__name__)]
+        state = parse_quorum_state(data)
+    except KsegError as e:
+        return [_finding(ERROR, file, e.position, e.message, e.expected, e.found)]
     epoch = state.get("leaderEpoch")
-    if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < -1:
-        out.append(_finding(ERROR, file, None, "leaderEpoch is not an epoch", "an integer >= -1", epoch))
+    if not isinstance(epoch, int) or isinstance(epoch, bool) or not INT32_MIN <= epoch <= INT32_MAX or epoch < -1:
+        out.append(_finding(ERROR, file, None, "leaderEpoch is not an epoch", "an integer >= -1", _json_excerpt(epoch)))
     if state.get("data_version", 0) not in (0, 1):
-        out.append(_finding(ERROR, file, None, "unknown data_version", "0 or 1", state.get("data_version")))
+        out.append(_finding(ERROR, file, None, "unknown data_version", "0 or 1",
+                            _json_excerpt(state.get("data_version"))))
     return out
+
+
+def _json_excerpt(value: object) -> str:
+    """A value from a JSON file, as a short escaped excerpt of its JSON text."""
+    try:
+        return excerpt(json.dumps(value, ensure_ascii=False))
+    except (ValueError, RecursionError):  # an int past Python's int-string limit, deep nesting
+        return f"a {type(value).__name__}"
 
 
 def _parse_error(file: str, e: KsegError) -> Finding:
@@ -645,17 +763,26 @@ def check_segment_companions(
     return out
 
 
-def index_sanity_problem(idx: IndexFile, kind: str) -> str | None:
+def index_sanity_problem(idx: IndexFile | IndexSlots, kind: str) -> str | None:
     """Why the broker's ``sanityCheck`` would reject this .index or .timeindex (the check that
     decides whether it rebuilds the index on start-up), or None when it passes."""
     if idx.partial_bytes:
         size = idx.slots * idx.entry_size + idx.partial_bytes
         return f"the index is {size} bytes, not a multiple of its {idx.entry_size}-byte entries"
-    if not idx.entries:
-        return None
-    last = idx.entries[-1]
-    if last.offset < idx.base_offset:
-        return f"the last offset {last.offset} is below the base offset {idx.base_offset}"
-    if kind == "timeindex" and last.timestamp < idx.entries[0].timestamp:
-        return f"the last timestamp {last.timestamp} is below the first {idx.entries[0].timestamp}"
+    if isinstance(idx, IndexSlots):
+        if idx.first is None or idx.last is None:
+            return None
+        first, last = idx.first, idx.last  # (offset, position) or (timestamp, offset)
+        last_offset = last[0] if kind == "index" else last[1]
+        first_ts, last_ts = first[0], last[0]
+    else:
+        if not idx.entries:
+            return None
+        last_offset = idx.entries[-1].offset
+        if kind == "timeindex":
+            first_ts, last_ts = idx.entries[0].timestamp, idx.entries[-1].timestamp
+    if last_offset < idx.base_offset:
+        return f"the last offset {last_offset} is below the base offset {idx.base_offset}"
+    if kind == "timeindex" and last_ts < first_ts:
+        return f"the last timestamp {last_ts} is below the first {first_ts}"
     return None

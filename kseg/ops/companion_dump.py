@@ -6,7 +6,6 @@ Each event also carries the parsed file (``parsed``), from which
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,15 +15,18 @@ from kseg.companions.read import (
     IndexSlots,
     OffsetIndexEntry,
     TimeIndexEntry,
+    TxnSlots,
+    parse_quorum_state,
     read_index_slots,
     read_leader_epoch_checkpoint,
     read_partition_metadata,
     read_producer_snapshot,
-    read_txn_index,
+    read_text_file,
+    read_txn_slots,
 )
-from kseg.errors import DataError, InputError
+from kseg.errors import KsegError
 
-__all__ = ["CompanionEvent", "IndexEntries", "dump_companion"]
+__all__ = ["CompanionEvent", "IndexEntries", "TxnEntries", "dump_companion"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,31 @@ class IndexEntries(Sequence):
         return (dict(zip(names, row)) for row in self.slots.rows())
 
 
+class TxnEntries(Sequence):
+    """A .txnindex's entries as dicts, read from the file in pieces as they are taken (``slots``):
+    a file of any size is dumped in flat memory."""
+
+    def __init__(self, slots: TxnSlots):
+        self.slots = slots
+
+    def __len__(self) -> int:
+        return self.slots.count
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if not -len(self) <= i < len(self):
+            raise IndexError(i)
+        i %= len(self)
+        for k, row in enumerate(self.slots.rows()):
+            if k == i:
+                return row._asdict()
+        raise IndexError(i)  # pragma: no cover - the file shrank under the reader
+
+    def __iter__(self) -> Iterator[dict]:
+        return (row._asdict() for row in self.slots.rows())
+
+
 def _index_event(path: Path, kind: str) -> CompanionEvent:
     slots = read_index_slots(path, kind)
     info = {"zero_tail": slots.zero_tail} if slots.zero_tail else {}
@@ -72,8 +99,8 @@ def dump_companion(path: Path, kind: str) -> CompanionEvent:
     if kind in ("index", "timeindex"):
         return _index_event(path, kind)
     if kind == "txnindex":
-        idx = read_txn_index(path)
-        return CompanionEvent(path, kind, [e._asdict() for e in idx.entries], {}, idx)
+        slots = read_txn_slots(path)
+        return CompanionEvent(path, kind, TxnEntries(slots), {}, slots)
     if kind == "leader_epoch":
         ckpt = read_leader_epoch_checkpoint(path)
         entries = [{"epoch": e.epoch, "start_offset": e.start_offset} for e in ckpt.entries]
@@ -96,16 +123,11 @@ def dump_companion(path: Path, kind: str) -> CompanionEvent:
 def _quorum_state(path: Path) -> CompanionEvent:
     """quorum-state: the KRaft quorum's JSON (QuorumStateData: leaderId, leaderEpoch, votedId,
     appliedOffset, currentVoters, data_version...). Entries are the voters; its keys are kept."""
+    text = read_text_file(path, "quorum-state")
     try:
-        text = path.read_bytes()
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror or e}", file=str(path)) from None
-    try:
-        state = json.loads(text)
-    except ValueError as e:
-        raise DataError(f"quorum-state is not JSON: {e}", file=str(path)) from None
-    if not isinstance(state, dict):
-        raise DataError("quorum-state is not a JSON object", file=str(path), found=type(state).__name__)
+        state = parse_quorum_state(text)
+    except KsegError as e:
+        raise e.located(file=str(path))
     voters = state.get("currentVoters")
     entries = [v if isinstance(v, dict) else {"voter": v} for v in voters] if isinstance(voters, list) else []
     info = {k: v for k, v in state.items() if k != "currentVoters"}

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 
-from typing import Iterator
+from itertools import islice
+from typing import Iterable, Iterator
 
 from kseg.companions.check import index_sanity_problem
-from kseg.companions.read import IndexSlots
+from kseg.companions.read import IndexSlots, TxnSlots
 from kseg.errors import DataError
 from kseg.ops.companion_dump import CompanionEvent, IndexEntries
 
@@ -26,17 +27,22 @@ INDEX_LINES = {"index": "offset: %d position: %d\n", "timeindex": "timestamp: %d
 
 def index_text(slots: IndexSlots, line: str) -> Iterator[str]:
     """An index file's entries, ``line`` (a %-template of the entry's two fields) each, in pieces of
-    INDEX_CHUNK entries."""
-    for start in range(0, slots.count, INDEX_CHUNK):
-        yield "".join(map(line.__mod__, slots.rows(start, start + INDEX_CHUNK)))
+    INDEX_CHUNK entries (the file read once, front to back)."""
+    rows = slots.rows()
+    while True:
+        text = "".join(map(line.__mod__, islice(rows, INDEX_CHUNK)))
+        if not text:
+            return
+        yield text
 
 
 def _optional_long(v: int) -> str:
     return "OptionalLong.empty" if v < 0 else f"OptionalLong[{v}]"
 
 
-def kafka_lines(ev: CompanionEvent, *, index_sanity: bool = False, verify_index: bool = False) -> list[str]:
-    """The lines kafka-dump-log.sh prints for a companion file's entries. For index files,
+def kafka_lines(ev: CompanionEvent, *, index_sanity: bool = False, verify_index: bool = False) -> Iterable[str]:
+    """The lines kafka-dump-log.sh prints for a companion file's entries (a .txnindex's as they are
+    read, in flat memory). For index files,
     ``index_sanity`` plays --index-sanity-check (the verdict instead of the entries; a failing
     check raises DataError) and ``verify_index`` --verify-index-only (no entries)."""
     p = ev.parsed
@@ -44,18 +50,20 @@ def kafka_lines(ev: CompanionEvent, *, index_sanity: bool = False, verify_index:
         if ev.kind == "index" and not p.slots:
             return [f"{ev.path} is empty."]  # the time index has no such line
         if index_sanity:
-            problem = index_sanity_problem(p.index_file() if isinstance(p, IndexSlots) else p, ev.kind)
+            problem = index_sanity_problem(p, ev.kind)
             if problem:
                 raise DataError(f"corrupt index: {problem}", file=str(ev.path))
             return [f"{ev.path} passed sanity check."]
         if verify_index:
             return []
         if isinstance(ev.entries, IndexEntries):
-            return "".join(index_text(ev.entries.slots, INDEX_LINES[ev.kind])).splitlines()
+            return (line for text in index_text(ev.entries.slots, INDEX_LINES[ev.kind])
+                    for line in text.splitlines())
         return [" ".join(f"{name}: {value}" for name, value in e.items()) for e in ev.entries]
     if ev.kind == "txnindex":
-        return [f"version: {e.version} producerId: {e.producer_id} firstOffset: {e.first_offset} "
-                f"lastOffset: {e.last_offset} lastStableOffset: {e.last_stable_offset}" for e in p.entries]
+        return (f"version: {e.version} producerId: {e.producer_id} firstOffset: {e.first_offset} "
+                f"lastOffset: {e.last_offset} lastStableOffset: {e.last_stable_offset}"
+                for e in (p.rows() if isinstance(p, TxnSlots) else p.entries))
     if ev.kind == "leader_epoch":
         return [f"epoch: {e.epoch} startOffset: {e.start_offset}" for e in p.entries]
     if ev.kind == "partition_metadata":

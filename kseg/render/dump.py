@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+from itertools import islice
 from typing import IO, Any, Callable, TextIO
 
 from kseg.decoders import DecodedRecord, control_kafka_text
@@ -17,6 +18,7 @@ from kseg.formats.attributes import CODEC_NONE, TIMESTAMP_TYPE_NAMES
 from kseg.log.control import control_info
 from kseg.log.encode import legacy_message_crc
 from kseg.model import CODEC_NAMES, Batch, Record, record_sequence
+from kseg.printable import printable as printable_text
 from kseg.ops.companion_dump import CompanionEvent, IndexEntries
 from kseg.ops.dump import (
     BadBatchEvent,
@@ -29,7 +31,7 @@ from kseg.ops.dump import (
 )
 from kseg.printable import printable as safe
 from kseg.render import bulk, lines
-from kseg.render.companions import INDEX_LINES, index_text, kafka_lines
+from kseg.render.companions import INDEX_CHUNK, INDEX_LINES, index_text, kafka_lines
 from kseg.render.lines import bool_text, iso_utc, text_escape, text_head
 from kseg.render.payload import BUILTIN, Decoder, header_key_text, printable
 from kseg.render.tables import tabulate
@@ -388,9 +390,11 @@ class TextRenderer:
                 for text in index_text(ev.entries.slots, f"  %{_INDEX_WIDTHS[a]}d  %{_INDEX_WIDTHS[b]}d\n"):
                     w(text)
             elif ev.entries:
-                table = tabulate([list(e.values()) for e in ev.entries], headers=list(ev.entries[0].keys()),
-                                 disable_numparse=True)
-                w("".join("  " + line + "\n" for line in table.split("\n")))
+                # A table of INDEX_CHUNK rows at a time (a .txnindex is read as it is printed).
+                headers, rows = list(ev.entries[0].keys()), iter(ev.entries)
+                while chunk := [list(e.values()) for e in islice(rows, INDEX_CHUNK)]:
+                    table = tabulate(chunk, headers=headers, disable_numparse=True)
+                    w("".join("  " + line + "\n" for line in table.split("\n")))
             elif not info:
                 w("  (no entries)\n")
         elif isinstance(ev, SkippedEvent):
@@ -436,7 +440,7 @@ def _info_text(v: Any) -> str:
         return "null"
     if v == "":
         return '""'
-    return str(v)
+    return printable_text(v)  # a companion's value (quorum-state's JSON) is text from the data
 
 
 class KafkaRenderer:
