@@ -96,9 +96,8 @@ if PAUSE or SLOW:
     if "command" in PAUSE:  # inside the command, as if its first step took long
         real_call = common._guarded_call
         common._guarded_call = lambda fn, a, k: real_call(once("command", fn), a, k)
-    if SLOW:
+    if SLOW:  # the outermost cleanups: what a second signal there cuts short, nothing else cleans
         atomic.AtomicDir.abort = slowly(atomic.AtomicDir.abort)
-        atomic.AtomicFile.abort = slowly(atomic.AtomicFile.abort)
         storage.StagedOutput.abort = slowly(storage.StagedOutput.abort)
 
 from kseg.cli import run
@@ -353,10 +352,15 @@ def test_two_writers_no_pause(inputs, references, tmp_path) -> None:
 # --------------------------------------------------------------------------- SIGTERM, local output
 
 
-def _terminated(p: subprocess.Popen, *, timeout: float = 60) -> str:
+def _terminated(p: subprocess.Popen, *, timeout: float = 60, said: str = "") -> str:
+    """143 and the one line (after ``said``: what the command had printed before)."""
     _, err = p.communicate(timeout=timeout)
     assert p.returncode == 143, (p.returncode, err)
-    one_line(err, "kseg: terminated")
+    rest = err
+    if said:
+        first, _, rest = err.partition("\n")
+        assert first.startswith(said), err
+    one_line(rest, "kseg: terminated")
     return err
 
 
@@ -417,19 +421,26 @@ def test_sigterm_at_random_points(inputs, tmp_path) -> None:
     assert tree(inputs["big"]) == before
 
 
-@pytest.mark.parametrize("second", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_second_signal_during_cleanup(second, inputs, tmp_path) -> None:
-    """SIGTERM, then (once the cleanup has begun, and it is slow) a second signal: the cleanup
-    finishes, 143, nothing left."""
+SIGNALS = {"SIGTERM": (signal.SIGTERM, 143, "kseg: terminated"), "SIGINT": (signal.SIGINT, 130, "kseg: interrupted")}
+
+
+@pytest.mark.parametrize("first, second", [("SIGTERM", "SIGINT"), ("SIGTERM", "SIGTERM"), ("SIGINT", "SIGINT"),
+                                           ("SIGINT", "SIGTERM")])
+def test_second_signal_during_cleanup(first, second, inputs, tmp_path) -> None:
+    """A signal, then (once the cleanup has begun, and it is slow) a second: the cleanup
+    finishes, the first signal's code and line, nothing left."""
     work, hold = tmp_path / "w", tmp_path / "hold"
     work.mkdir(), hold.mkdir()
     args, out = command("up-convert", inputs["small"], work / "out")
     p = start(args, hold=hold, pause="write", slow=1.0)
     wait_for(hold, "write", [p])
-    p.send_signal(signal.SIGTERM)
+    signum, code, line = SIGNALS[first]
+    p.send_signal(signum)
     wait_for(hold, "cleaning", [p])
-    p.send_signal(second)
-    _terminated(p)
+    p.send_signal(SIGNALS[second][0])
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == code, (p.returncode, err)
+    one_line(err, line)
     assert os.listdir(work) == []
 
 
@@ -522,7 +533,8 @@ def test_sigterm_with_an_s3_output(moment, s3, inputs, tmp_path) -> None:
     if moment == "commit":
         assert _keys(fs, prefix)  # the staging objects are there
     p.send_signal(signal.SIGTERM)
-    _terminated(p)
+    # the command's summary is printed before the upload
+    _terminated(p, said="" if moment == "write" else f"kseg: wrote 2 segment(s) under s3://{prefix}/out:")
     assert _keys(fs, prefix) == []
     assert os.listdir(tmp) == []
 
@@ -539,7 +551,7 @@ def test_second_signal_during_s3_cleanup(s3, inputs, tmp_path) -> None:
     p.send_signal(signal.SIGTERM)
     wait_for(hold, "cleaning", [p])
     p.send_signal(signal.SIGINT)
-    _terminated(p)
+    _terminated(p, said=f"kseg: wrote 2 segment(s) under s3://{prefix}/out:")
     assert _keys(fs, prefix) == [] and os.listdir(tmp) == []
 
 
@@ -557,6 +569,8 @@ def test_s3_output_appearing_during_the_run(s3, inputs, tmp_path) -> None:
     (hold / "go").touch()
     _, err = p.communicate(timeout=60)
     assert p.returncode == 2, err
+    summary, _, err = err.partition("\n")  # the command's summary is printed before the upload
+    assert summary.startswith(f"kseg: wrote 2 segment(s) under s3://{prefix}/out:"), summary
     one_line(err, f"kseg: error: s3://{prefix}/out: {APPEARED}")
     assert _keys(fs, prefix) == [f"{prefix}/out/theirs.txt"]
     assert os.listdir(tmp) == []
