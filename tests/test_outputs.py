@@ -585,3 +585,49 @@ def test_s3_output_failure_leaves_nothing(s3, inputs, tmp_path) -> None:
     r = kseg("up-convert", bad, "-o", "s3://kseg-test/failing/out", "--to-magic", "2", env=env)
     assert r.returncode in (1, 2) and "Traceback" not in r.stderr, r.stderr
     assert _keys(fs, "kseg-test/failing") == [] and os.listdir(tmp) == []
+
+
+# --------------------------------------------------------------------------- kseg spark
+
+
+def _marked(mark: str) -> list[int]:
+    """Processes whose environment carries ``mark`` (the child and all it started)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if mark.encode() in (d / "environ").read_bytes():
+                    found.append(int(d.name))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.mark.parametrize("later", [0.5, 10.0], ids=["while the JVM starts", "later"])
+@pytest.mark.parametrize("cmd", ["verify", "up-convert"])
+def test_sigterm_kseg_spark(cmd, later, inputs, tmp_path) -> None:
+    """SIGTERM to ``kseg spark``: 143, the one line, no traceback, no JVM left, no temporaries."""
+    pytest.importorskip("pyspark", reason="kseg spark needs the spark extra")
+    mark = f"KSEG_TEST_MARK_{os.getpid()}_{cmd}_{int(later)}"
+    work, tmp = tmp_path / "w", tmp_path / "tmp"
+    work.mkdir(), tmp.mkdir()
+    args = ["spark", "verify", inputs["small"]] if cmd == "verify" else \
+        ["spark", "up-convert", inputs["small"], "-o", work / "out", "--to-magic", "2"]
+    p = start(args, env={mark: "1", "TMPDIR": str(tmp)})
+    deadline = time.monotonic() + 120
+    while len(_marked(mark)) < 2 and p.poll() is None:  # the JVM's launcher has started
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(later)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=120)
+    assert "Traceback" not in err, err
+    if p.returncode == 0:  # finished before the signal
+        return
+    assert p.returncode == 143, (p.returncode, err)
+    assert err.splitlines()[-1:] == ["kseg: terminated"] and "rror" not in err, err
+    deadline = time.monotonic() + 60
+    while _marked(mark) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _marked(mark) == []
+    assert os.listdir(work) == []
