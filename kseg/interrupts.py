@@ -88,6 +88,11 @@ def catching_signals() -> Iterator[None]:
             _State.received, _State.pending = 0, None
 
 
+def is_ours(handler: Any) -> bool:
+    """``handler`` is the one ``catching_signals`` installs (which loading code may stand in for)."""
+    return handler is _handler
+
+
 def stopping() -> bool:
     """A signal has started the way out."""
     return bool(_State.received)

@@ -631,3 +631,46 @@ def test_sigterm_kseg_spark(cmd, later, inputs, tmp_path) -> None:
         time.sleep(0.2)
     assert _marked(mark) == []
     assert os.listdir(work) == []
+
+
+# --------------------------------------------------------------------------- publishing, in-process
+
+
+@pytest.mark.parametrize("renameat2", [True, False], ids=["renameat2", "fallbacks"])
+@pytest.mark.parametrize("kind", ["file", "folder"])
+def test_publish(kind, renameat2, tmp_path, monkeypatch) -> None:
+    """Onto nothing; onto what appeared (refused, both kept); replacing what was there at the
+    start (done, the old one removed); replacing what changed since (refused, both kept)."""
+    from kseg.errors import OutputError
+    from kseg.log import atomic
+
+    if not renameat2:
+        monkeypatch.setattr(atomic, "_renameat2", [None])
+    elif atomic._libc_renameat2() is None:
+        pytest.skip("no renameat2 in this C library")
+
+    def made(name: str, text: str) -> Path:
+        p = tmp_path / name
+        if kind == "folder":
+            p.mkdir()
+            (p / "f").write_text(text)
+        else:
+            p.write_text(text)
+        return p
+
+    def text(p: Path) -> str:
+        return (p / "f").read_text() if kind == "folder" else p.read_text()
+
+    out = tmp_path / "out"
+    atomic.publish(made("t1", "one"), out, None)
+    assert text(out) == "one" and not (tmp_path / "t1").exists()
+    with pytest.raises(OutputError, match="appeared during the run"):
+        atomic.publish(made("t2", "two"), out, None)
+    assert text(out) == "one" and text(tmp_path / "t2") == "two"
+    atomic.publish(tmp_path / "t2", out, atomic._identity(out))
+    assert text(out) == "two" and sorted(os.listdir(tmp_path)) == ["out"]
+    stale = atomic._identity(made("t3", "three"))
+    with pytest.raises(OutputError, match="replaced during the run"):
+        atomic.publish(made("t4", "four"), out, stale)
+    assert text(out) == "two" and text(tmp_path / "t4") == "four"
+    assert sorted(os.listdir(tmp_path)) == ["out", "t3", "t4"]  # no lock file left

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from kseg.cli.exits import EXIT_INTERRUPTED, EXIT_TERMINATED
+from kseg.interrupts import is_ours
 
 
 @contextmanager
@@ -30,7 +31,8 @@ def quiet_interrupts() -> Iterator[None]:
         return
     previous = {}
     for signum, default in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL)):
-        if signal.getsignal(signum) is default:
+        current = signal.getsignal(signum)
+        if current is default or is_ours(current):  # kseg's own: the command group's, loading a command
             previous[signum] = signal.signal(signum, _quit_while_loading)
     try:
         yield
