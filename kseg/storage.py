@@ -45,7 +45,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Iterator
 from urllib.parse import unquote, urlsplit
 
-from kseg.errors import InputError
+from kseg.errors import InputError, OutputError
+from kseg.interrupts import uninterrupted
 from kseg.printable import printable
 
 if TYPE_CHECKING:
@@ -649,13 +650,18 @@ class AtomicObjectWriter:
     The bytes are streamed (multipart upload) to ``<target>.kseg-tmp-<id>``; ``close()``
     copies that to the target in one server-side step and deletes it. ``abort()`` (and
     closing after an exception inside ``with``) deletes the temporary object and leaves
-    the target as it was.
+    the target as it was. An object that appeared at the target while this one was being
+    written is not replaced (``close()`` raises an OutputError); one that was there at the
+    start is (an object store has no rename that refuses to overwrite: this checks, then copies).
     """
 
     def __init__(self, target: RemotePath):
         self.target = target
         self.tmp = target.with_name(f".{target.name}.kseg-tmp-{uuid.uuid4().hex[:12]}")
-        self._out = target._fs().open_output_stream(self.tmp.key)
+        self.existed = target.exists()
+        with uninterrupted():
+            self._out = target._fs().open_output_stream(self.tmp.key)
+            _live_objects[str(self.tmp)] = self.abort
         self.closed = False
 
     def writable(self) -> bool:
@@ -673,22 +679,29 @@ class AtomicObjectWriter:
     def close(self) -> None:
         if self.closed:
             return
-        self.closed = True
         fs = self.target._fs()
-        self._out.close()
-        try:
-            fs.copy_file(self.tmp.key, self.target.key)
-        finally:
-            fs.delete_file(self.tmp.key)
+        with uninterrupted():
+            self.closed = True
+            try:
+                self._out.close()
+                if not self.existed and self.target.exists():
+                    raise OutputError(APPEARED, file=str(self.target))
+                fs.copy_file(self.tmp.key, self.target.key)
+            finally:
+                _delete_quietly(fs, self.tmp.key)
+                _live_objects.pop(str(self.tmp), None)
 
     def abort(self) -> None:
         if self.closed:
             return
-        self.closed = True
-        try:
-            self._out.close()
-        finally:
-            self.target._fs().delete_file(self.tmp.key)
+        with uninterrupted():
+            self.closed = True
+            try:
+                self._out.close()
+            except Exception:  # pyarrow's errors are not all OSErrors; the object goes anyway
+                pass
+            _delete_quietly(self.target._fs(), self.tmp.key)
+            _live_objects.pop(str(self.tmp), None)
 
     def __enter__(self) -> AtomicObjectWriter:
         return self
@@ -698,6 +711,31 @@ class AtomicObjectWriter:
             self.close()
         else:
             self.abort()
+
+
+APPEARED = "the output appeared during the run (created by another process?); nothing was replaced"
+# Staging objects and prefixes this process made and has neither published nor deleted:
+# str(temporary) -> what deletes it (``remove_live_objects``, on the command's way out).
+_live_objects: dict[str, Any] = {}
+
+
+def _delete_quietly(fs: Any, key: str, *, folder: bool = False) -> None:
+    try:
+        fs.delete_dir(key) if folder else fs.delete_file(key)
+    except Exception:  # already gone, or the store is unreachable: nothing more to do here
+        pass
+
+
+def remove_live_objects() -> None:
+    """Delete every staging object or prefix this process made and has not published or
+    deleted (the command's last word on its way out, whatever way that is)."""
+    with uninterrupted():
+        for key, delete in reversed(list(_live_objects.items())):
+            try:
+                delete()
+            except Exception:
+                pass
+            _live_objects.pop(key, None)
 
 
 # --------------------------------------------------------------------------- writing a tree of objects
@@ -711,13 +749,17 @@ class StagedOutput:
     target in server-side steps, then deletes the staging prefix; ``abort()`` only deletes
     it. Until the commit nothing is under the target, so a failed or interrupted write
     leaves the target as it was. ``str(self.tmp)`` travels to executors as a string.
+    ``existed`` (what the caller found at the target at the start; None: not looked) makes
+    ``commit`` refuse a target that appeared during the run.
     """
 
-    def __init__(self, target: RemotePath, tmp: RemotePath | str | None = None):
+    def __init__(self, target: RemotePath, tmp: RemotePath | str | None = None, *, existed: bool | None = None):
         self.target = target
+        self.existed = existed
         if tmp is None:
             tmp = target.parent / f".{target.name}.kseg-tmp-{uuid.uuid4().hex[:12]}"
         self.tmp = as_path(tmp) if isinstance(tmp, str) else tmp
+        _live_objects[str(self.tmp)] = self.abort
 
     def part(self, rel: str = "") -> RemotePath:
         """Where a writer stages the output (``rel``: a file or folder inside it)."""
@@ -738,25 +780,27 @@ class StagedOutput:
 
         fs = self.target._fs()
         written = []
-        try:
-            for key in self._staged():
-                dest = self.target.parent / key[len(self.tmp.key) + 1:]
-                fs.copy_file(key, dest.key)
-                written.append(dest.key)
-            if replace and self.target.is_dir():
-                keep = set(written)
-                for info in fs.get_file_info(pafs.FileSelector(self.target.key, recursive=True)):
-                    if info.type == pafs.FileType.File and info.path.strip("/") not in keep:
-                        fs.delete_file(info.path)
-        finally:
-            self.abort()
+        with uninterrupted():
+            try:
+                if self.existed is False and self.target.exists():
+                    raise OutputError(APPEARED, file=str(self.target))
+                for key in self._staged():
+                    dest = self.target.parent / key[len(self.tmp.key) + 1:]
+                    fs.copy_file(key, dest.key)
+                    written.append(dest.key)
+                if replace and self.target.is_dir():
+                    keep = set(written)
+                    for info in fs.get_file_info(pafs.FileSelector(self.target.key, recursive=True)):
+                        if info.type == pafs.FileType.File and info.path.strip("/") not in keep:
+                            fs.delete_file(info.path)
+            finally:
+                self.abort()
         return written
 
     def abort(self) -> None:
-        try:
-            self.target._fs().delete_dir(self.tmp.key)
-        except (OSError, FileNotFoundError):
-            pass
+        with uninterrupted():
+            _delete_quietly(self.target._fs(), self.tmp.key, folder=True)
+            _live_objects.pop(str(self.tmp), None)
 
 
 def upload_tree(local: str | os.PathLike, target: RemotePath) -> list[str]:

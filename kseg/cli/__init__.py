@@ -17,8 +17,9 @@ COLLECT_EVERY = 10_000  # new objects between the cycle collector's young-genera
 
 
 def run() -> Any:
-    """The ``kseg`` console script: Ctrl-C while the command is still loading ends it quietly,
-    and once the command has finished (its output written) is ignored."""
+    """The ``kseg`` console script: Ctrl-C (SIGTERM) while the command is still loading ends it
+    at once with 130 (143), during the command it ends the command the same way after its cleanup
+    (``guarded``), and once the command has finished (its output written) it is ignored."""
     with quiet_interrupts():
         from kseg.cli.main import main  # late: the handler above must be in place first
     # A dump or a verify makes millions of short-lived objects that hold no cycles (a Batch per

@@ -30,8 +30,11 @@ from kseg.defaults import (
 )
 from kseg.cli.exits import EXIT_DATA, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: F401 - re-exported
 from kseg.errors import DataError, InputError, KsegError
+from kseg.interrupts import Terminated, catching_signals, exit_code
 from kseg.lazy import load
+from kseg.log.atomic import remove_live_temporaries
 from kseg.log.segment import expand_inputs, is_stdin
+from kseg.storage import remove_live_objects
 
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
@@ -50,44 +53,72 @@ def fail(e: KsegError) -> None:
 
 
 def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn kseg errors into one stderr line and the right exit code."""
+    """Turn kseg errors into one stderr line and the right exit code; SIGTERM ends the command
+    the way Ctrl-C does (cleanup on the way out, one line, 143 instead of 130); whatever way the
+    command ends, temporaries and staging objects it has not published or removed go."""
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except KsegError as e:
-            if State.traceback:
-                raise
-            fail(e)
-        except BrokenPipeError:
-            # `kseg dump ... | head`: the reader went away; leave quietly.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            raise SystemExit(EXIT_OK)
-        except OSError as e:
-            # The machine failed us (a full disk, a file that went away): one line, exit 2.
-            if State.traceback:
-                raise
-            where = f"{e.filename}: " if e.filename else ""
-            click.echo(f"kseg: error: {where}{e.strerror or e}", err=True)
-            raise SystemExit(EXIT_USAGE)
-        except MemoryError:
-            # An input that asks for more memory than the machine (or ulimit -v) gives: one line, exit 2.
-            if State.traceback:
-                raise
-            sys.stderr.write("kseg: error: out of memory (an input needs more than this process may use; "
-                             "raise the memory limit or report the file)\n")
-            raise SystemExit(EXIT_USAGE)
-        except KeyboardInterrupt:
-            # Ctrl-C: outputs were cleaned up on the way out; no traceback, the shell's 130.
-            if State.traceback:
-                raise
-            click.echo("kseg: interrupted", err=True)
-            raise SystemExit(EXIT_INTERRUPTED)
+        with catching_signals():
+            _guarding[0] += 1
+            try:
+                return _guarded_call(fn, args, kwargs)
+            finally:
+                _guarding[0] -= 1
+                if not _guarding[0]:  # the outermost command's way out
+                    remove_leftovers()
 
     wrapper.__name__ = fn.__name__
     wrapper.__doc__ = fn.__doc__
     return wrapper
+
+
+_guarding = [0]  # nesting of guarded commands (kseg spark tools wraps plain ones)
+
+
+def _guarded_call(fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+    try:
+        return fn(*args, **kwargs)
+    except KsegError as e:
+        if State.traceback:
+            raise
+        fail(e)
+    except BrokenPipeError:
+        # `kseg dump ... | head`: the reader went away; leave quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise SystemExit(EXIT_OK)
+    except OSError as e:
+        # The machine failed us (a full disk, a file that went away): one line, exit 2.
+        if State.traceback:
+            raise
+        where = f"{e.filename}: " if e.filename else ""
+        click.echo(f"kseg: error: {where}{e.strerror or e}", err=True)
+        raise SystemExit(EXIT_USAGE)
+    except MemoryError:
+        # An input that asks for more memory than the machine (or ulimit -v) gives: one line, exit 2.
+        if State.traceback:
+            raise
+        sys.stderr.write("kseg: error: out of memory (an input needs more than this process may use; "
+                         "raise the memory limit or report the file)\n")
+        raise SystemExit(EXIT_USAGE)
+    except KeyboardInterrupt as e:
+        # Ctrl-C or SIGTERM: outputs were cleaned up on the way out; no traceback, the shell's 130/143.
+        if State.traceback:
+            raise
+        interrupted(e)
+
+
+def interrupted(e: KeyboardInterrupt) -> None:
+    """One line and the shell's code for the signal: 130 (Ctrl-C), 143 (SIGTERM)."""
+    click.echo("kseg: terminated" if isinstance(e, Terminated) else "kseg: interrupted", err=True)
+    raise SystemExit(exit_code(e))
+
+
+def remove_leftovers() -> None:
+    """Temporaries and staging objects a command made and neither published nor removed
+    (a signal between making one and the code that would clean it up)."""
+    remove_live_temporaries()
+    remove_live_objects()
 
 
 class KsegGroup(click.Group):
@@ -113,12 +144,19 @@ class KsegGroup(click.Group):
             self.add_command(command, name)
         return super().get_command(ctx, name)
 
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as e:  # here rather than in click's main, which would print a blank line
+            interrupted(e)
+
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:
-            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            with catching_signals():
+                rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.NoArgsIsHelpError as e:
             e.show()
             raise SystemExit(e.exit_code)
@@ -127,9 +165,10 @@ class KsegGroup(click.Group):
             hint = f" (see '{ctx.command_path} --help')" if isinstance(e, click.UsageError) and ctx else ""
             click.echo(f"kseg: error: {e.format_message()}{hint}", err=True)
             raise SystemExit(EXIT_USAGE if isinstance(e, click.UsageError) else e.exit_code)
-        except (click.exceptions.Abort, KeyboardInterrupt):
-            click.echo("kseg: interrupted", err=True)
-            raise SystemExit(EXIT_INTERRUPTED)
+        except KeyboardInterrupt as e:
+            interrupted(e)
+        except click.exceptions.Abort as e:  # click's word for a KeyboardInterrupt while it parsed
+            interrupted(e.__context__ if isinstance(e.__context__, KeyboardInterrupt) else KeyboardInterrupt())
         raise SystemExit(rv if isinstance(rv, int) else EXIT_OK)
 
 

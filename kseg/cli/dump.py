@@ -10,8 +10,9 @@ from typing import Any, Callable
 
 import click
 
-from kseg.cli.common import EXIT_DATA, EXIT_INTERRUPTED, EXIT_USAGE, dump_options, expand_for_dump, guarded
+from kseg.cli.common import EXIT_DATA, EXIT_USAGE, dump_options, expand_for_dump, guarded
 from kseg.errors import InputError, TruncatedError
+from kseg.interrupts import Terminated, exit_code
 from kseg.log.decode import Tail
 from kseg.log.segment import zero_bytes_to_end
 from kseg.ops.dump import BadBatchEvent, BatchEvent, DumpOptions, PlainRunEvent, TailEvent, dump_paths, file_kind
@@ -87,12 +88,15 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
                     raise
                 click.echo(f"kseg: error: {e}", err=True)  # one line; the rest goes on
                 unreadable += 1
-    except KeyboardInterrupt:
-        # Ctrl-C: stop now, quietly, with the shell's code for SIGINT. Pending output is
-        # dropped, and stdout is pointed at /dev/null so that the exit cannot block on a full pipe.
+    except KeyboardInterrupt as e:
+        # Ctrl-C: stop now, quietly, with the shell's code for SIGINT (SIGTERM: one line, 143).
+        # Pending output is dropped, and stdout is pointed at /dev/null so that the exit
+        # cannot block on a full pipe.
         interrupted = True
         _drop_stdout()
-        raise SystemExit(EXIT_INTERRUPTED) from None
+        if isinstance(e, Terminated):
+            click.echo("kseg: terminated", err=True)
+        raise SystemExit(exit_code(e)) from None
     finally:
         if not interrupted:  # what was read is shown, also when an error stops the dump
             renderer.close()

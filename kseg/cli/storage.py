@@ -10,6 +10,7 @@ import click
 
 from kseg.cli.exits import EXIT_USAGE
 from kseg.errors import KsegError, OutputError
+from kseg.interrupts import uninterrupted
 from kseg.storage import ReadError, RemotePath, StagedOutput, as_path, upload_tree
 
 
@@ -74,6 +75,9 @@ def remote_output(fn: Callable[..., Any] | None = None, *, merge: bool = False) 
     beside the output, and copied into place once all are there (``StagedOutput``). With ``--force``, objects of
     the old output that the new one does not have are deleted after the upload; with
     ``merge`` (``index --rebuild -o``: ``--force`` writes into an existing output) they stay.
+    An output that appeared during the run is not replaced (exit 2). The local staging folder
+    (``kseg-out-*`` in the temporary folder) and the staging objects go on every way out:
+    success, failure, Ctrl-C or SIGTERM (a second signal waits for the cleanup).
     """
     import functools
 
@@ -87,21 +91,28 @@ def remote_output(fn: Callable[..., Any] | None = None, *, merge: bool = False) 
 
         if not isinstance(output, RemotePath):
             return fn(*args, output=output, force=force, **kwargs)
-        if output.exists() and not force:
+        existed = output.exists()
+        if existed and not force:
             raise OutputError("the output exists (use --force to replace it)", file=str(output))
-        staging = Path(tempfile.mkdtemp(prefix="kseg-out-"))
-        local = staging / output.name
-        _shown[str(local)] = str(output)
-        objects = StagedOutput(output)
+        staging: Path | None = None
+        objects: StagedOutput | None = None
         try:
+            with uninterrupted():  # made and noted together: the finally below removes both
+                staging = Path(tempfile.mkdtemp(prefix="kseg-out-"))
+                objects = StagedOutput(output, existed=existed)
+            local = staging / output.name
+            _shown[str(local)] = str(output)
             result = fn(*args, output=local, force=False, **kwargs)
             if local.exists():  # not on a dry run
                 upload_tree(local, objects.part())
                 objects.commit(replace=force and not merge)
             return result
         finally:
-            objects.abort()
-            _shown.pop(str(local), None)
-            shutil.rmtree(staging, ignore_errors=True)
+            with uninterrupted():  # a second Ctrl-C or SIGTERM does not cut the cleanup short
+                if objects is not None:
+                    objects.abort()
+                if staging is not None:
+                    _shown.pop(str(staging / output.name), None)
+                    shutil.rmtree(staging, ignore_errors=True)
 
     return wrapper

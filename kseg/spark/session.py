@@ -18,6 +18,7 @@ Defaults are applied only where the user has not said otherwise (a ``--conf``,
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -145,6 +146,8 @@ def _launch_quiet_gateway(app_name: str, settings: dict[str, str]) -> None:
     except ImportError:  # pragma: no cover - depends on the PySpark version
         return
     logging.getLogger("py4j").setLevel(logging.CRITICAL + 1)
+    # and what it logs through the root logger (an interrupted call, with its traceback)
+    logging.getLogger().addFilter(lambda record: "py4j" not in record.pathname.split(os.sep))
     if getattr(SparkContext, "_gateway", None) is not None:
         return
     conf = SparkConf(loadDefaults=False)
@@ -152,11 +155,26 @@ def _launch_quiet_gateway(app_name: str, settings: dict[str, str]) -> None:
     for k, v in settings.items():
         conf.set(k, v)
     log = open(spark_log_path(), "ab")
+    import pyspark.java_gateway as java_gateway
+
+    started: list[Any] = []  # the JVM, in a session of its own: a signal to kseg does not reach it
+    popen = java_gateway.Popen
+    java_gateway.Popen = lambda *a, **k: started.append(popen(*a, **k)) or started[-1]
     try:
         gateway = launch_gateway(conf, popen_kwargs={"start_new_session": True, "stdout": log, "stderr": log})
     except TypeError:  # pragma: no cover - a PySpark without popen_kwargs
         return
+    except BaseException:
+        # Ctrl-C, SIGTERM or a failure before the JVM answered: it would not see kseg go
+        # (it watches its stdin only once started), so it is stopped here.
+        for proc in started:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except OSError:
+                pass
+        raise
     finally:
+        java_gateway.Popen = popen
         log.close()  # the JVM holds its own descriptor
     SparkContext._ensure_initialized(gateway=gateway)
 
