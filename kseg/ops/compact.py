@@ -47,7 +47,7 @@ from kseg.formats.attributes import (
     TRANSACTIONAL_MASK,
 )
 from kseg.log.atomic import AtomicDir, check_output, write_atomic
-from kseg.log.checks import CARRY, SKIP, STOP, DamagePolicy, DamageTally, batch_damage, damaged_error
+from kseg.log.checks import CARRY, SKIP, STOP, DamagePolicy, DamageTally, checked_batches, damaged_error
 from kseg.log.control import control_info
 from kseg.log.encode import assemble_v2, build_legacy_wrapper, build_v2_batch, header_of
 from kseg.log.records import batch_records, codec_for
@@ -236,8 +236,7 @@ def _scan_partition(segs: list[Path], limit: int, policy: DamagePolicy = DamageP
     for seg_path in segs:
         seg_max = NO_TIMESTAMP
         damaged: dict[int, list] = {}
-        for b in strict_batches(seg_path):
-            findings = batch_damage(b, str(seg_path), policy.limit)
+        for b, findings in checked_batches(seg_path, policy.limit):
             if findings:
                 if policy.on_damage == STOP:
                     raise damaged_error(b, findings, str(seg_path))
@@ -721,8 +720,7 @@ def _copied(seg: Path, options: CompactOptions, damage: DamageTally | None) -> l
     policy = options.damage_policy
     out = []
     tally = damage if damage is not None else DamageTally()
-    for b in strict_batches(seg):
-        findings = batch_damage(b, str(seg), policy.limit)
+    for b, findings in checked_batches(seg, policy.limit):
         if findings:
             if policy.on_damage == STOP:
                 raise damaged_error(b, findings, str(seg))
