@@ -31,8 +31,8 @@ from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError
 from kseg.findings import ERROR
 from kseg.log.atomic import AtomicDir, check_output, write_atomic_many
-from kseg.log.checks import STOP, DamagePolicy, DamageTally, screened
-from kseg.log.segment import base_offset_of, companion_path, expand_inputs, strict_batches
+from kseg.log.checks import STOP, DamagePolicy, DamageTally, checked_batches, screened
+from kseg.log.segment import base_offset_of, companion_path, expand_inputs
 from kseg.ops.compact import CompactOptions, compact_job, default_now_ms
 from kseg.ops.convert import (
     DownOptions,
@@ -166,7 +166,7 @@ def index_cmd(inputs: tuple[Path, ...], mode: str, output: Path | None, force: b
             if base is None:
                 raise InputError("segment name does not start with its base offset", file=str(seg))
             # Each batch checked (--on-damage): a skipped one gets no index entry, a carried one is indexed.
-            entries = [b._replace(raw=memoryview(b"")) for b, _ in screened(strict_batches(seg), policy, str(seg),
+            entries = [b._replace(raw=memoryview(b"")) for b, _ in screened(checked_batches(seg), policy, str(seg),
                                                                           damage)]
             index, timeindex = build_indexes(entries, base, index_interval_bytes)
             if building is None:

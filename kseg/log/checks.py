@@ -27,7 +27,8 @@ from kseg.findings import ERROR, Finding
 from kseg.printable import printable
 from kseg.formats.attributes import CODEC_MASK, CREATE_TIME
 from kseg.log.control import control_info
-from kseg.log.records import batch_records, check_v2_batch_records, wrapper_records
+from kseg.log.records import batch_records, check_v2_batch_records, plain_run, wrapper_records
+from kseg.log.segment import Segment
 from kseg.model import Batch, Record
 
 STOP, SKIP, CARRY = "stop", "skip", "carry"
@@ -36,7 +37,7 @@ ON_DAMAGE_CHOICES = (STOP, SKIP, CARRY)
 MAX_LISTED = 20
 
 __all__ = ["CARRY", "ON_DAMAGE_CHOICES", "SKIP", "STOP", "DamagePolicy", "DamageTally", "DamagedBatchError",
-           "batch_damage", "header_errors", "policed", "screened"]
+           "batch_damage", "checked_batches", "header_errors", "policed", "screened"]
 
 
 def _error(file: str, check: str, position: int | None, message: str, **kw: Any) -> Finding:
@@ -176,6 +177,29 @@ def batch_damage(b: Batch, file: str, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTE
     return header_errors(b, file) + record_check(b, file, limit).errors
 
 
+def checked_batches(path: Any, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> Iterator[tuple[Batch, list[Finding]]]:
+    """Every batch of a segment with its damage (``batch_damage``), raising what ends the walk
+    early (a partial or corrupt tail) as ``strict_batches`` does. Runs of uncompressed v0/v1
+    messages are checked at once in C (their CRCs and records), as verify takes them."""
+    seg = Segment(path)
+    file = str(seg.path)
+    for entries in seg.batch_lists():
+        i = 0
+        while i < len(entries):
+            run = plain_run(entries, i)
+            if run is None:
+                b = entries[i]
+                yield b, batch_damage(b, file, limit)
+                i += 1
+                continue
+            bad = set(run.bad_crcs)  # the run's records decoded: a bad CRC is all that can be wrong
+            for k, b in enumerate(run.batches):
+                yield b, header_errors(b, file) if k in bad else []
+            i += len(run.batches)
+    if seg.tail is not None:
+        raise seg.tail.error
+
+
 # --------------------------------------------------------------------------- the policy
 
 
@@ -270,12 +294,11 @@ class DamagePolicy:
             raise ValueError(f"on_damage must be one of {ON_DAMAGE_CHOICES}, not {self.on_damage!r}")
 
 
-def screened(batches: Iterable[Batch], policy: DamagePolicy, file: str,
+def screened(checked: Iterable[tuple[Batch, list[Finding]]], policy: DamagePolicy, file: str,
              tally: DamageTally) -> Iterator[tuple[Batch, bool]]:
-    """Each batch with whether it is damaged (and carried); skipped batches are left out,
-    ``stop`` raises at the first damaged one. For writers that take entries one by one."""
-    for b in batches:
-        findings = batch_damage(b, file, policy.limit)
+    """Each batch (of ``checked_batches``) with whether it is damaged (and carried); skipped
+    batches are left out, ``stop`` raises at the first damaged one."""
+    for b, findings in checked:
         if not findings:
             yield b, False
             continue
@@ -286,18 +309,17 @@ def screened(batches: Iterable[Batch], policy: DamagePolicy, file: str,
             yield b, True
 
 
-def policed(batches: Iterable[Batch], policy: DamagePolicy, file: str, tally: DamageTally,
+def policed(checked: Iterable[tuple[Batch, list[Finding]]], policy: DamagePolicy, file: str, tally: DamageTally,
             transform: Callable[[Iterator[Batch]], Iterator[bytes]],
             carry: Callable[[Batch], bytes], skip: Callable[[Batch], None] = lambda b: None) -> Iterator[bytes]:
     """``transform`` over the runs of sound batches, each run a call of its own (so what a
     transform holds back, a pending group, is written before a damaged batch); a damaged
     batch is ``carry(b)`` in its place, or left out (``skip(b)`` told), or stops the run."""
-    it = iter(batches)
+    it = iter(checked)
     damaged: list[tuple[Batch, list[Finding]]] = []
 
     def run() -> Iterator[Batch]:
-        for b in it:
-            findings = batch_damage(b, file, policy.limit)
+        for b, findings in it:
             if findings:
                 damaged.append((b, findings))
                 return

@@ -47,7 +47,7 @@ from kseg.formats.attributes import (
     TRANSACTIONAL_MASK,
 )
 from kseg.log.atomic import AtomicDir, check_output, write_atomic
-from kseg.log.checks import CARRY, SKIP, STOP, DamagePolicy, DamageTally, batch_damage, damaged_error
+from kseg.log.checks import CARRY, SKIP, STOP, DamagePolicy, DamageTally, checked_batches, damaged_error
 from kseg.log.control import control_info
 from kseg.log.encode import assemble_v2, build_legacy_wrapper, build_v2_batch, header_of
 from kseg.log.records import batch_records, codec_for
@@ -231,13 +231,23 @@ class PartitionState:
         return min(opens) if opens else None
 
 
-def _scan_partition(segs: list[Path], limit: int, policy: DamagePolicy = DamagePolicy()) -> PartitionState:
+def _emptied_control(findings: list) -> bool:
+    """What the cleaner itself leaves (``_empty_header``): a control batch with no record, which
+    verify's rule of one record per control batch calls an error."""
+    return all(f.check == "control" and f.found == 0 for f in findings)
+
+
+def _scan_partition(segs: list[Path], limit: int, policy: DamagePolicy = DamagePolicy(),
+                    own: bool = False) -> PartitionState:
+    """``own``: the segments are this run's intermediate steps (its own emptied control batches
+    are not damage; batches carried as they were are found again, and carried again)."""
     st = PartitionState()
     for seg_path in segs:
         seg_max = NO_TIMESTAMP
         damaged: dict[int, list] = {}
-        for b in strict_batches(seg_path):
-            findings = batch_damage(b, str(seg_path), policy.limit)
+        for b, findings in checked_batches(seg_path, policy.limit):
+            if findings and own and _emptied_control(findings):
+                findings = []
             if findings:
                 if policy.on_damage == STOP:
                     raise damaged_error(b, findings, str(seg_path))
@@ -291,11 +301,12 @@ class SegmentPlan:
 class Cleaner:
     """One cleaning pass over a partition's segments."""
 
-    def __init__(self, segs: list[Path], options: CompactOptions, first_dirty_offset: int | None = None):
+    def __init__(self, segs: list[Path], options: CompactOptions, first_dirty_offset: int | None = None,
+                 own: bool = False):
         self.segs = segs
         self.o = options
         self.first_dirty = first_dirty_offset if first_dirty_offset is not None else options.first_dirty_offset
-        self.state = _scan_partition(segs, options.limit, options.damage_policy)
+        self.state = _scan_partition(segs, options.limit, options.damage_policy, own)
         self.plans, self.upper = self._plan()
         self.key_map: dict[bytes, int] = {}
         self.winners: set[int] = set()
@@ -613,7 +624,7 @@ def _compact_partition(segs: list[Path], options: CompactOptions, workdir: Path,
     passes = rounds = 0
     first_dirty = options.first_dirty_offset
     while True:
-        cleaner = Cleaner(current, options, first_dirty)
+        cleaner = Cleaner(current, options, first_dirty, own=step > 0)
         cleaner.build_key_map()
         result = {}
         changed = False
@@ -721,8 +732,7 @@ def _copied(seg: Path, options: CompactOptions, damage: DamageTally | None) -> l
     policy = options.damage_policy
     out = []
     tally = damage if damage is not None else DamageTally()
-    for b in strict_batches(seg):
-        findings = batch_damage(b, str(seg), policy.limit)
+    for b, findings in checked_batches(seg, policy.limit):
         if findings:
             if policy.on_damage == STOP:
                 raise damaged_error(b, findings, str(seg))

@@ -24,14 +24,13 @@ from kseg.formats.attributes import NO_TIMESTAMP
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.log.atomic import AtomicDir, AtomicFile, check_output, commit_together
-from kseg.log.checks import STOP, DamagePolicy, policed
+from kseg.log.checks import STOP, DamagePolicy, checked_batches, policed
 from kseg.log.segment import (
     base_offset_of,
     companion_path,
     log_dir_partitions,
     partition_segments,
     segment_file_name,
-    strict_batches,
 )
 from kseg.model import Batch
 from kseg.ops.convert import Summary
@@ -152,7 +151,7 @@ def _run_segment(src: Path, dst: Path, base_offset: int, transform: Transform, s
         return raw
 
     try:
-        for raw in policed(strict_batches(src), options.damage_policy, str(src), summary.damage,
+        for raw in policed(checked_batches(src, options.limit), options.damage_policy, str(src), summary.damage,
                            lambda good: transform(good, summary), carry, lambda b: _count_damaged(summary, b)):
             sink.write(raw)
     except KsegError as e:
