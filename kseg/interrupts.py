@@ -38,6 +38,7 @@ class _State:
     holding = 0  # nesting of uninterrupted (main thread)
     pending: int | None = None  # a signal held back
     received = 0  # signals since the way out started (0: not started)
+    signum: int | None = None  # the signal that started it
 
 
 def _main_thread() -> bool:
@@ -60,7 +61,14 @@ def _handler(signum: int, frame: Any) -> None:
             _State.pending = signum
         return
     _State.received = 1
+    _State.signum = signum
     raise _exception(signum)
+
+
+def interruption() -> KeyboardInterrupt | None:
+    """The signal that started the way out, as its exception, or None: for code whose library
+    turned the interrupt into an error of its own (py4j: "Answer from Java side is empty")."""
+    return None if _State.signum is None else _exception(_State.signum)
 
 
 @contextmanager

@@ -39,6 +39,7 @@ from kseg.cli.dump import prepare_dump
 from kseg.cli.write import compact_setup, write_flags
 from kseg.codecs.choice import choose
 from kseg.errors import InputError
+from kseg.interrupts import interruption
 from kseg.log.atomic import AtomicFile
 from kseg.log.segment import is_stream
 from kseg.ops.dump import DumpOptions
@@ -114,6 +115,9 @@ class _Run:
         except ImportError as e:
             raise InputError(f"kseg spark needs PySpark and pyarrow: pip install 'kseg[spark]' ({e})") from None
         except Exception as e:
+            signalled = interruption()
+            if signalled is not None:  # py4j turned our SIGINT/SIGTERM into an error of its own
+                raise signalled from None
             raise InputError(f"cannot start Spark: {str(e).strip().splitlines()[0] if str(e).strip() else e!r}") \
                 from None
         self.startup = Started.seconds or (time.perf_counter() - t0)
