@@ -211,7 +211,6 @@ def test_vector_matches_its_check_line(vec) -> None:
 VERIFY_FINDS = {
     "kafka-python/record_batch_data_v2[2]": "offsets do not increase",  # two batches spliced: offsets 3 then 0
     "kafka-python/control_batch_data_v2[0]": "transaction marker in a non-transactional batch",
-    'sarama/case "control batch"': "control batch must hold exactly one record",
     'sarama/case "uncompressed record"': "maxTimestamp is not the largest record timestamp",
     'sarama/case "gzipped record"': "maxTimestamp is not the largest record timestamp",
     'sarama/case "snappy compressed record"': "maxTimestamp is not the largest record timestamp",

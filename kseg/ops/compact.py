@@ -231,23 +231,15 @@ class PartitionState:
         return min(opens) if opens else None
 
 
-def _emptied_control(findings: list) -> bool:
-    """What the cleaner itself leaves (``_empty_header``): a control batch with no record, which
-    verify's rule of one record per control batch calls an error."""
-    return all(f.check == "control" and f.found == 0 for f in findings)
-
-
-def _scan_partition(segs: list[Path], limit: int, policy: DamagePolicy = DamagePolicy(),
-                    own: bool = False) -> PartitionState:
-    """``own``: the segments are this run's intermediate steps (its own emptied control batches
-    are not damage; batches carried as they were are found again, and carried again)."""
+def _scan_partition(segs: list[Path], limit: int, policy: DamagePolicy = DamagePolicy()) -> PartitionState:
+    """The partition's producers and offsets from its sound batches; damaged ones stop the run or
+    are kept out of every decision (a pass over this run's own intermediate output finds the
+    batches it carried again, and carries them again)."""
     st = PartitionState()
     for seg_path in segs:
         seg_max = NO_TIMESTAMP
         damaged: dict[int, list] = {}
         for b, findings in checked_batches(seg_path, policy.limit):
-            if findings and own and _emptied_control(findings):
-                findings = []
             if findings:
                 if policy.on_damage == STOP:
                     raise damaged_error(b, findings, str(seg_path))
@@ -301,12 +293,11 @@ class SegmentPlan:
 class Cleaner:
     """One cleaning pass over a partition's segments."""
 
-    def __init__(self, segs: list[Path], options: CompactOptions, first_dirty_offset: int | None = None,
-                 own: bool = False):
+    def __init__(self, segs: list[Path], options: CompactOptions, first_dirty_offset: int | None = None):
         self.segs = segs
         self.o = options
         self.first_dirty = first_dirty_offset if first_dirty_offset is not None else options.first_dirty_offset
-        self.state = _scan_partition(segs, options.limit, options.damage_policy, own)
+        self.state = _scan_partition(segs, options.limit, options.damage_policy)
         self.plans, self.upper = self._plan()
         self.key_map: dict[bytes, int] = {}
         self.winners: set[int] = set()
@@ -624,7 +615,7 @@ def _compact_partition(segs: list[Path], options: CompactOptions, workdir: Path,
     passes = rounds = 0
     first_dirty = options.first_dirty_offset
     while True:
-        cleaner = Cleaner(current, options, first_dirty, own=step > 0)
+        cleaner = Cleaner(current, options, first_dirty)
         cleaner.build_key_map()
         result = {}
         changed = False
