@@ -340,7 +340,7 @@ def test_index_check_and_rebuild(tmp_path):
     code, text = run("index", seg, "--check")
     assert code == 1 and "error" in text
     # rebuilding with the fixture's interval gives back Kafka's bytes
-    code, text = run("index", seg, "--rebuild", "--index-interval-bytes", 128)
+    code, text = run("index", seg, "--rebuild", "--force", "--index-interval-bytes", 128)
     assert code == 0, text
     assert (part / "00000000000000000000.index").read_bytes() == original
     assert run("index", seg, "--check")[0] == 0

@@ -422,9 +422,9 @@ def test_index_rebuild_in_place_stops_before_writing_any_index(tmp_path):
     (folder / segment_file_name(0)).write_bytes(bytes(_v2(0, 3)))
     (folder / segment_file_name(3)).write_bytes(bytes(v2_crc_flip()))
     before = tree(folder)
-    r = kseg("index", "--rebuild", folder)
+    r = kseg("index", "--rebuild", "--force", folder)
     assert r.returncode == 1 and len(r.stderr.splitlines()) == 1 and "is damaged" in r.stderr
     assert tree(folder) == before
-    r = kseg("index", "--rebuild", folder, "--on-damage", "carry")
+    r = kseg("index", "--rebuild", "--force", folder, "--on-damage", "carry")
     assert r.returncode == 1 and "damaged batches: 1 carried" in r.stderr
     assert (folder / segment_file_name(3, ".index")).exists()

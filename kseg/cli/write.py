@@ -33,6 +33,7 @@ from kseg.findings import ERROR
 from kseg.log.atomic import AtomicDir, check_output, write_atomic_many
 from kseg.log.checks import STOP, DamagePolicy, DamageTally, checked_batches, screened
 from kseg.log.segment import base_offset_of, companion_path, expand_inputs
+from kseg.storage import VANISHED, gone
 from kseg.ops.compact import CompactOptions, compact_job, default_now_ms
 from kseg.ops.convert import (
     DownOptions,
@@ -46,6 +47,7 @@ from kseg.ops.convert import (
 from kseg.ops.jobs import JobResult, WriteOptions, run_job
 from kseg.ops.kafka07 import up_convert_kafka07
 from kseg.ops.sniff import KAFKA07, conversion_input_format
+from kseg.printable import printable
 from kseg.render.reports import compact_json, compact_line, job_line
 
 
@@ -121,7 +123,8 @@ def rebase_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_ind
 @click.option("-o", "--output", type=LOCATION, default=None,
               help="With --rebuild: write the indexes into this folder or s3:// prefix (partition folders and "
                    "log directories keep their layout under it) instead of beside the segments.")
-@click.option("--force", is_flag=True, help="With --rebuild -o: write into an existing output folder.")
+@click.option("--force", is_flag=True, help="With --rebuild -o: write into an existing output folder; "
+                                            "without -o: replace the indexes beside the segments.")
 @index_interval_option
 @on_damage_option
 @guarded
@@ -135,16 +138,25 @@ def index_cmd(inputs: tuple[Path, ...], mode: str, output: Path | None, force: b
     if mode == "check":
         errors = checked = 0
         for seg, _ in pairs:
+            if gone(seg):  # deleted by retention since it was listed
+                click.echo(f"kseg: note: {printable(seg)}: {VANISHED}", err=True)
+                continue
             if not any(p.is_file() for p in companion_paths_of(seg).values()):
-                click.echo(f"{seg}: nothing to check (no .index, .timeindex or .txnindex beside it)")
+                click.echo(f"{printable(seg)}: nothing to check (no .index, .timeindex or .txnindex beside it)")
+                continue
+            try:
+                findings = check_segment_companions(seg)
+            except OSError:
+                if not gone(seg):
+                    raise
+                click.echo(f"kseg: note: {printable(seg)}: {VANISHED}", err=True)
                 continue
             checked += 1
-            findings = check_segment_companions(seg)
             bad = [f for f in findings if f.severity == ERROR]
             errors += len(bad)
             for f in findings:
-                click.echo(f"{f.severity}: {f}")
-            click.echo(f"{seg}: {'ok' if not bad else f'{len(bad)} error(s)'}")
+                click.echo(printable(f"{f.severity}: {f}"))
+            click.echo(f"{printable(seg)}: {'ok' if not bad else f'{len(bad)} error(s)'}")
         if not checked:
             click.echo("kseg: nothing to check: no segment has index files", err=True)
         raise SystemExit(EXIT_DATA if errors else EXIT_OK)
@@ -154,6 +166,9 @@ def index_cmd(inputs: tuple[Path, ...], mode: str, output: Path | None, force: b
             if not isinstance(root, Path):
                 raise InputError("cannot write beside segments in an archive or object storage: give -o/--output",
                                  file=str(root))
+        if not force:  # the input's own indexes would be replaced
+            raise InputError("--rebuild without -o replaces the indexes beside the segments: give --force to do "
+                             "so, or -o/--output to write them elsewhere", file=str(inputs[0]))
     else:
         check_output(list(inputs), output, force=force)
         building = AtomicDir(output)  # the output folder appears whole, or not at all

@@ -136,17 +136,19 @@ def explain_transactions(paths: list[Path], *, now_ms: int, max_timeout_ms: int 
     report = TxnReport(now_ms, max_timeout_ms)
     # By the one listing rule (kseg.log.listing): a partition's run; files named on the command
     # line by their folder; a file a folder holds that is not named by offset on its own.
-    groups: dict[Path, tuple[Path, list[Path]]] = {}
+    # The third part: whether the group's newest segment may still be being written (a partition
+    # folder's; a file named on the command line is taken as it is, as verify takes it).
+    groups: dict[Path, tuple[Path, list[Path], bool]] = {}
     for listing in list_inputs(paths):
         for g in listing.reading:
             if g.kind == RUN and g.folder is not None:
-                groups.setdefault(g.folder, (g.folder, []))[1].extend(g.files)
+                groups.setdefault(g.folder, (g.folder, [], listing.shape != FILE))[1].extend(g.files)
             elif listing.shape == FILE:
-                groups.setdefault(g.files[0].parent, (g.files[0].parent, []))[1].extend(g.files)
+                groups.setdefault(g.files[0].parent, (g.files[0].parent, [], False))[1].extend(g.files)
             else:
-                groups[g.files[0]] = (g.files[0].parent, list(g.files))
-    for key, (folder, logs) in sorted(groups.items(), key=lambda kv: str(kv[0])):
-        pt = _partition(folder, logs, ids, name=str(key))
+                groups[g.files[0]] = (g.files[0].parent, list(g.files), False)
+    for key, (folder, logs, live) in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        pt = _partition(folder, logs, ids, name=str(key), live=live)
         for t in pt.open:
             if now_ms - t.start_ms > max_timeout_ms:
                 pt.hanging.append(t)
@@ -171,7 +173,10 @@ def _transactional_ids(paths: list[Path]) -> dict[int, str]:
     return out
 
 
-def _partition(folder: Path, logs: list[Path], ids: dict[int, str], name: str) -> PartitionTransactions:
+def _partition(folder: Path, logs: list[Path], ids: dict[int, str], name: str,
+               live: bool = True) -> PartitionTransactions:
+    """``live``: the newest segment may still be being written (a partial batch at its end is not
+    a problem)."""
     parsed = partition_of(folder)
     pt = PartitionTransactions(name, *(parsed if parsed else (None, None)))
     open_txns: dict[int, Transaction] = {}
@@ -202,7 +207,7 @@ def _partition(folder: Path, logs: list[Path], ids: dict[int, str], name: str) -
             continue
         except KsegError as e:
             pt.findings.append(TxnFinding(ERROR, str(log), None, f"cannot be read to the end: {e}"))
-        if seg.tail is not None and (log != logs[-1] or not isinstance(seg.tail.error, TruncatedError)):
+        if seg.tail is not None and not (live and log == logs[-1] and isinstance(seg.tail.error, TruncatedError)):
             # A partial batch at the end of the newest segment is one still being written.
             pt.findings.append(TxnFinding(ERROR, str(log), None, f"cannot be read to the end: {seg.tail.length} "
                                           f"bytes from byte {seg.tail.position} do not form a batch "
