@@ -30,6 +30,7 @@ class Undecodable:
     """What a decoder gives for a value it could not decode: the note says which decoder and why."""
 
     note: str
+    kafka_raw: bool = False  # --format kafka shows the bytes as text (\xNN) as Kafka would, not the note
 
 
 def _utf8(b: bytes) -> str:
@@ -59,7 +60,7 @@ def _json(b: bytes) -> Any:
         try:
             return b.decode("utf-8")
         except UnicodeDecodeError:
-            return Undecodable("json decoder: neither JSON nor UTF-8 text")
+            return Undecodable("json decoder: neither JSON nor UTF-8 text", kafka_raw=True)
 
 
 BUILTIN: dict[str, Decoder] = {

@@ -99,7 +99,7 @@ def payload_kafka(value: bytes, decoder: Decoder) -> str:
     """A decoder's value as kafka-dump-log.sh shows a decoded payload: text as it is, else compact JSON."""
     shown = decoder(value)
     if isinstance(shown, Undecodable):
-        return f"<{shown.note}>"
+        return value.decode("utf-8", "backslashreplace") if shown.kafka_raw else f"<{shown.note}>"
     if isinstance(shown, str):
         return shown
     return dumps(shown, ensure_ascii=False, separators=(",", ":"))
