@@ -125,6 +125,8 @@ def test_a_failing_decoder_is_a_marked_value_and_the_dump_goes_on(tmp_path, deco
     assert base64.b64decode(odd["value_b64"]) == b"odd"
     assert odd["value_error"] == f"decoder userdec:{fn} {why}"
     assert odd["headers"][0]["value_error"] == odd["value_error"]
+    assert r.stderr.splitlines() == [f"kseg: note: decoder userdec:{fn} could not decode 2 value(s); "
+                                     "shown raw (JSON: *_b64 with *_error)"]
     for fmt in ("text", "kafka"):
         r = kseg("dump", "--records", "--format", fmt, "--value-decoder", f"userdec:{fn}", path, env_path=decoders)
         assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr

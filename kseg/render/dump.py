@@ -32,7 +32,7 @@ from kseg.render import bulk
 from kseg.render.companions import INDEX_CHUNK, INDEX_LINES, index_text, kafka_lines
 from kseg.render.lines import bool_text, iso_utc, text_escape, text_head
 from kseg.render.jsonout import dumps, encoder
-from kseg.render.payload import BUILTIN, Decoder, header_key_text
+from kseg.render.payload import BUILTIN, Decoder, decoder_notes, header_key_text
 from kseg.render.tables import tabulate
 from kseg.render.values import header_json, payload_kafka, payload_mode, payload_text, put_payload
 
@@ -242,7 +242,8 @@ class JsonlRenderer:
         return _takes_spans(bulk.jsonl_plain_run, self.kmode, self.vmode)
 
     def close(self) -> None:
-        pass
+        for note in decoder_notes(self.key_decoder, self.value_decoder):
+            self.err.write(note + "\n")
 
 
 def _takes_spans(writer: Callable | None, kmode: int | None, vmode: int | None) -> bool:
@@ -380,7 +381,8 @@ class TextRenderer:
             w(head + " ".join(parts) + "\n")
 
     def close(self) -> None:
-        pass
+        for note in decoder_notes(self.kd, self.vd):
+            self.err.write(note + "\n")
 
 
 # The text format's index columns: at least as wide as the record lines' offsets (8) and
@@ -575,6 +577,8 @@ class KafkaRenderer:
     def close(self) -> None:
         for line in non_consecutive_lines(self.non_consecutive, self.kafka_version):
             self.err.write(line + "\n")
+        for note in decoder_notes(self.kd, self.vd):
+            self.err.write(note + "\n")
 
 
 def non_consecutive_lines(non_consecutive: dict[str, list[tuple[int, int]]], kafka_version: str = "4") -> list[str]:

@@ -92,20 +92,42 @@ def load_decoder(spec: str) -> Decoder:
     return _guarded(obj, spec)
 
 
-def _guarded(fn: Callable[[bytes], Any], spec: str) -> Decoder:
-    def decode(b: bytes) -> Any:
+class _Guarded:
+    """A user's decoder, guarded: what it raises or returns that JSON cannot hold is an
+    Undecodable (counted in ``failures``, for the one note at the end of a run)."""
+
+    def __init__(self, fn: Callable[[bytes], Any], spec: str):
+        self.fn, self.spec, self.failures = fn, spec, 0
+
+    def __call__(self, b: bytes) -> Any:
         try:
-            value = fn(b)
+            value = self.fn(b)
         except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the run ends as kseg's own interrupt
             raise
         except BaseException as e:  # SystemExit too: a user's decoder failing must not end the dump
-            return Undecodable(f"decoder {spec} failed: {type(e).__name__}: {_message(e)}")
+            self.failures += 1
+            return Undecodable(f"decoder {self.spec} failed: {type(e).__name__}: {_message(e)}")
         problem = json_problem(value)
         if problem is not None:
-            return Undecodable(f"decoder {spec} returned {problem}")
+            self.failures += 1
+            return Undecodable(f"decoder {self.spec} returned {problem}")
         return value
 
-    return decode
+
+def _guarded(fn: Callable[[bytes], Any], spec: str) -> Decoder:
+    return _Guarded(fn, spec)
+
+
+def decoder_notes(*decoders: Decoder | None) -> list[str]:
+    """One stderr note per user decoder that could not decode some values (the run still exits 0:
+    the data is fine, the values are shown raw and marked)."""
+    notes, seen = [], set()
+    for d in decoders:
+        if isinstance(d, _Guarded) and d.failures and id(d) not in seen:
+            seen.add(id(d))
+            notes.append(f"kseg: note: decoder {d.spec} could not decode {d.failures} value(s); "
+                         "shown raw (JSON: *_b64 with *_error)")
+    return notes
 
 
 def _message(e: BaseException) -> str:
