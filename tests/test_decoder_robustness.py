@@ -62,6 +62,9 @@ def deep(b):
         v = [v]
     return v if b == b"odd" else b.decode()
 
+def huge(b):
+    return 10 ** 5000 if b == b"odd" else b.decode()
+
 def cycle(b):
     v = []
     v.append(v)
@@ -114,6 +117,7 @@ def records(stdout: str) -> list[dict]:
     ("exits", "failed: SystemExit: 3"),
     ("deep", "returned a value nested deeper than 500 levels"),
     ("cycle", "returned a value nested deeper than 500 levels"),
+    ("huge", "returned an integer too large to write as text"),
 ])
 def test_a_failing_decoder_is_a_marked_value_and_the_dump_goes_on(tmp_path, decoders, fn, why):
     path = partition(tmp_path / "t-0", VALUES, headers=True)

@@ -19,6 +19,10 @@ _SCALARS = (str, int, float, bool, type(None))
 _KEYS = (str, int, bool, type(None))  # what json.dumps turns into object keys (floats left out: NaN)
 
 
+# Python writes an int of up to 4300 digits (sys.int_info.default_max_str_digits); past it, a ValueError.
+_MAX_INT_BITS = 14_000
+
+
 class TooDeep(ValueError):
     """JSON nested deeper than MAX_DEPTH."""
 
@@ -61,6 +65,8 @@ def json_problem(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
     while stack:
         v, depth = stack.pop()
         if isinstance(v, _SCALARS):
+            if isinstance(v, int) and v.bit_length() > _MAX_INT_BITS:
+                return "an integer too large to write as text"
             continue
         if depth > max_depth:
             return f"a value nested deeper than {max_depth} levels"
