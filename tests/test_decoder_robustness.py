@@ -288,3 +288,29 @@ def test_every_json_output_is_strict_json(args):
             strict_loads(line)
     else:
         strict_loads(text)
+
+
+# --------------------------------------------------------------------------- the helpers themselves
+
+@pytest.mark.parametrize("value, text", [
+    ({"a": [float("nan"), float("inf"), -float("inf"), 1.5]}, '{"a": ["NaN", "Infinity", "-Infinity", 1.5]}'),
+    ((float("nan"),), '["NaN"]'),
+    ({"x": 1}, '{"x": 1}'),
+])
+def test_strict_dumps_writes_non_finite_floats_as_strings(value, text):
+    from kseg.render.jsonout import dumps, encoder
+    assert dumps(value) == text and encoder()(value) == text
+    strict_loads(text)
+
+
+@pytest.mark.parametrize("data, deep", [
+    (b"[" * 100_000, True), ("[" * 100_000, True), (b"[" * 600 + b"]" * 600, True),
+    (b"[" * 500 + b"]" * 500, False), (b"[1, [2], {\"a\": [3]}]", False),
+])
+def test_loads_bounded_never_recurses_out(data, deep):
+    from kseg.decoders.jsonvalue import TooDeep, loads_bounded
+    if deep:
+        with pytest.raises(TooDeep):
+            loads_bounded(data)
+    else:
+        assert loads_bounded(data) == json.loads(data)
