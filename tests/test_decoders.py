@@ -807,14 +807,29 @@ USER_VALUES = [struct.pack(">q", -2), b'{"a": [1, 2]}', b"hello"]
     ("long", lambda b: struct.unpack(">q", b)[0] if len(b) == 8 else f"<{len(b)} bytes, not a long>"),
     ("hex", lambda b: b.hex()),
     ("base64", lambda b: base64.b64encode(b).decode()),
-    ("json", lambda b: json.loads(b) if b.startswith(b"{") else b.decode("utf-8", "backslashreplace")),
+    # json: bytes neither JSON nor UTF-8 are shown raw (key_b64 with key_error), losslessly
+    ("json", lambda b: json.loads(b) if b.startswith(b"{") else _utf8_or_b64(b)),
 ])
 def test_builtin_key_and_value_decoders(tmp_path, name, expected):
     path = write_user_topic(tmp_path / "t-0")
     recs = [o for o in jsonl("--key-decoder", name, "--value-decoder", name, "--records", path)
             if o["type"] == "record"]
-    assert [o["key"] for o in recs] == [expected(b) for b in USER_KEYS]
-    assert [o["value"] for o in recs] == [expected(b) for b in USER_VALUES]
+    assert [_shown(o, "key") for o in recs] == [expected(b) for b in USER_KEYS]
+    assert [_shown(o, "value") for o in recs] == [expected(b) for b in USER_VALUES]
+
+
+def _utf8_or_b64(b: bytes) -> object:
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError:
+        return ("b64", base64.b64encode(b).decode())
+
+
+def _shown(o: dict, name: str) -> object:
+    if name in o:
+        return o[name]
+    assert o[name + "_error"].startswith("json decoder: ")
+    return ("b64", o[name + "_b64"])
 
 
 def test_utf8_decoder_is_lossless(tmp_path):
@@ -849,7 +864,9 @@ def test_module_function_decoders(tmp_path):
     recs = [o for o in jsonl("--value-decoder", "test_decoders:upper", "--records", path) if o["type"] == "record"]
     assert recs[2]["value"] == "HELLO"
     recs = [o for o in jsonl("--value-decoder", "test_decoders:broken", "--records", path) if o["type"] == "record"]
-    assert recs[2]["value"] == "<decoder test_decoders:broken failed: ValueError: no>"
+    # a failed decode is marked, not a string that could be a value: the raw bytes and why
+    assert "value" not in recs[2] and base64.b64decode(recs[2]["value_b64"]) == USER_VALUES[2]
+    assert recs[2]["value_error"] == "decoder test_decoders:broken failed: ValueError: no"
     r = run("dump", "--value-decoder", "no_such_module_x:f", path, ok=(2,))
     assert "cannot load decoder" in r.stderr
     r = run("dump", "--value-decoder", "nonsense", path, ok=(2,))

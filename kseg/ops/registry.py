@@ -27,6 +27,7 @@ from kseg.codecs.plugins import (
     set_registry_reader,
 )
 from kseg.companions.build import build_indexes
+from kseg.decoders.jsonvalue import loads_bounded
 from kseg.errors import InputError, KsegError
 from kseg.formats.attributes import MAX_PLUGIN_ID
 from kseg.log.atomic import write_atomic
@@ -95,7 +96,7 @@ def _folder_record(r: Any, origin: str) -> RegistryRecord:
     if r.value is None:
         return parse_record(key, None, origin)
     try:
-        value = json.loads(r.value)
+        value = loads_bounded(r.value)
     except (UnicodeDecodeError, ValueError) as e:
         return RegistryRecord(key, None, origin, f"the value is not JSON ({e}): {_short(r.value)}")
     if value is None:
@@ -106,7 +107,7 @@ def _folder_record(r: Any, origin: str) -> RegistryRecord:
 def _load_json(path: Path) -> Registry:
     reg = Registry(str(path), "json")
     try:
-        data = json.loads(path.read_bytes())
+        data = loads_bounded(path.read_bytes())
     except OSError as e:
         raise InputError(f"cannot read the plugin registry: {e.strerror}", file=str(path)) from None
     except ValueError as e:
@@ -197,7 +198,7 @@ def _append_json(path: Path, reg: Registration) -> str:
 
     data: Any = []
     if path.exists():
-        data = json.loads(path.read_bytes())
+        data = loads_bounded(path.read_bytes())
     if isinstance(data, dict) and isinstance(data.get("plugins"), list):
         data["plugins"].append(reg.as_json())
         origin = f"{path} record #{len(data['plugins']) - 1}"

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from kseg.ops.state import StateReport
 from kseg.ops.txn import TxnReport
 from kseg.printable import printable
+from kseg.render.jsonout import dumps
 
 __all__ = ["iso_ms", "write_state", "write_txn"]
 
@@ -26,7 +26,7 @@ def iso_ms(ms: int | None) -> str:
 
 def write_state(report: StateReport, out: TextIO, fmt: str) -> None:
     if fmt == "json":
-        out.write(json.dumps(report.as_json(), indent=2, sort_keys=False) + "\n")
+        out.write(dumps(report.as_json(), indent=2, sort_keys=False) + "\n")
         return
     for p in report.partitions:
         at = f", last offset {p.last_offset} at {iso_ms(p.last_timestamp)}" if p.last_offset is not None else ""
@@ -110,7 +110,7 @@ def _image(img: dict[str, Any], out: TextIO) -> None:
 
 def write_txn(report: TxnReport, out: TextIO, fmt: str) -> None:
     if fmt == "json":
-        out.write(json.dumps(report.as_json(), indent=2) + "\n")
+        out.write(dumps(report.as_json(), indent=2) + "\n")
         return
     for p in report.partitions:
         counts = {s: sum(1 for t in p.transactions if t.state == s) for s in ("committed", "aborted", "open")}

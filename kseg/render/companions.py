@@ -7,7 +7,6 @@ lines are kseg's, in the same ``name: value`` style.
 
 from __future__ import annotations
 
-import json
 
 from itertools import islice
 from typing import Iterable, Iterator
@@ -16,6 +15,7 @@ from kseg.companions.check import index_sanity_problem
 from kseg.companions.read import IndexSlots, TxnSlots
 from kseg.errors import DataError
 from kseg.ops.companion_dump import CompanionEvent, IndexEntries
+from kseg.render.jsonout import encoder
 
 __all__ = ["INDEX_LINES", "index_text", "kafka_lines"]
 
@@ -69,7 +69,7 @@ def kafka_lines(ev: CompanionEvent, *, index_sanity: bool = False, verify_index:
     if ev.kind == "partition_metadata":
         return [f"version: {p.version} topicId: {p.topic_id}"]
     if ev.kind == "quorum_state":
-        compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+        compact = encoder(ensure_ascii=False, separators=(",", ":"))
         return [" ".join(f"{k}: {compact(v)}" for k, v in p.items())]
     lines = []
     for e in p.entries:

@@ -6,8 +6,6 @@ Each renderer writes to the streams it is given and knows nothing about files.
 
 from __future__ import annotations
 
-import base64
-import json
 from itertools import islice
 from typing import IO, Any, Callable, TextIO
 
@@ -30,28 +28,19 @@ from kseg.ops.dump import (
     TailEvent,
 )
 from kseg.printable import printable as safe
-from kseg.render import bulk, lines
+from kseg.render import bulk
 from kseg.render.companions import INDEX_CHUNK, INDEX_LINES, index_text, kafka_lines
 from kseg.render.lines import bool_text, iso_utc, text_escape, text_head
-from kseg.render.payload import BUILTIN, Decoder, header_key_text, printable
+from kseg.render.jsonout import dumps, encoder
+from kseg.render.payload import BUILTIN, Decoder, decoder_notes, header_key_text
 from kseg.render.tables import tabulate
-
-# The built-in payload decoders the bulk writers know, by mode; a user's decoder has none.
-_MODES = {id(BUILTIN["utf8"]): lines.UTF8, id(BUILTIN["hex"]): lines.HEX, id(BUILTIN["base64"]): lines.BASE64,
-          id(BUILTIN["java-string"]): lines.JAVA}
+from kseg.render.values import header_json, payload_kafka, payload_mode, payload_text, put_payload
 
 
 # What the plain-run writers print per message, from the facts: the timestamp type names by
 # magic 0, CreateTime, LogAppendTime; the codec of an uncompressed message.
 _TS_NAMES = (TIMESTAMP_TYPE_NAMES[-1], TIMESTAMP_TYPE_NAMES[0], TIMESTAMP_TYPE_NAMES[1])
 _PLAIN_CODEC = CODEC_NAMES[CODEC_NONE]
-
-
-def payload_mode(decoder: Decoder | None) -> int | None:
-    """The bulk writers' mode for a decoder, or None for a user's decoder (shown record by record)."""
-    if decoder is None:
-        return lines.NONE
-    return _MODES.get(id(decoder))
 
 
 def binary_writer(out: IO) -> Callable[[bytes], Any]:
@@ -92,35 +81,6 @@ class ChunkedWriter:
         self.target.flush()
 
 
-def _encoded(value: bytes | None, decoder: Decoder | None) -> Any:
-    if value is None or decoder is None:
-        return None
-    return decoder(value)
-
-
-def _put_payload(out: dict, name: str, value: bytes | None, decoder: Decoder | None) -> None:
-    """``out[name]``; with the utf8 payload, bytes that are not UTF-8 go to ``name_b64``
-    instead, so that two different byte strings never print alike."""
-    if value is not None and decoder is BUILTIN["utf8"]:
-        try:
-            out[name] = value.decode("utf-8")
-        except UnicodeDecodeError:
-            out[name + "_b64"] = base64.b64encode(value).decode("ascii")
-        return
-    out[name] = _encoded(value, decoder)
-
-
-def _header_json(key: str, value: bytes | None, decoder: Decoder | None) -> dict:
-    out: dict = {}
-    try:
-        key.encode("utf-8")
-        out["key"] = key
-    except UnicodeEncodeError:  # bytes that were not UTF-8, kept as surrogates
-        out["key_b64"] = base64.b64encode(key.encode("utf-8", "surrogateescape")).decode("ascii")
-    _put_payload(out, "value", value, decoder)
-    return out
-
-
 def batch_json(ev: BatchEvent) -> dict:
     b = ev.batch
     out = {
@@ -154,7 +114,7 @@ def batch_json(ev: BatchEvent) -> dict:
 
 
 def _json_str(v: str) -> str:
-    return f'"{v}"' if v.isalnum() and v.isascii() else json.dumps(v, ensure_ascii=False)
+    return f'"{v}"' if v.isalnum() and v.isascii() else dumps(v, ensure_ascii=False)
 
 
 def _json_int(v: int | None) -> str:
@@ -184,9 +144,9 @@ def batch_line(ev: BatchEvent, file_json: str) -> str:
 def record_json(b: Batch, r: Record, key_decoder: Decoder | None, value_decoder: Decoder | None) -> dict:
     out: dict = {"type": "record", "offset": r.offset, "timestamp": r.timestamp,
                  "timestamp_type": b.timestamp_type_name}
-    _put_payload(out, "key", r.key, key_decoder)
-    _put_payload(out, "value", r.value, value_decoder)
-    out["headers"] = [_header_json(h.key, h.value, value_decoder) for h in r.headers]
+    put_payload(out, "key", r.key, key_decoder)
+    put_payload(out, "value", r.value, value_decoder)
+    out["headers"] = [header_json(h.key, h.value, value_decoder) for h in r.headers]
     out["batch_position"] = b.position
     if b.is_control:
         try:
@@ -213,7 +173,7 @@ class JsonlRenderer:
         self.write = binary_writer(out)
         self.key_decoder, self.value_decoder = key_decoder, value_decoder
         self.kmode, self.vmode = payload_mode(key_decoder), payload_mode(value_decoder)
-        self._dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
+        self._dumps = encoder(ensure_ascii=False, separators=(", ", ": "))
         self._file: tuple[object, str] = (None, "")  # the current file and its name in JSON
 
     def emit(self, obj: dict) -> None:
@@ -221,7 +181,7 @@ class JsonlRenderer:
 
     def _file_json(self, path: object) -> str:
         if self._file[0] is not path:
-            self._file = (path, json.dumps(str(path), ensure_ascii=False))
+            self._file = (path, dumps(str(path), ensure_ascii=False))
         return self._file[1]
 
     def __call__(self, ev: Event) -> None:
@@ -282,7 +242,8 @@ class JsonlRenderer:
         return _takes_spans(bulk.jsonl_plain_run, self.kmode, self.vmode)
 
     def close(self) -> None:
-        pass
+        for note in decoder_notes(self.key_decoder, self.value_decoder):
+            self.err.write(note + "\n")
 
 
 def _takes_spans(writer: Callable | None, kmode: int | None, vmode: int | None) -> bool:
@@ -313,14 +274,7 @@ class TextRenderer:
         return _takes_spans(bulk.text_plain_run, self.kmode, self.vmode)
 
     def _show(self, value: bytes | None, decoder: Decoder | None) -> str:
-        mode = payload_mode(decoder)
-        if value is None or mode is not None:
-            return lines.text_value(value, lines.NONE if mode is None else mode)
-        shown = decoder(value)  # type: ignore[misc]  # a user's decoder: its value as JSON
-        text = printable(json.dumps(shown, ensure_ascii=False))
-        if len(text) > lines.TEXT_WIDTH:
-            text = text[: lines.TEXT_WIDTH - 1] + f"… ({len(value)} bytes)"
-        return text
+        return payload_text(value, decoder)
 
     def __call__(self, ev: Event) -> None:
         w = self.w
@@ -427,7 +381,8 @@ class TextRenderer:
             w(head + " ".join(parts) + "\n")
 
     def close(self) -> None:
-        pass
+        for note in decoder_notes(self.kd, self.vd):
+            self.err.write(note + "\n")
 
 
 # The text format's index columns: at least as wide as the record lines' offsets (8) and
@@ -465,10 +420,7 @@ class KafkaRenderer:
         self.write(text.encode("utf-8", "backslashreplace"))
 
     def _text(self, value: bytes, decoder: Decoder) -> str:
-        shown = decoder(value)
-        if isinstance(shown, str):
-            return shown
-        return json.dumps(shown, ensure_ascii=False, separators=(",", ":"))
+        return payload_kafka(value, decoder)
 
     def __call__(self, ev: Event) -> None:
         w = self.w
@@ -625,6 +577,8 @@ class KafkaRenderer:
     def close(self) -> None:
         for line in non_consecutive_lines(self.non_consecutive, self.kafka_version):
             self.err.write(line + "\n")
+        for note in decoder_notes(self.kd, self.vd):
+            self.err.write(note + "\n")
 
 
 def non_consecutive_lines(non_consecutive: dict[str, list[tuple[int, int]]], kafka_version: str = "4") -> list[str]:

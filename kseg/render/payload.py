@@ -1,22 +1,36 @@
 """How keys, values and header values are shown: ``--payload`` encodings and decoders.
 
 A decoder turns bytes into something JSON can hold (str, int, or a parsed
-JSON value). ``module:function`` loads a user's own decoder, the counterpart
-of kafka-dump-log.sh's ``--key-decoder-class``.
+JSON value), or an ``Undecodable`` saying why it could not: a writer then shows
+the raw bytes with that note, and the run goes on. ``module:function`` loads a
+user's own decoder, the counterpart of kafka-dump-log.sh's ``--key-decoder-class``;
+whatever it raises (SystemExit too) or returns that JSON cannot hold is such a
+per-value note. Only KeyboardInterrupt (Ctrl-C, SIGTERM) goes through: it ends
+the run as kseg's own interrupt.
 """
 
 from __future__ import annotations
 
 import base64
-import json
 import struct
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from kseg.codecs.plugins import import_path
+from kseg.decoders.jsonvalue import MAX_DEPTH, TooDeep, json_problem, loads_bounded
 from kseg.decoders.jvm import java_utf8
 from kseg.errors import InputError
+from kseg.printable import excerpt
 
 Decoder = Callable[[bytes], Any]
+
+
+@dataclass(frozen=True)
+class Undecodable:
+    """What a decoder gives for a value it could not decode: the note says which decoder and why."""
+
+    note: str
+    kafka_raw: bool = False  # --format kafka shows the bytes as text (\xNN) as Kafka would, not the note
 
 
 def _utf8(b: bytes) -> str:
@@ -36,10 +50,17 @@ def _long(b: bytes) -> int | str:
 
 
 def _json(b: bytes) -> Any:
+    """The parsed value; UTF-8 text that is not JSON as text; JSON nested past MAX_DEPTH, or bytes
+    that are neither JSON nor UTF-8, an Undecodable (shown raw: two such values never print alike)."""
     try:
-        return json.loads(b)
+        return loads_bounded(b)
+    except TooDeep:
+        return Undecodable(f"json decoder: nested deeper than {MAX_DEPTH} levels")
     except ValueError:
-        return _utf8(b)
+        try:
+            return b.decode("utf-8")
+        except UnicodeDecodeError:
+            return Undecodable("json decoder: neither JSON nor UTF-8 text", kafka_raw=True)
 
 
 BUILTIN: dict[str, Decoder] = {
@@ -71,14 +92,49 @@ def load_decoder(spec: str) -> Decoder:
     return _guarded(obj, spec)
 
 
-def _guarded(fn: Callable[[bytes], Any], spec: str) -> Decoder:
-    def decode(b: bytes) -> Any:
-        try:
-            return fn(b)
-        except Exception as e:  # a user's decoder failing must not end the dump
-            return f"<decoder {spec} failed: {type(e).__name__}: {e}>"
+class _Guarded:
+    """A user's decoder, guarded: what it raises or returns that JSON cannot hold is an
+    Undecodable (counted in ``failures``, for the one note at the end of a run)."""
 
-    return decode
+    def __init__(self, fn: Callable[[bytes], Any], spec: str):
+        self.fn, self.spec, self.failures = fn, spec, 0
+
+    def __call__(self, b: bytes) -> Any:
+        try:
+            value = self.fn(b)
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the run ends as kseg's own interrupt
+            raise
+        except BaseException as e:  # SystemExit too: a user's decoder failing must not end the dump
+            self.failures += 1
+            return Undecodable(f"decoder {self.spec} failed: {type(e).__name__}: {_message(e)}")
+        problem = json_problem(value)
+        if problem is not None:
+            self.failures += 1
+            return Undecodable(f"decoder {self.spec} returned {problem}")
+        return value
+
+
+def _guarded(fn: Callable[[bytes], Any], spec: str) -> Decoder:
+    return _Guarded(fn, spec)
+
+
+def decoder_notes(*decoders: Decoder | None) -> list[str]:
+    """One stderr note per user decoder that could not decode some values (the run still exits 0:
+    the data is fine, the values are shown raw and marked)."""
+    notes, seen = [], set()
+    for d in decoders:
+        if isinstance(d, _Guarded) and d.failures and id(d) not in seen:
+            seen.add(id(d))
+            notes.append(f"kseg: note: decoder {d.spec} could not decode {d.failures} value(s); "
+                         "shown raw (JSON: *_b64 with *_error)")
+    return notes
+
+
+def _message(e: BaseException) -> str:
+    try:
+        return excerpt(str(e))
+    except Exception:  # an exception whose str() fails too
+        return "(no message)"
 
 
 _CONTROLS = {i: f"\\x{i:02x}" for i in list(range(0x20)) + list(range(0x7F, 0xA0))}

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, TextIO
 
 from kseg.printable import printable
+from kseg.render.jsonout import dumps
 
 __all__ = ["compact_json", "compact_line", "job_line", "verify_json", "write_verify"]
 
@@ -28,7 +28,7 @@ def verify_json(report: Any) -> dict[str, Any]:
 def write_verify(report: Any, out: TextIO, fmt: str, verbose: bool = True) -> None:
     """A verify report as text (files with findings, or every file when verbose, then a summary) or JSON."""
     if fmt == "json":
-        out.write(json.dumps(verify_json(report), indent=2) + "\n")
+        out.write(dumps(verify_json(report), indent=2) + "\n")
         return
     for f in report.files:
         if not verbose and not f.problems and not f.suppressed_notes:
@@ -68,5 +68,5 @@ def compact_line(result: Any, dry_run: bool, output: Path | None) -> str:
 def compact_json(result: Any, now_ms: int) -> str:
     copied_damage = getattr(result, "copied_damage", None)
     extra = {"copied_damaged": copied_damage.as_json()} if copied_damage else {}
-    return json.dumps({"partitions": result.partitions, "copied_partitions": getattr(result, "copied_partitions", 0),
+    return dumps({"partitions": result.partitions, "copied_partitions": getattr(result, "copied_partitions", 0),
                        "now_ms": now_ms, **result.stats.as_json(), **extra})

@@ -5,14 +5,16 @@ Each writer takes the operation's report (data) and a stream; nothing here reads
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from kseg.printable import printable
-from kseg.render.payload import Decoder, header_key_text
+from kseg.render.jsonout import dumps
+from kseg.render.lines import text_escape
+from kseg.render.payload import Decoder
+from kseg.render.values import header_json, header_key_bytes, payload_text, put_payload
 
-__all__ = ["FindWriter", "find_summary", "record_view", "stats_json", "write_diff", "write_repair", "write_stats"]
+__all__ = ["FindWriter", "find_summary", "record_text", "record_view", "stats_json", "write_diff", "write_repair", "write_stats"]
 
 
 def _offsets(first: int | None, last: int | None) -> str:
@@ -27,7 +29,7 @@ def write_repair(report: Any, out: TextIO, fmt: str) -> None:
     """A repair report: one line per segment, the cut in detail, a summary."""
     doc = report.as_json()
     if fmt == "json":
-        out.write(json.dumps(doc, indent=2) + "\n")
+        out.write(dumps(doc, indent=2) + "\n")
         return
     for p in report.partitions:
         for s in p.segments:
@@ -55,23 +57,24 @@ def write_repair(report: Any, out: TextIO, fmt: str) -> None:
               f"{doc['bytes_lost']} bytes and {doc['records_lost']} records lost ({where})\n")
 
 
-def _shown(value: bytes | None, decoder: Decoder) -> Any:
-    return None if value is None else decoder(value)
-
-
 def record_view(r: Any, key_decoder: Decoder, value_decoder: Decoder) -> dict[str, Any]:
-    """A record as JSON: offset, timestamp, key, value, headers (decoded as asked)."""
-    return {"offset": r.offset, "timestamp": r.timestamp, "key": _shown(r.key, key_decoder),
-            "value": _shown(r.value, value_decoder),
-            "headers": [{"key": header_key_text(h.key), "value": _shown(h.value, value_decoder)} for h in r.headers]}
+    """A record as JSON: offset, timestamp, key, value, headers, encoded as dump's jsonl does
+    (``key_b64``/``value_b64`` for bytes that are not UTF-8; ``*_error`` for what a decoder could not decode)."""
+    out: dict[str, Any] = {"offset": r.offset, "timestamp": r.timestamp}
+    put_payload(out, "key", r.key, key_decoder)
+    put_payload(out, "value", r.value, value_decoder)
+    out["headers"] = [header_json(h.key, h.value, value_decoder) for h in r.headers]
+    return out
 
 
-def _record_text(view: dict[str, Any] | None) -> str:
-    if view is None:
+def record_text(r: Any, key_decoder: Decoder, value_decoder: Decoder) -> str:
+    """A record as text, keys and values whole and escaped as dump's text format escapes them."""
+    if r is None:
         return "(absent)"
-    hdrs = ", ".join(f"{h['key']}={h['value']!r}" for h in view["headers"])
-    return (f"timestamp {view['timestamp']} key {view['key']!r} value {view['value']!r}"
-            + (f" headers [{hdrs}]" if hdrs else ""))
+    hdrs = ", ".join(f"{text_escape(header_key_bytes(h.key))}={payload_text(h.value, value_decoder, None)}"
+                     for h in r.headers)
+    return (f"timestamp {r.timestamp} key {payload_text(r.key, key_decoder, None)} "
+            f"value {payload_text(r.value, value_decoder, None)}" + (f" headers [{hdrs}]" if hdrs else ""))
 
 
 def _dash(v: Any) -> str:
@@ -101,7 +104,7 @@ def diff_json(report: Any, key_decoder: Decoder, value_decoder: Decoder) -> dict
 def write_diff(report: Any, out: TextIO, fmt: str, key_decoder: Decoder, value_decoder: Decoder) -> None:
     """A diff report: per partition, identical or where and how the copies differ."""
     if fmt == "json":
-        out.write(json.dumps(diff_json(report, key_decoder, value_decoder), indent=2) + "\n")
+        out.write(dumps(diff_json(report, key_decoder, value_decoder), indent=2) + "\n")
         return
     for p in report.partitions:
         compared = f"{p.equal_batches} equal batches, {p.equal_records} equal records"
@@ -128,9 +131,8 @@ def write_diff(report: Any, out: TextIO, fmt: str, key_decoder: Decoder, value_d
             for prob in side.problems:
                 out.write(f"  {side_label} problem: {printable(prob)}\n")
         for r in p.records:
-            va = record_view(r.a, key_decoder, value_decoder) if r.a else None
-            vb = record_view(r.b, key_decoder, value_decoder) if r.b else None
-            out.write(f"  offset {r.offset}: A {_record_text(va)} | B {_record_text(vb)}\n")
+            out.write(f"  offset {r.offset}: A {record_text(r.a, key_decoder, value_decoder)} | "
+                      f"B {record_text(r.b, key_decoder, value_decoder)}\n")
         if p.records_differing > len(p.records):
             out.write(f"  ... {p.records_differing - len(p.records)} more differing records\n")
     n = len(report.partitions)
@@ -145,17 +147,16 @@ class FindWriter:
         self.out, self.fmt, self.kd, self.vd = out, fmt, key_decoder, value_decoder
 
     def __call__(self, m: Any) -> None:
-        view = record_view(m.record, self.kd, self.vd)
         b = m.batch
         if self.fmt == "json":
-            doc = {"topic": m.topic, "partition": m.partition, **view,
+            doc = {"topic": m.topic, "partition": m.partition, **record_view(m.record, self.kd, self.vd),
                    "timestamp_type": b.timestamp_type_name, "file": m.file, "batch_position": b.position}
             if b.magic >= 2:
                 doc.update(producer_id=b.producer_id, is_transactional=b.is_transactional)
-            self.out.write(json.dumps(doc) + "\n")
+            self.out.write(dumps(doc) + "\n")
             return
         where = printable(f"{m.topic}-{m.partition}" if m.topic is not None else m.file)
-        self.out.write(f"{where} offset {view['offset']} {_record_text(view)}\n")
+        self.out.write(f"{where} offset {m.record.offset} {record_text(m.record, self.kd, self.vd)}\n")
 
 
 def find_summary(st: Any) -> str:
@@ -216,7 +217,7 @@ def _acc_line(a: Any) -> str:
 def write_stats(report: Any, out: TextIO, fmt: str, segments: bool = False) -> None:
     """Stats as text (topic, partition and with ``segments`` segment lines, then the total) or JSON."""
     if fmt == "json":
-        out.write(json.dumps(stats_json(report), indent=2) + "\n")
+        out.write(dumps(stats_json(report), indent=2) + "\n")
         return
     for t in report.topics:
         out.write(f"topic {printable(t.topic) if t.topic is not None else '(files)'} ({len(t.partitions)} partitions): "

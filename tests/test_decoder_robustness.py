@@ -1,0 +1,316 @@
+"""Decoders that cannot crash a run, strict JSON from every writer, find as lossless as dump.
+
+Real ``kseg`` processes: a user's ``module:function`` decoder (written to tmp_path, put on
+PYTHONPATH) that raises, exits or returns what JSON cannot hold is a marked per-value error
+(``value_b64`` + ``value_error``) and the other records are still dumped; Ctrl-C inside a
+decoder is kseg's interrupt (130); JSON nested 100,000 deep is a per-value error or one
+error line, never a RecursionError; every JSON output parses with a strict parser.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kseg.log.encode import build_v2_batch
+from kseg.log.segment import segment_file_name
+from kseg.model import make_record
+
+REPO = Path(__file__).resolve().parent.parent
+KSEG = [sys.executable, "-c", "import sys; from kseg.cli.main import main; sys.argv[0] = 'kseg'; main()"]
+
+DECODER = '''
+class Thing:
+    pass
+
+def bytes_(b):
+    return b"x" if b == b"odd" else b.decode()
+
+def set_(b):
+    return {1} if b == b"odd" else b.decode()
+
+def object_(b):
+    return Thing() if b == b"odd" else b.decode()
+
+def nan(b):
+    return float("nan") if b == b"odd" else b.decode()
+
+def raises(b):
+    if b == b"odd":
+        raise ValueError("no \\x1b[31m")
+    return b.decode()
+
+def exits(b):
+    if b == b"odd":
+        raise SystemExit(3)
+    return b.decode()
+
+def interrupts(b):
+    if b == b"odd":
+        raise KeyboardInterrupt
+    return b.decode()
+
+def deep(b):
+    v = []
+    for _ in range(100000):
+        v = [v]
+    return v if b == b"odd" else b.decode()
+
+def huge(b):
+    return 10 ** 5000 if b == b"odd" else b.decode()
+
+def cycle(b):
+    v = []
+    v.append(v)
+    return v if b == b"odd" else b.decode()
+'''
+
+VALUES = [b"first", b"odd", b"last"]
+
+
+def strict_loads(text: str) -> object:
+    def no_constant(name: str) -> None:
+        raise ValueError(f"non-standard JSON constant {name}")
+    return json.loads(text, parse_constant=no_constant)
+
+
+def kseg(*args: str | Path, env_path: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    paths = [str(REPO)] + ([str(env_path)] if env_path else []) + [env.get("PYTHONPATH", "")]
+    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+    return subprocess.run([*KSEG, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def partition(folder: Path, values: list[bytes], headers: bool = False) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    recs = [make_record(i, 1_700_000_000_000 + i, b"k%d" % i, v, [("h", v)] if headers else [])
+            for i, v in enumerate(values)]
+    (folder / segment_file_name(0)).write_bytes(build_v2_batch(recs, base_offset=0))
+    return folder
+
+
+@pytest.fixture
+def decoders(tmp_path: Path) -> Path:
+    d = tmp_path / "mods"
+    d.mkdir()
+    (d / "userdec.py").write_text(DECODER)
+    return d
+
+
+def records(stdout: str) -> list[dict]:
+    return [o for o in map(strict_loads, stdout.splitlines()) if o.get("type") == "record"]
+
+
+# --------------------------------------------------------------------------- user decoders
+
+@pytest.mark.parametrize("fn, why", [
+    ("bytes_", "returned a value of type bytes, which JSON cannot hold"),
+    ("set_", "returned a value of type set, which JSON cannot hold"),
+    ("object_", "returned a value of type Thing, which JSON cannot hold"),
+    ("raises", "failed: ValueError: no \\x1b[31m"),
+    ("exits", "failed: SystemExit: 3"),
+    ("deep", "returned a value nested deeper than 500 levels"),
+    ("cycle", "returned a value nested deeper than 500 levels"),
+    ("huge", "returned an integer too large to write as text"),
+])
+def test_a_failing_decoder_is_a_marked_value_and_the_dump_goes_on(tmp_path, decoders, fn, why):
+    path = partition(tmp_path / "t-0", VALUES, headers=True)
+    r = kseg("dump", "--records", "--format", "jsonl", "--value-decoder", f"userdec:{fn}", path, env_path=decoders)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    recs = records(r.stdout)
+    assert [o.get("value") for o in recs] == ["first", None, "last"]
+    odd = recs[1]
+    assert base64.b64decode(odd["value_b64"]) == b"odd"
+    assert odd["value_error"] == f"decoder userdec:{fn} {why}"
+    assert odd["headers"][0]["value_error"] == odd["value_error"]
+    assert r.stderr.splitlines() == [f"kseg: note: decoder userdec:{fn} could not decode 2 value(s); "
+                                     "shown raw (JSON: *_b64 with *_error)"]
+    for fmt in ("text", "kafka"):
+        r = kseg("dump", "--records", "--format", fmt, "--value-decoder", f"userdec:{fn}", path, env_path=decoders)
+        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+        assert "first" in r.stdout and "last" in r.stdout and f"<decoder userdec:{fn} {why}>" in r.stdout
+        assert "\x1b" not in r.stdout
+    r = kseg("find", "--from-offset", "0", "--format", "json", "--value-decoder", f"userdec:{fn}", path,
+             env_path=decoders)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    found = [strict_loads(x) for x in r.stdout.splitlines()]
+    assert [o.get("value") for o in found] == ["first", None, "last"] and found[1]["value_error"] == odd["value_error"]
+
+
+def test_a_decoder_returning_nan_writes_strict_json(tmp_path, decoders):
+    path = partition(tmp_path / "t-0", VALUES)
+    for cmd in (["dump", "--records", "--format", "jsonl"], ["find", "--from-offset", "0", "--format", "json"]):
+        r = kseg(*cmd, "--value-decoder", "userdec:nan", path, env_path=decoders)
+        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+        docs = [strict_loads(x) for x in r.stdout.splitlines()]
+        assert [d["value"] for d in docs if "value" in d] == ["first", "NaN", "last"]
+
+
+def test_ctrl_c_in_a_decoder_is_an_interrupt(tmp_path, decoders):
+    path = partition(tmp_path / "t-0", VALUES)
+    r = kseg("dump", "--records", "--format", "jsonl", "--value-decoder", "userdec:interrupts", path,
+             env_path=decoders)
+    assert r.returncode == 130 and "Traceback" not in r.stderr, r.stderr
+    r = kseg("find", "--from-offset", "0", "--value-decoder", "userdec:interrupts", path, env_path=decoders)
+    assert r.returncode == 130 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines()[-1] == "kseg: interrupted"
+
+
+# --------------------------------------------------------------------------- JSON from data, deep and non-finite
+
+def test_deep_json_value_is_a_per_value_error(tmp_path):
+    path = partition(tmp_path / "t-0", [b'{"a": 1}', b"[" * 100_000, b"[" * 400 + b"]" * 400, b"NaN", b"1e999999",
+                                        b"-Infinity", b"\xff", b"\\xff"])
+    r = kseg("dump", "--records", "--format", "jsonl", "--value-decoder", "json", path)
+    assert r.returncode == 0 and "Traceback" not in r.stderr and "RecursionError" not in r.stderr, r.stderr
+    recs = records(r.stdout)
+    assert recs[0]["value"] == {"a": 1}
+    assert recs[1]["value_error"] == "json decoder: nested deeper than 500 levels"
+    assert base64.b64decode(recs[1]["value_b64"]) == b"[" * 100_000
+    assert "value" in recs[2]  # deep, but within the limit
+    assert [recs[i]["value"] for i in (3, 4, 5)] == ["NaN", "Infinity", "-Infinity"]
+    # neither JSON nor UTF-8: raw, so that 0xff and the four characters \xff stay apart
+    assert base64.b64decode(recs[6]["value_b64"]) == b"\xff" and recs[7]["value"] == "\\xff"
+    for fmt in ("text", "kafka"):
+        r = kseg("dump", "--records", "--format", fmt, "--value-decoder", "json", path)
+        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+        assert "nested deeper than 500 levels" in r.stdout
+
+
+@pytest.mark.parametrize("content", [
+    b"[" * 100_000,
+    b'{"plugins": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    b"[" + b"{\"a\": " * 50_000 + b"1" + b"}" * 50_000 + b"]",
+])
+def test_deep_plugin_registry_is_one_error_line(tmp_path, content):
+    reg = tmp_path / "registry.json"
+    reg.write_bytes(content)
+    r = kseg("--plugin-registry", reg, "plugins", "list")
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "Traceback" not in r.stderr and "RecursionError" not in r.stderr
+    errors = [x for x in r.stderr.splitlines() if x.startswith("kseg: error:")]
+    assert len(errors) == 1 and "nested deeper than 500 levels" in errors[0], r.stderr
+
+
+# --------------------------------------------------------------------------- find: lossless as dump
+
+def test_find_tells_0xff_from_backslash_x_f_f(tmp_path):
+    values = [b"\xff", b"\\xff", b'say "hi"\n', b"\xe2\x82\xac"]
+    path = partition(tmp_path / "t-0", values, headers=True)
+    r = kseg("find", "--from-offset", "0", "--format", "json", path)
+    assert r.returncode == 0, r.stderr
+    docs = [strict_loads(x) for x in r.stdout.splitlines()]
+    back = [base64.b64decode(d["value_b64"]) if "value_b64" in d else d["value"].encode() for d in docs]
+    assert back == values
+    assert docs[0]["headers"][0] == {"key": "h", "value_b64": "/w=="}
+    r = kseg("find", "--from-offset", "0", path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    shown = [x.split(" value ")[1].split(" headers ")[0] for x in lines]
+    assert shown == ['"\\xff"', '"\\\\xff"', '"say \\"hi\\"\\n"', '"€"']
+    # the text escapes read back to the bytes (dump's text escaping)
+    assert [unescape(s[1:-1]) for s in shown] == values
+    assert " key \"k0\" " in lines[0] and "None" not in r.stdout and "'" not in r.stdout
+
+
+def test_find_text_shows_a_missing_key_as_null(tmp_path):
+    folder = tmp_path / "t-0"
+    folder.mkdir()
+    rec = make_record(0, 1_700_000_000_000, None, b"v")
+    (folder / segment_file_name(0)).write_bytes(build_v2_batch([rec], base_offset=0))
+    r = kseg("find", "--from-offset", "0", folder)
+    assert r.returncode == 0, r.stderr
+    assert " key null value \"v\"" in r.stdout
+
+
+def unescape(s: str) -> bytes:
+    out, i = bytearray(), 0
+    simple = {"\\": b"\\", '"': b'"', "n": b"\n", "r": b"\r", "t": b"\t"}
+    while i < len(s):
+        c = s[i]
+        if c != "\\":
+            out += c.encode()
+            i += 1
+        elif s[i + 1] in simple:
+            out += simple[s[i + 1]]
+            i += 2
+        elif s[i + 1] == "x":
+            out.append(int(s[i + 2:i + 4], 16))
+            i += 4
+        else:  # \uNNNN
+            out += chr(int(s[i + 2:i + 6], 16)).encode()
+            i += 6
+    return bytes(out)
+
+
+# --------------------------------------------------------------------------- strict JSON from every command
+
+FIXTURE_DIRS = [REPO / "fixtures" / "logdir", REPO / "fixtures" / "kafka-4" / "logdir",
+                *sorted(p for p in (REPO / "fixtures" / "internal").iterdir() if p.is_dir() and p.name != "golden")]
+
+
+def _cases() -> list[tuple[str, list[str]]]:
+    cases = []
+    for d in FIXTURE_DIRS:
+        name = d.relative_to(REPO).as_posix()
+        p = str(d)
+        cases += [
+            (f"dump {name}", ["dump", "--records", "--format", "jsonl", "--decode", "auto", "--keep-going", p]),
+            (f"dump json {name}", ["dump", "--records", "--format", "jsonl", "--value-decoder", "json",
+                                   "--key-decoder", "json", "--keep-going", p]),
+            (f"find {name}", ["find", "--from-offset", "0", "--format", "json", p]),
+            (f"stats {name}", ["stats", "--format", "json", p]),
+            (f"verify {name}", ["verify", "--format", "json", p]),
+            (f"state {name}", ["state", "--format", "json", p]),
+            (f"txn {name}", ["txn", "--format", "json", p]),
+            (f"diff {name}", ["diff", "--records", "--format", "json", p, p]),
+            (f"repair {name}", ["repair", "--dry-run", "--format", "json", p]),
+            (f"compact {name}", ["compact", "--dry-run", "--format", "json", p]),
+        ]
+    return cases
+
+
+@pytest.mark.parametrize("args", [c[1] for c in _cases()], ids=[c[0] for c in _cases()])
+def test_every_json_output_is_strict_json(args):
+    r = kseg(*args, timeout=300)
+    assert "Traceback" not in r.stderr, r.stderr
+    if r.returncode == 2 and not r.stdout.strip():
+        pytest.skip(f"not applicable: {r.stderr.strip()[:200]}")
+    text = r.stdout
+    if args[0] in ("dump", "find"):
+        for line in text.splitlines():
+            strict_loads(line)
+    else:
+        strict_loads(text)
+
+
+# --------------------------------------------------------------------------- the helpers themselves
+
+@pytest.mark.parametrize("value, text", [
+    ({"a": [float("nan"), float("inf"), -float("inf"), 1.5]}, '{"a": ["NaN", "Infinity", "-Infinity", 1.5]}'),
+    ((float("nan"),), '["NaN"]'),
+    ({"x": 1}, '{"x": 1}'),
+])
+def test_strict_dumps_writes_non_finite_floats_as_strings(value, text):
+    from kseg.render.jsonout import dumps, encoder
+    assert dumps(value) == text and encoder()(value) == text
+    strict_loads(text)
+
+
+@pytest.mark.parametrize("data, deep", [
+    (b"[" * 100_000, True), ("[" * 100_000, True), (b"[" * 600 + b"]" * 600, True),
+    (b"[" * 500 + b"]" * 500, False), (b"[1, [2], {\"a\": [3]}]", False),
+])
+def test_loads_bounded_never_recurses_out(data, deep):
+    from kseg.decoders.jsonvalue import TooDeep, loads_bounded
+    if deep:
+        with pytest.raises(TooDeep):
+            loads_bounded(data)
+    else:
+        assert loads_bounded(data) == json.loads(data)
