@@ -88,7 +88,7 @@ class Change:
         if self.renamed_to is not None and not self.contents_changed:
             return renamed_note(self.renamed_to)
         if self.gone:
-            return None  # what it read is what it was; the caller says "went away" if it must
+            return "deleted during the run (retention); it was read from the file still open"
         if self.appended:
             return (f"the file grew during the run ({self.detail()}; a live broker appending): "
                     f"the report covers the first {self.before.size} bytes")
@@ -98,7 +98,7 @@ class Change:
 
 
 def renamed_note(new: str) -> str:
-    return f"renamed to {Path(new).name} during the run (retention); read under its new name"
+    return f"renamed to {Path(new).name} during the run (retention); followed under its new name"
 
 
 def _clock(ns: int) -> str:
