@@ -203,11 +203,28 @@ def require_unchanged(paths: Any = None) -> None:
         if c.renamed_to is not None:
             what = f"renamed to {Path(c.renamed_to).name} during the run (retention)"
         elif c.gone:
-            what = "the file went away during the run (deleted by retention or renamed by the broker)"
+            what = VANISHED
         else:
             what = f"the file changed during the run ({c.detail()})"
         raise InputChangedError(f"{what}: {NOTHING_WRITTEN}", file=str(p))
 
 
+VANISHED = "the file went away during the run (deleted by retention or renamed by the broker)"
+
+
+def vanished(e: BaseException, inputs: Any) -> InputChangedError | None:
+    """The writer's error for ``e`` when it is an input segment (one of ``inputs``) no longer
+    found under its name: renamed by retention, or gone; None for anything else."""
+    name = getattr(e, "filename", None)
+    if not isinstance(e, FileNotFoundError) or name is None:
+        return None
+    wanted = {os.path.abspath(p) for p in inputs}
+    if os.path.abspath(name) not in wanted or os.path.lexists(name):
+        return None
+    new = renamed(Path(name))
+    what = VANISHED if new is None else f"renamed to {new.name} during the run (retention)"
+    return InputChangedError(f"{what}: {NOTHING_WRITTEN}", file=str(name))
+
+
 __all__ = ["Change", "Identity", "InputChangedError", "change", "follow", "opened", "renamed",
-           "renamed_note", "require_unchanged", "watched", "watching"]
+           "renamed_note", "require_unchanged", "vanished", "watched", "watching"]

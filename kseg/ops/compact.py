@@ -815,8 +815,27 @@ def compact_job(inputs: list[Path], output: Path | None, options: CompactOptions
     An input segment that changes, goes away or is renamed during the run is an
     InputChangedError (``kseg.log.identity``): nothing is published."""
     with identity.watching():
-        return _compact_job(inputs, output, options, force=force, topics=topics,
-                            index_interval_bytes=index_interval_bytes)
+        try:
+            return _compact_job(inputs, output, options, force=force, topics=topics,
+                                index_interval_bytes=index_interval_bytes)
+        except FileNotFoundError as e:  # an input segment's times, sizes, bytes looked up by name
+            err = identity.vanished(e, _input_segments(inputs))
+            if err is None:
+                raise
+            raise err from None
+
+
+def _input_segments(inputs: list[Path]) -> list[Path]:
+    """The segment files named by INPUT (files, a partition folder or a log directory's partitions)."""
+    out: list[Path] = []
+    for p in inputs:
+        if not p.is_dir():
+            out.append(p)
+            continue
+        for folder in [p, *(q for q in p.iterdir() if q.is_dir())]:
+            out.extend(q.with_name(q.name.split(".", 1)[0] + ".log") for q in folder.iterdir()
+                       if ".log" in q.name and base_offset_of(q.with_name(q.name.split(".", 1)[0] + ".log")) is not None)
+    return out
 
 
 def _compact_job(inputs: list[Path], output: Path | None, options: CompactOptions, *, force: bool,
