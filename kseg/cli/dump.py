@@ -15,11 +15,13 @@ from kseg.errors import InputError, TruncatedError
 from kseg.interrupts import Terminated, exit_code
 from kseg.log.decode import Tail
 from kseg.log.segment import zero_bytes_to_end
-from kseg.ops.dump import BadBatchEvent, BatchEvent, DumpOptions, PlainRunEvent, TailEvent, dump_paths, file_kind
+from kseg.ops.dump import (BadBatchEvent, BatchEvent, DumpOptions, NoteEvent, PlainRunEvent, TailEvent, dump_paths,
+                           file_kind)
 from kseg.ops.sniff import KAFKA, KAFKA07, format_hint, input_format_of, name_format
 from kseg.render.dump import RENDERERS, ChunkedWriter, KafkaRenderer, payload_decoder
 from kseg.render.kafka07 import dump_kafka07
 from kseg.render.payload import load_decoder
+from kseg.printable import printable
 from kseg.storage import VANISHED, gone
 
 
@@ -68,6 +70,10 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
                     sys.stdout.flush()
                     continue
                 for ev in dump_paths([f], options):
+                    if isinstance(ev, NoteEvent):  # renamed, grew or changed while it was read
+                        out.flush()
+                        click.echo(f"kseg: note: {printable(str(ev.path))}: {ev.text}", err=True)
+                        continue
                     renderer(ev)
                     if isinstance(ev, PlainRunEvent):
                         problems += len(ev.run.bad_crcs)

@@ -19,6 +19,7 @@ from kseg.facts.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log.decode import Tail
 from kseg.log.fast import scan_entries
+from kseg.log import identity
 from kseg.log.listing import (  # the naming rules, beside the table of file kinds
     KAFKA_UUID,
     OFFSET_DIGITS,
@@ -136,6 +137,19 @@ class Segment:
     tail: Tail | None = field(default=None, init=False)
     # Bytes read from a stream (standard input, a pipe): its size once read.
     streamed: int | None = field(default=None, init=False)
+    # The file's new name when the broker renamed it (.deleted, .cleaned) before or while it was read.
+    renamed_to: Path | None = field(default=None, init=False)
+    # How the file differs, once read, from when it was first opened (kseg.log.identity).
+    change: identity.Change | None = field(default=None, init=False)
+    identity: identity.Identity | None = field(default=None, init=False)
+
+    def notes(self) -> list[str]:
+        """What a reader says about the file having been renamed or changed during the run."""
+        c = self.change
+        note = c.reader_note() if c is not None else None
+        if note is None and self.renamed_to is not None:
+            note = identity.renamed_note(str(self.renamed_to))
+        return [note] if note else []
 
     def __post_init__(self) -> None:
         self.path = as_path(self.path)  # type: ignore[assignment]
@@ -173,10 +187,28 @@ class Segment:
             # A pipe named for reading (<(zcat ...), a FIFO) is read as a stream below; a device
             # never ends, and a FIFO under a segment's name is not what a broker keeps.
             raise InputError(f"cannot read: {problem}", file=str(self.path))
+        where = self.path
         try:
-            f = self.path.open("rb")
+            f = where.open("rb")
+        except FileNotFoundError as e:
+            where = identity.follow(self.path)  # renamed by retention since it was listed
+            if where is self.path:
+                raise cannot_read(self.path, e) from None
+            self.renamed_to = where
+            try:
+                f = where.open("rb")
+            except OSError as e2:
+                raise cannot_read(self.path, e2) from None
         except OSError as e:
             raise cannot_read(self.path, e) from None
+        self.change = None
+        try:
+            yield from self._file_batches(f, where, start, end, chunk_size)
+        finally:
+            if isinstance(where, Path):
+                self.change = identity.change(self.path, self.identity)
+
+    def _file_batches(self, f, where, start: int, end: int | None, chunk_size: int) -> Iterator[list[Batch]]:
         with f:
             if not isinstance(self.path, Path):
                 file_size = f.size()  # an object, read by ranges: its size from the store
@@ -186,6 +218,7 @@ class Segment:
                     # A pipe, FIFO or process substitution: fstat says 0 bytes, and it cannot seek.
                     yield from self._stream_batches(f, start, end, chunk_size)
                     return
+                self.identity = identity.opened(self.path, st)
                 file_size = st.st_size
             limit = file_size if end is None else min(end, file_size)
             filepos = start

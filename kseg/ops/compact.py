@@ -46,6 +46,7 @@ from kseg.formats.attributes import (
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
 )
+from kseg.log import identity
 from kseg.log.atomic import AtomicDir, check_output, write_atomic
 from kseg.log.checks import CARRY, SKIP, STOP, DamagePolicy, DamageTally, checked_batches, damaged_error
 from kseg.log.control import control_info
@@ -624,7 +625,7 @@ def _compact_partition(segs: list[Path], options: CompactOptions, workdir: Path,
             if plan.clean:
                 cleaned.add(src)
             if not changed:
-                changed = b"".join(entries) != plan.path.read_bytes()
+                changed = b"".join(entries) != identity.follow(plan.path).read_bytes()
         if total is None:
             total = cleaner.stats
         else:
@@ -761,6 +762,7 @@ def compact_group(segs: list[Path], wanted: bool, options: CompactOptions, out_d
     written: list[Path] = []
     if out_dir is None:
         return stats, written
+    identity.require_unchanged(segs)  # what is written is what the inputs still hold
     out_dir.mkdir(parents=True, exist_ok=True)
     for group in groups:
         dst = out_dir / group[0].name  # the cleaned segment takes its first segment's name
@@ -800,7 +802,35 @@ def compact_job(inputs: list[Path], output: Path | None, options: CompactOptions
                 topics: set[str] | None = None,
                 index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> CompactResult:
     """Compact a partition folder, segment files of one partition, or each partition of a log
-    directory (``topics`` limits which; others are copied). ``output`` None: a dry run."""
+    directory (``topics`` limits which; others are copied). ``output`` None: a dry run.
+    An input segment that changes, goes away or is renamed during the run is an
+    InputChangedError (``kseg.log.identity``): nothing is published."""
+    with identity.watching():
+        try:
+            return _compact_job(inputs, output, options, force=force, topics=topics,
+                                index_interval_bytes=index_interval_bytes)
+        except FileNotFoundError as e:  # an input segment's times, sizes, bytes looked up by name
+            err = identity.vanished(e, _input_segments(inputs))
+            if err is None:
+                raise
+            raise err from None
+
+
+def _input_segments(inputs: list[Path]) -> list[Path]:
+    """The segment files named by INPUT (files, a partition folder or a log directory's partitions)."""
+    out: list[Path] = []
+    for p in inputs:
+        if not p.is_dir():
+            out.append(p)
+            continue
+        for folder in [p, *(q for q in p.iterdir() if q.is_dir())]:
+            out.extend(q.with_name(q.name.split(".", 1)[0] + ".log") for q in folder.iterdir()
+                       if ".log" in q.name and base_offset_of(q.with_name(q.name.split(".", 1)[0] + ".log")) is not None)
+    return out
+
+
+def _compact_job(inputs: list[Path], output: Path | None, options: CompactOptions, *, force: bool,
+                 topics: set[str] | None, index_interval_bytes: int) -> CompactResult:
 
     groups: list[tuple[str | None, list[Path], bool]] = []  # (partition folder name, segments, compact?)
     if len(inputs) == 1 and inputs[0].is_dir():
@@ -838,6 +868,7 @@ def compact_job(inputs: list[Path], output: Path | None, options: CompactOptions
                 result.copied_partitions += 1
             result.segments.extend(written)
         if root is not None:
+            identity.require_unchanged([s for _, segs, _ in groups for s in segs])
             finish_compacted(inputs, root.tmp)
             root.commit()
     except BaseException:

@@ -142,7 +142,16 @@ class SkippedEvent:
     reason: str
 
 
-Event = FileStart | BatchEvent | PlainRunEvent | BadBatchEvent | TailEvent | CompanionEvent | SkippedEvent
+@dataclass(frozen=True)
+class NoteEvent:
+    """Something to tell beside the dump, not in it: the segment was renamed by retention,
+    grew (a live broker) or changed while it was read (``Segment.notes``)."""
+
+    path: Path
+    text: str
+
+
+Event = FileStart | BatchEvent | PlainRunEvent | BadBatchEvent | TailEvent | CompanionEvent | SkippedEvent | NoteEvent
 
 
 def dump_paths(paths: list[Path], options: DumpOptions) -> Iterator[Event]:
@@ -260,6 +269,8 @@ def _dump_log(path: Path, o: DumpOptions, family: str | None = None) -> Iterator
     if seg.tail is not None:
         cut_by_max_bytes = end is not None and end < seg.size
         yield TailEvent(path, seg.tail, reported=not cut_by_max_bytes)
+    for text in seg.notes():
+        yield NoteEvent(path, text)
 
 
 def _run_events(path: Path, run: PlainRun, o: DumpOptions, family: str | None) -> Iterator[Event]:

@@ -28,7 +28,7 @@ from kseg.log.segment import (
     partition_of,
 )
 from kseg.model import Batch, Record
-from kseg.storage import as_path
+from kseg.storage import VANISHED, ReadError, as_path, gone
 
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
@@ -104,6 +104,8 @@ class FindStats:
     matches: int = 0
     problems: list[str] = field(default_factory=list)
     partitions: list[str] = field(default_factory=list)  # scanned
+    # Segments renamed, deleted, grown or changed during the run (``kseg.log.identity``): not problems.
+    notes: list[str] = field(default_factory=list)
 
 
 class _Filter:
@@ -274,31 +276,38 @@ def _scan(path: Path, start: int, topic: str | None, partition: int | None, o: F
     if start:
         st.seeks += 1
     first = True
-    for b in seg.batches(start=start):
-        first = False
-        st.batches += 1
-        if o.to_offset is not None and b.offset > o.to_offset and b.magic >= 2:
-            break  # offsets only grow in a partition
-        if not flt.batch_may_match(b):
-            st.batches_skipped += 1
-            continue
-        damage = header_errors(b, str(path))
-        if damage:  # a record of a damaged batch is no match to report: the damage is
-            st.problems.append(str(damage[0]))
-            continue
-        try:
-            records = batch_records(b, limit=limit)
-        except KsegError as e:
-            st.problems.append(str(e.located(file=str(path))))
-            continue
-        st.records += len(records)
-        for r in records:
-            if flt.record_matches(r):
-                st.matches += 1
-                yield Match(topic, partition, str(path), b, r)
+    try:
+        for b in seg.batches(start=start):
+            first = False
+            st.batches += 1
+            if o.to_offset is not None and b.offset > o.to_offset and b.magic >= 2:
+                break  # offsets only grow in a partition
+            if not flt.batch_may_match(b):
+                st.batches_skipped += 1
+                continue
+            damage = header_errors(b, str(path))
+            if damage:  # a record of a damaged batch is no match to report: the damage is
+                st.problems.append(str(damage[0]))
+                continue
+            try:
+                records = batch_records(b, limit=limit)
+            except KsegError as e:
+                st.problems.append(str(e.located(file=str(path))))
+                continue
+            st.records += len(records)
+            for r in records:
+                if flt.record_matches(r):
+                    st.matches += 1
+                    yield Match(topic, partition, str(path), b, r)
+    except ReadError:
+        if not gone(path):
+            raise
+        st.notes.append(f"{path}: {VANISHED}")  # deleted by retention since it was listed
+        return
     if seg.tail is not None:
         if start and first:
             # The index pointed somewhere that is not a batch: read the segment from its start.
             yield from _scan(path, 0, topic, partition, o, flt, st, limit)
             return
         st.problems.append(str(seg.tail.error))
+    st.notes.extend(f"{path}: {note}" for note in seg.notes())

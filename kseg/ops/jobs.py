@@ -24,6 +24,7 @@ from kseg.formats.attributes import NO_TIMESTAMP
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.log.atomic import AtomicDir, AtomicFile, check_output, commit_together
+from kseg.log import identity
 from kseg.log.checks import STOP, DamagePolicy, checked_batches, policed
 from kseg.log.segment import (
     base_offset_of,
@@ -154,6 +155,7 @@ def _run_segment(src: Path, dst: Path, base_offset: int, transform: Transform, s
         for raw in policed(checked_batches(src, options.limit), options.damage_policy, str(src), summary.damage,
                            lambda good: transform(good, summary), carry, lambda b: _count_damaged(summary, b)):
             sink.write(raw)
+        identity.require_unchanged([src])  # the bytes written are those of the file as it still is
     except KsegError as e:
         sink.abort()
         raise e.located(file=str(src))
@@ -180,7 +182,16 @@ def run_job(
     whether a log directory's partition is transformed or copied as it is. ``command``
     (up-convert, down-convert, recompress, rebase) makes a folder output drop-in for a
     broker: the partition and log-directory files written beside the segments (``kseg.ops.logdir``).
+    An input that changes, goes away or is renamed during the run is an InputChangedError
+    (``kseg.log.identity``): nothing is published.
     """
+    with identity.watching():
+        return _run_job(inputs, output, make_transform, options, select=select, progress=progress, command=command)
+
+
+def _run_job(inputs: list[Path], output: Path, make_transform: Callable[[list[Path]], tuple[Transform, int]],
+             options: WriteOptions, *, select: Callable[[str | None], bool] | None,
+             progress: Callable[[str], None] | None, command: str | None) -> JobResult:
     if len(inputs) != 1:
         raise InputError("give one INPUT (a .log file, a partition folder or a log directory)")
     src = inputs[0]
@@ -222,6 +233,7 @@ def run_job(
                                options, copy=not keep, progress=progress)
             if command is not None:
                 finish_log_dir(src, tmp_root.tmp, command)
+        identity.require_unchanged()  # every segment read, as it still is: else nothing is published
     if progress:
         progress("")
     result.segments = [output / p.relative_to(tmp_root.tmp) for p in result.segments]

@@ -26,6 +26,7 @@ from kseg.log.records import batch_records, payload_bytes
 from kseg.log.listing import RUN, reading_groups
 from kseg.log.segment import Segment, base_offset_of, partition_of
 from kseg.model import Batch
+from kseg.storage import VANISHED, ReadError, gone
 
 try:  # the C walk of v2 records (keys into the HLL without building records)
     from kseg.log import _sketch  # type: ignore[attr-defined]
@@ -281,6 +282,8 @@ class PartitionStats:
     acc: Acc = field(default_factory=Acc)
     first_dirty_offset: int | None = None
     dirty_ratio: float | None = None  # the cleaner's: dirty / (clean + dirty) bytes, active segment left out
+    # Segments renamed, deleted, grown or changed during the run (``kseg.log.identity``): not problems.
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -450,16 +453,23 @@ def stats_partition(segs: list[Path], o: StatsOptions, *, folder: Path | None = 
         ss = SegmentStats(str(path), base_offset_of(path))
         seg = Segment(path)
         active = i == len(segs) - 1
-        for b in seg.batches():
-            first, last = _add_batch(ss.acc, b, txns, limit, str(path))
-            if ss.first_offset is None:
-                ss.first_offset = first
-            ss.last_offset = last
-            if not active:
-                if first_dirty is not None and b.last_offset < first_dirty:
-                    clean_bytes += b.size
-                else:
-                    dirty_bytes += b.size
+        try:
+            for b in seg.batches():
+                first, last = _add_batch(ss.acc, b, txns, limit, str(path))
+                if ss.first_offset is None:
+                    ss.first_offset = first
+                ss.last_offset = last
+                if not active:
+                    if first_dirty is not None and b.last_offset < first_dirty:
+                        clean_bytes += b.size
+                    else:
+                        dirty_bytes += b.size
+        except ReadError:
+            if not gone(path):
+                raise
+            ps.notes.append(f"{path}: {VANISHED}")  # deleted by retention since it was listed
+            continue
+        ps.notes.extend(f"{path}: {note}" for note in seg.notes())
         if seg.tail is not None:
             t = seg.tail
             ss.acc.problem(f"{path}: at byte {t.position}: {t.error.message} ({t.length} bytes unread)")

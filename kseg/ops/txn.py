@@ -31,6 +31,7 @@ from kseg.log.listing import FILE, RUN, list_inputs
 from kseg.log.segment import Segment, base_offset_of, companion_path, partition_of
 from kseg.model import Batch
 from kseg.ops.state import replay
+from kseg.log import identity
 from kseg.storage import VANISHED, ReadError, gone
 
 __all__ = ["DEFAULT_MAX_TIMEOUT_MS", "PartitionTransactions", "Transaction", "TxnReport", "explain_transactions"]
@@ -207,6 +208,8 @@ def _partition(folder: Path, logs: list[Path], ids: dict[int, str], name: str,
             continue
         except KsegError as e:
             pt.findings.append(TxnFinding(ERROR, str(log), None, f"cannot be read to the end: {e}"))
+        for note in seg.notes():  # renamed by retention, grown or changed during the run
+            pt.findings.append(TxnFinding(NOTE, str(log), None, note))
         if seg.tail is not None and not (live and log == logs[-1] and isinstance(seg.tail.error, TruncatedError)):
             # A partial batch at the end of the newest segment is one still being written.
             pt.findings.append(TxnFinding(ERROR, str(log), None, f"cannot be read to the end: {seg.tail.length} "
@@ -268,7 +271,7 @@ def _marker(pt: PartitionTransactions, log: Path, batch: Batch, open_txns: dict[
 
 
 def _check_txn_index(pt: PartitionTransactions, log: Path, aborted_here: list[tuple[int, int, int]]) -> None:
-    path = companion_path(log, ".txnindex")
+    path = identity.follow(companion_path(log, ".txnindex"))  # renamed with its segment: followed
     if not path.exists():
         if aborted_here:
             pt.findings.append(TxnFinding(ERROR, str(path), None, f"missing: {len(aborted_here)} aborted "
@@ -277,6 +280,8 @@ def _check_txn_index(pt: PartitionTransactions, log: Path, aborted_here: list[tu
     try:
         listed = {(e.producer_id, e.first_offset, e.last_offset) for e in read_txn_index(path).entries}
     except InputError:
+        if gone(path):  # deleted with its segment since it was looked for: nothing to compare
+            return
         raise  # unreadable: exit 2
     except KsegError as e:
         pt.findings.append(TxnFinding(ERROR, str(path), None, f"not readable: {e}"))
@@ -299,6 +304,8 @@ def _check_snapshot(pt: PartitionTransactions, folder: Path, open_txns: dict[int
     try:
         snap = read_producer_snapshot(path)
     except InputError:
+        if gone(path):  # deleted with its segment since it was looked for: nothing to compare
+            return
         raise  # unreadable: exit 2
     except KsegError as e:
         pt.findings.append(TxnFinding(ERROR, str(path), None, f"not readable: {e}"))

@@ -160,8 +160,10 @@ class FindWriter:
 
 
 def find_summary(st: Any) -> str:
-    """One stderr line: matches, and how much the filters and indexes spared."""
-    line = (f"kseg: {st.matches} match(es) in {len(st.partitions)} partition(s); {st.records} records decoded; "
+    """One stderr line: matches, and how much the filters and indexes spared (after a
+    ``kseg: note:`` line for each segment renamed, deleted or changed during the run)."""
+    notes = "".join(f"kseg: note: {printable(n)}\n" for n in getattr(st, "notes", ()))
+    line = notes + (f"kseg: {st.matches} match(es) in {len(st.partitions)} partition(s); {st.records} records decoded; "
             f"{st.batches_skipped} of {st.batches} batches ruled out before decoding; "
             f"{st.segments_skipped} of {st.segments} segments skipped and {st.seeks} entered by index")
     if st.problems:
@@ -173,7 +175,7 @@ def stats_json(report: Any, segments: bool = True) -> dict[str, Any]:
     """The document of ``kseg stats --format json``: the total, then per topic, partition and segment."""
     def part(p: Any) -> dict[str, Any]:
         d = {"path": p.path, "topic": p.topic, "partition": p.partition, **p.acc.as_json(),
-             "first_dirty_offset": p.first_dirty_offset, "dirty_ratio": p.dirty_ratio}
+             "first_dirty_offset": p.first_dirty_offset, "dirty_ratio": p.dirty_ratio, "notes": list(p.notes)}
         if segments:
             d["segments"] = [{"file": s.file, "base_offset": s.base_offset, "first_offset": s.first_offset,
                               "last_offset": s.last_offset,
@@ -229,6 +231,8 @@ def write_stats(report: Any, out: TextIO, fmt: str, segments: bool = False) -> N
                 for s in p.segments:
                     out.write(f"    {printable(s.file)}: offsets {s.first_offset}..{s.last_offset}, {s.acc.records} records, "
                               f"{s.acc.batches} batches, {s.acc.bytes} bytes\n")
+            for note in p.notes:  # renamed, deleted or changed during the run: not problems
+                out.write(f"    note: {printable(note)}\n")
             for prob in p.acc.problems:
                 out.write(f"    problem: {printable(prob)}\n")
             if p.acc.problem_count > len(p.acc.problems):
