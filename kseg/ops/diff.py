@@ -26,7 +26,7 @@ from kseg.log.records import batch_records
 from kseg.log.listing import FILE, LOG_DIR, PARTITION, list_input
 from kseg.log.segment import STEP_ENTRIES, Segment
 from kseg.model import Batch, Record
-from kseg.storage import as_path, cannot_read
+from kseg.storage import VANISHED, as_path, cannot_read, gone
 
 WINDOW = 8 << 20  # bytes read at a time
 IDENTICAL = "identical"
@@ -61,6 +61,7 @@ class Side:
     epoch_at_divergence: int | None = None  # from the first differing batch
     checkpoint_epoch_at_divergence: int | None = None  # from leader-epoch-checkpoint
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # files deleted during the run (retention): not problems
     only: list[Range] = field(default_factory=list)  # offset ranges only this side holds
 
 
@@ -185,6 +186,9 @@ def _entries(path: Path, side: Side) -> Iterator[Batch]:
     try:
         f = open(path, "rb")
     except OSError as e:
+        if gone(path):  # deleted by retention since it was listed: the rest is compared
+            side.notes.append(f"{path}: {VANISHED}")
+            return
         raise cannot_read(path, e) from None
     with f:
         size = os.fstat(f.fileno()).st_size

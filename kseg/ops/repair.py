@@ -22,6 +22,7 @@ from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_DECOMPRESSED
 from kseg.errors import InputError, KsegError, TruncatedError
 from kseg.facts.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, RECORD_BATCH_OVERHEAD, RECORD_COUNT_POSITION
 from kseg.layouts import LOG_ENTRY_PREFIX
+from kseg.log import identity
 from kseg.log.atomic import TMP_SUFFIX, AtomicDir, AtomicFile, check_output, write_atomic
 from kseg.log.control import control_info
 from kseg.log.records import batch_records
@@ -304,6 +305,7 @@ def _copy_prefix(src: Path, dst: Path, length: int) -> None:
                 raise InputError("file shrank while it was read", file=str(src))
             out.write(chunk)
             left -= len(chunk)
+        identity.require_unchanged([src])  # the prefix kept is the file's as it still is
     copy_times(src, dst)
 
 
@@ -387,7 +389,14 @@ def _partition_files(folder: Path, out_dir: Path | None, pr: PartitionRepair) ->
 
 def repair(input_path: Path, output: Path | None, o: RepairOptions) -> RepairReport:
     """Repair a .log file, a partition folder or a log directory into ``output`` (a file or
-    folder of the same shape); with ``o.dry_run`` only report."""
+    folder of the same shape); with ``o.dry_run`` only report. An input that changes during
+    the run (a live broker, retention) publishes nothing: the cut would describe a file that
+    no longer is (``kseg.log.identity``)."""
+    with identity.watching():
+        return _repair(input_path, output, o)
+
+
+def _repair(input_path: Path, output: Path | None, o: RepairOptions) -> RepairReport:
     src = as_path(input_path)
     if not src.exists():
         raise InputError("no such file or directory", file=str(src))
@@ -428,6 +437,7 @@ def repair(input_path: Path, output: Path | None, o: RepairOptions) -> RepairRep
                 if s.output:
                     s.output = str(output / Path(s.output).relative_to(root.tmp))
             report.partitions.append(pr)
+        identity.require_unchanged()  # every segment as it still is: else nothing is published
     return report
 
 

@@ -128,6 +128,8 @@ def write_diff(report: Any, out: TextIO, fmt: str, key_decoder: Decoder, value_d
                           f"{_ranges(side)}\n")
             out.write(f"  why: {printable(p.explanation())}\n")
         for side_label, side in (("A", p.a), ("B", p.b)):
+            for note in side.notes:
+                out.write(f"  {side_label} note: {printable(note)}\n")
             for prob in side.problems:
                 out.write(f"  {side_label} problem: {printable(prob)}\n")
         for r in p.records:
