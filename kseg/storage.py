@@ -816,6 +816,11 @@ class StagedOutput:
                     for info in fs.get_file_info(pafs.FileSelector(self.target.key, recursive=True)):
                         if info.type == pafs.FileType.File and info.path.strip("/") not in keep:
                             fs.delete_file(info.path)
+                if prefix and self.existed and not replace:  # merged into an old output: all it holds
+                    sizes = tree_sizes(self.target)
+                    sizes.pop(MANIFEST, None)
+                    ours = {e["key"]: e for e in entries}
+                    entries = [ours.get(k, {"key": k, "size": n}) for k, n in sorted(sizes.items())]
                 if prefix:
                     with fs.open_output_stream(manifest.key) as out:
                         out.write(manifest_bytes(entries))
