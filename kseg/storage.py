@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Iterator
 from urllib.parse import unquote, urlsplit
 
-from kseg.errors import InputError, OutputError
+from kseg.errors import InputError, KsegError, OutputError
 from kseg.interrupts import uninterrupted
 from kseg.printable import printable
 
@@ -851,7 +851,17 @@ class StagedOutput:
         if not self.abort():
             places.append((self.tmp, f"{len(staged)} object(s)" if staged else "staging objects"))
         reason = e.message if isinstance(e, OutputError) else printable(_first_line(e))
+        self.reported = True
         return OutputError(f"cannot publish: {reason}; {leftovers(places)}", file=str(self.target))
+
+    def left_behind(self, e: BaseException) -> OutputError | None:
+        """After a failure before the commit (a Spark task, an upload): None when the staging
+        prefix is gone (or the commit already named what is left), else the one error line:
+        the failure, then the staging prefix left and how to remove it."""
+        if getattr(self, "reported", False) or self.abort():
+            return None
+        reason = str(e) if isinstance(e, KsegError) else printable(_first_line(e))
+        return OutputError(f"{reason}; {leftovers([(self.tmp, 'staging objects')])}", file=str(self.target))
 
     def abort(self) -> bool:
         """Delete the staging prefix; False when it could not be (the store failing)."""

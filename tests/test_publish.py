@@ -253,3 +253,54 @@ def test_summary_comes_after_publishing(s3, logdir) -> None:
     assert json.loads(r.stdout) and MANIFEST in keys(fs, f"{prefix}/out")
     r = kseg(env, "compact", logdir, "-o", f"s3://{prefix}/out2", fail_after=0)
     assert r.returncode == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1, r.stdout + r.stderr
+
+
+# --------------------------------------------------------------------------- kseg spark's staging
+
+
+class _NoDeletes:
+    """The store failing to delete (a pyarrow filesystem otherwise)."""
+
+    def __init__(self, fs):
+        self._fs = fs
+
+    def __getattr__(self, name):
+        return getattr(self._fs, name)
+
+    def delete_dir(self, *a):
+        raise OSError("AWS Error NETWORK_CONNECTION: Connection refused")
+
+    delete_file = delete_dir
+
+
+@pytest.mark.parametrize("deletes", [True, False], ids=["store down", "store up"])
+def test_spark_staging_left_is_named(deletes, s3_env, object_store, monkeypatch) -> None:
+    """``kseg spark`` writers: a task failing after others uploaded under the staging prefix;
+    when the prefix cannot be removed, the one error line names it and how to remove it."""
+    from kseg import storage
+    from kseg.errors import InputError, OutputError
+    from kseg.spark.jobs import _staging
+
+    fs = object_store.fs()
+    fs.create_dir("kseg-test")
+    fs.delete_dir_contents("kseg-test/spark-staging", missing_dir_ok=True)
+    out = storage.as_path("s3://kseg-test/spark-staging/out")
+    with pytest.raises(InputError) as raised:
+        with _staging(out) as staged:
+            with fs.open_output_stream(staged.part("t-0/00000000000000000000.log").key) as f:
+                f.write(b"uploaded by a task")
+            if deletes:
+                real = storage.filesystem
+                monkeypatch.setattr(storage, "filesystem", lambda scheme: _NoDeletes(real(scheme)))
+            raise InputError("task failed (test)", file="/in/t-1")
+    monkeypatch.undo()
+    left = keys(fs, "kseg-test/spark-staging")
+    if not deletes:
+        assert left == {} and not isinstance(raised.value, OutputError) and str(raised.value) == "/in/t-1: task failed (test)"
+        return
+    [staging] = {k.split("/")[0] for k in left}
+    url = f"s3://kseg-test/spark-staging/{staging}/"
+    assert str(raised.value) == (
+        f"s3://kseg-test/spark-staging/out: /in/t-1: task failed (test); left: {url} (staging objects); "
+        f"remove them with: aws s3 rm --recursive --endpoint-url {s3_env['AWS_ENDPOINT_URL_S3']} {url}")
+    fs.delete_dir(url[len("s3://"):])
