@@ -927,10 +927,8 @@ def manifest_bytes(entries: list[dict[str, Any]]) -> bytes:
     import sys
     import time
 
-    from kseg import __version__
-
-    command = ["kseg", *sys.argv[1:]]
-    doc = {"kseg_manifest": MANIFEST_FORMAT, "kseg_version": __version__, "command": command,
+    version = getattr(sys.modules.get("kseg"), "__version__", "unknown")  # the package, not imported: layers
+    doc = {"kseg_manifest": MANIFEST_FORMAT, "kseg_version": version, "command": ["kseg", *sys.argv[1:]],
            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "objects": entries}
     return (json.dumps(doc, indent=1) + "\n").encode()
 
