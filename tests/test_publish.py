@@ -304,3 +304,24 @@ def test_spark_staging_left_is_named(deletes, s3_env, object_store, monkeypatch)
         f"s3://kseg-test/spark-staging/out: /in/t-1: task failed (test); left: {url} (staging objects); "
         f"remove them with: aws s3 rm --recursive --endpoint-url {s3_env['AWS_ENDPOINT_URL_S3']} {url}")
     fs.delete_dir(url[len("s3://"):])
+
+
+def test_damage_skipped_is_published_as_locally(s3, tmp_path) -> None:
+    """``--on-damage skip`` ends with exit 1 and the output in place locally; to s3:// the same:
+    published with its manifest, the summary line (naming the damage) after it."""
+    env, tmp, fs = s3
+    part = tmp_path / "in" / "v2-none-0"
+    shutil.copytree(FIXTURES / "v2-none-0", part)
+    log = part / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    data[70] ^= 0xFF  # inside the first batch: its CRC no longer matches
+    log.write_bytes(bytes(data))
+    local = kseg(env, "up-convert", part, "-o", tmp_path / "local", "--to-magic", "2", "--on-damage", "skip")
+    prefix = "kseg-test/publish-damaged"
+    fs.delete_dir_contents(prefix, missing_dir_ok=True)
+    r = kseg(env, "up-convert", part, "-o", f"s3://{prefix}/out", "--to-magic", "2", "--on-damage", "skip")
+    assert r.returncode == local.returncode == 1, r.stderr
+    assert r.stderr.replace(f"s3://{prefix}/out", str(tmp_path / "local")) == local.stderr
+    there = keys(fs, f"{prefix}/out")
+    assert set(there) - {MANIFEST} == {p.name for p in (tmp_path / "local").iterdir()}
+    assert kseg(env, "verify", f"s3://{prefix}/out").returncode == 0
