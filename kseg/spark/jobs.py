@@ -463,7 +463,7 @@ def _stage_log_dir_files(src: Path, staged: StagedOutput, command: str, results:
     local = Path(tempfile.mkdtemp(prefix="kseg-logdir-"))
     try:
         finish_log_dir(src, local, command, ends)
-        upload_tree(local, staged.part())
+        upload_tree(local, staged.part(), staged.hashes)
     finally:
         shutil.rmtree(local, ignore_errors=True)
 
