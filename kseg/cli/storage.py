@@ -161,5 +161,5 @@ def _upload(local: Path, objects: StagedOutput) -> None:
         raise
     except Exception as e:
         places = [] if objects.abort() else [(objects.tmp, f"{len(objects.hashes)} object(s) or more")]
-        raise OutputError(f"cannot upload: {printable((str(e).strip().splitlines() or [type(e).__name__])[0])}; {leftovers(places)}",
-                          file=str(objects.target)) from None
+        reason = printable((str(e).strip().splitlines() or [type(e).__name__])[0])
+        raise OutputError(f"cannot upload: {reason}; {leftovers(places)}", file=str(objects.target)) from None
