@@ -138,7 +138,7 @@ def test_published_output_has_a_manifest_written_last(s3, logdir) -> None:
         assert o["size"] == there[key] == len(data)
         assert o["sha256"] == hashlib.sha256(data).hexdigest()
     assert manifest["command"][:2] == ["kseg", "up-convert"] and manifest["kseg_version"] and manifest["time"]
-    assert keys(fs, "kseg-test").keys() == {f"publish-ok/out/{k}" for k in there}  # no staging left
+    assert keys(fs, prefix).keys() == {f"out/{k}" for k in there}  # no staging left
     assert os.listdir(tmp) == []
     r = kseg(env, "verify", "-v", f"s3://{prefix}/out")
     assert r.returncode == 0, r.stdout + r.stderr
