@@ -904,7 +904,7 @@ def remove_command(urls: list[str]) -> str:
                        for url in urls)
 
 
-def tree_sizes(root: Path | RemotePath) -> dict[str, int]:
+def tree_sizes(root: Path | RemotePath | ArchivePath) -> dict[str, int]:
     """Every file (object) under a folder (prefix), by its key relative to it, with its size:
     what a manifest is checked against."""
     if isinstance(root, RemotePath):
@@ -912,6 +912,15 @@ def tree_sizes(root: Path | RemotePath) -> dict[str, int]:
 
         infos = root._fs().get_file_info(pafs.FileSelector(root.key, recursive=True))
         return {i.path.strip("/")[len(root.key) + 1:]: i.size or 0 for i in infos if i.type == pafs.FileType.File}
+    if not isinstance(root, Path):  # a folder inside an archive
+        found, todo = {}, [root]
+        while todo:
+            for child in todo.pop().iterdir():
+                if child.is_dir():
+                    todo.append(child)
+                else:
+                    found[child.as_posix()[len(root.as_posix()) + 1:]] = child.stat().st_size
+        return found
     sizes = {}
     for folder, _, names in os.walk(root):
         for name in names:
