@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Iterator
 from urllib.parse import unquote, urlsplit
 
-from kseg.errors import InputError, OutputError
+from kseg.errors import InputError, KsegError, OutputError
 from kseg.interrupts import uninterrupted
 from kseg.printable import printable
 
@@ -741,16 +741,25 @@ def remove_live_objects() -> None:
 # --------------------------------------------------------------------------- writing a tree of objects
 
 
+MANIFEST = ".kseg-manifest.json"
+# The manifest's format: each object's key (relative to the output), size and, when the
+# writer saw the bytes, SHA-256; the command line, kseg's version, the time.
+MANIFEST_FORMAT = 1
+
+
 class StagedOutput:
     """An ``s3://`` output (an object or a prefix) built under a temporary prefix beside it.
 
     Writers (the driver, or Spark executors each uploading their partitions) put their
     files under ``part()``; ``commit()`` copies every staged object to its place under the
-    target in server-side steps, then deletes the staging prefix; ``abort()`` only deletes
-    it. Until the commit nothing is under the target, so a failed or interrupted write
-    leaves the target as it was. ``str(self.tmp)`` travels to executors as a string.
-    ``existed`` (what the caller found at the target at the start; None: not looked) makes
-    ``commit`` refuse a target that appeared during the run.
+    target in server-side steps, writes the manifest (``<target>/.kseg-manifest.json``)
+    last, then deletes the staging prefix; ``abort()`` only deletes it. Until the commit
+    nothing is under the target, so a failed or interrupted write leaves the target as it
+    was; a commit that fails half-way removes what it copied and names, in its one error
+    line, what could not be removed. An output without its manifest is not complete.
+    ``str(self.tmp)`` travels to executors as a string. ``existed`` (what the caller found
+    at the target at the start; None: not looked) makes ``commit`` refuse a target that
+    appeared during the run.
     """
 
     def __init__(self, target: RemotePath, tmp: RemotePath | str | None = None, *, existed: bool | None = None):
@@ -759,6 +768,7 @@ class StagedOutput:
         if tmp is None:
             tmp = target.parent / f".{target.name}.kseg-tmp-{uuid.uuid4().hex[:12]}"
         self.tmp = as_path(tmp) if isinstance(tmp, str) else tmp
+        self.hashes: dict[str, str] = {}  # staged key -> SHA-256, for what this process uploaded
         _live_objects[str(self.tmp)] = self.abort
 
     def part(self, rel: str = "") -> RemotePath:
@@ -766,59 +776,195 @@ class StagedOutput:
         where = self.tmp / self.target.name
         return where / rel if rel else where  # type: ignore[return-value]
 
-    def _staged(self) -> list[str]:
+    def _staged(self) -> list[tuple[str, int]]:
         from pyarrow import fs as pafs
 
         fs = self.target._fs()
         infos = fs.get_file_info(pafs.FileSelector(self.tmp.key, recursive=True, allow_not_found=True))
-        return sorted(i.path.strip("/") for i in infos if i.type == pafs.FileType.File)
+        return sorted((i.path.strip("/"), i.size or 0) for i in infos if i.type == pafs.FileType.File)
 
     def commit(self, *, replace: bool = False) -> list[str]:
-        """Copy the staged objects into place; with ``replace``, objects under the target
-        that the new output lacks are deleted afterwards. Returns the keys written."""
+        """Copy the staged objects into place, then write the manifest; with ``replace``,
+        objects under the target that the new output lacks are deleted before the manifest.
+        Returns the keys written. A failure half-way: see ``_failed``."""
         from pyarrow import fs as pafs
 
         fs = self.target._fs()
-        written = []
+        written: list[str] = []
+        staged: list[tuple[str, int]] = []
         with uninterrupted():
             try:
                 if self.existed is False and self.target.exists():
                     raise OutputError(APPEARED, file=str(self.target))
-                for key in self._staged():
+                staged = self._staged()
+                inside = self.part().key + "/"
+                prefix = bool(staged) and all(k.startswith(inside) for k, _ in staged)
+                manifest = self.target / MANIFEST
+                if self.existed and prefix:  # the old output stops claiming to be complete first
+                    _delete_missing_ok(fs, manifest.key)
+                entries = []
+                for key, size in staged:
                     dest = self.target.parent / key[len(self.tmp.key) + 1:]
                     fs.copy_file(key, dest.key)
                     written.append(dest.key)
+                    entry: dict[str, Any] = {"key": key[len(inside):], "size": size}
+                    if key in self.hashes:
+                        entry["sha256"] = self.hashes[key]
+                    entries.append(entry)
                 if replace and self.target.is_dir():
                     keep = set(written)
                     for info in fs.get_file_info(pafs.FileSelector(self.target.key, recursive=True)):
                         if info.type == pafs.FileType.File and info.path.strip("/") not in keep:
                             fs.delete_file(info.path)
+                if prefix and self.existed and not replace:  # merged into an old output: all it holds
+                    sizes = tree_sizes(self.target)
+                    sizes.pop(MANIFEST, None)
+                    ours = {e["key"]: e for e in entries}
+                    entries = [ours.get(k, {"key": k, "size": n}) for k, n in sorted(sizes.items())]
+                if prefix:
+                    with fs.open_output_stream(manifest.key) as out:
+                        out.write(manifest_bytes(entries))
+                    written.append(manifest.key)
+            except OutputError as e:
+                if e.message == APPEARED and not written:
+                    raise
+                raise self._failed(e, written, staged) from None
+            except Exception as e:
+                raise self._failed(e, written, staged) from None
             finally:
                 self.abort()
         return written
 
-    def abort(self) -> None:
+    def _failed(self, e: BaseException, written: list[str], staged: list[tuple[str, int]]) -> OutputError:
+        """Remove what the commit copied (best effort; not over an old output, whose objects
+        it replaced) and the staging prefix; the one error line names what is left of each,
+        and how to remove it."""
+        fs = self.target._fs()
+        places = []
+        if self.existed and written:
+            places.append((self.target, f"the old output with {len(written)} of {len(staged)} object(s) "
+                                        f"replaced and no manifest"))
+        elif written:
+            left = [key for key in reversed(written) if not _delete_missing_ok(fs, key)]
+            if left:
+                places.append((self.target, f"{len(left)} of {len(staged)} object(s)"))
+        if not self.abort():
+            places.append((self.tmp, f"{len(staged)} object(s)" if staged else "staging objects"))
+        reason = e.message if isinstance(e, OutputError) else printable(_first_line(e))
+        self.reported = True
+        return OutputError(f"cannot publish: {reason}; {leftovers(places)}", file=str(self.target))
+
+    def left_behind(self, e: BaseException) -> OutputError | None:
+        """After a failure before the commit (a Spark task, an upload): None when the staging
+        prefix is gone (or the commit already named what is left), else the one error line:
+        the failure, then the staging prefix left and how to remove it."""
+        if getattr(self, "reported", False) or self.abort():
+            return None
+        reason = str(e) if isinstance(e, KsegError) else printable(_first_line(e))
+        return OutputError(f"{reason}; {leftovers([(self.tmp, 'staging objects')])}", file=str(self.target))
+
+    def abort(self) -> bool:
+        """Delete the staging prefix; False when it could not be (the store failing)."""
         with uninterrupted():
-            _delete_quietly(self.target._fs(), self.tmp.key, folder=True)
+            done = _delete_missing_ok(self.target._fs(), self.tmp.key, folder=True)
             _live_objects.pop(str(self.tmp), None)
+            return done
 
 
-def upload_tree(local: str | os.PathLike, target: RemotePath) -> list[str]:
+def _delete_missing_ok(fs: Any, key: str, *, folder: bool = False) -> bool:
+    """Delete an object (or a prefix); True when it is gone (or was never there)."""
+    try:
+        fs.delete_dir(key) if folder else fs.delete_file(key)
+        return True
+    except FileNotFoundError:
+        return True
+    except Exception:  # the store failing: the caller names what is left
+        return False
+
+
+def leftovers(places: list[tuple[RemotePath, str]]) -> str:
+    """``left: <output>/ (2 of 9 object(s)), <staging>/ (9 object(s)); remove them with: ...``
+    or ``nothing was left behind``."""
+    if not places:
+        return "nothing was left behind"
+    where = ", ".join(f"{url}/ ({what})" for url, what in places)
+    return f"left: {where}; remove them with: {remove_command([f'{url}/' for url, _ in places])}"
+
+
+def remove_command(urls: list[str]) -> str:
+    """The shell command that deletes these prefixes (the store's own command-line tool)."""
+    scheme = urls[0].split("://", 1)[0]
+    if scheme == "s3":
+        endpoint = next((os.environ[v] for v in ENDPOINT_ENV if os.environ.get(v)), None)
+        flag = f" --endpoint-url {endpoint}" if endpoint else ""
+        return " && ".join(f"aws s3 rm --recursive{flag} {url}" for url in urls)
+    if scheme in ("gs", "gcs"):
+        return " && ".join(f"gcloud storage rm --recursive gs://{url.split('://', 1)[1]}" for url in urls)
+    return " && ".join(f"az storage blob delete-batch --source <container> --pattern '{url.split('/', 3)[-1]}*'"
+                       for url in urls)
+
+
+def tree_sizes(root: Path | RemotePath | ArchivePath) -> dict[str, int]:
+    """Every file (object) under a folder (prefix), by its key relative to it, with its size:
+    what a manifest is checked against."""
+    if isinstance(root, RemotePath):
+        from pyarrow import fs as pafs
+
+        infos = root._fs().get_file_info(pafs.FileSelector(root.key, recursive=True))
+        return {i.path.strip("/")[len(root.key) + 1:]: i.size or 0 for i in infos if i.type == pafs.FileType.File}
+    if not isinstance(root, Path):  # a folder inside an archive
+        found, todo = {}, [root]
+        while todo:
+            for child in todo.pop().iterdir():
+                if child.is_dir():
+                    todo.append(child)
+                else:
+                    found[child.as_posix()[len(root.as_posix()) + 1:]] = child.stat().st_size
+        return found
+    sizes = {}
+    for folder, _, names in os.walk(root):
+        for name in names:
+            p = Path(folder) / name
+            if p.is_file() and not p.is_symlink():
+                sizes[p.relative_to(root).as_posix()] = p.stat().st_size
+    return sizes
+
+
+def manifest_bytes(entries: list[dict[str, Any]]) -> bytes:
+    """The manifest object: written last, so an output that has it is complete."""
+    import json
+    import sys
+    import time
+
+    version = getattr(sys.modules.get("kseg"), "__version__", "unknown")  # the package, not imported: layers
+    doc = {"kseg_manifest": MANIFEST_FORMAT, "kseg_version": version, "command": ["kseg", *sys.argv[1:]],
+           "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "objects": entries}
+    return (json.dumps(doc, indent=1) + "\n").encode()
+
+
+def upload_tree(local: str | os.PathLike, target: RemotePath, hashes: dict[str, str] | None = None) -> list[str]:
     """Upload a local file or folder to ``target`` (an object or a prefix), a file per object.
-    Meant for a staging prefix (``StagedOutput.part()``): objects are written in place."""
+    Meant for a staging prefix (``StagedOutput.part()``): objects are written in place.
+    ``hashes``: filled with each object's SHA-256 (the manifest's), computed as it is sent."""
+    import hashlib
+
     local = Path(local)
     files = [local] if local.is_file() else sorted(p for p in local.rglob("*") if p.is_file())
     fs = target._fs()
     written = []
     for f in files:
         dest = target if f == local else target / f.relative_to(local).as_posix()
+        digest = hashlib.sha256()
         with open(f, "rb") as src, fs.open_output_stream(dest.key) as out:
             while True:
                 chunk = src.read(8 << 20)
                 if not chunk:
                     break
+                digest.update(chunk)
                 out.write(chunk)
         written.append(dest.key)
+        if hashes is not None:
+            hashes[dest.key] = digest.hexdigest()
     return written
 
 

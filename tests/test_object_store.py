@@ -151,7 +151,11 @@ def _download(fs, key: str, into: Path) -> dict[str, bytes]:
 
     into.mkdir(parents=True, exist_ok=True)
     pafs.copy_files(key, str(into), source_filesystem=fs)
-    return {str(p.relative_to(into)): p.read_bytes() for p in sorted(into.rglob("*")) if p.is_file()}
+    got = {str(p.relative_to(into)): p.read_bytes() for p in sorted(into.rglob("*")) if p.is_file()}
+    # kseg's manifest, written last, lists every other object with its size (test_publish.py checks more)
+    manifest = json.loads(got.pop(".kseg-manifest.json"))
+    assert {o["key"]: o["size"] for o in manifest["objects"]} == {k: len(v) for k, v in got.items()}
+    return got
 
 
 @pytest.mark.parametrize("args", [("up-convert", "--to-magic", "2"), ("recompress", "--codec", "lz4"),
@@ -260,7 +264,7 @@ def test_writes_that_fail_leave_nothing(s3_env, s3_logdir, object_store, monkeyp
     real = storage.upload_tree
     for stop, code, said in ((OSError("connection reset (test)"), 2, "connection reset (test)"),
                              (KeyboardInterrupt(), 130, "kseg: interrupted")):
-        def failing(local, target, stop=stop):
+        def failing(local, target, hashes=None, stop=stop):
             files = sorted(p for p in Path(local).rglob("*") if p.is_file())
             for f in files[:2]:
                 real(f, target / f.relative_to(local).as_posix())

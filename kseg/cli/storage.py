@@ -8,10 +8,11 @@ from typing import Any, Callable
 
 import click
 
-from kseg.cli.exits import EXIT_USAGE
+from kseg.cli.exits import EXIT_DATA, EXIT_USAGE
 from kseg.errors import KsegError, OutputError
 from kseg.interrupts import uninterrupted
-from kseg.storage import ReadError, RemotePath, StagedOutput, as_path, upload_tree
+from kseg.printable import printable
+from kseg.storage import ReadError, RemotePath, StagedOutput, as_path, leftovers, upload_tree
 
 
 class Unreadable(click.ClickException):
@@ -67,17 +68,35 @@ def shown(path: Any) -> str:
     return text
 
 
+# Lines a command says about its output (``say``) while an upload is pending: printed once
+# the output is in place, dropped when publishing fails (None: no upload pending, print now).
+_said: list[tuple[str, bool]] | None = None
+
+
+def say(line: str, *, err: bool = True) -> None:
+    """A writing command's summary line (``kseg: wrote ...``): printed now for a local
+    output (already in place), after publishing for an ``s3://`` one."""
+    if _said is None:
+        click.echo(line, err=err)
+    else:
+        _said.append((line, err))
+
+
 def remote_output(fn: Callable[..., Any] | None = None, *, merge: bool = False) -> Any:
     """Lets a writing command take an ``s3://`` output (``output`` and ``force`` parameters).
 
     The command writes to a local staging folder as usual (its own all-or-nothing rules
-    apply there); only when it succeeded are the files uploaded, under a staging prefix
-    beside the output, and copied into place once all are there (``StagedOutput``). With ``--force``, objects of
-    the old output that the new one does not have are deleted after the upload; with
-    ``merge`` (``index --rebuild -o``: ``--force`` writes into an existing output) they stay.
-    An output that appeared during the run is not replaced (exit 2). The local staging folder
-    (``kseg-out-*`` in the temporary folder) and the staging objects go on every way out:
-    success, failure, Ctrl-C or SIGTERM (a second signal waits for the cleanup).
+    apply there); only when it succeeded (or ended with exit 1 for damage it skipped, as a
+    local output stays then) are the files uploaded, under a staging prefix beside the
+    output, and copied into place once all are there, the manifest last
+    (``StagedOutput``); the command's summary lines (``say``) come after that. With
+    ``--force``, objects of the old output that the new one does not have are deleted
+    after the upload; with ``merge`` (``index --rebuild -o``: ``--force`` writes into an
+    existing output) they stay. An output that appeared during the run is not replaced
+    (exit 2). A publish that fails removes what it copied and names in its one error line
+    what is left and how to remove it. The local staging folder (``kseg-out-*`` in the
+    temporary folder) and the staging objects go on every way out: success, failure,
+    Ctrl-C or SIGTERM (a second signal waits for the cleanup).
     """
     import functools
 
@@ -89,6 +108,7 @@ def remote_output(fn: Callable[..., Any] | None = None, *, merge: bool = False) 
         import shutil
         import tempfile
 
+        global _said
         if not isinstance(output, RemotePath):
             return fn(*args, output=output, force=force, **kwargs)
         existed = output.exists()
@@ -96,16 +116,30 @@ def remote_output(fn: Callable[..., Any] | None = None, *, merge: bool = False) 
             raise OutputError("the output exists (use --force to replace it)", file=str(output))
         staging: Path | None = None
         objects: StagedOutput | None = None
+        said: list[tuple[str, bool]] = []
         try:
             with uninterrupted():  # made and noted together: the finally below removes both
                 staging = Path(tempfile.mkdtemp(prefix="kseg-out-"))
                 objects = StagedOutput(output, existed=existed)
             local = staging / output.name
             _shown[str(local)] = str(output)
-            result = fn(*args, output=local, force=False, **kwargs)
+            _said = said
+            try:
+                result = fn(*args, output=local, force=False, **kwargs)
+                ended: SystemExit | None = None
+            except SystemExit as e:
+                if e.code not in (None, 0, EXIT_DATA):
+                    raise
+                ended = e  # damage skipped or carried: the output stands, as a local one does
+            finally:
+                _said = None
             if local.exists():  # not on a dry run
-                upload_tree(local, objects.part())
+                _upload(local, objects)
                 objects.commit(replace=force and not merge)
+            for line, err in said:
+                click.echo(line, err=err)
+            if ended is not None:
+                raise ended
             return result
         finally:
             with uninterrupted():  # a second Ctrl-C or SIGTERM does not cut the cleanup short
@@ -116,3 +150,16 @@ def remote_output(fn: Callable[..., Any] | None = None, *, merge: bool = False) 
                     shutil.rmtree(staging, ignore_errors=True)
 
     return wrapper
+
+
+def _upload(local: Path, objects: StagedOutput) -> None:
+    """The local output under the staging prefix; a failure names the staging objects it
+    could not remove."""
+    try:
+        upload_tree(local, objects.part(), objects.hashes)
+    except KsegError:
+        raise
+    except Exception as e:
+        places = [] if objects.abort() else [(objects.tmp, f"{len(objects.hashes)} object(s) or more")]
+        reason = printable((str(e).strip().splitlines() or [type(e).__name__])[0])
+        raise OutputError(f"cannot upload: {reason}; {leftovers(places)}", file=str(objects.target)) from None

@@ -22,7 +22,7 @@ from kseg.cli.common import (
     topic_set,
     up_convert_options,
 )
-from kseg.cli.storage import LOCATION, remote_output, shown
+from kseg.cli.storage import LOCATION, remote_output, say, shown
 from kseg.codecs.choice import choose
 from kseg.companions.build import build_indexes
 from kseg.companions.check import check_segment_companions
@@ -207,10 +207,9 @@ def index_cmd(inputs: tuple[Path, ...], mode: str, output: Path | None, force: b
         if building is not None and output is not None:
             index_path = output / index_path.relative_to(building.tmp)
             time_path = output / time_path.relative_to(building.tmp)
-        click.echo(f"kseg: wrote {shown(index_path)} ({n_index} entries) and {shown(time_path)} ({n_time} entries)",
-                   err=True)
+        say(f"kseg: wrote {shown(index_path)} ({n_index} entries) and {shown(time_path)} ({n_time} entries)")
     if damage:
-        click.echo(f"kseg: index --rebuild: {damage.line()}", err=True)
+        say(f"kseg: index --rebuild: {damage.line()}")
         raise SystemExit(EXIT_DATA)
 
 
@@ -232,9 +231,9 @@ def compact_cmd(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, fo
     result = compact_job(list(inputs), None if dry_run else output, o, force=force, topics=wanted,
                          index_interval_bytes=index_interval_bytes)
     if fmt == "json":
-        click.echo(compact_json(result, o.now_ms))
+        say(compact_json(result, o.now_ms), err=False)
     else:
-        click.echo(compact_line(result, dry_run, None if output is None else shown(output)), err=True)
+        say(compact_line(result, dry_run, None if output is None else shown(output)))
     if result.damaged:
         raise SystemExit(EXIT_DATA)
 
@@ -249,8 +248,8 @@ def write_flags(no_index: bool, index_interval_bytes: int, force: bool, on_damag
 
 
 def finish_job(result: JobResult, output: Path) -> None:
-    """The job's summary line; exit 1 when damaged batches were skipped or carried."""
-    click.echo(job_line(result, shown(output)), err=True)
+    """The job's summary line (after publishing, for an ``s3://`` output); exit 1 when damaged batches were skipped or carried."""
+    say(job_line(result, shown(output)))
     if getattr(result, "damaged", False):
         raise SystemExit(EXIT_DATA)
 

@@ -42,9 +42,11 @@ from kseg.log.segment import (
 )
 from kseg.model import Batch, Record
 from kseg.ops.sniff import KAFKA, KAFKA07, format_hint, input_format_of
-from kseg.storage import VANISHED, ReadError, as_path, cannot_read, gone
+from kseg.printable import printable
+from kseg.storage import MANIFEST, VANISHED, ReadError, as_path, cannot_read, gone, read_failures, tree_sizes
 
 MAX_NOTES_PER_KIND = 20
+MAX_MANIFEST_BYTES = 64 << 20  # ~500,000 objects: a manifest's claims stay bounded in memory
 # Attribute bits no format defines (v2: bit 7 and 12-15; bits 8-11 are kseg's plugin id).
 V2_UNDEFINED_BITS = 0xF080
 LEGACY_UNDEFINED_BITS = ~(CODEC_MASK | TIMESTAMP_TYPE_MASK)
@@ -131,6 +133,11 @@ def verify_paths(
     """Verify files, partition folders and log directories; offsets are checked across
     the segments of one partition."""
     report = VerifyReport()
+    paths = list(paths)
+    for root in paths:  # an output kseg published says what it holds: checked first
+        fr = verify_manifest(root)
+        if fr is not None:
+            report.files.append(fr)
     for group, newest in groups_with_newest(paths):
         last_offset: int | None = None
         for path in group:
@@ -144,6 +151,48 @@ def verify_paths(
             if options.check_indexes and path.suffix == ".log":
                 report.files.extend(index_file_reports(fr))
     return report
+
+
+def verify_manifest(root: str | Path) -> FileReport | None:
+    """The output's manifest (``.kseg-manifest.json``, written last when kseg published it to
+    an object store) against what is there: an object missing, one not listed, a size that
+    differs are errors naming the key. None: no manifest (not a kseg output, or still
+    being published)."""
+    import json
+
+    root = as_path(root)
+    manifest = root / MANIFEST
+    try:
+        if not root.is_dir() or not manifest.is_file():
+            return None
+    except (OSError, KsegError):
+        return None  # the folder's own listing reports what is wrong with it
+    fr = FileReport(str(manifest), kind="manifest")
+    c = _Collector(fr)
+    try:
+        if manifest.stat().st_size > MAX_MANIFEST_BYTES:
+            c.error("manifest", None, "the manifest is too large", expected=f"at most {MAX_MANIFEST_BYTES} bytes",
+                    found=f"{manifest.stat().st_size} bytes")
+            return fr
+        listed = {str(o["key"]): int(o["size"]) for o in json.loads(manifest.read_bytes())["objects"]}
+        there = tree_sizes(root)
+    except read_failures() as e:
+        c.error("unreadable", None, cannot_read(manifest, e).message)
+        return fr
+    except (ValueError, KeyError, TypeError) as e:
+        c.error("manifest", None, f"not a kseg manifest ({printable(str(e))[:80]})")
+        return fr
+    there.pop(MANIFEST, None)
+    for key in sorted(listed.keys() - there.keys()):
+        c.error("manifest", None, f"{printable(key)}: listed in the manifest, missing")
+    for key in sorted(there.keys() - listed.keys()):
+        c.error("manifest", None, f"{printable(key)}: not listed in the manifest")
+    for key in sorted(listed.keys() & there.keys()):
+        if listed[key] != there[key]:
+            c.error("manifest", None, f"{printable(key)}: size differs from the manifest",
+                    expected=f"{listed[key]} bytes", found=f"{there[key]} bytes")
+    fr.bytes = sum(there.values())
+    return fr
 
 
 def groups_with_newest(paths: Iterable[str | Path]) -> list[tuple[list[Path], Path | None]]:

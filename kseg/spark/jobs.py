@@ -370,15 +370,28 @@ def spark_convert(spark: Any, params: ConvertParams, src: Path, output: Path) ->
     if not src.exists():
         raise InputError("no such file or directory", file=str(src))
     check_output([src], output, force=params.write.force)
-    staged = StagedOutput(output) if isinstance(output, RemotePath) else None
-    try:
+    with _staging(output) as staged:
         result, rows = _convert(spark, params, src, output, staged)
         if staged is not None:
             staged.commit(replace=params.write.force)
+    return result, rows
+
+
+@contextlib.contextmanager
+def _staging(output: Path | None) -> Any:
+    """The staging prefix of an ``s3://`` output (None for a local one), removed on every way
+    out; a failure that cannot remove it names it (and how to remove it) in its one line."""
+    staged = StagedOutput(output, existed=output.exists()) if isinstance(output, RemotePath) else None
+    try:
+        yield staged
+    except Exception as e:
+        note = None if staged is None else staged.left_behind(e)
+        if note is not None:
+            raise note from None
+        raise
     finally:
         if staged is not None:
             staged.abort()
-    return result, rows
 
 
 def _convert(spark: Any, params: ConvertParams, src: Path, output: Path,
@@ -450,7 +463,7 @@ def _stage_log_dir_files(src: Path, staged: StagedOutput, command: str, results:
     local = Path(tempfile.mkdtemp(prefix="kseg-logdir-"))
     try:
         finish_log_dir(src, local, command, ends)
-        upload_tree(local, staged.part())
+        upload_tree(local, staged.part(), staged.hashes)
     finally:
         shutil.rmtree(local, ignore_errors=True)
 
@@ -490,16 +503,12 @@ def spark_compact(spark: Any, inputs: list[Path], output: Path | None, o: Any, *
     from kseg.log.atomic import check_output
 
     registry = registry_path()
-    staged = StagedOutput(output) if isinstance(output, RemotePath) else None
-    if staged is not None:
-        check_output(inputs, output, force=force)  # type: ignore[arg-type]
-    try:
+    if isinstance(output, RemotePath):
+        check_output(inputs, output, force=force)
+    with _staging(output) as staged:
         result, rows = _compact(spark, inputs, output, o, force, topics, index_interval_bytes, registry, staged)
         if staged is not None:
             staged.commit(replace=force)
-    finally:
-        if staged is not None:
-            staged.abort()
     return result, rows
 
 

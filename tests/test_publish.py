@@ -1,0 +1,327 @@
+"""Publishing to an object store cannot be mistaken for complete (issue 31, item 1).
+
+Against the real SeaweedFS server the suite starts (``servers.object_store``): a writer's
+``s3://`` output gets ``.kseg-manifest.json`` last, ``kseg verify`` checks the prefix against
+it (a missing, extra or truncated object is exit 1 naming its key), the summary line comes
+only once the output is in place, and a store failing during the final copy gives exit 2,
+no summary, and one error line naming what is left (output and staging prefixes) and the
+command that removes it; what is left has no manifest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyarrow")
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures" / "logdir"
+PARTITIONS = ("v2-none-0", "v2-gzip-0", "v1-none-0")
+MANIFEST = ".kseg-manifest.json"
+
+# The console entry point; KSEG_TEST_FAIL_COPY_AFTER=N: the store fails from the (N+1)th
+# server-side copy on (copies, and with KSEG_TEST_DELETES_FAIL=1 deletes too: the store down).
+CHILD = r'''
+import os, sys
+import kseg.storage as storage
+
+AFTER = int(os.environ.get("KSEG_TEST_FAIL_COPY_AFTER", "-1"))
+DELETES_FAIL = os.environ.get("KSEG_TEST_DELETES_FAIL") == "1"
+state = {"copies": 0, "down": False}
+DOWN = "When copying key: AWS Error NETWORK_CONNECTION during CopyObject operation: Connection refused"
+
+
+class Failing:
+    def __init__(self, fs):
+        self._fs = fs
+
+    def __getattr__(self, name):
+        return getattr(self._fs, name)
+
+    def copy_file(self, src, dst):
+        if state["copies"] >= AFTER:
+            state["down"] = True
+            raise OSError(DOWN)
+        state["copies"] += 1
+        return self._fs.copy_file(src, dst)
+
+    def _delete(self, name, *a):
+        if state["down"] and DELETES_FAIL:
+            raise OSError("When deleting: AWS Error NETWORK_CONNECTION: Connection refused")
+        return getattr(self._fs, name)(*a)
+
+    def delete_file(self, *a):
+        return self._delete("delete_file", *a)
+
+    def delete_dir(self, *a):
+        return self._delete("delete_dir", *a)
+
+
+if AFTER >= 0:
+    real = storage.filesystem
+    storage.filesystem = lambda scheme: Failing(real(scheme))
+
+from kseg.cli import run
+sys.argv = ["kseg", *sys.argv[1:]]
+sys.exit(run())
+'''
+
+
+@pytest.fixture
+def s3(object_store, tmp_path):
+    """(environment for a child on the test server with TMPDIR a fresh folder, that folder, pyarrow fs)."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN", "AWS_PROFILE")}
+    env.update(object_store.env)
+    env["TMPDIR"] = str(tmp)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    fs = object_store.fs()
+    fs.create_dir("kseg-test")
+    return env, tmp, fs
+
+
+@pytest.fixture
+def logdir(tmp_path) -> Path:
+    """A log directory of three partitions."""
+    d = tmp_path / "logdir"
+    for name in PARTITIONS:
+        shutil.copytree(FIXTURES / name, d / name)
+    return d
+
+
+def kseg(env: dict, *args, fail_after: int = -1, deletes_fail: bool = False) -> subprocess.CompletedProcess:
+    e = dict(env, KSEG_TEST_FAIL_COPY_AFTER=str(fail_after), KSEG_TEST_DELETES_FAIL="1" if deletes_fail else "0")
+    return subprocess.run([sys.executable, "-c", CHILD, *map(str, args)], capture_output=True, text=True, env=e,
+                          timeout=120)
+
+
+def keys(fs, prefix: str) -> dict[str, int]:
+    """Every object under ``prefix`` (relative key -> size)."""
+    from pyarrow import fs as pafs
+
+    infos = fs.get_file_info(pafs.FileSelector(prefix, recursive=True, allow_not_found=True))
+    return {i.path[len(prefix) + 1:]: i.size for i in infos if i.type == pafs.FileType.File}
+
+
+def publish(env, fs, logdir, name: str) -> str:
+    prefix = f"kseg-test/publish-{name}"
+    fs.delete_dir_contents(prefix, missing_dir_ok=True)
+    r = kseg(env, "up-convert", logdir, "-o", f"s3://{prefix}/out", "--to-magic", "2")
+    assert r.returncode == 0, r.stderr
+    return prefix
+
+
+# --------------------------------------------------------------------------- a published output
+
+
+def test_published_output_has_a_manifest_written_last(s3, logdir) -> None:
+    env, tmp, fs = s3
+    prefix = publish(env, fs, logdir, "ok")
+    there = keys(fs, f"{prefix}/out")
+    manifest = json.loads(fs.open_input_file(f"{prefix}/out/{MANIFEST}").read())
+    listed = {o["key"]: o for o in manifest["objects"]}
+    assert set(listed) == set(there) - {MANIFEST}
+    assert {k for k in listed if "/" not in k}, "the log directory's own files (checkpoints) are listed"
+    assert {k.split("/")[0] for k in listed if "/" in k} == set(PARTITIONS)
+    for key, o in listed.items():
+        data = fs.open_input_file(f"{prefix}/out/{key}").read()
+        assert o["size"] == there[key] == len(data)
+        assert o["sha256"] == hashlib.sha256(data).hexdigest()
+    assert manifest["command"][:2] == ["kseg", "up-convert"] and manifest["kseg_version"] and manifest["time"]
+    assert keys(fs, prefix).keys() == {f"out/{k}" for k in there}  # no staging left
+    assert os.listdir(tmp) == []
+    r = kseg(env, "verify", "-v", f"s3://{prefix}/out")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert [line for line in r.stdout.splitlines() if MANIFEST in line] == [
+        f"s3://{prefix}/out/{MANIFEST}: ok (manifest)"], r.stdout  # checked, and not read as a segment
+
+
+def _delete(fs, out: str) -> str:
+    key = f"{PARTITIONS[1]}/00000000000000000000.index"
+    fs.delete_file(f"{out}/{key}")
+    return f"{key}: listed in the manifest, missing"
+
+
+def _add(fs, out: str) -> str:
+    with fs.open_output_stream(f"{out}/{PARTITIONS[0]}/stray.txt") as f:
+        f.write(b"not ours")
+    return f"{PARTITIONS[0]}/stray.txt: not listed in the manifest"
+
+
+def _truncate(fs, out: str) -> str:
+    key = f"{PARTITIONS[2]}/00000000000000000000.log"
+    data = fs.open_input_file(f"{out}/{key}").read()
+    with fs.open_output_stream(f"{out}/{key}") as f:
+        f.write(data[:-10])
+    return f"{key}: size differs from the manifest: expected {len(data)} bytes, found {len(data) - 10} bytes"
+
+
+@pytest.mark.parametrize("change", [_delete, _add, _truncate], ids=["deleted", "added", "truncated"])
+def test_verify_checks_the_manifest(change, s3, logdir, tmp_path) -> None:
+    env, tmp, fs = s3
+    prefix = publish(env, fs, logdir, change.__name__.strip("_"))
+    out = f"{prefix}/out"
+    message = change(fs, out)
+    r = kseg(env, "verify", f"s3://{out}")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"  error: s3://{out}/{MANIFEST}: {message}" in r.stdout.splitlines(), r.stdout
+    # the same folder copied to local disk: the same verdict
+    local = tmp_path / "copy"
+    for key in keys(fs, out):
+        (local / key).parent.mkdir(parents=True, exist_ok=True)
+        (local / key).write_bytes(fs.open_input_file(f"{out}/{key}").read())
+    r = kseg(env, "verify", local)
+    assert r.returncode == 1 and f"  error: {local}/{MANIFEST}: {message}" in r.stdout.splitlines(), r.stdout
+
+
+def test_verify_without_a_manifest_is_as_before(s3, logdir) -> None:
+    env, tmp, fs = s3
+    prefix = publish(env, fs, logdir, "nomanifest")
+    fs.delete_file(f"{prefix}/out/{MANIFEST}")
+    fs.delete_dir(f"{prefix}/out/{PARTITIONS[1]}")
+    r = kseg(env, "verify", f"s3://{prefix}/out")
+    assert r.returncode == 0 and MANIFEST not in r.stdout, r.stdout + r.stderr
+
+
+# --------------------------------------------------------------------------- the store failing
+
+
+LINE = re.compile(r"^kseg: error: (?P<out>s3://\S+): cannot publish: (?P<why>.+?); (?P<rest>.*)$")
+
+
+def test_store_down_during_the_final_copy(s3, logdir) -> None:
+    """Two objects copied, then the store fails (copies and deletes): exit 2, no summary line,
+    one line naming both prefixes and the command that removes them; no manifest."""
+    env, tmp, fs = s3
+    prefix = "kseg-test/publish-down"
+    fs.delete_dir_contents(prefix, missing_dir_ok=True)
+    r = kseg(env, "up-convert", logdir, "-o", f"s3://{prefix}/out", "--to-magic", "2",
+             fail_after=2, deletes_fail=True)
+    assert r.returncode == 2, r.stderr
+    assert "wrote" not in r.stderr and "Traceback" not in r.stderr
+    [line] = r.stderr.splitlines()
+    m = LINE.match(line)
+    assert m and m["out"] == f"s3://{prefix}/out" and "Connection refused" in m["why"], line
+    staged = [k for k in keys(fs, prefix) if not k.startswith("out/")]
+    staging = staged[0].split("/")[0]
+    assert re.fullmatch(r"\.out\.kseg-tmp-[0-9a-f]{12}", staging), staged
+    out_keys = keys(fs, f"{prefix}/out")
+    assert len(out_keys) == 2 and MANIFEST not in out_keys  # what is left cannot pass for complete
+    endpoint = env["AWS_ENDPOINT_URL_S3"]
+    assert m["rest"] == (
+        f"left: s3://{prefix}/out/ (2 of {len(staged)} object(s)), s3://{prefix}/{staging}/ ({len(staged)} object(s)); "
+        f"remove them with: aws s3 rm --recursive --endpoint-url {endpoint} s3://{prefix}/out/ && "
+        f"aws s3 rm --recursive --endpoint-url {endpoint} s3://{prefix}/{staging}/"), line
+    v = kseg(env, "verify", f"s3://{prefix}/out")
+    assert MANIFEST not in v.stdout
+    # the command named removes everything the run left
+    for url in re.findall(r"rm --recursive --endpoint-url \S+ s3://(\S+)/", line):
+        fs.delete_dir(url)
+    assert keys(fs, prefix) == {} and os.listdir(tmp) == []
+
+
+def test_copy_failing_cleans_up(s3, logdir) -> None:
+    """The copy fails, the store still deletes: what was copied and the staging go, and the line says so."""
+    env, tmp, fs = s3
+    prefix = "kseg-test/publish-cleaned"
+    fs.delete_dir_contents(prefix, missing_dir_ok=True)
+    r = kseg(env, "up-convert", logdir, "-o", f"s3://{prefix}/out", "--to-magic", "2", fail_after=3)
+    assert r.returncode == 2, r.stderr
+    [line] = r.stderr.splitlines()
+    assert LINE.match(line) and line.endswith("; nothing was left behind"), line
+    assert keys(fs, prefix) == {} and os.listdir(tmp) == []
+
+
+def test_summary_comes_after_publishing(s3, logdir) -> None:
+    """The summary line names the output once it is in place: the manifest is there when it is printed
+    (here: the line is the last thing on stderr, and exit 0 means the commit finished)."""
+    env, tmp, fs = s3
+    prefix = "kseg-test/publish-order"
+    fs.delete_dir_contents(prefix, missing_dir_ok=True)
+    r = kseg(env, "compact", logdir, "-o", f"s3://{prefix}/out", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) and MANIFEST in keys(fs, f"{prefix}/out")
+    r = kseg(env, "compact", logdir, "-o", f"s3://{prefix}/out2", fail_after=0)
+    assert r.returncode == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1, r.stdout + r.stderr
+
+
+# --------------------------------------------------------------------------- kseg spark's staging
+
+
+class _NoDeletes:
+    """The store failing to delete (a pyarrow filesystem otherwise)."""
+
+    def __init__(self, fs):
+        self._fs = fs
+
+    def __getattr__(self, name):
+        return getattr(self._fs, name)
+
+    def delete_dir(self, *a):
+        raise OSError("AWS Error NETWORK_CONNECTION: Connection refused")
+
+    delete_file = delete_dir
+
+
+@pytest.mark.parametrize("deletes", [True, False], ids=["store down", "store up"])
+def test_spark_staging_left_is_named(deletes, s3_env, object_store, monkeypatch) -> None:
+    """``kseg spark`` writers: a task failing after others uploaded under the staging prefix;
+    when the prefix cannot be removed, the one error line names it and how to remove it."""
+    from kseg import storage
+    from kseg.errors import InputError, OutputError
+    from kseg.spark.jobs import _staging
+
+    fs = object_store.fs()
+    fs.create_dir("kseg-test")
+    fs.delete_dir_contents("kseg-test/spark-staging", missing_dir_ok=True)
+    out = storage.as_path("s3://kseg-test/spark-staging/out")
+    with pytest.raises(InputError) as raised:
+        with _staging(out) as staged:
+            with fs.open_output_stream(staged.part("t-0/00000000000000000000.log").key) as f:
+                f.write(b"uploaded by a task")
+            if deletes:
+                real = storage.filesystem
+                monkeypatch.setattr(storage, "filesystem", lambda scheme: _NoDeletes(real(scheme)))
+            raise InputError("task failed (test)", file="/in/t-1")
+    monkeypatch.undo()
+    left = keys(fs, "kseg-test/spark-staging")
+    if not deletes:
+        assert left == {} and not isinstance(raised.value, OutputError) and str(raised.value) == "/in/t-1: task failed (test)"
+        return
+    [staging] = {k.split("/")[0] for k in left}
+    url = f"s3://kseg-test/spark-staging/{staging}/"
+    assert str(raised.value) == (
+        f"s3://kseg-test/spark-staging/out: /in/t-1: task failed (test); left: {url} (staging objects); "
+        f"remove them with: aws s3 rm --recursive --endpoint-url {s3_env['AWS_ENDPOINT_URL_S3']} {url}")
+    fs.delete_dir(url[len("s3://"):])
+
+
+def test_damage_skipped_is_published_as_locally(s3, tmp_path) -> None:
+    """``--on-damage skip`` ends with exit 1 and the output in place locally; to s3:// the same:
+    published with its manifest, the summary line (naming the damage) after it."""
+    env, tmp, fs = s3
+    part = tmp_path / "in" / "v2-none-0"
+    shutil.copytree(FIXTURES / "v2-none-0", part)
+    log = part / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    data[70] ^= 0xFF  # inside the first batch: its CRC no longer matches
+    log.write_bytes(bytes(data))
+    local = kseg(env, "up-convert", part, "-o", tmp_path / "local", "--to-magic", "2", "--on-damage", "skip")
+    prefix = "kseg-test/publish-damaged"
+    fs.delete_dir_contents(prefix, missing_dir_ok=True)
+    r = kseg(env, "up-convert", part, "-o", f"s3://{prefix}/out", "--to-magic", "2", "--on-damage", "skip")
+    assert r.returncode == local.returncode == 1, r.stderr
+    assert r.stderr.replace(f"s3://{prefix}/out", str(tmp_path / "local")) == local.stderr
+    there = keys(fs, f"{prefix}/out")
+    assert set(there) - {MANIFEST} == {p.name for p in (tmp_path / "local").iterdir()}
+    assert kseg(env, "verify", f"s3://{prefix}/out").returncode == 0
