@@ -1095,15 +1095,38 @@ class _Locked:
 
 
 _archives: dict[tuple[str, int], _Archive] = {}
+# (the archive's path as given, pid) -> (its key in _archives, when its time was last checked):
+# a lookup in the same archive within ARCHIVE_RECHECK seconds costs no resolve() and no stat().
+_archive_seen: dict[tuple[str, int], tuple[tuple[str, int], float]] = {}
+ARCHIVE_RECHECK = 1.0
 
 
 def _archive(path: Path) -> _Archive:
-    key = (str(path.resolve()), os.getpid())
+    """The archive's member index, built once per process (again only if the file changes)."""
+    import time
+
+    now = time.monotonic()
+    given = (str(path), os.getpid())
+    seen = _archive_seen.get(given)
+    if seen is not None and now - seen[1] < ARCHIVE_RECHECK:
+        a = _archives.get(seen[0])
+        if a is not None:
+            return a
+    key = (str(path.resolve()), given[1])
     with _lock:
         a = _archives.get(key)
         if a is None or a.mtime != path.stat().st_mtime:
             a = _archives[key] = _Archive(path)
+        _archive_seen[given] = (key, now)
         return a
+
+
+def _clean_inner(inner: str) -> str:
+    """A member name as tar resolves it (no empty or "." parts); most names already are."""
+    if inner and not (inner[0] == "/" or inner[-1] == "/" or "//" in inner or inner == "."
+                      or inner.startswith("./") or "/./" in inner or inner.endswith("/.")):
+        return inner
+    return "/".join(p for p in inner.split("/") if p and p != ".")
 
 
 class ArchivePath(_NameParts):
@@ -1124,8 +1147,8 @@ class ArchivePath(_NameParts):
     __slots__ = ("archive", "inner")
 
     def __init__(self, archive: str | os.PathLike, inner: str = ""):
-        self.archive = Path(archive)
-        self.inner = "/".join(p for p in str(inner).split("/") if p and p != ".")
+        self.archive = archive if isinstance(archive, Path) else Path(archive)
+        self.inner = _clean_inner(str(inner))
 
     def root(self) -> ArchivePath:
         """The archive's top folder, going down through folders that are alone in theirs
