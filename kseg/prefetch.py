@@ -51,7 +51,7 @@ class ReadAhead:
                 self._reset()
             if key in self._entries:
                 return True
-            if size > MAX_ITEM or self._held + size > self.budget:
+            if not self.workers or size > MAX_ITEM or self._held + size > self.budget:
                 return False
             future: Future = Future()
             self._entries[key] = (future, size)
