@@ -231,5 +231,6 @@ def test_archive_verify_builds_the_index_once(tmp_path, monkeypatch):
     monkeypatch.setattr(storage, "_archives", {})
     monkeypatch.setattr(storage, "_archive_seen", {})
     r = cli("verify", "--quick", archive)
-    assert r.exit_code == 0, r.output
+    # Every member holds the same bytes: offsets below their names' (findings, exit 1), all read.
+    assert r.exit_code == 1 and "cannot read" not in r.output and "300 file" in r.output, r.output[-500:]
     assert len(built) == 1
