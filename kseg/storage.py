@@ -47,6 +47,7 @@ from urllib.parse import unquote, urlsplit
 
 from kseg.errors import InputError, KsegError, OutputError
 from kseg.interrupts import uninterrupted
+from kseg.prefetch import MAX_ITEM, WINDOW, ReadAhead
 from kseg.printable import printable
 
 if TYPE_CHECKING:
@@ -400,18 +401,31 @@ class _NameParts:
 class RemotePath(_NameParts):
     """An object or a prefix ("folder") in object storage, with ``Path``'s reading interface.
 
-    ``key`` is ``bucket/prefix/name`` without slashes at either end. Listings remember
-    each child's type and size, so walking a log directory costs one LIST per folder.
+    ``key`` is ``bucket/prefix/name`` without slashes at either end. A folder's listing is
+    kept (``_Listing``, the last ``LISTINGS`` folders of the process): what it says of a
+    path in that folder (a file and its size and time, a folder, nothing there) costs no
+    request, however the path was made, so walking a log directory and looking for each
+    segment's companions costs one LIST per folder. ``fresh()`` paths always ask the store
+    (a writer's "was the target there?"). Small listed objects are read whole when opened,
+    the next few fetched ahead (``_Listing.ahead``).
     """
 
-    __slots__ = ("scheme", "key", "_kind", "_size", "_mtime")
+    __slots__ = ("scheme", "key", "_kind", "_size", "_mtime", "_listing", "_children", "_fresh")
 
-    def __init__(self, scheme: str, key: str, _kind: int | None = None, _size: int = 0, _mtime: float = 0.0):
+    def __init__(self, scheme: str, key: str, _kind: int | None = None, _size: int = 0, _mtime: float = 0.0,
+                 _listing: _Listing | None = None):
         self.scheme = scheme
         self.key = key
         self._kind = _kind
         self._size = _size
         self._mtime = _mtime
+        self._listing = _listing  # the listing of the folder this path is in, when known
+        self._children: _Listing | None = None  # this folder's own listing, once listed
+        self._fresh = False  # True: ask the store, whatever a listing said
+
+    def __reduce__(self) -> Any:
+        # Listings stay in the process that made them (a path sent to a Spark executor travels light).
+        return (RemotePath, (self.scheme, self.key, self._kind, self._size, self._mtime))
 
     # -- pure path part
     def __str__(self) -> str:
@@ -435,7 +449,10 @@ class RemotePath(_NameParts):
         return (self.scheme, self.key) < (other.scheme, other.key)
 
     def __truediv__(self, name: str) -> RemotePath:
-        return RemotePath(self.scheme, f"{self.key}/{str(name).strip('/')}")
+        name = str(name).strip("/")
+        if self._children is not None and "/" not in name:
+            return self._children.path(name)
+        return RemotePath(self.scheme, f"{self.key}/{name}")
 
     @property
     def bucket(self) -> str:
@@ -447,6 +464,8 @@ class RemotePath(_NameParts):
 
     @property
     def parent(self) -> RemotePath:
+        if self._listing is not None:
+            return self._listing.folder()
         head = self.key.rsplit("/", 1)[0] if "/" in self.key else self.key
         return RemotePath(self.scheme, head)
 
@@ -472,8 +491,24 @@ class RemotePath(_NameParts):
     absolute = resolve
 
     # -- what is there
+    def fresh(self) -> RemotePath:
+        """This path, asking the store each time (what a listing said is no ground for a writer)."""
+        p = RemotePath(self.scheme, self.key)
+        p._fresh = True
+        return p
+
+    def _listed(self) -> _Listing | None:
+        """The listing of this path's folder, when this process has one (and the path is not fresh)."""
+        if self._listing is None and not self._fresh and "/" in self.key:
+            listing = _listings.get((self.scheme, self.key.rsplit("/", 1)[0]))
+            if listing is not None:
+                kind, self._size, self._mtime, _ = listing.entries.get(self.name, (_NOT_FOUND, 0, 0.0, ""))
+                self._kind = kind
+                self._listing = listing
+        return self._listing
+
     def _info(self) -> int:
-        if self._kind is None:
+        if self._kind is None and self._listed() is None:
             fs = self._fs()
             try:
                 info = fs.get_file_info(self.key)
@@ -520,10 +555,14 @@ class RemotePath(_NameParts):
             raise remote_failure(e, str(self)) from None
         if implied:
             infos = _children(self.key, infos)
-        for info in infos:
-            kind = {2: _FILE, 3: _DIR}.get(int(info.type), _NOT_FOUND)
-            mtime = info.mtime.timestamp() if kind == _FILE and info.mtime else 0.0
-            yield RemotePath(self.scheme, info.path.strip("/"), kind, info.size or 0, mtime)
+        listing = self._children = _Listing(self.scheme, self.key, infos)
+        with _lock:
+            _listings.pop((self.scheme, self.key), None)
+            _listings[(self.scheme, self.key)] = listing
+            while len(_listings) > LISTINGS:
+                _listings.pop(next(iter(_listings)))
+        for name in listing.names:
+            yield listing.path(name)
 
     def glob(self, pattern: str) -> Iterator[RemotePath]:
         """Names in this folder matching ``pattern`` (one level, as kseg uses it)."""
@@ -535,15 +574,26 @@ class RemotePath(_NameParts):
     def open(self, mode: str = "rb", buffering: int = -1, encoding: str | None = None,
              errors: str | None = None, newline: str | None = None) -> Any:
         if mode == "rb":
+            listing = self._listed()
+            if listing is not None and self._kind == _FILE and self._size <= MAX_ITEM:
+                data = listing.take(self)
+                listing.ahead(self)
+                if data is not None:
+                    return WholeReader(data, str(self))
             fs = self._fs()
             try:
-                return RangedReader(fs.open_input_file(self.key), str(self))
+                f = fs.open_input_file(self.key)
+                if listing is None or f.size() > MAX_ITEM:
+                    return RangedReader(f, str(self))
+                with f:
+                    return WholeReader(f.read(), str(self))  # one GET (pyarrow's open is a HEAD)
             except FileNotFoundError:
                 raise FileNotFoundError(2, "No such file or directory", str(self)) from None
             except Exception as e:  # pyarrow raises OSError and its own ArrowException
                 raise cannot_read(self, e) from None
         if mode == "wb":
-            return AtomicObjectWriter(self)
+            # What a listing said is no ground for a writer's checks (was the target there?).
+            return AtomicObjectWriter(self.fresh())
         if mode in ("r", "rt"):
             import io
 
@@ -590,6 +640,106 @@ def _children(key: str, infos: list) -> list:
         elif rest:
             files.append(info)
     return sorted(files + list(folders.values()), key=lambda i: i.path)
+
+
+_read_ahead = ReadAhead()
+# (scheme, folder key) -> what its last LIST said, the most recent LISTINGS folders.
+_listings: dict[tuple[str, str], _Listing] = {}
+LISTINGS = 1024
+_reading: list[_Listing | None] = [None]  # the listing whose objects were opened last
+
+
+def _kind_of(info: Any) -> int:
+    return {2: _FILE, 3: _DIR}.get(int(info.type), _NOT_FOUND)
+
+
+def _name_kind(name: str) -> str:
+    """What kind of file a name is for reading ahead: all after the first dot (``log``, ``index``)."""
+    return name.split(".", 1)[1] if "." in name else ""
+
+
+def _fetch_whole(scheme: str, key: str) -> bytes | None:
+    """An object's bytes in one GET (after pyarrow's HEAD), or None when it is larger than
+    reading ahead takes (it grew since it was listed)."""
+    with filesystem(scheme).open_input_file(key) as f:
+        if f.size() > MAX_ITEM:
+            return None
+        return f.read()
+
+
+class _Listing:
+    """What one LIST of a folder said: each child's kind, size and time, in listing order.
+
+    It also moves the read-ahead along: when a small object of the folder is opened, the
+    next few small objects after it whose kind (``.log``, ``.index``...) has been opened in
+    this folder are fetched in the background (``kseg.prefetch``), those behind it that
+    were never opened are forgotten, and so are those of the folder read before.
+    """
+
+    def __init__(self, scheme: str, key: str, infos: list):
+        self.scheme = scheme
+        self.key = key
+        self.entries: dict[str, tuple[int, int, float, str]] = {}
+        for info in infos:
+            kind = _kind_of(info)
+            path = info.path.strip("/")
+            mtime = info.mtime.timestamp() if kind == _FILE and info.mtime else 0.0
+            self.entries[path.rsplit("/", 1)[-1]] = (kind, info.size or 0, mtime, path)
+        self.names = list(self.entries)
+        self.index = {n: i for i, n in enumerate(self.names)}
+        self._lock = threading.Lock()
+        self._opened: set[str] = set()
+        self._ahead: set[str] = set()  # names fetched ahead and not yet taken
+
+    def folder(self) -> RemotePath:
+        f = RemotePath(self.scheme, self.key, _DIR)
+        f._children = self
+        return f
+
+    def path(self, name: str) -> RemotePath:
+        """The child ``name`` as the listing saw it (not there: a path that does not exist)."""
+        kind, size, mtime, key = self.entries.get(name, (_NOT_FOUND, 0, 0.0, f"{self.key}/{name}"))
+        return RemotePath(self.scheme, key, kind, size, mtime, self)
+
+    def take(self, path: RemotePath) -> bytes | None:
+        with self._lock:
+            if path.name not in self._ahead:
+                return None
+            self._ahead.discard(path.name)
+        return _read_ahead.take((self.scheme, path.key))
+
+    def ahead(self, path: RemotePath) -> None:
+        """``path`` is being read: fetch the next few ahead of it."""
+        i = self.index.get(path.name)
+        if i is None:
+            return
+        with _lock:
+            before, _reading[0] = _reading[0], self
+        if before is not None and before is not self:
+            before.forget()
+        with self._lock:
+            self._opened.add(_name_kind(path.name))
+            behind = [n for n in self._ahead if self.index[n] <= i]
+            self._ahead.difference_update(behind)
+            _read_ahead.drop([(self.scheme, self.entries[n][3]) for n in behind])
+            started = 0
+            for name in self.names[i + 1: i + 1 + 4 * WINDOW]:
+                kind, size, _, key = self.entries[name]
+                if kind != _FILE or size > MAX_ITEM or _name_kind(name) not in self._opened:
+                    continue
+                if name not in self._ahead:
+                    if not _read_ahead.want((self.scheme, key), size, lambda k=key: _fetch_whole(self.scheme, k)):
+                        break  # the budget is spent: more once these are taken
+                    self._ahead.add(name)
+                started += 1
+                if started >= WINDOW:
+                    break
+
+    def forget(self) -> None:
+        """Drop what was fetched ahead and not taken (the command has moved on)."""
+        with self._lock:
+            names, self._ahead = self._ahead, set()
+        _read_ahead.drop([(self.scheme, self.entries[n][3]) for n in names])
 
 
 class RangedReader:
@@ -642,6 +792,17 @@ class RangedReader:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class WholeReader(RangedReader):
+    """A small object read whole (one GET, or fetched ahead), with the ranged reader's interface."""
+
+    def __init__(self, data: bytes, name: str):
+        super().__init__(io.BytesIO(data), name)
+        self._length = len(data)
+
+    def size(self) -> int:
+        return self._length
 
 
 class AtomicObjectWriter:
@@ -1080,15 +1241,38 @@ class _Locked:
 
 
 _archives: dict[tuple[str, int], _Archive] = {}
+# (the archive's path as given, pid) -> (its key in _archives, when its time was last checked):
+# a lookup in the same archive within ARCHIVE_RECHECK seconds costs no resolve() and no stat().
+_archive_seen: dict[tuple[str, int], tuple[tuple[str, int], float]] = {}
+ARCHIVE_RECHECK = 1.0
 
 
 def _archive(path: Path) -> _Archive:
-    key = (str(path.resolve()), os.getpid())
+    """The archive's member index, built once per process (again only if the file changes)."""
+    import time
+
+    now = time.monotonic()
+    given = (str(path), os.getpid())
+    seen = _archive_seen.get(given)
+    if seen is not None and now - seen[1] < ARCHIVE_RECHECK:
+        a = _archives.get(seen[0])
+        if a is not None:
+            return a
+    key = (str(path.resolve()), given[1])
     with _lock:
         a = _archives.get(key)
         if a is None or a.mtime != path.stat().st_mtime:
             a = _archives[key] = _Archive(path)
+        _archive_seen[given] = (key, now)
         return a
+
+
+def _clean_inner(inner: str) -> str:
+    """A member name as tar resolves it (no empty or "." parts); most names already are."""
+    if inner and not (inner[0] == "/" or inner[-1] == "/" or "//" in inner or inner == "."
+                      or inner.startswith("./") or "/./" in inner or inner.endswith("/.")):
+        return inner
+    return "/".join(p for p in inner.split("/") if p and p != ".")
 
 
 class ArchivePath(_NameParts):
@@ -1109,8 +1293,8 @@ class ArchivePath(_NameParts):
     __slots__ = ("archive", "inner")
 
     def __init__(self, archive: str | os.PathLike, inner: str = ""):
-        self.archive = Path(archive)
-        self.inner = "/".join(p for p in str(inner).split("/") if p and p != ".")
+        self.archive = archive if isinstance(archive, Path) else Path(archive)
+        self.inner = _clean_inner(str(inner))
 
     def root(self) -> ArchivePath:
         """The archive's top folder, going down through folders that are alone in theirs
