@@ -819,7 +819,7 @@ class AtomicObjectWriter:
     def __init__(self, target: RemotePath):
         self.target = target
         self.tmp = target.with_name(f".{target.name}.kseg-tmp-{uuid.uuid4().hex[:12]}")
-        self.existed = target.exists()
+        self.existed = target.fresh().exists()
         with uninterrupted():
             self._out = target._fs().open_output_stream(self.tmp.key)
             _live_objects[str(self.tmp)] = self.abort
@@ -845,7 +845,7 @@ class AtomicObjectWriter:
             self.closed = True
             try:
                 self._out.close()
-                if not self.existed and self.target.exists():
+                if not self.existed and self.target.fresh().exists():
                     raise OutputError(APPEARED, file=str(self.target))
                 fs.copy_file(self.tmp.key, self.target.key)
             finally:
@@ -955,7 +955,7 @@ class StagedOutput:
         staged: list[tuple[str, int]] = []
         with uninterrupted():
             try:
-                if self.existed is False and self.target.exists():
+                if self.existed is False and self.target.fresh().exists():  # the store's answer now
                     raise OutputError(APPEARED, file=str(self.target))
                 staged = self._staged()
                 inside = self.part().key + "/"
