@@ -40,13 +40,12 @@ class CompanionEvent:
     parsed: Any = field(default=None, compare=False)  # the file as read (IndexSlots, snapshot, JSON...)
 
 
-class IndexEntries(Sequence):
-    """An .index or .timeindex file's entries as the dicts the other kinds give, each made when
-    asked for from the file's bytes (``slots``): a writer that can prints ``slots`` in bulk instead."""
+class _FileRows(Sequence):
+    """A companion file's entries as dicts, each made when asked for from the file (``slots``),
+    so that a file of any size is dumped in flat memory."""
 
-    def __init__(self, slots: IndexSlots):
+    def __init__(self, slots: Any):
         self.slots = slots
-        self.names = (OffsetIndexEntry if slots.kind == "index" else TimeIndexEntry)._fields
 
     def __len__(self) -> int:
         return self.slots.count
@@ -56,7 +55,20 @@ class IndexEntries(Sequence):
             return [self[k] for k in range(*i.indices(len(self)))]
         if not -len(self) <= i < len(self):
             raise IndexError(i)
-        i %= len(self)
+        return self._entry(i % len(self))
+
+    def _entry(self, i: int) -> dict:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class IndexEntries(_FileRows):
+    """An .index or .timeindex file's entries: a writer that can prints ``slots`` in bulk instead."""
+
+    def __init__(self, slots: IndexSlots):
+        super().__init__(slots)
+        self.names = (OffsetIndexEntry if slots.kind == "index" else TimeIndexEntry)._fields
+
+    def _entry(self, i: int) -> dict:
         return dict(zip(self.names, next(self.slots.rows(i, i + 1))))
 
     def __iter__(self) -> Iterator[dict]:
@@ -64,22 +76,13 @@ class IndexEntries(Sequence):
         return (dict(zip(names, row)) for row in self.slots.rows())
 
 
-class TxnEntries(Sequence):
-    """A .txnindex's entries as dicts, read from the file in pieces as they are taken (``slots``):
-    a file of any size is dumped in flat memory."""
+class TxnEntries(_FileRows):
+    """A .txnindex's entries, read from the file in pieces as they are taken."""
 
     def __init__(self, slots: TxnSlots):
-        self.slots = slots
+        super().__init__(slots)
 
-    def __len__(self) -> int:
-        return self.slots.count
-
-    def __getitem__(self, i):  # type: ignore[override]
-        if isinstance(i, slice):
-            return [self[k] for k in range(*i.indices(len(self)))]
-        if not -len(self) <= i < len(self):
-            raise IndexError(i)
-        i %= len(self)
+    def _entry(self, i: int) -> dict:
         for k, row in enumerate(self.slots.rows()):
             if k == i:
                 return row._asdict()
