@@ -483,12 +483,18 @@ def _stop_when(proc: subprocess.Popen, ready: Callable[[], bool], timeout: float
     raise AssertionError("the child never got there")
 
 
-RUN_FAULTS = ("vanish", "shrink", "sigterm", "sigint", "sparse", "hostile", "concurrent", "full_disk")
+RUN_FAULTS = ("vanish", "renamed", "overwrite", "shrink", "sigterm", "sigint", "sparse", "hostile", "concurrent",
+              "full_disk")
 # What each role owes (exit codes allowed) when the fault is made during its run.
 RUN_VERDICTS: dict[str, dict[str, set[int]]] = {
     # A later segment deleted as retention does: readers note it and go on; a writer's output
     # would silently lack it, so it stops (the input changed) and publishes nothing.
     "vanish": {"checker": {0}, "reader": {0}, "writer": {2}},
+    # A later segment renamed to .deleted as retention does: readers follow it or note it; writers stop.
+    "renamed": {"checker": {0}, "reader": {0}, "writer": {2}},
+    # 64 bytes written into the middle of the segment being read: a reader that meets them finds
+    # the damage (1), one that had read past them notes the change (0); a writer publishes nothing.
+    "overwrite": {"checker": {0, 1}, "reader": {0, 1}, "writer": {1, 2}},
     # The segment being read cut short mid-batch: an error (damaged or changed input), never a signal death.
     "shrink": {"checker": {1, 2}, "reader": {1, 2}, "writer": {1, 2}},
     "sigterm": {"checker": {143}, "reader": {143}, "writer": {143}},
@@ -530,7 +536,7 @@ def test_faults_during_the_run(inputs: Inputs, tmp_path: Path, name: str, fault:
     def started(p: subprocess.Popen) -> None:
         proc_pid[0] = p.pid
 
-    if fault in ("vanish", "shrink", "sigterm", "sigint"):
+    if fault in ("vanish", "renamed", "overwrite", "shrink", "sigterm", "sigint"):
         before = digest(work)
 
         def ready() -> bool:
@@ -541,6 +547,16 @@ def test_faults_during_the_run(inputs: Inputs, tmp_path: Path, name: str, fault:
                 second.unlink()
                 for suffix in (".index", ".timeindex"):
                     second.with_suffix(suffix).unlink()
+            elif fault == "renamed":
+                for suffix in (".log", ".index", ".timeindex"):
+                    part = second.with_suffix(suffix)
+                    os.rename(part, part.with_name(part.name + ".deleted"))
+            elif fault == "overwrite":
+                fd = os.open(first, os.O_WRONLY)
+                try:
+                    os.pwrite(fd, b"\xab" * 64, first.stat().st_size // 2)
+                finally:
+                    os.close(fd)
             elif fault == "shrink":
                 size = first.stat().st_size
                 os.truncate(first, size // 3)
@@ -557,6 +573,10 @@ def test_faults_during_the_run(inputs: Inputs, tmp_path: Path, name: str, fault:
             assert not out.exists(), f"an output was published by a run that failed:\n{run.stderr}"
         if fault == "vanish" and cmd.role != "writer":
             assert "went away" in run.stderr + run.stdout, run.stderr
+        if fault == "renamed" and cmd.role != "writer":
+            assert "renamed" in run.stderr + run.stdout or "went away" in run.stderr + run.stdout, run.stderr
+        if fault in ("renamed", "overwrite") and cmd.role == "writer":
+            assert len(run.error_lines) == 1, run.stderr
         assert leftovers(tmp_path, inputs.root / "tmp") == []
         return
     if fault == "sparse":
