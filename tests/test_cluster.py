@@ -104,6 +104,7 @@ def test_up_convert_objects_to_objects_on_the_cluster(spark_cluster, object_stor
     back.mkdir()
     pafs.copy_files(out[len("s3://"):], str(back), source_filesystem=fs)
     tree = {str(p.relative_to(back)): p.read_bytes() for p in sorted(back.rglob("*")) if p.is_file()}
+    assert tree.pop(".kseg-manifest.json", None) is not None  # written last: the output is complete
     local = tmp_path / "local"
     assert tree == {str(p.relative_to(local)): p.read_bytes() for p in sorted(local.rglob("*")) if p.is_file()}
     staged = [i.path for i in fs.get_file_info(pafs.FileSelector("kseg-test", recursive=True))

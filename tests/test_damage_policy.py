@@ -402,17 +402,26 @@ def test_spark_writers_follow_the_same_policy(tmp_path):
     def cli(*args):
         return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
 
-    for command in (WRITERS["recompress"], WRITERS["rebase"], WRITERS["compact"]):
-        for mode in ("stop", "skip", "carry"):
-            a, b = tmp_path / f"plain-{command[0]}-{mode}", tmp_path / f"spark-{command[0]}-{mode}"
-            plain = cli(*command, logdir, "-o", a, "--on-damage", mode)
-            dist = cli("spark", *command, logdir, "-o", b, "--on-damage", mode, "--master", "local[1]")
-            assert plain.exit_code == dist.exit_code == 1, (plain.stderr, dist.stderr)
-            assert dist.stderr.replace(str(b), "OUT") == plain.stderr.replace(str(a), "OUT")
-            if mode == "stop":
-                assert not a.exists() and not b.exists()
-            else:
-                assert tree(a) == tree(b) and "damaged batches: 2" in plain.stderr
+    try:
+        for command in (WRITERS["recompress"], WRITERS["rebase"], WRITERS["compact"]):
+            for mode in ("stop", "skip", "carry"):
+                a, b = tmp_path / f"plain-{command[0]}-{mode}", tmp_path / f"spark-{command[0]}-{mode}"
+                plain = cli(*command, logdir, "-o", a, "--on-damage", mode)
+                dist = cli("spark", *command, logdir, "-o", b, "--on-damage", mode, "--master", "local[1]")
+                assert plain.exit_code == dist.exit_code == 1, (plain.stderr, dist.stderr)
+                assert dist.stderr.replace(str(b), "OUT") == plain.stderr.replace(str(a), "OUT")
+                if mode == "stop":
+                    assert not a.exists() and not b.exists()
+                else:
+                    assert tree(a) == tree(b) and "damaged batches: 2" in plain.stderr
+    finally:
+        # The session this test started (in this process) goes with it: a later test's own session
+        # must not inherit its executors, which were started without that test's settings.
+        from pyspark.sql import SparkSession
+
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            active.stop()
 
 
 def test_index_rebuild_in_place_stops_before_writing_any_index(tmp_path):

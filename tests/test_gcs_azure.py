@@ -203,7 +203,9 @@ def test_up_convert_to_objects_byte_identical(env, tmp_path):
     assert remote.stderr.replace(out, str(tmp_path / "local")) == local.stderr
     want = {str(p.relative_to(tmp_path / "local")): p.read_bytes()
             for p in sorted((tmp_path / "local").rglob("*")) if p.is_file()}
-    assert _tree(env.server.fs(), "kseg-test/out-up-convert") == want
+    got = _tree(env.server.fs(), "kseg-test/out-up-convert")
+    assert ".kseg-manifest.json" in got  # written last: the output is complete (README, Robustness)
+    assert {k: v for k, v in got.items() if k != ".kseg-manifest.json"} == want
     assert cli(*args, src, "-o", out).exit_code == 2  # existing output: refused without --force
     if env.scheme != "gs":
         return  # --force's store-independent part is test_object_store's; Azure deletes stall (above)
@@ -212,4 +214,5 @@ def test_up_convert_to_objects_byte_identical(env, tmp_path):
     stale.write_bytes(b"old")
     assert cli(*args, src, "-o", out, "--force").exit_code == 0
     assert not stale.exists()
-    assert _tree(env.server.fs(), "kseg-test/out-up-convert") == want
+    got = _tree(env.server.fs(), "kseg-test/out-up-convert")
+    assert {k: v for k, v in got.items() if k != ".kseg-manifest.json"} == want
