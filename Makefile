@@ -127,7 +127,7 @@ SAN_PYTEST := -p no:cacheprovider --ignore=tests/test_spark.py --ignore=tests/te
 	--ignore=tests/kafka --ignore=tests/test_cluster.py --ignore=tests/test_object_store.py \
 	--ignore=tests/test_tools_spark.py --ignore=tests/test_tools_html.py --ignore=tests/test_tiered.py \
 	--ignore=tests/test_gcs_azure.py --ignore=tests/test_failure_matrix.py --ignore=tests/test_outputs.py \
-	--ignore=tests/test_read_errors.py --ignore=tests/test_publish.py --ignore=tests/test_live_inputs.py \
+	--ignore=tests/test_read_errors.py --ignore=tests/test_publish.py --ignore=tests/test_live_inputs.py --ignore=tests/test_many_objects.py \
 	-k 'not test_cli_fuzz_never_tracebacks and not bomb and not flat_memory and not test_spark_writers_follow'
 FUZZ_SECONDS ?= 8
 
