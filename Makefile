@@ -128,7 +128,7 @@ SAN_PYTEST := -p no:cacheprovider --ignore=tests/test_spark.py --ignore=tests/te
 	--ignore=tests/test_tools_spark.py --ignore=tests/test_tools_html.py --ignore=tests/test_tiered.py \
 	--ignore=tests/test_gcs_azure.py --ignore=tests/test_failure_matrix.py --ignore=tests/test_outputs.py \
 	--ignore=tests/test_read_errors.py --ignore=tests/test_publish.py --ignore=tests/test_live_inputs.py --ignore=tests/test_many_objects.py \
-	-k 'not test_cli_fuzz_never_tracebacks and not bomb and not flat_memory and not test_spark_writers_follow'
+	-k 'not test_cli_fuzz_never_tracebacks and not bomb and not flat_memory and not test_spark_writers_follow and not 10k_empty_segments and not 50k_state_batches'
 FUZZ_SECONDS ?= 8
 
 $(SAN_DIR)/preload: kseg/log/_speedups.c kseg/log/_spans.h kseg/_checksum.c kseg/_crc32.h tests/fuzz/build.sh $(STAMP)
