@@ -22,7 +22,6 @@ temporary output made, changing the world, and letting it go on (SIGCONT).
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import resource
 import shutil
@@ -31,7 +30,6 @@ import struct
 import subprocess
 import sys
 import tarfile
-import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +37,7 @@ from typing import Callable
 
 import click
 import pytest
+from children import opened, restore_signals, stop_when
 
 from kseg.checksums import crc32c
 from kseg.companions.build import build_indexes
@@ -334,17 +333,10 @@ def _child_env(inputs: Inputs, extra: dict[str, str] | None = None) -> dict[str,
     return env
 
 
-def _restore_signals() -> None:
-    """The child starts with default signal dispositions, however the suite was started (a
-    background job's children inherit "ignore SIGINT")."""
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_DFL)
-
-
 def kseg(args: list[str], inputs: Inputs, *, stdin: bytes | None = None, timeout: float = 300,
          preexec: Callable[[], None] | None = None) -> Run:
     def setup() -> None:
-        _restore_signals()
+        restore_signals()
         if preexec:
             preexec()
 
@@ -463,26 +455,6 @@ def _big_logdir(root: Path) -> Path:
     return root
 
 
-def _opened(pid: int, target: Path) -> bool:
-    try:
-        return any(os.readlink(f"/proc/{pid}/fd/{fd}") == str(target) for fd in os.listdir(f"/proc/{pid}/fd"))
-    except OSError:
-        return False
-
-
-def _stop_when(proc: subprocess.Popen, ready: Callable[[], bool], timeout: float = 60) -> bool:
-    """SIGSTOP the child as soon as ``ready()``; False when it ended first."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            return False
-        if ready():
-            proc.send_signal(signal.SIGSTOP)
-            return True
-        time.sleep(0.0005)
-    raise AssertionError("the child never got there")
-
-
 RUN_FAULTS = ("vanish", "renamed", "overwrite", "shrink", "sigterm", "sigint", "sparse", "hostile", "concurrent",
               "full_disk")
 # What each role owes (exit codes allowed) when the fault is made during its run.
@@ -540,7 +512,7 @@ def test_faults_during_the_run(inputs: Inputs, tmp_path: Path, name: str, fault:
         before = digest(work)
 
         def ready() -> bool:
-            return proc_pid[0] != 0 and _opened(proc_pid[0], first)
+            return proc_pid[0] != 0 and opened(proc_pid[0], first)
 
         def act(p: subprocess.Popen) -> None:
             if fault == "vanish":
@@ -601,7 +573,7 @@ def test_faults_during_the_run(inputs: Inputs, tmp_path: Path, name: str, fault:
         return
     if fault == "concurrent":
         procs = [subprocess.Popen([*KSEG, *argv(name, cmd, str(work), str(out))], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, env=_child_env(inputs), preexec_fn=_restore_signals)
+                                  stderr=subprocess.PIPE, env=_child_env(inputs), preexec_fn=restore_signals)
                  for _ in range(2)]
         runs = [Run(p.wait(timeout=300), p.stdout.read().decode(), p.stderr.read().decode()) for p in procs]
         for r in runs:
@@ -641,9 +613,9 @@ def _during_with_pid(args: list[str], inputs: Inputs, ready: Callable[[], bool],
                      attempts: int = 5) -> Run:
     for _ in range(attempts):
         proc = subprocess.Popen([*KSEG, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=_child_env(inputs), preexec_fn=_restore_signals)
+                                env=_child_env(inputs), preexec_fn=restore_signals)
         started(proc)
-        if _stop_when(proc, ready):
+        if stop_when(proc, ready):
             act(proc)
             proc.send_signal(signal.SIGCONT)
             out, err = proc.communicate(timeout=300)
@@ -663,7 +635,7 @@ def test_a_folder_created_at_the_output_during_the_run_is_kept(inputs: Inputs, t
         (out / "precious").write_text("mine")
 
     run = _during_with_pid(["recompress", str(logdir), "-o", str(out), "--codec", "zstd"], inputs,
-                           lambda: pid[0] != 0 and _opened(pid[0], logdir / FIRST_SEGMENT), act,
+                           lambda: pid[0] != 0 and opened(pid[0], logdir / FIRST_SEGMENT), act,
                            lambda p: pid.__setitem__(0, p.pid))
     clean_run(run)
     assert run.code == 2 and len(run.error_lines) == 1, run.stderr

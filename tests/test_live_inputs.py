@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
+from children import opened, stop_when
 
 from kseg.log.encode import build_v2_batch
 from kseg.log.segment import segment_file_name
@@ -55,31 +56,11 @@ def _seg(folder: Path, i: int) -> Path:
     return folder / segment_file_name(i * BATCHES * PER)
 
 
-def _opened(pid: int, target: Path) -> bool:
-    try:
-        return any(os.readlink(f"/proc/{pid}/fd/{fd}") == str(target) for fd in os.listdir(f"/proc/{pid}/fd"))
-    except OSError:
-        return False
-
-
-def _stop_when(proc: subprocess.Popen, ready: Callable[[], bool], timeout: float = 60) -> bool:
-    """SIGSTOP the child as soon as ``ready()``; False when it ended first."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            return False
-        if ready():
-            proc.send_signal(signal.SIGSTOP)
-            return True
-        time.sleep(0.0005)
-    raise AssertionError("the child never got there")
-
-
 def run_during(args: list[str], target: Path, act: Callable[[], None], tries: int = 5) -> tuple[int, str, str]:
     """Run kseg, stop it once ``target`` is open, ``act()``, continue it: (exit code, stdout, stderr)."""
     for _ in range(tries):
         proc = subprocess.Popen([*KSEG, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        if _stop_when(proc, lambda: _opened(proc.pid, target)):
+        if stop_when(proc, lambda: opened(proc.pid, target)):
             try:
                 act()
             finally:

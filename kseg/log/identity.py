@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from kseg.errors import InputError
+from kseg.storage import VANISHED
 
 # Suffixes the broker gives a segment it is taking away (retention, the cleaner), tried in order.
 RENAMED_SUFFIXES = (".deleted", ".cleaned")
@@ -207,9 +208,6 @@ def require_unchanged(paths: Any = None) -> None:
         else:
             what = f"the file changed during the run ({c.detail()})"
         raise InputChangedError(f"{what}: {NOTHING_WRITTEN}", file=str(p))
-
-
-VANISHED = "the file went away during the run (deleted by retention or renamed by the broker)"
 
 
 def vanished(e: BaseException, inputs: Any) -> InputChangedError | None:

@@ -1,0 +1,40 @@
+"""Child kseg processes stopped at a chosen moment: the tests that make a fault happen *during*
+a run (a file deleted, renamed, overwritten or cut; a signal) stop the child with SIGSTOP once
+it has the file open, change the world, and let it go on."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable
+
+
+def restore_signals() -> None:
+    """The child starts with default signal dispositions, however the suite was started (a
+    background job's children inherit "ignore SIGINT")."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+def opened(pid: int, target: Path) -> bool:
+    """Whether process ``pid`` has ``target`` open."""
+    try:
+        return any(os.readlink(f"/proc/{pid}/fd/{fd}") == str(target) for fd in os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return False
+
+
+def stop_when(proc: subprocess.Popen, ready: Callable[[], bool], timeout: float = 60) -> bool:
+    """SIGSTOP the child as soon as ``ready()``; False when it ended first."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            return False
+        if ready():
+            proc.send_signal(signal.SIGSTOP)
+            return True
+        time.sleep(0.0005)
+    raise AssertionError("the child never got there")
