@@ -8,6 +8,7 @@ from typing import Any, TextIO
 from kseg.ops.state import StateReport
 from kseg.ops.txn import TxnReport
 from kseg.printable import printable
+from kseg.render.human import duration, value
 from kseg.render.jsonout import dumps
 
 __all__ = ["iso_ms", "write_state", "write_txn"]
@@ -38,8 +39,8 @@ def write_state(report: StateReport, out: TextIO, fmt: str) -> None:
             for tid, v in p.state["transactional_ids"].items():
                 parts = printable(",".join(f"{t['topic']}-{n}" for t in v.get("transactionPartitions") or []
                                            for n in t.get("partitionIds", [])))
-                out.write(f"  {printable(tid)}: producer {v.get('producerId')} epoch {v.get('producerEpoch')} "
-                          f"{printable(v.get('state'))} timeout {v.get('transactionTimeoutMs')} ms "
+                out.write(f"  {printable(tid)}: producer {value(v.get('producerId'))} epoch {value(v.get('producerEpoch'))} "
+                          f"{value(v.get('state'))} timeout {duration(v.get('transactionTimeoutMs'))} "
                           f"partitions [{parts}] updated {iso_ms(v.get('transactionLastUpdateTimestampMs'))}\n")
         elif p.family == "share-group-state":
             _share_groups(p.state["share_groups"], out)
@@ -54,14 +55,14 @@ def write_state(report: StateReport, out: TextIO, fmt: str) -> None:
 def _groups(groups: dict[str, Any], out: TextIO) -> None:
     for name, g in groups.items():
         meta = g.get("metadata")
-        head = (f" ({meta.get('protocolType')}, generation {meta.get('generation')}, protocol "
-                f"{meta.get('protocol')}, {len(meta.get('members', []))} member(s))") if meta else ""
-        out.write(printable(f"  group {name}{head}") + "\n")
+        head = (f" ({value(meta.get('protocolType'))}, generation {value(meta.get('generation'))}, protocol "
+                f"{value(meta.get('protocol'))}, {len(meta.get('members') or [])} member(s))") if meta else ""
+        out.write(f"  group {printable(name)}{head}\n")
         for topic, parts in sorted(g.get("offsets", {}).items()):
             for n, v in sorted(parts.items(), key=lambda kv: int(kv[0])):
                 out.write(f"    {printable(topic)}-{n}: offset {v['offset']} leader epoch {v.get('leaderEpoch', -1)} "
                           f"committed {iso_ms(v.get('commitTimestamp'))}"
-                          + (f" metadata {printable(repr(v['metadata']))}" if v.get("metadata") else "") + "\n")
+                          + (f" metadata {printable(dumps(v['metadata'], ensure_ascii=False))}" if v.get("metadata") else "") + "\n")
         for slot in g.get("records", {}):
             out.write(f"    {printable(slot)}\n")
 
@@ -84,18 +85,19 @@ def _remote_partitions(partitions: dict[str, Any], out: TextIO) -> None:
         out.write(printable(f"  {name} ({p['topicId']}): {len(p['segments'])} remote segment(s){deleted}") + "\n")
         for sid, seg in p["segments"].items():
             out.write(f"    {printable(sid)}: offsets {seg['startOffset']}..{seg['endOffset']} "
-                      f"{seg['segmentSizeInBytes']} bytes {printable(seg['state'])}\n")
+                      f"{seg['segmentSizeInBytes']} bytes {value(seg['state'])}\n")
 
 
 def _image(img: dict[str, Any], out: TextIO) -> None:
     for name, t in img["topics"].items():
         out.write(printable(f"  topic {name} ({t['topicId']}): {len(t['partitions'])} partition(s)") + "\n")
         for n, p in sorted(t["partitions"].items(), key=lambda kv: int(kv[0])):
-            out.write(f"    {n}: leader {p.get('leader')} epoch {p.get('leaderEpoch')} replicas "
-                      f"{p.get('replicas')} isr {p.get('isr')} partition epoch {p.get('partitionEpoch')}\n")
+            out.write(f"    {n}: leader {value(p.get('leader'))} epoch {value(p.get('leaderEpoch'))} replicas "
+                      f"{_ints(p.get('replicas'))} isr {_ints(p.get('isr'))} partition epoch "
+                      f"{value(p.get('partitionEpoch'))}\n")
     for bid, b in sorted(img["brokers"].items(), key=lambda kv: int(kv[0])):
         ends = printable(", ".join(f"{e.get('name')}://{e.get('host')}:{e.get('port')}" for e in b.get("endPoints", [])))
-        out.write(f"  broker {bid}: epoch {b.get('brokerEpoch')} {'fenced' if b.get('fenced') else 'unfenced'} "
+        out.write(f"  broker {bid}: epoch {value(b.get('brokerEpoch'))} {'fenced' if b.get('fenced') else 'unfenced'} "
                   f"{ends}\n")
     for name, level in sorted(img["features"].items()):
         out.write(printable(f"  feature {name}={level}") + "\n")
@@ -106,6 +108,10 @@ def _image(img: dict[str, Any], out: TextIO) -> None:
                                     + ", ".join(f"{k}={v}" for k, v in sorted(values.items()))) + "\n")
     if img["acls"]:
         out.write(f"  {len(img['acls'])} ACL(s)\n")
+
+
+def _ints(xs: Any) -> str:
+    return "null" if xs is None else "[" + ", ".join(str(x) for x in xs) + "]"
 
 
 def write_txn(report: TxnReport, out: TextIO, fmt: str) -> None:
@@ -119,13 +125,13 @@ def write_txn(report: TxnReport, out: TextIO, fmt: str) -> None:
         for t in p.transactions:
             tid = f" ({printable(t.transactional_id)})" if t.transactional_id else ""
             span = f"{t.first_offset}..{t.marker_offset if t.marker_offset is not None else t.last_offset}"
-            took = f", {t.duration_ms} ms" if t.duration_ms is not None else ""
+            took = f", took {duration(t.duration_ms)}" if t.duration_ms is not None else ""
             out.write(f"  producer {t.producer_id}{tid} epoch {t.producer_epoch}: {t.state} offsets {span}, "
                       f"{t.records} record(s), started {iso_ms(t.start_ms)}{took}\n")
         for t in p.hanging:
-            age = (report.now_ms - t.start_ms) // 1000
-            out.write(f"  hanging: producer {t.producer_id} open since offset {t.first_offset} for {age} s "
-                      f"(> {report.max_timeout_ms} ms); end it with: {printable(p.abort_command(t))}\n")
+            age = report.now_ms - t.start_ms
+            out.write(f"  hanging: producer {t.producer_id} open since offset {t.first_offset} for {duration(age)} "
+                      f"(> {duration(report.max_timeout_ms)}); end it with: {printable(p.abort_command(t))}\n")
         for f in p.findings:
             out.write(f"  {f.severity}: {printable(f)}\n")
     hanging = sum(len(p.hanging) for p in report.partitions)

@@ -11,7 +11,9 @@ from typing import Any, TextIO
 from kseg.printable import printable
 from kseg.render.jsonout import dumps
 from kseg.render.lines import text_escape
+from kseg.render.human import duration, rate, size
 from kseg.render.payload import Decoder
+from kseg.render.tables import tabulate
 from kseg.render.values import header_json, header_key_bytes, payload_text, put_payload
 
 __all__ = ["FindWriter", "find_summary", "record_text", "record_view", "stats_json", "write_diff", "write_repair", "write_stats"]
@@ -203,41 +205,51 @@ def _mix(d: dict[Any, int], total: int) -> str:
     return ", ".join(f"{k} {v * 100 / total:.0f}%" for k, v in sorted(d.items(), key=lambda kv: -kv[1])) or "-"
 
 
-def _acc_line(a: Any) -> str:
-    ratio = f"{a.compression_ratio:.2f}x" if a.compression_ratio else "-"
-    span = (a.max_timestamp - a.min_timestamp) / 1000 if a.min_timestamp is not None and a.max_timestamp else 0
-    rate = f", {a.records / span:.3g} records/s" if span > 0 else ""
+STATS_COLUMNS = ("partition", "records", "batches", "size", "codecs", "magic", "ratio", "first", "last", "span",
+                 "records/s", "keys", "tombstones", "producers", "txn c/a/o", "removable", "dirty")
+
+
+def _stats_row(name: str, a: Any, dirty: float | None = None) -> list[str]:
+    """One row of the stats table: the exact counts, readable sizes, times and rates."""
+    span_ms = (a.max_timestamp - a.min_timestamp) if a.min_timestamp is not None and a.max_timestamp else None
+    per_s = rate(a.records * 1000 / span_ms) if span_ms else "-"
     comp = a.compactable()
-    return (f"{a.records} records, {a.batches} batches, {a.bytes} bytes; "
-            f"codecs {_mix(a.bytes_by_codec, a.bytes or 1)}; "
-            f"magic {_mix(a.bytes_by_magic, a.bytes or 1)}; compression {ratio}; "
-            f"time {_time(a.min_timestamp)} .. {_time(a.max_timestamp)}{rate}; "
-            f"~{min(a.keys.count(), a.keyed)} distinct keys, {a.tombstones} tombstones, {a.keyless} keyless; "
-            f"{len(a.producers)} producers, transactions {a.committed} committed / {a.aborted} aborted / "
-            f"{a.open_transactions} open; compaction would remove ~{comp['records_removable_estimate']} records "
-            f"({comp['fraction_removable_estimate'] * 100:.0f}%)")
+    return [name, str(a.records), str(a.batches), size(a.bytes), _mix(a.bytes_by_codec, a.bytes or 1),
+            _mix(a.bytes_by_magic, a.bytes or 1), f"{a.compression_ratio:.2f}x" if a.compression_ratio else "-",
+            _time(a.min_timestamp), _time(a.max_timestamp), duration(span_ms) if span_ms is not None else "-", per_s,
+            f"~{min(a.keys.count(), a.keyed)}", str(a.tombstones), str(len(a.producers)),
+            f"{a.committed}/{a.aborted}/{a.open_transactions}",
+            f"~{comp['records_removable_estimate']} ({comp['fraction_removable_estimate'] * 100:.0f}%)",
+            f"{dirty:.2f}" if dirty is not None else "-"]
 
 
 def write_stats(report: Any, out: TextIO, fmt: str, segments: bool = False) -> None:
-    """Stats as text (topic, partition and with ``segments`` segment lines, then the total) or JSON."""
+    """Stats as a text table (a row per partition, then the total; with ``segments`` a second
+    table of segments), each partition's notes and problems below it, or as JSON."""
     if fmt == "json":
         out.write(dumps(stats_json(report), indent=2) + "\n")
         return
-    for t in report.topics:
-        out.write(f"topic {printable(t.topic) if t.topic is not None else '(files)'} ({len(t.partitions)} partitions): "
-                  f"{_acc_line(t.acc)}\n")
-        for p in t.partitions:
-            dirty = f"; dirty ratio {p.dirty_ratio:.2f}" if p.dirty_ratio is not None else ""
-            out.write(f"  {printable(p.path)}: {_acc_line(p.acc)}{dirty}\n")
-            if segments:
-                for s in p.segments:
-                    out.write(f"    {printable(s.file)}: offsets {s.first_offset}..{s.last_offset}, {s.acc.records} records, "
-                              f"{s.acc.batches} batches, {s.acc.bytes} bytes\n")
-            for note in p.notes:  # renamed, deleted or changed during the run: not problems
-                out.write(f"    note: {printable(note)}\n")
-            for prob in p.acc.problems:
-                out.write(f"    problem: {printable(prob)}\n")
-            if p.acc.problem_count > len(p.acc.problems):
-                out.write(f"    ... {p.acc.problem_count - len(p.acc.problems)} more problems\n")
-    out.write(f"total ({sum(len(t.partitions) for t in report.topics)} partitions): {_acc_line(report.acc)}; "
+    parts = [p for t in report.topics for p in t.partitions]
+    rows = [_stats_row(_partition_name(p), p.acc, p.dirty_ratio) for p in parts]
+    rows.append(_stats_row(f"total ({len(parts)} partitions)", report.acc))
+    out.write(tabulate(rows, headers=STATS_COLUMNS, tablefmt="simple", disable_numparse=True) + "\n")
+    if segments:
+        seg_rows = [[printable(s.file), f"{s.first_offset}..{s.last_offset}", str(s.acc.records), str(s.acc.batches),
+                     size(s.acc.bytes)] for p in parts for s in p.segments]
+        out.write("\n" + tabulate(seg_rows, headers=("segment", "offsets", "records", "batches", "size"),
+                                  tablefmt="simple", disable_numparse=True) + "\n")
+    for p in parts:
+        lines = [f"note: {printable(n)}" for n in p.notes]  # renamed, deleted or changed during the run
+        lines += [f"problem: {printable(x)}" for x in p.acc.problems]
+        if p.acc.problem_count > len(p.acc.problems):
+            lines.append(f"... {p.acc.problem_count - len(p.acc.problems)} more problems")
+        if lines:
+            out.write(f"{printable(p.path)}:\n" + "".join(f"  {x}\n" for x in lines))
+    out.write(f"{len(parts)} partition(s), {report.acc.records} records, {size(report.acc.bytes)}; "
               f"{report.acc.problem_count} problem(s)\n")
+
+
+def _partition_name(p: Any) -> str:
+    if p.topic is not None and p.partition is not None:
+        return f"{p.topic}-{p.partition}"
+    return p.path
