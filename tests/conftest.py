@@ -10,6 +10,7 @@ global setting made here is the hypothesis profile (see ``examples``).
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 from collections import Counter
@@ -366,3 +367,51 @@ __all__ = [
 
 # Session fixtures for the object-store and cluster tests (servers.py starts them on loopback).
 from servers import object_store, s3_env, s3_logdir, spark_cluster  # noqa: E402, F401
+
+
+# --------------------------------------------------------------------------- strict JSON, suite-wide
+
+
+def strict_json(text: str) -> object:
+    """``json.loads`` that refuses what is not JSON: NaN, Infinity and -Infinity."""
+    def no_constant(name: str) -> None:
+        raise ValueError(f"non-standard JSON constant {name}")
+    return json.loads(text, parse_constant=no_constant)
+
+
+def _json_format(args: Any) -> bool:
+    if not isinstance(args, (list, tuple)):
+        return False
+    args = [str(a) for a in args]
+    for i, a in enumerate(args):
+        if a in ("--format=json", "--format=jsonl") or (a == "--format" and i + 1 < len(args)
+                                                       and args[i + 1] in ("json", "jsonl")):
+            return True
+    return False
+
+
+@pytest.fixture(autouse=True)
+def _every_json_output_is_strict(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every ``--format json``/``jsonl`` output a test gets from kseg's click group through
+    CliRunner is parsed with a strict parser: a whole document, or one document per line."""
+    from click.testing import CliRunner
+
+    invoke = CliRunner.invoke
+
+    def checked(self: CliRunner, cli: Any, args: Any = None, *a: Any, **kw: Any) -> Any:
+        result = invoke(self, cli, args, *a, **kw)
+        if _json_format(args) and result.exit_code in (0, 1) and not isinstance(result.exception, Exception) \
+                and result.stdout.strip():
+            try:
+                strict_json(result.stdout)
+            except ValueError:
+                for n, line in enumerate(result.stdout.splitlines(), 1):
+                    if line.strip():
+                        try:
+                            strict_json(line)
+                        except ValueError as e:
+                            raise AssertionError(f"line {n} of kseg {' '.join(map(str, args))} is not strict JSON: "
+                                                 f"{e}: {line[:200]}") from None
+        return result
+
+    monkeypatch.setattr(CliRunner, "invoke", checked)

@@ -314,3 +314,18 @@ def test_loads_bounded_never_recurses_out(data, deep):
             loads_bounded(data)
     else:
         assert loads_bounded(data) == json.loads(data)
+
+
+def test_the_suite_wide_strict_json_check_fails_on_nan():
+    """conftest parses every --format json/jsonl output CliRunner gets: a bare NaN fails the test."""
+    import click
+    from click.testing import CliRunner
+
+    @click.command()
+    @click.option("--format", "fmt")
+    def emits(fmt):
+        click.echo('{"a": 1}\n{"b": NaN}')
+
+    with pytest.raises(AssertionError, match="line 2 .* not strict JSON"):
+        CliRunner().invoke(emits, ["--format", "jsonl"])
+    assert CliRunner().invoke(emits, ["--format", "text"]).exit_code == 0

@@ -234,9 +234,9 @@ def write_stats(report: Any, out: TextIO, fmt: str, segments: bool = False) -> N
     rows.append(_stats_row(f"total ({len(parts)} partitions)", report.acc))
     out.write(tabulate(rows, headers=STATS_COLUMNS, tablefmt="simple", disable_numparse=True) + "\n")
     if segments:
-        seg_rows = [[printable(s.file), f"{s.first_offset}..{s.last_offset}", str(s.acc.records), str(s.acc.batches),
-                     size(s.acc.bytes)] for p in parts for s in p.segments]
-        out.write("\n" + tabulate(seg_rows, headers=("segment", "offsets", "records", "batches", "size"),
+        seg_rows = [[_partition_name(p), s.file.rsplit("/", 1)[-1], f"{s.first_offset}..{s.last_offset}",
+                     str(s.acc.records), str(s.acc.batches), size(s.acc.bytes)] for p in parts for s in p.segments]
+        out.write("\n" + tabulate(seg_rows, headers=("partition", "segment", "offsets", "records", "batches", "size"),
                                   tablefmt="simple", disable_numparse=True) + "\n")
     for p in parts:
         lines = [f"note: {printable(n)}" for n in p.notes]  # renamed, deleted or changed during the run
