@@ -1,0 +1,151 @@
+"""Every internal record type at every version, against what Kafka's own tool prints (no Java needed).
+
+``fixtures/record-types/<release>/`` (``oracle/record_types.py``) holds, per family of records the
+broker writes about itself, one segment Kafka's own message classes wrote: every record type of
+the release at every version, in variants (nulls and values, tagged fields unset and set, empty
+and absent optional structs, non-ASCII text, negative numbers, empty and full arrays, tombstones),
+and what that release's DumpLogSegments printed for it with the family's decoder flag. Here:
+
+* ``kseg dump --format kafka --decode FAMILY --kafka-version X`` prints those bytes exactly;
+* ``kseg dump --format jsonl --decode auto`` decodes every record, none shown raw or with a note;
+* the corpus holds every type and version the release's definitions list (the generated schema
+  modules), so a type or version new to Kafka without its corpus entry fails;
+* ``kseg state`` applies every record of the families it replays without an error.
+
+Where kseg differs from Kafka the case is an ``xfail(strict=True)`` from
+``tests/kafka/checks.py:KNOWN_DIFFERENCES`` (combination ``record-types``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "kafka"))
+
+import checks  # noqa: E402
+
+from kseg.decoders.generated import kafka_3_9_2, kafka_4_3_1  # noqa: E402
+
+CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "record-types"
+#: corpus folder -> (the --kafka-version kseg prints, the release's generated schemas)
+RELEASES = {"4": ("4", kafka_4_3_1), "3.9": ("3.9", kafka_3_9_2)}
+#: family -> the generated table its records come from (the KRaft control messages: CONTROL)
+TABLES = {"metadata": "METADATA", "offsets": "OFFSETS", "transactions": "TRANSACTIONS",
+          "share-group-state": "SHARE_STATE", "remote-log-metadata": "REMOTE_LOG"}
+#: Kafka 3.9 defined share-group records 9-11 (early access) that its own --offsets-decoder does
+#: not read ("Unknown record type"); Kafka 4 dropped 9 and redefined 10 and 11. kseg decodes
+#: __consumer_offsets by Kafka 4's definitions, so these stay raw, as Kafka 3.9 leaves them.
+NOT_DECODED = {("3.9", "offsets"): {9, 10, 11}}
+COMBO = "record-types"
+
+
+def _manifest(release: str) -> dict:
+    return json.loads((CORPUS / release / "manifest.json").read_text())
+
+
+def _entries() -> list:
+    cases = []
+    for release in RELEASES:
+        if not (CORPUS / release / "manifest.json").is_file():
+            continue
+        tool = _manifest(release)["release"]
+        for e in _manifest(release)["entries"]:
+            reason = checks.known_difference(tool, e["file"], COMBO)
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            cases.append(pytest.param(release, e, marks=marks, id=f"{release}:{e['family']}"))
+    return cases
+
+
+def _kseg(args: list[str], release: str) -> tuple[int, bytes, bytes]:
+    return checks.run_kseg(args, cwd=CORPUS / release, in_process=True)
+
+
+@pytest.mark.parametrize("release,entry", _entries())
+def test_kafka_lines(release: str, entry: dict) -> None:
+    root = CORPUS / release
+    rc, out, err = _kseg(["dump", "--format", "kafka", "--kafka-version", RELEASES[release][0], "--decode",
+                          entry["family"], entry["file"]], release)
+    expected_out, expected_err = (root / entry["stdout"]).read_bytes(), (root / entry["stderr"]).read_bytes()
+    got, want = out.decode(errors="replace").splitlines(), expected_out.decode(errors="replace").splitlines()
+    diffs = [f"line {i}:\n  kseg:  {g}\n  kafka: {w}" for i, (g, w) in enumerate(zip(got, want)) if g != w]
+    assert not diffs and len(got) == len(want), f"{len(diffs)} lines differ\n" + "\n".join(diffs[:5])
+    assert out == expected_out
+    assert err == expected_err
+    assert rc == 0 or entry["exit"] != 0, err.decode()
+
+
+def _decoded(release: str, rel: str) -> list[dict]:
+    rc, out, err = _kseg(["dump", "--format", "jsonl", "--decode", "auto", rel], release)
+    assert rc == 0, err.decode()
+    return [r for r in map(json.loads, out.splitlines()) if r.get("type") == "record"]
+
+
+def _expected(release: str, family: str) -> set[tuple[str, int]]:
+    """(schema, version) of every key and value the release defines for the family, from its
+    generated definitions; coordinator keys carry their record type as version."""
+    module = RELEASES[release][1]
+    table = getattr(module, TABLES[family], None)
+    out: set[tuple[str, int]] = set()
+    if table is None:
+        return out
+    skip = NOT_DECODED.get((release, family), set())
+    for rtype, schemas in table.items():
+        if rtype in skip:
+            continue
+        if isinstance(schemas, tuple):
+            key, value = schemas
+            out.add((key.name, rtype))
+        else:
+            value = schemas
+        out.update((value.name, v) for v in range(value.valid.lo, value.highest + 1))
+    if family == "metadata":  # the KRaft control messages, at the version the broker writes (0)
+        out.update((name, 0) for name in module.CONTROL)
+    return out
+
+
+@pytest.mark.parametrize("release,entry", [pytest.param(*p.values, id=p.id) for p in _entries()])
+def test_every_record_decodes(release: str, entry: dict) -> None:
+    """Every record decodes (no raw part, no note), and the corpus covers every type and version
+    the release defines."""
+    seen: set[tuple[str, int]] = set()
+    skip = NOT_DECODED.get((release, entry["family"]), set())
+    problems = []
+    for r in _decoded(release, entry["file"]):
+        parts = [p for p in (r.get("key_decoded"), r.get("value_decoded")) if p is not None]
+        if r.get("key_decoded") and r["key_decoded"].get("version") in skip and "raw" in r["key_decoded"]:
+            continue
+        if not parts and not r.get("control"):
+            problems.append(f"offset {r['offset']}: not decoded")
+        for p in parts:
+            if "raw" in p or p.get("notes"):
+                problems.append(f"offset {r['offset']}: {p.get('schema')} v{p.get('version')}: "
+                                f"{p.get('note') or p.get('notes')}")
+            else:
+                seen.add((p["schema"], p["version"]))
+    assert problems == []
+    missing = _expected(release, entry["family"]) - seen
+    assert not missing, f"types/versions without a corpus record: {sorted(missing)}"
+
+
+def test_every_family_has_a_segment() -> None:
+    """A family a release defines records for has its segment in the corpus."""
+    for release, (_v, module) in RELEASES.items():
+        families = {e["family"] for e in _manifest(release)["entries"]}
+        assert families == {f for f, t in TABLES.items() if hasattr(module, t)}, release
+
+
+@pytest.mark.parametrize("release", list(RELEASES))
+def test_state_applies_every_record(release: str) -> None:
+    from kseg.ops.state import replay
+
+    root = CORPUS / release
+    folders = [root / Path(e["file"]).parent for e in _manifest(release)["entries"]]
+    report = replay(folders)
+    assert {Path(p.path).name for p in report.partitions} == {f.name for f in folders}
+    for ps in report.partitions:
+        assert ps.not_applied == 0, (ps.path, ps.notes[:5])
+        assert ps.records > 0, ps.path
