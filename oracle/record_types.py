@@ -73,7 +73,9 @@ CONTROL_TYPES = {"LeaderChangeMessage": "LEADER_CHANGE", "SnapshotHeaderRecord":
                  "SnapshotFooterRecord": "SNAPSHOT_FOOTER", "KRaftVersionRecord": "KRAFT_VERSION",
                  "VotersRecord": "KRAFT_VOTERS"}
 CONTROL_VERSION = 0
-VARIANTS = 3
+#: 0 the emptiest, 1 the fullest, 2 in between (tagged structs present but empty), 3 as 2 with
+#: tagged nullable fields null
+VARIANTS = 4
 
 # --------------------------------------------------------------------------- values
 
@@ -102,7 +104,7 @@ def _primitive(type_: str, variant: int, salt: int) -> Any:
 
 def field_value(f: Field, version: int, flexible: bool, variant: int, salt: int = 0) -> Any:
     """The value of field ``f`` in ``variant``: 0 the emptiest (nulls, empty arrays), 1 the fullest,
-    2 in between (single elements, structs present but empty)."""
+    2 in between (single elements, structs present but empty), 3 as 2 with tagged nullable fields null."""
     if version in f.nullable and variant == 0:
         return None
     if f.type.startswith("[]"):
@@ -112,15 +114,16 @@ def field_value(f: Field, version: int, flexible: bool, variant: int, salt: int 
         count = 2 if variant == 1 else 1
         out = []
         for i in range(count):
-            v = 1 + i if variant == 1 else 0  # elements 1 and 2, or one emptiest element
+            # elements 1 and 2; one emptiest element; one with tagged nulls
+            v = 1 + i if variant == 1 else (0 if variant == 2 else 3)
             if f.fields is not None:
                 out.append(struct_value(f.fields, version, flexible, v, salt + i))
             else:
-                out.append(_primitive(elem, v if elem != "string" else (1 if i == 0 else 2), salt + i))
+                out.append(_primitive(elem, min(v, 2) if elem != "string" else (1 if i == 0 else 2), salt + i))
         return out
     if f.fields is not None:
         return struct_value(f.fields, version, flexible, 0 if variant == 2 else variant, salt)
-    return _primitive(f.type, variant, salt)
+    return _primitive(f.type, min(variant, 2), salt)
 
 
 def struct_value(fields: tuple[Field, ...], version: int, flexible: bool, variant: int, salt: int = 0) -> dict:
@@ -131,7 +134,10 @@ def struct_value(fields: tuple[Field, ...], version: int, flexible: bool, varian
         if f.is_tagged_in(version, flexible):
             if variant == 0:
                 continue
-            out[f.json_name] = field_value(f, version, flexible, 1 if variant == 1 else 2, salt + i)
+            if variant == 3 and version in f.nullable:
+                out[f.json_name] = None  # a tagged null: written (and printed) when null is not the default
+            else:
+                out[f.json_name] = field_value(f, version, flexible, variant, salt + i)
         elif version in f.versions:
             out[f.json_name] = field_value(f, version, flexible, variant, salt + i)
     return out
@@ -139,16 +145,16 @@ def struct_value(fields: tuple[Field, ...], version: int, flexible: bool, varian
 
 def message_values(m: Message, version: int) -> list[dict]:
     flexible = version in m.flexible
-    return [fixup(m, version, struct_value(m.fields, version, flexible, v), v) for v in range(VARIANTS)]
+    return [fixup(m, version, struct_value(m.fields, version, flexible, v, 10 * v), v) for v in range(VARIANTS)]
 
 
 def fixup(m: Message, version: int, data: dict, variant: int) -> dict:
     """Values a field's meaning restricts, where a generic value would only exercise one error
     line: a transaction's state, a classic consumer group's protocol bytes, tiered storage's states."""
     if m.name == "TransactionLogValue":
-        data["transactionStatus"] = (0, 1, 4)[variant]  # Empty, Ongoing, CompleteCommit
+        data["transactionStatus"] = (0, 1, 4, 2)[variant]  # Empty, Ongoing, CompleteCommit
     if m.name == "GroupMetadataValue":
-        data["protocolType"] = ("", "consumer", "consumer")[variant]
+        data["protocolType"] = ("", "consumer", "consumer", "other")[variant]
         if variant == 1:  # what a classic consumer sends: the consumer protocol's own messages
             from kseg.decoders.generated.kafka_4_3_1 import CONSUMER_PROTOCOL as CP
             sub, asg = CP["ConsumerProtocolSubscription"], CP["ConsumerProtocolAssignment"]
@@ -163,7 +169,7 @@ def fixup(m: Message, version: int, data: dict, variant: int) -> dict:
             data["startOffset"], data["endOffset"] = 5, 9
         for key in ("remoteLogSegmentState", "remotePartitionDeleteState"):
             if key in data:
-                data[key] = (0, 1, 2)[variant]
+                data[key] = (0, 1, 2, 3 if key == "remoteLogSegmentState" else 1)[variant]
     return data
 
 
@@ -258,18 +264,25 @@ def dump_command(family: str, rel: str) -> list[str]:
     return ["--files", rel, "--deep-iteration", FAMILIES[family][1]]
 
 
-def dump(release: str, family: str, root: Path, rel: str) -> dict:
+def dump(tool: str, family: str, root: Path, rel: str) -> dict:
+    """Run the ``tool`` release's DumpLogSegments on ``rel`` with the family's decoder."""
     args = dump_command(family, rel)
-    rc, out, err = brokers.dump_log_segments(release, *args, cwd=root)
-    return {"family": family, "file": rel, "command": ["kafka-dump-log.sh", *args], "exit": rc,
-            "stdout": out.decode("utf-8", "surrogateescape"), "stderr": err.decode("utf-8", "surrogateescape")}
+    rc, out, err = brokers.dump_log_segments(tool, *args, cwd=root)
+    return {"exit": rc, "command": ["kafka-dump-log.sh", *args], "stdout": out, "stderr": err}
 
 
 LOG = "00000000000000000000.log"
 
 
-def golden_name(family: str, kind: str) -> str:
-    return f"golden/{family}.{kind}"
+def tools_for(release: str) -> list[str]:
+    """The releases whose DumpLogSegments prints a release's corpus: its own, and Kafka 4's on
+    older releases' records (what a newer tool makes of an upgraded cluster's old records)."""
+    return [release] if release == "4" else [release, "4"]
+
+
+def golden_name(release: str, tool: str, family: str, kind: str) -> str:
+    folder = "golden" if tool == release else f"golden-kafka-{tool}"
+    return f"{folder}/{family}.{kind}"
 
 
 def generate(releases: list[str]) -> None:
@@ -284,15 +297,18 @@ def generate(releases: list[str]) -> None:
                 continue
             rel = f"{folder}/{LOG}"
             write_segment(release, spec, root / rel)
-            result = dump(release, family, root, rel)
-            (root / "golden").mkdir(parents=True, exist_ok=True)
-            for kind in ("stdout", "stderr"):
-                (root / golden_name(family, kind)).write_bytes(result[kind].encode("utf-8", "surrogateescape"))
-            entries.append({"family": family, "file": rel, "command": result["command"], "exit": result["exit"],
-                            "stdout": golden_name(family, "stdout"), "stderr": golden_name(family, "stderr")})
-            print(f"{release} {family}: {len(spec['batches'])} batches, exit {result['exit']}")
-        manifest = {"release": brokers.version(release), "tool": brokers.RELEASES[release][1],
-                    "generator": "oracle/record_types.py", "entries": entries}
+            for tool in tools_for(release):
+                result = dump(tool, family, root, rel)
+                entry = {"family": family, "file": rel, "tool": brokers.version(tool), "kafka_version": tool,
+                         "command": result["command"], "exit": result["exit"]}
+                for kind in ("stdout", "stderr"):
+                    path = root / golden_name(release, tool, family, kind)
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_bytes(result[kind])
+                    entry[kind] = golden_name(release, tool, family, kind)
+                entries.append(entry)
+                print(f"{release} {family} (tool {tool}): {len(spec['batches'])} batches, exit {result['exit']}")
+        manifest = {"release": brokers.version(release), "generator": "oracle/record_types.py", "entries": entries}
         (root / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
 
 
@@ -303,12 +319,13 @@ def check(releases: list[str]) -> list[str]:
         root = CORPUS / release
         manifest = json.loads((root / "manifest.json").read_text())
         for e in manifest["entries"]:
-            result = dump(release, e["family"], root, e["file"])
+            result = dump(e["kafka_version"], e["family"], root, e["file"])
             for kind in ("stdout", "stderr"):
-                if result[kind].encode("utf-8", "surrogateescape") != (root / e[kind]).read_bytes():
-                    problems.append(f"{release} {e['file']}: {kind} differs")
+                if result[kind] != (root / e[kind]).read_bytes():
+                    problems.append(f"{release} {e['file']} (Kafka {e['tool']}): {kind} differs")
             if result["exit"] != e["exit"]:
-                problems.append(f"{release} {e['file']}: exit {result['exit']}, expected {e['exit']}")
+                problems.append(f"{release} {e['file']} (Kafka {e['tool']}): exit {result['exit']}, "
+                                f"expected {e['exit']}")
     return problems
 
 
