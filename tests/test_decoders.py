@@ -531,20 +531,6 @@ def test_value_cut_short_is_javas_null_message():
                            "buffer due to: null.")
 
 
-def test_record_type_0_with_a_newer_offset_commit_value():
-    """Kafka 3.x read a record-type-0 key (OffsetCommitKey v0) with any OffsetCommitValue version;
-    Kafka 4's LegacyOffsetCommitValue has v0 only. kseg decodes it as 3.x did and prints Kafka 4's
-    line for it."""
-    key = offsets_key(0, kstr("g") + kstr("t") + struct.pack(">i", 2))
-    v1 = struct.pack(">hq", 1, 12) + kstr("m") + struct.pack(">qq", T0, T0 + 5)
-    d = decode_record("offsets", make_record(3, T0, key, v1))
-    assert not d.fallbacks
-    assert (d.value.schema, d.value.version) == ("OffsetCommitValue", 1)
-    assert d.value.data == {"offset": 12, "metadata": "m", "commitTimestamp": T0, "expireTimestamp": T0 + 5}
-    assert d.kafka_key == "Error at offset 3, skipping. Found an unknown record version 1 for 0 type"
-    assert d.kafka_text("3.9")[1].startswith('{"version":"1","data":{"offset":12')
-
-
 @pytest.mark.parametrize("version,directory_ids", [(0, False), (1, True), (32767, True), (-300, False)])
 def test_control_message_printed_at_its_version_field(version, directory_ids):
     """kafka-dump-log.sh prints a KRaft control message at the version its own Version field holds

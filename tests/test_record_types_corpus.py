@@ -37,18 +37,22 @@ RELEASES = {"4": kafka_4_3_1, "3.9": kafka_3_9_2}
 #: family -> the generated table its records come from (the KRaft control messages: CONTROL)
 TABLES = {"metadata": "METADATA", "offsets": "OFFSETS", "transactions": "TRANSACTIONS",
           "share-group-state": "SHARE_STATE", "remote-log-metadata": "REMOTE_LOG"}
-#: Kafka 3.9 defined share-group records 9-11 (early access) that its own --offsets-decoder does
-#: not read ("Unknown record type"); Kafka 4 dropped 9 and redefined 10 and 11. kseg decodes
-#: __consumer_offsets by Kafka 4's definitions, so these stay raw, as Kafka 3.9 leaves them.
-NOT_DECODED = {("3.9", "offsets"): {9, 10, 11}}
+#: (release, family) -> {(record type, value version or None for all)} kseg leaves raw, as Kafka 4.3.1
+#: does (golden-kafka-4/): kseg decodes __consumer_offsets by Kafka 4's definitions, and
+#: * Kafka 3.9 defined early-access share-group records 9-11 that its own --offsets-decoder did not
+#:   read either ("Unknown record type"); Kafka 4 dropped 9 and redefined 10 and 11;
+#: * Kafka 3.9 read a record-type-0 key (OffsetCommitKey v0) with any OffsetCommitValue version;
+#:   Kafka 4's LegacyOffsetCommitValue has v0 only ("Found an unknown record version 1 for 0 type").
+NOT_DECODED = {("3.9", "offsets"): {(9, None), (10, None), (11, None), (0, 1), (0, 2), (0, 3), (0, 4)}}
 #: (release, partition) -> what kseg state may decline, and why: records the corpus holds because
 #: the release defines them, which the coordinator's own replay would not accept either
 NOT_APPLIED = {
     # a ShareUpdate is a delta on a snapshot; the share coordinator deletes a share-partition's
     # state by a ShareSnapshot tombstone, never a ShareUpdate one (the corpus has a tombstone per type)
     ("4", "__share_group_state-0"): ("a ShareUpdate tombstone (the coordinator writes none)",),
-    # the 3.9 early-access share-group records (NOT_DECODED)
-    ("3.9", "__consumer_offsets-0"): ("unknown record type 9", "MetadataHash runs past the end"),
+    # the records of NOT_DECODED
+    ("3.9", "__consumer_offsets-0"): ("unknown record type 9", "MetadataHash runs past the end",
+                                      "LegacyOffsetCommitValue version"),
 }
 COMBO = "record-types"
 #: the note of a tiered-storage record that decodes but that Kafka's objects refuse (an empty
@@ -104,51 +108,61 @@ def _decoded(release: str, rel: str) -> list[dict]:
     return [r for r in map(json.loads, out.splitlines()) if r.get("type") == "record"]
 
 
-def _expected(release: str, family: str) -> set[tuple[str, int]]:
-    """(schema, version) of every key and value the release defines for the family, from its
-    generated definitions; coordinator keys carry their record type as version."""
+def _expected(release: str, family: str) -> set[tuple]:
+    """What the release's definitions (its generated schema modules) say the family's segment must
+    hold: ("record", record type, value version) for every type and version, and for the metadata
+    log ("control", message, 0) for every KRaft control message (the version the broker writes)."""
     module = RELEASES[release]
     table = getattr(module, TABLES[family], None)
-    out: set[tuple[str, int]] = set()
-    if table is None:
-        return out
-    skip = NOT_DECODED.get((release, family), set())
-    for rtype, schemas in table.items():
-        if rtype in skip:
-            continue
-        if isinstance(schemas, tuple):
-            key, value = schemas
-            out.add((key.name, rtype))
-        else:
-            value = schemas
-        out.update((value.name, v) for v in range(value.valid.lo, value.highest + 1))
-    if family == "metadata":  # the KRaft control messages, at the version the broker writes (0)
-        out.update((name, 0) for name in module.CONTROL)
+    out: set[tuple] = set()
+    for rtype, schemas in (table or {}).items():
+        value = schemas[1] if isinstance(schemas, tuple) else schemas
+        out.update(("record", rtype, v) for v in range(value.valid.lo, value.highest + 1))
+    if family == "metadata":
+        out.update(("control", name, 0) for name in module.CONTROL)
     return out
+
+
+def _held(r: dict) -> tuple | None:
+    """What a record of the segment is, in _expected's terms (None for a tombstone)."""
+    key, value = r.get("key_decoded"), r.get("value_decoded")
+    if value is None:
+        return None
+    if r.get("control"):
+        return ("control", value["schema"], value["version"])
+    if key is not None:  # a coordinator record: the key's version is its record type
+        version = value["version"]
+        if version is None and value.get("raw"):  # not read: the value's own int16 version
+            version = int.from_bytes(bytes.fromhex(value["raw"][:4]), "big", signed=True)
+        return ("record", key["version"], version)
+    return ("record", value["type_id"], value["version"])
 
 
 @pytest.mark.parametrize("release,entry", _segments())
 def test_every_record_decodes(release: str, entry: dict) -> None:
-    """Every record decodes (no raw part, no note), and the corpus covers every type and version
-    the release defines."""
-    seen: set[tuple[str, int]] = set()
+    """Every record decodes (no raw part, no note), and the segment holds every type and version the
+    release defines."""
+    held: set[tuple] = set()
     skip = NOT_DECODED.get((release, entry["family"]), set())
     problems = []
     for r in _decoded(release, entry["file"]):
-        parts = [p for p in (r.get("key_decoded"), r.get("value_decoded")) if p is not None]
-        if r.get("key_decoded") and r["key_decoded"].get("version") in skip:
+        what = _held(r)
+        if what is not None:
+            held.add(what)
+        rtype = (r.get("key_decoded") or {}).get("version")
+        vversion = (r.get("value_decoded") or {}).get("version")
+        if r.get("key_decoded") is not None and ((rtype, None) in skip or (rtype, vversion) in skip):
             continue
+        parts = [p for p in (r.get("key_decoded"), r.get("value_decoded")) if p is not None]
         if not parts and not r.get("control"):
             problems.append(f"offset {r['offset']}: not decoded")
         for p in parts:
             notes = [n for n in p.get("notes") or () if not n.startswith(KAFKA_REFUSES)]
             if "raw" in p or notes:
                 problems.append(f"offset {r['offset']}: {p.get('schema')} v{p.get('version')}: "
-                                f"{p.get('note') or p.get('notes')}")
-            else:
-                seen.add((p["schema"], p["version"]))
+                                f"{p.get('note') or notes}")
     assert problems == []
-    missing = _expected(release, entry["family"]) - seen
+    missing = _expected(release, entry["family"]) - held
     assert not missing, f"types/versions without a corpus record: {sorted(missing)}"
 
 

@@ -91,9 +91,4 @@ def decode_offsets_record(record: Record, is_control: bool = False) -> DecodedRe
                   f"{record.offset} using offset topic decoder (message had a missing key)", None)
         return d.with_legacy(legacy)
     old = decode_coordinator_record(record, RECORD_TYPES_3X, _expand_protocol, check_version=False)
-    if d.fallbacks and not old.fallbacks:
-        # Kafka 3.x's definitions read it (an OffsetCommitKey v0, record type 0, with an
-        # OffsetCommitValue newer than v0, which Kafka 4's LegacyOffsetCommitValue is not):
-        # decoded as they read it, printed as Kafka 4 prints it.
-        d = DecodedRecord(old.key, old.value, d.kafka_key, d.kafka_payload)
     return d.with_legacy((old.kafka_key, old.kafka_payload))
