@@ -299,8 +299,9 @@ def generate(releases: list[str]) -> None:
             write_segment(release, spec, root / rel)
             for tool in tools_for(release):
                 result = dump(tool, family, root, rel)
-                entry = {"family": family, "file": rel, "tool": brokers.version(tool), "kafka_version": tool,
-                         "command": result["command"], "exit": result["exit"]}
+                entry = {"family": family, "file": rel, "release": tool, "kafka_version": brokers.version(tool),
+                         "main_class": brokers.RELEASES[tool][1], "command": result["command"],
+                         "exit": result["exit"]}
                 for kind in ("stdout", "stderr"):
                     path = root / golden_name(release, tool, family, kind)
                     path.parent.mkdir(parents=True, exist_ok=True)
@@ -308,7 +309,8 @@ def generate(releases: list[str]) -> None:
                     entry[kind] = golden_name(release, tool, family, kind)
                 entries.append(entry)
                 print(f"{release} {family} (tool {tool}): {len(spec['batches'])} batches, exit {result['exit']}")
-        manifest = {"release": brokers.version(release), "generator": "oracle/record_types.py", "entries": entries}
+        manifest = {"release": release, "kafka_version": brokers.version(release),
+                    "generator": "oracle/record_types.py", "entries": entries}
         (root / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
 
 
@@ -319,12 +321,12 @@ def check(releases: list[str]) -> list[str]:
         root = CORPUS / release
         manifest = json.loads((root / "manifest.json").read_text())
         for e in manifest["entries"]:
-            result = dump(e["kafka_version"], e["family"], root, e["file"])
+            result = dump(e["release"], e["family"], root, e["file"])
             for kind in ("stdout", "stderr"):
                 if result[kind] != (root / e[kind]).read_bytes():
-                    problems.append(f"{release} {e['file']} (Kafka {e['tool']}): {kind} differs")
+                    problems.append(f"{release} {e['file']} (Kafka {e['kafka_version']}): {kind} differs")
             if result["exit"] != e["exit"]:
-                problems.append(f"{release} {e['file']} (Kafka {e['tool']}): exit {result['exit']}, "
+                problems.append(f"{release} {e['file']} (Kafka {e['kafka_version']}): exit {result['exit']}, "
                                 f"expected {e['exit']}")
     return problems
 

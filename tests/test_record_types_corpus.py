@@ -71,9 +71,9 @@ def _entries() -> list:
         if not (CORPUS / release / "manifest.json").is_file():
             continue
         for e in _manifest(release)["entries"]:
-            reason = checks.known_difference(e["tool"], e["file"], COMBO, broker=_manifest(release)["release"])
+            reason = checks.known_difference(e["release"], e["file"], COMBO, broker=release)
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-            cases.append(pytest.param(release, e, marks=marks, id=f"{release}:{e['family']}:kafka-{e['tool']}"))
+            cases.append(pytest.param(release, e, marks=marks, id=f"{release}:{e['family']}:kafka-{e['release']}"))
     return cases
 
 
@@ -81,7 +81,7 @@ def _segments() -> list:
     """One case per segment."""
     return [pytest.param(release, e, id=f"{release}:{e['family']}") for release in RELEASES
             if (CORPUS / release / "manifest.json").is_file()
-            for e in _manifest(release)["entries"] if e["tool"] == _manifest(release)["release"]]
+            for e in _manifest(release)["entries"] if e["release"] == release]
 
 
 def _kseg(args: list[str], release: str) -> tuple[int, bytes, bytes]:
@@ -91,7 +91,7 @@ def _kseg(args: list[str], release: str) -> tuple[int, bytes, bytes]:
 @pytest.mark.parametrize("release,entry", _entries())
 def test_kafka_lines(release: str, entry: dict) -> None:
     root = CORPUS / release
-    rc, out, err = _kseg(["dump", "--format", "kafka", "--kafka-version", entry["kafka_version"], "--decode",
+    rc, out, err = _kseg(["dump", "--format", "kafka", "--kafka-version", entry["release"], "--decode",
                           entry["family"], entry["file"]], release)
     expected_out, expected_err = (root / entry["stdout"]).read_bytes(), (root / entry["stderr"]).read_bytes()
     got, want = out.decode(errors="replace").splitlines(), expected_out.decode(errors="replace").splitlines()
@@ -169,7 +169,7 @@ def test_every_record_decodes(release: str, entry: dict) -> None:
 def test_every_family_has_a_segment() -> None:
     """A family a release defines records for has its segment in the corpus."""
     for release, module in RELEASES.items():
-        families = {e["family"] for e in _manifest(release)["entries"] if e["kafka_version"] == release}
+        families = {e["family"] for e in _manifest(release)["entries"] if e["release"] == release}
         assert families == {f for f, t in TABLES.items() if hasattr(module, t)}, release
 
 
