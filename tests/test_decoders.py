@@ -521,6 +521,31 @@ def test_offsets_commit_versions():
     assert d.kafka_payload == f'{{"version":"4","data":{{"offset":12,"leaderEpoch":3,"metadata":"m","commitTimestamp":{T0}}}}}'
 
 
+def test_value_cut_short_is_javas_null_message():
+    """Java's reader throws a BufferUnderflowException, whose message is null, where the bytes end
+    too soon (Kafka 4.3.1's --offsets-decoder on Kafka 3.9's early-access ShareGroupMetadataValue,
+    fixtures/record-types/3.9/golden-kafka-4/offsets.stdout)."""
+    d = decode_record("offsets", make_record(80, T0, offsets_key(3, kstr("g")), struct.pack(">hi", 0, 7)[:4]))
+    assert d.value.is_raw
+    assert d.kafka_key == ("Error at offset 80, skipping. Could not read record with version 0 from value's "
+                           "buffer due to: null.")
+
+
+@pytest.mark.parametrize("version,directory_ids", [(0, False), (1, True), (32767, True), (-300, False)])
+def test_control_message_printed_at_its_version_field(version, directory_ids):
+    """kafka-dump-log.sh prints a KRaft control message at the version its own Version field holds
+    (a LeaderChange's voterDirectoryId, '1+', appears from 1 on: fixtures/record-types/4/golden/metadata.stdout)."""
+    from kseg.decoders import control_kafka_text
+    from kseg.decoders.metadata import CONTROL_RECORDS
+    from kseg.decoders.schema import encode
+
+    schema = CONTROL_RECORDS[2][0]
+    value = encode(schema, {"version": version, "leaderId": 1, "voters": [{"voterId": 1}], "grantingVoters": []}, 0)
+    text = control_kafka_text(make_record(0, T0, CONTROL_KEY.struct.pack(0, 2), value), "4")
+    voter = '{"voterId":1,"voterDirectoryId":"AAAAAAAAAAAAAAAAAAAAAA"}' if directory_ids else '{"voterId":1}'
+    assert text == f'LeaderChange: {{"version":{version},"leaderId":1,"voters":[{voter}],"grantingVoters":[]}}'
+
+
 def test_consumer_group_record_type():
     key = offsets_key(3, kstr("grp"))
     d = decode_record("offsets", make_record(0, T0, key, struct.pack(">hi", 0, 7) + b"\x00"))

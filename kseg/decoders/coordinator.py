@@ -104,6 +104,12 @@ def decode_coordinator_record(record: Record, types: RecordTypes, hook: ValueHoo
     return DecodedRecord(key_part, value_part, kafka_key, kafka_value_json(version, data))
 
 
+# kseg's messages for bytes that end too soon: Java's reader throws a BufferUnderflowException there,
+# whose message is null.
+_UNDERFLOW = ("runs past the end of the data", "cut short")
+
+
 def _read_failed(version: int, what: str, e: SchemaError) -> str:
-    # Kafka's wrapper text around the reader's own message (kseg's, not Java's).
-    return f"Could not read record with version {version} from {what}'s buffer due to: {e.message}."
+    # Kafka's wrapper text around the reader's message (Java's "null" for an underflow, else kseg's).
+    reason = "null" if any(u in e.message for u in _UNDERFLOW) else e.message
+    return f"Could not read record with version {version} from {what}'s buffer due to: {reason}."

@@ -26,6 +26,7 @@ from kseg.decoders.schema import (
     kafka_json,
     read_uvarint,
     to_snake_upper,
+    written_at,
 )
 from kseg.errors import KsegError
 from kseg.log.control import control_info
@@ -89,7 +90,9 @@ def control_kafka_text(record: Record, kafka_version: str = "4") -> str | None:
     part = decode_control(record)
     if part is None or part.data is None:
         return None
-    return f"{label} {kafka_json(part.data)}"
+    # Kafka prints the message at the version its own Version field holds, not the one read.
+    shown = written_at(entry[0], part.data, part.data.get("version", 0))
+    return f"{label} {kafka_json(shown)}"
 
 
 # --------------------------------------------------------------------------- records

@@ -59,6 +59,7 @@ __all__ = [
     "read_uvarint",
     "to_snake_upper",
     "uuid_str",
+    "written_at",
 ]
 
 
@@ -482,6 +483,52 @@ def encode(message: Message, data: dict, version: int) -> bytes:
 
 
 # --------------------------------------------------------------------------- rendering
+
+_TOP = 0x7FFF  # Kafka's open-ended version range ends at Short.MAX_VALUE
+
+
+def _written(f: Field, cur: Versions, version: int) -> bool:
+    """Whether Kafka's ``*JsonConverter.write(message, version)`` writes ``f``: it tests the version
+    only against the bounds of ``f``'s versions that are narrower than those of the enclosing
+    struct (``cur``), and does not check that ``version`` is valid at all."""
+    f_hi = _TOP if f.versions.hi is None else f.versions.hi
+    cur_hi = _TOP if cur.hi is None else cur.hi
+    return ((f.versions.lo <= cur.lo or version >= f.versions.lo)
+            and (f_hi >= cur_hi or version <= f_hi))
+
+
+def _within(a: Versions, b: Versions) -> Versions:
+    his = [h for h in (a.hi, b.hi) if h is not None]
+    return Versions(max(a.lo, b.lo), min(his) if his else None)
+
+
+def written_at(message: Message, data: dict, version: int) -> dict:
+    """``data`` (decoded at the version on disk) as ``*JsonConverter.write`` prints it when
+    asked for another ``version``: kafka-dump-log.sh prints KRaft control messages at the
+    version their own ``Version`` field holds (any int16), which can add fields at their
+    defaults (a LeaderChange's ``voterDirectoryId``) or leave some out."""
+    return _written_struct(message.fields, data, version, message.valid)
+
+
+def _written_struct(fields: tuple[Field, ...], data: dict, version: int, cur: Versions) -> dict:
+    out: dict[str, Any] = {}
+    for f in fields:
+        if not _written(f, cur, version):
+            continue
+        if f.tag is not None and f.tagged.lo <= f.versions.lo:  # tagged: written when not the default
+            if f.json_name in data:
+                out[f.json_name] = data[f.json_name]
+            continue
+        value = data[f.json_name] if f.json_name in data else field_default(f, f.versions.lo)
+        if f.fields is not None and value is not None:
+            inner = _within(f.versions, cur)
+            if f.type.startswith("[]"):
+                value = [_written_struct(f.fields, v, version, inner) for v in value]
+            else:
+                value = _written_struct(f.fields, value, version, inner)
+        out[f.json_name] = value
+    return out
+
 
 
 def to_snake_upper(name: str) -> str:
