@@ -405,7 +405,7 @@ def _every_json_output_is_strict(monkeypatch: pytest.MonkeyPatch) -> None:
             try:
                 strict_json(result.stdout)
             except ValueError:
-                for n, line in enumerate(result.stdout.splitlines(), 1):
+                for n, line in enumerate(result.stdout.split("\n"), 1):  # JSON Lines end at \n only
                     if line.strip():
                         try:
                             strict_json(line)
