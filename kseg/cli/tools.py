@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from kseg.cli.storage import LOCATION
-from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded, index_interval_option, max_decompressed_option
+from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded, index_interval_option, max_decompressed_option, time_option
 from kseg.errors import InputError
 from kseg.ops.diff import DiffOptions, diff_paths
 from kseg.ops.find import FindOptions, FindStats, find
@@ -97,8 +97,8 @@ def diff_cmd(a: Path, b: Path, records: bool, check_crc: bool, max_records: int,
 @click.option("--transactional", is_flag=True, help="Records of transactional batches only.")
 @click.option("--from-offset", type=int, default=None)
 @click.option("--to-offset", type=int, default=None)
-@click.option("--from-time", type=int, default=None, help="Milliseconds since the epoch.")
-@click.option("--to-time", type=int, default=None, help="Milliseconds since the epoch.")
+@time_option("--from-time", help="Records at or after this time.")
+@time_option("--to-time", help="Records at or before this time.")
 @click.option("--partitioner", is_flag=True,
               help="Scan only the partition Kafka's default partitioner gives --key (needs --topic, --partitions).")
 @click.option("--topic", default=None, help="With --partitioner: the topic.")
