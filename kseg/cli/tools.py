@@ -101,9 +101,11 @@ def diff_cmd(a: Path, b: Path, records: bool, check_crc: bool, max_records: int,
 @time_option("--to-time", help="Records at or before this time.")
 @click.option("--partitioner", is_flag=True,
               help="Scan only the partition Kafka's default partitioner gives --key (needs --topic, --partitions).")
-@click.option("--topic", default=None, help="With --partitioner: the topic.")
+@click.option("--topic", default=None,
+              help="Only this topic's partitions (by their folders' names, <topic>-<n>); with --partitioner, "
+                   "also the topic the key is placed in.")
 @click.option("--partitions", type=click.IntRange(1), default=None,
-              help="With --partitioner: the topic's partition count.")
+              help="With --partitioner (only): the topic's partition count.")
 @click.option("--no-index", is_flag=True, help="Do not use .index/.timeindex to skip data (read everything).")
 @key_decoder_option
 @value_decoder_option
@@ -169,6 +171,9 @@ def find_options_from(*, key: str | None, key_hex: str | None, key_regex: str | 
             raise InputError("--key-hex is not hex", found=key_hex) from None
     if partitioner and (raw_key is None or topic is None or partitions is None):
         raise InputError("--partitioner needs --key (or --key-hex), --topic and --partitions")
+    if partitions is not None and not partitioner:
+        raise InputError("--partitions is the topic's partition count for --partitioner: give --partitioner too "
+                         "(to scan only the key's partition), or leave --partitions out")
     if not any(x is not None for x in (raw_key, key_regex, value_regex, header, producer_id)) and not transactional \
             and all(x is None for x in (from_offset, to_offset, from_time, to_time)):
         raise InputError("give at least one filter (--key, --key-regex, --value-regex, --header, --producer-id, "
@@ -182,7 +187,7 @@ def find_options_from(*, key: str | None, key_hex: str | None, key_regex: str | 
     return FindOptions(key=raw_key, key_regex=key_regex, value_regex=value_regex, header=header,
                        producer_id=producer_id, transactional=transactional, from_offset=from_offset,
                        to_offset=to_offset, from_time=from_time, to_time=to_time,
-                       partitioner_topic=topic if partitioner else None,
+                       topic=topic, partitioner_topic=topic if partitioner else None,
                        partitions=partitions if partitioner else None,
                        use_indexes=not no_index, max_decompressed_bytes=max_decompressed_bytes)
 
