@@ -152,6 +152,14 @@ PARTITION_TEXT = "partition-text"  # leader-epoch-checkpoint, partition.metadata
 LOG_DIR_TEXT = "log-dir-text"  # the log directory's checkpoints, meta.properties, bootstrap.checkpoint
 OTHER = "other"  # not Kafka's: never read
 
+# KRaft's bootstrap: the log directory's file (BootstrapDirectory), and the snapshot at offset 0,
+# epoch 0 (Snapshots.BOOTSTRAP_SNAPSHOT_ID) the format command writes into __cluster_metadata-0:
+# the quorum's first voters, and in newer releases the bootstrap records too. Neither is a
+# snapshot of the log: the controller writes the bootstrap records into the log when it first
+# becomes active.
+BOOTSTRAP_FILE = "bootstrap.checkpoint"
+BOOTSTRAP_SNAPSHOT = f"{0:020d}-{0:010d}.checkpoint"
+
 OFFSET_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
                       "replication-offset-checkpoint", "cleaner-offset-checkpoint")
 
@@ -167,7 +175,7 @@ FILE_KINDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.S)
     (r".*\.snapshot", PRODUCER_SNAPSHOT),
     (r".*\.(leader_epoch_checkpoint|leader-epoch-checkpoint)", TIERED_EPOCH),
     (r"leader-epoch-checkpoint|partition\.metadata|quorum-state", PARTITION_TEXT),
-    ("|".join(re.escape(n) for n in OFFSET_CHECKPOINTS + ("meta.properties", "bootstrap.checkpoint")), LOG_DIR_TEXT),
+    ("|".join(re.escape(n) for n in OFFSET_CHECKPOINTS + ("meta.properties", BOOTSTRAP_FILE)), LOG_DIR_TEXT),
 ))
 
 # Kinds read as log entries on their own when not part of a partition's run.
