@@ -223,6 +223,25 @@ class TimeType(click.ParamType):
 TIME = TimeType()
 
 
+def given(name: str) -> bool:
+    """Whether the running command's option ``name`` was given (not left at its default)."""
+    ctx = click.get_current_context(silent=True)
+    source = ctx.get_parameter_source(name) if ctx is not None else None
+    return source is not None and source not in (click.core.ParameterSource.DEFAULT,
+                                                 click.core.ParameterSource.DEFAULT_MAP)
+
+
+def refuse_unless(applies: bool, names: tuple[str, ...], why: str) -> None:
+    """Options given where they cannot apply are a usage error naming the option and why
+    (never silently ignored)."""
+    ctx = click.get_current_context(silent=True)
+    if applies or ctx is None:
+        return
+    for p in ctx.command.params:
+        if p.name in names and given(p.name):
+            raise InputError(f"{p.opts[-1]} {why}")
+
+
 def time_option(*decls: str, help: str, **kw: Any) -> Decorator:
     """A point-in-time option: ``TIME``, with the grammar and the zone rule in its help."""
     return click.option(*decls, type=TIME, default=None, metavar="TIME",

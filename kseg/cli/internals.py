@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded, time_option
+from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded, refuse_unless, time_option
 from kseg.cli.storage import LOCATION
 from kseg.errors import InputError
 from kseg.ops.state import Limit, coordinator_partition, replay
@@ -37,6 +37,13 @@ def state(paths: tuple[Path, ...], at_offset: int | None, at_time: int | None, c
     """Replay __consumer_offsets, __transaction_state, the KRaft metadata log, __share_group_state or
     __remote_log_metadata up to a point and print the state: committed offsets and groups,
     transactional ids, the metadata image, share-partitions, remote segments."""
+    refuse_unless(coordinator_of is not None, ("partitions",),
+                  "is the topic's partition count for --coordinator-of: give --coordinator-of too, or leave it out")
+    refuse_unless(coordinator_of is None, ("at_offset", "at_time"),
+                  "limits a replay; --coordinator-of replays nothing: leave one of them out")
+    if coordinator_of is not None and paths:
+        raise InputError("--coordinator-of reads no PATH (it only computes the partition): leave the paths out, "
+                         "or --coordinator-of to replay them")
     if coordinator_of is not None:
         n = coordinator_partition(coordinator_of, partitions)
         if fmt == "json":

@@ -13,7 +13,8 @@ from pathlib import Path
 import click
 
 from kseg.cli.storage import LOCATION
-from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded, index_interval_option, max_decompressed_option, time_option
+from kseg.cli.common import (EXIT_DATA, EXIT_OK, guarded, index_interval_option, max_decompressed_option,
+                              refuse_unless, time_option)
 from kseg.errors import InputError
 from kseg.ops.diff import DiffOptions, diff_paths
 from kseg.ops.find import FindOptions, FindStats, find
@@ -79,8 +80,7 @@ def diff_cmd(a: Path, b: Path, records: bool, check_crc: bool, max_records: int,
     batches are not decompressed), with the leader epochs on each side, and what is
     only on one side. Exit 0 identical, 1 different.
     """
-    o = DiffOptions(records=records, check_crc=check_crc, max_records=max_records,
-                    max_decompressed_bytes=max_decompressed_bytes)
+    o = diff_options_from(records, check_crc, max_records, max_decompressed_bytes)
     report = diff_paths(a, b, o)
     write_diff(report, sys.stdout, fmt, load_decoder(key_decoder), load_decoder(value_decoder))
     raise SystemExit(EXIT_OK if report.identical else EXIT_DATA)
@@ -153,6 +153,13 @@ def stats_cmd(paths: tuple[Path, ...], segments: bool, html: Path | None, fmt: s
         write_html_report(report, html)
         click.echo(f"kseg: wrote {html}", err=True)
     raise SystemExit(EXIT_OK if report.ok else EXIT_DATA)
+
+
+def diff_options_from(records: bool, check_crc: bool, max_records: int, max_decompressed_bytes: int) -> DiffOptions:
+    """``kseg diff``'s options checked and turned into DiffOptions (also for ``kseg spark diff``)."""
+    refuse_unless(records, ("max_records",), "caps the records --records lists: give --records too, or leave it out")
+    return DiffOptions(records=records, check_crc=check_crc, max_records=max_records,
+                       max_decompressed_bytes=max_decompressed_bytes)
 
 
 def find_options_from(*, key: str | None, key_hex: str | None, key_regex: str | None, value_regex: str | None,

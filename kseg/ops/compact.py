@@ -856,6 +856,13 @@ def _input_segments(inputs: list[Path]) -> list[Path]:
     return out
 
 
+def _no_topics_for_one_partition(topics: set[str] | None, where: Path) -> None:
+    """``--topics`` chooses among a log directory's partitions: given one partition, it cannot apply."""
+    if topics:
+        raise InputError("--topics chooses which partitions of a log directory to compact; this input is one "
+                         "partition: leave --topics out (or give the log directory)", file=str(where))
+
+
 def _compact_job(inputs: list[Path], output: Path | None, options: CompactOptions, *, force: bool,
                  topics: set[str] | None, index_interval_bytes: int) -> CompactResult:
 
@@ -863,15 +870,22 @@ def _compact_job(inputs: list[Path], output: Path | None, options: CompactOption
     if len(inputs) == 1 and inputs[0].is_dir():
         segs = partition_segments(inputs[0])
         if segs:
+            _no_topics_for_one_partition(topics, inputs[0])
             groups.append((None, segs, True))
         else:
             parts = log_dir_partitions(inputs[0])
             if not parts:
                 raise InputError("no segment files found (expected .log files or <topic>-<n> folders)",
                                  file=str(inputs[0]))
+            missing = sorted((topics or set()) - {part.topic for part in parts})
+            if missing:
+                there = ", ".join(sorted({str(part.topic) for part in parts}))
+                raise InputError(f"--topics: no partition of {', '.join(missing)} in this log directory "
+                                 f"(the topics there: {there})", file=str(inputs[0]))
             for part in parts:
                 groups.append((part.path.name, part.segment_paths, not topics or part.topic in topics))
     else:
+        _no_topics_for_one_partition(topics, inputs[0])
         for p in inputs:
             if not p.is_file() or p.suffix != ".log":
                 raise InputError("expected a partition folder, a log directory or .log files of one partition",
