@@ -93,6 +93,7 @@ def test_stats_lists_them_under_their_topic_partition(log_dir: Path) -> None:
     assert len(by_path) == 5
     for name, p in by_path.items():
         assert (p["topic"], p["partition"]) == listing.parse_partition_dir(name)
+        assert p.get("replica", LIVE) == listing.replica_kind(name)
         note = listing.replica_note(name)
         assert (note in p["notes"]) if note else not any("replica" in n or "deleted" in n for n in p["notes"])
 
