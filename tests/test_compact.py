@@ -369,3 +369,36 @@ def test_grouping_respects_segment_bytes_and_index_bytes(tmp_path):
                     "--segment-index-bytes", "24")
     assert code == 0, err
     assert out_logs(tmp_path / "idx2") == [segs[0].name, segs[2].name, segs[4].name]
+
+
+# (segments as (keys of one batch, an open transaction?) lists, options, segments cleaned, kept by reason):
+# a segment kept as it was is counted under why, and the summary says what would clean it.
+ONE = [[B([(b"k", b"1"), (b"k", b"2")])]]
+THREE = [[B([(b"k", b"1")])], [B([(b"k", b"2")])], [B([(b"k", b"3")])]]
+OPEN_TXN = [[B([(b"k", b"1")])], [B([(b"k", b"2")], pid=7, txn="commit")], [B([(b"k", b"3")])]]
+KEPT_CASES = [
+    ("only-segment-active", ONE, [], 0, {"active": 1}),
+    ("only-segment-included", ONE, ["--include-active"], 1, {}),
+    ("lag", THREE, ["--min-compaction-lag-ms", 10 ** 9], 0, {"lag": 2, "active": 1}),
+    ("lag-and-included", THREE, ["--min-compaction-lag-ms", 10 ** 9, "--include-active"], 0, {"lag": 3}),
+    ("open-transaction", OPEN_TXN, [], 1, {"unstable": 1, "active": 1}),
+    ("all-cleaned", THREE, ["--include-active"], 3, {}),
+]
+
+
+@pytest.mark.parametrize("name,segments,args,cleaned,kept", KEPT_CASES, ids=[c[0] for c in KEPT_CASES])
+def test_kept_segments_say_why(tmp_path, name, segments, args, cleaned, kept):
+    from kseg.ops.compact import KEPT_WHY
+
+    write(tmp_path / "t-0", Partition([list(s) for s in segments]))
+    code, text = run("compact", tmp_path / "t-0", "--dry-run", "--now-ms", T0 + 1000, "--format", "json", *args)
+    assert code == 0
+    summary = json.loads(text.strip().splitlines()[-1])
+    assert summary["segments_cleaned"] == cleaned
+    assert {k: summary[f"kept_{k}"] for k in KEPT_WHY if summary[f"kept_{k}"]} == kept
+    assert summary["segments_kept"] == sum(kept.values())
+    code, text = run("compact", tmp_path / "t-0", "--dry-run", "--now-ms", T0 + 1000, *args)
+    for k, n in kept.items():
+        assert f"{n} {KEPT_WHY[k]}" in text
+    if not kept:
+        assert "kept as they were 0;" in text

@@ -189,3 +189,87 @@ def test_combining_50k_state_batches_takes_well_under_a_second() -> None:
     out = combine_state_batches(snapshot + update, 0)
     took = time.perf_counter() - t
     assert len(out) == 100_000 and took < 2.0, took  # update and snapshot pieces alternate
+
+
+# --------------------------------------------------------------------------- the KRaft bootstrap
+
+LDI = Path(__file__).resolve().parent.parent.parent / "shared" / "realdata" / "LDI-POC"
+LDI = LDI if LDI.is_dir() else Path("/work/shared/realdata/LDI-POC")
+BOOT_SNAP = "00000000000000000000-0000000000.checkpoint"
+
+
+def _bootstrap_bytes(level: int) -> bytes:
+    """The real bootstrap.checkpoint with its metadata.version record set to ``level``."""
+    real = (LDI / "bootstrap.checkpoint").read_bytes()
+    header, footer = real[:83], real[174:]  # SnapshotHeader batch, [FeatureLevelRecord batch], SnapshotFooter batch
+    value = _metadata_value("FeatureLevelRecord", {"name": "metadata.version", "featureLevel": level})
+    return header + build_v2_batch([make_record(1, T0, None, value)]) + footer
+
+
+def _log_dir(tmp_path: Path, log: str, boot_file: int | None, boot_snap: int | None) -> Path:
+    """A copy of the LDI-POC log directory: its metadata log whole, cut to its first batch (a
+    LeaderChange only), empty (as a broker creates it at start) or absent (formatted, never
+    started); its bootstrap.checkpoint (19, as written, or another level) and a
+    0-0 checkpoint holding bootstrap records, or not."""
+    import shutil
+
+    root = tmp_path / "logdir"
+    shutil.copytree(LDI / "__cluster_metadata-0", root / "__cluster_metadata-0")
+    seg = root / "__cluster_metadata-0" / segment_file_name(0)
+    if log == "leader-change":
+        seg.write_bytes(seg.read_bytes()[:91])
+    elif log == "empty":
+        seg.write_bytes(b"")
+    elif log == "absent":  # as the format command leaves it: the 0-0 checkpoint alone
+        for f in list(seg.parent.iterdir()):
+            f.unlink()
+    if boot_file is not None:
+        data = (LDI / "bootstrap.checkpoint").read_bytes() if boot_file == 19 else _bootstrap_bytes(boot_file)
+        (root / "bootstrap.checkpoint").write_bytes(data)
+    if boot_snap is not None:
+        (root / "__cluster_metadata-0" / BOOT_SNAP).write_bytes(_bootstrap_bytes(boot_snap))
+    return root
+
+
+# (case, log, bootstrap.checkpoint level, 0-0 checkpoint level, applied from (None: not applied),
+# metadata.version of the image): the bootstrap counts once, and only where the log lacks it.
+BOOTSTRAP_CASES = [
+    ("as-written", "whole", 19, None, None, 19),
+    ("log-holds-them", "whole", 7, None, None, 19),
+    ("snapshot-and-log", "whole", 19, 7, None, 19),
+    ("empty-log", "empty", 19, None, "bootstrap.checkpoint", 19),
+    ("leader-change-only", "leader-change", 7, None, "bootstrap.checkpoint", 7),
+    ("both-files-empty-log", "empty", 19, 7, BOOT_SNAP, 7),
+    ("formatted-never-started", "absent", 19, 7, BOOT_SNAP, 7),
+    ("only-the-snapshot", "leader-change", None, 8, BOOT_SNAP, 8),
+]
+
+
+@pytest.mark.skipif(not LDI.is_dir(), reason="real data not present")
+@pytest.mark.parametrize("case,log,boot_file,boot_snap,applied_from,level", BOOTSTRAP_CASES,
+                         ids=[c[0] for c in BOOTSTRAP_CASES])
+def test_the_bootstrap_is_applied_once(tmp_path: Path, case: str, log: str, boot_file: int | None,
+                                       boot_snap: int | None, applied_from: str | None, level: int) -> None:
+    root = _log_dir(tmp_path, log, boot_file, boot_snap)
+    given = root / "__cluster_metadata-0" if log == "absent" else root  # (no log: not a partition of the log dir)
+    (ps,) = replay([given]).partitions
+    assert ps.state["image"]["features"] == {"metadata.version": level}
+    assert ps.bootstrap is not None and ps.bootstrap["applied"] == (applied_from is not None)
+    assert not any("not used" in n for n in ps.notes), ps.notes  # the 0-0 checkpoint is no snapshot of the log
+    if applied_from is not None:
+        assert Path(ps.bootstrap["records_from"]).name == applied_from
+        assert any("the image starts from the bootstrap records" in n for n in ps.notes)
+    else:  # the log alone gives the same image: nothing of the bootstrap came in on top
+        for f in (root / "bootstrap.checkpoint", root / "__cluster_metadata-0" / BOOT_SNAP):
+            f.unlink(missing_ok=True)
+        (alone,) = replay([given]).partitions
+        assert alone.state == ps.state and alone.records == ps.records and alone.bootstrap is None
+
+
+@pytest.mark.skipif(not LDI.is_dir(), reason="real data not present")
+def test_state_on_the_real_log_dir_says_where_the_bootstrap_is() -> None:
+    (meta, _) = replay([LDI]).partitions
+    assert meta.bootstrap == {
+        "files": [str(LDI / "bootstrap.checkpoint")], "records_from": str(LDI / "bootstrap.checkpoint"),
+        "applied": False, "why": "the log holds them (the controller wrote them when it first became active; "
+                                 "its first metadata record is at offset 1)"}

@@ -197,3 +197,39 @@ def test_legacy_wrappers_by_offset(tmp_path):
     folder = write_partition(tmp_path / "old-0", 1, "gzip", segments=2)
     got = [m.record.offset for m in find([folder], FindOptions(from_offset=5, to_offset=9))]
     assert got == [5, 6, 7, 8, 9]
+
+
+# (args after the log directory, exit code, topics of the matches or a phrase of the error):
+# --topic filters by the partitions' topic names; an option that cannot apply is an error.
+TOPIC_CASES = [
+    (["--value-regex", "."], 0, {"sensor-data", "sensor-data-topic", "first"}),
+    (["--topic", "sensor-data", "--value-regex", "."], 0, {"sensor-data"}),
+    (["--topic", "sensor-data-topic", "--value-regex", "."], 0, {"sensor-data-topic"}),
+    (["--topic", "first", "--value-regex", "."], 0, {"first"}),
+    (["--topic", "nonexistent", "--key", "x"], 2, "--topic nonexistent: no partition of this topic under the paths "
+                                                 "given (the topics there: "),
+    (["--partitions", "4", "--key", "x"], 2, "--partitions is the topic's partition count for --partitioner"),
+    (["--partitioner", "--topic", "sensor-data", "--key", "x"], 2, "--partitioner needs"),
+]
+
+
+@pytest.mark.parametrize("args,code,want", TOPIC_CASES)
+def test_topic_filter_on_real_data(args, code, want):
+    root = REALDATA / "Experts-in-team-innovation" / "kafka" / "data"
+    if not root.is_dir():
+        pytest.skip(f"{root} not present")
+    res = run("find", root, "--format", "json", *args)
+    assert res.exit_code == code, res.stderr
+    if code == 0:
+        topics = {json.loads(x)["topic"] for x in res.stdout.splitlines()}
+        assert topics == want if "--topic" in args else topics >= want
+    else:
+        assert want in res.stderr and res.stdout == ""
+
+
+def test_topic_filter_on_files_without_a_topic(tmp_path):
+    log = tmp_path / segment_file_name(0)
+    log.write_bytes(build_v2_batch([make_record(0, T0, b"a", b"1")]))
+    res = run("find", log, "--key", "a", "--topic", "t")
+    assert res.exit_code == 2 and "no <topic>-<n> partition folder is there" in res.stderr
+    assert run("find", log, "--key", "a").exit_code == 0

@@ -187,9 +187,16 @@ class SizeType(click.ParamType):
 SIZE = SizeType()
 
 
+# How every time option reads its value (``time_option`` puts it in each one's help).
+TIME_GRAMMAR = ("milliseconds since the epoch (digits alone, as 1700000000000) or ISO-8601 "
+                "(2023-11-14T22:13:20.5Z, 2023-11-14T23:13:20+01:00, 2023-11-14)")
+NO_ZONE_RULE = "a time without a zone is UTC"
+
+
 class TimeType(click.ParamType):
-    """A point in time: milliseconds since the epoch, or ISO-8601 (``2023-11-14T22:13:20.5Z``,
-    ``2023-11-14``; no zone means UTC)."""
+    """A point in time, for every time option (``time_option``): ``TIME_GRAMMAR``; a time
+    without a zone is read as UTC (not the machine's zone: the same command gives the same
+    answer wherever it runs, and the broker's timestamps are UTC milliseconds)."""
 
     name = "time"
 
@@ -214,6 +221,31 @@ class TimeType(click.ParamType):
 
 
 TIME = TimeType()
+
+
+def given(name: str) -> bool:
+    """Whether the running command's option ``name`` was given (not left at its default)."""
+    ctx = click.get_current_context(silent=True)
+    source = ctx.get_parameter_source(name) if ctx is not None else None
+    return source is not None and source not in (click.core.ParameterSource.DEFAULT,
+                                                 click.core.ParameterSource.DEFAULT_MAP)
+
+
+def refuse_unless(applies: bool, names: tuple[str, ...], why: str) -> None:
+    """Options given where they cannot apply are a usage error naming the option and why
+    (never silently ignored)."""
+    ctx = click.get_current_context(silent=True)
+    if applies or ctx is None:
+        return
+    for p in ctx.command.params:
+        if p.name in names and given(p.name):
+            raise InputError(f"{p.opts[-1]} {why}")
+
+
+def time_option(*decls: str, help: str, **kw: Any) -> Decorator:
+    """A point-in-time option: ``TIME``, with the grammar and the zone rule in its help."""
+    return click.option(*decls, type=TIME, default=None, metavar="TIME",
+                        help=f"{help} TIME: {TIME_GRAMMAR}; {NO_ZONE_RULE}.", **kw)
 
 
 def options(*decorators: Decorator) -> Decorator:
@@ -276,10 +308,8 @@ dump_options = options(
                  help="--format kafka: for .index/.timeindex files print no entries, as kafka-dump-log.sh."),
     click.option("--from-offset", type=int, default=None),
     click.option("--to-offset", type=int, default=None),
-    click.option("--from-time", type=TIME, default=None,
-                 help="Milliseconds since the epoch or ISO-8601 (2023-11-14T22:13:20Z; UTC if no zone)."),
-    click.option("--to-time", type=TIME, default=None,
-                 help="Milliseconds since the epoch or ISO-8601 (2023-11-14T22:13:20Z; UTC if no zone)."),
+    time_option("--from-time", help="From this time on (a batch by its newest timestamp, a record by its own)."),
+    time_option("--to-time", help="Up to this time, inclusive."),
     click.option("--max-bytes", type=SIZE, default=None, help="Read only the first N bytes of each log file."),
     click.option("--keep-going", is_flag=True, help="Show an undecodable batch as raw bytes and go on."),
     input_format_option,
@@ -319,7 +349,7 @@ up_convert_options = options(
                  show_default=True,
                  help="create: v1 timestamps are kept, v0 messages get none (-1); log-append (needs "
                       "--log-append-time): every converted entry is stamped, as on a LogAppendTime topic."),
-    click.option("--log-append-time", type=int, default=None, help="Milliseconds since the epoch."),
+    time_option("--log-append-time", help="The LogAppendTime to stamp (with --timestamp-type log-append)."),
     click.option("--partition-leader-epoch", type=click.IntRange(-1, 2**31 - 1), default=-1, show_default=True,
                  help="The leader epoch written into each new v2 batch (the broker writes its current one)."),
     click.option("--batch-records", type=click.IntRange(1), default=DEFAULT_BATCH_RECORDS, show_default=True,
@@ -356,7 +386,7 @@ compact_options = options(
                  help="Output folder (partition) or log directory, or an s3:// prefix. Required unless --dry-run."),
     click.option("--dry-run", is_flag=True, help="Print the summary only; write nothing."),
     click.option("--force", is_flag=True, help="Replace an existing output."),
-    click.option("--now-ms", type=int, default=None, help="The cleaner's clock [default: now]."),
+    time_option("--now-ms", help="The cleaner's clock [default: now]."),
     click.option("--delete-retention-ms", type=int, default=DEFAULT_DELETE_RETENTION_MS, show_default=True),
     click.option("--min-compaction-lag-ms", type=int, default=0, show_default=True),
     click.option("--include-active", is_flag=True, help="Clean the newest segment too (the broker never does)."),

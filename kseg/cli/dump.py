@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import click
 
-from kseg.cli.common import EXIT_DATA, EXIT_USAGE, dump_options, expand_for_dump, guarded
+from kseg.cli.common import EXIT_DATA, EXIT_USAGE, dump_options, expand_for_dump, guarded, refuse_unless
 from kseg.errors import InputError, TruncatedError
 from kseg.interrupts import Terminated, exit_code
 from kseg.log.decode import Tail
@@ -152,6 +152,8 @@ def prepare_dump(fmt: str, payload: str | None, key_decoder: str | None, value_d
                  records: bool, decode: str | None) -> tuple[str, Any, Any, bool, str | None]:
     """``kseg dump``'s options resolved as kafka-dump-log.sh resolves its own:
     (payload, key decoder, value decoder, records, decode)."""
+    refuse_unless(fmt == "kafka", ("kafka_version", "skip_record_metadata", "index_sanity", "verify_index"),
+                  "shapes kafka-dump-log.sh's lines: it applies with --format kafka only")
     if payload is None:
         payload = "none" if fmt == "kafka" else "utf8"
     kd = payload_decoder(payload, fmt)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded
+from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded, refuse_unless, time_option
 from kseg.cli.storage import LOCATION
 from kseg.errors import InputError
 from kseg.ops.state import Limit, coordinator_partition, replay
@@ -23,7 +23,7 @@ format_option = click.option("--format", "fmt", type=click.Choice(["text", "json
 @click.command("state")
 @click.argument("paths", nargs=-1, type=LOCATION)
 @click.option("--at-offset", type=int, default=None, help="Replay up to this offset (inclusive, per partition).")
-@click.option("--at-time", type=int, default=None, help="Replay records up to this time (ms since the epoch).")
+@time_option("--at-time", help="Replay records up to this time (inclusive).")
 @click.option("--coordinator-of", "coordinator_of", default=None, metavar="ID",
               help="Print the __consumer_offsets / __transaction_state partition holding this group or "
                    "transactional id, and stop.")
@@ -37,6 +37,13 @@ def state(paths: tuple[Path, ...], at_offset: int | None, at_time: int | None, c
     """Replay __consumer_offsets, __transaction_state, the KRaft metadata log, __share_group_state or
     __remote_log_metadata up to a point and print the state: committed offsets and groups,
     transactional ids, the metadata image, share-partitions, remote segments."""
+    refuse_unless(coordinator_of is not None, ("partitions",),
+                  "is the topic's partition count for --coordinator-of: give --coordinator-of too, or leave it out")
+    refuse_unless(coordinator_of is None, ("at_offset", "at_time"),
+                  "limits a replay; --coordinator-of replays nothing: leave one of them out")
+    if coordinator_of is not None and paths:
+        raise InputError("--coordinator-of reads no PATH (it only computes the partition): leave the paths out, "
+                         "or --coordinator-of to replay them")
     if coordinator_of is not None:
         n = coordinator_partition(coordinator_of, partitions)
         if fmt == "json":
@@ -55,7 +62,7 @@ def state(paths: tuple[Path, ...], at_offset: int | None, at_time: int | None, c
 @click.argument("paths", nargs=-1, required=True, type=LOCATION)
 @click.option("--max-timeout-ms", type=click.IntRange(0), default=DEFAULT_MAX_TIMEOUT_MS, show_default=True,
               help="A transaction open longer than this is hanging (transaction.max.timeout.ms).")
-@click.option("--now-ms", type=int, default=None, help="The clock to measure open transactions by [default: now].")
+@time_option("--now-ms", help="The clock to measure open transactions by [default: now].")
 @click.option("--all", "all_partitions", is_flag=True, help="List partitions without transactions too.")
 @format_option
 @guarded

@@ -13,7 +13,8 @@ from pathlib import Path
 import click
 
 from kseg.cli.storage import LOCATION
-from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded, index_interval_option, max_decompressed_option
+from kseg.cli.common import (EXIT_DATA, EXIT_OK, guarded, index_interval_option, max_decompressed_option,
+                              refuse_unless, time_option)
 from kseg.errors import InputError
 from kseg.ops.diff import DiffOptions, diff_paths
 from kseg.ops.find import FindOptions, FindStats, find
@@ -79,8 +80,7 @@ def diff_cmd(a: Path, b: Path, records: bool, check_crc: bool, max_records: int,
     batches are not decompressed), with the leader epochs on each side, and what is
     only on one side. Exit 0 identical, 1 different.
     """
-    o = DiffOptions(records=records, check_crc=check_crc, max_records=max_records,
-                    max_decompressed_bytes=max_decompressed_bytes)
+    o = diff_options_from(records, check_crc, max_records, max_decompressed_bytes)
     report = diff_paths(a, b, o)
     write_diff(report, sys.stdout, fmt, load_decoder(key_decoder), load_decoder(value_decoder))
     raise SystemExit(EXIT_OK if report.identical else EXIT_DATA)
@@ -97,13 +97,15 @@ def diff_cmd(a: Path, b: Path, records: bool, check_crc: bool, max_records: int,
 @click.option("--transactional", is_flag=True, help="Records of transactional batches only.")
 @click.option("--from-offset", type=int, default=None)
 @click.option("--to-offset", type=int, default=None)
-@click.option("--from-time", type=int, default=None, help="Milliseconds since the epoch.")
-@click.option("--to-time", type=int, default=None, help="Milliseconds since the epoch.")
+@time_option("--from-time", help="Records at or after this time.")
+@time_option("--to-time", help="Records at or before this time.")
 @click.option("--partitioner", is_flag=True,
               help="Scan only the partition Kafka's default partitioner gives --key (needs --topic, --partitions).")
-@click.option("--topic", default=None, help="With --partitioner: the topic.")
+@click.option("--topic", default=None,
+              help="Only this topic's partitions (by their folders' names, <topic>-<n>); with --partitioner, "
+                   "also the topic the key is placed in.")
 @click.option("--partitions", type=click.IntRange(1), default=None,
-              help="With --partitioner: the topic's partition count.")
+              help="With --partitioner (only): the topic's partition count.")
 @click.option("--no-index", is_flag=True, help="Do not use .index/.timeindex to skip data (read everything).")
 @key_decoder_option
 @value_decoder_option
@@ -153,6 +155,13 @@ def stats_cmd(paths: tuple[Path, ...], segments: bool, html: Path | None, fmt: s
     raise SystemExit(EXIT_OK if report.ok else EXIT_DATA)
 
 
+def diff_options_from(records: bool, check_crc: bool, max_records: int, max_decompressed_bytes: int) -> DiffOptions:
+    """``kseg diff``'s options checked and turned into DiffOptions (also for ``kseg spark diff``)."""
+    refuse_unless(records, ("max_records",), "caps the records --records lists: give --records too, or leave it out")
+    return DiffOptions(records=records, check_crc=check_crc, max_records=max_records,
+                       max_decompressed_bytes=max_decompressed_bytes)
+
+
 def find_options_from(*, key: str | None, key_hex: str | None, key_regex: str | None, value_regex: str | None,
                       header: str | None, producer_id: int | None, transactional: bool, from_offset: int | None,
                       to_offset: int | None, from_time: int | None, to_time: int | None, partitioner: bool,
@@ -169,6 +178,9 @@ def find_options_from(*, key: str | None, key_hex: str | None, key_regex: str | 
             raise InputError("--key-hex is not hex", found=key_hex) from None
     if partitioner and (raw_key is None or topic is None or partitions is None):
         raise InputError("--partitioner needs --key (or --key-hex), --topic and --partitions")
+    if partitions is not None and not partitioner:
+        raise InputError("--partitions is the topic's partition count for --partitioner: give --partitioner too "
+                         "(to scan only the key's partition), or leave --partitions out")
     if not any(x is not None for x in (raw_key, key_regex, value_regex, header, producer_id)) and not transactional \
             and all(x is None for x in (from_offset, to_offset, from_time, to_time)):
         raise InputError("give at least one filter (--key, --key-regex, --value-regex, --header, --producer-id, "
@@ -182,7 +194,7 @@ def find_options_from(*, key: str | None, key_hex: str | None, key_regex: str | 
     return FindOptions(key=raw_key, key_regex=key_regex, value_regex=value_regex, header=header,
                        producer_id=producer_id, transactional=transactional, from_offset=from_offset,
                        to_offset=to_offset, from_time=from_time, to_time=to_time,
-                       partitioner_topic=topic if partitioner else None,
+                       topic=topic, partitioner_topic=topic if partitioner else None,
                        partitions=partitions if partitioner else None,
                        use_indexes=not no_index, max_decompressed_bytes=max_decompressed_bytes)
 

@@ -23,6 +23,7 @@ from kseg.decoders.parts import KAFKA_VERSIONS, DecodedRecord, Part
 from kseg.errors import KsegError
 from kseg.lazy import load
 from kseg.log.control import control_info
+from kseg.log.listing import parse_partition_dir
 from kseg.log.segment import TRANSIENT_SUFFIXES
 from kseg.model import Record
 
@@ -58,10 +59,8 @@ def family_for(path: str | Path, choice: str | None) -> str | None:
             name = name[: -len(t)]
     if name.endswith(".checkpoint"):
         return "metadata"
-    topic, sep, part = p.parent.name.rpartition("-")
-    if sep and part.isdigit():
-        return AUTO_TOPICS.get(topic)
-    return None
+    parsed = parse_partition_dir(p.parent.name)  # a replica the broker renamed too (``...-future``)
+    return AUTO_TOPICS.get(parsed[0]) if parsed else None
 
 
 # family -> "module:function", imported when the first record of the family is decoded: a dump

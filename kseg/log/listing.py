@@ -9,7 +9,10 @@ partition      a folder with offset-named segments: the segments in offset order
                one run; a ``.log`` not named by offset, a transient segment (``.log.deleted``
                ...) or a KRaft snapshot beside them is a side file (verify checks it alone)
 log-dir        a folder of ``<topic>-<n>`` partition folders (or its own checkpoint files;
-               those and log-like files beside the partitions are side files)
+               those and log-like files beside the partitions are side files); the
+               broker's renamed replicas (``<topic>-<n>.<id>-delete``, ``-future``,
+               ``-stray``: ``REPLICA_KINDS``) are listed after the live one of their
+               topic-partition, each run marked with its kind
 log-dirs       a folder holding log directories or partition folders (one per broker or
                disk), searched LOG_DIR_SEARCH_DEPTH levels down
 loose          a folder of ``.log`` files not named by offset (or only transient segments
@@ -48,6 +51,24 @@ TIERED_STEM = re.compile(rf"^(?P<offset>\d{{1,20}})-(?P<segment_id>{KAFKA_UUID})
 TIERED_PARTITION_DIR = re.compile(rf"^(?P<topic>.+)-(?P<partition>\d+)-(?P<topic_id>{KAFKA_UUID})$")
 # Aiven's plugin: ``<topic>-<topic id>/<partition>/``.
 TIERED_TOPIC_DIR = re.compile(rf"^(?P<topic>.+)-(?P<topic_id>{KAFKA_UUID})$")
+
+# Partition folder kinds: the live replica, and the names the broker (LocalLog) renames a
+# replica's folder to, ``<topic>-<n>.<id>-<suffix>`` with ``<id>`` a random UUID's 32 hex
+# digits (dashes removed). Kafka parses them by cutting the name at its last ``.``, then at
+# the last ``-``; a ``-delete`` or ``-stray`` name may have its topic cut short so that the
+# whole name stays within 255 characters.
+LIVE = "live"
+DELETING, FUTURE, STRAY = "delete", "future", "stray"
+# kind -> what it is (and what the broker does with it), in listing order after the live one.
+REPLICA_KINDS: dict[str, str] = {
+    DELETING: ("a partition being deleted (its topic was deleted, or its replica moved to another log "
+               "directory or broker): the broker removes it after file.delete.delay.ms and never reads it"),
+    FUTURE: ("a future replica: the copy being moved into this log directory (kafka-reassign-partitions "
+             "with log_dirs); it replaces the live replica once it has caught up"),
+    STRAY: ("a stray replica: a partition this broker no longer hosts (not in the cluster metadata), "
+            "set aside at start-up; the broker removes it"),
+}
+REPLICA_DIR = re.compile(rf"^(?P<topic>.+)-(?P<partition>\d+)\.(?P<id>[^.]+)-(?P<kind>{'|'.join(REPLICA_KINDS)})$")
 STDIN = "-"
 OFFSET_DIGITS = 20
 
@@ -89,11 +110,25 @@ def not_a_file(path: str | os.PathLike) -> str | None:
     return "not a regular file"
 
 
+def replica_kind(name: str) -> str:
+    """What a partition folder's name says it holds: ``LIVE``, or a ``REPLICA_KINDS`` key."""
+    m = REPLICA_DIR.match(name)
+    return m.group("kind") if m else LIVE
+
+
+def replica_note(folder: str | os.PathLike) -> str | None:
+    """What a renamed replica's folder is, in words (None for a live one)."""
+    name = os.path.basename(str(folder).rstrip("/"))
+    kind = replica_kind(name)
+    return None if kind == LIVE else f"{name}: {REPLICA_KINDS[kind]}"
+
+
 def parse_partition_dir(name: str, parent: str | None = None) -> tuple[str, int] | None:
-    """(topic, partition) of a partition folder's name: the broker's ``<topic>-<n>``,
-    LocalTieredStorage's ``<topic>-<n>-<topic id>``, or a bare ``<n>`` inside Aiven's
-    ``<topic>-<topic id>`` (``parent``, the name of the folder above)."""
-    m = TIERED_PARTITION_DIR.match(name) or PARTITION_DIR.match(name)
+    """(topic, partition) of a partition folder's name: the broker's ``<topic>-<n>`` (or
+    a replica it renamed, ``<topic>-<n>.<id>-delete|future|stray``), LocalTieredStorage's
+    ``<topic>-<n>-<topic id>``, or a bare ``<n>`` inside Aiven's ``<topic>-<topic id>``
+    (``parent``, the name of the folder above)."""
+    m = REPLICA_DIR.match(name) or TIERED_PARTITION_DIR.match(name) or PARTITION_DIR.match(name)
     if m:
         return m.group("topic"), int(m.group("partition"))
     if parent is not None and name.isdigit():
@@ -117,6 +152,14 @@ PARTITION_TEXT = "partition-text"  # leader-epoch-checkpoint, partition.metadata
 LOG_DIR_TEXT = "log-dir-text"  # the log directory's checkpoints, meta.properties, bootstrap.checkpoint
 OTHER = "other"  # not Kafka's: never read
 
+# KRaft's bootstrap: the log directory's file (BootstrapDirectory), and the snapshot at offset 0,
+# epoch 0 (Snapshots.BOOTSTRAP_SNAPSHOT_ID) the format command writes into __cluster_metadata-0:
+# the quorum's first voters, and in newer releases the bootstrap records too. Neither is a
+# snapshot of the log: the controller writes the bootstrap records into the log when it first
+# becomes active.
+BOOTSTRAP_FILE = "bootstrap.checkpoint"
+BOOTSTRAP_SNAPSHOT = f"{0:020d}-{0:010d}.checkpoint"
+
 OFFSET_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
                       "replication-offset-checkpoint", "cleaner-offset-checkpoint")
 
@@ -132,7 +175,7 @@ FILE_KINDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.S)
     (r".*\.snapshot", PRODUCER_SNAPSHOT),
     (r".*\.(leader_epoch_checkpoint|leader-epoch-checkpoint)", TIERED_EPOCH),
     (r"leader-epoch-checkpoint|partition\.metadata|quorum-state", PARTITION_TEXT),
-    ("|".join(re.escape(n) for n in OFFSET_CHECKPOINTS + ("meta.properties", "bootstrap.checkpoint")), LOG_DIR_TEXT),
+    ("|".join(re.escape(n) for n in OFFSET_CHECKPOINTS + ("meta.properties", BOOTSTRAP_FILE)), LOG_DIR_TEXT),
 ))
 
 # Kinds read as log entries on their own when not part of a partition's run.
@@ -176,6 +219,12 @@ class Group:
     folder: Path | None = None  # the partition folder of a run (None: not in one)
     side: tuple[Path, ...] = ()
     name: str = "."  # where it is under the input: ``.`` the input itself, else a relative path
+    replica: str = LIVE  # a run's partition folder kind: LIVE or a REPLICA_KINDS key
+
+    @property
+    def note(self) -> str | None:
+        """What a run of a renamed replica is (None for a live one or a file)."""
+        return replica_note(self.folder) if self.folder is not None and self.replica != LIVE else None
 
 
 @dataclass
@@ -227,7 +276,7 @@ def partition_listing(folder: Path, root: Path, files: list[tuple[Path, str]] | 
             + [folder / n for n in ("leader-epoch-checkpoint", "partition.metadata", "quorum-state")
                if any(p.name == n for p, _ in files)]
             + [p for p, k in files if k == TIERED_EPOCH])
-    groups = [Group(RUN, tuple(segs), folder, tuple(side), _rel(folder, root))] if segs else []
+    groups = [Group(RUN, tuple(segs), folder, tuple(side), _rel(folder, root), replica_kind(folder.name))] if segs else []
     # Beside a run, the others are the partition's side files (verify checks each on its own;
     # a KRaft snapshot is not a segment of the log); without one, each is read on its own.
     extra = SIDE if segs else ALONE
@@ -235,9 +284,16 @@ def partition_listing(folder: Path, root: Path, files: list[tuple[Path, str]] | 
     return groups
 
 
+def _folder_order(p: Path) -> tuple[str, int, int, str]:
+    """Topic, partition, then the live replica before the renamed ones (``REPLICA_KINDS``' order)."""
+    topic, partition = parse_partition_dir(p.name, p.parent.name) or ("", 0)
+    kind = replica_kind(p.name)
+    return topic, partition, 0 if kind == LIVE else 1 + list(REPLICA_KINDS).index(kind), p.name
+
+
 def _log_dir_partitions(root: Path) -> list[Path]:
     """Partition folders directly under a log directory (Aiven's ``<topic>-<topic id>/<n>``
-    one level deeper), by topic and partition."""
+    one level deeper), by topic and partition, each live replica before its renamed ones."""
     found = []
     for child in root.iterdir():
         if not child.is_dir():
@@ -247,7 +303,7 @@ def _log_dir_partitions(root: Path) -> list[Path]:
         elif TIERED_TOPIC_DIR.match(child.name):  # Aiven's <topic>-<topic id>/<partition>/
             found.extend(g for g in child.iterdir() if g.is_dir() and g.name.isdigit()
                          and any(p.suffix == ".log" for p in g.iterdir()))
-    return sorted(found, key=lambda p: parse_partition_dir(p.name, p.parent.name) or ("", 0))
+    return sorted(found, key=_folder_order)
 
 
 def folder_listing(folder: Path, root: Path | None = None, depth: int = 0) -> tuple[str | None, list[Group]]:

@@ -93,6 +93,9 @@ class CompactOptions:
 
 @dataclass
 class CompactStats:
+    """What a compaction did, summed over partitions; ``kept_<reason>`` counts the segments kept
+    as they were for each of ``KEPT_WHY``'s reasons."""
+
     records_before: int = 0
     records_after: int = 0
     bytes_before: int = 0
@@ -110,6 +113,9 @@ class CompactStats:
     batches_removed: int = 0
     segments_cleaned: int = 0
     segments_kept: int = 0
+    kept_active: int = 0
+    kept_lag: int = 0
+    kept_unstable: int = 0
     passes: int = 0
     rounds: int = 0  # cleaning rounds in all (more than passes when the key map filled)
     # Damaged input batches (--on-damage skip|carry): in bytes_before (and bytes_after when
@@ -136,9 +142,23 @@ class CompactStats:
             f"{self.aborted_removed}; markers removed {self.markers_removed}; delete horizons set "
             f"{self.horizons_set}; batches copied {self.batches_copied}, rebuilt {self.batches_rebuilt}, "
             f"emptied {self.batches_emptied}, removed {self.batches_removed}; segments cleaned "
-            f"{self.segments_cleaned}, kept as they were {self.segments_kept}; passes (most) {self.passes}, "
-            f"rounds (most) {self.rounds}"
+            f"{self.segments_cleaned}, kept as they were {self.segments_kept}{self.kept_why()}; passes (most) "
+            f"{self.passes}, rounds (most) {self.rounds}"
         ) + (f"; {self.damaged.line()}" if self.damaged else "")
+
+    def kept_why(self) -> str:
+        """Why segments were kept as they were, and what would clean them (empty: none kept for a reason)."""
+        why = [f"{n} {KEPT_WHY[k]}" for k in KEPT_WHY if (n := getattr(self, f"kept_{k}"))]
+        return f" ({'; '.join(why)})" if why else ""
+
+
+# Why the cleaner leaves a segment as it is (SegmentPlan.kept), and what would make it clean it.
+KEPT_WHY = {
+    "active": "the active (newest) segment, which the broker never cleans: --include-active cleans it too",
+    "lag": "newer than --min-compaction-lag-ms before --now-ms: a later --now-ms or a smaller lag cleans it",
+    "unstable": "at or past the first offset of a transaction still open (the last stable offset): "
+                "cleaned once its marker is in the log",
+}
 
 
 # --------------------------------------------------------------------------- transactions
@@ -289,6 +309,7 @@ class SegmentPlan:
     path: Path
     clean: bool
     legacy_deletes_retained: bool = True
+    kept: str | None = None  # why it is not cleaned: a KEPT_WHY key
 
 
 class Cleaner:
@@ -312,12 +333,14 @@ class Cleaner:
         o, st = self.o, self.state
         n = len(self.segs)
         cleanable = n if o.include_active else max(n - 1, 0)
+        kept = ["active"] * n
         if o.min_compaction_lag_ms > 0:
             for i in range(cleanable):
                 largest = st.segment_max_timestamps[i]
                 if largest < 0:
                     largest = int(as_path(self.segs[i]).stat().st_mtime * 1000)
                 if o.now_ms - largest < o.min_compaction_lag_ms:
+                    kept[i:cleanable] = ["lag"] * (cleanable - i)
                     cleanable = i
                     break
         upper = st.log_end_offset if cleanable == n else (base_offset_of(self.segs[cleanable]) or 0)
@@ -326,12 +349,14 @@ class Cleaner:
             upper = unstable  # the last stable offset bounds the cleanable range
             while cleanable > 0 and (base_offset_of(self.segs[cleanable - 1]) or 0) >= upper:
                 cleanable -= 1
+                kept[cleanable] = "unstable"
         legacy_horizon = 0
         if self.first_dirty is not None:
             clean = [s for s in self.segs if (base_offset_of(s) or 0) < self.first_dirty]
             if clean:
                 legacy_horizon = int(as_path(clean[-1]).stat().st_mtime * 1000) - o.delete_retention_ms
-        plans = [SegmentPlan(s, i < cleanable, int(as_path(s).stat().st_mtime * 1000) > legacy_horizon)
+        plans = [SegmentPlan(s, i < cleanable, int(as_path(s).stat().st_mtime * 1000) > legacy_horizon,
+                             None if i < cleanable else kept[i])
                  for i, s in enumerate(self.segs)]
         return plans, upper
 
@@ -397,6 +422,8 @@ class Cleaner:
             damaged = self.state.damaged.get(plan.path, {})
             if not plan.clean:
                 self.stats.segments_kept += 1
+                if plan.kept is not None:  # (None: past a full key map, cleaned in a later round)
+                    setattr(self.stats, f"kept_{plan.kept}", getattr(self.stats, f"kept_{plan.kept}") + 1)
                 for b in strict_batches(plan.path):
                     if b.position in damaged:
                         self._damaged(b, damaged[b.position], plan.path, out)
@@ -829,6 +856,13 @@ def _input_segments(inputs: list[Path]) -> list[Path]:
     return out
 
 
+def _no_topics_for_one_partition(topics: set[str] | None, where: Path) -> None:
+    """``--topics`` chooses among a log directory's partitions: given one partition, it cannot apply."""
+    if topics:
+        raise InputError("--topics chooses which partitions of a log directory to compact; this input is one "
+                         "partition: leave --topics out (or give the log directory)", file=str(where))
+
+
 def _compact_job(inputs: list[Path], output: Path | None, options: CompactOptions, *, force: bool,
                  topics: set[str] | None, index_interval_bytes: int) -> CompactResult:
 
@@ -836,15 +870,22 @@ def _compact_job(inputs: list[Path], output: Path | None, options: CompactOption
     if len(inputs) == 1 and inputs[0].is_dir():
         segs = partition_segments(inputs[0])
         if segs:
+            _no_topics_for_one_partition(topics, inputs[0])
             groups.append((None, segs, True))
         else:
             parts = log_dir_partitions(inputs[0])
             if not parts:
                 raise InputError("no segment files found (expected .log files or <topic>-<n> folders)",
                                  file=str(inputs[0]))
+            missing = sorted((topics or set()) - {part.topic for part in parts})
+            if missing:
+                there = ", ".join(sorted({str(part.topic) for part in parts}))
+                raise InputError(f"--topics: no partition of {', '.join(missing)} in this log directory "
+                                 f"(the topics there: {there})", file=str(inputs[0]))
             for part in parts:
                 groups.append((part.path.name, part.segment_paths, not topics or part.topic in topics))
     else:
+        _no_topics_for_one_partition(topics, inputs[0])
         for p in inputs:
             if not p.is_file() or p.suffix != ".log":
                 raise InputError("expected a partition folder, a log directory or .log files of one partition",

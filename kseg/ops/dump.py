@@ -15,6 +15,7 @@ from kseg.companions.read import offset_index_lookup, time_index_lookup
 from kseg.decoders import decode_record, family_for
 from kseg.errors import KsegError
 from kseg.log.decode import Tail
+from kseg.log.listing import replica_note
 from kseg.log.records import PlainRun, RecordSpans, batch_records, batch_spans, plain_run
 from kseg.log.segment import TRANSIENT_SUFFIXES, Segment, base_offset_of, companion_path, tiered_segment_id
 from kseg.model import Batch, Record
@@ -164,6 +165,9 @@ def dump_file(path: Path, options: DumpOptions) -> Iterator[Event]:
     # A tiered snapshot is named by its segment's start offset, not by the offset it was taken at.
     named = None if kind == "snapshot" and tiered_segment_id(path) else base_offset_of(path)
     yield FileStart(path, kind, named)
+    note = replica_note(path.parent) if kind == "log" and named is not None else None
+    if note:  # a segment of a replica the broker renamed (being deleted, moved in, stray)
+        yield NoteEvent(path, note)
     if kind in ("log", "checkpoint"):
 
         yield from _dump_log(path, options, family_for(path, options.decode))

@@ -78,6 +78,7 @@ class FindOptions:
     to_offset: int | None = None
     from_time: int | None = None
     to_time: int | None = None
+    topic: str | None = None  # only this topic's partitions (by their folders' names)
     partitioner_topic: str | None = None  # with partitions: only the key's partition
     partitions: int | None = None
     use_indexes: bool = True
@@ -233,7 +234,15 @@ def find(paths: list[Path], o: FindOptions, st: FindStats | None = None) -> Iter
 
 def select_groups(groups: list[tuple[str | None, int | None, list[Path]]], o: FindOptions
                   ) -> list[tuple[str | None, int | None, list[Path]]]:
-    """The partitions to scan: all, or with the partitioner the one the key belongs to."""
+    """The partitions to scan: all, or those of ``o.topic``, or with the partitioner the one the key
+    belongs to. A topic that no partition has is an InputError naming the topics there are."""
+    for topic in {o.topic, o.partitioner_topic} - {None}:
+        present = sorted({g[0] for g in groups if g[0] is not None})
+        groups = [g for g in groups if g[0] == topic]
+        if not groups:
+            there = (f"the topics there: {', '.join(present)}" if present
+                     else "no <topic>-<n> partition folder is there, so no record has a topic")
+            raise InputError(f"--topic {topic}: no partition of this topic under the paths given ({there})")
     if o.partitioner_topic is not None:
         if o.key is None or o.partitions is None:
             raise InputError("--partitioner needs --key and --partitions")

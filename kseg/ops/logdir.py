@@ -14,7 +14,9 @@ A log directory gets its checkpoint files written from what is on disk:
 each partition's log end offset, ``log-start-offset-checkpoint`` at its first
 offset (the input's, where offsets did not move and it is still in the log),
 ``cleaner-offset-checkpoint`` carried over where offsets did not move (clamped to
-the log); ``meta.properties`` and ``bootstrap.checkpoint`` are carried over.
+the log); ``meta.properties`` and ``bootstrap.checkpoint`` are carried over. As the
+broker's, the checkpoints name the live replicas (and a future replica whose live one is
+in another log directory), never one being deleted or a stray one.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pathlib import Path
 from kseg.companions.read import parse_offset_checkpoint
 from kseg.errors import KsegError
 from kseg.log.atomic import write_atomic
+from kseg.log.listing import FUTURE, LIVE, replica_kind
 from kseg.log.segment import Segment, base_offset_of, partition_of, partition_segments
 from kseg.storage import copy_file
 
@@ -35,6 +38,10 @@ CARRIED_PARTITION_FILES = ("partition.metadata", "quorum-state")
 # Rewrites that keep every offset and every producer field of the batches they keep.
 KEEPS_PRODUCER_STATE = ("up-convert", "recompress", "compact")
 MOVES_OFFSETS = ("rebase",)
+# Partition folder kinds a log directory's checkpoints name, preferred first (the broker's
+# LogManager checkpoints its current and future logs; the ones being deleted and stray ones
+# it only removes).
+CHECKPOINTED = (LIVE, FUTURE)
 
 
 @dataclass(frozen=True)
@@ -92,13 +99,15 @@ def finish_log_dir(src: Path, dst: Path, command: str,
     storage), and only the log directory's own files are written into ``dst``."""
     if ends is None:
         ends = {}
+        rank: dict[tuple[str, int], int] = {}
         for part in sorted(p for p in dst.iterdir() if p.is_dir()):
             parsed = partition_of(part)
             if parsed is None:
                 continue
             e = finish_partition(src / part.name, part, command)
-            if e is not None:
-                ends[parsed] = e
+            kind = replica_kind(part.name)
+            if e is not None and kind in CHECKPOINTED and CHECKPOINTED.index(kind) < rank.get(parsed, len(CHECKPOINTED)):
+                ends[parsed], rank[parsed] = e, CHECKPOINTED.index(kind)
     old_start = _read_checkpoint(src / "log-start-offset-checkpoint")
     old_cleaner = _read_checkpoint(src / "cleaner-offset-checkpoint")
     keys = sorted(ends)

@@ -17,7 +17,12 @@
   ids, partitions (``PartitionChangeRecord`` merged as the controller merges it:
   a leader change bumps the leader epoch, every change the partition epoch),
   configs, brokers, controllers, features, ACLs, quotas, producer ids; records
-  inside an aborted metadata transaction are dropped.
+  inside an aborted metadata transaction are dropped. The bootstrap (the log directory's
+  ``bootstrap.checkpoint``, and the ``00000000000000000000-0000000000.checkpoint`` the format
+  command writes into ``__cluster_metadata-0``) is applied once: its quorum records (KRaft
+  version, voters) before the log, and its metadata records only when neither a snapshot nor
+  the log holds them (the controller writes them into the log when it first becomes active,
+  so a log that has any metadata record has them already).
 
 A compacted topic keeps the latest record per key, and so does the replay: the
 state is the same whatever the cleaner removed, as the coordinator's own load is.
@@ -40,6 +45,7 @@ from kseg.errors import InputError, KsegError
 from kseg.formats.attributes import CONTROL_ABORT, CONTROL_COMMIT
 from kseg.log.checks import batch_damage
 from kseg.log.control import control_info
+from kseg.log.listing import BOOTSTRAP_FILE, BOOTSTRAP_SNAPSHOT, parse_partition_dir
 from kseg.log.records import batch_records
 from kseg.log.segment import Segment, base_offset_of, expand_inputs
 from kseg.model import Batch, Record
@@ -81,6 +87,7 @@ class PartitionState:
     last_offset: int | None = None
     last_timestamp: int | None = None
     snapshot: str | None = None  # the KRaft snapshot the replay started from
+    bootstrap: dict[str, Any] | None = None  # the bootstrap files found, and whether their records were applied
     notes: list[str] = field(default_factory=list)
     not_applied: int = 0  # records read but not applied (each with a note)
 
@@ -93,7 +100,8 @@ class PartitionState:
         return {"path": self.path, "topic": TOPIC_OF_FAMILY[self.family], "records_applied": self.records,
                 "records_not_applied": self.not_applied,
                 "last_offset": self.last_offset, "last_timestamp": self.last_timestamp,
-                **({"snapshot": self.snapshot} if self.snapshot else {}), "notes": self.notes, **self.state}
+                **({"snapshot": self.snapshot} if self.snapshot else {}),
+                **({"bootstrap": self.bootstrap} if self.bootstrap else {}), "notes": self.notes, **self.state}
 
 
 @dataclass
@@ -139,7 +147,9 @@ def _partitions(paths: list[Path]) -> dict[Path, tuple[str, list[Path]]]:
         if family not in TOPIC_OF_FAMILY:  # not internal, or a topic state does not replay (share groups, tiering)
             continue
         folder = log.parent
-        out.setdefault(folder, (family, []))[1].append(log)
+        entry = out.setdefault(folder, (family, []))
+        if log.name != BOOTSTRAP_SNAPSHOT:  # (a freshly formatted metadata log: its bootstrap, no log yet)
+            entry[1].append(log)
     if not out:
         raise InputError("no __consumer_offsets, __transaction_state, __cluster_metadata, __share_group_state or "
                          "__remote_log_metadata partition found", file=", ".join(str(p) for p in paths))
@@ -151,7 +161,7 @@ def _snapshots(folder: Path) -> list[tuple[int, Path]]:
     found = []
     for p in folder.glob("*.checkpoint"):
         head = p.name.split("-", 1)[0]
-        if head.isdigit() and "-" in p.name:
+        if head.isdigit() and "-" in p.name and p.name != BOOTSTRAP_SNAPSHOT:  # the bootstrap precedes the log
             found.append((int(head), p))
     return sorted(found)
 
@@ -177,6 +187,7 @@ def replay(paths: list[Path], limit: Limit = Limit()) -> StateReport:
         start = 0
         if family == "metadata":
             start = _start_from_snapshot(ps, folder, files, limit)
+            _apply_bootstrap(ps, folder, files)
         applier = _APPLIERS[family](ps)
         for batch, record, decoded in _records(files, family, start):
             if limit.passed(record):
@@ -230,6 +241,64 @@ def _start_from_snapshot(ps: PartitionState, folder: Path, files: list[Path], li
         ps.notes.append(f"no usable snapshot, and the log starts at offset {first}: the image holds only what "
                         "the log says from there (the records before it are gone)")
     return 0
+
+
+def _bootstrap_files(folder: Path) -> list[Path]:
+    """The bootstrap files of a ``__cluster_metadata`` partition folder, the newer kind first."""
+    parsed = parse_partition_dir(folder.name)
+    if parsed is None or parsed[0] != TOPIC_OF_FAMILY["metadata"]:
+        return []
+    return [p for p in (folder / BOOTSTRAP_SNAPSHOT, folder.parent / BOOTSTRAP_FILE) if p.is_file()]
+
+
+def _apply_bootstrap(ps: PartitionState, folder: Path, files: list[Path]) -> None:
+    """Apply the bootstrap once (see the module comment); ``ps.bootstrap`` says what was done."""
+    found = _bootstrap_files(folder)
+    if not found:
+        return
+    image = _MetadataImage(ps)
+    entries: dict[Path, list[tuple[Batch, Record, Any]]] = {}
+    for path in found:
+        try:
+            entries[path] = list(_records([path], "metadata"))
+        except KsegError as e:
+            ps.notes.append(f"bootstrap {path} not used: {e.message}")
+    if ps.snapshot is None and folder / BOOTSTRAP_SNAPSHOT in entries:
+        for batch, record, decoded in entries[folder / BOOTSTRAP_SNAPSHOT]:
+            if batch.is_control:  # KRaftVersionRecord, VotersRecord: the quorum the log starts with
+                image.apply(batch, record, decoded)
+    source = next((p for p, es in entries.items() if any(not b.is_control for b, _, _ in es)), None)
+    ps.bootstrap = {"files": [str(p) for p in found], "records_from": str(source) if source else None,
+                    "applied": False}
+    if source is None:
+        ps.bootstrap["why"] = "no metadata record in them"
+    elif ps.snapshot is not None:
+        ps.bootstrap["why"] = f"the snapshot {ps.snapshot} holds them"
+    elif files and (base_offset_of(files[0]) or 0) > 0:
+        ps.bootstrap["why"] = f"the log starts at offset {base_offset_of(files[0])}, past where they were"
+    else:
+        held = _first_metadata_record(files)
+        if held is not None:
+            ps.bootstrap["why"] = (f"the log holds them (the controller wrote them when it first became active; "
+                                   f"its first metadata record is at offset {held})")
+        else:
+            for batch, record, decoded in entries[source]:
+                if not batch.is_control:
+                    image.apply(batch, record, decoded)
+            ps.bootstrap["applied"] = True
+            ps.bootstrap["why"] = "the log holds no metadata record yet"
+            ps.notes.append(f"the log holds no metadata record yet: the image starts from the bootstrap records "
+                            f"of {source} (the controller writes them into the log when it first becomes active)")
+    image.finish()
+
+
+def _first_metadata_record(files: list[Path]) -> int | None:
+    """The offset of the log's first record that is not a control record, if any."""
+    for path in files:
+        for batch in Segment(path).batches():
+            if not batch.is_control and (batch.record_count is None or batch.record_count > 0):
+                return batch.offset
+    return None
 
 
 def snapshot_problem(snap: Path, end_offset: int) -> str | None:

@@ -23,7 +23,7 @@ from kseg.log.control import control_info
 from kseg.log.decode import effective_log_append_time, records_region
 from kseg.log.fast import ACCELERATED, decode_v2_records
 from kseg.log.records import batch_records, payload_bytes
-from kseg.log.listing import RUN, reading_groups
+from kseg.log.listing import RUN, reading_groups, replica_note
 from kseg.log.segment import Segment, base_offset_of, partition_of
 from kseg.model import Batch
 from kseg.storage import VANISHED, ReadError, gone
@@ -446,6 +446,9 @@ def stats_partition(segs: list[Path], o: StatsOptions, *, folder: Path | None = 
     parsed = partition_of(folder) if folder is not None else None
     ps = PartitionStats(str(folder if folder is not None else segs[0]), parsed[0] if parsed else None,
                         parsed[1] if parsed else None, first_dirty_offset=first_dirty)
+    note = replica_note(folder) if folder is not None else None
+    if note:  # a replica the broker renamed: under its topic-partition, and said what it is
+        ps.notes.append(note)
     txns = _Txns()
     limit = o.max_decompressed_bytes
     clean_bytes = dirty_bytes = 0

@@ -28,7 +28,7 @@ from kseg.kafka07.read import inner_payloads, read_kafka07
 from kseg.log.checks import RecordCheck, header_errors, record_check
 from kseg.log.control import control_info
 from kseg.log import listing
-from kseg.log.listing import Group, list_inputs
+from kseg.log.listing import Group, list_inputs, replica_note
 from kseg.log.records import PlainRun, plain_run
 from kseg.log.segment import (
     TIERED_EPOCH_SUFFIXES,
@@ -147,6 +147,9 @@ def verify_paths(
                 fr = verify_companion_file(path)
             else:  # .log, .checkpoint, transient names (.deleted ...) and other names read as logs
                 fr, last_offset = verify_file(path, options, last_offset, newest=path == newest)
+                note = replica_note(path.parent) if path == group[0] else None
+                if note:  # a replica the broker renamed: said once, on its first segment
+                    fr.problems.append(Problem(NOTE, "replica", str(path), None, note))
             report.files.append(fr)
             if options.check_indexes and path.suffix == ".log":
                 report.files.extend(index_file_reports(fr))

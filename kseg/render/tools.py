@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
+from kseg.log.listing import LIVE, replica_kind
 from kseg.printable import printable
 from kseg.render.jsonout import dumps
 from kseg.render.lines import text_escape
@@ -178,7 +179,9 @@ def find_summary(st: Any) -> str:
 def stats_json(report: Any, segments: bool = True) -> dict[str, Any]:
     """The document of ``kseg stats --format json``: the total, then per topic, partition and segment."""
     def part(p: Any) -> dict[str, Any]:
-        d = {"path": p.path, "topic": p.topic, "partition": p.partition, **p.acc.as_json(),
+        kind = replica_kind(p.path.rstrip("/").rsplit("/", 1)[-1])
+        d = {"path": p.path, "topic": p.topic, "partition": p.partition,
+             **({"replica": kind} if kind != LIVE else {}), **p.acc.as_json(),
              "first_dirty_offset": p.first_dirty_offset, "dirty_ratio": p.dirty_ratio, "notes": list(p.notes)}
         if segments:
             d["segments"] = [{"file": s.file, "base_offset": s.base_offset, "first_offset": s.first_offset,

@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded
-from kseg.cli.tools import diff_cmd, find_cmd, find_options_from, stats_cmd
+from kseg.cli.tools import diff_cmd, diff_options_from, find_cmd, find_options_from, stats_cmd
 from kseg.errors import KsegError
 from kseg.ops.diff import DiffOptions, DiffReport, diff_item, diff_items
 from kseg.ops.find import FindStats, find_in_groups, partition_groups, select_groups
@@ -90,8 +90,7 @@ def register(group: click.Group, spark_params: list[click.Parameter], run_cls: A
     def diff(a: Path, b: Path, records: bool, check_crc: bool, max_records: int, key_decoder: str,
              value_decoder: str, fmt: str, max_decompressed_bytes: int, master: str | None, conf: tuple[str, ...],
              report: Path | None, timings: bool) -> None:
-        o = DiffOptions(records=records, check_crc=check_crc, max_records=max_records,
-                        max_decompressed_bytes=max_decompressed_bytes)
+        o = diff_options_from(records, check_crc, max_records, max_decompressed_bytes)
         items = diff_items(a, b)
         kd, vd = load_decoder(key_decoder), load_decoder(value_decoder)
         run = run_cls(master, conf, timings)
