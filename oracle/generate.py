@@ -60,6 +60,8 @@ def run_broker(release: str, dst: Path) -> dict:
     with tempfile.TemporaryDirectory(prefix=f"kseg-kafka-{release}-") as tmp:
         logdir, received = traffic.run_release(release, Path(tmp))
         copy_logdir(logdir, dst)
+        shutil.rmtree(dst / traffic.RUNNING_COPY)
+        shutil.copytree(traffic.running_copy_dir(Path(tmp)), dst / traffic.RUNNING_COPY)
     return received
 
 
@@ -68,7 +70,7 @@ def golden_name(rel: str, combo: str) -> str:
 
 
 #: (corpus release, DumpLogSegments release): which tool's outputs are kept for which files
-GOLDEN_SETS = (("3.9", "3.9"), ("4", "4"), ("3.9", "4"))
+GOLDEN_SETS = (("2.8", "2.8"), ("3.6", "3.6"), ("3.9", "3.9"), ("4", "4"), ("3.9", "4"))
 
 
 def golden_dir(corpus: str, tool: str) -> Path:

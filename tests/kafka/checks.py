@@ -82,7 +82,18 @@ def dumped_files(logdir: Path) -> list[str]:
                   if p.is_file() and p.suffix in DUMPED_SUFFIXES)
 
 
-def combos_for(rel: str) -> list[str]:
+#: release -> the COMBOS its kafka-dump-log.sh does not know (--max-bytes came in 3.0)
+UNKNOWN_COMBOS: dict[str, frozenset[str]] = {
+    "2.8": frozenset({"max-bytes", "deep-data-max-bytes"}),
+}
+
+
+def combos_for(rel: str, release: str = "4") -> list[str]:
+    """The combinations that make sense for a file, of those the ``release``'s tool knows."""
+    return [c for c in _combos_for(rel) if c not in UNKNOWN_COMBOS.get(release, ())]
+
+
+def _combos_for(rel: str) -> list[str]:
     suffix = Path(rel).suffix
     partition = Path(rel).parent.name
     if suffix == ".log":
@@ -133,7 +144,7 @@ def kafka_dumps(release: str, logdir: Path, jobs: int = 2) -> list[dict]:
         return {"file": rel, "combo": combo, "command": ["kafka-dump-log.sh", *args], "exit": rc,
                 "stdout": placeholder_paths(out, logdir), "stderr": placeholder_paths(err, logdir)}
 
-    todo = [(rel, combo) for rel in dumped_files(logdir) for combo in combos_for(rel)]
+    todo = [(rel, combo) for rel in dumped_files(logdir) for combo in combos_for(rel, release)]
     with ThreadPoolExecutor(jobs) as pool:
         return list(pool.map(one, todo))
 

@@ -17,6 +17,7 @@ plain JSON-able dicts: offset, timestamp, timestamp_type, key, value, headers
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,10 @@ from kafka.admin import NewTopic
 BASE_TS = 1_700_000_000_000
 SEGMENT_BYTES = 4096
 INDEX_INTERVAL = DATA_INDEX_INTERVAL
+#: segment.index.bytes of the partition copied while the broker runs (RUNNING_COPY): its active
+#: segment's .index/.timeindex are preallocated to this size, zero-filled past the entries written
+PREALLOCATED_INDEX_BYTES = 1024
+RUNNING_COPY = "log-append-0"
 
 
 _WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliett",
@@ -41,15 +46,17 @@ def _b(s: bytes | None) -> str | None:
 
 def topics_for(release: str) -> dict[str, dict[str, str]]:
     """Topic name -> topic configs."""
-    seg_key = "segment.bytes" if release.startswith("3") else "internal.segment.bytes"
+    seg_key = "segment.bytes" if brokers.uses_zookeeper(release) else "internal.segment.bytes"
     small = {seg_key: str(SEGMENT_BYTES), "index.interval.bytes": str(INDEX_INTERVAL)}
     topics = {
         "v2": dict(small),
         "idempotent": dict(small),
         "txn": dict(small),
-        "log-append": {**small, "message.timestamp.type": "LogAppendTime"},
+        # small preallocated indexes: the corpus keeps this partition as the running broker left it
+        "log-append": {**small, "message.timestamp.type": "LogAppendTime",
+                       "segment.index.bytes": str(PREALLOCATED_INDEX_BYTES)},
     }
-    if release.startswith("3"):
+    if brokers.uses_zookeeper(release):
         topics["v1"] = {**small, "message.format.version": "0.10.2"}
         topics["v0"] = {**small, "message.format.version": "0.9.0"}
     return topics
@@ -98,8 +105,8 @@ def produce_all(bootstrap: str, release: str) -> None:
         send(p, "v2", sample_records(f"v2-{codec}", 60, ts))
         p.close()
         ts += 100_000
-    # old formats on 3.9: old produce request versions (magic 0 and 1 messages), every legacy codec
-    if release.startswith("3"):
+    # old formats (ZooKeeper releases): old produce request versions (magic 0 and 1 messages), every legacy codec
+    if brokers.uses_zookeeper(release):
         for topic, api in (("v0", (0, 9)), ("v1", (0, 10, 1))):
             for codec in (None, "gzip", "snappy", "lz4"):
                 p = KafkaProducer(compression_type=codec, api_version=api, **common)
@@ -182,10 +189,16 @@ def consume_all(bootstrap: str, release: str) -> dict[str, list[dict[str, Any]]]
     return out
 
 
+def running_copy_dir(workdir: Path) -> Path:
+    """Where :func:`run_release` copies RUNNING_COPY while the broker still runs."""
+    return workdir / "running" / RUNNING_COPY
+
+
 def run_release(release: str, workdir: Path) -> tuple[Path, dict[str, list[dict[str, Any]]]]:
     """A broker of ``release`` in ``workdir``: start, produce, consume, clean stop.
 
-    Returns the broker's log dir and the records received. On failure the tail
+    Returns the broker's log dir and the records received; :func:`running_copy_dir` holds
+    RUNNING_COPY as it was before the stop (its active segment's indexes preallocated). On failure the tail
     of the broker's (and ZooKeeper's) output is printed and its files are left
     in ``workdir``.
     """
@@ -194,6 +207,8 @@ def run_release(release: str, workdir: Path) -> tuple[Path, dict[str, list[dict[
         broker.start()
         produce_all(broker.bootstrap, release)
         received = consume_all(broker.bootstrap, release)
+        # a clean stop trims the active segment's indexes: one partition is kept as the running broker has it
+        shutil.copytree(broker.log_dir / RUNNING_COPY, running_copy_dir(workdir))
     except BaseException:
         broker.stop()
         print(f"Kafka {brokers.version(release)} run failed; its files are in {workdir}\n{broker.logs()}",
