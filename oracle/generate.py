@@ -6,7 +6,8 @@ broker on loopback (see ``tests/kafka/brokers.py``), sends the traffic of
 ``tests/kafka/traffic.py``, reads every data topic back with a consumer, stops
 the broker cleanly and copies its log directory into ``fixtures/kafka-<release>/``:
 
-    logdir/                  the broker's files (no .lock, meta.properties or shutdown marker)
+    logdir/                  the broker's files (no .lock, meta.properties or shutdown marker); the
+                             partitions traffic.RUNNING_COPIES as copied before the clean stop
     records.json             partition -> the records the consumer received
     golden/manifest.json     one entry per file x kafka-dump-log.sh flag combination:
                              the command, its exit code and output file names
@@ -60,8 +61,9 @@ def run_broker(release: str, dst: Path) -> dict:
     with tempfile.TemporaryDirectory(prefix=f"kseg-kafka-{release}-") as tmp:
         logdir, received = traffic.run_release(release, Path(tmp))
         copy_logdir(logdir, dst)
-        shutil.rmtree(dst / traffic.RUNNING_COPY)
-        shutil.copytree(traffic.running_copy_dir(Path(tmp)), dst / traffic.RUNNING_COPY)
+        for name in traffic.RUNNING_COPIES:  # as the running broker had them: preallocated indexes
+            shutil.rmtree(dst / name)
+            shutil.copytree(traffic.running_copy_dir(Path(tmp)) / name, dst / name)
     return received
 
 

@@ -488,6 +488,8 @@ class KafkaRenderer:
             try:
                 lines = kafka_lines(ev, index_sanity=self.index_sanity, verify_index=self.verify_index)
             except KsegError as e:
+                if self.index_sanity and ev.kind in INDEX_LINES:
+                    raise  # the sanity check failed: the tool stops there and exits 1
                 self.err.write(f"kseg: error: {e}\n")
                 lines = []
             for line in lines:

@@ -45,8 +45,27 @@ RELEASES: dict[str, tuple[str, str]] = {
 ZOOKEEPER_RELEASES = frozenset({"2.8", "3.6", "3.9"})
 
 
+#: the releases the live tests run by default (what ``pytest`` and so ``make test`` start brokers for);
+#: KSEG_KAFKA_RELEASES="2.8 3.6 3.9 4" (or "all") runs the live dump tier on others too
+LIVE_DEFAULT = ("3.9", "4")
+
+
 def uses_zookeeper(release: str) -> bool:
     return release in ZOOKEEPER_RELEASES
+
+
+def live_releases() -> tuple[str, ...]:
+    """The releases the live dump tier runs: KSEG_KAFKA_RELEASES (names of RELEASES, or "all"), else
+    LIVE_DEFAULT."""
+    names = os.environ.get("KSEG_KAFKA_RELEASES", "").replace(",", " ").split()
+    if not names:
+        return LIVE_DEFAULT
+    if names == ["all"]:
+        return tuple(RELEASES)
+    unknown = [n for n in names if n not in RELEASES]
+    if unknown:
+        raise ValueError(f"KSEG_KAFKA_RELEASES: unknown release(s) {', '.join(unknown)}; known: {', '.join(RELEASES)}")
+    return tuple(names)
 
 # kafka-run-class.sh runs tools with config/tools-log4j.properties: WARN and up on stderr.
 _TOOLS_LOG4J = """log4j.rootLogger=WARN, stderr
@@ -84,7 +103,7 @@ def unavailable(*releases: str) -> str | None:
     why = java_available()
     if why is None:
         try:
-            for release in releases or tuple(RELEASES):
+            for release in releases or live_releases():
                 fetch(release)
         except KafkaUnavailable as exc:
             why = str(exc).splitlines()[0]

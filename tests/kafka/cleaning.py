@@ -570,6 +570,6 @@ def write_corpus(release: str, workdir: Path) -> Path:
 if __name__ == "__main__":  # python tests/kafka/cleaning.py [RELEASE...]: new corpus
     import tempfile
 
-    for rel in sys.argv[1:] or sorted(brokers.RELEASES):
+    for rel in sys.argv[1:] or brokers.LIVE_DEFAULT:
         with tempfile.TemporaryDirectory(prefix=f"kseg-cleaner-{rel}-") as tmp:
             write_corpus(rel, Path(tmp))
