@@ -100,7 +100,7 @@ def index_findings_lines(found: dict[str, DumpIndexFindings], kafka_version: str
             pairs = getattr(found[path], field)
             if field == "index_mismatches":
                 pairs = sorted(dict(pairs).items(), reverse=True) if kafka4 else list(reversed(pairs))
-            lines.append(head % path)
+            lines.append(head.replace("%s", path))
             lines.extend(line % pair for pair in pairs)
 
     report("index_mismatches", "Mismatches in :%s", "  Index offset: %d, log offset: %d")

@@ -217,7 +217,25 @@ def kseg_records(partition: Path) -> list[dict[str, Any]]:
 #: matched against the path relative to the log dir (``*`` crosses ``/``). A follow-up fix in kseg removes
 #: its entry; the xfail(strict=True) marks make a stale entry fail.
 _DEEP = ("deep", "data", "deep-data", "deep-data-max-bytes")
+_LINES_2_8 = ("Kafka 2.8's kafka-dump-log.sh prints other lines than 3.9's, which kseg prints (--kafka-version has "
+              "no 2.8): ")
+_APPEND_INDEXED = ("kseg index --rebuild indexes as Kafka 3.7+ brokers do (an entry per batch, the time index at the "
+                   "batch's last offset); this release's broker indexed each append (one entry for a produce request's "
+                   "whole message set, at its largest offset) and put a time-index entry at the offset of the first "
+                   "record holding the largest timestamp, inside the batch")
 KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {
+    **{("2.8>2.8", "*.log", combo): _LINES_2_8 + "'Starting offset:' for 'Log starting offset:', no deleteHorizonMs, "
+                                      "codec names in capitals, each record line repeats its batch's fields, the old "
+                                      "offsets and transaction decoders' text"
+       for combo in ("plain", *_DEEP, "offsets", "transactions")},
+    # the producer snapshots that hold producers (the others print no entry line)
+    **{("2.8>2.8", f"{partition}/*.snapshot", "plain"): _LINES_2_8 + "no lastTimestamp, currentTxnFirstOffset as a "
+                                                          "Scala Option (None, Some(N))"
+       for partition in ("__consumer_offsets-0", "idempotent-0", "txn-0", "v2-0")},
+    # the rolled segments of several messages per produce request (v0/v1), and of batches whose first record
+    # holds the largest timestamp (v2)
+    **{("2.8>2.8", rel, "index-rebuild"): _APPEND_INDEXED
+       for rel in ("v0-0/00000000000000000000.log", "v1-0/00000000000000000000.log", "v2-0/00000000000000000256.log")},
 }
 
 
