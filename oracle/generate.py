@@ -13,13 +13,13 @@ the broker cleanly and copies its log directory into ``fixtures/kafka-<release>/
                              the command, its exit code and output file names
     golden/<file>.<combo>.stdout / .stderr
     golden-kafka-<tool>/     the same for a newer release's DumpLogSegments on these files
-                             (Kafka 4's tool on the 3.9 broker's v0/v1/v2 segments)
+                             (Kafka 4's tool on the 2.8 and 3.9 brokers' v0/v1/v2 segments)
 
 Brokers are not deterministic (ids, timings), so a new run writes a new
 corpus; ``--check`` instead re-runs the release's DumpLogSegments on the
 committed files and asserts every committed output is unchanged, which is.
 
-    .venv/bin/python oracle/generate.py                 # both releases, new corpus
+    .venv/bin/python oracle/generate.py                 # every release, new corpus
     .venv/bin/python oracle/generate.py --release 4     # one release
     .venv/bin/python oracle/generate.py --check         # re-run DumpLogSegments, compare
     .venv/bin/python oracle/generate.py --goldens-only  # keep logdir, rewrite golden/
@@ -72,7 +72,7 @@ def golden_name(rel: str, combo: str) -> str:
 
 
 #: (corpus release, DumpLogSegments release): which tool's outputs are kept for which files
-GOLDEN_SETS = (("2.8", "2.8"), ("3.6", "3.6"), ("3.9", "3.9"), ("4", "4"), ("3.9", "4"))
+GOLDEN_SETS = (("2.8", "2.8"), ("3.6", "3.6"), ("3.9", "3.9"), ("4", "4"), ("3.9", "4"), ("2.8", "4"))
 
 
 def golden_dir(corpus: str, tool: str) -> Path:

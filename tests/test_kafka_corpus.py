@@ -6,10 +6,13 @@ release's ``kafka-dump-log.sh`` (DumpLogSegments) printed for every file and
 flag combination (``oracle/generate.py`` writes them; ``--check`` re-runs Kafka
 to confirm them). Here kseg must
 
-* verify every file (``kseg verify``),
+* verify every file (``kseg verify``, ``kseg index --check``: no error; the 2.8 and 3.6
+  brokers' time-index entries inside batches and the running segments' preallocated
+  indexes are healthy),
 * give exactly the records the consumers received (``kseg dump --records --format jsonl``),
 * print byte for byte what DumpLogSegments printed (``kseg dump --format kafka``),
-  the release's own and, in ``golden-kafka-4/``, Kafka 4's on the 3.9 broker's files,
+  the release's own and, in ``golden-kafka-4/``, Kafka 4's on the 2.8 and 3.9 brokers' files
+  (index verdicts on stderr and exit codes included),
 * rebuild each rolled segment's ``.index`` and ``.timeindex`` to the broker's bytes.
 
 Where kseg differs today the case is marked ``xfail(strict=True)`` from the one
