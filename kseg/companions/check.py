@@ -57,6 +57,7 @@ from kseg.storage import ReadError, as_path, gone, open_input
 
 __all__ = [
     "BatchSummary",
+    "DumpIndexFindings",
     "check_leader_epoch_checkpoint",
     "check_offset_index",
     "check_partition_metadata",
@@ -69,7 +70,6 @@ __all__ = [
     "companion_paths",
     "control_type_of",
     "dump_index_findings",
-    "DumpIndexFindings",
     "offset_index_findings",
     "producer_snapshot_findings",
     "summarize_batches",
@@ -97,7 +97,7 @@ class BatchSummary(NamedTuple):
 OffsetBatch = tuple[int, "int | None", int]
 # (position, last_offset, max_timestamp[, first_offset or None]): without the first offset an
 # entry must name a batch's last offset; with it, an offset inside a batch is accepted too
-TimeBatch = tuple
+TimeBatch = tuple[Any, ...]
 # (last_offset, control type id or None when undecodable)
 ControlBatch = tuple[int, "int | None"]
 

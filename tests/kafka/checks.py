@@ -135,8 +135,9 @@ def _entry_point():
     return main
 
 
-def kafka_dumps(release: str, logdir: Path, jobs: int = 2) -> list[dict]:
-    """Run the release's DumpLogSegments for every file x combination of ``logdir`` (``jobs`` at a time).
+def kafka_dumps(release: str, logdir: Path, jobs: int = 2, suffixes: tuple[str, ...] | None = None) -> list[dict]:
+    """Run the release's DumpLogSegments for every file x combination of ``logdir`` (``jobs`` at a time;
+    only the files ending in ``suffixes`` if given).
 
     One dict per run: file, combo, command, exit, stdout, stderr (paths as ``$LOGDIR/``).
     """
@@ -149,7 +150,8 @@ def kafka_dumps(release: str, logdir: Path, jobs: int = 2) -> list[dict]:
         return {"file": rel, "combo": combo, "command": ["kafka-dump-log.sh", *args], "exit": rc,
                 "stdout": placeholder_paths(out, logdir), "stderr": placeholder_paths(err, logdir)}
 
-    todo = [(rel, combo) for rel in dumped_files(logdir) for combo in combos_for(rel, release)]
+    todo = [(rel, combo) for rel in dumped_files(logdir) if suffixes is None or rel.endswith(suffixes)
+            for combo in combos_for(rel, release)]
     with ThreadPoolExecutor(jobs) as pool:
         return list(pool.map(one, todo))
 
