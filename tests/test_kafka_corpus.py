@@ -11,7 +11,7 @@ to confirm them). Here kseg must
   indexes are healthy),
 * give exactly the records the consumers received (``kseg dump --records --format jsonl``),
 * print byte for byte what DumpLogSegments printed (``kseg dump --format kafka``),
-  the release's own and, in ``golden-kafka-4/``, Kafka 4's on the 2.8 and 3.9 brokers' files
+  the release's own and, in ``golden-kafka-4/``, Kafka 4's on the 3.9 broker's files and the 2.8 broker's indexes
   (index verdicts on stderr and exit codes included),
 * rebuild each rolled segment's ``.index`` and ``.timeindex`` to the broker's bytes.
 
