@@ -6,19 +6,20 @@ broker on loopback (see ``tests/kafka/brokers.py``), sends the traffic of
 ``tests/kafka/traffic.py``, reads every data topic back with a consumer, stops
 the broker cleanly and copies its log directory into ``fixtures/kafka-<release>/``:
 
-    logdir/                  the broker's files (no .lock, meta.properties or shutdown marker)
+    logdir/                  the broker's files (no .lock, meta.properties or shutdown marker); the
+                             partitions traffic.RUNNING_COPIES as copied before the clean stop
     records.json             partition -> the records the consumer received
     golden/manifest.json     one entry per file x kafka-dump-log.sh flag combination:
                              the command, its exit code and output file names
     golden/<file>.<combo>.stdout / .stderr
     golden-kafka-<tool>/     the same for a newer release's DumpLogSegments on these files
-                             (Kafka 4's tool on the 3.9 broker's v0/v1/v2 segments)
+                             (Kafka 4's tool on the 2.8 and 3.9 brokers' v0/v1/v2 segments)
 
 Brokers are not deterministic (ids, timings), so a new run writes a new
 corpus; ``--check`` instead re-runs the release's DumpLogSegments on the
 committed files and asserts every committed output is unchanged, which is.
 
-    .venv/bin/python oracle/generate.py                 # both releases, new corpus
+    .venv/bin/python oracle/generate.py                 # every release, new corpus
     .venv/bin/python oracle/generate.py --release 4     # one release
     .venv/bin/python oracle/generate.py --check         # re-run DumpLogSegments, compare
     .venv/bin/python oracle/generate.py --goldens-only  # keep logdir, rewrite golden/
@@ -60,6 +61,9 @@ def run_broker(release: str, dst: Path) -> dict:
     with tempfile.TemporaryDirectory(prefix=f"kseg-kafka-{release}-") as tmp:
         logdir, received = traffic.run_release(release, Path(tmp))
         copy_logdir(logdir, dst)
+        for name in traffic.RUNNING_COPIES:  # as the running broker had them: preallocated indexes
+            shutil.rmtree(dst / name)
+            shutil.copytree(traffic.running_copy_dir(Path(tmp)) / name, dst / name)
     return received
 
 
@@ -68,7 +72,10 @@ def golden_name(rel: str, combo: str) -> str:
 
 
 #: (corpus release, DumpLogSegments release): which tool's outputs are kept for which files
-GOLDEN_SETS = (("3.9", "3.9"), ("4", "4"), ("3.9", "4"))
+GOLDEN_SETS = (("2.8", "2.8"), ("3.6", "3.6"), ("3.9", "3.9"), ("4", "4"), ("3.9", "4"), ("2.8", "4"))
+#: (corpus, tool) -> the only suffixes dumped (all otherwise): Kafka 4 on the 2.8 broker's files is kept for
+#: its index verdicts (the 2.8 indexes are the ones its walk reports on), which keeps the corpus small
+GOLDEN_SUFFIXES = {("2.8", "4"): (".index", ".timeindex")}
 
 
 def golden_dir(corpus: str, tool: str) -> Path:
@@ -81,7 +88,7 @@ def write_goldens(corpus: str, tool: str) -> None:
     if golden.exists():
         shutil.rmtree(golden)
     manifest = []
-    for r in checks.kafka_dumps(tool, root / "logdir"):
+    for r in checks.kafka_dumps(tool, root / "logdir", suffixes=GOLDEN_SUFFIXES.get((corpus, tool))):
         name = golden_name(r["file"], r["combo"])
         for stream in ("stdout", "stderr"):
             path = golden / f"{name}.{stream}"
@@ -102,7 +109,7 @@ def check_goldens(corpus: str, tool: str) -> list[str]:
     assert doc["kafka_version"] == brokers.version(tool), "outputs of another Kafka version"
     expected = {(e["file"], e["combo"]): e for e in doc["entries"]}
     problems = []
-    for r in checks.kafka_dumps(tool, root / "logdir"):
+    for r in checks.kafka_dumps(tool, root / "logdir", suffixes=GOLDEN_SUFFIXES.get((corpus, tool))):
         e = expected.pop((r["file"], r["combo"]), None)
         if e is None:
             problems.append(f"{r['file']} {r['combo']}: not in the manifest")

@@ -190,8 +190,10 @@ def test_flat_memory_large_index_in_a_compressed_tar(tmp_path: Path) -> None:
         t.addfile(info, io.BufferedReader(_Zeros(size), 1 << 20))
     member = f"{archive}/t-0/00000000000000000000.index"
     for args, code_wanted, said in (
-        (("verify", archive), 0, f"{size // 8 - 1} preallocated zero entries"),
-        (("index", "--check", archive), 0, f"{size // 8 - 1} preallocated zero entries"),
+        # the checks count slot 0 as preallocated space too (the broker wrote no entry); the dump shows
+        # the slots as kafka-dump-log.sh reads them (slot 0 an entry, the rest its zero tail)
+        (("verify", archive), 0, f"{size // 8} preallocated zero entries"),
+        (("index", "--check", archive), 0, f"{size // 8} preallocated zero entries"),
         (("dump", member), 0, f"zero_tail {size // 8 - 1}"),
     ):
         code, out, err, kib = kseg(*args, limit=512 << 20)

@@ -24,6 +24,7 @@ from kseg.companions.read import (
     ProducerEntry,
     TimeIndexEntry,
     decrement_sequence,
+    index_slots,
     parse_leader_epoch_checkpoint,
     parse_offset_index,
     parse_partition_metadata,
@@ -46,6 +47,7 @@ from kseg.companions.check import (
     check_standalone,
     companion_paths,
     control_type_of,
+    index_sanity_problem,
     offset_index_findings,
     producer_snapshot_findings,
     summarize_batches,
@@ -634,6 +636,83 @@ def test_time_index_zero_tail_note_and_kafka_sanity_note():
     assert any("index-sanity-check would fail" in t for t in texts)
 
 
+# (position, last offset, max timestamp, first offset): what kseg.verify hands the check
+TLOG_FIRST = [(0, 104, 1000, 100), (100, 109, 1500, 105), (200, 114, 1400, 110), (300, 119, 2000, 115)]
+
+
+@pytest.mark.parametrize("entry,batches,error", [
+    # Kafka 2.8-3.6: the offset of the first record holding the batch's largest timestamp
+    ((1500, 107), TLOG_FIRST, None),
+    ((1500, 105), TLOG_FIRST, None),
+    ((2000, 115), TLOG_FIRST, None),
+    # inside a batch, but that batch's largest timestamp is another
+    ((1600, 107), TLOG_FIRST, "timestamp mismatch"),
+    # inside a batch while an earlier batch has a larger timestamp
+    ((1400, 112), TLOG_FIRST, "larger timestamp"),
+    # past the log
+    ((3000, 125), TLOG_FIRST, "not found in the log"),
+    # the batch's first offset unknown (a compressed legacy wrapper): only its last offset is known to be in it
+    ((1500, 107), [(p, last, ts, None) for p, last, ts, _ in TLOG_FIRST], "not found in the log"),
+    ((1500, 107), TLOG, "not found in the log"),
+])
+def test_time_index_entry_inside_a_batch(entry, batches, error):
+    findings = check_time([entry], batches=batches)
+    if error is None:
+        assert errors(findings) == []
+    else:
+        only_error(findings, error)
+
+
+@pytest.mark.parametrize("kind,slots,batches,empty", [
+    # a segment being written, no entry yet: slot 0 is preallocated space, not an entry
+    ("index", 128, None, True),
+    ("index", 1, None, True),
+    ("timeindex", 85, None, True),
+    ("timeindex", 85, [(0, 102, 1000, 100)], True),
+    # a time-index entry (0, base offset) is possible where the batch holding the base offset has timestamp 0
+    ("timeindex", 85, [(0, 102, 0, 100)], False),
+])
+def test_zero_first_slot_is_empty_space(kind, slots, batches, empty):
+    size = 8 if kind == "index" else 12
+    data = bytes(size * slots)
+    if kind == "index":
+        findings = offset_index_findings(data, "x.index", 100, None if batches is None else [(0, 100, 102)], 4096)
+    else:
+        findings = time_index_findings(data, "x.timeindex", 100, batches)
+    assert errors(findings) == [], findings
+    zero_note = [f for f in notes(findings) if "preallocated zero" in f.message]
+    if empty:
+        assert len(zero_note) == 1 and zero_note[0].position == 0
+        assert f"{slots} preallocated zero entr" in zero_note[0].message
+    else:
+        assert all(f.position != 0 for f in zero_note)
+
+
+def test_zero_first_slot_of_a_rolled_index_file_is_an_error_against_its_log():
+    """Only a lone zero slot is empty space: an entry (base offset, 0) followed by entries is read as one."""
+    data = pack_offset_index([(100, 0), (104, 100)], base=100)
+    assert errors(offset_index_findings(data, "x.index", 100, [(0, 100, 103), (100, 104, 109)], 200)) == []
+    only_error(offset_index_findings(data, "x.index", 100, [(0, 101, 103), (100, 104, 109)], 200),
+               "starts after the indexed offset")
+
+
+@pytest.mark.parametrize("kind,entries,tail,problem", [
+    # Kafka's last entry is the last whole slot: a zero tail makes a time index's last timestamp 0
+    ("timeindex", [(1000, 104)], 4, "the last timestamp 0 is below the first 1000"),
+    ("timeindex", [(1000, 104), (1500, 109)], 0, None),
+    ("timeindex", [(1500, 104), (1000, 109)], 0, "the last timestamp 1000 is below the first 1500"),
+    ("timeindex", [], 3, None),  # all zero: last timestamp 0, first 0
+    # ... and an offset index's last offset the base offset, which passes
+    ("index", [(104, 100)], 4, None),
+    ("index", [(99, 100)], 0, "the last offset 99 is below the base offset 100"),
+])
+def test_index_sanity_check_reads_the_last_slot(kind, entries, tail, problem):
+    size = 8 if kind == "index" else 12
+    data = (pack_offset_index(entries, 100) if kind == "index" else pack_time_index(entries, 100)) + bytes(size * tail)
+    assert index_sanity_problem(index_slots(data, kind, 100), kind) == problem
+    assert index_sanity_problem(index_slots(data, kind, 100).index_file(), kind) == problem
+
+
 def test_time_index_partial_length():
     f = only_error(check_time([(1000, 104)], extra=b"\x00" * 5), "not a multiple of 12")
     assert f.position == 12
@@ -815,3 +894,52 @@ def test_index_entries_are_a_sequence_of_dicts(tmp_path) -> None:
     assert ev.entries[-1] == want[-1] and ev.entries[1:] == want[1:]
     with pytest.raises(IndexError):
         ev.entries[3]
+
+
+# --------------------------------------------------------------------------- kafka-dump-log.sh's index walk
+
+
+def _segment_with_batches(tmp_path: Path, offsets: list[tuple[int, int, int]]) -> Path:
+    """A .log of v2 batches (first offset, last offset, max timestamp) written with kseg's encoder."""
+    from kseg.log.encode import build_v2_batch
+    from kseg.model import make_record
+
+    data = b""
+    for first, last, ts in offsets:
+        records = [make_record(o, ts - (last - o), None, b"v", [], magic=2) for o in range(first, last + 1)]
+        data += build_v2_batch(records)
+    log = tmp_path / "00000000000000000100.log"
+    log.write_bytes(data)
+    return log
+
+
+def test_dump_index_findings_and_their_lines(tmp_path):
+    from kseg.companions.check import dump_index_findings
+    from kseg.render.companions import index_findings_lines
+
+    log = _segment_with_batches(tmp_path, [(100, 104, 1000), (105, 109, 1500), (110, 114, 2000)])
+    positions = [b.position for b in Segment(log).batches()]
+    # .index: an append's largest offset at its first batch (healthy, but the tool compares with that
+    # batch's last offset), listed twice to show the release's list (3.x) and map (4) semantics
+    index = pack_offset_index([(109, positions[0]), (114, positions[1]), (109, positions[0])], base=100)
+    found = dump_index_findings(index_slots(index, "index", 100), log)
+    assert found.index_mismatches == [(109, 104), (114, 109), (109, 104)]
+    timeindex = pack_time_index([(1500, 107), (1400, 109), (2000, 114), (2500, 120)], base=100)
+    tfound = dump_index_findings(index_slots(timeindex, "timeindex", 100), log)
+    assert tfound.not_found == [(107, 109), (120, -1)]
+    assert tfound.timestamp_mismatches == [(1400, 1500)]
+    assert tfound.out_of_order == [(1400, 1500)]
+    path = "/d/00000000000000000100.index"
+    assert index_findings_lines({path: found}, "3.9") == [
+        f"Mismatches in :{path}", "  Index offset: 109, log offset: 104", "  Index offset: 114, log offset: 109",
+        "  Index offset: 109, log offset: 104"]
+    assert index_findings_lines({path: found}, "4") == [
+        f"Mismatches in :{path}", "  Index offset: 114, log offset: 109", "  Index offset: 109, log offset: 104"]
+    tpath = "/d/00000000000000000100.timeindex"
+    assert index_findings_lines({tpath: tfound}, "3.9") == [
+        f"Found timestamp mismatch in :{tpath}", "  Index timestamp: 1400, log timestamp: 1500",
+        f"Found out of order timestamp in :{tpath}", "  Index timestamp: 1400, Previously indexed timestamp: 1500",
+        "The following indexed offsets are not found in the log.",
+        "Indexed offset: 107, found log offset: 109", "Indexed offset: 120, found log offset: -1"]
+    assert index_findings_lines({tpath: tfound}, "4")[4] == f"The following indexed offsets are not found in :{tpath}"
+    assert not dump_index_findings(index_slots(index, "index", 100), tmp_path / "missing.log")

@@ -94,7 +94,7 @@ def test_check_names_a_changed_file(tmp_path):
 
 # Folders of files written by real brokers and real tools (the Kafka oracle corpora): their size
 # is what the brokers wrote, held to a budget of their own.
-BROKER_CORPORA = ("kafka-3.9", "kafka-4", "kafka-cleaner", "kafka-convert", "kafka-tiered")
+BROKER_CORPORA = ("kafka-2.8", "kafka-3.6", "kafka-3.9", "kafka-4", "kafka-cleaner", "kafka-convert", "kafka-tiered")
 
 
 def test_fixture_tree_is_small():

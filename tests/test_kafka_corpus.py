@@ -6,10 +6,13 @@ release's ``kafka-dump-log.sh`` (DumpLogSegments) printed for every file and
 flag combination (``oracle/generate.py`` writes them; ``--check`` re-runs Kafka
 to confirm them). Here kseg must
 
-* verify every file (``kseg verify``),
+* verify every file (``kseg verify``, ``kseg index --check``: no error; the 2.8 and 3.6
+  brokers' time-index entries inside batches and the running segments' preallocated
+  indexes are healthy),
 * give exactly the records the consumers received (``kseg dump --records --format jsonl``),
 * print byte for byte what DumpLogSegments printed (``kseg dump --format kafka``),
-  the release's own and, in ``golden-kafka-4/``, Kafka 4's on the 3.9 broker's files,
+  the release's own and, in ``golden-kafka-4/``, Kafka 4's on the 3.9 broker's files and the 2.8 broker's indexes
+  (index verdicts on stderr and exit codes included),
 * rebuild each rolled segment's ``.index`` and ``.timeindex`` to the broker's bytes.
 
 Where kseg differs today the case is marked ``xfail(strict=True)`` from the one
@@ -62,6 +65,31 @@ def _dump_cases() -> list:
 def test_verify(release: str) -> None:
     proc = subprocess.run([checks.KSEG, "verify", str(_root(release) / "logdir")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "error" not in proc.stdout.replace("0 with errors, 0 error(s)", ""), proc.stdout[-3000:]
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_index_check(release: str) -> None:
+    """``kseg index --check`` finds no error in any segment's indexes: the broker's rules of each
+    release (time-index entries inside a batch for 2.8/3.6, a running segment's zero-filled indexes)."""
+    rc, out, err = checks.run_kseg(["index", "--check", "logdir"], cwd=_root(release))
+    assert rc == 0 and b"error" not in out, (out + err).decode(errors="replace")[-3000:]
+
+
+def test_corpora_show_the_cases() -> None:
+    """The corpora hold what the index checks above are about: time-index entries that point inside
+    a batch (2.8, 3.6), a running segment's preallocated indexes with no entry yet, and Kafka's
+    index-walk verdicts on stderr (its own false alarms, which ``kseg dump --format kafka`` reproduces)."""
+    for release in ("2.8", "3.6"):
+        if release not in RELEASES:
+            pytest.fail(f"fixtures/kafka-{release} is missing")
+        golden = _root(release) / "golden"
+        stderr = b"".join(p.read_bytes() for p in golden.rglob("*.timeindex.plain.stderr"))
+        assert b"The following indexed offsets are not found in the log." in stderr, release
+        zero = _root(release) / "logdir" / "preallocated-0" / "00000000000000000000.index"
+        assert zero.stat().st_size > 8 and not zero.read_bytes().strip(b"\0"), release
+        sanity = (golden / "log-append-0" / "00000000000000000000.timeindex.index-sanity.stderr").read_bytes()
+        assert sanity.startswith(checks.JAVA_EXCEPTION), release
 
 
 def _record_cases() -> list:

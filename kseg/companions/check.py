@@ -57,6 +57,7 @@ from kseg.storage import ReadError, as_path, gone, open_input
 
 __all__ = [
     "BatchSummary",
+    "DumpIndexFindings",
     "check_leader_epoch_checkpoint",
     "check_offset_index",
     "check_partition_metadata",
@@ -65,8 +66,10 @@ __all__ = [
     "check_standalone",
     "check_time_index",
     "check_txn_index",
+    "companion_log_path",
     "companion_paths",
     "control_type_of",
+    "dump_index_findings",
     "offset_index_findings",
     "producer_snapshot_findings",
     "summarize_batches",
@@ -92,8 +95,9 @@ class BatchSummary(NamedTuple):
 
 # (position, first_offset or None, last_offset)
 OffsetBatch = tuple[int, "int | None", int]
-# (position, last_offset, max_timestamp)
-TimeBatch = tuple[int, int, int]
+# (position, last_offset, max_timestamp[, first_offset or None]): without the first offset an
+# entry must name a batch's last offset; with it, an offset inside a batch is accepted too
+TimeBatch = tuple[Any, ...]
 # (last_offset, control type id or None when undecodable)
 ControlBatch = tuple[int, "int | None"]
 
@@ -159,7 +163,8 @@ class _Findings(list):
                                              f"entries {entry}..{entries - 1} not checked"))
 
 
-def _length_and_tail(out: list[Finding], file: str, idx: IndexSlots, what: str) -> None:
+def _length_and_tail(out: list[Finding], file: str, idx: IndexSlots, what: str, empty_first: bool = False) -> None:
+    """The file's length, and its zero tail (from slot 0 when ``empty_first``: no entry yet)."""
     size = idx.entry_size
     if idx.size > INT32_MAX:
         out.append(_finding(
@@ -174,13 +179,14 @@ def _length_and_tail(out: list[Finding], file: str, idx: IndexSlots, what: str) 
             f"Kafka's {what} sanity check fails)",
             f"a multiple of {size}", idx.size,
         ))
-    if idx.zero_tail:
-        tail_position = idx.count * size
+    if idx.zero_tail or empty_first:
+        tail_position = 0 if empty_first else idx.count * size
+        zeros = idx.zero_tail + empty_first
         if idx.tail_is_zero:
             out.append(_finding(
                 NOTE, file, tail_position,
-                ("1 preallocated zero entry" if idx.zero_tail == 1
-                 else f"{idx.zero_tail} preallocated zero entries") + " (an active or uncleanly closed segment)",
+                ("1 preallocated zero entry" if zeros == 1
+                 else f"{zeros} preallocated zero entries") + " (an active or uncleanly closed segment)",
             ))
         else:
             last = idx.last
@@ -234,6 +240,32 @@ def _base_for_check(path: str | os.PathLike, base_offset: int | None, out: list[
     return found
 
 
+def _first_offset(batch: tuple) -> int | None:
+    """A TimeBatch's first offset, None when not given or unknown."""
+    return batch[3] if len(batch) > 3 else None
+
+
+def _empty_first_slot(idx: IndexSlots, batches: Sequence[tuple] | None = None) -> bool:
+    """Whether the file's only entry is a zero slot 0: the preallocated space of a segment being
+    written that holds no entry yet. The broker counts the entries it appended, not the slots, and
+    never writes such an entry: an .index entry (base offset, position 0) would need index.interval.bytes
+    of batches before position 0; a .timeindex entry (timestamp 0, base offset) is taken for one only
+    when the log's batch holding the base offset has largest timestamp 0."""
+    if idx.count != 1 or not idx.tail_is_zero:
+        return False
+    base = idx.base_offset
+    if idx.kind == "index":
+        return idx.first == (base, 0)
+    if idx.first != (0, base):
+        return False
+    if batches is None:
+        return True
+    for b in batches:  # (position, last offset, max timestamp[, first offset])
+        if b[1] >= base:
+            return b[2] != 0
+    return True
+
+
 # --------------------------------------------------------------------------- .index
 
 
@@ -251,7 +283,8 @@ def offset_index_findings(
     """
     out = _Findings()
     idx = data if isinstance(data, IndexSlots) else index_slots(data, "index", base_offset)
-    _length_and_tail(out, file, idx, "offset index")
+    empty_first = _empty_first_slot(idx)
+    _length_and_tail(out, file, idx, "offset index", empty_first)
     starts: dict[int, int] = {}
     prefix_max: list[int | None] = []
     sorted_starts: list[int] = []
@@ -270,6 +303,8 @@ def offset_index_findings(
         if out.full:
             out.stopped(file, i, idx.count, at)
             break
+        if i == 0 and empty_first:
+            continue
         rel = offset - base_offset
         if rel < 0:
             out.append(_finding(ERROR, file, at, "negative relative offset (Kafka's sanity check fails)",
@@ -344,9 +379,10 @@ def time_index_findings(
     and no batch up to it has a larger one."""
     out = _Findings()
     idx = data if isinstance(data, IndexSlots) else index_slots(data, "timeindex", base_offset)
-    _length_and_tail(out, file, idx, "time index")
+    empty_first = _empty_first_slot(idx, batches)
+    _length_and_tail(out, file, idx, "time index", empty_first)
     first, last = idx.first, idx.last
-    if first is not None and idx.zero_tail and idx.last_slot is not None:
+    if first is not None and not empty_first and idx.zero_tail and idx.last_slot is not None:
         last_ts = idx.last_slot[0]
         if last_ts < first[0]:
             out.append(_finding(
@@ -361,20 +397,24 @@ def time_index_findings(
                                 f">= {first[0]}", last[0]))
     by_last: dict[int, int] = {}
     lasts: list[int] = []
+    order: list[int] = []  # batch numbers by last offset, for finding the batch an offset lies in
     prefix_max_ts: list[int] = []
     if batches is not None:
         best: int | None = None
-        for n, (_pos, last, ts) in enumerate(batches):
+        for n, (_pos, last, ts, *_first) in enumerate(batches):
             by_last.setdefault(last, n)
             best = ts if best is None else max(best, ts)
             prefix_max_ts.append(best)  # max timestamp of batches 0..n
         lasts = sorted(by_last)
+        order = [by_last[last] for last in lasts]
     prev = None
     for i, (ts, offset) in enumerate(idx.rows()):
         at = i * TIME_ENTRY_SIZE
         if out.full:
             out.stopped(file, i, idx.count, at)
             break
+        if i == 0 and empty_first:
+            continue
         rel = offset - base_offset
         if rel < 0:
             out.append(_finding(ERROR, file, at, "negative relative offset (Kafka's sanity check fails)",
@@ -388,17 +428,26 @@ def time_index_findings(
         if batches is None:
             continue
         k = by_last.get(offset)
+        inside = False
         if k is None:
             j = bisect.bisect_left(lasts, offset)
             near = lasts[j] if j < len(lasts) else -1
-            out.append(_finding(ERROR, file, at,
-                                    "indexed offset not found in the log (no batch ends at it)",
-                                    offset, f"next batch end {near}" if near >= 0 else "no batch at or after it"))
-            continue
+            # Kafka 2.8-3.6 (and 3.7-3.8 for uncompressed batches) index the offset of the first
+            # record holding the batch's largest timestamp, which may lie inside the batch
+            k = order[j] if j < len(lasts) else None
+            first = _first_offset(batches[k]) if k is not None else None
+            inside = first is not None and first <= offset
+            if not inside:
+                out.append(_finding(ERROR, file, at,
+                                        "indexed offset not found in the log (no batch holds it)",
+                                        offset, f"next batch end {near}" if near >= 0 else "no batch at or after it"))
+                continue
+        assert k is not None
         log_ts = batches[k][2]
         if log_ts != ts:
             out.append(_finding(ERROR, file, at, f"timestamp mismatch for offset {offset}",
-                                    f"{log_ts} (the batch's max timestamp)", ts))
+                                    f"{log_ts} (the max timestamp of the batch {'holding' if inside else 'ending at'}"
+                                    " it)", ts))
         if prefix_max_ts[k] > ts:
             out.append(_finding(ERROR, file, at,
                                     f"a batch up to offset {offset} has a larger timestamp than the entry",
@@ -757,7 +806,7 @@ def check_segment_companions(
     if ".index" in paths:
         out += check_offset_index(paths[".index"], [(s[0], s[1], s[2]) for s in batches_summary], log_size, base)
     if ".timeindex" in paths:
-        out += check_time_index(paths[".timeindex"], [(s[0], s[2], s[3]) for s in batches_summary], base)
+        out += check_time_index(paths[".timeindex"], [(s[0], s[2], s[3], s[1]) for s in batches_summary], base)
     if ".txnindex" in paths:
         out += check_txn_index(paths[".txnindex"], controls, base)
     return out
@@ -769,20 +818,93 @@ def index_sanity_problem(idx: IndexFile | IndexSlots, kind: str) -> str | None:
     if idx.partial_bytes:
         size = idx.slots * idx.entry_size + idx.partial_bytes
         return f"the index is {size} bytes, not a multiple of its {idx.entry_size}-byte entries"
+    # Kafka's last entry is the last whole slot (a zero tail included), not the last entry before it
     if isinstance(idx, IndexSlots):
-        if idx.first is None or idx.last is None:
+        if idx.first is None or idx.last_slot is None:
             return None
-        first, last = idx.first, idx.last  # (offset, position) or (timestamp, offset)
-        last_offset = last[0] if kind == "index" else last[1]
-        first_ts, last_ts = first[0], last[0]
+        first_ts = idx.first[0]
+        raw = idx.last_slot  # as stored: (relative offset, position) or (timestamp, relative offset)
+        last_offset = idx.base_offset + (raw[0] if kind == "index" else raw[1])
+        last_ts = raw[0]
     else:
         if not idx.entries:
             return None
-        last_offset = idx.entries[-1].offset
+        last_entry: Any = idx.entries[-1]
+        if idx.zero_tail and idx.tail_is_zero:
+            last_offset, last_ts = idx.base_offset, 0
+        else:
+            last_offset, last_ts = last_entry.offset, getattr(last_entry, "timestamp", 0)
         if kind == "timeindex":
-            first_ts, last_ts = idx.entries[0].timestamp, idx.entries[-1].timestamp
+            first_ts = idx.entries[0].timestamp
     if last_offset < idx.base_offset:
         return f"the last offset {last_offset} is below the base offset {idx.base_offset}"
     if kind == "timeindex" and last_ts < first_ts:
         return f"the last timestamp {last_ts} is below the first {first_ts}"
     return None
+
+
+# --------------------------------------------------------------------------- kafka-dump-log.sh's walk
+
+
+class DumpIndexFindings(NamedTuple):
+    """What kafka-dump-log.sh reports on stderr after walking an .index or .timeindex against its
+    .log (without --index-sanity-check). These are the tool's verdicts, not kseg's: it reads every
+    slot up to the first repeat of the base offset as an entry (the zero slot 0 of an index being
+    written too), and it expects a time-index entry at a batch's last offset, which Kafka 2.8-3.6
+    brokers do not always write. ``kseg verify`` and ``kseg index --check`` apply the broker's rules."""
+
+    index_mismatches: list[tuple[int, int]]  # (indexed offset, last offset of the batch at its position)
+    timestamp_mismatches: list[tuple[int, int]]  # (indexed timestamp, the batch's largest timestamp)
+    out_of_order: list[tuple[int, int]]  # (indexed timestamp, the timestamp indexed before it)
+    not_found: list[tuple[int, int]]  # (indexed offset, last offset of the first batch reaching it, or -1)
+
+    def __bool__(self) -> bool:
+        return any(self)
+
+
+def dump_index_findings(slots: IndexSlots, log_path: str | os.PathLike) -> DumpIndexFindings:
+    """kafka-dump-log.sh's findings for an index file (``slots``) against the .log at ``log_path``:
+    for an .index entry (O, P), the batch at P must end at O; for a .timeindex entry (T, O), the first
+    batch ending at or after O must end at O, have largest timestamp T, and T must exceed the timestamp
+    indexed before. Entries whose position is not a batch start are passed over (the tool reads
+    whatever bytes lie there). A log that cannot be read gives no findings."""
+    found = DumpIndexFindings([], [], [], [])
+    try:
+        summaries, _ = summarize_batches(Segment(as_path(log_path)).batches())  # type: ignore[arg-type]
+    except (KsegError, OSError):
+        return found
+    if slots.kind == "index":
+        at = {s.position: s.last_offset for s in summaries}
+        for offset, position in slots.rows():
+            last = at.get(position)
+            if last is not None and last != offset:
+                found.index_mismatches.append((offset, last))
+        return found
+    lasts = [s.last_offset for s in summaries]
+    ordered = all(a <= b for a, b in zip(lasts, lasts[1:]))
+    prev = -1  # RecordBatch.NO_TIMESTAMP
+    for ts, offset in slots.rows():
+        if ordered:
+            j = bisect.bisect_left(lasts, offset)
+        else:
+            j = next((n for n, last in enumerate(lasts) if last >= offset), len(lasts))
+        if j == len(lasts):
+            found.not_found.append((offset, -1))
+        elif lasts[j] != offset:
+            found.not_found.append((offset, lasts[j]))
+        else:
+            log_ts = summaries[j].max_timestamp
+            if log_ts != ts:
+                found.timestamp_mismatches.append((ts, log_ts))
+            if prev >= ts:
+                found.out_of_order.append((ts, prev))
+        prev = ts
+    return found
+
+
+def companion_log_path(path: str | os.PathLike) -> Path | None:
+    """The .log an index file belongs to as kafka-dump-log.sh finds it (the name up to its first
+    dot, plus ``.log``, in the same folder); None for a name without digits there."""
+    p = Path(path)
+    stem = p.name.split(".")[0]
+    return p.with_name(stem + ".log") if stem.isdigit() else None

@@ -11,13 +11,14 @@ from __future__ import annotations
 from itertools import islice
 from typing import Iterable, Iterator
 
-from kseg.companions.check import index_sanity_problem
+from kseg.companions.check import DumpIndexFindings, index_sanity_problem
 from kseg.companions.read import IndexSlots, TxnSlots
+from kseg.decoders.jvm import java_hash_map_order, scala_hash_map_order
 from kseg.errors import DataError
 from kseg.ops.companion_dump import CompanionEvent, IndexEntries
 from kseg.render.jsonout import encoder
 
-__all__ = ["INDEX_LINES", "index_text", "kafka_lines"]
+__all__ = ["INDEX_LINES", "index_findings_lines", "index_text", "kafka_lines"]
 
 INDEX_CHUNK = 1 << 16  # entries per piece of text: memory stays flat whatever the file's size
 
@@ -79,4 +80,33 @@ def kafka_lines(ev: CompanionEvent, *, index_sanity: bool = False, verify_index:
             line += (f"firstSequence: {e.first_sequence} lastSequence: {e.last_sequence} lastOffset: {e.last_offset} "
                      f"offsetDelta: {e.offset_delta} timestamp: {e.timestamp}")
         lines.append(line)
+    return lines
+
+
+def index_findings_lines(found: dict[str, DumpIndexFindings], kafka_version: str = "4") -> list[str]:
+    """kafka-dump-log.sh's stderr report of its index walks (``dump_index_findings`` per absolute
+    path), after every file and before the offset gaps: the .index mismatches, then the .timeindex
+    timestamp mismatches, out-of-order timestamps and offsets not found, each a map of paths in the
+    order of the release's hash map. Kafka 3.x prepends the .index pairs to a list (reverse order)
+    and says "not found in the log."; Kafka 4 keeps the pairs in a map by offset, highest first,
+    and names the file."""
+    kafka4 = kafka_version == "4"
+    order = java_hash_map_order if kafka4 else scala_hash_map_order
+    lines: list[str] = []
+
+    def report(field: str, head: str, line: str) -> None:
+        paths = [p for p, f in found.items() if getattr(f, field)]
+        for path in order(paths):
+            pairs = getattr(found[path], field)
+            if field == "index_mismatches":
+                pairs = sorted(dict(pairs).items(), reverse=True) if kafka4 else list(reversed(pairs))
+            lines.append(head.replace("%s", path))
+            lines.extend(line % pair for pair in pairs)
+
+    report("index_mismatches", "Mismatches in :%s", "  Index offset: %d, log offset: %d")
+    report("timestamp_mismatches", "Found timestamp mismatch in :%s", "  Index timestamp: %d, log timestamp: %d")
+    report("out_of_order", "Found out of order timestamp in :%s",
+           "  Index timestamp: %d, Previously indexed timestamp: %d")
+    report("not_found", "The following indexed offsets are not found in :%s" if kafka4
+           else "The following indexed offsets are not found in the log.", "Indexed offset: %d, found log offset: %d")
     return lines

@@ -9,6 +9,8 @@ from __future__ import annotations
 from itertools import islice
 from typing import IO, Any, Callable, TextIO
 
+from kseg.companions.check import DumpIndexFindings, companion_log_path, dump_index_findings
+from kseg.companions.read import IndexSlots
 from kseg.decoders import DecodedRecord, control_kafka_text
 from kseg.decoders.jvm import java_hash_map_order, scala_hash_map_order
 from kseg.errors import KsegError
@@ -29,7 +31,7 @@ from kseg.ops.dump import (
 )
 from kseg.printable import printable as safe
 from kseg.render import bulk
-from kseg.render.companions import INDEX_CHUNK, INDEX_LINES, index_text, kafka_lines
+from kseg.render.companions import INDEX_CHUNK, INDEX_LINES, index_findings_lines, index_text, kafka_lines
 from kseg.render.lines import bool_text, iso_utc, text_escape, text_head
 from kseg.render.jsonout import dumps, encoder
 from kseg.render.payload import BUILTIN, Decoder, decoder_notes, header_key_text
@@ -413,6 +415,7 @@ class KafkaRenderer:
         self.skip_record_metadata = skip_record_metadata
         self.index_sanity, self.verify_index = index_sanity, verify_index  # --index-sanity-check & co.
         self.non_consecutive: dict[str, list[tuple[int, int]]] = {}
+        self.index_findings: dict[str, DumpIndexFindings] = {}  # absolute path -> Kafka's index walk
         self._last_offset: int | None = None
         self._gaps: tuple[object, list[tuple[int, int]]] | None = None  # (path, its list) of the current file
 
@@ -476,6 +479,8 @@ class KafkaRenderer:
         elif isinstance(ev, BadBatchEvent):
             self.err.write(f"kseg: error: {ev.error}\n")
         elif isinstance(ev, CompanionEvent):
+            if ev.kind in INDEX_LINES and not self.index_sanity and isinstance(ev.parsed, IndexSlots):
+                self._walk_index(ev)
             if isinstance(ev.entries, IndexEntries) and ev.entries and not (self.index_sanity or self.verify_index):
                 for text in index_text(ev.entries.slots, INDEX_LINES[ev.kind]):  # in pieces, not a line each
                     self.write(text.encode())
@@ -483,12 +488,27 @@ class KafkaRenderer:
             try:
                 lines = kafka_lines(ev, index_sanity=self.index_sanity, verify_index=self.verify_index)
             except KsegError as e:
+                if self.index_sanity and ev.kind in INDEX_LINES:
+                    raise  # the sanity check failed: the tool stops there and exits 1
                 self.err.write(f"kseg: error: {e}\n")
                 lines = []
             for line in lines:
                 w(line + "\n")
         elif isinstance(ev, SkippedEvent):
             self.err.write(f"Ignoring unknown file {safe(ev.path)}\n")
+
+    def _walk_index(self, ev: CompanionEvent) -> None:
+        """Kafka's findings for an .index/.timeindex against its .log, reported at close (none for an
+        empty .index, which the tool skips with "is empty.")."""
+        slots = ev.parsed
+        if slots.kind == "index" and not slots.slots:
+            return
+        log = companion_log_path(ev.path)
+        if log is None:
+            return
+        found = dump_index_findings(slots, log)
+        if found:
+            self.index_findings[str(ev.path.resolve())] = found
 
     @property
     def takes_spans(self) -> bool:
@@ -575,6 +595,8 @@ class KafkaRenderer:
         return "".join(parts)
 
     def close(self) -> None:
+        for line in index_findings_lines(self.index_findings, self.kafka_version):
+            self.err.write(line + "\n")
         for line in non_consecutive_lines(self.non_consecutive, self.kafka_version):
             self.err.write(line + "\n")
         for note in decoder_notes(self.kd, self.vd):

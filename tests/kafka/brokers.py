@@ -8,7 +8,7 @@ nothing is downloaded from anywhere else.
   file records the pom it was fetched for).
 * :class:`Broker` runs one broker in its own temporary folder on free ports:
   a single combined KRaft node for 4.x (storage formatted first, as
-  ``kafka-storage.sh format`` does), ZooKeeper plus a broker for 3.9
+  ``kafka-storage.sh format`` does), ZooKeeper plus a broker for 2.8, 3.6 and 3.9
   (``inter.broker.protocol.version=2.8`` so topics may keep the old message
   formats). :meth:`Broker.stop` shuts down cleanly (SIGTERM, then SIGKILL).
 * :func:`dump_log_segments` runs the release's own ``DumpLogSegments`` the way
@@ -33,11 +33,39 @@ REPO = Path(__file__).resolve().parents[2]
 ORACLE = REPO / "oracle"
 CACHE = Path(os.environ.get("KSEG_KAFKA_CACHE", REPO / ".cache" / "kafka"))
 
-#: release name -> (version, DumpLogSegments main class)
+#: release name -> (version, DumpLogSegments main class); oldest first
 RELEASES: dict[str, tuple[str, str]] = {
+    "2.8": ("2.8.2", "kafka.tools.DumpLogSegments"),
+    "3.6": ("3.6.2", "kafka.tools.DumpLogSegments"),
     "3.9": ("3.9.2", "kafka.tools.DumpLogSegments"),
     "4": ("4.3.1", "org.apache.kafka.tools.DumpLogSegments"),
 }
+#: the releases run with ZooKeeper (the others as a KRaft combined node); they can keep topics in the
+#: old message formats (v0/v1) since the broker speaks inter.broker.protocol.version 2.8
+ZOOKEEPER_RELEASES = frozenset({"2.8", "3.6", "3.9"})
+
+
+#: the releases the live tests run by default (what ``pytest`` and so ``make test`` start brokers for);
+#: KSEG_KAFKA_RELEASES="2.8 3.6 3.9 4" (or "all") runs the live dump tier on others too
+LIVE_DEFAULT = ("3.9", "4")
+
+
+def uses_zookeeper(release: str) -> bool:
+    return release in ZOOKEEPER_RELEASES
+
+
+def live_releases() -> tuple[str, ...]:
+    """The releases the live dump tier runs: KSEG_KAFKA_RELEASES (names of RELEASES, or "all"), else
+    LIVE_DEFAULT."""
+    names = os.environ.get("KSEG_KAFKA_RELEASES", "").replace(",", " ").split()
+    if not names:
+        return LIVE_DEFAULT
+    if names == ["all"]:
+        return tuple(RELEASES)
+    unknown = [n for n in names if n not in RELEASES]
+    if unknown:
+        raise ValueError(f"KSEG_KAFKA_RELEASES: unknown release(s) {', '.join(unknown)}; known: {', '.join(RELEASES)}")
+    return tuple(names)
 
 # kafka-run-class.sh runs tools with config/tools-log4j.properties: WARN and up on stderr.
 _TOOLS_LOG4J = """log4j.rootLogger=WARN, stderr
@@ -75,7 +103,7 @@ def unavailable(*releases: str) -> str | None:
     why = java_available()
     if why is None:
         try:
-            for release in releases or tuple(RELEASES):
+            for release in releases or live_releases():
                 fetch(release)
         except KafkaUnavailable as exc:
             why = str(exc).splitlines()[0]
@@ -201,7 +229,7 @@ class Broker:
             "log.cleaner.enable": "false",
             "log.retention.check.interval.ms": 3_600_000,
         }
-        if self.release.startswith("3"):
+        if uses_zookeeper(self.release):
             zk_port = free_port()
             (self.workdir / "zk").mkdir(exist_ok=True)
             self._spawn("zookeeper", _java(self.release, "org.apache.zookeeper.server.ZooKeeperServerMain",
@@ -227,7 +255,7 @@ class Broker:
         config |= self.extra
         server = self.workdir / "server.properties"
         server.write_text(_properties(config))
-        if not self.release.startswith("3") and not (self.log_dir / "meta.properties").exists():
+        if not uses_zookeeper(self.release) and not (self.log_dir / "meta.properties").exists():
             # a Kafka Uuid in URL-safe base64 may start with "-"; the "=" form keeps the argument
             # parser from reading such an id as an option
             cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
@@ -267,7 +295,9 @@ class Broker:
             try:
                 admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=5000)
                 try:
-                    if admin.describe_cluster().get("brokers"):
+                    # a metadata request (kafka-python's DescribeCluster fails on 2.8's v0 answers)
+                    admin.list_topics()
+                    if admin._client.cluster.brokers():
                         return
                 finally:
                     admin.close()

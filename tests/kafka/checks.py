@@ -82,7 +82,18 @@ def dumped_files(logdir: Path) -> list[str]:
                   if p.is_file() and p.suffix in DUMPED_SUFFIXES)
 
 
-def combos_for(rel: str) -> list[str]:
+#: release -> the COMBOS its kafka-dump-log.sh does not know (--max-bytes came in 3.0)
+UNKNOWN_COMBOS: dict[str, frozenset[str]] = {
+    "2.8": frozenset({"max-bytes", "deep-data-max-bytes"}),
+}
+
+
+def combos_for(rel: str, release: str = "4") -> list[str]:
+    """The combinations that make sense for a file, of those the ``release``'s tool knows."""
+    return [c for c in _combos_for(rel) if c not in UNKNOWN_COMBOS.get(release, ())]
+
+
+def _combos_for(rel: str) -> list[str]:
     suffix = Path(rel).suffix
     partition = Path(rel).parent.name
     if suffix == ".log":
@@ -105,10 +116,15 @@ def kafka_args(rel: str, combo: str) -> list[str]:
     return ["--files", rel, *COMBOS[combo]]
 
 
+#: tool release -> the ``kseg dump --kafka-version`` whose lines are compared with its outputs (2.8 and
+#: 3.6 have none of their own: where their lines differ from 3.9's, KNOWN_DIFFERENCES says so)
+KSEG_KAFKA_VERSION = {"2.8": "3.9", "3.6": "3.9", "3.9": "3.9", "4": "4"}
+
+
 def kseg_args(rel: str, combo: str, tool: str = "4") -> list[str] | None:
     """The kseg command that prints what the ``tool`` release's kafka-dump-log.sh prints."""
     opts = KSEG_OPTIONS[combo]
-    version = "3.9" if tool.startswith("3.") else "4"
+    version = KSEG_KAFKA_VERSION[tool]
     return None if opts is None else ["dump", "--format", "kafka", "--kafka-version", version, *opts, rel]
 
 
@@ -119,8 +135,9 @@ def _entry_point():
     return main
 
 
-def kafka_dumps(release: str, logdir: Path, jobs: int = 2) -> list[dict]:
-    """Run the release's DumpLogSegments for every file x combination of ``logdir`` (``jobs`` at a time).
+def kafka_dumps(release: str, logdir: Path, jobs: int = 2, suffixes: tuple[str, ...] | None = None) -> list[dict]:
+    """Run the release's DumpLogSegments for every file x combination of ``logdir`` (``jobs`` at a time;
+    only the files ending in ``suffixes`` if given).
 
     One dict per run: file, combo, command, exit, stdout, stderr (paths as ``$LOGDIR/``).
     """
@@ -133,7 +150,8 @@ def kafka_dumps(release: str, logdir: Path, jobs: int = 2) -> list[dict]:
         return {"file": rel, "combo": combo, "command": ["kafka-dump-log.sh", *args], "exit": rc,
                 "stdout": placeholder_paths(out, logdir), "stderr": placeholder_paths(err, logdir)}
 
-    todo = [(rel, combo) for rel in dumped_files(logdir) for combo in combos_for(rel)]
+    todo = [(rel, combo) for rel in dumped_files(logdir) if suffixes is None or rel.endswith(suffixes)
+            for combo in combos_for(rel, release)]
     with ThreadPoolExecutor(jobs) as pool:
         return list(pool.map(one, todo))
 
@@ -162,6 +180,8 @@ def run_kseg(args: list[str], cwd: Path, in_process: bool | None = None) -> tupl
 
 
 LOGDIR = "$LOGDIR"
+#: how a Java tool's uncaught exception starts on stderr
+JAVA_EXCEPTION = b"Exception in thread "
 
 
 def placeholder_paths(output: bytes, logdir: Path) -> bytes:
@@ -199,7 +219,29 @@ def kseg_records(partition: Path) -> list[dict[str, Any]]:
 #: matched against the path relative to the log dir (``*`` crosses ``/``). A follow-up fix in kseg removes
 #: its entry; the xfail(strict=True) marks make a stale entry fail.
 _DEEP = ("deep", "data", "deep-data", "deep-data-max-bytes")
+_LINES_2_8 = ("Kafka 2.8's kafka-dump-log.sh prints other lines than 3.9's, which kseg prints (--kafka-version has "
+              "no 2.8): ")
+_APPEND_INDEXED = ("kseg index --rebuild indexes as Kafka 3.7+ brokers do (an entry per batch, the time index at the "
+                   "batch's last offset); this release's broker indexed each append (one entry for a produce request's "
+                   "whole message set, at its largest offset) and put a time-index entry at the offset of the first "
+                   "record holding the largest timestamp, inside the batch")
 KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {
+    **{("2.8>2.8", "*.log", combo): _LINES_2_8 + "'Starting offset:' for 'Log starting offset:', no deleteHorizonMs, "
+                                      "codec names in capitals, each record line repeats its batch's fields, the old "
+                                      "offsets and transaction decoders' text"
+       for combo in ("plain", *_DEEP, "offsets", "transactions")},
+    # the producer snapshots that hold producers (the others print no entry line)
+    **{("2.8>2.8", f"{partition}/*.snapshot", "plain"): _LINES_2_8 + "no lastTimestamp, currentTxnFirstOffset as a "
+                                                          "Scala Option (None, Some(N))"
+       for partition in ("__consumer_offsets-0", "idempotent-0", "txn-0", "v2-0")},
+    # the rolled segments of several messages per produce request (v0/v1), and of batches whose first record
+    # holds the largest timestamp (v2)
+    **{(f"{release}>{release}", rel, "index-rebuild"): _APPEND_INDEXED
+       for release in ("2.8", "3.6")
+       for rel in ("v0-0/00000000000000000000.log", "v1-0/00000000000000000000.log", "v2-0/00000000000000000256.log")},
+    ("3.6>3.6", "__consumer_offsets-*", "offsets"): "Kafka 3.6's --offsets-decoder prints its older text "
+        "(group_metadata::group=G, offset_commit::group=G,partition=T-P, offset=N and a JSON of the group without "
+        "its schema version); kseg prints 3.9's JSON (--kafka-version has no 3.6); every other line of 3.6 is 3.9's",
 }
 
 
@@ -212,18 +254,41 @@ def known_difference(tool: str, rel: str, combo: str, broker: str | None = None)
     return "; ".join(reasons) or None
 
 
-def compare_dump(release: str, rel: str, combo: str, logdir: Path,
-                 expected_out: bytes, expected_err: bytes, expected_exit: int = 0) -> None:
-    """Assert kseg prints what DumpLogSegments printed (stdout and stderr) and exits 0 where it did."""
+def _first_diff(expected: bytes, got: bytes) -> str:
+    e, g = expected.decode(errors="replace").splitlines(), got.decode(errors="replace").splitlines()
+    for i, (a, b) in enumerate(zip(e, g)):
+        if a != b:
+            return f"line {i + 1}: kafka {a[:200]!r} kseg {b[:200]!r}"
+    return f"kafka {len(e)} lines, kseg {len(g)} lines"
+
+
+def dump_mismatch(release: str, rel: str, combo: str, logdir: Path,
+                  expected_out: bytes, expected_err: bytes, expected_exit: int = 0) -> str | None:
+    """How kseg's output differs from what DumpLogSegments printed (stdout, stderr, exit code), None if
+    it does not. Where the tool stopped with a Java stack trace (a failed --index-sanity-check) kseg
+    prints one error line instead and exits as the tool did."""
     args = kseg_args(rel, combo, release)
     if args is None:
-        raise AssertionError(f"no kseg equivalent of kafka-dump-log.sh {' '.join(COMBOS[combo])}")
+        return f"no kseg equivalent of kafka-dump-log.sh {' '.join(COMBOS[combo])}"
     rc, out, err = run_kseg(args, cwd=logdir)
     out, err = placeholder_paths(out, logdir), placeholder_paths(err, logdir)
-    assert out.decode(errors="replace") == expected_out.decode(errors="replace"), "stdout differs"
-    assert err.decode(errors="replace") == expected_err.decode(errors="replace"), "stderr differs"
-    # kseg exits 1 on data problems where Kafka still exits 0; these brokers wrote none
-    assert expected_exit != 0 or rc == 0, f"kseg exited {rc}, kafka-dump-log.sh 0"
+    if out != expected_out:
+        return "stdout " + _first_diff(expected_out, out)
+    if expected_err.startswith(JAVA_EXCEPTION):
+        if not (err.startswith(b"kseg: error: ") and err.count(b"\n") == 1):
+            return f"stderr: one kseg error line expected for the tool's exception, got {err[:300]!r}"
+    elif err != expected_err:
+        return "stderr " + _first_diff(expected_err, err)
+    if rc != expected_exit:
+        return f"kseg exited {rc}, kafka-dump-log.sh {expected_exit}"
+    return None
+
+
+def compare_dump(release: str, rel: str, combo: str, logdir: Path,
+                 expected_out: bytes, expected_err: bytes, expected_exit: int = 0) -> None:
+    """Assert kseg prints what DumpLogSegments printed (stdout and stderr) and exits as it did."""
+    problem = dump_mismatch(release, rel, combo, logdir, expected_out, expected_err, expected_exit)
+    assert problem is None, problem
 
 
 def index_interval(partition: str) -> int:

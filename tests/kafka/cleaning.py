@@ -65,7 +65,7 @@ PARTITION = 0
 
 
 def topics_for(release: str) -> dict[str, dict[str, str]]:
-    seg_key = "segment.bytes" if release.startswith("3") else "internal.segment.bytes"
+    seg_key = "segment.bytes" if brokers.uses_zookeeper(release) else "internal.segment.bytes"
     cfg = {
         "cleanup.policy": "compact",
         seg_key: str(SEGMENT_BYTES),
@@ -78,7 +78,7 @@ def topics_for(release: str) -> dict[str, dict[str, str]]:
     topics = {"cv2": dict(cfg), SECOND_TOPIC: {**cfg, "delete.retention.ms": str(SHORT_RETENTION_MS)},
               LAG_TOPIC: {**cfg, "min.compaction.lag.ms": str(LAG_MS)},
               "cv2lat": {**cfg, "message.timestamp.type": "LogAppendTime"}}
-    if release.startswith("3"):
+    if brokers.uses_zookeeper(release):
         topics["cv1"] = {**cfg, "message.format.version": "0.10.2"}
         topics["cv1lat"] = {**cfg, "message.format.version": "0.10.2", "message.timestamp.type": "LogAppendTime"}
         topics["cv1codecs"] = {**cfg, "message.format.version": "0.10.2"}
@@ -195,7 +195,7 @@ def produce(bootstrap: str, release: str) -> None:
     # until something is appended); alter_configs replaces a topic's whole set
     from kafka.admin import ConfigResource, ConfigResourceType
 
-    seg_key = "segment.bytes" if release.startswith("3") else "internal.segment.bytes"
+    seg_key = "segment.bytes" if brokers.uses_zookeeper(release) else "internal.segment.bytes"
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
         admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, n, configs={**c, seg_key: str(CLEAN_SEGMENT_BYTES)})
@@ -210,7 +210,7 @@ def produce_map(bootstrap: str, release: str) -> None:
     from kafka import KafkaAdminClient, KafkaProducer
     from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 
-    seg_key = "segment.bytes" if release.startswith("3") else "internal.segment.bytes"
+    seg_key = "segment.bytes" if brokers.uses_zookeeper(release) else "internal.segment.bytes"
     cfg = {**topics_for(release)["cv2"], seg_key: str(MAP_SEGMENT_BYTES)}
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
@@ -570,6 +570,6 @@ def write_corpus(release: str, workdir: Path) -> Path:
 if __name__ == "__main__":  # python tests/kafka/cleaning.py [RELEASE...]: new corpus
     import tempfile
 
-    for rel in sys.argv[1:] or sorted(brokers.RELEASES):
+    for rel in sys.argv[1:] or brokers.LIVE_DEFAULT:
         with tempfile.TemporaryDirectory(prefix=f"kseg-cleaner-{rel}-") as tmp:
             write_corpus(rel, Path(tmp))

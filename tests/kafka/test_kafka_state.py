@@ -30,7 +30,7 @@ from pathlib import Path
 import brokers
 import pytest
 
-_why = brokers.unavailable()
+_why = brokers.unavailable(*brokers.LIVE_DEFAULT)
 if _why:
     pytest.skip(f"live Kafka tier skipped: {_why}", allow_module_level=True)
 
@@ -127,7 +127,7 @@ class Run:
         self.logdir = broker.log_dir
 
 
-@pytest.fixture(scope="module", params=sorted(brokers.RELEASES), ids=lambda r: f"kafka-{r}")
+@pytest.fixture(scope="module", params=list(brokers.LIVE_DEFAULT), ids=lambda r: f"kafka-{r}")
 def run(request, tmp_path_factory) -> Run:
     return Run(request.param, tmp_path_factory.mktemp(f"kafka-state-{request.param}"))
 

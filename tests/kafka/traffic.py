@@ -4,10 +4,13 @@
 codec the topic's message format allows (gzip, snappy, lz4, zstd), null keys
 and values, tombstones, headers, explicit timestamps, an idempotent producer,
 transactions that commit and abort (with offsets sent to the transaction),
-old produce request versions on old-format topics (3.9), and consumer groups
+old produce request versions on old-format topics (ZooKeeper releases), and consumer groups
 committing offsets, so ``__consumer_offsets`` and ``__transaction_state`` fill.
 Small segments make every data topic roll several segments, a small index
-interval gives the ``.index``/``.timeindex`` files several entries.
+interval gives the ``.index``/``.timeindex`` files several entries. Uncompressed
+batches whose largest timestamp is on their first record show where a release's
+time index points; ``RUNNING_COPIES`` are copied while the broker runs, so their
+active segments keep the preallocated, zero-filled index space.
 
 :func:`consume_all` reads every data topic back from offset 0 (read_uncommitted,
 so aborted records are included; consumers never see control records) as
@@ -17,6 +20,7 @@ plain JSON-able dicts: offset, timestamp, timestamp_type, key, value, headers
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,6 +33,10 @@ from kafka.admin import NewTopic
 BASE_TS = 1_700_000_000_000
 SEGMENT_BYTES = 4096
 INDEX_INTERVAL = DATA_INDEX_INTERVAL
+#: segment.index.bytes of the partition copied while the broker runs (RUNNING_COPY): its active
+#: segment's .index/.timeindex are preallocated to this size, zero-filled past the entries written
+PREALLOCATED_INDEX_BYTES = 1024
+RUNNING_COPIES = ("log-append-0", "preallocated-0")
 
 
 _WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliett",
@@ -41,15 +49,18 @@ def _b(s: bytes | None) -> str | None:
 
 def topics_for(release: str) -> dict[str, dict[str, str]]:
     """Topic name -> topic configs."""
-    seg_key = "segment.bytes" if release.startswith("3") else "internal.segment.bytes"
+    seg_key = "segment.bytes" if brokers.uses_zookeeper(release) else "internal.segment.bytes"
     small = {seg_key: str(SEGMENT_BYTES), "index.interval.bytes": str(INDEX_INTERVAL)}
+    preallocated = {"segment.index.bytes": str(PREALLOCATED_INDEX_BYTES)}
     topics = {
         "v2": dict(small),
         "idempotent": dict(small),
         "txn": dict(small),
-        "log-append": {**small, "message.timestamp.type": "LogAppendTime"},
+        # small preallocated indexes: the corpus keeps these partitions as the running broker left them
+        "log-append": {**small, "message.timestamp.type": "LogAppendTime", **preallocated},
+        "preallocated": {**small, **preallocated},  # one small batch: indexes with no entry yet
     }
-    if release.startswith("3"):
+    if brokers.uses_zookeeper(release):
         topics["v1"] = {**small, "message.format.version": "0.10.2"}
         topics["v0"] = {**small, "message.format.version": "0.9.0"}
     return topics
@@ -98,8 +109,24 @@ def produce_all(bootstrap: str, release: str) -> None:
         send(p, "v2", sample_records(f"v2-{codec}", 60, ts))
         p.close()
         ts += 100_000
-    # old formats on 3.9: old produce request versions (magic 0 and 1 messages), every legacy codec
-    if release.startswith("3"):
+    # uncompressed batches whose first record holds the largest timestamp: Kafka 2.8-3.6 brokers index
+    # such a record's offset (inside the batch) in the .timeindex, 3.9 the batch's last offset
+    p = KafkaProducer(**common)
+    for group in range(12):
+        for j in range(8):
+            stamp = ts + group * 10_000 + (7 - j) * 1000
+            p.send("v2", key=f"desc-{group}".encode(), value=f"descending {group}.{j}".encode(),
+                   timestamp_ms=stamp, partition=0)
+        p.flush()
+    p.close()
+    ts += 200_000
+    # one small batch: its segment's indexes stay preallocated and empty
+    p = KafkaProducer(**common)
+    send(p, "preallocated", sample_records("preallocated", 3, ts))
+    p.close()
+    ts += 100_000
+    # old formats (ZooKeeper releases): old produce request versions (magic 0 and 1 messages), every legacy codec
+    if brokers.uses_zookeeper(release):
         for topic, api in (("v0", (0, 9)), ("v1", (0, 10, 1))):
             for codec in (None, "gzip", "snappy", "lz4"):
                 p = KafkaProducer(compression_type=codec, api_version=api, **common)
@@ -182,10 +209,16 @@ def consume_all(bootstrap: str, release: str) -> dict[str, list[dict[str, Any]]]
     return out
 
 
+def running_copy_dir(workdir: Path) -> Path:
+    """Where :func:`run_release` copies the RUNNING_COPIES partitions while the broker still runs."""
+    return workdir / "running"
+
+
 def run_release(release: str, workdir: Path) -> tuple[Path, dict[str, list[dict[str, Any]]]]:
     """A broker of ``release`` in ``workdir``: start, produce, consume, clean stop.
 
-    Returns the broker's log dir and the records received. On failure the tail
+    Returns the broker's log dir and the records received; :func:`running_copy_dir` holds the
+    RUNNING_COPIES partitions as they were before the stop (active segments' indexes preallocated). On failure the tail
     of the broker's (and ZooKeeper's) output is printed and its files are left
     in ``workdir``.
     """
@@ -194,6 +227,9 @@ def run_release(release: str, workdir: Path) -> tuple[Path, dict[str, list[dict[
         broker.start()
         produce_all(broker.bootstrap, release)
         received = consume_all(broker.bootstrap, release)
+        # a clean stop trims the active segments' indexes: some partitions are kept as the running broker has them
+        for name in RUNNING_COPIES:
+            shutil.copytree(broker.log_dir / name, running_copy_dir(workdir) / name)
     except BaseException:
         broker.stop()
         print(f"Kafka {brokers.version(release)} run failed; its files are in {workdir}\n{broker.logs()}",
