@@ -415,3 +415,32 @@ def _every_json_output_is_strict(monkeypatch: pytest.MonkeyPatch) -> None:
         return result
 
     monkeypatch.setattr(CliRunner, "invoke", checked)
+
+
+# --------------------------------------------------------------------------- test tiers
+
+# ``make test`` runs everything (it is what CI runs). ``make check`` is the fast tier: unit,
+# property and corpus tests, no servers, no JVM, no whole-command matrices; it deselects the
+# ``live`` marker, which the modules below get whole, and every test whose id names Spark.
+LIVE_MODULES = {
+    "test_cluster": "a Spark standalone cluster and an S3 server",
+    "test_failure_matrix": "every command x input kind x fault, each in a child process, with an S3 server",
+    "test_gcs_azure": "GCS and Azure emulators",
+    "test_jvm_utf8": "a JVM",
+    "test_many_objects": "an S3 server",
+    "test_object_store": "an S3 server",
+    "test_publish": "an S3 server",
+    "test_spark": "Spark",
+    "test_tools_spark": "Spark",
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "live: needs a server, a JVM or many child processes (left out by make check)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.path.stem
+        if module in LIVE_MODULES or "kafka" in item.path.parent.name or "spark" in item.nodeid.lower():
+            item.add_marker(pytest.mark.live)
