@@ -26,6 +26,8 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from kseg.interrupts import uninterrupted
+
 AUTO = "auto"
 TASKS_PER_WORKER = 4  # light units are packed so that each worker gets about this many tasks
 IN_FLIGHT_PER_WORKER = 2  # tasks submitted ahead of the one whose result is awaited
@@ -165,18 +167,22 @@ def _pooled(op: Operation, units: list[Any], opts: Any, jobs: int,
             progress: Callable[[Any], None] | None) -> Iterator[Any]:
     groups = pack([int(getattr(u, "weight", 0) or 0) for u in units], jobs * TASKS_PER_WORKER)
     workers = min(jobs, len(groups))
-    executor = ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_worker_start)
     pending: deque[tuple[range, Future]] = deque()
     todo = iter(groups)
     finished = False
+    # Workers are forked at the first submit: a signal then would be raised inside the fork
+    # hooks (and lost) or in a child before it ignores it; held back, it is raised after.
+    with uninterrupted():
+        executor = ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_worker_start)
     try:
         def submit() -> None:
             g = next(todo, None)
             if g is not None:
                 pending.append((g, executor.submit(_run_group, op, opts, [units[i] for i in g])))
 
-        for _ in range(workers * IN_FLIGHT_PER_WORKER):
-            submit()
+        with uninterrupted():
+            for _ in range(workers * IN_FLIGHT_PER_WORKER):
+                submit()
         while pending:
             g, future = pending.popleft()
             results = future.result()

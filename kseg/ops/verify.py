@@ -244,14 +244,14 @@ def merge(partials: Iterable[VerifyPartial], options: VerifyOptions) -> VerifyRe
         if u.kind == LOG_UNIT:
             if u.group != group:
                 group, prev = u.group, None
-            fr, prev = _continue(p, prev, options)
+            fr, prev = continue_after(p, prev, options)
         report.files.append(fr)
         if u.kind == LOG_UNIT and options.check_indexes and Path(fr.path).suffix == ".log":
             report.files.extend(index_file_reports(fr))
     return report
 
 
-def _continue(p: VerifyPartial, prev: int | None, options: VerifyOptions) -> tuple[FileReport, int | None]:
+def continue_after(p: VerifyPartial, prev: int | None, options: VerifyOptions) -> tuple[FileReport, int | None]:
     """A log's report and last offset as reading it after a segment ending at ``prev`` gives.
 
     Only the first batch meets ``prev``: a gap is a note at its place (within the cap). A
@@ -549,6 +549,8 @@ def _verify_log(path: Path, options: VerifyOptions, prev_last: int | None,
         elif name_base is not None and first < name_base and not wrapper_unread:
             c.error("offsets", batch.position, "offset below the segment's base offset (from its name)",
                     expected=f">= {name_base}", found=first)
+        if not opened:
+            opened.append((first, batch_last, wrapper_unread, batch.position, len(fr.problems), c.count("offsets")))
         if last is not None:
             if first <= last:
                 c.error("offsets", batch.position, "offsets do not increase",
