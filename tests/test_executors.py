@@ -59,7 +59,7 @@ def inputs(tmp_path_factory) -> dict[str, Path]:
     problems across segments (offsets going back, a gap, gaps past the note cap), a flipped
     byte in a compressed payload and a cut tail."""
     root = tmp_path_factory.mktemp("executors")
-    multi = write_partition(root / "multi" / "m-0", 2, "gzip", segments=9, n_batches=5, per=6)
+    write_partition(root / "multi" / "m-0", 2, "gzip", segments=9, n_batches=5, per=6)
     bad = root / "bad"
     for name in ("v2-gzip-0", "v1-snappy-0", "v0-lz4-0", "compacted-v1-gzip-0", "mixed-magic-0"):
         dst = bad / name

@@ -18,19 +18,21 @@ ends any other way than done (Ctrl-C, SIGTERM, an error), so none outlives the c
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 from collections import deque
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from kseg.interrupts import uninterrupted
 
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
 AUTO = "auto"
-TASKS_PER_WORKER = 4  # light units are packed so that each worker gets about this many tasks
-IN_FLIGHT_PER_WORKER = 2  # tasks submitted ahead of the one whose result is awaited
+TASKS_PER_WORKER = 6  # light units are packed so that each worker gets about this many tasks
+IN_FLIGHT_PER_WORKER = 3  # tasks submitted ahead of the one whose result is awaited (results kept in plan order)
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,8 @@ def _worker_start() -> None:
 
 def _context() -> Any:
     # fork: workers start at once with everything this process has loaded (codec plugins too).
+    import multiprocessing  # loaded by a pool only: a serial run starts faster without it
+
     methods = multiprocessing.get_all_start_methods()
     return multiprocessing.get_context("fork" if "fork" in methods else methods[0])
 
@@ -172,6 +176,8 @@ def _pooled(op: Operation, units: list[Any], opts: Any, jobs: int,
     finished = False
     # Workers are forked at the first submit: a signal then would be raised inside the fork
     # hooks (and lost) or in a child before it ignores it; held back, it is raised after.
+    from concurrent.futures import ProcessPoolExecutor  # loaded by a pool only, as multiprocessing
+
     with uninterrupted():
         executor = ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_worker_start)
     try:
