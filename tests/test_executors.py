@@ -208,3 +208,16 @@ def test_signal_with_a_pool_leaves_no_worker(tmp_path, sig, code, line):
     while any(_alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [w for w in workers if _alive(w)]
+
+
+def _run_or_die(u: _Unit, failing: frozenset) -> tuple[int, int]:
+    if u.i in failing:
+        os.kill(os.getpid(), signal.SIGKILL)  # a worker killed (the OOM killer, an operator)
+    return _run(u, frozenset())
+
+
+def test_a_worker_killed_is_one_error_line():
+    from kseg.errors import InputError
+
+    with pytest.raises(InputError, match="worker process ended unexpectedly"):
+        execute(Operation("dies", _plan, _run_or_die, _merge), 20, frozenset({7}), 2)

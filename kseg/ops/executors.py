@@ -23,9 +23,12 @@ import signal
 from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
+from kseg.errors import InputError
 from kseg.interrupts import uninterrupted
+from kseg.log.listing import is_stdin
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -67,6 +70,12 @@ def unwrap(result: Any) -> Any:
     if isinstance(result, Failed):
         raise result.error
     return result
+
+
+def here_only(path: Any) -> bool:
+    """A path only this process may read (a unit's ``local``): standard input, and objects and
+    archive members, whose connections and archive readers a forked worker must not share."""
+    return is_stdin(path) or not isinstance(path, Path)
 
 
 def available_cores() -> int:
@@ -177,6 +186,7 @@ def _pooled(op: Operation, units: list[Any], opts: Any, jobs: int,
     # Workers are forked at the first submit: a signal then would be raised inside the fork
     # hooks (and lost) or in a child before it ignores it; held back, it is raised after.
     from concurrent.futures import ProcessPoolExecutor  # loaded by a pool only, as multiprocessing
+    from concurrent.futures.process import BrokenProcessPool
 
     with uninterrupted():
         executor = ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_worker_start)
@@ -191,7 +201,11 @@ def _pooled(op: Operation, units: list[Any], opts: Any, jobs: int,
                 submit()
         while pending:
             g, future = pending.popleft()
-            results = future.result()
+            try:
+                results = future.result()
+            except BrokenProcessPool:
+                raise InputError("a worker process ended unexpectedly (killed, or out of memory?); "
+                                 "run again with fewer --jobs") from None
             submit()
             for i, r in zip(g, results):
                 if progress:

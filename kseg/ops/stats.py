@@ -24,9 +24,9 @@ from kseg.log.decode import effective_log_append_time, records_region
 from kseg.log.fast import ACCELERATED, decode_v2_records
 from kseg.log.records import batch_records, payload_bytes
 from kseg.log.listing import RUN, reading_groups
-from kseg.log.segment import Segment, base_offset_of, is_stdin, partition_of
+from kseg.log.segment import Segment, base_offset_of, partition_of
 from kseg.model import Batch
-from kseg.ops.executors import Operation, execute
+from kseg.ops.executors import Operation, execute, here_only
 from kseg.storage import VANISHED, ReadError, gone
 
 try:  # the C walk of v2 records (keys into the HLL without building records)
@@ -558,7 +558,7 @@ class StatsUnit:
     segments: tuple[Path, ...]
     first_dirty: int | None
     weight: int = 0  # bytes to read
-    local: bool = False  # standard input: only this process can read it
+    local: bool = False  # only this process reads it (``executors.here_only``)
 
     def __str__(self) -> str:
         return str(self.folder if self.folder is not None else self.segments[0])
@@ -566,7 +566,7 @@ class StatsUnit:
 
 def plan(paths: Iterable[Path], o: StatsOptions) -> list[StatsUnit]:
     """The partitions (and lone files) to read, in report order."""
-    return [StatsUnit(folder, tuple(segs), dirty, _size(segs), any(is_stdin(p) for p in segs))
+    return [StatsUnit(folder, tuple(segs), dirty, _size(segs), any(here_only(p) for p in segs))
             for folder, segs, dirty in stats_groups(paths)]
 
 

@@ -41,7 +41,7 @@ from kseg.log.segment import (
     zero_bytes_to_end,
 )
 from kseg.model import Batch, Record
-from kseg.ops.executors import Operation, execute
+from kseg.ops.executors import Operation, execute, here_only
 from kseg.ops.sniff import KAFKA, KAFKA07, format_hint, input_format_of
 from kseg.printable import printable
 from kseg.storage import MANIFEST, VANISHED, ReadError, as_path, cannot_read, gone, read_failures, tree_sizes
@@ -171,7 +171,7 @@ class VerifyUnit:
     group: int
     newest: bool = False
     weight: int = 0  # bytes to read
-    local: bool = False  # standard input: only this process can read it
+    local: bool = False  # only this process reads it (``executors.here_only``)
 
     def __str__(self) -> str:
         return self.path
@@ -205,12 +205,12 @@ class VerifyPartial:
 def plan(paths: Iterable[str | Path], options: VerifyOptions) -> list[VerifyUnit]:
     """The files to check, in report order (``InputError`` for an unusable input, before any work)."""
     paths = list(paths)
-    units = [VerifyUnit(str(root), MANIFEST_UNIT, -1, local=is_stdin(root)) for root in paths]
+    units = [VerifyUnit(str(root), MANIFEST_UNIT, -1, local=here_only(as_path(root))) for root in paths]
     for gi, (group, newest) in enumerate(groups_with_newest(paths)):
         for path in group:
             kind = COMPANION_UNIT if is_companion(path) else LOG_UNIT
             units.append(VerifyUnit(str(path), kind, gi, newest=path == newest, weight=_weight(path),
-                                    local=is_stdin(path)))
+                                    local=here_only(path)))
     return units
 
 
