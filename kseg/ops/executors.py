@@ -18,6 +18,7 @@ ends any other way than done (Ctrl-C, SIGTERM, an error), so none outlives the c
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 from collections import deque
@@ -166,6 +167,9 @@ def _worker_start() -> None:
     # Ctrl-C in a terminal reaches every process of the group: the parent decides what it means.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # What the fork brought (modules, the plan) needs no more scanning by the cyclic collector,
+    # whose writes would also copy those shared pages into every worker.
+    gc.freeze()
 
 
 def _context() -> Any:

@@ -223,9 +223,9 @@ def _weight(path: Path) -> int:
 
 def run(unit: VerifyUnit, options: VerifyOptions) -> VerifyPartial:
     """Check one file, a log as if it were first in its partition."""
-    path = Path(unit.path) if unit.local else as_path(unit.path)
     if unit.kind == MANIFEST_UNIT:
         return VerifyPartial(unit, verify_manifest(unit.path))
+    path = as_path(unit.path)
     if unit.kind == COMPANION_UNIT:
         return VerifyPartial(unit, verify_companion_file(path))
     fr, last, opening = _verify_file(path, options, None, newest=unit.newest)
