@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 KSEG := $(VENV)/bin/kseg
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test facts schemas bench bench-dump bench-write bench-spark bench-kafka fixtures kafka-corpus kafka-corpus-check kafka-cleaner-corpus kafka-convert-corpus kafka-tiered-corpus kafka-live clean test-sanitize fuzz-short fuzz-long
+.PHONY: demo test facts schemas bench bench-dump bench-write bench-spark bench-jobs bench-kafka fixtures kafka-corpus kafka-corpus-check kafka-cleaner-corpus kafka-convert-corpus kafka-tiered-corpus kafka-live clean test-sanitize fuzz-short fuzz-long
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -78,6 +78,9 @@ bench-write: $(BUILT)
 
 bench-spark: $(BUILT)
 	$(PY) benchmarks/bench_spark.py
+
+bench-jobs: $(BUILT)
+	$(PY) benchmarks/bench_jobs.py
 
 bench-kafka: $(BUILT)
 	$(PY) benchmarks/bench_kafka_dump.py

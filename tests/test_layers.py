@@ -226,3 +226,25 @@ def test_lazy_tables_stay_in_their_package() -> None:
 
     for table, package in ((COMMANDS, "kseg.cli."), (DECODERS, "kseg.decoders."), (LAZY_BUILTINS, "kseg.codecs.")):
         assert table and all(ref.startswith(package) for ref in table.values()), table
+
+
+def _private_ops_names(module: str) -> list[str]:
+    """``from kseg.ops.x import _name`` and ``kseg.ops.x._name`` in a module outside kseg.ops."""
+    path = MODULES[module]
+    if path.suffix == ".c" or module == "kseg.ops" or module.startswith("kseg.ops."):
+        return []
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kseg.ops"):
+            out += [f"line {node.lineno}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+        elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            base = ast.unparse(node.value)
+            if base.startswith("kseg.ops"):
+                out.append(f"line {node.lineno}: {base}.{node.attr}")
+    return out
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_private_names_of_operations_outside_them(module: str) -> None:
+    """Executors (the CLI's pool, Spark) call an operation's public steps, never its insides."""
+    assert not _private_ops_names(module), _private_ops_names(module)

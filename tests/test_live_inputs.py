@@ -232,7 +232,7 @@ def test_segment_deleted_during_stats_or_find_is_a_note(name: str, tmp_path: Pat
     assert error_lines(err) == []
     note = f"{gone}: the file went away during the run (deleted by retention or renamed by the broker)"
     if name == "stats":
-        assert f"    note: {note}" in out.splitlines(), out
+        assert f"  note: {note}" in out.splitlines(), out
     else:
         assert f"kseg: note: {note}" in err.splitlines(), err
 

@@ -393,23 +393,6 @@ def test_verify_newest_segment_being_written(spark, tmp_path):
     assert "newest segment" in cli("spark", "verify", "-v", part).stdout
 
 
-def test_verify_settles_offsets_across_segments(bad_logdir):
-    """The driver-side check across segments agrees with verify_log given the real previous offset."""
-    from kseg.spark.jobs import settle
-    from kseg.spark.tasks import SENTINEL, verify_task
-    from kseg.ops.verify import VerifyOptions, verify_log
-
-    options = VerifyOptions()
-    for prev in (None, -5, 2, 3, 5, 9, 40):
-        for name in ("back-0", "gap-0", "many-0"):
-            for seg in sorted((bad_logdir / name).glob("*.log")):
-                r = verify_task(options, None, (str(seg), True, SENTINEL, False))
-                settled = settle(r, prev)
-                want, _ = verify_log(seg, options, prev)
-                if settled is not None:
-                    assert settled == want, (seg, prev)
-
-
 # --------------------------------------------------------------------------- kseg spark dump
 
 

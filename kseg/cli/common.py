@@ -34,6 +34,7 @@ from kseg.interrupts import Terminated, catching_signals, exit_code
 from kseg.lazy import load
 from kseg.log.atomic import remove_live_temporaries
 from kseg.log.segment import expand_inputs, is_stdin
+from kseg.ops.executors import AUTO, parse_jobs
 from kseg.storage import remove_live_objects
 
 
@@ -282,6 +283,16 @@ codec_option = click.option("--codec", default="keep", show_default=True,
 level_option = click.option("--level", type=int, default=None, help="Compression level (codec's default if unset).")
 INPUT_FORMAT_HELP = ("kafka07: the pre-0.8 message format (offsets are byte positions) [default: by name "
                      "(*.kafka files, 0.7 partition folders), else by the first bytes].")
+def _jobs(ctx: click.Context, param: click.Parameter, value: str) -> int:
+    try:
+        return parse_jobs(value)
+    except ValueError:
+        raise click.BadParameter(f"{value}: give a count of 1 or more, or {AUTO}") from None
+
+
+jobs_option = click.option(
+    "-j", "--jobs", default="1", metavar="N|auto", callback=_jobs, show_default=True,
+    help="Worker processes (auto: the cores this process may use); the output is the same for any number.")
 input_format_option = click.option(
     "--input-format", type=click.Choice(["kafka", "kafka07"]), default=None, help=INPUT_FORMAT_HELP)
 

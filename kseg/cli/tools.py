@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from kseg.cli.storage import LOCATION
-from kseg.cli.common import (EXIT_DATA, EXIT_OK, guarded, index_interval_option, max_decompressed_option,
+from kseg.cli.common import (EXIT_DATA, EXIT_OK, guarded, index_interval_option, jobs_option, max_decompressed_option,
                               refuse_unless, time_option)
 from kseg.errors import InputError
 from kseg.ops.diff import DiffOptions, diff_paths
@@ -142,12 +142,13 @@ def find_cmd(paths: tuple[Path, ...], key: str | None, key_hex: str | None, key_
               help="Also write a self-contained HTML report with plots (needs the report extra).")
 @format_option
 @max_decompressed_option
+@jobs_option
 @guarded
 def stats_cmd(paths: tuple[Path, ...], segments: bool, html: Path | None, fmt: str,
-              max_decompressed_bytes: int) -> None:
+              max_decompressed_bytes: int, jobs: int) -> None:
     """Records, bytes, codecs, time range, keys, producers, transactions and problems per topic,
     partition and segment. Exit 0 clean, 1 when problems were found in the data."""
-    report = stats_paths(list(paths), StatsOptions(max_decompressed_bytes=max_decompressed_bytes))
+    report = stats_paths(list(paths), StatsOptions(max_decompressed_bytes=max_decompressed_bytes), jobs)
     write_stats(report, sys.stdout, fmt, segments=segments)
     if html is not None:
         write_html_report(report, html)

@@ -8,7 +8,7 @@ from typing import Callable
 
 import click
 
-from kseg.cli.common import EXIT_DATA, EXIT_OK, EXIT_USAGE, guarded, verify_options
+from kseg.cli.common import EXIT_DATA, EXIT_OK, EXIT_USAGE, guarded, jobs_option, verify_options
 from kseg.errors import InputError
 from kseg.lazy import load
 from kseg.ops.sniff import KAFKA07, format_hint
@@ -21,13 +21,14 @@ CHECK_REMOTE_STORE = "kseg.ops.tiered:check_remote_store"
 
 @click.command("verify")
 @verify_options
+@jobs_option
 @click.option("--remote-metadata", "remote_metadata", multiple=True, type=click.Path(path_type=Path),
               metavar="PATH", help="PATHS are a tiered store: also compare its segments with the "
               "__remote_log_metadata partition(s) PATH holds (a partition folder or the broker's log directory; "
               "repeatable): segments listed but missing, present but unlisted, offsets and sizes.")
 @guarded
 def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input_format: str, verbose: bool,
-           max_decompressed_bytes: int, remote_metadata: tuple[Path, ...]) -> None:
+           max_decompressed_bytes: int, jobs: int, remote_metadata: tuple[Path, ...]) -> None:
     """Check segment files, partition folders or log directories; report every problem.
 
     Exit 0 when clean, 1 when problems were found, 2 when the input is unusable.
@@ -44,7 +45,7 @@ def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input
     else:
         options = VerifyOptions(quick=quick, max_decompressed_bytes=max_decompressed_bytes,
                                 check_indexes=not no_index, input_format=input_format)
-        report = verify_paths(paths, options, progress=progress)
+        report = verify_paths(paths, options, progress=progress, jobs=jobs)
         if remote_metadata:
             report.files.append(load(CHECK_REMOTE_STORE)(list(remote_metadata), list(paths)))
     if progress:

@@ -219,7 +219,7 @@ def _run_job(inputs: list[Path], output: Path, make_transform: Callable[[list[Pa
     segs = partition_segments(src)
     with AtomicDir(output) as tmp_root:
         if segs:
-            _run_partition(segs, tmp_root.tmp, make_transform, result, options, copy=False, progress=progress)
+            run_partition(segs, tmp_root.tmp, make_transform, result, options, copy=False, progress=progress)
             if command is not None:
                 finish_partition(src, tmp_root.tmp, command)
         else:
@@ -229,7 +229,7 @@ def _run_job(inputs: list[Path], output: Path, make_transform: Callable[[list[Pa
                                  file=str(src))
             for part in parts:
                 keep = select is None or select(part.topic)
-                _run_partition(part.segment_paths, tmp_root.tmp / part.path.name, make_transform, result,
+                run_partition(part.segment_paths, tmp_root.tmp / part.path.name, make_transform, result,
                                options, copy=not keep, progress=progress)
             if command is not None:
                 finish_log_dir(src, tmp_root.tmp, command)
@@ -240,8 +240,10 @@ def _run_job(inputs: list[Path], output: Path, make_transform: Callable[[list[Pa
     return result
 
 
-def _run_partition(segs: list[Path], out_dir: Path, make_transform, result: JobResult, options: WriteOptions,
+def run_partition(segs: list[Path], out_dir: Path, make_transform, result: JobResult, options: WriteOptions,
                    *, copy: bool, progress: Callable[[str], None] | None = None) -> None:
+    """One partition's segments through the transform into ``out_dir`` (``copy``: as they are,
+    counted as carried), adding to ``result``: the unit ``run_job`` and a Spark task share."""
     out_dir.mkdir(parents=True, exist_ok=True)
     if copy:
         transform: Transform = _copy

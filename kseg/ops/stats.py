@@ -26,6 +26,7 @@ from kseg.log.records import batch_records, payload_bytes
 from kseg.log.listing import RUN, reading_groups, replica_note
 from kseg.log.segment import Segment, base_offset_of, partition_of
 from kseg.model import Batch
+from kseg.ops.executors import Operation, execute, here_only
 from kseg.storage import VANISHED, ReadError, gone
 
 try:  # the C walk of v2 records (keys into the HLL without building records)
@@ -539,7 +540,57 @@ def assemble(partitions: Iterable[PartitionStats]) -> StatsReport:
     return report
 
 
-def stats_paths(paths: Iterable[Path], o: StatsOptions = StatsOptions()) -> StatsReport:
-    """Statistics of files, partition folders and log directories."""
-    return assemble(stats_partition(segs, o, folder=folder, first_dirty=dirty)
-                    for folder, segs, dirty in stats_groups(paths))
+def stats_paths(paths: Iterable[Path], o: StatsOptions = StatsOptions(), jobs: int = 1) -> StatsReport:
+    """Statistics of files, partition folders and log directories; ``jobs``: worker processes
+    (``kseg.ops.executors``), the report the same for any number."""
+    return execute(OPERATION, list(paths), o, jobs)
+
+
+# --------------------------------------------------------------------------- plan / run / merge
+#
+# Units are partitions (a partition's transactions and producers run across its segments);
+# merge puts them together by topic in plan order (``assemble``).
+
+
+@dataclass(frozen=True)
+class StatsUnit:
+    """One partition's segments (or a file read on its own), with what the cleaner's
+    checkpoint says of it."""
+
+    folder: Path | None
+    segments: tuple[Path, ...]
+    first_dirty: int | None
+    weight: int = 0  # bytes to read
+    local: bool = False  # only this process reads it (``executors.here_only``)
+
+    def __str__(self) -> str:
+        return str(self.folder if self.folder is not None else self.segments[0])
+
+
+def plan(paths: Iterable[Path], o: StatsOptions) -> list[StatsUnit]:
+    """The partitions (and lone files) to read, in report order."""
+    return [StatsUnit(folder, tuple(segs), dirty, _size(segs), any(here_only(p) for p in segs))
+            for folder, segs, dirty in stats_groups(paths)]
+
+
+def _size(paths: Iterable[Path]) -> int:
+    total = 0
+    for p in paths:
+        try:
+            total += p.stat().st_size if isinstance(p, Path) else 0
+        except OSError:
+            pass
+    return total
+
+
+def run(unit: StatsUnit, o: StatsOptions) -> PartitionStats:
+    """One partition's figures."""
+    return stats_partition(list(unit.segments), o, folder=unit.folder, first_dirty=unit.first_dirty)
+
+
+def merge(partitions: Iterable[PartitionStats], o: StatsOptions) -> StatsReport:
+    """Topics and the total, partitions in plan order."""
+    return assemble(partitions)
+
+
+OPERATION = Operation("stats", plan, run, merge)

@@ -41,6 +41,7 @@ from kseg.log.segment import (
     zero_bytes_to_end,
 )
 from kseg.model import Batch, Record
+from kseg.ops.executors import Operation, execute, here_only
 from kseg.ops.sniff import KAFKA, KAFKA07, format_hint, input_format_of
 from kseg.printable import printable
 from kseg.storage import MANIFEST, VANISHED, ReadError, as_path, cannot_read, gone, read_failures, tree_sizes
@@ -97,6 +98,11 @@ class _Collector:
     def __init__(self, report: FileReport):
         self.report = report
         self._note_counts: dict[str, int] = {}
+        self.last_shown: dict[str, int] = {}  # kind -> index in problems of its last note shown (the cap's)
+
+    def count(self, check: str) -> int:
+        """Notes of this kind so far, shown or suppressed."""
+        return self._note_counts.get(check, 0)
 
     def error(self, check: str, position: int | None, message: str, **kw: Any) -> None:
         self.report.problems.append(Finding(ERROR, check, self.report.path, position, message, **kw))
@@ -107,6 +113,8 @@ class _Collector:
         if n > MAX_NOTES_PER_KIND:
             self.report.suppressed_notes += 1
             return
+        if n == MAX_NOTES_PER_KIND:
+            self.last_shown[check] = len(self.report.problems)
         self.report.problems.append(Finding(NOTE, check, self.report.path, position, message, **kw))
 
     def extend(self, errors: list[Finding]) -> None:
@@ -129,31 +137,150 @@ def verify_paths(
     paths: Iterable[str | Path],
     options: VerifyOptions = VerifyOptions(),
     progress: Callable[[str], None] | None = None,
+    jobs: int = 1,
 ) -> VerifyReport:
     """Verify files, partition folders and log directories; offsets are checked across
-    the segments of one partition."""
-    report = VerifyReport()
+    the segments of one partition. ``jobs``: worker processes (``kseg.ops.executors``);
+    the report is the same for any number."""
+    def shown(u: VerifyUnit) -> None:
+        if progress and u.kind != MANIFEST_UNIT:
+            progress(u.path)
+
+    return execute(OPERATION, list(paths), options, jobs, shown if progress else None)
+
+
+# --------------------------------------------------------------------------- plan / run / merge
+#
+# Units are files: a root's manifest, then each group's files in order (a partition's
+# segments, whose offsets run on from one to the next, then the files checked beside them).
+# A segment is read on its own, as if first in its partition; what only its predecessor can
+# tell (is its first offset the one after the previous segment's last?) is left open in its
+# partial (``Opening``) and decided by ``merge``, which walks the partials in order.
+
+MANIFEST_UNIT, COMPANION_UNIT, LOG_UNIT = "manifest", "companion", "log"
+
+
+@dataclass(frozen=True)
+class VerifyUnit:
+    """One file to check: ``path`` as given (``kseg.storage.as_path`` reads it back), its
+    ``kind``, the ``group`` it belongs to (offsets run on inside one), ``newest``: the partition's
+    newest segment (a partial last batch is a note)."""
+
+    path: str
+    kind: str
+    group: int
+    newest: bool = False
+    weight: int = 0  # bytes to read
+    local: bool = False  # only this process reads it (``executors.here_only``)
+
+    def __str__(self) -> str:
+        return self.path
+
+
+@dataclass(frozen=True)
+class Opening:
+    """A log's first batch as the offset check across segments needs it: its first and last
+    offsets, whether its first offset is unread (a compressed legacy wrapper in quick mode),
+    its position, where its note would go in the report, and the "offsets" notes counted
+    before it and in all (the per-kind cap), with the index of the last one shown."""
+
+    first: int
+    last: int
+    unread: bool
+    position: int
+    at: int
+    notes_before: int
+    notes: int
+    last_shown: int | None
+
+
+@dataclass
+class VerifyPartial:
+    unit: VerifyUnit
+    report: FileReport | None  # None: a root without a manifest
+    last: int | None = None  # the highest last offset of the file's batches (None: none read)
+    opening: Opening | None = None
+
+
+def plan(paths: Iterable[str | Path], options: VerifyOptions) -> list[VerifyUnit]:
+    """The files to check, in report order (``InputError`` for an unusable input, before any work)."""
     paths = list(paths)
-    for root in paths:  # an output kseg published says what it holds: checked first
-        fr = verify_manifest(root)
-        if fr is not None:
-            report.files.append(fr)
-    for group, newest in groups_with_newest(paths):
-        last_offset: int | None = None
+    units = [VerifyUnit(str(root), MANIFEST_UNIT, -1, local=here_only(as_path(root))) for root in paths]
+    for gi, (group, newest) in enumerate(groups_with_newest(paths)):
         for path in group:
-            if progress:
-                progress(str(path))
-            if is_companion(path):
-                fr = verify_companion_file(path)
-            else:  # .log, .checkpoint, transient names (.deleted ...) and other names read as logs
-                fr, last_offset = verify_file(path, options, last_offset, newest=path == newest)
-                note = replica_note(path.parent) if path == group[0] else None
-                if note:  # a replica the broker renamed: said once, on its first segment
-                    fr.problems.append(Problem(NOTE, "replica", str(path), None, note))
-            report.files.append(fr)
-            if options.check_indexes and path.suffix == ".log":
-                report.files.extend(index_file_reports(fr))
+            kind = COMPANION_UNIT if is_companion(path) else LOG_UNIT
+            units.append(VerifyUnit(str(path), kind, gi, newest=path == newest, weight=_weight(path),
+                                    local=here_only(path)))
+    return units
+
+
+def _weight(path: Path) -> int:
+    try:
+        return path.stat().st_size if isinstance(path, Path) else 0
+    except OSError:
+        return 0
+
+
+def run(unit: VerifyUnit, options: VerifyOptions) -> VerifyPartial:
+    """Check one file, a log as if it were first in its partition."""
+    if unit.kind == MANIFEST_UNIT:
+        return VerifyPartial(unit, verify_manifest(unit.path))
+    path = as_path(unit.path)
+    if unit.kind == COMPANION_UNIT:
+        return VerifyPartial(unit, verify_companion_file(path))
+    fr, last, opening = _verify_file(path, options, None, newest=unit.newest)
+    return VerifyPartial(unit, fr, last, opening)
+
+
+def merge(partials: Iterable[VerifyPartial], options: VerifyOptions) -> VerifyReport:
+    """The report, partials taken in plan order: each log's offsets checked against the
+    previous segment's, each log's index files listed after it."""
+    report = VerifyReport()
+    group, prev = None, None
+    for p in partials:
+        u, fr = p.unit, p.report
+        if fr is None:
+            continue
+        if u.kind == LOG_UNIT:
+            first = u.group != group
+            if first:
+                group, prev = u.group, None
+            fr, prev = continue_after(p, prev, options)
+            note = replica_note(Path(fr.path).parent) if first else None
+            if note:  # a replica the broker renamed: said once, on its first segment
+                fr.problems.append(Problem(NOTE, "replica", fr.path, None, note))
+        report.files.append(fr)
+        if u.kind == LOG_UNIT and options.check_indexes and Path(fr.path).suffix == ".log":
+            report.files.extend(index_file_reports(fr))
     return report
+
+
+def continue_after(p: VerifyPartial, prev: int | None, options: VerifyOptions) -> tuple[FileReport, int | None]:
+    """A log's report and last offset as reading it after a segment ending at ``prev`` gives.
+
+    Only the first batch meets ``prev``: a gap is a note at its place (within the cap). A
+    first batch at or below ``prev`` (offsets going back, data in trouble) makes every
+    later batch meet ``prev`` too: that file is read again with it."""
+    fr, o = p.report, p.opening
+    assert fr is not None
+    if prev is None or o is None:
+        return fr, prev if p.last is None else p.last
+    if o.first <= prev or o.last <= prev:
+        fr, last, _ = _verify_file(as_path(p.unit.path), options, prev, newest=p.unit.newest)
+        return fr, last
+    if o.first != prev + 1 and not o.unread:
+        note = Finding(NOTE, "offsets", fr.path, o.position, "non-consecutive offsets", expected=prev + 1,
+                       found=o.first)
+        if o.notes_before >= MAX_NOTES_PER_KIND:
+            fr.suppressed_notes += 1
+        else:
+            fr.problems.insert(o.at, note)
+            if o.notes >= MAX_NOTES_PER_KIND:  # the one it pushes past the cap
+                assert o.last_shown is not None
+                del fr.problems[o.last_shown + 1]
+                fr.suppressed_notes += 1
+    assert p.last is not None  # a first batch was read
+    return fr, max(prev, p.last)
 
 
 def verify_manifest(root: str | Path) -> FileReport | None:
@@ -215,6 +342,13 @@ def verify_file(path: Path, options: VerifyOptions, prev_last: int | None = None
                 newest: bool = False) -> tuple[FileReport, int | None]:
     """A log-like file in the format its name (else its first bytes) says; a file that fails
     and looks like the other format gets a note naming the option that reads it."""
+    fr, last, _ = _verify_file(path, options, prev_last, newest)
+    return fr, last
+
+
+def _verify_file(path: Path, options: VerifyOptions, prev_last: int | None,
+                 newest: bool) -> tuple[FileReport, int | None, Opening | None]:
+    opening = None
     try:
         fmt = input_format_of(path, options.input_format)
     except InputError as e:
@@ -226,7 +360,7 @@ def verify_file(path: Path, options: VerifyOptions, prev_last: int | None = None
         fr = verify_kafka07_file(path, quick=options.quick, max_decompressed_bytes=options.max_decompressed_bytes)
         last = prev_last
     else:
-        fr, last = verify_log(path, options, prev_last, newest=newest)
+        fr, last, opening = _verify_log(path, options, prev_last, newest)
     if not fr.ok:
         try:
             hint = format_hint(path, fmt)
@@ -234,7 +368,7 @@ def verify_file(path: Path, options: VerifyOptions, prev_last: int | None = None
             hint = None  # not readable: already said in the report
         if hint:
             fr.problems.append(Problem(NOTE, "format", str(path), None, hint))
-    return fr, last
+    return fr, last, opening
 
 
 def input_groups(paths: Iterable[str | Path]) -> list[list[Path]]:
@@ -352,6 +486,13 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None,
                newest: bool = False) -> tuple[FileReport, int | None]:
     """Check one .log file; ``prev_last`` is the last offset of the partition's previous segment;
     ``newest``: the partition's newest segment, whose last batch may still be being written."""
+    fr, last, _ = _verify_log(path, options, prev_last, newest)
+    return fr, last
+
+
+def _verify_log(path: Path, options: VerifyOptions, prev_last: int | None,
+                newest: bool) -> tuple[FileReport, int | None, Opening | None]:
+    """``verify_log``, with the file's first batch as the check across segments needs it."""
     fr = FileReport(str(path))
     c = _Collector(fr)
     seg = Segment(path)
@@ -367,7 +508,9 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None,
         fr.problems.append(Problem(ERROR, "input", str(path), None,
                                    f"not read: the remote storage manager stored this segment {transformed} "
                                    "in chunks (see its .rsm-manifest); kseg reads untransformed segment objects"))
-        return fr, prev_last
+        return fr, prev_last, None
+    opened: list[tuple[int, int, bool, int, int, int]] = []  # the first batch (see Opening)
+
     def one(batch: Batch) -> None:
         nonlocal last
         fr.batches += 1
@@ -410,6 +553,8 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None,
         elif name_base is not None and first < name_base and not wrapper_unread:
             c.error("offsets", batch.position, "offset below the segment's base offset (from its name)",
                     expected=f">= {name_base}", found=first)
+        if not opened:
+            opened.append((first, batch_last, wrapper_unread, batch.position, len(fr.problems), c.count("offsets")))
         if last is not None:
             if first <= last:
                 c.error("offsets", batch.position, "offsets do not increase",
@@ -436,6 +581,8 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None,
                 or any(b.attributes & LEGACY_UNDEFINED_BITS for b in batches)
                 or [b.base_offset for b in batches] != list(range(first, first + n))):
             return False
+        if not opened:
+            opened.append((first, first, False, batches[0].position, len(fr.problems), c.count("offsets")))
         fr.batches += n
         fr.records += n
         fr.bytes += sum(b.size for b in batches)
@@ -462,7 +609,7 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None,
             c.note("vanished", None, VANISHED)
         else:
             c.from_error("unreadable" if isinstance(e, InputError) else "read", e)
-        return fr, last
+        return fr, last, _opening(opened, c)
     if seg.tail is not None:
         t = seg.tail
         # zeros to the end, more than an entry header: what framing them would call a corrupt entry
@@ -490,7 +637,13 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None,
             else:
                 c.report.problems.append(Problem(ERROR, "unreadable", str(where or path), None,
                                                  cannot_read(where or path, e).message))
-    return fr, last
+    return fr, last, _opening(opened, c)
+
+
+def _opening(opened: list[tuple[int, int, bool, int, int, int]], c: _Collector) -> Opening | None:
+    if not opened:
+        return None
+    return Opening(*opened[0], notes=c.count("offsets"), last_shown=c.last_shown.get("offsets"))
 
 
 def _has_indexes(log: Path) -> bool:
@@ -546,3 +699,6 @@ def _check_wrapper(c: _Collector, b: Batch, rc: RecordCheck) -> None:
 
 def _check_companions(c, path: Path, summaries, controls, seg: Segment) -> None:
     c.report.problems.extend(check_segment_companions(path, summaries, controls, seg.size))
+
+
+OPERATION = Operation("verify", plan, run, merge)

@@ -31,19 +31,18 @@ from typing import Any, Callable, Sequence
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES
 from kseg.errors import InputError, KsegError
 from kseg.storage import RemotePath, StagedOutput, size_of, upload_tree
+from kseg.ops.executors import Operation, unwrap
 from kseg.spark.tasks import (
-    SENTINEL,
     ConvertParams,
     DumpParams,
     DumpResult,
     Failed,
-    VerifyResult,
     compact_partition_task,
     compact_whole_task,
     convert_partition_task,
     convert_whole_task,
     dump_task,
-    verify_task,
+    operation_task,
 )
 from kseg.spark.tasks import (
     CompactResult as TaskCompactResult,
@@ -149,116 +148,35 @@ class FileRow:
     extra: dict = dataclasses.field(default_factory=dict)
 
 
-def settle(result: VerifyResult, prev: int | None) -> Any:
-    """Turn a report computed with ``prev_last=SENTINEL`` into the one ``prev`` gives, or None
-    when only a rerun can tell.
-
-    With SENTINEL (below every offset) the first batch always gets the note
-    "non-consecutive offsets: expected SENTINEL+1, found F" at the exact place the
-    real check would put its note, and no later batch is affected. So for
-    prev < F - 1 the note's expected value becomes prev + 1; for prev None or
-    prev = F - 1 the note goes (unless the note cap may have hidden another one);
-    prev >= F (offsets going backwards) needs a rerun.
-    """
-    from kseg.ops.verify import MAX_NOTES_PER_KIND, NOTE
-
-    fr = result.report
-    if fr.batches == 0:
-        return fr
-    marks = [i for i, p in enumerate(fr.problems)
-             if p.check == "offsets" and p.severity == NOTE and p.expected == SENTINEL + 1]
-    if result.wrapper_unread0:
-        first = result.first_entry_offset
-        if marks or first is None:
-            return None
-        return fr if prev is None or prev < first else None
-    if len(marks) != 1:
-        return None
-    i = marks[0]
-    note = fr.problems[i]
-    first = note.found
-    if not isinstance(first, int):
-        return None
-    if prev is not None and prev < first - 1:
-        fr.problems[i] = dataclasses.replace(note, expected=prev + 1)
-        return fr
-    if prev is None or prev == first - 1:
-        shown = sum(1 for p in fr.problems if p.check == "offsets" and p.severity == NOTE)
-        if fr.suppressed_notes and shown >= MAX_NOTES_PER_KIND:
-            return None
-        del fr.problems[i]
-        return fr
-    return None
-
-
-def _combine(prev: int | None, own: int | None) -> int | None:
-    if own is None:
-        return prev
-    return own if prev is None else max(prev, own)
+def run_operation(spark: Any, op: Operation, inputs: Any, opts: Any) -> tuple[Any, list[tuple[Any, Any, Any]]]:
+    """A split operation (``kseg.ops.executors``) on Spark: plan on the driver, ``run`` of each unit
+    in the executors, merge on the driver in plan order (the first error in plan order raised,
+    as the serial run raises it). Returns the result and each (unit, partial, ``TaskInfo``)."""
+    units = list(op.plan(inputs, opts))
+    results = run_tasks(spark, partial(operation_task, op, opts, registry_path()), units,
+                        [int(getattr(u, "weight", 0) or 0) for u in units], f"kseg {op.name}")
+    partials = [unwrap(r) for r, _ in results]
+    ran = [(u, p, info) for u, p, (_, info) in zip(units, partials, results)]
+    return op.merge(partials, opts), ran
 
 
 def spark_verify(spark: Any, paths: Sequence[str | Path], options: Any) -> tuple[Any, list[FileRow], dict]:
-    """``verify_paths`` on Spark: one task per file, offsets checked across a partition's segments
-    on the driver; returns (VerifyReport, per-file rows, stats)."""
-    from kseg.ops import verify
-    from kseg.ops.verify import VerifyReport, groups_with_newest, is_companion
+    """``verify_paths`` on Spark, one task per file (``kseg.ops.verify``'s plan / run / merge);
+    returns (VerifyReport, per-file rows, stats)."""
+    from kseg.ops.verify import OPERATION
 
-    items: list[tuple[str, bool, Any, bool]] = []
-    where: list[tuple[int, int]] = []
-    weights: list[int] = []
-    for gi, (group, newest) in enumerate(groups_with_newest(paths)):
-        for j, path in enumerate(group):
-            is_log = not is_companion(path)
-            items.append((str(path), is_log, SENTINEL, path == newest))
-            where.append((gi, j))
-            try:
-                weights.append(path.stat().st_size)
-            except OSError:
-                weights.append(0)
-    registry = registry_path()
-    results = run_tasks(spark, partial(verify_task, options, registry), items, weights, "kseg verify")
-    failure = _first_failure(results)
-    if failure is not None:
-        raise failure
-    reports: list[Any] = [None] * len(items)
-    rerun: list[int] = []
-    prevs: list[int | None] = [None] * len(items)
-    prev: int | None = None
-    for k, (item, r) in enumerate(zip(items, results)):
-        if where[k][1] == 0:
-            prev = None
-        if not item[1]:
-            reports[k] = r.report
-            continue
-        own = None if r.last == SENTINEL else r.last
-        prevs[k] = prev
-        settled = settle(r, prev)
-        if settled is None:
-            rerun.append(k)
-        else:
-            reports[k] = settled
-        prev = _combine(prev, own)
-    if rerun:
-        again = run_tasks(spark, partial(verify_task, options, registry),
-                          [(items[k][0], True, prevs[k], items[k][3]) for k in rerun],
-                          [weights[k] for k in rerun], "kseg verify (offsets across segments)")
-        failure = _first_failure(again)
-        if failure is not None:
-            raise failure
-        for k, r in zip(rerun, again):
-            reports[k] = r.report
-            results[k].info.seconds += r.info.seconds
-    files: list[Any] = []
+    report, ran = run_operation(spark, OPERATION, list(paths), options)
+    infos = {u.path: info for u, _, info in ran}
     rows: list[FileRow] = []
-    for fr, r in zip(reports, results):
-        files.append(fr)
-        rows.append(FileRow(fr.path, r.info.seconds, r.info.host, {"cpu_seconds": r.info.cpu_seconds}))
-        if options.check_indexes and Path(fr.path).suffix == ".log":  # as verify_paths lists them
-            for extra in verify.index_file_reports(fr):
-                files.append(extra)
-                rows.append(FileRow(extra.path, 0.0, r.info.host, {"cpu_seconds": 0.0}))
-    report = VerifyReport(files=files)
-    return report, rows, {"files": len(items), "reruns": len(rerun)}
+    host = ""
+    for fr in report.files:
+        info = infos.get(fr.path)
+        if info is not None:
+            host = info.host
+            rows.append(FileRow(fr.path, info.seconds, info.host, {"cpu_seconds": info.cpu_seconds}))
+        else:  # an index file, reported apart from its log
+            rows.append(FileRow(fr.path, 0.0, host, {"cpu_seconds": 0.0}))
+    return report, rows, {"files": sum(1 for u, _, _ in ran if u.kind != "manifest")}
 
 
 def verify_rows(report: Any, rows: list[FileRow]) -> list[dict]:

@@ -1,7 +1,7 @@
 """What Spark tasks run: the single-machine library code on one segment or one partition.
 
 No PySpark here: each function takes plain, picklable arguments, runs kseg's own
-code (``verify_log``, the dump renderers, ``jobs._run_partition``,
+code (a split operation's ``run``, the dump renderers, ``jobs.run_partition``,
 ``compact_partition``) and returns plain results. A ``KsegError`` is returned
 (as ``Failed``), not raised, so that the driver reports exactly the error the
 single-machine command would have reported, with the same exit code.
@@ -17,17 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from kseg.errors import KsegError
-from kseg.facts.primitives import INT64_MIN
+from kseg.ops.executors import Failed, Operation, run_caught  # noqa: F401 - Failed: what every task returns on an error
 from kseg.storage import as_path
-
-# verify_log is run with this as the previous segment's last offset; see ``settle``.
-SENTINEL = INT64_MIN
-
-
-@dataclass
-class Failed:
-    error: KsegError
-
 
 @dataclass
 class TaskInfo:
@@ -55,41 +46,16 @@ def _activate(registry: str | None) -> None:
         activate(Path(registry))
 
 
-# --------------------------------------------------------------------------- verify
+# --------------------------------------------------------------------------- split operations
 
 
-@dataclass
-class VerifyResult:
-    report: Any  # FileReport
-    last: int | None  # verify_log's returned last offset (own max when run with SENTINEL)
-    wrapper_unread0: bool = False  # quick mode and the first entry is a legacy wrapper
-    first_entry_offset: int | None = None
-    info: TaskInfo = field(default_factory=TaskInfo)
-
-
-def verify_task(options: Any, registry: str | None, item: tuple[str, bool, Any, bool]) -> VerifyResult | Failed:
-    """Verify one file. ``item``: (path, is_log, prev_last, newest) with prev_last SENTINEL in the
-    first pass; ``newest``: the partition folder's newest segment (a partial last batch is a note)."""
-    from kseg.log.segment import Segment
-    from kseg.ops.verify import verify_companion_file, verify_file
-
+def operation_task(op: Operation, opts: Any, registry: str | None, unit: Any) -> tuple[Any, TaskInfo]:
+    """``run`` of a split operation (``kseg.ops.executors``) on one unit, its exception returned
+    as ``Failed`` (raised by the driver in plan order), with where and how long it ran."""
     _activate(registry)
-    path, is_log, prev, newest = item
     t0, c0 = time.perf_counter(), time.process_time()
-    p = as_path(path)  # a local path or an object URL
-    try:
-        if not is_log:
-            return VerifyResult(verify_companion_file(p), None, info=_info(t0))
-        fr, last = verify_file(p, options, prev, newest=newest)
-        unread, first = False, None
-        if options.quick and prev == SENTINEL and fr.batches:
-            seg = Segment(p)
-            b = next(seg.batches(chunk_size=1 << 16), None)
-            if b is not None:
-                unread, first = b.magic < 2 and b.codec != 0, b.base_offset
-        return VerifyResult(fr, last, unread, first, _info(t0, c0))
-    except KsegError as e:
-        return Failed(e)
+    result = run_caught(op, opts, unit)
+    return result, _info(t0, c0)
 
 
 # --------------------------------------------------------------------------- dump
@@ -324,7 +290,7 @@ def convert_partition_task(p: ConvertParams, root_tmp: str, item: tuple[str, lis
     """One partition of a log directory, into a task-private folder under the output's temporary
     folder; or, ``root_tmp`` an ``s3://`` staging prefix, finished (``finish_partition``) in a local
     folder and uploaded under it."""
-    from kseg.ops.jobs import JobResult, _run_partition
+    from kseg.ops.jobs import JobResult, run_partition
     from kseg.ops.logdir import finish_partition
     from kseg.storage import is_remote
 
@@ -335,7 +301,7 @@ def convert_partition_task(p: ConvertParams, root_tmp: str, item: tuple[str, lis
     result = JobResult()
     if is_remote(root_tmp):
         def write(local: Path) -> Any:
-            _run_partition(paths, local / name, make_transform(p), result, p.write, copy=not keep)  # type: ignore[arg-type]
+            run_partition(paths, local / name, make_transform(p), result, p.write, copy=not keep)  # type: ignore[arg-type]
             return finish_partition(paths[0].parent, local / name, p.command)  # type: ignore[arg-type]
 
         try:
@@ -346,7 +312,7 @@ def convert_partition_task(p: ConvertParams, root_tmp: str, item: tuple[str, lis
                              _info(t0), ends)
     task_dir = _task_dir(root_tmp, name)
     try:
-        _run_partition(paths, task_dir / name, make_transform(p), result, p.write, copy=not keep)  # type: ignore[arg-type]
+        run_partition(paths, task_dir / name, make_transform(p), result, p.write, copy=not keep)  # type: ignore[arg-type]
     except KsegError as e:
         import shutil
 

@@ -22,11 +22,11 @@ from kseg.cli.tools import diff_cmd, diff_options_from, find_cmd, find_options_f
 from kseg.errors import KsegError
 from kseg.ops.diff import DiffOptions, DiffReport, diff_item, diff_items
 from kseg.ops.find import FindStats, find_in_groups, partition_groups, select_groups
-from kseg.ops.stats import StatsOptions, assemble, stats_groups, stats_partition
+from kseg.ops.stats import OPERATION as STATS, StatsOptions
 from kseg.render.html_report import write_html_report
 from kseg.render.payload import load_decoder
 from kseg.render.tools import FindWriter, find_summary, write_diff, write_stats
-from kseg.spark.jobs import run_tasks, write_report
+from kseg.spark.jobs import run_operation, run_tasks, write_report
 from kseg.spark.tasks import Failed
 
 
@@ -69,14 +69,6 @@ def find_task(args: tuple, group: Any) -> Any:
     return out.getvalue(), st
 
 
-def stats_task(o: StatsOptions, item: Any) -> Any:
-    folder, segs, dirty = item
-    try:
-        return stats_partition(segs, o, folder=folder, first_dirty=dirty)
-    except KsegError as e:
-        return Failed(e)
-
-
 # --------------------------------------------------------------------------- commands
 
 
@@ -84,7 +76,7 @@ def register(group: click.Group, spark_params: list[click.Parameter], run_cls: A
     """Add diff, find and stats to ``kseg spark`` (``run_cls``: the session wrapper of kseg.spark.cli)."""
 
     def command(plain: click.Command, callback: Any, help_text: str) -> None:
-        params = [p for p in plain.params] + list(spark_params)
+        params = [p for p in plain.params if p.name != "jobs"] + list(spark_params)  # Spark's own parallelism
         group.add_command(click.Command(plain.name, callback=guarded(callback), params=params, help=help_text))
 
     def diff(a: Path, b: Path, records: bool, check_crc: bool, max_records: int, key_decoder: str,
@@ -132,12 +124,10 @@ def register(group: click.Group, spark_params: list[click.Parameter], run_cls: A
     def stats(paths: tuple[Path, ...], segments: bool, html: Path | None, fmt: str, max_decompressed_bytes: int,
               master: str | None, conf: tuple[str, ...], report: Path | None, timings: bool) -> None:
         o = StatsOptions(max_decompressed_bytes=max_decompressed_bytes)
-        items = stats_groups(list(paths))
         run = run_cls(master, conf, timings)
         with run.session() as session:
-            results = run_tasks(session, partial(stats_task, o), items, [_size(i[1]) for i in items], "kseg stats")
-        _raise_failures(results)
-        rep = assemble(results)
+            rep, ran = run_operation(session, STATS, list(paths), o)
+        results = [p for _, p, _ in ran]
         write_stats(rep, sys.stdout, fmt, segments=segments)
         if html is not None:
             write_html_report(rep, html)

@@ -1,0 +1,238 @@
+"""Executors: run an operation's plan / run / merge steps, knowing nothing about the operation.
+
+An ``Operation`` is three functions an operation module exposes: ``plan(inputs, opts)``
+lists small picklable units of work (cheap: listing, names, index lookups); ``run(unit,
+opts)`` reads one unit's bytes and returns a small picklable partial; ``merge(partials,
+opts)`` takes the partials in plan order and owns every rule that crosses units. The
+executors here only decide where ``run`` happens: ``serial`` (the reference) in this
+process, ``pool`` in local worker processes. Both hand merge the partials in plan order,
+so the result is the same whichever ran; an error raised by ``run`` is raised here, in
+plan order, exactly as the serial run raises it (units after it are not merged).
+
+Units may say ``weight`` (bytes to read: the pool packs light consecutive units into one
+task) and ``local`` (true: only this process can read it, such as stdin; the run is serial).
+Kafka work is CPU-bound Python: workers are processes. They ignore SIGINT (a terminal's
+Ctrl-C reaches the whole process group; this process decides) and are ended when the run
+ends any other way than done (Ctrl-C, SIGTERM, an error), so none outlives the command.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+from collections import deque
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
+
+from kseg.errors import InputError
+from kseg.interrupts import uninterrupted
+from kseg.log.listing import is_stdin
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
+AUTO = "auto"
+TASKS_PER_WORKER = 6  # light units are packed so that each worker gets about this many tasks
+IN_FLIGHT_PER_WORKER = 3  # tasks submitted ahead of the one whose result is awaited (results kept in plan order)
+
+
+@dataclass(frozen=True)
+class Operation:
+    """An operation that can be split: its three steps (module-level functions, so picklable)."""
+
+    name: str
+    plan: Callable[[Any, Any], Sequence[Any]]
+    run: Callable[[Any, Any], Any]
+    merge: Callable[[Iterable[Any], Any], Any]
+
+
+@dataclass
+class Failed:
+    """What ``run_caught`` returns for an exception ``run`` raised: carried back to be raised
+    in plan order, where the serial run would have raised it."""
+
+    error: BaseException
+
+
+def run_caught(op: Operation, opts: Any, unit: Any) -> Any:
+    """``op.run(unit, opts)``, an exception returned as ``Failed`` (for executors whose own
+    machinery would wrap or reorder it: worker processes, Spark)."""
+    try:
+        return op.run(unit, opts)
+    except Exception as e:  # noqa: BLE001 - raised again, unchanged, by ``unwrap``
+        return Failed(e)
+
+
+def unwrap(result: Any) -> Any:
+    """A partial as ``run`` returned it, or the exception it raised, raised here."""
+    if isinstance(result, Failed):
+        raise result.error
+    return result
+
+
+def here_only(path: Any) -> bool:
+    """A path only this process may read (a unit's ``local``): standard input, and objects and
+    archive members, whose connections and archive readers a forked worker must not share."""
+    return is_stdin(path) or not isinstance(path, Path)
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its affinity mask, not the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def parse_jobs(value: str | int) -> int:
+    """``-j/--jobs``: a count >= 1 or ``auto`` (the cores this process may use); ValueError otherwise."""
+    if isinstance(value, int):
+        n = value
+    elif value.strip().lower() == AUTO:
+        return available_cores()
+    else:
+        n = int(value)
+    if n < 1:
+        raise ValueError(f"{value}: give a count of 1 or more, or {AUTO}")
+    return n
+
+
+def execute(op: Operation, inputs: Any, opts: Any, jobs: int = 1,
+            progress: Callable[[Any], None] | None = None) -> Any:
+    """``op`` over ``inputs``: serially for ``jobs`` 1 (or a single unit, or one only this
+    process can read), else on a pool of ``jobs`` worker processes. ``progress(unit)`` is
+    called as each unit is started (serial) or its partial taken (pool)."""
+    units = list(op.plan(inputs, opts))
+    if jobs <= 1 or len(units) <= 1 or any(getattr(u, "local", False) for u in units):
+        partials = _serial(op, units, opts, progress)
+    else:
+        partials = _pooled(op, units, opts, jobs, progress)
+    try:
+        return op.merge(partials, opts)
+    finally:
+        partials.close()  # a merge that stopped early (an error, a signal) ends the workers now
+
+
+def serial(op: Operation, inputs: Any, opts: Any) -> Any:
+    """The reference executor: every unit run here, one after another."""
+    return execute(op, inputs, opts, 1)
+
+
+def pool(op: Operation, inputs: Any, opts: Any, jobs: int) -> Any:
+    """A local process pool of ``jobs`` workers; the partials reach merge in plan order."""
+    return execute(op, inputs, opts, max(2, jobs))
+
+
+def _serial(op: Operation, units: list[Any], opts: Any, progress: Callable[[Any], None] | None) -> Iterator[Any]:
+    for u in units:
+        if progress:
+            progress(u)
+        yield op.run(u, opts)
+
+
+def pack(weights: Sequence[int], tasks: int) -> list[range]:
+    """Consecutive units grouped so that none of about ``tasks`` groups weighs much more than
+    an even share (a unit heavier than a share is a group of its own): few tasks for many
+    tiny units, one per unit for large ones."""
+    total = sum(max(0, w) for w in weights)
+    share = total / max(1, tasks)
+    groups: list[range] = []
+    start, load = 0, 0
+    for i, w in enumerate(weights):
+        w = max(0, w)
+        if i > start and load + w > share:
+            groups.append(range(start, i))
+            start, load = i, 0
+        load += w
+    if weights:
+        groups.append(range(start, len(weights)))
+    return groups
+
+
+def _run_group(op: Operation, opts: Any, units: list[Any]) -> list[Any]:
+    """A worker's task: the units of one group, stopping at the first that fails (as serial would)."""
+    out = []
+    for u in units:
+        r = run_caught(op, opts, u)
+        out.append(r)
+        if isinstance(r, Failed):
+            break
+    return out
+
+
+def _worker_start() -> None:
+    # Ctrl-C in a terminal reaches every process of the group: the parent decides what it means.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # What the fork brought (modules, the plan) needs no more scanning by the cyclic collector,
+    # whose writes would also copy those shared pages into every worker.
+    gc.freeze()
+
+
+def _context() -> Any:
+    # fork: workers start at once with everything this process has loaded (codec plugins too).
+    import multiprocessing  # loaded by a pool only: a serial run starts faster without it
+
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods else methods[0])
+
+
+def _pooled(op: Operation, units: list[Any], opts: Any, jobs: int,
+            progress: Callable[[Any], None] | None) -> Iterator[Any]:
+    groups = pack([int(getattr(u, "weight", 0) or 0) for u in units], jobs * TASKS_PER_WORKER)
+    workers = min(jobs, len(groups))
+    pending: deque[tuple[range, Future]] = deque()
+    todo = iter(groups)
+    finished = False
+    # Workers are forked at the first submit: a signal then would be raised inside the fork
+    # hooks (and lost) or in a child before it ignores it; held back, it is raised after.
+    from concurrent.futures import ProcessPoolExecutor  # loaded by a pool only, as multiprocessing
+    from concurrent.futures.process import BrokenProcessPool
+
+    with uninterrupted():
+        executor = ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_worker_start)
+    try:
+        def submit() -> None:
+            g = next(todo, None)
+            if g is not None:
+                pending.append((g, executor.submit(_run_group, op, opts, [units[i] for i in g])))
+
+        with uninterrupted():
+            for _ in range(workers * IN_FLIGHT_PER_WORKER):
+                submit()
+        while pending:
+            g, future = pending.popleft()
+            try:
+                results = future.result()
+            except BrokenProcessPool:
+                raise InputError("a worker process ended unexpectedly (killed, or out of memory?); "
+                                 "run again with fewer --jobs") from None
+            submit()
+            for i, r in zip(g, results):
+                if progress:
+                    progress(units[i])
+                yield unwrap(r)
+        finished = True
+    finally:
+        if finished:
+            executor.shutdown(wait=True)
+        else:
+            _stop(executor)
+
+
+def _stop(executor: ProcessPoolExecutor) -> None:
+    """End the workers now (an interrupt, an error, a consumer that stopped early): queued
+    tasks are dropped, running ones killed, and each worker reaped so that none is left."""
+    processes = list((getattr(executor, "_processes", None) or {}).values())
+    executor.shutdown(wait=False, cancel_futures=True)
+    for p in processes:
+        if p.is_alive():
+            p.terminate()
+    for p in processes:
+        p.join(timeout=5)
+        if p.is_alive():
+            p.kill()
+            p.join()

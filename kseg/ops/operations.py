@@ -1,0 +1,9 @@
+"""The operations that can be split (plan / run / merge, ``kseg.ops.executors``), by name:
+the one table the executors' tests and ``kseg spark`` enumerate."""
+
+from __future__ import annotations
+
+from kseg.ops import stats, verify
+from kseg.ops.executors import Operation
+
+SPLITTABLE: dict[str, Operation] = {op.name: op for op in (verify.OPERATION, stats.OPERATION)}

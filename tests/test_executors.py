@@ -1,0 +1,223 @@
+"""One operation, many executors: every split operation (``kseg.ops.operations.SPLITTABLE``)
+gives the same bytes and exit code run serially (``-j 1``, the reference) and on a process pool
+(``-j 2``), on clean, multi-segment and damaged inputs; the check across segments that merge
+makes agrees with reading each segment after its predecessor; errors surface in plan order;
+a signal ends the command with its one line, its exit code and no worker left behind."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kseg.cli.main import main
+from kseg.errors import DataError
+from kseg.log.encode import build_v2_batch
+from kseg.log.segment import segment_file_name
+from kseg.model import make_record
+from kseg.ops import verify
+from kseg.ops.executors import Operation, execute
+from kseg.ops.operations import SPLITTABLE
+from kseg.storage import as_path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from builders import write_partition  # noqa: E402
+from children import restore_signals  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "fixtures" / "logdir"
+
+# Every split operation: the option sets its -j 1 and -j 2 runs are compared with.
+CASES: dict[str, list[tuple[str, ...]]] = {
+    "verify": [(), ("-v",), ("--quick", "-v"), ("--format", "json"), ("--no-index", "-v")],
+    "stats": [(), ("--segments",), ("--format", "json")],
+}
+
+
+def cli(*args: object):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def _v2_segment(folder: Path, base: int, offsets: list[int]) -> Path:
+    raw = b"".join(build_v2_batch([make_record(o, 1_700_000_000_000 + o, b"k", b"v")]) for o in offsets)
+    path = folder / segment_file_name(base)
+    path.write_bytes(raw)
+    return path
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory) -> dict[str, Path]:
+    """The fixtures' log directory; one partition of many segments; a log directory with
+    problems across segments (offsets going back, a gap, gaps past the note cap), a flipped
+    byte in a compressed payload and a cut tail."""
+    root = tmp_path_factory.mktemp("executors")
+    write_partition(root / "multi" / "m-0", 2, "gzip", segments=9, n_batches=5, per=6)
+    bad = root / "bad"
+    for name in ("v2-gzip-0", "v1-snappy-0", "v0-lz4-0", "compacted-v1-gzip-0", "mixed-magic-0"):
+        dst = bad / name
+        dst.mkdir(parents=True)
+        for f in (FIXTURES / name).iterdir():
+            dst.joinpath(f.name).write_bytes(f.read_bytes())
+    seg = bad / "v2-gzip-0" / segment_file_name(17)
+    data = bytearray(seg.read_bytes())
+    data[150] ^= 0xFF  # inside the first batch's compressed records
+    seg.write_bytes(bytes(data))
+    seg = bad / "v1-snappy-0" / segment_file_name(0)
+    seg.write_bytes(seg.read_bytes()[:-7])
+    for name, segments in (("back-0", {0: [0, 1, 2, 3, 4, 5], 6: [3, 4, 9, 7], 10: [10, 11]}),
+                           ("gap-0", {0: [0, 1, 2], 10: [10, 11, 30]}),
+                           ("many-0", {0: [0, 1, 2, 3], 4: [4] + [10 * i for i in range(1, 30)], 300: [300, 302]}),
+                           ("capped-0", {0: [0] + [2 * i for i in range(1, 25)], 100: [100, 101]})):
+        (bad / name).mkdir()
+        for base, offsets in segments.items():
+            _v2_segment(bad / name, base, offsets)
+    return {"logdir": FIXTURES, "multi": root / "multi" / "m-0", "bad": bad}
+
+
+def test_every_split_operation_is_listed_and_has_cases():
+    """A module of kseg.ops that defines an OPERATION is in the table, and each has its cases here."""
+    defined = set()
+    for path in sorted((REPO / "kseg" / "ops").glob("*.py")):
+        if re.search(r"^OPERATION = Operation\(", path.read_text(), re.M):
+            defined.add(path.stem)
+    listed = {op.run.__module__.rsplit(".", 1)[1] for op in SPLITTABLE.values()}
+    assert defined == listed, "an OPERATION not listed in kseg.ops.operations.SPLITTABLE"
+    assert set(SPLITTABLE) == set(CASES), "a split operation without its row in CASES"
+
+
+@pytest.mark.parametrize("op,args", [(op, a) for op, cases in CASES.items() for a in cases])
+@pytest.mark.parametrize("which", ["logdir", "multi", "bad"])
+def test_pool_gives_the_serial_bytes(inputs, op, args, which):
+    serial = cli(op, *args, "-j", "1", inputs[which])
+    pooled = cli(op, *args, "-j", "2", inputs[which])
+    assert (pooled.exit_code, pooled.stdout, pooled.stderr) == (serial.exit_code, serial.stdout, serial.stderr)
+    assert serial.exit_code == 1 or which != "bad", serial.stdout
+
+
+def test_damaged_input_is_reported(inputs):
+    r = cli("verify", "-j", "2", inputs["bad"])
+    assert r.exit_code == 1 and "offsets do not increase" in r.stdout and "crc" in r.stdout.lower()
+
+
+@pytest.mark.parametrize("quick", [False, True])
+def test_merge_decides_offsets_across_segments_as_a_sequential_read(inputs, quick):
+    """Each log read alone, then continued after a segment ending at ``prev``, is what reading
+    it with ``prev`` gives: notes at their place, the note cap, offsets going back."""
+    options = verify.VerifyOptions(quick=quick)
+    segs = sorted(p for d in sorted(inputs["bad"].iterdir()) for p in d.glob("*.log"))
+    assert len(segs) > 10
+    for seg in segs:
+        unit = verify.VerifyUnit(str(seg), verify.LOG_UNIT, 0)
+        for prev in (None, -5, 0, 2, 3, 5, 9, 40, 10**6):
+            got = verify.continue_after(verify.run(unit, options), prev, options)
+            assert got == verify.verify_file(as_path(str(seg)), options, prev), (seg, prev)
+
+
+# --------------------------------------------------------------------------- the executors themselves
+
+
+@dataclass(frozen=True)
+class _Unit:
+    i: int
+    weight: int = 1
+    local: bool = False
+
+
+def _plan(n: int, opts: frozenset) -> list[_Unit]:
+    return [_Unit(i, weight=1 + i % 3) for i in range(n)]
+
+
+def _run(u: _Unit, failing: frozenset) -> tuple[int, int]:
+    if u.i in failing:
+        raise DataError(f"unit {u.i} is broken", file=f"part-{u.i}", position=u.i)
+    return u.i, u.i * u.i
+
+
+def _merge(partials, opts) -> list:
+    return list(partials)
+
+
+TOY = Operation("toy", _plan, _run, _merge)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 50])
+def test_pool_keeps_plan_order(n):
+    assert execute(TOY, n, frozenset(), 2) == execute(TOY, n, frozenset(), 1) == [(i, i * i) for i in range(n)]
+
+
+@pytest.mark.parametrize("failing", [{0}, {5}, {5, 9}, {49}])
+def test_pool_raises_the_error_serial_raises(failing):
+    """The first failing unit in plan order, the same error (type, line), whichever runs it."""
+    errors = []
+    for jobs in (1, 2):
+        with pytest.raises(DataError) as e:
+            execute(TOY, 50, frozenset(failing), jobs)
+        errors.append((type(e.value), str(e.value)))
+    assert errors[0] == errors[1] and f"unit {min(failing)} is broken" in errors[0][1]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+@pytest.mark.parametrize("sig,code,line", [(signal.SIGTERM, 143, "kseg: terminated"),
+                                           (signal.SIGINT, 130, "kseg: interrupted")])
+def test_signal_with_a_pool_leaves_no_worker(tmp_path, sig, code, line):
+    """Stopped while its workers run, the command ends with the signal's code and one line,
+    and none of its workers outlives it."""
+    root = tmp_path / "logdir"
+    for p in range(4):
+        write_partition(root / f"t-{p}", 2, "gzip", segments=4, n_batches=200, per=20)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-c", "from kseg.cli import run; run()", "verify", "-j", "2", str(root)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, preexec_fn=restore_signals)
+    workers: list[int] = []
+    end = time.monotonic() + 60
+    while time.monotonic() < end and proc.poll() is None:
+        workers = _children(proc.pid)
+        if len(workers) >= 2:
+            proc.send_signal(signal.SIGSTOP)
+            workers = _children(proc.pid)
+            break
+        time.sleep(0.0005)
+    assert len(workers) >= 2, "the pool never started"
+    proc.send_signal(sig)
+    proc.send_signal(signal.SIGCONT)
+    out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err.decode()) == (code, line + "\n"), out
+    deadline = time.monotonic() + 10
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [w for w in workers if _alive(w)]
+
+
+def _run_or_die(u: _Unit, failing: frozenset) -> tuple[int, int]:
+    if u.i in failing:
+        os.kill(os.getpid(), signal.SIGKILL)  # a worker killed (the OOM killer, an operator)
+    return _run(u, frozenset())
+
+
+def test_a_worker_killed_is_one_error_line():
+    from kseg.errors import InputError
+
+    with pytest.raises(InputError, match="worker process ended unexpectedly"):
+        execute(Operation("dies", _plan, _run_or_die, _merge), 20, frozenset({7}), 2)
