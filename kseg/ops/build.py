@@ -440,7 +440,7 @@ class _PartitionWriter:
         if self.options.segment_bytes is not None:
             roll = roll or (self.sink is not None and self.sink.position > 0
                             and self.sink.position + len(raw) > self.options.segment_bytes)
-        elif name is not None and name != self.file and base_offset_of(name) is not None:
+        elif name is not None and name != self.file:  # another file: another segment
             roll = True
         if roll:
             base = None

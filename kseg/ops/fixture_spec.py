@@ -10,7 +10,7 @@ A spec names the topic and partition and the defaults of its batches, then the b
        {"control": "COMMIT", "producer_id": 7, "producer_epoch": 0, "coordinator_epoch": 0},
        {"new_segment": true, "codec": "zstd", "records": [{"value": "v4", "timestamp": 1700000009000}]}]}
 
-Defaults: offsets follow each other from ``base_offset`` (0); a record's timestamp is
+Defaults: a batch's ``partition_leader_epoch`` holds for the batches after it; offsets follow each other from ``base_offset`` (0); a record's timestamp is
 ``start_timestamp`` (1700000000000) plus its offset (none for magic 0); a producer's batches
 get consecutive sequence numbers. Keys, values and header values are UTF-8 strings, or
 ``key_b64``/``value_b64``/``key_hex``/``value_hex`` for other bytes. A batch may give the
@@ -71,6 +71,7 @@ def spec_lines(spec: Any) -> Iterator[dict]:
     next_offset = spec.get("base_offset", 0)
     sequences: dict[tuple[int, int], int] = {}
     file = None
+    epoch = spec.get("partition_leader_epoch")
     for i, b in enumerate(batches, 1):
         where = f"batch {i}"
         if not isinstance(b, dict):
@@ -80,11 +81,13 @@ def spec_lines(spec: Any) -> Iterator[dict]:
         if not isinstance(base, int) or not isinstance(magic, int):
             raise _bad('"base_offset" and "magic" must be integers', where)
         line: dict = {"type": "batch", "magic": magic, "base_offset": base}
+        epoch = b.get("partition_leader_epoch", epoch)  # a new leader epoch holds until the next one
         for name in _BATCH_FIELDS:
-            value = b.get(name, spec.get(name) if name in ("codec", "timestamp_type", "partition_leader_epoch")
-                          else None)
+            value = b.get(name, spec.get(name) if name in ("codec", "timestamp_type") else None)
             if value is not None:
                 line[name] = value
+        if epoch is not None:
+            line["partition_leader_epoch"] = epoch
         if file is None or b.get("new_segment"):
             file = folder + segment_file_name(base)
         line["file"] = file
@@ -115,10 +118,9 @@ def spec_lines(spec: Any) -> Iterator[dict]:
                 offset += 1
         pid = line.get("producer_id")
         if pid is not None and pid >= 0 and "base_sequence" not in line and not line.get("is_control"):
-            epoch = line.get("producer_epoch", 0)
-            line.setdefault("producer_epoch", epoch)
-            line["base_sequence"] = sequences.get((pid, epoch), 0)
-            sequences[(pid, epoch)] = line["base_sequence"] + len(records)
+            pepoch = line.setdefault("producer_epoch", 0)
+            line["base_sequence"] = sequences.get((pid, pepoch), 0)
+            sequences[(pid, pepoch)] = line["base_sequence"] + len(records)
         yield line
         yield from records
         last = records[-1]["offset"] if records else base
