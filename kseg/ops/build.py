@@ -29,6 +29,7 @@ from typing import Any, Iterable, Iterator
 from kseg.checksums import crc32c
 from kseg.codecs import Codec, get_codec
 from kseg.codecs.plugins import plugin_codec
+from kseg.companions.build import build_txn_index
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES
 from kseg.errors import DataError, InputError, KsegError
 from kseg.facts.log_entry import LOG_OVERHEAD, SIZE_POSITION
@@ -51,10 +52,11 @@ from kseg.formats.attributes import (
 )
 from kseg.log.atomic import AtomicDir, check_output, write_atomic
 from kseg.log.encode import build_legacy_message, build_legacy_wrapper, build_v2_batch
-from kseg.log.segment import Segment, base_offset_of, partition_of, segment_file_name
+from kseg.log.segment import Segment, base_offset_of, companion_path, partition_of, segment_file_name
 from kseg.model import Header, Record, make_record
 from kseg.ops.jobs import SegmentSink, WriteOptions
 from kseg.ops.logdir import finish_log_dir, finish_partition
+from kseg.ops.repair import _TxnState as TxnState  # the one reckoning of open and aborted transactions
 
 COMMAND = "build"
 PAYLOADS = ("utf8", "hex", "base64")
@@ -491,11 +493,7 @@ def _first_offset(bl: BatchLine, raw: bytes) -> int:
 def _write_txn_indexes(logs: list[Path]) -> None:
     """A ``.txnindex`` beside each segment holding an aborted transaction's marker, as the
     broker's ProducerStateManager writes them (the repair command's reckoning)."""
-    from kseg.companions.build import build_txn_index
-    from kseg.log.segment import companion_path
-    from kseg.ops.repair import _TxnState  # the one reckoning of open and aborted transactions
-
-    state = _TxnState()
+    state = TxnState()
     for log in logs:
         entries = []
         for b in Segment(log).batches():

@@ -20,6 +20,7 @@ fields ``kseg build`` derives (``crc``, ``size``, ``count``, ``last_offset``,
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import IO, Any, Iterator
 
@@ -46,8 +47,6 @@ def _payload(out: dict, rec: dict, name: str, where: str) -> None:
             raw = bytes.fromhex(rec[name + "_hex"])
         except (TypeError, ValueError):
             raise _bad(f'"{name}_hex" is not hex', where) from None
-        import base64
-
         out[name + "_b64"] = base64.b64encode(raw).decode("ascii")
     elif name + "_b64" in rec:
         out[name + "_b64"] = rec[name + "_b64"]
@@ -128,8 +127,6 @@ def spec_lines(spec: Any) -> Iterator[dict]:
 
 
 def _control(b: dict, offset: int, start_ts: int, where: str) -> dict:
-    import base64
-
     kind = b["control"]
     type_id = _CONTROL_IDS.get(kind) if isinstance(kind, str) else None
     if type_id not in (0, 1):
