@@ -34,9 +34,12 @@ def _what(p: Any) -> str:
 
 
 def _version() -> str:
-    from kseg import __version__  # the package root: a constant, no import cost
+    from importlib.metadata import PackageNotFoundError, version  # stdlib, late: only SARIF names it
 
-    return __version__
+    try:
+        return version("kseg")
+    except PackageNotFoundError:  # run from a source tree
+        return "unknown"
 
 
 def verify_junit(report: Any) -> str:
