@@ -345,3 +345,21 @@ def test_the_python_builder_in_a_pytest_fixture(orders: Path, tmp_path: Path) ->
     assert again.records == 25 and (tmp_path / "again" / segment_file_name(0)).read_bytes() == \
         (orders / segment_file_name(0)).read_bytes()
     shutil.rmtree(tmp_path / "again")
+
+
+def test_build_partition_takes_a_spec_a_file_records_or_lines(tmp_path: Path) -> None:
+    import kseg
+
+    spec = json.loads(SPEC.read_text())
+    a = kseg.build_partition(spec, tmp_path / "a")
+    b = kseg.build_partition(SPEC, tmp_path / "b")
+    assert a.records == b.records == 8
+    for seg in partition_segments(tmp_path / "a"):
+        assert seg.read_bytes() == (tmp_path / "b" / seg.name).read_bytes()
+    c = kseg.build_partition([kseg.make_record(5, 1_700_000_000_000, b"k", None)], tmp_path / "c")
+    assert records_of(tmp_path / "c" / segment_file_name(5)) == [(5, 1_700_000_000_000, b"k", None, ())]
+    d = kseg.build_partition(dump_lines(tmp_path / "c").decode().splitlines(), tmp_path / "d")
+    assert d.records == 1 and (tmp_path / "d" / segment_file_name(5)).read_bytes() == \
+        (tmp_path / "c" / segment_file_name(5)).read_bytes()
+    with pytest.raises(kseg.InputError, match="exists"):
+        kseg.build_partition(spec, tmp_path / "a")

@@ -54,6 +54,7 @@ from kseg.log.atomic import AtomicDir, check_output, write_atomic
 from kseg.log.encode import build_legacy_message, build_legacy_wrapper, build_v2_batch
 from kseg.log.segment import Segment, base_offset_of, companion_path, partition_of, segment_file_name
 from kseg.model import Header, Record, make_record
+from kseg.ops.fixture_spec import input_items, spec_lines
 from kseg.ops.jobs import SegmentSink, WriteOptions
 from kseg.ops.logdir import finish_log_dir, finish_partition
 from kseg.ops.repair import _TxnState as TxnState  # the one reckoning of open and aborted transactions
@@ -610,4 +611,23 @@ def _batch_dicts(batch: list[Record], codec: str) -> Iterator[dict]:
                            for h in r.headers]}
 
 
-__all__ = ["BuildOptions", "BuildResult", "Disagreement", "build", "build_records", "encode_batch", "parse_lines"]
+def build_partition(source: str | Path | Iterable[Any], output: str | Path, *, payload: str = "utf8",
+                    derived: str = "check", segment_bytes: int | None = None, batch_records: int = 1000,
+                    codec: str = "none", force: bool = False) -> BuildResult:
+    """``kseg build`` as a function, for tests' fixtures: ``source`` is a JSON lines or fixture
+    spec file, JSON lines (strings or parsed dicts), a fixture spec (a dict with ``batches``), or
+    ``kseg.Record``s (v2 batches of ``batch_records``, ``codec``)."""
+    options = BuildOptions(payload=payload, derived=derived, segment_bytes=segment_bytes, force=force)
+    if isinstance(source, (str, Path)):
+        with open(source, "rb") as f:
+            return build(input_items(f, str(source)), Path(output), options, source=str(source))
+    if isinstance(source, dict):
+        return build(spec_lines(source), Path(output), options)
+    items = list(source)
+    if items and isinstance(items[0], Record):
+        return build_records(items, Path(output), batch_records=batch_records, codec=codec, force=force)
+    return build(items, Path(output), options)
+
+
+__all__ = ["BuildOptions", "BuildResult", "Disagreement", "build", "build_partition", "build_records", "encode_batch",
+           "parse_lines"]
