@@ -356,10 +356,32 @@ def test_build_partition_takes_a_spec_a_file_records_or_lines(tmp_path: Path) ->
     assert a.records == b.records == 8
     for seg in partition_segments(tmp_path / "a"):
         assert seg.read_bytes() == (tmp_path / "b" / seg.name).read_bytes()
-    c = kseg.build_partition([kseg.make_record(5, 1_700_000_000_000, b"k", None)], tmp_path / "c")
+    kseg.build_partition([kseg.make_record(5, 1_700_000_000_000, b"k", None)], tmp_path / "c")
     assert records_of(tmp_path / "c" / segment_file_name(5)) == [(5, 1_700_000_000_000, b"k", None, ())]
     d = kseg.build_partition(dump_lines(tmp_path / "c").decode().splitlines(), tmp_path / "d")
     assert d.records == 1 and (tmp_path / "d" / segment_file_name(5)).read_bytes() == \
         (tmp_path / "c" / segment_file_name(5)).read_bytes()
     with pytest.raises(kseg.InputError, match="exists"):
         kseg.build_partition(spec, tmp_path / "a")
+
+
+# --------------------------------------------------------------------------- the records a fixture must hold
+
+
+def test_expect_holds_a_fixture_to_its_text(tmp_path: Path) -> None:
+    from kseg.ops.expect import expect_findings
+
+    src = LOGDIR / "v2-txn-0"
+    lines = dump_lines(src).decode().splitlines()
+    assert expect_findings([src], lines) == []
+    records_only = [json.dumps({k: v for k, v in json.loads(line).items() if k in ("type", "offset", "key", "value")})
+                    for line in lines if '"type": "record"' in line]
+    assert expect_findings([src], records_only) == []
+    changed = [json.loads(line) for line in lines]
+    at = next(i for i, d in enumerate(changed) if d["type"] == "record" and d.get("value"))
+    changed[at]["value"] = "something else"
+    found = expect_findings([src], [json.dumps(d) for d in changed], source="want.jsonl")
+    assert len(found) == 1 and found[0].where == f"want.jsonl line {at + 1}" and "value" in found[0].message
+    assert found[0].found.startswith('"') and found[0].expected == '"something else"'
+    found = expect_findings([src], lines[:-1])
+    assert len(found) == 1 and "number of records" in found[0].message

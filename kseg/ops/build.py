@@ -48,6 +48,7 @@ from kseg.formats.attributes import (
     NO_SEQUENCE,
     NO_TIMESTAMP,
     NO_TIMESTAMP_TYPE,
+    TIMESTAMP_TYPE_MASK,
     TIMESTAMP_TYPE_NAMES,
 )
 from kseg.log.atomic import AtomicDir, check_output, write_atomic
@@ -128,6 +129,7 @@ class BatchLine:
     records: list[Record] = field(default_factory=list)
     record_fields: list[dict] = field(default_factory=list)
     raw: bytes | None = None
+    record_lines: list[int] = field(default_factory=list)
 
     @property
     def file(self) -> str | None:
@@ -237,6 +239,7 @@ def parse_lines(lines: Iterable[str | bytes | dict], payload: str = "utf8", sour
                 raise _fail(n, f"the record's batch_position {pos} is not that of the batch line before it ({at})",
                             source)
             current.record_fields.append(d)
+            current.record_lines.append(n)
             current.records.append(record_of(d, n, payload, source, magic=_int(current.fields, "magic", n,
                                                                                  source, 2)))
         elif kind == "error":
@@ -354,9 +357,10 @@ def _encode_v2(bl: BatchLine, records: list[Record], codec: int, plugin_id: int 
     last = records[-1].offset if records else base
     last_given = _int(f, "last_offset", n, source)
     # The cleaner keeps a batch's last offset when it drops its last records: a later one is the line's.
-    last_offset = last if last_given is None or last_given >= last else given.check("last_offset", last)
-    if last_given is not None and last_given > last:
+    if last_given is not None and last_given >= last:
         last_offset = last_given
+    else:
+        last_offset = given.check("last_offset", last)
     computed_max = max((r.stored_timestamp for r in records), default=NO_TIMESTAMP)
     max_given = _int(f, "max_timestamp", n, source)
     if ts_type == LOG_APPEND_TIME or not records:
@@ -396,7 +400,7 @@ def _encode_legacy(bl: BatchLine, records: list[Record], magic: int, codec: int,
             raise _fail(n, f"an uncompressed v{magic} entry holds one record, not {len(records)}", source)
         r = records[0]
         offset = given.check("last_offset", r.offset)
-        attrs = 0x08 if magic == 1 and ts_type == LOG_APPEND_TIME else 0
+        attrs = TIMESTAMP_TYPE_MASK if magic == 1 and ts_type == LOG_APPEND_TIME else 0
         ts = given.check("max_timestamp", r.stored_timestamp if magic == 1 else NO_TIMESTAMP)
         return build_legacy_message(offset, magic, attrs, ts, r.key, r.value)
     wrapper_ts = None
