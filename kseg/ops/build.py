@@ -40,6 +40,9 @@ from kseg.facts.record_batch_v2 import RECORD_COUNT_POSITION
 from kseg.formats.attributes import (
     CODEC_NAMES,
     CODEC_PLUGIN,
+    CONTROL_ABORT,
+    CONTROL_COMMIT,
+    CONTROL_TYPE_NAMES,
     CREATE_TIME,
     LOG_APPEND_TIME,
     NO_PARTITION_LEADER_EPOCH,
@@ -51,6 +54,7 @@ from kseg.formats.attributes import (
     TIMESTAMP_TYPE_MASK,
     TIMESTAMP_TYPE_NAMES,
 )
+from kseg.layouts import CONTROL_KEY, END_TXN_MARKER
 from kseg.log.atomic import AtomicDir, check_output, write_atomic
 from kseg.log.encode import build_legacy_message, build_legacy_wrapper, build_v2_batch
 from kseg.log.segment import Segment, base_offset_of, companion_path, partition_of, segment_file_name
@@ -65,6 +69,7 @@ PAYLOADS = ("utf8", "hex", "base64")
 DERIVED = ("check", "given", "computed")
 _CODEC_IDS = {name: cid for cid, name in CODEC_NAMES.items()}
 _TS_TYPES = {name: t for t, name in TIMESTAMP_TYPE_NAMES.items()}
+_CONTROL_IDS = {name: t for t, name in CONTROL_TYPE_NAMES.items()}
 _U32 = struct.Struct(">I")
 _I32 = struct.Struct(">i")
 
@@ -201,9 +206,24 @@ def record_of(d: dict, line: int, payload: str = "utf8", source: str | None = No
         raise _fail(line, 'a record line needs an "offset"', source)
     ts = _int(d, "timestamp", line, source, NO_TIMESTAMP)
     stored = _int(d, "stored_timestamp", line, source, ts)
-    return make_record(offset, ts, _bytes_of(d, "key", payload, line, source),
-                       _bytes_of(d, "value", payload, line, source), _headers(d, payload, line, source),
-                       stored_timestamp=stored, magic=magic)
+    key, value = _bytes_of(d, "key", payload, line, source), _bytes_of(d, "value", payload, line, source)
+    if d.get("control") is not None and not ({"key", "key_b64", "value", "value_b64"} & d.keys()):
+        key, value = _control_bytes(d["control"], line, source)
+    return make_record(offset, ts, key, value, _headers(d, payload, line, source), stored_timestamp=stored,
+                       magic=magic)
+
+
+def _control_bytes(control: Any, line: int, source: str | None) -> tuple[bytes, bytes | None]:
+    """A control record's key (and a transaction marker's value) from dump's ``control`` object
+    (``{"type": "COMMIT", "coordinator_epoch": 5}``), for lines that give no key and value."""
+    if not isinstance(control, dict):
+        raise _fail(line, '"control" must be an object such as {"type": "COMMIT", "coordinator_epoch": 0}', source)
+    type_id = control.get("type_id", _CONTROL_IDS.get(control.get("type")))  # type: ignore[arg-type]
+    if type_id not in (CONTROL_ABORT, CONTROL_COMMIT):
+        raise _fail(line, f"a control record without key and value bytes is COMMIT or ABORT, not "
+                          f"{json.dumps(control.get('type', type_id))[:40]}", source)
+    key = CONTROL_KEY.struct.pack(_int(control, "version", line, source, 0), type_id)
+    return key, END_TXN_MARKER.struct.pack(0, _int(control, "coordinator_epoch", line, source, 0))
 
 
 def parse_lines(lines: Iterable[str | bytes | dict], payload: str = "utf8", source: str | None = None

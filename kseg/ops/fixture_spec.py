@@ -25,12 +25,9 @@ import json
 from typing import IO, Any, Iterator
 
 from kseg.errors import InputError
-from kseg.formats.attributes import CONTROL_TYPE_NAMES
-from kseg.layouts import CONTROL_KEY, END_TXN_MARKER
 from kseg.log.segment import segment_file_name
 
 DEFAULT_START_TIMESTAMP = 1_700_000_000_000
-_CONTROL_IDS = {name: tid for tid, name in CONTROL_TYPE_NAMES.items()}
 # Batch fields a spec passes on to the batch line as they are.
 _BATCH_FIELDS = ("codec", "plugin_id", "timestamp_type", "partition_leader_epoch", "producer_id", "producer_epoch",
                  "base_sequence", "delete_horizon_ms", "crc", "size", "count", "last_offset", "max_timestamp")
@@ -127,14 +124,12 @@ def spec_lines(spec: Any) -> Iterator[dict]:
 
 
 def _control(b: dict, offset: int, start_ts: int, where: str) -> dict:
+    """A marker's record line: dump's ``control`` object, encoded by the builder."""
     kind = b["control"]
-    type_id = _CONTROL_IDS.get(kind) if isinstance(kind, str) else None
-    if type_id not in (0, 1):
+    if kind not in ("COMMIT", "ABORT"):
         raise _bad(f'"control" is COMMIT or ABORT, not {json.dumps(kind)[:40]}', where)
-    key = CONTROL_KEY.struct.pack(0, type_id)
-    value = END_TXN_MARKER.struct.pack(0, b.get("coordinator_epoch", 0))
-    return {"type": "record", "offset": offset, "timestamp": b.get("timestamp", start_ts + offset),
-            "key_b64": base64.b64encode(key).decode(), "value_b64": base64.b64encode(value).decode(), "headers": []}
+    return {"type": "record", "offset": offset, "timestamp": b.get("timestamp", start_ts + offset), "headers": [],
+            "control": {"type": kind, "coordinator_epoch": b.get("coordinator_epoch", 0)}}
 
 
 def input_items(stream: IO[bytes], source: str | None = None) -> Iterator[str | bytes | dict]:
