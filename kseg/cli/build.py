@@ -18,7 +18,7 @@ from kseg.printable import printable
 
 
 @click.command("build")
-@click.argument("input_path", metavar="INPUT", required=False, default="-",
+@click.argument("input_path", metavar="[INPUT]", required=False, default="-",
                 type=click.Path(path_type=Path, dir_okay=False, allow_dash=True))
 @click.option("-o", "--output", type=LOCATION, required=True,
               help="The partition folder to write (a log directory when the lines name several partitions).")

@@ -226,7 +226,7 @@ def _control_bytes(control: Any, line: int, source: str | None) -> tuple[bytes, 
     return key, END_TXN_MARKER.struct.pack(0, _int(control, "coordinator_epoch", line, source, 0))
 
 
-def parse_lines(lines: Iterable[str | bytes | dict], payload: str = "utf8", source: str | None = None
+def parse_lines(lines: Iterable[str | bytes | dict | BatchLine], payload: str = "utf8", source: str | None = None
                 ) -> Iterator[BatchLine]:
     """The batches the lines describe, each with its records, in order. Record lines before any
     batch line make one v2 batch of their own (a list of records is enough)."""
@@ -234,6 +234,12 @@ def parse_lines(lines: Iterable[str | bytes | dict], payload: str = "utf8", sour
         raise InputError(f"--payload must be one of {', '.join(PAYLOADS)}, not {payload!r}")
     current: BatchLine | None = None
     for n, item in enumerate(lines, 1):
+        if isinstance(item, BatchLine):  # made by code (build_records): records already decoded
+            if current is not None:
+                yield current
+                current = None
+            yield item
+            continue
         if isinstance(item, dict):
             d = item
         else:
@@ -534,7 +540,7 @@ def _write_txn_indexes(logs: list[Path]) -> None:
             write_atomic(companion_path(log, ".txnindex"), build_txn_index(entries))
 
 
-def build(lines: Iterable[str | bytes | dict], output: Path, options: BuildOptions = BuildOptions(), *,
+def build(lines: Iterable[str | bytes | dict | BatchLine], output: Path, options: BuildOptions = BuildOptions(), *,
           source: str | None = None) -> BuildResult:
     """Write the partition (or, when the lines name several partition folders, the log
     directory) the lines describe to ``output``, published whole or not at all."""
@@ -611,28 +617,22 @@ def build_records(records: Iterable[Record], output: Path, *, batch_records: int
                   force: bool = False) -> BuildResult:
     """A partition of v2 batches (``batch_records`` records each) from records: for tests'
     fixtures, with offsets and timestamps as the records give them."""
-    def lines() -> Iterator[dict]:
+    def batches() -> Iterator[BatchLine]:
         batch: list[Record] = []
         for r in records:
             batch.append(r)
             if len(batch) >= batch_records:
-                yield from _batch_dicts(batch, codec)
+                yield _records_batch(batch, codec)
                 batch = []
         if batch:
-            yield from _batch_dicts(batch, codec)
+            yield _records_batch(batch, codec)
 
-    return build(lines(), output, BuildOptions(force=force, payload="base64"))
+    return build(batches(), output, BuildOptions(force=force))
 
 
-def _batch_dicts(batch: list[Record], codec: str) -> Iterator[dict]:
-    yield {"type": "batch", "magic": 2, "codec": codec, "base_offset": batch[0].offset}
-    for r in batch:
-        yield {"type": "record", "offset": r.offset, "timestamp": r.timestamp,
-               "key": None if r.key is None else base64.b64encode(r.key).decode(),
-               "value": None if r.value is None else base64.b64encode(r.value).decode(),
-               "headers": [{"key_b64": base64.b64encode(h.key.encode("utf-8", "surrogateescape")).decode(),
-                            "value": None if h.value is None else base64.b64encode(h.value).decode()}
-                           for h in r.headers]}
+def _records_batch(batch: list[Record], codec: str) -> BatchLine:
+    return BatchLine(0, {"type": "batch", "magic": 2, "codec": codec, "base_offset": batch[0].offset}, batch,
+                     [{} for _ in batch])
 
 
 def build_partition(source: str | Path | Iterable[Any], output: str | Path, *, payload: str = "utf8",
