@@ -460,3 +460,19 @@ def test_a_control_record_from_its_control_object(tmp_path: Path) -> None:
     lines = [json.loads(line) for line in dump_lines(out).splitlines()]
     assert lines[-1]["control"] == {"type": "COMMIT", "type_id": 1, "version": 0, "coordinator_epoch": 5}
     assert "1 committed" in kseg("txn", str(out)).output
+
+
+@pytest.mark.parametrize("lines,what", [
+    ('{"type": "batch", "magic": 1}\n{"type": "record", "offset": 0, "value": "v", "headers": [{"key": "h", '
+     '"value": "x"}]}\n', "no headers"),
+    ('{"type": "batch", "magic": 2, "is_transactional": "yes"}\n{"type": "record", "offset": 0}\n', "true or false"),
+    ('{"type": "batch", "magic": 3}\n{"type": "record", "offset": 0}\n', "magic must be"),
+    ('{"type": "batch", "magic": 2, "codec": "brotli"}\n{"type": "record", "offset": 0}\n', "unknown codec"),
+    ('{"type": "batch", "magic": 2}\n{"type": "record", "offset": 0, "value_b64": "***"}\n', "not base64"),
+    ('{"type": "batch", "magic": 2}\n{"type": "record", "timestamp": 5}\n', '"offset"'),
+    ('{"type": "index_entry", "offset": 0, "position": 0}\n', "not a batch or record line"),
+])
+def test_lines_that_cannot_be_built(lines: str, what: str, tmp_path: Path) -> None:
+    res = kseg("build", "-o", str(tmp_path / "out"), input=lines.encode())
+    assert res.exit_code == 2 and what in res.output and "line " in res.output, res.output
+    assert len(res.output.strip().splitlines()) == 1 and not (tmp_path / "out").exists()

@@ -158,6 +158,13 @@ def _int(d: dict, name: str, line: int, source: str | None, default: Any = None)
     return v
 
 
+def _bool(d: dict, name: str, line: int, source: str | None) -> bool:
+    v = d.get(name)
+    if v is not None and not isinstance(v, bool):
+        raise _fail(line, f'"{name}" must be true or false, not {json.dumps(v)[:40]}', source)
+    return bool(v)
+
+
 def _bytes_of(d: dict, name: str, payload: str, line: int, source: str | None) -> bytes | None:
     """A key or value: ``name`` in the payload encoding, or ``name_b64``; absent or null is null."""
     b64 = d.get(name + "_b64")
@@ -399,7 +406,7 @@ def _encode_v2(bl: BatchLine, records: list[Record], codec: int, plugin_id: int 
     count = given.check("count", len(records))
     raw = build_v2_batch(
         records, base_offset=base, codec=codec if plugin_id is None else 0, timestamp_type=ts_type,
-        transactional=bool(f.get("is_transactional")), control=bool(f.get("is_control")),
+        transactional=_bool(f, "is_transactional", n, source), control=_bool(f, "is_control", n, source),
         producer_id=_int(f, "producer_id", n, source, NO_PRODUCER_ID),
         producer_epoch=_int(f, "producer_epoch", n, source, NO_PRODUCER_EPOCH),
         base_sequence=_int(f, "base_sequence", n, source, NO_SEQUENCE),
@@ -421,6 +428,8 @@ def _encode_legacy(bl: BatchLine, records: list[Record], magic: int, codec: int,
         ts_type = NO_TIMESTAMP_TYPE
     if not records:
         raise _fail(n, f"a v{magic} entry needs a record", source)
+    if any(r.headers for r in records):
+        raise _fail(n, f"v{magic} messages have no headers (magic 2 batches do)", source)
     if codec == 0:
         if len(records) != 1:
             raise _fail(n, f"an uncompressed v{magic} entry holds one record, not {len(records)}", source)
