@@ -490,3 +490,20 @@ def test_the_readme_fixture_example_runs(tmp_path: Path) -> None:
     recs = [r for seg in partition_segments(folder) for r in records_of(seg)]
     assert len(recs) == 100 and recs[7][2] == b"k7"
     assert kseg("verify", str(folder)).exit_code == 0
+
+
+def test_a_compressed_batch_the_dump_found_damaged_is_not_repaired_silently(tmp_path: Path) -> None:
+    """A compressed batch's CRC is not compared (a codec may write other bytes), unless the line
+    says the stored CRC did not match: then the damage is reported, or kept with --derived given."""
+    src = tmp_path / "t-0"
+    shutil.copytree(LOGDIR / "v2-gzip-0", src)
+    log = src / segment_file_name(0)
+    data = bytearray(log.read_bytes())
+    data[17] ^= 0xFF  # the first batch's stored CRC (bytes 17-20)
+    log.write_bytes(bytes(data))
+    lines = dump_lines(src)
+    assert b'"crc_valid": false' in lines
+    res = kseg("build", "-o", str(tmp_path / "a"), input=lines)
+    assert res.exit_code == 1 and "line 1 " in res.output and "crc" in res.output, res.output
+    res = kseg("build", "--derived", "given", "-o", str(tmp_path / "b"), input=lines)
+    assert res.exit_code == 0 and (tmp_path / "b" / log.name).read_bytes() == bytes(data)
