@@ -507,3 +507,27 @@ def test_a_compressed_batch_the_dump_found_damaged_is_not_repaired_silently(tmp_
     assert res.exit_code == 1 and "line 1 " in res.output and "crc" in res.output, res.output
     res = kseg("build", "--derived", "given", "-o", str(tmp_path / "b"), input=lines)
     assert res.exit_code == 0 and (tmp_path / "b" / log.name).read_bytes() == bytes(data)
+
+
+@pytest.mark.parametrize("spec,where,what", [
+    ({"batches": [{"records": [{"value": "a"}, {"offset": "x"}]}]}, "batch 1, record 2", '"offset" must be'),
+    ({"batches": [{"records": [{"value": 1.5, "timestamp": "soon"}]}]}, "batch 1, record 1", '"timestamp" must be'),
+    ({"batches": [{"codec": "brotli", "records": [{"value": "a"}]}]}, "batch 1", "unknown codec"),
+    ({"batches": [{"records": []}, {"magic": 0, "records": [{"value": "a", "headers": {"h": "x"}}]}]},
+     "batch 2", "no headers"),
+    ({"batches": [{"control": "MAYBE"}]}, "batch 1", "COMMIT or ABORT"),
+    ({"start_timestamp": "now", "batches": []}, "spec", '"start_timestamp" must be'),
+])
+def test_a_bad_spec_names_the_batch_and_record(spec: dict, where: str, what: str, tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(spec))
+    res = kseg("build", str(path), "-o", str(tmp_path / "out"))
+    assert res.exit_code == 2 and f"({where})" in res.output and what in res.output, res.output
+    assert len(res.output.strip().splitlines()) == 1
+
+
+def test_a_record_under_the_wrong_batch_line(tmp_path: Path) -> None:
+    text = dump_lines(LOGDIR / "v2-none-0").splitlines(keepends=True)
+    text[1], text[2] = text[1].replace(b'"batch_position": 0', b'"batch_position": 999'), text[2]
+    res = kseg("build", "-o", str(tmp_path / "out"), input=b"".join(text))
+    assert res.exit_code == 2 and "(line 2)" in res.output and "batch_position 999" in res.output, res.output

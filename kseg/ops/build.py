@@ -59,7 +59,7 @@ from kseg.log.atomic import AtomicDir, check_output, write_atomic
 from kseg.log.encode import build_legacy_message, build_legacy_wrapper, build_v2_batch
 from kseg.log.segment import Segment, base_offset_of, companion_path, partition_of, segment_file_name
 from kseg.model import Header, Record, make_record
-from kseg.ops.fixture_spec import input_items, spec_lines
+from kseg.ops.fixture_spec import SPEC_WHERE, input_items, spec_lines
 from kseg.ops.jobs import SegmentSink, WriteOptions
 from kseg.ops.logdir import finish_log_dir, finish_partition
 from kseg.ops.repair import _TxnState as TxnState  # the one reckoning of open and aborted transactions
@@ -90,7 +90,7 @@ class BuildOptions:
 class Disagreement:
     """A derived field a line gives that the batch's bytes do not."""
 
-    line: int
+    line: Line
     base_offset: int
     field: str
     given: Any
@@ -99,7 +99,7 @@ class Disagreement:
 
     def __str__(self) -> str:
         show = (lambda v: f"{v:#010x}") if self.field == "crc" else str
-        return (f"line {self.line} (batch at offset {self.base_offset}): {self.field}: the line gives "
+        return (f"{at_line(self.line)} (batch at offset {self.base_offset}): {self.field}: the line gives "
                 f"{show(self.given)}, the batch's bytes give {show(self.computed)}")
 
 
@@ -129,12 +129,12 @@ class BuildResult:
 class BatchLine:
     """A batch line and the record lines under it (or a raw entry from an ``error`` line)."""
 
-    line: int
+    line: Line
     fields: dict
     records: list[Record] = field(default_factory=list)
     record_fields: list[dict] = field(default_factory=list)
     raw: bytes | None = None
-    record_lines: list[int] = field(default_factory=list)
+    record_lines: list[Line] = field(default_factory=list)
 
     @property
     def file(self) -> str | None:
@@ -145,11 +145,18 @@ class BatchLine:
 # --------------------------------------------------------------------------- reading lines
 
 
-def _fail(line: int, message: str, source: str | None) -> InputError:
-    return InputError(message, file=source, where=f"line {line}")
+Line = int | str  # a line's number in the input, or where a fixture spec said it ("batch 3, record 2")
 
 
-def _int(d: dict, name: str, line: int, source: str | None, default: Any = None) -> Any:
+def at_line(line: Line) -> str:
+    return f"line {line}" if isinstance(line, int) else line
+
+
+def _fail(line: Line, message: str, source: str | None) -> InputError:
+    return InputError(message, file=source, where=at_line(line))
+
+
+def _int(d: dict, name: str, line: Line, source: str | None, default: Any = None) -> Any:
     v = d.get(name, default)
     if v is None:
         return default
@@ -158,14 +165,14 @@ def _int(d: dict, name: str, line: int, source: str | None, default: Any = None)
     return v
 
 
-def _bool(d: dict, name: str, line: int, source: str | None) -> bool:
+def _bool(d: dict, name: str, line: Line, source: str | None) -> bool:
     v = d.get(name)
     if v is not None and not isinstance(v, bool):
         raise _fail(line, f'"{name}" must be true or false, not {json.dumps(v)[:40]}', source)
     return bool(v)
 
 
-def _bytes_of(d: dict, name: str, payload: str, line: int, source: str | None) -> bytes | None:
+def _bytes_of(d: dict, name: str, payload: str, line: Line, source: str | None) -> bytes | None:
     """A key or value: ``name`` in the payload encoding, or ``name_b64``; absent or null is null."""
     b64 = d.get(name + "_b64")
     try:
@@ -188,7 +195,7 @@ def _bytes_of(d: dict, name: str, payload: str, line: int, source: str | None) -
         raise _fail(line, f'"{which}" is not {"base64" if b64 is not None else payload}: {e}', source) from None
 
 
-def _headers(d: dict, payload: str, line: int, source: str | None) -> tuple[Header, ...]:
+def _headers(d: dict, payload: str, line: Line, source: str | None) -> tuple[Header, ...]:
     hs = d.get("headers") or []
     if isinstance(hs, dict):  # the fixture spec's shorthand: {"key": "value"}
         hs = [{"key": k, "value": v} for k, v in hs.items()]
@@ -205,7 +212,7 @@ def _headers(d: dict, payload: str, line: int, source: str | None) -> tuple[Head
     return tuple(out)
 
 
-def record_of(d: dict, line: int, payload: str = "utf8", source: str | None = None, *,
+def record_of(d: dict, line: Line, payload: str = "utf8", source: str | None = None, *,
               timestamp_type: int = CREATE_TIME, magic: int = 2) -> Record:
     """A record line as a record (its offset, timestamp, key, value and headers)."""
     offset = _int(d, "offset", line, source)
@@ -220,7 +227,7 @@ def record_of(d: dict, line: int, payload: str = "utf8", source: str | None = No
                        magic=magic)
 
 
-def _control_bytes(control: Any, line: int, source: str | None) -> tuple[bytes, bytes | None]:
+def _control_bytes(control: Any, line: Line, source: str | None) -> tuple[bytes, bytes | None]:
     """A control record's key (and a transaction marker's value) from dump's ``control`` object
     (``{"type": "COMMIT", "coordinator_epoch": 5}``), for lines that give no key and value."""
     if not isinstance(control, dict):
@@ -259,21 +266,23 @@ def parse_lines(lines: Iterable[str | bytes | dict | BatchLine], payload: str = 
                 raise _fail(n, f"not a JSON line: {e}", source) from None
         if not isinstance(d, dict):
             raise _fail(n, "a line must be a JSON object", source)
+        label = d.get(SPEC_WHERE)
+        at: Line = label if isinstance(label, str) else n
         kind = d.get("type")
         if kind == "batch":
             if current is not None:
                 yield current
-            current = BatchLine(n, d)
+            current = BatchLine(at, d)
         elif kind == "record" or (kind is None and "offset" in d):
             if current is None:
-                current = BatchLine(n, {"magic": 2})
-            pos, at = d.get("batch_position"), current.fields.get("position")
-            if pos is not None and at is not None and pos != at:
-                raise _fail(n, f"the record's batch_position {pos} is not that of the batch line before it ({at})",
-                            source)
+                current = BatchLine(at, {"magic": 2})
+            pos, batch_pos = d.get("batch_position"), current.fields.get("position")
+            if pos is not None and batch_pos is not None and pos != batch_pos:
+                raise _fail(at, f"the record's batch_position {pos} is not that of the batch line before it "
+                                f"({batch_pos})", source)
             current.record_fields.append(d)
-            current.record_lines.append(n)
-            current.records.append(record_of(d, n, payload, source, magic=_int(current.fields, "magic", n,
+            current.record_lines.append(at)
+            current.records.append(record_of(d, at, payload, source, magic=_int(current.fields, "magic", at,
                                                                                  source, 2)))
         elif kind == "error":
             if current is not None:
@@ -282,15 +291,15 @@ def parse_lines(lines: Iterable[str | bytes | dict | BatchLine], payload: str = 
             try:
                 raw = bytes.fromhex(d.get("raw") or "")
             except (TypeError, ValueError):
-                raise _fail(n, 'an error line\'s "raw" must be hex', source) from None
-            yield BatchLine(n, d, raw=raw)
+                raise _fail(at, 'an error line\'s "raw" must be hex', source) from None
+            yield BatchLine(at, d, raw=raw)
         elif kind == "trailing":
             if current is not None:
                 yield current
                 current = None
-            yield BatchLine(n, d, raw=b"")
+            yield BatchLine(at, d, raw=b"")
         else:
-            raise _fail(n, f"not a batch or record line (type {json.dumps(kind)[:40]})", source)
+            raise _fail(at, f"not a batch or record line (type {json.dumps(kind)[:40]})", source)
     if current is not None:
         yield current
 
@@ -308,7 +317,7 @@ def _codec(bl: BatchLine, source: str | None) -> tuple[int, int | None, Codec | 
         try:
             return CODEC_PLUGIN, plugin_id, plugin_codec(plugin_id)
         except KsegError as e:
-            raise e.located(file=source, where=f"line {bl.line}")
+            raise e.located(file=source, where=at_line(bl.line))
     if name not in _CODEC_IDS:
         raise _fail(bl.line, f"unknown codec {json.dumps(name)[:40]} (none, gzip, snappy, lz4, zstd or plugin:ALIAS)",
                     source)
@@ -365,7 +374,7 @@ def encode_batch(bl: BatchLine, source: str | None = None, derived: list[Disagre
         else:
             raw = _encode_legacy(bl, records, magic, codec, codec_impl, ts_type, given, source)
     except KsegError as e:
-        raise e.located(file=source, where=f"line {n}")
+        raise e.located(file=source, where=at_line(n))
     # The frame's own fields last: the count (legacy), size and CRC of what was built.
     if magic < 2:
         given.check("count", len(records))
@@ -495,7 +504,7 @@ class _PartitionWriter:
             log = self.folder / segment_file_name(base)
             if log in self.logs:
                 raise InputError(f"segment {log.name} would be written twice (the lines' files are out of order)",
-                                 where=f"line {bl.line}")
+                                 where=at_line(bl.line))
             self.sink = SegmentSink(log, base, WriteOptions(index=self.options.index,
                                                             index_interval_bytes=self.options.index_interval_bytes))
             self.logs.append(log)
@@ -565,7 +574,7 @@ def build(lines: Iterable[str | bytes | dict | BatchLine], output: Path, options
         try:
             for bl in parse_lines(lines, options.payload, source):
                 if bl.raw == b"" and bl.fields.get("type") == "trailing":
-                    result.notes.append(f"line {bl.line}: a partial batch of {bl.fields.get('length')} bytes at the "
+                    result.notes.append(f"{at_line(bl.line)}: a partial batch of {bl.fields.get('length')} bytes at the "
                                         "end of a segment: its bytes are not in the lines, it is not written")
                     continue
                 found: list[Disagreement] = []

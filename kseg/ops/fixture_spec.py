@@ -28,6 +28,7 @@ from kseg.errors import InputError
 from kseg.log.segment import segment_file_name
 
 DEFAULT_START_TIMESTAMP = 1_700_000_000_000
+SPEC_WHERE = "_where"  # a spec's line says where in the spec it came from, for the builder's errors
 # Batch fields a spec passes on to the batch line as they are.
 _BATCH_FIELDS = ("codec", "plugin_id", "timestamp_type", "partition_leader_epoch", "producer_id", "producer_epoch",
                  "base_sequence", "delete_horizon_ms", "crc", "size", "count", "last_offset", "max_timestamp")
@@ -54,6 +55,12 @@ def _payload(out: dict, rec: dict, name: str, where: str) -> None:
         out[name] = v
 
 
+def _integer(v: Any, name: str, where: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise _bad(f'"{name}" must be an integer, not {json.dumps(v)[:40]}', where)
+    return v
+
+
 def spec_lines(spec: Any) -> Iterator[dict]:
     """The batch and record lines a fixture spec describes, in dump's contract."""
     if not isinstance(spec, dict):
@@ -63,8 +70,8 @@ def spec_lines(spec: Any) -> Iterator[dict]:
         raise _bad('a fixture spec needs "batches": a list', "spec")
     topic, partition = spec.get("topic"), spec.get("partition", 0)
     folder = f"{topic}-{partition}/" if topic is not None else ""
-    start_ts = spec.get("start_timestamp", DEFAULT_START_TIMESTAMP)
-    next_offset = spec.get("base_offset", 0)
+    start_ts = _integer(spec.get("start_timestamp", DEFAULT_START_TIMESTAMP), "start_timestamp", "spec")
+    next_offset = _integer(spec.get("base_offset", 0), "base_offset", "spec")
     sequences: dict[tuple[int, int], int] = {}
     file = None
     epoch = spec.get("partition_leader_epoch")
@@ -72,11 +79,9 @@ def spec_lines(spec: Any) -> Iterator[dict]:
         where = f"batch {i}"
         if not isinstance(b, dict):
             raise _bad("a batch is a JSON object", where)
-        magic = b.get("magic", spec.get("magic", 2))
-        base = b.get("base_offset", next_offset)
-        if not isinstance(base, int) or not isinstance(magic, int):
-            raise _bad('"base_offset" and "magic" must be integers', where)
-        line: dict = {"type": "batch", "magic": magic, "base_offset": base}
+        magic = _integer(b.get("magic", spec.get("magic", 2)), "magic", where)
+        base = _integer(b.get("base_offset", next_offset), "base_offset", where)
+        line: dict = {"type": "batch", "magic": magic, "base_offset": base, SPEC_WHERE: where}
         epoch = b.get("partition_leader_epoch", epoch)  # a new leader epoch holds until the next one
         for name in _BATCH_FIELDS:
             value = b.get(name, spec.get(name) if name in ("codec", "timestamp_type") else None)
@@ -101,8 +106,8 @@ def spec_lines(spec: Any) -> Iterator[dict]:
             for j, rec in enumerate(raw_records, 1):
                 if not isinstance(rec, dict):
                     raise _bad("a record is a JSON object", f"{where}, record {j}")
-                offset = rec.get("offset", offset)
-                out: dict = {"type": "record", "offset": offset,
+                offset = _integer(rec.get("offset", offset), "offset", f"{where}, record {j}")
+                out: dict = {"type": "record", "offset": offset, SPEC_WHERE: f"{where}, record {j}",
                              "timestamp": rec.get("timestamp", -1 if magic == 0 else start_ts + offset)}
                 _payload(out, rec, "key", f"{where}, record {j}")
                 _payload(out, rec, "value", f"{where}, record {j}")
@@ -113,14 +118,14 @@ def spec_lines(spec: Any) -> Iterator[dict]:
                 records.append(out)
                 offset += 1
         pid = line.get("producer_id")
-        if pid is not None and pid >= 0 and "base_sequence" not in line and not line.get("is_control"):
-            pepoch = line.setdefault("producer_epoch", 0)
+        if isinstance(pid, int) and pid >= 0 and "base_sequence" not in line and not line.get("is_control"):
+            pepoch = _integer(line.setdefault("producer_epoch", 0), "producer_epoch", where)
             line["base_sequence"] = sequences.get((pid, pepoch), 0)
             sequences[(pid, pepoch)] = line["base_sequence"] + len(records)
         yield line
         yield from records
         last = records[-1]["offset"] if records else base
-        next_offset = max(next_offset, b.get("last_offset", last) + 1)
+        next_offset = max(next_offset, _integer(b.get("last_offset", last), "last_offset", where) + 1)
 
 
 def _control(b: dict, offset: int, start_ts: int, where: str) -> dict:
@@ -129,6 +134,7 @@ def _control(b: dict, offset: int, start_ts: int, where: str) -> dict:
     if kind not in ("COMMIT", "ABORT"):
         raise _bad(f'"control" is COMMIT or ABORT, not {json.dumps(kind)[:40]}', where)
     return {"type": "record", "offset": offset, "timestamp": b.get("timestamp", start_ts + offset), "headers": [],
+            SPEC_WHERE: f"{where}, its marker",
             "control": {"type": kind, "coordinator_epoch": b.get("coordinator_epoch", 0)}}
 
 
@@ -160,4 +166,4 @@ def input_items(stream: IO[bytes], source: str | None = None) -> Iterator[str | 
         raise e.located(file=source)
 
 
-__all__ = ["DEFAULT_START_TIMESTAMP", "input_items", "spec_lines"]
+__all__ = ["DEFAULT_START_TIMESTAMP", "SPEC_WHERE", "input_items", "spec_lines"]
