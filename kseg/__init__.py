@@ -30,6 +30,7 @@ _PUBLIC = {
     "batch_records": "kseg.log.records",
     **dict.fromkeys(("Partition", "Segment", "open_log_dir", "open_partition", "open_segment"), "kseg.log.segment"),
     **dict.fromkeys(("Batch", "Header", "Record", "make_record"), "kseg.model"),
+    "build_partition": "kseg.ops.build",  # kseg build as a function: records or JSON lines in, a partition out
 }
 
 __all__ = sorted(n for n in _PUBLIC if n != "encode")

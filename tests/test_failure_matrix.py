@@ -75,6 +75,22 @@ def _writer(*extra: str) -> Callable[[str, str], list[str]]:
     return lambda inp, out: [inp, "-o", out, *extra]
 
 
+def _from_dump(inp: str, out: str) -> list[str]:
+    """``kseg build`` reads JSON lines: the input's ``dump --format jsonl``, made beside it first."""
+    from click.testing import CliRunner
+
+    from kseg.cli.main import main
+
+    lines = Path(inp).parent / (Path(inp).name + ".jsonl")
+    if not lines.exists():
+        res = CliRunner().invoke(main, ["dump", "-r", "--format", "jsonl", inp], catch_exceptions=False)
+        lines.write_bytes(res.stdout_bytes)
+    return [str(lines), "-o", out]
+
+
+_NOT_SEGMENTS = "build reads JSON lines, not segment files: faults made on the input's segments do not reach it"
+
+
 LOCAL = frozenset({"file", "partition", "logdir"})
 COMMANDS: dict[str, Command] = {
     "verify": Command("checker", lambda inp, out: [inp], kinds=LOCAL | {"tar", "zip", "s3", "stdin"}),
@@ -102,6 +118,10 @@ COMMANDS: dict[str, Command] = {
     "recompress": Command("writer", _writer("--codec", "gzip")),
     "rebase": Command("writer", _writer("--base-offset", "1000")),
     "plugins": Command("meta", lambda inp, out: ["list"], kinds=frozenset()),
+    # Its data faults (a line that is not JSON, a CRC the records do not give) are tests/test_build.py's rows.
+    "build": Command("writer", _from_dump, kinds=frozenset(), exempt={
+        f: _NOT_SEGMENTS for f in ("vanish", "renamed", "overwrite", "shrink", "sparse", "hostile",
+                                   "sigterm", "sigint")}),
 }
 # kseg spark runs the same operations on Spark: a row each, on the local kinds, for the faults
 # in the data (a JVM start per cell makes the timing faults the plain commands' job).

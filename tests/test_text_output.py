@@ -49,6 +49,7 @@ ROWS: dict[str, list[list[str]]] = {
     "recompress": [[str(LOGDIR / "v2-none-0"), "-o", "{out}", "--codec", "zstd"]],
     "rebase": [[str(LOGDIR / "v2-none-0"), "-o", "{out}", "--base-offset", "1000"]],
     "plugins": [["list"]],
+    "build": [[str(ROOT / "examples" / "fixture-spec.json"), "-o", "{out}"]],
 }
 # The Spark commands print through the same renderers as the plain ones (tests/test_tools_spark.py
 # holds them equal); starting a JVM here would only repeat that.

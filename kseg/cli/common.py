@@ -330,7 +330,9 @@ dump_options = options(
 verify_options = options(
     click.argument("paths", nargs=-1, required=True, type=LOCATION),
     click.option("--quick", is_flag=True, help="Framing and CRCs only (the broker's own check, at disk speed)."),
-    click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True),
+    click.option("--format", "fmt", type=click.Choice(["text", "json", "junit", "sarif", "github"]), default="text",
+                 show_default=True, help="junit, sarif: a report for CI (a test case per file, a failure per "
+                 "problem); github: GitHub Actions annotations (::error file=...::...)."),
     click.option("--no-index", is_flag=True, help="Do not check .index/.timeindex/.txnindex files."),
     input_format_option,
     click.option("-v", "--verbose", is_flag=True, help="List every file checked, not only those with findings."),

@@ -29,6 +29,7 @@ COMMANDS = {
     "rebase": "kseg.cli.write:rebase_cmd",
     "index": "kseg.cli.write:index_cmd",
     "compact": "kseg.cli.write:compact_cmd",
+    "build": "kseg.cli.build:build_cmd",
     "repair": "kseg.cli.tools:repair_cmd",
     "diff": "kseg.cli.tools:diff_cmd",
     "find": "kseg.cli.tools:find_cmd",

@@ -6,9 +6,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kseg.printable import printable
+from kseg.render.ci_reports import write_ci_report
 from kseg.render.jsonout import dumps
 
-__all__ = ["compact_json", "compact_line", "job_line", "verify_json", "write_verify"]
+# kseg verify --format: text and json here, the CI formats in kseg.render.ci_reports.
+VERIFY_FORMATS = ("text", "json", "junit", "sarif", "github")
+
+__all__ = ["VERIFY_FORMATS", "compact_json", "compact_line", "job_line", "verify_json", "write_verify"]
 
 
 def verify_json(report: Any) -> dict[str, Any]:
@@ -26,9 +30,13 @@ def verify_json(report: Any) -> dict[str, Any]:
 
 
 def write_verify(report: Any, out: TextIO, fmt: str, verbose: bool = True) -> None:
-    """A verify report as text (files with findings, or every file when verbose, then a summary) or JSON."""
+    """A verify report as text (files with findings, or every file when verbose, then a summary), JSON,
+    or a CI format (JUnit XML, SARIF, GitHub Actions annotations)."""
     if fmt == "json":
         out.write(dumps(verify_json(report), indent=2) + "\n")
+        return
+    if fmt != "text":
+        write_ci_report(report, out, fmt)
         return
     for f in report.files:
         if not verbose and not f.problems and not f.suppressed_notes:
