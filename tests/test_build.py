@@ -531,3 +531,25 @@ def test_a_record_under_the_wrong_batch_line(tmp_path: Path) -> None:
     text[1], text[2] = text[1].replace(b'"batch_position": 0', b'"batch_position": 999'), text[2]
     res = kseg("build", "-o", str(tmp_path / "out"), input=b"".join(text))
     assert res.exit_code == 2 and "(line 2)" in res.output and "batch_position 999" in res.output, res.output
+
+
+@pytest.mark.parametrize("partition", ["v2-headers-0", "v1-gzip-0", "v2-txn-0"])
+def test_verify_expect_holds_a_fixture_to_its_text(tmp_path: Path, partition: str) -> None:
+    """kseg verify --expect: clean when the lines are the fixture's own dump, exit 1 with the
+    expectation's line number when one value differs, exit 2 when the expectation is missing."""
+    src = LOGDIR / partition
+    lines = kseg("dump", "-r", "--format", "jsonl", str(src)).stdout.splitlines()
+    expect = tmp_path / "expected.jsonl"
+    expect.write_text("\n".join(lines) + "\n")
+    ok = kseg("verify", str(src), "--expect", str(expect))
+    assert ok.exit_code == 0, ok.output
+    n, doc = next((n, json.loads(x)) for n, x in enumerate(lines, 1)
+                  if json.loads(x)["type"] == "record" and json.loads(x).get("value") is not None)
+    doc["value"] = doc["value"] + "!"
+    lines[n - 1] = json.dumps(doc)
+    expect.write_text("\n".join(lines) + "\n")
+    bad = kseg("verify", str(src), "--expect", str(expect))
+    assert bad.exit_code == 1
+    assert f"(expected.jsonl line {n}): record {doc['offset']}: value is not what expected.jsonl says" in bad.output
+    missing = kseg("verify", str(src), "--expect", str(tmp_path / "absent.jsonl"))
+    assert missing.exit_code == 2 and "absent.jsonl" in missing.output

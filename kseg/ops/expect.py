@@ -20,6 +20,7 @@ from kseg.log.records import batch_records
 from kseg.log.segment import Segment, partition_segments
 from kseg.model import Batch, Record
 from kseg.ops.build import BatchLine, parse_lines
+from kseg.ops.verify import FileReport
 
 CHECK = "expect"
 _BATCH_FIELDS = ("base_offset", "last_offset", "count", "magic", "codec", "timestamp_type", "producer_id",
@@ -105,6 +106,17 @@ def expect_findings(paths: Iterable[Path], lines: Iterable[str | bytes | dict], 
     return findings
 
 
+def expected_report(paths: list[Path], expectation: Path) -> FileReport:
+    """``kseg verify --expect``: the comparison as one more file of verify's report (the
+    expectation's), its differences as errors; an unreadable expectation is a usage error."""
+    try:
+        lines = expectation.read_bytes().splitlines()
+    except OSError as e:
+        raise KsegError(f"{expectation}: cannot read the expectation: {e.strerror or e}") from None
+    return FileReport(str(expectation), kind=CHECK,
+                      problems=expect_findings(paths, lines, source=expectation.name))
+
+
 def _show(v: Any) -> str:
     if isinstance(v, bytes):
         try:
@@ -114,4 +126,4 @@ def _show(v: Any) -> str:
     return "null" if v is None else str(v)
 
 
-__all__ = ["CHECK", "expect_findings"]
+__all__ = ["CHECK", "expect_findings", "expected_report"]
