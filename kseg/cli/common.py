@@ -327,6 +327,16 @@ dump_options = options(
     max_decompressed_option,
 )
 
+def shown_options(verbose: bool, errors_only: bool, no_notes: bool, fmt: str) -> dict[str, bool]:
+    """What a verify report shows (``write_verify``'s keywords); contradictory choices are a usage error."""
+    if verbose and errors_only:
+        raise InputError("-v/--verbose lists every file and -q/--errors-only only those with errors: choose one")
+    if (errors_only or no_notes) and fmt != "text":
+        raise InputError(f"{'-q/--errors-only' if errors_only else '--no-notes'} shapes the text report; "
+                         f"--format {fmt} always carries every finding")
+    return {"verbose": verbose, "errors_only": errors_only, "notes": not no_notes}
+
+
 verify_options = options(
     click.argument("paths", nargs=-1, required=True, type=LOCATION),
     click.option("--quick", is_flag=True, help="Framing and CRCs only (the broker's own check, at disk speed)."),
@@ -336,6 +346,10 @@ verify_options = options(
     click.option("--no-index", is_flag=True, help="Do not check .index/.timeindex/.txnindex files."),
     input_format_option,
     click.option("-v", "--verbose", is_flag=True, help="List every file checked, not only those with findings."),
+    click.option("-q", "--errors-only", is_flag=True, help="Text: only the files with errors and their errors "
+                 "(no notes), then the summary line."),
+    click.option("--no-notes", is_flag=True, help="Text: leave out notes (facts Kafka accepts, such as the "
+                 "offset holes compaction leaves); errors and the summary as usual."),
     max_decompressed_option,
 )
 

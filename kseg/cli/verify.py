@@ -8,7 +8,7 @@ from typing import Callable
 
 import click
 
-from kseg.cli.common import EXIT_DATA, EXIT_OK, EXIT_USAGE, guarded, jobs_option, verify_options
+from kseg.cli.common import EXIT_DATA, EXIT_OK, EXIT_USAGE, guarded, jobs_option, shown_options, verify_options
 from kseg.errors import InputError
 from kseg.lazy import load
 from kseg.ops.sniff import KAFKA07, format_hint
@@ -33,11 +33,12 @@ CHECK_EXPECTED = "kseg.ops.expect:expected_report"
               "--format jsonl); only the fields a line gives are compared, each difference with its line number.")
 @guarded
 def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input_format: str, verbose: bool,
-           max_decompressed_bytes: int, jobs: int, remote_metadata: tuple[Path, ...], expect: Path | None) -> None:
+           errors_only: bool, no_notes: bool, max_decompressed_bytes: int, jobs: int, remote_metadata: tuple[Path, ...], expect: Path | None) -> None:
     """Check segment files, partition folders or log directories; report every problem.
 
     Exit 0 when clean, 1 when problems were found, 2 when the input is unusable.
     """
+    shown = shown_options(verbose, errors_only, no_notes, fmt)
     if remote_metadata and input_format == "kafka07":
         raise InputError("--remote-metadata is for a tiered store of Kafka segments, not 0.7 files")
     if expect is not None and input_format == "kafka07":
@@ -59,7 +60,7 @@ def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input
             report.files.append(load(CHECK_EXPECTED)(list(paths), expect))
     if progress:
         click.echo("\r\033[K", nl=False, err=True)
-    write_verify(report, sys.stdout, fmt, verbose=verbose)
+    write_verify(report, sys.stdout, fmt, **shown)
     if report.unreadable:  # every other file was checked; these could not be read
         raise SystemExit(EXIT_USAGE)
     raise SystemExit(EXIT_OK if report.ok else EXIT_DATA)

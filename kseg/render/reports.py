@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, TextIO
 
+from kseg.findings import ERROR
 from kseg.printable import printable
 from kseg.render.ci_reports import write_ci_report
 from kseg.render.jsonout import dumps
@@ -29,25 +30,32 @@ def verify_json(report: Any) -> dict[str, Any]:
     }
 
 
-def write_verify(report: Any, out: TextIO, fmt: str, verbose: bool = True) -> None:
+def write_verify(report: Any, out: TextIO, fmt: str, verbose: bool = True, errors_only: bool = False,
+                 notes: bool = True) -> None:
     """A verify report as text (files with findings, or every file when verbose, then a summary), JSON,
-    or a CI format (JUnit XML, SARIF, GitHub Actions annotations)."""
+    or a CI format (JUnit XML, SARIF, GitHub Actions annotations). ``errors_only``: only the files
+    with errors and their errors; ``notes=False``: no notes. The summary line is always written."""
     if fmt == "json":
         out.write(dumps(verify_json(report), indent=2) + "\n")
         return
     if fmt != "text":
         write_ci_report(report, out, fmt)
         return
+    notes = notes and not errors_only
     for f in report.files:
-        if not verbose and not f.problems and not f.suppressed_notes:
+        shown = [p for p in f.problems if notes or p.severity == ERROR]
+        hidden_notes = f.suppressed_notes if notes else 0
+        if errors_only and f.ok:
+            continue
+        if not verbose and not shown and not hidden_notes:
             continue
         status = "ok" if f.ok else f"{len(f.errors)} error(s)"
         detail = f"{f.batches} batches, {f.records} records, {f.bytes} bytes" if f.kind == "log" else f.kind
         out.write(f"{printable(f.path)}: {status} ({detail})\n")
-        for p in f.problems:
+        for p in shown:
             out.write(f"  {p.severity}: {printable(p)}\n")
-        if f.suppressed_notes:
-            out.write(f"  note: {f.suppressed_notes} more notes not shown\n")
+        if hidden_notes:
+            out.write(f"  note: {hidden_notes} more notes not shown\n")
     total = len(report.files)
     bad = sum(1 for f in report.files if not f.ok)
     batches = sum(f.batches for f in report.files)

@@ -31,6 +31,7 @@ from kseg.cli.common import (
     params_of,
     rebase_options,
     recompress_options,
+    shown_options,
     topic_set,
     up_convert_options,
     verify_options,
@@ -193,9 +194,9 @@ def _stdout_to(output: Path | None) -> Iterator[None]:
 ], "Check segment files, partition folders or log directories on Spark, one task per file.\n\n"
    "The same checks, output and exit codes as `kseg verify` (0 clean, 1 problems, 2 unusable input).")
 def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input_format: str, verbose: bool,
-           max_decompressed_bytes: int, output: Path | None, master: str | None, conf: tuple[str, ...],
+           errors_only: bool, no_notes: bool, max_decompressed_bytes: int, output: Path | None, master: str | None, conf: tuple[str, ...],
            report: Path | None, timings: bool) -> None:
-    shown = {"verbose": verbose}
+    shown = shown_options(verbose, errors_only, no_notes, fmt)
 
     if input_format == "kafka07":
         rep = verify_kafka07(paths, quick=quick, max_decompressed_bytes=max_decompressed_bytes)
