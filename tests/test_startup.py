@@ -130,3 +130,22 @@ def test_help_lists_every_command_with_its_own_help() -> None:
         command = main.get_command(ctx, name)
         assert command is not None and command.name == name
         assert command.get_short_help_str(limit=45)[:20] in listed.replace("\n", " ")
+
+
+def test_version_says_whether_the_accelerator_is_in_use():
+    import subprocess
+    import sys
+    from importlib.metadata import version
+
+    from kseg.log import fast
+
+    def run(env_extra):
+        env = {k: v for k, v in os.environ.items() if k != "KSEG_PURE_PYTHON"} | env_extra
+        return subprocess.run([sys.executable, "-c", "from kseg.cli import run; run()", "--version"],
+                              capture_output=True, text=True, env=env, check=True).stdout.splitlines()
+
+    head, accel = run({})
+    assert head == f"kseg, version {version('kseg')}"
+    assert accel.startswith("C accelerator: in use" if fast._speedups is not None else "C accelerator: not built")
+    assert run({"KSEG_PURE_PYTHON": "1"})[1].startswith(
+        "C accelerator: disabled" if fast._speedups is not None else "C accelerator: not built")

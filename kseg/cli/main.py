@@ -45,13 +45,26 @@ READ_REGISTRY = "kseg.ops.registry:load_registry"
 set_registry_reader(lambda path: load(READ_REGISTRY)(path))
 
 
+ACCELERATOR_STATUS = "kseg.log.fast:accelerator_status"
+
+
+def _version(ctx: click.Context, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from importlib.metadata import version
+
+    click.echo(f"kseg, version {version('kseg')}\nC accelerator: {load(ACCELERATOR_STATUS)()}")
+    ctx.exit()
+
+
 @click.group(cls=KsegGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--traceback", is_flag=True, help="Show the Python stack on errors (for bug reports).")
 @click.option("--plugin-registry", type=click.Path(path_type=Path), envvar="KSEG_PLUGIN_REGISTRY", default=None,
               help="Plugin codec registry: a plugin-python-topic-0 folder or a JSON file "
                    "[env: KSEG_PLUGIN_REGISTRY].")
 @s3_endpoint_option
-@click.version_option(package_name="kseg")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=lambda ctx, _, value: _version(
+    ctx, value), help="Show the version and whether the C accelerator is in use, and exit.")
 def main(traceback: bool, plugin_registry: Path | None) -> None:
     """Look inside, verify and convert Apache Kafka log segment files."""
     State.traceback = traceback

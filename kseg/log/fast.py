@@ -181,3 +181,25 @@ def legacy_crc_mismatches(inner_bytes: bytes) -> list[tuple[int, int, int]]:
                 out.append((i, m.crc, computed))
         return out
     return _speedups.legacy_crc_mismatches(inner_bytes)
+
+
+# The compiled extensions, each with what it speeds up (``kseg --version`` says which are in use).
+EXTENSIONS = {
+    "kseg.log._speedups": "scanning, record decoding, verify",
+    "kseg._checksum": "CRC-32C and CRC-32",
+    "kseg.render._format": "the dump line writers",
+    "kseg.log._sketch": "the stats walk",
+}
+
+
+def accelerator_status() -> str:
+    """Whether the C accelerator is in use: built and enabled, built and disabled, or not built."""
+    import importlib.util
+
+    built = [name for name in EXTENSIONS if importlib.util.find_spec(name) is not None]
+    if not built:
+        return "not built (pure Python)"
+    state = "disabled by KSEG_PURE_PYTHON" if os.environ.get("KSEG_PURE_PYTHON") else "in use"
+    missing = [n for n in EXTENSIONS if n not in built]
+    return f"{state} ({len(built)} of {len(EXTENSIONS)} extensions built" + (
+        f"; missing {', '.join(missing)})" if missing else ")")
