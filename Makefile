@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 KSEG := $(VENV)/bin/kseg
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test facts schemas bench bench-dump bench-write bench-spark bench-jobs bench-kafka fixtures kafka-corpus kafka-corpus-check kafka-cleaner-corpus kafka-convert-corpus kafka-tiered-corpus kafka-live clean test-sanitize fuzz-short fuzz-long
+.PHONY: demo test man facts schemas bench bench-dump bench-write bench-spark bench-jobs bench-kafka fixtures kafka-corpus kafka-corpus-check kafka-cleaner-corpus kafka-convert-corpus kafka-tiered-corpus kafka-live clean test-sanitize fuzz-short fuzz-long
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,10 @@ test: $(BUILT)
 	$(PY) fixtures/internal/build.py --check
 	$(KSEG) verify fixtures/logdir
 	$(PY) -m pytest
+
+# kseg.1, the manual page, written from the click commands (man -l kseg.1).
+man: $(STAMP)
+	$(PY) -m kseg.cli.manpage > kseg.1
 
 # kseg.facts: the schemas' numbers as plain Python (reading a segment never imports construct);
 # rewrite after changing formats/ (tests/test_schemas.py fails until then).

@@ -27,6 +27,6 @@ def run() -> Any:
     # objects, the cycle collector took a fifth of a dump of uncompressed v1 messages.
     gc.set_threshold(COLLECT_EVERY)
     try:
-        return main()
+        return main(prog_name="kseg")  # the same usage lines and completion variable however started
     finally:
         ignore_interrupts()

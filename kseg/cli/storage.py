@@ -35,6 +35,12 @@ class Location(click.ParamType):
         except KsegError as e:
             self.fail(e.message, param, ctx)
 
+    def shell_complete(self, ctx: Any, param: Any, incomplete: str) -> list[Any]:
+        """Local paths complete as files and folders do in the shell (object-store URLs do not)."""
+        from click.shell_completion import CompletionItem
+
+        return [] if "://" in incomplete else [CompletionItem(incomplete, type="file")]
+
 
 LOCATION = Location()
 
