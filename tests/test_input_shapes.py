@@ -54,7 +54,7 @@ READERS = {
              lambda out: {json.loads(line)["file"] for line in out.splitlines()}),
     "txn": (["txn", "--format", "json", "--all", "--now-ms", NOW_MS],
             lambda out: {p["path"] for p in json.loads(out)["partitions"]}),
-    "diff": (["diff", "--format", "json"], lambda out: {p["partition"] for p in json.loads(out)["partitions"]}),
+    "diff": (["diff", "--format", "json"], lambda out: {p["name"] for p in json.loads(out)["partitions"]}),
 }
 # Commands that read only some inputs by design: state replays internal topics, index checks
 # or rebuilds index files. They list inputs by the same rule (same errors for unusable ones).

@@ -109,3 +109,26 @@ def test_size(n: int | None, text: str) -> None:
     from kseg.render.human import size
 
     assert size(n) == text
+
+
+# command -> (arguments, the partition objects of its JSON document)
+PARTITION_DOCS = {
+    "stats": (["stats", "--format", "json", str(LOGDIR)], lambda d: [p for t in d["topics"] for p in t["partitions"]]),
+    "txn": (["txn", "--format", "json", str(LOGDIR / "v2-txn-0")], lambda d: d["partitions"]),
+    "state": (["state", "--format", "json", str(INTERNAL)], lambda d: d["partitions"]),
+    "diff": (["diff", "--format", "json", str(LOGDIR), str(LOGDIR)], lambda d: d["partitions"]),
+    "repair": (["repair", "--dry-run", "--format", "json", str(LOGDIR)], lambda d: d["partitions"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PARTITION_DOCS))
+def test_json_partitions_carry_topic_and_partition(name: str) -> None:
+    import json
+
+    args, parts = PARTITION_DOCS[name]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+    found = parts(json.loads(res.stdout))
+    assert found
+    for p in found:
+        assert isinstance(p.get("topic"), str) and isinstance(p.get("partition"), int), p

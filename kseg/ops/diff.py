@@ -23,7 +23,7 @@ from kseg.facts.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log.fast import scan_entries
 from kseg.log.records import batch_records
-from kseg.log.listing import FILE, LOG_DIR, PARTITION, list_input
+from kseg.log.listing import FILE, LOG_DIR, PARTITION, list_input, parse_partition_dir
 from kseg.log.segment import STEP_ENTRIES, Segment
 from kseg.model import Batch, Record
 from kseg.storage import VANISHED, as_path, cannot_read, gone
@@ -118,7 +118,9 @@ class PartitionDiff:
             d["epochs"] = [list(e) for e in s.epochs]
             return d
 
-        out = {"partition": self.name, "kind": self.kind, "identical": self.identical,
+        named = parse_partition_dir(self.name)
+        out = {"name": self.name, "topic": named[0] if named else None, "partition": named[1] if named else None,
+               "kind": self.kind, "identical": self.identical,
                "diverge_offset": self.diverge_offset, "explanation": self.explanation(),
                "equal_batches": self.equal_batches, "equal_records": self.equal_records,
                "a": side(self.a), "b": side(self.b)}

@@ -97,7 +97,9 @@ class PartitionState:
         self.notes.append(f"offset {offset}: {why}")
 
     def as_json(self) -> dict[str, Any]:
-        return {"path": self.path, "topic": TOPIC_OF_FAMILY[self.family], "records_applied": self.records,
+        named = parse_partition_dir(Path(self.path).name)
+        return {"path": self.path, "topic": TOPIC_OF_FAMILY[self.family], "partition": named[1] if named else None,
+                "records_applied": self.records,
                 "records_not_applied": self.not_applied,
                 "last_offset": self.last_offset, "last_timestamp": self.last_timestamp,
                 **({"snapshot": self.snapshot} if self.snapshot else {}),

@@ -93,7 +93,7 @@ def register(group: click.Group, spark_params: list[click.Parameter], run_cls: A
         rep = DiffReport(str(a), str(b), results)
         write_diff(rep, sys.stdout, fmt, kd, vd)
         if report is not None:
-            write_report(report, "diff", [{"partition": p.name, "kind": p.kind, "diverge_offset": p.diverge_offset}
+            write_report(report, "diff", [{"name": p.name, "kind": p.kind, "diverge_offset": p.diverge_offset}
                                           for p in results], {"identical": rep.identical, **run.summary()})
         raise SystemExit(EXIT_OK if rep.identical else EXIT_DATA)
 
