@@ -39,6 +39,7 @@ FIXTURES = REPO / "fixtures" / "logdir"
 CASES: dict[str, list[tuple[str, ...]]] = {
     "verify": [(), ("-v",), ("--quick", "-v"), ("--format", "json"), ("--no-index", "-v")],
     "stats": [(), ("--segments",), ("--format", "json")],
+    "find": [("--value-regex", "."), ("--key", "k1"), ("--format", "json", "--from-offset", "3")],
 }
 
 
@@ -221,3 +222,39 @@ def test_a_worker_killed_is_one_error_line():
 
     with pytest.raises(InputError, match="worker process ended unexpectedly"):
         execute(Operation("dies", _plan, _run_or_die, _merge), 20, frozenset({7}), 2)
+
+
+def test_spool_gives_back_its_items_in_order_and_removes_its_file(tmp_path):
+    from kseg.ops.spool import Spool
+
+    spool = Spool(str(tmp_path), in_memory=100)
+    for i in range(1050):
+        spool.add(("item", i, b"x" * (i % 7)))
+    done = spool.done()
+    assert done.path is not None and len(done.tail) == 50
+    assert list(done) == [("item", i, b"x" * (i % 7)) for i in range(1050)]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_find_with_many_matches_spools_and_leaves_nothing(tmp_path, monkeypatch):
+    """Partitions whose matches pass the in-memory limit: -j 2 prints the serial bytes and the
+    spool folder is gone afterwards, also when the reader stops early."""
+    import tempfile
+
+    from kseg.ops.find import FindOptions, find
+
+    for n in range(3):
+        write_partition(tmp_path / "data" / f"t-{n}", 2, "none", segments=2, n_batches=30, per=100)
+    spool_root = tmp_path / "tmp"
+    spool_root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spool_root))
+    serial = cli("find", "--value-regex", ".", "-j", "1", tmp_path / "data")
+    pooled = cli("find", "--value-regex", ".", "-j", "2", tmp_path / "data")
+    assert serial.stdout.count("\n") > 3 * 4096  # each partition past the in-memory limit
+    assert (pooled.exit_code, pooled.stdout, pooled.stderr) == (serial.exit_code, serial.stdout, serial.stderr)
+    assert list(spool_root.iterdir()) == []
+    found = find([tmp_path / "data"], FindOptions(), jobs=2)
+    first = [next(found) for _ in range(10)]
+    assert len(first) == 10
+    found.close()
+    assert list(spool_root.iterdir()) == []

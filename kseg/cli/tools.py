@@ -111,12 +111,13 @@ def diff_cmd(a: Path, b: Path, records: bool, check_crc: bool, max_records: int,
 @value_decoder_option
 @format_option
 @max_decompressed_option
+@jobs_option
 @guarded
 def find_cmd(paths: tuple[Path, ...], key: str | None, key_hex: str | None, key_regex: str | None,
              value_regex: str | None, header: str | None, producer_id: int | None, transactional: bool,
              from_offset: int | None, to_offset: int | None, from_time: int | None, to_time: int | None,
              partitioner: bool, topic: str | None, partitions: int | None, no_index: bool, key_decoder: str,
-             value_decoder: str, fmt: str, max_decompressed_bytes: int) -> None:
+             value_decoder: str, fmt: str, max_decompressed_bytes: int, jobs: int) -> None:
     """The records that match, with topic, partition, offset and timestamp (--format json: JSON lines).
 
     Exit 0 (matches or none), 1 when unreadable data was met on the way, 2 bad usage.
@@ -128,7 +129,7 @@ def find_cmd(paths: tuple[Path, ...], key: str | None, key_hex: str | None, key_
                           max_decompressed_bytes=max_decompressed_bytes)
     st = FindStats()
     writer = FindWriter(sys.stdout, fmt, load_decoder(key_decoder), load_decoder(value_decoder))
-    for m in find(list(paths), o, st):
+    for m in find(list(paths), o, st, jobs):
         writer(m)
     sys.stdout.flush()
     click.echo(find_summary(st), err=True)

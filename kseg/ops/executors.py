@@ -47,6 +47,9 @@ class Operation:
     plan: Callable[[Any, Any], Sequence[Any]]
     run: Callable[[Any, Any], Any]
     merge: Callable[[Iterable[Any], Any], Any]
+    # merge is a generator whose items are the result (find: matches as they come, in plan
+    # order): the executor returns it, and ends the workers when it is exhausted or closed.
+    streams: bool = False
 
 
 @dataclass
@@ -110,10 +113,21 @@ def execute(op: Operation, inputs: Any, opts: Any, jobs: int = 1,
         partials = _serial(op, units, opts, progress)
     else:
         partials = _pooled(op, units, opts, jobs, progress)
+    if op.streams:
+        return _streamed(op.merge(partials, opts), partials)
     try:
         return op.merge(partials, opts)
     finally:
         partials.close()  # a merge that stopped early (an error, a signal) ends the workers now
+
+
+def _streamed(results: Iterator[Any], partials: Iterator[Any]) -> Iterator[Any]:
+    """A streaming merge's items; the workers end with it, however it ends (a consumer that
+    stops early closes it)."""
+    try:
+        yield from results
+    finally:
+        partials.close()
 
 
 def serial(op: Operation, inputs: Any, opts: Any) -> Any:

@@ -10,10 +10,12 @@ partitioner (``murmur2``) picks the one partition a key can be in. Returns data.
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from kseg.companions.read import read_offset_index, read_time_index
 from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
@@ -28,6 +30,8 @@ from kseg.log.segment import (
     partition_of,
 )
 from kseg.model import Batch, Record
+from kseg.ops.executors import Operation, execute, here_only
+from kseg.ops.spool import Spool, Spooled
 from kseg.storage import VANISHED, ReadError, as_path, gone
 
 _M = 0x5BD1E995
@@ -107,6 +111,14 @@ class FindStats:
     partitions: list[str] = field(default_factory=list)  # scanned
     # Segments renamed, deleted, grown or changed during the run (``kseg.log.identity``): not problems.
     notes: list[str] = field(default_factory=list)
+
+    def absorb(self, other: "FindStats") -> None:
+        """Add another part's figures (the next partitions in plan order)."""
+        for name in ("segments", "segments_skipped", "seeks", "batches", "batches_skipped", "records", "matches"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.problems += other.problems
+        self.partitions += other.partitions
+        self.notes += other.notes
 
 
 class _Filter:
@@ -226,10 +238,21 @@ def _start_position(path: Path, o: FindOptions, rolled: bool) -> int | None:
     return pos
 
 
-def find(paths: list[Path], o: FindOptions, st: FindStats | None = None) -> Iterator[Match]:
-    """Yield the matching records in partition and offset order; ``st`` collects what was read."""
+def find(paths: list[Path], o: FindOptions, st: FindStats | None = None, jobs: int = 1) -> Iterator[Match]:
+    """Yield the matching records in partition and offset order; ``st`` collects what was read.
+    ``jobs`` > 1: partitions searched by worker processes (``kseg.ops.executors``), the matches
+    and ``st`` the same as one process gives; a partition's matches are spooled to a temporary
+    folder that is gone when the search ends, however it ends."""
     st = st if st is not None else FindStats()
-    yield from find_in_groups(select_groups(partition_groups([as_path(p) for p in paths]), o), o, st)
+    if jobs <= 1:  # the reference: matches stream out as they are found
+        yield from find_in_groups(select_groups(partition_groups([as_path(p) for p in paths]), o), o, st)
+        return
+    with tempfile.TemporaryDirectory(prefix="kseg-find-") as spool:
+        for item in execute(OPERATION, (paths, spool), o, jobs):
+            if isinstance(item, FindStats):
+                st.absorb(item)
+            else:
+                yield item
 
 
 def select_groups(groups: list[tuple[str | None, int | None, list[Path]]], o: FindOptions
@@ -320,3 +343,71 @@ def _scan(path: Path, start: int, topic: str | None, partition: int | None, o: F
             return
         st.problems.append(str(seg.tail.error))
     st.notes.extend(f"{path}: {note}" for note in seg.notes())
+
+
+# --------------------------------------------------------------------------- plan / run / merge
+#
+# Units are partitions. A unit's matches are spooled (``kseg.ops.spool``) with the batch's bytes
+# left behind (what a match shows is the batch's header fields); merge yields them in plan order,
+# then the figures of the whole search. An error a unit met is raised after the matches it had
+# found, where the single-process search would have stopped.
+
+
+@dataclass(frozen=True)
+class FindUnit:
+    topic: str | None
+    partition: int | None
+    files: tuple[Path, ...]
+    spool: str
+    weight: int = 0
+    local: bool = False
+
+
+@dataclass
+class FindPartial:
+    stats: FindStats
+    matches: Spooled
+    error: BaseException | None = None
+
+
+def plan(inputs: tuple[list[Path], str], o: FindOptions) -> list[FindUnit]:
+    """The partitions to search (``select_groups``), each with where to spool its matches."""
+    paths, spool = inputs
+    units = []
+    for topic, partition, files in select_groups(partition_groups([as_path(p) for p in paths]), o):
+        weight = sum(_size(f) for f in files)
+        units.append(FindUnit(topic, partition, tuple(files), spool, weight, any(here_only(f) for f in files)))
+    return units
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size if isinstance(path, Path) else 0
+    except OSError:
+        return 0
+
+
+def run(unit: FindUnit, o: FindOptions) -> FindPartial:
+    """One partition searched; its matches spooled without the batches' bytes."""
+    st, spool, error = FindStats(), Spool(unit.spool), None
+    try:
+        for m in find_in_groups([(unit.topic, unit.partition, list(unit.files))], o, st):
+            spool.add(dataclasses.replace(m, batch=m.batch._replace(raw=b"")))
+    except (KsegError, OSError) as e:
+        error = e
+    return FindPartial(st, spool.done(), error)
+
+
+def merge(partials: Iterable[FindPartial], o: FindOptions) -> Iterator[Match | FindStats]:
+    """The matches in plan order, then the figures of the whole search."""
+    total = FindStats()
+    for p in partials:
+        yield from p.matches
+        total.absorb(p.stats)
+        if p.error is not None:
+            yield total
+            raise p.error
+    yield total
+
+
+OPERATION = Operation("find", plan, run, merge, streams=True)

@@ -3,7 +3,7 @@ the one table the executors' tests and ``kseg spark`` enumerate."""
 
 from __future__ import annotations
 
-from kseg.ops import stats, verify
+from kseg.ops import find, stats, verify
 from kseg.ops.executors import Operation
 
-SPLITTABLE: dict[str, Operation] = {op.name: op for op in (verify.OPERATION, stats.OPERATION)}
+SPLITTABLE: dict[str, Operation] = {op.name: op for op in (verify.OPERATION, stats.OPERATION, find.OPERATION)}
