@@ -82,6 +82,17 @@ def here_only(path: Any) -> bool:
     return is_stdin(path) or not isinstance(path, Path)
 
 
+def weight_of(paths: Iterable[Any]) -> int:
+    """A unit's ``weight``: the bytes of the local files it reads (objects and streams count 0)."""
+    total = 0
+    for p in paths:
+        try:
+            total += p.stat().st_size if isinstance(p, Path) else 0
+        except OSError:
+            pass
+    return total
+
+
 def available_cores() -> int:
     """The cores this process may run on (its affinity mask, not the machine's count)."""
     try:

@@ -30,7 +30,7 @@ from kseg.log.segment import (
     partition_of,
 )
 from kseg.model import Batch, Record
-from kseg.ops.executors import Operation, execute, here_only
+from kseg.ops.executors import Operation, execute, here_only, weight_of
 from kseg.ops.spool import Spool, Spooled
 from kseg.storage import VANISHED, ReadError, as_path, gone
 
@@ -375,16 +375,9 @@ def plan(inputs: tuple[list[Path], str], o: FindOptions) -> list[FindUnit]:
     paths, spool = inputs
     units = []
     for topic, partition, files in select_groups(partition_groups([as_path(p) for p in paths]), o):
-        weight = sum(_size(f) for f in files)
-        units.append(FindUnit(topic, partition, tuple(files), spool, weight, any(here_only(f) for f in files)))
+        units.append(FindUnit(topic, partition, tuple(files), spool, weight_of(files),
+                              any(here_only(f) for f in files)))
     return units
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size if isinstance(path, Path) else 0
-    except OSError:
-        return 0
 
 
 def run(unit: FindUnit, o: FindOptions) -> FindPartial:

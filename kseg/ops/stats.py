@@ -26,7 +26,7 @@ from kseg.log.records import batch_records, payload_bytes
 from kseg.log.listing import RUN, reading_groups, replica_note
 from kseg.log.segment import Segment, base_offset_of, partition_of
 from kseg.model import Batch
-from kseg.ops.executors import Operation, execute, here_only
+from kseg.ops.executors import Operation, execute, here_only, weight_of
 from kseg.storage import VANISHED, ReadError, gone
 
 try:  # the C walk of v2 records (keys into the HLL without building records)
@@ -569,18 +569,8 @@ class StatsUnit:
 
 def plan(paths: Iterable[Path], o: StatsOptions) -> list[StatsUnit]:
     """The partitions (and lone files) to read, in report order."""
-    return [StatsUnit(folder, tuple(segs), dirty, _size(segs), any(here_only(p) for p in segs))
+    return [StatsUnit(folder, tuple(segs), dirty, weight_of(segs), any(here_only(p) for p in segs))
             for folder, segs, dirty in stats_groups(paths)]
-
-
-def _size(paths: Iterable[Path]) -> int:
-    total = 0
-    for p in paths:
-        try:
-            total += p.stat().st_size if isinstance(p, Path) else 0
-        except OSError:
-            pass
-    return total
 
 
 def run(unit: StatsUnit, o: StatsOptions) -> PartitionStats:

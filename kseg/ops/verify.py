@@ -41,7 +41,7 @@ from kseg.log.segment import (
     zero_bytes_to_end,
 )
 from kseg.model import Batch, Record
-from kseg.ops.executors import Operation, execute, here_only
+from kseg.ops.executors import Operation, execute, here_only, weight_of
 from kseg.ops.sniff import KAFKA, KAFKA07, format_hint, input_format_of
 from kseg.printable import printable
 from kseg.storage import MANIFEST, VANISHED, ReadError, as_path, cannot_read, gone, read_failures, tree_sizes
@@ -209,16 +209,9 @@ def plan(paths: Iterable[str | Path], options: VerifyOptions) -> list[VerifyUnit
     for gi, (group, newest) in enumerate(groups_with_newest(paths)):
         for path in group:
             kind = COMPANION_UNIT if is_companion(path) else LOG_UNIT
-            units.append(VerifyUnit(str(path), kind, gi, newest=path == newest, weight=_weight(path),
+            units.append(VerifyUnit(str(path), kind, gi, newest=path == newest, weight=weight_of([path]),
                                     local=here_only(path)))
     return units
-
-
-def _weight(path: Path) -> int:
-    try:
-        return path.stat().st_size if isinstance(path, Path) else 0
-    except OSError:
-        return 0
 
 
 def run(unit: VerifyUnit, options: VerifyOptions) -> VerifyPartial:
