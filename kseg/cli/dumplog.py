@@ -18,8 +18,8 @@ a file (a decoder class, ``--max-bytes``, ``--max-message-size``) are made at th
 from __future__ import annotations
 
 import os
+import re
 import sys
-import textwrap
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, Sequence, TextIO
@@ -28,6 +28,7 @@ from kseg.cli.common import interrupted
 from kseg.cli.dump import dump_options_for, make_renderer, prepare_dump
 from kseg.cli.exits import EXIT_DATA, EXIT_USAGE
 from kseg.cli.loading import ignore_interrupts
+from kseg.decoders import KAFKA_VERSIONS
 from kseg.errors import KsegError
 from kseg.interrupts import catching_signals
 from kseg.ops.dump import BadBatchEvent, FileStart, SkippedEvent, dump_paths
@@ -36,10 +37,11 @@ from kseg.render.dump import ChunkedWriter
 
 PROG = "kseg-dump-log"
 ENV_KAFKA_VERSION = "KSEG_KAFKA_VERSION"
-#: --kafka-version -> the Kafka release whose DumpLogSegments kseg's lines are checked against
-#: (``--version`` prints it, as ``kafka-dump-log.sh --version`` prints its release)
+#: --kafka-version (kseg.decoders.KAFKA_VERSIONS) -> the Kafka release whose DumpLogSegments kseg's lines
+#: are checked against (``--version`` prints it, as ``kafka-dump-log.sh --version`` prints its release)
 TOOL_RELEASES = {"4": "4.3.1", "3.9": "3.9.2"}
 INT_MAX = 2**31 - 1
+SNAPSHOT_NAME = re.compile(r"[0-9]{20}-[0-9]{10}\.checkpoint")  # a KRaft snapshot: end offset, epoch
 
 
 @dataclass(frozen=True)
@@ -53,12 +55,12 @@ class Opt:
     type: str = "String"
     shown_as: str = ""
     default: str | None = None
-    releases: tuple[str, ...] = ("4", "3.9")
+    since: str = "0"  # the first --kafka-version whose tool has it
 
 
-_DECODER_HELP = ("Decode each {what} with this class. kseg runs Kafka's own decoders "
-                 "(org.apache.kafka.tools.api.StringDecoder, LongDecoder, IntegerDecoder, DefaultDecoder; "
-                 "Kafka 3.x also kafka.serializer.*); other classes are refused.")
+_DECODER_HELP = ("Decode each {what} with this class: Kafka's own StringDecoder, LongDecoder, IntegerDecoder "
+                 "or DefaultDecoder of org.apache.kafka.tools.api (with --kafka-version 3.9 also "
+                 "kafka.serializer's); kseg runs no other class.")
 
 #: DumpLogSegments' options (Kafka 4.3.1 and 3.9.2), in its help's order; the descriptions are kseg's
 OPTIONS: tuple[Opt, ...] = (
@@ -68,8 +70,9 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("help", "Show this help."),
     Opt("index-sanity-check", "For .index and .timeindex files, print the broker's start-up sanity verdict "
                               "instead of the entries."),
-    Opt("kafka-version", "kseg's own: whose kafka-dump-log.sh bytes to print, 4 (Kafka 4.3) or 3.9 (Kafka "
-                         "3.9) [env: KSEG_KAFKA_VERSION].", "required", shown_as="4|3.9", default="4"),
+    Opt("kafka-version", "kseg's own: whose kafka-dump-log.sh bytes to print (4: Kafka 4.3's, 3.9: Kafka "
+                         f"3.9's) [env: {ENV_KAFKA_VERSION}].", "required", shown_as="|".join(KAFKA_VERSIONS),
+        default=KAFKA_VERSIONS[0]),
     Opt("key-decoder-class", _DECODER_HELP.format(what="key"), "optional",
         default="org.apache.kafka.tools.api.StringDecoder"),
     Opt("max-bytes", "Read at most this many bytes of each .log file.", "required", "Integer", "size",
@@ -79,7 +82,7 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("offsets-decoder", "Decode records as __consumer_offsets records."),
     Opt("print-data-log", "Show keys and values. Implied by any decoder option."),
     Opt("remote-log-metadata-decoder", "Decode records as __remote_log_metadata records."),
-    Opt("share-group-state-decoder", "Decode records as __share_group_state records.", releases=("4",)),
+    Opt("share-group-state-decoder", "Decode records as __share_group_state records.", since="4"),
     Opt("skip-record-metadata", "Show record contents without their offset and size part."),
     Opt("transaction-log-decoder", "Decode records as __transaction_state records."),
     Opt("value-decoder-class", _DECODER_HELP.format(what="value"), "optional",
@@ -147,7 +150,11 @@ _OPTS = {o.name: o for o in OPTIONS}
 
 def options_of(release: str) -> dict[str, Opt]:
     """The options the ``release``'s parser accepts."""
-    return {o.name: o for o in OPTIONS if release in o.releases}
+    return {o.name: o for o in OPTIONS if _version(o.since) <= _version(release)}
+
+
+def _version(v: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in v.split("."))
 
 
 def parse(args: Sequence[str], release: str) -> Parsed:
@@ -252,11 +259,28 @@ def help_text(release: str, opts: dict[str, Opt] | None = None) -> str:
     right = 80 - width
     lines = [f"{'Option':<{width}}{'Description':<{right}}", f"{'------':<{width}}{'-----------':<{right}}"]
     for left, text in rows:
-        wrapped = textwrap.wrap(text, right - 1) or [""]
-        first, rest = wrapped[0], textwrap.wrap(" ".join(wrapped[1:]), right - 3) if len(wrapped) > 1 else []
+        first, *rest = _wrap(text, right - 1, right - 3)
         lines.append(f"{left:<{width}}{first:<{right}}")
         lines.extend(f"{'':<{width}}  {line:<{right - 2}}" for line in rest)
     return "\n".join(lines) + "\n"
+
+
+def _wrap(text: str, first: int, other: int) -> list[str]:
+    """Words filled into lines of ``first`` then ``other`` columns; a word too long for a line
+    (a class name) is broken after one of its dots, as joptsimple does."""
+    pieces: list[tuple[str, bool]] = []  # (piece, starts a word)
+    for word in text.split():
+        parts = re.findall(r"[^.]*\.|[^.]+$", word) if len(word) > other else [word]
+        pieces.extend((part, i == 0) for i, part in enumerate(parts))
+    lines, line = [], ""
+    for piece, new_word in pieces:
+        joined = f"{line} {piece}" if line and new_word else line + piece
+        if line and len(joined) > (first if not lines else other):
+            lines.append(line)
+            line = piece
+        else:
+            line = joined
+    return [*lines, line]
 
 
 ABOUT = ("kseg-dump-log: the lines kafka-dump-log.sh prints for Kafka log segments, indexes, snapshots and "
@@ -320,15 +344,15 @@ def main(argv: Sequence[str] | None = None, stdout: IO[bytes] | None = None,
     try:
         release, args = _kafka_version(args)
         if not args:
-            err.write(ABOUT + "\n" + help_text("4" if release is None else release))
+            err.write(ABOUT + "\n" + help_text(release or KAFKA_VERSIONS[0]))
             return EXIT_DATA
-        release = release or "4"
+        release = release or KAFKA_VERSIONS[0]
         parsed = parse(args, release)
         if parsed.has("help"):
             err.write(ABOUT + "\n" + help_text(release))
             return EXIT_DATA
         if parsed.has("version"):
-            out.write(f"{TOOL_RELEASES[release]}\n".encode())
+            out.write(f"{TOOL_RELEASES.get(release, release)}\n".encode())
             return 0
         if not parsed.has("files"):
             err.write('Missing required argument "[files]"\n' + help_text(release))
@@ -360,8 +384,8 @@ def _kafka_version(args: list[str]) -> tuple[str | None, list[str]]:
         i += 1
     if version is None:
         version = os.environ.get(ENV_KAFKA_VERSION) or None
-    if version is not None and version not in TOOL_RELEASES:
-        raise ToolError(f"--kafka-version {version!r}: use one of {', '.join(TOOL_RELEASES)}", EXIT_USAGE)
+    if version is not None and version not in KAFKA_VERSIONS:
+        raise ToolError(f"--kafka-version {version!r}: use one of {', '.join(KAFKA_VERSIONS)}", EXIT_USAGE)
     return version, rest
 
 
@@ -415,8 +439,10 @@ def _dump(run: Run, out: IO[bytes], err: TextIO) -> int:
                 elif suffix == ".index":
                     stop = max_message_error
                 offset = java_long_head(shown.name)
-                if stop is None and offset is None and suffix not in (".checkpoint", ".snapshot"):
-                    stop = ToolError(f"{printable(shown)}: the name does not start with an offset")
+                if stop is None and not _named_as_kafka_reads(shown.name, suffix, offset):
+                    stop = ToolError(f"{printable(shown)}: " + ("not a snapshot's name (<end offset>-<epoch>"
+                                     ".checkpoint)" if suffix == ".checkpoint" else "the name does not start "
+                                     "with an offset"))
                 if stop is not None:
                     renderer(FileStart(shown, "unknown", None))  # its "Dumping" line, then the error
                     raise stop
@@ -445,6 +471,15 @@ def _dump(run: Run, out: IO[bytes], err: TextIO) -> int:
         interrupted(e)
     chunks.flush()
     return EXIT_DATA if bad else 0
+
+
+def _named_as_kafka_reads(name: str, suffix: str | None, offset: int | None) -> bool:
+    """Whether DumpLogSegments can read the offset (and a snapshot's epoch) from the name: a
+    ``.checkpoint`` is ``bootstrap.checkpoint`` or ``<20 digits>-<10 digits>.checkpoint``; a
+    ``.snapshot`` needs none; the others start with an offset."""
+    if suffix == ".checkpoint":
+        return name == "bootstrap.checkpoint" or SNAPSHOT_NAME.fullmatch(name) is not None
+    return suffix == ".snapshot" or offset is not None
 
 
 def _fail(chunks: Any, err: TextIO, message: str, code: int) -> int:
