@@ -317,7 +317,7 @@ class Run:
         for which in ("value", "key"):
             cls_name = self.parsed.value(f"{which}-decoder-class") or ""
             if cls_name in DEPRECATED_DECODER_CLASSES:
-                if self.release == "4":
+                if _version(self.release) >= (4,):
                     raise ToolError(f"--{which}-decoder-class {cls_name}: no such class in Kafka 4 (it was "
                                     f"Kafka 3.x's; use {DEPRECATED_DECODER_CLASSES[cls_name]})")
                 notices.append(f"{cls_name} is deprecated. Please use {DEPRECATED_DECODER_CLASSES[cls_name]} "
@@ -374,7 +374,7 @@ def _kafka_version(args: list[str]) -> tuple[str | None, list[str]]:
             break
         if a in ("--kafka-version", "-kafka-version"):
             if i + 1 >= len(args):
-                raise ToolError("--kafka-version needs an argument: 4 or 3.9", EXIT_USAGE)
+                raise ToolError(f"--kafka-version needs an argument: {' or '.join(KAFKA_VERSIONS)}", EXIT_USAGE)
             version, i = args[i + 1], i + 2
             continue
         if a.startswith(("--kafka-version=", "-kafka-version=")):
@@ -399,7 +399,6 @@ def _attempt(fn: Any) -> tuple[Any, ToolError | None]:
 
 def _dump(run: Run, out: IO[bytes], err: TextIO) -> int:
     """The files in order through kseg's dump and one renderer, as DumpLogSegments goes through them."""
-
     p = run.parsed
     # Worked out now, raised where DumpLogSegments meets them: the decoder classes (unless a decoder
     # flag is given) and --max-bytes at each log file, --max-message-size at each .index file.
@@ -428,7 +427,7 @@ def _dump(run: Run, out: IO[bytes], err: TextIO) -> int:
                 shown = _JavaName(java_file_name(arg))
                 suffix = kafka_suffix(shown.name if str(shown) else "")
                 stop = None
-                if suffix is None and run.release != "4":
+                if suffix is None and _version(run.release) < (4,):
                     stop = ToolError(f"{printable(shown)}: a name without a suffix (Kafka 3.x stops here)")
                 elif suffix not in KAFKA_SUFFIXES:
                     renderer(FileStart(shown, "unknown", None))
