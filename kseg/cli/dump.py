@@ -11,6 +11,7 @@ from typing import Any, Callable
 import click
 
 from kseg.cli.common import EXIT_DATA, EXIT_USAGE, dump_options, expand_for_dump, guarded, refuse_unless
+from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError, TruncatedError
 from kseg.interrupts import Terminated, exit_code
 from kseg.log.decode import Tail
@@ -48,15 +49,12 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
     formats = [_dump_format(f, input_format, fmt) for f in files]
     sys.stdout.flush()
     out = ChunkedWriter(sys.stdout.buffer)  # output leaves in 1 MiB writes
-    renderer = (KafkaRenderer(out, sys.stderr, kd, vd, deep=records, kafka_version=kafka_version,
-                              skip_record_metadata=skip_record_metadata, index_sanity=index_sanity,
-                              verify_index=verify_index) if fmt == "kafka"
-                else RENDERERS[fmt](out, sys.stderr, kd, vd))
-    options = DumpOptions(records=records, from_offset=from_offset, to_offset=to_offset, from_time=from_time,
-                          to_time=to_time, max_bytes=max_bytes, max_decompressed_bytes=max_decompressed_bytes,
-                          keep_going=keep_going, strict_names=fmt == "kafka", decode=decode,
-                          wrapper_counts=fmt != "kafka", record_spans=getattr(renderer, "takes_spans", False),
-                          plain_runs=getattr(renderer, "takes_plain_runs", False))
+    renderer = make_renderer(fmt, out, sys.stderr, kd, vd, records=records, kafka_version=kafka_version,
+                             skip_record_metadata=skip_record_metadata, index_sanity=index_sanity,
+                             verify_index=verify_index)
+    options = dump_options_for(fmt, renderer, records=records, decode=decode, max_bytes=max_bytes,
+                               from_offset=from_offset, to_offset=to_offset, from_time=from_time, to_time=to_time,
+                               max_decompressed_bytes=max_decompressed_bytes, keep_going=keep_going)
     problems = unreadable = 0
     live = live_tails(paths, files)
     interrupted = False
@@ -114,6 +112,30 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
         click.echo(f"kseg: {problems} problem(s) in the data (bad CRCs, partial or undecodable batches); "
                    "see kseg verify", err=True)
         raise SystemExit(EXIT_DATA)
+
+
+def make_renderer(fmt: str, out: Any, err: Any, kd: Any, vd: Any, *, records: bool, kafka_version: str,
+                  skip_record_metadata: bool = False, index_sanity: bool = False, verify_index: bool = False) -> Any:
+    """The renderer of ``fmt`` writing to ``out`` (bytes) and ``err`` (text); shared with
+    ``kseg-dump-log``, which is ``--format kafka`` under kafka-dump-log.sh's options."""
+    if fmt == "kafka":
+        return KafkaRenderer(out, err, kd, vd, deep=records, kafka_version=kafka_version,
+                             skip_record_metadata=skip_record_metadata, index_sanity=index_sanity,
+                             verify_index=verify_index)
+    return RENDERERS[fmt](out, err, kd, vd)
+
+
+def dump_options_for(fmt: str, renderer: Any, *, records: bool, decode: str | None, max_bytes: int | None,
+                     from_offset: int | None = None, to_offset: int | None = None, from_time: int | None = None,
+                     to_time: int | None = None, max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+                     keep_going: bool = False) -> DumpOptions:
+    """What the dump operation is asked for ``fmt`` and its renderer (``--format kafka`` reads names
+    as kafka-dump-log.sh does and hands the renderer what it can write at once)."""
+    return DumpOptions(records=records, from_offset=from_offset, to_offset=to_offset, from_time=from_time,
+                       to_time=to_time, max_bytes=max_bytes, max_decompressed_bytes=max_decompressed_bytes,
+                       keep_going=keep_going, strict_names=fmt == "kafka", decode=decode,
+                       wrapper_counts=fmt != "kafka", record_spans=getattr(renderer, "takes_spans", False),
+                       plain_runs=getattr(renderer, "takes_plain_runs", False))
 
 
 def _drop_stdout() -> None:

@@ -418,6 +418,9 @@ class KafkaRenderer:
         self.index_findings: dict[str, DumpIndexFindings] = {}  # absolute path -> Kafka's index walk
         self._last_offset: int | None = None
         self._gaps: tuple[object, list[tuple[int, int]]] | None = None  # (path, its list) of the current file
+        # Lines written after a log or snapshot file's "Dumping" line, before its contents: Kafka 3.x
+        # announces there, each time it loads one, a deprecated decoder class it swaps (kseg-dump-log).
+        self.log_preamble: tuple[str, ...] = ()
 
     def w(self, text: str) -> None:
         self.write(text.encode("utf-8", "backslashreplace"))
@@ -430,6 +433,9 @@ class KafkaRenderer:
         if isinstance(ev, FileStart):
             w(f"Dumping {safe(ev.path)}\n")
             self._last_offset = None
+            if ev.kind in ("log", "checkpoint"):
+                for line in self.log_preamble:
+                    w(line + "\n")
             if ev.kind == "log":
                 w(f"Log starting offset: {ev.base_offset}\n")
             elif ev.kind == "checkpoint":
