@@ -47,7 +47,7 @@ def _large(value: str | None) -> str | dict | None:
 
 
 def kseg_txn(partition: Path) -> dict:
-    rc, out, err = checks.run_kseg(["txn", "--format", "json", str(partition)], cwd=partition.parent)
+    rc, out, err = checks.run_kseg(["txn", "--all", "--format", "json", str(partition)], cwd=partition.parent)
     assert rc == 0, (out + err).decode(errors="replace")[-3000:]
     (doc,) = json.loads(out)["partitions"]
     return doc

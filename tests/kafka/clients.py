@@ -186,7 +186,8 @@ def create_topics(bootstrap: str) -> None:
     # retention.ms=-1: the producers' explicit timestamps are older than the default 7 days
     config = {"retention.ms": "-1", "internal.segment.bytes": str(SEGMENT_BYTES), "index.interval.bytes": str(checks.DATA_INDEX_INTERVAL)}
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    big = {"max.message.bytes": "2000000"}
+    # the large value's batch (zstd) is larger than the others' segments
+    big = {"max.message.bytes": "2000000", "internal.segment.bytes": str(1 << 20)}
     futures = admin.create_topics([NewTopic(t, 1, 1, config={**config, **(big if t == "rdkafka-large" else {})})
                                    for t in TOPICS])
     for f in futures.values():
