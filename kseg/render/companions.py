@@ -41,9 +41,11 @@ def _optional_long(v: int) -> str:
     return "OptionalLong.empty" if v < 0 else f"OptionalLong[{v}]"
 
 
-def kafka_lines(ev: CompanionEvent, *, index_sanity: bool = False, verify_index: bool = False) -> Iterable[str]:
+def kafka_lines(ev: CompanionEvent, *, index_sanity: bool = False, verify_index: bool = False,
+                kafka_version: str = "4") -> Iterable[str]:
     """The lines kafka-dump-log.sh prints for a companion file's entries (a .txnindex's as they are
-    read, in flat memory). For index files,
+    read, in flat memory). A producer snapshot's entry without batch metadata (a transactions v2
+    producer after its epoch bump) ends after lastTimestamp in Kafka 4, with a space in 3.9. For index files,
     ``index_sanity`` plays --index-sanity-check (the verdict instead of the entries; a failing
     check raises DataError) and ``verify_index`` --verify-index-only (no entries)."""
     p = ev.parsed
@@ -75,7 +77,9 @@ def kafka_lines(ev: CompanionEvent, *, index_sanity: bool = False, verify_index:
     lines = []
     for e in p.entries:
         line = (f"producerId: {e.producer_id} producerEpoch: {e.epoch} coordinatorEpoch: {e.coordinator_epoch} "
-                f"currentTxnFirstOffset: {_optional_long(e.current_txn_first_offset)} lastTimestamp: {e.timestamp} ")
+                f"currentTxnFirstOffset: {_optional_long(e.current_txn_first_offset)} lastTimestamp: {e.timestamp}")
+        if e.has_batch_metadata or kafka_version != "4":
+            line += " "
         if e.has_batch_metadata:
             line += (f"firstSequence: {e.first_sequence} lastSequence: {e.last_sequence} lastOffset: {e.last_offset} "
                      f"offsetDelta: {e.offset_delta} timestamp: {e.timestamp}")

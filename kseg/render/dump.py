@@ -492,7 +492,8 @@ class KafkaRenderer:
                     self.write(text.encode())
                 return
             try:
-                lines = kafka_lines(ev, index_sanity=self.index_sanity, verify_index=self.verify_index)
+                lines = kafka_lines(ev, index_sanity=self.index_sanity, verify_index=self.verify_index,
+                                    kafka_version=self.kafka_version)
             except KsegError as e:
                 if self.index_sanity and ev.kind in INDEX_LINES:
                     raise  # the sanity check failed: the tool stops there and exits 1

@@ -1,0 +1,333 @@
+#!/usr/bin/env python3
+"""Traffic of other clients than kafka-python on a Kafka 4.3.1 broker: librdkafka and the Java client.
+
+One KRaft broker of release ``4`` (:class:`brokers.Broker`) receives
+
+* from **librdkafka** (the ``confluent-kafka`` package): every codec (none, gzip, snappy,
+  lz4, zstd) on ``rdkafka-codecs``, an idempotent producer (``rdkafka-idempotent``), a
+  transactional producer committing, aborting and committing again (``rdkafka-txn``),
+  binary keys, headers with a null value and an empty one, and a value of about 500 KB
+  (``rdkafka-large``, zstd);
+* from **the Java client**, the release's own tools: ``ProducerPerformance`` once per
+  codec (``java-perf``) and with ``--transactional-id`` (``java-txn``, transactions v2,
+  the 4.x default), ``ConsoleProducer`` with ``parse.key``/``parse.headers`` and a
+  ``null.marker`` (``java-console``: keys, headers with null values).
+
+Then consumers read every topic back from offset 0 with librdkafka, once
+``read_uncommitted`` (aborted records included) and once ``read_committed``.
+After a clean stop the partitions of these topics and ``__transaction_state-0``
+are kept.
+
+    python tests/kafka/clients.py --write fixtures/kafka-clients/4   # a new corpus
+    python tests/kafka/clients.py --check fixtures/kafka-clients/4   # DumpLogSegments still prints it
+
+The corpus: ``logdir/`` (the partitions), ``records.json``
+(``{"read_uncommitted": {partition: [record]}, "read_committed": {...}}``, records as
+``traffic.consume_all`` writes them; values longer than :data:`LARGE` as
+``{"length": N, "sha256": HEX}``), ``transactions.json`` (what the producers committed
+and aborted, per partition) and ``golden/`` (DumpLogSegments per file and flags, with
+``manifest.json`` as ``oracle/generate.py`` writes it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import brokers  # noqa: E402
+import checks  # noqa: E402
+
+RELEASE = "4"
+BASE_TS = 1_710_000_000_000
+SEGMENT_BYTES = 16384
+#: values longer than this are kept in records.json as their length and SHA-256
+LARGE = 4096
+#: partitions whose --print-data-log outputs are not kept (the ~500 KB value would be printed whole)
+NO_DATA_GOLDENS = ("rdkafka-large-0",)
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+#: topic -> (committed, aborted) transactions its producers made
+#: partition -> (committed, aborted) transactions its producer made (None: as many as ProducerPerformance
+#: commits in its run, one per --transaction-duration-ms)
+TRANSACTIONS = {"rdkafka-txn-0": (2, 1), "java-txn-0": (None, 0)}
+INTERNAL_KEPT = ("__transaction_state-0",)
+
+TOPICS = ("rdkafka-codecs", "rdkafka-idempotent", "rdkafka-txn", "rdkafka-large", "java-perf", "java-txn",
+          "java-console")
+
+
+def _b(s: bytes | None) -> str | dict | None:
+    if s is None:
+        return None
+    if len(s) > LARGE:
+        return {"length": len(s), "sha256": hashlib.sha256(s).hexdigest()}
+    return s.decode("latin-1")
+
+
+# --------------------------------------------------------------------------- librdkafka
+
+def _rd_records(prefix: str, n: int, ts: int) -> list[dict[str, Any]]:
+    """Binary keys (every byte value turns up), null keys, tombstones, empty values, headers with null
+    and empty values and binary ones."""
+    out = []
+    for i in range(n):
+        key = None if i % 9 == 4 else bytes([i % 256, 0, 255 - i % 256]) + prefix.encode() + bytes([0x80 | i % 128])
+        if i % 11 == 6 and key is not None:
+            value = None
+        elif i % 13 == 7:
+            value = b""
+        else:
+            value = f"{prefix} #{i} ".encode() + bytes(range(i % 40, i % 40 + 24)) + b" end" * (i % 5)
+        headers: list[tuple[str, bytes | None]] = []
+        if i % 3 == 1:
+            headers = [("trace", f"t-{i}".encode()), ("nothing", None), ("empty", b"")]
+        elif i % 5 == 2:
+            headers = [("bin", bytes([0, 255, i % 256])), ("nothing", None)]
+        out.append({"key": key, "value": value, "headers": headers, "timestamp": ts + i * 1000})
+    return out
+
+
+def _delivered(errors: list):
+    def report(err, msg) -> None:
+        if err is not None:
+            errors.append(f"{msg.topic()}: {err}")
+    return report
+
+
+def _rd_send(producer, topic: str, records: list[dict[str, Any]], every: int = 8) -> None:
+    errors: list[str] = []
+    for i, r in enumerate(records):
+        producer.produce(topic, key=r["key"], value=r["value"], headers=r["headers"] or None,
+                         timestamp=r["timestamp"], partition=0, on_delivery=_delivered(errors))
+        if i % every == every - 1:
+            producer.flush(30)  # several batches per producer
+    assert producer.flush(30) == 0, "librdkafka left messages undelivered"
+    assert not errors, errors
+
+
+def produce_rdkafka(bootstrap: str) -> None:
+    from confluent_kafka import Producer
+
+    common = {"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 4096, "acks": "all"}
+    ts = BASE_TS
+    for codec in CODECS:
+        p = Producer({**common, "compression.codec": codec, "enable.idempotence": False})
+        _rd_send(p, "rdkafka-codecs", _rd_records(f"rd-{codec}", 40, ts))
+        ts += 100_000
+    p = Producer({**common, "enable.idempotence": True, "compression.codec": "lz4"})
+    _rd_send(p, "rdkafka-idempotent", _rd_records("rd-idem", 60, ts))
+    ts += 100_000
+    p = Producer({**common, "transactional.id": "rdkafka-txn", "compression.codec": "zstd"})
+    p.init_transactions(30)
+    for i, commit in enumerate((True, False, True)):
+        p.begin_transaction()
+        _rd_send(p, "rdkafka-txn", _rd_records(f"rd-txn{i}-{'commit' if commit else 'abort'}", 20, ts))
+        if commit:
+            p.commit_transaction(30)
+        else:
+            p.abort_transaction(30)
+        ts += 100_000
+    # a ~500 KB value (compressible text: the zstd batch stays small) between small records
+    # (batch.size as librdkafka's default: a message larger than batch.size is refused)
+    p = Producer({**common, "compression.codec": "zstd", "message.max.bytes": 2_000_000, "batch.size": 1_000_000})
+    words = b"".join(f"{w} {i * 7919 % 100_003:05d} ".encode()
+                     for i, w in enumerate(("kafka", "segment", "batch", "record", "offset") * 9000))
+    big = words[:500_000]
+    _rd_send(p, "rdkafka-large", [{"key": b"large-%d" % i, "value": v, "headers": [], "timestamp": ts + i}
+                                   for i, v in enumerate((b"before", big, b"after"))], every=1)
+
+
+# --------------------------------------------------------------------------- the Java client
+
+def _tool(main: str, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    cmd = brokers._java(RELEASE, main, *args)
+    proc = subprocess.run(cmd, input=stdin, capture_output=True, timeout=180)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{main} exited {proc.returncode}:\n{proc.stdout.decode()[-2000:]}"
+                           f"{proc.stderr.decode()[-3000:]}")
+    return proc
+
+
+def produce_java(bootstrap: str) -> None:
+    perf = "org.apache.kafka.tools.ProducerPerformance"
+    for codec in CODECS:
+        _tool(perf, "--topic", "java-perf", "--num-records", "60", "--record-size", "120", "--throughput", "-1",
+              "--producer-props", f"bootstrap.servers={bootstrap}", f"compression.type={codec}", "linger.ms=5",
+              "batch.size=2048")
+    _tool(perf, "--topic", "java-txn", "--num-records", "200", "--record-size", "80", "--throughput", "400",
+          "--transactional-id", "java-perf-txn", "--transaction-duration-ms", "100",
+          "--producer-props", f"bootstrap.servers={bootstrap}", "compression.type=gzip", "linger.ms=5")
+    lines = []
+    for i in range(40):
+        headers = f"h{i % 3}:v{i},nul:NULL,e:" if i % 2 else f"only:{i}"
+        key = "NULL" if i % 7 == 3 else f"console-key-{i % 5}"
+        value = "NULL" if i % 11 == 5 else f"console value {i} \u00e9\u4e16"
+        lines.append(f"{headers}\t{key}\t{value}")
+    _tool("org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", bootstrap, "--topic", "java-console",
+          "--property", "parse.key=true", "--property", "parse.headers=true", "--property", "null.marker=NULL",
+          "--command-property", "compression.type=zstd", "--command-property", "linger.ms=50",
+          stdin=("\n".join(lines) + "\n").encode())
+
+
+# --------------------------------------------------------------------------- topics, consumers
+
+def create_topics(bootstrap: str) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    # retention.ms=-1: the producers' explicit timestamps are older than the default 7 days
+    config = {"retention.ms": "-1", "internal.segment.bytes": str(SEGMENT_BYTES), "index.interval.bytes": str(checks.DATA_INDEX_INTERVAL)}
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    # the large value's batch (zstd) is larger than the others' segments
+    big = {"max.message.bytes": "2000000", "internal.segment.bytes": str(1 << 20)}
+    futures = admin.create_topics([NewTopic(t, 1, 1, config={**config, **(big if t == "rdkafka-large" else {})})
+                                   for t in TOPICS])
+    for f in futures.values():
+        f.result(60)
+
+
+def consume(bootstrap: str, isolation: str) -> dict[str, list[dict[str, Any]]]:
+    """Partition (``topic-0``) -> what a librdkafka consumer of ``isolation`` level receives from offset 0."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    types = {1: "CreateTime", 2: "LogAppendTime"}
+    out: dict[str, list[dict[str, Any]]] = {}
+    for topic in TOPICS:
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"readback-{isolation}", "enable.auto.commit": False,
+                      "isolation.level": isolation, "fetch.message.max.bytes": 4_000_000})
+        tp = TopicPartition(topic, 0, OFFSET_BEGINNING)
+        c.assign([tp])
+        _, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+        records = []
+        deadline = time.monotonic() + 60
+        idle = time.monotonic()
+        while time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None:
+                pos = c.position([TopicPartition(topic, 0)])[0].offset
+                if pos >= high or time.monotonic() - idle > 4:
+                    break
+                continue
+            if m.error():
+                raise RuntimeError(f"{topic}: {m.error()}")
+            idle = time.monotonic()
+            ts_type, ts = m.timestamp()
+            records.append({
+                "offset": m.offset(), "timestamp": ts, "timestamp_type": types.get(ts_type, "NoTimestampType"),
+                "key": _b(m.key()), "value": _b(m.value()),
+                "headers": [{"key": k, "value": _b(v)} for k, v in (m.headers() or [])],
+            })
+        c.close()
+        out[f"{topic}-0"] = records
+    return out
+
+
+def run(workdir: Path) -> tuple[Path, dict]:
+    """Start the broker in ``workdir``, produce, consume, stop cleanly: its log dir and what was read."""
+    broker = brokers.Broker(RELEASE, workdir)
+    try:
+        broker.start()
+        create_topics(broker.bootstrap)
+        produce_rdkafka(broker.bootstrap)
+        produce_java(broker.bootstrap)
+        received = {level: consume(broker.bootstrap, level) for level in ("read_uncommitted", "read_committed")}
+    except BaseException:
+        broker.stop()
+        print(f"Kafka {brokers.version(RELEASE)} run failed; its files are in {workdir}\n{broker.logs()}",
+              file=sys.stderr)
+        raise
+    broker.stop()
+    return broker.log_dir, received
+
+
+def keep_logdir(src: Path, dst: Path) -> None:
+    if dst.exists():
+        shutil.rmtree(dst)
+    dst.mkdir(parents=True)
+    for name in (*(f"{t}-0" for t in TOPICS), *INTERNAL_KEPT):
+        shutil.copytree(src / name, dst / name)
+
+
+def golden_suffix_ok(rel: str, combo: str) -> bool:
+    return not (Path(rel).parent.name in NO_DATA_GOLDENS and combo in ("data", "deep-data"))
+
+
+def dumps(logdir: Path) -> list[dict]:
+    return [r for r in checks.kafka_dumps(RELEASE, logdir) if golden_suffix_ok(r["file"], r["combo"])]
+
+
+def write_goldens(root: Path) -> None:
+    golden = root / "golden"
+    if golden.exists():
+        shutil.rmtree(golden)
+    entries = []
+    for r in dumps(root / "logdir"):
+        name = f"{r['file']}.{r['combo']}"
+        for stream in ("stdout", "stderr"):
+            path = golden / f"{name}.{stream}"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(r[stream])
+        entries.append({"file": r["file"], "combo": r["combo"], "command": r["command"], "exit": r["exit"],
+                        "stdout": f"{name}.stdout", "stderr": f"{name}.stderr"})
+    doc = {"release": RELEASE, "kafka_version": brokers.version(RELEASE), "main_class": brokers.RELEASES[RELEASE][1],
+           "written_by": f"Kafka {brokers.version(RELEASE)} broker; librdkafka (confluent-kafka) and the Java "
+                         f"client's tools as producers",
+           "cwd": "logdir", "note": f"absolute paths under the log dir are written as {checks.LOGDIR}/",
+           "entries": entries}
+    (golden / "manifest.json").write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def check_goldens(root: Path) -> list[str]:
+    doc = json.loads((root / "golden" / "manifest.json").read_text())
+    expected = {(e["file"], e["combo"]): e for e in doc["entries"]}
+    problems = []
+    for r in dumps(root / "logdir"):
+        e = expected.pop((r["file"], r["combo"]), None)
+        if e is None:
+            problems.append(f"{r['file']} {r['combo']}: not in the manifest")
+            continue
+        for stream in ("stdout", "stderr"):
+            if (root / "golden" / e[stream]).read_bytes() != r[stream]:
+                problems.append(f"{r['file']} {r['combo']}: {stream} differs")
+        if e["exit"] != r["exit"]:
+            problems.append(f"{r['file']} {r['combo']}: exit {r['exit']}, manifest says {e['exit']}")
+    return problems + [f"{f} {c}: in the manifest, not dumped" for f, c in expected]
+
+
+def write(root: Path, workdir: Path) -> dict:
+    logdir, received = run(workdir)
+    keep_logdir(logdir, root / "logdir")
+    (root / "records.json").write_text(json.dumps(received, indent=0, sort_keys=True) + "\n")
+    write_goldens(root)
+    return received
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    group = ap.add_mutually_exclusive_group(required=True)
+    group.add_argument("--write", type=Path, metavar="DIR", help="run the scenario, keep it in DIR")
+    group.add_argument("--check", type=Path, metavar="DIR", help="re-run DumpLogSegments on DIR, compare")
+    args = ap.parse_args()
+    t0 = time.monotonic()
+    if args.check:
+        problems = check_goldens(args.check)
+        for p in problems:
+            print(p, file=sys.stderr)
+        print(f"{args.check}: {'FAIL' if problems else 'ok'} ({time.monotonic() - t0:.0f}s)")
+        return 1 if problems else 0
+    with tempfile.TemporaryDirectory(prefix="kseg-kafka-clients-") as tmp:
+        write(args.write, Path(tmp))
+    print(f"written to {args.write} ({time.monotonic() - t0:.0f}s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
