@@ -95,7 +95,7 @@ def test_check_names_a_changed_file(tmp_path):
 # Folders of files written by real brokers and Kafka's own code (the Kafka oracle corpora): their
 # size is what Kafka wrote, held to a budget of their own.
 BROKER_CORPORA = ("kafka-2.8", "kafka-3.6", "kafka-3.9", "kafka-4", "kafka-cleaner", "kafka-clients", "kafka-convert",
-                  "kafka-tiered", "record-types")
+                  "kafka-dump-log-usage", "kafka-tiered", "record-types")
 
 
 def test_fixture_tree_is_small():
