@@ -17,9 +17,16 @@ broker's ``partition.metadata`` stays), and the broker is started again on them.
   them).
 
 The leader epochs written are the broker's own (0, the epoch a new KRaft partition starts
-with): a broker loading a log after a clean shutdown takes its leader-epoch cache from the
-checkpoint file, and on becoming leader with an epoch lower than a cached one it drops those
-entries, so epochs above the broker's would be rewritten, not rejected.
+with; the restarted broker leads at epoch 2 and appends that entry). A broker loading a log
+after a clean shutdown takes its leader-epoch cache from the checkpoint file as it is; epochs
+above its own are not what a fixture for a broker wants: Kafka 4.3.1, becoming leader at epoch
+2 of a log built at epoch 7, logs "New epoch entry EpochEntry[epoch=2, startOffset=24] caused
+truncation of conflicting entries [EpochEntry[epoch=7, startOffset=0]]" and empties the cache,
+and a kafka-python consumer is then sent back to offset 0 again and again.
+
+The records are stamped in 2023, so the topics keep them whatever their age (``retention.ms``
+-1; the compacted topic has no time retention): the broker's retention check, run here at
+start and every second, would otherwise delete them, and the log check below would say so.
 
 Needs ``java`` and ``mvn``; skipped otherwise.
 """
@@ -231,11 +238,17 @@ def accepted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for topic, spec in specs.items():
         (built / f"{topic}.json").write_text(json.dumps(spec, indent=1))
         _kseg("build", str(built / f"{topic}.json"), "-o", str(built / f"{topic}-0"), cwd=work)
-    topics = {f"built-{c}": {} for c in CODECS} | {
-        TXN_TOPIC: {}, COMPACT_TOPIC: {"cleanup.policy": "compact"},
-        LAT_TOPIC: {"message.timestamp.type": "LogAppendTime"}}
+    # no retention by time: the records' timestamps are years old, and the broker's first retention
+    # check (30 s after it starts) would delete every segment of the other topics
+    keep = {"retention.ms": "-1"}
+    topics = {f"built-{c}": dict(keep) for c in CODECS} | {
+        TXN_TOPIC: dict(keep), COMPACT_TOPIC: {"cleanup.policy": "compact"},
+        LAT_TOPIC: {**keep, "message.timestamp.type": "LogAppendTime"}}
 
-    broker = brokers.Broker(RELEASE, work / "broker")
+    # the retention check at once and every second (not 30 s after the start and hourly): what the
+    # broker's time-based tasks would delete is deleted while the test runs, and its log says so
+    broker = brokers.Broker(RELEASE, work / "broker", {"log.initial.task.delay.ms": 0,
+                                                        "log.retention.check.interval.ms": 1000})
     logdir = broker.log_dir
     try:
         broker.start()
@@ -267,6 +280,7 @@ def accepted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         broker.start()
         received = {t: _consume(broker.bootstrap, t) for t in topics}
         received["committed"] = _consume(broker.bootstrap, TXN_TOPIC, "read_committed")
+        time.sleep(2)  # a retention check or two more
     except BaseException:
         print(f"Kafka run failed; files in {work}\n{broker.logs()}")
         raise
