@@ -164,8 +164,8 @@ def run_verify(root: Path, master: str, repeat: int) -> dict:
 SINGLE_DEEP = r"""
 import sys, time, json
 import kseg
-from kseg.spark.plan import ReadOptions, plan_slices
-from kseg.spark.rows import read_slice, arrow_schema
+from kseg.ops.slices import ReadOptions, plan_slices
+from kseg.ops.columns import read_slice, arrow_schema
 root, kind = sys.argv[1], sys.argv[2]
 t0 = time.perf_counter()
 n = 0

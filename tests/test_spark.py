@@ -236,7 +236,7 @@ def test_splits_and_index_seeks(spark, big_segment):
     for lo, hi in ((0, 3), (101, 507), (555, 1100), (1200, 1300), (530, 530)):
         got = split.where(f"offset >= {lo} AND offset <= {hi}").collect()
         assert [as_expected(r) for r in got] == [r for r in want if lo <= r[3] <= hi], (lo, hi)
-    from kseg.spark.plan import Conditions, plan_slices, seek_range
+    from kseg.ops.slices import Conditions, plan_slices, seek_range
 
     seg = str(big_segment / segment_file_name(20))
     cond = Conditions(offset_lo=600, offset_hi=640)

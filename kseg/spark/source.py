@@ -37,7 +37,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from kseg.spark.plan import (
+from kseg.ops.slices import (
     Conditions,
     ReadOptions,
     Slice,
@@ -65,7 +65,7 @@ class KsegDataSource(DataSource):
         return "kseg"
 
     def schema(self) -> str:
-        from kseg.spark.rows import schema_ddl
+        from kseg.ops.columns import schema_ddl
 
         level = "batches" if str(self.options.get("level") or "records").lower() == "batches" else "records"
         columns = self.options.get("columns")
@@ -98,7 +98,7 @@ class _PlainReader(DataSourceReader):
         return [SlicePartition(tuple(g)) for g in groups]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        from kseg.spark.rows import arrow_schema, read_slice
+        from kseg.ops.columns import arrow_schema, read_slice
 
         slices = partition.value
         if not slices:  # no segment at all: Spark asks for one partition anyway

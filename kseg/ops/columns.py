@@ -12,13 +12,13 @@ from itertools import accumulate, chain
 from pathlib import Path
 from typing import Any, Iterator
 
-from kseg.errors import KsegError
+from kseg.errors import InputError, KsegError
 from kseg.facts.primitives import INT32_MAX
 from kseg.formats.attributes import CODEC_NONE, LOG_APPEND_TIME, NO_SEQUENCE
 from kseg.log.records import batch_records
 from kseg.log.segment import Segment
 from kseg.model import Batch, record_sequence
-from kseg.spark.plan import Conditions, ReadOptions, Slice, seek_range
+from kseg.ops.slices import Conditions, ReadOptions, Slice, seek_range
 
 RECORD_SCHEMA_DDL = (
     "topic STRING, partition INT, segment STRING, offset BIGINT, timestamp BIGINT, timestamp_type STRING, "
@@ -64,8 +64,6 @@ def check_columns(level: str, columns: list[str] | None) -> list[str] | None:
     known = [n for n, _ in _ddl_parts(level)]
     unknown = [c for c in columns if c not in known]
     if unknown or not columns:
-        from kseg.errors import InputError
-
         raise InputError(f"option columns: unknown {', '.join(unknown) or '(none given)'}; "
                          f"the {level} schema has {', '.join(known)}")
     return [n for n in known if n in columns]  # schema order

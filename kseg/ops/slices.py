@@ -1,4 +1,5 @@
-"""Planning reads: which segment files, which byte ranges, which filters (no Spark here).
+"""Planning reads: which segment files, which byte ranges, which filters (the Spark data source's
+plan, and the Python API's reads).
 
 An input partition is a *slice*: one segment file, or a byte range of a large one
 cut at batch boundaries that its offset index names (each boundary is checked:
@@ -21,7 +22,10 @@ from kseg.defaults import parse_size as _size
 from kseg.errors import InputError
 from kseg.facts.log_entry import LOG_OVERHEAD, MIN_SIZE_BY_MAGIC
 from kseg.layouts import LOG_ENTRY_PREFIX
+from kseg.companions.read import parse_offset_index
+from kseg.log.fast import scan_entries
 from kseg.log.segment import base_offset_of, companion_path, expand_inputs, partition_of
+from kseg.ops.dump import file_kind
 from kseg.storage import as_path, open_input, size_of
 
 DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
@@ -56,8 +60,6 @@ class Slice:
 
 
 def _is_log(path: Path) -> bool:
-    from kseg.ops.dump import file_kind
-
     return file_kind(path, strict=True) in _LOG_KINDS
 
 
@@ -85,8 +87,6 @@ def list_segments(paths: Iterable[str | os.PathLike]) -> list[SegmentFile]:
 
 def read_index(path: str) -> list[tuple[int, int]]:
     """(absolute offset, position) entries of a segment's .index, or [] when absent or unusable."""
-    from kseg.companions.read import parse_offset_index
-
     log = as_path(path)
     base = base_offset_of(log)
     if base is None or log.suffix != ".log":
@@ -109,8 +109,6 @@ def read_index(path: str) -> list[tuple[int, int]]:
 
 def entry_starts_at(path: str, position: int, file_size: int, max_offset: int | None = None) -> bool:
     """Whether a whole entry with a valid CRC starts at ``position`` (an index boundary check)."""
-    from kseg.log.fast import scan_entries
-
     try:
         with open_input(path) as f:
             f.seek(position)
