@@ -28,7 +28,9 @@ _PUBLIC = {
          "InputError", "KsegError", "TruncatedError", "UnsupportedCodecError"), "kseg.errors"),
     "encode": "kseg.log",  # kseg.encode.build_v2_batch & co.: the public builders
     "batch_records": "kseg.log.records",
-    **dict.fromkeys(("Partition", "Segment", "open_log_dir", "open_partition", "open_segment"), "kseg.log.segment"),
+    # the reading objects: files and folders, with records(), to_arrow(), to_pandas()
+    **dict.fromkeys(("LogDir", "Partition", "Segment", "TopicRecord", "open_log_dir", "open_partition",
+                     "open_segment"), "kseg.api"),
     **dict.fromkeys(("Batch", "Header", "Record", "make_record"), "kseg.model"),
     "build_partition": "kseg.ops.build",  # kseg build as a function: records or JSON lines in, a partition out
 }

@@ -1,0 +1,126 @@
+"""Reading records for the Python API: the records ``kseg dump`` shows, as records or as Arrow.
+
+Rules: the batches and records are the dump operation's own (its index seek, its offset and
+time filters), so a program reading through the API sees what ``kseg dump --records`` prints.
+Damage follows the writers' ``--on-damage`` names (``kseg.log.checks``): ``stop`` raises the
+first batch whose CRC fails or whose records do not decode, and what ends a segment early (a
+partial or corrupt tail), each a ``KsegError`` with the file and byte position; ``skip``
+leaves such batches out and stops quietly at a tail. Arrow batches have the Spark data
+source's record schema (``kseg.ops.columns``), built by the same code.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
+from kseg.errors import CrcMismatchError, InputError
+from kseg.log.checks import SKIP, STOP
+from kseg.log.segment import partition_of
+from kseg.model import Batch, Record
+from kseg.ops.columns import _RecordColumns, arrow_schema
+from kseg.ops.dump import BadBatchEvent, BatchEvent, DumpOptions, FileStart, TailEvent, dump_file
+from kseg.ops.slices import Slice
+
+ON_DAMAGE = (STOP, SKIP)  # a reader has nothing to carry its bytes into
+DEFAULT_BATCH_ROWS = 16384  # rows per Arrow batch (the data source's maxRecordsPerBatch)
+
+
+@dataclass(frozen=True)
+class ReadFilter:
+    """Which records a read returns: dump's ``--from/--to-offset/-time`` (inclusive), control
+    records or not, and what a damaged batch does (``on_damage``)."""
+
+    from_offset: int | None = None
+    to_offset: int | None = None
+    from_time: int | None = None
+    to_time: int | None = None
+    include_control: bool = False
+    on_damage: str = STOP
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+
+    def __post_init__(self) -> None:
+        if self.on_damage not in ON_DAMAGE:
+            raise InputError(f"on_damage must be one of {', '.join(ON_DAMAGE)}, not {self.on_damage!r}")
+
+    def dump_options(self) -> DumpOptions:
+        return DumpOptions(records=True, from_offset=self.from_offset, to_offset=self.to_offset,
+                           from_time=self.from_time, to_time=self.to_time,
+                           max_decompressed_bytes=self.max_decompressed_bytes,
+                           keep_going=self.on_damage == SKIP)
+
+
+def _crc_error(ev: BatchEvent) -> CrcMismatchError:
+    b = ev.batch
+    return CrcMismatchError("crc mismatch", file=str(ev.path), position=b.position,
+                            where=f"batch offsets {ev.base_offset}..{ev.last_offset}",
+                            found=f"{b.crc:#010x} (stored)")
+
+
+def segment_batches(path: str | os.PathLike, f: ReadFilter) -> Iterator[tuple[Batch, list[Record]]]:
+    """Each batch of one segment file that the filter keeps, with its kept records."""
+    for ev in dump_file(Path(path), f.dump_options()):
+        if isinstance(ev, BatchEvent):
+            if not ev.crc_valid:
+                if f.on_damage == STOP:
+                    raise _crc_error(ev)
+                continue
+            if ev.batch.is_control and not f.include_control:
+                continue
+            if ev.records:
+                yield ev.batch, ev.records
+        elif isinstance(ev, TailEvent):
+            if f.on_damage == STOP:
+                raise ev.tail.error.located(file=str(ev.path), position=ev.tail.position)
+        elif isinstance(ev, FileStart) and ev.kind not in ("log", "checkpoint"):
+            raise InputError(f"not a log segment (a {ev.kind} file)", file=str(ev.path))
+        elif isinstance(ev, BadBatchEvent):
+            continue  # only with on_damage="skip": dump's --keep-going
+
+
+def segment_records(path: str | os.PathLike, f: ReadFilter) -> Iterator[Record]:
+    for _, records in segment_batches(path, f):
+        yield from records
+
+
+def source_of(path: str | os.PathLike) -> Slice:
+    """A whole segment file with its topic and partition (from its folder's name, as the data
+    source names them)."""
+    p = Path(path)
+    parsed = partition_of(p.parent)
+    topic, partition = parsed if parsed else (None, None)
+    return Slice(str(p), topic, partition)
+
+
+def pyarrow() -> Any:
+    """pyarrow, or an ImportError that says how to get it (it is optional)."""
+    try:
+        import pyarrow as pa
+    except ImportError:
+        raise ImportError("kseg's Arrow and pandas output needs pyarrow: pip install pyarrow "
+                          "(or kseg[spark])") from None
+    return pa
+
+
+def record_schema(columns: list[str] | None = None) -> Any:
+    """The Arrow schema of the record rows (the Spark data source's), or some of its columns."""
+    pyarrow()
+    return arrow_schema("records", columns)
+
+
+def arrow_batches(paths: Iterable[str | os.PathLike], f: ReadFilter, columns: list[str] | None = None,
+                  batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[Any]:
+    """The records of segment files, in order, as Arrow RecordBatches of at most about
+    ``batch_rows`` rows each (memory stays bounded by one of them and one Kafka batch)."""
+    cols = _RecordColumns(record_schema(columns))
+    for path in paths:
+        source = source_of(path)
+        for batch, records in segment_batches(path, f):
+            cols.add(source, batch, records)
+            if cols.n >= batch_rows:
+                yield cols.flush()
+    if cols.n:
+        yield cols.flush()
