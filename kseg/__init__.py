@@ -14,10 +14,8 @@ until something is asked of it: the ``kseg`` command relies on that to take
 over Ctrl-C before its first heavy import.
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import Any
+import importlib as _importlib
+from typing import Any as _Any
 
 __version__ = "0.1.0"
 
@@ -35,19 +33,20 @@ _PUBLIC = {
     "build_partition": "kseg.ops.build",  # kseg build as a function: records or JSON lines in, a partition out
 }
 
-__all__ = sorted(n for n in _PUBLIC if n != "encode")
+__all__ = sorted(_PUBLIC)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module 'kseg' has no attribute {name!r}")
     # the plugin registry reader lives above the codecs; it is installed with the first public name
-    importlib.import_module("kseg.ops.registry")
-    value = getattr(importlib.import_module(module), name)
+    _importlib.import_module("kseg.ops.registry")
+    value = getattr(_importlib.import_module(module), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PUBLIC))
+    """The public names and the module's own dunders (not its imports, nor loaded subpackages)."""
+    return sorted({*__all__, *(n for n in globals() if n.startswith("__"))})
