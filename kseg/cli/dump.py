@@ -20,20 +20,35 @@ from kseg.ops.dump import (BadBatchEvent, BatchEvent, DumpOptions, NoteEvent, Pl
                            file_kind)
 from kseg.ops.sniff import KAFKA, KAFKA07, format_hint, input_format_of, name_format
 from kseg.render.dump import RENDERERS, ChunkedWriter, KafkaRenderer, payload_decoder
+from kseg.render.fields import RECORD_FIELDS, RecordView, parse_fields
 from kseg.render.kafka07 import dump_kafka07
 from kseg.render.payload import load_decoder
 from kseg.printable import printable
 from kseg.storage import VANISHED, gone
 
 
+def _fields(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    try:
+        return parse_fields(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e), ctx, param) from None
+
+
 @click.command("dump")
 @dump_options
+@click.option("--fields", callback=_fields, metavar="FIELD,...",
+              help=f"The record lines' fields, in this order (text and jsonl; implies --records): "
+                   f"{','.join(RECORD_FIELDS)}.")
+@click.option("--no-truncate", is_flag=True, help="Text: show long keys, values and header values whole.")
 @guarded
 def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, key_decoder: str | None,
          value_decoder: str | None, decode: str | None, kafka_version: str, skip_record_metadata: bool,
          index_sanity: bool, verify_index: bool,
          from_offset: int | None, to_offset: int | None, from_time: int | None, to_time: int | None,
-         max_bytes: int | None, keep_going: bool, input_format: str, max_decompressed_bytes: int) -> None:
+         max_bytes: int | None, keep_going: bool, input_format: str, max_decompressed_bytes: int,
+         fields: tuple[str, ...] | None = None, no_truncate: bool = False) -> None:
     """Show the batches (and with --records the records) of segment files.
 
     PATHS are .log, .index, .timeindex, .txnindex, .snapshot or .checkpoint files,
@@ -41,6 +56,12 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
     folders or log directories.
     """
     payload, kd, vd, records, decode = prepare_dump(fmt, payload, key_decoder, value_decoder, records, decode)
+    refuse_unless(fmt != "kafka" and input_format != "kafka07", ("fields",),
+                  "applies to the text and jsonl record lines of Kafka segments")
+    refuse_unless(fmt == "text" and input_format != "kafka07", ("no_truncate",),
+                  "applies to the text format (jsonl and kafka lines are never cut)")
+    records = records or fields is not None  # choosing record fields asks for the records
+    view = RecordView(fields, not no_truncate)
     files = expand_for_dump(paths)
     if input_format == "kafka07":
         dump_kafka07(files, sys.stdout, fmt=fmt, deep=records, key_decoder=kd, value_decoder=vd)
@@ -51,7 +72,7 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
     out = ChunkedWriter(sys.stdout.buffer)  # output leaves in 1 MiB writes
     renderer = make_renderer(fmt, out, sys.stderr, kd, vd, records=records, kafka_version=kafka_version,
                              skip_record_metadata=skip_record_metadata, index_sanity=index_sanity,
-                             verify_index=verify_index)
+                             verify_index=verify_index, view=view)
     options = dump_options_for(fmt, renderer, records=records, decode=decode, max_bytes=max_bytes,
                                from_offset=from_offset, to_offset=to_offset, from_time=from_time, to_time=to_time,
                                max_decompressed_bytes=max_decompressed_bytes, keep_going=keep_going)
@@ -115,14 +136,16 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
 
 
 def make_renderer(fmt: str, out: Any, err: Any, kd: Any, vd: Any, *, records: bool, kafka_version: str,
-                  skip_record_metadata: bool = False, index_sanity: bool = False, verify_index: bool = False) -> Any:
+                  skip_record_metadata: bool = False, index_sanity: bool = False, verify_index: bool = False,
+                  view: RecordView | None = None) -> Any:
     """The renderer of ``fmt`` writing to ``out`` (bytes) and ``err`` (text); shared with
-    ``kseg-dump-log``, which is ``--format kafka`` under kafka-dump-log.sh's options."""
+    ``kseg-dump-log``, which is ``--format kafka`` under kafka-dump-log.sh's options. ``view``:
+    ``--fields`` and ``--no-truncate`` (text and jsonl)."""
     if fmt == "kafka":
         return KafkaRenderer(out, err, kd, vd, deep=records, kafka_version=kafka_version,
                              skip_record_metadata=skip_record_metadata, index_sanity=index_sanity,
                              verify_index=verify_index)
-    return RENDERERS[fmt](out, err, kd, vd)
+    return RENDERERS[fmt](out, err, kd, vd, view=view)
 
 
 def dump_options_for(fmt: str, renderer: Any, *, records: bool, decode: str | None, max_bytes: int | None,

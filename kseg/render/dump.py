@@ -31,6 +31,7 @@ from kseg.ops.dump import (
 )
 from kseg.printable import printable as safe
 from kseg.render import bulk
+from kseg.render.fields import RecordView, json_fields, text_line
 from kseg.render.companions import INDEX_CHUNK, INDEX_LINES, index_findings_lines, index_text, kafka_lines
 from kseg.render.lines import bool_text, iso_utc, text_escape, text_head
 from kseg.render.jsonout import dumps, encoder
@@ -170,11 +171,14 @@ def decoded_json(d: "DecodedRecord") -> dict:
 class JsonlRenderer:
     """One JSON object per line; a batch's plain records are written in one bulk call."""
 
-    def __init__(self, out: IO, err: TextIO, key_decoder: Decoder | None, value_decoder: Decoder | None):
+    def __init__(self, out: IO, err: TextIO, key_decoder: Decoder | None, value_decoder: Decoder | None,
+                 view: RecordView | None = None):
         self.out, self.err = out, err
         self.write = binary_writer(out)
         self.key_decoder, self.value_decoder = key_decoder, value_decoder
         self.kmode, self.vmode = payload_mode(key_decoder), payload_mode(value_decoder)
+        # --fields: record lines cut to the chosen fields, one by one (None: the bulk lines)
+        self.fields = view.fields if view is not None else None
         self._dumps = encoder(ensure_ascii=False, separators=(", ", ": "))
         self._file: tuple[object, str] = (None, "")  # the current file and its name in JSON
 
@@ -203,7 +207,7 @@ class JsonlRenderer:
                 kd, vd = self.key_decoder, self.value_decoder
                 decoded = ev.decoded
                 if (decoded is None and not b.is_control and self.kmode is not None
-                        and self.vmode is not None):
+                        and self.vmode is not None and self.fields is None):
                     self.write(bulk.jsonl_records(ev.records, b.timestamp_type_name, b.position,
                                                   self.kmode, self.vmode))
                     return
@@ -211,7 +215,7 @@ class JsonlRenderer:
                     out = record_json(b, r, kd, vd)
                     if decoded is not None and decoded[i] is not None:
                         out.update(decoded_json(decoded[i]))
-                    self.emit(out)
+                    self.emit(out if self.fields is None else json_fields(out, self.fields))
         elif isinstance(ev, TailEvent):
             if ev.reported:
                 self.emit({"type": "trailing", "file": str(ev.path), "position": ev.tail.position,
@@ -237,11 +241,11 @@ class JsonlRenderer:
 
     @property
     def takes_spans(self) -> bool:
-        return _takes_spans(bulk.jsonl_spans, self.kmode, self.vmode)
+        return self.fields is None and _takes_spans(bulk.jsonl_spans, self.kmode, self.vmode)
 
     @property
     def takes_plain_runs(self) -> bool:
-        return _takes_spans(bulk.jsonl_plain_run, self.kmode, self.vmode)
+        return self.fields is None and _takes_spans(bulk.jsonl_plain_run, self.kmode, self.vmode)
 
     def close(self) -> None:
         for note in decoder_notes(self.key_decoder, self.value_decoder):
@@ -258,22 +262,25 @@ class TextRenderer:
     """Readable output: a line per batch, then one line per record in fixed columns
     (offset, milliseconds, ISO-8601 UTC, key, value, headers), streamed batch by batch."""
 
-    def __init__(self, out: IO, err: TextIO, key_decoder: Decoder | None, value_decoder: Decoder | None):
+    def __init__(self, out: IO, err: TextIO, key_decoder: Decoder | None, value_decoder: Decoder | None,
+                 view: RecordView | None = None):
         self.out, self.err = out, err
         self.write = binary_writer(out)
         self.kd, self.vd = key_decoder, value_decoder
         self.kmode, self.vmode = payload_mode(key_decoder), payload_mode(value_decoder)
+        # --fields or --no-truncate: record lines written one by one (None: the bulk lines)
+        self.view = view if view is not None and view != RecordView() else None
 
     def w(self, text: str) -> None:
         self.write(text.encode("utf-8", "backslashreplace"))
 
     @property
     def takes_spans(self) -> bool:
-        return _takes_spans(bulk.text_spans, self.kmode, self.vmode)
+        return self.view is None and _takes_spans(bulk.text_spans, self.kmode, self.vmode)
 
     @property
     def takes_plain_runs(self) -> bool:
-        return _takes_spans(bulk.text_plain_run, self.kmode, self.vmode)
+        return self.view is None and _takes_spans(bulk.text_plain_run, self.kmode, self.vmode)
 
     def _show(self, value: bytes | None, decoder: Decoder | None) -> str:
         return payload_text(value, decoder)
@@ -308,6 +315,10 @@ class TextRenderer:
             if ev.spans is not None:  # what takes_spans asked for
                 s = ev.spans
                 self.write(bulk.text_spans(s.data, s.records, s.headers, self.kmode, self.vmode))
+            elif ev.records and self.view is not None:
+                view, kd, vd = self.view, self.kd, self.vd
+                decoded = ev.decoded or [None] * len(ev.records)
+                w("".join(text_line(b, r, view, kd, vd, _decoded_text(d)) for r, d in zip(ev.records, decoded)))
             elif ev.records and ev.decoded is not None:
                 self._decoded_lines(ev)
             elif ev.records and b.is_control:
@@ -335,7 +346,8 @@ class TextRenderer:
                 w(f"!! {ev.tail.length} bytes at the end do not form a complete batch: {safe(ev.tail.error)}\n")
         elif isinstance(ev, BadBatchEvent):
             w(f"!! batch @{ev.batch.position} (size {ev.batch.size}) does not decode: {safe(ev.error)}\n")
-            w(f"   raw: {bytes(ev.batch.raw[:64]).hex()}{'...' if ev.batch.size > 64 else ''}\n")
+            shown = ev.batch.size if self.view is not None and not self.view.truncate else 64
+            w(f"   raw: {bytes(ev.batch.raw[:shown]).hex()}{'...' if ev.batch.size > shown else ''}\n")
         elif isinstance(ev, CompanionEvent):
             info = ev.info
             if info:
@@ -385,6 +397,14 @@ class TextRenderer:
     def close(self) -> None:
         for note in decoder_notes(self.kd, self.vd):
             self.err.write(note + "\n")
+
+
+def _decoded_text(d: "DecodedRecord | None") -> str | None:
+    """A decoded record of an internal topic as the text lines show it: key => value."""
+    if d is None:
+        return None
+    value = "<tombstone>" if d.value is None else d.value.describe()
+    return value if d.key is None else f"{d.key.describe()} => {value}"
 
 
 # The text format's index columns: at least as wide as the record lines' offsets (8) and
