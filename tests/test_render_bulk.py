@@ -163,6 +163,35 @@ def test_generated_records_render_alike(recs, position, magic, base_sequence) ->
     agree(recs, position, magic, base, base_sequence)
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(records(), st.integers(0, 1 << 40), st.sampled_from(["CreateTime", "LogAppendTime"]),
+       st.lists(st.integers(0, lines.HEADERS_IF_ANY), min_size=1, max_size=9),
+       st.sampled_from(MODES), st.sampled_from(MODES), st.sampled_from([-1, lines.TEXT_WIDTH]))
+def test_chosen_fields_render_alike(recs, position, ts_name, fields, k, v, width) -> None:
+    """``dump --fields``'s writers: any fields in any order (repeated too), cut or whole (-1)."""
+    codes = bytes(fields)
+    assert _format.jsonl_fields(recs, ts_name, position, k, v, codes) == \
+        lines.jsonl_fields(recs, ts_name, position, k, v, codes)
+    assert _format.text_fields(recs, ts_name, position, k, v, codes, width) == \
+        lines.text_fields(recs, ts_name, position, k, v, codes, width)
+
+
+def test_chosen_fields_are_the_default_lines_pieces() -> None:
+    """Every field in the default order gives the default lines (jsonl); text's, with headers shown."""
+    recs = [Record(5, 1700000000000, b"k", b"\xff" * 70, (Header("h", b"x"),), 0, 0, 2, None)]
+    every = bytes(range(len(lines.RECORD_FIELDS)))
+    for impl in (_format, lines):
+        assert impl.jsonl_fields(recs, "CreateTime", 9, lines.UTF8, lines.UTF8, every) == \
+            lines.jsonl_records(recs, "CreateTime", 9, lines.UTF8, lines.UTF8)
+        shown = impl.text_fields(recs, "CreateTime", 9, lines.UTF8, lines.UTF8, bytes([0, 1, 3, 4, 5]), 60)
+        assert shown == lines.text_records(recs, lines.UTF8, lines.UTF8)
+        both = [*recs, recs[0]._replace(headers=())]  # the default line leaves no headers out
+        assert impl.text_fields(both, "CreateTime", 9, lines.UTF8, lines.UTF8, lines.DEFAULT_TEXT_FIELDS, 60) == \
+            lines.text_records(both, lines.UTF8, lines.UTF8)
+    with pytest.raises(ValueError):
+        _format.jsonl_fields(recs, "CreateTime", 9, lines.UTF8, lines.UTF8, bytes([lines.HEADERS_IF_ANY + 1]))
+
+
 _ODD_BYTES = (b"\xb5", b"\xc3\xa9", b"\xe2\x82", b"\xe2\x82\xac", b"\xf0\x9f\x98\x80", b"\xed\xa0\x80", b"\x00", b"\x7f")
 
 

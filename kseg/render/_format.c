@@ -842,7 +842,8 @@ static int put_iso(Buf *b, long long ms) { /* lines.iso_utc, padded to 24 */
     return put(b, iso_text, 24);
 }
 
-static int text_value(Buf *b, const Bytes *v, int none, int mode) {
+/* A key or value in the text lines: cut past ``width`` characters (-1: whole) with the size after it. */
+static inline int text_value_w(Buf *b, const Bytes *v, int none, int mode, Py_ssize_t width) {
     if (none) return PUTS(b, "null");
     int rc = 0, cut = 0;
     if (mode == M_NONE) {
@@ -854,17 +855,17 @@ static int text_value(Buf *b, const Bytes *v, int none, int mode) {
     const unsigned char *s = (const unsigned char *)v->p;
     if (mode == M_UTF8) {
         rc = PUTS(b, "\"");
-        if (rc == 0) rc = cut = put_text_escaped(b, s, v->n, TEXT_WIDTH);
+        if (rc == 0) rc = cut = put_text_escaped(b, s, v->n, width);
         if (rc >= 0) rc = PUTS(b, "\"");
     } else {
         /* hex / base64 are ASCII: one character per byte written */
         Py_ssize_t start = b->n;
         Py_ssize_t full = mode == M_HEX ? 2 * v->n : (v->n + 2) / 3 * 4;
-        if (full > TEXT_WIDTH) {
-            Py_ssize_t take = mode == M_HEX ? (TEXT_WIDTH + 1) / 2 : (TEXT_WIDTH + 3) / 4 * 3;
+        if (width >= 0 && full > width) {
+            Py_ssize_t take = mode == M_HEX ? (width + 1) / 2 : (width + 3) / 4 * 3;
             rc = mode == M_HEX ? put_hex(b, s, take < v->n ? take : v->n) : put_b64(b, s, take < v->n ? take : v->n);
             if (rc == 0) {
-                b->n = start + TEXT_WIDTH - 1;
+                b->n = start + width - 1;
                 rc = PUTS(b, "\xe2\x80\xa6");
                 cut = 1;
             }
@@ -878,6 +879,10 @@ static int text_value(Buf *b, const Bytes *v, int none, int mode) {
         if (rc == 0) rc = PUTS(b, " bytes)");
     }
     return rc < 0 ? -1 : 0;
+}
+
+static int text_value(Buf *b, const Bytes *v, int none, int mode) {
+    return text_value_w(b, v, none, mode, TEXT_WIDTH);
 }
 
 typedef struct {
@@ -928,6 +933,171 @@ static PyObject *text_spans(PyObject *self, PyObject *args) {
     PyBuffer_Release(&rsp);
     PyBuffer_Release(&hsp);
     return finish(&b, rc);
+}
+
+/* ------------------------------------------------------------------ chosen fields (dump --fields) */
+
+/* Field codes: indexes into lines.RECORD_FIELDS. */
+/* F_HEADERS_IF_ANY: the default text line's headers, shown only when there are some (lines.HEADERS_IF_ANY). */
+enum { F_OFFSET = 0, F_TIMESTAMP, F_TIMESTAMP_TYPE, F_KEY, F_VALUE, F_HEADERS, F_BATCH_POSITION, F_HEADERS_IF_ANY,
+       F_COUNT };
+
+typedef struct {
+    const char *ts;
+    Py_ssize_t tsn;
+    char pos[24];
+    Py_ssize_t posn;
+    int kmode, vmode;
+    const char *fields;
+    Py_ssize_t nf;
+    Py_ssize_t width; /* text: -1 for whole values */
+} FieldsCtx;
+
+static int fields_ctx(FieldsCtx *c, long long position) {
+    c->posn = (Py_ssize_t)snprintf(c->pos, sizeof c->pos, "%lld", position);
+    for (Py_ssize_t i = 0; i < c->nf; i++)
+        if ((unsigned char)c->fields[i] >= F_COUNT) {
+            PyErr_SetString(PyExc_ValueError, "unknown field code");
+            return -1;
+        }
+    return 0;
+}
+
+static int jsonl_fields_one(Buf *b, RView *w, void *ctx) {
+    FieldsCtx *c = ctx;
+    CHECK(PUTS(b, "{\"type\": \"record\""));
+    for (Py_ssize_t i = 0; i < c->nf; i++) {
+        switch (c->fields[i]) {
+        case F_OFFSET:
+            CHECK(PUTS(b, ", \"offset\": "));
+            CHECK(put_i64(b, w->off));
+            break;
+        case F_TIMESTAMP:
+            CHECK(PUTS(b, ", \"timestamp\": "));
+            CHECK(put_i64(b, w->t));
+            break;
+        case F_TIMESTAMP_TYPE:
+            CHECK(PUTS(b, ", \"timestamp_type\": \""));
+            CHECK(put(b, c->ts, c->tsn));
+            CHECK(PUTS(b, "\""));
+            break;
+        case F_KEY:
+            CHECK(PUTS(b, ", "));
+            CHECK(json_field(b, "key", 3, &w->k, w->knone, c->kmode));
+            break;
+        case F_VALUE:
+            CHECK(PUTS(b, ", "));
+            CHECK(json_field(b, "value", 5, &w->v, w->vnone, c->vmode));
+            break;
+        case F_HEADERS:
+        case F_HEADERS_IF_ANY:
+            CHECK(PUTS(b, ", \"headers\": ["));
+            for (Py_ssize_t j = 0; j < w->nh; j++) {
+                HView h;
+                int rc = rview_header(w, j, &h);
+                if (rc == 0 && j) rc = PUTS(b, ", ");
+                if (rc == 0) rc = PUTS(b, "{");
+                if (rc == 0) rc = json_header_key(b, &h);
+                if (rc == 0) rc = PUTS(b, ", ");
+                if (rc == 0) rc = json_field(b, "value", 5, &h.v, h.vnone, c->vmode);
+                if (rc == 0) rc = PUTS(b, "}");
+                hview_release(&h);
+                CHECK(rc);
+            }
+            CHECK(PUTS(b, "]"));
+            break;
+        default:
+            CHECK(PUTS(b, ", \"batch_position\": "));
+            CHECK(put(b, c->pos, c->posn));
+        }
+    }
+    return PUTS(b, "}\n");
+}
+
+/* jsonl_fields(records, ts_name, position, kmode, vmode, fields) -> bytes: jsonl record lines
+ * with only the fields whose codes ``fields`` lists, in its order (lines.jsonl_fields). */
+static PyObject *jsonl_fields(PyObject *self, PyObject *args) {
+    PyObject *records;
+    long long position;
+    FieldsCtx c = {0};
+    if (!PyArg_ParseTuple(args, "Os#Liiy#", &records, &c.ts, &c.tsn, &position, &c.kmode, &c.vmode, &c.fields,
+                          &c.nf))
+        return NULL;
+    if (fields_ctx(&c, position) < 0) return NULL;
+    Buf b = {0};
+    return finish(&b, each_tuple(&b, records, 0, jsonl_fields_one, &c));
+}
+
+static int text_fields_one(Buf *b, RView *w, void *ctx) {
+    FieldsCtx *c = ctx;
+    Py_ssize_t start = b->n;
+    int aligned = 1; /* fixed columns keep their widths while only fixed columns came before */
+    for (Py_ssize_t i = 0; i < c->nf; i++) {
+        if (c->fields[i] == F_HEADERS_IF_ANY && !w->nh) continue;
+        CHECK(PUTS(b, "  "));
+        switch (c->fields[i]) {
+        case F_OFFSET:
+            CHECK(aligned ? put_padded(b, w->off, 8) : put_i64(b, w->off));
+            break;
+        case F_TIMESTAMP:
+            CHECK(aligned ? put_padded(b, w->t, 13) : put_i64(b, w->t));
+            CHECK(PUTS(b, "  "));
+            CHECK(put_iso(b, w->t));
+            if (!aligned)
+                while (b->p[b->n - 1] == ' ') b->n--; /* the ISO text unpadded */
+            break;
+        case F_TIMESTAMP_TYPE:
+            aligned = 0;
+            CHECK(put(b, c->ts, c->tsn));
+            break;
+        case F_KEY:
+            aligned = 0;
+            CHECK(PUTS(b, "key "));
+            CHECK(text_value_w(b, &w->k, w->knone, c->kmode, c->width));
+            break;
+        case F_VALUE:
+            aligned = 0;
+            CHECK(PUTS(b, "value "));
+            CHECK(text_value_w(b, &w->v, w->vnone, c->vmode, c->width));
+            break;
+        case F_HEADERS:
+        case F_HEADERS_IF_ANY:
+            aligned = 0;
+            CHECK(PUTS(b, "headers "));
+            if (!w->nh) CHECK(PUTS(b, "-"));
+            for (Py_ssize_t j = 0; j < w->nh; j++) {
+                HView h;
+                int rc = rview_header(w, j, &h);
+                if (rc == 0 && j) rc = PUTS(b, ", ");
+                if (rc == 0) rc = put_text_escaped(b, (const unsigned char *)h.kp, h.kn, -1) < 0 ? -1 : 0;
+                if (rc == 0) rc = PUTS(b, "=");
+                if (rc == 0) rc = text_value_w(b, &h.v, h.vnone, c->vmode, c->width);
+                hview_release(&h);
+                CHECK(rc);
+            }
+            break;
+        default:
+            aligned = 0;
+            CHECK(PUTS(b, "batch @"));
+            CHECK(put(b, c->pos, c->posn));
+        }
+    }
+    while (b->n > start && b->p[b->n - 1] == ' ') b->n--; /* a last ISO column's padding */
+    return PUTS(b, "\n");
+}
+
+/* text_fields(records, ts_name, position, kmode, vmode, fields, width) -> bytes: text record lines
+ * of the chosen fields, values cut past ``width`` characters (-1: whole) (lines.text_fields). */
+static PyObject *text_fields(PyObject *self, PyObject *args) {
+    PyObject *records;
+    long long position;
+    FieldsCtx c = {0};
+    if (!PyArg_ParseTuple(args, "Os#Liiy#n", &records, &c.ts, &c.tsn, &position, &c.kmode, &c.vmode, &c.fields,
+                          &c.nf, &c.width))
+        return NULL;
+    if (fields_ctx(&c, position) < 0) return NULL;
+    Buf b = {0};
+    return finish(&b, each_tuple(&b, records, 0, text_fields_one, &c));
 }
 
 /* ------------------------------------------------------------------ kafka */
@@ -1390,6 +1560,12 @@ static PyMethodDef methods[] = {
      "from kseg.log.records.batch_spans."},
     {"text_spans", text_spans, METH_VARARGS,
      "text_spans(data, record_spans, header_spans, kmode, vmode) -> bytes: text_records from batch_spans."},
+    {"jsonl_fields", jsonl_fields, METH_VARARGS,
+     "jsonl_fields(records, ts_name, position, kmode, vmode, fields) -> bytes: jsonl record lines of the chosen "
+     "fields (codes into lines.RECORD_FIELDS, in their order)."},
+    {"text_fields", text_fields, METH_VARARGS,
+     "text_fields(records, ts_name, position, kmode, vmode, fields, width) -> bytes: text record lines of the "
+     "chosen fields, values cut past width characters (-1: whole)."},
     {"kafka_records", kafka_records, METH_VARARGS,
      "kafka_records(records, ts_name, magic, base_offset, base_sequence, kmode, vmode, last, gaps, brace=True) -> bytes."},
     {"kafka_spans", kafka_spans, METH_VARARGS,

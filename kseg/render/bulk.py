@@ -28,6 +28,9 @@ jsonl_records = _impl.jsonl_records
 text_records = _impl.text_records
 kafka_records = _impl.kafka_records
 kafka_batch_line = _impl.kafka_batch_line
+# dump --fields: the chosen fields of each record line
+jsonl_fields = _impl.jsonl_fields
+text_fields = _impl.text_fields
 # Lines straight from kseg.log.records.batch_spans (C only: without the accelerator there are no spans).
 jsonl_spans = _format.jsonl_spans if ACCELERATED else None
 text_spans = _format.text_spans if ACCELERATED else None

@@ -177,8 +177,9 @@ class JsonlRenderer:
         self.write = binary_writer(out)
         self.key_decoder, self.value_decoder = key_decoder, value_decoder
         self.kmode, self.vmode = payload_mode(key_decoder), payload_mode(value_decoder)
-        # --fields: record lines cut to the chosen fields, one by one (None: the bulk lines)
+        # --fields: record lines cut to the chosen fields (None: the default lines)
         self.fields = view.fields if view is not None else None
+        self.codes = view.codes if view is not None else b""
         self._dumps = encoder(ensure_ascii=False, separators=(", ", ": "))
         self._file: tuple[object, str] = (None, "")  # the current file and its name in JSON
 
@@ -207,9 +208,13 @@ class JsonlRenderer:
                 kd, vd = self.key_decoder, self.value_decoder
                 decoded = ev.decoded
                 if (decoded is None and not b.is_control and self.kmode is not None
-                        and self.vmode is not None and self.fields is None):
-                    self.write(bulk.jsonl_records(ev.records, b.timestamp_type_name, b.position,
-                                                  self.kmode, self.vmode))
+                        and self.vmode is not None):
+                    if self.fields is None:
+                        self.write(bulk.jsonl_records(ev.records, b.timestamp_type_name, b.position,
+                                                      self.kmode, self.vmode))
+                    else:
+                        self.write(bulk.jsonl_fields(ev.records, b.timestamp_type_name, b.position,
+                                                     self.kmode, self.vmode, self.codes))
                     return
                 for i, r in enumerate(ev.records):
                     out = record_json(b, r, kd, vd)
@@ -268,7 +273,7 @@ class TextRenderer:
         self.write = binary_writer(out)
         self.kd, self.vd = key_decoder, value_decoder
         self.kmode, self.vmode = payload_mode(key_decoder), payload_mode(value_decoder)
-        # --fields or --no-truncate: record lines written one by one (None: the bulk lines)
+        # --fields or --no-truncate: the shaped record lines (None: the default lines)
         self.view = view if view is not None and view != RecordView() else None
 
     def w(self, text: str) -> None:
@@ -315,6 +320,11 @@ class TextRenderer:
             if ev.spans is not None:  # what takes_spans asked for
                 s = ev.spans
                 self.write(bulk.text_spans(s.data, s.records, s.headers, self.kmode, self.vmode))
+            elif (ev.records and self.view is not None and ev.decoded is None
+                    and not b.is_control and self.kmode is not None and self.vmode is not None):
+                view = self.view
+                self.write(bulk.text_fields(ev.records, b.timestamp_type_name, b.position, self.kmode, self.vmode,
+                                           view.codes, -1 if view.width is None else view.width))
             elif ev.records and self.view is not None:
                 view, kd, vd = self.view, self.kd, self.vd
                 decoded = ev.decoded or [None] * len(ev.records)

@@ -1,9 +1,11 @@
 """Record lines with a choice of fields (``dump --fields``) or uncut values (``--no-truncate``).
 
-Rules: the default record lines are written elsewhere, in bulk (``bulk``: C when built); these
-are the lines a user shaped, written record by record in Python, and only then — so the
-default path pays nothing for the choice. The pieces are the default lines' own: the same
-key and value text (``payload_text``), the same JSON object (``record_json``), projected.
+Rules: the default lines' writers are not touched (they pay nothing for the choice). A batch's
+plain records with built-in payload modes go to ``bulk.jsonl_fields``/``text_fields`` (C when
+built, ``lines`` else); what those do not take (control records, ``--decode``, a user's
+decoder) is written here record by record, from the default
+lines' own pieces: the same key and value text (``payload_text``), the same JSON object
+(``record_json``), projected.
 """
 
 from __future__ import annotations
@@ -13,12 +15,10 @@ from dataclasses import dataclass
 from kseg.errors import KsegError
 from kseg.log.control import control_info
 from kseg.model import Batch, Record
-from kseg.render.lines import TEXT_WIDTH, iso_utc, text_escape, text_head
+from kseg.render.lines import DEFAULT_TEXT_FIELDS, RECORD_FIELDS, TEXT_WIDTH, iso_utc, text_escape, text_head
 from kseg.render.payload import Decoder
 from kseg.render.values import header_key_bytes, payload_text
 
-# The record fields of the text and jsonl lines, in their default order (``--fields`` names them).
-RECORD_FIELDS = ("offset", "timestamp", "timestamp_type", "key", "value", "headers", "batch_position")
 # jsonl: a field and the names it may take in a line (bytes that are not UTF-8 go as *_b64).
 _JSON_NAMES = {"key": ("key", "key_b64"), "value": ("value", "value_b64")}
 
@@ -34,6 +34,14 @@ class RecordView:
     @property
     def width(self) -> int | None:
         return TEXT_WIDTH if self.truncate else None
+
+    @property
+    def codes(self) -> bytes:
+        """The fields as the bulk writers take them: indexes into RECORD_FIELDS (no fields: the
+        default text line's)."""
+        if self.fields is None:
+            return DEFAULT_TEXT_FIELDS
+        return bytes(RECORD_FIELDS.index(f) for f in self.fields)
 
 
 def parse_fields(text: str) -> tuple[str, ...]:
@@ -91,7 +99,7 @@ def text_line(b: Batch, r: Record, view: RecordView, kd: Decoder | None, vd: Dec
             else:
                 pieces.append(f"batch @{b.position}")
     pieces += [t for t in (control, decoded) if t is not None]
-    return ("  " + "  ".join(pieces)).rstrip() + "\n"
+    return ("  " + "  ".join(pieces)).rstrip(" ") + "\n"
 
 
 def _headers(r: Record, vd: Decoder | None, width: int | None) -> str:

@@ -22,6 +22,11 @@ from kseg.model import Batch, Record
 NONE, UTF8, HEX, BASE64, JAVA = 0, 1, 2, 3, 4
 
 TEXT_WIDTH = 60  # longer keys/values are cut in the text format (jsonl shows them whole)
+# The record fields of the text and jsonl lines, in their default order (``dump --fields``
+# names them; the ``*_fields`` writers take their indexes as bytes, in the order chosen).
+RECORD_FIELDS = ("offset", "timestamp", "timestamp_type", "key", "value", "headers", "batch_position")
+HEADERS_IF_ANY = len(RECORD_FIELDS)  # a code for the default text line's headers: shown only when there are some
+DEFAULT_TEXT_FIELDS = bytes([0, 1, 3, 4, HEADERS_IF_ANY])  # text_records' line, as codes (--no-truncate alone)
 ISO_MAX_MS = 253402300799999  # 9999-12-31T23:59:59.999Z
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -92,17 +97,17 @@ def text_escape(b: bytes) -> str:
     return b.decode("utf-8", "surrogateescape").translate(_TEXT_ESCAPES)
 
 
-def text_value(v: bytes | None, mode: int) -> str:
+def text_value(v: bytes | None, mode: int, width: int = TEXT_WIDTH) -> str:
     """A key or value in the text format: ``null``, ``<N bytes>``, ``"text"``, hex or base64,
-    cut past TEXT_WIDTH characters with the full size after it."""
+    cut past ``width`` characters (-1: never) with the full size after it."""
     if v is None:
         return "null"
     if mode == NONE:
         return f"<{len(v)} bytes>"
     body = text_escape(v) if mode == UTF8 else v.hex() if mode == HEX else _b64(v)
     suffix = ""
-    if len(body) > TEXT_WIDTH:
-        body, suffix = body[: TEXT_WIDTH - 1] + "…", f" ({len(v)} bytes)"
+    if 0 <= width < len(body):
+        body, suffix = body[: width - 1] + "…", f" ({len(v)} bytes)"
     return f'"{body}"{suffix}' if mode == UTF8 else body + suffix
 
 
@@ -120,6 +125,77 @@ def text_records(records: Sequence[Record], kmode: int, vmode: int) -> bytes:
             line += "  headers " + ", ".join(f"{text_escape(_key_bytes(h.key))}={text_value(h.value, vmode)}"
                                              for h in r.headers)
         out.append(line + "\n")
+    return "".join(out).encode("utf-8")
+
+
+# --------------------------------------------------------------------------- chosen fields
+
+
+def _json_headers(r: Record, vmode: int) -> str:
+    return ", ".join("{" + _json_header_key(h.key) + ", " + _json_field("value", h.value, vmode) + "}"
+                     for h in r.headers)
+
+
+def jsonl_fields(records: Sequence[Record], ts_name: str, position: int, kmode: int, vmode: int,
+                 fields: bytes) -> bytes:
+    """The jsonl record lines of one batch (no control records) with only the fields whose
+    indexes into RECORD_FIELDS ``fields`` gives, in its order, after ``"type"``."""
+    out = []
+    for r in records:
+        parts = ['{"type": "record"']
+        for f in fields:
+            name = "headers" if f == HEADERS_IF_ANY else RECORD_FIELDS[f]
+            if name == "offset":
+                parts.append(f'"offset": {r.offset}')
+            elif name == "timestamp":
+                parts.append(f'"timestamp": {r.timestamp}')
+            elif name == "timestamp_type":
+                parts.append(f'"timestamp_type": "{ts_name}"')
+            elif name == "key":
+                parts.append(_json_field("key", r.key, kmode))
+            elif name == "value":
+                parts.append(_json_field("value", r.value, vmode))
+            elif name == "headers":
+                parts.append(f'"headers": [{_json_headers(r, vmode)}]')
+            else:
+                parts.append(f'"batch_position": {position}')
+        out.append(", ".join(parts) + "}\n")
+    return "".join(out).encode("utf-8")
+
+
+def text_fields(records: Sequence[Record], ts_name: str, position: int, kmode: int, vmode: int, fields: bytes,
+                width: int) -> bytes:
+    """The text record lines of one batch (no control records) with the chosen fields (as
+    ``jsonl_fields``), values cut past ``width`` characters (-1: whole). The fixed columns
+    (offset, timestamp) keep their widths while only fixed columns come before them."""
+    out = []
+    for r in records:
+        pieces = []
+        aligned = True
+        for f in fields:
+            if f == HEADERS_IF_ANY and not r.headers:
+                continue
+            name = "headers" if f == HEADERS_IF_ANY else RECORD_FIELDS[f]
+            if name == "offset":
+                pieces.append(f"{r.offset:>8}" if aligned else str(r.offset))
+                continue
+            if name == "timestamp":
+                pieces.append(f"{r.timestamp:>13}  {iso_utc(r.timestamp):<24}" if aligned
+                              else f"{r.timestamp}  {iso_utc(r.timestamp)}")
+                continue
+            aligned = False
+            if name == "timestamp_type":
+                pieces.append(ts_name)
+            elif name == "key":
+                pieces.append(f"key {text_value(r.key, kmode, width)}")
+            elif name == "value":
+                pieces.append(f"value {text_value(r.value, vmode, width)}")
+            elif name == "headers":
+                pieces.append("headers " + (", ".join(f"{text_escape(_key_bytes(h.key))}={text_value(h.value, vmode, width)}"
+                                                      for h in r.headers) or "-"))
+            else:
+                pieces.append(f"batch @{position}")
+        out.append(("  " + "  ".join(pieces)).rstrip(" ") + "\n")
     return "".join(out).encode("utf-8")
 
 
