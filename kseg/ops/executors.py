@@ -261,3 +261,8 @@ def _stop(executor: ProcessPoolExecutor) -> None:
         if p.is_alive():
             p.kill()
             p.join()
+    # The pool's manager thread closes its wake-up pipe as it ends; left running, it races the
+    # interpreter's exit hook, which writes to that pipe ("Bad file descriptor" on stderr).
+    manager = getattr(executor, "_executor_manager_thread", None)
+    if manager is not None:
+        manager.join(timeout=5)
