@@ -26,13 +26,13 @@ from kseg.companions.build import TxnEntry, build_indexes, build_txn_index
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError
 from kseg.facts.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MIN_SIZE_BY_MAGIC
-from kseg.facts.primitives import INT64_MAX
+from kseg.facts.primitives import INT32_MAX, INT64_MAX
 from kseg.facts.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, RECORD_BATCH_OVERHEAD
 from kseg.log import identity
 from kseg.log.atomic import AtomicDir, AtomicFile, check_output, write_atomic
 from kseg.log.checks import batch_damage, crc_ok
 from kseg.log.decode import scan_entries
-from kseg.log.salvage_scan import FOUND, MORE, Limits, next_batch
+from kseg.log.salvage_scan import FOUND, MORE, NONE, Limits, find_candidate, next_batch
 from kseg.log.segment import base_offset_of, partition_of, segment_file_name
 from kseg.model import Batch
 from kseg.ops.repair import _groups, _partition_files, record_count
@@ -45,6 +45,7 @@ DEFAULT_MAX_BATCH_BYTES = 64 << 20  # the largest batch believed: memory stays b
 ZEROS = "zeros"  # zero bytes (preallocated or zeroed space)
 CRC = "crc"  # a framed batch whose CRC does not match
 DAMAGED = "damaged"  # a batch with a valid CRC whose contents verify rejects
+OFFSETS = "offsets"  # a batch with a valid CRC whose offsets run into the batch after it
 PARTIAL = "partial"  # a batch cut short by the end of the file
 GARBAGE = "garbage"  # bytes that frame no batch
 
@@ -71,7 +72,9 @@ class LostRange:
     first_offset: int | None = None  # from the kept batch before (or the segment's base offset)
     last_offset: int | None = None  # from the kept batch after; None: nothing after says
     claimed: tuple[int, int] | None = None  # the offsets the damaged header at ``start`` claims, if it frames
-    unused: bool = False  # zeros after a partition's last batch (preallocated space): nothing lost
+    # Nothing kept after it in the partition: its end offset is unknown; zeros there may be
+    # preallocated space (log.preallocate) as well as zeroed batches.
+    at_end: bool = False
 
     @property
     def bytes(self) -> int:
@@ -139,11 +142,11 @@ class SalvageReport:
 
     @property
     def lost(self) -> list[LostRange]:
-        return [r for p in self.partitions for r in p.lost if not r.unused]
+        return [r for p in self.partitions for r in p.lost]
 
     @property
     def ok(self) -> bool:
-        """True when nothing was lost (unused preallocated zeros at the end are not a loss)."""
+        """True when every byte of the input was kept."""
         return not self.lost
 
     def as_json(self) -> dict[str, Any]:
@@ -248,6 +251,14 @@ class _SegmentWalk:
                                + findings[0].message, (b.offset, b.last_offset))
                     pos = scan = at + total
                     continue
+                after = self._successor_offset(f, r, at + total)
+                if after is not None and after <= b.last_offset:
+                    # Its offsets run into the batch after it: one offset field was damaged, and
+                    # the header of the one after did not come out of nowhere.
+                    self._lose(f, pos, at + total, OFFSETS, f"offsets {b.offset}..{b.last_offset} run into the "
+                               f"next batch's {after}: its offset field is damaged", (b.offset, b.last_offset))
+                    pos = scan = at + total
+                    continue
                 if at > pos:
                     self._lose(f, pos, at)
                 self._keep(b, raw)
@@ -255,6 +266,30 @@ class _SegmentWalk:
             if pos < r.size:
                 self._lose(f, pos, r.size, final_end=True)
         return self.rep
+
+    def _successor_offset(self, f: BinaryIO, r: _Reader, at: int) -> int | None:
+        """The offset field of a whole, CRC-valid batch starting right at ``at`` that fits above
+        the lower neighbour, or None."""
+        lim = Limits(self.lim.min_offset, INT64_MAX, self.o.max_batch_bytes)
+        rel = at - r.start
+        if 0 <= rel and at + RECORD_BATCH_OVERHEAD <= r.start + len(r.buf):
+            head: bytes | memoryview = memoryview(r.buf)[rel:rel + RECORD_BATCH_OVERHEAD]
+        else:
+            f.seek(at)
+            head = f.read(RECORD_BATCH_OVERHEAD)
+        status, p, total = find_candidate(head, 0, False, lim)
+        if status == NONE or p != 0:
+            return None
+        if total == 0 or total > len(head):
+            if 0 <= rel and at + total <= r.start + len(r.buf):
+                head = memoryview(r.buf)[rel:rel + total]
+            else:
+                f.seek(at)
+                head = f.read(total)
+        status, p, _ = next_batch(head, 0, lim, final=True)
+        if status != FOUND or p != 0:
+            return None
+        return int.from_bytes(head[0:8], "big", signed=True)
 
     def _keep(self, b: Batch, raw: memoryview) -> None:
         rep = self.rep
@@ -316,7 +351,10 @@ def salvage_partition(segs: list[Path], out_dir: Path | None, o: SalvageOptions,
     for i, path in enumerate(segs):
         base = base_offset_of(path)
         nxt = base_offset_of(segs[i + 1]) if i + 1 < len(segs) else None
-        lim = Limits(max(low, base or 0), (nxt - 1) if nxt is not None else INT64_MAX, o.max_batch_bytes)
+        # A segment's offsets lie below the next one's base and within an int of its own
+        # (its indexes store them relative to it).
+        top = min(nxt - 1 if nxt is not None else INT64_MAX, base + INT32_MAX if base is not None else INT64_MAX)
+        lim = Limits(max(low, base or 0), top, o.max_batch_bytes)
         dst: Path | None = None
         if out_dir is not None:
             name = segment_file_name(base) if base is not None else path.name
@@ -346,9 +384,8 @@ def salvage_partition(segs: list[Path], out_dir: Path | None, o: SalvageOptions,
             write_atomic(dst.with_name(stem + ".timeindex"), timeindex)
             if walk.txns:
                 write_atomic(dst.with_name(stem + ".txnindex"), build_txn_index(walk.txns))
-    for r in pending:  # after the partition's last kept batch: only a damaged header can say
-        r.last_offset = r.claimed[1] if r.claimed else None
-        r.unused = r.reason == ZEROS
+    for r in pending:  # after the partition's last kept batch: nothing says where its offsets end
+        r.at_end = True
     if folder is not None:
         _partition_files(folder, out_dir, pr)  # type: ignore[arg-type]
     return pr

@@ -17,12 +17,11 @@ __all__ = ["lost_offsets_text", "write_salvage"]
 def lost_offsets_text(r: Any) -> str:
     """What a lost range may have held, from the kept batches on either side."""
     first, last = r.first_offset, r.last_offset
-    if r.unused:
-        return "no offsets (unused space after the last batch)"
     if first is None:
         return "offsets unknown"
     if last is None:
-        return f"offsets from {first} on lost (nothing after it says where they end)"
+        return (f"offsets from {first} on lost (no batch after it; zeros here may also be preallocated space)"
+                if r.reason == "zeros" else f"offsets from {first} on lost (no batch after it says where they end)")
     if last < first:
         return "no offsets lost (the batches on either side are consecutive)"
     if last == first:
