@@ -314,3 +314,17 @@ def test_input_is_never_modified_even_when_everything_is_lost(tmp_path):
     res = run(src, "-o", tmp_path / "out")
     assert res.exit_code == 1 and digest(src) == before
     assert (tmp_path / "out" / segment_file_name(0)).read_bytes() == b""
+
+
+def test_the_text_of_a_damaged_copy_speaks_no_python(tmp_path):
+    from test_text_output import LEAKS
+
+    src = generated(tmp_path / "g-0")
+    for k, log in enumerate(partition_segments(src)):
+        data = bytearray(log.read_bytes())
+        data[100 + k * 300:400 + k * 300] = bytes(300) if k != 1 else os.urandom(300)
+        log.write_bytes(bytes(data) + (b"\x00\x00\x00\x00" if k == 2 else b""))
+    text = run(src, "--dry-run").output
+    assert "lost, bytes" in text and "(612 bytes, crc)" in text and "zeros" in text, text
+    for what, pattern in LEAKS.items():
+        assert pattern.search(text) is None, (what, text)
