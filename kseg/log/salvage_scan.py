@@ -44,7 +44,7 @@ from kseg.formats.attributes import (
 )
 from kseg.log import fast
 
-__all__ = ["FOUND", "MORE", "NONE", "Limits", "find_candidate", "next_batch", "resync_args"]
+__all__ = ["FOUND", "MORE", "NONE", "Limits", "find", "find_candidate", "next_batch", "resync_args"]
 
 # What a search ends with.
 FOUND = 0  # a candidate at the position, whole in the buffer
@@ -194,3 +194,4 @@ def next_batch(buf: bytes | memoryview, start: int, lim: Limits, *, final: bool 
 
 
 _FINDER = default_finder()
+find = _FINDER  # the finder in use: ``find(buf, start, final, limits)``, as find_candidate

@@ -32,7 +32,7 @@ from kseg.log import identity
 from kseg.log.atomic import AtomicDir, AtomicFile, check_output, write_atomic
 from kseg.log.checks import batch_damage, crc_ok
 from kseg.log.decode import scan_entries
-from kseg.log.salvage_scan import FOUND, MORE, NONE, Limits, find_candidate, next_batch
+from kseg.log.salvage_scan import FOUND, MORE, NONE, Limits, find, next_batch
 from kseg.log.segment import base_offset_of, partition_of, segment_file_name
 from kseg.model import Batch
 from kseg.ops.repair import _groups, _partition_files, record_count
@@ -277,7 +277,7 @@ class _SegmentWalk:
         else:
             f.seek(at)
             head = f.read(RECORD_BATCH_OVERHEAD)
-        status, p, total = find_candidate(head, 0, False, lim)
+        status, p, total = find(head, 0, False, lim)
         if status == NONE or p != 0:
             return None
         if total == 0 or total > len(head):
