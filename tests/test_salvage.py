@@ -222,6 +222,17 @@ def test_exit_codes_and_existing_output(tmp_path):
     assert run(src, "-o", tmp_path / "out", "--force").exit_code == 1
 
 
+def test_repair_salvage_is_salvage(tmp_path):
+    src = generated(tmp_path / "g-0", segments=2)
+    log = partition_segments(src)[0]
+    data = bytearray(log.read_bytes())
+    data[500:900] = bytes(400)
+    log.write_bytes(bytes(data))
+    a = CliRunner().invoke(main, ["repair", "--salvage", "--dry-run", "--format", "json", str(src)])
+    b = run(src, "--dry-run", "--format", "json")
+    assert a.exit_code == b.exit_code == 1 and json.loads(a.output) == json.loads(b.output)
+
+
 def test_zeros_after_the_last_batch_are_named_as_such(tmp_path):
     src = generated(tmp_path / "g-0", segments=2)
     log = partition_segments(src)[-1]
