@@ -292,7 +292,7 @@ piece = st.one_of(st.sampled_from(PIECES), st.binary(max_size=80), st.integers(1
                   st.sampled_from(PIECES).map(lambda p: p[:len(p) // 2]))
 
 
-@pytest.mark.skipif(not (fast.ACCELERATED and hasattr(fast._speedups, "resync")), reason="C accelerator not built")
+@pytest.mark.skipif(fast.c_twin("resync") is None, reason="C accelerator not built (or KSEG_PURE_PYTHON)")
 @settings(max_examples=300, deadline=None)
 @given(parts=st.lists(piece, max_size=8), start=st.integers(0, 300), final=st.booleans(),
        low=st.integers(0, 200), high=st.sampled_from([2**63 - 1, 100, 40]),

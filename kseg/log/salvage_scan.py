@@ -169,14 +169,17 @@ def resync_args(lim: Limits) -> tuple[int, ...]:
             MAX_LEGACY_CODEC, MAX_V2_CODEC)
 
 
+_RESYNC = fast.c_twin("resync")
+
+
 def _c_find(buf: bytes | memoryview, start: int, final: bool, lim: Limits) -> tuple[int, int, int]:
     mv = buf if isinstance(buf, memoryview) else memoryview(buf)
-    return fast.c_encoder("resync")(mv, start, final, *resync_args(lim))
+    return _RESYNC(mv, start, final, *resync_args(lim))  # type: ignore[no-any-return]
 
 
 def default_finder() -> object:
     """The C twin when the accelerator is in use (and has it), else the reference."""
-    return _c_find if fast.ACCELERATED and hasattr(fast._speedups, "resync") else find_candidate
+    return _c_find if _RESYNC is not None else find_candidate
 
 
 def next_batch(buf: bytes | memoryview, start: int, lim: Limits, *, final: bool = True,
