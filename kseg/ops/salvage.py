@@ -25,7 +25,9 @@ from typing import Any, BinaryIO
 from kseg.companions.build import TxnEntry, build_indexes, build_txn_index
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError
+from kseg.formats.attributes import CODEC_MASK
 from kseg.facts.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MIN_SIZE_BY_MAGIC
+from kseg.facts.message_v0v1 import ATTRIBUTES_POSITION as LEGACY_ATTRIBUTES_POSITION
 from kseg.facts.primitives import INT32_MAX, INT64_MAX
 from kseg.facts.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, RECORD_BATCH_OVERHEAD
 from kseg.log import identity
@@ -40,6 +42,9 @@ from kseg.ops.repair import _TxnState as TxnState  # the one reckoning of open a
 from kseg.storage import as_path, copy_times
 
 WINDOW = 8 << 20  # bytes read at a time
+# A batch right after this many zero bytes may have had its offset field zeroed with them
+# (shorter runs end batches by themselves: a record's zero header count, a zero byte of data).
+ZERO_RUN = 8
 DEFAULT_MAX_BATCH_BYTES = 64 << 20  # the largest batch believed: memory stays bounded whatever a length claims
 # Why a region was left out, as the report names it.
 ZEROS = "zeros"  # zero bytes (preallocated or zeroed space)
@@ -234,8 +239,11 @@ class _SegmentWalk:
             r = _Reader(f, size)
             r.load(0, 0)
             pos = scan = 0  # pos: first byte not accounted for; scan: where the search goes on
+            # Inside a bad region that starts with a plausible header whose CRC fails: the
+            # offsets it claims are a neighbour too (a batch found after it must lie above them).
+            region: Limits | None = None
             while scan < r.size:
-                status, p, total = next_batch(r.buf, scan - r.start, self.lim, final=r.final)
+                status, p, total = next_batch(r.buf, scan - r.start, region or self.lim, final=r.final)
                 if status == MORE:
                     r.load(r.start + p, total)
                     scan = r.start
@@ -245,13 +253,30 @@ class _SegmentWalk:
                 at = r.start + p
                 raw = memoryview(r.buf)[p:p + total]
                 b = scan_entries(raw, at, max_entries=1).batches[0]
+                if at > pos and region is None:
+                    claim = self._claimed_last(f, pos)
+                    region = self.lim if claim is None else self.lim._replace(
+                        min_offset=max(self.lim.min_offset, claim + 1))
+                    if b.offset < region.min_offset:
+                        scan = at + 1
+                        continue
+                region = None
                 findings = batch_damage(b, str(self.path), self.o.max_decompressed_bytes)
                 if findings:
                     self._lose(f, pos, at + total, DAMAGED, "batch with a valid crc but damaged contents: "
                                + findings[0].message, (b.offset, b.last_offset))
                     pos = scan = at + total
                     continue
-                after = self._successor_offset(f, r, at + total)
+                after, first_known = self._successor_offset(f, r, at + total)
+                if (after is not None and first_known and after > b.last_offset + 1
+                        and at - pos >= ZERO_RUN and not any(self._bytes(f, r, at - ZERO_RUN, ZERO_RUN))):
+                    # Zeros run up to it and a gap opens before the next batch: the zeroing may have
+                    # reached into its offset field (no CRC covers it), so its offsets are not believed.
+                    self._lose(f, pos, at + total, OFFSETS, f"follows zeroed bytes and leaves offsets "
+                               f"{b.last_offset + 1}..{after - 1} before the next batch: its offset field may be "
+                               "zeroed too", (b.offset, b.last_offset))
+                    pos = scan = at + total
+                    continue
                 if after is not None and after <= b.last_offset:
                     # Its offsets run into the batch after it: one offset field was damaged, and
                     # the header of the one after did not come out of nowhere.
@@ -267,9 +292,34 @@ class _SegmentWalk:
                 self._lose(f, pos, r.size, final_end=True)
         return self.rep
 
-    def _successor_offset(self, f: BinaryIO, r: _Reader, at: int) -> int | None:
+    def _claimed_last(self, f: BinaryIO, at: int) -> int | None:
+        """The last offset a header at ``at`` claims, when its framing is plausible (its CRC
+        failed, or a batch would have been found there)."""
+        f.seek(at)
+        head = f.read(4096)
+        status, p, _ = find(head, 0, False, self.lim)
+        if status == NONE or p != 0 or len(head) < HEADER_SIZE_UP_TO_MAGIC:
+            return None
+        if head[16] >= 2 and len(head) < RECORD_BATCH_OVERHEAD:
+            return None
+        offset = int.from_bytes(head[0:8], "big", signed=True)
+        if head[16] < 2:
+            return offset
+        return offset + int.from_bytes(head[LAST_OFFSET_DELTA_POSITION:LAST_OFFSET_DELTA_POSITION + 4], "big",
+                                       signed=True)
+
+    @staticmethod
+    def _bytes(f: BinaryIO, r: _Reader, at: int, n: int) -> bytes:
+        rel = at - r.start
+        if 0 <= rel and rel + n <= len(r.buf):
+            return r.buf[rel:rel + n]
+        f.seek(at)
+        return f.read(n)
+
+    def _successor_offset(self, f: BinaryIO, r: _Reader, at: int) -> tuple[int | None, bool]:
         """The offset field of a whole, CRC-valid batch starting right at ``at`` that fits above
-        the lower neighbour, or None."""
+        the lower neighbour (None if there is none), and whether that is its first offset (v2, or
+        an uncompressed v0/v1 message; a wrapper's is its last)."""
         lim = Limits(self.lim.min_offset, INT64_MAX, self.o.max_batch_bytes)
         rel = at - r.start
         if 0 <= rel and at + RECORD_BATCH_OVERHEAD <= r.start + len(r.buf):
@@ -279,7 +329,7 @@ class _SegmentWalk:
             head = f.read(RECORD_BATCH_OVERHEAD)
         status, p, total = find(head, 0, False, lim)
         if status == NONE or p != 0:
-            return None
+            return None, False
         if total == 0 or total > len(head):
             if 0 <= rel and at + total <= r.start + len(r.buf):
                 head = memoryview(r.buf)[rel:rel + total]
@@ -288,8 +338,9 @@ class _SegmentWalk:
                 head = f.read(total)
         status, p, _ = next_batch(head, 0, lim, final=True)
         if status != FOUND or p != 0:
-            return None
-        return int.from_bytes(head[0:8], "big", signed=True)
+            return None, False
+        first_known = head[16] >= 2 or not head[LEGACY_ATTRIBUTES_POSITION] & CODEC_MASK
+        return int.from_bytes(head[0:8], "big", signed=True), first_known
 
     def _keep(self, b: Batch, raw: memoryview) -> None:
         rep = self.rep
@@ -375,6 +426,11 @@ def salvage_partition(segs: list[Path], out_dir: Path | None, o: SalvageOptions,
             pr.log_end_offset = base
         if out is None or dst is None:
             continue
+        try:
+            identity.require_unchanged([path])  # what was kept is the file as it still is
+        except BaseException:
+            out.abort()
+            raise
         out.commit()
         copy_times(path, dst)
         if o.index and base is not None:
