@@ -43,6 +43,8 @@ ROWS: dict[str, list[list[str]]] = {
     "diff": [[str(LOGDIR / "v2-none-0"), str(LOGDIR / "v2-gzip-0")]],
     "index": [["--check", str(LOGDIR)]],
     "repair": [["--dry-run", str(LOGDIR / "v2-txn-0")]],
+    # A damaged copy's report is held to LEAKS in tests/test_salvage.py (no fixture is damaged).
+    "salvage": [["--dry-run", str(LOGDIR / "v2-txn-0")], [str(LOGDIR / "v2-gzip-0"), "-o", "{out}"]],
     "compact": [[str(LOGDIR / "v2-none-0"), "-o", "{out}", "--include-active"]],
     "up-convert": [[str(LOGDIR / "v1-gzip-0"), "-o", "{out}", "--to-magic", "2"]],
     "down-convert": [[str(LOGDIR / "v2-none-0"), "-o", "{out}", "--to-magic", "1"]],
@@ -118,6 +120,7 @@ PARTITION_DOCS = {
     "state": (["state", "--format", "json", str(INTERNAL)], lambda d: d["partitions"]),
     "diff": (["diff", "--format", "json", str(LOGDIR), str(LOGDIR)], lambda d: d["partitions"]),
     "repair": (["repair", "--dry-run", "--format", "json", str(LOGDIR)], lambda d: d["partitions"]),
+    "salvage": (["salvage", "--dry-run", "--format", "json", str(LOGDIR)], lambda d: d["partitions"]),
 }
 
 

@@ -31,6 +31,7 @@ COMMANDS = {
     "compact": "kseg.cli.write:compact_cmd",
     "build": "kseg.cli.build:build_cmd",
     "repair": "kseg.cli.tools:repair_cmd",
+    "salvage": "kseg.cli.salvage:salvage_cmd",
     "diff": "kseg.cli.tools:diff_cmd",
     "find": "kseg.cli.tools:find_cmd",
     "stats": "kseg.cli.tools:stats_cmd",

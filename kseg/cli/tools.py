@@ -19,9 +19,11 @@ from kseg.errors import InputError
 from kseg.ops.diff import DiffOptions, diff_paths
 from kseg.ops.find import FindOptions, FindStats, find
 from kseg.ops.repair import RepairOptions, repair
+from kseg.ops.salvage import SalvageOptions, salvage
 from kseg.ops.stats import StatsOptions, stats_paths
 from kseg.render.html_report import write_html_report
 from kseg.render.payload import load_decoder
+from kseg.render.salvage import write_salvage
 from kseg.render.tools import FindWriter, find_summary, write_diff, write_repair, write_stats
 
 format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
@@ -35,11 +37,13 @@ format_option = click.option("--format", "fmt", type=click.Choice(["text", "json
 @click.option("--dry-run", is_flag=True, help="Report what recovery would cut; write nothing.")
 @click.option("--force", is_flag=True, help="Replace an existing output.")
 @click.option("--no-index", is_flag=True, help="Do not write .index/.timeindex/.txnindex files.")
+@click.option("--salvage", "salvage_", is_flag=True,
+              help="Read past damage and keep every batch it did not touch: the same as `kseg salvage`.")
 @index_interval_option
 @format_option
 @max_decompressed_option
 @guarded
-def repair_cmd(input_path: Path, output: Path | None, dry_run: bool, force: bool, no_index: bool,
+def repair_cmd(input_path: Path, output: Path | None, dry_run: bool, force: bool, no_index: bool, salvage_: bool,
                index_interval_bytes: int, fmt: str, max_decompressed_bytes: int) -> None:
     """Recover as the broker does after an unclean shutdown, into a new output.
 
@@ -48,6 +52,12 @@ def repair_cmd(input_path: Path, output: Path | None, dry_run: bool, force: bool
     partition, rebuilds the indexes and says exactly what was cut. Exit 0 when nothing
     had to be cut, 1 when something was.
     """
+    if salvage_:
+        so = SalvageOptions(dry_run=dry_run, force=force, index=not no_index,
+                            index_interval_bytes=index_interval_bytes, max_decompressed_bytes=max_decompressed_bytes)
+        found = salvage(input_path, output, so)
+        write_salvage(found, sys.stdout, fmt)
+        raise SystemExit(EXIT_OK if found.ok else EXIT_DATA)
     o = RepairOptions(dry_run=dry_run, force=force, index=not no_index, index_interval_bytes=index_interval_bytes,
                       max_decompressed_bytes=max_decompressed_bytes)
     report = repair(input_path, output, o)

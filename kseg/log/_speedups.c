@@ -1165,6 +1165,121 @@ error:
     return NULL;
 }
 
+/*
+ * resync(view, start, final, min_offset, max_offset, max_size, v0_attrs, v1_attrs, v2_attrs,
+ *        max_legacy_codec, max_v2_codec) -> (status, position, total)
+ * The twin of salvage_scan.find_candidate: the first position from ``start`` whose framing is
+ * plausible (status 0, FOUND), whose checks need bytes past the buffer (1, MORE; total when the
+ * entry's size is known, else 0) or (2, NONE, len(view), 0). The CRC is checked by the caller.
+ * The magic byte is tested first: over garbage or zeros that is nearly all the work.
+ */
+#define RESYNC_FOUND 0
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* The first position from pos (up to last, inclusive) whose magic byte is 0, 1 or 2; last + 1 if none. */
+static inline Py_ssize_t
+next_magic(const unsigned char *b, Py_ssize_t pos, Py_ssize_t last)
+{
+    const unsigned char *m = b + MAGIC_AT;
+#if defined(__SSE2__)
+    const __m128i two = _mm_set1_epi8(2);
+    while (pos + 15 <= last) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(m + pos));
+        int mask = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(x, two), x));
+        if (mask) return pos + __builtin_ctz((unsigned)mask);
+        pos += 16;
+    }
+#endif
+    while (pos <= last && m[pos] > 2) pos++;
+    return pos;
+}
+
+/* The first byte from i that is not zero, or end. */
+static inline Py_ssize_t
+next_nonzero(const unsigned char *b, Py_ssize_t i, Py_ssize_t end)
+{
+    for (; i + 8 <= end; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, 8);
+        if (w) break;
+    }
+    while (i < end && !b[i]) i++;
+    return i;
+}
+
+#define RESYNC_MORE 1
+#define RESYNC_NONE 2
+
+static PyObject *
+resync(PyObject *self, PyObject *args)
+{
+    PyObject *mv;
+    Py_ssize_t start;
+    int final;
+    long long min_offset, max_offset, max_size;
+    int v0_attrs, v1_attrs, v2_attrs, max_legacy_codec, max_v2_codec;
+    REQUIRE_CONFIGURED;
+    if (!PyArg_ParseTuple(args, "OnpLLLiiiii", &mv, &start, &final, &min_offset, &max_offset, &max_size,
+                          &v0_attrs, &v1_attrs, &v2_attrs, &max_legacy_codec, &max_v2_codec)) return NULL;
+    if (!PyMemoryView_Check(mv)) { PyErr_SetString(PyExc_TypeError, "resync() needs a memoryview"); return NULL; }
+    if (start < 0) { PyErr_SetString(PyExc_ValueError, "resync(): negative start"); return NULL; }
+    Py_buffer *view = PyMemoryView_GET_BUFFER(mv);
+    const unsigned char *b = (const unsigned char *)view->buf;
+    const Py_ssize_t end = view->len, last_whole = end - PREFIX_SIZE;
+    const int v2_header = V2_COUNT_AT + 4;
+    int status = RESYNC_NONE;
+    Py_ssize_t pos = start;
+    long long total = 0;
+    for (; (pos = next_magic(b, pos, last_whole)) <= last_whole; pos++) {
+        const unsigned char *p = b + pos;
+        const int magic = p[MAGIC_AT];
+        const int32_t size = be32(p + SIZE_AT);
+        if (size == 0) {
+            /* A zero length: so is every length read inside the zeros that follow. */
+            Py_ssize_t q = next_nonzero(b, pos + SIZE_AT, end) - SIZE_AT - 3;
+            if (q > last_whole + 1) q = last_whole + 1;
+            if (q - 1 > pos) pos = q - 1;  /* the loop's pos++ lands on q */
+            continue;
+        }
+        if (size < (magic == 2 ? MIN_SIZE_V2 : magic == 1 ? MIN_SIZE_V1 : MIN_SIZE_V0)) continue;
+        total = (long long)size + LOG_OVERHEAD;
+        if (total > max_size) continue;
+        const int64_t offset = be64(p);
+        if (offset < min_offset || offset > max_offset) continue;
+        const Py_ssize_t left = end - pos;
+        if (magic == 2) {
+            if (left < v2_header) { if (final) continue; total = 0; status = RESYNC_MORE; break; }
+            const int attrs = (int)(uint16_t)be16(p + V2_ATTRS_AT);
+            if ((attrs & ~v2_attrs) || (attrs & CODEC_MASK) > max_v2_codec) continue;
+            const int64_t lod = be32(p + V2_LOD_AT), count = be32(p + V2_COUNT_AT);
+            if (lod < 0 || count < 0 || count > lod + 1 || lod > max_offset - offset) continue;
+            if (be32(p + V2_PLE_AT) < -1) continue;
+        } else {
+            const int key_at = magic == 1 ? V1_KEY_LEN_AT : V0_KEY_LEN_AT;
+            if (left < key_at + 4) { if (final) continue; total = 0; status = RESYNC_MORE; break; }
+            const int attrs = p[LEGACY_ATTRS_AT];
+            if ((attrs & ~(magic == 1 ? v1_attrs : v0_attrs)) || (attrs & CODEC_MASK) > max_legacy_codec) continue;
+            const int64_t klen = be32(p + key_at);
+            if (klen < -1) continue;
+            const int64_t value_at = key_at + 4 + (klen > 0 ? klen : 0);
+            if (value_at + 4 > total) continue;
+            if (left < value_at + 4) { if (final) continue; status = RESYNC_MORE; break; }
+            const int64_t vlen = be32(p + value_at);
+            if (vlen < -1 || value_at + 4 + (vlen > 0 ? vlen : 0) != total) continue;
+        }
+        if (total > left) { if (final) continue; status = RESYNC_MORE; break; }
+        status = RESYNC_FOUND;
+        break;
+    }
+    if (status == RESYNC_NONE) {
+        if (!final) return Py_BuildValue("(inL)", RESYNC_MORE, pos, 0LL);
+        return Py_BuildValue("(inL)", RESYNC_NONE, end, 0LL);
+    }
+    return Py_BuildValue("(inL)", status, pos, total);
+}
+
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "Set the positions, sizes and masks (kseg.layouts.accelerator_layout()); needed before anything else."},
@@ -1177,6 +1292,7 @@ static PyMethodDef methods[] = {
     {"legacy_batch_record", legacy_batch_record, METH_VARARGS, "legacy_record of a Batch tuple."},
     {"legacy_record", legacy_record, METH_VARARGS, "Key and value of a v0/v1 message as a record."},
     {"plain_spans", plain_spans, METH_VARARGS, "Spans of a run of uncompressed v0/v1 messages."},
+    {"resync", resync, METH_VARARGS, "The next plausible batch start (twin of salvage_scan.find_candidate)."},
     {NULL, NULL, 0, NULL},
 };
 

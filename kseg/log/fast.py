@@ -35,6 +35,13 @@ def c_encoder(name: str) -> Any:
     kseg.log.encode, or None when the accelerator is off (then it uses its Python twins)."""
     return getattr(_speedups, name) if ACCELERATED else None
 
+
+def c_twin(name: str) -> Any:
+    """The C twin ``name`` of a Python reference elsewhere in kseg.log (``resync`` for
+    salvage_scan.find_candidate), or None when the accelerator is off or was built without it."""
+    return getattr(_speedups, name, None) if ACCELERATED else None
+
+
 _KINDS = {"varint": VarintError, "corrupt": CorruptBatchError, "truncated": TruncatedError}
 
 

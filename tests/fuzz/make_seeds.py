@@ -55,6 +55,9 @@ def main() -> None:
         buf = p.read_bytes()
         put("log", buf, seen)
         put("scan", b"\x81\x00\x00" + buf, seen)
+        # resync: final, limits open, from the start; then the same bytes with a stretch zeroed
+        put("resync", b"\x01\x00\x00\x00" + buf, seen)
+        put("resync", b"\x01\x00\x00\x05" + buf[:len(buf) // 3] + bytes(40) + buf[len(buf) // 3 + 40:], seen)
         for b in decode.scan_entries(buf).batches:
             try:
                 data, _ = payload_bytes(b, limit=1 << 20)

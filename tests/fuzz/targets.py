@@ -15,8 +15,8 @@ corpus and every past finding, under pytest (``tests/test_fuzz_corpus.py``).
 Targets cover every C entry point of ``kseg/log/_speedups.c``: ``scan``,
 ``decode_v2`` (records, the verify summary and the dump's spans), ``legacy_set`` (records
 and spans), ``legacy_record``,
-``legacy_batch_record``, ``legacy_crc_mismatches``, ``encode_v2_records`` and
-``encode_legacy_messages``; and the pure-Python readers of internal topics
+``legacy_batch_record``, ``legacy_crc_mismatches``, ``encode_v2_records``,
+``encode_legacy_messages`` and ``resync`` (salvage's scan); and the pure-Python readers of internal topics
 (``kseg.decoders``) and companion files (``kseg.companions.read``).
 """
 
@@ -461,6 +461,39 @@ def fuzz_companions(data: bytes) -> None:
             pass
 
 
+def fuzz_resync(data: bytes) -> None:
+    """``resync`` (salvage's scan for the next plausible batch start) against
+    ``salvage_scan.find_candidate``, from a start, final or not, under limits taken from the
+    input; then a whole salvage walk both ways."""
+    from kseg.log import salvage_scan as ss
+
+    r = Reader(data)
+    flags = r.u8()
+    low = r.int(2) & 0xFFFF
+    start = r.u8()
+    buf = r.rest()
+    high = (INT64_MAX, low + 100, low + 10, low)[(flags >> 4) & 3]
+    lim = ss.Limits(low, high, (64 << 20, 1000, 200, 61)[(flags >> 6) & 3])
+    final = bool(flags & 1)
+    start = min(start, len(buf))
+    c = fast.c_twin("resync")
+    py = ss.find_candidate(buf, start, final, lim)
+    if c is not None:
+        same("resync", py, ss._c_find(buf, start, final, lim))
+    walks = []
+    for finder in [ss.find_candidate] + ([ss._c_find] if c is not None else []):
+        pos, found = 0, []
+        while True:
+            status, p, total = ss.next_batch(buf, pos, ss.Limits(0, INT64_MAX, lim.max_size), finder=finder)
+            if status != ss.FOUND:
+                break
+            found.append((p, total))
+            pos = p + 1
+        walks.append(found)
+    if len(walks) == 2:
+        same("resync (walk)", walks[0], walks[1])
+
+
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "scan": fuzz_scan,
     "v2_records": fuzz_v2_records,
@@ -469,4 +502,5 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "encoders": fuzz_encoders,
     "decoders": fuzz_decoders,
     "companions": fuzz_companions,
+    "resync": fuzz_resync,
 }
