@@ -66,6 +66,7 @@ WRITERS = {
     "rebase": ["rebase", "--base-offset", "100"],
     "compact": ["compact"],
     "repair": ["repair"],
+    "salvage": ["salvage"],
 }
 NOT_ON_FILES = {"plugins", "spark", "build"}  # take no Kafka files as input (build reads JSON lines)
 
