@@ -138,10 +138,10 @@ SAN_PYTEST := -p no:cacheprovider --ignore=tests/test_spark.py --ignore=tests/te
 	-k 'not test_cli_fuzz_never_tracebacks and not bomb and not flat_memory and not test_spark_writers_follow and not 10k_empty_segments and not 50k_state_batches'
 FUZZ_SECONDS ?= 8
 
-$(SAN_DIR)/preload: kseg/log/_speedups.c kseg/log/_spans.h kseg/_checksum.c kseg/_crc32.h tests/fuzz/build.sh $(STAMP)
+$(SAN_DIR)/preload: kseg/log/_speedups.c kseg/log/_spans.h kseg/_checksum.c kseg/_crc32.h kseg/render/_format.c tests/fuzz/build.sh $(STAMP)
 	PYTHON=$(PY) tests/fuzz/build.sh sanitize $(SAN_DIR)
 
-$(FUZZ_DIR)/preload: kseg/log/_speedups.c kseg/log/_spans.h kseg/_checksum.c kseg/_crc32.h tests/fuzz/build.sh $(STAMP)
+$(FUZZ_DIR)/preload: kseg/log/_speedups.c kseg/log/_spans.h kseg/_checksum.c kseg/_crc32.h kseg/render/_format.c tests/fuzz/build.sh $(STAMP)
 	PYTHON=$(PY) tests/fuzz/build.sh fuzz $(FUZZ_DIR)
 	$(PY) -m pip install -q -c constraints.txt atheris
 
@@ -150,12 +150,14 @@ test-sanitize: $(SAN_DIR)/preload
 		assert f.ACCELERATED and s.__file__.startswith("$(CURDIR)/$(SAN_DIR)/"), s.__file__; print("sanitized:", s.__file__)'
 	$(SAN_ENV) $(PY) -c 'import kseg._checksum as c, kseg.checksums as k; \
 		assert k.ACCELERATED and c.__file__.startswith("$(CURDIR)/$(SAN_DIR)/"), c.__file__; print("sanitized:", c.__file__)'
+	$(SAN_ENV) $(PY) -c 'import kseg.render._format as c, kseg.render.bulk as k; \
+		assert k.ACCELERATED and c.__file__.startswith("$(CURDIR)/$(SAN_DIR)/"), c.__file__; print("sanitized:", c.__file__)'
 	$(SAN_ENV) $(PY) -m pytest $(SAN_PYTEST)
 
 # Every fuzz target for FUZZ_SECONDS under atheris, from the committed seeds; new inputs
 # go to a scratch folder, a finding fails the target (its input is under build/fuzz-findings).
 fuzz-short: $(FUZZ_DIR)/preload
-	@for t in log scan v2_records legacy encoders decoders companions; do \
+	@for t in log scan v2_records legacy encoders decoders companions resync lines; do \
 		rm -rf build/fuzz-scratch/$$t; mkdir -p build/fuzz-scratch/$$t build/fuzz-findings/$$t; \
 		echo "fuzz $$t ($(FUZZ_SECONDS) s)"; \
 		$(FUZZ_ENV) $(PY) tests/fuzz/run.py $$t -max_total_time=$(FUZZ_SECONDS) -timeout=20 -max_len=16384 \

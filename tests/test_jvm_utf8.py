@@ -1,6 +1,7 @@
 """kafka-dump-log.sh shows keys, payloads and header keys as ``new String(bytes, UTF_8)``;
-``kseg.decoders.jvm.java_utf8`` (and the C twin that calls it) must give the JVM's text
-for every malformed input, which differs from Python's "replace" for encoded surrogates.
+``kseg.decoders.jvm.java_utf8`` and its C twin (``_format.java_utf8``, what the C line
+writers use) must give the JVM's text for every malformed input, which differs from
+Python's "replace" for encoded surrogates.
 
 The oracle is the JVM itself (``tests/java/Utf8Decode.java`` run by ``java``'s
 single-file launcher), over every string of up to three bytes from an alphabet of the
@@ -51,14 +52,32 @@ def test_known_values(data: bytes) -> None:
     assert java_utf8(data) == KNOWN[data]
 
 
-def test_same_text_as_the_jvm() -> None:
-    java = shutil.which("java")
-    if java is None:
-        pytest.skip("the JVM oracle for UTF-8 decoding needs java on PATH")
+def _cases() -> list[bytes]:
     rnd = random.Random(17)
     cases = [bytes(t) for n in (1, 2, 3) for t in itertools.product(ALPHABET, repeat=n)]
     cases += [bytes(rnd.choice(ALPHABET) for _ in range(rnd.randint(4, 8))) for _ in range(5000)]
     cases += [rnd.randbytes(16) for _ in range(5000)]  # e.g. UUIDs in the metadata log's records
+    return cases
+
+
+@pytest.mark.skipif(not bulk.ACCELERATED, reason="the C twin is not built")
+def test_c_twin_decodes_as_python() -> None:
+    """Every case of the JVM test, each also after ASCII runs of 1 to 9 bytes (the C walk takes
+    ASCII eight bytes at a time) and joined into one long value: C and Python give the same text."""
+    cases = _cases()
+    wrong = [c.hex() for c in cases for pre in (b"", b"a", b"abcdefghi")
+             if bulk._format.java_utf8(pre + c).decode("utf-8", "surrogatepass") != java_utf8(pre + c)]
+    assert not wrong, wrong[:10]
+    joined = b"".join(cases)
+    assert bulk._format.java_utf8(joined).decode("utf-8") == java_utf8(joined)
+    assert bulk._format.java_utf8(b"") == b""
+
+
+def test_same_text_as_the_jvm() -> None:
+    java = shutil.which("java")
+    if java is None:
+        pytest.skip("the JVM oracle for UTF-8 decoding needs java on PATH")
+    cases = _cases()
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}  # no sanitizer runtime in the JVM
     proc = subprocess.run([java, str(JAVA_SOURCE)], input="\n".join(c.hex() for c in cases) + "\n",
                           capture_output=True, text=True, timeout=300, env=env)

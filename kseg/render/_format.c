@@ -345,9 +345,13 @@ static inline Py_ssize_t ascii_run(const unsigned char *s, Py_ssize_t n, char *o
     return i;
 }
 
-/* kafka lines: valid UTF-8 as is, other bytes \xNN (Python's "backslashreplace"). */
-static int put_backslashreplace(Buf *b, const unsigned char *s, Py_ssize_t n) {
-    CHECK(grow(b, n)); /* room for all of it as is; each escape asks for its 3 more bytes */
+static inline Py_ssize_t java_bad_len(const unsigned char *s, Py_ssize_t n);
+
+/* Valid UTF-8 as it is; what is not, as Python's "backslashreplace" (\xNN a byte) or, with
+ * java set, as Java's new String(bytes, UTF_8) (one U+FFFD a malformed unit: java_bad_len). */
+static int put_utf8_or(Buf *b, const unsigned char *s, Py_ssize_t n, int java) {
+    if (n == 0) return 0; /* nothing to write, and maybe no buffer yet to point into */
+    CHECK(grow(b, n)); /* room for all of it as is; each replacement asks for its 3 more bytes */
     for (Py_ssize_t i = 0;;) {
         Py_ssize_t k = ascii_run(s + i, n - i, b->p + b->n);
         b->n += k;
@@ -358,14 +362,25 @@ static int put_backslashreplace(Buf *b, const unsigned char *s, Py_ssize_t n) {
             for (int j = 0; j < len; j++) b->p[b->n + j] = (char)s[i + j];
             b->n += len;
             i += len;
+            continue;
+        }
+        CHECK(grow(b, n - i + 3));
+        char *o = b->p + b->n;
+        if (java) {
+            o[0] = (char)0xEF; o[1] = (char)0xBF; o[2] = (char)0xBD;
+            b->n += 3;
+            i += java_bad_len(s + i, n - i);
         } else {
-            CHECK(grow(b, n - i + 3));
-            char *o = b->p + b->n;
             o[0] = '\\'; o[1] = 'x'; o[2] = HEXD[s[i] >> 4]; o[3] = HEXD[s[i] & 15];
             b->n += 4;
             i++;
         }
     }
+}
+
+/* kafka lines: valid UTF-8 as is, other bytes \xNN (Python's "backslashreplace"). */
+static int put_backslashreplace(Buf *b, const unsigned char *s, Py_ssize_t n) {
+    return put_utf8_or(b, s, n, 0);
 }
 
 static int is_utf8(const unsigned char *s, Py_ssize_t n) {
@@ -389,40 +404,42 @@ static int is_utf8(const unsigned char *s, Py_ssize_t n) {
     return 1;
 }
 
-/* Java's new String(bytes, UTF_8) for malformed input: the Python function kseg.render.bulk
-   hands over (kseg.decoders.jvm.java_utf8), so that the rule is written once. */
-static PyObject *java_decoder = NULL;
-
-static int put_java(Buf *b, const char *s, Py_ssize_t n) {
-    CHECK(grow(b, n));
-    Py_ssize_t ascii = ascii_run((const unsigned char *)s, n, b->p + b->n); /* the common case: all of it */
-    if (ascii == n || is_utf8((const unsigned char *)s + ascii, n - ascii)) {
-        memcpy(b->p + b->n + ascii, s + ascii, (size_t)(n - ascii));
-        b->n += n;
-        return 0;
-    }
-    if (!java_decoder) {
-        PyErr_SetString(PyExc_RuntimeError, "_format.set_java_decoder was not called");
-        return -1;
-    }
-    PyObject *u = PyObject_CallFunction(java_decoder, "y#", s, n);
-    if (!u) return -1;
-    Py_ssize_t k;
-    const char *t = PyUnicode_Check(u) ? PyUnicode_AsUTF8AndSize(u, &k) : NULL;
-    if (!t && !PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "the Java decoder must return str");
-    int rc = t ? put(b, t, k) : -1;
-    Py_DECREF(u);
-    return rc;
+/* Bytes in the maximal invalid subpart at s (Unicode 3.9, D93b; what Python's "replace"
+ * counts as one U+FFFD), with the JVM's one difference: an encoded surrogate (ED A0..BF) is
+ * one unit with the continuation byte after it, if any. The rule's Python twin is
+ * kseg.decoders.jvm.java_utf8, both held to the JVM's own decoding by tests/test_jvm_utf8.py. */
+static inline Py_ssize_t java_bad_len(const unsigned char *s, Py_ssize_t n) {
+    unsigned c = s[0];
+    if (c < 0xC2 || c > 0xF4 || n < 2) return 1;
+    unsigned c1 = s[1];
+    if (c < 0xE0) return 1; /* a two-byte lead without its continuation */
+    if (c == 0xED && c1 >= 0xA0 && c1 <= 0xBF) return (n > 2 && (s[2] & 0xC0) == 0x80) ? 3 : 2;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c == 0xE0) lo = 0xA0;
+    else if (c == 0xED) hi = 0x9F;
+    else if (c == 0xF0) lo = 0x90;
+    else if (c == 0xF4) hi = 0x8F;
+    if (c1 < lo || c1 > hi) return 1;
+    if (n < 3 || (s[2] & 0xC0) != 0x80) return 2;
+    return 3; /* a four-byte lead: the fourth byte is what is missing (a valid one made it a sequence) */
 }
 
-static PyObject *set_java_decoder(PyObject *self, PyObject *fn) {
-    if (!PyCallable_Check(fn)) {
-        PyErr_SetString(PyExc_TypeError, "set_java_decoder needs a callable");
-        return NULL;
-    }
-    Py_INCREF(fn);
-    Py_XSETREF(java_decoder, fn);
-    Py_RETURN_NONE;
+/* Java's new String(bytes, UTF_8) written as UTF-8, all in C whatever the bytes (binary
+ * payloads are the common case). */
+static int put_java(Buf *b, const char *s, Py_ssize_t n) {
+    return put_utf8_or(b, (const unsigned char *)s, n, 1);
+}
+
+static PyObject *finish(Buf *b, int rc);
+
+/* java_utf8(bytes) -> bytes: put_java on its own, so that tests hold it to the Python twin. */
+static PyObject *java_utf8(PyObject *self, PyObject *arg) {
+    Py_buffer v;
+    if (PyObject_GetBuffer(arg, &v, PyBUF_SIMPLE) < 0) return NULL;
+    Buf b = {0};
+    int rc = put_java(&b, v.buf, v.len);
+    PyBuffer_Release(&v);
+    return finish(&b, rc);
 }
 
 /* ------------------------------------------------------------------ field access */
@@ -1549,8 +1566,8 @@ static PyMethodDef methods[] = {
      "text_plain_run(batches, data, spans, ts_names, codec, records, kmode, vmode) -> bytes."},
     {"kafka_batch_line", kafka_batch_line, METH_VARARGS,
      "kafka_batch_line(batch, crc_valid, ts_name, codec_name) -> bytes: the batch's line of kafka-dump-log.sh."},
-    {"set_java_decoder", set_java_decoder, METH_O,
-     "set_java_decoder(fn): bytes -> str as Java's new String(bytes, UTF_8) (kafka lines)."},
+    {"java_utf8", java_utf8, METH_O,
+     "java_utf8(bytes) -> bytes: Java's new String(bytes, UTF_8), as UTF-8 (kafka lines)."},
     {"jsonl_records", jsonl_records, METH_VARARGS,
      "jsonl_records(records, ts_name, position, kmode, vmode) -> bytes: jsonl record lines of a batch."},
     {"text_records", text_records, METH_VARARGS,

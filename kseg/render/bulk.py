@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from kseg.decoders.jvm import java_utf8
 from kseg.formats.attributes import CONTROL_MASK, DELETE_HORIZON_MASK, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK
 from kseg.model import Batch
 from kseg.render import lines
@@ -18,7 +17,6 @@ try:
 except ImportError:  # pragma: no cover - exercised when the extension is not built
     _format = None
 else:
-    _format.set_java_decoder(java_utf8)
     _format.configure_batches(Batch._fields, TRANSACTIONAL_MASK, CONTROL_MASK, DELETE_HORIZON_MASK, TIMESTAMP_TYPE_MASK)
 
 ACCELERATED = _format is not None and not os.environ.get("KSEG_PURE_PYTHON")

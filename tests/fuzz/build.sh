@@ -23,11 +23,14 @@ case $mode in
 esac
 # Each file is written under a temporary name and renamed: a fuzzing campaign running from OUT
 # keeps its mapped copy, and its next slice loads the new build. kseg/_checksum.c (CRC-32C)
-# is built beside it, and loaded from OUT with it (tests/fuzz/sanitize.py).
+# and kseg/render/_format.c (the record-line writer) are built beside it, and loaded from
+# OUT with it (tests/fuzz/sanitize.py).
 "$CC" "${flags[@]}" -I"$inc" "$src" -o "$out/_speedups$suffix.tmp"
 mv -f "$out/_speedups$suffix.tmp" "$out/_speedups$suffix"
 "$CC" "${flags[@]}" -I"$inc" "$(dirname "$src")/../_checksum.c" -o "$out/_checksum$suffix.tmp"
 mv -f "$out/_checksum$suffix.tmp" "$out/_checksum$suffix"
+"$CC" "${flags[@]}" -I"$inc" "$(dirname "$src")/../render/_format.c" -o "$out/_format$suffix.tmp"
+mv -f "$out/_format$suffix.tmp" "$out/_format$suffix"
 case $("$CC" --version) in
   *clang*) runtime=$("$CC" -print-file-name=libclang_rt.asan-x86_64.so) ;;
   *) runtime=$("$CC" -print-file-name=libasan.so) ;;

@@ -1,8 +1,8 @@
 """Load kseg's C accelerator from an instrumented build instead of the in-place one.
 
 ``KSEG_SPEEDUPS_SO=/path/_speedups.cpython-*.so`` makes ``import kseg.log._speedups``
-load that file (and ``import kseg._checksum`` the ``_checksum`` build beside it) (a sanitizer or fuzzing build made by ``make sanitize-build`` or
-``make fuzz-build``), leaving the normal build untouched. Imported by
+load that file (and ``kseg._checksum`` and ``kseg.render._format`` the builds beside it: a
+sanitizer or fuzzing build made by ``tests/fuzz/build.sh``), leaving the normal build untouched. Imported by
 ``tests/fuzz/sitecustomize.py`` (so every Python process of a test run, subprocesses
 included, gets it) and by ``tests/fuzz/run.py``.
 """
@@ -15,16 +15,17 @@ import os
 import sys
 
 NAME = "kseg.log._speedups"
-CHECKSUM = "kseg._checksum"  # built beside it by tests/fuzz/build.sh, loaded from there too
+BESIDE = {"kseg._checksum": "_checksum", "kseg.render._format": "_format"}  # built beside it, loaded from there
 
 
 class _InstrumentedSpeedups(importlib.abc.MetaPathFinder):
     def __init__(self, path: str) -> None:
         self.paths = {NAME: path}
         folder, name = os.path.split(path)
-        checksum = os.path.join(folder, name.replace("_speedups", "_checksum", 1))
-        if os.path.exists(checksum):
-            self.paths[CHECKSUM] = checksum
+        for module, stem in BESIDE.items():
+            other = os.path.join(folder, name.replace("_speedups", stem, 1))
+            if os.path.exists(other):
+                self.paths[module] = other
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname not in self.paths:

@@ -16,7 +16,8 @@ Targets cover every C entry point of ``kseg/log/_speedups.c``: ``scan``,
 ``decode_v2`` (records, the verify summary and the dump's spans), ``legacy_set`` (records
 and spans), ``legacy_record``,
 ``legacy_batch_record``, ``legacy_crc_mismatches``, ``encode_v2_records``,
-``encode_legacy_messages`` and ``resync`` (salvage's scan); and the pure-Python readers of internal topics
+``encode_legacy_messages`` and ``resync`` (salvage's scan); every record-line writer of
+``kseg/render/_format.c`` (``lines``); and the pure-Python readers of internal topics
 (``kseg.decoders``) and companion files (``kseg.companions.read``).
 """
 
@@ -494,6 +495,49 @@ def fuzz_resync(data: bytes) -> None:
         same("resync (walk)", walks[0], walks[1])
 
 
+def fuzz_lines(data: bytes) -> None:
+    """The C record-line writer (``kseg.render._format``) against ``kseg.render.lines`` on the
+    records of a .log buffer (after a byte choosing the key and value payload modes): jsonl,
+    text and kafka lines from records, the same from the C reader's spans, and kafka batch lines."""
+    from kseg.log.records import batch_records, batch_spans
+    from kseg.render import bulk, lines
+
+    if not bulk.ACCELERATED or not data:
+        return
+    c = bulk._format
+    modes = (lines.NONE, lines.UTF8, lines.HEX, lines.BASE64, lines.JAVA)
+    k, v = modes[data[0] % 5], modes[(data[0] // 5) % 5]
+    kj, vj = (lines.UTF8 if m == lines.JAVA else m for m in (k, v))  # JAVA is for kafka lines only
+    for b in decode.scan_entries(data[1:]).batches:
+        for crc_valid in (True, False):
+            same("kafka_batch_line", lines.kafka_batch_line(b, crc_valid, b.timestamp_type_name, b.codec_name),
+                 c.kafka_batch_line(b, crc_valid, b.timestamp_type_name, b.codec_name))
+        try:
+            records = batch_records(b, limit=DECOMPRESSED_LIMIT)
+        except KsegError:
+            continue
+        ts, seq = b.timestamp_type_name, -1 if b.base_sequence is None else b.base_sequence
+        same("jsonl_records", lines.jsonl_records(records, ts, b.position, kj, vj),
+             c.jsonl_records(records, ts, b.position, kj, vj))
+        same("text_records", lines.text_records(records, kj, vj), c.text_records(records, kj, vj))
+        gp: list = []
+        gc: list = []
+        want = lines.kafka_records(records, ts, b.magic, b.offset, seq, k, v, None, gp)
+        same("kafka_records", want, c.kafka_records(records, ts, b.magic, b.offset, seq, k, v, None, gc))
+        same("kafka_records (groups)", gp, gc)
+        spans = batch_spans(b, limit=DECOMPRESSED_LIMIT)
+        if spans is None:
+            continue
+        same("jsonl_spans", lines.jsonl_records(records, ts, b.position, kj, vj),
+             c.jsonl_spans(spans.data, spans.records, spans.headers, ts, b.position, kj, vj))
+        same("text_spans", lines.text_records(records, kj, vj),
+             c.text_spans(spans.data, spans.records, spans.headers, kj, vj))
+        gs: list = []
+        got, _ = c.kafka_spans(spans.data, spans.records, spans.headers, ts, b.magic, b.offset, seq, k, v, None, gs,
+                               True)
+        same("kafka_spans", lines.kafka_records(records, ts, b.magic, b.offset, seq, k, v, None, [], True), got)
+
+
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "scan": fuzz_scan,
     "v2_records": fuzz_v2_records,
@@ -503,4 +547,5 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "decoders": fuzz_decoders,
     "companions": fuzz_companions,
     "resync": fuzz_resync,
+    "lines": fuzz_lines,
 }
