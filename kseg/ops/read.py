@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
-from kseg.errors import CrcMismatchError, InputError
+from kseg.errors import CrcMismatchError, InputError, KsegError
 from kseg.log.checks import SKIP, STOP
 from kseg.log.segment import partition_of
 from kseg.model import Batch, Record
@@ -60,25 +60,34 @@ def _crc_error(ev: BatchEvent) -> CrcMismatchError:
                             found=f"{b.crc:#010x} (stored)")
 
 
-def segment_batches(path: str | os.PathLike, f: ReadFilter) -> Iterator[tuple[Batch, list[Record]]]:
-    """Each batch of one segment file that the filter keeps, with its kept records."""
+def segment_batches(path: str | os.PathLike, f: ReadFilter,
+                    damaged: list[KsegError] | None = None) -> Iterator[tuple[Batch, list[Record]]]:
+    """Each batch of one segment file that the filter keeps, with its kept records. Under
+    ``on_damage="skip"`` each batch left out (and a tail that ends the segment early) is
+    appended to ``damaged`` as the error ``stop`` would have raised."""
     for ev in dump_file(Path(path), f.dump_options()):
         if isinstance(ev, BatchEvent):
             if not ev.crc_valid:
                 if f.on_damage == STOP:
                     raise _crc_error(ev)
+                if damaged is not None:
+                    damaged.append(_crc_error(ev))
                 continue
             if ev.batch.is_control and not f.include_control:
                 continue
             if ev.records:
                 yield ev.batch, ev.records
         elif isinstance(ev, TailEvent):
+            error = ev.tail.error.located(file=str(ev.path), position=ev.tail.position)
             if f.on_damage == STOP:
-                raise ev.tail.error.located(file=str(ev.path), position=ev.tail.position)
+                raise error
+            if damaged is not None:
+                damaged.append(error)
         elif isinstance(ev, FileStart) and ev.kind not in ("log", "checkpoint"):
             raise InputError(f"not a log segment (a {ev.kind} file)", file=str(ev.path))
-        elif isinstance(ev, BadBatchEvent):
-            continue  # only with on_damage="skip": dump's --keep-going
+        elif isinstance(ev, BadBatchEvent):  # only with on_damage="skip": dump's --keep-going
+            if damaged is not None:
+                damaged.append(ev.error.located(file=str(ev.path), position=ev.batch.position))
 
 
 def segment_records(path: str | os.PathLike, f: ReadFilter) -> Iterator[Record]:
@@ -112,13 +121,14 @@ def record_schema(columns: list[str] | None = None) -> Any:
 
 
 def arrow_batches(paths: Iterable[str | os.PathLike], f: ReadFilter, columns: list[str] | None = None,
-                  batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[Any]:
+                  batch_rows: int = DEFAULT_BATCH_ROWS, damaged: list[KsegError] | None = None) -> Iterator[Any]:
     """The records of segment files, in order, as Arrow RecordBatches of at most about
-    ``batch_rows`` rows each (memory stays bounded by one of them and one Kafka batch)."""
+    ``batch_rows`` rows each (memory stays bounded by one of them and one Kafka batch);
+    ``damaged`` as ``segment_batches``'."""
     cols = _RecordColumns(record_schema(columns))
     for path in paths:
         source = source_of(path)
-        for batch, records in segment_batches(path, f):
+        for batch, records in segment_batches(path, f, damaged):
             cols.add(source, batch, records)
             if cols.n >= batch_rows:
                 yield cols.flush()
