@@ -28,7 +28,7 @@ def _columns(ctx: click.Context, param: click.Parameter, value: str | None) -> t
         return tuple(check_columns("records", [c.strip() for c in value.split(",") if c.strip()]) or ())
     except InputError:
         raise click.BadParameter(f"unknown column in {value!r}; the record columns are "
-                                 f"{','.join(RECORD_COLUMNS)}", ctx, param) from None
+                                 f"{', '.join(RECORD_COLUMNS)}", ctx, param) from None
 
 
 CODECS = sorted({c for names in COMPRESSIONS.values() for c in names})
@@ -42,7 +42,7 @@ CODECS = sorted({c for names in COMPRESSIONS.values() for c in names})
 @click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="parquet", show_default=True,
               help="parquet, or arrow: the Arrow IPC file format (Feather v2).")
 @click.option("--columns", callback=_columns, metavar="COLUMN,...",
-              help=f"Only these columns of the record schema (kept in its order): {','.join(RECORD_COLUMNS)}.")
+              help=f"Only these columns of the record schema (kept in its order): {', '.join(RECORD_COLUMNS)}.")
 @click.option("--compression", type=click.Choice(CODECS), default=None,
               help=f"Parquet: {', '.join(COMPRESSIONS['parquet'])} [default: zstd]; "
                    f"arrow: {', '.join(COMPRESSIONS['arrow'])} [default: none].")
