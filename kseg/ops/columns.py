@@ -8,14 +8,14 @@ transposing the decoded records, so the Python work per record stays small.
 
 from __future__ import annotations
 
-from itertools import accumulate, chain
 from pathlib import Path
 from typing import Any, Iterator
 
 from kseg.errors import InputError, KsegError
 from kseg.facts.primitives import INT32_MAX
 from kseg.formats.attributes import CODEC_NONE, LOG_APPEND_TIME, NO_SEQUENCE
-from kseg.log.records import batch_records
+from kseg.log.records import RecordSpans, batch_records
+from kseg.log.span_columns import records_part, span_columns
 from kseg.log.segment import Segment
 from kseg.model import Batch, record_sequence
 from kseg.ops.slices import Conditions, ReadOptions, Slice, seek_range
@@ -157,9 +157,12 @@ def record_tuples(s: Slice, cond: Conditions | None, opts: ReadOptions) -> Itera
 
 
 class _RecordColumns:
-    """Accumulates records column by column; ``flush`` makes one Arrow RecordBatch.
+    """Accumulates records as column buffers (``kseg.log.span_columns``); ``flush`` makes one
+    Arrow RecordBatch.
 
-    Per-batch values are kept once per Kafka batch and expanded with run-end decoding.
+    A batch comes as spans over its data (``add_spans``: no Python object per record) or as
+    decoded records (``add``); per-batch values are kept once per Kafka batch and expanded with
+    run-end decoding.
     """
 
     def __init__(self, schema):
@@ -174,15 +177,11 @@ class _RecordColumns:
 
     def reset(self) -> None:
         self.n = 0
+        self.bytes = 0  # of the parts' data: what flushing frees
         self.batch_rows: list[tuple] = []  # per Kafka batch: see ``add``
         self.run_ends: list[int] = []
         self.any_sequence = False
-        self.offsets: list[int] = []
-        self.timestamps: list[int] = []
-        self.keys: list = []
-        self.values: list = []
-        self.header_counts: list[int] = []
-        self.headers: list = []
+        self.parts: list = []
 
     def _flags(self, b: Batch) -> tuple:
         key = (b.magic, b.attributes)
@@ -194,10 +193,7 @@ class _RecordColumns:
             self.flags[key] = f
         return f
 
-    def add(self, s: Slice, b: Batch, records: list) -> None:
-        n = len(records)
-        if not n:
-            return
+    def _batch(self, s: Slice, b: Batch, n: int) -> None:
         tt, codec, txn, control = self._flags(b)
         seq = b.base_sequence
         if seq is not None and seq != NO_SEQUENCE:
@@ -207,27 +203,19 @@ class _RecordColumns:
                                 seq, b.base_offset))
         self.n += n
         self.run_ends.append(self.n)
-        if n == 1:
-            r = records[0]
-            self.offsets.append(r[0])
-            self.timestamps.append(r[1])
-            self.keys.append(r[2])
-            self.values.append(r[3])
-            h = r[4]
-            self.header_counts.append(len(h))
-            if h:
-                self.headers.extend(h)
-            return
-        offs, tss, keys, values, hdrs = list(zip(*records))[:5]
-        self.offsets.extend(offs)
-        self.timestamps.extend(tss)
-        self.keys.extend(keys)
-        self.values.extend(values)
-        if b.magic >= 2:
-            self.header_counts.extend(map(len, hdrs))
-            self.headers.extend(chain.from_iterable(hdrs))
-        else:
-            self.header_counts.extend([0] * n)
+
+    def add(self, s: Slice, b: Batch, records: list) -> None:
+        if records:
+            self._batch(s, b, len(records))
+            part = records_part(records)
+            self.parts.append(part)
+            self.bytes += len(part[0])
+
+    def add_spans(self, s: Slice, b: Batch, spans: RecordSpans) -> None:
+        if spans.count:
+            self._batch(s, b, spans.count)
+            self.parts.append((spans.data, spans.records, spans.headers))
+            self.bytes += len(spans.data)
 
     def flush(self):
         import pyarrow as pa
@@ -236,14 +224,26 @@ class _RecordColumns:
         types = self.types
         cols = list(zip(*self.batch_rows))
         run_ends = pa.array(self.run_ends, self.int32)
+        c = span_columns(self.parts)
+        n = c.rows
+
+        rows_batch: list = []  # each row's Kafka batch (made once, for the columns that vary)
 
         def expand(values: tuple, type_) -> Any:
-            if len(values) == 1:
-                return pa.repeat(pa.scalar(values[0], type_), self.n)
-            return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(run_ends, pa.array(values, type_)))
+            first = values[0]
+            if all(v == first and type(v) is type(first) for v in values):  # True == 1, but not here
+                return pa.repeat(pa.scalar(first, type_), n)
+            if not rows_batch:
+                rows_batch.append(pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(
+                    run_ends, pa.array(range(len(values)), self.int32))))
+            return pa.array(values, type_).take(rows_batch[0])
+
+        def binary(count: int, validity: bytes, nulls: int, offsets: bytes, data: bytes, type_=pa.binary()) -> Any:
+            return pa.Array.from_buffers(type_, count, [pa.py_buffer(validity) if nulls else None,
+                                                        pa.py_buffer(offsets), pa.py_buffer(data)], null_count=nulls)
 
         arrays = {name: expand(cols[i], types[name]) for i, name in enumerate(_BATCH_LEVEL) if name in types}
-        offsets = pa.array(self.offsets, pa.int64())
+        offsets = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(c.offsets)])
         if "sequence" in types:
             if self.any_sequence:
                 # sequence = baseSequence + (offset - baseOffset), wrapping past int32 max; -1 stays -1.
@@ -256,26 +256,26 @@ class _RecordColumns:
             else:
                 arrays["sequence"] = expand(cols[12], pa.int32())  # all -1 (v2) or null (legacy)
         if "headers" in types:
-            if self.headers:
-                hk, hv = zip(*self.headers)
-                try:
-                    keys = pa.array(hk, pa.string())
-                except (UnicodeEncodeError, pa.ArrowInvalid):
-                    keys = pa.array([k.encode("utf-8", "replace").decode("utf-8") for k in hk], pa.string())
-                values = pa.array(hv, pa.binary())
-            else:
-                keys, values = pa.array([], pa.string()), pa.array([], pa.binary())
+            keys = binary(c.headers, b"", 0, c.header_key_offsets, c.header_key_data, pa.string())
+            try:
+                keys.validate(full=True)
+            except pa.ArrowInvalid:  # not UTF-8: each byte that is not, as the decoders' "?"
+                keys = pa.array([k.decode("utf-8", "surrogateescape").encode("utf-8", "replace").decode()
+                                 for k in binary(c.headers, b"", 0, c.header_key_offsets,
+                                                 c.header_key_data).to_pylist()], pa.string())
+            values = binary(c.headers, c.header_value_validity, c.header_value_nulls, c.header_value_offsets,
+                            c.header_value_data)
             htype = self.headers_type
             struct = pa.StructArray.from_arrays([keys, values], fields=list(htype.value_type))
-            hoff = pa.array([0, *accumulate(self.header_counts)], self.int32)
+            hoff = pa.Array.from_buffers(self.int32, n + 1, [None, pa.py_buffer(c.header_offsets)])
             arrays["headers"] = pa.ListArray.from_arrays(hoff, struct, type=htype)
         arrays["offset"] = offsets
         if "timestamp" in types:
-            arrays["timestamp"] = pa.array(self.timestamps, pa.int64())
+            arrays["timestamp"] = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(c.timestamps)])
         if "key" in types:
-            arrays["key"] = pa.array(self.keys, pa.binary())
+            arrays["key"] = binary(n, c.key_validity, c.key_nulls, c.key_offsets, c.key_data)
         if "value" in types:
-            arrays["value"] = pa.array(self.values, pa.binary())
+            arrays["value"] = binary(n, c.value_validity, c.value_nulls, c.value_offsets, c.value_data)
         out = pa.RecordBatch.from_arrays([arrays[f.name] for f in self.schema], schema=self.schema)
         self.reset()
         return out
