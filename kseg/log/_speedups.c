@@ -1308,6 +1308,21 @@ span_inside(int64_t at, int64_t len, Py_ssize_t size, int nullable)
     return len >= 0 && at >= 0 && at <= (int64_t)size && len <= (int64_t)size - at;
 }
 
+/* One value (len -1: null) onto a binary column: its validity bit, its bytes, its end offset. */
+static inline void
+put_value(const char *data, int64_t at, int64_t len, unsigned char *valid, Py_ssize_t i, int32_t *offsets,
+          char *out, int32_t *used, Py_ssize_t *nulls)
+{
+    if (len >= 0) {
+        if (valid) valid[i >> 3] |= (unsigned char)(1u << (i & 7));
+        memcpy(out + *used, data + at, (size_t)len);
+        *used += (int32_t)len;
+    } else if (nulls) {
+        (*nulls)++;
+    }
+    offsets[i + 1] = *used;
+}
+
 static PyObject *
 span_columns(PyObject *self, PyObject *args)
 {
@@ -1402,28 +1417,11 @@ span_columns(PyObject *self, PyObject *args)
                 const KsegRecordSpan *x = rs + j;
                 off[row] = x->offset;
                 ts[row] = x->timestamp;
-                if (x->key_len >= 0) {
-                    kvalid[row >> 3] |= (unsigned char)(1u << (row & 7));
-                    memcpy(kdata + kat, data + x->key_at, (size_t)x->key_len);
-                    kat += (int32_t)x->key_len;
-                } else knulls++;
-                koff[row + 1] = kat;
-                if (x->value_len >= 0) {
-                    vvalid[row >> 3] |= (unsigned char)(1u << (row & 7));
-                    memcpy(vdata + vat, data + x->value_at, (size_t)x->value_len);
-                    vat += (int32_t)x->value_len;
-                } else vnulls++;
-                voff[row + 1] = vat;
+                put_value(data, x->key_at, x->key_len, kvalid, row, koff, kdata, &kat, &knulls);
+                put_value(data, x->value_at, x->value_len, vvalid, row, voff, vdata, &vat, &vnulls);
                 for (int64_t k = x->first_header; k < x->first_header + x->header_count; k++, h++) {
-                    memcpy(hkdata + hkat, data + hs[k].key_at, (size_t)hs[k].key_len);
-                    hkat += (int32_t)hs[k].key_len;
-                    hkoff[h + 1] = hkat;
-                    if (hs[k].value_len >= 0) {
-                        hvvalid[h >> 3] |= (unsigned char)(1u << (h & 7));
-                        memcpy(hvdata + hvat, data + hs[k].value_at, (size_t)hs[k].value_len);
-                        hvat += (int32_t)hs[k].value_len;
-                    } else hvnulls++;
-                    hvoff[h + 1] = hvat;
+                    put_value(data, hs[k].key_at, hs[k].key_len, NULL, h, hkoff, hkdata, &hkat, NULL);
+                    put_value(data, hs[k].value_at, hs[k].value_len, hvvalid, h, hvoff, hvdata, &hvat, &hvnulls);
                 }
                 hat += (int32_t)x->header_count;
                 hoff[row + 1] = hat;

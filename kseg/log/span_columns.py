@@ -89,7 +89,9 @@ def _inside(at: int, length: int, size: int, nullable: bool) -> bool:
 def span_columns_py(parts: Sequence[Part]) -> ColumnBuffers:
     """The Python reference of ``span_columns`` (see the module comment)."""
     off, ts = bytearray(), bytearray()
-    kvalid, voff_valid, hvvalid = [], [], []
+    kvalid: list[bool] = []
+    vvalid: list[bool] = []
+    hvvalid: list[bool] = []
     koff, voff, hoff, hkoff, hvoff = [0], [0], [0], [0], [0]
     kdata, vdata, hkdata, hvdata = bytearray(), bytearray(), bytearray(), bytearray()
     for i, (data, recs, hdrs) in enumerate(parts):
@@ -105,24 +107,14 @@ def span_columns_py(parts: Sequence[Part]) -> ColumnBuffers:
                 raise ValueError(f"span_columns(): record span {j} of part {i} is outside its data")
             off += _INT64.pack(offset)
             ts += _INT64.pack(timestamp)
-            kvalid.append(k_len >= 0)
-            if k_len > 0:
-                kdata += data[k_at:k_at + k_len]
-            koff.append(len(kdata))
-            voff_valid.append(v_len >= 0)
-            if v_len > 0:
-                vdata += data[v_at:v_at + v_len]
-            voff.append(len(vdata))
+            _put(data, k_at, k_len, kvalid, koff, kdata)
+            _put(data, v_at, v_len, vvalid, voff, vdata)
             for k in range(first, first + count):
                 hk_at, hk_len, hv_at, hv_len = hs[k]
                 if not (_inside(hk_at, hk_len, size, False) and _inside(hv_at, hv_len, size, True)):
                     raise ValueError(f"span_columns(): header span {k} of part {i} is outside its data")
-                hkdata += data[hk_at:hk_at + hk_len]
-                hkoff.append(len(hkdata))
-                hvvalid.append(hv_len >= 0)
-                if hv_len > 0:
-                    hvdata += data[hv_at:hv_at + hv_len]
-                hvoff.append(len(hvdata))
+                _put(data, hk_at, hk_len, None, hkoff, hkdata)
+                _put(data, hv_at, hv_len, hvvalid, hvoff, hvdata)
             hoff.append(hoff[-1] + count)
     rows, nh = len(kvalid), len(hvvalid)
     if max(len(kdata), len(vdata), len(hkdata), len(hvdata), nh, rows) > INT32_MAX:
@@ -132,9 +124,18 @@ def span_columns_py(parts: Sequence[Part]) -> ColumnBuffers:
         return struct.pack(f"={len(values)}i", *values)
 
     return ColumnBuffers(rows, nh, bytes(off), bytes(ts), _bitmap(kvalid), int32s(koff), bytes(kdata),
-                         kvalid.count(False), _bitmap(voff_valid), int32s(voff), bytes(vdata), voff_valid.count(False),
+                         kvalid.count(False), _bitmap(vvalid), int32s(voff), bytes(vdata), vvalid.count(False),
                          int32s(hoff), int32s(hkoff), bytes(hkdata), _bitmap(hvvalid), int32s(hvoff), bytes(hvdata),
                          hvvalid.count(False))
+
+
+def _put(data: bytes, at: int, length: int, valid: list[bool] | None, offsets: list[int], out: bytearray) -> None:
+    """One value (``length`` -1: null) onto a binary column: its validity, its bytes, its end offset."""
+    if valid is not None:
+        valid.append(length >= 0)
+    if length > 0:
+        out += data[at:at + length]
+    offsets.append(len(out))
 
 
 def _bitmap(valid: list[bool]) -> bytes:
