@@ -173,6 +173,7 @@ class _RecordColumns:
         self.headers_type = self.types.get("headers")
         self.int32 = pa.int32()
         self.flags: dict[tuple[int, int], tuple] = {}  # (magic, attributes) -> per-batch facts
+        self.constants: dict[tuple, Any] = {}  # (type, value, rows) -> a column of it (Arrow's are immutable)
         self.reset()
 
     def reset(self) -> None:
@@ -231,8 +232,14 @@ class _RecordColumns:
 
         def expand(values: tuple, type_) -> Any:
             first = values[0]
-            if all(v == first and type(v) is type(first) for v in values):  # True == 1, but not here
-                return pa.repeat(pa.scalar(first, type_), n)
+            if values.count(first) == len(values):  # (a column's values are all of one type, or None)
+                key = (type_, first, n)
+                same = self.constants.get(key)
+                if same is None:
+                    if len(self.constants) > 64:
+                        self.constants.clear()
+                    same = self.constants[key] = pa.repeat(pa.scalar(first, type_), n)
+                return same
             if not rows_batch:
                 rows_batch.append(pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(
                     run_ends, pa.array(range(len(values)), self.int32))))
