@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from kseg.log import fast
 from kseg.log.decode import scan_entries
-from kseg.log.records import batch_records, batch_spans
+from kseg.log.records import RecordSpans, batch_records, batch_spans
 from kseg.log.span_columns import HEADER_SPAN, RECORD_SPAN, ColumnBuffers, records_part, span_columns_py
 from kseg.model import Header, make_record
 from tests.test_api import LOGDIR, PARTITIONS
@@ -154,8 +154,13 @@ def test_a_header_key_that_is_not_utf8_reads_as_the_decoders_replacement() -> No
     bad = b"k\xff\xfe".decode("utf-8", "surrogateescape")
     recs = [make_record(0, 1, b"a", b"b", (Header(bad, b"v"), Header("ok", None)))]
     batch = scan_entries((LOGDIR / "v2-headers-0" / "00000000000000000000.log").read_bytes()).batches[0]
+    source = source_of(LOGDIR / "v2-headers-0" / "00000000000000000000.log")
+    want = [[{"key": "k??", "value": b"v"}, {"key": "ok", "value": None}]]
     cols = _RecordColumns(arrow_schema("records"))
-    cols.add(source_of(LOGDIR / "v2-headers-0" / "00000000000000000000.log"), batch, recs)
-    headers = cols.flush().column("headers").to_pylist()
-    assert headers == [[{"key": "k??", "value": b"v"}, {"key": "ok", "value": None}]]
+    cols.add(source, batch, recs)  # decoded records
+    assert cols.flush().column("headers").to_pylist() == want
+    data, spans, heads = records_part(recs)  # the same as spans, as the C reader gives them
+    cols.add_spans(source, batch, RecordSpans(data, spans, heads, 1, 0))
+    cols.add(source, batch, recs)  # and a run of each kind in one flush
+    assert cols.flush().column("headers").to_pylist() == want * 2
     assert pa is not None

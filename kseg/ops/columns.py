@@ -8,6 +8,7 @@ transposing the decoded records, so the Python work per record stays small.
 
 from __future__ import annotations
 
+from itertools import accumulate, chain, groupby
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -15,7 +16,7 @@ from kseg.errors import InputError, KsegError
 from kseg.facts.primitives import INT32_MAX
 from kseg.formats.attributes import CODEC_NONE, LOG_APPEND_TIME, NO_SEQUENCE
 from kseg.log.records import RecordSpans, batch_records
-from kseg.log.span_columns import records_part, span_columns
+from kseg.log.span_columns import span_columns
 from kseg.log.segment import Segment
 from kseg.model import Batch, record_sequence
 from kseg.ops.slices import Conditions, ReadOptions, Slice, seek_range
@@ -156,6 +157,17 @@ def record_tuples(s: Slice, cond: Conditions | None, opts: ReadOptions) -> Itera
                    b.is_transactional if v2 else None, b.is_control if v2 else None)
 
 
+def _header_keys(keys: list[str]) -> Any:
+    """Header keys as an Arrow string column: a key that is not UTF-8 (read with surrogateescape)
+    has each byte that is not replaced with "?"."""
+    import pyarrow as pa
+
+    try:
+        return pa.array(keys, pa.string())
+    except (UnicodeEncodeError, pa.ArrowInvalid):
+        return pa.array([k.encode("utf-8", "replace").decode("utf-8") for k in keys], pa.string())
+
+
 class _RecordColumns:
     """Accumulates records as column buffers (``kseg.log.span_columns``); ``flush`` makes one
     Arrow RecordBatch.
@@ -208,15 +220,65 @@ class _RecordColumns:
     def add(self, s: Slice, b: Batch, records: list) -> None:
         if records:
             self._batch(s, b, len(records))
-            part = records_part(records)
-            self.parts.append(part)
-            self.bytes += len(part[0])
+            self.parts.append(list(records))  # a list (spans: a tuple): transposed at the flush
+            self.bytes += sum(len(r.key or b"") + len(r.value or b"") for r in records)
 
     def add_spans(self, s: Slice, b: Batch, spans: RecordSpans) -> None:
         if spans.count:
             self._batch(s, b, spans.count)
             self.parts.append((spans.data, spans.records, spans.headers))
             self.bytes += len(spans.data)
+
+    def _span_arrays(self, parts: list) -> dict[str, Any]:
+        """The per-record columns of span parts, from ``span_columns``' buffers."""
+        import pyarrow as pa
+
+        c = span_columns(parts)
+        n = c.rows
+
+        def binary(count: int, validity: bytes, nulls: int, offsets: bytes, data: bytes, type_=pa.binary()) -> Any:
+            return pa.Array.from_buffers(type_, count, [pa.py_buffer(validity) if nulls else None,
+                                                        pa.py_buffer(offsets), pa.py_buffer(data)], null_count=nulls)
+
+        out = {"offset": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(c.offsets)]),
+               "timestamp": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(c.timestamps)]),
+               "key": binary(n, c.key_validity, c.key_nulls, c.key_offsets, c.key_data),
+               "value": binary(n, c.value_validity, c.value_nulls, c.value_offsets, c.value_data)}
+        if self.headers_type is not None:
+            keys = binary(c.headers, b"", 0, c.header_key_offsets, c.header_key_data, pa.string())
+            try:
+                keys.validate(full=True)
+            except pa.ArrowInvalid:  # not UTF-8: as the records' keys read (``_header_keys``)
+                keys = _header_keys([k.decode("utf-8", "surrogateescape") for k in binary(
+                    c.headers, b"", 0, c.header_key_offsets, c.header_key_data).to_pylist()])
+            values = binary(c.headers, c.header_value_validity, c.header_value_nulls, c.header_value_offsets,
+                            c.header_value_data)
+            hoff = pa.Array.from_buffers(self.int32, n + 1, [None, pa.py_buffer(c.header_offsets)])
+            out["headers"] = self._headers(hoff, keys, values)
+        return out
+
+    def _record_arrays(self, parts: list[list]) -> dict[str, Any]:
+        """The per-record columns of decoded records (transposed, one list per column)."""
+        import pyarrow as pa
+
+        records = list(chain.from_iterable(parts))
+        offs, tss, keys, values, hdrs = list(zip(*records))[:5]
+        out = {"offset": pa.array(offs, pa.int64()), "timestamp": pa.array(tss, pa.int64()),
+               "key": pa.array(keys, pa.binary()), "value": pa.array(values, pa.binary())}
+        if self.headers_type is not None:
+            flat = list(chain.from_iterable(hdrs))
+            hk = [h.key for h in flat]
+            hv = pa.array([h.value for h in flat], pa.binary())
+            hoff = pa.array([0, *accumulate(map(len, hdrs))], self.int32)
+            out["headers"] = self._headers(hoff, _header_keys(hk), hv)
+        return out
+
+    def _headers(self, offsets: Any, keys: Any, values: Any) -> Any:
+        import pyarrow as pa
+
+        htype = self.headers_type
+        struct = pa.StructArray.from_arrays([keys, values], fields=list(htype.value_type))
+        return pa.ListArray.from_arrays(offsets, struct, type=htype)
 
     def flush(self):
         import pyarrow as pa
@@ -225,8 +287,13 @@ class _RecordColumns:
         types = self.types
         cols = list(zip(*self.batch_rows))
         run_ends = pa.array(self.run_ends, self.int32)
-        c = span_columns(self.parts)
-        n = c.rows
+        # The per-record columns: each run of span parts in one span_columns call, each run of
+        # decoded records transposed; runs joined in order.
+        runs = [(spans, list(group)) for spans, group in groupby(self.parts, key=lambda p: isinstance(p, tuple))]
+        pieces = [self._span_arrays(group) if spans else self._record_arrays(group) for spans, group in runs]
+        per_record = pieces[0] if len(pieces) == 1 else {
+            name: pa.concat_arrays([piece[name] for piece in pieces]) for name in pieces[0]}
+        n = self.n
 
         rows_batch: list = []  # each row's Kafka batch (made once, for the columns that vary)
 
@@ -245,12 +312,8 @@ class _RecordColumns:
                     run_ends, pa.array(range(len(values)), self.int32))))
             return pa.array(values, type_).take(rows_batch[0])
 
-        def binary(count: int, validity: bytes, nulls: int, offsets: bytes, data: bytes, type_=pa.binary()) -> Any:
-            return pa.Array.from_buffers(type_, count, [pa.py_buffer(validity) if nulls else None,
-                                                        pa.py_buffer(offsets), pa.py_buffer(data)], null_count=nulls)
-
         arrays = {name: expand(cols[i], types[name]) for i, name in enumerate(_BATCH_LEVEL) if name in types}
-        offsets = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(c.offsets)])
+        offsets = per_record["offset"]
         if "sequence" in types:
             if self.any_sequence:
                 # sequence = baseSequence + (offset - baseOffset), wrapping past int32 max; -1 stays -1.
@@ -262,27 +325,7 @@ class _RecordColumns:
                                                 wrapped).cast(pa.int32())
             else:
                 arrays["sequence"] = expand(cols[12], pa.int32())  # all -1 (v2) or null (legacy)
-        if "headers" in types:
-            keys = binary(c.headers, b"", 0, c.header_key_offsets, c.header_key_data, pa.string())
-            try:
-                keys.validate(full=True)
-            except pa.ArrowInvalid:  # not UTF-8: each byte that is not, as the decoders' "?"
-                keys = pa.array([k.decode("utf-8", "surrogateescape").encode("utf-8", "replace").decode()
-                                 for k in binary(c.headers, b"", 0, c.header_key_offsets,
-                                                 c.header_key_data).to_pylist()], pa.string())
-            values = binary(c.headers, c.header_value_validity, c.header_value_nulls, c.header_value_offsets,
-                            c.header_value_data)
-            htype = self.headers_type
-            struct = pa.StructArray.from_arrays([keys, values], fields=list(htype.value_type))
-            hoff = pa.Array.from_buffers(self.int32, n + 1, [None, pa.py_buffer(c.header_offsets)])
-            arrays["headers"] = pa.ListArray.from_arrays(hoff, struct, type=htype)
-        arrays["offset"] = offsets
-        if "timestamp" in types:
-            arrays["timestamp"] = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(c.timestamps)])
-        if "key" in types:
-            arrays["key"] = binary(n, c.key_validity, c.key_nulls, c.key_offsets, c.key_data)
-        if "value" in types:
-            arrays["value"] = binary(n, c.value_validity, c.value_nulls, c.value_offsets, c.value_data)
+        arrays.update({name: a for name, a in per_record.items() if name in types})
         out = pa.RecordBatch.from_arrays([arrays[f.name] for f in self.schema], schema=self.schema)
         self.reset()
         return out
