@@ -154,10 +154,11 @@ test-sanitize: $(SAN_DIR)/preload
 		assert k.ACCELERATED and c.__file__.startswith("$(CURDIR)/$(SAN_DIR)/"), c.__file__; print("sanitized:", c.__file__)'
 	$(SAN_ENV) $(PY) -m pytest $(SAN_PYTEST)
 
-# Every fuzz target for FUZZ_SECONDS under atheris, from the committed seeds; new inputs
-# go to a scratch folder, a finding fails the target (its input is under build/fuzz-findings).
+# Every fuzz target (the TARGETS table of tests/fuzz/targets.py) for FUZZ_SECONDS under atheris,
+# from the committed seeds; new inputs go to a scratch folder, a finding fails the target (its
+# input is under build/fuzz-findings).
 fuzz-short: $(FUZZ_DIR)/preload
-	@for t in log scan v2_records legacy encoders decoders companions resync lines; do \
+	@for t in $$(PYTHONPATH=tests/fuzz $(PY) -c 'import targets; print(*targets.TARGETS)'); do \
 		rm -rf build/fuzz-scratch/$$t; mkdir -p build/fuzz-scratch/$$t build/fuzz-findings/$$t; \
 		echo "fuzz $$t ($(FUZZ_SECONDS) s)"; \
 		$(FUZZ_ENV) $(PY) tests/fuzz/run.py $$t -max_total_time=$(FUZZ_SECONDS) -timeout=20 -max_len=16384 \

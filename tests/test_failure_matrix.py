@@ -71,6 +71,9 @@ class Command:
     # Faults in the data on which this command owes another verdict than its role's, each with the reason.
     data_verdicts: dict[str, tuple[set[int], str, str]] = field(default_factory=dict)
     spark: bool = False
+    # A writer's check of a complete output: "verify" (kseg verify passes on it: segments), or
+    # "export" (Parquet files that pyarrow reads back, each marked as kseg's export).
+    output_check: str = "verify"
 
 
 def _writer(*extra: str) -> Callable[[str, str], list[str]]:
@@ -118,6 +121,8 @@ COMMANDS: dict[str, Command] = {
         f: ({1}, "complete", "salvage's purpose is to recover around the damage: it writes every batch the damage "
                              "did not touch (the output passes verify) and exits 1, something was lost")
         for f in ("crc", "contents", "truncated")}),
+    # Records into Parquet: a writer whose output is not segments (its check reads the files back).
+    "export": Command("writer", lambda inp, out: [inp, "-o", out], output_check="export"),
     "compact": Command("writer", _writer("--include-active", "--now-ms", NOW_MS)),
     "up-convert": Command("writer", _writer("--to-magic", "2", "--codec", "lz4")),
     "down-convert": Command("writer", _writer("--to-magic", "1")),
@@ -458,9 +463,26 @@ def test_damaged_data(inputs: Inputs, tmp_path: Path, name: str, kind: str, faul
             assert not out.exists(), f"{name} wrote an output from damaged input:\n{run.stderr}"
         else:
             assert out.exists()
-            check = kseg(["verify", str(out)], inputs)
-            assert check.code == 0, check.stdout + check.stderr
+            check_output(cmd, out, inputs)
     assert leftovers(tmp_path, inputs.root / "tmp") == []
+
+
+def check_output(cmd: Command, out: Path, inputs: Inputs) -> None:
+    """A complete output is what its writer promises: segments that verify passes, or
+    Parquet files that read back, each marked as kseg's export."""
+    if cmd.output_check == "verify":
+        check = kseg(["verify", str(out)], inputs)
+        assert check.code == 0, check.stdout + check.stderr
+        return
+    import pyarrow.parquet as pq
+
+    from kseg.ops.export import EXPORT_KEY
+
+    files = sorted(out.iterdir()) if out.is_dir() else [out]
+    assert files and all(f.suffix == ".parquet" for f in files), files
+    for f in files:
+        table = pq.read_table(f)
+        assert EXPORT_KEY in (table.schema.metadata or {}) and table.num_rows > 0, f
 
 
 def test_state_refuses_an_ordinary_topic(inputs: Inputs) -> None:
@@ -608,8 +630,7 @@ def test_faults_during_the_run(inputs: Inputs, tmp_path: Path, name: str, fault:
         assert codes == [0, 2], [(r.code, r.stderr) for r in runs]
         loser = next(r for r in runs if r.code == 2)
         assert len(loser.error_lines) == 1
-        check = kseg(["verify", str(out)], inputs)
-        assert check.code == 0, check.stdout + check.stderr
+        check_output(cmd, out, inputs)
         assert leftovers(tmp_path, inputs.root / "tmp") == []
         return
     if fault == "full_disk":

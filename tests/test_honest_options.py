@@ -43,6 +43,9 @@ CASES = [
     ("compact topic there", ["compact", "--dry-run", "--topics", "v2-gzip", LOGDIR], 0, None),
     ("find topic not there", ["find", "--key", "x", "--topic", "nope", LOGDIR], 2,
      "--topic nope: no partition of this topic under the paths given"),
+    ("export arrow with a parquet-only codec", ["export", "--format", "arrow", "--compression", "brotli", PART,
+                                                "-o", "/nonexistent/out.arrow"], 2,
+     "--compression brotli: arrow files take none, lz4, zstd"),
     ("find partitions alone", ["find", "--key", "x", "--partitions", "3", LOGDIR], 2,
      "--partitions is the topic's partition count for --partitioner"),
 ]

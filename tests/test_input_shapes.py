@@ -67,6 +67,7 @@ WRITERS = {
     "compact": ["compact"],
     "repair": ["repair"],
     "salvage": ["salvage"],
+    "export": ["export"],
 }
 NOT_ON_FILES = {"plugins", "spark", "build"}  # take no Kafka files as input (build reads JSON lines)
 

@@ -45,6 +45,7 @@ ROWS: dict[str, list[list[str]]] = {
     "repair": [["--dry-run", str(LOGDIR / "v2-txn-0")]],
     # A damaged copy's report is held to LEAKS in tests/test_salvage.py (no fixture is damaged).
     "salvage": [["--dry-run", str(LOGDIR / "v2-txn-0")], [str(LOGDIR / "v2-gzip-0"), "-o", "{out}"]],
+    "export": [[str(LOGDIR / "v2-headers-0"), "-o", "{out}"], [str(LOGDIR), "-o", "{out}", "--format", "arrow"]],
     "compact": [[str(LOGDIR / "v2-none-0"), "-o", "{out}", "--include-active"]],
     "up-convert": [[str(LOGDIR / "v1-gzip-0"), "-o", "{out}", "--to-magic", "2"]],
     "down-convert": [[str(LOGDIR / "v2-none-0"), "-o", "{out}", "--to-magic", "1"]],

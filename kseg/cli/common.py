@@ -296,6 +296,14 @@ jobs_option = click.option(
 input_format_option = click.option(
     "--input-format", type=click.Choice(["kafka", "kafka07"]), default=None, help=INPUT_FORMAT_HELP)
 
+# The record filters of dump and export (inclusive; a batch wholly outside them is skipped on its header).
+record_filter_options = options(
+    click.option("--from-offset", type=int, default=None),
+    click.option("--to-offset", type=int, default=None),
+    time_option("--from-time", help="From this time on (a batch by its newest timestamp, a record by its own)."),
+    time_option("--to-time", help="Up to this time, inclusive."),
+)
+
 dump_options = options(
     click.argument("paths", nargs=-1, required=True, type=LOCATION),
     click.option("--records", "-r", "records", is_flag=True, help="Show records, not only batches (--deep-iteration)."),
@@ -317,10 +325,7 @@ dump_options = options(
                       "entries, as kafka-dump-log.sh."),
     click.option("--verify-index-only", "verify_index", is_flag=True,
                  help="--format kafka: for .index/.timeindex files print no entries, as kafka-dump-log.sh."),
-    click.option("--from-offset", type=int, default=None),
-    click.option("--to-offset", type=int, default=None),
-    time_option("--from-time", help="From this time on (a batch by its newest timestamp, a record by its own)."),
-    time_option("--to-time", help="Up to this time, inclusive."),
+    record_filter_options,
     click.option("--max-bytes", type=SIZE, default=None, help="Read only the first N bytes of each log file."),
     click.option("--keep-going", is_flag=True, help="Show an undecodable batch as raw bytes and go on."),
     input_format_option,

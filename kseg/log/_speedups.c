@@ -1280,6 +1280,162 @@ resync(PyObject *self, PyObject *args)
     return Py_BuildValue("(inL)", status, pos, total);
 }
 
+/* ------------------------------------------------------------------ spans to Arrow columns
+ * span_columns(parts): the records of every part, in order, as the buffers of Arrow columns
+ * (twin of kseg.log.span_columns.span_columns_py, which documents the result). A part is
+ * (data, record spans, header spans) as batch_spans gives them; every span is checked to lie
+ * inside its data (ValueError otherwise), so no input reads out of bounds. */
+
+typedef struct {
+    Py_buffer data, recs, hdrs;
+} ColPart;
+
+static void
+release_parts(ColPart *parts, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (parts[i].data.obj) PyBuffer_Release(&parts[i].data);
+        if (parts[i].recs.obj) PyBuffer_Release(&parts[i].recs);
+        if (parts[i].hdrs.obj) PyBuffer_Release(&parts[i].hdrs);
+    }
+    PyMem_Free(parts);
+}
+
+static int
+span_inside(int64_t at, int64_t len, Py_ssize_t size, int nullable)
+{
+    if (len == -1) return nullable;
+    return len >= 0 && at >= 0 && at <= (int64_t)size && len <= (int64_t)size - at;
+}
+
+/* One value (len -1: null) onto a binary column: its validity bit, its bytes, its end offset. */
+static inline void
+put_value(const char *data, int64_t at, int64_t len, unsigned char *valid, Py_ssize_t i, int32_t *offsets,
+          char *out, int32_t *used, Py_ssize_t *nulls)
+{
+    if (len >= 0) {
+        if (valid) valid[i >> 3] |= (unsigned char)(1u << (i & 7));
+        memcpy(out + *used, data + at, (size_t)len);
+        *used += (int32_t)len;
+    } else if (nulls) {
+        (*nulls)++;
+    }
+    offsets[i + 1] = *used;
+}
+
+static PyObject *
+span_columns(PyObject *self, PyObject *args)
+{
+    PyObject *seq;
+    if (!PyArg_ParseTuple(args, "O", &seq)) return NULL;
+    PyObject *fast = PySequence_Fast(seq, "span_columns() needs a sequence of (data, records, headers)");
+    if (!fast) return NULL;
+    const Py_ssize_t nparts = PySequence_Fast_GET_SIZE(fast);
+    ColPart *parts = PyMem_Calloc(nparts ? nparts : 1, sizeof(ColPart));
+    if (!parts) { Py_DECREF(fast); return PyErr_NoMemory(); }
+    Py_ssize_t rows = 0, nh = 0;
+    int64_t kbytes = 0, vbytes = 0, hkbytes = 0, hvbytes = 0;
+    PyObject *result = NULL;
+    /* Pass 1: check every span, count rows, headers and bytes. */
+    for (Py_ssize_t i = 0; i < nparts; i++) {
+        PyObject *t = PySequence_Fast_GET_ITEM(fast, i);
+        PyObject *d, *r, *h;
+        if (!PyTuple_Check(t) || !PyArg_ParseTuple(t, "OOO", &d, &r, &h)) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "span_columns(): a part is (data, records, headers)");
+            goto done;
+        }
+        if (PyObject_GetBuffer(d, &parts[i].data, PyBUF_SIMPLE) < 0) goto done;
+        if (PyObject_GetBuffer(r, &parts[i].recs, PyBUF_SIMPLE) < 0) goto done;
+        if (PyObject_GetBuffer(h, &parts[i].hdrs, PyBUF_SIMPLE) < 0) goto done;
+        if (parts[i].recs.len % (Py_ssize_t)sizeof(KsegRecordSpan) || parts[i].hdrs.len % (Py_ssize_t)sizeof(KsegHeaderSpan)) {
+            PyErr_SetString(PyExc_ValueError, "span_columns(): spans of a partial size");
+            goto done;
+        }
+        const Py_ssize_t size = parts[i].data.len;
+        const Py_ssize_t n = parts[i].recs.len / (Py_ssize_t)sizeof(KsegRecordSpan);
+        const Py_ssize_t m = parts[i].hdrs.len / (Py_ssize_t)sizeof(KsegHeaderSpan);
+        const KsegRecordSpan *rs = (const KsegRecordSpan *)parts[i].recs.buf;
+        const KsegHeaderSpan *hs = (const KsegHeaderSpan *)parts[i].hdrs.buf;
+        for (Py_ssize_t j = 0; j < n; j++) {
+            const KsegRecordSpan *x = rs + j;
+            if (!span_inside(x->key_at, x->key_len, size, 1) || !span_inside(x->value_at, x->value_len, size, 1)
+                    || x->first_header < 0 || x->header_count < 0 || x->first_header > (int64_t)m
+                    || x->header_count > (int64_t)m - x->first_header) {
+                PyErr_Format(PyExc_ValueError, "span_columns(): record span %zd of part %zd is outside its data", j, i);
+                goto done;
+            }
+            if (x->key_len > 0) kbytes += x->key_len;
+            if (x->value_len > 0) vbytes += x->value_len;
+            for (int64_t k = x->first_header; k < x->first_header + x->header_count; k++) {
+                if (!span_inside(hs[k].key_at, hs[k].key_len, size, 0)
+                        || !span_inside(hs[k].value_at, hs[k].value_len, size, 1)) {
+                    PyErr_Format(PyExc_ValueError, "span_columns(): header span %lld of part %zd is outside its data",
+                                 (long long)k, i);
+                    goto done;
+                }
+                hkbytes += hs[k].key_len;
+                if (hs[k].value_len > 0) hvbytes += hs[k].value_len;
+            }
+            nh += (Py_ssize_t)x->header_count;
+        }
+        rows += n;
+    }
+    if (kbytes > INT32_MAX || vbytes > INT32_MAX || hkbytes > INT32_MAX || hvbytes > INT32_MAX
+            || nh > INT32_MAX || rows > INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "span_columns(): more than 2 GiB in one column");
+        goto done;
+    }
+    {
+        /* Pass 2: fill. */
+        PyObject *b[14] = {NULL};
+        const Py_ssize_t bits = (rows + 7) / 8, hbits = (nh + 7) / 8;
+        const Py_ssize_t sizes[14] = {rows * 8, rows * 8, bits, (rows + 1) * 4, (Py_ssize_t)kbytes, bits,
+                                      (rows + 1) * 4, (Py_ssize_t)vbytes, (rows + 1) * 4, (nh + 1) * 4,
+                                      (Py_ssize_t)hkbytes, hbits, (nh + 1) * 4, (Py_ssize_t)hvbytes};
+        for (int k = 0; k < 14; k++) {
+            b[k] = PyBytes_FromStringAndSize(NULL, sizes[k]);
+            if (!b[k]) { for (int z = 0; z < 14; z++) Py_XDECREF(b[z]); goto done; }
+        }
+        int64_t *off = (int64_t *)PyBytes_AS_STRING(b[0]), *ts = (int64_t *)PyBytes_AS_STRING(b[1]);
+        unsigned char *kvalid = (unsigned char *)PyBytes_AS_STRING(b[2]), *vvalid = (unsigned char *)PyBytes_AS_STRING(b[5]);
+        unsigned char *hvvalid = (unsigned char *)PyBytes_AS_STRING(b[11]);
+        int32_t *koff = (int32_t *)PyBytes_AS_STRING(b[3]), *voff = (int32_t *)PyBytes_AS_STRING(b[6]);
+        int32_t *hoff = (int32_t *)PyBytes_AS_STRING(b[8]), *hkoff = (int32_t *)PyBytes_AS_STRING(b[9]);
+        int32_t *hvoff = (int32_t *)PyBytes_AS_STRING(b[12]);
+        char *kdata = PyBytes_AS_STRING(b[4]), *vdata = PyBytes_AS_STRING(b[7]);
+        char *hkdata = PyBytes_AS_STRING(b[10]), *hvdata = PyBytes_AS_STRING(b[13]);
+        memset(kvalid, 0, bits); memset(vvalid, 0, bits); memset(hvvalid, 0, hbits);
+        int32_t kat = 0, vat = 0, hat = 0, hkat = 0, hvat = 0;
+        Py_ssize_t row = 0, h = 0, knulls = 0, vnulls = 0, hvnulls = 0;
+        koff[0] = voff[0] = hoff[0] = hkoff[0] = hvoff[0] = 0;
+        for (Py_ssize_t i = 0; i < nparts; i++) {
+            const char *data = (const char *)parts[i].data.buf;
+            const Py_ssize_t n = parts[i].recs.len / (Py_ssize_t)sizeof(KsegRecordSpan);
+            const KsegRecordSpan *rs = (const KsegRecordSpan *)parts[i].recs.buf;
+            const KsegHeaderSpan *hs = (const KsegHeaderSpan *)parts[i].hdrs.buf;
+            for (Py_ssize_t j = 0; j < n; j++, row++) {
+                const KsegRecordSpan *x = rs + j;
+                off[row] = x->offset;
+                ts[row] = x->timestamp;
+                put_value(data, x->key_at, x->key_len, kvalid, row, koff, kdata, &kat, &knulls);
+                put_value(data, x->value_at, x->value_len, vvalid, row, voff, vdata, &vat, &vnulls);
+                for (int64_t k = x->first_header; k < x->first_header + x->header_count; k++, h++) {
+                    put_value(data, hs[k].key_at, hs[k].key_len, NULL, h, hkoff, hkdata, &hkat, NULL);
+                    put_value(data, hs[k].value_at, hs[k].value_len, hvvalid, h, hvoff, hvdata, &hvat, &hvnulls);
+                }
+                hat += (int32_t)x->header_count;
+                hoff[row + 1] = hat;
+            }
+        }
+        result = Py_BuildValue("(nnNNNNNnNNNnNNNNNNn)", rows, nh, b[0], b[1], b[2], b[3], b[4], knulls, b[5], b[6],
+                               b[7], vnulls, b[8], b[9], b[10], b[11], b[12], b[13], hvnulls);
+    }
+done:
+    release_parts(parts, nparts);
+    Py_DECREF(fast);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "Set the positions, sizes and masks (kseg.layouts.accelerator_layout()); needed before anything else."},
@@ -1293,6 +1449,7 @@ static PyMethodDef methods[] = {
     {"legacy_record", legacy_record, METH_VARARGS, "Key and value of a v0/v1 message as a record."},
     {"plain_spans", plain_spans, METH_VARARGS, "Spans of a run of uncompressed v0/v1 messages."},
     {"resync", resync, METH_VARARGS, "The next plausible batch start (twin of salvage_scan.find_candidate)."},
+    {"span_columns", span_columns, METH_VARARGS, "Record spans as Arrow column buffers (twin of span_columns_py)."},
     {NULL, NULL, 0, NULL},
 };
 

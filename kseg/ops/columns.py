@@ -8,14 +8,15 @@ transposing the decoded records, so the Python work per record stays small.
 
 from __future__ import annotations
 
-from itertools import accumulate, chain
+from itertools import accumulate, chain, groupby
 from pathlib import Path
 from typing import Any, Iterator
 
 from kseg.errors import InputError, KsegError
 from kseg.facts.primitives import INT32_MAX
 from kseg.formats.attributes import CODEC_NONE, LOG_APPEND_TIME, NO_SEQUENCE
-from kseg.log.records import batch_records
+from kseg.log.records import RecordSpans, batch_records
+from kseg.log.span_columns import span_columns
 from kseg.log.segment import Segment
 from kseg.model import Batch, record_sequence
 from kseg.ops.slices import Conditions, ReadOptions, Slice, seek_range
@@ -156,10 +157,24 @@ def record_tuples(s: Slice, cond: Conditions | None, opts: ReadOptions) -> Itera
                    b.is_transactional if v2 else None, b.is_control if v2 else None)
 
 
-class _RecordColumns:
-    """Accumulates records column by column; ``flush`` makes one Arrow RecordBatch.
+def _header_keys(keys: list[str]) -> Any:
+    """Header keys as an Arrow string column: a key that is not UTF-8 (read with surrogateescape)
+    has each byte that is not replaced with "?"."""
+    import pyarrow as pa
 
-    Per-batch values are kept once per Kafka batch and expanded with run-end decoding.
+    try:
+        return pa.array(keys, pa.string())
+    except (UnicodeEncodeError, pa.ArrowInvalid):
+        return pa.array([k.encode("utf-8", "replace").decode("utf-8") for k in keys], pa.string())
+
+
+class _RecordColumns:
+    """Accumulates records as column buffers (``kseg.log.span_columns``); ``flush`` makes one
+    Arrow RecordBatch.
+
+    A batch comes as spans over its data (``add_spans``: no Python object per record) or as
+    decoded records (``add``); per-batch values are kept once per Kafka batch and expanded with
+    run-end decoding.
     """
 
     def __init__(self, schema):
@@ -170,19 +185,16 @@ class _RecordColumns:
         self.headers_type = self.types.get("headers")
         self.int32 = pa.int32()
         self.flags: dict[tuple[int, int], tuple] = {}  # (magic, attributes) -> per-batch facts
+        self.constants: dict[tuple, Any] = {}  # (type, value, rows) -> a column of it (Arrow's are immutable)
         self.reset()
 
     def reset(self) -> None:
         self.n = 0
+        self.bytes = 0  # of the parts' data: what flushing frees
         self.batch_rows: list[tuple] = []  # per Kafka batch: see ``add``
         self.run_ends: list[int] = []
         self.any_sequence = False
-        self.offsets: list[int] = []
-        self.timestamps: list[int] = []
-        self.keys: list = []
-        self.values: list = []
-        self.header_counts: list[int] = []
-        self.headers: list = []
+        self.parts: list = []
 
     def _flags(self, b: Batch) -> tuple:
         key = (b.magic, b.attributes)
@@ -194,10 +206,7 @@ class _RecordColumns:
             self.flags[key] = f
         return f
 
-    def add(self, s: Slice, b: Batch, records: list) -> None:
-        n = len(records)
-        if not n:
-            return
+    def _batch(self, s: Slice, b: Batch, n: int) -> None:
         tt, codec, txn, control = self._flags(b)
         seq = b.base_sequence
         if seq is not None and seq != NO_SEQUENCE:
@@ -207,27 +216,69 @@ class _RecordColumns:
                                 seq, b.base_offset))
         self.n += n
         self.run_ends.append(self.n)
-        if n == 1:
-            r = records[0]
-            self.offsets.append(r[0])
-            self.timestamps.append(r[1])
-            self.keys.append(r[2])
-            self.values.append(r[3])
-            h = r[4]
-            self.header_counts.append(len(h))
-            if h:
-                self.headers.extend(h)
-            return
+
+    def add(self, s: Slice, b: Batch, records: list) -> None:
+        if records:
+            self._batch(s, b, len(records))
+            self.parts.append(list(records))  # a list (spans: a tuple): transposed at the flush
+            self.bytes += sum(len(r.key or b"") + len(r.value or b"") for r in records)
+
+    def add_spans(self, s: Slice, b: Batch, spans: RecordSpans) -> None:
+        if spans.count:
+            self._batch(s, b, spans.count)
+            self.parts.append((spans.data, spans.records, spans.headers))
+            self.bytes += len(spans.data)
+
+    def _span_arrays(self, parts: list) -> dict[str, Any]:
+        """The per-record columns of span parts, from ``span_columns``' buffers."""
+        import pyarrow as pa
+
+        c = span_columns(parts)
+        n = c.rows
+
+        def binary(count: int, validity: bytes, nulls: int, offsets: bytes, data: bytes, type_=pa.binary()) -> Any:
+            return pa.Array.from_buffers(type_, count, [pa.py_buffer(validity) if nulls else None,
+                                                        pa.py_buffer(offsets), pa.py_buffer(data)], null_count=nulls)
+
+        out = {"offset": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(c.offsets)]),
+               "timestamp": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(c.timestamps)]),
+               "key": binary(n, c.key_validity, c.key_nulls, c.key_offsets, c.key_data),
+               "value": binary(n, c.value_validity, c.value_nulls, c.value_offsets, c.value_data)}
+        if self.headers_type is not None:
+            keys = binary(c.headers, b"", 0, c.header_key_offsets, c.header_key_data, pa.string())
+            try:
+                keys.validate(full=True)
+            except pa.ArrowInvalid:  # not UTF-8: as the records' keys read (``_header_keys``)
+                keys = _header_keys([k.decode("utf-8", "surrogateescape") for k in binary(
+                    c.headers, b"", 0, c.header_key_offsets, c.header_key_data).to_pylist()])
+            values = binary(c.headers, c.header_value_validity, c.header_value_nulls, c.header_value_offsets,
+                            c.header_value_data)
+            hoff = pa.Array.from_buffers(self.int32, n + 1, [None, pa.py_buffer(c.header_offsets)])
+            out["headers"] = self._headers(hoff, keys, values)
+        return out
+
+    def _record_arrays(self, parts: list[list]) -> dict[str, Any]:
+        """The per-record columns of decoded records (transposed, one list per column)."""
+        import pyarrow as pa
+
+        records = list(chain.from_iterable(parts))
         offs, tss, keys, values, hdrs = list(zip(*records))[:5]
-        self.offsets.extend(offs)
-        self.timestamps.extend(tss)
-        self.keys.extend(keys)
-        self.values.extend(values)
-        if b.magic >= 2:
-            self.header_counts.extend(map(len, hdrs))
-            self.headers.extend(chain.from_iterable(hdrs))
-        else:
-            self.header_counts.extend([0] * n)
+        out = {"offset": pa.array(offs, pa.int64()), "timestamp": pa.array(tss, pa.int64()),
+               "key": pa.array(keys, pa.binary()), "value": pa.array(values, pa.binary())}
+        if self.headers_type is not None:
+            flat = list(chain.from_iterable(hdrs))
+            hk = [h.key for h in flat]
+            hv = pa.array([h.value for h in flat], pa.binary())
+            hoff = pa.array([0, *accumulate(map(len, hdrs))], self.int32)
+            out["headers"] = self._headers(hoff, _header_keys(hk), hv)
+        return out
+
+    def _headers(self, offsets: Any, keys: Any, values: Any) -> Any:
+        import pyarrow as pa
+
+        htype = self.headers_type
+        struct = pa.StructArray.from_arrays([keys, values], fields=list(htype.value_type))
+        return pa.ListArray.from_arrays(offsets, struct, type=htype)
 
     def flush(self):
         import pyarrow as pa
@@ -236,14 +287,33 @@ class _RecordColumns:
         types = self.types
         cols = list(zip(*self.batch_rows))
         run_ends = pa.array(self.run_ends, self.int32)
+        # The per-record columns: each run of span parts in one span_columns call, each run of
+        # decoded records transposed; runs joined in order.
+        runs = [(spans, list(group)) for spans, group in groupby(self.parts, key=lambda p: isinstance(p, tuple))]
+        pieces = [self._span_arrays(group) if spans else self._record_arrays(group) for spans, group in runs]
+        per_record = pieces[0] if len(pieces) == 1 else {
+            name: pa.concat_arrays([piece[name] for piece in pieces]) for name in pieces[0]}
+        n = self.n
+
+        rows_batch: list = []  # each row's Kafka batch (made once, for the columns that vary)
 
         def expand(values: tuple, type_) -> Any:
-            if len(values) == 1:
-                return pa.repeat(pa.scalar(values[0], type_), self.n)
-            return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(run_ends, pa.array(values, type_)))
+            first = values[0]
+            if values.count(first) == len(values):  # (a column's values are all of one type, or None)
+                key = (type_, first, n)
+                same = self.constants.get(key)
+                if same is None:
+                    if len(self.constants) > 64:
+                        self.constants.clear()
+                    same = self.constants[key] = pa.repeat(pa.scalar(first, type_), n)
+                return same
+            if not rows_batch:
+                rows_batch.append(pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(
+                    run_ends, pa.array(range(len(values)), self.int32))))
+            return pa.array(values, type_).take(rows_batch[0])
 
         arrays = {name: expand(cols[i], types[name]) for i, name in enumerate(_BATCH_LEVEL) if name in types}
-        offsets = pa.array(self.offsets, pa.int64())
+        offsets = per_record["offset"]
         if "sequence" in types:
             if self.any_sequence:
                 # sequence = baseSequence + (offset - baseOffset), wrapping past int32 max; -1 stays -1.
@@ -255,27 +325,7 @@ class _RecordColumns:
                                                 wrapped).cast(pa.int32())
             else:
                 arrays["sequence"] = expand(cols[12], pa.int32())  # all -1 (v2) or null (legacy)
-        if "headers" in types:
-            if self.headers:
-                hk, hv = zip(*self.headers)
-                try:
-                    keys = pa.array(hk, pa.string())
-                except (UnicodeEncodeError, pa.ArrowInvalid):
-                    keys = pa.array([k.encode("utf-8", "replace").decode("utf-8") for k in hk], pa.string())
-                values = pa.array(hv, pa.binary())
-            else:
-                keys, values = pa.array([], pa.string()), pa.array([], pa.binary())
-            htype = self.headers_type
-            struct = pa.StructArray.from_arrays([keys, values], fields=list(htype.value_type))
-            hoff = pa.array([0, *accumulate(self.header_counts)], self.int32)
-            arrays["headers"] = pa.ListArray.from_arrays(hoff, struct, type=htype)
-        arrays["offset"] = offsets
-        if "timestamp" in types:
-            arrays["timestamp"] = pa.array(self.timestamps, pa.int64())
-        if "key" in types:
-            arrays["key"] = pa.array(self.keys, pa.binary())
-        if "value" in types:
-            arrays["value"] = pa.array(self.values, pa.binary())
+        arrays.update({name: a for name, a in per_record.items() if name in types})
         out = pa.RecordBatch.from_arrays([arrays[f.name] for f in self.schema], schema=self.schema)
         self.reset()
         return out

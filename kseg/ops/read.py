@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
-from kseg.errors import CrcMismatchError, InputError
+from kseg.errors import CrcMismatchError, InputError, KsegError
 from kseg.log.checks import SKIP, STOP
 from kseg.log.segment import partition_of
+from kseg.log.records import RecordSpans
 from kseg.model import Batch, Record
 from kseg.ops.columns import _RecordColumns, arrow_schema
 from kseg.ops.dump import BadBatchEvent, BatchEvent, DumpOptions, FileStart, TailEvent, dump_file
@@ -27,6 +28,7 @@ from kseg.ops.slices import Slice
 
 ON_DAMAGE = (STOP, SKIP)  # a reader has nothing to carry its bytes into
 DEFAULT_BATCH_ROWS = 16384  # rows per Arrow batch (the data source's maxRecordsPerBatch)
+BATCH_DATA_BYTES = 32 << 20  # ... or fewer: the Kafka batches' data an Arrow batch holds at most
 
 
 @dataclass(frozen=True)
@@ -46,11 +48,11 @@ class ReadFilter:
         if self.on_damage not in ON_DAMAGE:
             raise InputError(f"on_damage must be one of {', '.join(ON_DAMAGE)}, not {self.on_damage!r}")
 
-    def dump_options(self) -> DumpOptions:
+    def dump_options(self, spans: bool = False) -> DumpOptions:
         return DumpOptions(records=True, from_offset=self.from_offset, to_offset=self.to_offset,
                            from_time=self.from_time, to_time=self.to_time,
                            max_decompressed_bytes=self.max_decompressed_bytes,
-                           keep_going=self.on_damage == SKIP)
+                           keep_going=self.on_damage == SKIP, record_spans=spans)
 
 
 def _crc_error(ev: BatchEvent) -> CrcMismatchError:
@@ -60,25 +62,46 @@ def _crc_error(ev: BatchEvent) -> CrcMismatchError:
                             found=f"{b.crc:#010x} (stored)")
 
 
-def segment_batches(path: str | os.PathLike, f: ReadFilter) -> Iterator[tuple[Batch, list[Record]]]:
-    """Each batch of one segment file that the filter keeps, with its kept records."""
-    for ev in dump_file(Path(path), f.dump_options()):
+def segment_batches(path: str | os.PathLike, f: ReadFilter,
+                    damaged: list[KsegError] | None = None) -> Iterator[tuple[Batch, list[Record]]]:
+    """Each batch of one segment file that the filter keeps, with its kept records. Under
+    ``on_damage="skip"`` each batch left out (and a tail that ends the segment early) is
+    appended to ``damaged`` as the error ``stop`` would have raised."""
+    for batch, records, _ in segment_parts(path, f, damaged):
+        yield batch, records  # type: ignore[misc]
+
+
+def segment_parts(path: str | os.PathLike, f: ReadFilter, damaged: list[KsegError] | None = None,
+                  spans: bool = False) -> Iterator[tuple[Batch, list[Record] | None, RecordSpans | None]]:
+    """``segment_batches``, each batch with its records, or with ``spans`` its records as spans
+    where the C reader gives them (a batch whose records the filters keep whole, not a control
+    batch; the records otherwise)."""
+    for ev in dump_file(Path(path), f.dump_options(spans)):
         if isinstance(ev, BatchEvent):
             if not ev.crc_valid:
                 if f.on_damage == STOP:
                     raise _crc_error(ev)
+                if damaged is not None:
+                    damaged.append(_crc_error(ev))
                 continue
             if ev.batch.is_control and not f.include_control:
                 continue
-            if ev.records:
-                yield ev.batch, ev.records
+            if ev.spans is not None:
+                if ev.spans.count:
+                    yield ev.batch, None, ev.spans
+            elif ev.records:
+                yield ev.batch, ev.records, None
         elif isinstance(ev, TailEvent):
+            error = ev.tail.error.located(file=str(ev.path), position=ev.tail.position)
             if f.on_damage == STOP:
-                raise ev.tail.error.located(file=str(ev.path), position=ev.tail.position)
+                raise error
+            if damaged is not None:
+                damaged.append(error)
         elif isinstance(ev, FileStart) and ev.kind not in ("log", "checkpoint"):
             raise InputError(f"not a log segment (a {ev.kind} file)", file=str(ev.path))
-        elif isinstance(ev, BadBatchEvent):
-            continue  # only with on_damage="skip": dump's --keep-going
+        elif isinstance(ev, BadBatchEvent):  # only with on_damage="skip": dump's --keep-going
+            if damaged is not None:
+                damaged.append(ev.error.located(file=str(ev.path), position=ev.batch.position))
 
 
 def segment_records(path: str | os.PathLike, f: ReadFilter) -> Iterator[Record]:
@@ -112,15 +135,19 @@ def record_schema(columns: list[str] | None = None) -> Any:
 
 
 def arrow_batches(paths: Iterable[str | os.PathLike], f: ReadFilter, columns: list[str] | None = None,
-                  batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[Any]:
+                  batch_rows: int = DEFAULT_BATCH_ROWS, damaged: list[KsegError] | None = None) -> Iterator[Any]:
     """The records of segment files, in order, as Arrow RecordBatches of at most about
-    ``batch_rows`` rows each (memory stays bounded by one of them and one Kafka batch)."""
+    ``batch_rows`` rows (or ``BATCH_DATA_BYTES`` of record data) each: memory stays bounded by
+    one of them and one Kafka batch. ``damaged`` as ``segment_batches``'."""
     cols = _RecordColumns(record_schema(columns))
     for path in paths:
         source = source_of(path)
-        for batch, records in segment_batches(path, f):
-            cols.add(source, batch, records)
-            if cols.n >= batch_rows:
+        for batch, records, spans in segment_parts(path, f, damaged, spans=True):
+            if spans is not None:
+                cols.add_spans(source, batch, spans)
+            else:
+                cols.add(source, batch, records)  # type: ignore[arg-type]
+            if cols.n >= batch_rows or cols.bytes >= BATCH_DATA_BYTES:
                 yield cols.flush()
     if cols.n:
         yield cols.flush()

@@ -58,6 +58,7 @@ def main() -> None:
         # resync: final, limits open, from the start; then the same bytes with a stretch zeroed
         put("resync", b"\x01\x00\x00\x00" + buf, seen)
         put("resync", b"\x01\x00\x00\x05" + buf[:len(buf) // 3] + bytes(40) + buf[len(buf) // 3 + 40:], seen)
+        put("span_columns", b"\x01" + buf, seen)  # a segment: spans and records to columns
         for b in decode.scan_entries(buf).batches:
             try:
                 data, _ = payload_bytes(b, limit=1 << 20)
@@ -96,6 +97,10 @@ def main() -> None:
     # encoders: a few hand-made parameter strings (the fuzzer builds records from them)
     for i, s in enumerate([b"\x00" * 40, b"\x01" * 40, b"\x03" + b"\x05" * 60, b"\x07\x7f" + bytes(range(90))]):
         put("encoders", s, seen)
+    # span_columns, raw spans: parts of a blob with spans over it taken from the bytes that follow
+    for s in [b"\x00\x01\x08" + bytes(range(8)) + bytes(200), b"\x00\x03\x20" + bytes(range(32)) * 8,
+              b"\x00\x02\x10" + bytes(range(255, 0, -1))]:
+        put("span_columns", s, seen, 1)
     for name, n in sorted(k for k in seen.items() if isinstance(k[0], str)):
         print(f"{name}: {n} seeds")
 

@@ -16,8 +16,9 @@ Targets cover every C entry point of ``kseg/log/_speedups.c``: ``scan``,
 ``decode_v2`` (records, the verify summary and the dump's spans), ``legacy_set`` (records
 and spans), ``legacy_record``,
 ``legacy_batch_record``, ``legacy_crc_mismatches``, ``encode_v2_records``,
-``encode_legacy_messages`` and ``resync`` (salvage's scan); every record-line writer of
-``kseg/render/_format.c`` (``lines``); and the pure-Python readers of internal topics
+``encode_legacy_messages``, ``resync`` (salvage's scan) and ``span_columns`` (spans to Arrow's
+column buffers); every record-line writer of ``kseg/render/_format.c`` (``lines``); and the
+pure-Python readers of internal topics
 (``kseg.decoders``) and companion files (``kseg.companions.read``).
 """
 
@@ -536,6 +537,56 @@ def fuzz_lines(data: bytes) -> None:
         got, _ = c.kafka_spans(spans.data, spans.records, spans.headers, ts, b.magic, b.offset, seq, k, v, None, gs,
                                True)
         same("kafka_spans", lines.kafka_records(records, ts, b.magic, b.offset, seq, k, v, None, [], True), got)
+def _columns_outcome(fn: Callable, parts: list) -> tuple:
+    """span_columns' result, or the error it raises for spans outside their data (spans are
+    kseg's own: a ValueError there is the contract, the same from both twins)."""
+    try:
+        return ("ok", tuple(fn(parts)))
+    except (ValueError, OverflowError) as e:
+        return ("error", type(e).__name__, str(e))
+
+
+def fuzz_span_columns(data: bytes) -> None:
+    """``span_columns``: flag bit 0 set, the rest is .log bytes whose batches' spans (C) and
+    records (Python, as ``records_part``) must give the same columns both ways; clear, the
+    rest is a data blob and spans over it taken from the input (small numbers, so many land
+    inside it), which both twins must take or refuse alike."""
+    from kseg.log import span_columns as sc
+    from kseg.log.records import batch_records, batch_spans
+
+    c = fast.c_twin("span_columns")
+    r = Reader(data)
+    flags = r.u8()
+    parts: list = []
+    if flags & 1:
+        by_records: list = []
+        for b in decode.scan_entries(r.rest()).batches:
+            records = pure(lambda: batch_records(b, limit=DECOMPRESSED_LIMIT))
+            if records[0] != "ok" or not records[1]:
+                continue
+            by_records.append(sc.records_part(records[1]))
+            spans = accelerated(lambda: batch_spans(b, limit=DECOMPRESSED_LIMIT))
+            found = spans[1] if spans[0] == "ok" else None
+            parts.append((found.data, found.records, found.headers) if found is not None else by_records[-1])
+        want = _columns_outcome(sc.span_columns_py, by_records)
+        same("span_columns_py (spans vs records)", want, _columns_outcome(sc.span_columns_py, parts))
+        if c is not None:
+            same("span_columns", want, _columns_outcome(lambda p: sc.ColumnBuffers(*c(p)), parts))
+        return
+    for _ in range(r.u8() & 3):
+        blob = r.blob(64) or b""
+        size = len(blob)
+
+        def at() -> int:
+            return (r.u8() % (size + 3)) - 1  # -1 .. size + 1: null, inside, just past
+
+        heads = b"".join(sc.HEADER_SPAN.pack(at(), at(), at(), at()) for _ in range(r.u8() & 3))
+        recs = b"".join(sc.RECORD_SPAN.pack(r.int(8), r.int(8), at(), at(), at(), at(), (r.u8() % 5) - 1,
+                                            (r.u8() % 5) - 1, -1, -1, -1) for _ in range(r.u8() & 7))
+        parts.append((blob, recs, heads))
+    want = _columns_outcome(sc.span_columns_py, parts)
+    if c is not None:
+        same("span_columns (raw spans)", want, _columns_outcome(lambda p: sc.ColumnBuffers(*c(p)), parts))
 
 
 TARGETS: dict[str, Callable[[bytes], None]] = {
@@ -548,4 +599,5 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "companions": fuzz_companions,
     "resync": fuzz_resync,
     "lines": fuzz_lines,
+    "span_columns": fuzz_span_columns,
 }

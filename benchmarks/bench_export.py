@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""``kseg export`` and ``to_arrow()`` against what a user would otherwise write: kafka-python
+reading the records into lists and building a pyarrow table from them.
+
+Each measurement runs in a child process of its own; its peak RSS comes from ``wait4``.
+
+  kafka-python  ``MemoryRecords`` over the file read whole, offset, timestamp, key, value and
+                headers appended to lists, then ``pa.table`` (timed after imports)
+  to_arrow      ``kseg.open_segment(path).to_arrow()`` (all 18 columns; timed after a warm-up call that
+                makes every import)
+  before        the same ``to_arrow`` from another kseg tree (``--before PATH``, e.g. the
+                main branch's checkout), to see what the span columns changed
+  export pq     the whole ``kseg export --format parquet`` command (start-up included), zstd
+  export arrow  the whole ``kseg export --format arrow`` command
+
+    .venv/bin/python benchmarks/bench_export.py                          # v2 none and zstd, 100 MB
+    .venv/bin/python benchmarks/bench_export.py --cases 2:none --size-mb 400 --before ../main
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT))
+
+from common import SegmentSpec, segment_for  # noqa: E402
+
+KAFKA_PYTHON = r"""
+import json, sys, time
+import pyarrow as pa
+from kafka.record.memory_records import MemoryRecords
+t0, c0 = time.perf_counter(), time.process_time()
+with open(sys.argv[1], "rb") as f:
+    records = MemoryRecords(f.read())
+offsets, timestamps, keys, values, headers = [], [], [], [], []
+while True:
+    batch = records.next_batch()
+    if batch is None:
+        break
+    for r in batch:
+        offsets.append(r.offset); timestamps.append(r.timestamp); keys.append(r.key); values.append(r.value)
+        headers.append([{"key": k, "value": v} for k, v in r.headers])
+t = pa.table({"offset": pa.array(offsets, pa.int64()), "timestamp": pa.array(timestamps, pa.int64()),
+              "key": pa.array(keys, pa.binary()), "value": pa.array(values, pa.binary()),
+              "headers": pa.array(headers, pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])))})
+print(json.dumps({"rows": t.num_rows, "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}))
+"""
+
+TO_ARROW = r"""
+import json, sys, time
+import kseg
+kseg.open_segment(sys.argv[2]).to_arrow()  # warm-up on a small fixture: every import made
+t0, c0 = time.perf_counter(), time.process_time()
+t = kseg.open_segment(sys.argv[1]).to_arrow()
+print(json.dumps({"rows": t.num_rows, "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}))
+"""
+
+WARM_UP = ROOT / "fixtures" / "logdir" / "v2-headers-0" / "00000000000000000000.log"
+KSEG_CLI = "import sys; from kseg.cli.main import main; sys.argv[0] = 'kseg'; main()"
+
+
+def child(argv: list[str], env: dict[str, str]) -> dict:
+    """Run ``argv`` in the tree PYTHONPATH names (``-c`` puts the working folder first on the path):
+    its wall seconds and the timings it printed as JSON (peak RSS: ``peak``)."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=env["PYTHONPATH"])
+    out, err = p.communicate()
+    wall = time.perf_counter() - t0
+    if p.returncode:
+        raise SystemExit(f"{' '.join(argv[:4])}... failed ({p.returncode}): {err.decode()[-2000:]}")
+    text = out.decode().strip().splitlines()
+    doc = json.loads(text[-1]) if text and text[-1].startswith("{") else {}
+    return {"wall_total": wall, **doc}
+
+
+def peak(argv: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS in MB) of one run of ``argv``, from wait4."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=env["PYTHONPATH"])
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode:
+        raise SystemExit(f"{' '.join(argv[:4])}... failed ({p.returncode}): {p.stderr.read().decode()[-2000:]}")
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
+
+
+def best(runs: list[dict], clock: str) -> dict:
+    return min(runs, key=lambda r: r[clock])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cases", default="2:none,2:zstd", help="magic:codec,... (default 2:none,2:zstd)")
+    ap.add_argument("--size-mb", type=int, default=100)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="cpu")
+    ap.add_argument("--before", type=Path, default=None, help="another kseg source tree, for to_arrow before")
+    ap.add_argument("--no-kafka-python", action="store_true")
+    args = ap.parse_args()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    rows = []
+    for case in args.cases.split(","):
+        magic, codec = case.split(":")
+        info = segment_for(SegmentSpec(magic=int(magic), codec=codec, target_bytes=args.size_mb << 20))
+        n, path = info.records, str(info.path)
+        res: dict = {"case": f"v{magic} {codec}", "records": n, "mb": info.file_bytes / 1e6}
+
+        def timed(code: str, tree: Path = ROOT) -> dict:
+            e = dict(env, PYTHONPATH=str(tree))
+            argv = [sys.executable, "-c", code, path, str(WARM_UP)]
+            runs = [child(argv, e) for _ in range(args.repeat)]
+            b = best(runs, args.clock)
+            assert b["rows"] == n, (b, n)
+            _, _, rss = peak(argv, e)
+            return {**b, "rss": rss}
+
+        if not args.no_kafka_python:
+            res["kafka_python"] = timed(KAFKA_PYTHON)
+        res["to_arrow"] = timed(TO_ARROW)
+        if args.before is not None:
+            res["before"] = timed(TO_ARROW, args.before.resolve())
+        with tempfile.TemporaryDirectory() as tmp:
+            for fmt in ("parquet", "arrow"):
+                runs = []
+                for i in range(args.repeat):
+                    out = Path(tmp) / f"{fmt}-{i}"
+                    w, c, rss = peak([sys.executable, "-c", KSEG_CLI, "export", "--format", fmt, path, "-o",
+                                      str(out)], env)
+                    runs.append({"wall": w, "cpu": c, "rss": rss, "bytes": sum(f.stat().st_size
+                                                                                 for f in out.iterdir())})
+                res[f"export_{fmt}"] = best(runs, args.clock)
+        rows.append(res)
+
+    clock = args.clock
+    print(f"\nrecords into Arrow and Parquet ({clock} seconds, best of {args.repeat}; M rec/s; peak RSS MB)")
+    for r in rows:
+        n = r["records"]
+        print(f"\n{r['case']}: {n} records, {r['mb']:.0f} MB")
+
+        def line(name: str, d: dict, base: dict | None) -> None:
+            ratio = f"  {base[clock] / d[clock]:5.1f}x kafka-python" if base else ""
+            print(f"  {name:14} {d[clock]:7.3f} s  {n / d[clock] / 1e6:6.2f} M rec/s  {d['rss']:6.0f} MB{ratio}")
+
+        base = r.get("kafka_python")
+        if base:
+            line("kafka-python", base, None)
+        line("to_arrow", r["to_arrow"], base)
+        if "before" in r:
+            line("to_arrow before", r["before"], base)
+            print(f"  {'':14} to_arrow {r['before'][clock] / r['to_arrow'][clock]:.1f}x faster than before")
+        line("export parquet", r["export_parquet"], base)
+        line("export arrow", r["export_arrow"], base)
+        print(f"  {'':14} parquet file {r['export_parquet']['bytes'] / 1e6:.1f} MB, arrow file "
+              f"{r['export_arrow']['bytes'] / 1e6:.1f} MB")
+    if os.environ.get("BENCH_JSON"):
+        Path(os.environ["BENCH_JSON"]).write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,291 @@
+"""The ``export`` operation: the records of a segment file, a partition folder or a log
+directory into Parquet or Arrow IPC (Feather v2) files, one file per partition.
+
+Rules: the rows are the Python API's (``kseg.ops.read.arrow_batches``: the records ``kseg dump``
+shows, with its filters, in the Spark data source's record schema), streamed into the file one
+Arrow RecordBatch at a time, so memory stays bounded by one of them and one Kafka batch. Each
+file is written under a temporary name and published when complete (``kseg.log.atomic``); a
+folder of files is built whole under a temporary name and published at the end, so damage that
+stops the run (``on_damage="stop"``) or an input that changes under it publishes nothing. An
+existing output is replaced only with ``force``, and only when it is kseg's own export: a file
+whose schema carries ``EXPORT_KEY``, or a folder that holds such files and nothing else.
+Under ``on_damage="skip"`` every batch left out is listed in the report. Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kseg.errors import InputError, KsegError, OutputError
+from kseg.log import identity
+from kseg.log.atomic import AtomicDir, AtomicFile, check_output
+from kseg.log.segment import log_dir_partitions, partition_of, partition_segments
+from kseg.ops.columns import check_columns
+from kseg.ops.read import DEFAULT_BATCH_ROWS, ReadFilter, arrow_batches, record_schema
+from kseg.storage import as_path
+
+PARQUET, ARROW = "parquet", "arrow"
+FORMATS = (PARQUET, ARROW)
+# The name an output file gets in a folder, and the names -o may give a single file.
+SUFFIX = {PARQUET: ".parquet", ARROW: ".arrow"}
+FILE_SUFFIXES = {PARQUET: (".parquet", ".pq"), ARROW: (".arrow", ".feather", ".ipc")}
+# Codecs each format's writer takes (pyarrow's names); the first is the default.
+COMPRESSIONS = {PARQUET: ("zstd", "snappy", "gzip", "brotli", "lz4", "none"), ARROW: ("none", "lz4", "zstd")}
+# Parquet: dictionary pages only for the columns that repeat (the same for a whole Kafka batch or
+# file), and no min/max statistics for the payloads (nothing prunes on them): together they halve
+# the writer's time on 100-byte values (benchmarks/bench_export.py).
+DICTIONARY_COLUMNS = frozenset({"topic", "partition", "segment", "timestamp_type", "magic", "codec",
+                                "partition_leader_epoch", "producer_id", "producer_epoch", "is_transactional",
+                                "is_control"})
+NO_STATISTICS = frozenset({"key", "value", "headers"})
+EXPORT_KEY = b"kseg.export"  # schema metadata: where the rows came from (what marks a file as kseg's)
+EXTRA_HINT = "pip install 'kseg[arrow]'"
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    fmt: str = PARQUET
+    columns: tuple[str, ...] | None = None  # a subset of the record schema (kept in its order)
+    read: ReadFilter = ReadFilter()
+    compression: str | None = None  # None: the format's default (COMPRESSIONS)
+    force: bool = False
+    batch_rows: int = DEFAULT_BATCH_ROWS
+
+    @property
+    def codec(self) -> str:
+        return self.compression or COMPRESSIONS[self.fmt][0]
+
+
+@dataclass(frozen=True)
+class ExportUnit:
+    """One output file's worth of input: a partition's segments (or one segment file)."""
+
+    name: str  # the output file's stem: <topic>-<partition>, else the folder's or file's own name
+    source: Path
+    topic: str | None
+    partition: int | None
+    segments: list[Path]
+
+
+@dataclass
+class PartitionExport:
+    source: str
+    topic: str | None
+    partition: int | None
+    output: str
+    segments: int
+    records: int = 0
+    damaged: list[str] = field(default_factory=list)  # each batch left out (skip), as stop would have said it
+
+
+@dataclass
+class ExportReport:
+    input: str
+    output: str
+    format: str
+    compression: str
+    partitions: list[PartitionExport] = field(default_factory=list)
+
+    @property
+    def records(self) -> int:
+        return sum(p.records for p in self.partitions)
+
+    @property
+    def ok(self) -> bool:
+        """Nothing was left out for damage."""
+        return not any(p.damaged for p in self.partitions)
+
+    def as_json(self) -> dict[str, Any]:
+        return {**asdict(self), "records": self.records, "ok": self.ok}
+
+
+def pyarrow_modules() -> tuple[Any, Any]:
+    """pyarrow and pyarrow.parquet, or an InputError naming the extra that brings them."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InputError(f"kseg export needs pyarrow: {EXTRA_HINT}") from None
+    return pa, pq
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def _unit(folder: Path, segments: list[Path], fallback: str) -> ExportUnit:
+    parsed = partition_of(folder)
+    topic, partition = parsed if parsed else (None, None)
+    name = f"{topic}-{partition}" if parsed else fallback
+    return ExportUnit(name, folder, topic, partition, segments)
+
+
+def plan_export(src: Any) -> tuple[list[ExportUnit], bool]:
+    """The files to write for an input, and whether the input is one partition (a segment file
+    or a partition folder: ``-o`` may name the file) rather than a log directory."""
+    if src.is_file():
+        return [_unit(src.parent, [src], src.name.split(".")[0])], True
+    if not src.is_dir():
+        raise InputError("no such file or directory", file=str(src))
+    segs = partition_segments(src)
+    if segs:
+        return [_unit(src, segs, src.name)], True
+    units: list[ExportUnit] = []
+    taken: set[str] = set()
+    for p in log_dir_partitions(src):
+        u = _unit(p.path, p.segment_paths, p.path.name)
+        if u.name in taken:  # a second replica of the same partition (future, stray): its folder's name
+            u = ExportUnit(p.path.name, u.source, u.topic, u.partition, u.segments)
+        taken.add(u.name)
+        units.append(u)
+    return units, False
+
+
+def _kseg_file(path: Path, pa: Any, pq: Any) -> bool:
+    """Whether ``path`` is a Parquet or Arrow file kseg exported (its schema says so)."""
+    try:
+        if path.suffix in FILE_SUFFIXES[PARQUET]:
+            schema = pq.read_schema(path)
+        else:
+            with pa.memory_map(str(path)) as f:
+                schema = pa.ipc.open_file(f).schema
+    except (OSError, pa.ArrowException, ValueError):
+        return False
+    return EXPORT_KEY in (schema.metadata or {})
+
+
+def _check_replaceable(output: Path, pa: Any, pq: Any) -> None:
+    """With --force: what is at the output is replaced only if kseg made it."""
+    if not os.path.lexists(output):
+        return
+    if output.is_symlink():
+        ok = False
+    elif output.is_dir():
+        entries = list(output.iterdir())
+        ok = bool(entries) and all(e.is_file() and not e.is_symlink() and _kseg_file(e, pa, pq) for e in entries)
+    else:
+        ok = output.is_file() and _kseg_file(output, pa, pq)
+    if not ok:
+        raise OutputError("the output exists and is not a kseg export: --force replaces only kseg's own exports; "
+                          "nothing was replaced", file=str(output))
+
+
+# --------------------------------------------------------------------------- running
+
+
+class _Sink:
+    """The file object pyarrow writes to: an AtomicFile (its write errors become kseg's)."""
+
+    def __init__(self, out: AtomicFile):
+        self.out = out
+        self.closed = False
+
+    def write(self, data: Any) -> int:
+        self.out.write(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self.out.size
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+    def writable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return False
+
+    def seekable(self) -> bool:
+        return False
+
+
+def _metadata(unit: ExportUnit, o: ExportOptions) -> dict[bytes, bytes]:
+    f = o.read
+    doc = {"source": str(unit.source), "topic": unit.topic, "partition": unit.partition,
+           "segments": [p.name for p in unit.segments], "filters": {
+               "from_offset": f.from_offset, "to_offset": f.to_offset, "from_time": f.from_time,
+               "to_time": f.to_time, "include_control": f.include_control, "on_damage": f.on_damage}}
+    return {EXPORT_KEY: json.dumps(doc, ensure_ascii=False).encode()}
+
+
+def export_unit(unit: ExportUnit, dst: Path, o: ExportOptions) -> PartitionExport:
+    """Write one unit's records into ``dst`` (published when complete; nothing on an error)."""
+    pa, pq = pyarrow_modules()
+    columns = list(o.columns) if o.columns is not None else None
+    schema = record_schema(columns).with_metadata(_metadata(unit, o))
+    result = PartitionExport(str(unit.source), unit.topic, unit.partition, str(dst), len(unit.segments))
+    damaged: list[KsegError] = []
+    out = AtomicFile(dst)
+    writer = None
+    try:
+        sink = _Sink(out)
+        codec = None if o.codec == "none" else o.codec
+        if o.fmt == PARQUET:
+            names = schema.names
+            writer = pq.ParquetWriter(sink, schema, compression=codec or "none",
+                                      use_dictionary=[c for c in names if c in DICTIONARY_COLUMNS],
+                                      write_statistics=[c for c in names if c not in NO_STATISTICS])
+        else:
+            writer = pa.ipc.new_file(sink, schema, options=pa.ipc.IpcWriteOptions(compression=codec))
+        for rb in arrow_batches(unit.segments, o.read, columns, o.batch_rows, damaged):
+            writer.write_batch(rb)
+            result.records += rb.num_rows
+        w, writer = writer, None
+        w.close()
+        identity.require_unchanged(unit.segments)  # what was written is the input as it still is
+        out.commit()
+    except BaseException:
+        if writer is not None:
+            try:
+                writer.close()  # into the temporary, about to go: only so pyarrow lets go of it
+            except Exception:  # noqa: BLE001 - the first error is the one to report
+                pass
+        out.abort()
+        raise
+    result.damaged = [str(e) for e in damaged]
+    return result
+
+
+def export(input_path: Any, output: Path, o: ExportOptions) -> ExportReport:
+    """Export a segment file, a partition folder or a log directory into ``output``: a file when
+    the input is one partition and ``output`` ends in the format's suffix, else a folder with
+    one ``<topic>-<partition>`` file per partition. An input that changes during the run
+    publishes nothing (``kseg.log.identity``)."""
+    if o.fmt not in FORMATS:
+        raise InputError(f"format must be one of {', '.join(FORMATS)}, not {o.fmt!r}")
+    if o.codec not in COMPRESSIONS[o.fmt]:
+        raise InputError(f"--compression {o.codec}: {o.fmt} files take {', '.join(COMPRESSIONS[o.fmt])}")
+    check_columns("records", list(o.columns) if o.columns is not None else None)
+    pa, pq = pyarrow_modules()
+    src = as_path(input_path)
+    with identity.watching():
+        units, single = plan_export(src)
+        as_file = output.suffix.lower() in FILE_SUFFIXES[o.fmt]
+        if as_file and not single:
+            raise InputError(f"-o {output.name} names one file, but the input is a log directory of "
+                             f"{len(units)} partitions: give a folder (one file per partition)")
+        check_output([src], output, force=o.force)
+        if o.force:
+            _check_replaceable(output, pa, pq)
+        report = ExportReport(str(src), str(output), o.fmt, o.codec)
+        if as_file:
+            report.partitions.append(export_unit(units[0], output, o))
+            return report
+        with AtomicDir(output) as root:
+            for u in units:
+                r = export_unit(u, root.tmp / (u.name + SUFFIX[o.fmt]), o)
+                r.output = str(output / Path(r.output).name)
+                report.partitions.append(r)
+            identity.require_unchanged()
+        return report
+
+
+__all__ = ["ARROW", "COMPRESSIONS", "EXPORT_KEY", "ExportOptions", "ExportReport", "ExportUnit", "FORMATS",
+           "PARQUET", "PartitionExport", "export", "export_unit", "plan_export"]
