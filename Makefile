@@ -6,12 +6,12 @@ PY := $(VENV)/bin/python
 KSEG := $(VENV)/bin/kseg
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test man facts schemas bench bench-dump bench-write bench-spark bench-jobs bench-kafka fixtures kafka-corpus kafka-corpus-check kafka-cleaner-corpus kafka-convert-corpus kafka-tiered-corpus kafka-live clean test-sanitize fuzz-short fuzz-long
+.PHONY: demo test docs man facts schemas bench bench-dump bench-write bench-spark bench-jobs bench-kafka fixtures kafka-corpus kafka-corpus-check kafka-cleaner-corpus kafka-convert-corpus kafka-tiered-corpus kafka-live clean test-sanitize fuzz-short fuzz-long
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints.txt -e '.[test,spark,report]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[test,spark,report,docs]'
 	$(PY) -m pip install -q -c constraints.txt -e examples/kseg-snappy-plugin -e examples/kseg-brotli-plugin
 	touch $(STAMP)
 
@@ -54,6 +54,11 @@ test: $(BUILT)
 	$(PY) fixtures/internal/build.py --check
 	$(KSEG) verify fixtures/logdir
 	$(PY) -m pytest
+
+# The documentation site (docs/, mkdocs.yml) into build/site, strictly: a broken link or anchor,
+# or a page left out of the nav, fails it. tests/test_docs.py builds it in make test too.
+docs: $(STAMP)
+	$(PY) -m mkdocs build --strict -d build/site
 
 # kseg.1, the manual page, written from the click commands (man -l kseg.1).
 man: $(STAMP)

@@ -478,14 +478,14 @@ def test_lines_that_cannot_be_built(lines: str, what: str, tmp_path: Path) -> No
     assert len(res.output.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
 
 
-def test_the_readme_fixture_example_runs(tmp_path: Path) -> None:
+def test_the_docs_fixture_example_runs(tmp_path: Path) -> None:
     import re
 
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("### Fixtures as code"):]
+    page = (ROOT / "docs/guides/ci.md").read_text()
+    section = page[page.index("## Fixtures as code"):]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1).replace("@pytest.fixture\n", "")
     scope: dict = {}
-    exec(compile(code, "README.md", "exec"), scope)
+    exec(compile(code, "docs/guides/ci.md", "exec"), scope)
     folder = scope["orders"](tmp_path)
     recs = [r for seg in partition_segments(folder) for r in records_of(seg)]
     assert len(recs) == 100 and recs[7][2] == b"k7"

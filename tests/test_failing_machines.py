@@ -2,7 +2,7 @@
 part-way, a live broker's folder changing under the reader, files that cannot be read.
 
 Each test runs the real ``kseg`` command in a subprocess and fails if a guarantee of
-README's "Robustness" section breaks:
+the robustness policy (docs/guides/robustness.md) breaks:
 
 - a writing command whose output disk fills up ends with one error line and exit 2,
   leaves nothing behind (no partial output, no temporary file) and its input untouched;

@@ -1,6 +1,6 @@
 """The failure matrix: every command x every input kind x every fault -> the verdict kseg owes.
 
-README "Robustness" states the policy; this file holds kseg to it on every path, not only on
+docs/guides/robustness.md states the policy; this file holds kseg to it on every path, not only on
 the ones other tests walk. Three tables, each listed once:
 
 - ``COMMANDS``: a row per command of the click group (``kseg`` and ``kseg spark``), its role
@@ -453,7 +453,7 @@ def test_damaged_data(inputs: Inputs, tmp_path: Path, name: str, kind: str, faul
     clean_run(run)
     assert run.code in codes, f"exit {run.code}, expected {codes}\n{run.stderr[-3000:]}"
     if run.code == 2 or (cmd.role == "writer" and run.code and output == "absent"):
-        # verify reports an unreadable file in its report and checks the rest (README "Robustness")
+        # verify reports an unreadable file in its report and checks the rest (docs/guides/robustness.md)
         reported = name == "verify" and "cannot read" in run.stdout
         assert len(run.error_lines) == 1 or reported, run.stdout + run.stderr
     if before is not None:

@@ -192,7 +192,7 @@ def _tree(fs: Any, key: str) -> dict[str, bytes]:
 def test_up_convert_to_objects_byte_identical(env, tmp_path):
     # Azure: one partition, as pyarrow's AzureFileSystem.delete_file (which each object's
     # temporary costs) stalls for seconds at a time against Azurite, releasing the lease of
-    # the blob it just deleted again and again (see README, Object storage).
+    # the blob it just deleted again and again (see docs/guides/spark-and-object-storage.md).
     part = "" if env.scheme == "gs" else "v2-headers-0"
     src, local_src = (f"{env.logdir}/{part}", FIXTURES / part) if part else (env.logdir, FIXTURES)
     out = env.url("kseg-test/out-up-convert")
@@ -204,7 +204,7 @@ def test_up_convert_to_objects_byte_identical(env, tmp_path):
     want = {str(p.relative_to(tmp_path / "local")): p.read_bytes()
             for p in sorted((tmp_path / "local").rglob("*")) if p.is_file()}
     got = _tree(env.server.fs(), "kseg-test/out-up-convert")
-    assert ".kseg-manifest.json" in got  # written last: the output is complete (README, Robustness)
+    assert ".kseg-manifest.json" in got  # written last: the output is complete (docs/guides/robustness.md)
     assert {k: v for k, v in got.items() if k != ".kseg-manifest.json"} == want
     assert cli(*args, src, "-o", out).exit_code == 2  # existing output: refused without --force
     if env.scheme != "gs":

@@ -1,6 +1,6 @@
 """The package's shape: imports point down the layers only, and no module imports itself in a circle.
 
-Layers, from the bottom (README "How the code is laid out"): the foundation
+Layers, from the bottom (docs/architecture.md): the foundation
 (errors, model, layouts, defaults, formats) <- codecs <- log <- companions,
 kafka07, decoders <- ops <- render <- cli, spark. ``kseg/__init__.py`` is the
 public facade above them all. Function-local imports of kseg modules hide the

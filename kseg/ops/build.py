@@ -1,6 +1,6 @@
 """Building a partition from JSON lines (``kseg build``): the inverse of ``dump --format jsonl``.
 
-Rules: the lines are dump's contract (README, ``kseg dump``): a ``batch`` line, then its
+Rules: the lines are dump's contract (docs/guides/jsonl.md): a ``batch`` line, then its
 ``record`` lines; ``error`` lines (``dump --keep-going``) are written back as their raw bytes.
 Keys and values are read as the ``--payload`` they were written in (``key_b64``/``value_b64``
 always base64). The bytes come from the writers' own encoders (``kseg.log.encode``); the
