@@ -1,7 +1,8 @@
 """``kseg dump`` speed in every format against kafka-python + json.dumps, in one run.
 
-For each case (v2 none/lz4/zstd and v1 gzip by default, ``--size-mb`` each) it times,
-with stdout to /dev/null and interpreter start-up included:
+For each case (v2 none/lz4/zstd, v1 gzip/none and v0 none by default, ``--size-mb`` each) and
+each payload kind of ``--payloads`` (ascii, accented, binary, large: common.PAYLOADS; all by
+default) it times, with stdout to /dev/null and interpreter start-up included:
 
   jsonl   kseg dump --records --format jsonl FILE
   kafka   kseg dump --records --format kafka --payload utf8 FILE
@@ -16,6 +17,7 @@ whole jsonl dump. CPU time (user+sys of the child) by default: the machine is sh
 
     .venv/bin/python benchmarks/bench_dump.py                       # 100 MB cases, 1 GB seek
     .venv/bin/python benchmarks/bench_dump.py --size-mb 10 --seek-gb 0.1 --repeat 1
+    .venv/bin/python benchmarks/bench_dump.py --size-mb 20 --cases 2:none,2:lz4 --payloads binary,large --seek-gb 0
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bench_read import kafka_dump_cmd, kseg_command  # noqa: E402
-from common import DEFAULT_DATA_DIR, compile_kseg, generate_segment, machine_info, measure, warm_file  # noqa: E402
+from common import (DEFAULT_DATA_DIR, PAYLOADS, compile_kseg, generate_segment, machine_info, measure,  # noqa: E402
+                    parse_payloads, segment_for, spec_for, warm_file)
 
 FORMATS = {
     "jsonl": ["--records", "--format", "jsonl"],
@@ -41,6 +44,7 @@ FORMATS = {
 }
 TARGETS = {"jsonl": 5.0, "kafka": 5.0}  # x kafka-python + json.dumps
 TEXT_VS_JSONL = 1.5
+KAFKA_VS_JSONL = 1.5  # kafka lines with --payload utf8 within 1.5x of jsonl's time (issue 27)
 SEEK_TARGET_S = 0.1
 RSS_TARGET_MB = 100
 
@@ -99,11 +103,12 @@ def first_or_run(cmd: list[str], args: argparse.Namespace) -> float:
     return best
 
 
-def measure_case(magic: int, codec: str, args: argparse.Namespace, log) -> dict:
-    info = generate_segment(None, magic, codec, int(args.size_mb * (1 << 20)), data_dir=args.data_dir, log=log)
+def measure_case(magic: int, codec: str, payload: str, args: argparse.Namespace, log) -> dict:
+    info = segment_for(spec_for(magic, codec, int(args.size_mb * (1 << 20)), payload), data_dir=args.data_dir, log=log)
     path = str(info.path)
-    res: dict = {"case": f"v{magic} {codec}", "records": info.records, "file_mb": info.file_bytes / 1e6}
-    log(f"v{magic} {codec}: {info.records:,} records, {info.file_bytes / 1e6:.0f} MB")
+    res: dict = {"case": f"v{magic} {codec} {payload}", "payload": payload, "records": info.records,
+                 "file_mb": info.file_bytes / 1e6}
+    log(f"v{magic} {codec} {payload}: {info.records:,} records, {info.file_bytes / 1e6:.0f} MB")
     res["python"] = run_timed(kafka_dump_cmd(info), args, path)
     for fmt, opts in FORMATS.items():
         log(f"  {fmt} ...")
@@ -117,6 +122,7 @@ def measure_case(magic: int, codec: str, args: argparse.Namespace, log) -> dict:
         res[f"{fmt}_ratio"] = py / res[fmt]["seconds"]
     res["python_rps"] = info.records / py
     res["text_vs_jsonl"] = res["text"]["seconds"] / res["jsonl"]["seconds"]
+    res["kafka_vs_jsonl"] = res["kafka"]["seconds"] / res["jsonl"]["seconds"]
     return res
 
 
@@ -161,7 +167,8 @@ def report(results: list[dict], seek: dict | None, startup: float, args: argpars
     clock = "CPU" if args.clock == "cpu" else "wall"
     print(f"\n`kseg dump` vs kafka-python + json.dumps ({clock} seconds, best of {args.repeat}, stdout to "
           f"/dev/null, start-up {startup * 1000:.0f} ms included)\n")
-    head = ["case", "records", "kafka-python+json", "jsonl", "kafka", "text", "jsonl x", "kafka x", "text/jsonl"]
+    head = ["case", "records", "kafka-python+json", "jsonl", "kafka", "text", "jsonl x", "kafka x", "text/jsonl",
+            "kafka/jsonl"]
     if args.pure:
         head += ["jsonl (pure)", "kafka (pure)", "text (pure)"]
     print("| " + " | ".join(head) + " |")
@@ -169,7 +176,8 @@ def report(results: list[dict], seek: dict | None, startup: float, args: argpars
     for r in results:
         row = [r["case"], f"{r['records']:,}", f"{r['python']['seconds']:.2f} s"]
         row += [f"{r[f]['seconds']:.2f} s ({r[f + '_rps'] / 1e6:.2f}M/s)" for f in FORMATS]
-        row += [f"{r['jsonl_ratio']:.1f}x", f"{r['kafka_ratio']:.1f}x", f"{r['text_vs_jsonl']:.2f}"]
+        row += [f"{r['jsonl_ratio']:.1f}x", f"{r['kafka_ratio']:.1f}x", f"{r['text_vs_jsonl']:.2f}",
+                f"{r['kafka_vs_jsonl']:.2f}"]
         if args.pure:
             row += [f"{r[f + '_pure']['seconds']:.2f} s" for f in FORMATS]
         print("| " + " | ".join(row) + " |")
@@ -180,6 +188,9 @@ def report(results: list[dict], seek: dict | None, startup: float, args: argpars
                              f"{r[f'{fmt}_ratio']:.1f}x"))
         verdicts.append((r["text_vs_jsonl"] <= TEXT_VS_JSONL, f"{r['case']} text within {TEXT_VS_JSONL}x of jsonl",
                          f"{r['text_vs_jsonl']:.2f}x"))
+        verdicts.append((r["kafka_vs_jsonl"] <= KAFKA_VS_JSONL,
+                         f"{r['case']} kafka --payload utf8 within {KAFKA_VS_JSONL}x of jsonl",
+                         f"{r['kafka_vs_jsonl']:.2f}x"))
     if seek is not None:
         print(f"\nSeek: {seek['file_mb']:.0f} MB segment, {seek['records']:,} records: first line of "
               f"--from-offset {seek['from_offset']} after {seek['first_line_s'] * 1000:.0f} ms, of --from-time "
@@ -203,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--size-mb", type=float, default=100)
     p.add_argument("--cases", default="2:none,2:lz4,2:zstd,1:gzip,1:none,0:none", help="magic:codec,... (default: %(default)s)")
+    p.add_argument("--payloads", default=",".join(PAYLOADS), help="payload kinds (default: %(default)s)")
     p.add_argument("--seek-gb", type=float, default=1.0, help="partition size for the seek test (0: skip)")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--budget", type=float, default=60.0, help="stop repeating a measurement after this many s")
@@ -211,6 +223,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR))
     p.add_argument("--json", metavar="FILE", help="also save every figure as JSON")
     args = p.parse_args(argv)
+    try:
+        payloads = parse_payloads(args.payloads)
+    except ValueError as exc:
+        p.error(str(exc))
     t_start = time.perf_counter()
 
     def log(msg: str) -> None:
@@ -221,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for case in filter(None, args.cases.split(",")):
         magic, codec = case.split(":")
-        results.append(measure_case(int(magic), codec, args, log))
+        for payload in payloads:
+            results.append(measure_case(int(magic), codec, payload, args, log))
     seek = seek_case(args, log) if args.seek_gb > 0 else None
     print(f"\nkseg dump benchmark: {machine['date']}, {machine['cpu_model']} (nproc {machine['nproc']}), "
           f"Python {machine['python']}; {args.size_mb:g} MB segments")

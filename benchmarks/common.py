@@ -16,6 +16,21 @@ small header per v2 record, timestamps rising a few records per millisecond,
 offsets consecutive from 0. Batches are built with kseg's encoder
 (``kseg.log.encode``), then a sample is read back with kafka-python's own
 decoder, so the two libraries are known to agree on the bytes.
+
+``SegmentSpec.payload`` picks what the values hold (keys and headers are as above):
+
+- ``ascii`` (the default, what every figure before payload kinds was measured on): the
+  ASCII JSON-ish text above, exactly ``value_size`` bytes;
+- ``accented``: the same JSON with non-ASCII words in its text (Latin accents, Greek,
+  Cyrillic, CJK, emoji: 2-, 3- and 4-byte UTF-8), valid UTF-8, exactly ``value_size`` bytes;
+- ``binary``: Avro-like records (zig-zag varints, a length-prefixed string, a double, a
+  16-byte fixed, random bytes), ``0.8-1.2 x value_size`` bytes (80-120 by default), rarely
+  valid UTF-8;
+- ``large``: ASCII text documents of 16-64 KiB (``value_size`` is not used), 10 records per
+  batch by default when made with ``spec_for``.
+
+Each kind is its own cached file: a kind other than ``ascii`` adds ``-p<kind>`` to the
+name, and the ``ascii`` files' name and recorded parameters are what they were.
 """
 
 from __future__ import annotations
@@ -24,6 +39,7 @@ import gc
 import json
 import os
 import random
+import struct
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -47,6 +63,18 @@ _WORDS = (
 ).split()
 _EVENTS = ("page_view", "click", "add_to_cart", "checkout", "login", "logout", "search", "scroll")
 _COUNTRIES = ("DE", "FR", "US", "GB", "IN", "BR", "JP", "NL", "ES", "IT")
+_ACCENTED_WORDS = (
+    "café crème brûlée naïve façade Zürich Málaga São Paulo Kraków Øresund smørrebrød "
+    "Ελλάδα Αθήνα Москва привет 東京 大阪 서울 😀 🎉 🚀 ☕ €uro ¿qué? ñandú"
+).split()
+_ACCENTED_COUNTRIES = ("DE", "FR", "ES", "PL", "DK", "GR", "RU", "JP", "KR", "BR")
+
+#: what the values of a segment hold; "ascii" is the default (and every older figure)
+PAYLOADS = ("ascii", "accented", "binary", "large")
+#: records per batch ``spec_for`` uses for a payload kind (else the SegmentSpec default)
+PAYLOAD_BATCH = {"large": 10}
+LARGE_VALUE_BYTES = (16 << 10, 64 << 10)
+LARGE_POOL_SIZE = 257  # distinct large values (prime), 10 MB held in memory
 
 
 def compile_kseg() -> None:
@@ -78,6 +106,7 @@ class SegmentSpec:
     value_size: int = 100
     headers: int = 1  # per v2 record (v0/v1 have none)
     seed: int = 20240601
+    payload: str = "ascii"  # one of PAYLOADS
 
     def __post_init__(self) -> None:
         if self.magic not in (0, 1, 2):
@@ -86,6 +115,8 @@ class SegmentSpec:
             raise ValueError(f"codec must be one of {', '.join(CODECS)}, not {self.codec!r}")
         if not codec_allowed(self.magic, self.codec):
             raise ValueError(f"{self.codec} is not allowed with magic {self.magic}")
+        if self.payload not in PAYLOADS:
+            raise ValueError(f"payload must be one of {', '.join(PAYLOADS)}, not {self.payload!r}")
 
     @property
     def codec_id(self) -> int:
@@ -95,8 +126,33 @@ class SegmentSpec:
     def name(self) -> str:
         mb = self.target_bytes / (1 << 20)
         size = f"{mb:g}MB" if mb >= 1 else f"{self.target_bytes}B"
+        kind = "" if self.payload == "ascii" else f"-p{self.payload}"
         return (f"v{self.magic}-{self.codec}-{size}-b{self.records_per_batch}"
-                f"-k{self.key_size}-v{self.value_size}-h{self.headers}")
+                f"-k{self.key_size}-v{self.value_size}-h{self.headers}{kind}")
+
+    def recorded(self) -> dict:
+        """The parameters written next to a cached file; an ``ascii`` spec records none of
+        ``payload`` so that files made before payload kinds stay valid."""
+        d = asdict(self)
+        if self.payload == "ascii":
+            del d["payload"]
+        return d
+
+
+def spec_for(magic: int, codec: str, target_bytes: int, payload: str = "ascii") -> SegmentSpec:
+    """The benchmarks' spec of a payload kind: the defaults, with PAYLOAD_BATCH's batch size."""
+    if payload in PAYLOAD_BATCH:
+        return SegmentSpec(magic, codec, target_bytes, records_per_batch=PAYLOAD_BATCH[payload], payload=payload)
+    return SegmentSpec(magic, codec, target_bytes, payload=payload)
+
+
+def parse_payloads(text: str) -> list[str]:
+    """``--payloads ascii,binary`` -> ["ascii", "binary"]; raises ValueError on an unknown kind."""
+    kinds = [k.strip() for k in text.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in PAYLOADS]
+    if unknown or not kinds:
+        raise ValueError(f"unknown payload kind(s) {', '.join(unknown) or '(none)'}; known: {', '.join(PAYLOADS)}")
+    return kinds
 
 
 @dataclass
@@ -128,14 +184,19 @@ class _Pool:
     def __init__(self, spec: SegmentSpec):
         rng = random.Random(spec.seed)
         self.keys = [_key(rng, spec.key_size) for _ in range(POOL_SIZE)] if spec.key_size else None
-        self.values = [_value(rng, spec.value_size) for _ in range(POOL_SIZE)]
+        if spec.payload == "ascii":  # the same draws from rng as before payload kinds: the same bytes
+            self.values = [_value(rng, spec.value_size) for _ in range(POOL_SIZE)]
+        else:
+            vrng = random.Random(f"{spec.seed}-{spec.payload}")
+            make, count = _VALUE_MAKERS[spec.payload]
+            self.values = [make(vrng, spec.value_size) for _ in range(count)]
         self.header_values = [rng.getrandbits(64).to_bytes(8, "big").hex().encode() for _ in range(POOL_SIZE)]
 
     def key(self, offset: int) -> bytes | None:
         return None if self.keys is None else self.keys[offset % POOL_SIZE]
 
     def value(self, offset: int) -> bytes:
-        return self.values[offset % POOL_SIZE]
+        return self.values[offset % len(self.values)]
 
     def headers(self, offset: int, n: int) -> list[tuple[str, bytes]]:
         if not n:
@@ -164,6 +225,66 @@ def _value(rng: random.Random, size: int) -> bytes:
         length += len(w) + 1
     text = (head + " ".join(note))[: max(0, size - 2)] + '"}'
     return text.encode()[:size].ljust(size, b" ")
+
+
+def _accented_value(rng: random.Random, size: int) -> bytes:
+    """JSON-like event text with non-ASCII words, valid UTF-8, of exactly ``size`` bytes."""
+    head = (
+        f'{{"user":{rng.randrange(10 ** 6)},"event":"{rng.choice(_EVENTS)}",'
+        f'"country":"{rng.choice(_ACCENTED_COUNTRIES)}","amount":{rng.randrange(100000) / 100},'
+        f'"city":"{rng.choice(_ACCENTED_WORDS)}","note":"'
+    )
+    text = head
+    while len(text.encode()) < size:
+        text += rng.choice(_ACCENTED_WORDS) + " "
+    room = size - 2
+    while len(text.encode()) > room:  # whole characters only: valid UTF-8
+        text = text[:-1]
+    return (text + '"}').encode().ljust(size, b" ")
+
+
+def _zigzag(n: int) -> bytes:
+    z = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while True:
+        b = z & 0x7F
+        z >>= 7
+        if z:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _binary_value(rng: random.Random, size: int) -> bytes:
+    """An Avro-like record of 0.8-1.2 x ``size`` bytes: a user id and an amount in cents as
+    zig-zag varints, the event as a length-prefixed string, a double, a 16-byte fixed (a UUID)
+    and random bytes to the drawn length."""
+    length = rng.randint(size * 4 // 5, size * 6 // 5)
+
+    event = rng.choice(_EVENTS).encode()
+    out = (_zigzag(rng.randrange(10 ** 6)) + _zigzag(len(event)) + event + _zigzag(rng.randrange(-10 ** 6, 10 ** 6))
+           + struct.pack("<d", rng.random() * 1000) + rng.randbytes(16))
+    return (out + rng.randbytes(max(0, length - len(out))))[:length]
+
+
+def _large_value(rng: random.Random, size: int) -> bytes:
+    """An ASCII JSON-ish document of 16-64 KiB (``size`` is not used): a header and text."""
+    length = rng.randint(*LARGE_VALUE_BYTES)
+    head = (f'{{"doc":{rng.randrange(10 ** 9)},"event":"{rng.choice(_EVENTS)}",'
+            f'"country":"{rng.choice(_COUNTRIES)}","body":"')
+    words = " ".join(rng.choices(_WORDS, k=length // 5))
+    while len(words) < length:
+        words += " " + " ".join(rng.choices(_WORDS, k=length // 5))
+    return (head + words)[: length - 2].encode() + b'"}'
+
+
+#: payload kind -> (value maker, distinct values in the pool); "ascii" is _value, drawn as before
+_VALUE_MAKERS = {
+    "accented": (_accented_value, POOL_SIZE),
+    "binary": (_binary_value, POOL_SIZE),
+    "large": (_large_value, LARGE_POOL_SIZE),
+}
 
 
 def timestamp_of(offset: int) -> int:
@@ -283,6 +404,7 @@ def generate_segment(
     key_size: int = 16,
     value_size: int = 100,
     headers: int = 1,
+    payload: str = "ascii",
     *,
     data_dir: str | os.PathLike | None = None,
     force: bool = False,
@@ -296,13 +418,13 @@ def generate_segment(
     match and its size is the recorded one.
     """
     spec = SegmentSpec(magic, codec, target_bytes, records_per_batch, key_size, value_size,
-                       headers if magic >= 2 else 0)
+                       headers if magic >= 2 else 0, payload=payload)
     if path is None:
         base = Path(data_dir) if data_dir is not None else DEFAULT_DATA_DIR
         path = base / spec.name / "00000000000000000000.log"
     path = Path(path)
     meta_path = path.with_name(path.name + ".meta.json")
-    wanted = {"generator": GENERATOR_VERSION, "spec": asdict(spec)}
+    wanted = {"generator": GENERATOR_VERSION, "spec": spec.recorded()}
     if not force and path.is_file() and meta_path.is_file():
         try:
             meta = json.loads(meta_path.read_text())
@@ -329,7 +451,7 @@ def generate_segment(
 
 def segment_for(spec: SegmentSpec, **kw: Any) -> SegmentInfo:
     return generate_segment(None, spec.magic, spec.codec, spec.target_bytes, spec.records_per_batch,
-                            spec.key_size, spec.value_size, spec.headers, **kw)
+                            spec.key_size, spec.value_size, spec.headers, spec.payload, **kw)
 
 
 # --------------------------------------------------------------------------- timing
