@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 KSEG := $(VENV)/bin/kseg
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test docs man facts schemas bench bench-dump bench-write bench-spark bench-jobs bench-kafka fixtures kafka-corpus kafka-corpus-check kafka-cleaner-corpus kafka-convert-corpus kafka-tiered-corpus kafka-live clean test-sanitize fuzz-short fuzz-long
+.PHONY: demo test check docs man facts schemas bench bench-dump bench-write bench-spark bench-jobs bench-kafka fixtures kafka-corpus kafka-corpus-check kafka-cleaner-corpus kafka-convert-corpus kafka-tiered-corpus kafka-live clean test-sanitize fuzz-short fuzz-long
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,11 @@ test: $(BUILT)
 	$(PY) fixtures/internal/build.py --check
 	$(KSEG) verify fixtures/logdir
 	$(PY) -m pytest
+
+# The fast tier while working: unit, property and corpus tests; no servers, no JVM, no
+# whole-command matrices (the tests marked live by tests/conftest.py; make test runs them).
+check: $(BUILT)
+	$(PY) -m pytest -m "not live"
 
 # The documentation site (docs/, mkdocs.yml) into build/site, strictly: a broken link or anchor,
 # or a page left out of the nav, fails it. tests/test_docs.py builds it in make test too.

@@ -519,5 +519,5 @@ def test_unreadable_file(kind, tmp_path) -> None:
     assert r.stdout.count("batch @") >= 3 * 10, r.stdout
     r = run("verify", part)
     assert r.returncode == 2, r.stdout + r.stderr
-    assert len([line for line in r.stdout.splitlines() if UNREADABLE[kind] in line]) == 1, r.stdout
-    assert "3 file(s) checked" in r.stdout, r.stdout
+    assert len([line for line in r.stdout.splitlines() if UNREADABLE[kind] in line]) == 1, r.stdout + r.stderr
+    assert "3 file(s) checked" in r.stdout, r.stdout + r.stderr
