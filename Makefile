@@ -135,17 +135,18 @@ SAN_ENV = KSEG_SPEEDUPS_SO=$(CURDIR)/$(SAN_DIR)/_speedups$(SO_SUFFIX) LD_PRELOAD
 	PYTHONPATH=$(CURDIR)/tests/fuzz $(SAN_OPTS)
 FUZZ_ENV = KSEG_SPEEDUPS_SO=$(CURDIR)/$(FUZZ_DIR)/_speedups$(SO_SUFFIX) LD_PRELOAD=$$(cat $(FUZZ_DIR)/preload) \
 	$(SAN_OPTS)
-# Programs that are not Python (Spark's and Kafka's JVMs, the S3, GCS and Azure servers, Chromium) must not
-# run with the ASan runtime preloaded, and have no C of kseg's: the tests that start them are
-# left out, as are the slowest CLI fuzz and bomb tests and the failing-machine tests
-# (subprocesses of the same code paths), and the memory ceilings (ASan's shadow memory and
-# quarantine are no dump's); tests/test_fuzz_corpus.py reaches every C entry point.
-SAN_PYTEST := -p no:cacheprovider --ignore=tests/test_spark.py --ignore=tests/test_failing_machines.py \
-	--ignore=tests/kafka --ignore=tests/test_cluster.py --ignore=tests/test_object_store.py \
-	--ignore=tests/test_tools_spark.py --ignore=tests/test_tools_html.py --ignore=tests/test_tiered.py \
-	--ignore=tests/test_gcs_azure.py --ignore=tests/test_failure_matrix.py --ignore=tests/test_outputs.py \
-	--ignore=tests/test_read_errors.py --ignore=tests/test_publish.py --ignore=tests/test_live_inputs.py --ignore=tests/test_many_objects.py \
-	-k 'not test_cli_fuzz_never_tracebacks and not bomb and not flat_memory and not test_spark_writers_follow and not 10k_empty_segments and not 50k_state_batches'
+# The tests that drive kseg's C with data (every C entry point through the fuzz corpus, the twins
+# held equal, every fixture, real file and client corpus read, dumped, verified, exported and
+# salvaged), against the ASan/UBSan build. Left to make test: the larger corpora's many more cases
+# of the same paths (the kafka-dump-log drop-in, the broker corpus, conversions), the tests of
+# Python-only code, and programs that are not Python (Spark's and Kafka's JVMs, the S3, GCS and
+# Azure servers, Chromium), which must not run with the ASan runtime preloaded and have no C of
+# kseg's; and the memory ceilings (ASan's shadow memory and quarantine are no dump's).
+SAN_TESTS := accelerator api checksums codecs dump_fields edges export fuzz_corpus golden jvm_utf8 \
+	kafka_clients_corpus kafka_golden realdata record_types_corpus render_bulk robustness salvage \
+	span_columns tools_find
+SAN_PYTEST := -p no:cacheprovider $(patsubst %,tests/test_%.py,$(SAN_TESTS)) \
+	-k 'not bomb and not flat_memory'
 FUZZ_SECONDS ?= 8
 
 $(SAN_DIR)/preload: kseg/log/_speedups.c kseg/log/_spans.h kseg/_checksum.c kseg/_crc32.h kseg/render/_format.c tests/fuzz/build.sh $(STAMP)
