@@ -19,10 +19,18 @@ def restore_signals() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
-def opened(pid: int, target: Path) -> bool:
-    """Whether process ``pid`` has ``target`` open."""
+def opened(pid: int, target: Path, *, mapped: bool = False) -> bool:
+    """Whether process ``pid`` has ``target`` open (or, with ``mapped``, mapped: a segment read
+    through mmap may have its descriptor closed at once, so that a fast run is missed every time
+    by looking at descriptors alone; a mapping may outlive the reading, so only where that is fine)."""
+    name = str(target)
     try:
-        return any(os.readlink(f"/proc/{pid}/fd/{fd}") == str(target) for fd in os.listdir(f"/proc/{pid}/fd"))
+        if any(os.readlink(f"/proc/{pid}/fd/{fd}") == name for fd in os.listdir(f"/proc/{pid}/fd")):
+            return True
+        if not mapped:
+            return False
+        with open(f"/proc/{pid}/maps") as maps:
+            return any(line.rstrip("\n").endswith(" " + name) for line in maps)
     except OSError:
         return False
 
