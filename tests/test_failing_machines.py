@@ -36,6 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from children import restore_signals
 
 from kseg.log.encode import build_legacy_message, build_v2_batch
 from kseg.log.segment import segment_file_name
@@ -295,7 +296,7 @@ sys.exit(run())
 def test_interrupted_while_loading(module, inputs) -> None:
     """Ctrl-C while the console script is still importing: exit 130 and nothing on stderr."""
     r = subprocess.run([sys.executable, "-c", _INTERRUPT_AT_IMPORT, module, "verify", str(inputs["v2"])],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120, preexec_fn=restore_signals)
     assert (r.returncode, r.stderr, r.stdout) == (130, "", "")
 
 
@@ -311,7 +312,7 @@ sys.exit(run())
 def test_interrupted_after_finishing(inputs) -> None:
     """Ctrl-C once the command is done (its output written, Python shutting down): no traceback."""
     r = subprocess.run([sys.executable, "-c", _INTERRUPT_AT_EXIT, "verify", "--quick", str(inputs["v2"])],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120, preexec_fn=restore_signals)
     assert (r.returncode, r.stderr) == (0, "")
     assert "0 with errors" in r.stdout  # the output was written whole
 
