@@ -8,12 +8,34 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test check docs man facts schemas bench bench-dump bench-write bench-spark bench-jobs bench-kafka fixtures kafka-corpus kafka-corpus-check kafka-cleaner-corpus kafka-convert-corpus kafka-tiered-corpus kafka-live clean test-sanitize fuzz-short fuzz-long
 
-$(STAMP): pyproject.toml constraints.txt
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints.txt -e '.[test,spark,report,docs]'
-	$(PY) -m pip install -q -c constraints.txt -e examples/kseg-snappy-plugin -e examples/kseg-brotli-plugin
-	touch $(STAMP)
+# Two installs: BASE is kseg alone with its own dependencies (what make demo needs), STAMP adds
+# the extras the tests, Spark, the report and the docs need, and the example plugins (make test).
+# pip's and setuptools' chatter goes to .venv/install.log; it is shown only when a step fails.
+BASE := $(VENV)/.base
+EXTRAS := test spark report docs
+INSTALL_LOG := $(VENV)/install.log
+QUIET = >>$(INSTALL_LOG) 2>&1 || { cat $(INSTALL_LOG); exit 1; }
+define EXTRA_REQUIREMENTS
+import sys, tomllib
+extras = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]
+print("\n".join(sorted({r for e in sys.argv[1:] for r in extras[e]})))
+endef
+export EXTRA_REQUIREMENTS
+
+$(BASE): pyproject.toml constraints.txt
+	@echo "make: installing kseg into $(VENV) (pip's output in $(INSTALL_LOG))"
+	@$(PYTHON) -m venv $(VENV)
+	@: > $(INSTALL_LOG)
+	@$(PY) -m pip install -q --upgrade pip $(QUIET)
+	@$(PY) -m pip install -q -c constraints.txt -e . $(QUIET)
+	@touch $@
+
+$(STAMP): $(BASE)
+	@echo "make: installing the extras ($(EXTRAS)) and the example plugins into $(VENV)"
+	@$(PY) -c "$$EXTRA_REQUIREMENTS" $(EXTRAS) > $(VENV)/extras.txt
+	@$(PY) -m pip install -q -c constraints.txt -r $(VENV)/extras.txt $(QUIET)
+	@$(PY) -m pip install -q -c constraints.txt -e examples/kseg-snappy-plugin -e examples/kseg-brotli-plugin $(QUIET)
+	@touch $@
 
 # The C accelerator is rebuilt when its sources change. Its extensions are optional (kseg runs
 # without a compiler), so a compile error would otherwise leave the previous build in place
@@ -32,7 +54,7 @@ sys.exit("make: not built from the current sources: " + " ".join(stale) if stale
 endef
 export STALE_EXTENSIONS
 
-$(BUILT): $(STAMP) $(C_SOURCES)
+$(BUILT): $(BASE) $(C_SOURCES)
 	@if ! command -v cc >/dev/null 2>&1; then echo "make: no C compiler: kseg runs its pure-Python code"; \
 	elif ! $(PY) -c "$$STALE_EXTENSIONS" 2>/dev/null; then \
 		$(PY) -m pip install -v -c constraints.txt --no-deps -e . >$(VENV)/build.log 2>&1 || { cat $(VENV)/build.log; exit 1; }; \
@@ -43,13 +65,16 @@ $(BUILT): $(STAMP) $(C_SOURCES)
 demo: $(BUILT)
 	$(KSEG) verify fixtures/logdir
 	$(KSEG) dump --records fixtures/logdir/v2-headers-0
-	$(KSEG) dump --records --format kafka --payload utf8 fixtures/logdir/compacted-v1-gzip-0
+	$(KSEG) dump --records --format kafka --payload utf8 fixtures/logdir/v2-gzip-0/00000000000000000000.log
 	$(KSEG) dump --records --format jsonl fixtures/logdir/v2-txn-0 | head -n 4
 	$(KSEG) up-convert fixtures/logdir -o out/v2 --to-magic 2 --force
 	$(KSEG) compact out/v2 -o out/compacted --include-active --force
 	$(KSEG) verify --quick out/v2 out/compacted
+	@echo
+	@echo "kseg is installed in $(VENV): run $(KSEG) --help, or 'source $(VENV)/bin/activate' and then kseg --help."
+	@echo "make test installs the test extras and runs the suite; docs/getting-started.md walks through an incident."
 
-test: $(BUILT)
+test: $(STAMP) $(BUILT)
 	$(PY) fixtures/generate.py --check
 	$(PY) fixtures/internal/build.py --check
 	$(KSEG) verify fixtures/logdir
@@ -57,7 +82,7 @@ test: $(BUILT)
 
 # The fast tier while working: unit, property and corpus tests; no servers, no JVM, no
 # whole-command matrices (the tests marked live by tests/conftest.py; make test runs them).
-check: $(BUILT)
+check: $(STAMP) $(BUILT)
 	$(PY) -m pytest -m "not live"
 
 # The documentation site (docs/, mkdocs.yml) into build/site, strictly: a broken link or anchor,
@@ -80,23 +105,23 @@ facts: $(STAMP)
 schemas: $(STAMP)
 	$(PY) -m kseg.decoders.derive
 
-bench: $(BUILT)
+bench: $(STAMP) $(BUILT)
 	$(PY) benchmarks/bench_read.py --clock cpu
 
-bench-dump: $(BUILT)
+bench-dump: $(STAMP) $(BUILT)
 	$(PY) benchmarks/bench_dump.py
 
-bench-write: $(BUILT)
+bench-write: $(STAMP) $(BUILT)
 	$(PY) benchmarks/bench_write.py
 	$(PY) benchmarks/bench_plugins.py
 
-bench-spark: $(BUILT)
+bench-spark: $(STAMP) $(BUILT)
 	$(PY) benchmarks/bench_spark.py
 
-bench-jobs: $(BUILT)
+bench-jobs: $(STAMP) $(BUILT)
 	$(PY) benchmarks/bench_jobs.py
 
-bench-kafka: $(BUILT)
+bench-kafka: $(STAMP) $(BUILT)
 	$(PY) benchmarks/bench_kafka_dump.py
 
 # Kafka itself as the oracle (needs java and mvn; see oracle/README.md)
