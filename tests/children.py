@@ -35,6 +35,15 @@ def opened(pid: int, target: Path, *, mapped: bool = False) -> bool:
         return False
 
 
+def stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped by a signal (state T in /proc/PID/stat)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "T"
+    except (OSError, IndexError):
+        return False
+
+
 def stop_when(proc: subprocess.Popen, ready: Callable[[], bool], timeout: float = 60) -> bool:
     """SIGSTOP the child as soon as ``ready()``; False when it ended first."""
     end = time.monotonic() + timeout
