@@ -80,10 +80,11 @@ test: $(STAMP) $(BUILT)
 	$(KSEG) verify fixtures/logdir
 	$(PY) -m pytest
 
-# The fast tier while working: unit, property and corpus tests; no servers, no JVM, no
-# whole-command matrices (the tests marked live by tests/conftest.py; make test runs them).
+# The fast tier while working: unit, property and corpus tests, on every core, with a quarter
+# of the property tests' examples; no servers, no JVM, no whole-command matrices of child
+# processes (the tests marked live by tests/conftest.py; make test runs them).
 check: $(STAMP) $(BUILT)
-	$(PY) -m pytest -m "not live"
+	HYPOTHESIS_PROFILE=check $(PY) -m pytest -m "not live" -n auto -p no:cacheprovider
 
 # The documentation site (docs/, mkdocs.yml) into build/site, strictly: a broken link or anchor,
 # or a page left out of the nav, fails it. tests/test_docs.py builds it in make test too.

@@ -50,7 +50,7 @@ FIXTURES_LOGDIR = REPO / "fixtures" / "logdir"
 # --------------------------------------------------------------------------- hypothesis profiles
 
 # ``fast`` is the default (``make test``); ``HYPOTHESIS_PROFILE=nightly`` runs every
-# property test with 20 times as many examples. No deadline: examples that build
+# property test with 20 times as many examples, ``check`` (``make check``) a quarter. No deadline: examples that build
 # and decode whole segments are slow by design, and a shared machine is noisy.
 FAST_EXAMPLES = 100
 settings.register_profile(
@@ -58,6 +58,8 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 settings.register_profile("nightly", settings.get_profile("fast"), max_examples=20 * FAST_EXAMPLES)
+# make check's quick loop: a quarter of the examples (make test, which CI runs, keeps them all)
+settings.register_profile("check", settings.get_profile("fast"), max_examples=FAST_EXAMPLES // 4)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "fast")
 
 
@@ -420,19 +422,27 @@ def _every_json_output_is_strict(monkeypatch: pytest.MonkeyPatch) -> None:
 # --------------------------------------------------------------------------- test tiers
 
 # ``make test`` runs everything (it is what CI runs). ``make check`` is the fast tier: unit,
-# property and corpus tests, no servers, no JVM, no whole-command matrices; it deselects the
-# ``live`` marker, which the modules below get whole, and every test whose id names Spark.
+# property and corpus tests, no servers, no JVM, no whole-command matrices of child processes;
+# it deselects the ``live`` marker, which the modules below get whole, every test that uses a
+# server's fixture, and every test whose id names Spark.
 LIVE_MODULES = {
+    "test_bounded_companions": "children under an address-space limit beside 3 GiB sparse files",
     "test_cluster": "a Spark standalone cluster and an S3 server",
+    "test_damage_policy": "every writer x damage x policy, each in a child process",
+    "test_failing_machines": "children killed, interrupted and starved at random points",
     "test_failure_matrix": "every command x input kind x fault, each in a child process, with an S3 server",
     "test_gcs_azure": "GCS and Azure emulators",
+    "test_input_shapes": "every command x input shape, each in a child process",
     "test_jvm_utf8": "a JVM",
+    "test_live_inputs": "children stopped mid-run while their input changes",
     "test_many_objects": "an S3 server",
     "test_object_store": "an S3 server",
     "test_publish": "an S3 server",
     "test_spark": "Spark",
     "test_tools_spark": "Spark",
 }
+# Fixtures that start a server (tests/servers.py): a test using one is live wherever it is.
+LIVE_FIXTURES = {"object_store", "spark_cluster"}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -442,5 +452,6 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         module = item.path.stem
-        if module in LIVE_MODULES or "kafka" in item.path.parent.name or "spark" in item.nodeid.lower():
+        if (module in LIVE_MODULES or "kafka" in item.path.parent.name or "spark" in item.nodeid.lower()
+                or LIVE_FIXTURES.intersection(getattr(item, "fixturenames", ()))):
             item.add_marker(pytest.mark.live)

@@ -297,6 +297,7 @@ def test_azure_account_form_keeps_its_message() -> None:
 # --------------------------------------------------------------------------- an object store failing
 
 
+@pytest.mark.live  # a server of its own
 def test_object_store_stopping_mid_dump_is_one_read_error(tmp_path) -> None:
     """A SeaweedFS S3 server of this test's own, stopped while ``kseg dump`` reads a large
     segment by ranges: exit 2 and one error line naming the object, not "went away"."""
