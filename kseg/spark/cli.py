@@ -297,7 +297,7 @@ def _convert(command: str, input_path: Path, output: Path, args: dict, write: An
     if report is not None:
         write_report(report, command, rows, {"summary": result.summary.as_json(), **run.summary()})
     click.echo(job_line(result, output), err=True)
-    if result.damaged:  # damaged batches skipped or carried (--on-damage): the data had problems
+    if result.incomplete:  # damaged batches skipped or carried, partitions skipped: the data had problems
         raise SystemExit(EXIT_DATA)
 
 
@@ -308,7 +308,8 @@ def _common_args(max_decompressed_bytes: int) -> dict:
 @_command("up-convert", up_convert_options, [], "Convert to a newer message format on Spark, one task per "
                                                 "topic-partition (the options of `kseg up-convert`).")
 def up_convert(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-               max_decompressed_bytes: int, on_damage: str, to_magic: int, codec: str, level: int | None,
+               max_decompressed_bytes: int, on_damage: str, skip_unconvertible: bool,
+               to_magic: int, codec: str, level: int | None,
                input_format: str,
                base_offset: int, timestamp_type: str, log_append_time: int | None,
                partition_leader_epoch: int, batch_records: int, batch_bytes: int, master: str | None,
@@ -319,43 +320,50 @@ def up_convert(input_path: Path, output: Path, index_interval_bytes: int, no_ind
                 log_append_time=log_append_time, partition_leader_epoch=partition_leader_epoch,
                 batch_records=batch_records, batch_bytes=batch_bytes,
                 input_format=conversion_input_format(input_path, input_format), base_offset=base_offset)
-    _convert("up-convert", input_path, output, args, write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes),
+    _convert("up-convert", input_path, output, args, write_flags(no_index, index_interval_bytes, force, on_damage,
+                                                                max_decompressed_bytes, skip_unconvertible),
              master, conf, report, timings)
 
 
 @_command("down-convert", down_convert_options, [], "Convert to an older message format on Spark, one task per "
                                                     "topic-partition (the options of `kseg down-convert`).")
 def down_convert(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-                 max_decompressed_bytes: int, on_damage: str, to_magic: int, codec: str, level: int | None,
+                 max_decompressed_bytes: int, on_damage: str, skip_unconvertible: bool,
+                 to_magic: int, codec: str, level: int | None,
                  master: str | None,
                  conf: tuple[str, ...], report: Path | None, timings: bool) -> None:
     choose(codec, level)
     args = dict(_common_args(max_decompressed_bytes), to_magic=to_magic, codec=codec, level=level)
-    _convert("down-convert", input_path, output, args, write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes),
+    _convert("down-convert", input_path, output, args, write_flags(no_index, index_interval_bytes, force, on_damage,
+                                                                  max_decompressed_bytes, skip_unconvertible),
              master, conf, report, timings)
 
 
 @_command("recompress", recompress_options, [], "Recompress on Spark, one task per topic-partition "
                                                 "(the options of `kseg recompress`).")
 def recompress(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-               max_decompressed_bytes: int, on_damage: str, codec: str, level: int | None, topics: str,
+               max_decompressed_bytes: int, on_damage: str, skip_unconvertible: bool,
+               codec: str, level: int | None, topics: str,
                batch_records: int,
                master: str | None, conf: tuple[str, ...], report: Path | None, timings: bool) -> None:
     choose(codec, level, keep_allowed=False)
     args = dict(_common_args(max_decompressed_bytes), codec=codec, level=level, batch_records=batch_records,
                 topics_wanted=frozenset(sorted(topic_set(topics))))
-    _convert("recompress", input_path, output, args, write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes),
+    _convert("recompress", input_path, output, args, write_flags(no_index, index_interval_bytes, force, on_damage,
+                                                                max_decompressed_bytes, skip_unconvertible),
              master, conf, report, timings)
 
 
 @_command("rebase", rebase_options, [], "Shift every offset on Spark, one task per topic-partition "
                                         "(the options of `kseg rebase`).")
 def rebase(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-           max_decompressed_bytes: int, on_damage: str, base_offset: int, master: str | None,
+           max_decompressed_bytes: int, on_damage: str, skip_unconvertible: bool,
+           base_offset: int, master: str | None,
            conf: tuple[str, ...],
            report: Path | None, timings: bool) -> None:
     args = dict(_common_args(max_decompressed_bytes), base_offset=base_offset)
-    _convert("rebase", input_path, output, args, write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes),
+    _convert("rebase", input_path, output, args, write_flags(no_index, index_interval_bytes, force, on_damage,
+                                                            max_decompressed_bytes, skip_unconvertible),
              master, conf, report, timings)
 
 
