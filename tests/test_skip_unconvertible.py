@@ -117,8 +117,12 @@ def test_spark_recompress_skips_as_the_plain_command(tmp_path):
     _mixed(tmp_path / "in")
     plain = kseg("recompress", "--codec", "zstd", tmp_path / "in", "-o", tmp_path / "a", "--skip-unconvertible")
     dist = kseg("spark", "recompress", "--codec", "zstd", tmp_path / "in", "-o", tmp_path / "b",
-                "--skip-unconvertible", "--master", "local[1]")
+                "--skip-unconvertible", "--master", "local[1]", "--report", tmp_path / "report.json")
     assert plain.returncode == dist.returncode == 1, dist.stderr
+    import json
+
+    [skipped] = json.loads((tmp_path / "report.json").read_text())["skipped"]  # the JSON summary says it too
+    assert skipped["partition"] == "old-0" and "zstd cannot be carried by magic 0" in skipped["why"]
     assert dist.stderr.splitlines()[-1].replace(str(tmp_path / "b"), "OUT") == \
         plain.stderr.splitlines()[-1].replace(str(tmp_path / "a"), "OUT")
     tree = {str(p.relative_to(tmp_path / "a")): p.read_bytes() for p in (tmp_path / "a").rglob("*") if p.is_file()}

@@ -44,6 +44,7 @@ from kseg.interrupts import interruption
 from kseg.log.atomic import AtomicFile
 from kseg.log.segment import is_stream
 from kseg.ops.dump import DumpOptions
+from kseg.ops.skips import skipped_json
 from kseg.ops.sniff import conversion_input_format
 from kseg.ops.verify import VerifyOptions, input_groups, verify_kafka07
 from kseg.render.dump import non_consecutive_lines
@@ -295,7 +296,8 @@ def _convert(command: str, input_path: Path, output: Path, args: dict, write: An
     with run.session() as session:
         result, rows = spark_convert(session, params, input_path, output)
     if report is not None:
-        write_report(report, command, rows, {"summary": result.summary.as_json(), **run.summary()})
+        write_report(report, command, rows, {"summary": result.summary.as_json(),
+                                             "skipped": skipped_json(result.skipped), **run.summary()})
     click.echo(job_line(result, output), err=True)
     if result.incomplete:  # damaged batches skipped or carried, partitions skipped: the data had problems
         raise SystemExit(EXIT_DATA)
