@@ -47,6 +47,7 @@ from kseg.ops.dump import DumpOptions
 from kseg.ops.skips import skipped_json
 from kseg.ops.sniff import conversion_input_format
 from kseg.ops.verify import VerifyOptions, input_groups, verify_kafka07
+from kseg.printable import printable
 from kseg.render.dump import non_consecutive_lines
 from kseg.render.kafka07 import dump_kafka07
 from kseg.render.reports import compact_json, compact_line, job_line, write_verify
@@ -130,10 +131,11 @@ class _Run:
         finally:
             self.t_job = time.perf_counter() - t1
             if self.timings:
+                log = f", JVM log {printable(Started.log)}" if Started.log else ""
                 click.echo(f"kseg spark: start-up {self.startup:.2f} s (of which Python workers "
                            f"{self.workers:.2f} s), job {self.t_job:.2f} s "
                            f"(master {self.spark.sparkContext.master}, "
-                           f"{self.spark.sparkContext.defaultParallelism} cores)", err=True)
+                           f"{self.spark.sparkContext.defaultParallelism} cores{log})", err=True)
 
     def summary(self) -> dict:
         return {"master": self.spark.sparkContext.master if self.spark else None,
