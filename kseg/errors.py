@@ -118,5 +118,11 @@ class InputError(KsegError):
     """The input cannot be used at all: missing file, wrong kind, bad option (exit code 2)."""
 
 
+class UnconvertibleError(InputError):
+    """Sound data the target format cannot hold (zstd in a v0/v1 message, an offset past
+    2^63-1): a usage error for the partition it is in, which a writer's
+    ``--skip-unconvertible`` leaves out of a log directory's output (``kseg.ops.skips``)."""
+
+
 class OutputError(InputError):
     """An output path is refused (exists, equals an input) or cannot be written."""

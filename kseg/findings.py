@@ -31,12 +31,19 @@ class Finding:
     where: str | None = None  # batch or record context
 
     def __str__(self) -> str:
-        head = self.file
+        return self.line()
+
+    def line(self, under: str | None = None) -> str:
+        """The finding in one line, its file named first; ``under``: the file a report names once
+        above its findings, left out of the line when it is this finding's."""
+        parts = [] if under == self.file else [self.file]
         if self.position is not None:
-            head += f": at byte {self.position}"
+            parts.append(f"at byte {self.position}")
+        head = ": ".join(parts)
         if self.where:
-            head += f" ({self.where})"
-        return f"{head}: {self.message}{expected_found(self.expected, self.found)}"
+            head = f"{head} ({self.where})" if head else f"({self.where})"
+        return f"{head}: {self.message}{expected_found(self.expected, self.found)}" if head else \
+            f"{self.message}{expected_found(self.expected, self.found)}"
 
     def as_json(self) -> dict:
         return asdict(self)

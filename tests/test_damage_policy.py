@@ -187,10 +187,13 @@ def test_every_writer_follows_the_policy(tmp_path, writer, damage, mode):
     assert written[at:at + 8] == (DAMAGED_AT + moved).to_bytes(8, "big")
     # ... and verify of the output finds the damage at the carried batch
     assert v.returncode == 1, v.stdout
-    errors = [ln for ln in v.stdout.splitlines() if ln.strip().startswith("error:")]
-    assert errors, v.stdout
+    lines = v.stdout.splitlines()
+    header = next(i for i, ln in enumerate(lines) if ln.startswith(f"{out_log}: "))  # the path once, errors under it
+    errors = [ln for ln in lines if ln.startswith("  error:")]
+    block = next((i for i in range(header + 1, len(lines)) if not lines[i].startswith("  ")), len(lines))
+    assert errors and errors == [ln for ln in lines[header + 1:block] if ln.startswith("  error:")], v.stdout
     for e in errors:
-        where = re.search(rf"{re.escape(str(out_log))}: at byte (\d+)", e)
+        where = re.match(r"  error: at byte (\d+)", e)
         assert where and at <= int(where.group(1)) <= at + len(bad), e  # a record walk may stop at its end
     assert DAMAGES[damage][2] in errors[0]
 

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import pytest
 from children import restore_signals
+from verify_text import with_paths
 
 from kseg.log.encode import build_legacy_message, build_v2_batch
 from kseg.log.segment import segment_file_name
@@ -338,7 +339,7 @@ def _live_partition(folder: Path, segments: int = 3, batches: int = 10) -> int:
 
 
 def notes(stdout: str) -> list[str]:
-    return [line.strip() for line in stdout.splitlines() if line.strip().startswith("note:")]
+    return [line.strip() for line in with_paths(stdout).splitlines() if line.strip().startswith("note:")]
 
 
 def test_incomplete_tail_of_the_newest_segment_is_a_note(tmp_path) -> None:

@@ -46,6 +46,9 @@ CASES = [
     ("export arrow with a parquet-only codec", ["export", "--format", "arrow", "--compression", "brotli", PART,
                                                 "-o", "/nonexistent/out.arrow"], 2,
      "--compression brotli: arrow files take none, lz4, zstd"),
+    ("skip-unconvertible on one partition", ["recompress", "--codec", "zstd", "--skip-unconvertible", PART,
+                                             "-o", "/nonexistent/out"], 2,
+     "--skip-unconvertible leaves out partitions of a log directory; this input is one partition"),
     ("find partitions alone", ["find", "--key", "x", "--partitions", "3", LOGDIR], 2,
      "--partitions is the topic's partition count for --partitioner"),
 ]

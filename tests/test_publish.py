@@ -174,14 +174,24 @@ def test_verify_checks_the_manifest(change, s3, logdir, tmp_path) -> None:
     message = change(fs, out)
     r = kseg(env, "verify", f"s3://{out}")
     assert r.returncode == 1, r.stdout + r.stderr
-    assert f"  error: s3://{out}/{MANIFEST}: {message}" in r.stdout.splitlines(), r.stdout
+    assert _under(r.stdout, f"s3://{out}/{MANIFEST}", f"  error: {message}"), r.stdout
     # the same folder copied to local disk: the same verdict
     local = tmp_path / "copy"
     for key in keys(fs, out):
         (local / key).parent.mkdir(parents=True, exist_ok=True)
         (local / key).write_bytes(fs.open_input_file(f"{out}/{key}").read())
     r = kseg(env, "verify", local)
-    assert r.returncode == 1 and f"  error: {local}/{MANIFEST}: {message}" in r.stdout.splitlines(), r.stdout
+    assert r.returncode == 1 and _under(r.stdout, f"{local}/{MANIFEST}", f"  error: {message}"), r.stdout
+
+
+def _under(report: str, path: str, line: str) -> bool:
+    """Whether verify's text ``report`` has ``line`` among the findings under ``path``'s header."""
+    lines = report.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith(f"{path}: ")), None)
+    if start is None:
+        return False
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("  ")), len(lines))
+    return line in lines[start + 1:end]
 
 
 def test_verify_without_a_manifest_is_as_before(s3, logdir) -> None:

@@ -25,6 +25,7 @@ import pytest
 
 from kseg.errors import InputError
 from kseg.storage import ArchivePath, ReadError, RemotePath, as_path, gone
+from tests.verify_text import with_paths
 
 REPO = Path(__file__).resolve().parent.parent
 PARTITION = REPO / "fixtures" / "logdir" / "v2-txn-0"
@@ -146,9 +147,13 @@ def one_read_error(r: subprocess.CompletedProcess, named: str, *, verify: bool =
     assert "went away" not in r.stdout + r.stderr, r.stdout + r.stderr
     errors = [line for line in r.stderr.splitlines() if line.startswith("kseg: error:")]
     if verify and not errors:
-        found = [line.strip() for line in r.stdout.splitlines() if line.strip().startswith("error:")]
-        assert found == [line for line in found if f"{named}: cannot read: " in line] and len(found) == 1, r.stdout
-        return found[0]
+        # verify's text names the file once, its findings indented under it
+        lines = r.stdout.splitlines()
+        found = [line.strip() for line in lines if line.strip().startswith("error:")]
+        header = [i for i, line in enumerate(lines) if line.startswith(f"{named}: ")]
+        assert len(found) == 1 and found[0].startswith("error: cannot read: "), r.stdout
+        assert len(header) == 1 and lines[header[0] + 1].strip() == found[0], r.stdout
+        return f"{named}: {found[0]}"
     assert len(errors) == 1, r.stderr
     assert errors[0].startswith(f"kseg: error: {named}: cannot read: "), errors[0]
     return errors[0]
@@ -218,9 +223,11 @@ def test_local_file_deleted_during_the_run(tmp_path, command) -> None:
     assert not doomed.exists()  # the hook ran
     assert r.returncode == code, (r.stdout, r.stderr)
     assert "Traceback" not in r.stderr, r.stderr
-    said = [line.strip() for line in (r.stdout + r.stderr).splitlines()]
+    out = with_paths(r.stdout) if command == "verify" else r.stdout
+    said = [line.strip() for line in (out + r.stderr).splitlines()]
     lines = [line for line in said if str(doomed) in line and line.startswith(("note:", "error:", "kseg:"))]
-    assert lines == [line.strip() for line in getattr(r, stream).splitlines() if line.strip() in lines]
+    assert lines == [line.strip() for line in {"stdout": out, "stderr": r.stderr}[stream].splitlines()
+                     if line.strip() in lines]
     assert len(lines) == 1 and lines[0].startswith(head), (r.stdout, r.stderr)
     if code != 2:
         assert "went away" in lines[0]

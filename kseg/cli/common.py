@@ -278,6 +278,11 @@ ON_DAMAGE_HELP = ("What to do with a damaged batch (a CRC that does not match, o
                   "write the output, list the batches in the summary and exit 1.")
 on_damage_option = click.option("--on-damage", type=click.Choice(["stop", "skip", "carry"]), default="stop",
                                 show_default=True, help=ON_DAMAGE_HELP)
+SKIP_UNCONVERTIBLE_HELP = ("A partition of a log directory that the target format cannot hold (zstd in a v0/v1 "
+                           "message, an offset past 2^63-1) is left out of the output and named in the summary; "
+                           "the others are written, and the command exits 1. Without it such a partition stops "
+                           "the command (one line, exit 2, nothing written).")
+skip_unconvertible_option = click.option("--skip-unconvertible", is_flag=True, help=SKIP_UNCONVERTIBLE_HELP)
 codec_option = click.option("--codec", default="keep", show_default=True,
                             help="keep (each batch's own codec), none, gzip, snappy, lz4, zstd or a plugin alias.")
 level_option = click.option("--level", type=int, default=None, help="Compression level (codec's default if unset).")
@@ -367,6 +372,7 @@ write_options = options(
     click.option("--force", is_flag=True, help="Replace an existing output."),
     max_decompressed_option,
     on_damage_option,
+    skip_unconvertible_option,
 )
 
 up_convert_options = options(

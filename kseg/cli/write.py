@@ -56,15 +56,16 @@ from kseg.render.reports import compact_json, compact_line, job_line
 @guarded
 @remote_output
 def up_convert_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-                   max_decompressed_bytes: int, on_damage: str, to_magic: int, codec: str, level: int | None,
-                   input_format: str, base_offset: int, timestamp_type: str, log_append_time: int | None,
-                   partition_leader_epoch: int, batch_records: int, batch_bytes: int) -> None:
+                   max_decompressed_bytes: int, on_damage: str, skip_unconvertible: bool, to_magic: int, codec: str,
+                   level: int | None, input_format: str, base_offset: int, timestamp_type: str,
+                   log_append_time: int | None, partition_leader_epoch: int, batch_records: int,
+                   batch_bytes: int) -> None:
     """Convert to a newer message format: pre-0.8 -> v0/v1/v2, v0 -> v1, v0/v1 -> v2."""
     check_log_append(timestamp_type, log_append_time)
     o = UpOptions(to_magic=to_magic, choice=choose(codec, level), log_append_time=log_append_time,
                   partition_leader_epoch=partition_leader_epoch,
                   batch_records=batch_records, batch_bytes=batch_bytes, limit=max_decompressed_bytes)
-    options = write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes)
+    options = write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes, skip_unconvertible)
     if conversion_input_format(input_path, input_format) == KAFKA07:
         result = up_convert_kafka07(input_path, output, o, base_offset, options)
     else:
@@ -77,11 +78,11 @@ def up_convert_cmd(input_path: Path, output: Path, index_interval_bytes: int, no
 @guarded
 @remote_output
 def down_convert_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-                     max_decompressed_bytes: int, on_damage: str, to_magic: int, codec: str,
+                     max_decompressed_bytes: int, on_damage: str, skip_unconvertible: bool, to_magic: int, codec: str,
                      level: int | None) -> None:
     """Convert to an older message format as the broker did for old consumers (drops what it cannot carry)."""
     o = DownOptions(to_magic=to_magic, choice=choose(codec, level), limit=max_decompressed_bytes)
-    options = write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes)
+    options = write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes, skip_unconvertible)
     result = run_job([input_path], output, lambda segs: (lambda b, s: down_convert(b, o, s), 0), options, command="down-convert")
     finish_job(result, output)
 
@@ -91,13 +92,13 @@ def down_convert_cmd(input_path: Path, output: Path, index_interval_bytes: int, 
 @guarded
 @remote_output
 def recompress_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-                   max_decompressed_bytes: int, on_damage: str, codec: str, level: int | None, topics: str,
-                   batch_records: int) -> None:
+                   max_decompressed_bytes: int, on_damage: str, skip_unconvertible: bool, codec: str, level: int | None,
+                   topics: str, batch_records: int) -> None:
     """Same message format, new codec (the old compression.codec / compressed.topics pair)."""
     o = RecompressOptions(choice=choose(codec, level, keep_allowed=False), batch_records=batch_records,
                           limit=max_decompressed_bytes)
     wanted = topic_set(topics)
-    options = write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes)
+    options = write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes, skip_unconvertible)
     result = run_job([input_path], output, lambda segs: (lambda b, s: recompress(b, o, s), 0), options,
                      select=(lambda topic: not wanted or topic in wanted), command="recompress")
     finish_job(result, output)
@@ -108,9 +109,9 @@ def recompress_cmd(input_path: Path, output: Path, index_interval_bytes: int, no
 @guarded
 @remote_output
 def rebase_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-               max_decompressed_bytes: int, on_damage: str, base_offset: int) -> None:
+               max_decompressed_bytes: int, on_damage: str, skip_unconvertible: bool, base_offset: int) -> None:
     """Shift every offset so the data starts at --base-offset (v1/v2: no decompression)."""
-    options = write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes)
+    options = write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes, skip_unconvertible)
     result = run_job([input_path], output, rebase_maker(base_offset, max_decompressed_bytes), options,
                      command="rebase")
     finish_job(result, output)
@@ -242,15 +243,17 @@ def compact_cmd(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, fo
 
 
 def write_flags(no_index: bool, index_interval_bytes: int, force: bool, on_damage: str = STOP,
-                max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> WriteOptions:
+                max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+                skip_unconvertible: bool = False) -> WriteOptions:
     return WriteOptions(index=not no_index, index_interval_bytes=index_interval_bytes, force=force,
-                        on_damage=on_damage, limit=max_decompressed_bytes)
+                        on_damage=on_damage, limit=max_decompressed_bytes, skip_unconvertible=skip_unconvertible)
 
 
 def finish_job(result: JobResult, output: Path) -> None:
-    """The job's summary line (after publishing, for an ``s3://`` output); exit 1 when damaged batches were skipped or carried."""
+    """The job's summary line (after publishing, for an ``s3://`` output); exit 1 when damaged batches were
+    skipped or carried, or partitions it cannot convert were left out (``--skip-unconvertible``)."""
     say(job_line(result, shown(output)))
-    if getattr(result, "damaged", False):
+    if getattr(result, "incomplete", False):
         raise SystemExit(EXIT_DATA)
 
 

@@ -16,7 +16,7 @@ from typing import Iterable, Iterator
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES, get_codec
 from kseg.codecs.choice import CodecChoice
 from kseg.defaults import DEFAULT_BATCH_BYTES, DEFAULT_BATCH_RECORDS
-from kseg.errors import CorruptBatchError, InputError
+from kseg.errors import CorruptBatchError, InputError, UnconvertibleError
 from kseg.facts.log_entry import LOG_OVERHEAD
 from kseg.facts.primitives import INT64_MAX
 from kseg.formats.attributes import (
@@ -269,7 +269,7 @@ def _require_legacy_codec(codec: int, magic: int, batch: Batch) -> None:
 
         # Asking for the impossible is a usage error (exit 2): the data is fine, --codec is missing.
         name = batch.codec_name if codec == batch.codec else CODEC_NAMES.get(codec, f"codec {codec}")
-        raise InputError(
+        raise UnconvertibleError(
             f"{name} cannot be carried by magic {magic} (give a built-in --codec: none, gzip, snappy or lz4)",
             position=batch.position,
         )
@@ -513,7 +513,7 @@ def _with_offset(batch: Batch, offset: int) -> bytes:
 
 def _check_offset(offset: int, batch: Batch) -> None:
     if not 0 <= offset <= INT64_MAX:
-        raise InputError(f"rebased offset {offset} is out of range", position=batch.position)
+        raise UnconvertibleError(f"rebased offset {offset} is out of range", position=batch.position)
 
 
 def first_offset(batches: Iterable[Batch], limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> int | None:

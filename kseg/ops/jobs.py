@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Iterator
 
 from kseg.companions.build import build_indexes
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES
-from kseg.errors import InputError, KsegError
+from kseg.errors import InputError, KsegError, UnconvertibleError
 from kseg.facts.log_entry import LOG_OVERHEAD
 from kseg.facts.message_v0v1 import V1_TIMESTAMP_POSITION
 from kseg.facts.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, MAX_TIMESTAMP_POSITION
@@ -36,6 +36,7 @@ from kseg.log.segment import (
 from kseg.model import Batch
 from kseg.ops.convert import Summary
 from kseg.ops.logdir import finish_log_dir, finish_partition
+from kseg.ops.skips import Skipped, refuse_for_one_partition, skipped_line, skipped_or_raise
 
 Transform = Callable[[Iterable[Batch], Summary], Iterator[bytes]]
 _PREFIX = LOG_ENTRY_PREFIX.struct
@@ -51,6 +52,7 @@ class WriteOptions:
     force: bool = False
     on_damage: str = STOP  # --on-damage: stop, skip or carry (kseg.log.checks)
     limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES  # decompression bound of the damage checks
+    skip_unconvertible: bool = False  # --skip-unconvertible (kseg.ops.skips)
 
     @property
     def damage_policy(self) -> DamagePolicy:
@@ -63,6 +65,14 @@ class JobResult:
     segments: list[Path] = field(default_factory=list)
     carried: Summary = field(default_factory=Summary)  # partitions of other topics, copied as they are
     carried_partitions: int = 0
+    skipped: list[Skipped] = field(default_factory=list)  # partitions left out (--skip-unconvertible)
+
+    def add(self, other: "JobResult") -> None:
+        self.summary.add(other.summary)
+        self.segments.extend(other.segments)
+        self.carried.add(other.carried)
+        self.carried_partitions += other.carried_partitions
+        self.skipped.extend(other.skipped)
 
     def line(self) -> str:
         """What the job did: the conversion's summary, then what was only carried over."""
@@ -72,12 +82,19 @@ class JobResult:
                      f"({self.carried.batches_out} batches, {self.carried.bytes_out} bytes)")
             if self.carried.damage:
                 text += f"; in those: {self.carried.damage.line()}"
+        if self.skipped:
+            text += f"; {skipped_line(self.skipped)}"
         return text
 
     @property
     def damaged(self) -> bool:
-        """Damaged batches were skipped or carried (the command exits 1)."""
+        """Damaged batches were skipped or carried."""
         return bool(self.summary.damage or self.carried.damage)
+
+    @property
+    def incomplete(self) -> bool:
+        """Damaged batches or unconvertible partitions were left out or carried (the command exits 1)."""
+        return self.damaged or bool(self.skipped)
 
 
 def entry_facts(raw: bytes, position: int) -> Iterator[tuple[int, int, int, int, int]]:
@@ -197,6 +214,9 @@ def _run_job(inputs: list[Path], output: Path, make_transform: Callable[[list[Pa
     src = inputs[0]
     if not src.exists():
         raise InputError("no such file or directory", file=str(src))
+    segs = [] if src.is_file() else partition_segments(src)
+    if src.is_file() or segs:
+        refuse_for_one_partition(options.skip_unconvertible, src)
     check_output(inputs, output, force=options.force)
     result = JobResult()
     if progress is None:
@@ -216,7 +236,6 @@ def _run_job(inputs: list[Path], output: Path, make_transform: Callable[[list[Pa
             raise
         result.segments.append(dst)
         return result
-    segs = partition_segments(src)
     with AtomicDir(output) as tmp_root:
         if segs:
             run_partition(segs, tmp_root.tmp, make_transform, result, options, copy=False, progress=progress)
@@ -229,8 +248,15 @@ def _run_job(inputs: list[Path], output: Path, make_transform: Callable[[list[Pa
                                  file=str(src))
             for part in parts:
                 keep = select is None or select(part.topic)
-                run_partition(part.segment_paths, tmp_root.tmp / part.path.name, make_transform, result,
-                               options, copy=not keep, progress=progress)
+                one = JobResult()  # added to the result only when the partition is written whole
+                try:
+                    run_partition(part.segment_paths, tmp_root.tmp / part.path.name, make_transform, one,
+                                  options, copy=not keep, progress=progress)
+                except UnconvertibleError as e:
+                    result.skipped.append(skipped_or_raise(part.path.name, e, options.skip_unconvertible))
+                    shutil.rmtree(tmp_root.tmp / part.path.name, ignore_errors=True)
+                    continue
+                result.add(one)
             if command is not None:
                 finish_log_dir(src, tmp_root.tmp, command)
         identity.require_unchanged()  # every segment read, as it still is: else nothing is published

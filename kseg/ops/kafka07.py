@@ -25,6 +25,7 @@ from kseg.log.segment import segment_file_name
 from kseg.model import Record
 from kseg.ops.convert import Summary, UpOptions
 from kseg.ops.jobs import JobResult, SegmentSink, WriteOptions
+from kseg.ops.skips import refuse_for_one_partition
 
 
 def kafka07_entries(paths: list[Path], o: UpOptions, base_offset: int, s: Summary) -> Iterator[bytes]:
@@ -88,6 +89,7 @@ def up_convert_kafka07(src: Path, output: Path, o: UpOptions, base_offset: int, 
     """A 0.7 file, or a folder of them in name order, to one segment named by ``base_offset``."""
     if not src.exists():
         raise InputError("no such file or directory", file=str(src))
+    refuse_for_one_partition(options.skip_unconvertible, src)
     check_output([src], output, force=options.force)
     paths = sorted(p for p in src.iterdir() if p.is_file()) if src.is_dir() else [src]
     dst = output if output.suffix == ".log" else output / segment_file_name(base_offset)

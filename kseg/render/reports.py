@@ -53,7 +53,7 @@ def write_verify(report: Any, out: TextIO, fmt: str, verbose: bool = True, error
         detail = f"{f.batches} batches, {f.records} records, {f.bytes} bytes" if f.kind == "log" else f.kind
         out.write(f"{printable(f.path)}: {status} ({detail})\n")
         for p in shown:
-            out.write(f"  {p.severity}: {printable(p)}\n")
+            out.write(f"  {p.severity}: {printable(p.line(under=f.path))}\n")  # the path is the header's
         if hidden_notes:
             out.write(f"  note: {hidden_notes} more notes not shown\n")
     total = len(report.files)

@@ -44,8 +44,10 @@ from kseg.interrupts import interruption
 from kseg.log.atomic import AtomicFile
 from kseg.log.segment import is_stream
 from kseg.ops.dump import DumpOptions
+from kseg.ops.skips import skipped_json
 from kseg.ops.sniff import conversion_input_format
 from kseg.ops.verify import VerifyOptions, input_groups, verify_kafka07
+from kseg.printable import printable
 from kseg.render.dump import non_consecutive_lines
 from kseg.render.kafka07 import dump_kafka07
 from kseg.render.reports import compact_json, compact_line, job_line, write_verify
@@ -129,10 +131,11 @@ class _Run:
         finally:
             self.t_job = time.perf_counter() - t1
             if self.timings:
+                log = f", JVM log {printable(Started.log)}" if Started.log else ""
                 click.echo(f"kseg spark: start-up {self.startup:.2f} s (of which Python workers "
                            f"{self.workers:.2f} s), job {self.t_job:.2f} s "
                            f"(master {self.spark.sparkContext.master}, "
-                           f"{self.spark.sparkContext.defaultParallelism} cores)", err=True)
+                           f"{self.spark.sparkContext.defaultParallelism} cores{log})", err=True)
 
     def summary(self) -> dict:
         return {"master": self.spark.sparkContext.master if self.spark else None,
@@ -295,9 +298,10 @@ def _convert(command: str, input_path: Path, output: Path, args: dict, write: An
     with run.session() as session:
         result, rows = spark_convert(session, params, input_path, output)
     if report is not None:
-        write_report(report, command, rows, {"summary": result.summary.as_json(), **run.summary()})
+        write_report(report, command, rows, {"summary": result.summary.as_json(),
+                                             "skipped": skipped_json(result.skipped), **run.summary()})
     click.echo(job_line(result, output), err=True)
-    if result.damaged:  # damaged batches skipped or carried (--on-damage): the data had problems
+    if result.incomplete:  # damaged batches skipped or carried, partitions skipped: the data had problems
         raise SystemExit(EXIT_DATA)
 
 
@@ -308,7 +312,8 @@ def _common_args(max_decompressed_bytes: int) -> dict:
 @_command("up-convert", up_convert_options, [], "Convert to a newer message format on Spark, one task per "
                                                 "topic-partition (the options of `kseg up-convert`).")
 def up_convert(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-               max_decompressed_bytes: int, on_damage: str, to_magic: int, codec: str, level: int | None,
+               max_decompressed_bytes: int, on_damage: str, skip_unconvertible: bool,
+               to_magic: int, codec: str, level: int | None,
                input_format: str,
                base_offset: int, timestamp_type: str, log_append_time: int | None,
                partition_leader_epoch: int, batch_records: int, batch_bytes: int, master: str | None,
@@ -319,43 +324,50 @@ def up_convert(input_path: Path, output: Path, index_interval_bytes: int, no_ind
                 log_append_time=log_append_time, partition_leader_epoch=partition_leader_epoch,
                 batch_records=batch_records, batch_bytes=batch_bytes,
                 input_format=conversion_input_format(input_path, input_format), base_offset=base_offset)
-    _convert("up-convert", input_path, output, args, write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes),
+    _convert("up-convert", input_path, output, args, write_flags(no_index, index_interval_bytes, force, on_damage,
+                                                                max_decompressed_bytes, skip_unconvertible),
              master, conf, report, timings)
 
 
 @_command("down-convert", down_convert_options, [], "Convert to an older message format on Spark, one task per "
                                                     "topic-partition (the options of `kseg down-convert`).")
 def down_convert(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-                 max_decompressed_bytes: int, on_damage: str, to_magic: int, codec: str, level: int | None,
+                 max_decompressed_bytes: int, on_damage: str, skip_unconvertible: bool,
+                 to_magic: int, codec: str, level: int | None,
                  master: str | None,
                  conf: tuple[str, ...], report: Path | None, timings: bool) -> None:
     choose(codec, level)
     args = dict(_common_args(max_decompressed_bytes), to_magic=to_magic, codec=codec, level=level)
-    _convert("down-convert", input_path, output, args, write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes),
+    _convert("down-convert", input_path, output, args, write_flags(no_index, index_interval_bytes, force, on_damage,
+                                                                  max_decompressed_bytes, skip_unconvertible),
              master, conf, report, timings)
 
 
 @_command("recompress", recompress_options, [], "Recompress on Spark, one task per topic-partition "
                                                 "(the options of `kseg recompress`).")
 def recompress(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-               max_decompressed_bytes: int, on_damage: str, codec: str, level: int | None, topics: str,
+               max_decompressed_bytes: int, on_damage: str, skip_unconvertible: bool,
+               codec: str, level: int | None, topics: str,
                batch_records: int,
                master: str | None, conf: tuple[str, ...], report: Path | None, timings: bool) -> None:
     choose(codec, level, keep_allowed=False)
     args = dict(_common_args(max_decompressed_bytes), codec=codec, level=level, batch_records=batch_records,
                 topics_wanted=frozenset(sorted(topic_set(topics))))
-    _convert("recompress", input_path, output, args, write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes),
+    _convert("recompress", input_path, output, args, write_flags(no_index, index_interval_bytes, force, on_damage,
+                                                                max_decompressed_bytes, skip_unconvertible),
              master, conf, report, timings)
 
 
 @_command("rebase", rebase_options, [], "Shift every offset on Spark, one task per topic-partition "
                                         "(the options of `kseg rebase`).")
 def rebase(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-           max_decompressed_bytes: int, on_damage: str, base_offset: int, master: str | None,
+           max_decompressed_bytes: int, on_damage: str, skip_unconvertible: bool,
+           base_offset: int, master: str | None,
            conf: tuple[str, ...],
            report: Path | None, timings: bool) -> None:
     args = dict(_common_args(max_decompressed_bytes), base_offset=base_offset)
-    _convert("rebase", input_path, output, args, write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes),
+    _convert("rebase", input_path, output, args, write_flags(no_index, index_interval_bytes, force, on_damage,
+                                                            max_decompressed_bytes, skip_unconvertible),
              master, conf, report, timings)
 
 

@@ -345,10 +345,13 @@ def _convert(spark: Any, params: ConvertParams, src: Path, output: Path,
                             items, weights, f"kseg {params.command}")
         if root is not None:
             _move_into(root.tmp, results)
+        results = _skipping(items, results, params.write.skip_unconvertible, result)
         failure = _first_failure(results)
         if failure is not None:
             raise failure
         for (name, _, keep), r in zip(items, results):
+            if r is None:  # skipped (--skip-unconvertible): its task wrote nothing
+                continue
             if keep:
                 result.summary.add(r.summary)
             else:  # as run_job: other topics' partitions are carried over, not counted as converted
@@ -361,8 +364,23 @@ def _convert(spark: Any, params: ConvertParams, src: Path, output: Path,
 
             finish_log_dir(src, root.tmp, params.command)  # as run_job: drop-in for a broker
         else:
-            _stage_log_dir_files(src, staged, params.command, results)  # type: ignore[arg-type]
+            _stage_log_dir_files(src, staged, params.command, [r for r in results if r is not None])  # type: ignore[arg-type]
     return result, rows
+
+
+def _skipping(items: list[tuple], results: list[Any], skip: bool, result: Any) -> list[Any]:
+    """As ``run_job``'s loop: a partition whose task failed as unconvertible is recorded in
+    ``result.skipped`` (None in its place), or its error, naming the option, stops the run."""
+    from kseg.errors import UnconvertibleError
+    from kseg.ops.skips import skipped_or_raise
+
+    out: list[Any] = []
+    for (name, _, _), r in zip(items, results):
+        if isinstance(r, Failed) and isinstance(r.error, UnconvertibleError) and _first_failure(out) is None:
+            result.skipped.append(skipped_or_raise(name, r.error, skip))
+            r = None
+        out.append(r)
+    return out
 
 
 def _stage_log_dir_files(src: Path, staged: StagedOutput, command: str, results: list[Any]) -> None:

@@ -105,6 +105,7 @@ class Started:
 
     seconds: float = 0.0
     workers: float = 0.0
+    log: str | None = None  # the JVM log of the session this process started (quiet runs)
 
 
 def _warm_worker(_: int) -> None:
@@ -127,16 +128,40 @@ def warm_up(spark: Any) -> float:
     return time.perf_counter() - t0
 
 
-def spark_log_path() -> str:
-    """Where the JVM's own console output goes for quiet runs (its start-up warnings, errors)."""
+SPARK_LOGS_KEPT = 10  # a run's JVM log, and those of the runs before it
+
+
+def spark_log_dir() -> str:
+    """The folder of the JVM logs of quiet runs (one file per run), the user's own."""
     uid = os.getuid() if hasattr(os, "getuid") else 0
-    return os.path.join(tempfile.gettempdir(), f"kseg-spark-{uid}.log")
+    return os.path.join(tempfile.gettempdir(), f"kseg-spark-{uid}")
+
+
+def new_spark_log_path() -> str:
+    """A file of its own for this run's JVM console output (its start-up warnings, errors),
+    named by the time and the process; the oldest logs beyond ``SPARK_LOGS_KEPT`` are removed
+    (a JVM still writing to one keeps writing to it: the name goes, not the file)."""
+    folder = spark_log_dir()
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    path = os.path.join(folder, f"{stamp}-{os.getpid()}.log")
+    try:
+        old = sorted(n for n in os.listdir(folder) if n.endswith(".log"))
+    except OSError:
+        old = []
+    for name in old[:max(0, len(old) - (SPARK_LOGS_KEPT - 1))]:
+        try:
+            os.unlink(os.path.join(folder, name))
+        except OSError:
+            pass
+    return path
 
 
 def _launch_quiet_gateway(app_name: str, settings: dict[str, str]) -> None:
     """Start the JVM the way PySpark would, but in a session of its own (so Ctrl-C reaches only
     kseg, which cancels the jobs, and not the JVM's Python workers, which would each print a
-    traceback) with its console output in ``spark_log_path()`` rather than on the terminal.
+    traceback) with its console output in a log of its own (``new_spark_log_path()``, named in
+    ``Started.log``) rather than on the terminal.
     py4j's own logging is silenced: an interrupted call is kseg's to report."""
     import logging
 
@@ -154,7 +179,8 @@ def _launch_quiet_gateway(app_name: str, settings: dict[str, str]) -> None:
     conf.setAppName(app_name)
     for k, v in settings.items():
         conf.set(k, v)
-    log = open(spark_log_path(), "ab")
+    Started.log = new_spark_log_path()
+    log = open(Started.log, "ab")
     import pyspark.java_gateway as java_gateway
 
     started: list[Any] = []  # the JVM, in a session of its own: a signal to kseg does not reach it
@@ -176,7 +202,22 @@ def _launch_quiet_gateway(app_name: str, settings: dict[str, str]) -> None:
     finally:
         java_gateway.Popen = popen
         log.close()  # the JVM holds its own descriptor
+    if started:
+        import atexit
+
+        atexit.register(_end_group, started[-1])
     SparkContext._ensure_initialized(gateway=gateway)
+
+
+def _end_group(proc: Any) -> None:
+    """At kseg's exit, however it ends (Ctrl-C, SIGTERM, an error): the JVM's process group,
+    which holds its Python workers, is told to stop now, rather than when the JVM notices
+    its stdin close. ``poll()`` first: a JVM already gone is reaped, never its reused pid signalled."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except OSError:
+            pass
 
 
 def get_session(master: str | None = None, conf: dict[str, str] | Iterable[tuple[str, str]] | None = None,
