@@ -74,11 +74,14 @@ demo: $(BUILT)
 	@echo "kseg is installed in $(VENV): run $(KSEG) --help, or 'source $(VENV)/bin/activate' and then kseg --help."
 	@echo "make test installs the test extras and runs the suite; docs/getting-started.md walks through an incident."
 
+# Everything, in two runs: the tests of make check on every core, then the live tier (servers,
+# JVMs, matrices of child processes) one at a time, since its modules share servers and caches.
 test: $(STAMP) $(BUILT)
 	$(PY) fixtures/generate.py --check
 	$(PY) fixtures/internal/build.py --check
 	$(KSEG) verify fixtures/logdir
-	$(PY) -m pytest
+	$(PY) -m pytest -m "not live" -n auto
+	$(PY) -m pytest -m live
 
 # The fast tier while working: unit, property and corpus tests, on every core, with a quarter
 # of the property tests' examples; no servers, no JVM, no whole-command matrices of child
@@ -171,7 +174,7 @@ FUZZ_ENV = KSEG_SPEEDUPS_SO=$(CURDIR)/$(FUZZ_DIR)/_speedups$(SO_SUFFIX) LD_PRELO
 SAN_TESTS := accelerator api checksums codecs dump_fields edges export fuzz_corpus golden jvm_utf8 \
 	kafka_clients_corpus kafka_golden realdata record_types_corpus render_bulk robustness salvage \
 	span_columns tools_find
-SAN_PYTEST := -p no:cacheprovider $(patsubst %,tests/test_%.py,$(SAN_TESTS)) \
+SAN_PYTEST := -p no:cacheprovider -n auto $(patsubst %,tests/test_%.py,$(SAN_TESTS)) \
 	-k 'not bomb and not flat_memory'
 FUZZ_SECONDS ?= 8
 
