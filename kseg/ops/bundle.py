@@ -1,0 +1,361 @@
+"""The ``bundle`` operation: what a support case needs from a log directory, in one ``.tar.gz``.
+
+Taken: the partitions of the named topics (every segment, or only those covering an offset
+or time window, each with its companions), the ``__consumer_offsets`` partition holding a
+named group and the ``__transaction_state`` partition of a transactional id (the
+coordinator lookup ``kseg state --coordinator-of`` makes), the KRaft metadata log, and the
+log directory's own files (checkpoints, ``meta.properties``). With no topic, group or
+transactional id named, every partition. The archive holds ``<logdir name>/...`` as on
+disk, so every kseg command reads it in place, and ``kseg-bundle.json`` beside it: what was
+taken, from where, sizes, SHA-256, the kseg version, the selection and the redaction.
+
+Redaction (``kseg.ops.redact``) applies to the records of ordinary topics: their segments
+are rebuilt with redacted records and their ``.index``/``.timeindex`` rebuilt from the new
+bytes; offsets, timestamps and counts do not move, so ``.txnindex`` and snapshots are kept.
+Internal topics are kept as they are: their records are the broker's own bookkeeping
+(group offsets, transaction states, cluster metadata) that the case is about.
+
+Rules: the archive is written under a temporary name and published only when complete and
+only if every input is still as it was read (``kseg.log.identity``); an existing output is
+replaced only with ``force``, and never one kseg did not find at the start. Nothing prints.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import tarfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from kseg.companions.build import index_segment
+from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES
+from kseg.errors import InputError
+from kseg.log import identity
+from kseg.log.atomic import TMP_SUFFIX, AtomicFile, check_output
+from kseg.log.listing import LIVE, parse_partition_dir, replica_kind
+from kseg.log.segment import Segment, base_offset_of, strict_batches
+from kseg.ops.redact import METHOD, Redactor
+from kseg.ops.state import coordinator_partition
+
+MANIFEST = "kseg-bundle.json"
+BUNDLE_SUFFIXES = (".tar.gz", ".tgz")
+OFFSETS_TOPIC, TXN_TOPIC, METADATA_TOPIC = "__consumer_offsets", "__transaction_state", "__cluster_metadata"
+# Segment files and what is named after a segment (left out with their segment by a window).
+SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")
+# Names the broker gives files it is taking away, and kseg's own temporaries: never evidence.
+SKIPPED_SUFFIXES = (".deleted", ".cleaned", ".swap", TMP_SUFFIX)
+COPY_CHUNK = 1 << 20
+GZIP_LEVEL = 6
+
+
+@dataclass(frozen=True)
+class BundleOptions:
+    topics: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    transactional_ids: tuple[str, ...] = ()
+    coordinator_partitions: int = 50
+    from_offset: int | None = None
+    to_offset: int | None = None
+    from_time: int | None = None
+    to_time: int | None = None
+    redactor: Redactor | None = None
+    key_given: bool = False
+    force: bool = False
+    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+
+    @property
+    def window(self) -> bool:
+        return any(v is not None for v in (self.from_offset, self.to_offset, self.from_time, self.to_time))
+
+
+@dataclass
+class Member:
+    """One file of the bundle: its name in the archive, where it came from, what it holds."""
+
+    name: str
+    source: str
+    size: int
+    sha256: str
+    source_size: int
+    redacted: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "source": self.source, "size": self.size, "sha256": self.sha256,
+                "source_size": self.source_size, "redacted": self.redacted}
+
+
+@dataclass
+class BundleReport:
+    output: str
+    source: str
+    selection: dict[str, Any]
+    redaction: dict[str, Any] | None
+    members: list[Member] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    size: int = 0  # the archive's
+
+    def manifest(self) -> dict[str, Any]:
+        from importlib.metadata import version  # stdlib, late: only a bundle needs it
+
+        return {"kseg_bundle": 1, "kseg_version": version("kseg"),
+                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "source": self.source,
+                "selection": self.selection, "redaction": self.redaction, "notes": self.notes,
+                "files": [m.as_json() for m in self.members]}
+
+    def as_json(self) -> dict[str, Any]:
+        return {"output": self.output, "size": self.size, **self.manifest()}
+
+
+# --------------------------------------------------------------------------- what is taken
+
+
+@dataclass(frozen=True)
+class Take:
+    """A file to put in the bundle; ``redact``: a segment whose records are redacted
+    (``rebuild``: an index rebuilt from the redacted segment, taken from ``source`` by name)."""
+
+    source: Path
+    name: str
+    redact: bool = False
+    rebuild: bool = False
+
+
+def _local_dir(path: Path) -> Path:
+    if not isinstance(path, Path) or not path.is_dir():
+        raise InputError("bundle reads a local log directory (or one partition folder)", file=str(path))
+    return path
+
+
+def _partition_folders(root: Path) -> dict[tuple[str, int], Path]:
+    """The live partition folders of a log directory (or the one folder it is), by (topic, partition)."""
+    named = parse_partition_dir(root.name)
+    if named is not None and not any(parse_partition_dir(p.name) for p in root.iterdir() if p.is_dir()):
+        return {named: root}
+    out = {}
+    for p in sorted(root.iterdir()):
+        tp = parse_partition_dir(p.name) if p.is_dir() and replica_kind(p.name) == LIVE else None
+        if tp is not None:
+            out[tp] = p
+    return out
+
+
+def _wanted(parts: dict[tuple[str, int], Path], o: BundleOptions, notes: list[str]
+            ) -> tuple[dict[tuple[str, int], Path], dict[str, Any]]:
+    """The partitions the options name, and the selection as the manifest states it."""
+    named = bool(o.topics or o.groups or o.transactional_ids)
+    chosen: dict[tuple[str, int], Path] = {}
+    for topic in o.topics:
+        found = {tp: p for tp, p in parts.items() if tp[0] == topic}
+        if not found:
+            raise InputError(f"no partition of topic {topic!r} in the log directory")
+        chosen.update(found)
+    coordinators: dict[str, dict[str, Any]] = {}
+    for kind, topic, ids in (("groups", OFFSETS_TOPIC, o.groups), ("transactional_ids", TXN_TOPIC,
+                                                                   o.transactional_ids)):
+        coordinators[kind] = {}
+        for key in ids:
+            n = coordinator_partition(key, o.coordinator_partitions)
+            coordinators[kind][key] = f"{topic}-{n}"
+            if (topic, n) not in parts:
+                raise InputError(f"{topic}-{n}, the partition holding {key!r}, is not in this log directory "
+                                 f"(its leader's log directory holds it; or give --coordinator-partitions)")
+            chosen[(topic, n)] = parts[(topic, n)]
+    if not named:
+        chosen = dict(parts)
+    meta = (METADATA_TOPIC, 0)
+    if meta in parts:
+        chosen[meta] = parts[meta]
+    elif named:
+        notes.append(f"{METADATA_TOPIC}-0 is not in this log directory (a ZooKeeper cluster, or not a controller)")
+    selection = {"topics": list(o.topics), **coordinators, "coordinator_partitions": o.coordinator_partitions,
+                 "from_offset": o.from_offset, "to_offset": o.to_offset, "from_time": o.from_time,
+                 "to_time": o.to_time, "partitions": sorted(f"{t}-{n}" for t, n in chosen)}
+    return dict(sorted(chosen.items())), selection
+
+
+def _time_range(log: Path) -> tuple[int, int] | None:
+    """(earliest, latest) timestamp a segment's batch headers name, or None when it names none."""
+    lo: int | None = None
+    hi: int | None = None
+    seg = Segment(log)
+    for b in seg.batches():
+        first = b.base_timestamp if b.magic >= 2 and not b.has_delete_horizon else b.max_timestamp
+        for t in (first, b.max_timestamp):
+            if t is not None and t >= 0:
+                lo = t if lo is None else min(lo, t)
+                hi = t if hi is None else max(hi, t)
+    return None if lo is None or hi is None else (lo, hi)
+
+
+def _segments_in_window(logs: list[Path], o: BundleOptions) -> set[Path]:
+    """The segments holding offsets or times of the window (a segment holds offsets from its
+    base up to the next segment's, Kafka's naming)."""
+    kept = set()
+    for i, log in enumerate(logs):
+        base = base_offset_of(log) or 0
+        nxt = base_offset_of(logs[i + 1]) if i + 1 < len(logs) else None
+        if o.to_offset is not None and base > o.to_offset:
+            continue
+        if o.from_offset is not None and nxt is not None and nxt <= o.from_offset:
+            continue
+        if o.from_time is not None or o.to_time is not None:
+            span = _time_range(log)
+            if span is None or (o.from_time is not None and span[1] < o.from_time) or (
+                    o.to_time is not None and span[0] > o.to_time):
+                continue
+        kept.add(log)
+    return kept
+
+
+def _skipped(p: Path) -> bool:
+    return p.name.startswith(".") or p.name.endswith(SKIPPED_SUFFIXES) or not p.is_file()
+
+
+def plan(root: Path, o: BundleOptions, notes: list[str]) -> tuple[list[Take], dict[str, Any]]:
+    """Every file the bundle takes, in archive order, and the selection."""
+    root = _local_dir(root)
+    parts = _partition_folders(root)
+    single = len(parts) == 1 and next(iter(parts.values())) == root
+    prefix = root.name if not single else f"{root.parent.name or 'logdir'}"
+    chosen, selection = _wanted(parts, o, notes)
+    takes: list[Take] = []
+    if not single:
+        takes += [Take(p, f"{prefix}/{p.name}") for p in sorted(root.iterdir()) if not _skipped(p)]
+    for (topic, n), folder in chosen.items():
+        # Segments first: a redacted segment's indexes are rebuilt from its new bytes.
+        files = sorted((p for p in folder.iterdir() if not _skipped(p)), key=lambda p: (p.suffix != ".log", p.name))
+        logs = sorted((p for p in files if p.suffix == ".log" and base_offset_of(p) is not None),
+                      key=lambda p: base_offset_of(p) or 0)
+        internal = topic.startswith("__")
+        kept = _segments_in_window(logs, o) if o.window and not internal else set(logs)
+        if logs and not kept:
+            notes.append(f"{folder.name}: no segment covers the window; left out")
+            continue
+        stems = {p.name.split(".", 1)[0] for p in logs if p not in kept}
+        redact = bool(o.redactor) and not internal
+        for p in files:
+            if p.suffix in SEGMENT_SUFFIXES and p.name.split(".", 1)[0] in stems:
+                continue
+            rebuilt = redact and p.suffix in (".index", ".timeindex")
+            takes.append(Take(p, f"{prefix}/{folder.name}/{p.name}", redact=redact and p.suffix == ".log",
+                              rebuild=rebuilt))
+    return takes, selection
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _tarinfo(name: str, size: int, mtime: float) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.size = size
+    info.mtime = int(mtime)
+    info.mode = 0o644
+    return info
+
+
+def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes, mtime: float) -> tuple[int, str]:
+    tar.addfile(_tarinfo(name, len(data), mtime), io.BytesIO(data))
+    return len(data), hashlib.sha256(data).hexdigest()
+
+
+class _HashingReader(io.RawIOBase):
+    """Reads ``size`` bytes of ``f``, hashing them on the way (a file that shrank is an error)."""
+
+    def __init__(self, f: BinaryIO, size: int, path: Path) -> None:
+        self.f, self.left, self.path = f, size, path
+        self.sha = hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.left if n < 0 else min(n, self.left)
+        data = self.f.read(n)
+        if len(data) < n:
+            raise identity.InputChangedError(f"the file shrank during the run: {identity.NOTHING_WRITTEN}",
+                                             file=str(self.path))
+        self.left -= len(data)
+        self.sha.update(data)
+        return data
+
+
+def _copy(tar: tarfile.TarFile, take: Take) -> Member:
+    with open(take.source, "rb") as f:
+        st = os.fstat(f.fileno())
+        identity.opened(take.source, st)
+        reader = _HashingReader(f, st.st_size, take.source)
+        tar.addfile(_tarinfo(take.name, st.st_size, st.st_mtime), reader)  # type: ignore[arg-type]
+    return Member(take.name, str(take.source), st.st_size, reader.sha.hexdigest(), st.st_size)
+
+
+def _redacted_segment(take: Take, o: BundleOptions) -> tuple[bytes, int, float]:
+    """(redacted bytes, original size, mtime) of a segment; a damaged batch is an error."""
+    assert o.redactor is not None
+    st = os.stat(take.source)
+    identity.opened(take.source, st)
+    data = o.redactor.segment(strict_batches(take.source), str(take.source), o.max_decompressed_bytes)
+    return data, st.st_size, st.st_mtime
+
+
+def bundle(root: Path, output: Path, o: BundleOptions) -> BundleReport:
+    """Write the bundle of ``root`` to ``output`` (see the module comment)."""
+    if not str(output).endswith(BUNDLE_SUFFIXES):
+        raise InputError(f"the bundle's name must end in {' or '.join(BUNDLE_SUFFIXES)} (kseg reads it in place "
+                         "by its name)", file=str(output))
+    notes: list[str] = []
+    takes, selection = plan(root, o, notes)
+    check_output([root], output, force=o.force)
+    r = o.redactor
+    redaction = None if not r else {
+        "fields": sorted(r.fields), "method": METHOD,
+        "key": "given (--redact-key)" if o.key_given else "random, used for this bundle only and not stored",
+        "applies_to": "records of ordinary topics; internal topics (__*) are kept as they are",
+        "indexes": "rebuilt from the redacted segments"}
+    report = BundleReport(str(output), os.path.abspath(root), selection, redaction, notes=notes)
+    with identity.watching():
+        out = AtomicFile(output)
+        try:
+            with gzip.GzipFile(filename="", mode="wb", fileobj=out, compresslevel=GZIP_LEVEL, mtime=0) as gz, \
+                    tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+                _write_members(tar, takes, o, report)
+                manifest = json.dumps(report.manifest(), indent=2).encode() + b"\n"
+                _add_bytes(tar, MANIFEST, manifest, time.time())
+            identity.require_unchanged()  # what is in the bundle is what the inputs still hold
+            out.commit()
+        except BaseException:
+            out.abort()
+            raise
+    report.size = out.size
+    return report
+
+
+def _write_members(tar: tarfile.TarFile, takes: list[Take], o: BundleOptions, report: BundleReport) -> None:
+    rebuilt: dict[str, tuple[bytes, bytes]] = {}  # a redacted segment's stem -> (.index, .timeindex)
+    for take in takes:
+        try:
+            if take.redact:
+                data, source_size, mtime = _redacted_segment(take, o)
+                base = base_offset_of(take.source) or 0
+                rebuilt[take.name.rsplit(".", 1)[0]] = index_segment(data, base, o.index_interval_bytes)
+                size, sha = _add_bytes(tar, take.name, data, mtime)
+                report.members.append(Member(take.name, str(take.source), size, sha, source_size, True))
+            elif take.rebuild and take.name.rsplit(".", 1)[0] in rebuilt:
+                index, timeindex = rebuilt[take.name.rsplit(".", 1)[0]]
+                data = index if take.source.suffix == ".index" else timeindex
+                st = os.stat(take.source)
+                size, sha = _add_bytes(tar, take.name, data, st.st_mtime)
+                report.members.append(Member(take.name, str(take.source), size, sha, st.st_size, True))
+            else:
+                report.members.append(_copy(tar, take))
+        except FileNotFoundError as e:
+            raise identity.vanished(e, [take.source]) or e
+
+
+__all__ = ["BUNDLE_SUFFIXES", "MANIFEST", "BundleOptions", "BundleReport", "Member", "bundle", "plan"]
