@@ -38,7 +38,17 @@ from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_DECOMPRESSED
 from kseg.errors import InputError
 from kseg.log import identity
 from kseg.log.atomic import TMP_SUFFIX, AtomicFile, check_output
-from kseg.log.listing import LIVE, parse_partition_dir, replica_kind
+from kseg.log.listing import (
+    LIVE,
+    LOG_DIR,
+    LOG_DIRS,
+    LOOSE,
+    PARTITION,
+    list_input,
+    parse_partition_dir,
+    replica_kind,
+    writer_partition_folders,
+)
 from kseg.log.segment import Segment, base_offset_of, strict_batches
 from kseg.ops.redact import METHOD, Redactor
 from kseg.ops.state import coordinator_partition
@@ -127,23 +137,22 @@ class Take:
     rebuild: bool = False
 
 
-def _local_dir(path: Path) -> Path:
-    if not isinstance(path, Path) or not path.is_dir():
-        raise InputError("bundle reads a local log directory (or one partition folder)", file=str(path))
-    return path
-
-
-def _partition_folders(root: Path) -> dict[tuple[str, int], Path]:
-    """The live partition folders of a log directory (or the one folder it is), by (topic, partition)."""
-    named = parse_partition_dir(root.name)
-    if named is not None and not any(parse_partition_dir(p.name) for p in root.iterdir() if p.is_dir()):
-        return {named: root}
+def _partition_folders(root: Path) -> tuple[dict[tuple[str, int], Path], bool]:
+    """The live partition folders of a log directory (or the one folder ``root`` is), by
+    (topic, partition), and whether ``root`` is itself a partition folder. The same refusals
+    as every writer's (``writer_partition_folders``)."""
+    shape = list_input(root).shape
+    if not isinstance(root, Path) or shape not in (PARTITION, LOG_DIR, LOOSE, LOG_DIRS):
+        raise InputError("bundle reads a local log directory (or one partition folder)", file=str(root))
+    if shape == PARTITION:
+        named = parse_partition_dir(root.name)
+        return {named or (root.name, 0): root}, True
     out = {}
-    for p in sorted(root.iterdir()):
-        tp = parse_partition_dir(p.name) if p.is_dir() and replica_kind(p.name) == LIVE else None
+    for p in writer_partition_folders(root):
+        tp = parse_partition_dir(p.name) if replica_kind(p.name) == LIVE else None
         if tp is not None:
             out[tp] = p
-    return out
+    return out, False
 
 
 def _wanted(parts: dict[tuple[str, int], Path], o: BundleOptions, notes: list[str]
@@ -220,9 +229,7 @@ def _skipped(p: Path) -> bool:
 
 def plan(root: Path, o: BundleOptions, notes: list[str]) -> tuple[list[Take], dict[str, Any]]:
     """Every file the bundle takes, in archive order, and the selection."""
-    root = _local_dir(root)
-    parts = _partition_folders(root)
-    single = len(parts) == 1 and next(iter(parts.values())) == root
+    parts, single = _partition_folders(root)
     prefix = root.name if not single else f"{root.parent.name or 'logdir'}"
     chosen, selection = _wanted(parts, o, notes)
     takes: list[Take] = []
