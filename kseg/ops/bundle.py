@@ -299,7 +299,7 @@ def _copy(tar: tarfile.TarFile, take: Take) -> Member:
         identity.opened(take.source, st)
         reader = _HashingReader(f, st.st_size, take.source)
         tar.addfile(_tarinfo(take.name, st.st_size, st.st_mtime), reader)  # type: ignore[arg-type]
-    return Member(take.name, str(take.source), st.st_size, reader.sha.hexdigest(), st.st_size)
+    return Member(take.name, os.path.abspath(take.source), st.st_size, reader.sha.hexdigest(), st.st_size)
 
 
 def _redacted_segment(take: Take, o: BundleOptions) -> tuple[bytes, int, float]:
@@ -352,13 +352,13 @@ def _write_members(tar: tarfile.TarFile, takes: list[Take], o: BundleOptions, re
                 base = base_offset_of(take.source) or 0
                 rebuilt[take.name.rsplit(".", 1)[0]] = index_segment(data, base, o.index_interval_bytes)
                 size, sha = _add_bytes(tar, take.name, data, mtime)
-                report.members.append(Member(take.name, str(take.source), size, sha, source_size, True))
+                report.members.append(Member(take.name, os.path.abspath(take.source), size, sha, source_size, True))
             elif take.rebuild and take.name.rsplit(".", 1)[0] in rebuilt:
                 index, timeindex = rebuilt[take.name.rsplit(".", 1)[0]]
                 data = index if take.source.suffix == ".index" else timeindex
                 st = os.stat(take.source)
                 size, sha = _add_bytes(tar, take.name, data, st.st_mtime)
-                report.members.append(Member(take.name, str(take.source), size, sha, st.st_size, True))
+                report.members.append(Member(take.name, os.path.abspath(take.source), size, sha, st.st_size, True))
             else:
                 report.members.append(_copy(tar, take))
         except FileNotFoundError as e:
