@@ -4,6 +4,7 @@ with valid CRCs; with nothing to redact, an uncompressed batch is rebuilt byte f
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,72 @@ def test_a_damaged_batch_is_not_redacted(tmp_path: Path) -> None:
     bad.write_bytes(bytes(data))
     with pytest.raises(CorruptBatchError, match="cannot redact a damaged batch"):
         Redactor.make(frozenset(FIELDS), KEY).segment(strict_batches(bad), str(bad))
+
+
+# --------------------------------------------------------------------------- kseg dump --redact
+
+
+def _originals(root: Path) -> set[bytes]:
+    found = set()
+    for log in (s for s in SEGMENTS if s.is_relative_to(root)):
+        for b in strict_batches(log):
+            if not (b.is_v2 and b.is_control):
+                for r in batch_records(b):
+                    found.update(x for x in (r.key, r.value, *(h.value for h in r.headers)) if x and len(x) >= 4)
+    return found
+
+
+def _dump(*args: object) -> tuple[int, bytes]:
+    from click.testing import CliRunner
+
+    from kseg.cli.main import main
+
+    res = CliRunner().invoke(main, ["dump", *map(str, args)])
+    return res.exit_code, res.stdout_bytes
+
+
+@pytest.mark.parametrize("root", CORPORA, ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize("fmt", [["--format", "text", "--no-truncate"], ["--format", "jsonl", "--payload", "hex"],
+                                 ["--format", "kafka", "--payload", "utf8"]], ids=lambda a: a[1])
+def test_dump_redact_shows_no_original(root: Path, fmt: list[str]) -> None:
+    originals = _originals(root)
+    hexed = "hex" in fmt
+    code, plain = _dump(*fmt, "-r", root)
+    code_r, redacted = _dump(*fmt, "-r", "--redact", "keys,values,headers", "--redact-key", "k", root)
+    assert code == code_r == 0
+    _, batches = _dump(*fmt[:2], root)  # names and paths, which are not record data
+    searched = [v.hex().encode() if hexed else v for v in originals]
+    searched = [v for v in searched if v not in batches]
+    # The search finds them unredacted (text shows binary bytes escaped: the hex form searches every one).
+    found = [v for v in searched if v in plain]
+    assert found and (not hexed or len(found) == len(searched))
+    assert [v for v in searched if v in redacted] == []
+    # As many records (a value holding a newline makes more lines of kafka text than its token does).
+    marker = {"text": b"  key ", "jsonl": b'"type": "record"', "kafka": b"| offset: "}[fmt[1]]
+    assert plain.count(marker) == redacted.count(marker) > 0
+    assert (b"redacted:".hex().encode() if hexed else b"redacted:") in redacted
+
+
+def test_dump_redact_of_an_undecodable_batch_shows_its_header_only(tmp_path: Path) -> None:
+    import shutil
+
+    from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD
+
+    src = FIXTURES_LOGDIR / "v2-gzip-0"
+    shutil.copytree(src, tmp_path / "v2-gzip-0")
+    log = partition_segments(tmp_path / "v2-gzip-0")[0]
+    data = bytearray(log.read_bytes())
+    first = next(strict_batches(log))
+    data[first.size - 8:first.size] = b"\xff" * 8  # the gzip stream's trailer: it no longer inflates
+    log.write_bytes(bytes(data))
+    code, out = _dump("-r", "--keep-going", "--format", "jsonl", "--redact", "values", log)
+    assert code == 1
+    bad = next(json.loads(line) for line in out.splitlines() if b'"raw"' in line)
+    assert bad["raw"] == bytes(data[:RECORD_BATCH_OVERHEAD]).hex()
+
+
+def test_dump_redact_usage() -> None:
+    code, _ = _dump("--redact-key", "k", FIXTURES_LOGDIR / "v2-none-0")
+    assert code == 2
+    code, _ = _dump("--redact", "everything", FIXTURES_LOGDIR / "v2-none-0")
+    assert code == 2

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import click
 
-from kseg.cli.common import guarded, index_interval_option, max_decompressed_option, time_option
-from kseg.errors import InputError
+from kseg.cli.common import guarded, index_interval_option, max_decompressed_option, redact_options, redactor_of, \
+    time_option
 from kseg.ops.bundle import BundleOptions, bundle
-from kseg.ops.redact import FIELDS, Redactor, parse_fields
 from kseg.render.bundle import write_bundle
 
 
@@ -38,13 +37,8 @@ from kseg.render.bundle import write_bundle
 @click.option("--to-offset", type=int, default=None, help="... up to this one, inclusive.")
 @time_option("--from-time", help="Only the segments holding timestamps from this time on (ordinary topics).")
 @time_option("--to-time", help="... up to this time, inclusive.")
-@click.option("--redact", "redact", multiple=True, metavar="FIELDS",
-              help=f"Replace these record fields of ordinary topics by their length and a keyed hash: "
-                   f"{', '.join(FIELDS)} (repeatable or a comma list). Batches are rebuilt with valid CRCs, "
-                   f"indexes rebuilt; offsets, timestamps and counts are kept.")
-@click.option("--redact-key", envvar="KSEG_REDACT_KEY", default=None, metavar="TEXT",
-              help="The hash key, so that two bundles hash a value alike [env: KSEG_REDACT_KEY; default: a "
-                   "random key, not stored].")
+@redact_options("the record keys, values or header values of ordinary topics (batches rebuilt with valid CRCs, "
+                "indexes rebuilt; offsets, timestamps and counts kept)")
 @click.option("--force", is_flag=True, help="Replace an existing bundle.")
 @index_interval_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
@@ -63,16 +57,10 @@ def bundle_cmd(logdir: Path, output: Path, topics: tuple[str, ...], groups: tupl
     manifest (kseg-bundle.json: each file's source, size and SHA-256, the kseg version, the
     selection, the redaction). Every kseg command reads the bundle in place.
     """
-    try:
-        fields = parse_fields(redact)
-    except ValueError as e:
-        raise InputError(f"--redact {e}") from None
-    if redact_key is not None and not fields:
-        raise InputError("--redact-key is the key of --redact's hash: give --redact too, or leave it out")
-    key = redact_key.encode() if redact_key else None
+    redactor = redactor_of(redact, redact_key)
     o = BundleOptions(topics=topics, groups=groups, transactional_ids=transactional_ids,
                       coordinator_partitions=coordinator_partitions, from_offset=from_offset, to_offset=to_offset,
-                      from_time=from_time, to_time=to_time, redactor=Redactor.make(fields, key) if fields else None,
-                      key_given=key is not None, force=force, index_interval_bytes=index_interval_bytes,
+                      from_time=from_time, to_time=to_time, redactor=redactor,
+                      key_given=redact_key is not None, force=force, index_interval_bytes=index_interval_bytes,
                       max_decompressed_bytes=max_decompressed_bytes)
     write_bundle(bundle(logdir, output, o), sys.stdout, fmt)

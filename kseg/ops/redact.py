@@ -25,6 +25,8 @@ from typing import Iterable
 
 from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import CorruptBatchError
+from kseg.facts.message_v0v1 import KEY_LENGTH_POSITION
+from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD
 from kseg.log.checks import batch_damage
 from kseg.log.encode import (
     assemble_v2,
@@ -32,6 +34,7 @@ from kseg.log.encode import (
     build_legacy_message_set,
     encode_v2_records,
     header_of,
+    legacy_message_crc,
     wrap_legacy,
 )
 from kseg.log.records import batch_records, codec_for
@@ -82,7 +85,10 @@ class Redactor:
         value = self.token(r.value) if VALUES in self.fields else r.value
         headers = (tuple(Header(h.key, self.token(h.value)) for h in r.headers) if HEADERS in self.fields
                    else r.headers)
-        return r._replace(key=key, value=value, headers=headers)
+        new = r._replace(key=key, value=value, headers=headers)
+        if r.crc is not None and r.crc == legacy_message_crc(r):  # a legacy message's CRC, right as it was
+            new = new._replace(crc=legacy_message_crc(new))
+        return new
 
     def batch(self, batch: Batch, file: str, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> bytes:
         """The batch's bytes with its records redacted (a control batch as it is)."""
@@ -110,6 +116,11 @@ class Redactor:
         value = codec_for(batch).compress(inner, magic=batch.magic)
         return wrap_legacy(batch.base_offset, batch.magic, batch.codec, value,
                            timestamp_type=batch.timestamp_type, timestamp=batch.max_timestamp)
+
+    def header_only(self, batch: Batch) -> Batch:
+        """An undecodable batch as a redacted dump may show it: its header's bytes, none of its data."""
+        keep = RECORD_BATCH_OVERHEAD if batch.magic >= 2 else KEY_LENGTH_POSITION.get(batch.magic, 0)
+        return batch._replace(raw=batch.raw[:keep])
 
     def segment(self, batches: Iterable[Batch], file: str, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> bytes:
         """A segment's bytes rebuilt batch by batch with the records redacted."""
