@@ -39,6 +39,10 @@ from kseg.render.bundle import write_bundle
 @time_option("--to-time", help="... up to this time, inclusive.")
 @redact_options("the record keys, values or header values of ordinary topics (batches rebuilt with valid CRCs, "
                 "indexes rebuilt; offsets, timestamps and counts kept)")
+@click.option("--show-secrets", is_flag=True,
+              help="Take the KRaft metadata log as it is: by default its SCRAM salts and keys, delegation token ids "
+                   "and sensitive configuration values (passwords, JAAS configurations, keys) are replaced by "
+                   "[hidden] in the segments, snapshots and bootstrap.checkpoint that hold any.")
 @click.option("--force", is_flag=True, help="Replace an existing bundle.")
 @index_interval_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
@@ -47,7 +51,7 @@ from kseg.render.bundle import write_bundle
 def bundle_cmd(logdir: Path, output: Path, topics: tuple[str, ...], groups: tuple[str, ...],
                transactional_ids: tuple[str, ...], coordinator_partitions: int, from_offset: int | None,
                to_offset: int | None, from_time: int | None, to_time: int | None, redact: tuple[str, ...],
-               redact_key: str | None, force: bool, index_interval_bytes: int, fmt: str,
+               redact_key: str | None, show_secrets: bool, force: bool, index_interval_bytes: int, fmt: str,
                max_decompressed_bytes: int) -> None:
     """Collect what a support case needs from a log directory into one .tar.gz.
 
@@ -61,6 +65,7 @@ def bundle_cmd(logdir: Path, output: Path, topics: tuple[str, ...], groups: tupl
     o = BundleOptions(topics=topics, groups=groups, transactional_ids=transactional_ids,
                       coordinator_partitions=coordinator_partitions, from_offset=from_offset, to_offset=to_offset,
                       from_time=from_time, to_time=to_time, redactor=redactor,
-                      key_given=redact_key is not None, force=force, index_interval_bytes=index_interval_bytes,
+                      key_given=redact_key is not None, show_secrets=show_secrets, force=force,
+                      index_interval_bytes=index_interval_bytes,
                       max_decompressed_bytes=max_decompressed_bytes)
     write_bundle(bundle(logdir, output, o), sys.stdout, fmt)

@@ -46,6 +46,10 @@ def _fields(ctx: click.Context, param: click.Parameter, value: str | None) -> tu
 @click.option("--no-truncate", is_flag=True, help="Text: show long keys, values and header values whole.")
 @redact_options("the keys, values or header values of the records shown (an undecodable batch with --keep-going: "
                 "its header's bytes only)")
+@click.option("--show-secrets", is_flag=True,
+              help="With --decode: show SCRAM salts and keys, delegation token ids and sensitive configuration "
+                   "values (passwords, JAAS configurations, keys) of the metadata log; hidden by default "
+                   "([hidden]). --format kafka always shows them, as kafka-dump-log.sh.")
 @guarded
 def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, key_decoder: str | None,
          value_decoder: str | None, decode: str | None, kafka_version: str, skip_record_metadata: bool,
@@ -53,7 +57,7 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
          from_offset: int | None, to_offset: int | None, from_time: int | None, to_time: int | None,
          max_bytes: int | None, keep_going: bool, input_format: str, max_decompressed_bytes: int,
          fields: tuple[str, ...] | None = None, no_truncate: bool = False, redact: tuple[str, ...] = (),
-         redact_key: str | None = None) -> None:
+         redact_key: str | None = None, show_secrets: bool = False) -> None:
     """Show the batches (and with --records the records) of segment files.
 
     PATHS are .log, .index, .timeindex, .txnindex, .snapshot or .checkpoint files,
@@ -66,6 +70,8 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
     refuse_unless(fmt == "text" and input_format != "kafka07", ("no_truncate",),
                   "applies to the text format (jsonl and kafka lines are never cut)")
     refuse_unless(input_format != "kafka07", ("redact", "redact_key"), "applies to Kafka segments")
+    refuse_unless(fmt != "kafka" and input_format != "kafka07", ("show_secrets",),
+                  "applies to kseg's own formats (--format kafka shows every field, as kafka-dump-log.sh)")
     redactor = redactor_of(redact, redact_key)
     records = records or fields is not None  # choosing record fields asks for the records
     view = RecordView(fields, not no_truncate)
@@ -83,7 +89,7 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
     options = dump_options_for(fmt, renderer, records=records, decode=decode, max_bytes=max_bytes,
                                from_offset=from_offset, to_offset=to_offset, from_time=from_time, to_time=to_time,
                                max_decompressed_bytes=max_decompressed_bytes, keep_going=keep_going,
-                               redactor=redactor)
+                               redactor=redactor, show_secrets=show_secrets)
     problems = unreadable = 0
     live = live_tails(paths, files)
     interrupted = False
@@ -159,14 +165,16 @@ def make_renderer(fmt: str, out: Any, err: Any, kd: Any, vd: Any, *, records: bo
 def dump_options_for(fmt: str, renderer: Any, *, records: bool, decode: str | None, max_bytes: int | None,
                      from_offset: int | None = None, to_offset: int | None = None, from_time: int | None = None,
                      to_time: int | None = None, max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
-                     keep_going: bool = False, redactor: Redactor | None = None) -> DumpOptions:
+                     keep_going: bool = False, redactor: Redactor | None = None,
+                     show_secrets: bool = False) -> DumpOptions:
     """What the dump operation is asked for ``fmt`` and its renderer (``--format kafka`` reads names
     as kafka-dump-log.sh does and hands the renderer what it can write at once)."""
     return DumpOptions(records=records, from_offset=from_offset, to_offset=to_offset, from_time=from_time,
                        to_time=to_time, max_bytes=max_bytes, max_decompressed_bytes=max_decompressed_bytes,
                        keep_going=keep_going, strict_names=fmt == "kafka", decode=decode,
                        wrapper_counts=fmt != "kafka", record_spans=getattr(renderer, "takes_spans", False),
-                       plain_runs=getattr(renderer, "takes_plain_runs", False), redactor=redactor)
+                       plain_runs=getattr(renderer, "takes_plain_runs", False), redactor=redactor,
+                       show_secrets=show_secrets or fmt == "kafka")
 
 
 def _drop_stdout() -> None:

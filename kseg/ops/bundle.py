@@ -39,6 +39,7 @@ from kseg.errors import InputError
 from kseg.log import identity
 from kseg.log.atomic import TMP_SUFFIX, AtomicFile, check_output
 from kseg.log.listing import (
+    BOOTSTRAP_FILE,
     LIVE,
     LOG_DIR,
     LOG_DIRS,
@@ -50,7 +51,7 @@ from kseg.log.listing import (
     writer_partition_folders,
 )
 from kseg.log.segment import Segment, base_offset_of, strict_batches
-from kseg.ops.redact import METHOD, Redactor
+from kseg.ops.redact import METHOD, Redactor, hide_batch_secrets
 from kseg.ops.state import coordinator_partition
 
 MANIFEST = "kseg-bundle.json"
@@ -60,7 +61,10 @@ OFFSETS_TOPIC, TXN_TOPIC, METADATA_TOPIC = "__consumer_offsets", "__transaction_
 SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")
 # Names the broker gives files it is taking away, and kseg's own temporaries: never evidence.
 SKIPPED_SUFFIXES = (".deleted", ".cleaned", ".swap", TMP_SUFFIX)
-COPY_CHUNK = 1 << 20
+HIDDEN_SECRETS = ("hidden: SCRAM salts and keys, delegation token ids and sensitive configuration values in the "
+                  "KRaft metadata log, its snapshots and bootstrap.checkpoint replaced by [hidden] (the files "
+                  "holding any rebuilt and marked redacted)")
+SHOWN = "kept: the metadata log taken as it is (--show-secrets)"
 GZIP_LEVEL = 6
 
 
@@ -76,6 +80,7 @@ class BundleOptions:
     to_time: int | None = None
     redactor: Redactor | None = None
     key_given: bool = False
+    show_secrets: bool = False
     force: bool = False
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
@@ -110,13 +115,15 @@ class BundleReport:
     members: list[Member] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     size: int = 0  # the archive's
+    secrets: str = ""  # what was done with the metadata log's secrets
 
     def manifest(self) -> dict[str, Any]:
         from importlib.metadata import version  # stdlib, late: only a bundle needs it
 
         return {"kseg_bundle": 1, "kseg_version": version("kseg"),
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "source": self.source,
-                "selection": self.selection, "redaction": self.redaction, "notes": self.notes,
+                "selection": self.selection, "redaction": self.redaction, "secrets": self.secrets,
+                "notes": self.notes,
                 "files": [m.as_json() for m in self.members]}
 
     def as_json(self) -> dict[str, Any]:
@@ -128,13 +135,14 @@ class BundleReport:
 
 @dataclass(frozen=True)
 class Take:
-    """A file to put in the bundle; ``redact``: a segment whose records are redacted
-    (``rebuild``: an index rebuilt from the redacted segment, taken from ``source`` by name)."""
+    """A file to put in the bundle; ``redact``: a segment whose records are redacted;
+    ``secrets``: a metadata-log file (segment, snapshot, bootstrap) whose secrets are hidden.
+    A segment written anew gets its ``.index``/``.timeindex`` rebuilt from its new bytes."""
 
     source: Path
     name: str
     redact: bool = False
-    rebuild: bool = False
+    secrets: bool = False
 
 
 def _partition_folders(root: Path) -> tuple[dict[tuple[str, int], Path], bool]:
@@ -234,7 +242,8 @@ def plan(root: Path, o: BundleOptions, notes: list[str]) -> tuple[list[Take], di
     chosen, selection = _wanted(parts, o, notes)
     takes: list[Take] = []
     if not single:
-        takes += [Take(p, f"{prefix}/{p.name}") for p in sorted(root.iterdir()) if not _skipped(p)]
+        takes += [Take(p, f"{prefix}/{p.name}", secrets=p.name == BOOTSTRAP_FILE and not o.show_secrets)
+                  for p in sorted(root.iterdir()) if not _skipped(p)]
     for (topic, n), folder in chosen.items():
         # Segments first: a redacted segment's indexes are rebuilt from its new bytes.
         files = sorted((p for p in folder.iterdir() if not _skipped(p)), key=lambda p: (p.suffix != ".log", p.name))
@@ -247,12 +256,12 @@ def plan(root: Path, o: BundleOptions, notes: list[str]) -> tuple[list[Take], di
             continue
         stems = {p.name.split(".", 1)[0] for p in logs if p not in kept}
         redact = bool(o.redactor) and not internal
+        secrets = topic == METADATA_TOPIC and not o.show_secrets
         for p in files:
             if p.suffix in SEGMENT_SUFFIXES and p.name.split(".", 1)[0] in stems:
                 continue
-            rebuilt = redact and p.suffix in (".index", ".timeindex")
             takes.append(Take(p, f"{prefix}/{folder.name}/{p.name}", redact=redact and p.suffix == ".log",
-                              rebuild=rebuilt))
+                              secrets=secrets and p.suffix in (".log", ".checkpoint")))
     return takes, selection
 
 
@@ -302,15 +311,6 @@ def _copy(tar: tarfile.TarFile, take: Take) -> Member:
     return Member(take.name, os.path.abspath(take.source), st.st_size, reader.sha.hexdigest(), st.st_size)
 
 
-def _redacted_segment(take: Take, o: BundleOptions) -> tuple[bytes, int, float]:
-    """(redacted bytes, original size, mtime) of a segment; a damaged batch is an error."""
-    assert o.redactor is not None
-    st = os.stat(take.source)
-    identity.opened(take.source, st)
-    data = o.redactor.segment(strict_batches(take.source), str(take.source), o.max_decompressed_bytes)
-    return data, st.st_size, st.st_mtime
-
-
 def bundle(root: Path, output: Path, o: BundleOptions) -> BundleReport:
     """Write the bundle of ``root`` to ``output`` (see the module comment)."""
     if not str(output).endswith(BUNDLE_SUFFIXES):
@@ -323,9 +323,11 @@ def bundle(root: Path, output: Path, o: BundleOptions) -> BundleReport:
     redaction = None if not r else {
         "fields": sorted(r.fields), "method": METHOD,
         "key": "given (--redact-key)" if o.key_given else "random, used for this bundle only and not stored",
-        "applies_to": "records of ordinary topics; internal topics (__*) are kept as they are",
+        "applies_to": "records of ordinary topics; internal topics (__*) are kept as they are but for the "
+                      "metadata log's secrets (see secrets)",
         "indexes": "rebuilt from the redacted segments"}
-    report = BundleReport(str(output), os.path.abspath(root), selection, redaction, notes=notes)
+    report = BundleReport(str(output), os.path.abspath(root), selection, redaction, notes=notes,
+                          secrets=SHOWN if o.show_secrets else HIDDEN_SECRETS)
     with identity.watching():
         out = AtomicFile(output)
         try:
@@ -344,25 +346,42 @@ def bundle(root: Path, output: Path, o: BundleOptions) -> BundleReport:
 
 
 def _write_members(tar: tarfile.TarFile, takes: list[Take], o: BundleOptions, report: BundleReport) -> None:
-    rebuilt: dict[str, tuple[bytes, bytes]] = {}  # a redacted segment's stem -> (.index, .timeindex)
+    rebuilt: dict[str, tuple[bytes, bytes]] = {}  # a rewritten segment's stem -> (.index, .timeindex)
     for take in takes:
+        stem, suffix = take.name.rsplit(".", 1)[0], take.source.suffix
         try:
-            if take.redact:
-                data, source_size, mtime = _redacted_segment(take, o)
-                base = base_offset_of(take.source) or 0
-                rebuilt[take.name.rsplit(".", 1)[0]] = index_segment(data, base, o.index_interval_bytes)
-                size, sha = _add_bytes(tar, take.name, data, mtime)
-                report.members.append(Member(take.name, os.path.abspath(take.source), size, sha, source_size, True))
-            elif take.rebuild and take.name.rsplit(".", 1)[0] in rebuilt:
-                index, timeindex = rebuilt[take.name.rsplit(".", 1)[0]]
-                data = index if take.source.suffix == ".index" else timeindex
-                st = os.stat(take.source)
-                size, sha = _add_bytes(tar, take.name, data, st.st_mtime)
-                report.members.append(Member(take.name, os.path.abspath(take.source), size, sha, st.st_size, True))
+            new = _rewritten(take, o) if take.redact or take.secrets else None
+            if new is not None:
+                data, st = new
+                if suffix == ".log":
+                    rebuilt[stem] = index_segment(data, base_offset_of(take.source) or 0, o.index_interval_bytes)
+            elif stem in rebuilt and suffix in (".index", ".timeindex"):
+                data, st = rebuilt[stem][0 if suffix == ".index" else 1], os.stat(take.source)
             else:
                 report.members.append(_copy(tar, take))
+                continue
+            size, sha = _add_bytes(tar, take.name, data, st.st_mtime)
+            report.members.append(Member(take.name, os.path.abspath(take.source), size, sha, st.st_size, True))
         except FileNotFoundError as e:
             raise identity.vanished(e, [take.source]) or e
+
+
+def _rewritten(take: Take, o: BundleOptions) -> tuple[bytes, os.stat_result] | None:
+    """A segment's or snapshot's bytes with its records redacted or its secrets hidden, and the
+    source's stat; None when nothing in it changes (it is then copied as it is)."""
+    st = os.stat(take.source)
+    identity.opened(take.source, st)
+    path, limit = str(take.source), o.max_decompressed_bytes
+    batches = strict_batches(take.source)
+    if take.redact:
+        assert o.redactor is not None
+        return o.redactor.segment(batches, path, limit), st
+    parts, changed = [], False
+    for b in batches:
+        hidden = hide_batch_secrets(b, path, limit)
+        changed |= hidden is not None
+        parts.append(bytes(b.raw) if hidden is None else hidden)
+    return (b"".join(parts), st) if changed else None
 
 
 __all__ = ["BUNDLE_SUFFIXES", "MANIFEST", "BundleOptions", "BundleReport", "Member", "bundle", "plan"]

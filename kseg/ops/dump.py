@@ -13,6 +13,7 @@ from typing import Iterator
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.companions.read import offset_index_lookup, time_index_lookup
 from kseg.decoders import decode_record, family_for
+from kseg.decoders.secrets import HIDDEN_BYTES, hide_secrets
 from kseg.errors import KsegError
 from kseg.log.decode import Tail
 from kseg.log.listing import replica_note
@@ -86,6 +87,9 @@ class DumpOptions:
     # --redact: the records of ordinary topics shown with their fields redacted (kseg.ops.redact);
     # an undecodable batch shown by its header alone. Internal topics are decoded, not redacted.
     redactor: Redactor | None = None
+    # Decoded secrets (kseg.decoders.secrets) shown as they are; else hidden, with the raw value
+    # of a record that held one. --format kafka shows them, as kafka-dump-log.sh does.
+    show_secrets: bool = False
 
 
 @dataclass(frozen=True)
@@ -349,5 +353,16 @@ def _batch_event(path: Path, batch: Batch, o: DumpOptions, family: str | None) -
     if family is not None and records is not None and o.records:
 
         decoded = [decode_record(family, r, batch.is_control) for r in records]
+        if not o.show_secrets:
+            records, decoded = _hidden(records, decoded)
     return BatchEvent(path, batch, first, last, count, batch.crc_valid, records if o.records else None, decoded,
                       spans)
+
+
+def _hidden(records: list[Record], decoded: list) -> tuple[list[Record], list]:
+    """Records and their decoded forms with secrets hidden: a record that held one shows
+    ``[hidden]`` as its raw value too."""
+    shown = [hide_secrets(d) for d in decoded]
+    if all(a is b for a, b in zip(shown, decoded)):
+        return records, decoded
+    return [r if a is b else r._replace(value=HIDDEN_BYTES) for r, a, b in zip(records, shown, decoded)], shown

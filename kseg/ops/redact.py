@@ -23,6 +23,7 @@ import os
 from dataclasses import dataclass
 from typing import Iterable
 
+from kseg.decoders.secrets import hide_metadata_value
 from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import CorruptBatchError
 from kseg.facts.message_v0v1 import KEY_LENGTH_POSITION
@@ -92,30 +93,10 @@ class Redactor:
 
     def batch(self, batch: Batch, file: str, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> bytes:
         """The batch's bytes with its records redacted (a control batch as it is)."""
-        damage = batch_damage(batch, file, limit)
-        if damage:
-            d = damage[0]
-            raise CorruptBatchError(f"cannot redact a damaged batch: {d.message}", file=file,
-                                    position=d.position, where=d.where, expected=d.expected, found=d.found)
+        require_sound(batch, file, limit, "cannot redact a damaged batch")
         if batch.magic >= 2 and batch.is_control:
             return bytes(batch.raw)
-        records = [self.record(r) for r in batch_records(batch, limit=limit)]
-        if batch.magic >= 2:
-            header = header_of(batch)
-            payload = encode_v2_records(records, batch.base_offset, header.base_timestamp)
-            if batch.codec:
-                payload = codec_for(batch).compress(payload, magic=2)
-            return assemble_v2(header, payload)
-        if not batch.codec:
-            (r,) = records
-            return build_legacy_message(batch.base_offset, batch.magic, batch.attributes, batch.max_timestamp,
-                                        r.key, r.value)
-        # A wrapper: its inner messages as kseg.log.rebuild writes them, compressed again.
-        relative_to = (0 if batch.base_offset == 0 else records[0].offset) if batch.magic == 1 else None
-        inner = build_legacy_message_set(records, magic=records[0].magic, relative_to=relative_to)
-        value = codec_for(batch).compress(inner, magic=batch.magic)
-        return wrap_legacy(batch.base_offset, batch.magic, batch.codec, value,
-                           timestamp_type=batch.timestamp_type, timestamp=batch.max_timestamp)
+        return rebuild_batch(batch, [self.record(r) for r in batch_records(batch, limit=limit)])
 
     def header_only(self, batch: Batch) -> Batch:
         """An undecodable batch as a redacted dump may show it: its header's bytes, none of its data."""
@@ -127,4 +108,48 @@ class Redactor:
         return b"".join(self.batch(b, file, limit) for b in batches)
 
 
-__all__ = ["FIELDS", "HEADERS", "KEYS", "METHOD", "VALUES", "Redactor", "parse_fields"]
+def require_sound(batch: Batch, file: str, limit: int, what: str) -> None:
+    """A CorruptBatchError (``what``: verify's first error) for a batch verify finds damaged:
+    damaged bytes are never rewritten into valid-looking ones, nor copied past a redaction."""
+    damage = batch_damage(batch, file, limit)
+    if damage:
+        d = damage[0]
+        raise CorruptBatchError(f"{what}: {d.message}", file=file, position=d.position, where=d.where,
+                                expected=d.expected, found=d.found)
+
+
+def rebuild_batch(batch: Batch, records: list[Record]) -> bytes:
+    """``batch`` written again around ``records`` (its own, changed in their keys, values or
+    headers): every header field kept, compressed again with its own codec, CRCs computed."""
+    if batch.magic >= 2:
+        header = header_of(batch)
+        payload = encode_v2_records(records, batch.base_offset, header.base_timestamp)
+        if batch.codec:
+            payload = codec_for(batch).compress(payload, magic=2)
+        return assemble_v2(header, payload)
+    if not batch.codec:
+        (r,) = records
+        return build_legacy_message(batch.base_offset, batch.magic, batch.attributes, batch.max_timestamp,
+                                    r.key, r.value)
+    # A wrapper: its inner messages as kseg.log.rebuild writes them, compressed again.
+    relative_to = (0 if batch.base_offset == 0 else records[0].offset) if batch.magic == 1 else None
+    inner = build_legacy_message_set(records, magic=records[0].magic, relative_to=relative_to)
+    value = codec_for(batch).compress(inner, magic=batch.magic)
+    return wrap_legacy(batch.base_offset, batch.magic, batch.codec, value,
+                       timestamp_type=batch.timestamp_type, timestamp=batch.max_timestamp)
+
+
+def hide_batch_secrets(batch: Batch, file: str, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> bytes | None:
+    """A metadata-log batch written again with the secrets of its records hidden
+    (``kseg.decoders.secrets``); None when it holds none. A damaged batch is an error."""
+    if batch.magic < 2 or batch.is_control:
+        return None
+    require_sound(batch, file, limit, "cannot hide the secrets of a damaged batch (--show-secrets takes it as it is)")
+    records = batch_records(batch, limit=limit)
+    values = [None if r.value is None else hide_metadata_value(r.value) for r in records]
+    if all(v is None for v in values):
+        return None
+    return rebuild_batch(batch, [r if v is None else r._replace(value=v) for r, v in zip(records, values)])
+
+
+__all__ = ["FIELDS", "HEADERS", "KEYS", "METHOD", "VALUES", "Redactor", "hide_batch_secrets", "parse_fields", "rebuild_batch"]

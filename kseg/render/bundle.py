@@ -26,7 +26,9 @@ def write_bundle(report: Any, out: TextIO, fmt: str) -> None:
     for note in report.notes:
         out.write(f"note: {printable(note)}\n")
     redacted = sum(m.redacted for m in report.members)
-    how = (f"; {', '.join(report.redaction['fields'])} redacted in {redacted} file(s)" if report.redaction
-           else "; nothing redacted")
+    what = [f"{', '.join(report.redaction['fields'])} redacted"] if report.redaction else []
+    if report.secrets.startswith("hidden"):
+        what.append("metadata log secrets hidden")
+    how = f"; {' and '.join(what)}: {redacted} file(s) rewritten" if what else ""
     out.write(f"{len(report.members)} file(s), {size(sum(m.source_size for m in report.members))} taken{how}; "
               f"bundle {printable(report.output)} ({size(report.size)})\n")
