@@ -336,3 +336,11 @@ def _strings(v: object) -> list[str]:
     if isinstance(v, list):
         return [s for x in v for s in _strings(x)]
     return []
+
+
+def test_a_folder_given_as_dot_is_named_by_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO / "fixtures" / "record-types" / "4" / "__cluster_metadata-0")
+    out = tmp_path / "m.tgz"
+    doc = make(Path("."), out)
+    assert [f["name"] for f in doc["files"]] == ["4/__cluster_metadata-0/00000000000000000000.log"]
+    assert doc["files"][0]["redacted"]  # recognised as the metadata log by its folder's name: secrets hidden

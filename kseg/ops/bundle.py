@@ -13,7 +13,10 @@ Redaction (``kseg.ops.redact``) applies to the records of ordinary topics: their
 are rebuilt with redacted records and their ``.index``/``.timeindex`` rebuilt from the new
 bytes; offsets, timestamps and counts do not move, so ``.txnindex`` and snapshots are kept.
 Internal topics are kept as they are: their records are the broker's own bookkeeping
-(group offsets, transaction states, cluster metadata) that the case is about.
+(group offsets, transaction states, cluster metadata) that the case is about; but the
+metadata log's secrets (``kseg.decoders.secrets``: SCRAM keys, delegation token ids,
+sensitive configuration values) are hidden unless ``show_secrets``, in its segments,
+snapshots and ``bootstrap.checkpoint``, by rebuilding the batches that hold any.
 
 Rules: the archive is written under a temporary name and published only when complete and
 only if every input is still as it was read (``kseg.log.identity``); an existing output is
@@ -153,8 +156,8 @@ def _partition_folders(root: Path) -> tuple[dict[tuple[str, int], Path], bool]:
     if not isinstance(root, Path) or shape not in (PARTITION, LOG_DIR, LOOSE, LOG_DIRS):
         raise InputError("bundle reads a local log directory (or one partition folder)", file=str(root))
     if shape == PARTITION:
-        named = parse_partition_dir(root.name)
-        return {named or (root.name, 0): root}, True
+        name = Path(os.path.abspath(root)).name
+        return {parse_partition_dir(name) or (name, 0): root}, True
     out = {}
     for p in writer_partition_folders(root):
         tp = parse_partition_dir(p.name) if replica_kind(p.name) == LIVE else None
@@ -238,7 +241,8 @@ def _skipped(p: Path) -> bool:
 def plan(root: Path, o: BundleOptions, notes: list[str]) -> tuple[list[Take], dict[str, Any]]:
     """Every file the bundle takes, in archive order, and the selection."""
     parts, single = _partition_folders(root)
-    prefix = root.name if not single else f"{root.parent.name or 'logdir'}"
+    here = Path(os.path.abspath(root))
+    prefix = (here.name if not single else here.parent.name) or "logdir"
     chosen, selection = _wanted(parts, o, notes)
     takes: list[Take] = []
     if not single:
@@ -250,9 +254,10 @@ def plan(root: Path, o: BundleOptions, notes: list[str]) -> tuple[list[Take], di
         logs = sorted((p for p in files if p.suffix == ".log" and base_offset_of(p) is not None),
                       key=lambda p: base_offset_of(p) or 0)
         internal = topic.startswith("__")
+        fname = Path(os.path.abspath(folder)).name
         kept = _segments_in_window(logs, o) if o.window and not internal else set(logs)
         if logs and not kept:
-            notes.append(f"{folder.name}: no segment covers the window; left out")
+            notes.append(f"{fname}: no segment covers the window; left out")
             continue
         stems = {p.name.split(".", 1)[0] for p in logs if p not in kept}
         redact = bool(o.redactor) and not internal
@@ -260,7 +265,7 @@ def plan(root: Path, o: BundleOptions, notes: list[str]) -> tuple[list[Take], di
         for p in files:
             if p.suffix in SEGMENT_SUFFIXES and p.name.split(".", 1)[0] in stems:
                 continue
-            takes.append(Take(p, f"{prefix}/{folder.name}/{p.name}", redact=redact and p.suffix == ".log",
+            takes.append(Take(p, f"{prefix}/{fname}/{p.name}", redact=redact and p.suffix == ".log",
                               secrets=secrets and p.suffix in (".log", ".checkpoint")))
     return takes, selection
 
