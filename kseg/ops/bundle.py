@@ -31,12 +31,13 @@ import io
 import json
 import os
 import tarfile
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from kseg.companions.build import index_segment
+from kseg.companions.build import Append, build_indexes
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError
 from kseg.log import identity
@@ -307,13 +308,19 @@ class _HashingReader(io.RawIOBase):
         return data
 
 
+def _add_file(tar: tarfile.TarFile, name: str, f: BinaryIO, size: int, mtime: float, path: Path) -> str:
+    """Stream ``size`` bytes of ``f`` into the archive as ``name``; their SHA-256."""
+    reader = _HashingReader(f, size, path)
+    tar.addfile(_tarinfo(name, size, mtime), reader)  # type: ignore[arg-type]
+    return reader.sha.hexdigest()
+
+
 def _copy(tar: tarfile.TarFile, take: Take) -> Member:
     with open(take.source, "rb") as f:
         st = os.fstat(f.fileno())
         identity.opened(take.source, st)
-        reader = _HashingReader(f, st.st_size, take.source)
-        tar.addfile(_tarinfo(take.name, st.st_size, st.st_mtime), reader)  # type: ignore[arg-type]
-    return Member(take.name, os.path.abspath(take.source), st.st_size, reader.sha.hexdigest(), st.st_size)
+        sha = _add_file(tar, take.name, f, st.st_size, st.st_mtime, take.source)
+    return Member(take.name, os.path.abspath(take.source), st.st_size, sha, st.st_size)
 
 
 def bundle(root: Path, output: Path, o: BundleOptions) -> BundleReport:
@@ -354,39 +361,49 @@ def _write_members(tar: tarfile.TarFile, takes: list[Take], o: BundleOptions, re
     rebuilt: dict[str, tuple[bytes, bytes]] = {}  # a rewritten segment's stem -> (.index, .timeindex)
     for take in takes:
         stem, suffix = take.name.rsplit(".", 1)[0], take.source.suffix
+        source = os.path.abspath(take.source)
         try:
-            new = _rewritten(take, o) if take.redact or take.secrets else None
-            if new is not None:
-                data, st = new
-                if suffix == ".log":
-                    rebuilt[stem] = index_segment(data, base_offset_of(take.source) or 0, o.index_interval_bytes)
-            elif stem in rebuilt and suffix in (".index", ".timeindex"):
-                data, st = rebuilt[stem][0 if suffix == ".index" else 1], os.stat(take.source)
-            else:
-                report.members.append(_copy(tar, take))
+            if stem in rebuilt and suffix in (".index", ".timeindex"):
+                st = os.stat(take.source)
+                size, sha = _add_bytes(tar, take.name, rebuilt[stem][suffix != ".index"], st.st_mtime)
+                report.members.append(Member(take.name, source, size, sha, st.st_size, True))
                 continue
-            size, sha = _add_bytes(tar, take.name, data, st.st_mtime)
-            report.members.append(Member(take.name, os.path.abspath(take.source), size, sha, st.st_size, True))
+            with tempfile.TemporaryFile() as spool:  # anonymous: nothing left behind, whatever ends the run
+                new = _rewrite(take, o, spool) if take.redact or take.secrets else None
+                if new is None:
+                    report.members.append(_copy(tar, take))
+                    continue
+                size, appends, st = new
+                if suffix == ".log":
+                    rebuilt[stem] = build_indexes(appends, base_offset_of(take.source) or 0, o.index_interval_bytes)
+                spool.seek(0)
+                sha = _add_file(tar, take.name, spool, size, st.st_mtime, take.source)  # type: ignore[arg-type]
+            report.members.append(Member(take.name, source, size, sha, st.st_size, True))
         except FileNotFoundError as e:
             raise identity.vanished(e, [take.source]) or e
 
 
-def _rewritten(take: Take, o: BundleOptions) -> tuple[bytes, os.stat_result] | None:
-    """A segment's or snapshot's bytes with its records redacted or its secrets hidden, and the
-    source's stat; None when nothing in it changes (it is then copied as it is)."""
+def _rewrite(take: Take, o: BundleOptions, out: Any) -> tuple[int, list[Append], os.stat_result] | None:
+    """A segment or snapshot written to ``out`` batch by batch with its records redacted or its
+    secrets hidden: (its size, each batch as an append for the indexes, the source's stat);
+    None when nothing in it changes (it is then copied as it is)."""
     st = os.stat(take.source)
     identity.opened(take.source, st)
     path, limit = str(take.source), o.max_decompressed_bytes
-    batches = strict_batches(take.source)
-    if take.redact:
-        assert o.redactor is not None
-        return o.redactor.segment(batches, path, limit), st
-    parts, changed = [], False
-    for b in batches:
-        hidden = hide_batch_secrets(b, path, limit)
-        changed |= hidden is not None
-        parts.append(bytes(b.raw) if hidden is None else hidden)
-    return (b"".join(parts), st) if changed else None
+    size, appends, changed = 0, [], False
+    for b in strict_batches(take.source):
+        if take.redact:
+            assert o.redactor is not None
+            new: bytes | None = o.redactor.batch(b, path, limit)
+        else:
+            new = hide_batch_secrets(b, path, limit)
+        changed |= new is not None
+        data = bytes(b.raw) if new is None else new
+        out.write(data)
+        # As LogSegment.recover sees it: one append per batch, its header's offsets and times unchanged.
+        appends.append(Append(size, len(data), b.last_offset, b.max_timestamp, b.last_offset))
+        size += len(data)
+    return (size, appends, st) if changed or take.redact else None
 
 
 __all__ = ["BUNDLE_SUFFIXES", "MANIFEST", "BundleOptions", "BundleReport", "Member", "bundle", "plan"]
