@@ -71,9 +71,12 @@ class Command:
     # Faults in the data on which this command owes another verdict than its role's, each with the reason.
     data_verdicts: dict[str, tuple[set[int], str, str]] = field(default_factory=dict)
     spark: bool = False
-    # A writer's check of a complete output: "verify" (kseg verify passes on it: segments), or
-    # "export" (Parquet files that pyarrow reads back, each marked as kseg's export).
+    # A writer's check of a complete output: "verify" (kseg verify passes on it: segments),
+    # "export" (Parquet files that pyarrow reads back, each marked as kseg's export), or "bundle"
+    # (a .tar.gz whose manifest names every member's SHA-256, read in place by kseg verify).
     output_check: str = "verify"
+    # What the output's name ends in (a bundle is read in place by its name).
+    output_suffix: str = ""
 
 
 def _writer(*extra: str) -> Callable[[str, str], list[str]]:
@@ -123,6 +126,13 @@ COMMANDS: dict[str, Command] = {
         for f in ("crc", "contents", "truncated")}),
     # Records into Parquet: a writer whose output is not segments (its check reads the files back).
     "export": Command("writer", lambda inp, out: [inp, "-o", out], output_check="export"),
+    # A support bundle takes the files as they are, damage included (the evidence), from a local
+    # log directory or partition folder.
+    "bundle": Command("writer", _writer(), kinds=frozenset({"partition", "logdir"}), output_check="bundle",
+                      output_suffix=".tar.gz", data_verdicts={
+                          f: ({0}, "complete", "a bundle is the evidence: it takes the files byte for byte, "
+                                               "damage included, and its manifest says what it took")
+                          for f in ("crc", "contents", "truncated")}),
     "compact": Command("writer", _writer("--include-active", "--now-ms", NOW_MS)),
     "up-convert": Command("writer", _writer("--to-magic", "2", "--codec", "lz4")),
     "down-convert": Command("writer", _writer("--to-magic", "1")),
@@ -444,7 +454,7 @@ def test_damaged_data(inputs: Inputs, tmp_path: Path, name: str, kind: str, faul
         pytest.importorskip("pyspark", reason="kseg spark needs the spark extra")
     inp = src = inputs.path(kind, fault)
     before = digest(Path(src)) if kind != "s3" else None
-    out = tmp_path / "out"
+    out = tmp_path / f"out{cmd.output_suffix}"
     stdin = None
     if kind == "stdin":
         stdin, inp = Path(inp).read_bytes(), "-"
@@ -473,6 +483,17 @@ def check_output(cmd: Command, out: Path, inputs: Inputs) -> None:
     if cmd.output_check == "verify":
         check = kseg(["verify", str(out)], inputs)
         assert check.code == 0, check.stdout + check.stderr
+        return
+    if cmd.output_check == "bundle":
+        import json
+
+        with tarfile.open(out, "r:gz") as t:
+            files = {m.name: t.extractfile(m).read() for m in t.getmembers() if m.isfile()}  # type: ignore[union-attr]
+        manifest = json.loads(files.pop("kseg-bundle.json"))
+        assert {f["name"]: f["sha256"] for f in manifest["files"]} == {
+            n: hashlib.sha256(d).hexdigest() for n, d in files.items()}
+        check = kseg(["verify", str(out)], inputs)  # read in place; damage taken as it is is reported
+        assert check.code in (0, 1) and "Traceback" not in check.stderr, check.stdout + check.stderr
         return
     import pyarrow.parquet as pq
 
@@ -547,7 +568,7 @@ def test_faults_during_the_run(inputs: Inputs, tmp_path: Path, name: str, fault:
     logdir = _big_logdir(inputs.root / "big")
     work = tmp_path / "logdir"
     shutil.copytree(logdir, work)
-    out = tmp_path / "out"
+    out = tmp_path / f"out{cmd.output_suffix}"
     first = work / FIRST_SEGMENT
     second = work / "orders-0" / segment_file_name(12000)
     expected = RUN_VERDICTS[fault][cmd.role]
@@ -644,7 +665,7 @@ def test_faults_during_the_run(inputs: Inputs, tmp_path: Path, name: str, fault:
         if r.returncode:
             pytest.skip(f"cannot mount a small tmpfs to fill up: {r.stderr.strip()}")
         try:
-            run = kseg(argv(name, cmd, str(work), str(disk / "out")), inputs)
+            run = kseg(argv(name, cmd, str(work), str(disk / f"out{cmd.output_suffix}")), inputs)
             clean_run(run)
             assert run.code in expected, f"exit {run.code}, expected {expected}\n{run.stderr[-3000:]}"
             assert len(run.error_lines) == 1, run.stderr

@@ -68,7 +68,10 @@ WRITERS = {
     "repair": ["repair"],
     "salvage": ["salvage"],
     "export": ["export"],
+    "bundle": ["bundle"],
 }
+# A writer whose output's name says what it is (every kseg command reads a bundle by its name).
+OUTPUT_SUFFIX = {"bundle": ".tar.gz"}
 NOT_ON_FILES = {"plugins", "spark", "build"}  # take no Kafka files as input (build reads JSON lines)
 
 
@@ -201,11 +204,12 @@ def test_every_command_says_the_same_about_an_unusable_input(shape: str, tmp_pat
     want = f"kseg: error: {root}: {message}"
     runs = {name: run_reader(name, root) for name in READERS}
     runs.update({name: kseg(*args, root) for name, args in SPECIAL.items()})
-    runs.update({name: kseg(*args, root, "-o", tmp_path / f"out-{name}") for name, args in WRITERS.items()})
+    runs.update({name: kseg(*args, root, "-o", tmp_path / f"out-{name}{OUTPUT_SUFFIX.get(name, '')}")
+                 for name, args in WRITERS.items()})
     for name, r in runs.items():
         assert r.returncode == 2, (name, r.stdout, r.stderr)
         assert r.stderr.splitlines() == [want], (name, r.stderr)
-        assert not (tmp_path / f"out-{name}").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("out-")] == []
 
 
 @pytest.mark.parametrize("shape,message", [("loose .log files", listing.WRITE_LOOSE),
@@ -213,7 +217,7 @@ def test_every_command_says_the_same_about_an_unusable_input(shape: str, tmp_pat
 def test_writers_refuse_what_they_cannot_name(shape: str, message: str, tmp_path: Path) -> None:
     path = _build(shape, tmp_path)
     for name, args in WRITERS.items():
-        out = tmp_path / f"out-{name}"
+        out = tmp_path / f"out-{name}{OUTPUT_SUFFIX.get(name, '')}"
         r = kseg(*args, path, "-o", out)
         assert r.returncode == 2, (name, r.stdout, r.stderr)
         assert r.stderr.splitlines() == [f"kseg: error: {path}: {message}"], (name, r.stderr)

@@ -35,6 +35,7 @@ from kseg.lazy import load
 from kseg.log.atomic import remove_live_temporaries
 from kseg.log.segment import expand_inputs, is_stdin
 from kseg.ops.executors import AUTO, parse_jobs
+from kseg.ops.redact import FIELDS, Redactor, parse_fields
 from kseg.storage import remove_live_objects
 
 
@@ -300,6 +301,31 @@ jobs_option = click.option(
     help="Worker processes (auto: the cores this process may use); the output is the same for any number.")
 input_format_option = click.option(
     "--input-format", type=click.Choice(["kafka", "kafka07"]), default=None, help=INPUT_FORMAT_HELP)
+
+def redact_options(what: str) -> Decorator:
+    """``--redact`` and ``--redact-key`` (bundle, dump): ``what`` says what is redacted."""
+    return options(
+        click.option("--redact", "redact", multiple=True, metavar="FIELDS",
+                     help=f"Replace {what} by their length and a keyed hash (redacted:<length>:<hmac>; equal "
+                          f"values stay equal): {', '.join(FIELDS)}, repeatable or a comma list. Internal "
+                          f"topics are not redacted."),
+        click.option("--redact-key", envvar="KSEG_REDACT_KEY", default=None, metavar="TEXT",
+                     help="The key of --redact's hash, so that two runs hash a value alike [env: KSEG_REDACT_KEY; "
+                          "default: a random key, not stored]."),
+    )
+
+
+def redactor_of(redact: tuple[str, ...], redact_key: str | None) -> Redactor | None:
+    """The redactor ``--redact``/``--redact-key`` ask for, or None; a usage error for a bad field
+    or a key without fields."""
+    try:
+        fields = parse_fields(redact)
+    except ValueError as e:
+        raise InputError(f"--redact {e}") from None
+    if redact_key is not None and not fields:
+        raise InputError("--redact-key is the key of --redact's hash: give --redact too, or leave it out")
+    return Redactor.make(fields, redact_key.encode() if redact_key else None) if fields else None
+
 
 # The record filters of dump and export (inclusive; a batch wholly outside them is skipped on its header).
 record_filter_options = options(

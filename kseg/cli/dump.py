@@ -10,7 +10,8 @@ from typing import Any, Callable
 
 import click
 
-from kseg.cli.common import EXIT_DATA, EXIT_USAGE, dump_options, expand_for_dump, guarded, refuse_unless
+from kseg.cli.common import (EXIT_DATA, EXIT_USAGE, dump_options, expand_for_dump, guarded, redact_options,
+                             redactor_of, refuse_unless)
 from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError, TruncatedError
 from kseg.interrupts import Terminated, exit_code
@@ -18,6 +19,7 @@ from kseg.log.decode import Tail
 from kseg.log.segment import zero_bytes_to_end
 from kseg.ops.dump import (BadBatchEvent, BatchEvent, DumpOptions, NoteEvent, PlainRunEvent, TailEvent, dump_paths,
                            file_kind)
+from kseg.ops.redact import Redactor
 from kseg.ops.sniff import KAFKA, KAFKA07, format_hint, input_format_of, name_format
 from kseg.render.dump import RENDERERS, ChunkedWriter, KafkaRenderer, payload_decoder
 from kseg.render.fields import RECORD_FIELDS, RecordView, parse_fields
@@ -42,13 +44,20 @@ def _fields(ctx: click.Context, param: click.Parameter, value: str | None) -> tu
               help=f"The record lines' fields, in this order (text and jsonl; implies --records): "
                    f"{','.join(RECORD_FIELDS)}.")
 @click.option("--no-truncate", is_flag=True, help="Text: show long keys, values and header values whole.")
+@redact_options("the keys, values or header values of the records shown (an undecodable batch with --keep-going: "
+                "its header's bytes only)")
+@click.option("--show-secrets", is_flag=True,
+              help="With --decode: show SCRAM salts and keys, delegation token ids and sensitive configuration "
+                   "values (passwords, JAAS configurations, keys) of the metadata log; hidden by default "
+                   "([hidden]). --format kafka always shows them, as kafka-dump-log.sh.")
 @guarded
 def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, key_decoder: str | None,
          value_decoder: str | None, decode: str | None, kafka_version: str, skip_record_metadata: bool,
          index_sanity: bool, verify_index: bool,
          from_offset: int | None, to_offset: int | None, from_time: int | None, to_time: int | None,
          max_bytes: int | None, keep_going: bool, input_format: str, max_decompressed_bytes: int,
-         fields: tuple[str, ...] | None = None, no_truncate: bool = False) -> None:
+         fields: tuple[str, ...] | None = None, no_truncate: bool = False, redact: tuple[str, ...] = (),
+         redact_key: str | None = None, show_secrets: bool = False) -> None:
     """Show the batches (and with --records the records) of segment files.
 
     PATHS are .log, .index, .timeindex, .txnindex, .snapshot or .checkpoint files,
@@ -60,6 +69,10 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
                   "applies to the text and jsonl record lines of Kafka segments")
     refuse_unless(fmt == "text" and input_format != "kafka07", ("no_truncate",),
                   "applies to the text format (jsonl and kafka lines are never cut)")
+    refuse_unless(input_format != "kafka07", ("redact", "redact_key"), "applies to Kafka segments")
+    refuse_unless(fmt != "kafka" and input_format != "kafka07", ("show_secrets",),
+                  "applies to kseg's own formats (--format kafka shows every field, as kafka-dump-log.sh)")
+    redactor = redactor_of(redact, redact_key)
     records = records or fields is not None  # choosing record fields asks for the records
     view = RecordView(fields, not no_truncate)
     files = expand_for_dump(paths)
@@ -75,7 +88,8 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
                              verify_index=verify_index, view=view)
     options = dump_options_for(fmt, renderer, records=records, decode=decode, max_bytes=max_bytes,
                                from_offset=from_offset, to_offset=to_offset, from_time=from_time, to_time=to_time,
-                               max_decompressed_bytes=max_decompressed_bytes, keep_going=keep_going)
+                               max_decompressed_bytes=max_decompressed_bytes, keep_going=keep_going,
+                               redactor=redactor, show_secrets=show_secrets)
     problems = unreadable = 0
     live = live_tails(paths, files)
     interrupted = False
@@ -151,14 +165,16 @@ def make_renderer(fmt: str, out: Any, err: Any, kd: Any, vd: Any, *, records: bo
 def dump_options_for(fmt: str, renderer: Any, *, records: bool, decode: str | None, max_bytes: int | None,
                      from_offset: int | None = None, to_offset: int | None = None, from_time: int | None = None,
                      to_time: int | None = None, max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
-                     keep_going: bool = False) -> DumpOptions:
+                     keep_going: bool = False, redactor: Redactor | None = None,
+                     show_secrets: bool = False) -> DumpOptions:
     """What the dump operation is asked for ``fmt`` and its renderer (``--format kafka`` reads names
     as kafka-dump-log.sh does and hands the renderer what it can write at once)."""
     return DumpOptions(records=records, from_offset=from_offset, to_offset=to_offset, from_time=from_time,
                        to_time=to_time, max_bytes=max_bytes, max_decompressed_bytes=max_decompressed_bytes,
                        keep_going=keep_going, strict_names=fmt == "kafka", decode=decode,
                        wrapper_counts=fmt != "kafka", record_spans=getattr(renderer, "takes_spans", False),
-                       plain_runs=getattr(renderer, "takes_plain_runs", False))
+                       plain_runs=getattr(renderer, "takes_plain_runs", False), redactor=redactor,
+                       show_secrets=show_secrets or fmt == "kafka")
 
 
 def _drop_stdout() -> None:

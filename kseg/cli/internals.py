@@ -30,16 +30,19 @@ format_option = click.option("--format", "fmt", type=click.Choice(["text", "json
 @click.option("--partitions", type=click.IntRange(1), default=50, show_default=True,
               help="With --coordinator-of: the topic's partition count (offsets.topic.num.partitions, "
                    "transaction.state.log.num.partitions).")
+@click.option("--show-secrets", is_flag=True,
+              help="Show SCRAM salts and keys, delegation token ids and sensitive configuration values (passwords, "
+                   "JAAS configurations, keys) of the metadata image; hidden by default ([hidden]).")
 @format_option
 @guarded
 def state(paths: tuple[Path, ...], at_offset: int | None, at_time: int | None, coordinator_of: str | None,
-          partitions: int, fmt: str) -> None:
+          partitions: int, show_secrets: bool, fmt: str) -> None:
     """Replay __consumer_offsets, __transaction_state, the KRaft metadata log, __share_group_state or
     __remote_log_metadata up to a point and print the state: committed offsets and groups,
     transactional ids, the metadata image, share-partitions, remote segments."""
     refuse_unless(coordinator_of is not None, ("partitions",),
                   "is the topic's partition count for --coordinator-of: give --coordinator-of too, or leave it out")
-    refuse_unless(coordinator_of is None, ("at_offset", "at_time"),
+    refuse_unless(coordinator_of is None, ("at_offset", "at_time", "show_secrets"),
                   "limits a replay; --coordinator-of replays nothing: leave one of them out")
     if coordinator_of is not None and paths:
         raise InputError("--coordinator-of reads no PATH (it only computes the partition): leave the paths out, "
@@ -54,7 +57,7 @@ def state(paths: tuple[Path, ...], at_offset: int | None, at_time: int | None, c
         return
     if not paths:
         raise InputError("give PATH... (internal topic partitions or a log directory), or --coordinator-of ID")
-    report = replay(list(paths), Limit(at_offset, at_time))
+    report = replay(list(paths), Limit(at_offset, at_time), show_secrets=show_secrets)
     write_state(report, sys.stdout, fmt)
 
 

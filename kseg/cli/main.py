@@ -32,6 +32,7 @@ COMMANDS = {
     "build": "kseg.cli.build:build_cmd",
     "repair": "kseg.cli.tools:repair_cmd",
     "salvage": "kseg.cli.salvage:salvage_cmd",
+    "bundle": "kseg.cli.bundle:bundle_cmd",
     "export": "kseg.cli.export:export_cmd",
     "diff": "kseg.cli.tools:diff_cmd",
     "find": "kseg.cli.tools:find_cmd",

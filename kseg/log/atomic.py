@@ -67,7 +67,8 @@ def _expected(path: Path) -> Identity | None:
 def check_output(inputs: Iterable[Path], output: Path, *, force: bool) -> None:
     """Refuse an output that is one of the inputs (or holds or is held by one), or exists without --force;
     note what is there, the one thing the run may replace at the end."""
-    out = str(as_path(output).resolve()).rstrip("/")
+    # A local output is the name itself (an output named like an archive is not read as one).
+    out = str((output if isinstance(output, Path) else as_path(output)).resolve()).rstrip("/")
     for raw in inputs:
         inp = str(as_path(raw).resolve()).rstrip("/")  # a path, an archive member or an object
         if out == inp or out.startswith(inp + "/") or inp.startswith(out + "/"):

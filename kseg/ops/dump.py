@@ -13,6 +13,7 @@ from typing import Iterator
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.companions.read import offset_index_lookup, time_index_lookup
 from kseg.decoders import decode_record, family_for
+from kseg.decoders.secrets import HIDDEN_BYTES, hide_secrets
 from kseg.errors import KsegError
 from kseg.log.decode import Tail
 from kseg.log.listing import replica_note
@@ -20,6 +21,7 @@ from kseg.log.records import PlainRun, RecordSpans, batch_records, batch_spans, 
 from kseg.log.segment import TRANSIENT_SUFFIXES, Segment, base_offset_of, companion_path, tiered_segment_id
 from kseg.model import Batch, Record
 from kseg.ops.companion_dump import CompanionEvent, dump_companion
+from kseg.ops.redact import Redactor
 
 # File kinds, by suffix (the way kafka-dump-log.sh dispatches, spec §6.2).
 KIND_BY_SUFFIX = {
@@ -82,6 +84,12 @@ class DumpOptions:
     # take them at once); given where the C reader runs, and no time filter or --decode needs them
     # one by one (an offset range keeps a slice of a run).
     plain_runs: bool = False
+    # --redact: the records of ordinary topics shown with their fields redacted (kseg.ops.redact);
+    # an undecodable batch shown by its header alone. Internal topics are decoded, not redacted.
+    redactor: Redactor | None = None
+    # Decoded secrets (kseg.decoders.secrets) shown as they are; else hidden, with the raw value
+    # of a record that held one. --format kafka shows them, as kafka-dump-log.sh does.
+    show_secrets: bool = False
 
 
 @dataclass(frozen=True)
@@ -256,7 +264,7 @@ def _batch_lists(seg: Segment, o: DumpOptions) -> Iterator[list[Batch]]:
 def _dump_log(path: Path, o: DumpOptions, family: str | None = None) -> Iterator[Event]:
     seg = Segment(path)
     end = o.max_bytes
-    runs = o.plain_runs and family is None and o.from_time is None and o.to_time is None
+    runs = o.plain_runs and family is None and o.from_time is None and o.to_time is None and not o.redactor
     for entries in _batch_lists(seg, o):
         i, n = 0, len(entries)
         while i < n:
@@ -315,7 +323,7 @@ def _batch_event(path: Path, batch: Batch, o: DumpOptions, family: str | None) -
     records = spans = None
     if needs_records:
         try:
-            if (o.record_spans and o.records and family is None and not batch.is_control
+            if (o.record_spans and o.records and family is None and not batch.is_control and not o.redactor
                     and (not record_filter or _wholly_wanted(batch, o))):
                 spans = batch_spans(batch, limit=limit)
             if spans is None:
@@ -324,7 +332,7 @@ def _batch_event(path: Path, batch: Batch, o: DumpOptions, family: str | None) -
             e.located(file=str(path))
             if not o.keep_going:
                 raise
-            return BadBatchEvent(path, batch, e)
+            return BadBatchEvent(path, o.redactor.header_only(batch) if o.redactor else batch, e)
     if batch.magic >= 2:
         first, last, count = batch.offset, batch.last_offset, batch.record_count or 0
     elif records is not None and batch.codec != 0:
@@ -339,9 +347,22 @@ def _batch_event(path: Path, batch: Batch, o: DumpOptions, family: str | None) -
         records = [r for r in records if _record_wanted(r, o)]
         if not records and batch.magic < 2:
             return None
+    if o.redactor and records is not None and family is None and not (batch.magic >= 2 and batch.is_control):
+        records = [o.redactor.record(r) for r in records]
     decoded = None
     if family is not None and records is not None and o.records:
 
         decoded = [decode_record(family, r, batch.is_control) for r in records]
+        if not o.show_secrets:
+            records, decoded = _hidden(records, decoded)
     return BatchEvent(path, batch, first, last, count, batch.crc_valid, records if o.records else None, decoded,
                       spans)
+
+
+def _hidden(records: list[Record], decoded: list) -> tuple[list[Record], list]:
+    """Records and their decoded forms with secrets hidden: a record that held one shows
+    ``[hidden]`` as its raw value too."""
+    shown = [hide_secrets(d) for d in decoded]
+    if all(a is b for a, b in zip(shown, decoded)):
+        return records, decoded
+    return [r if a is b else r._replace(value=HIDDEN_BYTES) for r, a, b in zip(records, shown, decoded)], shown

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from kseg.decoders import decode_record, family_for
+from kseg.decoders.secrets import hide_secrets
 from kseg.decoders.remote_log import PARTITION_DELETE_STATES, SEGMENT_STATES
 from kseg.decoders.share_state import DELIVERY_STATES
 from kseg.errors import InputError, KsegError
@@ -90,6 +91,7 @@ class PartitionState:
     bootstrap: dict[str, Any] | None = None  # the bootstrap files found, and whether their records were applied
     notes: list[str] = field(default_factory=list)
     not_applied: int = 0  # records read but not applied (each with a note)
+    show_secrets: bool = False  # decoded secrets applied as they are, else hidden (kseg.decoders.secrets)
 
     def skip(self, offset: int, why: str) -> None:
         """A record that could not be applied: counted, and a note says which and why."""
@@ -168,30 +170,35 @@ def _snapshots(folder: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
-def _records(files: list[Path], family: str, start: int = 0) -> Iterator[tuple[Batch, Record, Any]]:
+def _records(ps: PartitionState, files: list[Path], family: str, start: int = 0
+             ) -> Iterator[tuple[Batch, Record, Any]]:
+    """Each record from ``start`` on, decoded (its secrets hidden unless ``ps.show_secrets``)."""
     for path in files:
         for batch in Segment(path).batches():
             if batch.last_offset < start:
                 continue
             for record in batch_records(batch):
                 if record.offset >= start:
-                    yield batch, record, decode_record(family, record, batch.is_control)
+                    decoded = decode_record(family, record, batch.is_control)
+                    yield batch, record, decoded if ps.show_secrets else hide_secrets(decoded)
 
 
 # --------------------------------------------------------------------------- replay
 
 
-def replay(paths: list[Path], limit: Limit = Limit()) -> StateReport:
-    """Replay every internal-topic partition under ``paths`` up to ``limit``."""
+def replay(paths: list[Path], limit: Limit = Limit(), *, show_secrets: bool = False) -> StateReport:
+    """Replay every internal-topic partition under ``paths`` up to ``limit``; secrets in the
+    records (SCRAM keys, delegation token ids, sensitive configuration values) are applied
+    as ``[hidden]`` unless ``show_secrets``."""
     report = StateReport(limit)
     for folder, (family, files) in sorted(_partitions(paths).items()):
-        ps = PartitionState(str(folder), family)
+        ps = PartitionState(str(folder), family, show_secrets=show_secrets)
         start = 0
         if family == "metadata":
             start = _start_from_snapshot(ps, folder, files, limit)
             _apply_bootstrap(ps, folder, files)
         applier = _APPLIERS[family](ps)
-        for batch, record, decoded in _records(files, family, start):
+        for batch, record, decoded in _records(ps, files, family, start):
             if limit.passed(record):
                 break
             skipped = ps.not_applied
@@ -234,7 +241,7 @@ def _start_from_snapshot(ps: PartitionState, folder: Path, files: list[Path], li
             ps.notes.append(f"snapshot {snap} not used: {problem}")
             continue
         image = _MetadataImage(ps)
-        for batch, record, decoded in _records([snap], "metadata"):
+        for batch, record, decoded in _records(ps, [snap], "metadata"):
             image.apply(batch, record, decoded)
         image.finish()
         ps.snapshot = str(snap)
@@ -262,7 +269,7 @@ def _apply_bootstrap(ps: PartitionState, folder: Path, files: list[Path]) -> Non
     entries: dict[Path, list[tuple[Batch, Record, Any]]] = {}
     for path in found:
         try:
-            entries[path] = list(_records([path], "metadata"))
+            entries[path] = list(_records(ps, [path], "metadata"))
         except KsegError as e:
             ps.notes.append(f"bootstrap {path} not used: {e.message}")
     if ps.snapshot is None and folder / BOOTSTRAP_SNAPSHOT in entries:
