@@ -40,6 +40,10 @@ CASES: dict[str, list[tuple[str, ...]]] = {
     "verify": [(), ("-v",), ("--quick", "-v"), ("--format", "json"), ("--no-index", "-v")],
     "stats": [(), ("--segments",), ("--format", "json")],
     "find": [("--value-regex", "."), ("--key", "k1"), ("--format", "json", "--from-offset", "3")],
+    "dump": [(), ("--records",), ("--format", "jsonl", "--records"), ("--format", "kafka", "--records"),
+             ("--format", "kafka", "--verify-index-only"), ("--records", "--keep-going", "--payload", "hex"),
+             ("--format", "jsonl", "--records", "--keep-going", "--from-offset", "3"),
+             ("--format", "text", "--fields", "offset,key", "--key-decoder", "hex")],
 }
 
 
@@ -258,3 +262,65 @@ def test_find_with_many_matches_spools_and_leaves_nothing(tmp_path, monkeypatch)
     assert len(first) == 10
     found.close()
     assert list(spool_root.iterdir()) == []
+
+
+def test_dump_spools_large_outputs_and_leaves_nothing(tmp_path, monkeypatch):
+    """Files whose output passes the in-memory limit, stderr lines among them (a user decoder
+    failing, a cut tail): -j 2 prints the serial bytes, the decoder's failures are summed
+    across workers, and the spool folder is gone afterwards."""
+    import tempfile
+
+    from kseg.ops import spool
+
+    for n in range(3):
+        write_partition(tmp_path / "data" / f"t-{n}", 2, "none", segments=3, n_batches=20, per=50)
+    seg = tmp_path / "data" / "t-1" / segment_file_name(0)
+    seg.write_bytes(seg.read_bytes()[:-9])
+    (tmp_path / "mydec.py").write_text("def dec(b):\n    if b'7-' in b:\n        raise ValueError('no 7')\n"
+                                       "    return b.decode()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spool_root = tmp_path / "tmp"
+    spool_root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spool_root))
+    monkeypatch.setattr(spool, "BYTES_IN_MEMORY", 4096)
+    for fmt in ("text", "jsonl", "kafka"):
+        args = ("dump", "--records", "--format", fmt, "--value-decoder", "mydec:dec", tmp_path / "data")
+        serial = cli(*args, "-j", "1")
+        pooled = cli(*args, "-j", "2")
+        assert serial.stdout.count("\n") > 3000 and "could not decode" in serial.stderr
+        assert (pooled.exit_code, pooled.stdout, pooled.stderr) == (serial.exit_code, serial.stdout, serial.stderr)
+        assert serial.exit_code == 1
+    assert list(spool_root.iterdir()) == []
+
+
+def test_byte_spool_keeps_each_line_at_its_place(tmp_path):
+    from kseg.ops.spool import ByteSpool
+
+    spool = ByteSpool(str(tmp_path), in_memory=10)
+    want: list = []
+    for i in range(40):
+        spool.write(b"%d," % i * (i % 4))
+        want.append(b"%d," % i * (i % 4))
+        if i % 7 == 0:
+            spool.note(f"line {i}\n")
+            want.append(f"line {i}\n")
+    done = spool.done()
+    assert done.path is not None
+    got = list(done)
+    assert b"".join(x for x in got if isinstance(x, bytes)) == b"".join(x for x in want if isinstance(x, bytes))
+    merged, pending = [], b""
+    for x in got:  # the bytes between two lines, joined: the order of bytes and lines as written
+        if isinstance(x, bytes):
+            pending += x
+        else:
+            merged += [pending, x]
+            pending = b""
+    expect, pending = [], b""
+    for x in want:
+        if isinstance(x, bytes):
+            pending += x
+        else:
+            expect += [pending, x]
+            pending = b""
+    assert merged == expect
+    assert list(tmp_path.iterdir()) == []

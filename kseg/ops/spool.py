@@ -66,3 +66,89 @@ class Spool:
         if self.file is not None:
             self.file.close()
         return Spooled(self.path, self.count, self.items)
+
+
+BYTES_IN_MEMORY = 8 << 20  # a unit's output kept in the partial itself up to this; past it, a file
+CHUNK = 1 << 20  # how the merging process reads a spooled output back
+
+
+@dataclass
+class SpooledBytes:
+    """A unit's output bytes as they cross back: a file (or none), then the last bytes in memory;
+    ``notes``: lines for stderr, each with the output's length when it was told (its place)."""
+
+    path: str | None = None
+    size: int = 0
+    tail: bytes = b""
+    notes: list[tuple[int, str]] = field(default_factory=list)
+
+    def chunks(self) -> Iterator[bytes]:
+        """The bytes in order (read once; the file is removed as it ends)."""
+        if self.path is not None:
+            try:
+                with open(self.path, "rb") as f:
+                    while chunk := f.read(CHUNK):
+                        yield chunk
+            finally:
+                os.unlink(self.path)
+                self.path = None
+        if self.tail:
+            yield self.tail
+
+    def __iter__(self) -> Iterator[bytes | str]:
+        """The output (bytes) and the notes (str) in the order they were made."""
+        notes = iter(self.notes)
+        note = next(notes, None)
+        pos = 0
+        for chunk in self.chunks():
+            while note is not None and note[0] <= pos + len(chunk):
+                cut = note[0] - pos
+                if cut > 0:
+                    yield chunk[:cut]
+                    chunk, pos = chunk[cut:], pos + cut
+                yield note[1]
+                note = next(notes, None)
+            if chunk:
+                yield chunk
+                pos += len(chunk)
+        while note is not None:
+            yield note[1]
+            note = next(notes, None)
+
+
+class ByteSpool:
+    """A binary stream for a renderer: past ``in_memory`` bytes, written to a file in ``folder``;
+    ``note(text)`` keeps a stderr line at its place in the output."""
+
+    def __init__(self, folder: str, in_memory: int | None = None):
+        self.folder = folder
+        self.in_memory = BYTES_IN_MEMORY if in_memory is None else in_memory
+        self.parts: list[bytes] = []
+        self.pending = 0
+        self.size = 0
+        self.file: BinaryIO | None = None
+        self.path: str | None = None
+        self.notes: list[tuple[int, str]] = []
+
+    def write(self, data: bytes) -> int:
+        self.parts.append(bytes(data))
+        self.pending += len(data)
+        self.size += len(data)
+        if self.pending >= self.in_memory:
+            if self.file is None:
+                fd, self.path = tempfile.mkstemp(prefix="spool-", dir=self.folder)
+                self.file = os.fdopen(fd, "wb")
+            self.file.write(b"".join(self.parts))
+            self.parts, self.pending = [], 0
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        self.notes.append((self.size, text))
+
+    def done(self) -> SpooledBytes:
+        if self.file is not None:
+            self.file.close()
+        return SpooledBytes(self.path, self.size, b"".join(self.parts), self.notes)

@@ -130,6 +130,23 @@ def decoder_notes(*decoders: Decoder | None) -> list[str]:
     return notes
 
 
+def _distinct(decoders: tuple[Decoder | None, ...]) -> list[Decoder | None]:
+    seen: set[int] = set()
+    return [d for d in decoders if not (id(d) in seen or seen.add(id(d)))]  # type: ignore[func-returns-value]
+
+
+def decoder_failures(*decoders: Decoder | None) -> tuple[int, ...]:
+    """Each distinct decoder's failures so far (a split run's unit hands them to merge)."""
+    return tuple(d.failures if isinstance(d, _Guarded) else 0 for d in _distinct(decoders))
+
+
+def add_decoder_failures(decoders: tuple[Decoder | None, ...], failures: tuple[int, ...]) -> None:
+    """A unit's ``decoder_failures`` added to these decoders' (the same specs, in the same order)."""
+    for d, n in zip(_distinct(decoders), failures):
+        if isinstance(d, _Guarded):
+            d.failures += n
+
+
 def _message(e: BaseException) -> str:
     try:
         return excerpt(str(e))
