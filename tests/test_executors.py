@@ -44,7 +44,10 @@ CASES: dict[str, list[tuple[str, ...]]] = {
              ("--format", "kafka", "--verify-index-only"), ("--records", "--keep-going", "--payload", "hex"),
              ("--format", "jsonl", "--records", "--keep-going", "--from-offset", "3"),
              ("--format", "text", "--fields", "offset,key", "--key-decoder", "hex")],
+    "txn": [("--now-ms", "0"), ("--now-ms", "0", "--all", "--format", "json")],
 }
+TRANSACTIONS = [REPO / "fixtures" / "kafka-4" / "logdir", REPO / "fixtures" / "kafka-cleaner" / "4" / "before",
+                REPO / "fixtures" / "kafka-cleaner" / "4" / "before2"]
 
 
 def cli(*args: object):
@@ -105,6 +108,15 @@ def test_pool_gives_the_serial_bytes(inputs, op, args, which):
     pooled = cli(op, *args, "-j", "2", inputs[which])
     assert (pooled.exit_code, pooled.stdout, pooled.stderr) == (serial.exit_code, serial.stdout, serial.stderr)
     assert serial.exit_code == 1 or which != "bad", serial.stdout
+
+
+@pytest.mark.parametrize("args", [(), ("--all", "--format", "json"), ("--max-timeout-ms", "10")])
+def test_txn_pool_gives_the_serial_report_with_transactions(args):
+    """Partitions with committed, aborted and open transactions (named from __transaction_state)."""
+    serial = cli("txn", "--now-ms", "1800000000000", *args, "-j", "1", *TRANSACTIONS)
+    pooled = cli("txn", "--now-ms", "1800000000000", *args, "-j", "2", *TRANSACTIONS)
+    assert "txn-producer" in serial.stdout and "aborted" in serial.stdout
+    assert (pooled.exit_code, pooled.stdout, pooled.stderr) == (serial.exit_code, serial.stdout, serial.stderr)
 
 
 def test_damaged_input_is_reported(inputs):
