@@ -45,6 +45,7 @@ CASES: dict[str, list[tuple[str, ...]]] = {
              ("--format", "jsonl", "--records", "--keep-going", "--from-offset", "3"),
              ("--format", "text", "--fields", "offset,key", "--key-decoder", "hex")],
     "txn": [("--now-ms", "0"), ("--now-ms", "0", "--all", "--format", "json")],
+    "diff": [(FIXTURES,), (FIXTURES, "--records", "--format", "json")],  # the fixtures against each input
 }
 TRANSACTIONS = [REPO / "fixtures" / "kafka-4" / "logdir", REPO / "fixtures" / "kafka-cleaner" / "4" / "before",
                 REPO / "fixtures" / "kafka-cleaner" / "4" / "before2"]
@@ -116,6 +117,28 @@ def test_txn_pool_gives_the_serial_report_with_transactions(args):
     serial = cli("txn", "--now-ms", "1800000000000", *args, "-j", "1", *TRANSACTIONS)
     pooled = cli("txn", "--now-ms", "1800000000000", *args, "-j", "2", *TRANSACTIONS)
     assert "txn-producer" in serial.stdout and "aborted" in serial.stdout
+    assert (pooled.exit_code, pooled.stdout, pooled.stderr) == (serial.exit_code, serial.stdout, serial.stderr)
+
+
+@pytest.mark.parametrize("args", [(), ("--records",), ("--format", "json", "--check-crc")])
+def test_diff_pool_gives_the_serial_report_on_partitions_that_differ(inputs, tmp_path, args):
+    """Two log directories of the same partitions, one with a batch changed, one cut short, one missing."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    for root in (a, b):
+        for name in ("v2-gzip-0", "v1-snappy-0", "v0-lz4-0", "mixed-magic-0", "compacted-v2-0"):
+            if root == b and name == "v0-lz4-0":
+                continue
+            (root / name).mkdir(parents=True)
+            for f in (FIXTURES / name).iterdir():
+                (root / name / f.name).write_bytes(f.read_bytes())
+    for name in ("v2-gzip-0", "v1-snappy-0"):
+        seg = sorted((b / name).glob("*.log"))[-1]
+        data = bytearray(seg.read_bytes())
+        data[-40] ^= 0xFF
+        seg.write_bytes(bytes(data[:-3] if name == "v1-snappy-0" else data))
+    serial = cli("diff", *args, "-j", "1", a, b)
+    pooled = cli("diff", *args, "-j", "2", a, b)
+    assert serial.exit_code == 1
     assert (pooled.exit_code, pooled.stdout, pooled.stderr) == (serial.exit_code, serial.stdout, serial.stderr)
 
 
