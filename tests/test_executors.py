@@ -329,7 +329,7 @@ def test_dump_spools_large_outputs_and_leaves_nothing(tmp_path, monkeypatch):
 
 
 def test_byte_spool_keeps_each_line_at_its_place(tmp_path):
-    from kseg.ops.spool import ByteSpool
+    from kseg.ops.spool import ByteSpool, FileSpan
 
     spool = ByteSpool(str(tmp_path), in_memory=10)
     want: list = []
@@ -341,7 +341,7 @@ def test_byte_spool_keeps_each_line_at_its_place(tmp_path):
             want.append(f"line {i}\n")
     done = spool.done()
     assert done.path is not None
-    got = list(done)
+    got = [b"".join(x.chunks()) if isinstance(x, FileSpan) else x for x in done]
     assert b"".join(x for x in got if isinstance(x, bytes)) == b"".join(x for x in want if isinstance(x, bytes))
     merged, pending = [], b""
     for x in got:  # the bytes between two lines, joined: the order of bytes and lines as written
@@ -359,3 +359,27 @@ def test_byte_spool_keeps_each_line_at_its_place(tmp_path):
             pending = b""
     assert merged == expect
     assert list(tmp_path.iterdir()) == []
+
+
+def test_dump_to_a_real_file_sends_spooled_outputs_in_the_kernel(tmp_path):
+    """Output to a file descriptor (sendfile from the spools) and to a pipe: the serial bytes,
+    with units whose output passes the in-memory limit."""
+    from kseg.ops.spool import BYTES_IN_MEMORY
+
+    for n in range(2):
+        write_partition(tmp_path / "data" / f"t-{n}", 2, "none", segments=2, n_batches=120, per=400)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    outputs = []
+    for j in ("1", "2"):
+        target = tmp_path / f"out-{j}"
+        with open(target, "wb") as f:
+            r = subprocess.run([sys.executable, "-c", "from kseg.cli import run; run()", "dump", "--records",
+                                "--format", "jsonl", "-j", j, str(tmp_path / "data")], stdout=f,
+                               stderr=subprocess.PIPE, env=env, timeout=300)
+        piped = subprocess.run([sys.executable, "-c", "from kseg.cli import run; run()", "dump", "--records",
+                                "--format", "jsonl", "-j", j, str(tmp_path / "data")], capture_output=True,
+                               env=env, timeout=300)
+        outputs.append((r.returncode, target.read_bytes(), r.stderr))
+        assert (piped.returncode, piped.stdout, piped.stderr) == outputs[-1]
+    assert outputs[0] == outputs[1]
+    assert len(outputs[0][1]) > 4 * BYTES_IN_MEMORY  # each segment's output spooled to a file

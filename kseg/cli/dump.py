@@ -20,6 +20,7 @@ from kseg.ops.dump import DumpOptions, file_kind
 from kseg.ops.dump_split import OPERATION, DumpCounts, DumpJob, LiveTails, dump_counted
 from kseg.ops.executors import execute, here_only
 from kseg.ops.sniff import KAFKA, KAFKA07, input_format_of, name_format
+from kseg.ops.spool import FileSpan
 from kseg.render.dump import RENDERERS, ChunkedWriter, KafkaRenderer, payload_decoder
 from kseg.render.fields import RECORD_FIELDS, RecordView, parse_fields
 from kseg.render.kafka07 import dump_kafka07
@@ -91,9 +92,15 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
             spec = RendererSpec(fmt, payload, key_decoder, value_decoder, records, kafka_version,
                                 skip_record_metadata, index_sanity, verify_index, view)
             with tempfile.TemporaryDirectory(prefix="kseg-dump-") as spool:
+                fd = _stdout_fd()
                 for item in execute(OPERATION, (files, spool), DumpJob(options, spec, live), jobs):
                     if isinstance(item, bytes):
                         out.write(item)
+                    elif isinstance(item, FileSpan):
+                        out.flush()
+                        if fd is None or not item.send(fd):
+                            for chunk in item.chunks():
+                                out.write(chunk)
                     elif isinstance(item, str):
                         out.flush()
                         click.echo(item, err=True, nl=False)
@@ -179,6 +186,14 @@ def dump_options_for(fmt: str, renderer: Any, *, records: bool, decode: str | No
                        keep_going=keep_going, strict_names=fmt == "kafka", decode=decode,
                        wrapper_counts=fmt != "kafka", record_spans=getattr(renderer, "takes_spans", False),
                        plain_runs=getattr(renderer, "takes_plain_runs", False))
+
+
+def _stdout_fd() -> int | None:
+    """Standard output's descriptor (None: not a real file, such as tests' captured output)."""
+    try:
+        return sys.stdout.buffer.fileno()
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 def _drop_stdout() -> None:

@@ -9,6 +9,7 @@ whole run), so an interrupted run leaves nothing behind.
 
 from __future__ import annotations
 
+import errno
 import os
 import pickle
 import tempfile
@@ -69,7 +70,43 @@ class Spool:
 
 
 BYTES_IN_MEMORY = 8 << 20  # a unit's output kept in the partial itself up to this; past it, a file
-CHUNK = 1 << 20  # how the merging process reads a spooled output back
+CHUNK = 1 << 20  # how the merging process reads a spooled output back (where it cannot sendfile)
+
+
+# sendfile's "not between these two": the consumer copies through memory instead
+_NO_SENDFILE = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSOCK, errno.EBADF, errno.ESPIPE}
+
+
+@dataclass
+class FileSpan:
+    """Bytes of a spooled output's file, for the consumer to copy: ``send`` in the kernel
+    (sendfile, no copy through this process) where it can, ``chunks`` otherwise."""
+
+    file: BinaryIO
+    start: int
+    length: int
+
+    def chunks(self) -> Iterator[bytes]:
+        self.file.seek(self.start)
+        left = self.length
+        while left > 0 and (chunk := self.file.read(min(CHUNK, left))):
+            left -= len(chunk)
+            yield chunk
+
+    def send(self, fd: int) -> bool:
+        """The span written to ``fd``; False, nothing written, where sendfile cannot write there."""
+        offset, end = self.start, self.start + self.length
+        while offset < end:
+            try:
+                sent = os.sendfile(fd, self.file.fileno(), offset, min(end - offset, 1 << 30))
+            except OSError as e:
+                if offset == self.start and e.errno in _NO_SENDFILE:
+                    return False
+                raise
+            if sent == 0:
+                break
+            offset += sent
+        return True
 
 
 @dataclass
@@ -82,38 +119,29 @@ class SpooledBytes:
     tail: bytes = b""
     notes: list[tuple[int, str]] = field(default_factory=list)
 
-    def chunks(self) -> Iterator[bytes]:
-        """The bytes in order (read once; the file is removed as it ends)."""
-        if self.path is not None:
-            try:
-                with open(self.path, "rb") as f:
-                    while chunk := f.read(CHUNK):
-                        yield chunk
-            finally:
-                os.unlink(self.path)
+    def __iter__(self) -> Iterator[bytes | FileSpan | str]:
+        """The output (bytes, or spans of the file) and the notes (str) in the order they were
+        made; read once: the file is removed as the iteration ends, however it ends."""
+        f = open(self.path, "rb") if self.path is not None else None
+        try:
+            pos = 0
+            for at, text in self.notes:
+                yield from self._span(f, pos, at)
+                pos = max(pos, at)
+                yield text
+            yield from self._span(f, pos, self.size)
+        finally:
+            if f is not None:
+                f.close()
+                os.unlink(f.name)
                 self.path = None
-        if self.tail:
-            yield self.tail
 
-    def __iter__(self) -> Iterator[bytes | str]:
-        """The output (bytes) and the notes (str) in the order they were made."""
-        notes = iter(self.notes)
-        note = next(notes, None)
-        pos = 0
-        for chunk in self.chunks():
-            while note is not None and note[0] <= pos + len(chunk):
-                cut = note[0] - pos
-                if cut > 0:
-                    yield chunk[:cut]
-                    chunk, pos = chunk[cut:], pos + cut
-                yield note[1]
-                note = next(notes, None)
-            if chunk:
-                yield chunk
-                pos += len(chunk)
-        while note is not None:
-            yield note[1]
-            note = next(notes, None)
+    def _span(self, f: BinaryIO | None, start: int, end: int) -> Iterator[bytes | FileSpan]:
+        in_file = self.size - len(self.tail)
+        if f is not None and start < in_file and start < end:
+            yield FileSpan(f, start, min(end, in_file) - start)
+        if end > in_file and end > start:
+            yield self.tail[max(start, in_file) - in_file:end - in_file]
 
 
 class ByteSpool:
