@@ -131,8 +131,12 @@ def decoder_notes(*decoders: Decoder | None) -> list[str]:
 
 
 def _distinct(decoders: tuple[Decoder | None, ...]) -> list[Decoder | None]:
-    seen: set[int] = set()
-    return [d for d in decoders if not (id(d) in seen or seen.add(id(d)))]  # type: ignore[func-returns-value]
+    """The decoders, each once (the key's and the value's may be one object)."""
+    out: list[Decoder | None] = []
+    for d in decoders:
+        if not any(d is seen for seen in out):
+            out.append(d)
+    return out
 
 
 def decoder_failures(*decoders: Decoder | None) -> tuple[int, ...]:
