@@ -1,5 +1,5 @@
-"""``kseg verify`` and ``kseg stats`` with ``-j 1`` against ``-j N`` (default 2) on a generated
-log directory of 8 partitions (default 64 MiB each in 32 MiB segments, with indexes), and a
+"""``kseg verify``, ``kseg stats`` and ``kseg dump --format jsonl --records`` with ``-j 1``
+against ``-j N`` (default 2) on a generated log directory of 8 partitions (default 64 MiB each in 32 MiB segments, with indexes), and a
 check that every run printed the same bytes.
 
     python benchmarks/bench_jobs.py [--jobs 2] [--mib-per-partition 64] [--repeat 3] [--json out.json]
@@ -35,7 +35,7 @@ from kseg.ops.executors import Operation, execute, parse_jobs  # noqa: E402
 
 GOAL = 1.7
 PARTITIONS = 8
-COMMANDS = {"verify": ["verify"], "stats": ["stats"]}
+COMMANDS = {"verify": ["verify"], "stats": ["stats"], "dump": ["dump", "--format", "jsonl", "--records"]}
 
 
 def kseg(args: list[str]) -> tuple[float, float, int, str]:
@@ -95,7 +95,7 @@ def main() -> None:
     ap.add_argument("--mib-per-partition", type=int, default=64)
     ap.add_argument("--segment-mib", type=int, default=32)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--commands", default="verify,stats")
+    ap.add_argument("--commands", default="verify,stats,dump")
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()

@@ -5,28 +5,27 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import click
 
-from kseg.cli.common import (EXIT_DATA, EXIT_USAGE, dump_options, expand_for_dump, guarded, redact_options,
-                             redactor_of, refuse_unless)
+from kseg.cli.common import (EXIT_DATA, EXIT_USAGE, dump_options, expand_for_dump, guarded, jobs_option,
+                             redact_options, redactor_of, refuse_unless)
 from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
-from kseg.errors import InputError, TruncatedError
 from kseg.interrupts import Terminated, exit_code
-from kseg.log.decode import Tail
-from kseg.log.segment import zero_bytes_to_end
-from kseg.ops.dump import (BadBatchEvent, BatchEvent, DumpOptions, NoteEvent, PlainRunEvent, TailEvent, dump_paths,
-                           file_kind)
+from kseg.ops.dump import DumpOptions, file_kind
+from kseg.ops.dump_split import OPERATION, DumpCounts, DumpJob, LiveTails, dump_counted
+from kseg.ops.executors import execute, here_only
 from kseg.ops.redact import Redactor
-from kseg.ops.sniff import KAFKA, KAFKA07, format_hint, input_format_of, name_format
+from kseg.ops.sniff import KAFKA, KAFKA07, input_format_of, name_format
+from kseg.ops.spool import FileSpan
 from kseg.render.dump import RENDERERS, ChunkedWriter, KafkaRenderer, payload_decoder
 from kseg.render.fields import RECORD_FIELDS, RecordView, parse_fields
 from kseg.render.kafka07 import dump_kafka07
 from kseg.render.payload import load_decoder
-from kseg.printable import printable
-from kseg.storage import VANISHED, gone
 
 
 def _fields(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...] | None:
@@ -50,6 +49,7 @@ def _fields(ctx: click.Context, param: click.Parameter, value: str | None) -> tu
               help="With --decode: show SCRAM salts and keys, delegation token ids and sensitive configuration "
                    "values (passwords, JAAS configurations, keys) of the metadata log; hidden by default "
                    "([hidden]). --format kafka always shows them, as kafka-dump-log.sh.")
+@jobs_option
 @guarded
 def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, key_decoder: str | None,
          value_decoder: str | None, decode: str | None, kafka_version: str, skip_record_metadata: bool,
@@ -57,7 +57,7 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
          from_offset: int | None, to_offset: int | None, from_time: int | None, to_time: int | None,
          max_bytes: int | None, keep_going: bool, input_format: str, max_decompressed_bytes: int,
          fields: tuple[str, ...] | None = None, no_truncate: bool = False, redact: tuple[str, ...] = (),
-         redact_key: str | None = None, show_secrets: bool = False) -> None:
+         redact_key: str | None = None, show_secrets: bool = False, jobs: int = 1) -> None:
     """Show the batches (and with --records the records) of segment files.
 
     PATHS are .log, .index, .timeindex, .txnindex, .snapshot or .checkpoint files,
@@ -90,43 +90,46 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
                                from_offset=from_offset, to_offset=to_offset, from_time=from_time, to_time=to_time,
                                max_decompressed_bytes=max_decompressed_bytes, keep_going=keep_going,
                                redactor=redactor, show_secrets=show_secrets)
-    problems = unreadable = 0
-    live = live_tails(paths, files)
+    live = LiveTails.of(paths, files)
+    counts = DumpCounts()
+    # A file only this process may read (stdin, an object), or a Kafka 0.7 file, keeps the dump here.
+    split = jobs > 1 and len(files) > 1 and KAFKA07 not in formats and not any(here_only(f) for f in files)
     interrupted = False
+
+    def tell(line: str) -> None:
+        out.flush()
+        click.echo(line, err=True)
+
     try:
-        for f in files:
-            try:
-                if _dump_format(f, input_format, fmt) == KAFKA07:
+        if split:  # files rendered by worker processes, the output merged in file order
+            spec = RendererSpec(fmt, payload, key_decoder, value_decoder, records, kafka_version,
+                                skip_record_metadata, index_sanity, verify_index, view)
+            with tempfile.TemporaryDirectory(prefix="kseg-dump-") as spool:
+                fd = _stdout_fd()
+                for item in execute(OPERATION, (files, spool), DumpJob(options, spec, live), jobs):
+                    if isinstance(item, bytes):
+                        out.write(item)
+                    elif isinstance(item, FileSpan):
+                        out.flush()
+                        if fd is None or not item.send(fd):
+                            for chunk in item.chunks():
+                                out.write(chunk)
+                    elif isinstance(item, str):
+                        out.flush()
+                        click.echo(item, err=True, nl=False)
+                    else:
+                        counts.absorb(item.counts)
+                        for state in item.states:
+                            renderer.absorb(state)
+        else:  # the reference: each file's output streams out as it is read
+            for f, form in zip(files, formats):
+                if form == KAFKA07:
                     out.flush()
                     sys.stdout.flush()
                     dump_kafka07([f], sys.stdout, fmt=fmt, deep=records, key_decoder=kd, value_decoder=vd)
                     sys.stdout.flush()
                     continue
-                for ev in dump_paths([f], options):
-                    if isinstance(ev, NoteEvent):  # renamed, grew or changed while it was read
-                        out.flush()
-                        click.echo(f"kseg: note: {printable(str(ev.path))}: {ev.text}", err=True)
-                        continue
-                    renderer(ev)
-                    if isinstance(ev, PlainRunEvent):
-                        problems += len(ev.run.bad_crcs)
-                    elif (isinstance(ev, BadBatchEvent)
-                            or (isinstance(ev, TailEvent) and ev.reported and not live(ev.path, ev.tail))
-                            or (isinstance(ev, BatchEvent) and not ev.crc_valid)):
-                        problems += 1
-                    if isinstance(ev, TailEvent) and ev.reported and ev.tail.position == 0:
-                        hint = format_hint(f, KAFKA)
-                        if hint:
-                            click.echo(f"kseg: {f}: {hint}", err=True)
-            except InputError as e:
-                out.flush()
-                if gone(f):  # a local file deleted by the broker since it was listed
-                    click.echo(f"kseg: note: {f}: {VANISHED}", err=True)
-                    continue
-                if not keep_going:
-                    raise
-                click.echo(f"kseg: error: {e}", err=True)  # one line; the rest goes on
-                unreadable += 1
+                dump_counted(f, options, renderer, tell, live, counts)
     except KeyboardInterrupt as e:
         # Ctrl-C: stop now, quietly, with the shell's code for SIGINT (SIGTERM: one line, 143).
         # Pending output is dropped, and stdout is pointed at /dev/null so that the exit
@@ -140,13 +143,36 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
         if not interrupted:  # what was read is shown, also when an error stops the dump
             renderer.close()
             out.flush()
-    if unreadable:
+    if counts.unreadable:
         raise SystemExit(EXIT_USAGE)
-    if problems:
+    if counts.problems:
         # Everything readable was shown; the data still has problems (exit 1, as verify).
-        click.echo(f"kseg: {problems} problem(s) in the data (bad CRCs, partial or undecodable batches); "
+        click.echo(f"kseg: {counts.problems} problem(s) in the data (bad CRCs, partial or undecodable batches); "
                    "see kseg verify", err=True)
         raise SystemExit(EXIT_DATA)
+
+
+@dataclass(frozen=True)
+class RendererSpec:
+    """How to make the dump's renderer in a worker process (``DumpJob.renderer``): the options by
+    name, since a decoder (a lambda, a user's function) does not cross processes."""
+
+    fmt: str
+    payload: str
+    key_decoder: str | None
+    value_decoder: str | None
+    records: bool
+    kafka_version: str
+    skip_record_metadata: bool
+    index_sanity: bool
+    verify_index: bool
+    view: RecordView
+
+    def __call__(self, out: Any, err: Any) -> Any:
+        kd, vd = dump_decoders(self.fmt, self.payload, self.key_decoder, self.value_decoder)
+        return make_renderer(self.fmt, out, err, kd, vd, records=self.records, kafka_version=self.kafka_version,
+                             skip_record_metadata=self.skip_record_metadata, index_sanity=self.index_sanity,
+                             verify_index=self.verify_index, view=self.view)
 
 
 def make_renderer(fmt: str, out: Any, err: Any, kd: Any, vd: Any, *, records: bool, kafka_version: str,
@@ -177,6 +203,14 @@ def dump_options_for(fmt: str, renderer: Any, *, records: bool, decode: str | No
                        show_secrets=show_secrets or fmt == "kafka")
 
 
+def _stdout_fd() -> int | None:
+    """Standard output's descriptor (None: not a real file, such as tests' captured output)."""
+    try:
+        return sys.stdout.buffer.fileno()
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
 def _drop_stdout() -> None:
     try:
         fd = sys.stdout.fileno()
@@ -195,20 +229,6 @@ def _dump_format(path: Path, input_format: str | None, fmt: str) -> str:
     return KAFKA
 
 
-def live_tails(paths: tuple[Path, ...], files: list[Path]) -> Callable[[Path, Tail], bool]:
-    """Whether a tail is what a live broker leaves (shown, but not a problem in the data): a
-    partial batch at the end of a partition folder's newest segment, or preallocated zeros."""
-    named = {Path(p) for p in paths}
-    newest = {f.parent: f for f in files if f not in named and f.suffix == ".log"}
-
-    def live(path: Path, tail: Tail) -> bool:
-        if isinstance(tail.error, TruncatedError):
-            return newest.get(path.parent) == path
-        return zero_bytes_to_end(path, tail.position) is not None
-
-    return live
-
-
 def prepare_dump(fmt: str, payload: str | None, key_decoder: str | None, value_decoder: str | None,
                  records: bool, decode: str | None) -> tuple[str, Any, Any, bool, str | None]:
     """``kseg dump``'s options resolved as kafka-dump-log.sh resolves its own:
@@ -217,12 +237,7 @@ def prepare_dump(fmt: str, payload: str | None, key_decoder: str | None, value_d
                   "shapes kafka-dump-log.sh's lines: it applies with --format kafka only")
     if payload is None:
         payload = "none" if fmt == "kafka" else "utf8"
-    kd = payload_decoder(payload, fmt)
-    vd = kd
-    if key_decoder:
-        kd = load_decoder(key_decoder)
-    if value_decoder:
-        vd = load_decoder(value_decoder)
+    kd, vd = dump_decoders(fmt, payload, key_decoder, value_decoder)
     if (key_decoder or value_decoder) and fmt == "kafka":
         records = True  # as kafka-dump-log.sh: a decoder implies --print-data-log
     if fmt == "kafka" and payload != "none":
@@ -232,3 +247,14 @@ def prepare_dump(fmt: str, payload: str | None, key_decoder: str | None, value_d
     if decode:
         records = True  # as kafka-dump-log.sh's --offsets-decoder & co.: decoding needs the records
     return payload, kd, vd, records, decode
+
+
+def dump_decoders(fmt: str, payload: str, key_decoder: str | None, value_decoder: str | None) -> tuple[Any, Any]:
+    """The key and value decoders of ``--payload`` (resolved), ``--key-decoder`` and ``--value-decoder``."""
+    kd = payload_decoder(payload, fmt)
+    vd = kd
+    if key_decoder:
+        kd = load_decoder(key_decoder)
+    if value_decoder:
+        vd = load_decoder(value_decoder)
+    return kd, vd

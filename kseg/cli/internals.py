@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded, refuse_unless, time_option
+from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded, jobs_option, refuse_unless, time_option
 from kseg.cli.storage import LOCATION
 from kseg.errors import InputError
 from kseg.ops.state import Limit, coordinator_partition, replay
@@ -68,8 +68,10 @@ def state(paths: tuple[Path, ...], at_offset: int | None, at_time: int | None, c
 @time_option("--now-ms", help="The clock to measure open transactions by [default: now].")
 @click.option("--all", "all_partitions", is_flag=True, help="List partitions without transactions too.")
 @format_option
+@jobs_option
 @guarded
-def txn(paths: tuple[Path, ...], max_timeout_ms: int, now_ms: int | None, all_partitions: bool, fmt: str) -> None:
+def txn(paths: tuple[Path, ...], max_timeout_ms: int, now_ms: int | None, all_partitions: bool, fmt: str,
+        jobs: int) -> None:
     """Every transaction of each partition: producer, offsets, records, state, times; the last stable
     offset; hanging transactions with the command that ends them; contradictions.
 
@@ -77,6 +79,6 @@ def txn(paths: tuple[Path, ...], max_timeout_ms: int, now_ms: int | None, all_pa
     """
     now = int(time.time() * 1000) if now_ms is None else now_ms
     report = explain_transactions(list(paths), now_ms=now, max_timeout_ms=max_timeout_ms,
-                                  all_partitions=all_partitions)
+                                  all_partitions=all_partitions, jobs=jobs)
     write_txn(report, sys.stdout, fmt)
     raise SystemExit(EXIT_OK if report.ok else EXIT_DATA)

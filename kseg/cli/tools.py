@@ -81,9 +81,10 @@ value_decoder_option = click.option("--value-decoder", default="utf8", show_defa
 @value_decoder_option
 @format_option
 @max_decompressed_option
+@jobs_option
 @guarded
 def diff_cmd(a: Path, b: Path, records: bool, check_crc: bool, max_records: int, key_decoder: str,
-             value_decoder: str, fmt: str, max_decompressed_bytes: int) -> None:
+             value_decoder: str, fmt: str, max_decompressed_bytes: int, jobs: int = 1) -> None:
     """Compare two copies of a partition (replicas, a backup and the live folder), or two log directories.
 
     Finds the first offset where they diverge from batch offsets and CRCs (equal
@@ -91,7 +92,7 @@ def diff_cmd(a: Path, b: Path, records: bool, check_crc: bool, max_records: int,
     only on one side. Exit 0 identical, 1 different.
     """
     o = diff_options_from(records, check_crc, max_records, max_decompressed_bytes)
-    report = diff_paths(a, b, o)
+    report = diff_paths(a, b, o, jobs)
     write_diff(report, sys.stdout, fmt, load_decoder(key_decoder), load_decoder(value_decoder))
     raise SystemExit(EXIT_OK if report.identical else EXIT_DATA)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator, NamedTuple
 
 from kseg.companions.read import read_leader_epoch_checkpoint
 from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
@@ -26,6 +26,7 @@ from kseg.log.records import batch_records
 from kseg.log.listing import FILE, LOG_DIR, PARTITION, list_input, parse_partition_dir
 from kseg.log.segment import STEP_ENTRIES, Segment
 from kseg.model import Batch, Record
+from kseg.ops.executors import Operation, execute, here_only, weight_of
 from kseg.storage import VANISHED, as_path, cannot_read, gone
 
 WINDOW = 8 << 20  # bytes read at a time
@@ -381,7 +382,21 @@ def _shape(p: Path) -> tuple[str, list[tuple[str, Path | None, list[Path]]]]:
     return listing.shape, [(g.name, g.folder, list(g.files)) for g in listing.reading]
 
 
-DiffItem = tuple  # (name, a folder or None, a segments, b folder or None, b segments)
+class DiffItem(NamedTuple):
+    """A pair of partitions to compare (a unit of ``OPERATION``): a side's folder (None for files
+    read on their own) and segments (none: the partition is missing on that side)."""
+
+    name: str
+    a_folder: Path | None
+    a_files: list[Path]
+    b_folder: Path | None
+    b_files: list[Path]
+    weight: int = 0  # bytes to read
+    local: bool = False  # only this process may read it
+
+
+def _item(name: str, fa: Path | None, sa: list[Path], fb: Path | None, sb: list[Path]) -> DiffItem:
+    return DiffItem(name, fa, sa, fb, sb, weight_of(sa + sb), any(here_only(f) for f in sa + sb))
 
 
 def diff_items(a: Path, b: Path) -> list[DiffItem]:
@@ -391,7 +406,7 @@ def diff_items(a: Path, b: Path) -> list[DiffItem]:
     kb, pb = _shape(as_path(b))
     if ka in SINGLE_SHAPES and kb in SINGLE_SHAPES and len(pa) == len(pb) == 1:
         (_, fa, sa), (_, fb, sb) = pa[0], pb[0]
-        return [(as_path(a).name, fa, sa, fb, sb)]
+        return [_item(as_path(a).name, fa, sa, fb, sb)]
     if (ka in SINGLE_SHAPES) != (kb in SINGLE_SHAPES):
         raise InputError("compare a log directory with a log directory, a partition or file with a partition or file",
                          found=f"{_SHOWN.get(ka, ka)} and {_SHOWN.get(kb, kb)}")
@@ -401,7 +416,7 @@ def diff_items(a: Path, b: Path) -> list[DiffItem]:
     for name in sorted(set(da) | set(db)):
         fa, sa = da.get(name, (None, []))
         fb, sb = db.get(name, (None, []))
-        items.append((as_path(a).name if name == "." else name, fa, sa, fb, sb))
+        items.append(_item(as_path(a).name if name == "." else name, fa, sa, fb, sb))
     return items
 
 
@@ -409,15 +424,31 @@ _SHOWN = {LOG_DIR: "logdir"}
 
 
 def diff_item(item: DiffItem, o: DiffOptions) -> PartitionDiff:
-    name, fa, sa, fb, sb = item
-    pd = diff_partition(name, sa, sb, o, a_folder=fa, b_folder=fb)
-    if not sa or not sb:
+    """One pair of partitions compared."""
+    pd = diff_partition(item.name, item.a_files, item.b_files, o, a_folder=item.a_folder, b_folder=item.b_folder)
+    if not item.a_files or not item.b_files:
         pd.kind = MISSING
     return pd
 
 
-def diff_paths(a: Path, b: Path, o: DiffOptions = DiffOptions()) -> DiffReport:
-    """Compare two files, two partition folders or two log directories (partitions paired by name)."""
-    report = DiffReport(str(a), str(b))
-    report.partitions = [diff_item(item, o) for item in diff_items(a, b)]
-    return report
+def diff_paths(a: Path, b: Path, o: DiffOptions = DiffOptions(), jobs: int = 1) -> DiffReport:
+    """Compare two files, two partition folders or two log directories (partitions paired by name).
+    ``jobs`` > 1: pairs compared by worker processes (``kseg.ops.executors``), the same report."""
+    return DiffReport(str(a), str(b), execute(OPERATION, (a, b), o, jobs))
+
+
+# --------------------------------------------------------------------------- plan / run / merge
+#
+# Units are the pairs of partitions (``diff_items``): no comparison crosses them; merge keeps
+# them in plan order (the report's).
+
+
+def plan(inputs: tuple[Path, Path], o: DiffOptions) -> list[DiffItem]:
+    return diff_items(*inputs)
+
+
+def merge(partials: Iterable[PartitionDiff], o: DiffOptions) -> list[PartitionDiff]:
+    return list(partials)
+
+
+OPERATION = Operation("diff", plan, diff_item, merge)

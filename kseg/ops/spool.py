@@ -9,6 +9,7 @@ whole run), so an interrupted run leaves nothing behind.
 
 from __future__ import annotations
 
+import errno
 import os
 import pickle
 import tempfile
@@ -66,3 +67,116 @@ class Spool:
         if self.file is not None:
             self.file.close()
         return Spooled(self.path, self.count, self.items)
+
+
+BYTES_IN_MEMORY = 8 << 20  # a unit's output kept in the partial itself up to this; past it, a file
+CHUNK = 1 << 20  # how the merging process reads a spooled output back (where it cannot sendfile)
+
+
+# sendfile's "not between these two": the consumer copies through memory instead
+_NO_SENDFILE = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSOCK, errno.EBADF, errno.ESPIPE}
+
+
+@dataclass
+class FileSpan:
+    """Bytes of a spooled output's file, for the consumer to copy: ``send`` in the kernel
+    (sendfile, no copy through this process) where it can, ``chunks`` otherwise."""
+
+    file: BinaryIO
+    start: int
+    length: int
+
+    def chunks(self) -> Iterator[bytes]:
+        self.file.seek(self.start)
+        left = self.length
+        while left > 0 and (chunk := self.file.read(min(CHUNK, left))):
+            left -= len(chunk)
+            yield chunk
+
+    def send(self, fd: int) -> bool:
+        """The span written to ``fd``; False, nothing written, where sendfile cannot write there."""
+        offset, end = self.start, self.start + self.length
+        while offset < end:
+            try:
+                sent = os.sendfile(fd, self.file.fileno(), offset, min(end - offset, 1 << 30))
+            except OSError as e:
+                if offset == self.start and e.errno in _NO_SENDFILE:
+                    return False
+                raise
+            if sent == 0:
+                break
+            offset += sent
+        return True
+
+
+@dataclass
+class SpooledBytes:
+    """A unit's output bytes as they cross back: a file (or none), then the last bytes in memory;
+    ``notes``: lines for stderr, each with the output's length when it was told (its place)."""
+
+    path: str | None = None
+    size: int = 0
+    tail: bytes = b""
+    notes: list[tuple[int, str]] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[bytes | FileSpan | str]:
+        """The output (bytes, or spans of the file) and the notes (str) in the order they were
+        made; read once: the file is removed as the iteration ends, however it ends."""
+        f = open(self.path, "rb") if self.path is not None else None
+        try:
+            pos = 0
+            for at, text in self.notes:
+                yield from self._span(f, pos, at)
+                pos = max(pos, at)
+                yield text
+            yield from self._span(f, pos, self.size)
+        finally:
+            if f is not None:
+                f.close()
+                os.unlink(f.name)
+                self.path = None
+
+    def _span(self, f: BinaryIO | None, start: int, end: int) -> Iterator[bytes | FileSpan]:
+        in_file = self.size - len(self.tail)
+        if f is not None and start < in_file and start < end:
+            yield FileSpan(f, start, min(end, in_file) - start)
+        if end > in_file and end > start:
+            yield self.tail[max(start, in_file) - in_file:end - in_file]
+
+
+class ByteSpool:
+    """A binary stream for a renderer: past ``in_memory`` bytes, written to a file in ``folder``;
+    ``note(text)`` keeps a stderr line at its place in the output."""
+
+    def __init__(self, folder: str, in_memory: int | None = None):
+        self.folder = folder
+        self.in_memory = BYTES_IN_MEMORY if in_memory is None else in_memory
+        self.parts: list[bytes] = []
+        self.pending = 0
+        self.size = 0
+        self.file: BinaryIO | None = None
+        self.path: str | None = None
+        self.notes: list[tuple[int, str]] = []
+
+    def write(self, data: bytes) -> int:
+        self.parts.append(bytes(data))
+        self.pending += len(data)
+        self.size += len(data)
+        if self.pending >= self.in_memory:
+            if self.file is None:
+                fd, self.path = tempfile.mkstemp(prefix="spool-", dir=self.folder)
+                self.file = os.fdopen(fd, "wb")
+            self.file.write(b"".join(self.parts))
+            self.parts, self.pending = [], 0
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        self.notes.append((self.size, text))
+
+    def done(self) -> SpooledBytes:
+        if self.file is not None:
+            self.file.close()
+        return SpooledBytes(self.path, self.size, b"".join(self.parts), self.notes)

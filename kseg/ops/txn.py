@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from kseg.companions.read import read_producer_snapshot, read_txn_index
 from kseg.errors import InputError, KsegError, TruncatedError, expected_found
@@ -30,11 +30,13 @@ from kseg.log.records import batch_records
 from kseg.log.listing import FILE, RUN, list_inputs
 from kseg.log.segment import Segment, base_offset_of, companion_path, partition_of
 from kseg.model import Batch
+from kseg.ops.executors import Operation, execute, here_only, weight_of
 from kseg.ops.state import replay
 from kseg.log import identity
 from kseg.storage import VANISHED, ReadError, gone
 
-__all__ = ["DEFAULT_MAX_TIMEOUT_MS", "PartitionTransactions", "Transaction", "TxnReport", "explain_transactions"]
+__all__ = ["DEFAULT_MAX_TIMEOUT_MS", "PartitionTransactions", "Transaction", "TxnOptions", "TxnReport",
+           "explain_transactions"]
 
 DEFAULT_MAX_TIMEOUT_MS = 900_000  # transaction.max.timeout.ms
 ERROR, NOTE = "error", "note"
@@ -129,16 +131,45 @@ class TxnReport:
                 "partitions": [p.as_json() for p in self.partitions]}
 
 
+@dataclass(frozen=True)
+class TxnOptions:
+    now_ms: int
+    max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS
+    all_partitions: bool = False
+
+
 def explain_transactions(paths: list[Path], *, now_ms: int, max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
-                         all_partitions: bool = False) -> TxnReport:
+                         all_partitions: bool = False, jobs: int = 1) -> TxnReport:
     """Every transaction of every partition under ``paths`` (with ``__transaction_state``
-    among them, transactional ids are named)."""
+    among them, transactional ids are named). ``jobs`` > 1: partitions read by worker
+    processes (``kseg.ops.executors``), the same report."""
+    return execute(OPERATION, paths, TxnOptions(now_ms, max_timeout_ms, all_partitions), jobs)
+
+
+# --------------------------------------------------------------------------- plan / run / merge
+#
+# Units are partitions (a file read on its own is one too): a transaction never crosses them.
+# Plan names the producers (``__transaction_state``, read once); merge finds the hanging
+# transactions by the clock and keeps the partitions the report shows, in plan order.
+
+
+@dataclass(frozen=True)
+class TxnUnit:
+    folder: Path
+    logs: tuple[Path, ...]
+    name: str
+    live: bool  # the newest segment may still be being written (a partition folder's)
+    ids: dict[int, str]  # producer id -> transactional id
+    weight: int = 0
+    local: bool = False
+
+
+def plan(paths: list[Path], o: TxnOptions) -> list[TxnUnit]:
+    """The partitions by the one listing rule (``kseg.log.listing``): a partition's run; files
+    named on the command line by their folder; a file a folder holds that is not named by
+    offset on its own. A file named on the command line is taken as it is (not live), as
+    verify takes it."""
     ids = _transactional_ids(paths)
-    report = TxnReport(now_ms, max_timeout_ms)
-    # By the one listing rule (kseg.log.listing): a partition's run; files named on the command
-    # line by their folder; a file a folder holds that is not named by offset on its own.
-    # The third part: whether the group's newest segment may still be being written (a partition
-    # folder's; a file named on the command line is taken as it is, as verify takes it).
     groups: dict[Path, tuple[Path, list[Path], bool]] = {}
     for listing in list_inputs(paths):
         for g in listing.reading:
@@ -148,14 +179,26 @@ def explain_transactions(paths: list[Path], *, now_ms: int, max_timeout_ms: int 
                 groups.setdefault(g.files[0].parent, (g.files[0].parent, [], False))[1].extend(g.files)
             else:
                 groups[g.files[0]] = (g.files[0].parent, list(g.files), False)
-    for key, (folder, logs, live) in sorted(groups.items(), key=lambda kv: str(kv[0])):
-        pt = _partition(folder, logs, ids, name=str(key), live=live)
-        for t in pt.open:
-            if now_ms - t.start_ms > max_timeout_ms:
-                pt.hanging.append(t)
-        if all_partitions or pt.transactions or pt.findings:
+    return [TxnUnit(folder, tuple(logs), str(key), live, ids, weight_of(logs), any(here_only(f) for f in logs))
+            for key, (folder, logs, live) in sorted(groups.items(), key=lambda kv: str(kv[0]))]
+
+
+def run(unit: TxnUnit, o: TxnOptions) -> PartitionTransactions:
+    """One partition's transactions and findings."""
+    return _partition(unit.folder, list(unit.logs), unit.ids, name=unit.name, live=unit.live)
+
+
+def merge(partials: Iterable[PartitionTransactions], o: TxnOptions) -> TxnReport:
+    """The report: each partition's hanging transactions, the partitions worth showing."""
+    report = TxnReport(o.now_ms, o.max_timeout_ms)
+    for pt in partials:
+        pt.hanging = [t for t in pt.open if o.now_ms - t.start_ms > o.max_timeout_ms]
+        if o.all_partitions or pt.transactions or pt.findings:
             report.partitions.append(pt)
     return report
+
+
+OPERATION = Operation("txn", plan, run, merge)
 
 
 def _transactional_ids(paths: list[Path]) -> dict[int, str]:

@@ -35,7 +35,8 @@ from kseg.render.fields import RecordView, json_fields, text_line
 from kseg.render.companions import INDEX_CHUNK, INDEX_LINES, index_findings_lines, index_text, kafka_lines
 from kseg.render.lines import bool_text, iso_utc, text_escape, text_head
 from kseg.render.jsonout import dumps, encoder
-from kseg.render.payload import BUILTIN, Decoder, decoder_notes, header_key_text
+from kseg.render.payload import (BUILTIN, Decoder, add_decoder_failures, decoder_failures, decoder_notes,
+                                 header_key_text)
 from kseg.render.tables import tabulate
 from kseg.render.values import header_json, payload_kafka, payload_mode, payload_text, put_payload
 
@@ -252,6 +253,13 @@ class JsonlRenderer:
     def takes_plain_runs(self) -> bool:
         return self.fields is None and _takes_spans(bulk.jsonl_plain_run, self.kmode, self.vmode)
 
+    def state(self) -> tuple[int, ...]:
+        """What ``close`` reports, for a split dump's merge (``kseg.ops.dump_split``)."""
+        return decoder_failures(self.key_decoder, self.value_decoder)
+
+    def absorb(self, state: tuple[int, ...]) -> None:
+        add_decoder_failures((self.key_decoder, self.value_decoder), state)
+
     def close(self) -> None:
         for note in decoder_notes(self.key_decoder, self.value_decoder):
             self.err.write(note + "\n")
@@ -403,6 +411,13 @@ class TextRenderer:
             value = "<tombstone>" if d.value is None else d.value.describe()
             parts.append(("=> " if d.key is not None else "") + value)
             w(head + " ".join(parts) + "\n")
+
+    def state(self) -> tuple[int, ...]:
+        """What ``close`` reports, for a split dump's merge (``kseg.ops.dump_split``)."""
+        return decoder_failures(self.kd, self.vd)
+
+    def absorb(self, state: tuple[int, ...]) -> None:
+        add_decoder_failures((self.kd, self.vd), state)
 
     def close(self) -> None:
         for note in decoder_notes(self.kd, self.vd):
@@ -630,6 +645,18 @@ class KafkaRenderer:
             except KsegError:
                 parts.append(" controlType: UNKNOWN(-1)")
         return "".join(parts)
+
+    def state(self) -> tuple:
+        """What ``close`` reports, for a split dump's merge (``kseg.ops.dump_split``): the offset
+        gaps and index findings by file, the decoders' failures."""
+        return self.non_consecutive, self.index_findings, decoder_failures(self.kd, self.vd)
+
+    def absorb(self, state: tuple) -> None:
+        non_consecutive, index_findings, failures = state
+        for path, gaps in non_consecutive.items():
+            self.non_consecutive.setdefault(path, []).extend(gaps)
+        self.index_findings.update(index_findings)
+        add_decoder_failures((self.kd, self.vd), failures)
 
     def close(self) -> None:
         for line in index_findings_lines(self.index_findings, self.kafka_version):

@@ -130,6 +130,27 @@ def decoder_notes(*decoders: Decoder | None) -> list[str]:
     return notes
 
 
+def _distinct(decoders: tuple[Decoder | None, ...]) -> list[Decoder | None]:
+    """The decoders, each once (the key's and the value's may be one object)."""
+    out: list[Decoder | None] = []
+    for d in decoders:
+        if not any(d is seen for seen in out):
+            out.append(d)
+    return out
+
+
+def decoder_failures(*decoders: Decoder | None) -> tuple[int, ...]:
+    """Each distinct decoder's failures so far (a split run's unit hands them to merge)."""
+    return tuple(d.failures if isinstance(d, _Guarded) else 0 for d in _distinct(decoders))
+
+
+def add_decoder_failures(decoders: tuple[Decoder | None, ...], failures: tuple[int, ...]) -> None:
+    """A unit's ``decoder_failures`` added to these decoders' (the same specs, in the same order)."""
+    for d, n in zip(_distinct(decoders), failures):
+        if isinstance(d, _Guarded):
+            d.failures += n
+
+
 def _message(e: BaseException) -> str:
     try:
         return excerpt(str(e))

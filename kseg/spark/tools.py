@@ -20,7 +20,7 @@ import click
 from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded
 from kseg.cli.tools import diff_cmd, diff_options_from, find_cmd, find_options_from, stats_cmd
 from kseg.errors import KsegError
-from kseg.ops.diff import DiffOptions, DiffReport, diff_item, diff_items
+from kseg.ops.diff import OPERATION as DIFF, DiffReport
 from kseg.ops.find import FindStats, find_in_groups, partition_groups, select_groups
 from kseg.ops.stats import OPERATION as STATS, StatsOptions
 from kseg.render.html_report import write_html_report
@@ -47,13 +47,6 @@ def _raise_failures(results: list[Any]) -> None:
 
 
 # --------------------------------------------------------------------------- tasks (run on executors)
-
-
-def diff_task(o: DiffOptions, item: Any) -> Any:
-    try:
-        return diff_item(item, o)
-    except KsegError as e:
-        return Failed(e)
 
 
 def find_task(args: tuple, group: Any) -> Any:
@@ -83,13 +76,10 @@ def register(group: click.Group, spark_params: list[click.Parameter], run_cls: A
              value_decoder: str, fmt: str, max_decompressed_bytes: int, master: str | None, conf: tuple[str, ...],
              report: Path | None, timings: bool) -> None:
         o = diff_options_from(records, check_crc, max_records, max_decompressed_bytes)
-        items = diff_items(a, b)
         kd, vd = load_decoder(key_decoder), load_decoder(value_decoder)
         run = run_cls(master, conf, timings)
         with run.session() as session:
-            results = run_tasks(session, partial(diff_task, o), items,
-                                [_size(list(i[2]) + list(i[4])) for i in items], "kseg diff")
-        _raise_failures(results)
+            results, _ = run_operation(session, DIFF, (a, b), o)
         rep = DiffReport(str(a), str(b), results)
         write_diff(rep, sys.stdout, fmt, kd, vd)
         if report is not None:

@@ -1,0 +1,182 @@
+"""``kseg dump`` over many files: what it does with each file beyond rendering its events (notes,
+hints, the problems counted for the exit code), and the same split into plan / run / merge
+(``kseg.ops.executors``) so that worker processes render files side by side and the output is
+the single process's, byte for byte."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from kseg.errors import InputError, KsegError, TruncatedError
+from kseg.log.decode import Tail
+from kseg.log.segment import zero_bytes_to_end
+from kseg.ops.dump import BadBatchEvent, BatchEvent, DumpOptions, Event, NoteEvent, PlainRunEvent, TailEvent, dump_file
+from kseg.ops.executors import Operation, here_only, weight_of
+from kseg.ops.sniff import KAFKA, format_hint
+from kseg.ops.spool import ByteSpool, SpooledBytes
+from kseg.printable import printable
+from kseg.storage import VANISHED, gone
+
+
+# --------------------------------------------------------------------------- a dump's files, counted
+#
+# What ``kseg dump`` does with each file beyond rendering its events: the notes and hints it
+# tells on stderr, the problems it counts (for exit 1), an unreadable file under --keep-going
+# (exit 2). One function, for the single-process dump and for a unit of the split one.
+
+
+@dataclass(frozen=True)
+class LiveTails:
+    """Whether a tail is what a live broker leaves (shown, but not a problem in the data): a
+    partial batch at the end of a partition folder's newest segment, or preallocated zeros."""
+
+    newest: frozenset[Path]
+
+    @classmethod
+    def of(cls, paths: Iterable[Path], files: list[Path]) -> "LiveTails":
+        named = {Path(p) for p in paths}
+        newest = {f.parent: f for f in files if f not in named and f.suffix == ".log"}
+        return cls(frozenset(newest.values()))
+
+    def __call__(self, path: Path, tail: Tail) -> bool:
+        if isinstance(tail.error, TruncatedError):
+            return path in self.newest
+        return zero_bytes_to_end(path, tail.position) is not None
+
+
+@dataclass
+class DumpCounts:
+    problems: int = 0  # bad CRCs, partial or undecodable batches (exit 1)
+    unreadable: int = 0  # files --keep-going went past (exit 2)
+
+    def absorb(self, other: "DumpCounts") -> None:
+        self.problems += other.problems
+        self.unreadable += other.unreadable
+
+
+def dump_counted(path: Path, options: DumpOptions, consume: Callable[[Event], Any], tell: Callable[[str], Any],
+                 live: Callable[[Path, Tail], bool], counts: DumpCounts) -> None:
+    """One file's events handed to ``consume`` (a renderer), its notes and hints to ``tell`` (a
+    stderr line each), its problems added to ``counts``. An unreadable file is raised, or with
+    --keep-going told and counted; one deleted since it was listed is a note."""
+    try:
+        for ev in dump_file(path, options):
+            if isinstance(ev, NoteEvent):  # renamed, grew or changed while it was read
+                tell(f"kseg: note: {printable(str(ev.path))}: {ev.text}")
+                continue
+            consume(ev)
+            if isinstance(ev, PlainRunEvent):
+                counts.problems += len(ev.run.bad_crcs)
+            elif (isinstance(ev, BadBatchEvent)
+                    or (isinstance(ev, TailEvent) and ev.reported and not live(ev.path, ev.tail))
+                    or (isinstance(ev, BatchEvent) and not ev.crc_valid)):
+                counts.problems += 1
+            if isinstance(ev, TailEvent) and ev.reported and ev.tail.position == 0:
+                hint = format_hint(path, KAFKA)
+                if hint:
+                    tell(f"kseg: {path}: {hint}")
+    except InputError as e:
+        if gone(path):  # a local file deleted by the broker since it was listed
+            tell(f"kseg: note: {path}: {VANISHED}")
+            return
+        if not options.keep_going:
+            raise
+        tell(f"kseg: error: {e}")  # one line; the rest goes on
+        counts.unreadable += 1
+
+
+# --------------------------------------------------------------------------- plan / run / merge
+#
+# Units are files (a partition's segments each one; the pool packs small ones together). A unit
+# is rendered where it runs, by a renderer ``DumpJob.renderer`` makes, into a spool (memory, then
+# a file past a few MiB) with its stderr lines at their places; merge streams the units' bytes
+# and lines in plan order, so the output is the single process's, byte for byte. What crosses
+# files is merge's: the counts (exit code), the renderer's report at the end (its ``state()``
+# of each unit, absorbed by the caller's renderer: Kafka's non-consecutive offsets and index
+# findings, a decoder's failures), and an error that stops the dump after the output before it.
+
+
+@dataclass(frozen=True)
+class DumpJob:
+    """What every unit of a dump shares: the options; ``renderer(out, err)``, a picklable maker
+    of the renderer (events in, bytes to ``out``, lines to ``err``, ``state()`` for merge); the
+    live-tail rule."""
+
+    options: DumpOptions
+    renderer: Callable[[Any, Any], Any]
+    live: LiveTails
+
+
+@dataclass(frozen=True)
+class DumpUnit:
+    path: Path
+    spool: str
+    weight: int = 0
+    local: bool = False
+
+
+@dataclass
+class DumpPartial:
+    output: SpooledBytes
+    counts: DumpCounts
+    state: Any
+    error: BaseException | None = None
+
+
+@dataclass
+class DumpTotals:
+    """Merge's last item: the counts of the whole dump and each unit's renderer state, in order."""
+
+    counts: DumpCounts = field(default_factory=DumpCounts)
+    states: list[Any] = field(default_factory=list)
+
+
+class _Lines:
+    """A renderer's stderr in a unit: its text kept at its place in the output."""
+
+    def __init__(self, spool: ByteSpool):
+        self.spool = spool
+
+    def write(self, text: str) -> int:
+        self.spool.note(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def plan(inputs: tuple[list[Path], str], job: DumpJob) -> list[DumpUnit]:
+    """One unit per file, in the order given (``expand_for_dump``'s)."""
+    files, spool = inputs
+    return [DumpUnit(f, spool, weight_of([f]), here_only(f)) for f in files]
+
+
+def run(unit: DumpUnit, job: DumpJob) -> DumpPartial:
+    """One file dumped into a spool; an error it met is kept for merge to raise in its place."""
+    spool = ByteSpool(unit.spool)
+    renderer = job.renderer(spool, _Lines(spool))
+    counts, error = DumpCounts(), None
+    try:
+        dump_counted(unit.path, job.options, renderer, lambda line: spool.note(line + "\n"), job.live, counts)
+    except (KsegError, OSError) as e:
+        error = e
+    return DumpPartial(spool.done(), counts, renderer.state(), error)
+
+
+def merge(partials: Iterable[DumpPartial], job: DumpJob) -> Iterator[bytes | str | DumpTotals]:
+    """The output in plan order: bytes for stdout, text for stderr; then the totals; then the
+    error that stopped the dump, if one did."""
+    total = DumpTotals()
+    for p in partials:
+        yield from p.output
+        total.counts.absorb(p.counts)
+        total.states.append(p.state)
+        if p.error is not None:
+            yield total
+            raise p.error
+    yield total
+
+
+OPERATION = Operation("dump", plan, run, merge, streams=True)
