@@ -185,9 +185,9 @@ def test_combining_50k_state_batches_takes_well_under_a_second() -> None:
     """An update of 50k state batches merged into a snapshot: linear (it took minutes)."""
     snapshot = [StateBatch(0, 200_000, 0, 1)]
     update = [StateBatch(4 * i, 4 * i + 1, 2, 2) for i in range(50_000)]
-    t = time.perf_counter()
+    t = time.process_time()
     out = combine_state_batches(snapshot + update, 0)
-    took = time.perf_counter() - t
+    took = time.process_time() - t
     assert len(out) == 100_000 and took < 2.0, took  # update and snapshot pieces alternate
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kseg.decoders.parts import KAFKA_VERSIONS, DecodedRecord, Part
+from kseg.decoders.parts import HIDDEN_BYTES, KAFKA_VERSIONS, DecodedRecord, Part
 from kseg.errors import KsegError
 from kseg.lazy import load
 from kseg.log.control import control_info
@@ -27,8 +27,8 @@ from kseg.log.listing import parse_partition_dir
 from kseg.log.segment import TRANSIENT_SUFFIXES
 from kseg.model import Record
 
-__all__ = ["DECODE_CHOICES", "FAMILIES", "KAFKA_VERSIONS", "DecodedRecord", "Part", "control_kafka_text",
-           "decode_record", "family_for"]
+__all__ = ["DECODE_CHOICES", "FAMILIES", "HIDDEN_BYTES", "KAFKA_VERSIONS", "DecodedRecord", "Part",
+           "control_kafka_text", "decode_record", "family_for", "hide_metadata_value", "hide_secrets"]
 
 FAMILIES = ("offsets", "transactions", "metadata", "share-group-state", "remote-log-metadata")
 DECODE_CHOICES = ("none", *FAMILIES, "auto")
@@ -93,3 +93,20 @@ def control_kafka_text(record: Record, kafka_version: str = "4") -> str | None:
     except KsegError:
         return None
     return load(CONTROL_TEXT)(record, kafka_version)
+
+
+# The secrets' table (kseg.decoders.secrets) loads the metadata schemas: named here, loaded when
+# a decoded record or a metadata value is first looked at, so that a plain dump never loads it.
+HIDE_SECRETS = "kseg.decoders.secrets:hide_secrets"
+HIDE_METADATA_VALUE = "kseg.decoders.secrets:hide_metadata_value"
+
+
+def hide_secrets(d: DecodedRecord | None) -> DecodedRecord | None:
+    """``decoders.secrets.hide_secrets``: a decoded record with its secrets hidden."""
+    return load(HIDE_SECRETS)(d)
+
+
+def hide_metadata_value(value: bytes) -> bytes | None:
+    """``decoders.secrets.hide_metadata_value``: a metadata record's value with its secrets hidden
+    (None when it holds none)."""
+    return load(HIDE_METADATA_VALUE)(value)

@@ -6,10 +6,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["KAFKA_VERSIONS", "DecodedRecord", "Part", "raw_part", "skipping_line"]
+__all__ = ["HIDDEN", "HIDDEN_BYTES", "KAFKA_VERSIONS", "DecodedRecord", "Part", "raw_part", "skipping_line"]
 
 # The kafka-dump-log.sh releases whose lines --format kafka can print: the newest first.
 KAFKA_VERSIONS = ("4", "3.9")
+# What a hidden secret shows instead of its value (kseg.decoders.secrets)
+HIDDEN = "[hidden]"
+HIDDEN_BYTES = HIDDEN.encode()
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,9 @@ import re
 from dataclasses import replace
 
 from kseg.decoders.metadata import RECORDS, decode_metadata_value
-from kseg.decoders.parts import DecodedRecord, Part
+from kseg.decoders.parts import HIDDEN, HIDDEN_BYTES, DecodedRecord, Part
 from kseg.decoders.schema import Message, encode, read_uvarint
 
-HIDDEN = "[hidden]"
-HIDDEN_BYTES = HIDDEN.encode()
 # Kafka message name -> the data fields that are secret whatever their content.
 SECRET_FIELDS: dict[str, tuple[str, ...]] = {
     "UserScramCredentialRecord": ("salt", "storedKey", "serverKey"),

@@ -23,7 +23,7 @@ import os
 from dataclasses import dataclass
 from typing import Iterable
 
-from kseg.decoders.secrets import hide_metadata_value
+from kseg.decoders import hide_metadata_value
 from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import CorruptBatchError
 from kseg.facts.message_v0v1 import KEY_LENGTH_POSITION
