@@ -34,6 +34,7 @@ from kseg.log import identity
 from kseg.log.atomic import AtomicDir, AtomicFile, check_output, write_atomic
 from kseg.log.checks import batch_damage, crc_ok
 from kseg.log.decode import scan_entries
+from kseg.log.records import batch_records
 from kseg.log.salvage_scan import FOUND, MORE, NONE, Limits, find, next_batch
 from kseg.log.segment import base_offset_of, partition_of, segment_file_name
 from kseg.model import Batch
@@ -267,6 +268,14 @@ class _SegmentWalk:
                                + findings[0].message, (b.offset, b.last_offset))
                     pos = scan = at + total
                     continue
+                inner = _legacy_inner_last(b, self.o.max_decompressed_bytes)
+                if inner is not None and inner != b.offset:
+                    # Magic 0 keeps absolute offsets inside a compressed wrapper, whose own offset is
+                    # the last of them; no CRC covers the wrapper's offset field.
+                    self._lose(f, pos, at + total, OFFSETS, f"its offset field says {b.offset} but its last inner "
+                               f"message has offset {inner}: its offset field is damaged", (b.offset, b.last_offset))
+                    pos = scan = at + total
+                    continue
                 after, first_known = self._successor_offset(f, r, at + total)
                 if (after is not None and first_known and after > b.last_offset + 1
                         and at - pos >= ZERO_RUN and not any(self._bytes(f, r, at - ZERO_RUN, ZERO_RUN))):
@@ -374,6 +383,15 @@ class _SegmentWalk:
         r = LostRange(str(self.path), start, end, reason, message, first_offset=self.lim.min_offset, claimed=claimed)
         self.rep.lost.append(r)
         self.pending.append(r)
+
+
+def _legacy_inner_last(b: Batch, limit: int) -> int | None:
+    """The last inner offset of a compressed magic-0 wrapper (absolute, as its own offset
+    should be); None for any other batch."""
+    if b.magic != 0 or not b.attributes & CODEC_MASK:
+        return None
+    inner = batch_records(b, limit=limit)
+    return inner[-1].offset if inner else None
 
 
 def _zeros(f: BinaryIO, n: int) -> bool:
