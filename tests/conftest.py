@@ -392,31 +392,63 @@ def _json_format(args: Any) -> bool:
     return False
 
 
+def check_strict_output(args: Any, code: int | None, stdout: str | bytes | None) -> None:
+    """A ``--format json``/``jsonl`` output of kseg that ended 0 or 1 parses with a strict
+    parser: a whole document, or one document per line (AssertionError naming the line)."""
+    if not _json_format(args) or code not in (0, 1) or not stdout:
+        return
+    text = stdout.decode("utf-8", "replace") if isinstance(stdout, bytes) else stdout
+    if not text.strip():
+        return
+    try:
+        strict_json(text)
+    except ValueError:
+        for n, line in enumerate(text.split("\n"), 1):  # JSON Lines end at \n only
+            if line.strip():
+                try:
+                    strict_json(line)
+                except ValueError as e:
+                    raise AssertionError(f"line {n} of kseg {' '.join(map(str, args))} is not strict JSON: "
+                                         f"{e}: {line[:200]}") from None
+
+
+def _runs_kseg(args: Any) -> bool:
+    """Whether a child's argv runs kseg: the console script, or ``python -c`` code that calls
+    kseg's entry point (the tests' ``KSEG`` prefixes, tests/store_faults.py)."""
+    if not isinstance(args, (list, tuple)) or not args:
+        return False
+    return Path(str(args[0])).name in ("kseg", "kafka-dump-log") or any(
+        isinstance(a, str) and ("kseg.cli" in a or "store_faults" in a) for a in args[:3])
+
+
 @pytest.fixture(autouse=True)
 def _every_json_output_is_strict(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every ``--format json``/``jsonl`` output a test gets from kseg's click group through
-    CliRunner is parsed with a strict parser: a whole document, or one document per line."""
+    """Every ``--format json``/``jsonl`` output a test gets from kseg is parsed with a strict
+    parser: through CliRunner, and from a child process whose stdout the test captures
+    (``subprocess.run`` or ``Popen.communicate``, which run uses). Not seen: a child's stdout
+    read from the pipe by hand or sent to a file, and JSON files a command writes (-o)."""
+    import subprocess
+
     from click.testing import CliRunner
 
     invoke = CliRunner.invoke
 
     def checked(self: CliRunner, cli: Any, args: Any = None, *a: Any, **kw: Any) -> Any:
         result = invoke(self, cli, args, *a, **kw)
-        if _json_format(args) and result.exit_code in (0, 1) and not isinstance(result.exception, Exception) \
-                and result.stdout.strip():
-            try:
-                strict_json(result.stdout)
-            except ValueError:
-                for n, line in enumerate(result.stdout.split("\n"), 1):  # JSON Lines end at \n only
-                    if line.strip():
-                        try:
-                            strict_json(line)
-                        except ValueError as e:
-                            raise AssertionError(f"line {n} of kseg {' '.join(map(str, args))} is not strict JSON: "
-                                                 f"{e}: {line[:200]}") from None
+        if not isinstance(result.exception, Exception):
+            check_strict_output(args, result.exit_code, result.stdout)
         return result
 
+    communicate = subprocess.Popen.communicate
+
+    def communicated(self: subprocess.Popen, *a: Any, **kw: Any) -> Any:
+        out, err = communicate(self, *a, **kw)
+        if _runs_kseg(self.args):
+            check_strict_output(self.args, self.returncode, out)
+        return out, err
+
     monkeypatch.setattr(CliRunner, "invoke", checked)
+    monkeypatch.setattr(subprocess.Popen, "communicate", communicated)
 
 
 # --------------------------------------------------------------------------- test tiers

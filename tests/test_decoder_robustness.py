@@ -1,10 +1,10 @@
 """Decoders that cannot crash a run, strict JSON from every writer, find as lossless as dump.
 
-Real ``kseg`` processes: a user's ``module:function`` decoder (written to tmp_path, put on
-PYTHONPATH) that raises, exits or returns what JSON cannot hold is a marked per-value error
-(``value_b64`` + ``value_error``) and the other records are still dumped; Ctrl-C inside a
-decoder is kseg's interrupt (130); JSON nested 100,000 deep is a per-value error or one
-error line, never a RecursionError; every JSON output parses with a strict parser.
+Real ``kseg`` processes: JSON nested 100,000 deep is a per-value error or one error line,
+never a RecursionError; every JSON output parses with a strict parser. A user's
+``module:function`` decoder that raises, exits, is interrupted or returns what JSON cannot
+hold: the failure matrix's decoder cells (tests/test_failure_matrix.py), on every command
+that takes ``--value-decoder``.
 """
 
 from __future__ import annotations
@@ -24,55 +24,6 @@ from kseg.model import make_record
 
 REPO = Path(__file__).resolve().parent.parent
 KSEG = [sys.executable, "-c", "import sys; from kseg.cli.main import main; sys.argv[0] = 'kseg'; main()"]
-
-DECODER = '''
-class Thing:
-    pass
-
-def bytes_(b):
-    return b"x" if b == b"odd" else b.decode()
-
-def set_(b):
-    return {1} if b == b"odd" else b.decode()
-
-def object_(b):
-    return Thing() if b == b"odd" else b.decode()
-
-def nan(b):
-    return float("nan") if b == b"odd" else b.decode()
-
-def raises(b):
-    if b == b"odd":
-        raise ValueError("no \\x1b[31m")
-    return b.decode()
-
-def exits(b):
-    if b == b"odd":
-        raise SystemExit(3)
-    return b.decode()
-
-def interrupts(b):
-    if b == b"odd":
-        raise KeyboardInterrupt
-    return b.decode()
-
-def deep(b):
-    v = []
-    for _ in range(100000):
-        v = [v]
-    return v if b == b"odd" else b.decode()
-
-def huge(b):
-    return 10 ** 5000 if b == b"odd" else b.decode()
-
-def cycle(b):
-    v = []
-    v.append(v)
-    return v if b == b"odd" else b.decode()
-'''
-
-VALUES = [b"first", b"odd", b"last"]
-
 
 def strict_loads(text: str) -> object:
     def no_constant(name: str) -> None:
@@ -95,71 +46,8 @@ def partition(folder: Path, values: list[bytes], headers: bool = False) -> Path:
     return folder
 
 
-@pytest.fixture
-def decoders(tmp_path: Path) -> Path:
-    d = tmp_path / "mods"
-    d.mkdir()
-    (d / "userdec.py").write_text(DECODER)
-    return d
-
-
 def records(stdout: str) -> list[dict]:
     return [o for o in map(strict_loads, stdout.splitlines()) if o.get("type") == "record"]
-
-
-# --------------------------------------------------------------------------- user decoders
-
-@pytest.mark.parametrize("fn, why", [
-    ("bytes_", "returned a value of type bytes, which JSON cannot hold"),
-    ("set_", "returned a value of type set, which JSON cannot hold"),
-    ("object_", "returned a value of type Thing, which JSON cannot hold"),
-    ("raises", "failed: ValueError: no \\x1b[31m"),
-    ("exits", "failed: SystemExit: 3"),
-    ("deep", "returned a value nested deeper than 500 levels"),
-    ("cycle", "returned a value nested deeper than 500 levels"),
-    ("huge", "returned an integer too large to write as text"),
-])
-def test_a_failing_decoder_is_a_marked_value_and_the_dump_goes_on(tmp_path, decoders, fn, why):
-    path = partition(tmp_path / "t-0", VALUES, headers=True)
-    r = kseg("dump", "--records", "--format", "jsonl", "--value-decoder", f"userdec:{fn}", path, env_path=decoders)
-    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
-    recs = records(r.stdout)
-    assert [o.get("value") for o in recs] == ["first", None, "last"]
-    odd = recs[1]
-    assert base64.b64decode(odd["value_b64"]) == b"odd"
-    assert odd["value_error"] == f"decoder userdec:{fn} {why}"
-    assert odd["headers"][0]["value_error"] == odd["value_error"]
-    assert r.stderr.splitlines() == [f"kseg: note: decoder userdec:{fn} could not decode 2 value(s); "
-                                     "shown raw (JSON: *_b64 with *_error)"]
-    for fmt in ("text", "kafka"):
-        r = kseg("dump", "--records", "--format", fmt, "--value-decoder", f"userdec:{fn}", path, env_path=decoders)
-        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
-        assert "first" in r.stdout and "last" in r.stdout and f"<decoder userdec:{fn} {why}>" in r.stdout
-        assert "\x1b" not in r.stdout
-    r = kseg("find", "--from-offset", "0", "--format", "json", "--value-decoder", f"userdec:{fn}", path,
-             env_path=decoders)
-    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
-    found = [strict_loads(x) for x in r.stdout.splitlines()]
-    assert [o.get("value") for o in found] == ["first", None, "last"] and found[1]["value_error"] == odd["value_error"]
-
-
-def test_a_decoder_returning_nan_writes_strict_json(tmp_path, decoders):
-    path = partition(tmp_path / "t-0", VALUES)
-    for cmd in (["dump", "--records", "--format", "jsonl"], ["find", "--from-offset", "0", "--format", "json"]):
-        r = kseg(*cmd, "--value-decoder", "userdec:nan", path, env_path=decoders)
-        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
-        docs = [strict_loads(x) for x in r.stdout.splitlines()]
-        assert [d["value"] for d in docs if "value" in d] == ["first", "NaN", "last"]
-
-
-def test_ctrl_c_in_a_decoder_is_an_interrupt(tmp_path, decoders):
-    path = partition(tmp_path / "t-0", VALUES)
-    r = kseg("dump", "--records", "--format", "jsonl", "--value-decoder", "userdec:interrupts", path,
-             env_path=decoders)
-    assert r.returncode == 130 and "Traceback" not in r.stderr, r.stderr
-    r = kseg("find", "--from-offset", "0", "--value-decoder", "userdec:interrupts", path, env_path=decoders)
-    assert r.returncode == 130 and "Traceback" not in r.stderr
-    assert r.stderr.strip().splitlines()[-1] == "kseg: interrupted"
 
 
 # --------------------------------------------------------------------------- JSON from data, deep and non-finite
@@ -329,3 +217,13 @@ def test_the_suite_wide_strict_json_check_fails_on_nan():
     with pytest.raises(AssertionError, match="line 2 .* not strict JSON"):
         CliRunner().invoke(emits, ["--format", "jsonl"])
     assert CliRunner().invoke(emits, ["--format", "text"]).exit_code == 0
+
+
+def test_the_suite_wide_strict_json_check_sees_child_processes():
+    """conftest also parses the captured stdout of a kseg child (subprocess.run, Popen.communicate)."""
+    emits = [sys.executable, "-c", "print('{\"a\": 1}'); print('{\"b\": NaN}')  # kseg.cli"]
+    with pytest.raises(AssertionError, match="line 2 .* not strict JSON"):
+        subprocess.run([*emits, "--format", "jsonl"], capture_output=True)
+    with pytest.raises(AssertionError, match="line 2 .* not strict JSON"):
+        subprocess.Popen([*emits, "--format", "json"], stdout=subprocess.PIPE).communicate()
+    assert subprocess.run([*emits, "--format", "text"], capture_output=True).returncode == 0

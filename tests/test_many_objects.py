@@ -2,16 +2,13 @@
 read whole and fetched ahead (``kseg.prefetch``), an archive's member index is built once.
 
 Whatever is fetched ahead, the results are those of plain reads (same report, same dump bytes),
-and a store failing mid-run is still the one read error naming the object.
+and a store failing mid-run is still the one read error naming the object (the failure matrix's
+``store_killed_reading`` cells, tests/test_failure_matrix.py, on every reader).
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import tarfile
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -21,8 +18,6 @@ import pytest
 from builders import write_partition
 from kseg import prefetch, storage
 from kseg.prefetch import ReadAhead
-
-KSEG_CODE = "import sys; from kseg.cli.main import main; sys.argv[0] = 'kseg'; main()"
 
 
 def cli(*args):
@@ -141,45 +136,6 @@ def test_listing_answers_for_paths_in_it(many, monkeypatch):
     assert counting.calls == listed  # no request
     assert not storage.as_path(url + "/many-0/nope").fresh().exists()
     assert counting.calls.get("get_file_info") == listed["get_file_info"] + 1  # a fresh path asks
-
-
-def test_read_ahead_failing_is_one_read_error(tmp_path):
-    """The store stops while ``kseg dump`` goes through many small objects: the objects fetched
-    ahead are shown, the first that cannot be had is one read error naming it, exit 2."""
-    pytest.importorskip("pyarrow")
-    from servers import SeaweedFS, ServerUnavailable, stop
-
-    server = SeaweedFS(Path(tempfile.mkdtemp(prefix="weed-", dir=tmp_path)))
-    try:
-        server.__enter__()
-    except ServerUnavailable as e:
-        pytest.skip(f"no S3-compatible server: {e}")
-    try:
-        # Each object's records fill more of the pipe than one object's worth: kseg is mid-prefix.
-        local = make_logdir(tmp_path / "logdir", partitions=1, segments=150, batches=60)
-        url = server.upload(local, "stops", "many")
-        p = subprocess.Popen([sys.executable, "-c", KSEG_CODE, "dump", "--records", url],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **server.env})
-        try:
-            assert len(p.stdout.read(1 << 16)) == 1 << 16  # kseg waits on its stdout, mid-run
-            stop(server.proc)
-            out = p.stdout.read().decode()
-            stderr = p.stderr.read().decode()
-            p.wait(120)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-            p.stdout.close()
-            p.stderr.close()
-    finally:
-        server.__exit__()
-    assert p.returncode == 2, (p.returncode, stderr)
-    assert "Traceback" not in stderr and "went away" not in stderr + out
-    errors = [line for line in stderr.splitlines() if line.startswith("kseg: error:")]
-    assert len(errors) == 1, stderr
-    named = errors[0][len("kseg: error: "):].split(": cannot read: ")[0]
-    assert named.startswith(f"{url}/many-0/") and named.endswith(".log") and ": cannot read: " in errors[0], errors[0]
 
 
 # --------------------------------------------------------------------------- archives

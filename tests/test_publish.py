@@ -2,10 +2,9 @@
 
 Against the real SeaweedFS server the suite starts (``servers.object_store``): a writer's
 ``s3://`` output gets ``.kseg-manifest.json`` last, ``kseg verify`` checks the prefix against
-it (a missing, extra or truncated object is exit 1 naming its key), the summary line comes
-only once the output is in place, and a store failing during the final copy gives exit 2,
-no summary, and one error line naming what is left (output and staging prefixes) and the
-command that removes it; what is left has no manifest.
+it (a missing, extra or truncated object is exit 1 naming its key). The store refusing
+writes, going down or being killed mid-publish, for every writer: the failure matrix's
+``s3out`` cells (tests/test_failure_matrix.py); kseg spark's staging is named here.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -27,54 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "logdir"
 PARTITIONS = ("v2-none-0", "v2-gzip-0", "v1-none-0")
 MANIFEST = ".kseg-manifest.json"
-
-# The console entry point; KSEG_TEST_FAIL_COPY_AFTER=N: the store fails from the (N+1)th
-# server-side copy on (copies, and with KSEG_TEST_DELETES_FAIL=1 deletes too: the store down).
-CHILD = r'''
-import os, sys
-import kseg.storage as storage
-
-AFTER = int(os.environ.get("KSEG_TEST_FAIL_COPY_AFTER", "-1"))
-DELETES_FAIL = os.environ.get("KSEG_TEST_DELETES_FAIL") == "1"
-state = {"copies": 0, "down": False}
-DOWN = "When copying key: AWS Error NETWORK_CONNECTION during CopyObject operation: Connection refused"
-
-
-class Failing:
-    def __init__(self, fs):
-        self._fs = fs
-
-    def __getattr__(self, name):
-        return getattr(self._fs, name)
-
-    def copy_file(self, src, dst):
-        if state["copies"] >= AFTER:
-            state["down"] = True
-            raise OSError(DOWN)
-        state["copies"] += 1
-        return self._fs.copy_file(src, dst)
-
-    def _delete(self, name, *a):
-        if state["down"] and DELETES_FAIL:
-            raise OSError("When deleting: AWS Error NETWORK_CONNECTION: Connection refused")
-        return getattr(self._fs, name)(*a)
-
-    def delete_file(self, *a):
-        return self._delete("delete_file", *a)
-
-    def delete_dir(self, *a):
-        return self._delete("delete_dir", *a)
-
-
-if AFTER >= 0:
-    real = storage.filesystem
-    storage.filesystem = lambda scheme: Failing(real(scheme))
-
-from kseg.cli import run
-sys.argv = ["kseg", *sys.argv[1:]]
-sys.exit(run())
-'''
-
+KSEG = "import sys; from kseg.cli.main import main; sys.argv[0] = 'kseg'; main()"
 
 @pytest.fixture
 def s3(object_store, tmp_path):
@@ -99,9 +50,8 @@ def logdir(tmp_path) -> Path:
     return d
 
 
-def kseg(env: dict, *args, fail_after: int = -1, deletes_fail: bool = False) -> subprocess.CompletedProcess:
-    e = dict(env, KSEG_TEST_FAIL_COPY_AFTER=str(fail_after), KSEG_TEST_DELETES_FAIL="1" if deletes_fail else "0")
-    return subprocess.run([sys.executable, "-c", CHILD, *map(str, args)], capture_output=True, text=True, env=e,
+def kseg(env: dict, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", KSEG, *map(str, args)], capture_output=True, text=True, env=env,
                           timeout=120)
 
 
@@ -204,65 +154,6 @@ def test_verify_without_a_manifest_is_as_before(s3, logdir) -> None:
 
 
 # --------------------------------------------------------------------------- the store failing
-
-
-LINE = re.compile(r"^kseg: error: (?P<out>s3://\S+): cannot publish: (?P<why>.+?); (?P<rest>.*)$")
-
-
-def test_store_down_during_the_final_copy(s3, logdir) -> None:
-    """Two objects copied, then the store fails (copies and deletes): exit 2, no summary line,
-    one line naming both prefixes and the command that removes them; no manifest."""
-    env, tmp, fs = s3
-    prefix = "kseg-test/publish-down"
-    fs.delete_dir_contents(prefix, missing_dir_ok=True)
-    r = kseg(env, "up-convert", logdir, "-o", f"s3://{prefix}/out", "--to-magic", "2",
-             fail_after=2, deletes_fail=True)
-    assert r.returncode == 2, r.stderr
-    assert "wrote" not in r.stderr and "Traceback" not in r.stderr
-    [line] = r.stderr.splitlines()
-    m = LINE.match(line)
-    assert m and m["out"] == f"s3://{prefix}/out" and "Connection refused" in m["why"], line
-    staged = [k for k in keys(fs, prefix) if not k.startswith("out/")]
-    staging = staged[0].split("/")[0]
-    assert re.fullmatch(r"\.out\.kseg-tmp-[0-9a-f]{12}", staging), staged
-    out_keys = keys(fs, f"{prefix}/out")
-    assert len(out_keys) == 2 and MANIFEST not in out_keys  # what is left cannot pass for complete
-    endpoint = env["AWS_ENDPOINT_URL_S3"]
-    assert m["rest"] == (
-        f"left: s3://{prefix}/out/ (2 of {len(staged)} object(s)), s3://{prefix}/{staging}/ ({len(staged)} object(s)); "
-        f"remove them with: aws s3 rm --recursive --endpoint-url {endpoint} s3://{prefix}/out/ && "
-        f"aws s3 rm --recursive --endpoint-url {endpoint} s3://{prefix}/{staging}/"), line
-    v = kseg(env, "verify", f"s3://{prefix}/out")
-    assert MANIFEST not in v.stdout
-    # the command named removes everything the run left
-    for url in re.findall(r"rm --recursive --endpoint-url \S+ s3://(\S+)/", line):
-        fs.delete_dir(url)
-    assert keys(fs, prefix) == {} and os.listdir(tmp) == []
-
-
-def test_copy_failing_cleans_up(s3, logdir) -> None:
-    """The copy fails, the store still deletes: what was copied and the staging go, and the line says so."""
-    env, tmp, fs = s3
-    prefix = "kseg-test/publish-cleaned"
-    fs.delete_dir_contents(prefix, missing_dir_ok=True)
-    r = kseg(env, "up-convert", logdir, "-o", f"s3://{prefix}/out", "--to-magic", "2", fail_after=3)
-    assert r.returncode == 2, r.stderr
-    [line] = r.stderr.splitlines()
-    assert LINE.match(line) and line.endswith("; nothing was left behind"), line
-    assert keys(fs, prefix) == {} and os.listdir(tmp) == []
-
-
-def test_summary_comes_after_publishing(s3, logdir) -> None:
-    """The summary line names the output once it is in place: the manifest is there when it is printed
-    (here: the line is the last thing on stderr, and exit 0 means the commit finished)."""
-    env, tmp, fs = s3
-    prefix = "kseg-test/publish-order"
-    fs.delete_dir_contents(prefix, missing_dir_ok=True)
-    r = kseg(env, "compact", logdir, "-o", f"s3://{prefix}/out", "--format", "json")
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout) and MANIFEST in keys(fs, f"{prefix}/out")
-    r = kseg(env, "compact", logdir, "-o", f"s3://{prefix}/out2", fail_after=0)
-    assert r.returncode == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1, r.stdout + r.stderr
 
 
 # --------------------------------------------------------------------------- kseg spark's staging

@@ -7,13 +7,12 @@ Exit 0 every record written, 1 damage stopped the run (nothing written) or was l
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
 from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded, max_decompressed_option, record_filter_options
-from kseg.cli.storage import LOCATION
+from kseg.cli.storage import LOCATION, remote_output, say_report
 from kseg.errors import InputError
 from kseg.ops.columns import RECORD_COLUMNS, check_columns
 from kseg.ops.export import COMPRESSIONS, FORMATS, ExportOptions, export
@@ -36,7 +35,7 @@ CODECS = sorted({c for names in COMPRESSIONS.values() for c in names})
 
 @click.command("export")
 @click.argument("input_path", metavar="INPUT", type=LOCATION)
-@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
+@click.option("-o", "--output", type=LOCATION, required=True,
               help="Output folder (one <topic>-<partition> file per partition); for a segment file or a partition "
                    "folder, a file name ending in .parquet (or .arrow, .feather) names the file itself.")
 @click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="parquet", show_default=True,
@@ -54,6 +53,7 @@ CODECS = sorted({c for names in COMPRESSIONS.values() for c in names})
 @click.option("--force", is_flag=True, help="Replace an existing output (only one kseg exported).")
 @max_decompressed_option
 @guarded
+@remote_output
 def export_cmd(input_path: Path, output: Path, fmt: str, columns: tuple[str, ...] | None, compression: str | None,
                from_offset: int | None, to_offset: int | None, from_time: int | None, to_time: int | None,
                include_control: bool, on_damage: str, force: bool, max_decompressed_bytes: int) -> None:
@@ -66,5 +66,5 @@ def export_cmd(input_path: Path, output: Path, fmt: str, columns: tuple[str, ...
     read = ReadFilter(from_offset, to_offset, from_time, to_time, include_control, on_damage, max_decompressed_bytes)
     o = ExportOptions(fmt=fmt, columns=columns, read=read, compression=compression, force=force)
     report = export(input_path, output, o)
-    write_export(report, sys.stdout)
+    say_report(lambda out: write_export(report, out))
     raise SystemExit(EXIT_OK if report.ok else EXIT_DATA)

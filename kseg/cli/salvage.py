@@ -6,20 +6,19 @@ Exit 0 nothing lost, 1 something was lost, 2 bad usage or unreadable input.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
 from kseg.cli.common import EXIT_DATA, EXIT_OK, SIZE, guarded, index_interval_option, max_decompressed_option
-from kseg.cli.storage import LOCATION
+from kseg.cli.storage import LOCATION, remote_output, say_report
 from kseg.ops.salvage import DEFAULT_MAX_BATCH_BYTES, SalvageOptions, salvage
 from kseg.render.salvage import write_salvage
 
 
 @click.command("salvage")
 @click.argument("input_path", metavar="INPUT", type=LOCATION)
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+@click.option("-o", "--output", type=LOCATION, default=None,
               help="Output .log file, partition folder or log directory (matching INPUT). Required unless --dry-run.")
 @click.option("--dry-run", is_flag=True, help="Report what would be recovered and lost; write nothing.")
 @click.option("--force", is_flag=True, help="Replace an existing output.")
@@ -30,6 +29,7 @@ from kseg.render.salvage import write_salvage
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @max_decompressed_option
 @guarded
+@remote_output
 def salvage_cmd(input_path: Path, output: Path | None, dry_run: bool, force: bool, no_index: bool,
                 max_batch_bytes: int, index_interval_bytes: int, fmt: str, max_decompressed_bytes: int) -> None:
     """Recover every batch the damage did not touch, into a new output.
@@ -42,5 +42,5 @@ def salvage_cmd(input_path: Path, output: Path | None, dry_run: bool, force: boo
     o = SalvageOptions(dry_run=dry_run, force=force, index=not no_index, index_interval_bytes=index_interval_bytes,
                        max_decompressed_bytes=max_decompressed_bytes, max_batch_bytes=max_batch_bytes)
     report = salvage(input_path, output, o)
-    write_salvage(report, sys.stdout, fmt)
+    say_report(lambda out: write_salvage(report, out, fmt))
     raise SystemExit(EXIT_OK if report.ok else EXIT_DATA)

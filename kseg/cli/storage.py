@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import os
+import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TextIO
 
 import click
 
@@ -86,6 +88,21 @@ def say(line: str, *, err: bool = True) -> None:
         click.echo(line, err=err)
     else:
         _said.append((line, err))
+
+
+def say_report(render: Callable[[TextIO], None]) -> None:
+    """A writing command's report (a renderer writing lines to stdout): written now for a
+    local output, after publishing for an ``s3://`` one, naming the output by its URL."""
+    if _said is None:
+        render(sys.stdout)
+        return
+    buf = io.StringIO()
+    render(buf)
+    text = buf.getvalue()
+    for local, url in _shown.items():
+        text = text.replace(local, url)
+    if text:
+        _said.append((text.removesuffix("\n"), False))
 
 
 def remote_output(fn: Callable[..., Any] | None = None, *, merge: bool = False) -> Any:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from kseg.cli.storage import LOCATION
+from kseg.cli.storage import LOCATION, remote_output, say_report
 from kseg.cli.common import (EXIT_DATA, EXIT_OK, guarded, index_interval_option, jobs_option, max_decompressed_option,
                               refuse_unless, time_option)
 from kseg.errors import InputError
@@ -32,7 +32,7 @@ format_option = click.option("--format", "fmt", type=click.Choice(["text", "json
 
 @click.command("repair")
 @click.argument("input_path", metavar="INPUT", type=LOCATION)
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+@click.option("-o", "--output", type=LOCATION, default=None,
               help="Output .log file, partition folder or log directory (matching INPUT). Required unless --dry-run.")
 @click.option("--dry-run", is_flag=True, help="Report what recovery would cut; write nothing.")
 @click.option("--force", is_flag=True, help="Replace an existing output.")
@@ -43,6 +43,7 @@ format_option = click.option("--format", "fmt", type=click.Choice(["text", "json
 @format_option
 @max_decompressed_option
 @guarded
+@remote_output
 def repair_cmd(input_path: Path, output: Path | None, dry_run: bool, force: bool, no_index: bool, salvage_: bool,
                index_interval_bytes: int, fmt: str, max_decompressed_bytes: int) -> None:
     """Recover as the broker does after an unclean shutdown, into a new output.
@@ -56,12 +57,12 @@ def repair_cmd(input_path: Path, output: Path | None, dry_run: bool, force: bool
         so = SalvageOptions(dry_run=dry_run, force=force, index=not no_index,
                             index_interval_bytes=index_interval_bytes, max_decompressed_bytes=max_decompressed_bytes)
         found = salvage(input_path, output, so)
-        write_salvage(found, sys.stdout, fmt)
+        say_report(lambda out: write_salvage(found, out, fmt))
         raise SystemExit(EXIT_OK if found.ok else EXIT_DATA)
     o = RepairOptions(dry_run=dry_run, force=force, index=not no_index, index_interval_bytes=index_interval_bytes,
                       max_decompressed_bytes=max_decompressed_bytes)
     report = repair(input_path, output, o)
-    write_repair(report, sys.stdout, fmt)
+    say_report(lambda out: write_repair(report, out, fmt))
     raise SystemExit(EXIT_OK if report.ok else EXIT_DATA)
 key_decoder_option = click.option("--key-decoder", default="utf8", show_default=True,
                                   help="utf8|hex|base64|int|long|json or module:function.")

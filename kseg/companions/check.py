@@ -801,6 +801,8 @@ def check_segment_companions(
         try:
             log_size = as_path(log_path).stat().st_size
         except OSError as e:
+            if gone(log_path):  # renamed or deleted by retention since it was read: the caller notes it
+                raise FileNotFoundError(2, "No such file or directory", str(log_path)) from None
             return [_finding(ERROR, str(log_path), None, f"cannot read: {e.strerror or e}")]
     out: list[Finding] = []
     if ".index" in paths:

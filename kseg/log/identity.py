@@ -115,13 +115,19 @@ _first: dict[str, Identity] | None = None
 
 
 @contextmanager
-def watching() -> Iterator[None]:
+def watching(root: Any = None) -> Iterator[None]:
     """A writer's run: every segment opened is recorded for ``require_unchanged``, and a file
-    read twice (compact's passes) is compared with what its first read saw."""
+    read twice (compact's passes) is compared with what its first read saw. With ``root`` (the
+    writer's one INPUT), a file under it not found under its name is ``vanished_under``'s error."""
     global _first
     saved, _first = _first, {}
     try:
         yield
+    except FileNotFoundError as e:
+        err = None if root is None else vanished_under(e, root)
+        if err is None:
+            raise
+        raise err from None
     finally:
         _first = saved
 
@@ -224,5 +230,17 @@ def vanished(e: BaseException, inputs: Any) -> InputChangedError | None:
     return InputChangedError(f"{what}: {NOTHING_WRITTEN}", file=str(name))
 
 
+def vanished_under(e: BaseException, root: Any) -> InputChangedError | None:
+    """``vanished`` for any file under the input ``root`` (a segment file or a folder a writer
+    listed): the writers that take one INPUT and list its segments as they go."""
+    name = getattr(e, "filename", None)
+    if name is None or not isinstance(root, Path):
+        return None
+    top, path = os.path.abspath(root), os.path.abspath(name)
+    if path != top and not path.startswith(top.rstrip(os.sep) + os.sep):
+        return None
+    return vanished(e, [name])
+
+
 __all__ = ["Change", "Identity", "InputChangedError", "change", "follow", "opened", "renamed",
-           "renamed_note", "require_unchanged", "vanished", "watched", "watching"]
+           "renamed_note", "require_unchanged", "vanished", "vanished_under", "watched", "watching"]

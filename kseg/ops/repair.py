@@ -392,7 +392,7 @@ def repair(input_path: Path, output: Path | None, o: RepairOptions) -> RepairRep
     folder of the same shape); with ``o.dry_run`` only report. An input that changes during
     the run (a live broker, retention) publishes nothing: the cut would describe a file that
     no longer is (``kseg.log.identity``)."""
-    with identity.watching():
+    with identity.watching(as_path(input_path)):  # a segment listed, then renamed or deleted by retention
         return _repair(input_path, output, o)
 
 

@@ -469,7 +469,7 @@ def salvage(input_path: Path, output: Path | None, o: SalvageOptions) -> Salvage
     """Salvage a .log file, a partition folder or a log directory into ``output`` (a file or
     folder of the same shape); with ``o.dry_run`` only report. An input that changes during the
     run publishes nothing (``kseg.log.identity``)."""
-    with identity.watching():
+    with identity.watching(as_path(input_path)):  # a segment listed, then renamed or deleted by retention
         return _salvage(input_path, output, o)
 
 
