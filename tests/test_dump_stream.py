@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from children import restore_signals
 from click.testing import CliRunner
 
 from kseg.cli.main import main
@@ -46,7 +47,9 @@ def big_segment(tmp_path_factory) -> Path:
 
 def _kseg(*args: str, **kw) -> subprocess.Popen:
     env = dict(os.environ, PYTHONUNBUFFERED="0")
-    return subprocess.Popen([sys.executable, "-m", "kseg.cli.main", *args], env=env, **kw)
+    # default signal dispositions: a suite started in the background hands its children "ignore SIGINT"
+    return subprocess.Popen([sys.executable, "-m", "kseg.cli.main", *args], env=env, preexec_fn=restore_signals,
+                            **kw)
 
 
 def test_head_ends_quietly(big_segment) -> None:

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from children import restore_signals
 
 pyspark = pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
@@ -585,7 +586,8 @@ def _slow_dump(tmp_path, *pipe):
     env = dict(os.environ, PYTHONPATH=str(tmp_path))
     cmd = [sys.executable, "-m", "kseg.cli.main", "spark", "dump", "-r", "--master", "local[1]",
            "--value-decoder", "slowdec:slow", str(FIXTURES)]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True)
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True,
+                            preexec_fn=restore_signals)
 
 
 def _wait_for(path: Path, proc, seconds: float = 240) -> None:

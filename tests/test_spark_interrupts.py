@@ -20,6 +20,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from children import restore_signals
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures" / "logdir"
@@ -55,7 +56,7 @@ def start(tmp: Path, mark: str, *args: str) -> subprocess.Popen:
     pytest.importorskip("pyspark")
     return subprocess.Popen([sys.executable, "-m", "kseg.cli.main", "spark", "verify", "--master", "local[1]",
                              *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=restore_signals)
 
 
 def wait_until(proc: subprocess.Popen, ready, seconds: float = 240) -> None:
