@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
+from verify_text import with_paths
 
 from kseg.companions.check import MAX_FINDINGS_PER_FILE, txn_index_findings
 from kseg.companions.read import MAX_LINE_CHARS, MAX_TEXT_BYTES, java_int
@@ -229,7 +230,7 @@ def test_text_companion_errors_are_one_short_line(partition: Path, name: str, co
     code, out, err, _ = kseg("verify", partition)
     no_traceback(out, err)
     assert code == 1, (out, err)
-    mine = [line for line in out.splitlines() if name in line and "error:" in line]
+    mine = [line for line in with_paths(out).splitlines() if name in line and "error:" in line]
     assert len(mine) == 1 and said in mine[0], out
     assert "\x1b" not in out
     code, out, err, _ = kseg("dump", path)

@@ -173,6 +173,9 @@ def test_output_rules(tmp_path: Path) -> None:
     assert run("bundle", FIXTURES_LOGDIR, "-o", out, "--force")[0] == 0 and MANIFEST in members(out)
     code, text = run("bundle", FIXTURES_LOGDIR / "v2-none-0" / "00000000000000000000.log", "-o", tmp_path / "c.tgz")
     assert code == 2 and "log directory" in text
+    code, text = run("bundle", FIXTURES_LOGDIR, "-o", "s3://bucket/b.tar.gz")  # never a local "s3:" folder
+    assert code == 2 and len(text.splitlines()) == 1 and "one local .tar.gz file" in text, text
+    assert not Path("s3:").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b.tar.gz"]
 
 

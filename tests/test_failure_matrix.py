@@ -49,6 +49,7 @@ import click
 import pytest
 import store_faults
 from children import opened, restore_signals, stop_when
+from verify_text import with_paths
 from conftest import strict_json
 
 from kseg.checksums import crc32c
@@ -644,7 +645,7 @@ def test_faults_during_the_run(inputs: Inputs, tmp_path: Path, name: str, fault:
             assert len(run.stderr.strip().splitlines()) <= 1, run.stderr
         if cmd.role == "writer" and run.code != 0:
             assert not out.exists(), f"an output was published by a run that failed:\n{run.stderr}"
-        said = run.stderr + run.stdout
+        said = run.stderr + with_paths(run.stdout)  # verify's findings with their file put back
         if fault == "vanish" and cmd.role != "writer":
             assert f"{second}: the file went away during the run (deleted by retention or renamed by the broker)" \
                 in said, said[-3000:]
@@ -666,6 +667,11 @@ def test_faults_during_the_run(inputs: Inputs, tmp_path: Path, name: str, fault:
                                        "(retention)",
                        "overwrite": f"kseg: error: {first}: the file changed during the run (modified ",
                        "appended": f"kseg: error: {second}: the file changed during the run (size "}[fault]
+            if fault in ("renamed", "renamed_open") and name == "bundle":
+                # bundle takes the companions too: the first of the segment's files it meets renamed
+                seg = second if fault == "renamed" else first
+                changed = tuple(f"kseg: error: {seg.with_suffix(x)}: renamed to {seg.with_suffix(x).name}.deleted "
+                                "during the run (retention)" for x in (".log", ".index", ".timeindex"))
             assert (line.startswith(changed) and line.endswith(
                 "nothing was written; run again when the broker is done with it")) or (
                 fault == "overwrite" and run.code == 1 and line.startswith(f"kseg: error: {first}: ")), line
@@ -962,7 +968,9 @@ READ_FAULTS: dict[str, str] = {"store_killed_reading": "stop:read:2"}
 # writer's -o goes through kseg.cli.storage.remote_output). kseg spark's writers stage through
 # their own prefix: test_publish.py's test_spark_staging_left_is_named, in-process (a JVM per
 # cell is the reason the spark rows take the data faults only).
-PUBLISH_EXEMPT: dict[str, str] = {}
+PUBLISH_EXEMPT: dict[str, str] = {
+    "bundle": "one local .tar.gz file: an object-store output is a usage error (tests/test_bundle.py)",
+}
 MANIFEST = ".kseg-manifest.json"
 PUBLISH_LINE = re.compile(r"^kseg: error: (?P<out>s3://\S+): cannot publish: (?P<why>.+); "
                           r"(?P<rest>left: .*|nothing was left behind)$")
@@ -1132,7 +1140,8 @@ def test_store_killed_while_reading(inputs: Inputs, victims: Victims, tmp_path: 
     assert run.code == 2, (run.code, run.stderr)
     assert "went away" not in run.stderr + run.stdout
     if name == "verify":  # verify reports each unreadable file in its report and checks the rest
-        unread = [x for x in run.stdout.splitlines() if x.startswith(f"  error: {url}/") and ": cannot read: " in x]
+        unread = [x for x in with_paths(run.stdout).splitlines()
+                  if x.startswith(f"  error: {url}/") and ": cannot read: " in x]
         assert unread and not run.error_lines, run.stdout + run.stderr
         return
     [line] = run.error_lines

@@ -15,12 +15,13 @@ import click
 from kseg.cli.common import guarded, index_interval_option, max_decompressed_option, redact_options, redactor_of, \
     time_option
 from kseg.ops.bundle import BundleOptions, bundle
+from kseg.storage import is_remote
 from kseg.render.bundle import write_bundle
 
 
 @click.command("bundle")
 @click.argument("logdir", type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
+@click.option("-o", "--output", type=click.Path(), required=True,
               help="The bundle: a name ending in .tar.gz or .tgz (every kseg command reads it in place).")
 @click.option("--topic", "topics", multiple=True, metavar="TOPIC",
               help="Take this topic's partitions (repeatable). With no --topic, --group or --transactional-id: "
@@ -48,7 +49,7 @@ from kseg.render.bundle import write_bundle
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @max_decompressed_option
 @guarded
-def bundle_cmd(logdir: Path, output: Path, topics: tuple[str, ...], groups: tuple[str, ...],
+def bundle_cmd(logdir: Path, output: str | Path, topics: tuple[str, ...], groups: tuple[str, ...],
                transactional_ids: tuple[str, ...], coordinator_partitions: int, from_offset: int | None,
                to_offset: int | None, from_time: int | None, to_time: int | None, redact: tuple[str, ...],
                redact_key: str | None, show_secrets: bool, force: bool, index_interval_bytes: int, fmt: str,
@@ -61,6 +62,10 @@ def bundle_cmd(logdir: Path, output: Path, topics: tuple[str, ...], groups: tupl
     manifest (kseg-bundle.json: each file's source, size and SHA-256, the kseg version, the
     selection, the redaction). Every kseg command reads the bundle in place.
     """
+    if is_remote(output):  # a URL that Path would fold into a local name (s3:/bucket/...)
+        raise click.BadParameter("a bundle is one local .tar.gz file; copy it to the object store afterwards",
+                                 param_hint="-o/--output")
+    output = Path(output)
     redactor = redactor_of(redact, redact_key)
     o = BundleOptions(topics=topics, groups=groups, transactional_ids=transactional_ids,
                       coordinator_partitions=coordinator_partitions, from_offset=from_offset, to_offset=to_offset,
