@@ -30,6 +30,8 @@ DEFAULT_INDEX_INTERVAL_BYTES = 4096  # index.interval.bytes
 DEFAULT_BATCH_RECORDS = 1000
 DEFAULT_BATCH_BYTES = 1000 * 1024
 DEFAULT_DELETE_RETENTION_MS = 86_400_000  # delete.retention.ms
+# offsets.topic.num.partitions and transaction.state.log.num.partitions
+DEFAULT_COORDINATOR_PARTITIONS = 50
 DEFAULT_PRODUCER_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
 DEFAULT_KEY_MAP_BYTES = 128 * 1024 * 1024  # log.cleaner.dedupe.buffer.size
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024  # segment.bytes

@@ -14,6 +14,7 @@ import click
 
 from kseg.cli.common import guarded, index_interval_option, max_decompressed_option, redact_options, redactor_of, \
     time_option
+from kseg.defaults import DEFAULT_COORDINATOR_PARTITIONS
 from kseg.ops.bundle import BundleOptions, bundle
 from kseg.storage import is_remote
 from kseg.render.bundle import write_bundle
@@ -30,7 +31,7 @@ from kseg.render.bundle import write_bundle
               help="Take the __consumer_offsets partition holding this consumer group (repeatable).")
 @click.option("--transactional-id", "transactional_ids", multiple=True, metavar="ID",
               help="Take the __transaction_state partition holding this transactional id (repeatable).")
-@click.option("--coordinator-partitions", type=click.IntRange(1), default=50, show_default=True,
+@click.option("--coordinator-partitions", type=click.IntRange(1), default=DEFAULT_COORDINATOR_PARTITIONS, show_default=True,
               help="The partition count of __consumer_offsets / __transaction_state (offsets.topic.num.partitions, "
                    "transaction.state.log.num.partitions), for --group and --transactional-id.")
 @click.option("--from-offset", type=int, default=None,

@@ -11,6 +11,7 @@ import click
 
 from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded, jobs_option, refuse_unless, time_option
 from kseg.cli.storage import LOCATION
+from kseg.defaults import DEFAULT_COORDINATOR_PARTITIONS
 from kseg.errors import InputError
 from kseg.ops.state import Limit, coordinator_partition, replay
 from kseg.ops.txn import DEFAULT_MAX_TIMEOUT_MS, explain_transactions
@@ -27,7 +28,7 @@ format_option = click.option("--format", "fmt", type=click.Choice(["text", "json
 @click.option("--coordinator-of", "coordinator_of", default=None, metavar="ID",
               help="Print the __consumer_offsets / __transaction_state partition holding this group or "
                    "transactional id, and stop.")
-@click.option("--partitions", type=click.IntRange(1), default=50, show_default=True,
+@click.option("--partitions", type=click.IntRange(1), default=DEFAULT_COORDINATOR_PARTITIONS, show_default=True,
               help="With --coordinator-of: the topic's partition count (offsets.topic.num.partitions, "
                    "transaction.state.log.num.partitions).")
 @click.option("--show-secrets", is_flag=True,

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from kseg.companions.build import Append, build_indexes
-from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES
+from kseg.defaults import DEFAULT_COORDINATOR_PARTITIONS, DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError
 from kseg.log import identity
 from kseg.log.atomic import TMP_SUFFIX, AtomicFile, check_output
@@ -77,7 +77,7 @@ class BundleOptions:
     topics: tuple[str, ...] = ()
     groups: tuple[str, ...] = ()
     transactional_ids: tuple[str, ...] = ()
-    coordinator_partitions: int = 50
+    coordinator_partitions: int = DEFAULT_COORDINATOR_PARTITIONS
     from_offset: int | None = None
     to_offset: int | None = None
     from_time: int | None = None

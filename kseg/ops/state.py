@@ -42,6 +42,7 @@ from kseg.decoders import decode_record, family_for
 from kseg.decoders.secrets import hide_secrets
 from kseg.decoders.remote_log import PARTITION_DELETE_STATES, SEGMENT_STATES
 from kseg.decoders.share_state import DELIVERY_STATES
+from kseg.defaults import DEFAULT_COORDINATOR_PARTITIONS
 from kseg.errors import InputError, KsegError
 from kseg.formats.attributes import CONTROL_ABORT, CONTROL_COMMIT
 from kseg.log.checks import batch_damage
@@ -130,7 +131,7 @@ def java_string_hash(text: str) -> int:
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
-def coordinator_partition(key: str, partitions: int = 50) -> int:
+def coordinator_partition(key: str, partitions: int = DEFAULT_COORDINATOR_PARTITIONS) -> int:
     """The ``__consumer_offsets`` / ``__transaction_state`` partition a group id or
     transactional id lives in: ``Utils.abs(key.hashCode()) % partitions`` (``Utils.abs``
     maps Integer.MIN_VALUE to 0)."""
