@@ -225,21 +225,21 @@ def _pooled(op: Operation, units: list[Any], opts: Any, jobs: int,
             if g is not None:
                 pending.append((g, executor.submit(_run_group, op, opts, [units[i] for i in g])))
 
-        with uninterrupted():
-            for _ in range(workers * IN_FLIGHT_PER_WORKER):
-                submit()
-        while pending:
-            g, future = pending.popleft()
-            try:
+        try:
+            with uninterrupted():
+                for _ in range(workers * IN_FLIGHT_PER_WORKER):
+                    submit()
+            while pending:
+                g, future = pending.popleft()
                 results = future.result()
-            except BrokenProcessPool:
-                raise InputError("a worker process ended unexpectedly (killed, or out of memory?); "
-                                 "run again with fewer --jobs") from None
-            submit()
-            for i, r in zip(g, results):
-                if progress:
-                    progress(units[i])
-                yield unwrap(r)
+                submit()  # raises too once the pool is broken
+                for i, r in zip(g, results):
+                    if progress:
+                        progress(units[i])
+                    yield unwrap(r)
+        except BrokenProcessPool:
+            raise InputError("a worker process ended unexpectedly (killed, or out of memory?); "
+                             "run again with fewer --jobs") from None
         finished = True
     finally:
         if finished:
