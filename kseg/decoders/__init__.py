@@ -17,6 +17,7 @@ Kafka's own error text in the kafka lines.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from kseg.decoders.parts import HIDDEN_BYTES, KAFKA_VERSIONS, DecodedRecord, Part
@@ -27,20 +28,38 @@ from kseg.log.listing import parse_partition_dir
 from kseg.log.segment import TRANSIENT_SUFFIXES
 from kseg.model import Record
 
-__all__ = ["DECODE_CHOICES", "FAMILIES", "HIDDEN_BYTES", "KAFKA_VERSIONS", "DecodedRecord", "Part",
-           "control_kafka_text", "decode_record", "family_for", "hide_metadata_value", "hide_secrets"]
+__all__ = ["DECODE_CHOICES", "FAMILIES", "FAMILY", "FAMILY_TABLE", "HIDDEN_BYTES", "KAFKA_VERSIONS", "DecodedRecord",
+           "Family", "Part", "control_kafka_text", "decode_record", "family_for", "hide_metadata_value",
+           "hide_secrets"]
 
-FAMILIES = ("offsets", "transactions", "metadata", "share-group-state", "remote-log-metadata")
+
+@dataclass(frozen=True)
+class Family:
+    """One internal topic as the decoders know it. What the layers above add per family (the
+    state replay's applier in ``kseg.ops.state``, its summary in ``kseg.render.answers``) lives
+    in tables of their own keyed by ``name``: a row here naming them, even as a string loaded on
+    use, would point up the layers (tests/test_layers.py). tests/test_families.py holds every
+    such table to exactly these names, so a family without its applier or writer fails there."""
+
+    name: str  # the --decode choice
+    topic: str  # its partition folders are ``<topic>-<n>``
+    decoder: str  # "module:function" decoding one record, loaded with the family's first record
+    secrets: bool = False  # its records can hold secrets (kseg.decoders.secrets hides them)
+
+
+# Every family, in --decode's order. The decoders are named, not imported: a dump of user data
+# never loads the schemas (tests/test_layers.py checks the names as it checks imports).
+FAMILY_TABLE: tuple[Family, ...] = (
+    Family("offsets", "__consumer_offsets", "kseg.decoders.offsets:decode_offsets_record"),
+    Family("transactions", "__transaction_state", "kseg.decoders.transactions:decode_transaction_record"),
+    Family("metadata", "__cluster_metadata", "kseg.decoders.metadata:decode_metadata_record", secrets=True),
+    Family("share-group-state", "__share_group_state", "kseg.decoders.share_state:decode_share_state_record"),
+    Family("remote-log-metadata", "__remote_log_metadata", "kseg.decoders.remote_log:decode_remote_log_record"),
+)
+FAMILY = {f.name: f for f in FAMILY_TABLE}
+FAMILIES = tuple(FAMILY)
 DECODE_CHOICES = ("none", *FAMILIES, "auto")
-
-# Topic folder name (without the partition number) -> family, for --decode auto.
-AUTO_TOPICS = {
-    "__consumer_offsets": "offsets",
-    "__transaction_state": "transactions",
-    "__cluster_metadata": "metadata",
-    "__share_group_state": "share-group-state",
-    "__remote_log_metadata": "remote-log-metadata",
-}
+_BY_TOPIC = {f.topic: f.name for f in FAMILY_TABLE}  # for --decode auto
 
 
 def family_for(path: str | Path, choice: str | None) -> str | None:
@@ -60,24 +79,13 @@ def family_for(path: str | Path, choice: str | None) -> str | None:
     if name.endswith(".checkpoint"):
         return "metadata"
     parsed = parse_partition_dir(p.parent.name)  # a replica the broker renamed too (``...-future``)
-    return AUTO_TOPICS.get(parsed[0]) if parsed else None
-
-
-# family -> "module:function", imported when the first record of the family is decoded: a dump
-# of user data never loads the schemas (tests/test_layers.py checks the table as it checks imports).
-DECODERS = {
-    "offsets": "kseg.decoders.offsets:decode_offsets_record",
-    "transactions": "kseg.decoders.transactions:decode_transaction_record",
-    "metadata": "kseg.decoders.metadata:decode_metadata_record",
-    "share-group-state": "kseg.decoders.share_state:decode_share_state_record",
-    "remote-log-metadata": "kseg.decoders.remote_log:decode_remote_log_record",
-}
+    return _BY_TOPIC.get(parsed[0]) if parsed else None
 
 
 def decode_record(family: str, record: Record, is_control: bool = False) -> DecodedRecord | None:
     """Decode one record of a ``family`` topic; None for records the family does not describe
     (transaction markers in ``__consumer_offsets``, for instance)."""
-    return load(DECODERS[family])(record, is_control)
+    return load(FAMILY[family].decoder)(record, is_control)
 
 
 # Where control_kafka_text lives; only a control record that is not a transaction marker loads it.

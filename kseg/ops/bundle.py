@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from kseg.companions.build import Append, build_indexes
+from kseg.decoders import FAMILY
 from kseg.defaults import DEFAULT_COORDINATOR_PARTITIONS, DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError
 from kseg.log import identity
@@ -60,7 +61,7 @@ from kseg.ops.state import coordinator_partition
 
 MANIFEST = "kseg-bundle.json"
 BUNDLE_SUFFIXES = (".tar.gz", ".tgz")
-OFFSETS_TOPIC, TXN_TOPIC, METADATA_TOPIC = "__consumer_offsets", "__transaction_state", "__cluster_metadata"
+OFFSETS_TOPIC, TXN_TOPIC, METADATA_TOPIC = (FAMILY[f].topic for f in ("offsets", "transactions", "metadata"))
 # Segment files and what is named after a segment (left out with their segment by a window).
 SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")
 # Names the broker gives files it is taking away, and kseg's own temporaries: never evidence.

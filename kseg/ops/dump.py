@@ -12,7 +12,7 @@ from typing import Iterator
 
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.companions.read import offset_index_lookup, time_index_lookup
-from kseg.decoders import HIDDEN_BYTES, decode_record, family_for, hide_secrets
+from kseg.decoders import FAMILY, HIDDEN_BYTES, decode_record, family_for, hide_secrets
 from kseg.errors import KsegError
 from kseg.log.decode import Tail
 from kseg.log.listing import replica_note
@@ -352,7 +352,7 @@ def _batch_event(path: Path, batch: Batch, o: DumpOptions, family: str | None) -
     if family is not None and records is not None and o.records:
 
         decoded = [decode_record(family, r, batch.is_control) for r in records]
-        if not o.show_secrets and family == "metadata":  # the only family with secrets
+        if not o.show_secrets and FAMILY[family].secrets:
             records, decoded = _hidden(records, decoded)
     return BatchEvent(path, batch, first, last, count, batch.crc_valid, records if o.records else None, decoded,
                       spans)

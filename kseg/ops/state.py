@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from kseg.decoders import decode_record, family_for
+from kseg.decoders import FAMILY, decode_record, family_for
 from kseg.decoders.secrets import hide_secrets
 from kseg.decoders.remote_log import PARTITION_DELETE_STATES, SEGMENT_STATES
 from kseg.decoders.share_state import DELIVERY_STATES
@@ -52,12 +52,9 @@ from kseg.log.records import batch_records
 from kseg.log.segment import Segment, base_offset_of, expand_inputs
 from kseg.model import Batch, Record
 
-__all__ = ["Limit", "PartitionState", "StateBatch", "StateReport", "combine_state_batches", "coordinator_partition",
+__all__ = ["APPLIERS", "Limit", "PartitionState", "StateBatch", "StateReport", "combine_state_batches", "coordinator_partition",
            "java_string_hash", "replay"]
 
-TOPIC_OF_FAMILY = {"offsets": "__consumer_offsets", "transactions": "__transaction_state",
-                   "metadata": "__cluster_metadata", "share-group-state": "__share_group_state",
-                   "remote-log-metadata": "__remote_log_metadata"}
 NO_LEADER_CHANGE = -2  # PartitionChangeRecord.leader when the leader stays
 # Where a __consumer_offsets key names its group: the classic records' ``group`` and the
 # KIP-848 consumer, share and streams group records' ``groupId``.
@@ -101,7 +98,7 @@ class PartitionState:
 
     def as_json(self) -> dict[str, Any]:
         named = parse_partition_dir(Path(self.path).name)
-        return {"path": self.path, "topic": TOPIC_OF_FAMILY[self.family], "partition": named[1] if named else None,
+        return {"path": self.path, "topic": FAMILY[self.family].topic, "partition": named[1] if named else None,
                 "records_applied": self.records,
                 "records_not_applied": self.not_applied,
                 "last_offset": self.last_offset, "last_timestamp": self.last_timestamp,
@@ -149,7 +146,7 @@ def _partitions(paths: list[Path]) -> dict[Path, tuple[str, list[Path]]]:
     out: dict[Path, tuple[str, list[Path]]] = {}
     for log in expand_inputs(paths):
         family = family_for(log, "auto")
-        if family not in TOPIC_OF_FAMILY:  # not internal, or a topic state does not replay (share groups, tiering)
+        if family is None:  # user data
             continue
         folder = log.parent
         entry = out.setdefault(folder, (family, []))
@@ -198,7 +195,7 @@ def replay(paths: list[Path], limit: Limit = Limit(), *, show_secrets: bool = Fa
         if family == "metadata":
             start = _start_from_snapshot(ps, folder, files, limit)
             _apply_bootstrap(ps, folder, files)
-        applier = _APPLIERS[family](ps)
+        applier = APPLIERS[family](ps)
         for batch, record, decoded in _records(ps, files, family, start):
             if limit.passed(record):
                 break
@@ -256,7 +253,7 @@ def _start_from_snapshot(ps: PartitionState, folder: Path, files: list[Path], li
 def _bootstrap_files(folder: Path) -> list[Path]:
     """The bootstrap files of a ``__cluster_metadata`` partition folder, the newer kind first."""
     parsed = parse_partition_dir(folder.name)
-    if parsed is None or parsed[0] != TOPIC_OF_FAMILY["metadata"]:
+    if parsed is None or parsed[0] != FAMILY["metadata"].topic:
         return []
     return [p for p in (folder / BOOTSTRAP_SNAPSHOT, folder.parent / BOOTSTRAP_FILE) if p.is_file()]
 
@@ -788,7 +785,8 @@ class _RemoteLogState(_Applier):
         self.ps.state["remote_partitions"] = dict(sorted(self.partitions.items()))
 
 
-_APPLIERS: dict[str, type[_Applier]] = {
+# family -> what replays it: one row per family of kseg.decoders.FAMILY_TABLE (tests/test_families.py).
+APPLIERS: dict[str, type[_Applier]] = {
     "offsets": _OffsetsState, "transactions": _TransactionsState, "metadata": _MetadataImage,
     "share-group-state": _ShareState, "remote-log-metadata": _RemoteLogState,
 }

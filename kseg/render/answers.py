@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 from kseg.ops.state import StateReport
 from kseg.ops.txn import TxnReport
@@ -11,7 +11,7 @@ from kseg.printable import printable
 from kseg.render.human import duration, value
 from kseg.render.jsonout import dumps
 
-__all__ = ["iso_ms", "write_state", "write_txn"]
+__all__ = ["STATE_WRITERS", "iso_ms", "write_state", "write_txn"]
 
 
 def iso_ms(ms: int | None) -> str:
@@ -33,27 +33,13 @@ def write_state(report: StateReport, out: TextIO, fmt: str) -> None:
         at = f", last offset {p.last_offset} at {iso_ms(p.last_timestamp)}" if p.last_offset is not None else ""
         start = f", from snapshot {p.snapshot}" if p.snapshot else ""
         out.write(f"{printable(p.path)}: {p.records} records applied{at}{printable(start)}\n")
-        if p.family == "offsets":
-            _groups(p.state["groups"], out)
-        elif p.family == "transactions":
-            for tid, v in p.state["transactional_ids"].items():
-                parts = printable(",".join(f"{t['topic']}-{n}" for t in v.get("transactionPartitions") or []
-                                           for n in t.get("partitionIds", [])))
-                out.write(f"  {printable(tid)}: producer {value(v.get('producerId'))} epoch {value(v.get('producerEpoch'))} "
-                          f"{value(v.get('state'))} timeout {duration(v.get('transactionTimeoutMs'))} "
-                          f"partitions [{parts}] updated {iso_ms(v.get('transactionLastUpdateTimestampMs'))}\n")
-        elif p.family == "share-group-state":
-            _share_groups(p.state["share_groups"], out)
-        elif p.family == "remote-log-metadata":
-            _remote_partitions(p.state["remote_partitions"], out)
-        else:
-            _image(p.state["image"], out)
+        STATE_WRITERS[p.family](p.state, out)
         for note in p.notes:
             out.write(f"  note: {printable(note)}\n")
 
 
-def _groups(groups: dict[str, Any], out: TextIO) -> None:
-    for name, g in groups.items():
+def _groups(state: dict[str, Any], out: TextIO) -> None:
+    for name, g in state["groups"].items():
         meta = g.get("metadata")
         head = (f" ({value(meta.get('protocolType'))}, generation {value(meta.get('generation'))}, protocol "
                 f"{value(meta.get('protocol'))}, {len(meta.get('members') or [])} member(s))") if meta else ""
@@ -67,8 +53,17 @@ def _groups(groups: dict[str, Any], out: TextIO) -> None:
             out.write(f"    {printable(slot)}\n")
 
 
-def _share_groups(groups: dict[str, Any], out: TextIO) -> None:
-    for name, parts in groups.items():
+def _transactional_ids(state: dict[str, Any], out: TextIO) -> None:
+    for tid, v in state["transactional_ids"].items():
+        parts = printable(",".join(f"{t['topic']}-{n}" for t in v.get("transactionPartitions") or []
+                                   for n in t.get("partitionIds", [])))
+        out.write(f"  {printable(tid)}: producer {value(v.get('producerId'))} epoch {value(v.get('producerEpoch'))} "
+                  f"{value(v.get('state'))} timeout {duration(v.get('transactionTimeoutMs'))} "
+                  f"partitions [{parts}] updated {iso_ms(v.get('transactionLastUpdateTimestampMs'))}\n")
+
+
+def _share_groups(state: dict[str, Any], out: TextIO) -> None:
+    for name, parts in state["share_groups"].items():
         out.write(f"  share group {printable(name)}\n")
         for sp in parts:
             topic = sp.get("topic") or sp["topicId"]
@@ -79,8 +74,8 @@ def _share_groups(groups: dict[str, Any], out: TextIO) -> None:
                       + (f" batches [{batches}]" if batches else "") + "\n")
 
 
-def _remote_partitions(partitions: dict[str, Any], out: TextIO) -> None:
-    for name, p in partitions.items():
+def _remote_partitions(state: dict[str, Any], out: TextIO) -> None:
+    for name, p in state["remote_partitions"].items():
         deleted = f", partition {p['deleteState']}" if p.get("deleteState") else ""
         out.write(printable(f"  {name} ({p['topicId']}): {len(p['segments'])} remote segment(s){deleted}") + "\n")
         for sid, seg in p["segments"].items():
@@ -88,7 +83,8 @@ def _remote_partitions(partitions: dict[str, Any], out: TextIO) -> None:
                       f"{seg['segmentSizeInBytes']} bytes {value(seg['state'])}\n")
 
 
-def _image(img: dict[str, Any], out: TextIO) -> None:
+def _image(state: dict[str, Any], out: TextIO) -> None:
+    img = state["image"]
     for name, t in img["topics"].items():
         out.write(printable(f"  topic {name} ({t['topicId']}): {len(t['partitions'])} partition(s)") + "\n")
         for n, p in sorted(t["partitions"].items(), key=lambda kv: int(kv[0])):
@@ -108,6 +104,14 @@ def _image(img: dict[str, Any], out: TextIO) -> None:
                                     + ", ".join(f"{k}={v}" for k, v in sorted(values.items()))) + "\n")
     if img["acls"]:
         out.write(f"  {len(img['acls'])} ACL(s)\n")
+
+
+# family -> the lines of one partition's replayed state: one row per family of
+# kseg.decoders.FAMILY_TABLE (tests/test_families.py).
+STATE_WRITERS: dict[str, Callable[[dict[str, Any], TextIO], None]] = {
+    "offsets": _groups, "transactions": _transactional_ids, "metadata": _image,
+    "share-group-state": _share_groups, "remote-log-metadata": _remote_partitions,
+}
 
 
 def _ints(xs: Any) -> str:
