@@ -17,6 +17,8 @@ over Ctrl-C before its first heavy import.
 import importlib as _importlib
 from typing import Any as _Any
 
+from kseg.lazy import load as _load
+
 __version__ = "0.1.0"
 
 # public name -> the module that defines it
@@ -35,13 +37,16 @@ _PUBLIC = {
 
 __all__ = sorted(_PUBLIC)
 
+# Library code never activates a plugin registry: the first public name activates
+# $KSEG_PLUGIN_REGISTRY, with the reader of registry files (kseg.ops.registry, above the codecs).
+_USE_ENVIRONMENT_REGISTRY = "kseg.ops.registry:use_environment_registry"
+
 
 def __getattr__(name: str) -> _Any:
     module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module 'kseg' has no attribute {name!r}")
-    # the plugin registry reader lives above the codecs; it is installed with the first public name
-    _importlib.import_module("kseg.ops.registry")
+    _load(_USE_ENVIRONMENT_REGISTRY)()
     value = getattr(_importlib.import_module(module), name)
     globals()[name] = value
     return value

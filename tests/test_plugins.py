@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from kseg.codecs import plugins
-from kseg.ops.registry import load_registry
+from kseg.ops.registry import load_registry, use_registry
 from kseg.cli.main import main
 from kseg.codecs import SNAPPY
 from kseg.log.encode import build_v2_batch
@@ -113,7 +113,7 @@ def register(registry: Path, alias: str, cls: str, version: str = "1.0", *extra)
 
 def kseg_records(folder: Path, registry: Path | None) -> list[tuple]:
     """(offset, timestamp, key, value, headers) read by kseg, with ``registry`` active."""
-    plugins.activate(registry)
+    use_registry(registry)
     out = []
     for seg in partition_segments(folder):
         for b in Segment(seg).batches():
@@ -569,7 +569,7 @@ def test_example_snappy_plugin(tmp_path, registry, monkeypatch):
     assert kseg_records(out, registry) == kseg_records(src, None)
     assert run("plugins", "check", "--registry", registry)[0] == 0
     # it honours the limit the way the built-in does (a bomb is refused before inflating)
-    plugins.activate(registry)
+    use_registry(registry)
     codec = plugins.plugin_codec(1)
     with pytest.raises(DecompressionLimitError):
         codec.decompress(SNAPPY.compress(bytes(1 << 20)), limit=1000)

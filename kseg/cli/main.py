@@ -9,13 +9,14 @@ Each command's module is imported when the command is used (``COMMANDS``), so th
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
 from kseg.cli.common import KsegGroup, State, fail
 from kseg.cli.storage import s3_endpoint_option
-from kseg.codecs.plugins import activate, set_registry_reader
+from kseg.codecs.plugins import Registry, activate
 from kseg.errors import KsegError
 from kseg.lazy import load
 
@@ -45,7 +46,11 @@ COMMANDS = {
 # Registry files (--plugin-registry) are read by kseg.ops.registry, which sits above the codecs:
 # loaded when a registry is first read, not by every command.
 READ_REGISTRY = "kseg.ops.registry:load_registry"
-set_registry_reader(lambda path: load(READ_REGISTRY)(path))
+
+
+def read_registry(path: str | os.PathLike) -> Registry:
+    """``kseg.ops.registry.load_registry``, imported on the first read."""
+    return load(READ_REGISTRY)(path)
 
 
 ACCELERATOR_STATUS = "kseg.log.fast:accelerator_status"
@@ -72,7 +77,7 @@ def main(traceback: bool, plugin_registry: Path | None) -> None:
     """Look inside, verify and convert Apache Kafka log segment files."""
     State.traceback = traceback
     try:
-        activate(plugin_registry)
+        activate(plugin_registry, read_registry)
     except KsegError as e:
         if traceback:
             raise

@@ -13,7 +13,6 @@ import click
 from kseg.cli.common import guarded
 from kseg.codecs.plugins import (
     Registry,
-    activate,
     active_registry_path,
     check_registry,
     describe,
@@ -21,7 +20,7 @@ from kseg.codecs.plugins import (
     self_test,
 )
 from kseg.errors import InputError
-from kseg.ops.registry import load_registry, register
+from kseg.ops.registry import load_registry, register, use_registry
 
 registry_option = click.option(
     "--registry", "registry", type=click.Path(path_type=Path), default=None,
@@ -84,7 +83,7 @@ def register_cmd(registry: Path | None, alias: str, class_name: str | None, vers
     else:
         click.echo(f"plugin {alias!r} is already registered as id {reg.plugin_id} ({class_name}, "
                    f"version {version}); nothing written")
-    activate(active_registry_path())  # forget what was read before the new record
+    use_registry(active_registry_path())  # forget what was read before the new record
 
 
 @plugins.command("list")

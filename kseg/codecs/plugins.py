@@ -26,11 +26,13 @@ still gives them their plugin id, since only the id is on the wire.
 
 The registry is read lazily, on the first plugin batch or plugin alias, from
 the path given to ``activate`` (the CLI's --plugin-registry or
-$KSEG_PLUGIN_REGISTRY); library code that never calls ``activate`` gets
-$KSEG_PLUGIN_REGISTRY. This module holds the registry as data and the codec
+$KSEG_PLUGIN_REGISTRY) with the reader given beside it; the public API
+(``kseg.<name>``) activates $KSEG_PLUGIN_REGISTRY for library code that never
+calls ``activate``. This module holds the registry as data and the codec
 objects; reading and writing registry files is ``kseg.ops.registry``'s job
-(it installs its reader here with ``set_registry_reader``), since a registry
-kept as a topic partition is read with the log layer, which sits above codecs.
+(``use_registry`` activates a path with its reader), since a registry kept as a
+topic partition is read with the log layer, which sits above codecs: whoever
+activates a registry passes the reader down, nothing is installed here by an import.
 """
 
 from __future__ import annotations
@@ -389,6 +391,7 @@ _UNSET: Any = object()
 
 class _Active:
     path: Any = _UNSET  # Path | None once activated
+    reader: Any = None  # the RegistryReader activate was given
     loaded = False
     registry: Registry = Registry(None)
     error: str | None = None  # why the registry could not be read
@@ -400,13 +403,26 @@ class _Active:
 _CODECS: dict[int, PluginCodec] = _Active.codecs  # the hot-path lookup
 
 
-def activate(registry_path: str | os.PathLike | None = None) -> None:
-    """Use this registry from now on (None: no file registry; entry points still count).
+RegistryReader = Callable[["str | os.PathLike"], Registry]
+
+
+def activate(registry_path: str | os.PathLike | None = None, reader: RegistryReader | None = None) -> None:
+    """Use this registry from now on (None: no file registry; entry points still count), read
+    with ``reader`` (``kseg.ops.registry.load_registry``: a registry kept as a topic partition
+    is read with the log layer, above the codecs, so the caller passes it down).
 
     Nothing is read until a plugin is needed.
     """
     _Active.path = None if registry_path is None else Path(registry_path)
+    _Active.reader = reader
     _reset()
+
+
+def activate_default(reader: RegistryReader) -> None:
+    """For library use, which never calls ``activate``: $KSEG_PLUGIN_REGISTRY, read with
+    ``reader``. A registry activated before is kept."""
+    if _Active.path is _UNSET:
+        activate(active_registry_path(), reader)
 
 
 def _reset() -> None:
@@ -426,21 +442,13 @@ def active_registry_path() -> Path | None:
     return _Active.path
 
 
-RegistryReader = Callable[["str | os.PathLike | None"], Registry]
-_reader: list[RegistryReader] = []
-
-
-def set_registry_reader(reader: RegistryReader) -> None:
-    """Install the function that reads a registry path (``kseg.ops.registry`` does, on import)."""
-    _reader[:] = [reader]
-
-
 def _read(path: Path | None) -> Registry:
     if path is None:
         return Registry(None)
-    if not _reader:  # pragma: no cover - kseg/__init__ imports kseg.ops.registry
-        raise InputError("no plugin registry reader is installed (import kseg.ops.registry)")
-    return _reader[0](path)
+    if _Active.reader is None:
+        raise InputError("no plugin registry reader was given (kseg.codecs.plugins.activate, or "
+                         "kseg.ops.registry.use_registry)", file=str(path))
+    return _Active.reader(path)
 
 
 def _ensure() -> None:

@@ -3,7 +3,7 @@
 A registry is a ``plugin-python-topic-0`` partition folder (records read with
 the log layer, latest per alias wins, a null value removes the alias) or a JSON
 file of the same records. What the records mean lives in ``kseg.codecs.plugins``;
-importing this module installs ``load_registry`` there as the registry reader.
+``use_registry`` activates a registry there with ``load_registry`` as its reader.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from kseg.codecs.plugins import (
     check_alias,
     check_class_name,
     check_plugin_id,
+    activate,
+    activate_default,
     parse_record,
-    set_registry_reader,
 )
 from kseg.companions.build import build_indexes
 from kseg.decoders.jsonvalue import loads_bounded
@@ -37,7 +38,7 @@ from kseg.log.records import batch_records
 from kseg.log.segment import Segment, base_offset_of, companion_path, partition_segments, segment_file_name
 from kseg.model import make_record
 
-__all__ = ["load_registry", "register"]
+__all__ = ["load_registry", "register", "use_environment_registry", "use_registry"]
 
 
 # --------------------------------------------------------------------------- reading
@@ -235,5 +236,13 @@ def _append_folder(folder: Path, offset: int, key: bytes, value: bytes, timestam
     return f"{log} offset {offset}"
 
 
+def use_registry(path: str | os.PathLike | None) -> None:
+    """Read plugin batches with this registry from now on (``kseg.codecs.plugins.activate``
+    with the reader of registry files)."""
+    activate(path, load_registry)
 
-set_registry_reader(load_registry)
+
+def use_environment_registry() -> None:
+    """$KSEG_PLUGIN_REGISTRY for library code that never activated a registry (the public API
+    calls this with its first name)."""
+    activate_default(load_registry)

@@ -40,10 +40,9 @@ def _activate(registry: str | None) -> None:
     # cyclic collector: move them out of its way, as a fresh single-purpose process has them.
     gc.freeze()
     if registry:
-        from kseg.codecs.plugins import activate
-        from kseg.ops import registry  # noqa: F401 - installs the reader of registry files
+        from kseg.ops.registry import use_registry
 
-        activate(Path(registry))
+        use_registry(Path(registry))
 
 
 # --------------------------------------------------------------------------- split operations

@@ -395,10 +395,9 @@ def write_task(spec: WriteSpec, job_id: str, task: str, batches: Iterable[Any],
                columns: list[str] | None = None) -> tuple[list, dict, str]:
     """Write one task's rows under the staging folder; returns (pieces, stats, staging)."""
     if spec.plugin_registry:
-        from kseg.codecs.plugins import activate
-        from kseg.ops import registry  # noqa: F401 - installs the reader of registry files
+        from kseg.ops.registry import use_registry
 
-        activate(spec.plugin_registry)
+        use_registry(spec.plugin_registry)
     staging = staging_dir(spec, job_id)
     task_rel = Path(f"task-{task}")
     stats: Counter = Counter()
