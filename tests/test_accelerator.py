@@ -8,6 +8,8 @@ hypothesis-generated and mutated buffers. No difference is tolerated.
 
 from __future__ import annotations
 
+import importlib
+import re
 import struct
 from pathlib import Path
 
@@ -24,7 +26,7 @@ from kseg.log.encode import (
 )
 from kseg.errors import KsegError
 from kseg.model import make_record
-from kseg.log.records import payload_bytes
+from kseg.log.records import batch_records, payload_bytes
 
 from conftest import (
     FIXTURES_LOGDIR,
@@ -460,6 +462,54 @@ def test_configure_takes_exactly_the_schema_layout() -> None:
     raw = build_v2_batch([make_record(7, 1, b"k", b"v")], codec=0)
     (batch,) = fast.scan_entries(raw).batches
     assert (batch.offset, batch.crc_valid, batch.record_count) == (7, True, 1)
+
+
+def test_configure_fields_takes_exactly_the_models_fields() -> None:
+    """The accelerator fills kseg.model's NamedTuples by field name: a field it does not know,
+    a missing one or another order is refused or followed, never guessed."""
+    from kseg.model import Batch, Header, Record
+
+    sp = fast._speedups
+    raw = build_v2_batch([make_record(7, 1, b"k", b"v", headers=[("h", b"x")])], codec=0)
+    try:
+        with pytest.raises(ValueError):
+            sp.configure_fields(Batch._fields + ("extra",), Record._fields, Header._fields)
+        with pytest.raises(ValueError):
+            sp.configure_fields(Batch._fields, Record._fields[:-1], Header._fields)
+        with pytest.raises(ValueError):
+            sp.configure_fields(Batch._fields, Record._fields, ("name", "value"))
+        with pytest.raises(RuntimeError):  # a refused call leaves it unconfigured
+            sp.scan(memoryview(raw), 0, True, Batch, 0, -1)
+        # Another order is followed: each field lands where the order given says.
+        sp.configure_fields(tuple(reversed(Batch._fields)), tuple(reversed(Record._fields)),
+                            tuple(reversed(Header._fields)))
+        (flipped,), _, _ = sp.scan(memoryview(raw), 0, True, tuple, 0, -1)
+        assert Batch(*reversed(flipped)).base_offset == 7
+        assert Batch(*reversed(flipped)).record_count == 1
+    finally:
+        sp.configure_fields(Batch._fields, Record._fields, Header._fields)
+    (batch,) = fast.scan_entries(raw).batches
+    (record,) = batch_records(batch)
+    assert (batch.base_offset, record.offset, record.key, record.headers[0].key) == (7, 7, b"k", "h")
+
+
+# The C functions and their Python twins, as _speedups.c's header comment lists them.
+_C_SOURCE = (Path(decode.__file__).parent / "_speedups.c").read_text()
+_TWINS = dict(re.findall(r"^ \*   (\w+) +(kseg\.[\w.]+)$", _C_SOURCE, re.M))
+_METHOD_TABLE = _C_SOURCE[_C_SOURCE.index("static PyMethodDef methods[]"):]
+_METHODS = set(re.findall(r'^    \{"(\w+)", ', _METHOD_TABLE[:_METHOD_TABLE.index("};")], re.M)) - {
+    "configure", "configure_fields"}
+
+
+def test_every_c_function_is_listed_with_its_python_twin() -> None:
+    assert _TWINS and set(_TWINS) == _METHODS, sorted(set(_TWINS) ^ _METHODS)
+
+
+@pytest.mark.parametrize("name", sorted(_TWINS))
+def test_the_listed_twin_exists(name: str) -> None:
+    module, _, function = _TWINS[name].rpartition(".")
+    assert callable(getattr(importlib.import_module(module), function)), _TWINS[name]
+    assert callable(getattr(fast._speedups, name))
 
 
 # --------------------------------------------------------------------------- verify: runs of plain messages

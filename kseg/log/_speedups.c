@@ -1,16 +1,37 @@
 /*
  * Optional accelerator for kseg's hot loops. Every function here has a
- * pure-Python twin in kseg/decode.py, which is the reference: a test feeds
- * both the fixtures, the real segments and random bytes and requires the same
- * results and the same errors (kind and byte position). If this module is not
- * built, kseg runs the Python twins.
+ * pure-Python twin, which is the reference: tests/test_accelerator.py feeds both
+ * the fixtures, the real segments and random bytes and requires the same results
+ * and the same errors (kind and byte position). If this module is not built (or
+ * KSEG_PURE_PYTHON=1), kseg runs the Python twins. Each function and its twin
+ * (tests/test_accelerator.py checks this table against the method table below
+ * and the Python names):
+ *
+ *   C function               Python twin
+ *   decode_v2                kseg.log.decode.decode_v2_records
+ *   scan                     kseg.log.decode.scan_entries
+ *   legacy_record            kseg.log.decode.legacy_record
+ *   legacy_batch_record      kseg.log.decode.legacy_record
+ *   legacy_set               kseg.log.decode.decode_legacy_wrapper
+ *   legacy_crc_mismatches    kseg.log.fast.legacy_crc_mismatches
+ *   encode_v2_records        kseg.log.encode.encode_v2_records_py
+ *   encode_legacy_messages   kseg.log.encode.build_legacy_message_set_py
+ *   plain_spans              kseg.log.decode.legacy_record
+ *   resync                   kseg.log.salvage_scan.find_candidate
+ *   span_columns             kseg.log.span_columns.span_columns_py
+ *
+ * (decode_v2 and legacy_set also give record spans, _spans.h, for the dump's line
+ * writers: their reference is the records the same call decodes; plain_spans the
+ * record legacy_record makes of each message of the run.)
  *
  * Errors are raised as _speedups.DecodeError(kind, message, position, index,
  * expected, found); kseg/log/fast.py turns them into kseg errors.
  *
- * Positions, sizes and masks are not written here: kseg/log/fast.py passes them
- * from the schemas (kseg.layouts.accelerator_layout) to configure() at import,
- * and every function refuses to run before that.
+ * Nothing about the formats or kseg's objects is written here: kseg/log/fast.py
+ * passes the positions, sizes and masks from the schemas
+ * (kseg.layouts.accelerator_layout) to configure(), and the field order of
+ * kseg.model's Batch, Record and Header to configure_fields(), at import; every
+ * function refuses to run before both.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -81,12 +102,82 @@ configure(PyObject *self, PyObject *args, PyObject *kwargs)
     Py_RETURN_NONE;
 }
 
-#define REQUIRE_CONFIGURED                                                               \
-    do {                                                                                 \
-        if (!configured) {                                                               \
-            PyErr_SetString(PyExc_RuntimeError, "kseg.log._speedups: configure() first"); \
-            return NULL;                                                                 \
-        }                                                                                \
+/* ------------------------------------------------------------ the field order */
+
+/* Where kseg.model.Batch, Record and Header keep each field, from configure_fields(): the
+ * tuples made here are instances of those NamedTuples, filled by name, never by a number
+ * written here. */
+static Py_ssize_t B_POSITION, B_SIZE, B_MAGIC, B_BASE_OFFSET, B_CRC, B_ATTRS, B_MAX_TS, B_RAW, B_PLE, B_LOD,
+    B_BASE_TS, B_PID, B_EPOCH, B_SEQ, B_COUNT, N_BATCH_FIELDS;
+static Py_ssize_t R_OFFSET, R_TIMESTAMP, R_KEY, R_VALUE, R_HEADERS, R_STORED_TS, R_ATTRS, R_MAGIC, R_CRC,
+    N_RECORD_FIELDS;
+static Py_ssize_t H_KEY, H_VALUE, N_HEADER_FIELDS;
+static int fields_configured = 0;
+
+typedef struct { const char *name; Py_ssize_t *slot; } FieldSlot;
+static const FieldSlot batch_slots[] = {
+    {"position", &B_POSITION}, {"size", &B_SIZE}, {"magic", &B_MAGIC}, {"base_offset", &B_BASE_OFFSET},
+    {"crc", &B_CRC}, {"attributes", &B_ATTRS}, {"max_timestamp", &B_MAX_TS}, {"raw", &B_RAW},
+    {"partition_leader_epoch", &B_PLE}, {"last_offset_delta", &B_LOD}, {"base_timestamp", &B_BASE_TS},
+    {"producer_id", &B_PID}, {"producer_epoch", &B_EPOCH}, {"base_sequence", &B_SEQ},
+    {"record_count", &B_COUNT},
+};
+static const FieldSlot record_slots[] = {
+    {"offset", &R_OFFSET}, {"timestamp", &R_TIMESTAMP}, {"key", &R_KEY}, {"value", &R_VALUE},
+    {"headers", &R_HEADERS}, {"stored_timestamp", &R_STORED_TS}, {"attributes", &R_ATTRS},
+    {"magic", &R_MAGIC}, {"crc", &R_CRC},
+};
+static const FieldSlot header_slots[] = {{"key", &H_KEY}, {"value", &H_VALUE}};
+/* The Batch fields only v2 has (None in a v0/v1 batch). */
+static Py_ssize_t *const v2_only[] = {&B_PLE, &B_LOD, &B_BASE_TS, &B_PID, &B_EPOCH, &B_SEQ, &B_COUNT};
+#define N_V2_ONLY ((int)(sizeof v2_only / sizeof v2_only[0]))
+#define N_SLOTS(a) ((Py_ssize_t)(sizeof(a) / sizeof((a)[0])))
+
+/* Each name of ``slots`` at its index in ``fields`` (a NamedTuple's _fields), which holds exactly
+ * those names: every item of a tuple made here is set, so a field C does not know is an error. */
+static int
+place_fields(const char *type, PyObject *fields, const FieldSlot *slots, Py_ssize_t n, Py_ssize_t *count)
+{
+    if (!PyTuple_Check(fields) || PyTuple_GET_SIZE(fields) != n) {
+        PyErr_Format(PyExc_ValueError, "%s must have exactly the %zd fields this module fills", type, n);
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        *slots[k].slot = -1;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *f = PyTuple_GET_ITEM(fields, i);
+            if (PyUnicode_Check(f) && PyUnicode_CompareWithASCIIString(f, slots[k].name) == 0) *slots[k].slot = i;
+        }
+        if (*slots[k].slot < 0) {
+            PyErr_Format(PyExc_ValueError, "%s has no field %s", type, slots[k].name);
+            return -1;
+        }
+    }
+    *count = n;
+    return 0;
+}
+
+/* configure_fields(Batch._fields, Record._fields, Header._fields) */
+static PyObject *
+configure_fields(PyObject *self, PyObject *args)
+{
+    PyObject *batch, *record, *header;
+    if (!PyArg_ParseTuple(args, "OOO", &batch, &record, &header)) return NULL;
+    fields_configured = 0;
+    if (place_fields("Batch", batch, batch_slots, N_SLOTS(batch_slots), &N_BATCH_FIELDS) < 0
+        || place_fields("Record", record, record_slots, N_SLOTS(record_slots), &N_RECORD_FIELDS) < 0
+        || place_fields("Header", header, header_slots, N_SLOTS(header_slots), &N_HEADER_FIELDS) < 0)
+        return NULL;
+    fields_configured = 1;
+    Py_RETURN_NONE;
+}
+
+#define REQUIRE_CONFIGURED                                                                           \
+    do {                                                                                             \
+        if (!configured || !fields_configured) {                                                     \
+            PyErr_SetString(PyExc_RuntimeError, "kseg.log._speedups: configure() and configure_fields() first"); \
+            return NULL;                                                                             \
+        }                                                                                            \
     } while (0)
 
 static inline int32_t
@@ -358,10 +449,10 @@ decode_v2(PyObject *self, PyObject *args)
                 if (materialize) {
                     PyObject *k = PyUnicode_DecodeUTF8((const char *)p + hk_at, (Py_ssize_t)hk, "surrogateescape");
                     PyObject *v = nullable(p, &pos, hv);
-                    PyObject *pair = (k && v) ? new_tuple(header_type, 2) : NULL;
+                    PyObject *pair = (k && v) ? new_tuple(header_type, N_HEADER_FIELDS) : NULL;
                     if (!pair) { Py_XDECREF(k); Py_XDECREF(v); Py_DECREF(headers); goto error; }
-                    PyTuple_SET_ITEM(pair, 0, k);
-                    PyTuple_SET_ITEM(pair, 1, v);
+                    PyTuple_SET_ITEM(pair, H_KEY, k);
+                    PyTuple_SET_ITEM(pair, H_VALUE, v);
                     PyTuple_SET_ITEM(headers, (Py_ssize_t)h, pair);
                 } else {
                     if (spans) {
@@ -389,23 +480,23 @@ decode_v2(PyObject *self, PyObject *args)
             rs->offset = (int64_t)((uint64_t)base_offset + (uint64_t)off_delta);
             rs->timestamp = has_lat ? lat : ts;
         } else if (materialize) {
-            PyObject *rec = new_tuple(record_type, 9);
+            PyObject *rec = new_tuple(record_type, N_RECORD_FIELDS);
             if (!rec) { Py_DECREF(headers); goto error; }
             PyObject *key = klen < 0 ? (Py_INCREF(Py_None), Py_None)
                                      : PyBytes_FromStringAndSize((const char *)p + key_at, (Py_ssize_t)klen);
             PyObject *value = vlen < 0 ? (Py_INCREF(Py_None), Py_None)
                                        : PyBytes_FromStringAndSize((const char *)p + value_at, (Py_ssize_t)vlen);
-            PyTuple_SET_ITEM(rec, 0, PyLong_FromLongLong((int64_t)((uint64_t)base_offset + (uint64_t)off_delta)));
-            PyTuple_SET_ITEM(rec, 1, PyLong_FromLongLong(has_lat ? lat : ts));
-            PyTuple_SET_ITEM(rec, 2, key);
-            PyTuple_SET_ITEM(rec, 3, value);
-            PyTuple_SET_ITEM(rec, 4, headers);
-            PyTuple_SET_ITEM(rec, 5, PyLong_FromLongLong(ts));
-            PyTuple_SET_ITEM(rec, 6, PyLong_FromLong(attrs));
+            PyTuple_SET_ITEM(rec, R_OFFSET, PyLong_FromLongLong((int64_t)((uint64_t)base_offset + (uint64_t)off_delta)));
+            PyTuple_SET_ITEM(rec, R_TIMESTAMP, PyLong_FromLongLong(has_lat ? lat : ts));
+            PyTuple_SET_ITEM(rec, R_KEY, key);
+            PyTuple_SET_ITEM(rec, R_VALUE, value);
+            PyTuple_SET_ITEM(rec, R_HEADERS, headers);
+            PyTuple_SET_ITEM(rec, R_STORED_TS, PyLong_FromLongLong(ts));
+            PyTuple_SET_ITEM(rec, R_ATTRS, PyLong_FromLong(attrs));
             Py_INCREF(two);
-            PyTuple_SET_ITEM(rec, 7, two);
+            PyTuple_SET_ITEM(rec, R_MAGIC, two);
             Py_INCREF(Py_None);
-            PyTuple_SET_ITEM(rec, 8, Py_None);
+            PyTuple_SET_ITEM(rec, R_CRC, Py_None);
             if (PyList_Append(out, rec) < 0) { Py_DECREF(rec); goto error; }
             Py_DECREF(rec);
         } else {
@@ -532,31 +623,31 @@ scan(PyObject *self, PyObject *args)
         Py_XDECREF(hi);
         PyObject *raw = slice_obj ? PyObject_GetItem(mv, slice_obj) : NULL;
         Py_XDECREF(slice_obj);
-        PyObject *b = raw ? new_tuple(batch_type, 15) : NULL;
+        PyObject *b = raw ? new_tuple(batch_type, N_BATCH_FIELDS) : NULL;
         if (!b) { Py_XDECREF(raw); goto error; }
-        PyTuple_SET_ITEM(b, 0, PyLong_FromLongLong(base + pos));
-        PyTuple_SET_ITEM(b, 1, PyLong_FromSsize_t(total));
-        PyTuple_SET_ITEM(b, 2, PyLong_FromLong(magic));
-        PyTuple_SET_ITEM(b, 3, PyLong_FromLongLong(be64(e)));
-        PyTuple_SET_ITEM(b, 7, raw);
+        PyTuple_SET_ITEM(b, B_POSITION, PyLong_FromLongLong(base + pos));
+        PyTuple_SET_ITEM(b, B_SIZE, PyLong_FromSsize_t(total));
+        PyTuple_SET_ITEM(b, B_MAGIC, PyLong_FromLong(magic));
+        PyTuple_SET_ITEM(b, B_BASE_OFFSET, PyLong_FromLongLong(be64(e)));
+        PyTuple_SET_ITEM(b, B_RAW, raw);
         if (magic == 2) {
-            PyTuple_SET_ITEM(b, 4, PyLong_FromUnsignedLong(ube32(e + V2_CRC_AT)));
-            PyTuple_SET_ITEM(b, 5, PyLong_FromLong((uint16_t)be16(e + V2_ATTRS_AT)));
-            PyTuple_SET_ITEM(b, 6, PyLong_FromLongLong(be64(e + V2_MAX_TS_AT)));
-            PyTuple_SET_ITEM(b, 8, PyLong_FromLong(be32(e + V2_PLE_AT)));
-            PyTuple_SET_ITEM(b, 9, PyLong_FromLong(be32(e + V2_LOD_AT)));
-            PyTuple_SET_ITEM(b, 10, PyLong_FromLongLong(be64(e + V2_BASE_TS_AT)));
-            PyTuple_SET_ITEM(b, 11, PyLong_FromLongLong(be64(e + V2_PID_AT)));
-            PyTuple_SET_ITEM(b, 12, PyLong_FromLong(be16(e + V2_EPOCH_AT)));
-            PyTuple_SET_ITEM(b, 13, PyLong_FromLong(be32(e + V2_SEQ_AT)));
-            PyTuple_SET_ITEM(b, 14, PyLong_FromLong(be32(e + V2_COUNT_AT)));
+            PyTuple_SET_ITEM(b, B_CRC, PyLong_FromUnsignedLong(ube32(e + V2_CRC_AT)));
+            PyTuple_SET_ITEM(b, B_ATTRS, PyLong_FromLong((uint16_t)be16(e + V2_ATTRS_AT)));
+            PyTuple_SET_ITEM(b, B_MAX_TS, PyLong_FromLongLong(be64(e + V2_MAX_TS_AT)));
+            PyTuple_SET_ITEM(b, B_PLE, PyLong_FromLong(be32(e + V2_PLE_AT)));
+            PyTuple_SET_ITEM(b, B_LOD, PyLong_FromLong(be32(e + V2_LOD_AT)));
+            PyTuple_SET_ITEM(b, B_BASE_TS, PyLong_FromLongLong(be64(e + V2_BASE_TS_AT)));
+            PyTuple_SET_ITEM(b, B_PID, PyLong_FromLongLong(be64(e + V2_PID_AT)));
+            PyTuple_SET_ITEM(b, B_EPOCH, PyLong_FromLong(be16(e + V2_EPOCH_AT)));
+            PyTuple_SET_ITEM(b, B_SEQ, PyLong_FromLong(be32(e + V2_SEQ_AT)));
+            PyTuple_SET_ITEM(b, B_COUNT, PyLong_FromLong(be32(e + V2_COUNT_AT)));
         } else {
-            PyTuple_SET_ITEM(b, 4, PyLong_FromUnsignedLong(ube32(e + LEGACY_CRC_AT)));
-            PyTuple_SET_ITEM(b, 5, PyLong_FromLong(e[LEGACY_ATTRS_AT]));
-            PyTuple_SET_ITEM(b, 6, PyLong_FromLongLong(magic == 1 ? be64(e + V1_TS_AT) : -1));
-            for (int k = 8; k < 15; k++) { Py_INCREF(Py_None); PyTuple_SET_ITEM(b, k, Py_None); }
+            PyTuple_SET_ITEM(b, B_CRC, PyLong_FromUnsignedLong(ube32(e + LEGACY_CRC_AT)));
+            PyTuple_SET_ITEM(b, B_ATTRS, PyLong_FromLong(e[LEGACY_ATTRS_AT]));
+            PyTuple_SET_ITEM(b, B_MAX_TS, PyLong_FromLongLong(magic == 1 ? be64(e + V1_TS_AT) : -1));
+            for (int k = 0; k < N_V2_ONLY; k++) { Py_INCREF(Py_None); PyTuple_SET_ITEM(b, *v2_only[k], Py_None); }
         }
-        for (int k = 0; k < 15; k++) {
+        for (Py_ssize_t k = 0; k < N_BATCH_FIELDS; k++) {
             if (PyTuple_GET_ITEM(b, k) == NULL) { Py_DECREF(b); goto error; }
         }
         if (PyList_Append(out, b) < 0) { Py_DECREF(b); goto error; }
@@ -612,20 +703,20 @@ legacy_record(PyObject *self, PyObject *args)
     key = klen < 0 ? (Py_INCREF(Py_None), Py_None) : PyBytes_FromStringAndSize((const char *)p + pos, klen);
     value = vlen < 0 ? (Py_INCREF(Py_None), Py_None) : PyBytes_FromStringAndSize((const char *)p + vpos, vlen);
     if (!key || !value) goto done;
-    rec = new_tuple(record_type, 9);
+    rec = new_tuple(record_type, N_RECORD_FIELDS);
     if (!rec) goto done;
-    PyTuple_SET_ITEM(rec, 0, PyLong_FromLongLong(offset));
-    PyTuple_SET_ITEM(rec, 1, PyLong_FromLongLong(timestamp));
-    PyTuple_SET_ITEM(rec, 2, key);
-    PyTuple_SET_ITEM(rec, 3, value);
+    PyTuple_SET_ITEM(rec, R_OFFSET, PyLong_FromLongLong(offset));
+    PyTuple_SET_ITEM(rec, R_TIMESTAMP, PyLong_FromLongLong(timestamp));
+    PyTuple_SET_ITEM(rec, R_KEY, key);
+    PyTuple_SET_ITEM(rec, R_VALUE, value);
     key = value = NULL;
     PyObject *empty = PyTuple_New(0);
-    PyTuple_SET_ITEM(rec, 4, empty);
-    PyTuple_SET_ITEM(rec, 5, PyLong_FromLongLong(stored_ts));
-    PyTuple_SET_ITEM(rec, 6, PyLong_FromLong(attrs));
-    PyTuple_SET_ITEM(rec, 7, PyLong_FromLong(magic));
+    PyTuple_SET_ITEM(rec, R_HEADERS, empty);
+    PyTuple_SET_ITEM(rec, R_STORED_TS, PyLong_FromLongLong(stored_ts));
+    PyTuple_SET_ITEM(rec, R_ATTRS, PyLong_FromLong(attrs));
+    PyTuple_SET_ITEM(rec, R_MAGIC, PyLong_FromLong(magic));
     Py_INCREF(crc);
-    PyTuple_SET_ITEM(rec, 8, crc);
+    PyTuple_SET_ITEM(rec, R_CRC, crc);
 done:
     Py_XDECREF(key);
     Py_XDECREF(value);
@@ -781,22 +872,22 @@ legacy_set(PyObject *self, PyObject *args)
             pos += total;
             continue;
         }
-        PyObject *rec = new_tuple(record_type, 9);
+        PyObject *rec = new_tuple(record_type, N_RECORD_FIELDS);
         if (!rec) goto error;
         PyList_SET_ITEM(out, i, rec);
-        PyTuple_SET_ITEM(rec, 0, PyLong_FromLongLong(be64(e) + shift));
-        PyTuple_SET_ITEM(rec, 1, PyLong_FromLongLong(has_lat ? lat : ts));
-        PyTuple_SET_ITEM(rec, 2, klen < 0 ? (Py_INCREF(Py_None), Py_None)
+        PyTuple_SET_ITEM(rec, R_OFFSET, PyLong_FromLongLong(be64(e) + shift));
+        PyTuple_SET_ITEM(rec, R_TIMESTAMP, PyLong_FromLongLong(has_lat ? lat : ts));
+        PyTuple_SET_ITEM(rec, R_KEY, klen < 0 ? (Py_INCREF(Py_None), Py_None)
                                           : PyBytes_FromStringAndSize((const char *)e + kpos + 4, klen));
-        PyTuple_SET_ITEM(rec, 3, vlen < 0 ? (Py_INCREF(Py_None), Py_None)
+        PyTuple_SET_ITEM(rec, R_VALUE, vlen < 0 ? (Py_INCREF(Py_None), Py_None)
                                           : PyBytes_FromStringAndSize((const char *)e + vat + 4, vlen));
         Py_INCREF(empty);
-        PyTuple_SET_ITEM(rec, 4, empty);
-        PyTuple_SET_ITEM(rec, 5, PyLong_FromLongLong(ts));
-        PyTuple_SET_ITEM(rec, 6, PyLong_FromLong(e[LEGACY_ATTRS_AT]));
-        PyTuple_SET_ITEM(rec, 7, PyLong_FromLong(magic));
-        PyTuple_SET_ITEM(rec, 8, PyLong_FromUnsignedLong(ube32(e + LEGACY_CRC_AT)));
-        for (int k = 0; k < 9; k++)
+        PyTuple_SET_ITEM(rec, R_HEADERS, empty);
+        PyTuple_SET_ITEM(rec, R_STORED_TS, PyLong_FromLongLong(ts));
+        PyTuple_SET_ITEM(rec, R_ATTRS, PyLong_FromLong(e[LEGACY_ATTRS_AT]));
+        PyTuple_SET_ITEM(rec, R_MAGIC, PyLong_FromLong(magic));
+        PyTuple_SET_ITEM(rec, R_CRC, PyLong_FromUnsignedLong(ube32(e + LEGACY_CRC_AT)));
+        for (Py_ssize_t k = 0; k < N_RECORD_FIELDS; k++)
             if (PyTuple_GET_ITEM(rec, k) == NULL) goto error;
         pos += total;
     }
@@ -924,10 +1015,10 @@ encode_v2_records(PyObject *self, PyObject *args)
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *r = PySequence_Fast_GET_ITEM(seq, i);
-        if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) < 7) { PyErr_SetString(PyExc_TypeError, "not a Record"); goto error; }
-        long long offset = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 0));
-        long long ts = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 5));
-        long attrs = PyLong_AsLong(PyTuple_GET_ITEM(r, 6));
+        if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != N_RECORD_FIELDS) { PyErr_SetString(PyExc_TypeError, "not a Record"); goto error; }
+        long long offset = PyLong_AsLongLong(PyTuple_GET_ITEM(r, R_OFFSET));
+        long long ts = PyLong_AsLongLong(PyTuple_GET_ITEM(r, R_STORED_TS));
+        long attrs = PyLong_AsLong(PyTuple_GET_ITEM(r, R_ATTRS));
         if (PyErr_Occurred()) goto error;
         long long ts_delta, off_delta;
         if (__builtin_sub_overflow(ts, base_ts, &ts_delta) || __builtin_sub_overflow(offset, base_offset, &off_delta)
@@ -935,11 +1026,11 @@ encode_v2_records(PyObject *self, PyObject *args)
             PyErr_SetString(PyExc_OverflowError, "record timestamp or offset does not fit the batch's base");
             goto error;
         }
-        if (blob_get(PyTuple_GET_ITEM(r, 2), &kb_) < 0) goto error;
-        if (blob_get(PyTuple_GET_ITEM(r, 3), &vb_) < 0) { blob_release(&kb_); goto error; }
+        if (blob_get(PyTuple_GET_ITEM(r, R_KEY), &kb_) < 0) goto error;
+        if (blob_get(PyTuple_GET_ITEM(r, R_VALUE), &vb_) < 0) { blob_release(&kb_); goto error; }
         const char *kp = kb_.ptr, *vp = vb_.ptr;
         Py_ssize_t kl = kb_.len, vl = vb_.len;
-        PyObject *headers = PyTuple_GET_ITEM(r, 4);
+        PyObject *headers = PyTuple_GET_ITEM(r, R_HEADERS);
         PyObject *hseq = PySequence_Fast(headers, "headers must be a sequence");
         if (!hseq) { blob_release(&kb_); blob_release(&vb_); goto error; }
         Py_ssize_t hn = PySequence_Fast_GET_SIZE(hseq);
@@ -962,10 +1053,10 @@ encode_v2_records(PyObject *self, PyObject *args)
             if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
                 Py_DECREF(hseq); PyErr_SetString(PyExc_TypeError, "a header is (key, value)"); goto error;
             }
-            PyObject *kb = PyUnicode_AsEncodedString(PyTuple_GET_ITEM(pair, 0), "utf-8", "surrogateescape");
+            PyObject *kb = PyUnicode_AsEncodedString(PyTuple_GET_ITEM(pair, H_KEY), "utf-8", "surrogateescape");
             if (!kb) { Py_DECREF(hseq); goto error; }
             Blob hv;
-            if (blob_get(PyTuple_GET_ITEM(pair, 1), &hv) < 0) { Py_DECREF(kb); Py_DECREF(hseq); goto error; }
+            if (blob_get(PyTuple_GET_ITEM(pair, H_VALUE), &hv) < 0) { Py_DECREF(kb); Py_DECREF(hseq); goto error; }
             Py_ssize_t hkl = PyBytes_GET_SIZE(kb), hvl = hv.len;
             if (out_reserve(&body, 10 + hkl + (hvl > 0 ? hvl : 0)) < 0) {
                 blob_release(&hv); Py_DECREF(kb); Py_DECREF(hseq); goto error;
@@ -1019,14 +1110,14 @@ encode_legacy_messages(PyObject *self, PyObject *args)
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *r = PySequence_Fast_GET_ITEM(seq, i);
-        if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) < 7) { PyErr_SetString(PyExc_TypeError, "not a Record"); goto error; }
-        long long offset = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 0)) - rel;
-        long long ts = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 5));
-        long attrs = PyLong_AsLong(PyTuple_GET_ITEM(r, 6)) & ~(long)CODEC_MASK;
+        if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != N_RECORD_FIELDS) { PyErr_SetString(PyExc_TypeError, "not a Record"); goto error; }
+        long long offset = PyLong_AsLongLong(PyTuple_GET_ITEM(r, R_OFFSET)) - rel;
+        long long ts = PyLong_AsLongLong(PyTuple_GET_ITEM(r, R_STORED_TS));
+        long attrs = PyLong_AsLong(PyTuple_GET_ITEM(r, R_ATTRS)) & ~(long)CODEC_MASK;
         if (PyErr_Occurred()) goto error;
         Blob kb_, vb_;
-        if (blob_get(PyTuple_GET_ITEM(r, 2), &kb_) < 0) goto error;
-        if (blob_get(PyTuple_GET_ITEM(r, 3), &vb_) < 0) { blob_release(&kb_); goto error; }
+        if (blob_get(PyTuple_GET_ITEM(r, R_KEY), &kb_) < 0) goto error;
+        if (blob_get(PyTuple_GET_ITEM(r, R_VALUE), &vb_) < 0) { blob_release(&kb_); goto error; }
         const char *kp = kb_.ptr, *vp = vb_.ptr;
         Py_ssize_t kl = kb_.len, vl = vb_.len;
         Py_ssize_t head = magic == 1 ? V1_KEY_LEN_AT : V0_KEY_LEN_AT;
@@ -1063,22 +1154,23 @@ error:
 /*
  * legacy_batch_record(batch, record_type) -> record
  * legacy_record for an uncompressed v0/v1 entry taken straight from its Batch tuple
- * (raw 7, magic 2, offset 3, timestamp 6, attributes 5, crc 4): the per-message path
+ * (its raw, magic, base_offset, max_timestamp, attributes and crc): the per-message path
  * of legacy segments, without a Python frame in between.
  */
 static PyObject *
 legacy_batch_record(PyObject *self, PyObject *args)
 {
     PyObject *batch, *record_type;
+    REQUIRE_CONFIGURED;
     if (!PyArg_ParseTuple(args, "OO", &batch, &record_type)) return NULL;
-    if (!PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) < 8) {
+    if (!PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) != N_BATCH_FIELDS) {
         PyErr_SetString(PyExc_TypeError, "not a Batch");
         return NULL;
     }
-    PyObject *ts = PyTuple_GET_ITEM(batch, 6);
-    PyObject *call = Py_BuildValue("(OOOOOOOO)", PyTuple_GET_ITEM(batch, 7), PyTuple_GET_ITEM(batch, 2),
-                                   PyTuple_GET_ITEM(batch, 3), ts, ts, PyTuple_GET_ITEM(batch, 5),
-                                   PyTuple_GET_ITEM(batch, 4), record_type);
+    PyObject *ts = PyTuple_GET_ITEM(batch, B_MAX_TS);
+    PyObject *call = Py_BuildValue("(OOOOOOOO)", PyTuple_GET_ITEM(batch, B_RAW), PyTuple_GET_ITEM(batch, B_MAGIC),
+                                   PyTuple_GET_ITEM(batch, B_BASE_OFFSET), ts, ts, PyTuple_GET_ITEM(batch, B_ATTRS),
+                                   PyTuple_GET_ITEM(batch, B_CRC), record_type);
     if (!call) return NULL;
     PyObject *r = legacy_record(self, call);
     Py_DECREF(call);
@@ -1114,11 +1206,11 @@ plain_spans(PyObject *self, PyObject *args)
     const char *base = NULL;
     for (; i < n; i++) {
         PyObject *b = PyList_GET_ITEM(batches, i);
-        if (!PyTuple_Check(b) || PyTuple_GET_SIZE(b) < 8 || !PyMemoryView_Check(PyTuple_GET_ITEM(b, 7))) break;
-        long magic = PyLong_AsLong(PyTuple_GET_ITEM(b, 2)), attrs = PyLong_AsLong(PyTuple_GET_ITEM(b, 5));
+        if (!PyTuple_Check(b) || PyTuple_GET_SIZE(b) != N_BATCH_FIELDS || !PyMemoryView_Check(PyTuple_GET_ITEM(b, B_RAW))) break;
+        long magic = PyLong_AsLong(PyTuple_GET_ITEM(b, B_MAGIC)), attrs = PyLong_AsLong(PyTuple_GET_ITEM(b, B_ATTRS));
         if (PyErr_Occurred()) goto error;
         if ((magic != 0 && magic != 1) || (attrs & CODEC_MASK)) break;
-        Py_buffer *raw = PyMemoryView_GET_BUFFER(PyTuple_GET_ITEM(b, 7));
+        Py_buffer *raw = PyMemoryView_GET_BUFFER(PyTuple_GET_ITEM(b, B_RAW));
         if (!raw->obj || !PyBytes_Check(raw->obj)) break;
         if (!data) {
             data = raw->obj;
@@ -1135,8 +1227,8 @@ plain_spans(PyObject *self, PyObject *args)
         int32_t vlen = be32(p + pos + 4 + kspan);
         Py_ssize_t vpos = pos + 4 + kspan + 4;
         if (vlen < -1 || vpos + (vlen > 0 ? vlen : 0) != end) break;
-        long long offset = PyLong_AsLongLong(PyTuple_GET_ITEM(b, 3)), ts = PyLong_AsLongLong(PyTuple_GET_ITEM(b, 6));
-        long long crc = PyLong_AsLongLong(PyTuple_GET_ITEM(b, 4));
+        long long offset = PyLong_AsLongLong(PyTuple_GET_ITEM(b, B_BASE_OFFSET)), ts = PyLong_AsLongLong(PyTuple_GET_ITEM(b, B_MAX_TS));
+        long long crc = PyLong_AsLongLong(PyTuple_GET_ITEM(b, B_CRC));
         if (PyErr_Occurred()) goto error;
         int64_t at = (int64_t)((const char *)p - base);
         KsegRecordSpan *r = rs + (i - start);
@@ -1439,6 +1531,8 @@ done:
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "Set the positions, sizes and masks (kseg.layouts.accelerator_layout()); needed before anything else."},
+    {"configure_fields", configure_fields, METH_VARARGS,
+     "Set the field order of kseg.model's Batch, Record and Header (their _fields); needed before anything else."},
     {"decode_v2", decode_v2, METH_VARARGS, "Decode (or, with record_type None, check) v2 records."},
     {"scan", scan, METH_VARARGS, "Split .log bytes into entries (twin of decode.scan_entries)."},
     {"encode_v2_records", encode_v2_records, METH_VARARGS, "The records section of a v2 batch."},

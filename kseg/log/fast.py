@@ -26,6 +26,7 @@ except ImportError:  # pragma: no cover - exercised when the extension is not bu
     _speedups = None
 else:
     _speedups.configure(**accelerator_layout())
+    _speedups.configure_fields(Batch._fields, Record._fields, Header._fields)
 
 ACCELERATED = _speedups is not None and not os.environ.get("KSEG_PURE_PYTHON")
 
