@@ -40,7 +40,7 @@ from kseg.log.encode import build_v2_batch
 from kseg.log.records import batch_records
 from kseg.log.segment import Segment, partition_segments, segment_file_name
 from kseg.model import make_record
-from kseg.ops.dump import file_kind
+from kseg.log.listing import read_kind as file_kind
 
 T0 = 1_700_000_000_000
 OFFSETS_PARTITIONS = 50  # offsets.topic.num.partitions default; the metadata logs below agree

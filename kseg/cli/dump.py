@@ -16,7 +16,8 @@ from kseg.cli.common import (EXIT_DATA, EXIT_USAGE, dump_options, expand_for_dum
                              redact_options, redactor_of, refuse_unless)
 from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.interrupts import Terminated, exit_code
-from kseg.ops.dump import DumpOptions, file_kind
+from kseg.log.listing import read_kind
+from kseg.ops.dump import DumpOptions
 from kseg.ops.dump_split import OPERATION, DumpCounts, DumpJob, LiveTails, dump_counted
 from kseg.ops.executors import execute, here_only
 from kseg.ops.redact import Redactor
@@ -224,7 +225,7 @@ def _drop_stdout() -> None:
 def _dump_format(path: Path, input_format: str | None, fmt: str) -> str:
     if input_format is None and name_format(path) == KAFKA07:  # *.kafka: recognised by name
         return KAFKA07
-    if file_kind(path, strict=fmt == "kafka") == "log":
+    if read_kind(path, strict=fmt == "kafka") == "log":
         return input_format_of(path, input_format)
     return KAFKA
 

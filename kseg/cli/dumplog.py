@@ -31,6 +31,14 @@ from kseg.cli.loading import ignore_interrupts
 from kseg.decoders import KAFKA_VERSIONS
 from kseg.errors import KsegError
 from kseg.interrupts import catching_signals
+from kseg.log.listing import (
+    BOOTSTRAP_FILE,
+    CHECKPOINT_SUFFIX,
+    DUMP_LOG_SUFFIXES,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    PRODUCER_SNAPSHOT_SUFFIX,
+)
 from kseg.ops.dump import BadBatchEvent, FileStart, SkippedEvent, dump_paths
 from kseg.printable import printable
 from kseg.render.dump import ChunkedWriter
@@ -114,10 +122,6 @@ DECODER_CLASSES = {
 #: on stdout each time it loads one); Kafka 4 no longer has them
 DEPRECATED_DECODER_CLASSES = {f"kafka.serializer.{n}": _API + n
                               for n in ("StringDecoder", "LongDecoder", "IntegerDecoder", "DefaultDecoder")}
-
-#: suffixes DumpLogSegments dumps (``.log`` and ``.checkpoint`` as logs); others are ignored with a line
-KAFKA_SUFFIXES = (".log", ".checkpoint", ".index", ".timeindex", ".snapshot", ".txnindex")
-
 
 class ToolError(Exception):
     """Where DumpLogSegments stops (with a Java exception): one line and its exit code."""
@@ -429,18 +433,18 @@ def _dump(run: Run, out: IO[bytes], err: TextIO) -> int:
                 stop = None
                 if suffix is None and _version(run.release) < (4,):
                     stop = ToolError(f"{printable(shown)}: a name without a suffix (Kafka 3.x stops here)")
-                elif suffix not in KAFKA_SUFFIXES:
+                elif suffix not in DUMP_LOG_SUFFIXES:  # others are ignored with a line
                     renderer(FileStart(shown, "unknown", None))
                     renderer(SkippedEvent(shown, "unknown file type"))
                     continue
-                elif suffix in (".log", ".checkpoint"):
+                elif suffix in (LOG_SUFFIX, CHECKPOINT_SUFFIX):
                     stop = decoder_error or max_bytes_error
-                elif suffix == ".index":
+                elif suffix == INDEX_SUFFIX:
                     stop = max_message_error
                 offset = java_long_head(shown.name)
                 if stop is None and not _named_as_kafka_reads(shown.name, suffix, offset):
                     stop = ToolError(f"{printable(shown)}: " + ("not a snapshot's name (<end offset>-<epoch>"
-                                     ".checkpoint)" if suffix == ".checkpoint" else "the name does not start "
+                                     ".checkpoint)" if suffix == CHECKPOINT_SUFFIX else "the name does not start "
                                      "with an offset"))
                 if stop is not None:
                     renderer(FileStart(shown, "unknown", None))  # its "Dumping" line, then the error
@@ -448,9 +452,9 @@ def _dump(run: Run, out: IO[bytes], err: TextIO) -> int:
                 for ev in dump_paths([Path(arg)], options):
                     if isinstance(ev, FileStart):
                         ev = replace(ev, path=_JavaName(str(shown), ev.path),
-                                     base_offset=offset if suffix == ".log" else ev.base_offset)
+                                     base_offset=offset if suffix == LOG_SUFFIX else ev.base_offset)
                         renderer(ev)
-                        if suffix in (".log", ".checkpoint") and negative_max_bytes is not None:
+                        if suffix in (LOG_SUFFIX, CHECKPOINT_SUFFIX) and negative_max_bytes is not None:
                             raise negative_max_bytes  # met when the file is read, after its first lines
                         continue
                     if isinstance(ev, BadBatchEvent):
@@ -476,9 +480,9 @@ def _named_as_kafka_reads(name: str, suffix: str | None, offset: int | None) -> 
     """Whether DumpLogSegments can read the offset (and a snapshot's epoch) from the name: a
     ``.checkpoint`` is ``bootstrap.checkpoint`` or ``<20 digits>-<10 digits>.checkpoint``; a
     ``.snapshot`` needs none; the others start with an offset."""
-    if suffix == ".checkpoint":
-        return name == "bootstrap.checkpoint" or SNAPSHOT_NAME.fullmatch(name) is not None
-    return suffix == ".snapshot" or offset is not None
+    if suffix == CHECKPOINT_SUFFIX:
+        return name == BOOTSTRAP_FILE or SNAPSHOT_NAME.fullmatch(name) is not None
+    return suffix == PRODUCER_SNAPSHOT_SUFFIX or offset is not None
 
 
 def _fail(chunks: Any, err: TextIO, message: str, code: int) -> int:

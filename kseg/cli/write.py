@@ -32,6 +32,7 @@ from kseg.errors import InputError
 from kseg.findings import ERROR
 from kseg.log.atomic import AtomicDir, check_output, write_atomic_many
 from kseg.log.checks import STOP, DamagePolicy, DamageTally, checked_batches, screened
+from kseg.log.listing import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
 from kseg.log.segment import base_offset_of, companion_path, expand_inputs
 from kseg.storage import VANISHED, gone
 from kseg.ops.compact import CompactOptions, compact_job, default_now_ms
@@ -133,7 +134,7 @@ def rebase_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_ind
 def index_cmd(inputs: tuple[Path, ...], mode: str, output: Path | None, force: bool,
               index_interval_bytes: int, on_damage: str) -> None:
     """Check or rebuild the offset and time indexes of segments, partition folders or log directories."""
-    pairs = [(seg, root) for root in inputs for seg in expand_inputs([root]) if seg.suffix == ".log"]
+    pairs = [(seg, root) for root in inputs for seg in expand_inputs([root]) if seg.suffix == LOG_SUFFIX]
     if not pairs:
         raise InputError("no .log segments found", file=str(inputs[0]))
     if mode == "check":
@@ -190,7 +191,8 @@ def index_cmd(inputs: tuple[Path, ...], mode: str, output: Path | None, force: b
             else:
                 folder = building.tmp if root.is_file() else building.tmp.joinpath(*seg.parent.parts[len(root.parts):])
                 folder.mkdir(parents=True, exist_ok=True)
-            index_path, time_path = companion_path(seg, ".index", folder), companion_path(seg, ".timeindex", folder)
+            index_path = companion_path(seg, INDEX_SUFFIX, folder)
+            time_path = companion_path(seg, TIME_INDEX_SUFFIX, folder)
             if building is None:  # beside the segments: written once every segment passed its checks
                 pending.append({index_path: index, time_path: timeindex})
             else:

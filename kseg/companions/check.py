@@ -51,7 +51,21 @@ from kseg.formats.attributes import CONTROL_ABORT, CONTROL_TYPE_NAMES
 from kseg.layouts import ABORTED_TXN_ENTRY
 from kseg.log.control import control_info
 from kseg.log.decode import decode_v2_records, records_region
-from kseg.log.segment import TIERED_EPOCH_SUFFIXES, Segment, base_offset_of, tiered_segment_id
+from kseg.log.listing import (
+    INDEX_SUFFIX,
+    INDEX_SUFFIXES,
+    LEADER_EPOCH_FILE,
+    LOG_SUFFIX,
+    META_PROPERTIES,
+    OFFSET_CHECKPOINTS,
+    PARTITION_METADATA_FILE,
+    PRODUCER_SNAPSHOT_SUFFIX,
+    QUORUM_STATE_FILE,
+    TIERED_EPOCH_SUFFIXES,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+)
+from kseg.log.segment import Segment, base_offset_of, tiered_segment_id
 from kseg.model import Batch
 from kseg.storage import ReadError, as_path, gone, open_input
 
@@ -624,7 +638,7 @@ def check_producer_snapshot(path: str | os.PathLike) -> list[Finding]:
 def check_leader_epoch_checkpoint(path: str | os.PathLike) -> list[Finding]:
     """Parse a leader-epoch-checkpoint; epochs and start offsets must both increase."""
     out: list[Finding] = []
-    data = _read_for_check(path, out, "leader-epoch-checkpoint")
+    data = _read_for_check(path, out, LEADER_EPOCH_FILE)
     if data is None:
         return out
     file = str(path)
@@ -643,7 +657,7 @@ def check_leader_epoch_checkpoint(path: str | os.PathLike) -> list[Finding]:
 
 def check_partition_metadata(path: str | os.PathLike) -> list[Finding]:
     out: list[Finding] = []
-    data = _read_for_check(path, out, "partition.metadata")
+    data = _read_for_check(path, out, PARTITION_METADATA_FILE)
     if data is None:
         return out
     try:
@@ -651,12 +665,6 @@ def check_partition_metadata(path: str | os.PathLike) -> list[Finding]:
     except KsegError as e:
         return [_parse_error(str(path), e)]
     return out
-
-
-# A log directory's own files, by name.
-OFFSET_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
-                      "replication-offset-checkpoint", "cleaner-offset-checkpoint")
-LOG_DIR_TEXT_FILES = OFFSET_CHECKPOINTS + ("meta.properties",)
 
 
 def check_offset_checkpoint(path: str | os.PathLike) -> list[Finding]:
@@ -684,7 +692,7 @@ def check_offset_checkpoint(path: str | os.PathLike) -> list[Finding]:
 
 def check_meta_properties(path: str | os.PathLike) -> list[Finding]:
     out: list[Finding] = []
-    data = _read_for_check(path, out, "meta.properties")
+    data = _read_for_check(path, out, META_PROPERTIES)
     if data is None:
         return out
     try:
@@ -698,7 +706,7 @@ def check_quorum_state(path: str | os.PathLike) -> list[Finding]:
     """quorum-state: the KRaft quorum's JSON object (QuorumStateData), with integer
     ``leaderEpoch`` and ``data_version`` 0 or 1."""
     out: list[Finding] = []
-    data = _read_for_check(path, out, "quorum-state")
+    data = _read_for_check(path, out, QUORUM_STATE_FILE)
     if data is None:
         return out
     file = str(path)
@@ -736,21 +744,21 @@ def check_standalone(path: str | os.PathLike) -> list[Finding]:
     """Check one companion file by itself (no log), chosen by its name."""
     p = Path(path)
     suffix = p.suffix
-    if suffix == ".index":
+    if suffix == INDEX_SUFFIX:
         return check_offset_index(p, None)
-    if suffix == ".timeindex":
+    if suffix == TIME_INDEX_SUFFIX:
         return check_time_index(p, None)
-    if suffix == ".txnindex":
+    if suffix == TXN_INDEX_SUFFIX:
         return check_txn_index(p, None)
-    if suffix == ".snapshot":
+    if suffix == PRODUCER_SNAPSHOT_SUFFIX:
         return check_producer_snapshot(p)
-    if p.name == "leader-epoch-checkpoint" or suffix in TIERED_EPOCH_SUFFIXES:
+    if p.name == LEADER_EPOCH_FILE or suffix in TIERED_EPOCH_SUFFIXES:
         return check_leader_epoch_checkpoint(p)
-    if p.name == "partition.metadata":
+    if p.name == PARTITION_METADATA_FILE:
         return check_partition_metadata(p)
-    if p.name == "quorum-state":
+    if p.name == QUORUM_STATE_FILE:
         return check_quorum_state(p)
-    if p.name == "meta.properties":
+    if p.name == META_PROPERTIES:
         return check_meta_properties(p)
     if p.name in OFFSET_CHECKPOINTS:
         return check_offset_checkpoint(p)
@@ -762,10 +770,10 @@ def companion_paths(log_path: str | os.PathLike) -> dict[str, Path]:
     ``.deleted`` carries over), whether or not they exist."""
     p = as_path(log_path)
     name = p.name
-    stem, sep, rest = name.partition(".log")
+    stem, sep, rest = name.partition(LOG_SUFFIX)
     if not sep:
         return {}
-    return {s: p.with_name(stem + s + rest) for s in (".index", ".timeindex", ".txnindex")}
+    return {s: p.with_name(stem + s + rest) for s in INDEX_SUFFIXES}
 
 
 def check_segment_companions(
@@ -784,7 +792,7 @@ def check_segment_companions(
     paths = {s: q for s, q in companion_paths(log_path).items() if q.is_file()}
     if base is None or not paths:
         return []
-    if batches_summary is None or (controls is None and ".txnindex" in paths):
+    if batches_summary is None or (controls is None and TXN_INDEX_SUFFIX in paths):
 
         seg = Segment(as_path(log_path))  # type: ignore[arg-type]
         try:
@@ -805,12 +813,12 @@ def check_segment_companions(
                 raise FileNotFoundError(2, "No such file or directory", str(log_path)) from None
             return [_finding(ERROR, str(log_path), None, f"cannot read: {e.strerror or e}")]
     out: list[Finding] = []
-    if ".index" in paths:
-        out += check_offset_index(paths[".index"], [(s[0], s[1], s[2]) for s in batches_summary], log_size, base)
-    if ".timeindex" in paths:
-        out += check_time_index(paths[".timeindex"], [(s[0], s[2], s[3], s[1]) for s in batches_summary], base)
-    if ".txnindex" in paths:
-        out += check_txn_index(paths[".txnindex"], controls, base)
+    if INDEX_SUFFIX in paths:
+        out += check_offset_index(paths[INDEX_SUFFIX], [(s[0], s[1], s[2]) for s in batches_summary], log_size, base)
+    if TIME_INDEX_SUFFIX in paths:
+        out += check_time_index(paths[TIME_INDEX_SUFFIX], [(s[0], s[2], s[3], s[1]) for s in batches_summary], base)
+    if TXN_INDEX_SUFFIX in paths:
+        out += check_txn_index(paths[TXN_INDEX_SUFFIX], controls, base)
     return out
 
 
@@ -909,4 +917,4 @@ def companion_log_path(path: str | os.PathLike) -> Path | None:
     dot, plus ``.log``, in the same folder); None for a name without digits there."""
     p = Path(path)
     stem = p.name.split(".")[0]
-    return p.with_name(stem + ".log") if stem.isdigit() else None
+    return p.with_name(stem + LOG_SUFFIX) if stem.isdigit() else None

@@ -40,6 +40,7 @@ from kseg.layouts import (
     SNAPSHOT_HEADER,
     TIME_INDEX_ENTRY,
 )
+from kseg.log.listing import LEADER_EPOCH_FILE, META_PROPERTIES, PARTITION_METADATA_FILE
 from kseg.log.segment import base_offset_of
 from kseg.printable import excerpt as _excerpt
 from kseg.storage import MemberReader, as_path, cannot_read, open_input
@@ -692,7 +693,7 @@ def parse_leader_epoch_checkpoint(data: bytes | str) -> LeaderEpochCheckpoint:
     exactly ``count`` entry lines must follow, each two whitespace-separated integers
     (epoch int32, start offset int64). Errors carry ``where="line N"`` (1-based).
     """
-    lines = _java_lines(data, "leader-epoch-checkpoint")
+    lines = _java_lines(data, LEADER_EPOCH_FILE)
     if not lines:
         return LeaderEpochCheckpoint(None, [])
     version = _java_int(lines[0], 32, 1, "version")
@@ -777,7 +778,7 @@ def parse_meta_properties(data: bytes | str) -> dict[str, str]:
     ``#``/``!`` comments) and check what the broker checks: ``version`` 0 with an integer
     ``broker.id``, or 1 with an integer ``node.id`` and a ``cluster.id``."""
     props: dict[str, str] = {}
-    for n, line in enumerate(_java_lines(data, "meta.properties"), 1):
+    for n, line in enumerate(_java_lines(data, META_PROPERTIES), 1):
         text = line.strip()
         if not text or text[0] in "#!":
             continue
@@ -813,7 +814,7 @@ def parse_partition_metadata(data: bytes | str) -> PartitionMetadata:
     keys to be ``version`` and ``topic_id``. A negative version or the all-zero
     topic id is rejected, as Kafka does.
     """
-    lines = _java_lines(data, "partition.metadata")
+    lines = _java_lines(data, PARTITION_METADATA_FILE)
     fields = []
     for n, key in ((1, "version"), (2, "topic_id")):
         if len(lines) < n:
@@ -999,11 +1000,11 @@ def read_producer_snapshot(path: str | os.PathLike) -> ProducerSnapshot:
 
 
 def read_leader_epoch_checkpoint(path: str | os.PathLike) -> LeaderEpochCheckpoint:
-    return _parse_file(path, parse_leader_epoch_checkpoint, "leader-epoch-checkpoint")
+    return _parse_file(path, parse_leader_epoch_checkpoint, LEADER_EPOCH_FILE)
 
 
 def read_partition_metadata(path: str | os.PathLike) -> PartitionMetadata:
-    return _parse_file(path, parse_partition_metadata, "partition.metadata")
+    return _parse_file(path, parse_partition_metadata, PARTITION_METADATA_FILE)
 
 
 def read_offset_checkpoint(path: str | os.PathLike) -> OffsetCheckpoint:

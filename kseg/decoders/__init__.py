@@ -24,8 +24,7 @@ from kseg.decoders.parts import HIDDEN_BYTES, KAFKA_VERSIONS, DecodedRecord, Par
 from kseg.errors import KsegError
 from kseg.lazy import load
 from kseg.log.control import control_info
-from kseg.log.listing import parse_partition_dir
-from kseg.log.segment import TRANSIENT_SUFFIXES
+from kseg.log.listing import CHECKPOINT_SUFFIX, bare_name, parse_partition_dir
 from kseg.model import Record
 
 __all__ = ["DECODE_CHOICES", "FAMILIES", "FAMILY", "FAMILY_TABLE", "HIDDEN_BYTES", "KAFKA_VERSIONS", "DecodedRecord",
@@ -72,11 +71,7 @@ def family_for(path: str | Path, choice: str | None) -> str | None:
     if choice != "auto":
         return choice
     p = Path(path)
-    name = p.name
-    for t in TRANSIENT_SUFFIXES:
-        if name.endswith(t):
-            name = name[: -len(t)]
-    if name.endswith(".checkpoint"):
+    if bare_name(p.name).endswith(CHECKPOINT_SUFFIX):
         return "metadata"
     parsed = parse_partition_dir(p.parent.name)  # a replica the broker renamed too (``...-future``)
     return _BY_TOPIC.get(parsed[0]) if parsed else None

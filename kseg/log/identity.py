@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from kseg.errors import InputError
+from kseg.log.listing import CLEANED_SUFFIX, DELETED_SUFFIX
 from kseg.storage import VANISHED
 
 # Suffixes the broker gives a segment it is taking away (retention, the cleaner), tried in order.
-RENAMED_SUFFIXES = (".deleted", ".cleaned")
+RENAMED_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX)
 
 NOTHING_WRITTEN = "nothing was written; run again when the broker is done with it"
 

@@ -1,6 +1,9 @@
 """Which files an input holds and how they group: one rule for every command.
 
-A file's kind comes from its name (``FILE_KINDS``, first match wins); a folder's shape from
+Every suffix and whole name a log directory holds is named here once (``LOG_SUFFIX``,
+``INDEX_SUFFIXES``, ``TRANSIENT_SUFFIXES``, ``PARTITION_TEXT_FILES``, ...), beside the segment
+naming rules, with how a file is read (``read_kind``: dump's dispatch). A file's kind in a
+listing comes from its name (``FILE_KINDS``, first match wins); a folder's shape from
 the kinds of the files in it (``folder_listing``), and each shape is read as:
 
 =============  ==========================================================================
@@ -139,7 +142,86 @@ def parse_partition_dir(name: str, parent: str | None = None) -> tuple[str, int]
 
 
 
-# File kinds.
+# File names: every suffix and name a log directory holds, once. Commands ask these (and
+# ``read_kind``, ``bare_name``) instead of spelling a suffix; tests/test_file_kinds.py walks them.
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX = ".index", ".timeindex", ".txnindex"
+PRODUCER_SNAPSHOT_SUFFIX = ".snapshot"
+CHECKPOINT_SUFFIX = ".checkpoint"  # a KRaft snapshot, and the bootstrap
+# A segment's indexes: named after it (its base offset), checked against it.
+INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+# Named by a segment's base offset and verified by themselves: its indexes and the producer snapshot.
+COMPANION_SUFFIXES = (*INDEX_SUFFIXES, PRODUCER_SNAPSHOT_SUFFIX)
+SEGMENT_SUFFIXES = (LOG_SUFFIX, *COMPANION_SUFFIXES)  # every file named by a segment's base offset
+# Names the broker gives a segment (and its companions) on the way out or in: deleted,
+# cleaned, or being swapped in by the cleaner. The file is still what it was.
+DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX = ".deleted", ".cleaned", ".swap"
+TRANSIENT_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)
+KAFKA07_SUFFIXES = (".kafka", ".kafka07")  # pre-0.8 segment files
+# A segment's leader epoch checkpoint in a remote store (LocalTieredStorage, Aiven's plugin):
+# the text of the broker's ``leader-epoch-checkpoint`` as it was when the segment was copied.
+TIERED_EPOCH_SUFFIXES = (".leader_epoch_checkpoint", ".leader-epoch-checkpoint")
+LEADER_EPOCH_FILE, PARTITION_METADATA_FILE, QUORUM_STATE_FILE = (
+    "leader-epoch-checkpoint", "partition.metadata", "quorum-state")
+# A partition folder's text files (quorum-state sits in a KRaft controller's log directory too).
+PARTITION_TEXT_FILES = (LEADER_EPOCH_FILE, PARTITION_METADATA_FILE, QUORUM_STATE_FILE)
+
+# KRaft's bootstrap: the log directory's file (BootstrapDirectory), and the snapshot at offset 0,
+# epoch 0 (Snapshots.BOOTSTRAP_SNAPSHOT_ID) the format command writes into __cluster_metadata-0:
+# the quorum's first voters, and in newer releases the bootstrap records too. Neither is a
+# snapshot of the log: the controller writes the bootstrap records into the log when it first
+# becomes active.
+BOOTSTRAP_FILE = "bootstrap.checkpoint"
+BOOTSTRAP_SNAPSHOT = f"{0:020d}-{0:010d}.checkpoint"
+
+META_PROPERTIES = "meta.properties"
+RECOVERY_POINT_CHECKPOINT, LOG_START_CHECKPOINT, REPLICATION_CHECKPOINT, CLEANER_CHECKPOINT = (
+    "recovery-point-offset-checkpoint", "log-start-offset-checkpoint", "replication-offset-checkpoint",
+    "cleaner-offset-checkpoint")
+OFFSET_CHECKPOINTS = (RECOVERY_POINT_CHECKPOINT, LOG_START_CHECKPOINT, REPLICATION_CHECKPOINT, CLEANER_CHECKPOINT)
+# A log directory's own text files, checked by themselves.
+LOG_DIR_TEXT_FILES = (*OFFSET_CHECKPOINTS, META_PROPERTIES)
+
+# How a file is read, by its suffix (once a transient one is taken off) or, for a partition's
+# text files, its whole name: kafka-dump-log.sh's dispatch (spec §6.2), and kseg's own kinds.
+READ_BY_SUFFIX = {
+    LOG_SUFFIX: "log",
+    CHECKPOINT_SUFFIX: "checkpoint",
+    INDEX_SUFFIX: "index",
+    TIME_INDEX_SUFFIX: "timeindex",
+    TXN_INDEX_SUFFIX: "txnindex",
+    PRODUCER_SNAPSHOT_SUFFIX: "snapshot",
+    **dict.fromkeys(TIERED_EPOCH_SUFFIXES, "leader_epoch"),
+}
+READ_BY_NAME = {LEADER_EPOCH_FILE: "leader_epoch", PARTITION_METADATA_FILE: "partition_metadata",
+                QUORUM_STATE_FILE: "quorum_state"}
+# The suffixes kafka-dump-log.sh itself reads (``.log`` and ``.checkpoint`` as logs); it passes
+# over other names with a line.
+DUMP_LOG_SUFFIXES = tuple(s for s in READ_BY_SUFFIX if s not in TIERED_EPOCH_SUFFIXES)
+
+
+def bare_name(name: str) -> str:
+    """A file's name without the transient suffixes the broker adds (``X.log.deleted`` -> ``X.log``)."""
+    for t in TRANSIENT_SUFFIXES:
+        if name.endswith(t):
+            name = name[: -len(t)]
+    return name
+
+
+def read_kind(path: str | os.PathLike, *, strict: bool = False) -> str:
+    """How a file is read (``READ_BY_SUFFIX``, ``READ_BY_NAME``); ``0.log.deleted`` is a log.
+    With ``strict`` (kafka-dump-log.sh's rule) other names are "unknown", else read as logs."""
+    whole = Path(path).name if isinstance(path, str) else path.name  # type: ignore[union-attr]
+    name = bare_name(whole)
+    if name in READ_BY_NAME:
+        return READ_BY_NAME[name]
+    kind = READ_BY_SUFFIX.get(Path(name).suffix)
+    if kind is None:
+        return "unknown" if strict or Path(whole).suffix in TRANSIENT_SUFFIXES else "log"
+    return kind
+
+
+# File kinds: how a listing groups a file.
 SEGMENT = "segment"  # <20 digits>.log, or tiered storage's <offset>-<segment id>.log
 TRANSIENT = "transient"  # a segment on its way out or in: .log.deleted, .log.cleaned, .log.swap
 KRAFT_SNAPSHOT = "kraft-snapshot"  # <end offset>-<epoch>.checkpoint in __cluster_metadata-0
@@ -152,30 +234,25 @@ PARTITION_TEXT = "partition-text"  # leader-epoch-checkpoint, partition.metadata
 LOG_DIR_TEXT = "log-dir-text"  # the log directory's checkpoints, meta.properties, bootstrap.checkpoint
 OTHER = "other"  # not Kafka's: never read
 
-# KRaft's bootstrap: the log directory's file (BootstrapDirectory), and the snapshot at offset 0,
-# epoch 0 (Snapshots.BOOTSTRAP_SNAPSHOT_ID) the format command writes into __cluster_metadata-0:
-# the quorum's first voters, and in newer releases the bootstrap records too. Neither is a
-# snapshot of the log: the controller writes the bootstrap records into the log when it first
-# becomes active.
-BOOTSTRAP_FILE = "bootstrap.checkpoint"
-BOOTSTRAP_SNAPSHOT = f"{0:020d}-{0:010d}.checkpoint"
 
-OFFSET_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
-                      "replication-offset-checkpoint", "cleaner-offset-checkpoint")
+def _any(names: tuple[str, ...]) -> str:
+    return "(?:" + "|".join(re.escape(n) for n in names) + ")"
 
+
+_LOG = re.escape(LOG_SUFFIX)
 # name pattern -> kind; the first that matches the whole name wins.
 FILE_KINDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.S), k) for p, k in (
-    (r"\d{20}\.log", SEGMENT),
-    (rf"\d{{1,20}}-{KAFKA_UUID}\.log", SEGMENT),
-    (r"\d{20}\.log\.(deleted|cleaned|swap)", TRANSIENT),
-    (r"\d{20}-\d{10}\.checkpoint", KRAFT_SNAPSHOT),
-    (r".*\.log", LOOSE_LOG),
-    (r".*\.(kafka|kafka07)", KAFKA07),
-    (r".*\.(index|timeindex|txnindex)", INDEX),
-    (r".*\.snapshot", PRODUCER_SNAPSHOT),
-    (r".*\.(leader_epoch_checkpoint|leader-epoch-checkpoint)", TIERED_EPOCH),
-    (r"leader-epoch-checkpoint|partition\.metadata|quorum-state", PARTITION_TEXT),
-    ("|".join(re.escape(n) for n in OFFSET_CHECKPOINTS + ("meta.properties", BOOTSTRAP_FILE)), LOG_DIR_TEXT),
+    (rf"\d{{20}}{_LOG}", SEGMENT),
+    (rf"\d{{1,20}}-{KAFKA_UUID}{_LOG}", SEGMENT),
+    (rf"\d{{20}}{_LOG}{_any(TRANSIENT_SUFFIXES)}", TRANSIENT),
+    (rf"\d{{20}}-\d{{10}}{re.escape(CHECKPOINT_SUFFIX)}", KRAFT_SNAPSHOT),
+    (rf".*{_LOG}", LOOSE_LOG),
+    (rf".*{_any(KAFKA07_SUFFIXES)}", KAFKA07),
+    (rf".*{_any(INDEX_SUFFIXES)}", INDEX),
+    (rf".*{re.escape(PRODUCER_SNAPSHOT_SUFFIX)}", PRODUCER_SNAPSHOT),
+    (rf".*{_any(TIERED_EPOCH_SUFFIXES)}", TIERED_EPOCH),
+    (_any(PARTITION_TEXT_FILES), PARTITION_TEXT),
+    (_any(LOG_DIR_TEXT_FILES + (BOOTSTRAP_FILE,)), LOG_DIR_TEXT),
 ))
 
 # Kinds read as log entries on their own when not part of a partition's run.
@@ -273,8 +350,7 @@ def partition_listing(folder: Path, root: Path, files: list[tuple[Path, str]] | 
     files = _files(folder) if files is None else files
     segs = sorted((p for p, k in files if k == SEGMENT), key=lambda p: base_offset_of(p.name))  # type: ignore[arg-type,return-value]
     side = ([p for p, k in files if k == PRODUCER_SNAPSHOT]
-            + [folder / n for n in ("leader-epoch-checkpoint", "partition.metadata", "quorum-state")
-               if any(p.name == n for p, _ in files)]
+            + [folder / n for n in PARTITION_TEXT_FILES if any(p.name == n for p, _ in files)]
             + [p for p, k in files if k == TIERED_EPOCH])
     groups = [Group(RUN, tuple(segs), folder, tuple(side), _rel(folder, root), replica_kind(folder.name))] if segs else []
     # Beside a run, the others are the partition's side files (verify checks each on its own;
@@ -298,11 +374,11 @@ def _log_dir_partitions(root: Path) -> list[Path]:
     for child in root.iterdir():
         if not child.is_dir():
             continue
-        if parse_partition_dir(child.name) and any(p.suffix == ".log" for p in child.iterdir()):
+        if parse_partition_dir(child.name) and any(p.suffix == LOG_SUFFIX for p in child.iterdir()):
             found.append(child)
         elif TIERED_TOPIC_DIR.match(child.name):  # Aiven's <topic>-<topic id>/<partition>/
             found.extend(g for g in child.iterdir() if g.is_dir() and g.name.isdigit()
-                         and any(p.suffix == ".log" for p in g.iterdir()))
+                         and any(p.suffix == LOG_SUFFIX for p in g.iterdir()))
     return sorted(found, key=_folder_order)
 
 
@@ -314,7 +390,7 @@ def folder_listing(folder: Path, root: Path | None = None, depth: int = 0) -> tu
     if SEGMENT in kinds:
         return PARTITION, partition_listing(folder, root, files)
     parts = _log_dir_partitions(folder)
-    own = [p for p, k in files if k in LOG_DIR_OWN or p.name == "quorum-state"]
+    own = [p for p, k in files if k in LOG_DIR_OWN or p.name == QUORUM_STATE_FILE]
     extras = [p for p, k in files if k in ALONE_KINDS]
     if parts or own:  # a log directory: files beside its partitions are checked by verify only
         groups = [Group(SIDE, (p,), None, (), _rel(p, root)) for p in own + extras]

@@ -22,6 +22,7 @@ from kseg.log.fast import scan_entries
 from kseg.log import identity
 from kseg.log.listing import (  # the naming rules, beside the table of file kinds
     KAFKA_UUID,
+    LOG_SUFFIX,
     OFFSET_DIGITS,
     PARTITION_DIR,
     STDIN,
@@ -40,17 +41,6 @@ from kseg.storage import ArchivePath, RemotePath, as_path, cannot_read
 
 CHUNK_SIZE = 8 * 1024 * 1024
 STEP_ENTRIES = 512
-KAFKA07_SUFFIXES = (".kafka", ".kafka07")  # pre-0.8 segment files
-
-
-# Names the broker gives a segment (and its companions) on the way out or in: deleted,
-# cleaned, or being swapped in by the cleaner. The file is still what it was.
-TRANSIENT_SUFFIXES = (".deleted", ".cleaned", ".swap")
-
-
-# A segment's leader epoch checkpoint in a remote store (LocalTieredStorage, Aiven's plugin):
-# the text of the broker's ``leader-epoch-checkpoint`` as it was when the segment was copied.
-TIERED_EPOCH_SUFFIXES = (".leader_epoch_checkpoint", ".leader-epoch-checkpoint")
 
 
 def tiered_segment_id(path: str | os.PathLike) -> str | None:
@@ -98,7 +88,7 @@ def is_input_file(path: str | os.PathLike) -> bool:
     return is_stdin(path) or (os.path.exists(path) and not os.path.isdir(path))
 
 
-def segment_file_name(base_offset: int, suffix: str = ".log") -> str:
+def segment_file_name(base_offset: int, suffix: str = LOG_SUFFIX) -> str:
     """A segment's (or a companion's) file name: the base offset in 20 digits, then the suffix."""
     return f"{base_offset:020d}{suffix}"
 
@@ -362,7 +352,7 @@ def strict_batches(path: str | os.PathLike) -> Iterator[Batch]:
 def partition_segments(folder: str | os.PathLike) -> list[Path]:
     """The .log files of a partition folder, in base-offset order."""
     folder = as_path(folder)
-    logs = [p for p in folder.iterdir() if p.suffix == ".log" and base_offset_of(p) is not None]
+    logs = [p for p in folder.iterdir() if p.suffix == LOG_SUFFIX and base_offset_of(p) is not None]
     return sorted(logs, key=lambda p: base_offset_of(p))  # type: ignore[arg-type, return-value]
 
 

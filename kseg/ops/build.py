@@ -31,6 +31,7 @@ from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES
 from kseg.errors import DataError, InputError, KsegError
 from kseg.facts.log_entry import LOG_OVERHEAD, SIZE_POSITION
 from kseg.log.atomic import AtomicDir, check_output, write_atomic
+from kseg.log.listing import TXN_INDEX_SUFFIX
 from kseg.log.segment import Segment, base_offset_of, companion_path, partition_of, segment_file_name
 from kseg.model import Record
 from kseg.ops.build_batch import Disagreement, encode_batch
@@ -172,7 +173,7 @@ def _write_txn_indexes(logs: list[Path]) -> None:
             if entry is not None:
                 entries.append(entry)
         if entries:
-            write_atomic(companion_path(log, ".txnindex"), build_txn_index(entries))
+            write_atomic(companion_path(log, TXN_INDEX_SUFFIX), build_txn_index(entries))
 
 
 def build(lines: Iterable[str | bytes | dict | BatchLine], output: Path, options: BuildOptions = BuildOptions(), *,

@@ -45,11 +45,17 @@ from kseg.log import identity
 from kseg.log.atomic import TMP_SUFFIX, AtomicFile, check_output
 from kseg.log.listing import (
     BOOTSTRAP_FILE,
+    CHECKPOINT_SUFFIX,
+    INDEX_SUFFIX,
+    INDEX_SUFFIXES,
     LIVE,
     LOG_DIR,
     LOG_DIRS,
+    LOG_SUFFIX,
     LOOSE,
     PARTITION,
+    TIME_INDEX_SUFFIX,
+    TRANSIENT_SUFFIXES,
     list_input,
     parse_partition_dir,
     replica_kind,
@@ -63,9 +69,9 @@ MANIFEST = "kseg-bundle.json"
 BUNDLE_SUFFIXES = (".tar.gz", ".tgz")
 OFFSETS_TOPIC, TXN_TOPIC, METADATA_TOPIC = (FAMILY[f].topic for f in ("offsets", "transactions", "metadata"))
 # Segment files and what is named after a segment (left out with their segment by a window).
-SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")
+SEGMENT_SUFFIXES = (LOG_SUFFIX, *INDEX_SUFFIXES)
 # Names the broker gives files it is taking away, and kseg's own temporaries: never evidence.
-SKIPPED_SUFFIXES = (".deleted", ".cleaned", ".swap", TMP_SUFFIX)
+SKIPPED_SUFFIXES = (*TRANSIENT_SUFFIXES, TMP_SUFFIX)
 HIDDEN_SECRETS = ("hidden: SCRAM salts and keys, delegation token ids and sensitive configuration values in the "
                   "KRaft metadata log, its snapshots and bootstrap.checkpoint replaced by [hidden] (the files "
                   "holding any rebuilt and marked redacted)")
@@ -252,8 +258,8 @@ def plan(root: Path, o: BundleOptions, notes: list[str]) -> tuple[list[Take], di
                   for p in sorted(root.iterdir()) if not _skipped(p)]
     for (topic, n), folder in chosen.items():
         # Segments first: a redacted segment's indexes are rebuilt from its new bytes.
-        files = sorted((p for p in folder.iterdir() if not _skipped(p)), key=lambda p: (p.suffix != ".log", p.name))
-        logs = sorted((p for p in files if p.suffix == ".log" and base_offset_of(p) is not None),
+        files = sorted((p for p in folder.iterdir() if not _skipped(p)), key=lambda p: (p.suffix != LOG_SUFFIX, p.name))
+        logs = sorted((p for p in files if p.suffix == LOG_SUFFIX and base_offset_of(p) is not None),
                       key=lambda p: base_offset_of(p) or 0)
         internal = topic.startswith("__")
         fname = Path(os.path.abspath(folder)).name
@@ -267,8 +273,8 @@ def plan(root: Path, o: BundleOptions, notes: list[str]) -> tuple[list[Take], di
         for p in files:
             if p.suffix in SEGMENT_SUFFIXES and p.name.split(".", 1)[0] in stems:
                 continue
-            takes.append(Take(p, f"{prefix}/{fname}/{p.name}", redact=redact and p.suffix == ".log",
-                              secrets=secrets and p.suffix in (".log", ".checkpoint")))
+            takes.append(Take(p, f"{prefix}/{fname}/{p.name}", redact=redact and p.suffix == LOG_SUFFIX,
+                              secrets=secrets and p.suffix in (LOG_SUFFIX, CHECKPOINT_SUFFIX)))
     return takes, selection
 
 
@@ -364,9 +370,9 @@ def _write_members(tar: tarfile.TarFile, takes: list[Take], o: BundleOptions, re
         stem, suffix = take.name.rsplit(".", 1)[0], take.source.suffix
         source = os.path.abspath(take.source)
         try:
-            if stem in rebuilt and suffix in (".index", ".timeindex"):
+            if stem in rebuilt and suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
                 st = os.stat(take.source)
-                size, sha = _add_bytes(tar, take.name, rebuilt[stem][suffix != ".index"], st.st_mtime)
+                size, sha = _add_bytes(tar, take.name, rebuilt[stem][suffix != INDEX_SUFFIX], st.st_mtime)
                 report.members.append(Member(take.name, source, size, sha, st.st_size, True))
                 continue
             with tempfile.TemporaryFile() as spool:  # anonymous: nothing left behind, whatever ends the run
@@ -375,7 +381,7 @@ def _write_members(tar: tarfile.TarFile, takes: list[Take], o: BundleOptions, re
                     report.members.append(_copy(tar, take))
                     continue
                 size, appends, st = new
-                if suffix == ".log":
+                if suffix == LOG_SUFFIX:
                     rebuilt[stem] = build_indexes(appends, base_offset_of(take.source) or 0, o.index_interval_bytes)
                 spool.seek(0)
                 sha = _add_file(tar, take.name, spool, size, st.st_mtime, take.source)  # type: ignore[arg-type]

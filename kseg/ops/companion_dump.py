@@ -25,6 +25,7 @@ from kseg.companions.read import (
     read_txn_slots,
 )
 from kseg.errors import KsegError
+from kseg.log.listing import QUORUM_STATE_FILE
 
 __all__ = ["CompanionEvent", "IndexEntries", "TxnEntries", "dump_companion"]
 
@@ -126,7 +127,7 @@ def dump_companion(path: Path, kind: str) -> CompanionEvent:
 def _quorum_state(path: Path) -> CompanionEvent:
     """quorum-state: the KRaft quorum's JSON (QuorumStateData: leaderId, leaderEpoch, votedId,
     appliedOffset, currentVoters, data_version...). Entries are the voters; its keys are kept."""
-    text = read_text_file(path, "quorum-state")
+    text = read_text_file(path, QUORUM_STATE_FILE)
     try:
         state = parse_quorum_state(text)
     except KsegError as e:

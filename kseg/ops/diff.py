@@ -23,7 +23,7 @@ from kseg.facts.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log.fast import scan_entries
 from kseg.log.records import batch_records
-from kseg.log.listing import FILE, LOG_DIR, PARTITION, list_input, parse_partition_dir
+from kseg.log.listing import FILE, LEADER_EPOCH_FILE, LOG_DIR, PARTITION, list_input, parse_partition_dir
 from kseg.log.segment import STEP_ENTRIES, Segment
 from kseg.model import Batch, Record
 from kseg.ops.executors import Operation, execute, here_only, weight_of
@@ -254,7 +254,7 @@ def _batches(segs: list[Path], side: Side) -> Iterator[Batch]:
 def _epochs(folder: Path | None, side: Side) -> None:
     if folder is None:
         return
-    lec = folder / "leader-epoch-checkpoint"
+    lec = folder / LEADER_EPOCH_FILE
     if lec.is_file():
         try:
             side.epochs = [(e.epoch, e.start_offset) for e in read_leader_epoch_checkpoint(lec).entries]

@@ -15,50 +15,12 @@ from kseg.companions.read import offset_index_lookup, time_index_lookup
 from kseg.decoders import FAMILY, HIDDEN_BYTES, decode_record, family_for, hide_secrets
 from kseg.errors import KsegError
 from kseg.log.decode import Tail
-from kseg.log.listing import replica_note
+from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX, read_kind, replica_note
 from kseg.log.records import PlainRun, RecordSpans, batch_records, batch_spans, plain_run
-from kseg.log.segment import TRANSIENT_SUFFIXES, Segment, base_offset_of, companion_path, tiered_segment_id
+from kseg.log.segment import Segment, base_offset_of, companion_path, tiered_segment_id
 from kseg.model import Batch, Record
 from kseg.ops.companion_dump import CompanionEvent, dump_companion
 from kseg.ops.redact import Redactor
-
-# File kinds, by suffix (the way kafka-dump-log.sh dispatches, spec §6.2).
-KIND_BY_SUFFIX = {
-    ".log": "log",
-    ".checkpoint": "checkpoint",
-    ".index": "index",
-    ".timeindex": "timeindex",
-    ".txnindex": "txnindex",
-    ".snapshot": "snapshot",
-    # tiered storage: a segment's copy of the partition's leader-epoch-checkpoint
-    ".leader_epoch_checkpoint": "leader_epoch",
-    ".leader-epoch-checkpoint": "leader_epoch",
-}
-
-
-# A partition folder's text files, by whole name (kafka-dump-log.sh does not read these).
-KIND_BY_NAME = {
-    "leader-epoch-checkpoint": "leader_epoch",
-    "partition.metadata": "partition_metadata",
-    "quorum-state": "quorum_state",
-}
-
-
-
-def file_kind(path: Path, *, strict: bool = False) -> str:
-    """The kind of file by suffix (or, for a partition's text files, by name);
-    ``0.log.deleted`` is a log. With ``strict`` (kafka-dump-log.sh's rule) other
-    names are "unknown", else read as logs."""
-    name = path.name
-    for t in TRANSIENT_SUFFIXES:
-        if name.endswith(t):
-            name = name[: -len(t)]
-    if name in KIND_BY_NAME:
-        return KIND_BY_NAME[name]
-    kind = KIND_BY_SUFFIX.get(Path(name).suffix)
-    if kind is None:
-        return "unknown" if strict or path.suffix in TRANSIENT_SUFFIXES else "log"
-    return kind
 
 
 @dataclass(frozen=True)
@@ -168,7 +130,7 @@ def dump_paths(paths: list[Path], options: DumpOptions) -> Iterator[Event]:
 
 
 def dump_file(path: Path, options: DumpOptions) -> Iterator[Event]:
-    kind = file_kind(path, strict=options.strict_names)
+    kind = read_kind(path, strict=options.strict_names)
     # A tiered snapshot is named by its segment's start offset, not by the offset it was taken at.
     named = None if kind == "snapshot" and tiered_segment_id(path) else base_offset_of(path)
     yield FileStart(path, kind, named)
@@ -233,12 +195,12 @@ def seek_start(path: Path, o: DumpOptions) -> tuple[int, int] | None:
         return None
     target = o.from_offset
     if o.from_time is not None:
-        older = time_index_lookup(companion_path(path, ".timeindex"), base, o.from_time)
+        older = time_index_lookup(companion_path(path, TIME_INDEX_SUFFIX), base, o.from_time)
         if older is not None:
             target = older.offset + 1 if target is None else max(target, older.offset + 1)
     if target is None:
         return None
-    entry = offset_index_lookup(companion_path(path, ".index"), base, target)
+    entry = offset_index_lookup(companion_path(path, INDEX_SUFFIX), base, target)
     if entry is None or entry.position <= 0:
         return None
     return entry.position, entry.offset

@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from kseg.errors import InputError, KsegError, TruncatedError
 from kseg.log.decode import Tail
+from kseg.log.listing import LOG_SUFFIX
 from kseg.log.segment import zero_bytes_to_end
 from kseg.ops.dump import BadBatchEvent, BatchEvent, DumpOptions, Event, NoteEvent, PlainRunEvent, TailEvent, dump_file
 from kseg.ops.executors import Operation, here_only, weight_of
@@ -37,7 +38,7 @@ class LiveTails:
     @classmethod
     def of(cls, paths: Iterable[Path], files: list[Path]) -> "LiveTails":
         named = {Path(p) for p in paths}
-        newest = {f.parent: f for f in files if f not in named and f.suffix == ".log"}
+        newest = {f.parent: f for f in files if f not in named and f.suffix == LOG_SUFFIX}
         return cls(frozenset(newest.values()))
 
     def __call__(self, path: Path, tail: Tail) -> bool:

@@ -21,7 +21,7 @@ from kseg.companions.read import read_offset_index, read_time_index
 from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError, KsegError
 from kseg.log.checks import header_errors
-from kseg.log.listing import reading_groups
+from kseg.log.listing import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, reading_groups
 from kseg.log.records import batch_records
 from kseg.log.segment import (
     Segment,
@@ -202,11 +202,11 @@ def _start_position(path: Path, o: FindOptions, rolled: bool) -> int | None:
     """Where to start reading a segment (None: skip it), from its indexes, as the broker's
     fetch by offset and by timestamp use them."""
     base = base_offset_of(path)
-    if not o.use_indexes or base is None or path.suffix != ".log":
+    if not o.use_indexes or base is None or path.suffix != LOG_SUFFIX:
         return 0
     target = o.from_offset
     if o.from_time is not None:
-        tpath = companion_path(path, ".timeindex")
+        tpath = companion_path(path, TIME_INDEX_SUFFIX)
         entries = []
         if tpath.is_file():
             try:
@@ -222,7 +222,7 @@ def _start_position(path: Path, o: FindOptions, rolled: bool) -> int | None:
             target = max(target or 0, below[-1].offset + 1)
     if target is None or target <= base:
         return 0
-    ipath = companion_path(path, ".index")
+    ipath = companion_path(path, INDEX_SUFFIX)
     if not ipath.is_file():
         return 0
     try:
@@ -288,7 +288,7 @@ def find_in_groups(groups: list[tuple[str | None, int | None, list[Path]]], o: F
             st.segments += 1
             nxt = base_offset_of(segs[i + 1]) if i + 1 < len(segs) else None
             base = base_offset_of(path)
-            if o.use_indexes and path.suffix == ".log":
+            if o.use_indexes and path.suffix == LOG_SUFFIX:
                 if o.from_offset is not None and nxt is not None and nxt <= o.from_offset:
                     st.segments_skipped += 1
                     continue

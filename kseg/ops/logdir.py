@@ -27,14 +27,26 @@ from pathlib import Path
 from kseg.companions.read import parse_offset_checkpoint
 from kseg.errors import KsegError
 from kseg.log.atomic import write_atomic
-from kseg.log.listing import FUTURE, LIVE, replica_kind
+from kseg.log.listing import (
+    BOOTSTRAP_FILE,
+    CLEANER_CHECKPOINT,
+    FUTURE,
+    LEADER_EPOCH_FILE,
+    LIVE,
+    LOG_START_CHECKPOINT,
+    META_PROPERTIES,
+    OFFSET_CHECKPOINTS,
+    PARTITION_METADATA_FILE,
+    QUORUM_STATE_FILE,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_CHECKPOINT,
+    replica_kind,
+)
 from kseg.log.segment import Segment, base_offset_of, partition_of, partition_segments
 from kseg.storage import copy_file
 
-OFFSET_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
-                      "replication-offset-checkpoint", "cleaner-offset-checkpoint")
-CARRIED_ROOT_FILES = ("meta.properties", "bootstrap.checkpoint")
-CARRIED_PARTITION_FILES = ("partition.metadata", "quorum-state")
+CARRIED_ROOT_FILES = (META_PROPERTIES, BOOTSTRAP_FILE)
+CARRIED_PARTITION_FILES = (PARTITION_METADATA_FILE, QUORUM_STATE_FILE)
 # Rewrites that keep every offset and every producer field of the batches they keep.
 KEEPS_PRODUCER_STATE = ("up-convert", "recompress", "compact")
 MOVES_OFFSETS = ("rebase",)
@@ -67,7 +79,7 @@ def finish_partition(src: Path | None, dst: Path, command: str) -> PartitionEnds
             epoch = b.partition_leader_epoch if b.magic >= 2 else None
             if epoch is not None and epoch >= 0 and (not epochs or epoch > epochs[-1][0]):
                 epochs.append((epoch, b.offset))
-    write_atomic(dst / "leader-epoch-checkpoint", checkpoint_text([f"{e} {o}" for e, o in epochs]))
+    write_atomic(dst / LEADER_EPOCH_FILE, checkpoint_text([f"{e} {o}" for e, o in epochs]))
     if src is not None and src.is_dir():
         for name in CARRIED_PARTITION_FILES:
             if (src / name).is_file():
@@ -108,8 +120,8 @@ def finish_log_dir(src: Path, dst: Path, command: str,
             kind = replica_kind(part.name)
             if e is not None and kind in CHECKPOINTED and CHECKPOINTED.index(kind) < rank.get(parsed, len(CHECKPOINTED)):
                 ends[parsed], rank[parsed] = e, CHECKPOINTED.index(kind)
-    old_start = _read_checkpoint(src / "log-start-offset-checkpoint")
-    old_cleaner = _read_checkpoint(src / "cleaner-offset-checkpoint")
+    old_start = _read_checkpoint(src / LOG_START_CHECKPOINT)
+    old_cleaner = _read_checkpoint(src / CLEANER_CHECKPOINT)
     keys = sorted(ends)
     starts = {}
     for k in keys:
@@ -117,18 +129,18 @@ def finish_log_dir(src: Path, dst: Path, command: str,
         carried = old_start.get(k)
         starts[k] = carried if command not in MOVES_OFFSETS and carried is not None and \
             e.log_start <= carried <= e.log_end else e.log_start
-    write_atomic(dst / "recovery-point-offset-checkpoint",
+    write_atomic(dst / RECOVERY_POINT_CHECKPOINT,
                  checkpoint_text([f"{t} {p} {ends[(t, p)].log_end}" for t, p in keys]))
-    write_atomic(dst / "replication-offset-checkpoint",
+    write_atomic(dst / REPLICATION_CHECKPOINT,
                  checkpoint_text([f"{t} {p} {ends[(t, p)].log_end}" for t, p in keys]))
-    write_atomic(dst / "log-start-offset-checkpoint", checkpoint_text([f"{t} {p} {starts[(t, p)]}" for t, p in keys]))
+    write_atomic(dst / LOG_START_CHECKPOINT, checkpoint_text([f"{t} {p} {starts[(t, p)]}" for t, p in keys]))
     cleaner = []
     if command not in MOVES_OFFSETS:
         for t, p in keys:
             if (t, p) in old_cleaner:
                 e = ends[(t, p)]
                 cleaner.append(f"{t} {p} {min(max(old_cleaner[(t, p)], starts[(t, p)]), e.log_end)}")
-    write_atomic(dst / "cleaner-offset-checkpoint", checkpoint_text(cleaner))
+    write_atomic(dst / CLEANER_CHECKPOINT, checkpoint_text(cleaner))
     for name in CARRIED_ROOT_FILES:
         if (src / name).is_file():
             copy_file(src / name, dst / name)

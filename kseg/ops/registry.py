@@ -35,6 +35,7 @@ from kseg.log.atomic import write_atomic
 from kseg.log.encode import build_v2_batch
 from kseg.log.fast import scan_entries
 from kseg.log.records import batch_records
+from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX
 from kseg.log.segment import Segment, base_offset_of, companion_path, partition_segments, segment_file_name
 from kseg.model import make_record
 
@@ -231,8 +232,8 @@ def _append_folder(folder: Path, offset: int, key: bytes, value: bytes, timestam
     entries = [b._replace(raw=memoryview(b"")) for b in scan_entries(data, 0, final=True).batches]
     index, timeindex = build_indexes(entries, base)
     write_atomic(log, data)
-    write_atomic(companion_path(log, ".index"), index)
-    write_atomic(companion_path(log, ".timeindex"), timeindex)
+    write_atomic(companion_path(log, INDEX_SUFFIX), index)
+    write_atomic(companion_path(log, TIME_INDEX_SUFFIX), timeindex)
     return f"{log} offset {offset}"
 
 

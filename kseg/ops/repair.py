@@ -26,10 +26,19 @@ from kseg.log import identity
 from kseg.log.atomic import TMP_SUFFIX, AtomicDir, AtomicFile, check_output, write_atomic
 from kseg.log.control import control_info
 from kseg.log.records import batch_records
-from kseg.log.segment import (
+from kseg.log.listing import (
+    INDEX_SUFFIX,
+    LEADER_EPOCH_FILE,
+    LOG_SUFFIX,
+    SEGMENT_SUFFIXES,
+    TIME_INDEX_SUFFIX,
     TRANSIENT_SUFFIXES,
+    TXN_INDEX_SUFFIX,
+)
+from kseg.log.segment import (
     Segment,
     base_offset_of,
+    companion_path,
     log_dir_partitions,
     partition_of,
     partition_segments,
@@ -46,7 +55,6 @@ PARTIAL = "partial"
 ZEROS = "zeros"
 GARBAGE = "garbage"
 DELETED = "deleted"
-SEGMENT_FILE_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot")
 
 
 @dataclass(frozen=True)
@@ -340,15 +348,15 @@ def repair_partition(segs: list[Path], out_dir: Path | None, o: RepairOptions, *
             continue
         base = base_offset_of(path)
         name = segment_file_name(base) if base is not None else path.name
-        dst = out_dir / name if out_dir.suffix != ".log" else out_dir
+        dst = out_dir / name if out_dir.suffix != LOG_SUFFIX else out_dir
         rep.output = str(dst)
         _copy_prefix(path, dst, rep.kept_bytes)
         if o.index and base is not None:
             index, timeindex = build_indexes(kept, base, o.index_interval_bytes)
-            write_atomic(dst.with_name(dst.name.split(".")[0] + ".index"), index)
-            write_atomic(dst.with_name(dst.name.split(".")[0] + ".timeindex"), timeindex)
+            write_atomic(companion_path(dst, INDEX_SUFFIX), index)
+            write_atomic(companion_path(dst, TIME_INDEX_SUFFIX), timeindex)
             if txns:
-                write_atomic(dst.with_name(dst.name.split(".")[0] + ".txnindex"), build_txn_index(txns))
+                write_atomic(companion_path(dst, TXN_INDEX_SUFFIX), build_txn_index(txns))
     if folder is not None:
         _partition_files(folder, out_dir, pr)
     return pr
@@ -358,7 +366,7 @@ def _partition_files(folder: Path, out_dir: Path | None, pr: PartitionRepair) ->
     """leader-epoch-checkpoint truncated at the new log end (LeaderEpochFileCache.truncateFromEnd),
     producer snapshots past it dropped, the other files of the folder copied."""
     leo = pr.log_end_offset
-    lec = folder / "leader-epoch-checkpoint"
+    lec = folder / LEADER_EPOCH_FILE
     if lec.is_file():
         try:
             entries = [(e.epoch, e.start_offset) for e in read_leader_epoch_checkpoint(lec).entries]
@@ -382,7 +390,7 @@ def _partition_files(folder: Path, out_dir: Path | None, pr: PartitionRepair) ->
     # Everything else the folder holds (partition.metadata, KRaft quorum-state and snapshot
     # .checkpoint files ...) is copied as it is; old segments' leftovers are not.
     for other in sorted(folder.iterdir()):
-        if (other.is_file() and other.suffix not in SEGMENT_FILE_SUFFIXES + TRANSIENT_SUFFIXES
+        if (other.is_file() and other.suffix not in SEGMENT_SUFFIXES + TRANSIENT_SUFFIXES
                 and other.name != lec.name and not other.name.endswith(TMP_SUFFIX)):
             copy_file(other, out_dir / other.name)
 
@@ -411,9 +419,9 @@ def _repair(input_path: Path, output: Path | None, o: RepairOptions) -> RepairRe
             report.partitions.append(repair_partition([src], None, o))
             return report
         assert output is not None
-        dst = output if output.suffix == ".log" else output / src.name
-        created = output.suffix != ".log" and not output.exists()
-        if output.suffix != ".log":
+        dst = output if output.suffix == LOG_SUFFIX else output / src.name
+        created = output.suffix != LOG_SUFFIX and not output.exists()
+        if output.suffix != LOG_SUFFIX:
             output.mkdir(parents=True, exist_ok=True)
         try:
             report.partitions.append(repair_partition([src], dst, o))

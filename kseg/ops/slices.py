@@ -24,8 +24,8 @@ from kseg.facts.log_entry import LOG_OVERHEAD, MIN_SIZE_BY_MAGIC
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.companions.read import parse_offset_index
 from kseg.log.fast import scan_entries
+from kseg.log.listing import INDEX_SUFFIX, LOG_SUFFIX, read_kind
 from kseg.log.segment import base_offset_of, companion_path, expand_inputs, partition_of
-from kseg.ops.dump import file_kind
 from kseg.storage import as_path, open_input, size_of
 
 DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
@@ -60,7 +60,7 @@ class Slice:
 
 
 def _is_log(path: Path) -> bool:
-    return file_kind(path, strict=True) in _LOG_KINDS
+    return read_kind(path, strict=True) in _LOG_KINDS
 
 
 def list_segments(paths: Iterable[str | os.PathLike]) -> list[SegmentFile]:
@@ -89,10 +89,10 @@ def read_index(path: str) -> list[tuple[int, int]]:
     """(absolute offset, position) entries of a segment's .index, or [] when absent or unusable."""
     log = as_path(path)
     base = base_offset_of(log)
-    if base is None or log.suffix != ".log":
+    if base is None or log.suffix != LOG_SUFFIX:
         return []
     try:
-        data = companion_path(log, ".index").read_bytes()
+        data = companion_path(log, INDEX_SUFFIX).read_bytes()
     except OSError:
         return []
     entries = [(e.offset, e.position) for e in parse_offset_index(data, base).entries]

@@ -13,33 +13,32 @@ from pathlib import Path
 from kseg.errors import InputError
 from kseg.kafka07.read import scan_kafka07
 from kseg.layouts import LOG_ENTRY_PREFIX
-from kseg.log.segment import KAFKA07_SUFFIXES, TRANSIENT_SUFFIXES, is_stream
-from kseg.ops.dump import KIND_BY_NAME, KIND_BY_SUFFIX
+from kseg.log.listing import (
+    BOOTSTRAP_FILE,
+    KAFKA07_SUFFIXES,
+    LOG_DIR_TEXT_FILES,
+    LOG_SUFFIX,
+    READ_BY_NAME,
+    READ_BY_SUFFIX,
+    bare_name,
+)
+from kseg.log.segment import is_stream
 from kseg.storage import cannot_read, open_input
 
 KAFKA = "kafka"
 KAFKA07 = "kafka07"
 HEAD_BYTES = 1 << 16
 MIN_LEGACY_ENTRY = 14  # crc, magic, attributes, key and value lengths
-OTHER_KAFKA_NAMES = ("meta.properties", "recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
-                     "replication-offset-checkpoint", "cleaner-offset-checkpoint", "bootstrap.checkpoint")
-
-
-def _bare_name(path: Path) -> str:
-    name = path.name
-    for t in TRANSIENT_SUFFIXES:
-        if name.endswith(t):
-            name = name[: -len(t)]
-    return name
+OTHER_KAFKA_NAMES = (*LOG_DIR_TEXT_FILES, BOOTSTRAP_FILE)
 
 
 def name_format(path: Path) -> str | None:
     """What the name says: "kafka" (a broker file name), "kafka07" (``*.kafka``) or None."""
-    name = _bare_name(path)
+    name = bare_name(path.name)
     suffix = Path(name).suffix
     if suffix in KAFKA07_SUFFIXES:
         return KAFKA07
-    if suffix in KIND_BY_SUFFIX or name in KIND_BY_NAME or name in OTHER_KAFKA_NAMES:
+    if suffix in READ_BY_SUFFIX or name in READ_BY_NAME or name in OTHER_KAFKA_NAMES:
         return KAFKA
     return None
 
@@ -102,7 +101,7 @@ def format_hint(path: Path, read_as: str) -> str | None:
 def is_kafka07_folder(folder: Path) -> bool:
     """A 0.7 partition folder: ``*.kafka`` files and no ``.log``."""
     names = [c for c in folder.iterdir() if c.is_file()]
-    return any(c.suffix in KAFKA07_SUFFIXES for c in names) and not any(c.suffix == ".log" for c in names)
+    return any(c.suffix in KAFKA07_SUFFIXES for c in names) and not any(c.suffix == LOG_SUFFIX for c in names)
 
 
 def conversion_input_format(src: Path, given: str | None) -> str:

@@ -23,7 +23,7 @@ from kseg.log.control import control_info
 from kseg.log.decode import effective_log_append_time, records_region
 from kseg.log.fast import ACCELERATED, decode_v2_records
 from kseg.log.records import batch_records, payload_bytes
-from kseg.log.listing import RUN, reading_groups, replica_note
+from kseg.log.listing import CLEANER_CHECKPOINT, RUN, reading_groups, replica_note
 from kseg.log.segment import Segment, base_offset_of, partition_of
 from kseg.model import Batch
 from kseg.ops.executors import Operation, execute, here_only, weight_of
@@ -489,7 +489,7 @@ def stats_partition(segs: list[Path], o: StatsOptions, *, folder: Path | None = 
 
 def _cleaner_checkpoint(root: Path) -> dict[tuple[str, int], int]:
     """A log directory's cleaner-offset-checkpoint: (topic, partition) -> first dirty offset."""
-    path = root / "cleaner-offset-checkpoint"
+    path = root / CLEANER_CHECKPOINT
     out: dict[tuple[str, int], int] = {}
     if not path.is_file():
         return out

@@ -28,6 +28,7 @@ from typing import Any
 
 from kseg.errors import KsegError
 from kseg.findings import ERROR, NOTE, Finding
+from kseg.log.listing import LOG_SUFFIX
 from kseg.log.segment import Segment, base_offset_of, expand_inputs, partition_of, tiered_segment_id, tiered_topic_id
 from kseg.ops.state import replay
 from kseg.ops.verify import FileReport
@@ -61,7 +62,7 @@ class StoreSegment:
 def store_segments(paths: list[Path]) -> list[StoreSegment]:
     """Every tiered ``.log`` under ``paths`` (files, partition folders, the store's root)."""
     return [StoreSegment(p) for p in expand_inputs(list(paths))
-            if p.suffix == ".log" and tiered_segment_id(p) is not None]
+            if p.suffix == LOG_SUFFIX and tiered_segment_id(p) is not None]
 
 
 def metadata_segments(paths: list[Path]) -> tuple[list[str], dict[str, dict[str, Any]]]:

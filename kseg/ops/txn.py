@@ -27,7 +27,7 @@ from kseg.formats.attributes import CONTROL_ABORT, CONTROL_COMMIT
 from kseg.log.checks import header_errors
 from kseg.log.control import control_info
 from kseg.log.records import batch_records
-from kseg.log.listing import FILE, RUN, list_inputs
+from kseg.log.listing import FILE, RUN, TXN_INDEX_SUFFIX, list_inputs
 from kseg.log.segment import Segment, base_offset_of, companion_path, partition_of
 from kseg.model import Batch
 from kseg.ops.executors import Operation, execute, here_only, weight_of
@@ -314,7 +314,7 @@ def _marker(pt: PartitionTransactions, log: Path, batch: Batch, open_txns: dict[
 
 
 def _check_txn_index(pt: PartitionTransactions, log: Path, aborted_here: list[tuple[int, int, int]]) -> None:
-    path = identity.follow(companion_path(log, ".txnindex"))  # renamed with its segment: followed
+    path = identity.follow(companion_path(log, TXN_INDEX_SUFFIX))  # renamed with its segment: followed
     if not path.exists():
         if aborted_here:
             pt.findings.append(TxnFinding(ERROR, str(path), None, f"missing: {len(aborted_here)} aborted "

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
-from kseg.companions.check import LOG_DIR_TEXT_FILES, check_segment_companions, check_standalone, companion_paths
+from kseg.companions.check import check_segment_companions, check_standalone, companion_paths
 from kseg.errors import InputError, KsegError, TruncatedError
 from kseg.facts.message_v0v1 import ATTRIBUTES_POSITION as LEGACY_ATTRIBUTES_POSITION
 from kseg.facts.message_v0v1 import CRC_START as LEGACY_CRC_START
@@ -28,10 +28,19 @@ from kseg.kafka07.read import inner_payloads, read_kafka07
 from kseg.log.checks import RecordCheck, header_errors, record_check
 from kseg.log.control import control_info
 from kseg.log import listing
-from kseg.log.listing import Group, list_inputs, replica_note
+from kseg.log.listing import (
+    COMPANION_SUFFIXES,
+    INDEX_SUFFIXES,
+    LOG_DIR_TEXT_FILES,
+    LOG_SUFFIX,
+    PARTITION_TEXT_FILES,
+    TIERED_EPOCH_SUFFIXES,
+    Group,
+    list_inputs,
+    replica_note,
+)
 from kseg.log.records import PlainRun, plain_run
 from kseg.log.segment import (
-    TIERED_EPOCH_SUFFIXES,
     Segment,
     base_offset_of,
     companion_path,
@@ -243,7 +252,7 @@ def merge(partials: Iterable[VerifyPartial], options: VerifyOptions) -> VerifyRe
             if note:  # a replica the broker renamed: said once, on its first segment
                 fr.problems.append(Problem(NOTE, "replica", fr.path, None, note))
         report.files.append(fr)
-        if u.kind == LOG_UNIT and options.check_indexes and Path(fr.path).suffix == ".log":
+        if u.kind == LOG_UNIT and options.check_indexes and Path(fr.path).suffix == LOG_SUFFIX:
             report.files.extend(index_file_reports(fr))
     return report
 
@@ -325,7 +334,7 @@ def groups_with_newest(paths: Iterable[str | Path]) -> list[tuple[list[Path], Pa
     out = []
     for raw in paths:
         for group in input_groups([raw]):
-            logs = [p for p in group if not is_companion(p) and p.suffix == ".log"]
+            logs = [p for p in group if not is_companion(p) and p.suffix == LOG_SUFFIX]
             newest = logs[-1] if logs and not is_stdin(raw) and as_path(raw).is_dir() else None
             out.append((group, newest))
     return out
@@ -399,17 +408,11 @@ def _partition_files(folder: Path) -> list[Path]:
     return [f for g in listing.partition_listing(folder, folder) if g.kind == listing.RUN for f in g.side]
 
 
-PARTITION_TEXT_FILES = ("leader-epoch-checkpoint", "partition.metadata", "quorum-state")
-LOG_DIR_FILES = LOG_DIR_TEXT_FILES + ("quorum-state",)
-COMPANION_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot")
-INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
-
-
 def is_companion(path: Path) -> bool:
     """A file verified by itself (not as a log): index files, snapshots, the text files of
     partition folders and log directories."""
     return (path.suffix in COMPANION_SUFFIXES + TIERED_EPOCH_SUFFIXES or path.name in PARTITION_TEXT_FILES
-            or path.name in LOG_DIR_FILES)
+            or path.name in LOG_DIR_TEXT_FILES)
 
 
 def index_file_reports(fr: FileReport) -> list[FileReport]:
@@ -489,13 +492,13 @@ def _verify_log(path: Path, options: VerifyOptions, prev_last: int | None,
     fr = FileReport(str(path))
     c = _Collector(fr)
     seg = Segment(path)
-    name_base = base_offset_of(path) if path.suffix == ".log" else None
+    name_base = base_offset_of(path) if path.suffix == LOG_SUFFIX else None
     summaries: list[tuple[int, int | None, int, int, int]] = []
     controls: list[tuple[int, int | None]] = []
     last = prev_last
     quick = options.quick
     # Index summaries are needed only when the segment has an index to check against.
-    want_summaries = options.check_indexes and path.suffix == ".log" and _has_indexes(path)
+    want_summaries = options.check_indexes and path.suffix == LOG_SUFFIX and _has_indexes(path)
     transformed = rsm_transform(path)
     if transformed:
         fr.problems.append(Problem(ERROR, "input", str(path), None,
@@ -620,7 +623,7 @@ def _verify_log(path: Path, options: VerifyOptions, prev_last: int | None,
         else:
             c.error("framing", t.error.position, t.error.message + f"; {t.length} bytes from byte {t.position} unread",
                     expected=t.error.expected, found=t.error.found)
-    if options.check_indexes and path.suffix == ".log":
+    if options.check_indexes and path.suffix == LOG_SUFFIX:
         try:
             # --quick reads no records, so it knows no control batch: the .txnindex is checked alone
             _check_companions(c, path, summaries, None if quick else controls, seg)
@@ -641,7 +644,7 @@ def _opening(opened: list[tuple[int, int, bool, int, int, int]], c: _Collector) 
 
 
 def _has_indexes(log: Path) -> bool:
-    return any(companion_path(log, s).exists() for s in (".index", ".timeindex", ".txnindex"))
+    return any(companion_path(log, s).exists() for s in INDEX_SUFFIXES)
 
 
 def _check_header(c: _Collector, b: Batch) -> None:

@@ -17,6 +17,7 @@ from kseg.errors import KsegError
 from kseg.formats.attributes import CODEC_NONE, TIMESTAMP_TYPE_NAMES
 from kseg.log.control import control_info
 from kseg.log.encode import legacy_message_crc
+from kseg.log.listing import BOOTSTRAP_FILE
 from kseg.model import CODEC_NAMES, Batch, Record, record_sequence
 from kseg.printable import printable as printable_text
 from kseg.ops.companion_dump import CompanionEvent, IndexEntries
@@ -485,7 +486,7 @@ class KafkaRenderer:
                 w(f"Log starting offset: {ev.base_offset}\n")
             elif ev.kind == "checkpoint":
                 name = ev.path.name
-                if name == "bootstrap.checkpoint":
+                if name == BOOTSTRAP_FILE:
                     w("KRaft bootstrap snapshot\n")
                 else:
                     end, _, epoch = name.split(".")[0].partition("-")
