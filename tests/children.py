@@ -1,15 +1,22 @@
 """Child kseg processes stopped at a chosen moment: the tests that make a fault happen *during*
 a run (a file deleted, renamed, overwritten or cut; a signal) stop the child with SIGSTOP once
-it has the file open, change the world, and let it go on."""
+it has the file open (tests/stop_at_open.py: the child stops itself), change the world, and
+let it go on."""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Callable
+
+
+# kseg that stops itself right after it first opens $KSEG_TEST_STOP_AT (tests/stop_at_open.py)
+KSEG_STOPPING = [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+                 "import stop_at_open; from kseg.cli.main import main; sys.argv[0] = 'kseg'; main()"]
 
 
 def restore_signals() -> None:
@@ -19,22 +26,6 @@ def restore_signals() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
-def opened(pid: int, target: Path, *, mapped: bool = False) -> bool:
-    """Whether process ``pid`` has ``target`` open (or, with ``mapped``, mapped: a segment read
-    through mmap may have its descriptor closed at once, so that a fast run is missed every time
-    by looking at descriptors alone; a mapping may outlive the reading, so only where that is fine)."""
-    name = str(target)
-    try:
-        if any(os.readlink(f"/proc/{pid}/fd/{fd}") == name for fd in os.listdir(f"/proc/{pid}/fd")):
-            return True
-        if not mapped:
-            return False
-        with open(f"/proc/{pid}/maps") as maps:
-            return any(line.rstrip("\n").endswith(" " + name) for line in maps)
-    except OSError:
-        return False
-
-
 def stopped(pid: int) -> bool:
     """Whether process ``pid`` is stopped by a signal (state T in /proc/PID/stat)."""
     try:
@@ -42,6 +33,12 @@ def stopped(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] == "T"
     except (OSError, IndexError):
         return False
+
+
+def stopped_itself(proc: subprocess.Popen, timeout: float = 120) -> bool:
+    """Wait until the child has stopped itself (SIGSTOP, as stop_at_open does); False when it
+    ended first. Waiting for a state the child keeps cannot miss it, as polling for a moment can."""
+    return stop_when(proc, lambda: stopped(proc.pid), timeout)
 
 
 def stop_when(proc: subprocess.Popen, ready: Callable[[], bool], timeout: float = 60) -> bool:

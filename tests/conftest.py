@@ -10,7 +10,6 @@ global setting made here is the hypothesis profile (see ``examples``).
 from __future__ import annotations
 
 import ast
-import json
 import os
 import re
 from collections import Counter
@@ -373,64 +372,47 @@ from servers import object_store, s3_env, s3_logdir, spark_cluster  # noqa: E402
 
 # --------------------------------------------------------------------------- strict JSON, suite-wide
 
+import servers  # noqa: E402
+from strict_outputs import StrictWatch, check_strict_output, runs_kseg, strict_json  # noqa: E402, F401
 
-def strict_json(text: str) -> object:
-    """``json.loads`` that refuses what is not JSON: NaN, Infinity and -Infinity."""
-    def no_constant(name: str) -> None:
-        raise ValueError(f"non-standard JSON constant {name}")
-    return json.loads(text, parse_constant=no_constant)
-
-
-def _json_format(args: Any) -> bool:
-    if not isinstance(args, (list, tuple)):
-        return False
-    args = [str(a) for a in args]
-    for i, a in enumerate(args):
-        if a in ("--format=json", "--format=jsonl") or (a == "--format" and i + 1 < len(args)
-                                                       and args[i + 1] in ("json", "jsonl")):
-            return True
-    return False
+# Every folder tmp_path_factory made in this process, and how many of them earlier tests took:
+# a test's end judges the folders made since (its tmp_path, and the folders of the fixtures set
+# up for it) and the fixtures' folders of its module made before (written to by later tests).
+_MADE: list[Path] = []
+_FOLDERS: dict[str, Any] = {"taken": 0, "module": None, "shared": [], "seen": {}}
 
 
-def check_strict_output(args: Any, code: int | None, stdout: str | bytes | None) -> None:
-    """A ``--format json``/``jsonl`` output of kseg that ended 0 or 1 parses with a strict
-    parser: a whole document, or one document per line (AssertionError naming the line)."""
-    if not _json_format(args) or code not in (0, 1) or not stdout:
-        return
-    text = stdout.decode("utf-8", "replace") if isinstance(stdout, bytes) else stdout
-    if not text.strip():
-        return
-    try:
-        strict_json(text)
-    except ValueError:
-        for n, line in enumerate(text.split("\n"), 1):  # JSON Lines end at \n only
-            if line.strip():
-                try:
-                    strict_json(line)
-                except ValueError as e:
-                    raise AssertionError(f"line {n} of kseg {' '.join(map(str, args))} is not strict JSON: "
-                                         f"{e}: {line[:200]}") from None
+@pytest.fixture(scope="session", autouse=True)
+def _folders_made():
+    """Records the folders tmp_path_factory makes (tmp_path's among them)."""
+    from _pytest.tmpdir import TempPathFactory
 
+    mktemp = TempPathFactory.mktemp
 
-def _runs_kseg(args: Any) -> bool:
-    """Whether a child's argv runs kseg: the console script, or ``python -c`` code that calls
-    kseg's entry point (the tests' ``KSEG`` prefixes, tests/store_faults.py)."""
-    if not isinstance(args, (list, tuple)) or not args:
-        return False
-    return Path(str(args[0])).name in ("kseg", "kafka-dump-log") or any(
-        isinstance(a, str) and ("kseg.cli" in a or "store_faults" in a) for a in args[:3])
+    def recorded(self: TempPathFactory, basename: str, numbered: bool = True) -> Path:
+        made = mktemp(self, basename, numbered)
+        _MADE.append(made)
+        return made
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(TempPathFactory, "mktemp", recorded)
+        yield
 
 
 @pytest.fixture(autouse=True)
-def _every_json_output_is_strict(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every ``--format json``/``jsonl`` output a test gets from kseg is parsed with a strict
-    parser: through CliRunner, and from a child process whose stdout the test captures
-    (``subprocess.run`` or ``Popen.communicate``, which run uses). Not seen: a child's stdout
-    read from the pipe by hand or sent to a file, and JSON files a command writes (-o)."""
+def _every_json_output_is_strict(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    """Every JSON document a test gets from kseg or finds written is strict JSON
+    (tests/strict_outputs.py): ``--format json``/``jsonl`` output through CliRunner, from a
+    child's captured stdout (``subprocess.run``, ``Popen.communicate``) or read from its pipe by
+    hand; at the test's end, the JSON files under its temporary folders and, for a live test, the
+    JSON objects written to a running S3 server meanwhile. Fails the test (at its end for files,
+    pipes and objects) naming each document that is not."""
     import subprocess
 
     from click.testing import CliRunner
 
+    live = request.node.get_closest_marker("live") is not None
+    watch = StrictWatch(stores=servers.running_stores if live else lambda: (), seen=_FOLDERS["seen"])
     invoke = CliRunner.invoke
 
     def checked(self: CliRunner, cli: Any, args: Any = None, *a: Any, **kw: Any) -> Any:
@@ -443,12 +425,29 @@ def _every_json_output_is_strict(monkeypatch: pytest.MonkeyPatch) -> None:
 
     def communicated(self: subprocess.Popen, *a: Any, **kw: Any) -> Any:
         out, err = communicate(self, *a, **kw)
-        if _runs_kseg(self.args):
+        watch.forget(self)  # judged here, whole
+        if runs_kseg(self.args):
             check_strict_output(self.args, self.returncode, out)
         return out, err
 
+    popen_init = subprocess.Popen.__init__
+
+    def started(self: subprocess.Popen, *a: Any, **kw: Any) -> None:
+        popen_init(self, *a, **kw)
+        watch.watch_pipe(self)
+
     monkeypatch.setattr(CliRunner, "invoke", checked)
     monkeypatch.setattr(subprocess.Popen, "communicate", communicated)
+    monkeypatch.setattr(subprocess.Popen, "__init__", started)
+    yield watch
+    module = request.node.nodeid.split("::")[0]
+    if _FOLDERS["module"] != module:
+        _FOLDERS["module"], _FOLDERS["shared"] = module, []
+    new, _FOLDERS["taken"] = _MADE[_FOLDERS["taken"]:], len(_MADE)
+    own = request.node.funcargs.get("tmp_path")
+    watch.folders = [*_FOLDERS["shared"], *new]
+    _FOLDERS["shared"] += [p for p in new if p != own]
+    watch.check()
 
 
 # --------------------------------------------------------------------------- test tiers

@@ -98,6 +98,16 @@ def _spawn(cmd: list[str], log: Path, env: dict[str, str] | None = None) -> subp
 # --------------------------------------------------------------------------- SeaweedFS
 
 
+# The SeaweedFS servers started in this process and not yet stopped (the suite's strict-JSON
+# check reads the JSON objects a live test wrote to them: tests/strict_outputs.py).
+_RUNNING: list[SeaweedFS] = []
+
+
+def running_stores() -> list[SeaweedFS]:
+    """The S3 servers of this process that are up (a server killed by a test is left out)."""
+    return [s for s in _RUNNING if s.proc is not None and s.proc.poll() is None]
+
+
 def weed_binary() -> str | None:
     beside = Path(sys.executable).parent / "weed"
     return str(beside) if beside.exists() else shutil.which("weed")
@@ -180,6 +190,7 @@ class SeaweedFS:
             sys.stderr.write(log_tail(self.log) + "\n")
             stop(self.proc)
             raise
+        _RUNNING.append(self)
         return self
 
     def upload(self, local: Path, bucket: str, prefix: str) -> str:
@@ -192,6 +203,8 @@ class SeaweedFS:
         return f"s3://{bucket}/{prefix}"
 
     def __exit__(self, *exc: Any) -> None:
+        if self in _RUNNING:
+            _RUNNING.remove(self)
         stop(self.proc)
 
 

@@ -10,12 +10,18 @@ and every later one
 - ``stop``: the child stops itself (SIGSTOP) first, for the test to kill the real server, and
   then makes the call against the dead server.
 
+With ``KSEG_TEST_STOP_AT_OUTPUT`` set, the child stops itself right after the first bytes it
+writes to stdout or stderr have reached the pipe: the test sees the store as it was when the
+command first said something (a summary printed before its output is published is caught
+every time, not only when the test looks quickly enough).
+
 Run as the child: ``python -c "import store_faults; store_faults.main()" ARGS`` with this
-folder on PYTHONPATH; with no ``KSEG_TEST_STORE_FAULT`` it is plain ``kseg``.
+folder on PYTHONPATH; with neither variable it is plain ``kseg``.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import sys
@@ -23,6 +29,7 @@ import threading
 from typing import Any
 
 ENV = "KSEG_TEST_STORE_FAULT"
+STOP_AT_OUTPUT = "KSEG_TEST_STOP_AT_OUTPUT"
 DOWN = "AWS Error NETWORK_CONNECTION during {call} operation: Connection refused"
 CALLS = {"copy": ("copy_file",), "read": ("open_input_file", "open_input_stream")}
 DELETES = ("delete_file", "delete_dir", "delete_dir_contents")
@@ -82,8 +89,41 @@ def install() -> None:
     storage.filesystem = filesystem  # type: ignore[assignment]
 
 
+class _StopAfterFirstWrite(io.RawIOBase):
+    """A standard stream's file descriptor whose first write is followed by SIGSTOP (once for
+    the process, whichever stream writes first)."""
+
+    done = False
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def write(self, data: Any) -> int:
+        n = os.write(self.fd, data)
+        if n and not _StopAfterFirstWrite.done:
+            _StopAfterFirstWrite.done = True
+            os.kill(os.getpid(), signal.SIGSTOP)
+        return n
+
+
+def stop_at_output() -> None:
+    if not os.environ.get(STOP_AT_OUTPUT):
+        return
+    for name in ("stdout", "stderr"):
+        old = getattr(sys, name)
+        setattr(sys, name, io.TextIOWrapper(io.BufferedWriter(_StopAfterFirstWrite(old.fileno())),
+                                            encoding=old.encoding, errors=old.errors, line_buffering=True))
+
+
 def main() -> None:
     install()
+    stop_at_output()
     from kseg.cli.main import main as kseg
 
     sys.argv[0] = "kseg"

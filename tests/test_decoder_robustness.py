@@ -227,3 +227,64 @@ def test_the_suite_wide_strict_json_check_sees_child_processes():
     with pytest.raises(AssertionError, match="line 2 .* not strict JSON"):
         subprocess.Popen([*emits, "--format", "json"], stdout=subprocess.PIPE).communicate()
     assert subprocess.run([*emits, "--format", "text"], capture_output=True).returncode == 0
+
+
+NOT_STRICT = ['{"a": NaN}', '[Infinity]', '{"x": -Infinity}', '[1e999]']
+
+
+@pytest.mark.parametrize("bad", NOT_STRICT)
+def test_the_suite_wide_strict_json_check_reads_files_and_archives(tmp_path, _every_json_output_is_strict, bad):
+    """At a test's end conftest reads every .json/.jsonl/.sarif under the test's temporary
+    folders, archives' members too (a bundle's kseg-bundle.json): a bare NaN fails the test.
+    A file that is not JSON at all is a test's input, not judged."""
+    import tarfile
+    import zipfile
+
+    import conftest
+
+    watch = _every_json_output_is_strict
+    assert tmp_path in conftest._MADE  # the folders the test's end judges
+    watch.folders = [tmp_path]
+    (tmp_path / "fine.jsonl").write_text('{"a": 1}\n{"b": "NaN"}\n')
+    (tmp_path / "input.jsonl").write_text('{"a": 1}\nnot json at all\n')
+    assert watch.problems() == []
+    names = {".json": "out.json", ".jsonl": "out.jsonl", ".sarif": "report.sarif"}
+    for suffix, name in names.items():
+        (tmp_path / name).write_text(f'{{"ok": 1}}\n{bad}\n' if suffix == ".jsonl" else bad)
+    member = tmp_path / "member.json"
+    member.write_text(bad)
+    with tarfile.open(tmp_path / "bundle.tar.gz", "w:gz") as t:
+        t.add(member, "kseg-bundle.json")
+    with zipfile.ZipFile(tmp_path / "bundle.zip", "w") as z:
+        z.write(member, "inner/kseg-bundle.json")
+    member.unlink()
+    found = "\n".join(watch.problems())
+    for name in names.values():
+        assert f"{tmp_path / name} is not strict JSON" in found, found
+    assert "line 2 of" in found and "bundle.tar.gz!kseg-bundle.json" in found and "bundle.zip!inner/kseg-bundle.json" in found
+    with pytest.raises(AssertionError, match="non-strict JSON written during the test"):
+        watch.check()
+    for p in tmp_path.iterdir():  # this test's own end passes
+        p.unlink()
+
+
+def test_the_suite_wide_strict_json_check_reads_pipes_read_by_hand(_every_json_output_is_strict):
+    """A kseg child's JSON stdout read from the pipe by hand (read, readline, iteration) is
+    judged at the test's end: a bare NaN fails the test; a part read is judged by its whole lines."""
+    watch = _every_json_output_is_strict
+    emits = [sys.executable, "-c", "print('{\"a\": 1}'); print('{\"b\": NaN}')  # kseg.cli"]
+
+    def problems(read, fmt="jsonl", text=False):
+        with subprocess.Popen([*emits, "--format", fmt], stdout=subprocess.PIPE, text=text) as p:
+            read(p.stdout)
+            p.wait()
+        try:
+            return watch.problems()
+        finally:
+            watch.pipes.clear()
+
+    assert "line 2 of kseg" in "".join(problems(lambda f: f.read()))
+    assert "line 2 of kseg" in "".join(problems(lambda f: [line for line in f], text=True))
+    assert "line 2 of kseg" in "".join(problems(lambda f: (f.readline(), f.readline())))
+    assert problems(lambda f: f.readline()) == []  # the first line only: it is fine
+    assert problems(lambda f: f.read(), fmt="text") == []  # not JSON output

@@ -48,9 +48,9 @@ from typing import Callable
 import click
 import pytest
 import store_faults
-from children import opened, restore_signals, stop_when
+from children import KSEG_STOPPING, restore_signals, stop_when, stopped_itself
+from strict_outputs import check_strict_output, strict_json
 from verify_text import with_paths
-from conftest import strict_json
 
 from kseg.checksums import crc32c
 from kseg.companions.build import build_indexes
@@ -381,6 +381,12 @@ class Run:
         return [line for line in self.stderr.splitlines() if line.startswith("kseg: error:")]
 
 
+def finished(args: list[str], code: int, stdout: bytes, stderr: bytes) -> Run:
+    """A child's run from its output read by hand (files, pipes): a JSON output is strict JSON."""
+    check_strict_output(args, code, stdout)
+    return Run(code, stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace"))
+
+
 def _child_env(inputs: Inputs, extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     if inputs.s3 is not None:
@@ -400,7 +406,7 @@ def kseg(args: list[str], inputs: Inputs, *, stdin: bytes | None = None, timeout
 
     r = subprocess.run([*KSEG, *args], input=stdin, capture_output=True, timeout=timeout, env=_child_env(inputs, env),
                        preexec_fn=setup)
-    return Run(r.returncode, r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace"))
+    return finished(args, r.returncode, r.stdout, r.stderr)
 
 
 def argv(name: str, cmd: Command, inp: str, out: str) -> list[str]:
@@ -598,19 +604,9 @@ def test_faults_during_the_run(inputs: Inputs, tmp_path: Path, name: str, fault:
     first = work / FIRST_SEGMENT
     second = work / "orders-0" / segment_file_name(12000)
     expected = RUN_VERDICTS[fault][cmd.role]
-    proc_pid = [0]  # the child's, once started
-
-    def started(p: subprocess.Popen) -> None:
-        proc_pid[0] = p.pid
-
     if fault in ("vanish", "renamed", "renamed_open", "overwrite", "appended", "shrink", "sigterm", "sigint"):
         before = digest(work)
-        # A writer may read a segment through a map whose descriptor it closed at once: the
-        # descriptors alone missed it five times running once (CI).
         target = second if fault == "appended" else first
-
-        def ready() -> bool:
-            return proc_pid[0] != 0 and opened(proc_pid[0], target, mapped=cmd.role == "writer")
 
         def act(p: subprocess.Popen) -> None:
             if fault == "vanish":
@@ -637,7 +633,7 @@ def test_faults_during_the_run(inputs: Inputs, tmp_path: Path, name: str, fault:
             else:
                 p.send_signal(signal.SIGTERM if fault == "sigterm" else signal.SIGINT)
 
-        run = _during_with_pid(argv(name, cmd, str(work), str(out)), inputs, ready, act, started)
+        run = _during(argv(name, cmd, str(work), str(out)), inputs, target, act)
         clean_run(run)
         assert run.code in expected, f"exit {run.code}, expected {expected}\n{run.stdout[-2000:]}{run.stderr[-3000:]}"
         if fault in ("sigterm", "sigint"):
@@ -701,7 +697,7 @@ def test_faults_during_the_run(inputs: Inputs, tmp_path: Path, name: str, fault:
         procs = [subprocess.Popen([*KSEG, *argv(name, cmd, str(work), str(out))], stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, env=_child_env(inputs), preexec_fn=restore_signals)
                  for _ in range(2)]
-        runs = [Run(p.wait(timeout=300), p.stdout.read().decode(), p.stderr.read().decode()) for p in procs]
+        runs = [finished(p.args, p.wait(timeout=300), p.stdout.read(), p.stderr.read()) for p in procs]
         for r in runs:
             clean_run(r)
         codes = sorted(r.code for r in runs)
@@ -733,43 +729,41 @@ def test_faults_during_the_run(inputs: Inputs, tmp_path: Path, name: str, fault:
     raise AssertionError(fault)
 
 
-def _during_with_pid(args: list[str], inputs: Inputs, ready: Callable[[], bool],
-                     act: Callable[[subprocess.Popen], None], started: Callable[[subprocess.Popen], None],
-                     attempts: int = 5) -> Run:
-    """Run kseg, stop it once ``ready()``, ``act``, continue it. Its output goes to files, not
-    pipes: a child blocked on a full pipe would never reach a later segment."""
+def _during(args: list[str], inputs: Inputs, target: Path, act: Callable[[subprocess.Popen], None]) -> Run:
+    """Run kseg stopped by itself right after it first opens ``target`` (tests/stop_at_open.py),
+    ``act``, continue it: the fault is made while the child has the file open, every time. Its
+    output goes to files, not pipes: a child blocked on a full pipe would never reach a later
+    segment."""
     import tempfile
 
-    for _ in range(attempts):
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            proc = subprocess.Popen([*KSEG, *args], stdout=out, stderr=err, env=_child_env(inputs),
-                                    preexec_fn=restore_signals)
-            started(proc)
-            if stop_when(proc, ready):
-                act(proc)
-                proc.send_signal(signal.SIGCONT)
-                proc.wait(timeout=300)
-                out.seek(0)
-                err.seek(0)
-                return Run(proc.returncode, out.read().decode("utf-8", "replace"),
-                           err.read().decode("utf-8", "replace"))
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen([*KSEG_STOPPING, *args], stdout=out, stderr=err,
+                                env=_child_env(inputs, {"KSEG_TEST_STOP_AT": str(target)}), preexec_fn=restore_signals)
+        if not stopped_itself(proc):
             proc.wait()
-    pytest.fail("the run ended every time before the fault could be made")
+            err.seek(0)
+            pytest.fail(f"kseg ended without opening {target}: exit {proc.returncode}: "
+                        f"{err.read().decode('utf-8', 'replace')[-2000:]}")
+        try:
+            act(proc)
+        finally:
+            proc.send_signal(signal.SIGCONT)
+        proc.wait(timeout=300)
+        out.seek(0)
+        err.seek(0)
+        return finished(args, proc.returncode, out.read(), err.read())
 
 
 def test_a_folder_created_at_the_output_during_the_run_is_kept(inputs: Inputs, tmp_path: Path) -> None:
     """An output that appears while a writer runs is never replaced (without --force)."""
     logdir = _big_logdir(inputs.root / "big")
     out = tmp_path / "out"
-    pid = [0]
 
     def act(p: subprocess.Popen) -> None:
         out.mkdir()
         (out / "precious").write_text("mine")
 
-    run = _during_with_pid(["recompress", str(logdir), "-o", str(out), "--codec", "zstd"], inputs,
-                           lambda: pid[0] != 0 and opened(pid[0], logdir / FIRST_SEGMENT), act,
-                           lambda p: pid.__setitem__(0, p.pid))
+    run = _during(["recompress", str(logdir), "-o", str(out), "--codec", "zstd"], inputs, logdir / FIRST_SEGMENT, act)
     clean_run(run)
     assert run.code == 2 and len(run.error_lines) == 1, run.stderr
     assert (out / "precious").read_text() == "mine" and sorted(os.listdir(out)) == ["precious"]
@@ -1059,7 +1053,33 @@ def _faulty_run(args: list[str], env: dict[str, str], spec: str, victim: Victim 
             victim.kill()
             proc.send_signal(signal.SIGCONT)
     out, err = proc.communicate(timeout=300)
-    return Run(proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
+    return finished(args, proc.returncode, out, err)
+
+
+def _takes_json(name: str) -> bool:
+    """Whether the command has ``--format json`` (its summary as a JSON document)."""
+    from kseg.cli.main import main
+
+    command = main.get_command(click.Context(main), name)
+    return any("--format" in p.opts and "json" in getattr(p.type, "choices", ()) for p in command.params)
+
+
+def _published_run(args: list[str], env: dict[str, str], fs: object, out: str) -> tuple[Run, dict[str, int] | None]:
+    """Run kseg publishing to the store, stopped by itself right after its first bytes on stdout
+    or stderr (tests/store_faults.py): the run, and the objects under ``out`` at that moment
+    (None: it said nothing)."""
+    env = dict(env, KSEG_TEST_STOP_AT_OUTPUT="1", PYTHONPATH=os.pathsep.join(
+        [str(Path(__file__).parent), env.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen([*FAULTY, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            preexec_fn=restore_signals)
+    there = None
+    try:
+        if stopped_itself(proc):
+            there = _keys(fs, out)
+    finally:
+        proc.send_signal(signal.SIGCONT)
+    stdout, stderr = proc.communicate(timeout=300)
+    return finished(args, proc.returncode, stdout, stderr), there
 
 
 def _keys(fs: object, prefix: str) -> dict[str, int]:
@@ -1087,8 +1107,14 @@ def test_publishing_to_an_object_store(inputs: Inputs, victims: Victims, tmp_pat
     prefix = f"matrix-out/{name}-{fault}"
     fs.delete_dir_contents(prefix, missing_dir_ok=True)
     env = dict(_child_env(inputs), **store.env)  # type: ignore[attr-defined]
+    args = argv(name, cmd, logdir, f"s3://{prefix}/out")
     try:
-        run = _faulty_run(argv(name, cmd, logdir, f"s3://{prefix}/out"), env, PUBLISH_FAULTS[fault], victim)
+        if fault == "published":
+            json_summary = _takes_json(name)
+            run, first_said = _published_run([*args, "--format", "json"] if json_summary else args, env, fs,
+                                             f"{prefix}/out")
+        else:
+            run = _faulty_run(args, env, PUBLISH_FAULTS[fault], victim)
     finally:
         if victim:
             victim.kill()
@@ -1096,6 +1122,10 @@ def test_publishing_to_an_object_store(inputs: Inputs, victims: Victims, tmp_pat
     assert leftovers(tmp_path, inputs.root / "tmp") == []
     if fault == "published":
         assert run.code == 0, run.stderr
+        # the child stopped itself at its first word: the output was complete, its manifest there
+        assert first_said is None or MANIFEST in first_said, (run.stdout, run.stderr, first_said)
+        if json_summary:  # the summary on stdout, strict JSON, printed after the publish (above)
+            assert first_said is not None and isinstance(strict_json(run.stdout), dict), run.stdout
         there = _keys(fs, f"{prefix}/out")
         assert MANIFEST in there and set(_keys(fs, prefix)) == {f"out/{k}" for k in there}, there  # no staging
         if cmd.output_check == "verify":

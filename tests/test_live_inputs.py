@@ -18,20 +18,16 @@ import os
 import random
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Callable
 
 import pytest
-from children import stop_when, stopped
+from children import KSEG_STOPPING, stopped_itself
 
 from kseg.log.encode import build_v2_batch
 from kseg.log.segment import segment_file_name
 from kseg.model import make_record
 
-# kseg that stops itself once it has opened $KSEG_TEST_STOP_AT (tests/stop_at_open.py)
-KSEG_STOPPING = [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
-                 "import stop_at_open; from kseg.cli.main import main; sys.argv[0] = 'kseg'; main()"]
 BATCHES, PER = 60, 20  # per segment: offsets 0..1199, 1200..2399, 2400..3599
 
 
@@ -65,7 +61,7 @@ def run_during(args: list[str], target: Path, act: Callable[[], None]) -> tuple[
     continue it: (exit code, stdout, stderr)."""
     env = {**os.environ, "KSEG_TEST_STOP_AT": str(target)}
     proc = subprocess.Popen([*KSEG_STOPPING, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    if not stop_when(proc, lambda: stopped(proc.pid)):
+    if not stopped_itself(proc):
         out, err = proc.communicate()
         pytest.fail(f"kseg ended without opening {target}: exit {proc.returncode}: {err.decode()[-2000:]}")
     try:

@@ -233,3 +233,25 @@ def test_topic_filter_on_files_without_a_topic(tmp_path):
     res = run("find", log, "--key", "a", "--topic", "t")
     assert res.exit_code == 2 and "no <topic>-<n> partition folder is there" in res.stderr
     assert run("find", log, "--key", "a").exit_code == 0
+
+
+def test_text_names_the_folder_given_several_log_directories(tmp_path):
+    """Two log directories holding the same partition: given both, a text line names the
+    partition's folder (topic-n alone would not say which); given one, topic-n as before.
+    JSON lines name the file either way."""
+    dirs = []
+    for side in ("broker", "backup"):
+        folder = tmp_path / side / "orders-0"
+        folder.mkdir(parents=True)
+        recs = [make_record(i, T0 + i, b"k", f"{side}-{i}".encode()) for i in range(3)]
+        (folder / segment_file_name(0)).write_bytes(build_v2_batch(recs, base_offset=0))
+        dirs.append(tmp_path / side)
+    both = run("find", "--key", "k", "--from-offset", "1", "--to-offset", "1", *dirs)
+    assert both.exit_code == 0, both.output
+    assert both.stdout.splitlines() == [f'{d / "orders-0"} offset 1 timestamp {T0 + 1} key "k" value "{d.name}-1"'
+                                        for d in dirs]
+    one = run("find", "--key", "k", "--from-offset", "1", "--to-offset", "1", dirs[1])
+    assert one.stdout.splitlines() == [f'orders-0 offset 1 timestamp {T0 + 1} key "k" value "backup-1"']
+    docs = [json.loads(x) for x in run("find", "--key", "k", "--from-offset", "1", "--to-offset", "1", "--format",
+                                         "json", *dirs).stdout.splitlines()]
+    assert [d["file"] for d in docs] == [str(d / "orders-0" / segment_file_name(0)) for d in dirs]

@@ -132,6 +132,9 @@ def find_cmd(paths: tuple[Path, ...], key: str | None, key_hex: str | None, key_
              value_decoder: str, fmt: str, max_decompressed_bytes: int, jobs: int) -> None:
     """The records that match, with topic, partition, offset and timestamp (--format json: JSON lines).
 
+    Text names a record's partition as TOPIC-N, or, given several paths (two log directories
+    may hold the same partition), by its folder's path; JSON lines name the segment file.
+
     Exit 0 (matches or none), 1 when unreadable data was met on the way, 2 bad usage.
     """
     o = find_options_from(key=key, key_hex=key_hex, key_regex=key_regex, value_regex=value_regex, header=header,
@@ -140,7 +143,7 @@ def find_cmd(paths: tuple[Path, ...], key: str | None, key_hex: str | None, key_
                           topic=topic, partitions=partitions, no_index=no_index,
                           max_decompressed_bytes=max_decompressed_bytes)
     st = FindStats()
-    writer = FindWriter(sys.stdout, fmt, load_decoder(key_decoder), load_decoder(value_decoder))
+    writer = FindWriter(sys.stdout, fmt, load_decoder(key_decoder), load_decoder(value_decoder), folders=len(paths) > 1)
     for m in find(list(paths), o, st, jobs):
         writer(m)
     sys.stdout.flush()

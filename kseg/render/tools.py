@@ -146,10 +146,13 @@ def write_diff(report: Any, out: TextIO, fmt: str, key_decoder: Decoder, value_d
 
 
 class FindWriter:
-    """Matches of ``kseg find`` as text lines or JSON lines, written as they come."""
+    """Matches of ``kseg find`` as text lines or JSON lines, written as they come. A text line
+    names the record's partition as ``topic-n``; with ``folders`` (several paths searched: two
+    log directories may hold the same partition) by its folder's path. JSON names the file."""
 
-    def __init__(self, out: TextIO, fmt: str, key_decoder: Decoder, value_decoder: Decoder):
-        self.out, self.fmt, self.kd, self.vd = out, fmt, key_decoder, value_decoder
+    def __init__(self, out: TextIO, fmt: str, key_decoder: Decoder, value_decoder: Decoder, *,
+                 folders: bool = False):
+        self.out, self.fmt, self.kd, self.vd, self.folders = out, fmt, key_decoder, value_decoder, folders
 
     def __call__(self, m: Any) -> None:
         b = m.batch
@@ -160,7 +163,11 @@ class FindWriter:
                 doc.update(producer_id=b.producer_id, is_transactional=b.is_transactional)
             self.out.write(dumps(doc) + "\n")
             return
-        where = printable(f"{m.topic}-{m.partition}" if m.topic is not None else m.file)
+        if m.topic is None:
+            where = m.file
+        else:
+            where = m.file.rsplit("/", 1)[0] if self.folders else f"{m.topic}-{m.partition}"
+        where = printable(where)
         self.out.write(f"{where} offset {m.record.offset} {record_text(m.record, self.kd, self.vd)}\n")
 
 

@@ -50,10 +50,10 @@ def _raise_failures(results: list[Any]) -> None:
 
 
 def find_task(args: tuple, group: Any) -> Any:
-    o, fmt, key_decoder, value_decoder = args
+    o, fmt, key_decoder, value_decoder, folders = args
     st = FindStats()
     out = io.StringIO()
-    writer = FindWriter(out, fmt, load_decoder(key_decoder), load_decoder(value_decoder))
+    writer = FindWriter(out, fmt, load_decoder(key_decoder), load_decoder(value_decoder), folders=folders)
     try:
         for m in find_in_groups([group], o, st):
             writer(m)
@@ -92,8 +92,8 @@ def register(group: click.Group, spark_params: list[click.Parameter], run_cls: A
         groups = select_groups(partition_groups(list(kw["paths"])), o)
         run = run_cls(master, conf, timings)
         with run.session() as session:
-            results = run_tasks(session, partial(find_task, (o, kw["fmt"], kw["key_decoder"], kw["value_decoder"])),
-                                groups, [_size(g[2]) for g in groups], "kseg find")
+            task = partial(find_task, (o, kw["fmt"], kw["key_decoder"], kw["value_decoder"], len(kw["paths"]) > 1))
+            results = run_tasks(session, task, groups, [_size(g[2]) for g in groups], "kseg find")
         _raise_failures(results)
         total = FindStats()
         for text, st in results:
