@@ -157,6 +157,7 @@ OTHER = "other"  # not Kafka's: never read
 # the quorum's first voters, and in newer releases the bootstrap records too. Neither is a
 # snapshot of the log: the controller writes the bootstrap records into the log when it first
 # becomes active.
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"  # a partition folder's leader epochs
 BOOTSTRAP_FILE = "bootstrap.checkpoint"
 BOOTSTRAP_SNAPSHOT = f"{0:020d}-{0:010d}.checkpoint"
 

@@ -9,8 +9,10 @@ not kept either. Every segment of a partition is read, not only up to the first 
 
 The output is a partition folder (or log directory, or .log file) of the input's shape: the
 kept batches byte for byte, indexes rebuilt as ``LogSegment.recover`` would, the
-``.txnindex`` from the ABORT markers kept, the leader-epoch-checkpoint and the producer
-snapshots as repair leaves them. Each region left out is reported with its byte range and
+``.txnindex`` from the ABORT markers kept, and the leader-epoch-checkpoint and producer
+snapshots rebuilt from the batches kept as the broker builds them
+(``kseg.companions.producer_state``: a snapshot at each later segment's base offset and at the
+log end). Each region left out is reported with its byte range and
 the offsets it may have held, from the batches on either side. Nothing here prints.
 """
 
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from kseg.companions.build import TxnEntry, build_indexes, build_txn_index
+from kseg.companions.producer_state import LeaderEpochs, ProducerStates, leader_epoch_checkpoint, producer_snapshot
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError
 from kseg.formats.attributes import CODEC_MASK
@@ -36,6 +39,7 @@ from kseg.log.checks import batch_damage, crc_ok
 from kseg.log.decode import scan_entries
 from kseg.log.records import batch_records
 from kseg.log.salvage_scan import FOUND, MORE, NONE, Limits, find, next_batch
+from kseg.log.listing import LEADER_EPOCH_CHECKPOINT
 from kseg.log.segment import base_offset_of, partition_of, segment_file_name
 from kseg.model import Batch
 from kseg.ops.repair import _groups, _partition_files, record_count
@@ -126,8 +130,10 @@ class PartitionSalvage:
     partition: int | None
     segments: list[SegmentSalvage] = field(default_factory=list)
     log_end_offset: int | None = None
-    epochs_dropped: list[tuple[int, int]] = field(default_factory=list)
-    snapshots_dropped: list[str] = field(default_factory=list)
+    # Rebuilt from the batches kept (a partition folder only): the leader-epoch-checkpoint's
+    # entries, and each producer snapshot written (its file name and producer count).
+    leader_epochs: list[tuple[int, int]] | None = None
+    snapshots: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def lost(self) -> list[LostRange]:
@@ -136,7 +142,8 @@ class PartitionSalvage:
     def as_json(self) -> dict[str, Any]:
         return {"path": self.path, "topic": self.topic, "partition": self.partition,
                 "log_end_offset": self.log_end_offset, "segments": [s.as_json() for s in self.segments],
-                "epochs_dropped": [list(e) for e in self.epochs_dropped], "snapshots_dropped": self.snapshots_dropped}
+                "leader_epochs": None if self.leader_epochs is None else [list(e) for e in self.leader_epochs],
+                "producer_snapshots": [{"file": n, "producers": c} for n, c in self.snapshots]}
 
 
 @dataclass
@@ -221,8 +228,9 @@ class _SegmentWalk:
     """One segment, resynchronised past each bad region; kept batches go to ``out``."""
 
     def __init__(self, path: Path, o: SalvageOptions, lim: Limits, txn: TxnState, out: AtomicFile | None,
-                 pending: list[LostRange]):
+                 pending: list[LostRange], rebuild: "_Rebuild"):
         self.path, self.o, self.lim, self.txn, self.out, self.pending = path, o, lim, txn, out, pending
+        self.rebuild = rebuild
         self.kept: list[Batch] = []
         self.txns: list[TxnEntry] = []
         self.rep = SegmentSalvage(str(path), str(out.path) if out else None, 0)
@@ -359,6 +367,8 @@ class _SegmentWalk:
         entry = self.txn.on_batch(b, self.o.max_decompressed_bytes)
         if entry is not None:
             self.txns.append(entry)
+        self.rebuild.producers.on_batch(b, self.o.max_decompressed_bytes)
+        self.rebuild.epochs.on_batch(b)
         if self.out is not None:
             self.out.write(raw)
         rep.kept_batches += 1
@@ -383,6 +393,21 @@ class _SegmentWalk:
         r = LostRange(str(self.path), start, end, reason, message, first_offset=self.lim.min_offset, claimed=claimed)
         self.rep.lost.append(r)
         self.pending.append(r)
+
+
+class _Rebuild:
+    """The partition's producer state and leader epochs over the batches kept, and the producer
+    snapshots taken as the broker takes them: at each later segment's base offset (when it rolled)
+    and at the log end."""
+
+    def __init__(self) -> None:
+        self.producers = ProducerStates()
+        self.epochs = LeaderEpochs()
+        self.snapshots: dict[int, tuple[bytes, int]] = {}
+
+    def take(self, offset: int) -> None:
+        entries = self.producers.entries()
+        self.snapshots[offset] = (producer_snapshot(entries), len(entries))
 
 
 def _legacy_inner_last(b: Batch, limit: int) -> int | None:
@@ -415,10 +440,13 @@ def salvage_partition(segs: list[Path], out_dir: Path | None, o: SalvageOptions,
     pr = PartitionSalvage(str(folder if folder is not None else segs[0]), parsed[0] if parsed else None,
                           parsed[1] if parsed else None)
     txn = TxnState()
+    rebuild = _Rebuild()
     pending: list[LostRange] = []  # lost ranges waiting for the next kept batch to bound them
     low = 0
     for i, path in enumerate(segs):
         base = base_offset_of(path)
+        if i and base is not None:
+            rebuild.take(base)
         nxt = base_offset_of(segs[i + 1]) if i + 1 < len(segs) else None
         # A segment's offsets lie below the next one's base and within an int of its own
         # (its indexes store them relative to it).
@@ -430,7 +458,7 @@ def salvage_partition(segs: list[Path], out_dir: Path | None, o: SalvageOptions,
             dst = out_dir / name if out_dir.suffix != ".log" else out_dir
         out = AtomicFile(dst) if dst is not None else None
         try:
-            walk = _SegmentWalk(path, o, lim, txn, out, pending)
+            walk = _SegmentWalk(path, o, lim, txn, out, pending, rebuild)
             rep = walk.run()
         except BaseException:
             if out is not None:
@@ -461,8 +489,22 @@ def salvage_partition(segs: list[Path], out_dir: Path | None, o: SalvageOptions,
     for r in pending:  # after the partition's last kept batch: nothing says where its offsets end
         r.at_end = True
     if folder is not None:
-        _partition_files(folder, out_dir, pr)  # type: ignore[arg-type]
+        _partition_files(folder, out_dir, pr, rebuilt=True)  # type: ignore[arg-type]
+        _write_rebuilt(rebuild, out_dir, pr)
     return pr
+
+
+def _write_rebuilt(rebuild: _Rebuild, out_dir: Path | None, pr: PartitionSalvage) -> None:
+    """The leader-epoch-checkpoint and the producer snapshots, from the batches kept."""
+    if pr.log_end_offset is not None:
+        rebuild.take(pr.log_end_offset)
+    pr.leader_epochs = list(rebuild.epochs.entries)
+    pr.snapshots = [(segment_file_name(at, ".snapshot"), n) for at, (_, n) in sorted(rebuild.snapshots.items())]
+    if out_dir is None:
+        return
+    write_atomic(out_dir / LEADER_EPOCH_CHECKPOINT, leader_epoch_checkpoint(pr.leader_epochs))
+    for at, (data, _) in sorted(rebuild.snapshots.items()):
+        write_atomic(out_dir / segment_file_name(at, ".snapshot"), data)
 
 
 def salvage(input_path: Path, output: Path | None, o: SalvageOptions) -> SalvageReport:

@@ -55,11 +55,11 @@ def write_salvage(report: Any, out: TextIO, fmt: str) -> None:
                 out.write(f"{name}: {lost_offsets_text(r)}, bytes {r.start}–{r.end - 1} ({r.bytes} bytes, "
                           f"{r.reason})\n  why: {printable(r.message)}{claimed}\n")
             out.write(f"{name}: kept {_kept(s)}\n")
-        if p.epochs_dropped:
-            out.write(f"{printable(p.path)}: leader-epoch-checkpoint entries dropped (start at or past the new log end "
-                      f"{p.log_end_offset}): {', '.join(f'epoch {e} at {o}' for e, o in p.epochs_dropped)}\n")
-        for snap in p.snapshots_dropped:
-            out.write(f"{printable(snap)}: producer snapshot past the new log end {p.log_end_offset}: dropped\n")
+        if p.leader_epochs is not None:
+            epochs = ", ".join(f"epoch {e} from offset {o}" for e, o in p.leader_epochs) or "no epoch (no v2 batch kept)"
+            snaps = ", ".join(f"{name} ({n} producer{'s' if n != 1 else ''})" for name, n in p.snapshots)
+            out.write(f"{printable(p.path)}: rebuilt from the batches kept: leader-epoch-checkpoint ({epochs})"
+                      + (f"; producer snapshots {snaps}" if snaps else "") + "\n")
     where = "dry run, nothing written" if report.dry_run else f"written to {printable(report.output)}"
     lost = (f"{doc['ranges_lost']} range(s) lost, {doc['bytes_lost']} bytes" if doc["ranges_lost"]
             else "nothing lost")
