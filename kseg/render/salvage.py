@@ -6,12 +6,29 @@ ranges in the text are inclusive at both ends (JSON: ``start`` inclusive, ``end`
 
 from __future__ import annotations
 
-from typing import Any, TextIO
+from typing import IO, Any, TextIO
 
 from kseg.printable import printable
+from kseg.render.dump import record_json
 from kseg.render.jsonout import dumps
+from kseg.render.payload import BUILTIN
 
-__all__ = ["lost_offsets_text", "write_salvage"]
+__all__ = ["CRC_FAILED_MARK", "lost_offsets_text", "write_crc_failed", "write_salvage"]
+
+# The field that marks every line of --keep-crc-failed's file: records no CRC vouches for.
+CRC_FAILED_MARK = "crc_failed"
+
+
+def write_crc_failed(report: Any, out: IO[bytes]) -> None:
+    """The records of the CRC-failed batches salvage did not keep, one JSON object per line: dump's
+    jsonl record line (utf8 payloads), marked, with the segment, the batch's byte position and
+    both CRCs."""
+    utf8 = BUILTIN["utf8"]
+    for c in report.crc_failed or []:
+        extra = {CRC_FAILED_MARK: True, "file": c.file, "crc_stored": c.crc_stored, "crc_computed": c.crc_computed}
+        for r in c.records:
+            out.write((dumps({**record_json(c.batch, r, utf8, utf8), **extra}, ensure_ascii=False) + "\n")
+                      .encode("utf-8", "backslashreplace"))
 
 
 def lost_offsets_text(r: Any) -> str:
@@ -63,4 +80,7 @@ def write_salvage(report: Any, out: TextIO, fmt: str) -> None:
     where = "dry run, nothing written" if report.dry_run else f"written to {printable(report.output)}"
     lost = (f"{doc['ranges_lost']} range(s) lost, {doc['bytes_lost']} bytes" if doc["ranges_lost"]
             else "nothing lost")
+    if "crc_failed_batches" in doc:
+        lost += (f" ({doc['crc_failed_batches']} batch(es) that fail their CRC but read, {doc['crc_failed_records']} "
+                 "record(s), written apart, marked crc_failed, not kept)")
     out.write(f"{lost}; kept {doc['batches_kept']} batches, {doc['records_kept']} records ({where})\n")
