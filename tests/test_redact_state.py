@@ -72,6 +72,23 @@ def test_state_redact_ids_shows_none_of_them(which: str, ids: list[str], fmt: st
         assert kept in redacted
 
 
+@pytest.mark.parametrize("fmt", ["text", "jsonl", "kafka"])
+@pytest.mark.parametrize(("which", "ids"), [("internal", INTERNAL_IDS), ("meta", META_IDS)])
+def test_dump_decode_redact_ids_shows_none_of_them(which: str, ids: list[str], fmt: str, meta: Path) -> None:
+    """``dump --decode --redact ids``: the decoded records field by field, their raw keys and values
+    (which hold the ids in binary) as tokens; the same token for an id as ``state --redact ids``."""
+    src = INTERNAL if which == "internal" else meta
+    args = ["dump", "--decode", "auto", "--format", fmt, "--payload", "utf8"]
+    plain = run(*args, src)
+    assert _present(ids, plain)
+    redacted = run(*args, "--redact", "ids", "--redact-key", KEY, src)
+    assert _present(ids, redacted) == []
+    assert len(redacted.splitlines()) == len(plain.splitlines())
+    if which == "internal" and fmt != "kafka":
+        token = Redactor.make(frozenset({"ids"}), KEY.encode()).text("orders-app")
+        assert token in redacted and token in run("state", "--redact", "ids", "--redact-key", KEY, src)
+
+
 def test_state_redact_keeps_the_shape_and_equal_ids_equal() -> None:
     plain = json.loads(run("state", "--format", "json", INTERNAL))
     red = json.loads(run("state", "--format", "json", "--redact", "ids", "--redact-key", KEY, INTERNAL))
@@ -154,7 +171,9 @@ def test_redact_secrets_hides_them_in_kafka_lines(meta: Path) -> None:
     (["state", "--redact", "keys", INTERNAL], "'keys': give ids, secrets"),
     (["state", "--redact-key", "k", INTERNAL], "--redact-key is the key of --redact's hash"),
     (["state", "--redact", "secrets", "--show-secrets", INTERNAL], "--redact secrets hides what --show-secrets shows"),
-    (["dump", "--redact", "ids", INTERNAL], "'ids': give keys, values, headers, secrets"),
+    (["dump", "--redact", "ids", INTERNAL], "--redact ids applies to the internal topics' records --decode decodes"),
+    (["dump", "--redact", "names", INTERNAL], "'names': give keys, values, headers, ids, secrets"),
+    (["bundle", INTERNAL, "-o", "/nonexistent/b.tgz", "--redact", "ids"], "'ids': give keys, values, headers, secrets"),
     (["dump", "--decode", "auto", "--redact", "secrets", "--show-secrets", INTERNAL],
      "--redact secrets hides what --show-secrets shows"),
     (["state", "--coordinator-of", "g", "--redact", "ids"], "--redact limits a replay"),

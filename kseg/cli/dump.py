@@ -19,7 +19,8 @@ from kseg.interrupts import Terminated, exit_code
 from kseg.ops.dump import DumpOptions, file_kind
 from kseg.ops.dump_split import OPERATION, DumpCounts, DumpJob, LiveTails, dump_counted
 from kseg.ops.executors import execute, here_only
-from kseg.ops.redact import FIELDS, SECRETS, Redactor
+from kseg.errors import InputError
+from kseg.ops.redact import FIELDS, IDS, SECRETS, Redactor
 from kseg.ops.sniff import KAFKA, KAFKA07, input_format_of, name_format
 from kseg.ops.spool import FileSpan
 from kseg.render.dump import RENDERERS, ChunkedWriter, KafkaRenderer, payload_decoder
@@ -28,8 +29,19 @@ from kseg.render.kafka07 import dump_kafka07
 from kseg.render.payload import load_decoder
 
 
-# What dump's --redact takes: the record fields, and the secrets --format kafka would show.
-DUMP_REDACTS = (*FIELDS, SECRETS)
+# What dump's --redact takes: the record fields, the identities of decoded internal topics,
+# and the secrets --format kafka would show.
+DUMP_REDACTS = (*FIELDS, IDS, SECRETS)
+
+
+def dump_redactor(redact: tuple[str, ...], redact_key: str | None, decode: str | None,
+                  show_secrets: bool = False) -> Redactor | None:
+    """dump's (and spark dump's) --redact: ids applies to the records --decode decodes."""
+    redactor = redactor_of(redact, redact_key, DUMP_REDACTS, show_secrets)
+    if redactor is not None and redactor.ids and not decode:
+        raise InputError("--redact ids applies to the internal topics' records --decode decodes: give --decode "
+                         "auto (or a family), or --redact keys,values to hide the raw keys and values")
+    return redactor
 
 
 dump_redact_options = redact_options(
@@ -86,7 +98,7 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
     refuse_unless(input_format != "kafka07", ("redact", "redact_key"), "applies to Kafka segments")
     refuse_unless(fmt != "kafka" and input_format != "kafka07", ("show_secrets",),
                   "applies to kseg's own formats (--format kafka shows every field, as kafka-dump-log.sh)")
-    redactor = redactor_of(redact, redact_key, DUMP_REDACTS, show_secrets)
+    redactor = dump_redactor(redact, redact_key, decode, show_secrets)
     records = records or fields is not None  # choosing record fields asks for the records
     view = RecordView(fields, not no_truncate)
     files = expand_for_dump(paths)

@@ -70,8 +70,11 @@ def redact_data(schema: str | None, data: dict | None, hide: Callable[[str], str
 
 
 def _redact_part(part: Part | None, hide: Callable[[str], str]) -> Part | None:
-    if part is None or part.data is None:
-        return part
+    if part is None:
+        return None
+    if part.data is None:  # not decoded: its raw bytes may hold anything
+        return part if part.raw is None else replace(part, raw=None, note=f"{part.note}; its bytes not shown (ids "
+                                                                          "redacted)")
     return replace(part, data=redact_data(part.schema, part.data, hide))
 
 

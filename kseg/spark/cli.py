@@ -31,14 +31,13 @@ from kseg.cli.common import (
     params_of,
     rebase_options,
     recompress_options,
-    redactor_of,
     refuse_unless,
     shown_options,
     topic_set,
     up_convert_options,
     verify_options,
 )
-from kseg.cli.dump import DUMP_REDACTS, dump_redact_options, prepare_dump, shows_secrets
+from kseg.cli.dump import dump_redact_options, dump_redactor, prepare_dump, shows_secrets
 from kseg.cli.write import compact_setup, write_flags
 from kseg.codecs.choice import choose
 from kseg.errors import InputError
@@ -247,7 +246,7 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
     # The same preparation as the plain command, then one task per file.
     payload, kd, vd, records, decode = prepare_dump(fmt, payload, key_decoder, value_decoder, records, decode)
     refuse_unless(input_format != "kafka07", ("redact", "redact_key"), "applies to Kafka segments")
-    redactor = redactor_of(redact, redact_key, DUMP_REDACTS)  # one key for every task
+    redactor = dump_redactor(redact, redact_key, decode)  # one key for every task
     files = expand_for_dump(paths)
     _no_streams(files)
     if input_format == "kafka07":
