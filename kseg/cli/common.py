@@ -305,7 +305,6 @@ input_format_option = click.option(
 def redact_options(what: str, names: tuple[str, ...] = FIELDS) -> Decorator:
     """``--redact`` and ``--redact-key`` (bundle, dump, state): ``what`` says what the hash replaces,
     ``names`` the values of ``REDACTABLE`` the command takes."""
-    hashed = [n for n in names if n != SECRETS]
     listed = "; ".join(f"{n}: {REDACTABLE[n]}" for n in names)
     return options(
         click.option("--redact", "redact", multiple=True, metavar="WHAT",
@@ -314,7 +313,7 @@ def redact_options(what: str, names: tuple[str, ...] = FIELDS) -> Decorator:
         click.option("--redact-key", envvar="KSEG_REDACT_KEY", default=None, metavar="TEXT",
                      help="The key of --redact's hash, so that two runs (and two commands) hash a value alike "
                           "[env: KSEG_REDACT_KEY; default: a random key, not stored]"
-                          + ("." if hashed else " (not used by secrets).")),
+                          + (" (secrets are hidden, not hashed)." if SECRETS in names else ".")),
     )
 
 

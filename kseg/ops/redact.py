@@ -49,7 +49,7 @@ REDACTABLE: dict[str, str] = {
     VALUES: "record values of ordinary topics",
     HEADERS: "record header values of ordinary topics (header names are kept)",
     IDS: "the identities in internal-topic records: group, member, instance, client and transactional ids, "
-         "client hosts, commit metadata, user and principal names (kseg.decoders.identities)",
+         "client hosts, commit metadata, user and principal names (the table: the internal topics guide)",
     SECRETS: "SCRAM salts and keys, delegation token ids and sensitive configuration values, hidden even where "
              "they would be shown (--format kafka); refuses --show-secrets",
 }
