@@ -80,3 +80,16 @@ def folder_records(folder: Path) -> list[tuple]:
     for seg in sorted(folder.glob("*.log")):
         out.extend(kafka_python_records(seg.read_bytes()))
     return out
+
+
+def metadata_log(folder: Path, values: list[tuple[dict, int]]) -> Path:
+    """A ``__cluster_metadata`` segment of one batch: each (record data, Kafka record type id) as
+    the controller frames it (frame version 1, type, record version 0)."""
+    from kseg.decoders.metadata import RECORDS
+    from kseg.decoders.schema import encode
+
+    folder.mkdir(parents=True, exist_ok=True)
+    framed = [bytes([1, type_id, 0]) + encode(RECORDS[type_id], value, 0) for value, type_id in values]
+    (folder / segment_file_name(0)).write_bytes(
+        build_v2_batch([make_record(i, T0, None, v) for i, v in enumerate(framed)]))
+    return folder

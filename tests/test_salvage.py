@@ -130,16 +130,21 @@ def damage(data: bytes, t: Truth, kind: str, pick: int, frac: float, garbage: by
 KINDS = ["zeros", "huge", "negative", "torn", "garbage"]
 
 
-def check_salvage(tmp: Path, src: Path, kind: str, seg_pick: int, pick: int, frac: float, garbage: bytes,
-                  length: int) -> None:
+def copy_and_pick(tmp: Path, src: Path, seg_pick: int) -> tuple[Path, dict[str, Truth], Path, Truth]:
+    """A copy of ``src`` under ``tmp``, its batches before any damage, and the segment picked."""
     work = tmp / "in" / src.name
-    shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(src, work)
     truth = truth_of(work)
     logs = partition_segments(work)
     log = logs[seg_pick % len(logs)]
-    t = truth[log.name]
-    assume(t.batches)
+    assume(truth[log.name].batches)
+    return work, truth, log, truth[log.name]
+
+
+def check_salvage(tmp: Path, src: Path, kind: str, seg_pick: int, pick: int, frac: float, garbage: bytes,
+                  length: int) -> None:
+    shutil.rmtree(tmp, ignore_errors=True)
+    work, truth, log, t = copy_and_pick(tmp, src, seg_pick)
     damaged, touched = damage(log.read_bytes(), t, kind, pick, frac, garbage, length)
     log.write_bytes(damaged)
     before = digest(work)
@@ -339,3 +344,59 @@ def test_the_text_of_a_damaged_copy_speaks_no_python(tmp_path):
     assert "lost, bytes" in text and "(612 bytes, crc)" in text and "zeros" in text, text
     for what, pattern in LEAKS.items():
         assert pattern.search(text) is None, (what, text)
+
+
+# --------------------------------------------------------------------------- --keep-crc-failed
+
+
+@EXAMPLES
+@given(part=st.sampled_from(PARTITIONS), seg=st.integers(0, 10), pick=st.integers(0, 1000), at=st.floats(0, 0.999),
+       flip=st.integers(1, 255))
+def test_keep_crc_failed_holds_exactly_the_records_of_the_crc_failed_batches(tmp_path_factory, part, seg, pick, at,
+                                                                             flip):
+    """One byte of a batch changed past its framing (size, magic): the batch fails its CRC; the
+    file holds its records exactly when they still read, each marked, and the partition never."""
+    tmp = tmp_path_factory.mktemp("crc")
+    work, truth, log, t = copy_and_pick(tmp, part, seg)
+    i = pick % len(t.batches)
+    pos, size, _, _ = t.batches[i]
+    k = pos + 17 + int(at * (size - 17))  # past the offset, size and magic fields
+    data = bytearray(log.read_bytes())
+    data[k] ^= flip
+    log.write_bytes(bytes(data))
+    damaged = next(b for b in Segment(log).batches() if b.position == pos)
+    try:
+        expected = [(r.offset, r.key, r.value) for r in batch_records(damaged)]
+    except Exception:  # noqa: BLE001 - whatever does not read is not kept apart either
+        expected = []
+    kept = tmp / "crc.jsonl"
+    res = run(work, "-o", tmp / "out", "--keep-crc-failed", kept, "--format", "json")
+    code, text = res.exit_code, res.output
+    assert code == 1, text
+    lines = [json.loads(x) for x in kept.read_text().splitlines()]
+    assert [(x["offset"], x["batch_position"], x["crc_failed"], x["file"]) for x in lines] == [
+        (o, pos, True, str(log)) for o, _, _ in expected]
+    assert all(x["crc_stored"] == damaged.crc != x["crc_computed"] == damaged.computed_crc() for x in lines)
+    doc = json.loads(text)
+    assert (doc["crc_failed_batches"], doc["crc_failed_records"]) == (1 if expected else 0, len(expected))
+    # the partition holds the truth minus that batch, whatever the file holds
+    assert records_of(tmp / "out") == [r for name, tt in truth.items() for j, b in enumerate(tt.batches)
+                                       if not (name == log.name and j == i) for r in b[3]]
+
+
+def _run(*args: object) -> tuple[int, str]:
+    res = run(*args)
+    return res.exit_code, res.output
+
+
+def test_keep_crc_failed_usage(tmp_path):
+    src = FIXTURES_LOGDIR / "v2-none-0"
+    code, text = _run(src, "--dry-run", "--keep-crc-failed", tmp_path / "k.jsonl")
+    assert code == 2 and "--dry-run writes nothing" in text
+    code, text = _run(src, "-o", tmp_path / "o", "--keep-crc-failed", src / "k.jsonl")
+    assert code == 2 and "must not be an input" in text
+    (tmp_path / "k.jsonl").write_text("")
+    code, text = _run(src, "-o", tmp_path / "o", "--keep-crc-failed", tmp_path / "k.jsonl")
+    assert code == 2 and "exists" in text
+    code, text = _run(src, "-o", tmp_path / "o2", "--keep-crc-failed", tmp_path / "k2.jsonl")
+    assert code == 0 and (tmp_path / "k2.jsonl").read_text() == ""

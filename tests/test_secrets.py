@@ -12,39 +12,27 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from builders import metadata_log
 from conftest import REPO
 from kseg.cli.main import main
-from kseg.decoders.metadata import RECORDS
-from kseg.decoders.schema import encode
 from kseg.decoders.secrets import HIDDEN, SENSITIVE_CONFIG, hide_data
-from kseg.log.encode import build_v2_batch
-from kseg.model import make_record
 
 SALT, STORED, SERVER, TOKEN, PASSWORD = b"s4lt-bytes", b"stored-key-bytes", b"server-key-bytes", "tok-123456", "hunter2!"
 B64 = [base64.b64encode(x).decode() for x in (SALT, STORED, SERVER)]
 SECRETS = [*B64, TOKEN, PASSWORD]
 
 
-def _metadata(value: dict, type_id: int) -> bytes:
-    return bytes([1, type_id, 0]) + encode(RECORDS[type_id], value, 0)
-
-
 @pytest.fixture()
 def meta(tmp_path: Path) -> Path:
-    folder = tmp_path / "__cluster_metadata-0"
-    folder.mkdir()
-    values = [
-        _metadata({"name": "alice", "mechanism": 1, "salt": B64[0], "storedKey": B64[1], "serverKey": B64[2],
-                   "iterations": 8192}, 11),
-        _metadata({"owner": "User:bob", "requester": "User:bob", "renewers": [], "issueTimestamp": 1,
-                   "maxTimestamp": 2, "expirationTimestamp": 3, "tokenId": TOKEN}, 10),
-        _metadata({"resourceType": 4, "resourceName": "1", "name": "listener.name.sasl_ssl.ssl.key.password",
-                   "value": PASSWORD}, 4),
-        _metadata({"resourceType": 2, "resourceName": "orders", "name": "retention.ms", "value": "86400000"}, 4),
-    ]
-    log = folder / "00000000000000000000.log"
-    log.write_bytes(build_v2_batch([make_record(i, 1_700_000_000_000, None, v) for i, v in enumerate(values)]))
-    return folder
+    return metadata_log(tmp_path / "__cluster_metadata-0", [
+        ({"name": "alice", "mechanism": 1, "salt": B64[0], "storedKey": B64[1], "serverKey": B64[2],
+          "iterations": 8192}, 11),
+        ({"owner": "User:bob", "requester": "User:bob", "renewers": [], "issueTimestamp": 1,
+          "maxTimestamp": 2, "expirationTimestamp": 3, "tokenId": TOKEN}, 10),
+        ({"resourceType": 4, "resourceName": "1", "name": "listener.name.sasl_ssl.ssl.key.password",
+          "value": PASSWORD}, 4),
+        ({"resourceType": 2, "resourceName": "orders", "name": "retention.ms", "value": "86400000"}, 4),
+    ])
 
 
 def run(*args: object) -> str:

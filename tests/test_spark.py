@@ -402,6 +402,11 @@ def test_verify_newest_segment_being_written(spark, tmp_path):
     ("-r", "--format", "kafka", "--payload", "utf8"),
     ("-r",),
     ("--from-offset", "5", "--to-offset", "17", "-r", "--format", "jsonl"),
+    # --redact: the same key, the same tokens (every task hashes with the driver's key)
+    ("-r", "--format", "jsonl", "--redact", "keys,values,headers", "--redact-key", "case-1"),
+    ("-r", "--redact", "values", "--redact-key", "case-1"),
+    ("-r", "--format", "kafka", "--payload", "utf8", "--decode", "auto", "--redact", "keys,secrets", "--redact-key",
+     "case-1"),
 ])
 def test_dump_same_output(spark, logdir, args):
     plain = cli("dump", *args, logdir)
@@ -409,6 +414,26 @@ def test_dump_same_output(spark, logdir, args):
     assert plain.exit_code == dist.exit_code == 0
     assert dist.stdout == plain.stdout
     assert dist.stderr == plain.stderr
+    if "--redact" in args:  # and the redaction did something
+        assert "redacted:" in plain.stdout and plain.stdout != cli("dump", *args[:args.index("--redact")],
+                                                                     logdir).stdout
+
+
+def test_dump_redact_with_a_random_key_is_one_key_per_run(spark, logdir):
+    """Without --redact-key the key is random per run, but one for every task of the run: equal
+    keys of different files stay equal."""
+    out = cli("spark", "dump", "-r", "--format", "jsonl", "--redact", "keys", logdir)
+    assert out.exit_code == 0, out.stderr
+    plain = [json.loads(x) for x in cli("dump", "-r", "--format", "jsonl", logdir).stdout.splitlines()]
+    red = [json.loads(x) for x in out.stdout.splitlines()]
+    pairs, files, where = set(), {}, None
+    for p, r in zip(plain, red):
+        where = p["file"] if p["type"] == "batch" else where
+        if p["type"] == "record" and p.get("key"):
+            pairs.add((p["key"], r["key"]))
+            files.setdefault(p["key"], set()).add(where)
+    assert max(len(f) for f in files.values()) > 1  # a key found in several files
+    assert len({a for a, _ in pairs}) == len(pairs) == len({b for _, b in pairs})  # one token per original key
 
 
 def test_dump_stops_at_the_same_error(spark, bad_logdir, tmp_path):

@@ -16,6 +16,7 @@ from kseg.cli.common import guarded, index_interval_option, max_decompressed_opt
     time_option
 from kseg.defaults import DEFAULT_COORDINATOR_PARTITIONS
 from kseg.ops.bundle import BundleOptions, bundle
+from kseg.ops.redact import FIELDS, SECRETS
 from kseg.storage import is_remote
 from kseg.render.bundle import write_bundle
 
@@ -40,7 +41,7 @@ from kseg.render.bundle import write_bundle
 @time_option("--from-time", help="Only the segments holding timestamps from this time on (ordinary topics).")
 @time_option("--to-time", help="... up to this time, inclusive.")
 @redact_options("the record keys, values or header values of ordinary topics (batches rebuilt with valid CRCs, "
-                "indexes rebuilt; offsets, timestamps and counts kept)")
+                "indexes rebuilt; offsets, timestamps and counts kept)", (*FIELDS, SECRETS))
 @click.option("--show-secrets", is_flag=True,
               help="Take the KRaft metadata log as it is: by default its SCRAM salts and keys, delegation token ids "
                    "and sensitive configuration values (passwords, JAAS configurations, keys) are replaced by "
@@ -67,10 +68,10 @@ def bundle_cmd(logdir: Path, output: str | Path, topics: tuple[str, ...], groups
         raise click.BadParameter("a bundle is one local .tar.gz file; copy it to the object store afterwards",
                                  param_hint="-o/--output")
     output = Path(output)
-    redactor = redactor_of(redact, redact_key)
+    redactor = redactor_of(redact, redact_key, (*FIELDS, SECRETS), show_secrets)
     o = BundleOptions(topics=topics, groups=groups, transactional_ids=transactional_ids,
                       coordinator_partitions=coordinator_partitions, from_offset=from_offset, to_offset=to_offset,
-                      from_time=from_time, to_time=to_time, redactor=redactor,
+                      from_time=from_time, to_time=to_time, redactor=redactor if redactor else None,
                       key_given=redact_key is not None, show_secrets=show_secrets, force=force,
                       index_interval_bytes=index_interval_bytes,
                       max_decompressed_bytes=max_decompressed_bytes)

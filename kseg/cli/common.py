@@ -35,7 +35,7 @@ from kseg.lazy import load
 from kseg.log.atomic import remove_live_temporaries
 from kseg.log.segment import expand_inputs, is_stdin
 from kseg.ops.executors import AUTO, parse_jobs
-from kseg.ops.redact import FIELDS, Redactor, parse_fields
+from kseg.ops.redact import FIELDS, REDACTABLE, SECRETS, Redactor, parse_fields
 from kseg.storage import remove_live_objects
 
 
@@ -302,28 +302,36 @@ jobs_option = click.option(
 input_format_option = click.option(
     "--input-format", type=click.Choice(["kafka", "kafka07"]), default=None, help=INPUT_FORMAT_HELP)
 
-def redact_options(what: str) -> Decorator:
-    """``--redact`` and ``--redact-key`` (bundle, dump): ``what`` says what is redacted."""
+def redact_options(what: str, names: tuple[str, ...] = FIELDS) -> Decorator:
+    """``--redact`` and ``--redact-key`` (bundle, dump, state): ``what`` says what the hash replaces,
+    ``names`` the values of ``REDACTABLE`` the command takes."""
+    listed = "; ".join(f"{n}: {REDACTABLE[n]}" for n in names)
     return options(
-        click.option("--redact", "redact", multiple=True, metavar="FIELDS",
+        click.option("--redact", "redact", multiple=True, metavar="WHAT",
                      help=f"Replace {what} by their length and a keyed hash (redacted:<length>:<hmac>; equal "
-                          f"values stay equal): {', '.join(FIELDS)}, repeatable or a comma list. Internal "
-                          f"topics are not redacted."),
+                          f"values stay equal). WHAT, repeatable or a comma list: {listed}."),
         click.option("--redact-key", envvar="KSEG_REDACT_KEY", default=None, metavar="TEXT",
-                     help="The key of --redact's hash, so that two runs hash a value alike [env: KSEG_REDACT_KEY; "
-                          "default: a random key, not stored]."),
+                     help="The key of --redact's hash, so that two runs (and two commands) hash a value alike "
+                          "[env: KSEG_REDACT_KEY; default: a random key, not stored]"
+                          + (" (secrets are hidden, not hashed)." if SECRETS in names else ".")),
     )
 
 
-def redactor_of(redact: tuple[str, ...], redact_key: str | None) -> Redactor | None:
-    """The redactor ``--redact``/``--redact-key`` ask for, or None; a usage error for a bad field
-    or a key without fields."""
+def redactor_of(redact: tuple[str, ...], redact_key: str | None, names: tuple[str, ...] = FIELDS,
+                show_secrets: bool = False) -> Redactor | None:
+    """The redactor ``--redact``/``--redact-key`` ask for, or None; a usage error for a name the
+    command does not take, a key without anything to hash, or secrets both hidden and shown."""
     try:
-        fields = parse_fields(redact)
+        fields = parse_fields(redact, names)
     except ValueError as e:
         raise InputError(f"--redact {e}") from None
-    if redact_key is not None and not fields:
-        raise InputError("--redact-key is the key of --redact's hash: give --redact too, or leave it out")
+    ctx = click.get_current_context(silent=True)
+    typed = ctx is None or ctx.get_parameter_source("redact_key") != click.core.ParameterSource.ENVIRONMENT
+    if redact_key is not None and typed and not fields - {SECRETS}:  # (a key in the environment may wait)
+        raise InputError("--redact-key is the key of --redact's hash: give --redact "
+                         f"{'|'.join(n for n in names if n != SECRETS)} too, or leave it out")
+    if SECRETS in fields and show_secrets:
+        raise InputError("--redact secrets hides what --show-secrets shows: leave one of them out")
     return Redactor.make(fields, redact_key.encode() if redact_key else None) if fields else None
 
 

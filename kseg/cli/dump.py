@@ -20,13 +20,40 @@ from kseg.log.listing import read_kind
 from kseg.ops.dump import DumpOptions
 from kseg.ops.dump_split import OPERATION, DumpCounts, DumpJob, LiveTails, dump_counted
 from kseg.ops.executors import execute, here_only
-from kseg.ops.redact import Redactor
+from kseg.errors import InputError
+from kseg.ops.redact import FIELDS, IDS, SECRETS, Redactor
 from kseg.ops.sniff import KAFKA, KAFKA07, input_format_of, name_format
 from kseg.ops.spool import FileSpan
 from kseg.render.dump import RENDERERS, ChunkedWriter, KafkaRenderer, payload_decoder
 from kseg.render.fields import RECORD_FIELDS, RecordView, parse_fields
 from kseg.render.kafka07 import dump_kafka07
 from kseg.render.payload import load_decoder
+
+
+# What dump's --redact takes: the record fields, the identities of decoded internal topics,
+# and the secrets --format kafka would show.
+DUMP_REDACTS = (*FIELDS, IDS, SECRETS)
+
+
+def dump_redactor(redact: tuple[str, ...], redact_key: str | None, decode: str | None,
+                  show_secrets: bool = False) -> Redactor | None:
+    """dump's (and spark dump's) --redact: ids applies to the records --decode decodes."""
+    redactor = redactor_of(redact, redact_key, DUMP_REDACTS, show_secrets)
+    if redactor is not None and redactor.ids and not decode:
+        raise InputError("--redact ids applies to the internal topics' records --decode decodes: give --decode "
+                         "auto (or a family), or --redact keys,values to hide the raw keys and values")
+    return redactor
+
+
+dump_redact_options = redact_options(
+    "the keys, values or header values of the records shown (an undecodable batch with --keep-going: its header's "
+    "bytes only)", DUMP_REDACTS)
+
+
+def shows_secrets(fmt: str, show_secrets: bool, redactor: Redactor | None) -> bool:
+    """Decoded secrets are shown with --show-secrets, and in --format kafka (as kafka-dump-log.sh
+    shows them) unless --redact secrets."""
+    return show_secrets or (fmt == "kafka" and not (redactor is not None and redactor.secrets))
 
 
 def _fields(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...] | None:
@@ -44,8 +71,7 @@ def _fields(ctx: click.Context, param: click.Parameter, value: str | None) -> tu
               help=f"The record lines' fields, in this order (text and jsonl; implies --records): "
                    f"{','.join(RECORD_FIELDS)}.")
 @click.option("--no-truncate", is_flag=True, help="Text: show long keys, values and header values whole.")
-@redact_options("the keys, values or header values of the records shown (an undecodable batch with --keep-going: "
-                "its header's bytes only)")
+@dump_redact_options
 @click.option("--show-secrets", is_flag=True,
               help="With --decode: show SCRAM salts and keys, delegation token ids and sensitive configuration "
                    "values (passwords, JAAS configurations, keys) of the metadata log; hidden by default "
@@ -73,7 +99,7 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
     refuse_unless(input_format != "kafka07", ("redact", "redact_key"), "applies to Kafka segments")
     refuse_unless(fmt != "kafka" and input_format != "kafka07", ("show_secrets",),
                   "applies to kseg's own formats (--format kafka shows every field, as kafka-dump-log.sh)")
-    redactor = redactor_of(redact, redact_key)
+    redactor = dump_redactor(redact, redact_key, decode, show_secrets)
     records = records or fields is not None  # choosing record fields asks for the records
     view = RecordView(fields, not no_truncate)
     files = expand_for_dump(paths)
@@ -201,7 +227,7 @@ def dump_options_for(fmt: str, renderer: Any, *, records: bool, decode: str | No
                        keep_going=keep_going, strict_names=fmt == "kafka", decode=decode,
                        wrapper_counts=fmt != "kafka", record_spans=getattr(renderer, "takes_spans", False),
                        plain_runs=getattr(renderer, "takes_plain_runs", False), redactor=redactor,
-                       show_secrets=show_secrets or fmt == "kafka")
+                       show_secrets=shows_secrets(fmt, show_secrets, redactor))
 
 
 def _stdout_fd() -> int | None:

@@ -9,10 +9,12 @@ from pathlib import Path
 
 import click
 
-from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded, jobs_option, refuse_unless, time_option
+from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded, jobs_option, redact_options, redactor_of, refuse_unless, \
+    time_option
 from kseg.cli.storage import LOCATION
 from kseg.defaults import DEFAULT_COORDINATOR_PARTITIONS
 from kseg.errors import InputError
+from kseg.ops.redact import IDS, SECRETS
 from kseg.ops.state import Limit, coordinator_partition, replay
 from kseg.ops.txn import DEFAULT_MAX_TIMEOUT_MS, explain_transactions
 from kseg.render.answers import write_state, write_txn
@@ -34,16 +36,18 @@ format_option = click.option("--format", "fmt", type=click.Choice(["text", "json
 @click.option("--show-secrets", is_flag=True,
               help="Show SCRAM salts and keys, delegation token ids and sensitive configuration values (passwords, "
                    "JAAS configurations, keys) of the metadata image; hidden by default ([hidden]).")
+@redact_options("the identities in the state", (IDS, SECRETS))
 @format_option
 @guarded
 def state(paths: tuple[Path, ...], at_offset: int | None, at_time: int | None, coordinator_of: str | None,
-          partitions: int, show_secrets: bool, fmt: str) -> None:
+          partitions: int, show_secrets: bool, fmt: str, redact: tuple[str, ...] = (),
+          redact_key: str | None = None) -> None:
     """Replay __consumer_offsets, __transaction_state, the KRaft metadata log, __share_group_state or
     __remote_log_metadata up to a point and print the state: committed offsets and groups,
     transactional ids, the metadata image, share-partitions, remote segments."""
     refuse_unless(coordinator_of is not None, ("partitions",),
                   "is the topic's partition count for --coordinator-of: give --coordinator-of too, or leave it out")
-    refuse_unless(coordinator_of is None, ("at_offset", "at_time", "show_secrets"),
+    refuse_unless(coordinator_of is None, ("at_offset", "at_time", "show_secrets", "redact"),
                   "limits a replay; --coordinator-of replays nothing: leave one of them out")
     if coordinator_of is not None and paths:
         raise InputError("--coordinator-of reads no PATH (it only computes the partition): leave the paths out, "
@@ -58,7 +62,9 @@ def state(paths: tuple[Path, ...], at_offset: int | None, at_time: int | None, c
         return
     if not paths:
         raise InputError("give PATH... (internal topic partitions or a log directory), or --coordinator-of ID")
-    report = replay(list(paths), Limit(at_offset, at_time), show_secrets=show_secrets)
+    redactor = redactor_of(redact, redact_key, (IDS, SECRETS), show_secrets)
+    report = replay(list(paths), Limit(at_offset, at_time), show_secrets=show_secrets,
+                    hide_id=redactor.text if redactor is not None and redactor.ids else None)
     write_state(report, sys.stdout, fmt)
 
 

@@ -6,14 +6,17 @@ Exit 0 nothing lost, 1 something was lost, 2 bad usage or unreadable input.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import click
 
 from kseg.cli.common import EXIT_DATA, EXIT_OK, SIZE, guarded, index_interval_option, max_decompressed_option
 from kseg.cli.storage import LOCATION, remote_output, say_report
+from kseg.errors import InputError
+from kseg.log.atomic import check_output, write_atomic
 from kseg.ops.salvage import DEFAULT_MAX_BATCH_BYTES, SalvageOptions, salvage
-from kseg.render.salvage import write_salvage
+from kseg.render.salvage import CRC_FAILED_MARK, write_crc_failed, write_salvage
 
 
 @click.command("salvage")
@@ -25,13 +28,18 @@ from kseg.render.salvage import write_salvage
 @click.option("--no-index", is_flag=True, help="Do not write .index/.timeindex/.txnindex files.")
 @click.option("--max-batch-bytes", type=SIZE, default=DEFAULT_MAX_BATCH_BYTES, show_default="64MiB",
               help="The largest batch believed when resynchronising (a larger length field is damage).")
+@click.option("--keep-crc-failed", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE.jsonl",
+              help=f"Write the records of the batches that fail their CRC but decompress and parse to this JSON "
+                   f"Lines file (dump's jsonl record lines, each marked \"{CRC_FAILED_MARK}\": true, with its segment, "
+                   f"its batch's byte position and both CRCs); they are never written into the output partition.")
 @index_interval_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @max_decompressed_option
 @guarded
 @remote_output
 def salvage_cmd(input_path: Path, output: Path | None, dry_run: bool, force: bool, no_index: bool,
-                max_batch_bytes: int, index_interval_bytes: int, fmt: str, max_decompressed_bytes: int) -> None:
+                max_batch_bytes: int, index_interval_bytes: int, fmt: str, max_decompressed_bytes: int,
+                keep_crc_failed: Path | None = None) -> None:
     """Recover every batch the damage did not touch, into a new output.
 
     Reads past damaged regions (bad CRCs, zeros, garbage, torn writes, absurd lengths) in
@@ -39,8 +47,17 @@ def salvage_cmd(input_path: Path, output: Path | None, dry_run: bool, force: boo
     each region left out with its byte range and the offsets it held. Exit 0 when nothing
     was lost, 1 when something was.
     """
+    if keep_crc_failed is not None:
+        if dry_run:
+            raise InputError("--keep-crc-failed writes a file; --dry-run writes nothing: leave one of them out")
+        check_output([input_path] + ([output] if output is not None else []), keep_crc_failed, force=force)
     o = SalvageOptions(dry_run=dry_run, force=force, index=not no_index, index_interval_bytes=index_interval_bytes,
-                       max_decompressed_bytes=max_decompressed_bytes, max_batch_bytes=max_batch_bytes)
+                       max_decompressed_bytes=max_decompressed_bytes, max_batch_bytes=max_batch_bytes,
+                       keep_crc_failed=keep_crc_failed is not None)
     report = salvage(input_path, output, o)
+    if keep_crc_failed is not None:
+        lines = io.BytesIO()
+        write_crc_failed(report, lines)
+        write_atomic(keep_crc_failed, lines.getvalue())
     say_report(lambda out: write_salvage(report, out, fmt))
     raise SystemExit(EXIT_OK if report.ok else EXIT_DATA)

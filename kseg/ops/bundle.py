@@ -340,7 +340,7 @@ def bundle(root: Path, output: Path, o: BundleOptions) -> BundleReport:
     check_output([root], output, force=o.force)
     r = o.redactor
     redaction = None if not r else {
-        "fields": sorted(r.fields), "method": METHOD,
+        "fields": sorted(r.record_fields), "method": METHOD,
         "key": "given (--redact-key)" if o.key_given else "random, used for this bundle only and not stored",
         "applies_to": "records of ordinary topics; internal topics (__*) are kept as they are but for the "
                       "metadata log's secrets (see secrets)",

@@ -13,6 +13,7 @@ from typing import Iterator
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.companions.read import offset_index_lookup, time_index_lookup
 from kseg.decoders import FAMILY, HIDDEN_BYTES, decode_record, family_for, hide_secrets
+from kseg.decoders.identities import redact_ids
 from kseg.errors import KsegError
 from kseg.log.decode import Tail
 from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX, read_kind, replica_note
@@ -293,7 +294,8 @@ def _batch_event(path: Path, batch: Batch, o: DumpOptions, family: str | None) -
             e.located(file=str(path))
             if not o.keep_going:
                 raise
-            return BadBatchEvent(path, o.redactor.header_only(batch) if o.redactor else batch, e)
+            hides = o.redactor is not None and (bool(o.redactor) or o.redactor.ids)
+            return BadBatchEvent(path, o.redactor.header_only(batch) if hides else batch, e)
     if batch.magic >= 2:
         first, last, count = batch.offset, batch.last_offset, batch.record_count or 0
     elif records is not None and batch.codec != 0:
@@ -316,8 +318,17 @@ def _batch_event(path: Path, batch: Batch, o: DumpOptions, family: str | None) -
         decoded = [decode_record(family, r, batch.is_control) for r in records]
         if not o.show_secrets and FAMILY[family].secrets:
             records, decoded = _hidden(records, decoded)
+        if o.redactor is not None and o.redactor.ids and not batch.is_control:
+            records, decoded = _ids_redacted(records, decoded, o.redactor)
     return BatchEvent(path, batch, first, last, count, batch.crc_valid, records if o.records else None, decoded,
                       spans)
+
+
+def _ids_redacted(records: list[Record], decoded: list, r: Redactor) -> tuple[list[Record], list]:
+    """Records of an internal topic with their identities redacted (kseg.decoders.identities):
+    the decoded forms field by field, the raw key and value (which hold them in binary) as tokens."""
+    return ([x._replace(key=r.token(x.key), value=r.token(x.value)) for x in records],
+            [redact_ids(d, r.text) for d in decoded])
 
 
 def _hidden(records: list[Record], decoded: list) -> tuple[list[Record], list]:

@@ -41,21 +41,33 @@ from kseg.log.encode import (
 from kseg.log.records import batch_records, codec_for
 from kseg.model import Batch, Header, Record
 
-KEYS, VALUES, HEADERS = "keys", "values", "headers"
-FIELDS = (KEYS, VALUES, HEADERS)
+KEYS, VALUES, HEADERS, IDS, SECRETS = "keys", "values", "headers", "ids", "secrets"
+# What ``--redact`` takes, the one table: each name and what it hides (the commands' help and
+# docs/guides/conversions.md list them from here; each command takes the names that apply to it).
+REDACTABLE: dict[str, str] = {
+    KEYS: "record keys of ordinary topics",
+    VALUES: "record values of ordinary topics",
+    HEADERS: "record header values of ordinary topics (header names are kept)",
+    IDS: "the identities in internal-topic records: group, member, instance, client and transactional ids, "
+         "client hosts, commit metadata, user and principal names (the table: the internal topics guide)",
+    SECRETS: "SCRAM salts and keys, delegation token ids and sensitive configuration values, hidden even where "
+             "they would be shown (--format kafka); refuses --show-secrets",
+}
+FIELDS = (KEYS, VALUES, HEADERS)  # the record fields
 HASH_DIGITS = 32
 METHOD = f"HMAC-SHA256 of the original bytes, first {HASH_DIGITS} hex digits: redacted:<length>:<hmac>"
 
 
-def parse_fields(given: Iterable[str]) -> frozenset[str]:
-    """``--redact keys --redact values,headers`` -> the fields named (ValueError for an unknown one)."""
+def parse_fields(given: Iterable[str], allowed: Iterable[str] = FIELDS) -> frozenset[str]:
+    """``--redact keys --redact values,headers`` -> the names given (ValueError for one not in ``allowed``)."""
+    allowed = tuple(allowed)
     out = set()
     for item in given:
         for name in (x.strip() for x in item.split(",")):
             if not name:
                 continue
-            if name not in FIELDS:
-                raise ValueError(f"{name!r}: give {', '.join(FIELDS)} (repeated or as a comma list)")
+            if name not in allowed:
+                raise ValueError(f"{name!r}: give {', '.join(allowed)} (repeated or as a comma list)")
             out.add(name)
     return frozenset(out)
 
@@ -72,7 +84,20 @@ class Redactor:
         return cls(fields, key if key else os.urandom(32))
 
     def __bool__(self) -> bool:
-        return bool(self.fields)
+        """Whether record data is redacted (keys, values or headers)."""
+        return bool(self.fields & set(FIELDS))
+
+    @property
+    def record_fields(self) -> frozenset[str]:
+        return self.fields & frozenset(FIELDS)
+
+    @property
+    def ids(self) -> bool:
+        return IDS in self.fields
+
+    @property
+    def secrets(self) -> bool:
+        return SECRETS in self.fields
 
     def token(self, data: bytes | None) -> bytes | None:
         """The redacted form of one field (None and empty stay as they are)."""
@@ -80,6 +105,12 @@ class Redactor:
             return data
         mac = hmac.new(self.key, bytes(data), hashlib.sha256).hexdigest()[:HASH_DIGITS]
         return b"redacted:%d:%s" % (len(data), mac.encode())
+
+    def text(self, value: str) -> str:
+        """The redacted form of a string: the token of its UTF-8 bytes, so that an id redacts alike
+        wherever it appears (a record key in ``dump --redact keys``, a group id in ``state --redact ids``)."""
+        token = self.token(value.encode("utf-8", "surrogatepass"))
+        return value if token is None else token.decode()
 
     def record(self, r: Record) -> Record:
         key = self.token(r.key) if KEYS in self.fields else r.key
@@ -152,4 +183,4 @@ def hide_batch_secrets(batch: Batch, file: str, limit: int = DEFAULT_MAX_DECOMPR
     return rebuild_batch(batch, [r if v is None else r._replace(value=v) for r, v in zip(records, values)])
 
 
-__all__ = ["FIELDS", "HEADERS", "KEYS", "METHOD", "VALUES", "Redactor", "hide_batch_secrets", "parse_fields", "rebuild_batch"]
+__all__ = ["FIELDS", "HEADERS", "IDS", "KEYS", "METHOD", "REDACTABLE", "SECRETS", "VALUES", "Redactor", "hide_batch_secrets", "parse_fields", "rebuild_batch"]

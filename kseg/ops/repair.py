@@ -18,6 +18,7 @@ from typing import Any, Iterator
 
 from kseg.companions.build import TxnEntry, build_indexes, build_txn_index
 from kseg.companions.read import read_leader_epoch_checkpoint
+from kseg.companions.producer_state import leader_epoch_checkpoint
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError, KsegError, TruncatedError
 from kseg.facts.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, RECORD_BATCH_OVERHEAD, RECORD_COUNT_POSITION
@@ -317,11 +318,6 @@ def _copy_prefix(src: Path, dst: Path, length: int) -> None:
     copy_times(src, dst)
 
 
-def epoch_checkpoint_text(entries: list[tuple[int, int]]) -> str:
-    """A leader-epoch-checkpoint file: version 0, the count, ``epoch start_offset`` lines."""
-    return "0\n" + f"{len(entries)}\n" + "".join(f"{e} {o}\n" for e, o in entries)
-
-
 def repair_partition(segs: list[Path], out_dir: Path | None, o: RepairOptions, *,
                      folder: Path | None = None) -> PartitionRepair:
     """Recover one partition's segments (in offset order) into ``out_dir`` (None: dry run)."""
@@ -362,12 +358,13 @@ def repair_partition(segs: list[Path], out_dir: Path | None, o: RepairOptions, *
     return pr
 
 
-def _partition_files(folder: Path, out_dir: Path | None, pr: PartitionRepair) -> None:
+def _partition_files(folder: Path, out_dir: Path | None, pr: PartitionRepair, *, rebuilt: bool = False) -> None:
     """leader-epoch-checkpoint truncated at the new log end (LeaderEpochFileCache.truncateFromEnd),
-    producer snapshots past it dropped, the other files of the folder copied."""
+    producer snapshots past it dropped, the other files of the folder copied; with ``rebuilt``
+    (the caller writes the checkpoint and the snapshots) only the other files."""
     leo = pr.log_end_offset
     lec = folder / LEADER_EPOCH_FILE
-    if lec.is_file():
+    if lec.is_file() and not rebuilt:
         try:
             entries = [(e.epoch, e.start_offset) for e in read_leader_epoch_checkpoint(lec).entries]
         except KsegError:
@@ -376,10 +373,10 @@ def _partition_files(folder: Path, out_dir: Path | None, pr: PartitionRepair) ->
             keep = [e for e in entries if leo is None or e[1] < leo]
             pr.epochs_dropped = [e for e in entries if e not in keep]
             if out_dir is not None:
-                write_atomic(out_dir / lec.name, epoch_checkpoint_text(keep).encode())
+                write_atomic(out_dir / lec.name, leader_epoch_checkpoint(keep))
         elif out_dir is not None:
             copy_file(lec, out_dir / lec.name)
-    for snap in sorted(folder.glob("*.snapshot")):
+    for snap in [] if rebuilt else sorted(folder.glob("*.snapshot")):
         at = base_offset_of(snap)
         if leo is not None and at is not None and at > leo:
             pr.snapshots_dropped.append(str(snap))

@@ -9,8 +9,10 @@ not kept either. Every segment of a partition is read, not only up to the first 
 
 The output is a partition folder (or log directory, or .log file) of the input's shape: the
 kept batches byte for byte, indexes rebuilt as ``LogSegment.recover`` would, the
-``.txnindex`` from the ABORT markers kept, the leader-epoch-checkpoint and the producer
-snapshots as repair leaves them. Each region left out is reported with its byte range and
+``.txnindex`` from the ABORT markers kept, and the leader-epoch-checkpoint and producer
+snapshots rebuilt from the batches kept as the broker builds them
+(``kseg.companions.producer_state``: a snapshot at each later segment's base offset and at the
+log end). Each region left out is reported with its byte range and
 the offsets it may have held, from the batches on either side. Nothing here prints.
 """
 
@@ -23,8 +25,9 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from kseg.companions.build import TxnEntry, build_indexes, build_txn_index
+from kseg.companions.producer_state import LeaderEpochs, ProducerStates, leader_epoch_checkpoint, producer_snapshot
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES
-from kseg.errors import InputError
+from kseg.errors import InputError, KsegError
 from kseg.formats.attributes import CODEC_MASK
 from kseg.facts.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MIN_SIZE_BY_MAGIC
 from kseg.facts.message_v0v1 import ATTRIBUTES_POSITION as LEGACY_ATTRIBUTES_POSITION
@@ -36,8 +39,9 @@ from kseg.log.checks import batch_damage, crc_ok
 from kseg.log.decode import scan_entries
 from kseg.log.records import batch_records
 from kseg.log.salvage_scan import FOUND, MORE, NONE, Limits, find, next_batch
+from kseg.log.listing import LEADER_EPOCH_FILE
 from kseg.log.segment import base_offset_of, partition_of, segment_file_name
-from kseg.model import Batch
+from kseg.model import Batch, Record
 from kseg.ops.repair import _groups, _partition_files, record_count
 from kseg.ops.repair import _TxnState as TxnState  # the one reckoning of open and aborted transactions
 from kseg.storage import as_path, copy_times
@@ -64,6 +68,31 @@ class SalvageOptions:
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+    # Keep the records of the batches that frame, decompress and parse but fail their CRC (in the
+    # report, for a separate file, never in the partition): untrusted, but sometimes all there is.
+    keep_crc_failed: bool = False
+
+
+@dataclass
+class CrcFailedBatch:
+    """A batch inside a lost range whose CRC fails but whose records read: not kept, but shown."""
+
+    file: str
+    batch: Batch
+    records: list[Record]
+
+    @property
+    def crc_stored(self) -> int:
+        return self.batch.crc
+
+    @property
+    def crc_computed(self) -> int:
+        return self.batch.computed_crc()
+
+    def as_json(self) -> dict[str, Any]:
+        b = self.batch
+        return {"file": self.file, "position": b.position, "offsets": [b.offset, b.last_offset],
+                "records": len(self.records), "crc_stored": self.crc_stored, "crc_computed": self.crc_computed}
 
 
 @dataclass
@@ -112,10 +141,14 @@ class SegmentSalvage:
     first_offset: int | None = None
     last_offset: int | None = None
     lost: list[LostRange] = field(default_factory=list)
+    crc_failed: list[CrcFailedBatch] | None = None  # with SalvageOptions.keep_crc_failed
 
     def as_json(self) -> dict[str, Any]:
-        d = {k: v for k, v in asdict(self).items() if k != "lost"}
+        d = {k: getattr(self, k) for k in ("file", "output", "size", "kept_bytes", "kept_batches", "kept_records",
+                                          "first_offset", "last_offset")}
         d["lost"] = [r.as_json() for r in self.lost]
+        if self.crc_failed is not None:
+            d["crc_failed"] = [c.as_json() for c in self.crc_failed]
         return d
 
 
@@ -126,8 +159,10 @@ class PartitionSalvage:
     partition: int | None
     segments: list[SegmentSalvage] = field(default_factory=list)
     log_end_offset: int | None = None
-    epochs_dropped: list[tuple[int, int]] = field(default_factory=list)
-    snapshots_dropped: list[str] = field(default_factory=list)
+    # Rebuilt from the batches kept (a partition folder only): the leader-epoch-checkpoint's
+    # entries, and each producer snapshot written (its file name and producer count).
+    leader_epochs: list[tuple[int, int]] | None = None
+    snapshots: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def lost(self) -> list[LostRange]:
@@ -136,7 +171,8 @@ class PartitionSalvage:
     def as_json(self) -> dict[str, Any]:
         return {"path": self.path, "topic": self.topic, "partition": self.partition,
                 "log_end_offset": self.log_end_offset, "segments": [s.as_json() for s in self.segments],
-                "epochs_dropped": [list(e) for e in self.epochs_dropped], "snapshots_dropped": self.snapshots_dropped}
+                "leader_epochs": None if self.leader_epochs is None else [list(e) for e in self.leader_epochs],
+                "producer_snapshots": [{"file": n, "producers": c} for n, c in self.snapshots]}
 
 
 @dataclass
@@ -155,12 +191,21 @@ class SalvageReport:
         """True when every byte of the input was kept."""
         return not self.lost
 
+    @property
+    def crc_failed(self) -> list[CrcFailedBatch] | None:
+        """The CRC-failed batches whose records read, when they were asked for."""
+        found = [s.crc_failed for p in self.partitions for s in p.segments]
+        return None if not found or found[0] is None else [c for cs in found for c in cs or []]
+
     def as_json(self) -> dict[str, Any]:
         segs = [s for p in self.partitions for s in p.segments]
+        crc_failed = self.crc_failed
         return {
             "input": self.input, "output": self.output, "dry_run": self.dry_run, "ok": self.ok,
             "batches_kept": sum(s.kept_batches for s in segs), "records_kept": sum(s.kept_records for s in segs),
             "bytes_lost": sum(r.bytes for r in self.lost), "ranges_lost": len(self.lost),
+            **({} if crc_failed is None else {"crc_failed_batches": len(crc_failed),
+                                              "crc_failed_records": sum(len(c.records) for c in crc_failed)}),
             "partitions": [p.as_json() for p in self.partitions],
         }
 
@@ -221,11 +266,13 @@ class _SegmentWalk:
     """One segment, resynchronised past each bad region; kept batches go to ``out``."""
 
     def __init__(self, path: Path, o: SalvageOptions, lim: Limits, txn: TxnState, out: AtomicFile | None,
-                 pending: list[LostRange]):
+                 pending: list[LostRange], rebuild: "_Rebuild"):
         self.path, self.o, self.lim, self.txn, self.out, self.pending = path, o, lim, txn, out, pending
+        self.rebuild = rebuild
         self.kept: list[Batch] = []
         self.txns: list[TxnEntry] = []
-        self.rep = SegmentSalvage(str(path), str(out.path) if out else None, 0)
+        self.rep = SegmentSalvage(str(path), str(out.path) if out else None, 0,
+                                  crc_failed=[] if o.keep_crc_failed else None)
 
     def run(self) -> SegmentSalvage:
         src = as_path(self.path)
@@ -241,13 +288,21 @@ class _SegmentWalk:
             r.load(0, 0)
             pos = scan = 0  # pos: first byte not accounted for; scan: where the search goes on
             # Inside a bad region that starts with a plausible header whose CRC fails: the
-            # offsets it claims are a neighbour too (a batch found after it must lie above them).
+            # offsets it claims are a neighbour too (a batch found inside its bytes must lie above
+            # them); past its bytes (``claim_end``) its claim says nothing, its offset fields may be
+            # what the damage changed.
             region: Limits | None = None
+            claim_end: int | None = None
             while scan < r.size:
                 status, p, total = next_batch(r.buf, scan - r.start, region or self.lim, final=r.final)
                 if status == MORE:
                     r.load(r.start + p, total)
                     scan = r.start
+                    continue
+                if (claim_end is not None and scan < claim_end
+                        and (status != FOUND or r.start + p >= claim_end)):
+                    r.load(claim_end, 0)  # search again from its end, as if no header had claimed
+                    scan, region, claim_end = r.start, self.lim, None
                     continue
                 if status != FOUND:
                     break
@@ -255,13 +310,13 @@ class _SegmentWalk:
                 raw = memoryview(r.buf)[p:p + total]
                 b = scan_entries(raw, at, max_entries=1).batches[0]
                 if at > pos and region is None:
-                    claim = self._claimed_last(f, pos)
-                    region = self.lim if claim is None else self.lim._replace(
+                    claim, end = self._claimed_last(f, pos)
+                    region = self.lim if claim is None or at >= end else self.lim._replace(
                         min_offset=max(self.lim.min_offset, claim + 1))
                     if b.offset < region.min_offset:
-                        scan = at + 1
+                        scan, claim_end = at + 1, end
                         continue
-                region = None
+                region, claim_end = None, None
                 findings = batch_damage(b, str(self.path), self.o.max_decompressed_bytes)
                 if findings:
                     self._lose(f, pos, at + total, DAMAGED, "batch with a valid crc but damaged contents: "
@@ -301,21 +356,22 @@ class _SegmentWalk:
                 self._lose(f, pos, r.size, final_end=True)
         return self.rep
 
-    def _claimed_last(self, f: BinaryIO, at: int) -> int | None:
+    def _claimed_last(self, f: BinaryIO, at: int) -> tuple[int | None, int]:
         """The last offset a header at ``at`` claims, when its framing is plausible (its CRC
-        failed, or a batch would have been found there)."""
+        failed, or a batch would have been found there), and where its bytes end."""
         f.seek(at)
         head = f.read(4096)
-        status, p, _ = find(head, 0, False, self.lim)
+        status, p, total = find(head, 0, False, self.lim)
         if status == NONE or p != 0 or len(head) < HEADER_SIZE_UP_TO_MAGIC:
-            return None
+            return None, at
         if head[16] >= 2 and len(head) < RECORD_BATCH_OVERHEAD:
-            return None
+            return None, at
+        end = at + int.from_bytes(head[8:12], "big", signed=True) + LOG_OVERHEAD
         offset = int.from_bytes(head[0:8], "big", signed=True)
         if head[16] < 2:
-            return offset
+            return offset, end
         return offset + int.from_bytes(head[LAST_OFFSET_DELTA_POSITION:LAST_OFFSET_DELTA_POSITION + 4], "big",
-                                       signed=True)
+                                       signed=True), end
 
     @staticmethod
     def _bytes(f: BinaryIO, r: _Reader, at: int, n: int) -> bytes:
@@ -359,6 +415,8 @@ class _SegmentWalk:
         entry = self.txn.on_batch(b, self.o.max_decompressed_bytes)
         if entry is not None:
             self.txns.append(entry)
+        self.rebuild.producers.on_batch(b, self.o.max_decompressed_bytes)
+        self.rebuild.epochs.on_batch(b)
         if self.out is not None:
             self.out.write(raw)
         rep.kept_batches += 1
@@ -383,6 +441,47 @@ class _SegmentWalk:
         r = LostRange(str(self.path), start, end, reason, message, first_offset=self.lim.min_offset, claimed=claimed)
         self.rep.lost.append(r)
         self.pending.append(r)
+        if self.rep.crc_failed is not None:
+            self._crc_failed(f, start, end)
+
+    def _crc_failed(self, f: BinaryIO, start: int, end: int) -> None:
+        """The batches framed one after the other from the start of a lost range whose CRC fails
+        and whose records read (the framing ends at the first bytes that frame no batch)."""
+        f.seek(start)
+        data = f.read(min(end - start, self.o.max_batch_bytes))
+        pos = 0
+        while pos < len(data):
+            try:
+                scan = scan_entries(data, start, start=pos, max_entries=1)
+            except KsegError:
+                return
+            if not scan.batches:
+                return
+            b = scan.batches[0]
+            pos = scan.consumed
+            if crc_ok(b):
+                continue
+            try:
+                records = batch_records(b, limit=self.o.max_decompressed_bytes)
+            except KsegError:
+                continue
+            assert self.rep.crc_failed is not None
+            self.rep.crc_failed.append(CrcFailedBatch(str(self.path), b._replace(raw=bytes(b.raw)), records))
+
+
+class _Rebuild:
+    """The partition's producer state and leader epochs over the batches kept, and the producer
+    snapshots taken as the broker takes them: at each later segment's base offset (when it rolled)
+    and at the log end."""
+
+    def __init__(self) -> None:
+        self.producers = ProducerStates()
+        self.epochs = LeaderEpochs()
+        self.snapshots: dict[int, tuple[bytes, int]] = {}
+
+    def take(self, offset: int) -> None:
+        entries = self.producers.entries()
+        self.snapshots[offset] = (producer_snapshot(entries), len(entries))
 
 
 def _legacy_inner_last(b: Batch, limit: int) -> int | None:
@@ -415,10 +514,13 @@ def salvage_partition(segs: list[Path], out_dir: Path | None, o: SalvageOptions,
     pr = PartitionSalvage(str(folder if folder is not None else segs[0]), parsed[0] if parsed else None,
                           parsed[1] if parsed else None)
     txn = TxnState()
+    rebuild = _Rebuild()
     pending: list[LostRange] = []  # lost ranges waiting for the next kept batch to bound them
     low = 0
     for i, path in enumerate(segs):
         base = base_offset_of(path)
+        if i and base is not None:
+            rebuild.take(base)
         nxt = base_offset_of(segs[i + 1]) if i + 1 < len(segs) else None
         # A segment's offsets lie below the next one's base and within an int of its own
         # (its indexes store them relative to it).
@@ -430,7 +532,7 @@ def salvage_partition(segs: list[Path], out_dir: Path | None, o: SalvageOptions,
             dst = out_dir / name if out_dir.suffix != ".log" else out_dir
         out = AtomicFile(dst) if dst is not None else None
         try:
-            walk = _SegmentWalk(path, o, lim, txn, out, pending)
+            walk = _SegmentWalk(path, o, lim, txn, out, pending, rebuild)
             rep = walk.run()
         except BaseException:
             if out is not None:
@@ -461,8 +563,22 @@ def salvage_partition(segs: list[Path], out_dir: Path | None, o: SalvageOptions,
     for r in pending:  # after the partition's last kept batch: nothing says where its offsets end
         r.at_end = True
     if folder is not None:
-        _partition_files(folder, out_dir, pr)  # type: ignore[arg-type]
+        _partition_files(folder, out_dir, pr, rebuilt=True)  # type: ignore[arg-type]
+        _write_rebuilt(rebuild, out_dir, pr)
     return pr
+
+
+def _write_rebuilt(rebuild: _Rebuild, out_dir: Path | None, pr: PartitionSalvage) -> None:
+    """The leader-epoch-checkpoint and the producer snapshots, from the batches kept."""
+    if pr.log_end_offset is not None:
+        rebuild.take(pr.log_end_offset)
+    pr.leader_epochs = list(rebuild.epochs.entries)
+    pr.snapshots = [(segment_file_name(at, ".snapshot"), n) for at, (_, n) in sorted(rebuild.snapshots.items())]
+    if out_dir is None:
+        return
+    write_atomic(out_dir / LEADER_EPOCH_FILE, leader_epoch_checkpoint(pr.leader_epochs))
+    for at, (data, _) in sorted(rebuild.snapshots.items()):
+        write_atomic(out_dir / segment_file_name(at, ".snapshot"), data)
 
 
 def salvage(input_path: Path, output: Path | None, o: SalvageOptions) -> SalvageReport:
@@ -518,5 +634,5 @@ def _salvage(input_path: Path, output: Path | None, o: SalvageOptions) -> Salvag
     return report
 
 
-__all__ = ["LostRange", "PartitionSalvage", "SalvageOptions", "SalvageReport", "SegmentSalvage", "salvage",
+__all__ = ["CrcFailedBatch", "LostRange", "PartitionSalvage", "SalvageOptions", "SalvageReport", "SegmentSalvage", "salvage",
            "salvage_partition"]

@@ -36,9 +36,10 @@ import copy
 import heapq
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from kseg.decoders import FAMILY, decode_record, family_for
+from kseg.decoders.identities import redact_ids
 from kseg.decoders.secrets import hide_secrets
 from kseg.decoders.remote_log import PARTITION_DELETE_STATES, SEGMENT_STATES
 from kseg.decoders.share_state import DELIVERY_STATES
@@ -90,6 +91,9 @@ class PartitionState:
     notes: list[str] = field(default_factory=list)
     not_applied: int = 0  # records read but not applied (each with a note)
     show_secrets: bool = False  # decoded secrets applied as they are, else hidden (kseg.decoders.secrets)
+    # Identities (group, member, client, transactional ids ...) passed through this before they are
+    # applied (kseg.decoders.identities), so that the state, its keys and its notes hold none of them.
+    hide_id: Callable[[str], str] | None = None
 
     def skip(self, offset: int, why: str) -> None:
         """A record that could not be applied: counted, and a note says which and why."""
@@ -178,19 +182,24 @@ def _records(ps: PartitionState, files: list[Path], family: str, start: int = 0
             for record in batch_records(batch):
                 if record.offset >= start:
                     decoded = decode_record(family, record, batch.is_control)
-                    yield batch, record, decoded if ps.show_secrets else hide_secrets(decoded)
+                    if not ps.show_secrets:
+                        decoded = hide_secrets(decoded)
+                    if ps.hide_id is not None:
+                        decoded = redact_ids(decoded, ps.hide_id)
+                    yield batch, record, decoded
 
 
 # --------------------------------------------------------------------------- replay
 
 
-def replay(paths: list[Path], limit: Limit = Limit(), *, show_secrets: bool = False) -> StateReport:
+def replay(paths: list[Path], limit: Limit = Limit(), *, show_secrets: bool = False,
+           hide_id: Callable[[str], str] | None = None) -> StateReport:
     """Replay every internal-topic partition under ``paths`` up to ``limit``; secrets in the
     records (SCRAM keys, delegation token ids, sensitive configuration values) are applied
-    as ``[hidden]`` unless ``show_secrets``."""
+    as ``[hidden]`` unless ``show_secrets``; identities as ``hide_id`` gives them, if given."""
     report = StateReport(limit)
     for folder, (family, files) in sorted(_partitions(paths).items()):
-        ps = PartitionState(str(folder), family, show_secrets=show_secrets)
+        ps = PartitionState(str(folder), family, show_secrets=show_secrets, hide_id=hide_id)
         start = 0
         if family == "metadata":
             start = _start_from_snapshot(ps, folder, files, limit)

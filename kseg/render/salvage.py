@@ -6,12 +6,29 @@ ranges in the text are inclusive at both ends (JSON: ``start`` inclusive, ``end`
 
 from __future__ import annotations
 
-from typing import Any, TextIO
+from typing import IO, Any, TextIO
 
 from kseg.printable import printable
+from kseg.render.dump import record_json
 from kseg.render.jsonout import dumps
+from kseg.render.payload import BUILTIN
 
-__all__ = ["lost_offsets_text", "write_salvage"]
+__all__ = ["CRC_FAILED_MARK", "lost_offsets_text", "write_crc_failed", "write_salvage"]
+
+# The field that marks every line of --keep-crc-failed's file: records no CRC vouches for.
+CRC_FAILED_MARK = "crc_failed"
+
+
+def write_crc_failed(report: Any, out: IO[bytes]) -> None:
+    """The records of the CRC-failed batches salvage did not keep, one JSON object per line: dump's
+    jsonl record line (utf8 payloads), marked, with the segment, the batch's byte position and
+    both CRCs."""
+    utf8 = BUILTIN["utf8"]
+    for c in report.crc_failed or []:
+        extra = {CRC_FAILED_MARK: True, "file": c.file, "crc_stored": c.crc_stored, "crc_computed": c.crc_computed}
+        for r in c.records:
+            out.write((dumps({**record_json(c.batch, r, utf8, utf8), **extra}, ensure_ascii=False) + "\n")
+                      .encode("utf-8", "backslashreplace"))
 
 
 def lost_offsets_text(r: Any) -> str:
@@ -55,12 +72,15 @@ def write_salvage(report: Any, out: TextIO, fmt: str) -> None:
                 out.write(f"{name}: {lost_offsets_text(r)}, bytes {r.start}–{r.end - 1} ({r.bytes} bytes, "
                           f"{r.reason})\n  why: {printable(r.message)}{claimed}\n")
             out.write(f"{name}: kept {_kept(s)}\n")
-        if p.epochs_dropped:
-            out.write(f"{printable(p.path)}: leader-epoch-checkpoint entries dropped (start at or past the new log end "
-                      f"{p.log_end_offset}): {', '.join(f'epoch {e} at {o}' for e, o in p.epochs_dropped)}\n")
-        for snap in p.snapshots_dropped:
-            out.write(f"{printable(snap)}: producer snapshot past the new log end {p.log_end_offset}: dropped\n")
+        if p.leader_epochs is not None:
+            epochs = ", ".join(f"epoch {e} from offset {o}" for e, o in p.leader_epochs) or "no epoch (no v2 batch kept)"
+            snaps = ", ".join(f"{name} ({n} producer{'s' if n != 1 else ''})" for name, n in p.snapshots)
+            out.write(f"{printable(p.path)}: rebuilt from the batches kept: leader-epoch-checkpoint ({epochs})"
+                      + (f"; producer snapshots {snaps}" if snaps else "") + "\n")
     where = "dry run, nothing written" if report.dry_run else f"written to {printable(report.output)}"
     lost = (f"{doc['ranges_lost']} range(s) lost, {doc['bytes_lost']} bytes" if doc["ranges_lost"]
             else "nothing lost")
+    if "crc_failed_batches" in doc:
+        lost += (f" ({doc['crc_failed_batches']} batch(es) that fail their CRC but read, {doc['crc_failed_records']} "
+                 "record(s), written apart, marked crc_failed, not kept)")
     out.write(f"{lost}; kept {doc['batches_kept']} batches, {doc['records_kept']} records ({where})\n")

@@ -31,12 +31,13 @@ from kseg.cli.common import (
     params_of,
     rebase_options,
     recompress_options,
+    refuse_unless,
     shown_options,
     topic_set,
     up_convert_options,
     verify_options,
 )
-from kseg.cli.dump import prepare_dump
+from kseg.cli.dump import dump_redact_options, dump_redactor, prepare_dump, shows_secrets
 from kseg.cli.write import compact_setup, write_flags
 from kseg.codecs.choice import choose
 from kseg.errors import InputError
@@ -231,6 +232,7 @@ def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input
     click.Option(["--tmp-dir"], type=click.Path(file_okay=False, path_type=Path), default=None,
                  help="Where tasks leave their text for the driver [default: beside --output, else the "
                       "system's temporary folder]; on a cluster, a folder every executor can write."),
+    *params_of(dump_redact_options),
 ], "Show the batches (and with --records the records) of segment files, one Spark task per file.\n\n"
    "The same output as `kseg dump`, streamed in file order.")
 def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, key_decoder: str | None,
@@ -239,9 +241,12 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
          from_offset: int | None, to_offset: int | None, from_time: int | None, to_time: int | None,
          max_bytes: int | None, keep_going: bool, input_format: str,
          max_decompressed_bytes: int, output: Path | None, tmp_dir: Path | None, master: str | None,
-         conf: tuple[str, ...], report: Path | None, timings: bool) -> None:
+         conf: tuple[str, ...], report: Path | None, timings: bool, redact: tuple[str, ...] = (),
+         redact_key: str | None = None) -> None:
     # The same preparation as the plain command, then one task per file.
     payload, kd, vd, records, decode = prepare_dump(fmt, payload, key_decoder, value_decoder, records, decode)
+    refuse_unless(input_format != "kafka07", ("redact", "redact_key"), "applies to Kafka segments")
+    redactor = dump_redactor(redact, redact_key, decode)  # one key for every task
     files = expand_for_dump(paths)
     _no_streams(files)
     if input_format == "kafka07":
@@ -251,7 +256,8 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
     options = DumpOptions(records=records, from_offset=from_offset, to_offset=to_offset, from_time=from_time,
                           to_time=to_time, max_bytes=max_bytes, max_decompressed_bytes=max_decompressed_bytes,
                           keep_going=keep_going, strict_names=fmt == "kafka", decode=decode,
-                          wrapper_counts=fmt != "kafka")
+                          wrapper_counts=fmt != "kafka", redactor=redactor if redactor else None,
+                          show_secrets=shows_secrets(fmt, False, redactor))
     params = DumpParams(fmt, payload, key_decoder, value_decoder, records, options,
                         encoding=sys.stdout.encoding or "utf-8", errors=sys.stdout.errors or "strict",
                         registry=registry_path(), kafka_version=kafka_version,
