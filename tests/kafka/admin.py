@@ -331,7 +331,9 @@ ANSWERS: dict[str, tuple[str, list[str]]] = {
                                 "--entity-type", "clients"]),
     "ips": (CONFIGS, ["--bootstrap-server", "{bootstrap}", "--describe", "--entity-type", "ips"]),
     "acls": (ACL_COMMAND, ["--bootstrap-server", "{bootstrap}", "--list"]),
-    "tokens": (TOKENS, ["--bootstrap-server", "{sasl}", "--command-config", "{config}", "--describe"]),
+    # with its owner named: "--describe" alone ("for current user") lists no token on 4.3.1
+    "tokens": (TOKENS, ["--bootstrap-server", "{sasl}", "--command-config", "{config}", "--describe",
+                        "--owner-principal", f"User:{ADMIN_USER}"]),
     "quorum-status": (QUORUM, ["--bootstrap-controller", "{controller}", "describe", "--status"]),
     "features": (FEATURES, ["--bootstrap-server", "{bootstrap}", "describe"]),
     "consumer-group-offsets": (CONSUMER_GROUPS, ["--bootstrap-server", "{bootstrap}", "--describe", "--group",
