@@ -75,7 +75,7 @@ BROKER_CONFIG: dict[str, object] = {
     "group.coordinator.rebalance.protocols": "classic,consumer,share,streams",
     # a small corpus: fewer no-op records (one per 500 ms by default) and a snapshot or two, not dozens
     "metadata.max.idle.interval.ms": 5000,
-    "metadata.log.max.record.bytes.between.snapshots": 16384,
+    "metadata.log.max.record.bytes.between.snapshots": 6144,
 }
 FORMAT_ARGS = ["--add-scram", f"SCRAM-SHA-256=[name={ADMIN_USER},password={ADMIN_PASSWORD}]"]
 
