@@ -124,3 +124,17 @@ def test_scram_users_tokens_and_default_quotas(operator_log: Path, show_secrets:
     assert token["tokenId"] == ("kept-token" if show_secrets else HIDDEN)
     assert image["client_quotas"] == {f"user={DEFAULT_ENTITY}": {"consumer_byte_rate": 4194304.0}}
     assert "USER_SCRAM_CREDENTIAL_RECORD" not in image["other"] and not ps.notes
+
+
+def test_state_text_lists_users_tokens_and_quotas(operator_log: Path) -> None:
+    from click.testing import CliRunner
+
+    from kseg.cli.main import main
+
+    res = CliRunner().invoke(main, ["state", str(operator_log)])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert "  SCRAM user alice: SCRAM-SHA-256 iterations 10000, SCRAM-SHA-512 iterations 4096" in lines
+    assert "  delegation token of User:admin: renewers User:bob, expires 2023-11-14T22:13:20.002Z" in lines
+    assert "  quota user=<default>: consumer_byte_rate=4194304.0" in lines
+    assert not any("carol" in line or "kept-token" in line for line in lines)

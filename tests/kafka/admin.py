@@ -366,7 +366,7 @@ def answers(broker: brokers.Broker, config: Path) -> dict[str, dict[str, Any]]:
     for name, (main, args) in ANSWERS.items():
         argv = [a.format(**fill) for a in args]
         stdout = tool(main, *[str(config) if a == "sasl-admin.properties" else a for a in argv])
-        out[name] = {"main": main, "args": [a.replace(fill["bootstrap"], "BOOTSTRAP") for a in argv],
+        out[name] = {"main": main, "args": [next((k.upper() for k, v in fill.items() if a == v), a) for a in argv],
                      "stdout": stdout}
     return out
 
