@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 KSEG := $(VENV)/bin/kseg
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check docs man facts schemas bench bench-dump bench-write bench-spark bench-jobs bench-kafka fixtures kafka-corpus kafka-corpus-check kafka-cleaner-corpus kafka-convert-corpus kafka-tiered-corpus kafka-live clean test-sanitize fuzz-short fuzz-long
+.PHONY: demo test check docs man facts schemas bench bench-dump bench-write bench-spark bench-jobs bench-kafka fixtures kafka-corpus kafka-corpus-check kafka-cleaner-corpus kafka-convert-corpus kafka-tiered-corpus kafka-admin-corpus kafka-admin-corpus-check kafka-live clean test-sanitize fuzz-short fuzz-long
 
 # Two installs: BASE is kseg alone with its own dependencies (what make demo needs), STAMP adds
 # the extras the tests, Spark, the report and the docs need, and the example plugins (make test).
@@ -144,6 +144,14 @@ kafka-convert-corpus: $(STAMP)
 kafka-tiered-corpus: $(STAMP)
 	$(PY) tests/kafka/tiered.py
 
+# A broker driven by Kafka's admin tools and Java clients (SCRAM, ACLs, quotas, tokens, a dynamic quorum,
+# KIP-848, share and streams groups, transactions v2): fixtures/kafka-admin/4.3 (needs java, javac, mvn)
+kafka-admin-corpus: $(STAMP)
+	$(PY) tests/kafka/admin.py --write fixtures/kafka-admin/4.3
+
+kafka-admin-corpus-check: $(STAMP)
+	$(PY) tests/kafka/admin.py --check fixtures/kafka-admin/4.3
+
 kafka-live: $(STAMP)
 	$(PY) -m pytest tests/kafka
 
@@ -172,7 +180,7 @@ FUZZ_ENV = KSEG_SPEEDUPS_SO=$(CURDIR)/$(FUZZ_DIR)/_speedups$(SO_SUFFIX) LD_PRELO
 # Azure servers, Chromium), which must not run with the ASan runtime preloaded and have no C of
 # kseg's; and the memory ceilings (ASan's shadow memory and quarantine are no dump's).
 SAN_TESTS := accelerator api checksums codecs dump_fields edges export fuzz_corpus golden jvm_utf8 \
-	kafka_clients_corpus kafka_golden realdata record_types_corpus render_bulk robustness salvage \
+	kafka_admin_corpus kafka_clients_corpus kafka_golden realdata record_types_corpus render_bulk robustness salvage \
 	span_columns tools_find
 SAN_PYTEST := -p no:cacheprovider -n auto $(patsubst %,tests/test_%.py,$(SAN_TESTS)) \
 	-k 'not bomb and not flat_memory'

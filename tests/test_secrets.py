@@ -62,8 +62,9 @@ def test_kafka_lines_show_what_kafka_shows(meta: Path) -> None:
 
 def test_state_hides_secrets_unless_asked(meta: Path) -> None:
     img = json.loads(run("state", "--format", "json", meta))["partitions"][0]["image"]
-    assert img["other"]["USER_SCRAM_CREDENTIAL_RECORD"]["salt"] == HIDDEN
-    assert img["other"]["DELEGATION_TOKEN_RECORD"]["tokenId"] == HIDDEN
+    (user,) = img["scram_users"].values()
+    assert [m["salt"] for m in user.values()] == [HIDDEN]
+    assert [t["tokenId"] for t in img["delegation_tokens"]] == [HIDDEN]
     assert img["configs"]["broker"]["1"]["listener.name.sasl_ssl.ssl.key.password"] == HIDDEN
     assert img["configs"]["topic"]["orders"]["retention.ms"] == "86400000"
     text = run("state", meta)

@@ -145,13 +145,19 @@ def control_errors(b: Batch, records: list[Record], file: str) -> list[Finding]:
         # What the log cleaner leaves when it removes a marker whose header it must keep for its
         # producer (DefaultRecordBatch.writeEmptyHeader): Kafka reads it as a batch of no records.
         return []
-    if len(records) != 1:
-        return [_error(file, "control", b.position, "control batch must hold exactly one record", found=len(records))]
-    try:
-        info = control_info(records[0])
-    except KsegError as e:
-        return [_from_error(file, "control", e.located(position=b.position))]
-    if info.is_txn_marker and not b.is_transactional:
+    # A transaction marker's batch holds that one marker; a KRaft control batch may hold several
+    # records (a snapshot's header, kraft.version and voters; the log's kraft.version and voters).
+    infos = []
+    for r in records:
+        try:
+            infos.append(control_info(r))
+        except KsegError as e:
+            return [_from_error(file, "control", e.located(position=b.position))]
+    markers = [i for i in infos if i.is_txn_marker]
+    if markers and len(records) != 1:
+        return [_error(file, "control", b.position, "a transaction marker's control batch must hold exactly one "
+                       "record", found=len(records))]
+    if markers and not b.is_transactional:
         return [_error(file, "control", b.position, "transaction marker in a non-transactional batch")]
     return []
 

@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterator
 
 from kseg.decoders import FAMILY, decode_record, family_for
 from kseg.decoders.identities import redact_ids
-from kseg.decoders.secrets import hide_secrets
+from kseg.decoders.secrets import hide_data
 from kseg.decoders.remote_log import PARTITION_DELETE_STATES, SEGMENT_STATES
 from kseg.decoders.share_state import DELIVERY_STATES
 from kseg.defaults import DEFAULT_COORDINATOR_PARTITIONS
@@ -62,6 +62,9 @@ NO_LEADER_CHANGE = -2  # PartitionChangeRecord.leader when the leader stays
 GROUP_ID_FIELDS = ("group", "groupId", "GroupId")
 CONFIG_RESOURCE_TYPES = {0: "unknown", 2: "topic", 4: "broker", 8: "broker_logger", 16: "client_metrics",
                          32: "group"}
+DEFAULT_ENTITY = "<default>"  # how the image names a default quota entity (ClientQuotaRecord's null name)
+# UserScramCredentialRecord.mechanism: Kafka's ScramMechanism type ids, by the names its tools print
+SCRAM_MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,8 @@ class PartitionState:
     # Identities (group, member, client, transactional ids ...) passed through this before they are
     # applied (kseg.decoders.identities), so that the state, its keys and its notes hold none of them.
     hide_id: Callable[[str], str] | None = None
+    # the metadata image's delegation tokens by id (the ids are secret; removals name them)
+    token_ids: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     def skip(self, offset: int, why: str) -> None:
         """A record that could not be applied: counted, and a note says which and why."""
@@ -174,7 +179,8 @@ def _snapshots(folder: Path) -> list[tuple[int, Path]]:
 
 def _records(ps: PartitionState, files: list[Path], family: str, start: int = 0
              ) -> Iterator[tuple[Batch, Record, Any]]:
-    """Each record from ``start`` on, decoded (its secrets hidden unless ``ps.show_secrets``)."""
+    """Each record from ``start`` on, decoded, secrets and all: the metadata image keys delegation
+    tokens by their ids and hides secrets as it applies them (unless ``ps.show_secrets``)."""
     for path in files:
         for batch in Segment(path).batches():
             if batch.last_offset < start:
@@ -182,8 +188,6 @@ def _records(ps: PartitionState, files: list[Path], family: str, start: int = 0
             for record in batch_records(batch):
                 if record.offset >= start:
                     decoded = decode_record(family, record, batch.is_control)
-                    if not ps.show_secrets:
-                        decoded = hide_secrets(decoded)
                     if ps.hide_id is not None:
                         decoded = redact_ids(decoded, ps.hide_id)
                     yield batch, record, decoded
@@ -489,9 +493,11 @@ class _MetadataImage(_Applier):
         super().__init__(ps)
         image = ps.state.setdefault("image", {})
         for key in ("topics", "configs", "brokers", "controllers", "features", "acls", "client_quotas",
-                    "producer_ids", "quorum", "other"):
+                    "scram_users", "producer_ids", "quorum", "other"):
             image.setdefault(key, {})
+        image.setdefault("delegation_tokens", [])
         self.image = image
+        self.tokens = ps.token_ids
         self.topic_names: dict[str, str] = {t["topicId"]: name for name, t in image["topics"].items()}
         self.txn: list[tuple[str, dict]] | None = None  # records of an open metadata transaction
 
@@ -517,6 +523,11 @@ class _MetadataImage(_Applier):
             self.txn.append((kind, part.data))
         else:
             self._record(kind, part.data)
+
+    def _shown(self, schema: str, d: dict) -> dict:
+        """A record's data as the image keeps it: secrets hidden unless asked for (the records that hold
+        any, kseg.decoders.secrets.SECRET_FIELDS and configurations, each have their own model here)."""
+        return d if self.ps.show_secrets else hide_data(schema, d)
 
     def _control(self, schema: str | None, data: dict) -> None:
         quorum = self.image["quorum"]
@@ -546,6 +557,7 @@ class _MetadataImage(_Applier):
         elif kind == "PARTITION_CHANGE_RECORD":
             self._partition_change(d)
         elif kind == "CONFIG_RECORD":
+            d = self._shown("ConfigRecord", d)
             rtype = CONFIG_RESOURCE_TYPES.get(d["resourceType"], str(d["resourceType"]))
             configs = img["configs"].setdefault(rtype, {}).setdefault(d["resourceName"], {})
             if d.get("value") is None:
@@ -586,12 +598,29 @@ class _MetadataImage(_Applier):
         elif kind == "PRODUCER_IDS_RECORD":
             img["producer_ids"] = d
         elif kind == "CLIENT_QUOTA_RECORD":
-            entity = ",".join(f"{e.get('entityType')}={e.get('entityName')}" for e in d.get("entity", []))
+            # a null entity name is the entity type's default (kafka-configs.sh --entity-default)
+            entity = ",".join(f"{e.get('entityType')}={DEFAULT_ENTITY if e.get('entityName') is None else e['entityName']}"
+                              for e in d.get("entity", []))
             quotas = img["client_quotas"].setdefault(entity, {})
             if d.get("remove"):
                 quotas.pop(d["key"], None)
             else:
                 quotas[d["key"]] = d["value"]
+        elif kind == "USER_SCRAM_CREDENTIAL_RECORD":
+            shown = self._shown("UserScramCredentialRecord", d)
+            mechanism = SCRAM_MECHANISMS.get(d["mechanism"], str(d["mechanism"]))
+            img["scram_users"].setdefault(d["name"], {})[mechanism] = {
+                k: v for k, v in shown.items() if k not in ("name", "mechanism")}
+            img["scram_users"][d["name"]] = dict(sorted(img["scram_users"][d["name"]].items()))
+        elif kind == "REMOVE_USER_SCRAM_CREDENTIAL_RECORD":
+            user = img["scram_users"].get(d["name"], {})
+            user.pop(SCRAM_MECHANISMS.get(d["mechanism"], str(d["mechanism"])), None)
+            if not user:
+                img["scram_users"].pop(d["name"], None)
+        elif kind == "DELEGATION_TOKEN_RECORD":
+            self.tokens[d["tokenId"]] = self._shown("DelegationTokenRecord", d)
+        elif kind == "REMOVE_DELEGATION_TOKEN_RECORD":
+            self.tokens.pop(d["tokenId"], None)
         elif kind in ("NO_OP_RECORD",):
             pass
         else:
@@ -627,6 +656,9 @@ class _MetadataImage(_Applier):
         if self.txn is not None:
             self.ps.notes.append(f"a metadata transaction is still open ({len(self.txn)} record(s) not applied)")
         self.image["topics"] = dict(sorted(self.image["topics"].items()))
+        self.image["scram_users"] = dict(sorted(self.image["scram_users"].items()))
+        self.image["delegation_tokens"] = sorted(self.tokens.values(), key=lambda t: (t["issueTimestamp"],
+                                                                                     t["owner"]))
         self.ps.state["image"] = copy.deepcopy(self.image)
 
 

@@ -104,6 +104,16 @@ def _image(state: dict[str, Any], out: TextIO) -> None:
                                     + ", ".join(f"{k}={v}" for k, v in sorted(values.items()))) + "\n")
     if img["acls"]:
         out.write(f"  {len(img['acls'])} ACL(s)\n")
+    for entity, quotas in sorted(img.get("client_quotas", {}).items()):
+        if quotas:
+            out.write(printable(f"  quota {entity}: " + ", ".join(f"{k}={v}" for k, v in sorted(quotas.items()))) + "\n")
+    for user, mechanisms in img.get("scram_users", {}).items():
+        out.write(printable(f"  SCRAM user {user}: " + ", ".join(f"{m} iterations {value(c.get('iterations'))}"
+                                                            for m, c in mechanisms.items())) + "\n")
+    for token in img.get("delegation_tokens", []):
+        renewers = ", ".join(token.get("renewers") or []) or "-"
+        out.write(printable(f"  delegation token of {token.get('owner')}: renewers {renewers}, expires "
+                            f"{iso_ms(token.get('expirationTimestamp'))}") + "\n")
 
 
 # family -> the lines of one partition's replayed state: one row per family of

@@ -186,7 +186,17 @@ class Broker:
     release: str
     workdir: Path
     extra: dict[str, object] = field(default_factory=dict)
+    #: more listeners of a KRaft node: name -> security protocol (each on a free port, :attr:`ports`)
+    more_listeners: dict[str, str] = field(default_factory=dict)
+    #: more ``kafka-storage format`` arguments of a KRaft node (``--add-scram ...``)
+    format_args: list[str] = field(default_factory=list)
+    #: a KRaft node formatted ``--standalone`` (kraft.version 1: voters added and removed at run time)
+    #: instead of a static ``controller.quorum.voters``
+    dynamic_quorum: bool = False
     port: int = 0
+    controller_port: int = 0
+    cluster_id: str = ""
+    ports: dict[str, int] = field(default_factory=dict)
     procs: list[tuple[str, subprocess.Popen]] = field(default_factory=list)
 
     @property
@@ -238,15 +248,21 @@ class Broker:
             config |= {"broker.id": 0, "zookeeper.connect": f"127.0.0.1:{zk_port}",
                        "inter.broker.protocol.version": "2.8"}
         else:
-            controller = free_port()
+            controller = self.controller_port = free_port()
+            self.ports = {name: free_port() for name in self.more_listeners}
+            listeners = [f"PLAINTEXT://127.0.0.1:{self.port}",
+                         *(f"{name}://127.0.0.1:{port}" for name, port in self.ports.items())]
+            protocols = ["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT",
+                         *(f"{name}:{proto}" for name, proto in self.more_listeners.items())]
             config |= {
                 "process.roles": "broker,controller",
                 "node.id": 1,
-                "controller.quorum.voters": f"1@127.0.0.1:{controller}",
-                "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{controller}",
-                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+                **({"controller.quorum.bootstrap.servers": f"127.0.0.1:{controller}"} if self.dynamic_quorum
+                   else {"controller.quorum.voters": f"1@127.0.0.1:{controller}"}),
+                "listeners": ",".join([*listeners, f"CONTROLLER://127.0.0.1:{controller}"]),
+                "advertised.listeners": ",".join(listeners),
                 "controller.listener.names": "CONTROLLER",
-                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                "listener.security.protocol.map": ",".join(protocols),
                 "share.coordinator.state.topic.replication.factor": 1,
                 "share.coordinator.state.topic.min.isr": 1,
                 # a metadata snapshot (__cluster_metadata-0/*.checkpoint) soon, for the dump checks
@@ -258,9 +274,11 @@ class Broker:
         if not uses_zookeeper(self.release) and not (self.log_dir / "meta.properties").exists():
             # a Kafka Uuid in URL-safe base64 may start with "-"; the "=" form keeps the argument
             # parser from reading such an id as an option
-            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            cluster_id = self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
             fmt = subprocess.run(_java(self.release, "kafka.tools.StorageTool", "format",
-                                       f"--cluster-id={cluster_id}", f"--config={server}", log4j=log4j),
+                                       f"--cluster-id={cluster_id}", f"--config={server}",
+                                       *(["--standalone"] if self.dynamic_quorum else []), *self.format_args,
+                                       log4j=log4j),
                                  capture_output=True, text=True)
             if fmt.returncode != 0:
                 raise RuntimeError(f"kafka-storage format failed:\n{fmt.stdout}{fmt.stderr}")

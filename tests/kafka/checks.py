@@ -54,6 +54,7 @@ COMBOS: dict[str, list[str]] = {
     "offsets": ["--offsets-decoder"],
     "transactions": ["--transaction-log-decoder"],
     "metadata": ["--cluster-metadata-decoder"],
+    "share-state": ["--share-group-state-decoder"],
     "index-sanity": ["--index-sanity-check"],
     "verify-index": ["--verify-index-only"],
 }
@@ -69,6 +70,7 @@ KSEG_OPTIONS: dict[str, list[str] | None] = {
     "offsets": ["--decode", "offsets"],
     "transactions": ["--decode", "transactions"],
     "metadata": ["--decode", "metadata"],
+    "share-state": ["--decode", "share-group-state"],
     "index-sanity": ["--index-sanity-check"],
     "verify-index": ["--verify-index-only"],
 }
@@ -104,6 +106,8 @@ def _combos_for(rel: str) -> list[str]:
             out.append("transactions")
         elif partition.startswith("__cluster_metadata-"):
             out.append("metadata")
+        elif partition.startswith("__share_group_state-"):
+            out.append("share-state")
         return out
     if suffix in (".index", ".timeindex"):
         return ["plain", "deep", "index-sanity", "verify-index"]

@@ -264,12 +264,18 @@ def dumps(logdir: Path) -> list[dict]:
     return [r for r in checks.kafka_dumps(RELEASE, logdir) if golden_suffix_ok(r["file"], r["combo"])]
 
 
-def write_goldens(root: Path) -> None:
+_WRITTEN_BY = (f"Kafka {brokers.version(RELEASE)} broker; librdkafka (confluent-kafka) and the Java client's tools "
+               "as producers")
+
+
+def write_goldens(root: Path, rows: list[dict] | None = None, written_by: str = _WRITTEN_BY) -> None:
+    """``golden/`` of a corpus: DumpLogSegments' outputs (``rows``, :func:`dumps` of ``root/logdir`` if not
+    given) and ``manifest.json`` naming each command."""
     golden = root / "golden"
     if golden.exists():
         shutil.rmtree(golden)
     entries = []
-    for r in dumps(root / "logdir"):
+    for r in dumps(root / "logdir") if rows is None else rows:
         name = f"{r['file']}.{r['combo']}"
         for stream in ("stdout", "stderr"):
             path = golden / f"{name}.{stream}"
@@ -278,18 +284,18 @@ def write_goldens(root: Path) -> None:
         entries.append({"file": r["file"], "combo": r["combo"], "command": r["command"], "exit": r["exit"],
                         "stdout": f"{name}.stdout", "stderr": f"{name}.stderr"})
     doc = {"release": RELEASE, "kafka_version": brokers.version(RELEASE), "main_class": brokers.RELEASES[RELEASE][1],
-           "written_by": f"Kafka {brokers.version(RELEASE)} broker; librdkafka (confluent-kafka) and the Java "
-                         f"client's tools as producers",
+           "written_by": written_by,
            "cwd": "logdir", "note": f"absolute paths under the log dir are written as {checks.LOGDIR}/",
            "entries": entries}
     (golden / "manifest.json").write_text(json.dumps(doc, indent=1) + "\n")
 
 
-def check_goldens(root: Path) -> list[str]:
+def check_goldens(root: Path, dumps_of=dumps) -> list[str]:
+    """What DumpLogSegments prints now (``dumps_of(root/logdir)``) against ``golden/``."""
     doc = json.loads((root / "golden" / "manifest.json").read_text())
     expected = {(e["file"], e["combo"]): e for e in doc["entries"]}
     problems = []
-    for r in dumps(root / "logdir"):
+    for r in dumps_of(root / "logdir"):
         e = expected.pop((r["file"], r["combo"]), None)
         if e is None:
             problems.append(f"{r['file']} {r['combo']}: not in the manifest")
@@ -310,21 +316,23 @@ def write(root: Path, workdir: Path) -> dict:
     return received
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(write_run=write, check=check_goldens, doc: str = __doc__ or "", prefix: str = "kseg-kafka-clients-") -> int:
+    """``--write DIR`` (a new run kept in DIR) or ``--check DIR`` (DumpLogSegments against its goldens): the
+    command line of this scenario and of the others kept the same way (``admin.py``)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     group = ap.add_mutually_exclusive_group(required=True)
     group.add_argument("--write", type=Path, metavar="DIR", help="run the scenario, keep it in DIR")
     group.add_argument("--check", type=Path, metavar="DIR", help="re-run DumpLogSegments on DIR, compare")
     args = ap.parse_args()
     t0 = time.monotonic()
     if args.check:
-        problems = check_goldens(args.check)
+        problems = check(args.check)
         for p in problems:
             print(p, file=sys.stderr)
         print(f"{args.check}: {'FAIL' if problems else 'ok'} ({time.monotonic() - t0:.0f}s)")
         return 1 if problems else 0
-    with tempfile.TemporaryDirectory(prefix="kseg-kafka-clients-") as tmp:
-        write(args.write, Path(tmp))
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        write_run(args.write, Path(tmp))
     print(f"written to {args.write} ({time.monotonic() - t0:.0f}s)")
     return 0
 

@@ -1,0 +1,348 @@
+"""kseg on what a Kafka 4.3.1 broker wrote while operators used Kafka's own tools (no Java needed).
+
+``fixtures/kafka-admin/4.3/`` (written by ``tests/kafka/admin.py --write``): the broker's
+partitions after SCRAM users, ACLs, client quotas, delegation tokens, a dynamic quorum's voter
+added and removed, a KIP-848 consumer group, a share group, a streams group and transactions v2
+(committed, aborted, committed with offsets); ``answers/`` (what ``kafka-configs.sh``,
+``kafka-acls.sh``, ``kafka-delegation-tokens.sh``, ``kafka-metadata-quorum.sh``,
+``kafka-features.sh``, ``kafka-consumer-groups.sh``, ``kafka-share-groups.sh``,
+``kafka-streams-groups.sh`` and ``kafka-transactions.sh`` answered before the stop) and
+``golden/`` (DumpLogSegments with the matching decoder on every file). Here kseg must
+
+* verify every file (``kseg verify``, ``kseg index --check``);
+* print byte for byte what DumpLogSegments printed (``kseg dump --format kafka --decode ...``);
+* decode every internal record (``kseg dump --format jsonl --decode auto``, no raw fallback);
+* replay to what the tools answered (``kseg state``, ``kseg txn``).
+
+The checks are functions of the corpus folder, so the live test (``tests/kafka/test_kafka_admin_live.py``)
+runs the same ones on a fresh broker run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "kafka"))
+
+import admin  # noqa: E402
+import checks  # noqa: E402
+import test_kafka_clients_corpus as clients_corpus  # noqa: E402
+import tiered  # noqa: E402
+
+from kseg.decoders.secrets import HIDDEN  # noqa: E402
+from kseg.ops.state import DEFAULT_ENTITY  # noqa: E402
+
+CORPUS = admin.CORPUS
+INTERNAL = ("__cluster_metadata-0", "__consumer_offsets-0", "__transaction_state-0", "__share_group_state-0")
+
+# Kafka's enums as the metadata records hold them (AccessControlEntryRecord) and kafka-acls.sh prints them
+RESOURCE_TYPES = {2: "TOPIC", 3: "GROUP", 4: "CLUSTER", 5: "TRANSACTIONAL_ID", 6: "DELEGATION_TOKEN", 7: "USER"}
+PATTERN_TYPES = {3: "LITERAL", 4: "PREFIXED"}
+OPERATIONS = {2: "ALL", 3: "READ", 4: "WRITE", 5: "CREATE", 6: "DELETE", 7: "ALTER", 8: "DESCRIBE",
+              9: "CLUSTER_ACTION", 10: "DESCRIBE_CONFIGS", 11: "ALTER_CONFIGS", 12: "IDEMPOTENT_WRITE",
+              13: "CREATE_TOKENS", 14: "DESCRIBE_TOKENS", 15: "TWO_PHASE_COMMIT"}
+PERMISSIONS = {2: "DENY", 3: "ALLOW"}
+# kafka-configs.sh's names of quota entity types, as ClientQuotaRecord names them
+QUOTA_ENTITIES = {"user-principal": "user", "client-id": "client-id", "ip": "ip"}
+
+
+def answer(root: Path, name: str) -> str:
+    return (root / "answers" / f"{name}.txt").read_text()
+
+
+def kseg_state(root: Path, partition: str, *extra: str) -> dict[str, Any]:
+    (ps,) = tiered.kseg_json(["state", *extra, f"logdir/{partition}"], cwd=root)["partitions"]
+    assert not ps["notes"] and ps["records_not_applied"] == 0, ps["notes"]
+    return ps
+
+
+def image(root: Path) -> dict[str, Any]:
+    return kseg_state(root, "__cluster_metadata-0")["image"]
+
+
+def table(text: str) -> list[dict[str, str]]:
+    """The rows of a tool's column table: a header line (column names, "COORDINATOR (ID)" the one with a space),
+    then rows of values without spaces ("host:port (id)" the one with), or tab-separated cells; blank lines
+    and messages skipped."""
+    def words(line: str) -> list[str]:
+        if "\t" in line:  # kafka-transactions.sh: tab-separated, each cell ended by a tab, some empty
+            return [c.strip() for c in line.split("\t")][:-1]
+        out: list[str] = []
+        for w in line.split():
+            if w.startswith("(") and w.endswith(")") and out:
+                out[-1] += " " + w
+            else:
+                out.append(w)
+        return out
+
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith(("Error:", "Calling "))]
+    if not lines:
+        return []
+    cols = words(lines[0])
+    rows = [dict(zip(cols, words(line))) for line in lines[1:]]
+    assert all(len(r) == len(cols) for r in rows), (cols, lines)
+    return rows
+
+
+# --------------------------------------------------------------------------- files: verify, dumps, decoding
+
+def check_verify(root: Path) -> None:
+    clients_corpus.check_verify(root)
+
+
+def check_every_record_decodes(root: Path) -> None:
+    """Every record of the internal partitions and the metadata snapshots decodes (no raw fallback), and the
+    record types the operators' actions write are among them."""
+    schemas: dict[str, set[str]] = {}
+    for partition in INTERNAL:
+        records = tiered.decoded_records(root / "logdir" / partition)
+        assert records and not tiered.undecoded(records), (partition, tiered.undecoded(records)[:5])
+        schemas[partition] = {r[f"{part}_decoded"]["schema"] for r in records for part in ("key", "value")
+                              if r.get(f"{part}_decoded")}
+    for snap in sorted((root / "logdir" / "__cluster_metadata-0").glob("*.checkpoint")):
+        rc, out, err = checks.run_kseg(["dump", "--records", "--decode", "auto", "--format", "jsonl", str(snap)],
+                                       cwd=root)
+        assert rc == 0, err.decode()
+        records = [o for o in map(json.loads, out.splitlines()) if o.get("type") == "record"]
+        assert records and not tiered.undecoded(records), (snap.name, tiered.undecoded(records)[:5])
+    assert {"UserScramCredentialRecord", "RemoveUserScramCredentialRecord", "AccessControlEntryRecord",
+            "RemoveAccessControlEntryRecord", "ClientQuotaRecord", "DelegationTokenRecord",
+            "RemoveDelegationTokenRecord", "VotersRecord", "KRaftVersionRecord", "FeatureLevelRecord",
+            "RegisterControllerRecord"} <= schemas["__cluster_metadata-0"], schemas["__cluster_metadata-0"]
+    assert {"ConsumerGroupMetadataKey", "ConsumerGroupMemberMetadataKey", "ConsumerGroupTargetAssignmentMemberKey",
+            "ConsumerGroupCurrentMemberAssignmentKey", "ShareGroupMetadataKey", "StreamsGroupMetadataKey",
+            "StreamsGroupTopologyKey", "StreamsGroupMemberMetadataKey", "OffsetCommitKey"} \
+        <= schemas["__consumer_offsets-0"], schemas["__consumer_offsets-0"]
+    assert {"TransactionLogKey", "TransactionLogValue"} <= schemas["__transaction_state-0"]
+    assert {"ShareSnapshotKey", "ShareSnapshotValue"} <= schemas["__share_group_state-0"]
+
+
+def dump_cases(root: Path) -> list[tuple[str, str, dict]]:
+    return clients_corpus.dump_cases(root)
+
+
+def check_dump(root: Path, tool: str, entry: dict) -> None:
+    clients_corpus.check_dump(root, tool, entry)
+
+
+# --------------------------------------------------------------------------- the metadata image vs the tools
+
+def tool_scram_users(root: Path) -> dict[str, dict[str, int]]:
+    """``kafka-configs.sh --describe --entity-type users``: user -> mechanism -> iterations."""
+    out: dict[str, dict[str, int]] = {}
+    for m in re.finditer(r"^SCRAM credential configs for user-principal '([^']*)' are (.*)$", answer(root, "users"),
+                         re.M):
+        out[m.group(1)] = {mech: int(n) for mech, n in re.findall(r"(SCRAM-SHA-\d+)=iterations=(\d+)", m.group(2))}
+    return out
+
+
+def check_scram_users(root: Path) -> None:
+    kseg = {user: {mech: cred["iterations"] for mech, cred in mechs.items()}
+            for user, mechs in image(root)["scram_users"].items()}
+    assert kseg == tool_scram_users(root)
+    assert set(kseg) >= {admin.ADMIN_USER, "alice", "bob"} and admin.SCRAM_DELETED[0] not in kseg
+    assert kseg["alice"][admin.SCRAM_ALTERED[1]] == admin.SCRAM_ALTERED[2]
+
+
+def _quota_entity(described: str) -> str:
+    """"user-principal 'bob', client-id 'etl'" or "the default user-principal" as the image's entity key."""
+    parts = []
+    for piece in described.split(", "):
+        m = re.fullmatch(r"(?:the default ([\w-]+)|([\w-]+) '([^']*)')", piece)
+        assert m, described
+        kind = QUOTA_ENTITIES[m.group(1) or m.group(2)]
+        parts.append(f"{kind}={DEFAULT_ENTITY if m.group(1) else m.group(3)}")
+    return ",".join(sorted(parts))
+
+
+def tool_quotas(root: Path) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for name in ("users", "users-default", "clients", "users-clients", "ips"):
+        for m in re.finditer(r"^Quota configs for (.*) are (.*)$", answer(root, name), re.M):
+            out[_quota_entity(m.group(1))] = {k: float(v) for k, v in
+                                               (kv.split("=") for kv in m.group(2).split(","))}
+    return out
+
+
+def check_client_quotas(root: Path) -> None:
+    kseg = {",".join(sorted(entity.split(","))): values for entity, values in image(root)["client_quotas"].items()
+            if values}
+    assert kseg == tool_quotas(root)
+    assert admin.QUOTA_REMOVED[1] not in kseg["user=alice"]
+
+
+def tool_acls(root: Path) -> set[tuple[str, ...]]:
+    out = set()
+    resource = None
+    for line in answer(root, "acls").splitlines():
+        m = re.match(r"Current ACLs for resource `ResourcePattern\(resourceType=(\w+), name=(.*), patternType=(\w+)\)`",
+                     line)
+        if m:
+            resource = m.groups()
+            continue
+        m = re.match(r"\s+\(principal=(.*), host=(.*), operation=(\w+), permissionType=(\w+)\)", line)
+        if m:
+            assert resource is not None
+            out.add((*resource, *m.groups()))
+    return out
+
+
+def check_acls(root: Path) -> None:
+    kseg = {(RESOURCE_TYPES[a["resourceType"]], a["resourceName"], PATTERN_TYPES[a["patternType"]], a["principal"],
+             a["host"], OPERATIONS[a["operation"]], PERMISSIONS[a["permissionType"]])
+            for a in image(root)["acls"].values()}
+    assert kseg == tool_acls(root)
+    assert len(kseg) == sum(len([f for f in flags if f == "--operation"]) for flags in admin.ACLS) - 1
+
+
+TOKEN_ROW = re.compile(r"^(?P<id>\S+) (?P<hmac>\S+) (?P<owner>\S+)\s+(?P<requester>\S+)\s+\[(?P<renewers>[^\]]*)\]\s+"
+                       r"(?P<issued>\S+) (?P<expires>\S+) (?P<max>\S+)\s*$")
+
+
+def _minute(ms: int) -> str:
+    """A time as kafka-delegation-tokens.sh prints it (yyyy-MM-dd'T'HH:mm; the tool ran in UTC)."""
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M")
+
+
+def check_delegation_tokens(root: Path) -> None:
+    """The tokens ``kafka-delegation-tokens.sh --describe`` lists are those of the image (id with
+    ``--show-secrets``, owner, requester, renewers, dates); the expired one is gone."""
+    rows = [m.groupdict() for m in map(TOKEN_ROW.match, answer(root, "tokens").splitlines()) if m]
+    assert rows and f"Total number of tokens : {len(rows)}" in answer(root, "tokens")
+    shown = tiered.kseg_json(["state", "--show-secrets", "logdir/__cluster_metadata-0"], cwd=root)
+    tokens = shown["partitions"][0]["image"]["delegation_tokens"]
+    assert [(r["id"], r["owner"], r["requester"], r["renewers"], r["issued"], r["expires"], r["max"]) for r in rows] == \
+        [(t["tokenId"], t["owner"], t["requester"], ", ".join(t["renewers"]), _minute(t["issueTimestamp"]),
+          _minute(t["expirationTimestamp"]), _minute(t["maxTimestamp"])) for t in tokens]
+    assert all(t["tokenId"] == HIDDEN for t in image(root)["delegation_tokens"])
+
+
+def check_quorum(root: Path) -> None:
+    """``kafka-metadata-quorum.sh describe --status``: the voters (id, directory id, endpoints) and the
+    leader; the second controller was added and removed, so kraft.version 1 and one voter remain."""
+    status = answer(root, "quorum-status")
+    voters = json.loads(re.search(r"^CurrentVoters:\s+(.*)$", status, re.M).group(1))
+    quorum = image(root)["quorum"]
+    assert quorum["kraft_version"] == 1
+    assert [(v["voterId"], v["voterDirectoryId"], [f"{e['name']}://{e['host']}:{e['port']}" for e in v["endpoints"]])
+            for v in quorum["voters"]] == [(v["id"], v["directoryId"], v["endpoints"]) for v in voters]
+    if "leader_id" in quorum:  # a leader change after the snapshot the replay starts from
+        assert quorum["leader_id"] == int(re.search(r"^LeaderId:\s+(\d+)$", status, re.M).group(1))
+    added = json.loads((root / "manifest.json").read_text())["quorum"]["with_two_voters"]
+    assert '"id": 2' in added
+
+
+def check_features(root: Path) -> None:
+    """``kafka-features.sh describe``'s finalized levels (metadata.version by name, which kseg keeps as its level)."""
+    tool = dict(re.findall(r"^Feature: (\S+)\s.*FinalizedVersionLevel: (\S+)", answer(root, "features"), re.M))
+    img = image(root)
+    kseg = {**img["features"], "kraft.version": img["quorum"]["kraft_version"]}
+    assert set(kseg) == set(tool)
+    assert {k: v for k, v in kseg.items() if tool[k].isdigit()} == {k: int(v) for k, v in tool.items() if v.isdigit()}
+
+
+# --------------------------------------------------------------------------- groups and transactions vs the tools
+
+def groups(root: Path) -> dict[str, Any]:
+    return kseg_state(root, "__consumer_offsets-0")["groups"]
+
+
+def _offsets(group: dict[str, Any]) -> dict[tuple[str, str], int]:
+    return {(t, p): v["offset"] for t, parts in group.get("offsets", {}).items() for p, v in parts.items()}
+
+
+def check_group_offsets(root: Path) -> None:
+    """The committed offsets ``kafka-consumer-groups.sh --describe --offsets`` lists: the KIP-848 group's and
+    the transactional offset commit's (committed with the transaction)."""
+    kseg = groups(root)
+    for name, group in (("consumer-group-offsets", admin.CONSUMER_GROUP), ("txn-group-offsets", admin.TXN_GROUP)):
+        rows = table(answer(root, name))
+        assert rows, name
+        assert _offsets(kseg[group]) == {(r["TOPIC"], r["PARTITION"]): int(r["CURRENT-OFFSET"]) for r in rows}, name
+
+
+def _group_state_row(root: Path, name: str) -> dict[str, str]:
+    (row,) = table(answer(root, name))
+    return row
+
+
+def _members(group: dict[str, Any], key: str) -> int:
+    return sum(1 for slot in group.get("records", {}) if slot.startswith(key + " "))
+
+
+def check_group_states(root: Path) -> None:
+    """Each group's epochs and member count per ``--describe --state``: the KIP-848 consumer group, the share
+    group and the streams group (all Empty after their members left)."""
+    kseg = groups(root)
+    for name, group, kind, assignment in (
+            ("consumer-group-state", admin.CONSUMER_GROUP, "ConsumerGroup", "TARGET-ASSIGNMENT-EPOCH"),
+            ("share-group-state", admin.SHARE_GROUP, "ShareGroup", "ASSIGNMENT-EPOCH"),
+            ("streams-group-state", admin.STREAMS_APP, "StreamsGroup", "TARGET-ASSIGNMENT-EPOCH")):
+        row = _group_state_row(root, name)
+        records = kseg[group]["records"]
+        assert records[f"{kind}MetadataKey"]["epoch"] == int(row["GROUP-EPOCH"]), name
+        assert records[f"{kind}TargetAssignmentMetadataKey"]["assignmentEpoch"] == int(row[assignment]), name
+        assert _members(kseg[group], f"{kind}MemberMetadataKey") == int(row["#MEMBERS"]) == 0, name
+        assert row["STATE"] == "Empty"
+
+
+def check_share_group(root: Path) -> None:
+    """``kafka-share-groups.sh --describe --offsets``: the share-partition's start offset and leader epoch."""
+    (row,) = table(answer(root, "share-group-offsets"))
+    (sp,) = kseg_state(root, "__share_group_state-0")["share_groups"][admin.SHARE_GROUP]
+    assert (sp["startOffset"], sp["leaderEpoch"], sp["partition"]) == \
+        (int(row["START-OFFSET"]), int(row["LEADER-EPOCH"]), int(row["PARTITION"]))
+    assert sp["startOffset"] == admin.SHARE_RECORDS
+
+
+def check_transactions(root: Path) -> None:
+    """``kafka-transactions.sh list`` and ``describe``: the transactional id's producer, epoch, state, timeout and
+    start time per ``kseg state`` of ``__transaction_state``; ``kseg txn`` of the topic counts the transactions."""
+    ids = kseg_state(root, "__transaction_state-0")["transactional_ids"]
+    (listed,) = table(answer(root, "transactions-list"))
+    (described,) = table(answer(root, "transactions-describe"))
+    t = ids[listed["TransactionalId"]]
+    assert (t["producerId"], t["state"]) == (int(listed["ProducerId"]), listed["TransactionState"])
+    assert (t["producerEpoch"], t["transactionTimeoutMs"], t["transactionStartTimestampMs"]) == \
+        (int(described["ProducerEpoch"]), int(described["TransactionTimeoutMs"]),
+         int(described["CurrentTransactionStartTimeMs"]))
+    assert t["clientTransactionVersion"] == 2  # transactions v2
+    doc = clients_corpus.kseg_txn(root / "logdir" / f"{admin.TXN_TOPIC}-0")
+    assert (doc["committed"], doc["aborted"], doc["open"]) == (2, 1, 0)
+
+
+CHECKS = {name.removeprefix("check_"): fn for name, fn in dict(globals()).items()
+          if name.startswith("check_") and name not in ("check_dump",)}
+
+
+# --------------------------------------------------------------------------- the corpus tests
+
+pytestmark = pytest.mark.skipif(not (CORPUS / "manifest.json").is_file(), reason="fixtures/kafka-admin/4.3 missing")
+
+
+@pytest.mark.parametrize("name", sorted(CHECKS))
+def test_corpus(name: str) -> None:
+    CHECKS[name](CORPUS)
+
+
+def _dump_cases() -> list:
+    if not (CORPUS / "golden" / "manifest.json").is_file():
+        return []
+    out = []
+    for tool, rel, entry in dump_cases(CORPUS):
+        reason = checks.known_difference(tool, rel, entry["combo"])
+        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+        out.append(pytest.param(tool, entry, marks=marks, id=f"{rel}:{entry['combo']}"))
+    return out
+
+
+@pytest.mark.parametrize("tool,entry", _dump_cases())
+def test_dump_like_kafka(tool: str, entry: dict) -> None:
+    check_dump(CORPUS, tool, entry)
