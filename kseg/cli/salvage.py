@@ -7,10 +7,12 @@ Exit 0 nothing lost, 1 something was lost, 2 bad usage or unreadable input.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
-from kseg.cli.common import EXIT_DATA, EXIT_OK, SIZE, guarded, index_interval_option, max_decompressed_option
+from kseg.cli.common import (EXIT_DATA, EXIT_OK, SIZE, guarded, index_interval_option, jobs_option,
+                             max_decompressed_option)
 from kseg.cli.storage import LOCATION, remote_output, say_report
 from kseg.ops.salvage import DEFAULT_MAX_BATCH_BYTES, SalvageOptions, salvage
 from kseg.render.salvage import write_salvage
@@ -28,10 +30,10 @@ from kseg.render.salvage import write_salvage
 @index_interval_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @max_decompressed_option
+@jobs_option
 @guarded
 @remote_output
-def salvage_cmd(input_path: Path, output: Path | None, dry_run: bool, force: bool, no_index: bool,
-                max_batch_bytes: int, index_interval_bytes: int, fmt: str, max_decompressed_bytes: int) -> None:
+def salvage_cmd(input_path: Path, output: Path | None, fmt: str, jobs: int, **options: Any) -> None:
     """Recover every batch the damage did not touch, into a new output.
 
     Reads past damaged regions (bad CRCs, zeros, garbage, torn writes, absurd lengths) in
@@ -39,8 +41,13 @@ def salvage_cmd(input_path: Path, output: Path | None, dry_run: bool, force: boo
     each region left out with its byte range and the offsets it held. Exit 0 when nothing
     was lost, 1 when something was.
     """
-    o = SalvageOptions(dry_run=dry_run, force=force, index=not no_index, index_interval_bytes=index_interval_bytes,
-                       max_decompressed_bytes=max_decompressed_bytes, max_batch_bytes=max_batch_bytes)
-    report = salvage(input_path, output, o)
+    report = salvage(input_path, output, salvage_options(**options), jobs)
     say_report(lambda out: write_salvage(report, out, fmt))
     raise SystemExit(EXIT_OK if report.ok else EXIT_DATA)
+
+
+def salvage_options(*, dry_run: bool, force: bool, no_index: bool, max_batch_bytes: int, index_interval_bytes: int,
+                    max_decompressed_bytes: int) -> SalvageOptions:
+    """salvage's options (``kseg salvage`` and ``kseg spark salvage``)."""
+    return SalvageOptions(dry_run=dry_run, force=force, index=not no_index, index_interval_bytes=index_interval_bytes,
+                          max_decompressed_bytes=max_decompressed_bytes, max_batch_bytes=max_batch_bytes)

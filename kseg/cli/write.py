@@ -5,6 +5,7 @@ and never touches its input; ``-o s3://...`` through ``remote_output``."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -16,6 +17,7 @@ from kseg.cli.common import (
     down_convert_options,
     guarded,
     index_interval_option,
+    jobs_option,
     on_damage_option,
     rebase_options,
     recompress_options,
@@ -28,24 +30,17 @@ from kseg.companions.build import build_indexes
 from kseg.companions.check import check_segment_companions
 from kseg.companions.check import companion_paths as companion_paths_of
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
+from kseg.defaults import DEFAULT_BATCH_BYTES, DEFAULT_BATCH_RECORDS
 from kseg.errors import InputError
 from kseg.findings import ERROR
 from kseg.log.atomic import AtomicDir, check_output, write_atomic_many
 from kseg.log.checks import STOP, DamagePolicy, DamageTally, checked_batches, screened
 from kseg.log.segment import base_offset_of, companion_path, expand_inputs
 from kseg.storage import VANISHED, gone
-from kseg.ops.compact import CompactOptions, compact_job, default_now_ms
-from kseg.ops.convert import (
-    DownOptions,
-    RecompressOptions,
-    UpOptions,
-    down_convert,
-    rebase_maker,
-    recompress,
-    up_convert,
-)
-from kseg.ops.jobs import JobResult, WriteOptions, run_job
-from kseg.ops.kafka07 import up_convert_kafka07
+from kseg.ops.compact import CompactOptions, default_now_ms
+from kseg.ops.compact_split import CompactJob, compact_paths
+from kseg.ops.convert_split import ConvertJob, convert_path
+from kseg.ops.jobs import JobResult, WriteOptions
 from kseg.ops.sniff import KAFKA07, conversion_input_format
 from kseg.printable import printable
 from kseg.render.reports import compact_json, compact_line, job_line
@@ -53,68 +48,42 @@ from kseg.render.reports import compact_json, compact_line, job_line
 
 @click.command("up-convert")
 @up_convert_options
+@jobs_option
 @guarded
 @remote_output
-def up_convert_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-                   max_decompressed_bytes: int, on_damage: str, skip_unconvertible: bool, to_magic: int, codec: str,
-                   level: int | None, input_format: str, base_offset: int, timestamp_type: str,
-                   log_append_time: int | None, partition_leader_epoch: int, batch_records: int,
-                   batch_bytes: int) -> None:
+def up_convert_cmd(input_path: Path, output: Path, jobs: int, **options: Any) -> None:
     """Convert to a newer message format: pre-0.8 -> v0/v1/v2, v0 -> v1, v0/v1 -> v2."""
-    check_log_append(timestamp_type, log_append_time)
-    o = UpOptions(to_magic=to_magic, choice=choose(codec, level), log_append_time=log_append_time,
-                  partition_leader_epoch=partition_leader_epoch,
-                  batch_records=batch_records, batch_bytes=batch_bytes, limit=max_decompressed_bytes)
-    options = write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes, skip_unconvertible)
-    if conversion_input_format(input_path, input_format) == KAFKA07:
-        result = up_convert_kafka07(input_path, output, o, base_offset, options)
-    else:
-        result = run_job([input_path], output, lambda segs: (lambda b, s: up_convert(b, o, s), 0), options, command="up-convert")
-    finish_job(result, output)
+    finish_job(convert_path(input_path, conversion_job("up-convert", input_path, output, **options), jobs), output)
 
 
 @click.command("down-convert")
 @down_convert_options
+@jobs_option
 @guarded
 @remote_output
-def down_convert_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-                     max_decompressed_bytes: int, on_damage: str, skip_unconvertible: bool, to_magic: int, codec: str,
-                     level: int | None) -> None:
+def down_convert_cmd(input_path: Path, output: Path, jobs: int, **options: Any) -> None:
     """Convert to an older message format as the broker did for old consumers (drops what it cannot carry)."""
-    o = DownOptions(to_magic=to_magic, choice=choose(codec, level), limit=max_decompressed_bytes)
-    options = write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes, skip_unconvertible)
-    result = run_job([input_path], output, lambda segs: (lambda b, s: down_convert(b, o, s), 0), options, command="down-convert")
-    finish_job(result, output)
+    finish_job(convert_path(input_path, conversion_job("down-convert", input_path, output, **options), jobs), output)
 
 
 @click.command("recompress")
 @recompress_options
+@jobs_option
 @guarded
 @remote_output
-def recompress_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-                   max_decompressed_bytes: int, on_damage: str, skip_unconvertible: bool, codec: str, level: int | None,
-                   topics: str, batch_records: int) -> None:
+def recompress_cmd(input_path: Path, output: Path, jobs: int, **options: Any) -> None:
     """Same message format, new codec (the old compression.codec / compressed.topics pair)."""
-    o = RecompressOptions(choice=choose(codec, level, keep_allowed=False), batch_records=batch_records,
-                          limit=max_decompressed_bytes)
-    wanted = topic_set(topics)
-    options = write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes, skip_unconvertible)
-    result = run_job([input_path], output, lambda segs: (lambda b, s: recompress(b, o, s), 0), options,
-                     select=(lambda topic: not wanted or topic in wanted), command="recompress")
-    finish_job(result, output)
+    finish_job(convert_path(input_path, conversion_job("recompress", input_path, output, **options), jobs), output)
 
 
 @click.command("rebase")
 @rebase_options
+@jobs_option
 @guarded
 @remote_output
-def rebase_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-               max_decompressed_bytes: int, on_damage: str, skip_unconvertible: bool, base_offset: int) -> None:
+def rebase_cmd(input_path: Path, output: Path, jobs: int, **options: Any) -> None:
     """Shift every offset so the data starts at --base-offset (v1/v2: no decompression)."""
-    options = write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes, skip_unconvertible)
-    result = run_job([input_path], output, rebase_maker(base_offset, max_decompressed_bytes), options,
-                     command="rebase")
-    finish_job(result, output)
+    finish_job(convert_path(input_path, conversion_job("rebase", input_path, output, **options), jobs), output)
 
 
 @click.command("index")
@@ -217,20 +186,15 @@ def index_cmd(inputs: tuple[Path, ...], mode: str, output: Path | None, force: b
 @click.command("compact")
 @compact_options
 @index_interval_option
+@jobs_option
 @guarded
 @remote_output
-def compact_cmd(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, force: bool, now_ms: int | None,
-                delete_retention_ms: int, min_compaction_lag_ms: int, include_active: bool, topics: str,
-                key_map_bytes: int, producer_id_expiration_ms: int, first_dirty_offset: int | None,
-                single_pass: bool, segment_bytes: int, segment_index_bytes: int, keep_segments: bool, fmt: str,
-                max_decompressed_bytes: int, on_damage: str, index_interval_bytes: int) -> None:
+def compact_cmd(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, force: bool, fmt: str,
+                index_interval_bytes: int, jobs: int, **options: Any) -> None:
     """Keep the latest record per key, as Kafka's log cleaner does (offline)."""
-    o, wanted = compact_setup(inputs, output, dry_run, now_ms, delete_retention_ms, min_compaction_lag_ms,
-                              include_active, topics, key_map_bytes, producer_id_expiration_ms,
-                              first_dirty_offset, single_pass, segment_bytes, segment_index_bytes,
-                              keep_segments, max_decompressed_bytes, on_damage)
-    result = compact_job(list(inputs), None if dry_run else output, o, force=force, topics=wanted,
-                         index_interval_bytes=index_interval_bytes)
+    o, wanted = compact_setup(inputs, output, dry_run, **options)
+    result = compact_paths(list(inputs), CompactJob(o, None if dry_run else str(output), force, wanted,
+                                                    index_interval_bytes), jobs)
     if fmt == "json":
         say(compact_json(result, o.now_ms), err=False)
     else:
@@ -240,6 +204,24 @@ def compact_cmd(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, fo
 
 
 # --------------------------------------------------------------------------- option checks
+
+
+def conversion_job(command: str, input_path: Path, output: Any, *, index_interval_bytes: int, no_index: bool,
+                   force: bool, max_decompressed_bytes: int, on_damage: str, skip_unconvertible: bool,
+                   codec: str = "keep", level: int | None = None, to_magic: int = 2, input_format: str | None = None,
+                   base_offset: int = 0, timestamp_type: str = "create", log_append_time: int | None = None,
+                   partition_leader_epoch: int = -1, batch_records: int = DEFAULT_BATCH_RECORDS,
+                   batch_bytes: int = DEFAULT_BATCH_BYTES, topics: str = "") -> ConvertJob:
+    """A conversion's options (those of its command) checked, exit 2 before anything is read,
+    and turned into its job: what ``kseg <command>`` and ``kseg spark <command>`` both run."""
+    check_log_append(timestamp_type, log_append_time)
+    choose(codec, level, keep_allowed=command != "recompress")
+    return ConvertJob(command, str(output), write_flags(no_index, index_interval_bytes, force, on_damage,
+                                                        max_decompressed_bytes, skip_unconvertible),
+                      to_magic=to_magic, codec=codec, level=level, log_append_time=log_append_time,
+                      partition_leader_epoch=partition_leader_epoch, batch_records=batch_records,
+                      batch_bytes=batch_bytes, base_offset=base_offset, topics=frozenset(topic_set(topics)),
+                      kafka07=command == "up-convert" and conversion_input_format(input_path, input_format) == KAFKA07)
 
 
 def write_flags(no_index: bool, index_interval_bytes: int, force: bool, on_damage: str = STOP,
@@ -257,11 +239,11 @@ def finish_job(result: JobResult, output: Path) -> None:
         raise SystemExit(EXIT_DATA)
 
 
-def compact_setup(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, now_ms: int | None,
+def compact_setup(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, *, now_ms: int | None,
                   delete_retention_ms: int, min_compaction_lag_ms: int, include_active: bool, topics: str,
                   key_map_bytes: int, producer_id_expiration_ms: int, first_dirty_offset: int | None,
                   single_pass: bool, segment_bytes: int, segment_index_bytes: int, keep_segments: bool,
-                  max_decompressed_bytes: int, on_damage: str = STOP) -> tuple[CompactOptions, set[str] | None]:
+                  max_decompressed_bytes: int, on_damage: str = STOP) -> tuple[CompactOptions, frozenset[str] | None]:
     """The compact options checked and turned into CompactOptions and the topic set."""
     if output is None and not dry_run:
         raise InputError("give -o/--output, or --dry-run")
@@ -274,4 +256,8 @@ def compact_setup(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, 
                        producer_expiration_ms=producer_id_expiration_ms, first_dirty_offset=first_dirty_offset,
                        single_pass=single_pass, limit=max_decompressed_bytes, group_segments=not keep_segments,
                        segment_bytes=segment_bytes, segment_index_bytes=segment_index_bytes, on_damage=on_damage)
-    return o, topic_set(topics) or None
+    return o, frozenset(topic_set(topics)) or None
+
+
+WRITE_COMMANDS: dict[str, click.Command] = {c.name: c for c in (up_convert_cmd, down_convert_cmd, recompress_cmd,
+                                                                 rebase_cmd)}  # type: ignore[misc]
