@@ -6,6 +6,7 @@ the output once, whichever executor ran the units."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -130,6 +131,8 @@ def run(unit: CompactUnit, job: CompactJob) -> CompactPartial:
         if err is None:
             raise
         raise err from None
+    inputs = {os.path.abspath(s) for s in unit.segments}  # not the passes' own files, removed by now
+    seen = {k: v for k, v in seen.items() if k in inputs}
     return CompactPartial(unit.source, unit.name, unit.wanted, stats, written, damage, seen, ends)
 
 
