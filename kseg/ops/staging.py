@@ -13,6 +13,7 @@ The open stages live in the process that planned, by output; workers only see it
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from contextlib import contextmanager
@@ -44,15 +45,11 @@ def open_stage(inputs: list[Any], output: Any, *, force: bool, folder: bool = Tr
     """Check the output against the inputs (``--force``), then make its stage. ``folder``
     False (a single segment written as it is named): units write the output itself, locally;
     an object store's is still staged."""
-    remote = isinstance(output, RemotePath)
-    if remote:
-        existed = output.exists()
-        if existed and not force:
-            raise OutputError("the output exists (use --force to replace it)", file=str(output))
-        staged = StagedOutput(output, existed=existed)
+    check_output(inputs, output, force=force)
+    if isinstance(output, RemotePath):
+        staged = StagedOutput(output, existed=output.exists())
         _open[str(output)] = staged
         return Stage(str(output), str(staged.part()), True)
-    check_output(inputs, output, force=force)
     if not folder:
         return Stage(str(output), str(output))
     d = AtomicDir(output)
@@ -80,11 +77,18 @@ def write_into(stage: Stage, name: str, write: Callable[[Path], T]) -> T:
 
 
 def watched(read: Callable[[], T], root: Any = None) -> tuple[T, dict[str, identity.Identity]]:
-    """``read()`` as a writer's unit: the inputs it opened, each with the identity first seen,
-    for merge to check before it publishes (a unit may run in another process)."""
+    """``read()`` as a writer's unit: the inputs it opened (under ``root``, when given: not the
+    output it read back), each with the identity first seen, for merge to check before it
+    publishes (a unit may run in another process)."""
     with identity.watching(root):
         result = read()
-        return result, identity.seen()
+        seen = identity.seen()
+    if root is not None and not isinstance(root, Path):  # objects, archive members: no identity to hold
+        seen = {}
+    elif isinstance(root, Path):
+        top = os.path.abspath(root)
+        seen = {k: v for k, v in seen.items() if k == top or k.startswith(top.rstrip(os.sep) + os.sep)}
+    return result, seen
 
 
 @contextmanager
