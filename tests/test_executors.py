@@ -48,8 +48,9 @@ CASES: dict[str, list[tuple[str, ...]]] = {
     "txn": [("--now-ms", "0"), ("--now-ms", "0", "--all", "--format", "json")],
     "diff": [(FIXTURES,), (FIXTURES, "--records", "--format", "json")],  # the fixtures against each input
 }
-# Every writer: the option sets whose outputs (every file's bytes), summaries and exit codes
-# -j 1 and -j 2 must share ("-o OUT" is added; NOW is compact's clock).
+# Every writer (and index, which checks or writes): the option sets whose outputs (every file's
+# bytes), summaries and exit codes -j 1 and -j 2 must share ("-o OUT" is added but to a dry run
+# or a check; NOW is compact's clock).
 NOW = "1700000000000"
 WRITERS: dict[str, list[tuple[str, ...]]] = {
     "up-convert": [("--to-magic", "2"), ("--to-magic", "2", "--codec", "zstd", "--on-damage", "skip"),
@@ -60,6 +61,8 @@ WRITERS: dict[str, list[tuple[str, ...]]] = {
     "compact": [("--now-ms", NOW), ("--now-ms", NOW, "--on-damage", "skip", "--keep-segments"),
                 ("--now-ms", NOW, "--dry-run", "--format", "json")],
     "salvage": [(), ("--format", "json"), ("--dry-run",)],
+    "index": [("--rebuild",), ("--rebuild", "--on-damage", "skip", "--index-interval-bytes", "1"),
+              ("--check",)],
 }
 TRANSACTIONS = [REPO / "fixtures" / "kafka-4" / "logdir", REPO / "fixtures" / "kafka-cleaner" / "4" / "before",
                 REPO / "fixtures" / "kafka-cleaner" / "4" / "before2"]
@@ -139,12 +142,12 @@ def test_pool_writes_the_serial_output(inputs, tmp_path, op, args, which):
     runs = []
     for j in ("1", "2"):
         out = tmp_path / f"out-{j}"
-        r = cli(op, *args, "-j", j, inputs[which], *(() if "--dry-run" in args else ("-o", out)))
+        r = cli(op, *args, "-j", j, inputs[which], *(() if {"--dry-run", "--check"} & set(args) else ("-o", out)))
         runs.append((r.exit_code, r.stdout.replace(str(out), "OUT"), r.stderr.replace(str(out), "OUT"),
                      _tree(out) if out.exists() else None, sorted(p.name for p in tmp_path.iterdir())))
     assert runs[0][:4] == runs[1][:4]
     assert runs[0][0] == 0 or which == "bad" or "--skip-unconvertible" in args, runs[0][2]
-    assert runs[0][3] is not None or runs[0][0] != 0 or "--dry-run" in args
+    assert runs[0][3] is not None or runs[0][0] != 0 or {"--dry-run", "--check"} & set(args)
     assert not [n for n in runs[1][4] if n.startswith(".")], "a temporary left behind"
 
 

@@ -26,20 +26,16 @@ from kseg.cli.common import (
 )
 from kseg.cli.storage import LOCATION, remote_output, say, shown
 from kseg.codecs.choice import choose
-from kseg.companions.build import build_indexes
-from kseg.companions.check import check_segment_companions
-from kseg.companions.check import companion_paths as companion_paths_of
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.defaults import DEFAULT_BATCH_BYTES, DEFAULT_BATCH_RECORDS
 from kseg.errors import InputError
 from kseg.findings import ERROR
-from kseg.log.atomic import AtomicDir, check_output, write_atomic_many
-from kseg.log.checks import STOP, DamagePolicy, DamageTally, checked_batches, screened
-from kseg.log.segment import base_offset_of, companion_path, expand_inputs
-from kseg.storage import VANISHED, gone
+from kseg.log.checks import STOP
+from kseg.storage import VANISHED
 from kseg.ops.compact import CompactOptions, default_now_ms
 from kseg.ops.compact_split import CompactJob, compact_paths
 from kseg.ops.convert_split import ConvertJob, convert_path
+from kseg.ops.index_split import CHECK, NOTHING, VANISHED_UNIT, IndexJob, index_paths
 from kseg.ops.jobs import JobResult, WriteOptions
 from kseg.ops.sniff import KAFKA07, conversion_input_format
 from kseg.printable import printable
@@ -97,89 +93,38 @@ def rebase_cmd(input_path: Path, output: Path, jobs: int, **options: Any) -> Non
                                             "without -o: replace the indexes beside the segments.")
 @index_interval_option
 @on_damage_option
+@jobs_option
 @guarded
 @remote_output(merge=True)
 def index_cmd(inputs: tuple[Path, ...], mode: str, output: Path | None, force: bool,
-              index_interval_bytes: int, on_damage: str) -> None:
+              index_interval_bytes: int, on_damage: str, jobs: int) -> None:
     """Check or rebuild the offset and time indexes of segments, partition folders or log directories."""
-    pairs = [(seg, root) for root in inputs for seg in expand_inputs([root]) if seg.suffix == ".log"]
-    if not pairs:
-        raise InputError("no .log segments found", file=str(inputs[0]))
-    if mode == "check":
+    result = index_paths(list(inputs), IndexJob(mode, None if output is None else str(output), force,
+                                                index_interval_bytes, on_damage), jobs)
+    if mode == CHECK:
         errors = checked = 0
-        for seg, _ in pairs:
-            if gone(seg):  # deleted by retention since it was listed
-                click.echo(f"kseg: note: {printable(seg)}: {VANISHED}", err=True)
+        for p in result.segments:
+            if p.status == VANISHED_UNIT:
+                click.echo(f"kseg: note: {printable(p.segment)}: {VANISHED}", err=True)
                 continue
-            if not any(p.is_file() for p in companion_paths_of(seg).values()):
-                click.echo(f"{printable(seg)}: nothing to check (no .index, .timeindex or .txnindex beside it)")
-                continue
-            try:
-                findings = check_segment_companions(seg)
-            except OSError:
-                if not gone(seg):
-                    raise
-                click.echo(f"kseg: note: {printable(seg)}: {VANISHED}", err=True)
+            if p.status == NOTHING:
+                click.echo(f"{printable(p.segment)}: nothing to check (no .index, .timeindex or .txnindex beside it)")
                 continue
             checked += 1
-            bad = [f for f in findings if f.severity == ERROR]
+            bad = [f for f in p.findings if f.severity == ERROR]
             errors += len(bad)
-            for f in findings:
+            for f in p.findings:
                 click.echo(printable(f"{f.severity}: {f}"))
-            click.echo(f"{printable(seg)}: {'ok' if not bad else f'{len(bad)} error(s)'}")
+            click.echo(f"{printable(p.segment)}: {'ok' if not bad else f'{len(bad)} error(s)'}")
         if not checked:
             click.echo("kseg: nothing to check: no segment has index files", err=True)
         raise SystemExit(EXIT_DATA if errors else EXIT_OK)
-    building = None
-    if output is None:
-        for root in inputs:
-            if not isinstance(root, Path):
-                raise InputError("cannot write beside segments in an archive or object storage: give -o/--output",
-                                 file=str(root))
-        if not force:  # the input's own indexes would be replaced
-            raise InputError("--rebuild without -o replaces the indexes beside the segments: give --force to do "
-                             "so, or -o/--output to write them elsewhere", file=str(inputs[0]))
-    else:
-        check_output(list(inputs), output, force=force)
-        building = AtomicDir(output)  # the output folder appears whole, or not at all
-    written = []
-    pending: list[dict[Path, bytes]] = []
-    policy, damage = DamagePolicy(on_damage), DamageTally()
-    try:
-        for seg, root in pairs:
-            base = base_offset_of(seg)
-            if base is None:
-                raise InputError("segment name does not start with its base offset", file=str(seg))
-            # Each batch checked (--on-damage): a skipped one gets no index entry, a carried one is indexed.
-            entries = [b._replace(raw=memoryview(b"")) for b, _ in screened(checked_batches(seg), policy, str(seg),
-                                                                          damage)]
-            index, timeindex = build_indexes(entries, base, index_interval_bytes)
-            if building is None:
-                folder = seg.parent
-            else:
-                folder = building.tmp if root.is_file() else building.tmp.joinpath(*seg.parent.parts[len(root.parts):])
-                folder.mkdir(parents=True, exist_ok=True)
-            index_path, time_path = companion_path(seg, ".index", folder), companion_path(seg, ".timeindex", folder)
-            if building is None:  # beside the segments: written once every segment passed its checks
-                pending.append({index_path: index, time_path: timeindex})
-            else:
-                write_atomic_many({index_path: index, time_path: timeindex})  # both or neither
-            written.append((index_path, len(index) // 8, time_path, len(timeindex) // 12))
-        for files in pending:
-            write_atomic_many(files)
-    except BaseException:
-        if building is not None:
-            building.abort()
-        raise
-    if building is not None:
-        building.commit()
-    for index_path, n_index, time_path, n_time in written:
-        if building is not None and output is not None:
-            index_path = output / index_path.relative_to(building.tmp)
-            time_path = output / time_path.relative_to(building.tmp)
-        say(f"kseg: wrote {shown(index_path)} ({n_index} entries) and {shown(time_path)} ({n_time} entries)")
-    if damage:
-        say(f"kseg: index --rebuild: {damage.line()}")
+    for p in result.segments:
+        assert p.written is not None
+        index_path, n_index, time_path, n_time = p.written
+        say(f"kseg: wrote {shown(Path(index_path))} ({n_index} entries) and {shown(Path(time_path))} ({n_time} entries)")
+    if result.damage:
+        say(f"kseg: index --rebuild: {result.damage.line()}")
         raise SystemExit(EXIT_DATA)
 
 

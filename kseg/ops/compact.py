@@ -47,7 +47,7 @@ from kseg.formats.attributes import (
     TRANSACTIONAL_MASK,
 )
 from kseg.log import identity
-from kseg.log.atomic import AtomicDir, check_output, write_atomic
+from kseg.log.atomic import write_atomic
 from kseg.log.checks import CARRY, SKIP, STOP, DamagePolicy, DamageTally, checked_batches, damaged_error
 from kseg.log.control import control_info
 from kseg.log.encode import assemble_v2, build_legacy_wrapper, build_v2_batch, header_of
@@ -61,7 +61,6 @@ from kseg.log.segment import (
 )
 from kseg.model import Batch, Record
 from kseg.ops.jobs import SegmentSink, WriteOptions
-from kseg.ops.logdir import finish_log_dir, finish_partition
 from kseg.storage import as_path, copy_times
 
 MAP_SLOT_BYTES = 24  # MD5 (16) + offset (8), as SkimpyOffsetMap

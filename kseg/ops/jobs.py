@@ -7,7 +7,6 @@ Each segment is built under a temporary name and renamed when complete.
 
 from __future__ import annotations
 
-import shutil
 import struct
 import sys
 from dataclasses import dataclass, field

@@ -21,7 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from kseg.errors import InputError, KsegError
+from kseg.errors import KsegError
 from kseg.storage import size_of
 from kseg.ops.executors import Operation, unwrap
 from kseg.spark.tasks import DumpParams, DumpResult, Failed, dump_task, operation_task
