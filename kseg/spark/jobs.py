@@ -22,8 +22,11 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from kseg.errors import KsegError
-from kseg.storage import size_of
+from kseg.log.atomic import write_atomic
 from kseg.ops.executors import Operation, unwrap
+from kseg.ops.verify import OPERATION as VERIFY
+from kseg.render.reports import verify_json
+from kseg.storage import size_of
 from kseg.spark.tasks import DumpParams, DumpResult, Failed, dump_task, operation_task
 
 MIN_TASK_BYTES = 32 * 1024 * 1024  # a Python task costs tens of milliseconds: do not make many tiny ones
@@ -143,9 +146,7 @@ def _raising(e: BaseException) -> Any:
 def spark_verify(spark: Any, paths: Sequence[str | Path], options: Any) -> tuple[Any, list[FileRow], dict]:
     """``verify_paths`` on Spark, one task per file (``kseg.ops.verify``'s plan / run / merge);
     returns (VerifyReport, per-file rows, stats)."""
-    from kseg.ops.verify import OPERATION
-
-    report, ran = run_operation(spark, OPERATION, list(paths), options)
+    report, ran = run_operation(spark, VERIFY, list(paths), options)
     infos = {u.path: info for u, _, info in ran}
     rows: list[FileRow] = []
     host = ""
@@ -292,8 +293,6 @@ def writer_rows(ran: list[tuple[Any, Any, Any]]) -> list[dict]:
 def verify_report_json(report: Any, rows: list[FileRow], run: dict) -> dict:
     """``--report FILE.json`` of ``kseg spark verify``: the document of ``kseg verify --format json``
     (same keys, same values), each file adding where and how long it ran, plus the run's facts."""
-    from kseg.render.reports import verify_json
-
     doc = verify_json(report)
     for entry, row in zip(doc["files"], rows):
         entry.update(seconds=row.seconds, cpu_seconds=row.extra.get("cpu_seconds"), host=row.host)
@@ -335,8 +334,6 @@ def _typed(table: Any) -> Any:
 def write_report(path: Path, command: str, rows: list[dict], summary: dict, document: dict | None = None) -> None:
     """Per-file (or per-partition) results: Parquet for .parquet/.pq names, else JSON
     (``document`` when given: verify's, the shape of ``kseg verify --format json``)."""
-    from kseg.log.atomic import write_atomic
-
     if path.suffix.lower() in (".parquet", ".pq"):
         import pyarrow as pa
         import pyarrow.parquet as pq

@@ -17,6 +17,9 @@ from typing import Any
 
 from kseg.errors import KsegError
 from kseg.ops.executors import Failed, Operation, run_caught  # noqa: F401 - Failed: what every task returns on an error
+from kseg.ops.dump import BadBatchEvent, BatchEvent, TailEvent, dump_file
+from kseg.render.dump import RENDERERS, KafkaRenderer, payload_decoder
+from kseg.render.payload import load_decoder
 from kseg.storage import as_path
 
 @dataclass
@@ -99,8 +102,6 @@ class _Counting:
         self.problems = 0
 
     def __call__(self, ev: Any) -> None:
-        from kseg.ops.dump import BadBatchEvent, BatchEvent, TailEvent
-
         if isinstance(ev, BatchEvent):
             self.batches += 1
             if ev.records is not None:
@@ -114,10 +115,6 @@ class _Counting:
 
 def dump_task(params: DumpParams, part_dir: str, item: tuple[int, str]) -> DumpResult:
     """Render one file as ``kseg dump`` would; the text goes to part files the driver streams in order."""
-    from kseg.ops.dump import dump_file
-    from kseg.render.dump import RENDERERS, KafkaRenderer, payload_decoder
-    from kseg.render.payload import load_decoder
-
     _activate(params.registry)
     index, path = item
     t0 = time.perf_counter()
