@@ -9,7 +9,7 @@ steps (stamp a delete horizon, remove once it has passed); aborted
 transactions are removed and never shadow committed values. Keys are held as
 16-byte MD5 digests, as the broker's ``SkimpyOffsetMap`` does.
 
-This module works on decoded batches and returns entry bytes; ``compact_job``
+This module works on decoded batches and returns entry bytes; ``compact_split``
 drives it over files.
 """
 
