@@ -1,6 +1,7 @@
-"""``kseg verify``, ``kseg stats`` and ``kseg dump --format jsonl --records`` with ``-j 1``
-against ``-j N`` (default 2) on a generated log directory of 8 partitions (default 64 MiB each in 32 MiB segments, with indexes), and a
-check that every run printed the same bytes.
+"""``kseg verify``, ``kseg stats``, ``kseg dump --format jsonl --records`` and one writer,
+``kseg recompress --codec lz4``, with ``-j 1`` against ``-j N`` (default 2) on a generated log
+directory of 8 partitions (default 64 MiB each in 32 MiB segments, with indexes), and a check that
+every run printed (the writer: wrote) the same bytes.
 
     python benchmarks/bench_jobs.py [--jobs 2] [--mib-per-partition 64] [--repeat 3] [--json out.json]
 
@@ -17,6 +18,7 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -35,7 +37,17 @@ from kseg.ops.executors import Operation, execute, parse_jobs  # noqa: E402
 
 GOAL = 1.7
 PARTITIONS = 8
-COMMANDS = {"verify": ["verify"], "stats": ["stats"], "dump": ["dump", "--format", "jsonl", "--records"]}
+COMMANDS = {"verify": ["verify"], "stats": ["stats"], "dump": ["dump", "--format", "jsonl", "--records"],
+            "recompress": ["recompress", "--codec", "lz4"]}
+WRITERS = {"recompress"}  # their output is a folder (-o), compared by the digest of its files
+
+
+def tree_digest(root: Path) -> str:
+    digest = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            digest.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes())
+    return digest.hexdigest()
 
 
 def kseg(args: list[str]) -> tuple[float, float, int, str]:
@@ -95,7 +107,7 @@ def main() -> None:
     ap.add_argument("--mib-per-partition", type=int, default=64)
     ap.add_argument("--segment-mib", type=int, default=32)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--commands", default="verify,stats,dump")
+    ap.add_argument("--commands", default="verify,stats,dump,recompress")
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
@@ -118,7 +130,13 @@ def main() -> None:
         outputs = set()
         for _ in range(args.repeat):
             for j in ("1", args.jobs):
-                seconds, cpu_seconds, code, digest = kseg([*COMMANDS[name], "-j", j, str(root)])
+                out_dir = root.parent / f".bench-jobs-{name}-{j}"
+                writes = ["-o", str(out_dir)] if name in WRITERS else []
+                shutil.rmtree(out_dir, ignore_errors=True)
+                seconds, cpu_seconds, code, digest = kseg([*COMMANDS[name], "-j", j, str(root), *writes])
+                if writes:
+                    digest = tree_digest(out_dir)
+                    shutil.rmtree(out_dir, ignore_errors=True)
                 outputs.add((code, digest))
                 if seconds < best.get(j, float("inf")):
                     best[j], cpu[j] = seconds, cpu_seconds

@@ -30,11 +30,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import SegmentSpec, best_of, machine_info, pin_to_one_core, segment_for  # noqa: E402
 
 from kseg.codecs import get_codec  # noqa: E402
-from kseg.ops.compact import CompactOptions, compact_job  # noqa: E402
+from kseg.ops.compact import CompactOptions  # noqa: E402
+from kseg.ops.compact_split import CompactJob, compact_paths  # noqa: E402
 from kseg.ops.convert import DownOptions, Summary, UpOptions, down_convert, rebase, up_convert  # noqa: E402
-from kseg.ops.jobs import WriteOptions, run_job  # noqa: E402
+from kseg.ops.jobs import JobResult, WriteOptions, run_partition  # noqa: E402
+from kseg.log.atomic import AtomicDir  # noqa: E402
 from kseg.log.records import batch_records, payload_bytes  # noqa: E402
-from kseg.log.segment import Segment  # noqa: E402
+from kseg.log.segment import Segment, partition_segments  # noqa: E402
 
 CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
@@ -57,9 +59,13 @@ def partition_of(info, root: Path) -> Path:
 
 
 def run_transform(src: Path, out: Path, make) -> Summary:
+    """One partition folder through a transform, as a conversion's unit writes it (published whole)."""
     if out.exists():
         shutil.rmtree(out)
-    return run_job([src], out, make, WriteOptions(index=True, force=True)).summary
+    result = JobResult()
+    with AtomicDir(out) as d:
+        run_partition(partition_segments(src), d.tmp, make, result, WriteOptions(index=True, force=True), copy=False)
+    return result.summary
 
 
 def durable_copy(src: Path, dst: Path) -> None:
@@ -143,7 +149,7 @@ def main() -> int:
                 out = work / "compacted"
                 if out.exists():
                     shutil.rmtree(out)
-                return compact_job([src], out, o3)
+                return compact_paths([src], CompactJob(o3, str(out)))
 
             t, res = best_of(compact_once, repeat)
             tr, n = best_of(lambda: deep_read(info.path), repeat)

@@ -48,6 +48,22 @@ CASES: dict[str, list[tuple[str, ...]]] = {
     "txn": [("--now-ms", "0"), ("--now-ms", "0", "--all", "--format", "json")],
     "diff": [(FIXTURES,), (FIXTURES, "--records", "--format", "json")],  # the fixtures against each input
 }
+# Every writer (and index, which checks or writes): the option sets whose outputs (every file's
+# bytes), summaries and exit codes -j 1 and -j 2 must share ("-o OUT" is added but to a dry run
+# or a check; NOW is compact's clock).
+NOW = "1700000000000"
+WRITERS: dict[str, list[tuple[str, ...]]] = {
+    "up-convert": [("--to-magic", "2"), ("--to-magic", "2", "--codec", "zstd", "--on-damage", "skip"),
+                   ("--to-magic", "1", "--on-damage", "carry", "--skip-unconvertible")],
+    "down-convert": [("--to-magic", "1", "--codec", "gzip"), ("--to-magic", "0", "--codec", "gzip", "--on-damage", "skip")],
+    "recompress": [("--codec", "lz4"), ("--codec", "snappy", "--topics", "v2-gzip,m", "--on-damage", "carry")],
+    "rebase": [("--base-offset", "1000"), ("--base-offset", "5", "--on-damage", "skip", "--no-index")],
+    "compact": [("--now-ms", NOW), ("--now-ms", NOW, "--on-damage", "skip", "--keep-segments"),
+                ("--now-ms", NOW, "--dry-run", "--format", "json")],
+    "salvage": [(), ("--format", "json"), ("--dry-run",)],
+    "index": [("--rebuild",), ("--rebuild", "--on-damage", "skip", "--index-interval-bytes", "1"),
+              ("--check",)],
+}
 TRANSACTIONS = [REPO / "fixtures" / "kafka-4" / "logdir", REPO / "fixtures" / "kafka-cleaner" / "4" / "before",
                 REPO / "fixtures" / "kafka-cleaner" / "4" / "before2"]
 
@@ -100,7 +116,7 @@ def test_every_split_operation_is_listed_and_has_cases():
             defined.add(path.stem)
     listed = {op.run.__module__.rsplit(".", 1)[1] for op in SPLITTABLE.values()}
     assert defined == listed, "an OPERATION not listed in kseg.ops.operations.SPLITTABLE"
-    assert set(SPLITTABLE) == set(CASES), "a split operation without its row in CASES"
+    assert set(SPLITTABLE) == set(CASES) | set(WRITERS), "a split operation without its row in CASES or WRITERS"
 
 
 @pytest.mark.parametrize("op,args", [(op, a) for op, cases in CASES.items() for a in cases])
@@ -110,6 +126,29 @@ def test_pool_gives_the_serial_bytes(inputs, op, args, which):
     pooled = cli(op, *args, "-j", "2", inputs[which])
     assert (pooled.exit_code, pooled.stdout, pooled.stderr) == (serial.exit_code, serial.stdout, serial.stderr)
     assert serial.exit_code == 1 or which != "bad", serial.stdout
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    if root.is_file():
+        return {"": root.read_bytes()}
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("op,args", [(op, a) for op, cases in WRITERS.items() for a in cases])
+@pytest.mark.parametrize("which", ["logdir", "multi", "bad"])
+def test_pool_writes_the_serial_output(inputs, tmp_path, op, args, which):
+    """Each writer run serially and on a pool: the same files, byte for byte, the same summary
+    and the same exit code (a failing run: the same one line, and no output from either)."""
+    runs = []
+    for j in ("1", "2"):
+        out = tmp_path / f"out-{j}"
+        r = cli(op, *args, "-j", j, inputs[which], *(() if {"--dry-run", "--check"} & set(args) else ("-o", out)))
+        runs.append((r.exit_code, r.stdout.replace(str(out), "OUT"), r.stderr.replace(str(out), "OUT"),
+                     _tree(out) if out.exists() else None, sorted(p.name for p in tmp_path.iterdir())))
+    assert runs[0][:4] == runs[1][:4]
+    assert runs[0][0] == 0 or which == "bad" or "--skip-unconvertible" in args, runs[0][2]
+    assert runs[0][3] is not None or runs[0][0] != 0 or {"--dry-run", "--check"} & set(args)
+    assert not [n for n in runs[1][4] if n.startswith(".")], "a temporary left behind"
 
 
 @pytest.mark.parametrize("args", [(), ("--all", "--format", "json"), ("--max-timeout-ms", "10")])

@@ -180,6 +180,9 @@ SPARK_COMMANDS: dict[str, Command] = {
     "spark down-convert": Command("writer", _writer("--to-magic", "1"), kinds=frozenset({"logdir"}), spark=True),
     "spark recompress": Command("writer", _writer("--codec", "gzip"), kinds=frozenset({"logdir"}), spark=True),
     "spark rebase": Command("writer", _writer("--base-offset", "1000"), kinds=frozenset({"logdir"}), spark=True),
+    "spark salvage": Command("writer", lambda inp, out: [inp, "-o", out], kinds=frozenset({"logdir"}), spark=True,
+                             data_verdicts={"crc": ({1}, "complete", "as kseg salvage: every batch the damage did not "
+                                                                     "touch written, exit 1, something was lost")}),
 }
 
 

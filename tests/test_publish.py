@@ -176,19 +176,20 @@ class _NoDeletes:
 
 @pytest.mark.parametrize("deletes", [True, False], ids=["store down", "store up"])
 def test_spark_staging_left_is_named(deletes, s3_env, object_store, monkeypatch) -> None:
-    """``kseg spark`` writers: a task failing after others uploaded under the staging prefix;
+    """``kseg spark`` writers (``kseg.ops.staging``): a task failing after others uploaded under the staging prefix;
     when the prefix cannot be removed, the one error line names it and how to remove it."""
     from kseg import storage
     from kseg.errors import InputError, OutputError
-    from kseg.spark.jobs import _staging
+    from kseg.ops.staging import open_stage, publishing
 
     fs = object_store.fs()
     fs.create_dir("kseg-test")
     fs.delete_dir_contents("kseg-test/spark-staging", missing_dir_ok=True)
     out = storage.as_path("s3://kseg-test/spark-staging/out")
     with pytest.raises(InputError) as raised:
-        with _staging(out) as staged:
-            with fs.open_output_stream(staged.part("t-0/00000000000000000000.log").key) as f:
+        stage = open_stage([], out, force=False)
+        with publishing(str(out)):
+            with fs.open_output_stream(storage.as_path(f"{stage.where}/t-0/00000000000000000000.log").key) as f:
                 f.write(b"uploaded by a task")
             if deletes:
                 real = storage.filesystem

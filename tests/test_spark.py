@@ -518,6 +518,53 @@ def test_failing_conversion_same_error_and_no_output(spark, bad_logdir, tmp_path
     assert (tmp_path / "c").exists() == (tmp_path / "d").exists()
 
 
+def _damaged_corpus(root: Path) -> Path:
+    """The Kafka 3.9 and 4 corpora's log directories in one, each partition of several batches
+    damaged in another way: a zeroed page, a torn batch, an absurd length, garbage inserted."""
+    import struct
+
+    for corpus in ("kafka-3.9", "kafka-4"):
+        for part in sorted((REPO / "fixtures" / corpus / "logdir").iterdir()):
+            if part.is_dir():
+                shutil.copytree(part, root / (part.name if corpus == "kafka-3.9" else f"k4-{part.name}"))
+    damaged = 0
+    for log in sorted(root.glob("*/*.log")):
+        data = log.read_bytes()
+        if len(data) < 400:
+            continue
+        at = len(data) // 3
+        way = damaged % 4
+        if way == 0:
+            data = data[:at] + bytes(120) + data[at + 120:]
+        elif way == 1:
+            data = data[:at] + data[at + 37:]
+        elif way == 2:
+            data = data[:8] + struct.pack(">i", 0x7FFFFFF0) + data[12:]
+        else:
+            data = data[:at] + b"garbage!" * 9 + data[at:]
+        log.write_bytes(data)
+        damaged += 1
+    assert damaged >= 4
+    return root
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_salvage_same_output_and_report(spark, tmp_path, fmt):
+    """kseg spark salvage over a damaged log directory: the plain command's files, byte for byte,
+    and its report (every lost range), one task per partition."""
+    src = _damaged_corpus(tmp_path / "in")
+    a, b = tmp_path / "plain", tmp_path / "spark"
+    plain = cli("salvage", "--format", fmt, src, "-o", a)
+    dist = cli("spark", "salvage", "--format", fmt, src, "-o", b, "--report", tmp_path / "rows.json")
+    assert plain.exit_code == dist.exit_code == 1, (plain.stderr, dist.stderr)
+    assert dist.stdout.replace(str(b), "OUT") == plain.stdout.replace(str(a), "OUT")
+    assert "lost" in plain.stdout and tree(a) == tree(b) and len(tree(a)) > 20
+    rows = json.loads((tmp_path / "rows.json").read_text())["files"]
+    assert len(rows) == len([p for p in src.iterdir() if p.is_dir()])
+    dry = cli("spark", "salvage", "--dry-run", src)
+    assert (dry.exit_code, dry.stdout) == (1, cli("salvage", "--dry-run", src).stdout)
+
+
 # --------------------------------------------------------------------------- setup
 
 

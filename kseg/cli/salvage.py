@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
 import click
 
-from kseg.cli.common import EXIT_DATA, EXIT_OK, SIZE, guarded, index_interval_option, max_decompressed_option
+from kseg.cli.common import (EXIT_DATA, EXIT_OK, SIZE, guarded, index_interval_option, jobs_option,
+                             max_decompressed_option)
 from kseg.cli.storage import LOCATION, remote_output, say_report
 from kseg.errors import InputError
 from kseg.log.atomic import check_output, write_atomic
-from kseg.ops.salvage import DEFAULT_MAX_BATCH_BYTES, SalvageOptions, salvage
+from kseg.ops.salvage import DEFAULT_MAX_BATCH_BYTES, SalvageOptions, SalvageReport, salvage
 from kseg.render.salvage import CRC_FAILED_MARK, write_crc_failed, write_salvage
 
 
@@ -35,11 +37,11 @@ from kseg.render.salvage import CRC_FAILED_MARK, write_crc_failed, write_salvage
 @index_interval_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @max_decompressed_option
+@jobs_option
 @guarded
 @remote_output
-def salvage_cmd(input_path: Path, output: Path | None, dry_run: bool, force: bool, no_index: bool,
-                max_batch_bytes: int, index_interval_bytes: int, fmt: str, max_decompressed_bytes: int,
-                keep_crc_failed: Path | None = None) -> None:
+def salvage_cmd(input_path: Path, output: Path | None, fmt: str, jobs: int, keep_crc_failed: Path | None,
+                **options: Any) -> None:
     """Recover every batch the damage did not touch, into a new output.
 
     Reads past damaged regions (bad CRCs, zeros, garbage, torn writes, absurd lengths) in
@@ -47,17 +49,34 @@ def salvage_cmd(input_path: Path, output: Path | None, dry_run: bool, force: boo
     each region left out with its byte range and the offsets it held. Exit 0 when nothing
     was lost, 1 when something was.
     """
-    if keep_crc_failed is not None:
-        if dry_run:
-            raise InputError("--keep-crc-failed writes a file; --dry-run writes nothing: leave one of them out")
-        check_output([input_path] + ([output] if output is not None else []), keep_crc_failed, force=force)
-    o = SalvageOptions(dry_run=dry_run, force=force, index=not no_index, index_interval_bytes=index_interval_bytes,
-                       max_decompressed_bytes=max_decompressed_bytes, max_batch_bytes=max_batch_bytes,
-                       keep_crc_failed=keep_crc_failed is not None)
-    report = salvage(input_path, output, o)
-    if keep_crc_failed is not None:
-        lines = io.BytesIO()
-        write_crc_failed(report, lines)
-        write_atomic(keep_crc_failed, lines.getvalue())
+    keep_crc_failed_file(input_path, output, keep_crc_failed, **options)
+    report = salvage(input_path, output, salvage_options(keep_crc_failed=keep_crc_failed is not None, **options), jobs)
+    write_crc_failed_file(report, keep_crc_failed)
     say_report(lambda out: write_salvage(report, out, fmt))
     raise SystemExit(EXIT_OK if report.ok else EXIT_DATA)
+
+
+def salvage_options(*, dry_run: bool, force: bool, no_index: bool, max_batch_bytes: int, index_interval_bytes: int,
+                    max_decompressed_bytes: int, keep_crc_failed: bool = False) -> SalvageOptions:
+    """salvage's options (``kseg salvage`` and ``kseg spark salvage``)."""
+    return SalvageOptions(dry_run=dry_run, force=force, index=not no_index, index_interval_bytes=index_interval_bytes,
+                          max_decompressed_bytes=max_decompressed_bytes, max_batch_bytes=max_batch_bytes,
+                          keep_crc_failed=keep_crc_failed)
+
+
+def keep_crc_failed_file(input_path: Path, output: Path | None, keep: Path | None, *, dry_run: bool, force: bool,
+                         **_: Any) -> None:
+    """--keep-crc-failed's file: refused with --dry-run, and held to the outputs' rules."""
+    if keep is None:
+        return
+    if dry_run:
+        raise InputError("--keep-crc-failed writes a file; --dry-run writes nothing: leave one of them out")
+    check_output([input_path] + ([output] if output is not None else []), keep, force=force)
+
+
+def write_crc_failed_file(report: SalvageReport, keep: Path | None) -> None:
+    """The CRC-failed batches' records, marked, written whole or not at all."""
+    if keep is not None:
+        lines = io.BytesIO()
+        write_crc_failed(report, lines)
+        write_atomic(keep, lines.getvalue())

@@ -5,6 +5,7 @@ and never touches its input; ``-o s3://...`` through ``remote_output``."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -16,6 +17,7 @@ from kseg.cli.common import (
     down_convert_options,
     guarded,
     index_interval_option,
+    jobs_option,
     on_damage_option,
     rebase_options,
     recompress_options,
@@ -24,29 +26,17 @@ from kseg.cli.common import (
 )
 from kseg.cli.storage import LOCATION, remote_output, say, shown
 from kseg.codecs.choice import choose
-from kseg.companions.build import build_indexes
-from kseg.companions.check import check_segment_companions
-from kseg.companions.check import companion_paths as companion_paths_of
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
+from kseg.defaults import DEFAULT_BATCH_BYTES, DEFAULT_BATCH_RECORDS
 from kseg.errors import InputError
 from kseg.findings import ERROR
-from kseg.log.atomic import AtomicDir, check_output, write_atomic_many
-from kseg.log.checks import STOP, DamagePolicy, DamageTally, checked_batches, screened
-from kseg.log.listing import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
-from kseg.log.segment import base_offset_of, companion_path, expand_inputs
-from kseg.storage import VANISHED, gone
-from kseg.ops.compact import CompactOptions, compact_job, default_now_ms
-from kseg.ops.convert import (
-    DownOptions,
-    RecompressOptions,
-    UpOptions,
-    down_convert,
-    rebase_maker,
-    recompress,
-    up_convert,
-)
-from kseg.ops.jobs import JobResult, WriteOptions, run_job
-from kseg.ops.kafka07 import up_convert_kafka07
+from kseg.log.checks import STOP
+from kseg.storage import VANISHED
+from kseg.ops.compact import CompactOptions, default_now_ms
+from kseg.ops.compact_split import CompactJob, compact_paths
+from kseg.ops.convert_split import ConvertJob, convert_path
+from kseg.ops.index_split import CHECK, NOTHING, VANISHED_UNIT, IndexJob, index_paths
+from kseg.ops.jobs import JobResult, WriteOptions
 from kseg.ops.sniff import KAFKA07, conversion_input_format
 from kseg.printable import printable
 from kseg.render.reports import compact_json, compact_line, job_line
@@ -54,68 +44,42 @@ from kseg.render.reports import compact_json, compact_line, job_line
 
 @click.command("up-convert")
 @up_convert_options
+@jobs_option
 @guarded
 @remote_output
-def up_convert_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-                   max_decompressed_bytes: int, on_damage: str, skip_unconvertible: bool, to_magic: int, codec: str,
-                   level: int | None, input_format: str, base_offset: int, timestamp_type: str,
-                   log_append_time: int | None, partition_leader_epoch: int, batch_records: int,
-                   batch_bytes: int) -> None:
+def up_convert_cmd(input_path: Path, output: Path, jobs: int, **options: Any) -> None:
     """Convert to a newer message format: pre-0.8 -> v0/v1/v2, v0 -> v1, v0/v1 -> v2."""
-    check_log_append(timestamp_type, log_append_time)
-    o = UpOptions(to_magic=to_magic, choice=choose(codec, level), log_append_time=log_append_time,
-                  partition_leader_epoch=partition_leader_epoch,
-                  batch_records=batch_records, batch_bytes=batch_bytes, limit=max_decompressed_bytes)
-    options = write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes, skip_unconvertible)
-    if conversion_input_format(input_path, input_format) == KAFKA07:
-        result = up_convert_kafka07(input_path, output, o, base_offset, options)
-    else:
-        result = run_job([input_path], output, lambda segs: (lambda b, s: up_convert(b, o, s), 0), options, command="up-convert")
-    finish_job(result, output)
+    finish_job(convert_path(input_path, conversion_job("up-convert", input_path, output, **options), jobs), output)
 
 
 @click.command("down-convert")
 @down_convert_options
+@jobs_option
 @guarded
 @remote_output
-def down_convert_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-                     max_decompressed_bytes: int, on_damage: str, skip_unconvertible: bool, to_magic: int, codec: str,
-                     level: int | None) -> None:
+def down_convert_cmd(input_path: Path, output: Path, jobs: int, **options: Any) -> None:
     """Convert to an older message format as the broker did for old consumers (drops what it cannot carry)."""
-    o = DownOptions(to_magic=to_magic, choice=choose(codec, level), limit=max_decompressed_bytes)
-    options = write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes, skip_unconvertible)
-    result = run_job([input_path], output, lambda segs: (lambda b, s: down_convert(b, o, s), 0), options, command="down-convert")
-    finish_job(result, output)
+    finish_job(convert_path(input_path, conversion_job("down-convert", input_path, output, **options), jobs), output)
 
 
 @click.command("recompress")
 @recompress_options
+@jobs_option
 @guarded
 @remote_output
-def recompress_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-                   max_decompressed_bytes: int, on_damage: str, skip_unconvertible: bool, codec: str, level: int | None,
-                   topics: str, batch_records: int) -> None:
+def recompress_cmd(input_path: Path, output: Path, jobs: int, **options: Any) -> None:
     """Same message format, new codec (the old compression.codec / compressed.topics pair)."""
-    o = RecompressOptions(choice=choose(codec, level, keep_allowed=False), batch_records=batch_records,
-                          limit=max_decompressed_bytes)
-    wanted = topic_set(topics)
-    options = write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes, skip_unconvertible)
-    result = run_job([input_path], output, lambda segs: (lambda b, s: recompress(b, o, s), 0), options,
-                     select=(lambda topic: not wanted or topic in wanted), command="recompress")
-    finish_job(result, output)
+    finish_job(convert_path(input_path, conversion_job("recompress", input_path, output, **options), jobs), output)
 
 
 @click.command("rebase")
 @rebase_options
+@jobs_option
 @guarded
 @remote_output
-def rebase_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-               max_decompressed_bytes: int, on_damage: str, skip_unconvertible: bool, base_offset: int) -> None:
+def rebase_cmd(input_path: Path, output: Path, jobs: int, **options: Any) -> None:
     """Shift every offset so the data starts at --base-offset (v1/v2: no decompression)."""
-    options = write_flags(no_index, index_interval_bytes, force, on_damage, max_decompressed_bytes, skip_unconvertible)
-    result = run_job([input_path], output, rebase_maker(base_offset, max_decompressed_bytes), options,
-                     command="rebase")
-    finish_job(result, output)
+    finish_job(convert_path(input_path, conversion_job("rebase", input_path, output, **options), jobs), output)
 
 
 @click.command("index")
@@ -129,110 +93,53 @@ def rebase_cmd(input_path: Path, output: Path, index_interval_bytes: int, no_ind
                                             "without -o: replace the indexes beside the segments.")
 @index_interval_option
 @on_damage_option
+@jobs_option
 @guarded
 @remote_output(merge=True)
 def index_cmd(inputs: tuple[Path, ...], mode: str, output: Path | None, force: bool,
-              index_interval_bytes: int, on_damage: str) -> None:
+              index_interval_bytes: int, on_damage: str, jobs: int) -> None:
     """Check or rebuild the offset and time indexes of segments, partition folders or log directories."""
-    pairs = [(seg, root) for root in inputs for seg in expand_inputs([root]) if seg.suffix == LOG_SUFFIX]
-    if not pairs:
-        raise InputError("no .log segments found", file=str(inputs[0]))
-    if mode == "check":
+    result = index_paths(list(inputs), IndexJob(mode, None if output is None else str(output), force,
+                                                index_interval_bytes, on_damage), jobs)
+    if mode == CHECK:
         errors = checked = 0
-        for seg, _ in pairs:
-            if gone(seg):  # deleted by retention since it was listed
-                click.echo(f"kseg: note: {printable(seg)}: {VANISHED}", err=True)
+        for p in result.segments:
+            if p.status == VANISHED_UNIT:
+                click.echo(f"kseg: note: {printable(p.segment)}: {VANISHED}", err=True)
                 continue
-            if not any(p.is_file() for p in companion_paths_of(seg).values()):
-                click.echo(f"{printable(seg)}: nothing to check (no .index, .timeindex or .txnindex beside it)")
-                continue
-            try:
-                findings = check_segment_companions(seg)
-            except OSError:
-                if not gone(seg):
-                    raise
-                click.echo(f"kseg: note: {printable(seg)}: {VANISHED}", err=True)
+            if p.status == NOTHING:
+                click.echo(f"{printable(p.segment)}: nothing to check (no .index, .timeindex or .txnindex beside it)")
                 continue
             checked += 1
-            bad = [f for f in findings if f.severity == ERROR]
+            bad = [f for f in p.findings if f.severity == ERROR]
             errors += len(bad)
-            for f in findings:
+            for f in p.findings:
                 click.echo(printable(f"{f.severity}: {f}"))
-            click.echo(f"{printable(seg)}: {'ok' if not bad else f'{len(bad)} error(s)'}")
+            click.echo(f"{printable(p.segment)}: {'ok' if not bad else f'{len(bad)} error(s)'}")
         if not checked:
             click.echo("kseg: nothing to check: no segment has index files", err=True)
         raise SystemExit(EXIT_DATA if errors else EXIT_OK)
-    building = None
-    if output is None:
-        for root in inputs:
-            if not isinstance(root, Path):
-                raise InputError("cannot write beside segments in an archive or object storage: give -o/--output",
-                                 file=str(root))
-        if not force:  # the input's own indexes would be replaced
-            raise InputError("--rebuild without -o replaces the indexes beside the segments: give --force to do "
-                             "so, or -o/--output to write them elsewhere", file=str(inputs[0]))
-    else:
-        check_output(list(inputs), output, force=force)
-        building = AtomicDir(output)  # the output folder appears whole, or not at all
-    written = []
-    pending: list[dict[Path, bytes]] = []
-    policy, damage = DamagePolicy(on_damage), DamageTally()
-    try:
-        for seg, root in pairs:
-            base = base_offset_of(seg)
-            if base is None:
-                raise InputError("segment name does not start with its base offset", file=str(seg))
-            # Each batch checked (--on-damage): a skipped one gets no index entry, a carried one is indexed.
-            entries = [b._replace(raw=memoryview(b"")) for b, _ in screened(checked_batches(seg), policy, str(seg),
-                                                                          damage)]
-            index, timeindex = build_indexes(entries, base, index_interval_bytes)
-            if building is None:
-                folder = seg.parent
-            else:
-                folder = building.tmp if root.is_file() else building.tmp.joinpath(*seg.parent.parts[len(root.parts):])
-                folder.mkdir(parents=True, exist_ok=True)
-            index_path = companion_path(seg, INDEX_SUFFIX, folder)
-            time_path = companion_path(seg, TIME_INDEX_SUFFIX, folder)
-            if building is None:  # beside the segments: written once every segment passed its checks
-                pending.append({index_path: index, time_path: timeindex})
-            else:
-                write_atomic_many({index_path: index, time_path: timeindex})  # both or neither
-            written.append((index_path, len(index) // 8, time_path, len(timeindex) // 12))
-        for files in pending:
-            write_atomic_many(files)
-    except BaseException:
-        if building is not None:
-            building.abort()
-        raise
-    if building is not None:
-        building.commit()
-    for index_path, n_index, time_path, n_time in written:
-        if building is not None and output is not None:
-            index_path = output / index_path.relative_to(building.tmp)
-            time_path = output / time_path.relative_to(building.tmp)
-        say(f"kseg: wrote {shown(index_path)} ({n_index} entries) and {shown(time_path)} ({n_time} entries)")
-    if damage:
-        say(f"kseg: index --rebuild: {damage.line()}")
+    for p in result.segments:
+        assert p.written is not None
+        index_path, n_index, time_path, n_time = p.written
+        say(f"kseg: wrote {shown(Path(index_path))} ({n_index} entries) and {shown(Path(time_path))} ({n_time} entries)")
+    if result.damage:
+        say(f"kseg: index --rebuild: {result.damage.line()}")
         raise SystemExit(EXIT_DATA)
 
 
 @click.command("compact")
 @compact_options
 @index_interval_option
+@jobs_option
 @guarded
 @remote_output
-def compact_cmd(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, force: bool, now_ms: int | None,
-                delete_retention_ms: int, min_compaction_lag_ms: int, include_active: bool, topics: str,
-                key_map_bytes: int, producer_id_expiration_ms: int, first_dirty_offset: int | None,
-                single_pass: bool, segment_bytes: int, segment_index_bytes: int, keep_segments: bool, fmt: str,
-                max_decompressed_bytes: int, on_damage: str, index_interval_bytes: int) -> None:
+def compact_cmd(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, force: bool, fmt: str,
+                index_interval_bytes: int, jobs: int, **options: Any) -> None:
     """Keep the latest record per key, as Kafka's log cleaner does (offline)."""
-    o, wanted = compact_setup(inputs, output, dry_run, now_ms, delete_retention_ms, min_compaction_lag_ms,
-                              include_active, topics, key_map_bytes, producer_id_expiration_ms,
-                              first_dirty_offset, single_pass, segment_bytes, segment_index_bytes,
-                              keep_segments, max_decompressed_bytes, on_damage)
-    result = compact_job(list(inputs), None if dry_run else output, o, force=force, topics=wanted,
-                         index_interval_bytes=index_interval_bytes)
+    o, wanted = compact_setup(inputs, output, dry_run, **options)
+    result = compact_paths(list(inputs), CompactJob(o, None if dry_run else str(output), force, wanted,
+                                                    index_interval_bytes), jobs)
     if fmt == "json":
         say(compact_json(result, o.now_ms), err=False)
     else:
@@ -242,6 +149,24 @@ def compact_cmd(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, fo
 
 
 # --------------------------------------------------------------------------- option checks
+
+
+def conversion_job(command: str, input_path: Path, output: Any, *, index_interval_bytes: int, no_index: bool,
+                   force: bool, max_decompressed_bytes: int, on_damage: str, skip_unconvertible: bool,
+                   codec: str = "keep", level: int | None = None, to_magic: int = 2, input_format: str | None = None,
+                   base_offset: int = 0, timestamp_type: str = "create", log_append_time: int | None = None,
+                   partition_leader_epoch: int = -1, batch_records: int = DEFAULT_BATCH_RECORDS,
+                   batch_bytes: int = DEFAULT_BATCH_BYTES, topics: str = "") -> ConvertJob:
+    """A conversion's options (those of its command) checked, exit 2 before anything is read,
+    and turned into its job: what ``kseg <command>`` and ``kseg spark <command>`` both run."""
+    check_log_append(timestamp_type, log_append_time)
+    choose(codec, level, keep_allowed=command != "recompress")
+    return ConvertJob(command, str(output), write_flags(no_index, index_interval_bytes, force, on_damage,
+                                                        max_decompressed_bytes, skip_unconvertible),
+                      to_magic=to_magic, codec=codec, level=level, log_append_time=log_append_time,
+                      partition_leader_epoch=partition_leader_epoch, batch_records=batch_records,
+                      batch_bytes=batch_bytes, base_offset=base_offset, topics=frozenset(topic_set(topics)),
+                      kafka07=command == "up-convert" and conversion_input_format(input_path, input_format) == KAFKA07)
 
 
 def write_flags(no_index: bool, index_interval_bytes: int, force: bool, on_damage: str = STOP,
@@ -259,11 +184,11 @@ def finish_job(result: JobResult, output: Path) -> None:
         raise SystemExit(EXIT_DATA)
 
 
-def compact_setup(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, now_ms: int | None,
+def compact_setup(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, *, now_ms: int | None,
                   delete_retention_ms: int, min_compaction_lag_ms: int, include_active: bool, topics: str,
                   key_map_bytes: int, producer_id_expiration_ms: int, first_dirty_offset: int | None,
                   single_pass: bool, segment_bytes: int, segment_index_bytes: int, keep_segments: bool,
-                  max_decompressed_bytes: int, on_damage: str = STOP) -> tuple[CompactOptions, set[str] | None]:
+                  max_decompressed_bytes: int, on_damage: str = STOP) -> tuple[CompactOptions, frozenset[str] | None]:
     """The compact options checked and turned into CompactOptions and the topic set."""
     if output is None and not dry_run:
         raise InputError("give -o/--output, or --dry-run")
@@ -276,4 +201,8 @@ def compact_setup(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, 
                        producer_expiration_ms=producer_id_expiration_ms, first_dirty_offset=first_dirty_offset,
                        single_pass=single_pass, limit=max_decompressed_bytes, group_segments=not keep_segments,
                        segment_bytes=segment_bytes, segment_index_bytes=segment_index_bytes, on_damage=on_damage)
-    return o, topic_set(topics) or None
+    return o, frozenset(topic_set(topics)) or None
+
+
+WRITE_COMMANDS: dict[str, click.Command] = {c.name: c for c in (up_convert_cmd, down_convert_cmd, recompress_cmd,
+                                                                 rebase_cmd)}  # type: ignore[misc]

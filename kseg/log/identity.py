@@ -155,6 +155,12 @@ def watched() -> list[str]:
     return list(_first or ())
 
 
+def seen() -> dict[str, Identity]:
+    """The files opened so far in the writer's run, each with its first identity (what a unit
+    run in another process hands to the one that publishes)."""
+    return dict(_first or {})
+
+
 def renamed(path: Path) -> Path | None:
     """Where the broker put ``X.log`` when it is gone: ``X.log.deleted`` or ``X.log.cleaned``."""
     for suffix in RENAMED_SUFFIXES:
@@ -200,12 +206,15 @@ def change(path: Any, before: Identity | None = None) -> Change | None:
     return Change(str(path), before, after, new)
 
 
-def require_unchanged(paths: Any = None) -> None:
+def require_unchanged(paths: Any = None, before: dict[str, Identity] | None = None) -> None:
     """Before a writer publishes: InputChangedError (exit 2) for the first input that changed,
-    went away or was renamed since it was read (default: every file opened while ``watching``);
+    went away or was renamed since it was read (default: every file opened while ``watching``;
+    ``before``: those files with the identities another process saw, ``seen()``);
     the output would not be what the input is."""
+    if before is not None:
+        paths = list(before)
     for p in (watched() if paths is None else paths):
-        c = change(Path(p))
+        c = change(Path(p), None if before is None else before.get(p))
         if c is None:
             continue
         if c.renamed_to is not None:

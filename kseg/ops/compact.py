@@ -9,7 +9,7 @@ steps (stamp a delete horizon, remove once it has passed); aborted
 transactions are removed and never shadow committed values. Keys are held as
 16-byte MD5 digests, as the broker's ``SkimpyOffsetMap`` does.
 
-This module works on decoded batches and returns entry bytes; ``compact_job``
+This module works on decoded batches and returns entry bytes; ``compact_split``
 drives it over files.
 """
 
@@ -47,7 +47,7 @@ from kseg.formats.attributes import (
     TRANSACTIONAL_MASK,
 )
 from kseg.log import identity
-from kseg.log.atomic import AtomicDir, check_output, write_atomic
+from kseg.log.atomic import write_atomic
 from kseg.log.checks import CARRY, SKIP, STOP, DamagePolicy, DamageTally, checked_batches, damaged_error
 from kseg.log.control import control_info
 from kseg.log.encode import assemble_v2, build_legacy_wrapper, build_v2_batch, header_of
@@ -61,7 +61,6 @@ from kseg.log.segment import (
 )
 from kseg.model import Batch, Record
 from kseg.ops.jobs import SegmentSink, WriteOptions
-from kseg.ops.logdir import finish_log_dir, finish_partition
 from kseg.storage import as_path, copy_times
 
 MAP_SLOT_BYTES = 24  # MD5 (16) + offset (8), as SkimpyOffsetMap
@@ -825,25 +824,7 @@ class CompactResult:
         return bool(self.stats.damaged or self.copied_damage)
 
 
-def compact_job(inputs: list[Path], output: Path | None, options: CompactOptions, *, force: bool = False,
-                topics: set[str] | None = None,
-                index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> CompactResult:
-    """Compact a partition folder, segment files of one partition, or each partition of a log
-    directory (``topics`` limits which; others are copied). ``output`` None: a dry run.
-    An input segment that changes, goes away or is renamed during the run is an
-    InputChangedError (``kseg.log.identity``): nothing is published."""
-    with identity.watching():
-        try:
-            return _compact_job(inputs, output, options, force=force, topics=topics,
-                                index_interval_bytes=index_interval_bytes)
-        except FileNotFoundError as e:  # an input segment's times, sizes, bytes looked up by name
-            err = identity.vanished(e, _input_segments(inputs))
-            if err is None:
-                raise
-            raise err from None
-
-
-def _input_segments(inputs: list[Path]) -> list[Path]:
+def input_segments(inputs: list[Path]) -> list[Path]:
     """The segment files named by INPUT (files, a partition folder or a log directory's partitions)."""
     out: list[Path] = []
     for p in inputs:
@@ -854,77 +835,3 @@ def _input_segments(inputs: list[Path]) -> list[Path]:
             out.extend(q.with_name(q.name.split(".", 1)[0] + ".log") for q in folder.iterdir()
                        if ".log" in q.name and base_offset_of(q.with_name(q.name.split(".", 1)[0] + ".log")) is not None)
     return out
-
-
-def _no_topics_for_one_partition(topics: set[str] | None, where: Path) -> None:
-    """``--topics`` chooses among a log directory's partitions: given one partition, it cannot apply."""
-    if topics:
-        raise InputError("--topics chooses which partitions of a log directory to compact; this input is one "
-                         "partition: leave --topics out (or give the log directory)", file=str(where))
-
-
-def _compact_job(inputs: list[Path], output: Path | None, options: CompactOptions, *, force: bool,
-                 topics: set[str] | None, index_interval_bytes: int) -> CompactResult:
-
-    groups: list[tuple[str | None, list[Path], bool]] = []  # (partition folder name, segments, compact?)
-    if len(inputs) == 1 and inputs[0].is_dir():
-        segs = partition_segments(inputs[0])
-        if segs:
-            _no_topics_for_one_partition(topics, inputs[0])
-            groups.append((None, segs, True))
-        else:
-            parts = log_dir_partitions(inputs[0])
-            if not parts:
-                raise InputError("no segment files found (expected .log files or <topic>-<n> folders)",
-                                 file=str(inputs[0]))
-            missing = sorted((topics or set()) - {part.topic for part in parts})
-            if missing:
-                there = ", ".join(sorted({str(part.topic) for part in parts}))
-                raise InputError(f"--topics: no partition of {', '.join(missing)} in this log directory "
-                                 f"(the topics there: {there})", file=str(inputs[0]))
-            for part in parts:
-                groups.append((part.path.name, part.segment_paths, not topics or part.topic in topics))
-    else:
-        _no_topics_for_one_partition(topics, inputs[0])
-        for p in inputs:
-            if not p.is_file() or p.suffix != ".log":
-                raise InputError("expected a partition folder, a log directory or .log files of one partition",
-                                 file=str(p))
-        groups.append((None, sorted(inputs, key=lambda p: base_offset_of(p) or 0), True))
-    result = CompactResult()
-    if output is not None:
-        check_output(inputs, output, force=force)
-    root = AtomicDir(output) if output is not None else None
-    try:
-        for name, segs, wanted in groups:
-            out_dir = None if root is None else (root.tmp / name if name else root.tmp)
-            work = None if root is None else root.tmp / f".passes-{name or 'partition'}"
-            stats, written = compact_group(segs, wanted, options, out_dir, work, index_interval_bytes,
-                                           result.copied_damage)
-            if stats is not None:
-                result.stats.add(stats)
-            if wanted:
-                result.partitions += 1
-            else:
-                result.copied_partitions += 1
-            result.segments.extend(written)
-        if root is not None:
-            identity.require_unchanged([s for _, segs, _ in groups for s in segs])
-            finish_compacted(inputs, root.tmp)
-            root.commit()
-    except BaseException:
-        if root is not None:
-            root.abort()
-        raise
-    if root is not None:
-        result.segments = [output / p.relative_to(root.tmp) for p in result.segments]  # type: ignore[operator]
-    return result
-
-
-def finish_compacted(inputs: list[Path], out: Path) -> None:
-    """A compacted partition folder or log directory made drop-in (``kseg.ops.logdir``)."""
-    if len(inputs) == 1 and inputs[0].is_dir():
-        if partition_segments(inputs[0]):
-            finish_partition(inputs[0], out, "compact")
-        else:
-            finish_log_dir(inputs[0], out, "compact")

@@ -539,7 +539,7 @@ def partition_start(segs: list[Path], limit: int = DEFAULT_MAX_DECOMPRESSED_BYTE
 
 @dataclass(frozen=True)
 class Rebase:
-    """A partition's rebase transform (for ``jobs.run_job``) and how it carries a damaged
+    """A partition's rebase transform (for ``jobs.run_partition``) and how it carries a damaged
     batch (``--on-damage carry``): only the offset in its framing, outside every CRC, moves."""
 
     delta: int
@@ -560,7 +560,7 @@ class Rebase:
 
 
 def rebase_maker(base_offset: int, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES):
-    """For ``jobs.run_job``: a partition's rebase transform and the shift of its segment names."""
+    """For ``ConvertJob.make_transform``: a partition's rebase transform and the shift of its segment names."""
 
     def make(segs: list[Path]):
         first = partition_start(segs, limit)

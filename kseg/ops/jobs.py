@@ -1,13 +1,12 @@
-"""Running a transform over files: INPUT (a segment, a partition folder or a log
-directory) to the matching OUTPUT, segment by segment, with indexes, safely.
+"""Running a transform over one partition's segments into an output folder, segment by
+segment, with indexes, safely (the conversions' unit of work, ``kseg.ops.convert_split``).
 
 A transform is ``(batches, summary) -> entry bytes``; it never sees a file.
-Outputs are built under a temporary name and renamed when complete.
+Each segment is built under a temporary name and renamed when complete.
 """
 
 from __future__ import annotations
 
-import shutil
 import struct
 import sys
 from dataclasses import dataclass, field
@@ -16,27 +15,20 @@ from typing import Callable, Iterable, Iterator
 
 from kseg.companions.build import build_indexes
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES
-from kseg.errors import InputError, KsegError, UnconvertibleError
+from kseg.errors import KsegError
 from kseg.facts.log_entry import LOG_OVERHEAD
 from kseg.facts.message_v0v1 import V1_TIMESTAMP_POSITION
 from kseg.facts.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, MAX_TIMESTAMP_POSITION
 from kseg.formats.attributes import NO_TIMESTAMP
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
-from kseg.log.atomic import AtomicDir, AtomicFile, check_output, commit_together
+from kseg.log.atomic import AtomicFile, commit_together
 from kseg.log import identity
 from kseg.log.checks import STOP, DamagePolicy, checked_batches, policed
-from kseg.log.segment import (
-    base_offset_of,
-    companion_path,
-    log_dir_partitions,
-    partition_segments,
-    segment_file_name,
-)
+from kseg.log.segment import base_offset_of, companion_path, segment_file_name
 from kseg.model import Batch
 from kseg.ops.convert import Summary
-from kseg.ops.logdir import finish_log_dir, finish_partition
-from kseg.ops.skips import Skipped, refuse_for_one_partition, skipped_line, skipped_or_raise
+from kseg.ops.skips import Skipped, skipped_line
 
 Transform = Callable[[Iterable[Batch], Summary], Iterator[bytes]]
 _PREFIX = LOG_ENTRY_PREFIX.struct
@@ -153,7 +145,7 @@ class SegmentSink:
         self.file.abort()
 
 
-def _run_segment(src: Path, dst: Path, base_offset: int, transform: Transform, summary: Summary,
+def run_segment(src: Path, dst: Path, base_offset: int, transform: Transform, summary: Summary,
                  options: WriteOptions) -> None:
     """One segment through the transform, each batch checked as it is read (``--on-damage``):
     the transform sees only sound batches; a damaged one stops the run, is left out, or is
@@ -182,94 +174,10 @@ def _run_segment(src: Path, dst: Path, base_offset: int, transform: Transform, s
     sink.commit()
 
 
-def run_job(
-    inputs: list[Path],
-    output: Path,
-    make_transform: Callable[[list[Path]], tuple[Transform, int]],
-    options: WriteOptions,
-    *,
-    select: Callable[[str | None], bool] | None = None,
-    progress: Callable[[str], None] | None = None,
-    command: str | None = None,
-) -> JobResult:
-    """Apply a transform to one segment, one partition folder or a whole log directory.
-
-    ``make_transform(segment_paths)`` returns the transform for a partition and the
-    shift of its segment names (non-zero only for rebase). ``select(topic)`` says
-    whether a log directory's partition is transformed or copied as it is. ``command``
-    (up-convert, down-convert, recompress, rebase) makes a folder output drop-in for a
-    broker: the partition and log-directory files written beside the segments (``kseg.ops.logdir``).
-    An input that changes, goes away or is renamed during the run is an InputChangedError
-    (``kseg.log.identity``): nothing is published.
-    """
-    with identity.watching():
-        return _run_job(inputs, output, make_transform, options, select=select, progress=progress, command=command)
-
-
-def _run_job(inputs: list[Path], output: Path, make_transform: Callable[[list[Path]], tuple[Transform, int]],
-             options: WriteOptions, *, select: Callable[[str | None], bool] | None,
-             progress: Callable[[str], None] | None, command: str | None) -> JobResult:
-    if len(inputs) != 1:
-        raise InputError("give one INPUT (a .log file, a partition folder or a log directory)")
-    src = inputs[0]
-    if not src.exists():
-        raise InputError("no such file or directory", file=str(src))
-    segs = [] if src.is_file() else partition_segments(src)
-    if src.is_file() or segs:
-        refuse_for_one_partition(options.skip_unconvertible, src)
-    check_output(inputs, output, force=options.force)
-    result = JobResult()
-    if progress is None:
-        progress = progress_printer()
-    if src.is_file():
-        transform, shift = make_transform([src])
-        base = (base_offset_of(src) or 0) + shift
-        dst = output if output.suffix == ".log" else output / segment_file_name(base)
-        made = output.suffix != ".log" and not output.exists()
-        if output.suffix != ".log":
-            output.mkdir(parents=True, exist_ok=True)
-        try:
-            _run_segment(src, dst, base, transform, result.summary, options)
-        except BaseException:
-            if made:  # nothing written: no output folder left behind either
-                shutil.rmtree(output, ignore_errors=True)
-            raise
-        result.segments.append(dst)
-        return result
-    with AtomicDir(output) as tmp_root:
-        if segs:
-            run_partition(segs, tmp_root.tmp, make_transform, result, options, copy=False, progress=progress)
-            if command is not None:
-                finish_partition(src, tmp_root.tmp, command)
-        else:
-            parts = log_dir_partitions(src)
-            if not parts:
-                raise InputError("no segment files found (expected .log files or <topic>-<n> folders)",
-                                 file=str(src))
-            for part in parts:
-                keep = select is None or select(part.topic)
-                one = JobResult()  # added to the result only when the partition is written whole
-                try:
-                    run_partition(part.segment_paths, tmp_root.tmp / part.path.name, make_transform, one,
-                                  options, copy=not keep, progress=progress)
-                except UnconvertibleError as e:
-                    result.skipped.append(skipped_or_raise(part.path.name, e, options.skip_unconvertible))
-                    shutil.rmtree(tmp_root.tmp / part.path.name, ignore_errors=True)
-                    continue
-                result.add(one)
-            if command is not None:
-                finish_log_dir(src, tmp_root.tmp, command)
-        identity.require_unchanged()  # every segment read, as it still is: else nothing is published
-    if progress:
-        progress("")
-    result.segments = [output / p.relative_to(tmp_root.tmp) for p in result.segments]
-    return result
-
-
-def run_partition(segs: list[Path], out_dir: Path, make_transform, result: JobResult, options: WriteOptions,
-                   *, copy: bool, progress: Callable[[str], None] | None = None) -> None:
+def run_partition(segs: list[Path], out_dir: Path, make_transform: Callable[[list[Path]], tuple[Transform, int]],
+                  result: JobResult, options: WriteOptions, *, copy: bool) -> None:
     """One partition's segments through the transform into ``out_dir`` (``copy``: as they are,
-    counted as carried), adding to ``result``: the unit ``run_job`` and a Spark task share."""
+    counted as carried), adding to ``result``: a conversion's unit of work."""
     out_dir.mkdir(parents=True, exist_ok=True)
     if copy:
         transform: Transform = _copy
@@ -280,11 +188,9 @@ def run_partition(segs: list[Path], out_dir: Path, make_transform, result: JobRe
         transform, shift = make_transform(segs)
         summary = result.summary
     for seg in segs:
-        if progress:
-            progress(f"{len(result.segments) + 1}: {seg}")
         base = (base_offset_of(seg) or 0) + shift
         dst = out_dir / segment_file_name(base)
-        _run_segment(seg, dst, base, transform, summary, options)
+        run_segment(seg, dst, base, transform, summary, options)
         result.segments.append(dst)
 
 
@@ -319,4 +225,4 @@ def progress_printer() -> Callable[[str], None] | None:
     return show
 
 
-__all__ = ["JobResult", "SegmentSink", "WriteOptions", "run_job", "KsegError"]
+__all__ = ["JobResult", "SegmentSink", "WriteOptions", "KsegError"]

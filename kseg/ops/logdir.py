@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 from kseg.companions.read import parse_offset_checkpoint
 from kseg.errors import KsegError
@@ -35,7 +36,6 @@ from kseg.log.listing import (
     LIVE,
     LOG_START_CHECKPOINT,
     META_PROPERTIES,
-    OFFSET_CHECKPOINTS,
     PARTITION_METADATA_FILE,
     QUORUM_STATE_FILE,
     RECOVERY_POINT_CHECKPOINT,
@@ -104,22 +104,30 @@ def _read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
         return {}
 
 
+def checkpointed_ends(finished: Iterable[tuple[Path, PartitionEnds | None]]) -> dict[tuple[str, int], PartitionEnds]:
+    """The ends a log directory's checkpoints name, from its finished partition folders (in name
+    order): per topic-partition, the live replica's, else the future one's."""
+    ends: dict[tuple[str, int], PartitionEnds] = {}
+    rank: dict[tuple[str, int], int] = {}
+    for part, e in finished:
+        parsed = partition_of(part)
+        kind = replica_kind(part.name)
+        if parsed is None or e is None or kind not in CHECKPOINTED:
+            continue
+        if CHECKPOINTED.index(kind) < rank.get(parsed, len(CHECKPOINTED)):
+            ends[parsed], rank[parsed] = e, CHECKPOINTED.index(kind)
+    return ends
+
+
 def finish_log_dir(src: Path, dst: Path, command: str,
                    ends: dict[tuple[str, int], PartitionEnds] | None = None) -> None:
     """Every partition folder under ``dst`` finished, then the log directory's own files.
     ``ends`` given: the partitions were finished elsewhere (Spark tasks writing to object
     storage), and only the log directory's own files are written into ``dst``."""
     if ends is None:
-        ends = {}
-        rank: dict[tuple[str, int], int] = {}
-        for part in sorted(p for p in dst.iterdir() if p.is_dir()):
-            parsed = partition_of(part)
-            if parsed is None:
-                continue
-            e = finish_partition(src / part.name, part, command)
-            kind = replica_kind(part.name)
-            if e is not None and kind in CHECKPOINTED and CHECKPOINTED.index(kind) < rank.get(parsed, len(CHECKPOINTED)):
-                ends[parsed], rank[parsed] = e, CHECKPOINTED.index(kind)
+        ends = checkpointed_ends((part, finish_partition(src / part.name, part, command))
+                                 for part in sorted(p for p in dst.iterdir() if p.is_dir())
+                                 if partition_of(part) is not None)
     old_start = _read_checkpoint(src / LOG_START_CHECKPOINT)
     old_cleaner = _read_checkpoint(src / CLEANER_CHECKPOINT)
     keys = sorted(ends)

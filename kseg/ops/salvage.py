@@ -22,7 +22,7 @@ import os
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Iterable
 
 from kseg.companions.build import TxnEntry, build_indexes, build_txn_index
 from kseg.companions.producer_state import LeaderEpochs, ProducerStates, leader_epoch_checkpoint, producer_snapshot
@@ -34,7 +34,7 @@ from kseg.facts.message_v0v1 import ATTRIBUTES_POSITION as LEGACY_ATTRIBUTES_POS
 from kseg.facts.primitives import INT32_MAX, INT64_MAX
 from kseg.facts.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, RECORD_BATCH_OVERHEAD
 from kseg.log import identity
-from kseg.log.atomic import AtomicDir, AtomicFile, check_output, write_atomic
+from kseg.log.atomic import AtomicFile, write_atomic
 from kseg.log.checks import batch_damage, crc_ok
 from kseg.log.decode import scan_entries
 from kseg.log.records import batch_records
@@ -44,6 +44,8 @@ from kseg.log.segment import base_offset_of, partition_of, segment_file_name
 from kseg.model import Batch, Record
 from kseg.ops.repair import _groups, _partition_files, record_count
 from kseg.ops.repair import _TxnState as TxnState  # the one reckoning of open and aborted transactions
+from kseg.ops.executors import Operation, execute, weight_of
+from kseg.ops.staging import Stage, open_stage, publishing, watched, write_into
 from kseg.storage import as_path, copy_times
 
 WINDOW = 8 << 20  # bytes read at a time
@@ -581,57 +583,110 @@ def _write_rebuilt(rebuild: _Rebuild, out_dir: Path | None, pr: PartitionSalvage
         write_atomic(out_dir / segment_file_name(at, ".snapshot"), data)
 
 
-def salvage(input_path: Path, output: Path | None, o: SalvageOptions) -> SalvageReport:
+@dataclass(frozen=True)
+class SalvageJob:
+    options: SalvageOptions
+    output: str | None  # None: a dry run
+
+
+@dataclass(frozen=True)
+class SalvageUnit:
+    """One partition folder of the input (``name`` its folder's, "" for the input itself), or
+    one segment file."""
+
+    source: str  # the input as given
+    folder: str | None  # the partition folder; None for a segment file
+    segments: tuple[str, ...]
+    name: str
+    stage: Stage | None  # None: a dry run
+    weight: int = 0
+
+
+@dataclass
+class SalvagePartial:
+    source: str
+    partition: PartitionSalvage
+    seen: dict = field(default_factory=dict)
+
+
+def salvage(input_path: Any, output: Any, o: SalvageOptions, jobs: int = 1) -> SalvageReport:
     """Salvage a .log file, a partition folder or a log directory into ``output`` (a file or
-    folder of the same shape); with ``o.dry_run`` only report. An input that changes during the
-    run publishes nothing (``kseg.log.identity``)."""
-    with identity.watching(as_path(input_path)):  # a segment listed, then renamed or deleted by retention
-        return _salvage(input_path, output, o)
+    folder of the same shape), each partition a unit on ``jobs`` processes; with ``o.dry_run``
+    only report. An input that changes during the run publishes nothing (``kseg.log.identity``)."""
+    return execute(OPERATION, input_path, SalvageJob(o, None if output is None else str(output)), jobs)
 
 
-def _salvage(input_path: Path, output: Path | None, o: SalvageOptions) -> SalvageReport:
+def plan(input_path: Any, job: SalvageJob) -> list[SalvageUnit]:
+    """One unit per partition folder (or the segment file); the output's stage opened."""
+    o = job.options
     src = as_path(input_path)
     if not src.exists():
         raise InputError("no such file or directory", file=str(src))
-    if output is None and not o.dry_run:
+    if job.output is None and not o.dry_run:
         raise InputError("give -o/--output, or --dry-run")
-    report = SalvageReport(str(src), None if o.dry_run else str(output), o.dry_run)
-    if not o.dry_run:
-        assert output is not None
-        check_output([src], output, force=o.force)
     if src.is_file():
-        if o.dry_run:
-            report.partitions.append(salvage_partition([src], None, o))
-            return report
-        assert output is not None
-        dst = output if output.suffix == ".log" else output / src.name
-        created = output.suffix != ".log" and not output.exists()
-        if output.suffix != ".log":
-            output.mkdir(parents=True, exist_ok=True)
-        try:
-            report.partitions.append(salvage_partition([src], dst, o))
-        except BaseException:
-            if created:
-                shutil.rmtree(output, ignore_errors=True)
-            raise
-        return report
-    groups = _groups(src)
-    if o.dry_run:
-        for folder, segs in groups:
-            report.partitions.append(salvage_partition(segs, None, o, folder=folder))
-        return report
-    assert output is not None
-    with AtomicDir(output) as root:
-        for folder, segs in groups:
-            dst = root.tmp if folder == src else root.tmp / folder.name
-            dst.mkdir(parents=True, exist_ok=True)
-            pr = salvage_partition(segs, dst, o, folder=folder)
+        stage = None if o.dry_run else open_stage([src], as_path(job.output), force=o.force, folder=False)  # type: ignore[arg-type]
+        return [SalvageUnit(str(src), None, (str(src),), "", stage, weight_of([src]))]
+    groups = _groups(src)  # unreadable input: exit 2 before the output is staged
+    stage = None if o.dry_run else open_stage([src], as_path(job.output), force=o.force)  # type: ignore[arg-type]
+    return [SalvageUnit(str(src), str(folder), tuple(str(s) for s in segs), "" if folder == src else folder.name,
+                        stage, weight_of(segs)) for folder, segs in groups]
+
+
+def run(unit: SalvageUnit, job: SalvageJob) -> SalvagePartial:
+    """One partition salvaged into the stage, with what it read."""
+    o = job.options
+    segs = [as_path(s) for s in unit.segments]
+    folder = None if unit.folder is None else as_path(unit.folder)
+
+    def write(out: Path) -> PartitionSalvage:
+        if folder is not None:
+            out.mkdir(parents=True, exist_ok=True)
+            pr = salvage_partition(segs, out, o, folder=folder)
+        else:
+            dst = out if out.suffix == ".log" else out / segs[0].name
+            created = out.suffix != ".log" and not out.exists()
+            if out.suffix != ".log":
+                out.mkdir(parents=True, exist_ok=True)
+            try:
+                pr = salvage_partition(segs, dst, o)
+            except BaseException:
+                if created:
+                    shutil.rmtree(out, ignore_errors=True)
+                raise
+        if unit.stage is not None and unit.stage.where != unit.stage.output:  # named as published
+            final = unit.stage.output + (f"/{unit.name}" if unit.name else "")
             for s in pr.segments:
                 if s.output:
-                    s.output = str(output / Path(s.output).relative_to(root.tmp))
-            report.partitions.append(pr)
-        identity.require_unchanged()
+                    rel = Path(s.output).relative_to(out).as_posix()
+                    s.output = str(as_path(final if rel == "." else f"{final}/{rel}"))
+        return pr
+
+    def read() -> PartitionSalvage:
+        if unit.stage is None:
+            return salvage_partition(segs, None, o, folder=folder)
+        return write_into(unit.stage, unit.name, write)
+
+    pr, seen = watched(read, as_path(unit.source))  # a segment listed, then renamed or deleted by retention
+    return SalvagePartial(unit.source, pr, seen)
+
+
+def merge(partials: Iterable[SalvagePartial], job: SalvageJob) -> SalvageReport:
+    """The partitions' reports in plan order; the output published once."""
+    dry = job.options.dry_run
+    report: SalvageReport | None = None
+    seen: list[dict] = []
+    with publishing(None if dry else job.output, seen, force=job.options.force):
+        for p in partials:
+            if report is None:
+                report = SalvageReport(str(as_path(p.source)), None if dry else job.output, dry)
+            report.partitions.append(p.partition)
+            seen.append(p.seen)
+    assert report is not None, "a plan of no units"
     return report
+
+
+OPERATION = Operation("salvage", plan, run, merge)
 
 
 __all__ = ["CrcFailedBatch", "LostRange", "PartitionSalvage", "SalvageOptions", "SalvageReport", "SegmentSalvage", "salvage",

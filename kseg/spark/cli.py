@@ -3,8 +3,8 @@
 Each command takes the plain command's own options (the click parameters are
 shared, so they cannot drift apart), prints the same output and exits with the
 same code; it adds ``--master``, ``--conf``, ``--report`` and ``--timings``.
-verify and dump run one task per file, the conversions and compaction one task
-per topic-partition. Loaded only when ``kseg spark`` is used.
+verify and dump run one task per file, the writers (conversions, compaction,
+salvage) one task per topic-partition, on the operations' own plan / run / merge steps. Loaded only when ``kseg spark`` is used.
 """
 
 from __future__ import annotations
@@ -21,55 +21,50 @@ from kseg.cli.common import (
     EXIT_DATA,
     EXIT_OK,
     Decorator,
-    check_log_append,
-    compact_options,
-    down_convert_options,
     dump_options,
     expand_for_dump,
     guarded,
-    index_interval_option,
     params_of,
-    rebase_options,
-    recompress_options,
     refuse_unless,
     shown_options,
-    topic_set,
-    up_convert_options,
     verify_options,
 )
 from kseg.cli.dump import dump_redact_options, dump_redactor, prepare_dump, shows_secrets
-from kseg.cli.write import compact_setup, write_flags
-from kseg.codecs.choice import choose
+from kseg.cli.salvage import keep_crc_failed_file, salvage_cmd, salvage_options, write_crc_failed_file
+from kseg.cli.write import WRITE_COMMANDS, compact_cmd, compact_setup, conversion_job
 from kseg.errors import InputError
 from kseg.interrupts import interruption
 from kseg.log.atomic import AtomicFile
 from kseg.log.segment import is_stream
 from kseg.ops.dump import DumpOptions
+from kseg.ops.compact_split import OPERATION as COMPACT, CompactJob
+from kseg.ops.convert_split import CONVERSIONS, CONVERSIONS_SPLIT
+from kseg.ops.salvage import OPERATION as SALVAGE, SalvageJob
 from kseg.ops.skips import skipped_json
-from kseg.ops.sniff import conversion_input_format
 from kseg.ops.verify import VerifyOptions, input_groups, verify_kafka07
 from kseg.printable import printable
 from kseg.render.dump import non_consecutive_lines
 from kseg.render.kafka07 import dump_kafka07
 from kseg.render.reports import compact_json, compact_line, job_line, write_verify
+from kseg.render.salvage import write_salvage
 from kseg.spark.jobs import (
     registry_path,
-    spark_compact,
-    spark_convert,
+    run_operation,
     spark_dump,
     spark_verify,
     stdout_binary,
     verify_report_json,
     verify_rows,
     write_report,
+    writer_rows,
 )
-from kseg.spark.tasks import ConvertParams, DumpParams
+from kseg.spark.tasks import DumpParams
 from kseg.spark.tools import register as register_tools
 
 
 @click.group("spark", context_settings={"help_option_names": ["-h", "--help"]})
 def spark() -> None:
-    """Run verify, dump, conversions and compaction on Spark (local[*] by default, or --master URL).
+    """Run verify, dump, conversions, compaction and salvage on Spark (local[*] by default, or --master URL).
 
     Paths must be visible at the same names from every executor (a local disk in
     local mode; a shared or network file system on a cluster), or be s3:// URLs.
@@ -294,118 +289,80 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
         raise SystemExit(EXIT_DATA)
 
 
-# --------------------------------------------------------------------------- conversions
+# --------------------------------------------------------------------------- writers
 
 
-def _convert(command: str, input_path: Path, output: Path, args: dict, write: Any, master: str | None,
-             conf: tuple[str, ...], report: Path | None, timings: bool) -> None:
-    params = ConvertParams(command, args, write, registry_path())
+def _writer(plain: click.Command, help_text: str) -> Callable[[Callable[..., Any]], click.Command]:
+    """A writer's Spark command: the plain command's options but ``-j`` (Spark's own parallelism)."""
+    def decorate(fn: Callable[..., Any]) -> click.Command:
+        params = [p for p in plain.params if p.name != "jobs"] + SPARK_PARAMS
+        cmd = click.Command(plain.name, callback=guarded(fn), params=params, help=help_text)
+        spark.add_command(cmd)
+        return cmd
+
+    return decorate
+
+
+def _run_writer(op: Any, inputs: Any, job: Any, master: str | None, conf: tuple[str, ...],
+                report: Path | None, timings: bool, summary: Callable[[Any], dict]) -> Any:
+    """A writer's operation on Spark, its ``--report`` written; returns the operation's result."""
     run = _Run(master, conf, timings)
     with run.session() as session:
-        result, rows = spark_convert(session, params, input_path, output)
+        result, ran = run_operation(session, op, inputs, job)
     if report is not None:
-        write_report(report, command, rows, {"summary": result.summary.as_json(),
-                                             "skipped": skipped_json(result.skipped), **run.summary()})
-    click.echo(job_line(result, output), err=True)
-    if result.incomplete:  # damaged batches skipped or carried, partitions skipped: the data had problems
-        raise SystemExit(EXIT_DATA)
+        write_report(report, op.name, writer_rows(ran), {**summary(result), **run.summary()})
+    return result
 
 
-def _common_args(max_decompressed_bytes: int) -> dict:
-    return {"max_decompressed_bytes": max_decompressed_bytes}
+def _conversion(command: str) -> None:
+    def convert(input_path: Path, output: Path, master: str | None, conf: tuple[str, ...], report: Path | None,
+                timings: bool, **options: Any) -> None:
+        job = conversion_job(command, input_path, output, **options)
+        result = _run_writer(CONVERSIONS_SPLIT[command], input_path, job, master, conf, report, timings,
+                             lambda r: {"summary": r.summary.as_json(), "skipped": skipped_json(r.skipped)})
+        click.echo(job_line(result, output), err=True)
+        if result.incomplete:  # damaged batches skipped or carried, partitions skipped: the data had problems
+            raise SystemExit(EXIT_DATA)
+
+    plain = WRITE_COMMANDS[command]
+    _writer(plain, f"{(plain.help or '').splitlines()[0]} On Spark, one task per topic-partition "
+                   f"(the options of `kseg {command}`).")(convert)
 
 
-@_command("up-convert", up_convert_options, [], "Convert to a newer message format on Spark, one task per "
-                                                "topic-partition (the options of `kseg up-convert`).")
-def up_convert(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-               max_decompressed_bytes: int, on_damage: str, skip_unconvertible: bool,
-               to_magic: int, codec: str, level: int | None,
-               input_format: str,
-               base_offset: int, timestamp_type: str, log_append_time: int | None,
-               partition_leader_epoch: int, batch_records: int, batch_bytes: int, master: str | None,
-               conf: tuple[str, ...], report: Path | None, timings: bool) -> None:
-    check_log_append(timestamp_type, log_append_time)
-    choose(codec, level)  # a bad name: exit 2 before Spark starts
-    args = dict(_common_args(max_decompressed_bytes), to_magic=to_magic, codec=codec, level=level,
-                log_append_time=log_append_time, partition_leader_epoch=partition_leader_epoch,
-                batch_records=batch_records, batch_bytes=batch_bytes,
-                input_format=conversion_input_format(input_path, input_format), base_offset=base_offset)
-    _convert("up-convert", input_path, output, args, write_flags(no_index, index_interval_bytes, force, on_damage,
-                                                                max_decompressed_bytes, skip_unconvertible),
-             master, conf, report, timings)
+for _name in CONVERSIONS:
+    _conversion(_name)
 
 
-@_command("down-convert", down_convert_options, [], "Convert to an older message format on Spark, one task per "
-                                                    "topic-partition (the options of `kseg down-convert`).")
-def down_convert(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-                 max_decompressed_bytes: int, on_damage: str, skip_unconvertible: bool,
-                 to_magic: int, codec: str, level: int | None,
-                 master: str | None,
-                 conf: tuple[str, ...], report: Path | None, timings: bool) -> None:
-    choose(codec, level)
-    args = dict(_common_args(max_decompressed_bytes), to_magic=to_magic, codec=codec, level=level)
-    _convert("down-convert", input_path, output, args, write_flags(no_index, index_interval_bytes, force, on_damage,
-                                                                  max_decompressed_bytes, skip_unconvertible),
-             master, conf, report, timings)
-
-
-@_command("recompress", recompress_options, [], "Recompress on Spark, one task per topic-partition "
-                                                "(the options of `kseg recompress`).")
-def recompress(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-               max_decompressed_bytes: int, on_damage: str, skip_unconvertible: bool,
-               codec: str, level: int | None, topics: str,
-               batch_records: int,
-               master: str | None, conf: tuple[str, ...], report: Path | None, timings: bool) -> None:
-    choose(codec, level, keep_allowed=False)
-    args = dict(_common_args(max_decompressed_bytes), codec=codec, level=level, batch_records=batch_records,
-                topics_wanted=frozenset(sorted(topic_set(topics))))
-    _convert("recompress", input_path, output, args, write_flags(no_index, index_interval_bytes, force, on_damage,
-                                                                max_decompressed_bytes, skip_unconvertible),
-             master, conf, report, timings)
-
-
-@_command("rebase", rebase_options, [], "Shift every offset on Spark, one task per topic-partition "
-                                        "(the options of `kseg rebase`).")
-def rebase(input_path: Path, output: Path, index_interval_bytes: int, no_index: bool, force: bool,
-           max_decompressed_bytes: int, on_damage: str, skip_unconvertible: bool,
-           base_offset: int, master: str | None,
-           conf: tuple[str, ...],
-           report: Path | None, timings: bool) -> None:
-    args = dict(_common_args(max_decompressed_bytes), base_offset=base_offset)
-    _convert("rebase", input_path, output, args, write_flags(no_index, index_interval_bytes, force, on_damage,
-                                                            max_decompressed_bytes, skip_unconvertible),
-             master, conf, report, timings)
-
-
-# --------------------------------------------------------------------------- compaction
-
-
-@_command("compact", compact_options, params_of(index_interval_option),
-          "Keep the latest record per key on Spark, one task per topic-partition (the options of `kseg compact`).")
-def compact(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, force: bool, now_ms: int | None,
-            delete_retention_ms: int, min_compaction_lag_ms: int, include_active: bool, topics: str,
-            key_map_bytes: int, producer_id_expiration_ms: int, first_dirty_offset: int | None,
-            single_pass: bool, segment_bytes: int, segment_index_bytes: int, keep_segments: bool, fmt: str,
-            max_decompressed_bytes: int, on_damage: str, index_interval_bytes: int, master: str | None,
-            conf: tuple[str, ...],
-            report: Path | None, timings: bool) -> None:
-    o, wanted = compact_setup(inputs, output, dry_run, now_ms, delete_retention_ms, min_compaction_lag_ms,
-                              include_active, topics, key_map_bytes, producer_id_expiration_ms,
-                              first_dirty_offset, single_pass, segment_bytes, segment_index_bytes,
-                              keep_segments, max_decompressed_bytes, on_damage)
-    run = _Run(master, conf, timings)
-    with run.session() as session:
-        result, rows = spark_compact(session, list(inputs), None if dry_run else output, o, force=force,
-                                     topics=wanted, index_interval_bytes=index_interval_bytes)
-    if report is not None:
-        write_report(report, "compact", rows, {"partitions": result.partitions, "now_ms": o.now_ms,
-                                               **result.stats.as_json(), **run.summary()})
+@_writer(compact_cmd, "Keep the latest record per key on Spark, one task per topic-partition (the options of "
+                      "`kseg compact`).")
+def compact(inputs: tuple[Path, ...], output: Path | None, dry_run: bool, force: bool, fmt: str,
+            index_interval_bytes: int, master: str | None, conf: tuple[str, ...], report: Path | None,
+            timings: bool, **options: Any) -> None:
+    o, wanted = compact_setup(inputs, output, dry_run, **options)
+    job = CompactJob(o, None if dry_run else str(output), force, wanted, index_interval_bytes)
+    result = _run_writer(COMPACT, list(inputs), job, master, conf, report, timings,
+                         lambda r: {"partitions": r.partitions, "now_ms": o.now_ms, **r.stats.as_json()})
     if fmt == "json":
         click.echo(compact_json(result, o.now_ms))
     else:
         click.echo(compact_line(result, dry_run, output), err=True)
     if result.damaged:
         raise SystemExit(EXIT_DATA)
+
+
+@_writer(salvage_cmd, "Recover every batch the damage did not touch on Spark, one task per partition "
+                      "(the options, report and output of `kseg salvage`).")
+def salvage(input_path: Path, output: Path | None, fmt: str, master: str | None, conf: tuple[str, ...],
+            report: Path | None, timings: bool, keep_crc_failed: Path | None, **options: Any) -> None:
+    _no_streams([input_path])
+    keep_crc_failed_file(input_path, output, keep_crc_failed, **options)
+    rep = _run_writer(SALVAGE, input_path, SalvageJob(salvage_options(keep_crc_failed=keep_crc_failed is not None,
+                                                                      **options), None if output is None else
+                                                      str(output)),
+                      master, conf, report, timings, lambda r: {"ok": r.ok, "ranges_lost": len(r.lost)})
+    write_crc_failed_file(rep, keep_crc_failed)
+    write_salvage(rep, sys.stdout, fmt)
+    raise SystemExit(EXIT_OK if rep.ok else EXIT_DATA)
 
 
 register_tools(spark, SPARK_PARAMS, _Run)  # kseg spark diff, find, stats

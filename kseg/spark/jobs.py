@@ -1,23 +1,16 @@
 """The single-machine commands, distributed: the driver's side.
 
-verify and dump go per file (segment); conversions and compaction per
-topic-partition (order matters inside one). Each returns what the plain
-command's code returns (a ``VerifyReport``, a ``JobResult``, a
-``CompactResult``) so the CLI prints the same lines, plus per-file rows for
-``--report``.
-
-Outputs are built as the plain commands build them: under the output's
-temporary name (beside the output, so it must be on a file system every
-executor sees), each task in a private folder there; the driver moves each
-partition into place and renames the whole when every task has succeeded. An
-``s3://`` output is staged under a prefix beside it (``StagedOutput``): each task
-uploads its finished partition there from its executor, and the driver copies
-everything into place when every task has succeeded.
+A split operation (``kseg.ops.executors``: verify, stats, diff, the writers) is planned here,
+its units run in the executors and merged here (``run_operation``), so each returns what the
+plain command's code returns and the CLI prints the same lines, plus per-unit rows for
+``--report``. A writer's output is staged and published by the operation itself
+(``kseg.ops.staging``): a local one under its temporary name (beside the output, so it must be
+on a file system every executor sees), an ``s3://`` one under a staging prefix each executor
+uploads its partitions to. The dump streams its text from part files, in file order.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import shutil
@@ -28,25 +21,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES
-from kseg.errors import InputError, KsegError
-from kseg.storage import RemotePath, StagedOutput, size_of, upload_tree
+from kseg.errors import KsegError
+from kseg.log.atomic import write_atomic
 from kseg.ops.executors import Operation, unwrap
-from kseg.spark.tasks import (
-    ConvertParams,
-    DumpParams,
-    DumpResult,
-    Failed,
-    compact_partition_task,
-    compact_whole_task,
-    convert_partition_task,
-    convert_whole_task,
-    dump_task,
-    operation_task,
-)
-from kseg.spark.tasks import (
-    CompactResult as TaskCompactResult,
-)
+from kseg.ops.verify import OPERATION as VERIFY
+from kseg.render.reports import verify_json
+from kseg.storage import size_of
+from kseg.spark.tasks import DumpParams, DumpResult, Failed, dump_task, operation_task
 
 MIN_TASK_BYTES = 32 * 1024 * 1024  # a Python task costs tens of milliseconds: do not make many tiny ones
 FILE_COST_BYTES = 256 * 1024  # what opening one more file costs, in bytes read
@@ -118,13 +99,6 @@ def _indexed(fn: Callable[[Any], Any], group: list[tuple[int, Any]]) -> list[tup
     return [(i, fn(item)) for i, item in group]
 
 
-def _first_failure(results: list[Any]) -> KsegError | None:
-    for r in results:
-        if isinstance(r, Failed):
-            return r.error
-    return None
-
-
 def registry_path() -> str | None:
     import click
 
@@ -151,21 +125,28 @@ class FileRow:
 def run_operation(spark: Any, op: Operation, inputs: Any, opts: Any) -> tuple[Any, list[tuple[Any, Any, Any]]]:
     """A split operation (``kseg.ops.executors``) on Spark: plan on the driver, ``run`` of each unit
     in the executors, merge on the driver in plan order (the first error in plan order raised,
-    as the serial run raises it). Returns the result and each (unit, partial, ``TaskInfo``)."""
+    as the serial run raises it; a job that fails hands merge its error, so that a writer's
+    stage is removed as on any other failure). Returns the result and each (unit, partial, ``TaskInfo``)."""
     units = list(op.plan(inputs, opts))
-    results = run_tasks(spark, partial(operation_task, op, opts, registry_path()), units,
-                        [int(getattr(u, "weight", 0) or 0) for u in units], f"kseg {op.name}")
-    partials = [unwrap(r) for r, _ in results]
-    ran = [(u, p, info) for u, p, (_, info) in zip(units, partials, results)]
-    return op.merge(partials, opts), ran
+    try:
+        results = run_tasks(spark, partial(operation_task, op, opts, registry_path()), units,
+                            [int(getattr(u, "weight", 0) or 0) for u in units], f"kseg {op.name}")
+    except BaseException as e:
+        op.merge(_raising(e), opts)
+        raise
+    merged = op.merge((unwrap(r) for r, _ in results), opts)
+    return merged, [(u, r, info) for u, (r, info) in zip(units, results)]
+
+
+def _raising(e: BaseException) -> Any:
+    raise e
+    yield  # a generator: merge meets the error where it takes its first partial
 
 
 def spark_verify(spark: Any, paths: Sequence[str | Path], options: Any) -> tuple[Any, list[FileRow], dict]:
     """``verify_paths`` on Spark, one task per file (``kseg.ops.verify``'s plan / run / merge);
     returns (VerifyReport, per-file rows, stats)."""
-    from kseg.ops.verify import OPERATION
-
-    report, ran = run_operation(spark, OPERATION, list(paths), options)
+    report, ran = run_operation(spark, VERIFY, list(paths), options)
     infos = {u.path: info for u, _, info in ran}
     rows: list[FileRow] = []
     host = ""
@@ -276,134 +257,6 @@ def _copy(path: Path, out: Any) -> None:
     out.flush()
 
 
-# --------------------------------------------------------------------------- conversions
-
-
-def spark_convert(spark: Any, params: ConvertParams, src: Path, output: Path) -> tuple[Any, list[dict]]:
-    """``run_job`` on Spark: per topic-partition for a log directory, one task otherwise.
-    Returns (a JobResult-like object with ``summary`` and ``segments``, per-partition rows).
-    An ``s3://`` output is staged as ``spark_compact``'s."""
-    from kseg.log.atomic import check_output
-
-    if not src.exists():
-        raise InputError("no such file or directory", file=str(src))
-    check_output([src], output, force=params.write.force)
-    with _staging(output) as staged:
-        result, rows = _convert(spark, params, src, output, staged)
-        if staged is not None:
-            staged.commit(replace=params.write.force)
-    return result, rows
-
-
-@contextlib.contextmanager
-def _staging(output: Path | None) -> Any:
-    """The staging prefix of an ``s3://`` output (None for a local one), removed on every way
-    out; a failure that cannot remove it names it (and how to remove it) in its one line."""
-    staged = StagedOutput(output, existed=output.exists()) if isinstance(output, RemotePath) else None
-    try:
-        yield staged
-    except Exception as e:
-        note = None if staged is None else staged.left_behind(e)
-        if note is not None:
-            raise note from None
-        raise
-    finally:
-        if staged is not None:
-            staged.abort()
-
-
-def _convert(spark: Any, params: ConvertParams, src: Path, output: Path,
-             staged: StagedOutput | None) -> tuple[Any, list[dict]]:
-    from kseg.log.atomic import AtomicDir
-    from kseg.log.segment import log_dir_partitions, partition_segments
-    from kseg.ops.convert import Summary
-    from kseg.ops.jobs import JobResult
-
-    if src.is_file() or partition_segments(src) or (params.command == "up-convert"
-                                                   and params.args.get("input_format") == "kafka07"):
-        [r] = run_tasks(spark, partial(convert_whole_task, params),
-                        [(str(src), str(output), None if staged is None else str(staged.part()))], None,
-                        f"kseg {params.command}")
-        if isinstance(r, Failed):
-            raise r.error
-        result = JobResult(r.summary)
-        result.segments = [Path()] * r.segments
-        return result, [_convert_row(str(src), r)]
-    result = JobResult(Summary())
-    rows: list[dict] = []
-    wanted = params.args.get("topics_wanted")
-    parts = log_dir_partitions(src)
-    if not parts:
-        raise InputError("no segment files found (expected .log files or <topic>-<n> folders)", file=str(src))
-    items = [(part.path.name, [str(p) for p in part.segment_paths],
-              params.command != "recompress" or not wanted or part.topic in wanted) for part in parts]
-    weights = [sum(_size(p) for p in segs) for _, segs, _ in items]
-    with contextlib.ExitStack() as stack:
-        root = None if staged is not None else stack.enter_context(AtomicDir(output))
-        results = run_tasks(spark, partial(convert_partition_task, params,
-                                           str(root.tmp) if root is not None else str(staged.part())),  # type: ignore[union-attr]
-                            items, weights, f"kseg {params.command}")
-        if root is not None:
-            _move_into(root.tmp, results)
-        results = _skipping(items, results, params.write.skip_unconvertible, result)
-        failure = _first_failure(results)
-        if failure is not None:
-            raise failure
-        for (name, _, keep), r in zip(items, results):
-            if r is None:  # skipped (--skip-unconvertible): its task wrote nothing
-                continue
-            if keep:
-                result.summary.add(r.summary)
-            else:  # as run_job: other topics' partitions are carried over, not counted as converted
-                result.carried.add(r.summary)
-                result.carried_partitions += 1
-            result.segments.extend([Path()] * r.segments)
-            rows.append(_convert_row(name, r))
-        if root is not None:
-            from kseg.ops.logdir import finish_log_dir
-
-            finish_log_dir(src, root.tmp, params.command)  # as run_job: drop-in for a broker
-        else:
-            _stage_log_dir_files(src, staged, params.command, [r for r in results if r is not None])  # type: ignore[arg-type]
-    return result, rows
-
-
-def _skipping(items: list[tuple], results: list[Any], skip: bool, result: Any) -> list[Any]:
-    """As ``run_job``'s loop: a partition whose task failed as unconvertible is recorded in
-    ``result.skipped`` (None in its place), or its error, naming the option, stops the run."""
-    from kseg.errors import UnconvertibleError
-    from kseg.ops.skips import skipped_or_raise
-
-    out: list[Any] = []
-    for (name, _, _), r in zip(items, results):
-        if isinstance(r, Failed) and isinstance(r.error, UnconvertibleError) and _first_failure(out) is None:
-            result.skipped.append(skipped_or_raise(name, r.error, skip))
-            r = None
-        out.append(r)
-    return out
-
-
-def _stage_log_dir_files(src: Path, staged: StagedOutput, command: str, results: list[Any]) -> None:
-    """The log directory's own files (offset checkpoints, ``meta.properties``) from the partition
-    ends the tasks returned, staged beside the partitions they uploaded."""
-    import tempfile
-
-    from kseg.log.segment import parse_partition_dir
-    from kseg.ops.logdir import finish_log_dir
-
-    ends = {}
-    for r in results:
-        parsed = parse_partition_dir(r.name)
-        if parsed is not None and r.ends is not None:
-            ends[parsed] = r.ends
-    local = Path(tempfile.mkdtemp(prefix="kseg-logdir-"))
-    try:
-        finish_log_dir(src, local, command, ends)
-        upload_tree(local, staged.part(), staged.hashes)
-    finally:
-        shutil.rmtree(local, ignore_errors=True)
-
-
 def _size(p: str) -> int:
     try:
         return size_of(p)
@@ -411,109 +264,27 @@ def _size(p: str) -> int:
         return 0
 
 
-def _move_into(root_tmp: Path, results: list[Any]) -> None:
-    """Each task's partition folder into the output's temporary folder (the driver's commit)."""
-    for r in results:
-        if isinstance(r, Failed) or r.task_dir is None:
+# --------------------------------------------------------------------------- writers
+
+
+def writer_rows(ran: list[tuple[Any, Any, Any]]) -> list[dict]:
+    """``--report`` of a writer: a row per partition (unit) written, with where and how long it ran."""
+    rows = []
+    for unit, p, info in ran:
+        name = getattr(unit, "name", "") or str(getattr(unit, "src", getattr(unit, "source", "")))
+        if isinstance(p, Failed) or getattr(p, "unconvertible", None) is not None:
             continue
-        task_dir = Path(r.task_dir)
-        src = task_dir / r.name
-        if src.exists():
-            os.replace(src, root_tmp / r.name)
-        shutil.rmtree(task_dir, ignore_errors=True)
-
-
-def _convert_row(name: str, r: Any) -> dict:
-    return {"partition": name, "segments": r.segments, **r.summary.as_json(), "seconds": r.info.seconds,
-            "host": r.info.host}
-
-
-# --------------------------------------------------------------------------- compaction
-
-
-def spark_compact(spark: Any, inputs: list[Path], output: Path | None, o: Any, *, force: bool,
-                  topics: set[str] | None, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> tuple[Any, list[dict]]:
-    """``compact_job`` on Spark: per partition for a log directory, one task otherwise. An
-    ``s3://`` output is staged (``StagedOutput``): tasks upload their partitions under the
-    staging prefix, and the driver copies all into place once every task succeeded."""
-    from kseg.log.atomic import check_output
-
-    registry = registry_path()
-    if isinstance(output, RemotePath):
-        check_output(inputs, output, force=force)
-    with _staging(output) as staged:
-        result, rows = _compact(spark, inputs, output, o, force, topics, index_interval_bytes, registry, staged)
-        if staged is not None:
-            staged.commit(replace=force)
-    return result, rows
-
-
-def _compact(spark: Any, inputs: list[Path], output: Path | None, o: Any, force: bool, topics: set[str] | None,
-             index_interval_bytes: int, registry: str | None, staged: StagedOutput | None) -> tuple[Any, list[dict]]:
-    from kseg.log.atomic import AtomicDir, check_output
-    from kseg.log.segment import log_dir_partitions, partition_segments
-    from kseg.ops.compact import CompactResult
-
-    if not (len(inputs) == 1 and inputs[0].is_dir() and not partition_segments(inputs[0])):
-        item = ([str(i) for i in inputs], None if output is None else str(output),
-                None if staged is None else str(staged.part()))
-        [r] = run_tasks(spark, partial(compact_whole_task, (o, force, topics, registry, index_interval_bytes)),
-                        [item], None, "kseg compact")
-        if isinstance(r, Failed):
-            raise r.error
-        result = CompactResult(r.stats, r.partitions)
-        if r.copied_damage is not None:
-            result.copied_damage.add(r.copied_damage)
-        result.segments = [Path()] * r.segments
-        return result, [_compact_row(",".join(str(i) for i in inputs), r)]
-    parts = log_dir_partitions(inputs[0])
-    if not parts:
-        raise InputError("no segment files found (expected .log files or <topic>-<n> folders)", file=str(inputs[0]))
-    items = [(part.path.name, [str(p) for p in part.segment_paths], not topics or part.topic in topics)
-             for part in parts]
-    weights = [sum(_size(p) for p in segs) for _, segs, _ in items]
-    if output is not None and staged is None:
-        check_output(inputs, output, force=force)
-    result = CompactResult()
-    rows: list[dict] = []
-    root = AtomicDir(output) if output is not None and staged is None else None
-    where = str(staged.part()) if staged is not None else None if root is None else str(root.tmp)
-    try:
-        results = run_tasks(spark, partial(compact_partition_task, (o, index_interval_bytes, registry), where),
-                            items, weights, "kseg compact")
-        if root is not None:
-            _move_into(root.tmp, results)
-        failure = _first_failure(results)
-        if failure is not None:
-            raise failure
-        for (name, _, _), r in zip(items, results):
-            if r.stats is not None:
-                result.stats.add(r.stats)
-                result.partitions += 1
-            else:  # another topic's partition, copied as it is
-                result.copied_partitions += 1
-            if r.copied_damage is not None:
-                result.copied_damage.add(r.copied_damage)
-            result.segments.extend([Path()] * r.segments)
-            rows.append(_compact_row(name, r))
-    except BaseException:
-        if root is not None:
-            root.abort()
-        raise
-    if root is not None:
-        from kseg.ops.compact import finish_compacted
-
-        finish_compacted(inputs, root.tmp)
-        root.commit()
-    if staged is not None:
-        _stage_log_dir_files(inputs[0], staged, "compact", results)
-    return result, rows
-
-
-def _compact_row(name: str, r: TaskCompactResult) -> dict:
-    stats = r.stats.as_json() if r.stats is not None else {}
-    return {"partition": name, "compacted": r.stats is not None, "segments": r.segments, **stats,
-            "seconds": r.info.seconds, "host": r.info.host}
+        if hasattr(p, "result"):  # a conversion
+            result = p.result
+            facts = {"segments": len(result.segments),
+                     **(result.summary if unit.convert else result.carried).as_json()}
+        elif hasattr(p, "stats"):  # compaction
+            facts = {"compacted": p.stats is not None, "segments": p.written,
+                     **(p.stats.as_json() if p.stats is not None else {})}
+        else:  # salvage
+            facts = p.partition.as_json()
+        rows.append({"partition": name, **facts, "seconds": info.seconds, "host": info.host})
+    return rows
 
 
 # --------------------------------------------------------------------------- --report
@@ -522,8 +293,6 @@ def _compact_row(name: str, r: TaskCompactResult) -> dict:
 def verify_report_json(report: Any, rows: list[FileRow], run: dict) -> dict:
     """``--report FILE.json`` of ``kseg spark verify``: the document of ``kseg verify --format json``
     (same keys, same values), each file adding where and how long it ran, plus the run's facts."""
-    from kseg.render.reports import verify_json
-
     doc = verify_json(report)
     for entry, row in zip(doc["files"], rows):
         entry.update(seconds=row.seconds, cpu_seconds=row.extra.get("cpu_seconds"), host=row.host)
@@ -565,8 +334,6 @@ def _typed(table: Any) -> Any:
 def write_report(path: Path, command: str, rows: list[dict], summary: dict, document: dict | None = None) -> None:
     """Per-file (or per-partition) results: Parquet for .parquet/.pq names, else JSON
     (``document`` when given: verify's, the shape of ``kseg verify --format json``)."""
-    from kseg.log.atomic import write_atomic
-
     if path.suffix.lower() in (".parquet", ".pq"):
         import pyarrow as pa
         import pyarrow.parquet as pq

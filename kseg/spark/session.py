@@ -24,6 +24,10 @@ import tempfile
 import time
 from typing import Any, Iterable
 
+import kseg.ops.verify  # noqa: F401 - warmed in the workers with this module (_warm_worker)
+import kseg.spark.tasks  # noqa: F401 - idem
+from kseg.spark.source import register
+
 DEFAULT_MASTER = "local[*]"
 # Set by the JVM when it starts the Python driver (spark-submit, pyspark shell).
 _UNDER_SPARK_SUBMIT = "PYSPARK_GATEWAY_PORT"
@@ -109,12 +113,9 @@ class Started:
 
 
 def _warm_worker(_: int) -> None:
-    import time as _time
-
-    import kseg.ops.verify  # noqa: F401
-    import kseg.spark.tasks  # noqa: F401  (and with it kseg's decoders, codecs and checks)
-
-    _time.sleep(0.2)  # so that each task slot starts its own worker
+    # Its module brings what a task needs (kseg.spark.tasks, and with it kseg's decoders, codecs
+    # and checks): unpickling this function in a fresh worker imports them.
+    time.sleep(0.2)  # so that each task slot starts its own worker
 
 
 def warm_up(spark: Any) -> float:
@@ -258,7 +259,5 @@ def get_session(master: str | None = None, conf: dict[str, str] | Iterable[tuple
                 spark.conf.set(k, v)
             except Exception:  # static confs cannot change on a running session
                 pass
-    from kseg.spark.source import register
-
     register(spark)
     return spark

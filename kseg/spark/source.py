@@ -37,6 +37,8 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
+from kseg.ops.columns import arrow_schema, read_slice, schema_ddl
+from kseg.spark.writer import WriteSpec, abort_job, commit_job, new_job_id, write_task
 from kseg.ops.slices import (
     Conditions,
     ReadOptions,
@@ -65,8 +67,6 @@ class KsegDataSource(DataSource):
         return "kseg"
 
     def schema(self) -> str:
-        from kseg.ops.columns import schema_ddl
-
         level = "batches" if str(self.options.get("level") or "records").lower() == "batches" else "records"
         columns = self.options.get("columns")
         return schema_ddl(level, [c.strip() for c in str(columns).split(",") if c.strip()] if columns else None)
@@ -98,8 +98,6 @@ class _PlainReader(DataSourceReader):
         return [SlicePartition(tuple(g)) for g in groups]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        from kseg.ops.columns import arrow_schema, read_slice
-
         slices = partition.value
         if not slices:  # no segment at all: Spark asks for one partition anyway
             return iter(())
@@ -145,8 +143,6 @@ class KsegWriter(DataSourceArrowWriter):
     folder; ``commit`` (on the driver) checks their offset ranges and moves them into place."""
 
     def __init__(self, options: dict, schema: Any, overwrite: bool):
-        from kseg.spark.writer import WriteSpec, new_job_id
-
         self.spec = WriteSpec.parse(options)
         self.columns = list(schema.fieldNames())
         self.overwrite = overwrite
@@ -156,7 +152,6 @@ class KsegWriter(DataSourceArrowWriter):
     def write(self, iterator: Iterator[Any]) -> KsegCommit:
         from pyspark import TaskContext
 
-        from kseg.spark.writer import write_task
 
         ctx = TaskContext.get()
         task = f"{ctx.partitionId():05d}-{ctx.attemptNumber()}" if ctx else "00000-0"
@@ -164,13 +159,9 @@ class KsegWriter(DataSourceArrowWriter):
         return KsegCommit(pieces, stats, staging)
 
     def commit(self, messages: list) -> None:
-        from kseg.spark.writer import commit_job
-
         commit_job(self.spec, self.job_id, [m for m in messages if m is not None], self.overwrite)
 
     def abort(self, messages: list) -> None:
-        from kseg.spark.writer import abort_job
-
         abort_job(self.spec, self.job_id)
 
 

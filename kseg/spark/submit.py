@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import sys
 
+from kseg.cli.main import main
+
 
 def run(argv: list[str] | None = None) -> None:
-    from kseg.cli.main import main
-
     main(["spark", *(sys.argv[1:] if argv is None else argv)], prog_name="kseg")
 
 

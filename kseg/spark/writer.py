@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from kseg.codecs import codec_by_name
+from kseg.codecs.choice import plugin_choice
 from kseg.defaults import (
     DEFAULT_BATCH_BYTES,
     DEFAULT_BATCH_RECORDS,
@@ -49,10 +51,12 @@ from kseg.defaults import (
     DEFAULT_SEGMENT_BYTES,
 )
 from kseg.defaults import parse_size as _size
-from kseg.errors import InputError, OutputError
+from kseg.errors import InputError, OutputError, UnsupportedCodecError
 from kseg.formats.attributes import CODEC_NONE, CODEC_PLUGIN, LOG_APPEND_TIME, TIMESTAMP_TYPE_MASK
+from kseg.log.encode import build_legacy_message, build_legacy_wrapper, build_v2_batch
 from kseg.log.segment import segment_file_name
 from kseg.model import Header, Record
+from kseg.ops.jobs import SegmentSink, WriteOptions
 
 STAGING_MARK = ".kseg-write-"
 _TS_TYPES = {"CreateTime": 0, "LogAppendTime": 1, "NoTimestampType": -1}
@@ -125,17 +129,12 @@ class WriteSpec:
 
     def codec_choice(self, name: str):
         """(codec id, codec object or None, plugin id) for a codec name."""
-        from kseg.codecs import codec_by_name
-        from kseg.errors import UnsupportedCodecError
-
         if name.startswith("plugin:"):
             name = name[len("plugin:"):]
         try:
             codec = codec_by_name(name)
             cid, pid = codec.id, None
         except UnsupportedCodecError:
-            from kseg.codecs.choice import plugin_choice
-
             choice = plugin_choice(name, self.level)
             if choice is None:
                 raise InputError(f"Unknown compression name: {name}") from None
@@ -234,8 +233,6 @@ class _PartitionWriter:
             self._append(raw, first, last, n)
 
     def _encode(self, rows: list[_Row]) -> Iterator[tuple[bytes, int, int, int]]:
-        from kseg.log.encode import build_legacy_message, build_legacy_wrapper, build_v2_batch
-
         spec, s = self.spec, self.stats
         cid, codec, pid = self._codec_of(rows[0])
         first = rows[0]
@@ -290,8 +287,6 @@ class _PartitionWriter:
 
     # -- segments
     def _append(self, raw: bytes, first: int, last: int, n: int) -> None:
-        from kseg.ops.jobs import SegmentSink, WriteOptions
-
         if self.sink is not None and self.sink.position > 0 and \
                 self.sink.position + len(raw) > self.spec.segment_bytes:
             self._close_segment()
