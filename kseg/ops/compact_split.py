@@ -15,6 +15,7 @@ from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES
 from kseg.errors import InputError
 from kseg.log import identity
 from kseg.log.checks import DamageTally
+from kseg.log.listing import LOG_SUFFIX
 from kseg.log.segment import base_offset_of, log_dir_partitions, partition_segments
 from kseg.ops.compact import CompactOptions, CompactResult, CompactStats, compact_group, input_segments
 from kseg.ops.executors import Operation, execute, weight_of
@@ -92,7 +93,7 @@ def plan(inputs: list[Any], job: CompactJob) -> list[CompactUnit]:
     else:
         _no_topics_for_one_partition(topics, inputs[0])
         for p in inputs:
-            if not p.is_file() or p.suffix != ".log":
+            if not p.is_file() or p.suffix != LOG_SUFFIX:
                 raise InputError("expected a partition folder, a log directory or .log files of one partition",
                                  file=str(p))
         units.append(("", sorted(inputs, key=lambda p: base_offset_of(p) or 0), "", True))

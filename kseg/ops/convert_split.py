@@ -16,6 +16,7 @@ from typing import Any, Iterable
 from kseg.codecs.choice import choose
 from kseg.defaults import DEFAULT_BATCH_BYTES, DEFAULT_BATCH_RECORDS
 from kseg.errors import InputError, UnconvertibleError
+from kseg.log.listing import LOG_SUFFIX
 from kseg.log.segment import base_offset_of, log_dir_partitions, partition_segments, segment_file_name
 from kseg.ops import convert
 from kseg.ops.executors import Operation, execute, weight_of
@@ -149,9 +150,9 @@ def _write(unit: ConvertUnit, job: ConvertJob, src: Any, out: Path) -> tuple[Job
     if not unit.name and src.is_file():
         transform, shift = job.make_transform([src])
         base = (base_offset_of(src) or 0) + shift
-        dst = out if out.suffix == ".log" else out / segment_file_name(base)
-        made = out.suffix != ".log" and not out.exists()
-        if out.suffix != ".log":
+        dst = out if out.suffix == LOG_SUFFIX else out / segment_file_name(base)
+        made = out.suffix != LOG_SUFFIX and not out.exists()
+        if out.suffix != LOG_SUFFIX:
             out.mkdir(parents=True, exist_ok=True)
         try:
             run_segment(src, dst, base, transform, result.summary, job.write)

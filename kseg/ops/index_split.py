@@ -18,6 +18,7 @@ from kseg.errors import InputError
 from kseg.findings import Finding
 from kseg.log.atomic import write_atomic_many
 from kseg.log.checks import DamagePolicy, DamageTally, checked_batches, screened
+from kseg.log.listing import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
 from kseg.log.segment import base_offset_of, companion_path, expand_inputs
 from kseg.ops.executors import Operation, execute, weight_of
 from kseg.ops.staging import Stage, open_stage, publishing, write_into
@@ -66,7 +67,7 @@ def index_paths(inputs: list[Any], job: IndexJob, jobs: int = 1) -> IndexResult:
 
 
 def plan(inputs: list[Any], job: IndexJob) -> list[IndexUnit]:
-    pairs = [(seg, root) for root in inputs for seg in expand_inputs([root]) if seg.suffix == ".log"]
+    pairs = [(seg, root) for root in inputs for seg in expand_inputs([root]) if seg.suffix == LOG_SUFFIX]
     if not pairs:
         raise InputError("no .log segments found", file=str(inputs[0]))
     stage = None
@@ -99,18 +100,18 @@ def run(unit: IndexUnit, job: IndexJob) -> IndexPartial:
     index, timeindex = build_indexes(entries, base, job.index_interval_bytes)
     counts = (len(index) // 8, len(timeindex) // 12)
     if unit.stage is None:  # beside the segments: written by merge, once every segment passed its checks
-        p.files = {str(companion_path(seg, ".index")): index, str(companion_path(seg, ".timeindex")): timeindex}
-        p.written = (str(companion_path(seg, ".index")), counts[0], str(companion_path(seg, ".timeindex")), counts[1])
+        p.files = {str(companion_path(seg, INDEX_SUFFIX)): index, str(companion_path(seg, TIME_INDEX_SUFFIX)): timeindex}
+        p.written = (str(companion_path(seg, INDEX_SUFFIX)), counts[0], str(companion_path(seg, TIME_INDEX_SUFFIX)), counts[1])
         return p
 
     def write(folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
-        write_atomic_many({companion_path(seg, ".index", folder): index,
-                           companion_path(seg, ".timeindex", folder): timeindex})  # both or neither
+        write_atomic_many({companion_path(seg, INDEX_SUFFIX, folder): index,
+                           companion_path(seg, TIME_INDEX_SUFFIX, folder): timeindex})  # both or neither
 
     write_into(unit.stage, unit.folder, write)
     where = as_path(job.output) if not unit.folder else as_path(f"{job.output}/{unit.folder}")  # type: ignore[arg-type]
-    p.written = (str(companion_path(seg, ".index", where)), counts[0], str(companion_path(seg, ".timeindex", where)),
+    p.written = (str(companion_path(seg, INDEX_SUFFIX, where)), counts[0], str(companion_path(seg, TIME_INDEX_SUFFIX, where)),
                  counts[1])
     return p
 
