@@ -49,7 +49,7 @@ def _b(s: bytes | None) -> str | None:
 
 def topics_for(release: str) -> dict[str, dict[str, str]]:
     """Topic name -> topic configs."""
-    seg_key = "segment.bytes" if brokers.uses_zookeeper(release) else "internal.segment.bytes"
+    seg_key = brokers.segment_bytes_config(release)
     small = {seg_key: str(SEGMENT_BYTES), "index.interval.bytes": str(INDEX_INTERVAL)}
     preallocated = {"segment.index.bytes": str(PREALLOCATED_INDEX_BYTES)}
     topics = {
