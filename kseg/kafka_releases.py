@@ -53,10 +53,12 @@ class DumpLogRelease:
     snapshot_scala_option: bool = False
     # producer snapshots: a space ends an entry without batch metadata (3.x; Kafka 4 ends it after lastTimestamp)
     snapshot_space_without_batch: bool = False
-    # remote log metadata: ", txnIdxEmpty=..." in segment metadata (4.0 and later)
+    # remote log metadata: ", txnIdxEmpty=..." in segment metadata (4.0 and later: the storage-api jar's text)
     remote_txn_index_empty: bool = True
 
 
+# Kafka 2.8 to 4.2's tool is the Scala kafka.tools.DumpLogSegments of the broker's jar; 4.3 rewrote it in
+# Java (org.apache.kafka.tools.DumpLogSegments, in kafka-tools)
 _3X = DumpLogRelease("3.9", "3.9.2", legacy_crc_brace=True, payload_space_without_metadata=True,
                      path_map_order="scala", decoder_texts=("3",), leader_change_text=False,
                      snapshot_space_without_batch=True, remote_txn_index_empty=False)
@@ -70,9 +72,9 @@ RELEASES: tuple[DumpLogRelease, ...] = (
             snapshot_last_timestamp=False, snapshot_scala_option=True),
     replace(_3X, line="3.6", checked="3.6.2", decoder_texts=("classic", "3")),
     _3X,
-    replace(_4X, line="4.0", checked="4.0.2"),
-    replace(_4X, line="4.1", checked="4.1.2"),
-    replace(_4X, line="4.2", checked="4.2.2"),
+    replace(_3X, line="4.0", checked="4.0.2", remote_txn_index_empty=True),
+    replace(_3X, line="4.1", checked="4.1.2", remote_txn_index_empty=True),
+    replace(_3X, line="4.2", checked="4.2.2", remote_txn_index_empty=True),
     _4X,
     replace(_4X, line="4.4", checked="4.4.0"),
 )

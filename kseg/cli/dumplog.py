@@ -80,7 +80,7 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("offsets-decoder", "Decode records as __consumer_offsets records."),
     Opt("print-data-log", "Show keys and values. Implied by any decoder option."),
     Opt("remote-log-metadata-decoder", "Decode records as __remote_log_metadata records.", since="3.7"),
-    Opt("share-group-state-decoder", "Decode records as __share_group_state records.", since="4"),
+    Opt("share-group-state-decoder", "Decode records as __share_group_state records.", since="4.0"),
     Opt("skip-record-metadata", "Show record contents without their offset and size part."),
     Opt("transaction-log-decoder", "Decode records as __transaction_state records."),
     Opt("value-decoder-class", _DECODER_HELP.format(what="value"), "optional",

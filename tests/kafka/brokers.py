@@ -38,9 +38,9 @@ RELEASES: dict[str, tuple[str, str]] = {
     "2.8": ("2.8.2", "kafka.tools.DumpLogSegments"),
     "3.6": ("3.6.2", "kafka.tools.DumpLogSegments"),
     "3.9": ("3.9.2", "kafka.tools.DumpLogSegments"),
-    "4.0": ("4.0.2", "org.apache.kafka.tools.DumpLogSegments"),
-    "4.1": ("4.1.2", "org.apache.kafka.tools.DumpLogSegments"),
-    "4.2": ("4.2.2", "org.apache.kafka.tools.DumpLogSegments"),
+    "4.0": ("4.0.2", "kafka.tools.DumpLogSegments"),
+    "4.1": ("4.1.2", "kafka.tools.DumpLogSegments"),
+    "4.2": ("4.2.2", "kafka.tools.DumpLogSegments"),
     "4": ("4.3.1", "org.apache.kafka.tools.DumpLogSegments"),
     "4.4": ("4.4.0", "org.apache.kafka.tools.DumpLogSegments"),
 }
