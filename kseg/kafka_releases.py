@@ -43,7 +43,8 @@ class DumpLogRelease:
     # "The following indexed offsets are not found in :PATH" (else "... not found in the log.")
     not_found_names_file: bool = False
     # the decoders' texts to print, most preferred first, where a record has them ("classic": 2.8/3.6's
-    # Scala offsets formatter; "3": Kafka 3.x's texts); none: Kafka 4's JSON
+    # Scala offsets formatter; "3": Kafka 3.x's texts; "transaction-state-names": 4.4's transaction-log
+    # JSON with the state's name); none: Kafka 4.3's JSON
     decoder_texts: tuple[str, ...] = ()
     # a KRaft LeaderChange control record as "LeaderChange: {...}" (else "controlType: LEADER_CHANGE(2)")
     leader_change_text: bool = True
@@ -76,7 +77,7 @@ RELEASES: tuple[DumpLogRelease, ...] = (
     replace(_3X, line="4.1", checked="4.1.2", remote_txn_index_empty=True),
     replace(_3X, line="4.2", checked="4.2.2", remote_txn_index_empty=True),
     _4X,
-    replace(_4X, line="4.4", checked="4.4.0"),
+    replace(_4X, line="4.4", checked="4.4.0", decoder_texts=("transaction-state-names",)),
 )
 
 _BY_LINE = {r.line: r for r in RELEASES}

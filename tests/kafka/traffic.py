@@ -50,7 +50,9 @@ def _b(s: bytes | None) -> str | None:
 def topics_for(release: str) -> dict[str, dict[str, str]]:
     """Topic name -> topic configs."""
     seg_key = brokers.segment_bytes_config(release)
-    small = {seg_key: str(SEGMENT_BYTES), "index.interval.bytes": str(INDEX_INTERVAL)}
+    # retention.ms -1: the records' timestamps are in 2023, older than the default week (a 4.4 broker
+    # deleted those segments soon after the writes)
+    small = {seg_key: str(SEGMENT_BYTES), "index.interval.bytes": str(INDEX_INTERVAL), "retention.ms": "-1"}
     preallocated = {"segment.index.bytes": str(PREALLOCATED_INDEX_BYTES)}
     topics = {
         "v2": dict(small),
