@@ -74,7 +74,7 @@ RELEASES: tuple[DumpLogRelease, ...] = (
     replace(_3X, line="3.6", checked="3.6.2", decoder_texts=("classic", "3")),
     _3X,
     replace(_3X, line="4.0", checked="4.0.2", remote_txn_index_empty=True),
-    replace(_3X, line="4.1", checked="4.1.2", remote_txn_index_empty=True),
+    replace(_3X, line="4.1", checked="4.1.2", remote_txn_index_empty=True, decoder_texts=(), leader_change_text=True),
     replace(_3X, line="4.2", checked="4.2.2", remote_txn_index_empty=True, decoder_texts=(), leader_change_text=True),
     _4X,
     replace(_4X, line="4.4", checked="4.4.0", decoder_texts=("transaction-state-names",)),
