@@ -72,7 +72,8 @@ def golden_name(rel: str, combo: str) -> str:
 
 
 #: (corpus release, DumpLogSegments release): which tool's outputs are kept for which files
-GOLDEN_SETS = (("2.8", "2.8"), ("3.6", "3.6"), ("3.9", "3.9"), ("4", "4"), ("3.9", "4"), ("2.8", "4"))
+GOLDEN_SETS = (("2.8", "2.8"), ("3.6", "3.6"), ("3.9", "3.9"), ("4.0", "4.0"), ("4.1", "4.1"), ("4.2", "4.2"),
+               ("4", "4"), ("4.4", "4.4"), ("3.9", "4"), ("2.8", "4"))
 #: (corpus, tool) -> the only suffixes dumped (all otherwise): Kafka 4 on the 2.8 broker's files is kept for
 #: its index verdicts (the 2.8 indexes are the ones its walk reports on), which keeps the corpus small
 GOLDEN_SUFFIXES = {("2.8", "4"): (".index", ".timeindex")}

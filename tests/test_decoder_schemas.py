@@ -244,7 +244,7 @@ def test_consumer_group_member_classic_metadata(case: str) -> None:
     assert d.kafka_payload == ('{"version":"0","data":{"instanceId":null,"rackId":null,"clientId":"c",'
                                '"clientHost":"h","subscribedTopicNames":[],"subscribedTopicRegex":null,'
                                '"rebalanceTimeoutMs":100,"serverAssignor":null' + text + "}}")
-    assert d.kafka_text(KAFKA_VERSIONS[-1]) == (d.kafka_key, d.kafka_payload)  # Kafka 3.9 prints it alike
+    assert d.kafka_text("3.9") == (d.kafka_key, d.kafka_payload)  # Kafka 3.9 prints it alike
     # encode builds the same bytes from the decoded form
     schema = RECORD_TYPES[5][1]
     assert struct.pack(">h", 0) + encode(schema, d.value.data, 0) == value

@@ -589,11 +589,15 @@ def test_real_transaction_log_value_v1_vector():
         "transaction_metadata::transactionalId=my-txn-id",
         f"producerId:0,producerEpoch:0,state=Ongoing,partitions=[txtest-0],txnLastUpdateTimestamp={0x19e7b4b367a},"
         "txnTimeoutMs=60000")
-    assert d.kafka_text() == (
+    kafka_4_3 = (
         '{"type":"0","data":{"transactionalId":"my-txn-id"}}',
         '{"version":"1","data":{"producerId":0,"producerEpoch":0,"transactionTimeoutMs":60000,'
         '"transactionStatus":1,"transactionPartitions":[{"topic":"txtest","partitionIds":[0]}],'
         f'"transactionLastUpdateTimestampMs":{0x19e7b4b367a},"transactionStartTimestampMs":{0x19e7b4b367a}}}}}')
+    assert d.kafka_text("4.3") == kafka_4_3
+    # Kafka 4.4 (the default, "4") names the state
+    assert d.kafka_text() == d.kafka_text("4") == (kafka_4_3[0],
+                                                    kafka_4_3[1].replace('"transactionStatus":1', '"transactionStatus":"Ongoing"'))
 
 
 def write_transaction_state(folder: Path) -> Path:

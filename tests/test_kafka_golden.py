@@ -55,7 +55,8 @@ def test_segments_are_reproducible(tmp_path):
                          ids=[build.golden_name(*r) for r in build.GOLDEN_RUNS])
 def test_kafka_lines_are_the_real_tools(folder, family, version, skip):
     golden = INTERNAL / "golden" / build.golden_name(folder, family, version, skip)
-    args = ["--format", "kafka", "--kafka-version", version, "--decode", family]
+    # the "4" goldens are Kafka 4.3.1's tool's (4, the newest 4.x line, names transaction states since 4.4)
+    args = ["--format", "kafka", "--kafka-version", "4.3" if version == "4" else version, "--decode", family]
     if skip:
         args.append("--skip-record-metadata")
     assert dump(*args, segment(folder)).decode() == golden.read_text()

@@ -91,8 +91,9 @@ def _kseg(args: list[str], release: str) -> tuple[int, bytes, bytes]:
 @pytest.mark.parametrize("release,entry", _entries())
 def test_kafka_lines(release: str, entry: dict) -> None:
     root = CORPUS / release
-    rc, out, err = _kseg(["dump", "--format", "kafka", "--kafka-version", entry["release"], "--decode",
-                          entry["family"], entry["file"]], release)
+    version = checks.KSEG_KAFKA_VERSION[entry["release"]]  # "4" (4.3.1's outputs) is the 4.3 line
+    rc, out, err = _kseg(["dump", "--format", "kafka", "--kafka-version", version, "--decode", entry["family"],
+                          entry["file"]], release)
     expected_out, expected_err = (root / entry["stdout"]).read_bytes(), (root / entry["stderr"]).read_bytes()
     got, want = out.decode(errors="replace").splitlines(), expected_out.decode(errors="replace").splitlines()
     diffs = [f"line {i}:\n  kseg:  {g}\n  kafka: {w}" for i, (g, w) in enumerate(zip(got, want)) if g != w]

@@ -356,7 +356,8 @@ dump_options = options(
                       "log, __share_group_state, __remote_log_metadata); auto: by topic folder and *.checkpoint "
                       "name. Implies --records."),
     click.option("--kafka-version", type=click.Choice(list(KAFKA_VERSIONS)), default=KAFKA_VERSIONS[0],
-                 show_default=True, help="Whose kafka-dump-log.sh lines --format kafka prints."),
+                 show_default=True, help="Whose kafka-dump-log.sh lines --format kafka prints: a Kafka release "
+                                         "line (4: the newest 4.x)."),
     click.option("--skip-record-metadata", is_flag=True,
                  help="--format kafka: print record contents without the offset/size part, as kafka-dump-log.sh."),
     click.option("--index-sanity-check", "index_sanity", is_flag=True,

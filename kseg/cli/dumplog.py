@@ -28,7 +28,7 @@ from kseg.cli.common import interrupted
 from kseg.cli.dump import dump_options_for, make_renderer, prepare_dump
 from kseg.cli.exits import EXIT_DATA, EXIT_USAGE
 from kseg.cli.loading import ignore_interrupts
-from kseg.decoders import KAFKA_VERSIONS
+from kseg.kafka_releases import KAFKA_VERSIONS, NEWEST_ALIAS, kafka_release
 from kseg.errors import KsegError
 from kseg.interrupts import catching_signals
 from kseg.log.listing import (
@@ -45,9 +45,6 @@ from kseg.render.dump import ChunkedWriter
 
 PROG = "kseg-dump-log"
 ENV_KAFKA_VERSION = "KSEG_KAFKA_VERSION"
-#: --kafka-version (kseg.decoders.KAFKA_VERSIONS) -> the Kafka release whose DumpLogSegments kseg's lines
-#: are checked against (``--version`` prints it, as ``kafka-dump-log.sh --version`` prints its release)
-TOOL_RELEASES = {"4": "4.3.1", "3.9": "3.9.2"}
 INT_MAX = 2**31 - 1
 SNAPSHOT_NAME = re.compile(r"[0-9]{20}-[0-9]{10}\.checkpoint")  # a KRaft snapshot: end offset, epoch
 
@@ -78,19 +75,20 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("help", "Show this help."),
     Opt("index-sanity-check", "For .index and .timeindex files, print the broker's start-up sanity verdict "
                               "instead of the entries."),
-    Opt("kafka-version", "kseg's own: whose kafka-dump-log.sh bytes to print (4: Kafka 4.3's, 3.9: Kafka "
-                         f"3.9's) [env: {ENV_KAFKA_VERSION}].", "required", shown_as="|".join(KAFKA_VERSIONS),
+    Opt("kafka-version", "kseg's own: whose kafka-dump-log.sh bytes to print (a release line, e.g. 3.9 for "
+                         f"Kafka 3.9's; 4: the newest 4.x) [env: {ENV_KAFKA_VERSION}].", "required",
+        shown_as="|".join(KAFKA_VERSIONS),
         default=KAFKA_VERSIONS[0]),
     Opt("key-decoder-class", _DECODER_HELP.format(what="key"), "optional",
         default="org.apache.kafka.tools.api.StringDecoder"),
     Opt("max-bytes", "Read at most this many bytes of each .log file.", "required", "Integer", "size",
-        str(INT_MAX)),
+        str(INT_MAX), since="3.0"),
     Opt("max-message-size", "Largest message size (accepted; kseg needs no limit).", "required", "Integer",
         "size", str(5 * 1024 * 1024)),
     Opt("offsets-decoder", "Decode records as __consumer_offsets records."),
     Opt("print-data-log", "Show keys and values. Implied by any decoder option."),
-    Opt("remote-log-metadata-decoder", "Decode records as __remote_log_metadata records."),
-    Opt("share-group-state-decoder", "Decode records as __share_group_state records.", since="4"),
+    Opt("remote-log-metadata-decoder", "Decode records as __remote_log_metadata records.", since="3.7"),
+    Opt("share-group-state-decoder", "Decode records as __share_group_state records.", since="4.0"),
     Opt("skip-record-metadata", "Show record contents without their offset and size part."),
     Opt("transaction-log-decoder", "Decode records as __transaction_state records."),
     Opt("value-decoder-class", _DECODER_HELP.format(what="value"), "optional",
@@ -158,6 +156,7 @@ def options_of(release: str) -> dict[str, Opt]:
 
 
 def _version(v: str) -> tuple[int, ...]:
+    v = kafka_release(v).line if v == NEWEST_ALIAS else v
     return tuple(int(part) for part in v.split("."))
 
 
@@ -320,7 +319,9 @@ class Run:
         names, notices = {}, []
         for which in ("value", "key"):
             cls_name = self.parsed.value(f"{which}-decoder-class") or ""
-            if cls_name in DEPRECATED_DECODER_CLASSES:
+            if cls_name in DEPRECATED_DECODER_CLASSES and _version(self.release) < (3, 9):
+                cls_name = DEPRECATED_DECODER_CLASSES[cls_name]  # before 3.9: the tool's own classes
+            elif cls_name in DEPRECATED_DECODER_CLASSES:
                 if _version(self.release) >= (4,):
                     raise ToolError(f"--{which}-decoder-class {cls_name}: no such class in Kafka 4 (it was "
                                     f"Kafka 3.x's; use {DEPRECATED_DECODER_CLASSES[cls_name]})")
@@ -356,7 +357,7 @@ def main(argv: Sequence[str] | None = None, stdout: IO[bytes] | None = None,
             err.write(ABOUT + "\n" + help_text(release))
             return EXIT_DATA
         if parsed.has("version"):
-            out.write(f"{TOOL_RELEASES.get(release, release)}\n".encode())
+            out.write(f"{kafka_release(release).checked}\n".encode())
             return 0
         if not parsed.has("files"):
             err.write('Missing required argument "[files]"\n' + help_text(release))

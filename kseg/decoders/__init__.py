@@ -22,6 +22,7 @@ from pathlib import Path
 
 from kseg.decoders.parts import HIDDEN_BYTES, KAFKA_VERSIONS, DecodedRecord, Part
 from kseg.errors import KsegError
+from kseg.kafka_releases import DEFAULT, DumpLogRelease
 from kseg.lazy import load
 from kseg.log.control import control_info
 from kseg.log.listing import CHECKPOINT_SUFFIX, bare_name, parse_partition_dir
@@ -87,7 +88,7 @@ def decode_record(family: str, record: Record, is_control: bool = False) -> Deco
 CONTROL_TEXT = "kseg.decoders.metadata:control_kafka_text"
 
 
-def control_kafka_text(record: Record, kafka_version: str = "4") -> str | None:
+def control_kafka_text(record: Record, release: "str | DumpLogRelease" = DEFAULT) -> str | None:
     """kafka-dump-log.sh's text for a KRaft control record (``decoders.metadata.control_kafka_text``);
     None for transaction markers and records that do not decode."""
     try:
@@ -95,7 +96,7 @@ def control_kafka_text(record: Record, kafka_version: str = "4") -> str | None:
             return None
     except KsegError:
         return None
-    return load(CONTROL_TEXT)(record, kafka_version)
+    return load(CONTROL_TEXT)(record, release)
 
 
 # The secrets' table (kseg.decoders.secrets) loads the metadata schemas: named here, loaded when

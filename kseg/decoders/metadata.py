@@ -29,6 +29,7 @@ from kseg.decoders.schema import (
     written_at,
 )
 from kseg.errors import KsegError
+from kseg.kafka_releases import DEFAULT, DumpLogRelease, as_release
 from kseg.log.control import control_info
 from kseg.model import Record
 
@@ -71,7 +72,7 @@ def decode_control(record: Record) -> Part | None:
     return Part(schema.name, 0, d.data, notes=tuple(d.notes))
 
 
-def control_kafka_text(record: Record, kafka_version: str = "4") -> str | None:
+def control_kafka_text(record: Record, release: "str | DumpLogRelease" = DEFAULT) -> str | None:
     """kafka-dump-log.sh's text for a KRaft control record, e.g. ``SnapshotHeader {"version":0,...}``;
     None for the types it prints as ``controlType: ...`` or that do not decode. Kafka 4
     prints a LeaderChange as ``LeaderChange: {...}``, Kafka 3.x as ``controlType: LEADER_CHANGE(2)``."""
@@ -84,7 +85,7 @@ def control_kafka_text(record: Record, kafka_version: str = "4") -> str | None:
         return None
     label = entry[1]
     if label is None:
-        if type_id != LEADER_CHANGE or kafka_version == "3.9":
+        if type_id != LEADER_CHANGE or not as_release(release).leader_change_text:
             return None
         label = "LeaderChange:"
     part = decode_control(record)

@@ -20,10 +20,11 @@ import base64
 import struct
 
 from kseg.decoders.coordinator import RecordTypes, decode_coordinator_record
+from kseg.decoders.jvm import scala_hash_map_order
 from kseg.decoders.generated import kafka_3_9_2 as K3
 from kseg.decoders.generated import kafka_4_3_1 as K4
 from kseg.decoders.parts import DecodedRecord
-from kseg.decoders.schema import Message, SchemaError, decode
+from kseg.decoders.schema import Message, SchemaError, decode, kafka_json
 from kseg.model import Record
 
 _I16 = struct.Struct(">h")
@@ -91,4 +92,59 @@ def decode_offsets_record(record: Record, is_control: bool = False) -> DecodedRe
                   f"{record.offset} using offset topic decoder (message had a missing key)", None)
         return d.with_legacy(legacy)
     old = decode_coordinator_record(record, RECORD_TYPES_3X, _expand_protocol, check_version=False)
-    return d.with_legacy((old.kafka_key, old.kafka_payload))
+    d = d.with_legacy((old.kafka_key, old.kafka_payload))
+    classic = _classic_text(old)
+    return d if classic is None else d.with_variant("classic", classic)
+
+
+# --------------------------------------------------------------------------- Kafka 2.8 to 3.6's text
+
+
+def _classic_text(old: DecodedRecord) -> tuple[str | None, str | None] | None:
+    """The (key, payload) Kafka 2.8 to 3.6's group coordinator formatter printed for a classic group's
+    record: ``offset_commit::group=G,partition=T-P`` => ``offset=N[,metadata=M]``,
+    ``group_metadata::group=G`` => a JSON of the group and its members' assignments; None where it
+    printed what Kafka 3.9 prints (a record it could not read)."""
+    if old.key is None or old.key.data is None or old.key.version is None:
+        return None
+    rtype, key = old.key.version, old.key.data
+    value = None if old.value is None else old.value.data
+    if old.value is not None and value is None:
+        return None
+    if rtype in (0, 1):
+        shown_key = f"offset_commit::group={key['group']},partition={key['topic']}-{key['partition']}"
+        if value is None:
+            return shown_key, "<DELETE>"
+        metadata = value.get("metadata") or ""
+        return shown_key, f"offset={value['offset']}" + (f",metadata={metadata}" if metadata else "")
+    if rtype == 2:
+        shown_key = f"group_metadata::group={key['group']}"
+        if value is None:
+            return shown_key, "<DELETE>"
+        return shown_key, _classic_group_json(value)
+    return f"unknown::version={rtype}", None
+
+
+def _classic_group_json(value: dict) -> str:
+    protocol_type = value.get("protocolType") or ""
+    members = {m["memberId"]: m for m in value.get("members") or ()}
+    shown = []
+    for member_id in scala_hash_map_order(list(members)):
+        assignment = members[member_id].get("assignment")
+        if protocol_type == CONSUMER_PROTOCOL_TYPE and isinstance(assignment, dict):
+            partitions = ", ".join(f"{t['topic']}-{p}" for t in assignment.get("assignedPartitions") or ()
+                                   for p in t.get("partitions") or ())
+            user_data = assignment.get("userData")
+            user_hex = _big_hex(base64.b64decode(user_data)) if user_data else ""
+            shown.append(f"{member_id}=[{partitions}]" + (f":{user_hex}" if user_hex else ""))
+        else:
+            raw = base64.b64decode(assignment) if isinstance(assignment, str) else b""
+            shown.append(f"{member_id}={_big_hex(raw)}")
+    return ('{"protocolType":' + kafka_json(protocol_type) + ',"protocol":' + kafka_json(value.get("protocol"))
+            + ',"generationId":' + kafka_json(value.get("generation")) + ',"assignment":'
+            + kafka_json("{" + ",".join(shown) + "}") + "}")
+
+
+def _big_hex(raw: bytes) -> str:
+    """Bytes as Scala's ``"%X".format(BigInt(1, bytes))``: upper-case hex without leading zeros."""
+    return f"{int.from_bytes(raw, 'big'):X}" if raw else ""

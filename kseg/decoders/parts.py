@@ -6,10 +6,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from kseg.kafka_releases import DEFAULT, KAFKA_VERSIONS, DumpLogRelease, as_release
+
 __all__ = ["HIDDEN", "HIDDEN_BYTES", "KAFKA_VERSIONS", "DecodedRecord", "Part", "raw_part", "skipping_line"]
 
-# The kafka-dump-log.sh releases whose lines --format kafka can print: the newest first.
-KAFKA_VERSIONS = ("4", "3.9")
 # What a hidden secret shows instead of its value (kseg.decoders.secrets)
 HIDDEN = "[hidden]"
 HIDDEN_BYTES = HIDDEN.encode()
@@ -86,18 +86,32 @@ class DecodedRecord:
     value: Part | None
     kafka_key: str | None  # what follows "key: " in kafka-dump-log.sh's line (None: not printed)
     kafka_payload: str | None  # what follows "payload: "
-    kafka_legacy: tuple[str | None, str | None] | None = None  # Kafka 3.x's (key, payload) if different
+    # older tools' (key, payload) where they differ, by the name a release row's decoder_texts uses
+    kafka_variants: tuple[tuple[str, tuple[str | None, str | None]], ...] = ()
 
-    def kafka_text(self, kafka_version: str = KAFKA_VERSIONS[0]) -> tuple[str | None, str | None]:
-        """(key, payload) as that release of kafka-dump-log.sh prints them."""
-        if kafka_version != KAFKA_VERSIONS[0] and self.kafka_legacy is not None:
-            return self.kafka_legacy
+    @property
+    def kafka_legacy(self) -> tuple[str | None, str | None] | None:
+        """Kafka 3.x's (key, payload) where they differ from Kafka 4's."""
+        return dict(self.kafka_variants).get("3")
+
+    def kafka_text(self, release: "str | DumpLogRelease" = DEFAULT) -> tuple[str | None, str | None]:
+        """(key, payload) as that release line of kafka-dump-log.sh prints them."""
+        variants = dict(self.kafka_variants)
+        for name in as_release(release).decoder_texts:
+            if name in variants:
+                return variants[name]
         return self.kafka_key, self.kafka_payload
 
-    def with_legacy(self, legacy: tuple[str | None, str | None]) -> "DecodedRecord":
-        if legacy == (self.kafka_key, self.kafka_payload):
+    def with_variant(self, name: str, texts: tuple[str | None, str | None]) -> "DecodedRecord":
+        """This record with an older tool's (key, payload), kept only where it differs."""
+        if texts == (self.kafka_key, self.kafka_payload):
             return self
-        return DecodedRecord(self.key, self.value, self.kafka_key, self.kafka_payload, legacy)
+        return DecodedRecord(self.key, self.value, self.kafka_key, self.kafka_payload,
+                             (*self.kafka_variants, (name, texts)))
+
+    def with_legacy(self, legacy: tuple[str | None, str | None]) -> "DecodedRecord":
+        """This record with Kafka 3.x's (key, payload)."""
+        return self.with_variant("3", legacy)
 
     @property
     def fallbacks(self) -> list[Part]:

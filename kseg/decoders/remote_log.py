@@ -24,6 +24,7 @@ from kseg.decoders.metadata import decode_metadata_value
 from kseg.decoders.parts import DecodedRecord, Part, raw_part
 from kseg.decoders.generated import kafka_4_3_1 as K4
 from kseg.decoders.schema import Message
+from kseg.kafka_releases import DEFAULT, DumpLogRelease, as_release, kafka_release
 from kseg.model import Record
 
 # Generated from Kafka 4.3.1's storage jar (``make schemas``).
@@ -71,16 +72,16 @@ def _state(states: dict[int, str], state_id: int, message: str) -> str:
     return name
 
 
-def _txn(d: dict, kafka_version: str) -> str:
-    # Kafka 3.9's objects have no txnIdxEmpty.
-    if kafka_version == "3.9":
+def _txn(d: dict, release: DumpLogRelease) -> str:
+    if not release.remote_txn_index_empty:  # Kafka 3.9's objects have no txnIdxEmpty
         return ""
     return ", txnIdxEmpty=" + ("true" if d.get("txnIndexEmpty", False) else "false")
 
 
-def kafka_text(type_id: int, d: dict, kafka_version: str = "4") -> str:
+def kafka_text(type_id: int, d: dict, release: "str | DumpLogRelease" = DEFAULT) -> str:
     """The ``toString`` kafka-dump-log.sh prints for a decoded record; raises ``_Invalid``
     with Kafka's message for records its objects refuse."""
+    release = as_release(release)
     if type_id == 0:
         start, end = d["startOffset"], d["endOffset"]
         if start < 0:
@@ -94,7 +95,7 @@ def kafka_text(type_id: int, d: dict, kafka_version: str = "4") -> str:
                 f"startOffset={start}, endOffset={end}, brokerId={d['brokerId']}, "
                 f"maxTimestampMs={d['maxTimestampMs']}, eventTimestampMs={d['eventTimestampMs']}, "
                 f"segmentLeaderEpochs={epochs}, segmentSizeInBytes={d['segmentSizeInBytes']}, "
-                f"customMetadata={_custom(d.get('customMetadata'))}, state={state}{_txn(d, kafka_version)}}}")
+                f"customMetadata={_custom(d.get('customMetadata'))}, state={state}{_txn(d, release)}}}")
     if type_id == 1:
         state = _state(SEGMENT_STATES, d["remoteLogSegmentState"], "state can not be null")
         return (f"RemoteLogSegmentMetadataUpdate{{remoteLogSegmentId={_segment_id(d['remoteLogSegmentId'])}, "
@@ -109,7 +110,7 @@ def kafka_text(type_id: int, d: dict, kafka_version: str = "4") -> str:
     return (f"RemoteLogSegmentMetadataSnapshot{{segmentId={d['segmentId']}, startOffset={d['startOffset']}, "
             f"endOffset={d['endOffset']}, maxTimestampMs={d['maxTimestampMs']}, segmentLeaderEpochs={epochs}, "
             f"segmentSizeInBytes={d['segmentSizeInBytes']}, customMetadata={_custom(d.get('customMetadata'))}, "
-            f"state={state}{_txn(d, kafka_version)}}}")
+            f"state={state}{_txn(d, release)}}}")
 
 
 def decode_remote_log_record(record: Record, is_control: bool = False) -> DecodedRecord | None:
@@ -136,4 +137,4 @@ def decode_remote_log_record(record: Record, is_control: bool = False) -> Decode
     state_id = part.data.get("remotePartitionDeleteState" if type_id == 2 else "remoteLogSegmentState")
     extra["state"] = states.get(state_id) if isinstance(state_id, int) else None
     d = DecodedRecord(None, Part(part.schema, part.version, part.data, extra, part.notes), None, text)
-    return d.with_legacy((None, kafka_text(type_id, part.data, "3.9")))
+    return d.with_legacy((None, kafka_text(type_id, part.data, kafka_release("3.9"))))

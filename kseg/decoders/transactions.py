@@ -15,7 +15,7 @@ every coordinator record (JSON, ``coordinator.py``); Kafka 3.x printed
 
 from __future__ import annotations
 
-from kseg.decoders.coordinator import RecordTypes, decode_coordinator_record
+from kseg.decoders.coordinator import RecordTypes, decode_coordinator_record, kafka_value_json
 from kseg.decoders.jvm import scala_hash_set_order
 from kseg.decoders.parts import DecodedRecord, Part, raw_part, skipping_line
 from kseg.decoders.generated import kafka_3_9_2 as K3
@@ -39,6 +39,8 @@ STATES = {
     7: "PrepareEpochFence",
 }
 EMPTY = 0
+#: the decoder text (kseg.kafka_releases decoder_texts) of the JSON with the state's name for its number
+STATE_NAMES_TEXT = "transaction-state-names"
 
 RECORD_TYPES: RecordTypes = K4.TRANSACTIONS
 
@@ -69,11 +71,16 @@ def decode_transaction_record(record: Record, is_control: bool = False) -> Decod
     value = d.value
     if value is not None and value.data is not None:
         status = value.data["transactionStatus"]
+        named = None
         if status in STATES:
             value = Part(value.schema, value.version, value.data, {"state": STATES[status]}, value.notes)
+            named = {k: STATES[v] if k == "transactionStatus" else v for k, v in value.data.items()}
         else:
             value = raw_part(record.value, f"unknown transaction state {status}", value.schema, value.version)
         d = DecodedRecord(d.key, value, d.kafka_key, d.kafka_payload)
+        if named is not None and value.version is not None:
+            # Kafka 4.4's JSON names the state ("transactionStatus":"Ongoing")
+            d = d.with_variant(STATE_NAMES_TEXT, (d.kafka_key, kafka_value_json(value.version, named)))
     return d.with_legacy((old.kafka_key, old.kafka_payload))
 
 

@@ -15,10 +15,14 @@ from kseg.companions.check import DumpIndexFindings, index_sanity_problem
 from kseg.companions.read import IndexSlots, TxnSlots
 from kseg.decoders.jvm import java_hash_map_order, scala_hash_map_order
 from kseg.errors import DataError
+from kseg.kafka_releases import DEFAULT, DumpLogRelease, as_release
 from kseg.ops.companion_dump import CompanionEvent, IndexEntries
 from kseg.render.jsonout import encoder
 
 __all__ = ["INDEX_LINES", "index_findings_lines", "index_text", "kafka_lines"]
+
+#: a release row's path_map_order -> how its tool's map of file paths orders them
+PATH_MAP_ORDERS = {"java": java_hash_map_order, "scala": scala_hash_map_order}
 
 INDEX_CHUNK = 1 << 16  # entries per piece of text: memory stays flat whatever the file's size
 
@@ -41,14 +45,19 @@ def _optional_long(v: int) -> str:
     return "OptionalLong.empty" if v < 0 else f"OptionalLong[{v}]"
 
 
+def _scala_option(v: int) -> str:
+    return "None" if v < 0 else f"Some({v})"
+
+
 def kafka_lines(ev: CompanionEvent, *, index_sanity: bool = False, verify_index: bool = False,
-                kafka_version: str = "4") -> Iterable[str]:
+                release: "str | DumpLogRelease" = DEFAULT) -> Iterable[str]:
     """The lines kafka-dump-log.sh prints for a companion file's entries (a .txnindex's as they are
     read, in flat memory). A producer snapshot's entry without batch metadata (a transactions v2
     producer after its epoch bump) ends after lastTimestamp in Kafka 4, with a space in 3.9. For index files,
     ``index_sanity`` plays --index-sanity-check (the verdict instead of the entries; a failing
     check raises DataError) and ``verify_index`` --verify-index-only (no entries)."""
     p = ev.parsed
+    release = as_release(release)
     if ev.kind in ("index", "timeindex"):
         if ev.kind == "index" and not p.slots:
             return [f"{ev.path} is empty."]  # the time index has no such line
@@ -76,9 +85,12 @@ def kafka_lines(ev: CompanionEvent, *, index_sanity: bool = False, verify_index:
         return [" ".join(f"{k}: {compact(v)}" for k, v in p.items())]
     lines = []
     for e in p.entries:
+        first = e.current_txn_first_offset
         line = (f"producerId: {e.producer_id} producerEpoch: {e.epoch} coordinatorEpoch: {e.coordinator_epoch} "
-                f"currentTxnFirstOffset: {_optional_long(e.current_txn_first_offset)} lastTimestamp: {e.timestamp}")
-        if e.has_batch_metadata or kafka_version != "4":
+                f"currentTxnFirstOffset: {_scala_option(first) if release.snapshot_scala_option else _optional_long(first)}")
+        if release.snapshot_last_timestamp:
+            line += f" lastTimestamp: {e.timestamp}"
+        if e.has_batch_metadata or release.snapshot_space_without_batch:
             line += " "
         if e.has_batch_metadata:
             line += (f"firstSequence: {e.first_sequence} lastSequence: {e.last_sequence} lastOffset: {e.last_offset} "
@@ -87,15 +99,16 @@ def kafka_lines(ev: CompanionEvent, *, index_sanity: bool = False, verify_index:
     return lines
 
 
-def index_findings_lines(found: dict[str, DumpIndexFindings], kafka_version: str = "4") -> list[str]:
+def index_findings_lines(found: dict[str, DumpIndexFindings],
+                         release: "str | DumpLogRelease" = DEFAULT) -> list[str]:
     """kafka-dump-log.sh's stderr report of its index walks (``dump_index_findings`` per absolute
     path), after every file and before the offset gaps: the .index mismatches, then the .timeindex
     timestamp mismatches, out-of-order timestamps and offsets not found, each a map of paths in the
     order of the release's hash map. Kafka 3.x prepends the .index pairs to a list (reverse order)
     and says "not found in the log."; Kafka 4 keeps the pairs in a map by offset, highest first,
     and names the file."""
-    kafka4 = kafka_version == "4"
-    order = java_hash_map_order if kafka4 else scala_hash_map_order
+    release = as_release(release)
+    order = PATH_MAP_ORDERS[release.path_map_order]
     lines: list[str] = []
 
     def report(field: str, head: str, line: str) -> None:
@@ -103,7 +116,8 @@ def index_findings_lines(found: dict[str, DumpIndexFindings], kafka_version: str
         for path in order(paths):
             pairs = getattr(found[path], field)
             if field == "index_mismatches":
-                pairs = sorted(dict(pairs).items(), reverse=True) if kafka4 else list(reversed(pairs))
+                pairs = (sorted(dict(pairs).items(), reverse=True) if release.index_mismatches_by_offset
+                         else list(reversed(pairs)))
             lines.append(head.replace("%s", path))
             lines.extend(line % pair for pair in pairs)
 
@@ -111,6 +125,6 @@ def index_findings_lines(found: dict[str, DumpIndexFindings], kafka_version: str
     report("timestamp_mismatches", "Found timestamp mismatch in :%s", "  Index timestamp: %d, log timestamp: %d")
     report("out_of_order", "Found out of order timestamp in :%s",
            "  Index timestamp: %d, Previously indexed timestamp: %d")
-    report("not_found", "The following indexed offsets are not found in :%s" if kafka4
+    report("not_found", "The following indexed offsets are not found in :%s" if release.not_found_names_file
            else "The following indexed offsets are not found in the log.", "Indexed offset: %d, found log offset: %d")
     return lines

@@ -14,6 +14,7 @@ from kseg.companions.read import IndexSlots
 from kseg.decoders import DecodedRecord, control_kafka_text
 from kseg.decoders.jvm import java_hash_map_order, scala_hash_map_order
 from kseg.errors import KsegError
+from kseg.kafka_releases import DEFAULT, DumpLogRelease, as_release
 from kseg.formats.attributes import CODEC_NONE, TIMESTAMP_TYPE_NAMES
 from kseg.log.control import control_info
 from kseg.log.encode import legacy_message_crc
@@ -31,9 +32,10 @@ from kseg.ops.dump import (
     TailEvent,
 )
 from kseg.printable import printable as safe
-from kseg.render import bulk
+from kseg.render import bulk, lines as line_writers
 from kseg.render.fields import RecordView, json_fields, text_line
-from kseg.render.companions import INDEX_CHUNK, INDEX_LINES, index_findings_lines, index_text, kafka_lines
+from kseg.render.companions import (INDEX_CHUNK, INDEX_LINES, PATH_MAP_ORDERS, index_findings_lines, index_text,
+                                    kafka_lines)
 from kseg.render.lines import bool_text, iso_utc, text_escape, text_head
 from kseg.render.jsonout import dumps, encoder
 from kseg.render.payload import (BUILTIN, Decoder, add_decoder_failures, decoder_failures, decoder_notes,
@@ -450,14 +452,14 @@ class KafkaRenderer:
     """kafka-dump-log.sh's lines, quirks included (the stray ``}``, OptionalLong, reversed lists)."""
 
     def __init__(self, out: IO, err: TextIO, key_decoder: Decoder | None, value_decoder: Decoder | None,
-                 deep: bool = False, kafka_version: str = "4", skip_record_metadata: bool = False,
+                 deep: bool = False, kafka_version: "str | DumpLogRelease" = DEFAULT, skip_record_metadata: bool = False,
                  index_sanity: bool = False, verify_index: bool = False):
         self.out, self.err = out, err
         self.write = binary_writer(out)
         self.kd, self.vd = key_decoder, value_decoder
         self.kmode, self.vmode = payload_mode(key_decoder), payload_mode(value_decoder)
         self.deep = deep
-        self.kafka_version = kafka_version  # "4" or "3.9": whose lines to print (kseg.decoders.KAFKA_VERSIONS)
+        self.release = as_release(kafka_version)  # whose lines to print (kseg.kafka_releases)
         self.skip_record_metadata = skip_record_metadata
         self.index_sanity, self.verify_index = index_sanity, verify_index  # --index-sanity-check & co.
         self.non_consecutive: dict[str, list[tuple[int, int]]] = {}
@@ -483,7 +485,7 @@ class KafkaRenderer:
                 for line in self.log_preamble:
                     w(line + "\n")
             if ev.kind == "log":
-                w(f"Log starting offset: {ev.base_offset}\n")
+                w(f"{self.release.log_start_label}: {ev.base_offset}\n")
             elif ev.kind == "checkpoint":
                 name = ev.path.name
                 if name == BOOTSTRAP_FILE:
@@ -496,14 +498,19 @@ class KafkaRenderer:
             gaps: list[tuple[int, int]] = []
             text, last = bulk.kafka_plain_run(r.batches, s.data, s.records, _TS_NAMES, _PLAIN_CODEC, ev.records,
                                               self.kmode, self.vmode, self._last_or_start(), gaps,
-                                              self.kafka_version != "4")
+                                              self.release.legacy_crc_brace)
             self.write(text)
             self._note_gaps(ev, gaps)
             if last is not None:
                 self._last_offset = last
         elif isinstance(ev, BatchEvent):
             b = ev.batch
-            self.write(bulk.kafka_batch_line(b, ev.crc_valid, b.timestamp_type_name, b.codec_name))
+            if self.release.record_batch_fields or not self.release.delete_horizon or self.release.codec_names_upper:
+                codec = b.codec_name.upper() if self.release.codec_names_upper else b.codec_name
+                self.write(line_writers.kafka_batch_line(b, ev.crc_valid, b.timestamp_type_name, codec,
+                                                         delete_horizon=self.release.delete_horizon))
+            else:
+                self.write(bulk.kafka_batch_line(b, ev.crc_valid, b.timestamp_type_name, b.codec_name))
             if ev.spans is not None:  # what takes_spans asked for
                 s = ev.spans
                 gaps: list[tuple[int, int]] = []
@@ -516,15 +523,17 @@ class KafkaRenderer:
             if ev.records is not None:
                 decoded = ev.decoded
                 if (decoded is None and not b.is_control and ev.records and self.kmode is not None
-                        and self.vmode is not None and not self.skip_record_metadata):
+                        and self.vmode is not None and not self.skip_record_metadata
+                        and not self.release.record_batch_fields):
                     gaps = []
                     self.write(bulk.kafka_records(ev.records, *self._bulk_args(ev, gaps)))
                     self._note_gaps(ev, gaps)
                     self._last_offset = ev.records[-1].offset
                     return
+                first = ev.records[0].offset if ev.records else b.offset
                 for i, r in enumerate(ev.records):
                     self._track(ev, r.offset)
-                    w(self._record_line(b, r, None if decoded is None else decoded[i]))
+                    w(self._record_line(b, r, None if decoded is None else decoded[i], first))
         elif isinstance(ev, TailEvent):
             if ev.reported:
                 w(f"Found {ev.tail.length} invalid bytes at the end of {safe(ev.path.name)}\n")
@@ -539,7 +548,7 @@ class KafkaRenderer:
                 return
             try:
                 lines = kafka_lines(ev, index_sanity=self.index_sanity, verify_index=self.verify_index,
-                                    kafka_version=self.kafka_version)
+                                    release=self.release)
             except KsegError as e:
                 if self.index_sanity and ev.kind in INDEX_LINES:
                     raise  # the sanity check failed: the tool stops there and exits 1
@@ -565,17 +574,19 @@ class KafkaRenderer:
 
     @property
     def takes_spans(self) -> bool:
-        return _takes_spans(bulk.kafka_spans, self.kmode, self.vmode) and not self.skip_record_metadata
+        return (_takes_spans(bulk.kafka_spans, self.kmode, self.vmode) and not self.skip_record_metadata
+                and not self.release.record_batch_fields)
 
     @property
     def takes_plain_runs(self) -> bool:
-        return _takes_spans(bulk.kafka_plain_run, self.kmode, self.vmode) and not self.skip_record_metadata
+        return (_takes_spans(bulk.kafka_plain_run, self.kmode, self.vmode) and not self.skip_record_metadata
+                and not self.release.record_batch_fields)
 
     def _last_or_start(self) -> int | None:
         """The offset before the next record, for the gap report: the last one shown, or (Kafka 4
         compares a file's first record with -1 too) -1 at a file's start."""
         last = self._last_offset
-        if last is None and self.kafka_version == "4":
+        if last is None and self.release.gap_from_file_start:
             return -1
         return last
 
@@ -585,7 +596,7 @@ class KafkaRenderer:
         b = ev.batch
         seq = -1 if b.base_sequence is None else b.base_sequence
         return (b.timestamp_type_name, b.magic, b.offset, seq, self.kmode, self.vmode, self._last_or_start(), gaps,
-                self.kafka_version != "4")
+                self.release.legacy_crc_brace)
 
     def _note_gaps(self, ev: BatchEvent | PlainRunEvent, gaps: list[tuple[int, int]]) -> None:
         if gaps:  # a file is listed in the report only when it has a gap
@@ -602,13 +613,19 @@ class KafkaRenderer:
             self._gap_list(ev).append((last, offset))
         self._last_offset = offset
 
-    def _record_line(self, b: Batch, r: Record, decoded: "DecodedRecord | None" = None) -> str:
-        parts = [] if self.skip_record_metadata else [self._record_metadata(b, r)]
+    def _record_line(self, b: Batch, r: Record, decoded: "DecodedRecord | None" = None,
+                     first_offset: int | None = None) -> str:
+        if self.skip_record_metadata:
+            parts = []
+        elif self.release.record_batch_fields:
+            parts = [self._record_and_batch_metadata(b, r, b.offset if first_offset is None else first_offset)]
+        else:
+            parts = [self._record_metadata(b, r)]
         if b.is_control:
             return "".join(parts) + "\n"
         if decoded is not None:
             # --offsets-decoder / --transaction-log-decoder / --cluster-metadata-decoder & co.
-            key, payload = decoded.kafka_text(self.kafka_version)
+            key, payload = decoded.kafka_text(self.release)
         else:
             key = None if self.kd is None or r.key is None else self._text(r.key, self.kd)
             payload = None if self.vd is None or r.value is None else self._text(r.value, self.vd)
@@ -618,8 +635,37 @@ class KafkaRenderer:
             parts.append(f"{prefix}key: {key}")
             prefix = " "
         if payload is not None:
-            parts.append(f"{' ' if self.kafka_version != '4' else prefix}payload: {payload}")
+            parts.append(f"{' ' if self.release.payload_space_without_metadata else prefix}payload: {payload}")
         return "".join(parts) + "\n"
+
+    def _record_and_batch_metadata(self, b: Batch, r: Record, first_offset: int) -> str:
+        """Kafka 2.8's record metadata: the record's fields, then its batch's (a v0/v1 wrapper's base
+        offset is its first inner message's), then the sequence or the message's CRC again."""
+        v2 = b.magic >= 2
+        valid = bool_text(True if v2 else _legacy_crc_valid(b, r))
+        crc = "null" if v2 else r.crc
+        codec = b.codec_name.upper() if self.release.codec_names_upper else b.codec_name
+        line = (f"| offset: {r.offset} isValid: {valid} crc: {crc} "
+                f"keySize: {-1 if r.key is None else len(r.key)} valueSize: {-1 if r.value is None else len(r.value)} "
+                f"{TIMESTAMP_TYPE_NAMES[b.timestamp_type]}: {r.timestamp} "
+                f"baseOffset: {b.offset if v2 else first_offset} lastOffset: {b.last_offset} "
+                f"baseSequence: {_or_none(b.base_sequence)} lastSequence: {b.last_sequence} "
+                f"producerEpoch: {_or_none(b.producer_epoch)} "
+                f"partitionLeaderEpoch: {_or_none(b.partition_leader_epoch)} batchSize: {b.size} magic: {b.magic} "
+                f"compressType: {codec} position: {b.position}")
+        if v2:
+            keys = ",".join(header_key_text(h.key) for h in r.headers)
+            line += f" sequence: {record_sequence(b, r)} headerKeys: [{keys}]"
+        else:
+            line += f" crc: {r.crc} isvalid: {valid}"
+        if b.is_control:
+            try:
+                info = control_info(r)
+                line += (f" endTxnMarker: {info.type_name} coordinatorEpoch: {info.coordinator_epoch}"
+                         if info.is_txn_marker else f" controlType: {info.type_name}({info.type_id})")
+            except KsegError:
+                line += " controlType: UNKNOWN(-1)"
+        return line
 
     def _record_metadata(self, b: Batch, r: Record) -> str:
         ts_name = TIMESTAMP_TYPE_NAMES[b.timestamp_type]
@@ -632,7 +678,7 @@ class KafkaRenderer:
             parts.append(f" sequence: {record_sequence(b, r)} headerKeys: [{keys}]")
         else:
             crc_ok = _legacy_crc_valid(b, r)
-            parts.append(f" isValid: {bool_text(crc_ok)} crc: {r.crc}{'}' if self.kafka_version != '4' else ''}")
+            parts.append(f" isValid: {bool_text(crc_ok)} crc: {r.crc}{'}' if self.release.legacy_crc_brace else ''}")
         if b.is_control:
             try:
                 info = control_info(r)
@@ -641,7 +687,7 @@ class KafkaRenderer:
                 else:
 
                     # SnapshotHeader {...}, SnapshotFooter, KRaftVersion, KRaftVoters (Kafka 4: LeaderChange too)
-                    kraft = control_kafka_text(r, self.kafka_version)
+                    kraft = control_kafka_text(r, self.release)
                     parts.append(f" {kraft}" if kraft else f" controlType: {info.type_name}({info.type_id})")
             except KsegError:
                 parts.append(" controlType: UNKNOWN(-1)")
@@ -660,27 +706,33 @@ class KafkaRenderer:
         add_decoder_failures((self.kd, self.vd), failures)
 
     def close(self) -> None:
-        for line in index_findings_lines(self.index_findings, self.kafka_version):
+        for line in index_findings_lines(self.index_findings, self.release):
             self.err.write(line + "\n")
-        for line in non_consecutive_lines(self.non_consecutive, self.kafka_version):
+        for line in non_consecutive_lines(self.non_consecutive, self.release):
             self.err.write(line + "\n")
         for note in decoder_notes(self.kd, self.vd):
             self.err.write(note + "\n")
 
 
-def non_consecutive_lines(non_consecutive: dict[str, list[tuple[int, int]]], kafka_version: str = "4") -> list[str]:
+def non_consecutive_lines(non_consecutive: dict[str, list[tuple[int, int]]],
+                          release: "str | DumpLogRelease" = DEFAULT) -> list[str]:
     """kafka-dump-log.sh's stderr report of offset gaps, per file (absolute path): the files in
-    the order of Kafka's hash map of paths; the pairs as Kafka 3.x prepends them to a list
-    (reverse order) or as Kafka 4 keeps them, in a map sorted by offset."""
-
-    order = java_hash_map_order if kafka_version == "4" else scala_hash_map_order
+    the order of the release's hash map of paths; the pairs as older tools prepend them to a list
+    (reverse order) or as newer ones keep them, in a map sorted by offset."""
+    release = as_release(release)
+    order = PATH_MAP_ORDERS[release.path_map_order]
     lines = []
     for path in order(list(non_consecutive)):
         pairs = non_consecutive[path]
         lines.append(f"Non-consecutive offsets in {path}")
-        shown = sorted(dict(pairs).items()) if kafka_version == "4" else list(reversed(pairs))
+        shown = sorted(dict(pairs).items()) if release.gaps_sorted else list(reversed(pairs))
         lines.extend(f"  {a} is followed by {b}" for a, b in shown)
     return lines
+
+
+def _or_none(v: int | None) -> int:
+    """A v0/v1 message's missing v2 field as Kafka prints it (-1)."""
+    return -1 if v is None else v
 
 
 def _legacy_crc_valid(batch: Batch, r: Record) -> bool:

@@ -228,8 +228,9 @@ def bool_text(v: bool) -> str:
     return "true" if v else "false"
 
 
-def kafka_batch_line(b: Batch, crc_valid: bool, ts_name: str, codec_name: str) -> bytes:
-    """kafka-dump-log.sh's line for a batch (v2) or a message or wrapper (v0/v1)."""
+def kafka_batch_line(b: Batch, crc_valid: bool, ts_name: str, codec_name: str, delete_horizon: bool = True) -> bytes:
+    """kafka-dump-log.sh's line for a batch (v2) or a message or wrapper (v0/v1); ``delete_horizon``:
+    the v2 field the tools print since Kafka 3.0."""
     if b.magic >= 2:
         horizon = b.delete_horizon_ms
         line = (
@@ -238,8 +239,9 @@ def kafka_batch_line(b: Batch, crc_valid: bool, ts_name: str, codec_name: str) -
             f"baseSequence: {b.base_sequence} lastSequence: {b.last_sequence} producerId: {b.producer_id} "
             f"producerEpoch: {b.producer_epoch} partitionLeaderEpoch: {b.partition_leader_epoch} "
             f"isTransactional: {bool_text(b.is_transactional)} isControl: {bool_text(b.is_control)} "
-            f"deleteHorizonMs: {'OptionalLong.empty' if horizon is None else f'OptionalLong[{horizon}]'} "
-            f"position: {b.position} "
+            + (f"deleteHorizonMs: {'OptionalLong.empty' if horizon is None else f'OptionalLong[{horizon}]'} "
+               if delete_horizon else "")
+            + f"position: {b.position} "
         )
     else:
         line = f"offset: {b.offset} position: {b.position} "

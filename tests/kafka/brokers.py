@@ -38,20 +38,37 @@ RELEASES: dict[str, tuple[str, str]] = {
     "2.8": ("2.8.2", "kafka.tools.DumpLogSegments"),
     "3.6": ("3.6.2", "kafka.tools.DumpLogSegments"),
     "3.9": ("3.9.2", "kafka.tools.DumpLogSegments"),
+    "4.0": ("4.0.2", "kafka.tools.DumpLogSegments"),
+    "4.1": ("4.1.2", "kafka.tools.DumpLogSegments"),
+    "4.2": ("4.2.2", "kafka.tools.DumpLogSegments"),
     "4": ("4.3.1", "org.apache.kafka.tools.DumpLogSegments"),
+    "4.4": ("4.4.0", "org.apache.kafka.tools.DumpLogSegments"),
 }
+#: release -> its release line (``kseg dump --kafka-version``): "4" is the 4.3 line, kept under its first
+#: name since its corpus (fixtures/kafka-4) and the tiered, clients and cleaner scenarios run it
+LINES = {release: ".".join(v.split(".")[:2]) for release, (v, _) in RELEASES.items()}
 #: the releases run with ZooKeeper (the others as a KRaft combined node); they can keep topics in the
 #: old message formats (v0/v1) since the broker speaks inter.broker.protocol.version 2.8
 ZOOKEEPER_RELEASES = frozenset({"2.8", "3.6", "3.9"})
 
 
 #: the releases the live tests run by default (what ``pytest`` and so ``make test`` start brokers for);
-#: KSEG_KAFKA_RELEASES="2.8 3.6 3.9 4" (or "all") runs the live dump tier on others too
+#: KSEG_KAFKA_RELEASES="2.8 3.6 3.9 4.0 4.1 4.2 4 4.4" (or "all") runs the live dump tier on others too
 LIVE_DEFAULT = ("3.9", "4")
 
 
 def uses_zookeeper(release: str) -> bool:
     return release in ZOOKEEPER_RELEASES
+
+
+#: the releases whose segment.bytes cannot go below 1 MiB (since 4.1); small test segments take the
+#: internal.segment.bytes topic config there instead
+INTERNAL_SEGMENT_BYTES_RELEASES = frozenset({"4.1", "4.2", "4", "4.4"})
+
+
+def segment_bytes_config(release: str) -> str:
+    """The topic config that sets a small segment size on the release's broker."""
+    return "internal.segment.bytes" if release in INTERNAL_SEGMENT_BYTES_RELEASES else "segment.bytes"
 
 
 def live_releases() -> tuple[str, ...]:

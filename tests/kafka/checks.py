@@ -25,6 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import brokers
+
 REPO = Path(__file__).resolve().parents[2]
 KSEG = str(Path(sys.executable).with_name("kseg"))
 
@@ -120,9 +122,9 @@ def kafka_args(rel: str, combo: str) -> list[str]:
     return ["--files", rel, *COMBOS[combo]]
 
 
-#: tool release -> the ``kseg dump --kafka-version`` whose lines are compared with its outputs (2.8 and
-#: 3.6 have none of their own: where their lines differ from 3.9's, KNOWN_DIFFERENCES says so)
-KSEG_KAFKA_VERSION = {"2.8": "3.9", "3.6": "3.9", "3.9": "3.9", "4": "4"}
+#: tool release (tests/kafka/brokers.py) -> the ``kseg dump --kafka-version`` whose lines are compared with
+#: its outputs: its release line ("4", the 4.3.1 corpus, is the 4.3 line)
+KSEG_KAFKA_VERSION = brokers.LINES
 
 
 def kseg_args(rel: str, combo: str, tool: str = "4") -> list[str] | None:
@@ -145,7 +147,6 @@ def kafka_dumps(release: str, logdir: Path, jobs: int = 2, suffixes: tuple[str, 
 
     One dict per run: file, combo, command, exit, stdout, stderr (paths as ``$LOGDIR/``).
     """
-    import brokers
 
     def one(job: tuple[str, str]) -> dict:
         rel, combo = job
@@ -222,30 +223,16 @@ def kseg_records(partition: Path) -> list[dict[str, Any]]:
 #: ("4>4", "3.9>3.9", and "3.9>4" for Kafka 4's tool on the 3.9 broker's files). The file pattern is
 #: matched against the path relative to the log dir (``*`` crosses ``/``). A follow-up fix in kseg removes
 #: its entry; the xfail(strict=True) marks make a stale entry fail.
-_DEEP = ("deep", "data", "deep-data", "deep-data-max-bytes")
-_LINES_2_8 = ("Kafka 2.8's kafka-dump-log.sh prints other lines than 3.9's, which kseg prints (--kafka-version has "
-              "no 2.8): ")
 _APPEND_INDEXED = ("kseg index --rebuild indexes as Kafka 3.7+ brokers do (an entry per batch, the time index at the "
                    "batch's last offset); this release's broker indexed each append (one entry for a produce request's "
                    "whole message set, at its largest offset) and put a time-index entry at the offset of the first "
                    "record holding the largest timestamp, inside the batch")
 KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {
-    **{("2.8>2.8", "*.log", combo): _LINES_2_8 + "'Starting offset:' for 'Log starting offset:', no deleteHorizonMs, "
-                                      "codec names in capitals, each record line repeats its batch's fields, the old "
-                                      "offsets and transaction decoders' text"
-       for combo in ("plain", *_DEEP, "offsets", "transactions")},
-    # the producer snapshots that hold producers (the others print no entry line)
-    **{("2.8>2.8", f"{partition}/*.snapshot", "plain"): _LINES_2_8 + "no lastTimestamp, currentTxnFirstOffset as a "
-                                                          "Scala Option (None, Some(N))"
-       for partition in ("__consumer_offsets-0", "idempotent-0", "txn-0", "v2-0")},
     # the rolled segments of several messages per produce request (v0/v1), and of batches whose first record
     # holds the largest timestamp (v2)
     **{(f"{release}>{release}", rel, "index-rebuild"): _APPEND_INDEXED
        for release in ("2.8", "3.6")
        for rel in ("v0-0/00000000000000000000.log", "v1-0/00000000000000000000.log", "v2-0/00000000000000000256.log")},
-    ("3.6>3.6", "__consumer_offsets-*", "offsets"): "Kafka 3.6's --offsets-decoder prints its older text "
-        "(group_metadata::group=G, offset_commit::group=G,partition=T-P, offset=N and a JSON of the group without "
-        "its schema version); kseg prints 3.9's JSON (--kafka-version has no 3.6); every other line of 3.6 is 3.9's",
 }
 
 

@@ -65,7 +65,7 @@ PARTITION = 0
 
 
 def topics_for(release: str) -> dict[str, dict[str, str]]:
-    seg_key = "segment.bytes" if brokers.uses_zookeeper(release) else "internal.segment.bytes"
+    seg_key = brokers.segment_bytes_config(release)
     cfg = {
         "cleanup.policy": "compact",
         seg_key: str(SEGMENT_BYTES),
@@ -195,7 +195,7 @@ def produce(bootstrap: str, release: str) -> None:
     # until something is appended); alter_configs replaces a topic's whole set
     from kafka.admin import ConfigResource, ConfigResourceType
 
-    seg_key = "segment.bytes" if brokers.uses_zookeeper(release) else "internal.segment.bytes"
+    seg_key = brokers.segment_bytes_config(release)
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
         admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, n, configs={**c, seg_key: str(CLEAN_SEGMENT_BYTES)})
@@ -210,7 +210,7 @@ def produce_map(bootstrap: str, release: str) -> None:
     from kafka import KafkaAdminClient, KafkaProducer
     from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 
-    seg_key = "segment.bytes" if brokers.uses_zookeeper(release) else "internal.segment.bytes"
+    seg_key = brokers.segment_bytes_config(release)
     cfg = {**topics_for(release)["cv2"], seg_key: str(MAP_SEGMENT_BYTES)}
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:

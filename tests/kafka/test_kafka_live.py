@@ -1,6 +1,7 @@
 """Live tier: real Kafka brokers (2.8, 3.6 and 3.9 with ZooKeeper, 4.x KRaft) write, kseg reads, Kafka judges.
 
-3.9 and 4 by default; ``KSEG_KAFKA_RELEASES="2.8 3.6 3.9 4"`` (or ``all``) picks the releases.
+3.9 and 4 by default; ``KSEG_KAFKA_RELEASES="2.8 3.6 3.9 4.0 4.1 4.2 4 4.4"`` (or ``all``) picks the
+releases (names of ``brokers.RELEASES``; each is compared with its release line's ``--kafka-version``).
 
 One broker per release per session (``brokers.py``), the traffic of
 ``traffic.py``, a clean stop, then for every file the broker wrote:

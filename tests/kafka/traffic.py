@@ -49,8 +49,10 @@ def _b(s: bytes | None) -> str | None:
 
 def topics_for(release: str) -> dict[str, dict[str, str]]:
     """Topic name -> topic configs."""
-    seg_key = "segment.bytes" if brokers.uses_zookeeper(release) else "internal.segment.bytes"
-    small = {seg_key: str(SEGMENT_BYTES), "index.interval.bytes": str(INDEX_INTERVAL)}
+    seg_key = brokers.segment_bytes_config(release)
+    # retention.ms -1: the records' timestamps are in 2023, older than the default week (a 4.4 broker
+    # deleted those segments soon after the writes)
+    small = {seg_key: str(SEGMENT_BYTES), "index.interval.bytes": str(INDEX_INTERVAL), "retention.ms": "-1"}
     preallocated = {"segment.index.bytes": str(PREALLOCATED_INDEX_BYTES)}
     topics = {
         "v2": dict(small),

@@ -113,13 +113,15 @@ def kseg_usage(release: str, args: list[str]) -> tuple[int, str, str]:
     import io
     import os
 
+    import brokers
     from kseg.cli.dumplog import main
 
     out, err = io.BytesIO(), io.StringIO()
     old = os.getcwd()
     os.chdir(LOGDIR)
     try:
-        rc = main(["--kafka-version", release, *args], out, err)  # taken out: no arguments stays none
+        # --kafka-version is taken out: no arguments stays none; "4" (4.3.1) is the 4.3 line
+        rc = main(["--kafka-version", brokers.LINES[release], *args], out, err)
     finally:
         os.chdir(old)
     return rc, out.getvalue().decode("utf-8", "replace"), err.getvalue()

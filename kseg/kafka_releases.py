@@ -1,0 +1,101 @@
+"""How each Apache Kafka release line's kafka-dump-log.sh prints, as data: one row per line.
+
+``kseg dump --format kafka --kafka-version LINE`` (and ``kseg-dump-log``) reproduce the
+DumpLogSegments of one release line byte for byte. Where the lines' tools print differently,
+the difference is a named field of :class:`DumpLogRelease`; the renderers and decoders read
+fields of the row and never compare version strings. Each row was checked against the newest
+patch release of its line (``checked``) on files real brokers wrote (``fixtures/kafka-*``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+__all__ = ["DEFAULT", "KAFKA_VERSIONS", "NEWEST_ALIAS", "RELEASES", "DumpLogRelease", "as_release", "kafka_release"]
+
+
+@dataclass(frozen=True)
+class DumpLogRelease:
+    """One release line's kafka-dump-log.sh: what it prints where the lines differ."""
+
+    line: str  # "2.8", "3.6", ..., "4.4": what --kafka-version takes
+    checked: str  # the patch release whose tool the row was held to ("2.8.2")
+    # the line after a .log file's "Dumping" line: "Starting offset: N" (2.8) or "Log starting offset: N"
+    log_start_label: str = "Log starting offset"
+    # a v2 batch line's "deleteHorizonMs: OptionalLong..." (3.0 and later)
+    delete_horizon: bool = True
+    # codec names as the Java enum's names (NONE, GZIP: 2.8) or its lower-case names
+    codec_names_upper: bool = False
+    # each record line repeats its batch's fields (isValid, crc, baseOffset ... position: 2.8)
+    record_batch_fields: bool = False
+    # a stray "}" after a v0/v1 record line's crc (3.x)
+    legacy_crc_brace: bool = False
+    # --skip-record-metadata: " payload:" keeps its space (3.x) or starts the line with "| " when no key does
+    payload_space_without_metadata: bool = False
+    # non-consecutive offsets: a file's first record is compared with -1 too (else it only sets the start)
+    gap_from_file_start: bool = False
+    # non-consecutive offsets: the pairs in a map sorted by offset (else prepended to a list: newest first)
+    gaps_sorted: bool = False
+    # the order the tool's map of file paths lists the files in: "java" (HashMap) or "scala" (mutable.Map)
+    path_map_order: str = "java"
+    # .index mismatches: in a map by offset, highest first (else prepended to a list)
+    index_mismatches_by_offset: bool = False
+    # "The following indexed offsets are not found in :PATH" (else "... not found in the log.")
+    not_found_names_file: bool = False
+    # the decoders' texts to print, most preferred first, where a record has them ("classic": 2.8/3.6's
+    # Scala offsets formatter; "3": Kafka 3.x's texts; "transaction-state-names": 4.4's transaction-log
+    # JSON with the state's name); none: Kafka 4.3's JSON
+    decoder_texts: tuple[str, ...] = ()
+    # a KRaft LeaderChange control record as "LeaderChange: {...}" (else "controlType: LEADER_CHANGE(2)")
+    leader_change_text: bool = True
+    # producer snapshots: "lastTimestamp: N" after currentTxnFirstOffset (3.0 and later)
+    snapshot_last_timestamp: bool = True
+    # producer snapshots: currentTxnFirstOffset as a Scala Option (None, Some(N): 2.8) or an OptionalLong
+    snapshot_scala_option: bool = False
+    # producer snapshots: a space ends an entry without batch metadata (3.x; Kafka 4 ends it after lastTimestamp)
+    snapshot_space_without_batch: bool = False
+    # remote log metadata: ", txnIdxEmpty=..." in segment metadata (4.0 and later: the storage-api jar's text)
+    remote_txn_index_empty: bool = True
+
+
+# Kafka 2.8 to 4.2's tool is the Scala kafka.tools.DumpLogSegments of the broker's jar; 4.3 rewrote it in
+# Java (org.apache.kafka.tools.DumpLogSegments, in kafka-tools)
+_3X = DumpLogRelease("3.9", "3.9.2", legacy_crc_brace=True, payload_space_without_metadata=True,
+                     path_map_order="scala", decoder_texts=("3",), leader_change_text=False,
+                     snapshot_space_without_batch=True, remote_txn_index_empty=False)
+_4X = DumpLogRelease("4.3", "4.3.1", gap_from_file_start=True, gaps_sorted=True, index_mismatches_by_offset=True,
+                     not_found_names_file=True)
+
+#: every release line, oldest first
+RELEASES: tuple[DumpLogRelease, ...] = (
+    replace(_3X, line="2.8", checked="2.8.2", log_start_label="Starting offset", delete_horizon=False,
+            codec_names_upper=True, record_batch_fields=True, decoder_texts=("classic", "3"),
+            snapshot_last_timestamp=False, snapshot_scala_option=True),
+    replace(_3X, line="3.6", checked="3.6.2", decoder_texts=("classic", "3")),
+    _3X,
+    replace(_3X, line="4.0", checked="4.0.2", remote_txn_index_empty=True),
+    replace(_3X, line="4.1", checked="4.1.2", remote_txn_index_empty=True, decoder_texts=(), leader_change_text=True),
+    replace(_3X, line="4.2", checked="4.2.2", remote_txn_index_empty=True, decoder_texts=(), leader_change_text=True),
+    _4X,
+    replace(_4X, line="4.4", checked="4.4.0", decoder_texts=("transaction-state-names",)),
+)
+
+_BY_LINE = {r.line: r for r in RELEASES}
+#: the name that means the newest line of its major release
+NEWEST_ALIAS = "4"
+#: what --kafka-version takes: the alias of the newest line first (the default), then every line, newest first
+KAFKA_VERSIONS: tuple[str, ...] = (NEWEST_ALIAS, *(r.line for r in reversed(RELEASES)))
+DEFAULT = RELEASES[-1]
+
+
+def kafka_release(name: str) -> DumpLogRelease:
+    """The row of a --kafka-version name ("4" is the newest 4.x line); KeyError for an unknown one."""
+    if name == NEWEST_ALIAS:
+        return max((r for r in RELEASES if r.line.split(".")[0] == NEWEST_ALIAS),
+                   key=lambda r: tuple(map(int, r.line.split("."))))
+    return _BY_LINE[name]
+
+
+def as_release(release: "str | DumpLogRelease") -> DumpLogRelease:
+    """A row, from itself or from its --kafka-version name."""
+    return release if isinstance(release, DumpLogRelease) else kafka_release(release)
