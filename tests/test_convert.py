@@ -344,3 +344,44 @@ def test_index_check_and_rebuild(tmp_path):
     assert code == 0, text
     assert (part / "00000000000000000000.index").read_bytes() == original
     assert run("index", seg, "--check")[0] == 0
+
+
+# Each conversion with its options, on fixtures/logdir (magic 0, 1 and 2 partitions).
+CONVERSION_RUNS = {
+    "up-convert": ("up-convert", "--to-magic", "2"),
+    "down-convert": ("down-convert", "--to-magic", "1", "--skip-unconvertible"),
+    "recompress": ("recompress", "--codec", "lz4"),
+    "rebase": ("rebase", "--base-offset", "1000"),
+}
+
+
+def test_every_conversion_has_a_times_row():
+    from kseg.ops.convert_split import CONVERSIONS
+    assert set(CONVERSION_RUNS) == set(CONVERSIONS)
+
+
+@pytest.mark.parametrize("command", sorted(CONVERSION_RUNS))
+def test_converted_segments_keep_their_inputs_times(tmp_path, command):
+    """A broker's time-based retention reads a segment's modification time where its batches hold
+    no timestamps (magic 0); a converted segment keeps its input's, as Kafka's cleaner does."""
+    src = tmp_path / "in"
+    shutil.copytree(Path(__file__).parent.parent / "fixtures" / "logdir", src)
+    old = {}
+    for i, seg in enumerate(sorted(src.rglob("*.log"))):
+        when = 1_000_000_000 + 3600 * i  # 2001, an hour apart: no run can land there by chance
+        os.utime(seg, (when, when))
+        old[seg.relative_to(src)] = when
+    args = CONVERSION_RUNS[command]
+    if command == "rebase":
+        src, old = src / "v2-txn-0", {k.relative_to("v2-txn-0"): v for k, v in old.items() if k.parts[0] == "v2-txn-0"}
+    res = CliRunner().invoke(main, [*args, str(src), "-o", str(tmp_path / "out")])
+    assert res.exit_code in (0, 1), res.output
+    written = sorted((tmp_path / "out").rglob("*.log"))
+    assert written
+    inputs_by_position = {}
+    for rel, when in old.items():
+        inputs_by_position.setdefault(rel.parent, []).append(when)
+    for out in written:
+        rel = out.relative_to(tmp_path / "out")
+        times = sorted(inputs_by_position[rel.parent])
+        assert out.stat().st_mtime in times, f"{rel}: {out.stat().st_mtime} not an input's time {times}"

@@ -29,6 +29,7 @@ from kseg.log.segment import base_offset_of, companion_path, segment_file_name
 from kseg.model import Batch
 from kseg.ops.convert import Summary
 from kseg.ops.skips import Skipped, skipped_line
+from kseg.storage import copy_times
 
 Transform = Callable[[Iterable[Batch], Summary], Iterator[bytes]]
 _PREFIX = LOG_ENTRY_PREFIX.struct
@@ -172,6 +173,9 @@ def run_segment(src: Path, dst: Path, base_offset: int, transform: Transform, su
         sink.abort()
         raise
     sink.commit()
+    # The input's time kept, as Kafka's cleaner keeps a cleaned segment's: where the batches carry
+    # no timestamps (magic 0) a broker's time-based retention reads the file's modification time.
+    copy_times(src, dst)
 
 
 def run_partition(segs: list[Path], out_dir: Path, make_transform: Callable[[list[Path]], tuple[Transform, int]],
