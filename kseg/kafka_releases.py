@@ -56,13 +56,28 @@ class DumpLogRelease:
     snapshot_space_without_batch: bool = False
     # remote log metadata: ", txnIdxEmpty=..." in segment metadata (4.0 and later: the storage-api jar's text)
     remote_txn_index_empty: bool = True
+    # --files: a name without a "." stops the tool (the Scala tool's suffix lookup fails: 2.8-4.2), else
+    # it is an unknown file, skipped with a line
+    suffixless_name_stops: bool = False
+    # the package of the tool's own decoder classes (StringDecoder, ...): kafka.serializer's up to 3.6
+    decoder_class_package: str = "org.apache.kafka.tools.api."
+    # kafka.serializer's decoder classes still taken, swapped for the new ones with a notice on stdout (3.9)
+    serializer_decoders_deprecated: bool = False
+    # .checkpoint files (KRaft snapshots, 3.0 and later) dumped, else an unknown file skipped with a line
+    dumps_checkpoints: bool = True
+    # --max-message-size read (and a bad one met) at each .log file too (2.8), not only at .index files
+    max_message_size_at_logs: bool = False
+    # what --version prints, where it is more than the release (2.8 adds its commit)
+    version_text: str | None = None
 
+
+_SERIALIZER = "kafka.serializer."  # the decoder classes' package up to Kafka 3.6 (deprecated in 3.9, gone in 4.0)
 
 # Kafka 2.8 to 4.2's tool is the Scala kafka.tools.DumpLogSegments of the broker's jar; 4.3 rewrote it in
 # Java (org.apache.kafka.tools.DumpLogSegments, in kafka-tools)
 _3X = DumpLogRelease("3.9", "3.9.2", legacy_crc_brace=True, payload_space_without_metadata=True,
                      path_map_order="scala", decoder_texts=("3",), leader_change_text=False,
-                     snapshot_space_without_batch=True, remote_txn_index_empty=False)
+                     snapshot_space_without_batch=True, remote_txn_index_empty=False, suffixless_name_stops=True)
 _4X = DumpLogRelease("4.3", "4.3.1", gap_from_file_start=True, gaps_sorted=True, index_mismatches_by_offset=True,
                      not_found_names_file=True)
 
@@ -70,9 +85,10 @@ _4X = DumpLogRelease("4.3", "4.3.1", gap_from_file_start=True, gaps_sorted=True,
 RELEASES: tuple[DumpLogRelease, ...] = (
     replace(_3X, line="2.8", checked="2.8.2", log_start_label="Starting offset", delete_horizon=False,
             codec_names_upper=True, record_batch_fields=True, decoder_texts=("classic", "3"),
-            snapshot_last_timestamp=False, snapshot_scala_option=True),
-    replace(_3X, line="3.6", checked="3.6.2", decoder_texts=("classic", "3")),
-    _3X,
+            snapshot_last_timestamp=False, snapshot_scala_option=True, decoder_class_package=_SERIALIZER,
+            dumps_checkpoints=False, max_message_size_at_logs=True, version_text="2.8.2 (Commit:3146c6ff4a24cc24)"),
+    replace(_3X, line="3.6", checked="3.6.2", decoder_texts=("classic", "3"), decoder_class_package=_SERIALIZER),
+    replace(_3X, serializer_decoders_deprecated=True),
     replace(_3X, line="4.0", checked="4.0.2", remote_txn_index_empty=True),
     replace(_3X, line="4.1", checked="4.1.2", remote_txn_index_empty=True, decoder_texts=(), leader_change_text=True),
     replace(_3X, line="4.2", checked="4.2.2", remote_txn_index_empty=True, decoder_texts=(), leader_change_text=True),

@@ -120,3 +120,55 @@ def test_internal_topics_decode_in_every_replica_kind(kind: str) -> None:
     from kseg.decoders import family_for
     folder = "__consumer_offsets-3" if kind == LIVE else f"__consumer_offsets-3.{ID}-{kind}"
     assert family_for(f"/d/{folder}/00000000000000000000.log", "auto") == "offsets"
+
+
+def _totals(doc: dict) -> tuple[int, int, int]:
+    return doc["records"], doc["batches"], doc["bytes"]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_stats_keeps_renamed_replicas_out_of_the_topic_totals(log_dir: Path, tmp_path: Path, jobs: str) -> None:
+    live = tmp_path / "live"
+    for name in ("t-0", "t-1"):  # the same live partitions alone: what the totals must be
+        write_partition(live / name, 2, "none", segments=2, n_batches=1, per=2)
+    code, out, _ = cli("stats", "--format", "json", "-j", jobs, log_dir)
+    assert code == 0
+    doc = json.loads(out)
+    alone = json.loads(cli("stats", "--format", "json", live)[1])
+    assert _totals(doc) == _totals(alone) and doc["records"] == 8
+    rows = [(t["topic"], t.get("replica", LIVE), sorted(Path(p["path"]).name for p in t["partitions"]))
+            for t in doc["topics"]]
+    assert rows == [("t", LIVE, ["t-0", "t-1"]), ("t", DELETING, [f"t-0.{ID}-delete"]),
+                    ("t", FUTURE, [f"t-0.{ID[::-1]}-future"]), ("t", STRAY, [f"t-1.{ID}-stray"])]
+    live_topic = doc["topics"][0]
+    assert _totals(live_topic) == _totals(alone["topics"][0]) and live_topic["partitions_count"] == 2
+    for t in doc["topics"][1:]:
+        assert _totals(t) == (4, 2, _totals(t)[2]) and t["partitions"][0]["replica"] == t["replica"]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_stats_text_puts_renamed_replicas_below_the_total(log_dir: Path, jobs: str) -> None:
+    code, out, _ = cli("stats", "-j", jobs, log_dir)
+    assert code == 0
+    names = [line.split("  ")[0] for line in out.splitlines()[2:7]]
+    assert names == ["t-0", "t-1", "total (2 partitions)", "t-0 (delete)", "t-0 (future)"]
+    assert out.splitlines()[7].startswith("t-1 (stray) ")
+    assert out.splitlines()[-1].startswith("2 partition(s), 8 records, ")
+    assert out.splitlines()[-1].endswith(" (renamed replicas not counted: 1 delete, 1 future, 1 stray); 0 problem(s)")
+
+
+def test_stats_counts_a_problem_in_a_renamed_replica(log_dir: Path) -> None:
+    seg = log_dir / f"t-1.{ID}-stray" / "00000000000000000000.log"
+    seg.write_bytes(seg.read_bytes()[:-3])  # a torn last batch
+    code, out, _ = cli("stats", "--format", "json", log_dir)
+    doc = json.loads(out)
+    assert code == 1 and doc["ok"] is False
+    assert doc["problem_count"] == 0 and doc["topics"][-1]["problem_count"] == 1
+    code, out, _ = cli("stats", log_dir)
+    assert code == 1 and out.splitlines()[-1].endswith("; 1 problem(s)")
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_stats_with_renamed_replicas_is_the_same_on_two_processes(log_dir: Path, fmt: str) -> None:
+    assert cli("stats", "--format", fmt, "--segments", "-j", "1", log_dir) == \
+        cli("stats", "--format", fmt, "--segments", "-j", "2", log_dir)

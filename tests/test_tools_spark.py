@@ -45,6 +45,18 @@ def test_stats(spark):
     assert on_spark.stdout == plain.stdout
 
 
+def test_stats_keeps_renamed_replicas_apart(spark, tmp_path):
+    from builders import write_partition
+
+    for name in ("t-0", "t-0.0123456789abcdef0123456789abcdef-delete", "t-0.fedcba9876543210fedcba9876543210-future",
+                 "t-1", "t-1.0123456789abcdef0123456789abcdef-stray"):
+        write_partition(tmp_path / name, 2, "none", segments=2, n_batches=1, per=2)
+    for fmt in ("text", "json"):
+        plain, on_spark = both("stats", tmp_path, "--format", fmt)
+        assert on_spark.exit_code == plain.exit_code == 0
+        assert on_spark.stdout == plain.stdout and "delete" in plain.stdout
+
+
 def test_find(spark, tmp_path):
     root = keyed_log_dir(tmp_path / "logs", per_partition_batches=10)
     for args in (["--key", "user-42", "--partitioner", "--topic", "orders", "--partitions", "4"],

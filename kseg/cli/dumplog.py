@@ -10,7 +10,8 @@ go through the same operation and renderer as ``kseg dump --format kafka`` (``ma
 Rules: stdout is DumpLogSegments' bytes; exit codes are its own (help and usage errors 1, a
 file it could not read 1 after what it printed up to there). Where it would print a Java stack
 trace, kseg prints one line, ``kseg-dump-log: error: ...``. kseg's own additions: ``--kafka-version
-4|3.9`` (or ``KSEG_KAFKA_VERSION``) chooses whose bytes, default 4; a decoder class kseg cannot
+LINE`` (a release line of ``kseg.kafka_releases``, or ``KSEG_KAFKA_VERSION``) chooses whose bytes,
+default 4, and so which options, decoder classes and file names the tool takes; a decoder class kseg cannot
 run (anything but Kafka's own) is exit 2. Checks that DumpLogSegments makes only when it reaches
 a file (a decoder class, ``--max-bytes``, ``--max-message-size``) are made at the same file here.
 """
@@ -64,10 +65,10 @@ class Opt:
 
 
 _DECODER_HELP = ("Decode each {what} with this class: Kafka's own StringDecoder, LongDecoder, IntegerDecoder "
-                 "or DefaultDecoder of org.apache.kafka.tools.api (with --kafka-version 3.9 also "
-                 "kafka.serializer's); kseg runs no other class.")
+                 "or DefaultDecoder of org.apache.kafka.tools.api (of kafka.serializer with --kafka-version "
+                 "2.8 and 3.6, either with 3.9); kseg runs no other class.")
 
-#: DumpLogSegments' options (Kafka 4.3.1 and 3.9.2), in its help's order; the descriptions are kseg's
+#: DumpLogSegments' options (every release line's: ``since``), in its help's order; the descriptions are kseg's
 OPTIONS: tuple[Opt, ...] = (
     Opt("cluster-metadata-decoder", "Decode records as KRaft cluster metadata records."),
     Opt("deep-iteration", "Show every record, not only batches. Implied by --print-data-log."),
@@ -108,18 +109,16 @@ DECODER_FLAGS = {
 }
 
 _API = "org.apache.kafka.tools.api."
-#: Kafka's own decoder classes -> kseg's payload decoder (kseg.render.payload.BUILTIN). DefaultDecoder
-#: gives a byte[], which Kafka prints as an object id (``[B@1b6d3586``): kseg shows the bytes in hex.
-DECODER_CLASSES = {
-    _API + "StringDecoder": "java-string",
-    _API + "LongDecoder": "long",
-    _API + "IntegerDecoder": "int",
-    _API + "DefaultDecoder": "hex",
-}
-#: Kafka 3.x's deprecated decoder classes, which its DumpLogSegments swaps for the new ones (saying so
-#: on stdout each time it loads one); Kafka 4 no longer has them
-DEPRECATED_DECODER_CLASSES = {f"kafka.serializer.{n}": _API + n
-                              for n in ("StringDecoder", "LongDecoder", "IntegerDecoder", "DefaultDecoder")}
+#: Kafka's own decoder classes (in a release's ``decoder_class_package``) -> kseg's payload decoder
+#: (kseg.render.payload.BUILTIN). DefaultDecoder gives a byte[], which Kafka prints as an object id
+#: (``[B@1b6d3586``): kseg shows the bytes in hex.
+DECODERS = {"StringDecoder": "java-string", "LongDecoder": "long", "IntegerDecoder": "int", "DefaultDecoder": "hex"}
+#: the newest releases' classes
+DECODER_CLASSES = {_API + name: kseg for name, kseg in DECODERS.items()}
+#: kafka.serializer's classes (Kafka 3.6 and before; 3.9 swaps them for the new ones, saying so on stdout
+#: each time it loads one; Kafka 4 no longer has them) -> the new ones
+DEPRECATED_DECODER_CLASSES = {f"kafka.serializer.{n}": _API + n for n in DECODERS}
+
 
 class ToolError(Exception):
     """Where DumpLogSegments stops (with a Java exception): one line and its exit code."""
@@ -135,6 +134,7 @@ class Parsed:
     without one), in order."""
 
     given: dict[str, list[str | None]] = field(default_factory=dict)
+    defaults: dict[str, str | None] = field(default_factory=dict)  # the release's (``options_of``)
 
     def has(self, name: str) -> bool:
         return name in self.given
@@ -144,15 +144,17 @@ class Parsed:
         values = [v for v in self.given.get(name, []) if v is not None]
         if len(values) > 1:
             raise ToolError(f"--{name} was given {len(values)} values; it takes one")
-        return values[0] if values else _OPTS[name].default
+        return values[0] if values else self.defaults.get(name, _OPTS[name].default)
 
 
 _OPTS = {o.name: o for o in OPTIONS}
 
 
 def options_of(release: str) -> dict[str, Opt]:
-    """The options the ``release``'s parser accepts."""
-    return {o.name: o for o in OPTIONS if _version(o.since) <= _version(release)}
+    """The options the ``release``'s parser accepts, with its defaults (its own StringDecoder class)."""
+    string_decoder = kafka_release(release).decoder_class_package + "StringDecoder"
+    return {o.name: replace(o, default=string_decoder) if o.name.endswith("-decoder-class") else o
+            for o in OPTIONS if _version(o.since) <= _version(release)}
 
 
 def _version(v: str) -> tuple[int, ...]:
@@ -165,7 +167,7 @@ def parse(args: Sequence[str], release: str) -> Parsed:
     ``=value`` or the next word (taken whatever it is) for a required argument, the next word
     for an optional one unless it looks like an option; no abbreviations; other words ignored."""
     known = options_of(release)
-    parsed = Parsed()
+    parsed = Parsed(defaults={name: o.default for name, o in known.items()})
     i = 0
     while i < len(args):
         token = args[i]
@@ -314,25 +316,27 @@ class Run:
 
     def decoder_names(self) -> tuple[str, str, tuple[str, ...]]:
         """(key decoder, value decoder, notices) for kseg's payload decoders, checked as DumpLogSegments
-        loads the classes (value first) when it reaches a log file: Kafka 3.x swaps its deprecated
-        classes with a notice on stdout, Kafka 4 has none of them; kseg runs no other class."""
+        loads the classes (value first) when it reaches a log file: the release's own classes, Kafka
+        3.9 swaps kafka.serializer's with a notice on stdout, a release has not the other package's
+        classes (Java's ClassNotFoundException, exit 1); kseg runs no other class."""
+        row = kafka_release(self.release)
+        own = {row.decoder_class_package + name: kseg for name, kseg in DECODERS.items()}
         names, notices = {}, []
         for which in ("value", "key"):
             cls_name = self.parsed.value(f"{which}-decoder-class") or ""
-            if cls_name in DEPRECATED_DECODER_CLASSES and _version(self.release) < (3, 9):
-                cls_name = DEPRECATED_DECODER_CLASSES[cls_name]  # before 3.9: the tool's own classes
-            elif cls_name in DEPRECATED_DECODER_CLASSES:
-                if _version(self.release) >= (4,):
-                    raise ToolError(f"--{which}-decoder-class {cls_name}: no such class in Kafka 4 (it was "
-                                    f"Kafka 3.x's; use {DEPRECATED_DECODER_CLASSES[cls_name]})")
+            if cls_name in DEPRECATED_DECODER_CLASSES and row.serializer_decoders_deprecated:
                 notices.append(f"{cls_name} is deprecated. Please use {DEPRECATED_DECODER_CLASSES[cls_name]} "
                                "instead")
                 cls_name = DEPRECATED_DECODER_CLASSES[cls_name]
-            if cls_name not in DECODER_CLASSES:
+            if cls_name in own:
+                names[which] = own[cls_name]
+            elif cls_name in DECODER_CLASSES or cls_name in DEPRECATED_DECODER_CLASSES:
+                raise ToolError(f"--{which}-decoder-class {cls_name}: no such class in Kafka {row.line}'s tool "
+                                f"(its own are {row.decoder_class_package}*)")
+            else:
                 raise ToolError(f"--{which}-decoder-class {cls_name or '(empty)'}: kseg cannot run Java classes; "
-                                f"Kafka's own are {', '.join(DECODER_CLASSES)} (kseg dump --{which}-decoder "
+                                f"Kafka's own are {', '.join(own)} (kseg dump --{which}-decoder "
                                 "takes a Python module:function)", EXIT_USAGE)
-            names[which] = DECODER_CLASSES[cls_name]
         return names["key"], names["value"], tuple(notices)
 
     def max_bytes(self) -> int:
@@ -357,7 +361,8 @@ def main(argv: Sequence[str] | None = None, stdout: IO[bytes] | None = None,
             err.write(ABOUT + "\n" + help_text(release))
             return EXIT_DATA
         if parsed.has("version"):
-            out.write(f"{kafka_release(release).checked}\n".encode())
+            row = kafka_release(release)
+            out.write(f"{row.version_text or row.checked}\n".encode())
             return 0
         if not parsed.has("files"):
             err.write('Missing required argument "[files]"\n' + help_text(release))
@@ -425,6 +430,8 @@ def _dump(run: Run, out: IO[bytes], err: TextIO) -> int:
     options = dump_options_for("kafka", renderer, records=run.deep, decode=run.decode,
                                max_bytes=None if max_bytes is None or max_bytes < 0 or max_bytes == INT_MAX
                                else max_bytes)
+    row = kafka_release(run.release)
+    known = tuple(s for s in DUMP_LOG_SUFFIXES if row.dumps_checkpoints or s != CHECKPOINT_SUFFIX)
     bad = 0
     try:
         with catching_signals():
@@ -432,14 +439,16 @@ def _dump(run: Run, out: IO[bytes], err: TextIO) -> int:
                 shown = _JavaName(java_file_name(arg))
                 suffix = kafka_suffix(shown.name if str(shown) else "")
                 stop = None
-                if suffix is None and _version(run.release) < (4,):
-                    stop = ToolError(f"{printable(shown)}: a name without a suffix (Kafka 3.x stops here)")
-                elif suffix not in DUMP_LOG_SUFFIXES:  # others are ignored with a line
+                if suffix is None and row.suffixless_name_stops:
+                    stop = ToolError(f"{printable(shown)}: a name without a suffix (Kafka {row.line}'s tool "
+                                     "stops here)")
+                elif suffix not in known:  # others are ignored with a line
                     renderer(FileStart(shown, "unknown", None))
                     renderer(SkippedEvent(shown, "unknown file type"))
                     continue
                 elif suffix in (LOG_SUFFIX, CHECKPOINT_SUFFIX):
-                    stop = decoder_error or max_bytes_error
+                    stop = decoder_error or max_bytes_error or (max_message_error if row.max_message_size_at_logs
+                                                                else None)
                 elif suffix == INDEX_SUFFIX:
                     stop = max_message_error
                 offset = java_long_head(shown.name)

@@ -23,7 +23,7 @@ from kseg.log.control import control_info
 from kseg.log.decode import effective_log_append_time, records_region
 from kseg.log.fast import ACCELERATED, decode_v2_records
 from kseg.log.records import batch_records, payload_bytes
-from kseg.log.listing import CLEANER_CHECKPOINT, RUN, reading_groups, replica_note
+from kseg.log.listing import CLEANER_CHECKPOINT, LIVE, RUN, reading_groups, replica_kind, replica_note
 from kseg.log.segment import Segment, base_offset_of, partition_of
 from kseg.model import Batch
 from kseg.ops.executors import Operation, execute, here_only, weight_of
@@ -285,23 +285,35 @@ class PartitionStats:
     dirty_ratio: float | None = None  # the cleaner's: dirty / (clean + dirty) bytes, active segment left out
     # Segments renamed, deleted, grown or changed during the run (``kseg.log.identity``): not problems.
     notes: list[str] = field(default_factory=list)
+    replica: str = LIVE  # a folder the broker renamed (``kseg.log.listing.REPLICA_KINDS``), else LIVE
 
 
 @dataclass
 class TopicStats:
+    """A topic's live partitions, or (``replica`` not LIVE) its replicas of one renamed kind."""
+
     topic: str | None
     partitions: list[PartitionStats] = field(default_factory=list)
     acc: Acc = field(default_factory=Acc)
+    replica: str = LIVE
 
 
 @dataclass
 class StatsReport:
+    """Per topic; ``acc`` totals the live topics only: a replica being deleted, a stray one or a
+    future copy is not more of the topic's data (a future replica repeats a live partition)."""
+
     topics: list[TopicStats] = field(default_factory=list)
     acc: Acc = field(default_factory=Acc)
 
     @property
+    def replicas(self) -> list[TopicStats]:
+        """The rows of renamed replicas, kept out of ``acc``."""
+        return [t for t in self.topics if t.replica != LIVE]
+
+    @property
     def ok(self) -> bool:
-        return self.acc.problem_count == 0
+        return self.acc.problem_count == 0 and all(t.acc.problem_count == 0 for t in self.replicas)
 
 
 @dataclass(frozen=True)
@@ -446,7 +458,8 @@ def stats_partition(segs: list[Path], o: StatsOptions, *, folder: Path | None = 
                     first_dirty: int | None = None) -> PartitionStats:
     parsed = partition_of(folder) if folder is not None else None
     ps = PartitionStats(str(folder if folder is not None else segs[0]), parsed[0] if parsed else None,
-                        parsed[1] if parsed else None, first_dirty_offset=first_dirty)
+                        parsed[1] if parsed else None, first_dirty_offset=first_dirty,
+                        replica=replica_kind(folder.name) if folder is not None else LIVE)
     note = replica_note(folder) if folder is not None else None
     if note:  # a replica the broker renamed: under its topic-partition, and said what it is
         ps.notes.append(note)
@@ -524,19 +537,22 @@ def stats_groups(paths: Iterable[Path]) -> list[tuple[Path | None, list[Path], i
 
 def assemble(partitions: Iterable[PartitionStats]) -> StatsReport:
     """Topics and the total from per-partition figures (also what Spark tasks return); each
-    partition's sketch is dropped once merged into its topic."""
+    partition's sketch is dropped once merged into its topic. Renamed replicas make rows of their
+    own, one per topic and kind, after the live topics, and stay out of the total."""
     report = StatsReport()
-    by_topic: dict[str | None, TopicStats] = {}
+    by_topic: dict[tuple[str | None, str], TopicStats] = {}
     for ps in partitions:
-        ts = by_topic.get(ps.topic)
+        ts = by_topic.get((ps.topic, ps.replica))
         if ts is None:
-            ts = by_topic[ps.topic] = TopicStats(ps.topic)
+            ts = by_topic[(ps.topic, ps.replica)] = TopicStats(ps.topic, replica=ps.replica)
             report.topics.append(ts)
         ts.partitions.append(ps)
         ts.acc.merge(ps.acc)
         ps.acc.freeze()
+    report.topics.sort(key=lambda t: t.replica != LIVE)  # stable: plan order within live and replicas
     for ts in report.topics:
-        report.acc.merge(ts.acc)
+        if ts.replica == LIVE:
+            report.acc.merge(ts.acc)
     return report
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from kseg.errors import InputError
 from kseg.log.atomic import write_atomic
 from kseg.printable import printable
+from kseg.render.tools import partition_name
 
 __all__ = ["html_report", "label", "write_html_report"]
 
@@ -65,7 +66,7 @@ def _figures(report: Any) -> list[tuple[str, Any]]:
     fig.update_layout(title="Batch size histogram (bytes, power-of-two buckets)", yaxis=dict(title="batches"))
     figs.append(("batch-sizes", fig))
     parts = [p for t in report.topics for p in t.partitions]
-    names = [label(f"{p.topic}-{p.partition}" if p.topic is not None else p.path) for p in parts]
+    names = [label(partition_name(p)) for p in parts]
     fig = go.Figure()
     fig.add_trace(go.Bar(x=names, y=[p.acc.bytes for p in parts], name="bytes", offsetgroup=1))
     fig.add_trace(go.Bar(x=names, y=[p.acc.records for p in parts], name="records", yaxis="y2", offsetgroup=2))
@@ -97,15 +98,18 @@ def html_report(report: Any, title: str = "kseg stats") -> str:
     for t in report.topics:
         for p in t.partitions:
             a = p.acc
-            rows.append([printable(f"{p.topic}-{p.partition}" if p.topic is not None else p.path), a.records, a.batches, a.bytes,
+            rows.append([printable(partition_name(p)), a.records, a.batches, a.bytes,
                          f"{a.compression_ratio:.2f}x" if a.compression_ratio else "-",
                          min(a.keys.count(), a.keyed), a.tombstones, len(a.producers),
                          f"{a.committed}/{a.aborted}/{a.open_transactions}",
                          a.compactable()["records_removable_estimate"], a.problem_count])
     problems = [pr for t in report.topics for p in t.partitions for pr in p.acc.problems]
     a = report.acc
+    renamed = len(report.replicas)  # rows of renamed replicas, after the live topics and not in the total
+    live = report.topics[:len(report.topics) - renamed]
+    aside = f" ({renamed} rows of renamed replicas not counted)" if renamed else ""
     summary = (f"{a.records} records, {a.batches} batches, {a.bytes} bytes in "
-               f"{sum(len(t.partitions) for t in report.topics)} partitions of {len(report.topics)} topics; "
+               f"{sum(len(t.partitions) for t in live)} partitions of {len(live)} topics{aside}; "
                f"{a.problem_count} problem(s)")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(printable(title))}</title>

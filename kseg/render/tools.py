@@ -5,10 +5,11 @@ Each writer takes the operation's report (data) and a stream; nothing here reads
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
-from kseg.log.listing import LIVE, replica_kind
+from kseg.log.listing import LIVE, REPLICA_KINDS
 from kseg.printable import printable
 from kseg.render.jsonout import dumps
 from kseg.render.lines import text_escape
@@ -186,9 +187,8 @@ def find_summary(st: Any) -> str:
 def stats_json(report: Any, segments: bool = True) -> dict[str, Any]:
     """The document of ``kseg stats --format json``: the total, then per topic, partition and segment."""
     def part(p: Any) -> dict[str, Any]:
-        kind = replica_kind(p.path.rstrip("/").rsplit("/", 1)[-1])
         d = {"path": p.path, "topic": p.topic, "partition": p.partition,
-             **({"replica": kind} if kind != LIVE else {}), **p.acc.as_json(),
+             **_replica_key(p), **p.acc.as_json(),
              "first_dirty_offset": p.first_dirty_offset, "dirty_ratio": p.dirty_ratio, "notes": list(p.notes)}
         if segments:
             d["segments"] = [{"file": s.file, "base_offset": s.base_offset, "first_offset": s.first_offset,
@@ -198,8 +198,13 @@ def stats_json(report: Any, segments: bool = True) -> dict[str, Any]:
         return d
 
     return {"ok": report.ok, **report.acc.as_json(),
-            "topics": [{"topic": t.topic, "partitions_count": len(t.partitions), **t.acc.as_json(),
+            "topics": [{"topic": t.topic, **_replica_key(t), "partitions_count": len(t.partitions), **t.acc.as_json(),
                         "partitions": [part(p) for p in t.partitions]} for t in report.topics]}
+
+
+def _replica_key(row: Any) -> dict[str, str]:
+    """``{"replica": kind}`` for a renamed replica's partition or topic row, nothing for a live one."""
+    return {"replica": row.replica} if row.replica != LIVE else {}
 
 
 def _time(ms: int | None) -> str:
@@ -239,12 +244,15 @@ def write_stats(report: Any, out: TextIO, fmt: str, segments: bool = False) -> N
     if fmt == "json":
         out.write(dumps(stats_json(report), indent=2) + "\n")
         return
-    parts = [p for t in report.topics for p in t.partitions]
-    rows = [_stats_row(_partition_name(p), p.acc, p.dirty_ratio) for p in parts]
-    rows.append(_stats_row(f"total ({len(parts)} partitions)", report.acc))
+    live = [p for t in report.topics if t.replica == LIVE for p in t.partitions]
+    replicas = [p for t in report.replicas for p in t.partitions]  # after the total, which leaves them out
+    parts = live + replicas
+    rows = [_stats_row(partition_name(p), p.acc, p.dirty_ratio) for p in live]
+    rows.append(_stats_row(f"total ({len(live)} partitions)", report.acc))
+    rows += [_stats_row(partition_name(p), p.acc, p.dirty_ratio) for p in replicas]
     out.write(tabulate(rows, headers=STATS_COLUMNS, tablefmt="simple", disable_numparse=True) + "\n")
     if segments:
-        seg_rows = [[_partition_name(p), s.file.rsplit("/", 1)[-1], f"{s.first_offset}..{s.last_offset}",
+        seg_rows = [[partition_name(p), s.file.rsplit("/", 1)[-1], f"{s.first_offset}..{s.last_offset}",
                      str(s.acc.records), str(s.acc.batches), size(s.acc.bytes)] for p in parts for s in p.segments]
         out.write("\n" + tabulate(seg_rows, headers=("partition", "segment", "offsets", "records", "batches", "size"),
                                   tablefmt="simple", disable_numparse=True) + "\n")
@@ -255,11 +263,15 @@ def write_stats(report: Any, out: TextIO, fmt: str, segments: bool = False) -> N
             lines.append(f"... {p.acc.problem_count - len(p.acc.problems)} more problems")
         if lines:
             out.write(f"{printable(p.path)}:\n" + "".join(f"  {x}\n" for x in lines))
-    out.write(f"{len(parts)} partition(s), {report.acc.records} records, {size(report.acc.bytes)}; "
-              f"{report.acc.problem_count} problem(s)\n")
+    problems = report.acc.problem_count + sum(t.acc.problem_count for t in report.replicas)
+    counts = Counter(p.replica for p in replicas)
+    aside = "".join(f", {counts[kind]} {kind}" for kind in REPLICA_KINDS if counts[kind])
+    out.write(f"{len(live)} partition(s), {report.acc.records} records, {size(report.acc.bytes)}"
+              f"{f' (renamed replicas not counted: {aside[2:]})' if aside else ''}; {problems} problem(s)\n")
 
 
-def _partition_name(p: Any) -> str:
+def partition_name(p: Any) -> str:
+    """``topic-n``, with a renamed replica's kind (``topic-n (delete)``), else the path."""
     if p.topic is not None and p.partition is not None:
-        return f"{p.topic}-{p.partition}"
+        return f"{p.topic}-{p.partition}" + (f" ({p.replica})" if p.replica != LIVE else "")
     return p.path

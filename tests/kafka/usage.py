@@ -9,9 +9,10 @@ must be equal; stderr too, except that one line ``kseg-dump-log: error: ...`` st
 Java printed an exception and its stack, and the help's descriptions are kseg's own words (its
 options, their arguments and defaults must be Kafka's).
 
-``python tests/kafka/usage.py`` runs the real tools (Java, mvn) and writes
-``fixtures/kafka-dump-log-usage/<release>.json``, which ``tests/test_dump_log_dropin.py``
-compares against without Java; ``tests/kafka/test_kafka_dump_log_live.py`` runs both live.
+``python tests/kafka/usage.py [RELEASE…]`` runs the real tools (Java, mvn) and writes
+``fixtures/kafka-dump-log-usage/<release>.json`` (a Java stack cut after the exception's first
+line), which ``tests/test_dump_log_dropin.py`` compares against without Java;
+``tests/kafka/test_kafka_dump_log_live.py`` runs both live.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 LOGDIR = REPO / "fixtures" / "kafka-4" / "logdir"
 GOLDEN = REPO / "fixtures" / "kafka-dump-log-usage"
-RELEASES = ("3.9", "4")
+#: every release line (names of brokers.RELEASES; "4" is the 4.3 line)
+RELEASES = ("2.8", "3.6", "3.9", "4.0", "4.1", "4.2", "4", "4.4")
 
 _I = "v2-0/00000000000000000000.index"
 _T = "v2-0/00000000000000000000.timeindex"
@@ -85,8 +87,18 @@ CASES: dict[str, list[str]] = {
     "share-decoder": ["--files", _I, "--share-group-state-decoder"],
 }
 
-#: case id -> why kseg-dump-log's (exit, stdout, stderr) may not be compared in full (none yet)
-NOT_COMPARED: dict[str, str] = {}
+#: "case" or "release:case" -> why kseg-dump-log's (exit, stdout, stderr) is not yet Kafka's there
+#: (the test expects the difference: it fails once the two agree)
+NOT_COMPARED: dict[str, str] = {
+    "2.8:decoder-class-unknown-offsets": (
+        "Kafka 2.8's offsets formatter knows offset-commit values up to version 3 and stops at the first "
+        "version 4 value (IllegalStateException, exit 1); kseg prints it with 2.8's text and goes on"),
+}
+
+
+def not_compared(release: str, case: str) -> str | None:
+    """Why the case is not yet Kafka's for the release (None: it is)."""
+    return NOT_COMPARED.get(f"{release}:{case}") or NOT_COMPARED.get(case)
 
 #: case id -> kseg-dump-log's exit code where it is not Kafka's on purpose: a decoder class other than
 #: Kafka's own is one kseg cannot run (usage, 2), where Kafka loads it from its class path (1 if absent)
@@ -104,8 +116,18 @@ def kafka_usage(release: str) -> dict[str, dict]:
     for case, args in CASES.items():
         rc, o, e = brokers.dump_log_segments(release, *args, cwd=LOGDIR)
         out[case] = {"args": args, "exit": rc, "stdout": o.decode("utf-8", "replace"),
-                     "stderr": e.decode("utf-8", "replace")}
+                     "stderr": without_stack(e.decode("utf-8", "replace"))}
     return out
+
+
+def without_stack(stderr: str) -> str:
+    """Java's stderr up to the end of its exception's first line: what :func:`differences` reads
+    (the stack below it, a few kilobytes a case, is not compared)."""
+    m = _EXCEPTION.search(stderr)
+    if not m:
+        return stderr
+    end = stderr.find("\n", m.end())
+    return stderr if end < 0 else stderr[:end + 1]
 
 
 def kseg_usage(release: str, args: list[str]) -> tuple[int, str, str]:
@@ -168,12 +190,12 @@ def differences(case: str, kafka: dict, rc: int, out: str, err: str) -> list[str
     return problems
 
 
-def write_golden() -> None:
+def write_golden(releases: tuple[str, ...] = RELEASES) -> None:
     GOLDEN.mkdir(parents=True, exist_ok=True)
-    for release in RELEASES:
+    for release in releases:
         (GOLDEN / f"{release}.json").write_text(json.dumps(kafka_usage(release), indent=1, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    write_golden()
+    write_golden(tuple(sys.argv[1:]) or RELEASES)
