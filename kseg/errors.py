@@ -114,6 +114,11 @@ class IndexFileError(DataError):
     """A companion file (.index, .timeindex, .txnindex, .snapshot) is malformed or disagrees with its log."""
 
 
+class OlderToolStopsError(DataError):
+    """A record an older release's kafka-dump-log.sh cannot decode and stops at (exit 1, as its
+    tool's exception does): its kafka lines end where that tool's output ended."""
+
+
 class InputError(KsegError):
     """The input cannot be used at all: missing file, wrong kind, bad option (exit code 2)."""
 

@@ -43,7 +43,8 @@ class DumpLogRelease:
     # "The following indexed offsets are not found in :PATH" (else "... not found in the log.")
     not_found_names_file: bool = False
     # the decoders' texts to print, most preferred first, where a record has them ("classic": 2.8/3.6's
-    # Scala offsets formatter; "3": Kafka 3.x's texts; "transaction-state-names": 4.4's transaction-log
+    # Scala offsets formatter; "offsets-v3": 2.8's, which knows offset-commit values up to version 3 and
+    # stops at a later one; "3": Kafka 3.x's texts; "transaction-state-names": 4.4's transaction-log
     # JSON with the state's name); none: Kafka 4.3's JSON
     decoder_texts: tuple[str, ...] = ()
     # a KRaft LeaderChange control record as "LeaderChange: {...}" (else "controlType: LEADER_CHANGE(2)")
@@ -84,7 +85,7 @@ _4X = DumpLogRelease("4.3", "4.3.1", gap_from_file_start=True, gaps_sorted=True,
 #: every release line, oldest first
 RELEASES: tuple[DumpLogRelease, ...] = (
     replace(_3X, line="2.8", checked="2.8.2", log_start_label="Starting offset", delete_horizon=False,
-            codec_names_upper=True, record_batch_fields=True, decoder_texts=("classic", "3"),
+            codec_names_upper=True, record_batch_fields=True, decoder_texts=("offsets-v3", "classic", "3"),
             snapshot_last_timestamp=False, snapshot_scala_option=True, decoder_class_package=_SERIALIZER,
             dumps_checkpoints=False, max_message_size_at_logs=True, version_text="2.8.2 (Commit:3146c6ff4a24cc24)"),
     replace(_3X, line="3.6", checked="3.6.2", decoder_texts=("classic", "3"), decoder_class_package=_SERIALIZER),

@@ -94,7 +94,19 @@ def decode_offsets_record(record: Record, is_control: bool = False) -> DecodedRe
     old = decode_coordinator_record(record, RECORD_TYPES_3X, _expand_protocol, check_version=False)
     d = d.with_legacy((old.kafka_key, old.kafka_payload))
     classic = _classic_text(old)
-    return d if classic is None else d.with_variant("classic", classic)
+    if classic is None:
+        return d
+    d = d.with_variant("classic", classic)
+    rtype, version = old.key.version, None if old.value is None else old.value.version
+    if rtype in (0, 1) and version is not None and version > CLASSIC_V3_OFFSET_VALUES:
+        d = d.with_stop(CLASSIC_V3, f"offset-commit value version {version}, which the offsets decoder "
+                                    f"of Kafka 2.8 does not know (it knows 0 to {CLASSIC_V3_OFFSET_VALUES})")
+    return d
+
+
+#: the text (kseg.kafka_releases decoder_texts) of Kafka 2.8's offsets formatter, and the highest
+#: offset-commit value version it reads: it stops (an exception) at a later one
+CLASSIC_V3, CLASSIC_V3_OFFSET_VALUES = "offsets-v3", 3
 
 
 # --------------------------------------------------------------------------- Kafka 2.8 to 3.6's text

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kseg.errors import OlderToolStopsError
 from kseg.kafka_releases import DEFAULT, KAFKA_VERSIONS, DumpLogRelease, as_release
 
 __all__ = ["HIDDEN", "HIDDEN_BYTES", "KAFKA_VERSIONS", "DecodedRecord", "Part", "raw_part", "skipping_line"]
@@ -88,6 +89,8 @@ class DecodedRecord:
     kafka_payload: str | None  # what follows "payload: "
     # older tools' (key, payload) where they differ, by the name a release row's decoder_texts uses
     kafka_variants: tuple[tuple[str, tuple[str | None, str | None]], ...] = ()
+    # (decoder text name, why): a tool whose release row lists that text stops at this record
+    kafka_stops: tuple[tuple[str, str], ...] = ()
 
     @property
     def kafka_legacy(self) -> tuple[str | None, str | None] | None:
@@ -96,8 +99,11 @@ class DecodedRecord:
 
     def kafka_text(self, release: "str | DumpLogRelease" = DEFAULT) -> tuple[str | None, str | None]:
         """(key, payload) as that release line of kafka-dump-log.sh prints them."""
-        variants = dict(self.kafka_variants)
-        for name in as_release(release).decoder_texts:
+        variants, stops = dict(self.kafka_variants), dict(self.kafka_stops)
+        row = as_release(release)
+        for name in row.decoder_texts:
+            if name in stops:
+                raise OlderToolStopsError(f"{stops[name]}: Kafka {row.line}'s tool stops here")
             if name in variants:
                 return variants[name]
         return self.kafka_key, self.kafka_payload
@@ -107,7 +113,12 @@ class DecodedRecord:
         if texts == (self.kafka_key, self.kafka_payload):
             return self
         return DecodedRecord(self.key, self.value, self.kafka_key, self.kafka_payload,
-                             (*self.kafka_variants, (name, texts)))
+                             (*self.kafka_variants, (name, texts)), self.kafka_stops)
+
+    def with_stop(self, name: str, why: str) -> "DecodedRecord":
+        """This record with a tool (the releases whose ``decoder_texts`` list ``name``) that cannot
+        decode it and stops: its kafka lines end at the record's metadata."""
+        return replace(self, kafka_stops=(*self.kafka_stops, (name, why)))
 
     def with_legacy(self, legacy: tuple[str | None, str | None]) -> "DecodedRecord":
         """This record with Kafka 3.x's (key, payload)."""

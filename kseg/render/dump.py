@@ -13,7 +13,7 @@ from kseg.companions.check import DumpIndexFindings, companion_log_path, dump_in
 from kseg.companions.read import IndexSlots
 from kseg.decoders import DecodedRecord, control_kafka_text
 from kseg.decoders.jvm import java_hash_map_order, scala_hash_map_order
-from kseg.errors import KsegError
+from kseg.errors import KsegError, OlderToolStopsError
 from kseg.kafka_releases import DEFAULT, DumpLogRelease, as_release
 from kseg.formats.attributes import CODEC_NONE, TIMESTAMP_TYPE_NAMES
 from kseg.log.control import control_info
@@ -531,9 +531,12 @@ class KafkaRenderer:
                     self._last_offset = ev.records[-1].offset
                     return
                 first = ev.records[0].offset if ev.records else b.offset
-                for i, r in enumerate(ev.records):
-                    self._track(ev, r.offset)
-                    w(self._record_line(b, r, None if decoded is None else decoded[i], first))
+                try:
+                    for i, r in enumerate(ev.records):
+                        self._track(ev, r.offset)
+                        w(self._record_line(b, r, None if decoded is None else decoded[i], first))
+                except OlderToolStopsError as e:
+                    raise e.located(file=str(ev.path)) from None
         elif isinstance(ev, TailEvent):
             if ev.reported:
                 w(f"Found {ev.tail.length} invalid bytes at the end of {safe(ev.path.name)}\n")
@@ -625,7 +628,11 @@ class KafkaRenderer:
             return "".join(parts) + "\n"
         if decoded is not None:
             # --offsets-decoder / --transaction-log-decoder / --cluster-metadata-decoder & co.
-            key, payload = decoded.kafka_text(self.release)
+            try:
+                key, payload = decoded.kafka_text(self.release)
+            except OlderToolStopsError as e:
+                self.w("".join(parts))  # the older tool printed the line's metadata, then stopped
+                raise e.located(position=b.position) from None
         else:
             key = None if self.kd is None or r.key is None else self._text(r.key, self.kd)
             payload = None if self.vd is None or r.value is None else self._text(r.value, self.vd)

@@ -89,11 +89,7 @@ CASES: dict[str, list[str]] = {
 
 #: "case" or "release:case" -> why kseg-dump-log's (exit, stdout, stderr) is not yet Kafka's there
 #: (the test expects the difference: it fails once the two agree)
-NOT_COMPARED: dict[str, str] = {
-    "2.8:decoder-class-unknown-offsets": (
-        "Kafka 2.8's offsets formatter knows offset-commit values up to version 3 and stops at the first "
-        "version 4 value (IllegalStateException, exit 1); kseg prints it with 2.8's text and goes on"),
-}
+NOT_COMPARED: dict[str, str] = {}
 
 
 def not_compared(release: str, case: str) -> str | None:
