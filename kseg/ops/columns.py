@@ -15,7 +15,7 @@ from typing import Any, Iterator
 from kseg.errors import InputError, KsegError
 from kseg.facts.primitives import INT32_MAX
 from kseg.formats.attributes import CODEC_NONE, LOG_APPEND_TIME, NO_SEQUENCE
-from kseg.log.records import RecordSpans, batch_records
+from kseg.log.records import RecordSpans, batch_records, batch_spans
 from kseg.log.span_columns import span_columns
 from kseg.log.segment import Segment
 from kseg.model import Batch, record_sequence
@@ -128,9 +128,12 @@ def slice_batches(s: Slice, cond: Conditions | None, opts: ReadOptions) -> Itera
             file=s.path, position=t.position)
 
 
-def _records(b: Batch, opts: ReadOptions):
+def _records(b: Batch, opts: ReadOptions, *, spans: bool = False) -> "list | RecordSpans | KsegError":
+    """The batch's records (as the C reader's spans where ``spans`` and it gives them), or the error
+    that stopped them: each mode decides what an error does."""
     try:
-        return batch_records(b, limit=opts.max_decompressed_bytes)
+        found = batch_spans(b, limit=opts.max_decompressed_bytes) if spans else None
+        return found if found is not None else batch_records(b, limit=opts.max_decompressed_bytes)
     except KsegError as e:
         return e
 
@@ -337,15 +340,20 @@ def record_arrow(s: Slice, cond: Conditions | None, opts: ReadOptions, schema=No
     filt = cond is not None and cond.filters_records
     limit = opts.max_records_per_batch
     for b in slice_batches(s, cond, opts):
-        records = _records(b, opts)
+        # The C reader's spans go straight into the columns (``span_columns``); a record-level
+        # filter, or a batch the reader gives no spans for, goes through decoded records.
+        records = _records(b, opts, spans=not filt)
         if isinstance(records, KsegError):
             if opts.mode == "failfast":
                 raise records.located(file=s.path)
             continue
-        if filt:
-            ok = cond.record_ok  # type: ignore[union-attr]
-            records = [r for r in records if ok(r.offset, r.timestamp)]
-        cols.add(s, b, records)
+        if isinstance(records, RecordSpans):
+            cols.add_spans(s, b, records)
+        else:
+            if filt:
+                ok = cond.record_ok  # type: ignore[union-attr]
+                records = [r for r in records if ok(r.offset, r.timestamp)]
+            cols.add(s, b, records)
         if cols.n >= limit:
             yield cols.flush()
     if cols.n:
