@@ -26,6 +26,9 @@ _format = pytest.importorskip("kseg.render._format")
 
 MODES = (lines.NONE, lines.UTF8, lines.HEX, lines.BASE64)
 KAFKA_MODES = MODES + (lines.JAVA,)
+#: a batch's fields as Kafka 2.8's record lines repeat them (``lines.kafka_batch_fields``)
+BATCH_FIELDS = (" baseOffset: 0 lastOffset: 9 baseSequence: -1 lastSequence: -1 producerEpoch: -1 "
+                "partitionLeaderEpoch: 0 batchSize: 80 magic: 2 compressType: NONE position: 7")
 
 
 def agree(records: list[Record], position: int = 7, magic: int = 2, base_offset: int = 0,
@@ -38,12 +41,15 @@ def agree(records: list[Record], position: int = 7, magic: int = 2, base_offset:
     for k in KAFKA_MODES:
         for v in KAFKA_MODES:
             for last in (None, base_offset - 1, base_offset + 5):
-                gc: list = []
-                gp: list = []
-                c = _format.kafka_records(records, ts_name, magic, base_offset, base_sequence, k, v, last, gc)
-                p = lines.kafka_records(records, ts_name, magic, base_offset, base_sequence, k, v, last, gp)
-                assert c == p
-                assert gc == gp
+                for fields in (None, BATCH_FIELDS):  # Kafka 4's lines, 2.8's
+                    gc: list = []
+                    gp: list = []
+                    c = _format.kafka_records(records, ts_name, magic, base_offset, base_sequence, k, v, last, gc,
+                                              True, fields)
+                    p = lines.kafka_records(records, ts_name, magic, base_offset, base_sequence, k, v, last, gp,
+                                            True, fields)
+                    assert c == p
+                    assert gc == gp
 
 
 def spans_agree(b: Batch, records: list[Record] | KsegError) -> None:
@@ -74,13 +80,14 @@ def spans_agree(b: Batch, records: list[Record] | KsegError) -> None:
     for k in KAFKA_MODES:
         for v in KAFKA_MODES:
             for last in (None, b.offset - 1, b.offset + 5):
-                for brace in (True, False):
+                for brace, fields in ((True, None), (False, None), (False, lines.kafka_batch_fields(
+                        b, spans.first_offset, b.codec_name.upper()))):
                     gc: list = []
                     gp: list = []
                     c, c_last = _format.kafka_spans(spans.data, spans.records, spans.headers, b.timestamp_type_name,
-                                                    b.magic, b.offset, seq, k, v, last, gc, brace)
+                                                    b.magic, b.offset, seq, k, v, last, gc, brace, fields)
                     p = lines.kafka_records(records, b.timestamp_type_name, b.magic, b.offset, seq, k, v, last, gp,
-                                            brace)
+                                            brace, fields)
                     assert c == p
                     assert gc == gp
                     assert c_last == (records[-1].offset if records else last)

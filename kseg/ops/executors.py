@@ -262,7 +262,12 @@ def _stop(executor: ProcessPoolExecutor) -> None:
             p.kill()
             p.join()
     # The pool's manager thread closes its wake-up pipe as it ends; left running, it races the
-    # interpreter's exit hook, which writes to that pipe ("Bad file descriptor" on stderr).
+    # interpreter's exit hook, which writes to that pipe ("Bad file descriptor" and a traceback on
+    # stderr). Still running after the wait (a loaded machine), the pipe is marked closed first: the
+    # hook then leaves it alone, and the thread's own close skips it (the pipe goes with the pool).
     manager = getattr(executor, "_executor_manager_thread", None)
     if manager is not None:
         manager.join(timeout=5)
+        wakeup = getattr(executor, "_executor_manager_thread_wakeup", None)
+        if manager.is_alive() and wakeup is not None:
+            wakeup._closed = True

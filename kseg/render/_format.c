@@ -1138,6 +1138,8 @@ typedef struct {
     PyObject *gaps;
     PyObject *codec; /* plain runs: the codec's name, and whether record lines follow the batch lines */
     int records;
+    const char *bf; /* Kafka 2.8's lines: the batch fields each record line repeats (NULL: later lines) */
+    Py_ssize_t bfn;
 } KafkaCtx;
 
 static int kafka_one(Buf *b, RView *r, void *ctx) {
@@ -1150,16 +1152,29 @@ static int kafka_one(Buf *b, RView *r, void *ctx) {
     }
     c->last = r->off;
     c->have_last = 1;
+    int valid = c->magic >= 2 || (!r->crc_none && r->stored == (long long)r->computed);
     int rc = PUTS(b, "| offset: ");
     if (rc == 0) rc = put_i64(b, r->off);
-    if (rc == 0) rc = PUTS(b, " ");
-    if (rc == 0) rc = put(b, c->ts, c->tsn);
-    if (rc == 0) rc = PUTS(b, ": ");
-    if (rc == 0) rc = put_i64(b, r->t);
+    if (c->bf) { /* Kafka 2.8: the record's validity and CRC first, the timestamp after the sizes */
+        if (rc == 0) rc = valid ? PUTS(b, " isValid: true crc: ") : PUTS(b, " isValid: false crc: ");
+        if (rc == 0) rc = c->magic >= 2 ? PUTS(b, "null") : r->crc_none ? PUTS(b, "None") : put_i64(b, r->stored);
+    } else {
+        if (rc == 0) rc = PUTS(b, " ");
+        if (rc == 0) rc = put(b, c->ts, c->tsn);
+        if (rc == 0) rc = PUTS(b, ": ");
+        if (rc == 0) rc = put_i64(b, r->t);
+    }
     if (rc == 0) rc = PUTS(b, " keySize: ");
     if (rc == 0) rc = put_i64(b, r->knone ? -1 : r->k.n);
     if (rc == 0) rc = PUTS(b, " valueSize: ");
     if (rc == 0) rc = put_i64(b, r->vnone ? -1 : r->v.n);
+    if (c->bf) {
+        if (rc == 0) rc = PUTS(b, " ");
+        if (rc == 0) rc = put(b, c->ts, c->tsn);
+        if (rc == 0) rc = PUTS(b, ": ");
+        if (rc == 0) rc = put_i64(b, r->t);
+        if (rc == 0) rc = put(b, c->bf, c->bfn);
+    }
     if (rc == 0 && c->magic >= 2) {
         long long seq = -1, delta = (long long)((unsigned long long)r->off - (unsigned long long)c->base_offset),
                   base_seq = c->base_seq;
@@ -1175,9 +1190,12 @@ static int kafka_one(Buf *b, RView *r, void *ctx) {
             hview_release(&h);
         }
         if (rc == 0) rc = PUTS(b, "]");
+    } else if (rc == 0 && c->bf) { /* Kafka 2.8: the CRC again, then the validity */
+        rc = PUTS(b, " crc: ");
+        if (rc == 0) rc = r->crc_none ? PUTS(b, "None") : put_i64(b, r->stored);
+        if (rc == 0) rc = valid ? PUTS(b, " isvalid: true") : PUTS(b, " isvalid: false");
     } else if (rc == 0) {
-        rc = (!r->crc_none && r->stored == (long long)r->computed) ? PUTS(b, " isValid: true crc: ")
-                                                                 : PUTS(b, " isValid: false crc: ");
+        rc = valid ? PUTS(b, " isValid: true crc: ") : PUTS(b, " isValid: false crc: ");
         if (rc == 0) rc = r->crc_none ? PUTS(b, "None") : put_i64(b, r->stored);
         if (rc == 0 && c->brace) rc = PUTS(b, "}"); /* Kafka 3.x's stray brace */
     }
@@ -1196,8 +1214,8 @@ static int kafka_ctx(KafkaCtx *c, PyObject *last_obj) {
 static PyObject *kafka_records(PyObject *self, PyObject *args) {
     PyObject *records, *last_obj;
     KafkaCtx c = {.brace = 1};
-    if (!PyArg_ParseTuple(args, "Os#iLLiiOO!|p", &records, &c.ts, &c.tsn, &c.magic, &c.base_offset, &c.base_seq,
-                          &c.kmode, &c.vmode, &last_obj, &PyList_Type, &c.gaps, &c.brace))
+    if (!PyArg_ParseTuple(args, "Os#iLLiiOO!|pz#", &records, &c.ts, &c.tsn, &c.magic, &c.base_offset, &c.base_seq,
+                          &c.kmode, &c.vmode, &last_obj, &PyList_Type, &c.gaps, &c.brace, &c.bf, &c.bfn))
         return NULL;
     if (kafka_ctx(&c, last_obj) < 0) return NULL;
     Buf b = {0};
@@ -1209,8 +1227,8 @@ static PyObject *kafka_spans(PyObject *self, PyObject *args) {
     Py_buffer data, rsp, hsp;
     PyObject *last_obj;
     KafkaCtx c = {.brace = 1};
-    if (!PyArg_ParseTuple(args, "y*y*y*s#iLLiiOO!|p", &data, &rsp, &hsp, &c.ts, &c.tsn, &c.magic, &c.base_offset,
-                          &c.base_seq, &c.kmode, &c.vmode, &last_obj, &PyList_Type, &c.gaps, &c.brace))
+    if (!PyArg_ParseTuple(args, "y*y*y*s#iLLiiOO!|pz#", &data, &rsp, &hsp, &c.ts, &c.tsn, &c.magic, &c.base_offset,
+                          &c.base_seq, &c.kmode, &c.vmode, &last_obj, &PyList_Type, &c.gaps, &c.brace, &c.bf, &c.bfn))
         return NULL;
     Buf b = {0};
     int rc = kafka_ctx(&c, last_obj);
@@ -1584,10 +1602,11 @@ static PyMethodDef methods[] = {
      "text_fields(records, ts_name, position, kmode, vmode, fields, width) -> bytes: text record lines of the "
      "chosen fields, values cut past width characters (-1: whole)."},
     {"kafka_records", kafka_records, METH_VARARGS,
-     "kafka_records(records, ts_name, magic, base_offset, base_sequence, kmode, vmode, last, gaps, brace=True) -> bytes."},
+     "kafka_records(records, ts_name, magic, base_offset, base_sequence, kmode, vmode, last, gaps, brace=True, "
+     "batch_fields=None) -> bytes."},
     {"kafka_spans", kafka_spans, METH_VARARGS,
      "kafka_spans(data, record_spans, header_spans, ts_name, magic, base_offset, base_sequence, kmode, vmode, last, "
-     "gaps, brace=True) -> (bytes, last offset): kafka_records from kseg.log.records.batch_spans."},
+     "gaps, brace=True, batch_fields=None) -> (bytes, last offset): kafka_records from kseg.log.records.batch_spans."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -15,7 +15,7 @@ from kseg.decoders import DecodedRecord, control_kafka_text
 from kseg.decoders.jvm import java_hash_map_order, scala_hash_map_order
 from kseg.errors import KsegError, OlderToolStopsError
 from kseg.kafka_releases import DEFAULT, DumpLogRelease, as_release
-from kseg.formats.attributes import CODEC_NONE, TIMESTAMP_TYPE_NAMES
+from kseg.formats.attributes import CODEC_NONE, NO_SEQUENCE, TIMESTAMP_TYPE_NAMES
 from kseg.log.control import control_info
 from kseg.log.encode import legacy_message_crc
 from kseg.log.listing import BOOTSTRAP_FILE
@@ -514,7 +514,7 @@ class KafkaRenderer:
             if ev.spans is not None:  # what takes_spans asked for
                 s = ev.spans
                 gaps: list[tuple[int, int]] = []
-                text, last = bulk.kafka_spans(s.data, s.records, s.headers, *self._bulk_args(ev, gaps))
+                text, last = bulk.kafka_spans(s.data, s.records, s.headers, *self._bulk_args(ev, gaps, s.first_offset))
                 self.write(text)
                 self._note_gaps(ev, gaps)
                 if last is not None:
@@ -523,10 +523,9 @@ class KafkaRenderer:
             if ev.records is not None:
                 decoded = ev.decoded
                 if (decoded is None and not b.is_control and ev.records and self.kmode is not None
-                        and self.vmode is not None and not self.skip_record_metadata
-                        and not self.release.record_batch_fields):
+                        and self.vmode is not None and not self.skip_record_metadata):
                     gaps = []
-                    self.write(bulk.kafka_records(ev.records, *self._bulk_args(ev, gaps)))
+                    self.write(bulk.kafka_records(ev.records, *self._bulk_args(ev, gaps, ev.records[0].offset)))
                     self._note_gaps(ev, gaps)
                     self._last_offset = ev.records[-1].offset
                     return
@@ -577,8 +576,7 @@ class KafkaRenderer:
 
     @property
     def takes_spans(self) -> bool:
-        return (_takes_spans(bulk.kafka_spans, self.kmode, self.vmode) and not self.skip_record_metadata
-                and not self.release.record_batch_fields)
+        return _takes_spans(bulk.kafka_spans, self.kmode, self.vmode) and not self.skip_record_metadata
 
     @property
     def takes_plain_runs(self) -> bool:
@@ -593,13 +591,18 @@ class KafkaRenderer:
             return -1
         return last
 
-    def _bulk_args(self, ev: BatchEvent, gaps: list[tuple[int, int]]) -> tuple:
+    def _bulk_args(self, ev: BatchEvent, gaps: list[tuple[int, int]], first_offset: int) -> tuple:
         """The bulk writers' arguments after the records: the batch's facts, the offset before its first
-        record, and where to put the gaps found."""
+        record, where to put the gaps found, and (Kafka 2.8) the batch fields each record line repeats."""
         b = ev.batch
         seq = -1 if b.base_sequence is None else b.base_sequence
+        fields = self._batch_fields(b, first_offset) if self.release.record_batch_fields else None
         return (b.timestamp_type_name, b.magic, b.offset, seq, self.kmode, self.vmode, self._last_or_start(), gaps,
-                self.release.legacy_crc_brace)
+                self.release.legacy_crc_brace, fields)
+
+    def _batch_fields(self, b: Batch, first_offset: int) -> str:
+        return line_writers.kafka_batch_fields(b, first_offset, b.codec_name.upper() if self.release.codec_names_upper
+                                               else b.codec_name)
 
     def _note_gaps(self, ev: BatchEvent | PlainRunEvent, gaps: list[tuple[int, int]]) -> None:
         if gaps:  # a file is listed in the report only when it has a gap
@@ -646,25 +649,12 @@ class KafkaRenderer:
         return "".join(parts) + "\n"
 
     def _record_and_batch_metadata(self, b: Batch, r: Record, first_offset: int) -> str:
-        """Kafka 2.8's record metadata: the record's fields, then its batch's (a v0/v1 wrapper's base
-        offset is its first inner message's), then the sequence or the message's CRC again."""
-        v2 = b.magic >= 2
-        valid = bool_text(True if v2 else _legacy_crc_valid(b, r))
-        crc = "null" if v2 else r.crc
-        codec = b.codec_name.upper() if self.release.codec_names_upper else b.codec_name
-        line = (f"| offset: {r.offset} isValid: {valid} crc: {crc} "
-                f"keySize: {-1 if r.key is None else len(r.key)} valueSize: {-1 if r.value is None else len(r.value)} "
-                f"{TIMESTAMP_TYPE_NAMES[b.timestamp_type]}: {r.timestamp} "
-                f"baseOffset: {b.offset if v2 else first_offset} lastOffset: {b.last_offset} "
-                f"baseSequence: {_or_none(b.base_sequence)} lastSequence: {b.last_sequence} "
-                f"producerEpoch: {_or_none(b.producer_epoch)} "
-                f"partitionLeaderEpoch: {_or_none(b.partition_leader_epoch)} batchSize: {b.size} magic: {b.magic} "
-                f"compressType: {codec} position: {b.position}")
-        if v2:
-            keys = ",".join(header_key_text(h.key) for h in r.headers)
-            line += f" sequence: {record_sequence(b, r)} headerKeys: [{keys}]"
-        else:
-            line += f" crc: {r.crc} isvalid: {valid}"
+        """Kafka 2.8's record metadata: the record's fields, then its batch's, then the sequence or
+        the message's CRC again (the bulk writers' lines, one record at a time)."""
+        line = line_writers.kafka_records([r], TIMESTAMP_TYPE_NAMES[b.timestamp_type], b.magic, b.offset,
+                                          NO_SEQUENCE if b.base_sequence is None else b.base_sequence,
+                                          line_writers.NONE, line_writers.NONE, None, [], batch_fields=self._batch_fields(b, first_offset))
+        line = line.decode("utf-8")[:-1]
         if b.is_control:
             try:
                 info = control_info(r)
@@ -735,11 +725,6 @@ def non_consecutive_lines(non_consecutive: dict[str, list[tuple[int, int]]],
         shown = sorted(dict(pairs).items()) if release.gaps_sorted else list(reversed(pairs))
         lines.extend(f"  {a} is followed by {b}" for a, b in shown)
     return lines
-
-
-def _or_none(v: int | None) -> int:
-    """A v0/v1 message's missing v2 field as Kafka prints it (-1)."""
-    return -1 if v is None else v
 
 
 def _legacy_crc_valid(batch: Batch, r: Record) -> bool:

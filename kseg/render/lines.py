@@ -250,24 +250,45 @@ def kafka_batch_line(b: Batch, crc_valid: bool, ts_name: str, codec_name: str, d
     return line.encode("utf-8", "backslashreplace")
 
 
+def kafka_batch_fields(b: Batch, first_offset: int, codec_name: str) -> str:
+    """The batch's fields Kafka 2.8 repeats on each of its record lines, after the timestamp (a
+    v0/v1 wrapper's base offset is its first inner message's; a field v0/v1 lacks is -1)."""
+    def known(v: int | None) -> int:
+        return -1 if v is None else v
+
+    return (f" baseOffset: {b.offset if b.magic >= 2 else first_offset} lastOffset: {b.last_offset} "
+            f"baseSequence: {known(b.base_sequence)} lastSequence: {b.last_sequence} "
+            f"producerEpoch: {known(b.producer_epoch)} partitionLeaderEpoch: {known(b.partition_leader_epoch)} "
+            f"batchSize: {b.size} magic: {b.magic} compressType: {codec_name} position: {b.position}")
+
+
 def kafka_records(records: Sequence[Record], ts_name: str, magic: int, base_offset: int, base_sequence: int,
-                  kmode: int, vmode: int, last: int | None, gaps: list, brace: bool = True) -> bytes:
+                  kmode: int, vmode: int, last: int | None, gaps: list, brace: bool = True,
+                  batch_fields: str | None = None) -> bytes:
     """kafka-dump-log.sh's record lines of one batch (no control records); offsets that do not
     follow ``last`` (the offset before this batch) are appended to ``gaps`` as (previous, offset).
-    ``brace``: Kafka 3.x's stray ``}`` after a legacy record's crc (Kafka 4 prints none)."""
+    ``brace``: Kafka 3.x's stray ``}`` after a legacy record's crc (Kafka 4 prints none).
+    ``batch_fields``: Kafka 2.8's lines, which give each record's validity and CRC first, then
+    repeat its batch's fields (this text, from ``kafka_batch_fields``) after the timestamp."""
     out = []
     for r in records:
         if last is not None and r.offset != last + 1:
             gaps.append((last, r.offset))
         last = r.offset
-        line = (f"| offset: {r.offset} {ts_name}: {r.timestamp} keySize: {-1 if r.key is None else len(r.key)} "
-                f"valueSize: {-1 if r.value is None else len(r.value)}")
+        sizes = f"keySize: {-1 if r.key is None else len(r.key)} valueSize: {-1 if r.value is None else len(r.value)}"
+        valid = "true" if magic >= 2 or legacy_message_crc(r) == r.crc else "false"
+        if batch_fields is None:
+            line = f"| offset: {r.offset} {ts_name}: {r.timestamp} {sizes}"
+        else:
+            line = (f"| offset: {r.offset} isValid: {valid} crc: {'null' if magic >= 2 else r.crc} {sizes} "
+                    f"{ts_name}: {r.timestamp}{batch_fields}")
         if magic >= 2:
             keys = ",".join(java_utf8(_key_bytes(h.key)) for h in r.headers)
             line += f" sequence: {_sequence(base_sequence, r.offset - base_offset)} headerKeys: [{keys}]"
-        else:
-            valid = "true" if legacy_message_crc(r) == r.crc else "false"
+        elif batch_fields is None:
             line += f" isValid: {valid} crc: {r.crc}" + ("}" if brace else "")
+        else:
+            line += f" crc: {r.crc} isvalid: {valid}"
         if kmode != NONE and r.key is not None:
             line += " key: " + kafka_text(r.key, kmode)
         if vmode != NONE and r.value is not None:

@@ -526,6 +526,10 @@ def fuzz_lines(data: bytes) -> None:
         want = lines.kafka_records(records, ts, b.magic, b.offset, seq, k, v, None, gp)
         same("kafka_records", want, c.kafka_records(records, ts, b.magic, b.offset, seq, k, v, None, gc))
         same("kafka_records (groups)", gp, gc)
+        first = records[0].offset if records else b.offset
+        fields = lines.kafka_batch_fields(b, first, b.codec_name.upper())  # Kafka 2.8's lines
+        same("kafka_records (2.8)", lines.kafka_records(records, ts, b.magic, b.offset, seq, k, v, None, [], True, fields),
+             c.kafka_records(records, ts, b.magic, b.offset, seq, k, v, None, [], True, fields))
         spans = batch_spans(b, limit=DECOMPRESSED_LIMIT)
         if spans is None:
             continue
@@ -537,6 +541,10 @@ def fuzz_lines(data: bytes) -> None:
         got, _ = c.kafka_spans(spans.data, spans.records, spans.headers, ts, b.magic, b.offset, seq, k, v, None, gs,
                                True)
         same("kafka_spans", lines.kafka_records(records, ts, b.magic, b.offset, seq, k, v, None, [], True), got)
+        got, _ = c.kafka_spans(spans.data, spans.records, spans.headers, ts, b.magic, b.offset, seq, k, v, None, [],
+                               True, fields)
+        same("kafka_spans (2.8)", lines.kafka_records(records, ts, b.magic, b.offset, seq, k, v, None, [], True,
+                                                      fields), got)
 def _columns_outcome(fn: Callable, parts: list) -> tuple:
     """span_columns' result, or the error it raises for spans outside their data (spans are
     kseg's own: a ValueError there is the contract, the same from both twins)."""
