@@ -80,8 +80,8 @@ test: $(STAMP) $(BUILT)
 	$(PY) fixtures/generate.py --check
 	$(PY) fixtures/internal/build.py --check
 	$(KSEG) verify fixtures/logdir
-	$(PY) -m pytest -m "not live" -n auto
-	$(PY) -m pytest -m live
+	$(PY) -m pytest -m "not live" -n auto --durations=15
+	$(PY) -m pytest -m live --durations=25
 
 # The fast tier while working: unit, property and corpus tests, on every core, with a quarter
 # of the property tests' examples; no servers, no JVM, no whole-command matrices of child
