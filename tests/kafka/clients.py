@@ -218,9 +218,9 @@ def produce_java(release: str, bootstrap: str) -> None:
     tools = JAVA_TOOLS[release]
     perf = PRODUCER_PERFORMANCE
     for codec in CODECS:
-        _tool(release, perf, "--topic", "java-perf", "--num-records", "60", "--record-size", "120", "--throughput", "-1",
-              "--producer-props", f"bootstrap.servers={bootstrap}", f"compression.type={codec}", "linger.ms=5",
-              "batch.size=2048")
+        _tool(release, perf, "--topic", "java-perf", "--num-records", "60", "--record-size", "120",
+              "--throughput", "-1", "--producer-props", f"bootstrap.servers={bootstrap}",
+              f"compression.type={codec}", "linger.ms=5", "batch.size=2048")
     _tool(release, perf, "--topic", "java-txn", "--num-records", "200", "--record-size", "80", "--throughput", "400",
           "--transactional-id", "java-perf-txn", "--transaction-duration-ms", "100",
           "--producer-props", f"bootstrap.servers={bootstrap}", "compression.type=gzip", "linger.ms=5")
