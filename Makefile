@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 KSEG := $(VENV)/bin/kseg
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check docs man facts schemas bench bench-dump bench-write bench-spark bench-jobs bench-kafka fixtures kafka-corpus kafka-corpus-check kafka-cleaner-corpus kafka-convert-corpus kafka-tiered-corpus kafka-admin-corpus kafka-admin-corpus-check kafka-live clean test-sanitize fuzz-short fuzz-long
+.PHONY: demo test check docs man facts schemas bench bench-dump bench-write bench-spark bench-jobs bench-kafka fixtures kafka-corpus kafka-corpus-check kafka-cleaner-corpus kafka-convert-corpus kafka-tiered-corpus kafka-admin-corpus kafka-admin-corpus-check kafka-clients-corpus kafka-clients-corpus-check kafka-live clean test-sanitize fuzz-short fuzz-long
 
 # Two installs: BASE is kseg alone with its own dependencies (what make demo needs), STAMP adds
 # the extras the tests, Spark, the report and the docs need, and the example plugins (make test).
@@ -151,6 +151,14 @@ kafka-admin-corpus: $(STAMP)
 
 kafka-admin-corpus-check: $(STAMP)
 	$(PY) tests/kafka/admin.py --check fixtures/kafka-admin/4.3
+
+# librdkafka's and the Java client's traffic, one corpus per release (a broker each, one at a time)
+CLIENTS_RELEASES = 2.8 3.9 4 4.4
+kafka-clients-corpus: $(STAMP)
+	for r in $(CLIENTS_RELEASES); do $(PY) tests/kafka/clients.py --release $$r --write fixtures/kafka-clients/$$r || exit 1; done
+
+kafka-clients-corpus-check: $(STAMP)
+	for r in $(CLIENTS_RELEASES); do $(PY) tests/kafka/clients.py --check fixtures/kafka-clients/$$r || exit 1; done
 
 kafka-live: $(STAMP)
 	$(PY) -m pytest tests/kafka

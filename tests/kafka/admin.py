@@ -420,12 +420,13 @@ def keep_logdir(src: Path, dst: Path) -> None:
 WRITTEN_BY = f"Kafka {brokers.version(RELEASE)} broker driven by its own admin tools and Java clients"
 
 
-def dumps(logdir: Path) -> list[dict]:
+def dumps(logdir: Path, release: str = RELEASE) -> list[dict]:
     """DumpLogSegments on every kept file, with the flags :func:`checks.combos_for` gives it."""
-    return checks.kafka_dumps(RELEASE, logdir)
+    return checks.kafka_dumps(release, logdir)
 
 
-def write(root: Path, workdir: Path) -> dict[str, Any]:
+def write(root: Path, workdir: Path, release: str = RELEASE) -> dict[str, Any]:
+    assert release == RELEASE, f"the operators' scenario runs {RELEASE} only"
     logdir, manifest = run(workdir)
     keep_logdir(logdir, root / "logdir")
     stdouts = manifest.pop("_stdout")
@@ -434,7 +435,7 @@ def write(root: Path, workdir: Path) -> dict[str, Any]:
     for name, text in stdouts.items():
         (root / "answers" / f"{name}.txt").write_text(text)
     (root / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
-    clients.write_goldens(root, dumps(root / "logdir"), WRITTEN_BY)
+    clients.write_goldens(root, RELEASE, dumps(root / "logdir"), WRITTEN_BY)
     return manifest
 
 
@@ -443,4 +444,4 @@ def check_goldens(root: Path) -> list[str]:
 
 
 if __name__ == "__main__":
-    sys.exit(clients.main(write, check_goldens, __doc__ or "", "kseg-kafka-admin-"))
+    sys.exit(clients.main(write, check_goldens, __doc__ or "", "kseg-kafka-admin-", (RELEASE,), RELEASE))
