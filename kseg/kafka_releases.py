@@ -45,7 +45,8 @@ class DumpLogRelease:
     # the decoders' texts to print, most preferred first, where a record has them ("classic": 2.8/3.6's
     # Scala offsets formatter; "offsets-v3": 2.8's, which knows offset-commit values up to version 3 and
     # stops at a later one; "3": Kafka 3.x's texts; "transaction-state-names": 4.4's transaction-log
-    # JSON with the state's name); none: Kafka 4.3's JSON
+    # JSON with the state's name; "definitions-4.3": the records and fields 4.4 added, as a tool that
+    # reads by 4.3's definitions prints them); none: the newest line's JSON
     decoder_texts: tuple[str, ...] = ()
     # a KRaft LeaderChange control record as "LeaderChange: {...}" (else "controlType: LEADER_CHANGE(2)")
     leader_change_text: bool = True
@@ -80,7 +81,7 @@ _3X = DumpLogRelease("3.9", "3.9.2", legacy_crc_brace=True, payload_space_withou
                      path_map_order="scala", decoder_texts=("3",), leader_change_text=False,
                      snapshot_space_without_batch=True, remote_txn_index_empty=False, suffixless_name_stops=True)
 _4X = DumpLogRelease("4.3", "4.3.1", gap_from_file_start=True, gaps_sorted=True, index_mismatches_by_offset=True,
-                     not_found_names_file=True)
+                     not_found_names_file=True, decoder_texts=("definitions-4.3",))
 
 #: every release line, oldest first
 RELEASES: tuple[DumpLogRelease, ...] = (

@@ -7,7 +7,8 @@ and absent optional structs, non-ASCII text, negative numbers, empty and full ar
 and what that release's DumpLogSegments printed for it with the family's decoder flag. Here:
 
 * ``kseg dump --format kafka --decode FAMILY --kafka-version X`` prints those bytes exactly, and
-  what Kafka 4's tool printed for 3.9's records (``golden-kafka-4/``) with ``--kafka-version 4``;
+  what Kafka 4.3's tool printed for 3.9's and 4.4's records (``golden-kafka-4/``) with
+  ``--kafka-version 4.3``;
 * ``kseg dump --format jsonl --decode auto`` decodes every record, none shown raw or with a note;
 * the corpus holds every type and version the release's definitions list (the generated schema
   modules), so a type or version new to Kafka without its corpus entry fails;
@@ -29,11 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "kafka"))
 
 import checks  # noqa: E402
 
-from kseg.decoders.generated import kafka_3_9_2, kafka_4_3_1  # noqa: E402
+from kseg.decoders.generated import kafka_3_9_2, kafka_4_3_1, kafka_4_4_0  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "record-types"
 #: corpus folder (the release that defines its records) -> the release's generated schemas
-RELEASES = {"4": kafka_4_3_1, "3.9": kafka_3_9_2}
+RELEASES = {"4.4": kafka_4_4_0, "4": kafka_4_3_1, "3.9": kafka_3_9_2}
 #: family -> the generated table its records come from (the KRaft control messages: CONTROL)
 TABLES = {"metadata": "METADATA", "offsets": "OFFSETS", "transactions": "TRANSACTIONS",
           "share-group-state": "SHARE_STATE", "remote-log-metadata": "REMOTE_LOG"}
@@ -50,6 +51,7 @@ NOT_APPLIED = {
     # a ShareUpdate is a delta on a snapshot; the share coordinator deletes a share-partition's
     # state by a ShareSnapshot tombstone, never a ShareUpdate one (the corpus has a tombstone per type)
     ("4", "__share_group_state-0"): ("a ShareUpdate tombstone (the coordinator writes none)",),
+    ("4.4", "__share_group_state-0"): ("a ShareUpdate tombstone (the coordinator writes none)",),
     # the records of NOT_DECODED
     ("3.9", "__consumer_offsets-0"): ("unknown record type 9", "MetadataHash runs past the end",
                                       "LegacyOffsetCommitValue version"),
@@ -65,7 +67,7 @@ def _manifest(release: str) -> dict:
 
 
 def _entries() -> list:
-    """One case per segment and tool: the release's own DumpLogSegments, and Kafka 4's on 3.9's."""
+    """One case per segment and tool: the release's own DumpLogSegments, and Kafka 4.3's on 3.9's and 4.4's."""
     cases = []
     for release in RELEASES:
         if not (CORPUS / release / "manifest.json").is_file():

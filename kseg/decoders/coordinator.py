@@ -18,11 +18,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable
 
+from kseg.decoders.generated import PREVIOUS_TEXT
 from kseg.decoders.parts import DecodedRecord, Part, raw_part, skipping_line
 from kseg.decoders.schema import Message, SchemaError, Versions, decode, kafka_json, read_int16_version
 from kseg.model import Record
 
-__all__ = ["RecordTypes", "decode_coordinator_record", "kafka_key_json", "kafka_value_json"]
+__all__ = ["RecordTypes", "decode_coordinator_record", "kafka_key_json", "kafka_value_json", "with_previous_text"]
 
 # Record type (the key's int16) -> (key schema, value schema).
 RecordTypes = dict[int, tuple[Message, Message]]
@@ -102,6 +103,17 @@ def decode_coordinator_record(record: Record, types: RecordTypes, hook: ValueHoo
         hook(value_schema, data, notes)
     value_part = Part(value_schema.name, version, data, notes=tuple(notes))
     return DecodedRecord(key_part, value_part, kafka_key, kafka_value_json(version, data))
+
+
+def with_previous_text(d: DecodedRecord, record: Record, newest: RecordTypes, previous: RecordTypes,
+                       hook: ValueHook | None = None) -> DecodedRecord:
+    """``d`` with the text of the tools that read by the previous release's definitions
+    (``generated.PREVIOUS_TEXT``), where the record's type is one whose schemas the newest changed."""
+    rtype = None if d.key is None else d.key.version
+    if rtype is None or newest.get(rtype) == previous.get(rtype):
+        return d
+    old = decode_coordinator_record(record, previous, hook)
+    return d.with_variant(PREVIOUS_TEXT, (old.kafka_key, old.kafka_payload))
 
 
 # kseg's messages for bytes that end too soon: Java's reader throws a BufferUnderflowException there,

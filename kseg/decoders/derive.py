@@ -37,6 +37,8 @@ RELEASES: dict[str, tuple[str, ...]] = {
               "kafka-storage"),
     "4.3.1": ("kafka-clients", "kafka-metadata", "kafka-group-coordinator", "kafka-transaction-coordinator",
               "kafka-share-coordinator", "kafka-storage"),
+    "4.4.0": ("kafka-clients", "kafka-metadata", "kafka-group-coordinator", "kafka-transaction-coordinator",
+              "kafka-share-coordinator", "kafka-storage"),
 }
 
 # The KRaft control records and the consumer protocol (kafka-clients), by file name.

@@ -9,19 +9,20 @@ A ShareSnapshot is the whole state of one share-partition (its start offset and 
 delivery state of the in-flight batches); a ShareUpdate is a delta on the last snapshot.
 DeliveryState: 0 Available, 2 Acknowledged, 4 Archived.
 
-Schemas generated (``make schemas``) from Kafka 4.3.1's ``share-coordinator`` jar (``common/message/Share{Snapshot,Update}
+Schemas generated (``make schemas``) from the newest release's ``share-coordinator`` jar (``common/message/Share{Snapshot,Update}
 {Key,Value}.json``); the kafka lines are those of every coordinator record
 (``coordinator.py``).
 """
 
 from __future__ import annotations
 
-from kseg.decoders.coordinator import RecordTypes, decode_coordinator_record
+from kseg.decoders.coordinator import RecordTypes, decode_coordinator_record, with_previous_text
 from kseg.decoders.parts import DecodedRecord
-from kseg.decoders.generated import kafka_4_3_1 as K4
+from kseg.decoders.generated import NEWEST as K4
+from kseg.decoders.generated import PREVIOUS
 from kseg.model import Record
 
-# Generated from Kafka 4.3.1's share-coordinator jar (Kafka 3.9 had no share coordinator).
+# Generated from the newest release's share-coordinator jar (Kafka 3.9 had no share coordinator).
 RECORD_TYPES: RecordTypes = K4.SHARE_STATE
 SHARE_SNAPSHOT_KEY, SHARE_SNAPSHOT_VALUE = RECORD_TYPES[0]
 SHARE_UPDATE_KEY, SHARE_UPDATE_VALUE = RECORD_TYPES[1]
@@ -33,4 +34,5 @@ def decode_share_state_record(record: Record, is_control: bool = False) -> Decod
     """Decode one ``__share_group_state`` record (None for control records)."""
     if is_control:
         return None
-    return decode_coordinator_record(record, RECORD_TYPES)
+    d = decode_coordinator_record(record, RECORD_TYPES)
+    return with_previous_text(d, record, RECORD_TYPES, PREVIOUS.SHARE_STATE)
