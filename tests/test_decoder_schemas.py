@@ -43,7 +43,7 @@ from kseg.decoders.schema import (
 from kseg.log.encode import build_v2_batch
 from kseg.model import Record, make_record
 
-MODULES = (kafka_3_9_2, kafka_4_3_1, kafka_4_4_0)
+MODULES = generated.MODULES
 
 
 # --------------------------------------------------------------------------- regenerating

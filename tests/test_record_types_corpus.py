@@ -28,13 +28,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "kafka"))
 
+import brokers  # noqa: E402
 import checks  # noqa: E402
 
-from kseg.decoders.generated import kafka_3_9_2, kafka_4_3_1, kafka_4_4_0  # noqa: E402
+from kseg.decoders.generated import MODULES  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "record-types"
 #: corpus folder (the release that defines its records) -> the release's generated schemas
-RELEASES = {"4.4": kafka_4_4_0, "4": kafka_4_3_1, "3.9": kafka_3_9_2}
+RELEASES = {brokers.NAMES[m.RELEASE]: m for m in reversed(MODULES)}
 #: family -> the generated table its records come from (the KRaft control messages: CONTROL)
 TABLES = {"metadata": "METADATA", "offsets": "OFFSETS", "transactions": "TRANSACTIONS",
           "share-group-state": "SHARE_STATE", "remote-log-metadata": "REMOTE_LOG"}
@@ -50,8 +51,8 @@ NOT_DECODED = {("3.9", "offsets"): {(9, None), (10, None), (11, None), (0, 1), (
 NOT_APPLIED = {
     # a ShareUpdate is a delta on a snapshot; the share coordinator deletes a share-partition's
     # state by a ShareSnapshot tombstone, never a ShareUpdate one (the corpus has a tombstone per type)
-    ("4", "__share_group_state-0"): ("a ShareUpdate tombstone (the coordinator writes none)",),
-    ("4.4", "__share_group_state-0"): ("a ShareUpdate tombstone (the coordinator writes none)",),
+    **{(release, "__share_group_state-0"): ("a ShareUpdate tombstone (the coordinator writes none)",)
+       for release, module in RELEASES.items() if hasattr(module, "SHARE_STATE")},
     # the records of NOT_DECODED
     ("3.9", "__consumer_offsets-0"): ("unknown record type 9", "MetadataHash runs past the end",
                                       "LegacyOffsetCommitValue version"),

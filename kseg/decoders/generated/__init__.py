@@ -5,7 +5,7 @@ The decoders name the releases by role, here, never by number: a new release is 
 ``derive.RELEASES`` and the names below.
 """
 
-from kseg.decoders.generated import kafka_3_9_2, kafka_4_3_1, kafka_4_4_0
+from kseg.decoders.generated import kafka_3_9_2, kafka_4_0_2, kafka_4_1_2, kafka_4_2_2, kafka_4_3_1, kafka_4_4_0
 
 #: the newest release's definitions: what the decoders read
 NEWEST = kafka_4_4_0
@@ -14,8 +14,8 @@ NEWEST = kafka_4_4_0
 PREVIOUS = kafka_4_3_1
 #: the 3.x line's definitions, for Kafka 3.x's own lines
 KAFKA_3 = kafka_3_9_2
-#: every generated module, oldest first
-MODULES = (kafka_3_9_2, kafka_4_3_1, kafka_4_4_0)
+#: every generated module, oldest first (the every-type corpus, oracle/record_types.py, is built from each)
+MODULES = (kafka_3_9_2, kafka_4_0_2, kafka_4_1_2, kafka_4_2_2, kafka_4_3_1, kafka_4_4_0)
 #: the decoder text (kseg.kafka_releases decoder_texts) of the tools that read by PREVIOUS's definitions:
 #: a record or field only the newest defines reads as that tool reads it (an unknown record type,
 #: an unknown tagged field left out)
