@@ -272,7 +272,8 @@ class _Reader:
 
 def _null_or_fail(f: Field, version: int, r: _Reader, at: int) -> None:
     if version not in f.nullable:
-        raise SchemaError(f"non-nullable field {f.name} is null", position=at)
+        # Kafka's reader's words (its generated classes), which kafka-dump-log.sh prints
+        raise SchemaError(f"non-nullable field {f.json_name} was serialized as null", position=at)
 
 
 def empty_struct(fields: tuple[Field, ...], version: int) -> dict:
@@ -318,9 +319,10 @@ def _read_value(r: _Reader, f: Field, type_: str, version: int, flexible: bool, 
         if n < 0:
             _null_or_fail(f, version, r, at)
             return None
-        if n > r.end - r.pos:  # every element takes at least one byte
-            raise SchemaError(f"array {f.name} claims more elements than there are bytes", position=at,
-                              expected=f"at most {r.end - r.pos}", found=n)
+        if n > r.end - r.pos:
+            # every element takes at least one byte; Kafka's reader's words
+            raise SchemaError(f"Tried to allocate a collection of size {n}, but there are only {r.end - r.pos} "
+                              "bytes remaining.", position=at)
         elem = type_[2:]
         return [_read_value(r, f, elem, version, flexible) for _ in range(n)]
     # a struct (an array's element or a single struct field)
