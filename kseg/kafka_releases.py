@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-__all__ = ["DEFAULT", "KAFKA_VERSIONS", "NEWEST_ALIAS", "RELEASES", "DumpLogRelease", "as_release", "kafka_release"]
+__all__ = ["DEFAULT", "KAFKA_VERSIONS", "NEWEST_ALIAS", "RELEASES", "WITHOUT_TXN_INDEX_EMPTY", "DumpLogRelease", "as_release",
+           "kafka_release"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,16 @@ class DumpLogRelease:
     max_message_size_at_logs: bool = False
     # what --version prints, where it is more than the release (2.8 adds its commit)
     version_text: str | None = None
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """The decoder texts to print, most preferred first: ``decoder_texts``, then those the row's
+        other fields call for."""
+        return self.decoder_texts + (() if self.remote_txn_index_empty else (WITHOUT_TXN_INDEX_EMPTY,))
+
+
+#: the decoder text of remote log metadata without ", txnIdxEmpty=..." (remote_txn_index_empty False)
+WITHOUT_TXN_INDEX_EMPTY = "remote-log-without-txn-index-empty"
 
 
 _SERIALIZER = "kafka.serializer."  # the decoder classes' package up to Kafka 3.6 (deprecated in 3.9, gone in 4.0)

@@ -101,7 +101,7 @@ class DecodedRecord:
         """(key, payload) as that release line of kafka-dump-log.sh prints them."""
         variants, stops = dict(self.kafka_variants), dict(self.kafka_stops)
         row = as_release(release)
-        for name in row.decoder_texts:
+        for name in row.texts:
             if name in stops:
                 raise OlderToolStopsError(f"{stops[name]}: Kafka {row.line}'s tool stops here")
             if name in variants:

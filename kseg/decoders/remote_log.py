@@ -24,7 +24,7 @@ from kseg.decoders.metadata import decode_metadata_value
 from kseg.decoders.parts import DecodedRecord, Part, raw_part
 from kseg.decoders.generated import NEWEST as K4
 from kseg.decoders.schema import Message
-from kseg.kafka_releases import DEFAULT, DumpLogRelease, as_release, kafka_release
+from kseg.kafka_releases import DEFAULT, WITHOUT_TXN_INDEX_EMPTY, DumpLogRelease, as_release, kafka_release
 from kseg.model import Record
 
 # Generated from the newest release's storage jar (``make schemas``).
@@ -137,4 +137,4 @@ def decode_remote_log_record(record: Record, is_control: bool = False) -> Decode
     state_id = part.data.get("remotePartitionDeleteState" if type_id == 2 else "remoteLogSegmentState")
     extra["state"] = states.get(state_id) if isinstance(state_id, int) else None
     d = DecodedRecord(None, Part(part.schema, part.version, part.data, extra, part.notes), None, text)
-    return d.with_legacy((None, kafka_text(type_id, part.data, kafka_release("3.9"))))
+    return d.with_variant(WITHOUT_TXN_INDEX_EMPTY, (None, kafka_text(type_id, part.data, kafka_release("3.9"))))

@@ -221,12 +221,15 @@ def read_uvarint(data: bytes | memoryview, pos: int, end: int | None = None, wha
             raise SchemaError(f"{what} cut short", position=start, expected="more bytes", found="end of data")
         b = data[pos]
         pos += 1
+        if shift == 28 and b & 0x80:
+            # Kafka's words, with the value its 32-bit int had collected (the 5th byte sign-extended)
+            converted = (value | ((b - 256) << 28)) & 0xFFFFFFFF
+            raise SchemaError(f"Varint is too long, the most significant bit in the 5th byte is set, "
+                              f"converted value: {converted:x}", position=start)
         value |= (b & 0x7F) << shift
         if not b & 0x80:
             return value, pos
         shift += 7
-        if shift >= 35:
-            raise SchemaError(f"{what} longer than 5 bytes", position=start)
 
 
 def read_int16_version(data: bytes, what: str) -> int:
