@@ -46,8 +46,10 @@ class DumpLogRelease:
     # the decoders' texts to print, most preferred first, where a record has them ("classic": 2.8/3.6's
     # Scala offsets formatter; "offsets-v3": 2.8's, which knows offset-commit values up to version 3 and
     # stops at a later one; "3": Kafka 3.x's texts; "transaction-state-names": 4.4's transaction-log
-    # JSON with the state's name; "definitions-4.3": the records and fields 4.4 added, as a tool that
-    # reads by 4.3's definitions prints them); none: the newest line's JSON
+    # JSON with the state's name; "transaction-version-lookup": 4.0's, which stops at a transaction.version
+    # level it does not know; "definitions-4.0" to "definitions-4.3": the records and fields a later
+    # release added or changed, as a tool that reads by that release's definitions prints them); none: the
+    # newest line's JSON
     decoder_texts: tuple[str, ...] = ()
     # a KRaft LeaderChange control record as "LeaderChange: {...}" (else "controlType: LEADER_CHANGE(2)")
     leader_change_text: bool = True
@@ -102,9 +104,12 @@ RELEASES: tuple[DumpLogRelease, ...] = (
             dumps_checkpoints=False, max_message_size_at_logs=True, version_text="2.8.2 (Commit:3146c6ff4a24cc24)"),
     replace(_3X, line="3.6", checked="3.6.2", decoder_texts=("classic", "3"), decoder_class_package=_SERIALIZER),
     replace(_3X, serializer_decoders_deprecated=True),
-    replace(_3X, line="4.0", checked="4.0.2", remote_txn_index_empty=True),
-    replace(_3X, line="4.1", checked="4.1.2", remote_txn_index_empty=True, decoder_texts=(), leader_change_text=True),
-    replace(_3X, line="4.2", checked="4.2.2", remote_txn_index_empty=True, decoder_texts=(), leader_change_text=True),
+    replace(_3X, line="4.0", checked="4.0.2", remote_txn_index_empty=True,
+            decoder_texts=("transaction-version-lookup", "definitions-4.0", "3")),
+    replace(_3X, line="4.1", checked="4.1.2", remote_txn_index_empty=True, decoder_texts=("definitions-4.1",),
+            leader_change_text=True),
+    replace(_3X, line="4.2", checked="4.2.2", remote_txn_index_empty=True, decoder_texts=("definitions-4.2",),
+            leader_change_text=True),
     _4X,
     replace(_4X, line="4.4", checked="4.4.0", decoder_texts=("transaction-state-names",)),
 )

@@ -40,6 +40,7 @@ from kseg.decoders.schema import (
     kafka_json,
     uuid_str,
 )
+from kseg.kafka_releases import kafka_release
 from kseg.log.encode import build_v2_batch
 from kseg.model import Record, make_record
 
@@ -61,11 +62,15 @@ def test_generated_tables_are_what_the_jars_say(tmp_path) -> None:
 
 
 def test_the_decoders_read_the_newest_release() -> None:
-    """Each release derive fetches has its module; the decoders' tables are the newest one's, and
-    PREVIOUS is the release before it (whose tool's text the older 4.x lines print)."""
+    """Each release derive fetches has its module; the decoders' tables are the newest one's, and each
+    older 4.x line's tool (its release row) reads by its own release's definitions."""
     releases = sorted(derive.RELEASES, key=lambda r: tuple(map(int, r.split("."))))
     assert [m.RELEASE for m in generated.MODULES] == releases
-    assert generated.NEWEST.RELEASE == releases[-1] and generated.PREVIOUS.RELEASE == releases[-2]
+    assert generated.NEWEST.RELEASE == releases[-1]
+    assert [m.RELEASE for m in generated.OLDER_4X] == [r for r in releases[:-1] if r.startswith("4.")]
+    for name, module in generated.DEFINITIONS_TEXTS.items():
+        row = kafka_release(module.RELEASE.rsplit(".", 1)[0])
+        assert name in row.decoder_texts, row.line
     from kseg.decoders import metadata, offsets, remote_log, share_state, transactions
     assert metadata.RECORDS is generated.NEWEST.METADATA and offsets.RECORD_TYPES is generated.NEWEST.OFFSETS
     assert transactions.RECORD_TYPES is generated.NEWEST.TRANSACTIONS

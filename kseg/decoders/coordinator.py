@@ -18,12 +18,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable
 
-from kseg.decoders.generated import PREVIOUS_TEXT
+from kseg.decoders.generated import DEFINITIONS_TEXTS
 from kseg.decoders.parts import DecodedRecord, Part, raw_part, skipping_line
 from kseg.decoders.schema import Message, SchemaError, Versions, decode, kafka_json, read_int16_version
 from kseg.model import Record
 
-__all__ = ["RecordTypes", "decode_coordinator_record", "kafka_key_json", "kafka_value_json", "with_previous_text"]
+__all__ = ["RecordTypes", "decode_coordinator_record", "kafka_key_json", "kafka_value_json", "with_older_texts"]
 
 # Record type (the key's int16) -> (key schema, value schema).
 RecordTypes = dict[int, tuple[Message, Message]]
@@ -105,15 +105,33 @@ def decode_coordinator_record(record: Record, types: RecordTypes, hook: ValueHoo
     return DecodedRecord(key_part, value_part, kafka_key, kafka_value_json(version, data))
 
 
-def with_previous_text(d: DecodedRecord, record: Record, newest: RecordTypes, previous: RecordTypes,
-                       hook: ValueHook | None = None) -> DecodedRecord:
-    """``d`` with the text of the tools that read by the previous release's definitions
-    (``generated.PREVIOUS_TEXT``), where the record's type is one whose schemas the newest changed."""
+def with_older_texts(d: DecodedRecord, record: Record, newest: RecordTypes, family: str,
+                     hook: ValueHook | None = None) -> DecodedRecord:
+    """``d`` with the texts of the older 4.x tools (``generated.DEFINITIONS_TEXTS``), each read by its
+    own release's ``family`` table, where the record's type is one whose schemas have changed since."""
     rtype = None if d.key is None else d.key.version
-    if rtype is None or newest.get(rtype) == previous.get(rtype):
+    if rtype is None:
         return d
-    old = decode_coordinator_record(record, previous, hook)
-    return d.with_variant(PREVIOUS_TEXT, (old.kafka_key, old.kafka_payload))
+    for name, table, changed in _changed(newest, family):
+        if rtype in changed:
+            old = decode_coordinator_record(record, table, hook)
+            d = d.with_variant(name, (old.kafka_key, old.kafka_payload), always=True)
+    return d
+
+
+_CHANGES: dict[str, list[tuple[str, RecordTypes, frozenset[int]]]] = {}
+
+
+def _changed(newest: RecordTypes, family: str) -> list[tuple[str, RecordTypes, frozenset[int]]]:
+    """(decoder text, the older release's table, the record types whose schemas differ from the
+    newest's) per older 4.x release: worked out once per family."""
+    if family not in _CHANGES:
+        rows = []
+        for name, module in DEFINITIONS_TEXTS.items():
+            table = getattr(module, family, {})
+            rows.append((name, table, frozenset(t for t in {*newest, *table} if newest.get(t) != table.get(t))))
+        _CHANGES[family] = rows
+    return _CHANGES[family]
 
 
 # kseg's messages for bytes that end too soon: Java's reader throws a BufferUnderflowException there,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from kseg.decoders.parts import DecodedRecord, Part, raw_part
 from kseg.decoders.generated import NEWEST as K4
-from kseg.decoders.generated import PREVIOUS, PREVIOUS_TEXT
+from kseg.decoders.generated import DEFINITIONS_TEXTS
 from kseg.decoders.schema import (
     Message,
     SchemaError,
@@ -137,12 +137,13 @@ def decode_metadata_record(record: Record, is_control: bool = False) -> DecodedR
     part = decode_metadata_value(record.value)
     d = DecodedRecord(None, part, None, _payload(record.offset, part))
     type_id = part.extra.get("type_id")
-    if type_id is not None and RECORDS.get(type_id) != PREVIOUS.METADATA.get(type_id):
-        # a record type the newest release added or changed, as the previous release's tool prints it
-        old = decode_metadata_value(record.value, PREVIOUS.METADATA)
-        text = (f"Error at {record.offset}, skipping. {UNKNOWN_METADATA_ID}{type_id}"
-                if type_id not in PREVIOUS.METADATA else _payload(record.offset, old))
-        d = d.with_variant(PREVIOUS_TEXT, (None, text))
+    for name, module in DEFINITIONS_TEXTS.items():
+        older = module.METADATA
+        if type_id is not None and RECORDS.get(type_id) != older.get(type_id):
+            # a record type a later release added or changed, as the older release's tool prints it
+            text = (f"Error at {record.offset}, skipping. {UNKNOWN_METADATA_ID}{type_id}" if type_id not in older
+                    else _payload(record.offset, decode_metadata_value(record.value, older)))
+            d = d.with_variant(name, (None, text))
     return d
 
 

@@ -19,11 +19,10 @@ from __future__ import annotations
 import base64
 import struct
 
-from kseg.decoders.coordinator import RecordTypes, decode_coordinator_record, with_previous_text
+from kseg.decoders.coordinator import RecordTypes, decode_coordinator_record, with_older_texts
 from kseg.decoders.jvm import scala_hash_map_order
 from kseg.decoders.generated import KAFKA_3 as K3
 from kseg.decoders.generated import NEWEST as K4
-from kseg.decoders.generated import PREVIOUS
 from kseg.decoders.parts import DecodedRecord
 from kseg.decoders.schema import Message, SchemaError, decode, kafka_json
 from kseg.model import Record
@@ -88,7 +87,7 @@ def decode_offsets_record(record: Record, is_control: bool = False) -> DecodedRe
     if is_control:
         return None
     d = decode_coordinator_record(record, RECORD_TYPES, _expand_protocol)
-    d = with_previous_text(d, record, RECORD_TYPES, PREVIOUS.OFFSETS, _expand_protocol)
+    d = with_older_texts(d, record, RECORD_TYPES, "OFFSETS", _expand_protocol)
     if record.key is None:
         legacy = (f"Error at offset {record.offset}, skipping. Failed to decode message at offset "
                   f"{record.offset} using offset topic decoder (message had a missing key)", None)

@@ -108,9 +108,10 @@ class DecodedRecord:
                 return variants[name]
         return self.kafka_key, self.kafka_payload
 
-    def with_variant(self, name: str, texts: tuple[str | None, str | None]) -> "DecodedRecord":
-        """This record with an older tool's (key, payload), kept only where it differs."""
-        if texts == (self.kafka_key, self.kafka_payload):
+    def with_variant(self, name: str, texts: tuple[str | None, str | None], always: bool = False) -> "DecodedRecord":
+        """This record with an older tool's (key, payload), kept only where it differs (``always``: kept,
+        so that the tool's text is this one and not a later name of its row's)."""
+        if texts == (self.kafka_key, self.kafka_payload) and not always:
             return self
         return DecodedRecord(self.key, self.value, self.kafka_key, self.kafka_payload,
                              (*self.kafka_variants, (name, texts)), self.kafka_stops)

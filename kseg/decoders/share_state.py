@@ -16,10 +16,11 @@ Schemas generated (``make schemas``) from the newest release's ``share-coordinat
 
 from __future__ import annotations
 
-from kseg.decoders.coordinator import RecordTypes, decode_coordinator_record, with_previous_text
+from dataclasses import replace
+
+from kseg.decoders.coordinator import RecordTypes, decode_coordinator_record, with_older_texts
 from kseg.decoders.parts import DecodedRecord
 from kseg.decoders.generated import NEWEST as K4
-from kseg.decoders.generated import PREVIOUS
 from kseg.model import Record
 
 # Generated from the newest release's share-coordinator jar (Kafka 3.9 had no share coordinator).
@@ -34,5 +35,15 @@ def decode_share_state_record(record: Record, is_control: bool = False) -> Decod
     """Decode one ``__share_group_state`` record (None for control records)."""
     if is_control:
         return None
-    d = decode_coordinator_record(record, RECORD_TYPES)
-    return with_previous_text(d, record, RECORD_TYPES, PREVIOUS.SHARE_STATE)
+    d = with_older_texts(decode_coordinator_record(record, RECORD_TYPES), record, RECORD_TYPES, "SHARE_STATE")
+    # Kafka 4.0's formatter labelled the value's version "type"
+    variants = tuple((name, (key, _TYPE_LABEL + payload[len(_VERSION_LABEL):]))
+                     if name == EARLY_ACCESS_TEXT and payload is not None and payload.startswith(_VERSION_LABEL)
+                     else (name, (key, payload)) for name, (key, payload) in d.kafka_variants)
+    return replace(d, kafka_variants=variants)
+
+
+#: the decoder text of Kafka 4.0's tool, whose share-group state records (early access) were read by
+#: 4.0's definitions and printed with the value's version as ``{"type":"V",...}``
+EARLY_ACCESS_TEXT = "definitions-4.0"
+_VERSION_LABEL, _TYPE_LABEL = '{"version":', '{"type":'
