@@ -16,6 +16,7 @@ Rules: no I/O, never raises; a record that does not decode keeps its bytes with 
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import Callable
 
 from kseg.decoders.generated import DEFINITIONS_TEXTS
@@ -114,9 +115,13 @@ def with_older_texts(d: DecodedRecord, record: Record, newest: RecordTypes, fami
         return d
     for name, table, changed in _changed(newest, family):
         if rtype in changed:
-            old = decode_coordinator_record(record, table, hook)
-            d = d.with_variant(name, (old.kafka_key, old.kafka_payload), always=True)
+            d = d.with_deferred(name, partial(_texts, record, table, hook))
     return d
+
+
+def _texts(record: Record, table: RecordTypes, hook: ValueHook | None) -> tuple[str | None, str | None]:
+    old = decode_coordinator_record(record, table, hook)
+    return old.kafka_key, old.kafka_payload
 
 
 _CHANGES: dict[str, list[tuple[str, RecordTypes, frozenset[int]]]] = {}

@@ -17,6 +17,8 @@ newer than these tables are shown raw with a note.
 
 from __future__ import annotations
 
+from functools import partial
+
 from kseg.decoders.parts import DecodedRecord, Part, raw_part
 from kseg.decoders.generated import NEWEST as K4
 from kseg.decoders.generated import DEFINITIONS_TEXTS
@@ -137,14 +139,25 @@ def decode_metadata_record(record: Record, is_control: bool = False) -> DecodedR
     part = decode_metadata_value(record.value)
     d = DecodedRecord(None, part, None, _payload(record.offset, part))
     type_id = part.extra.get("type_id")
-    for name, module in DEFINITIONS_TEXTS.items():
-        older = module.METADATA
-        if type_id is not None and RECORDS.get(type_id) != older.get(type_id):
+    if type_id is None:
+        return d
+    for name, older, changed in _CHANGED:
+        if type_id in changed:
             # a record type a later release added or changed, as the older release's tool prints it
-            text = (f"Error at {record.offset}, skipping. {UNKNOWN_METADATA_ID}{type_id}" if type_id not in older
-                    else _payload(record.offset, decode_metadata_value(record.value, older)))
-            d = d.with_variant(name, (None, text))
+            d = d.with_deferred(name, partial(_older_payload, record, type_id, older))
     return d
+
+
+#: (decoder text, an older 4.x release's metadata table, the record types whose schemas differ from RECORDS')
+_CHANGED = [(name, m.METADATA, frozenset(t for t in {*RECORDS, *m.METADATA} if RECORDS.get(t) != m.METADATA.get(t)))
+            for name, m in DEFINITIONS_TEXTS.items()]
+
+
+def _older_payload(record: Record, type_id: int, older: dict[int, Message]) -> tuple[None, str]:
+    assert record.value is not None
+    if type_id not in older:
+        return None, f"Error at {record.offset}, skipping. {UNKNOWN_METADATA_ID}{type_id}"
+    return None, _payload(record.offset, decode_metadata_value(record.value, older))
 
 
 #: Kafka's text (MetadataRecordSerde's exception) for a metadata record type it does not know

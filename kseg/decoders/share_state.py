@@ -17,6 +17,8 @@ Schemas generated (``make schemas``) from the newest release's ``share-coordinat
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
+from typing import Callable
 
 from kseg.decoders.coordinator import RecordTypes, decode_coordinator_record, with_older_texts
 from kseg.decoders.parts import DecodedRecord
@@ -36,11 +38,17 @@ def decode_share_state_record(record: Record, is_control: bool = False) -> Decod
     if is_control:
         return None
     d = with_older_texts(decode_coordinator_record(record, RECORD_TYPES), record, RECORD_TYPES, "SHARE_STATE")
-    # Kafka 4.0's formatter labelled the value's version "type"
-    variants = tuple((name, (key, _TYPE_LABEL + payload[len(_VERSION_LABEL):]))
-                     if name == EARLY_ACCESS_TEXT and payload is not None and payload.startswith(_VERSION_LABEL)
-                     else (name, (key, payload)) for name, (key, payload) in d.kafka_variants)
-    return replace(d, kafka_variants=variants)
+    deferred = tuple((name, partial(_type_labelled, texts) if name == EARLY_ACCESS_TEXT else texts)
+                     for name, texts in d.kafka_deferred)
+    return replace(d, kafka_deferred=deferred)
+
+
+def _type_labelled(texts: Callable[[], tuple[str | None, str | None]]) -> tuple[str | None, str | None]:
+    """Kafka 4.0's formatter labelled the value's version "type"."""
+    key, payload = texts()
+    if payload is not None and payload.startswith(_VERSION_LABEL):
+        payload = _TYPE_LABEL + payload[len(_VERSION_LABEL):]
+    return key, payload
 
 
 #: the decoder text of Kafka 4.0's tool, whose share-group state records (early access) were read by
