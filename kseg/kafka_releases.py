@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-__all__ = ["DEFAULT", "KAFKA_VERSIONS", "NEWEST_ALIAS", "RELEASES", "DumpLogRelease", "as_release", "kafka_release"]
+__all__ = ["DEFAULT", "KAFKA_VERSIONS", "NEWEST_ALIAS", "RELEASES", "WITHOUT_TXN_INDEX_EMPTY", "DumpLogRelease", "as_release",
+           "kafka_release"]
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,10 @@ class DumpLogRelease:
     # the decoders' texts to print, most preferred first, where a record has them ("classic": 2.8/3.6's
     # Scala offsets formatter; "offsets-v3": 2.8's, which knows offset-commit values up to version 3 and
     # stops at a later one; "3": Kafka 3.x's texts; "transaction-state-names": 4.4's transaction-log
-    # JSON with the state's name); none: Kafka 4.3's JSON
+    # JSON with the state's name; "transaction-version-lookup": 4.0's, which stops at a transaction.version
+    # level it does not know; "definitions-4.0" to "definitions-4.3": the records and fields a later
+    # release added or changed, as a tool that reads by that release's definitions prints them); none: the
+    # newest line's JSON
     decoder_texts: tuple[str, ...] = ()
     # a KRaft LeaderChange control record as "LeaderChange: {...}" (else "controlType: LEADER_CHANGE(2)")
     leader_change_text: bool = True
@@ -71,6 +75,16 @@ class DumpLogRelease:
     # what --version prints, where it is more than the release (2.8 adds its commit)
     version_text: str | None = None
 
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """The decoder texts to print, most preferred first: ``decoder_texts``, then those the row's
+        other fields call for."""
+        return self.decoder_texts + (() if self.remote_txn_index_empty else (WITHOUT_TXN_INDEX_EMPTY,))
+
+
+#: the decoder text of remote log metadata without ", txnIdxEmpty=..." (remote_txn_index_empty False)
+WITHOUT_TXN_INDEX_EMPTY = "remote-log-without-txn-index-empty"
+
 
 _SERIALIZER = "kafka.serializer."  # the decoder classes' package up to Kafka 3.6 (deprecated in 3.9, gone in 4.0)
 
@@ -80,7 +94,7 @@ _3X = DumpLogRelease("3.9", "3.9.2", legacy_crc_brace=True, payload_space_withou
                      path_map_order="scala", decoder_texts=("3",), leader_change_text=False,
                      snapshot_space_without_batch=True, remote_txn_index_empty=False, suffixless_name_stops=True)
 _4X = DumpLogRelease("4.3", "4.3.1", gap_from_file_start=True, gaps_sorted=True, index_mismatches_by_offset=True,
-                     not_found_names_file=True)
+                     not_found_names_file=True, decoder_texts=("definitions-4.3",))
 
 #: every release line, oldest first
 RELEASES: tuple[DumpLogRelease, ...] = (
@@ -90,9 +104,12 @@ RELEASES: tuple[DumpLogRelease, ...] = (
             dumps_checkpoints=False, max_message_size_at_logs=True, version_text="2.8.2 (Commit:3146c6ff4a24cc24)"),
     replace(_3X, line="3.6", checked="3.6.2", decoder_texts=("classic", "3"), decoder_class_package=_SERIALIZER),
     replace(_3X, serializer_decoders_deprecated=True),
-    replace(_3X, line="4.0", checked="4.0.2", remote_txn_index_empty=True),
-    replace(_3X, line="4.1", checked="4.1.2", remote_txn_index_empty=True, decoder_texts=(), leader_change_text=True),
-    replace(_3X, line="4.2", checked="4.2.2", remote_txn_index_empty=True, decoder_texts=(), leader_change_text=True),
+    replace(_3X, line="4.0", checked="4.0.2", remote_txn_index_empty=True,
+            decoder_texts=("transaction-version-lookup", "definitions-4.0", "3")),
+    replace(_3X, line="4.1", checked="4.1.2", remote_txn_index_empty=True, decoder_texts=("definitions-4.1",),
+            leader_change_text=True),
+    replace(_3X, line="4.2", checked="4.2.2", remote_txn_index_empty=True, decoder_texts=("definitions-4.2",),
+            leader_change_text=True),
     _4X,
     replace(_4X, line="4.4", checked="4.4.0", decoder_texts=("transaction-state-names",)),
 )

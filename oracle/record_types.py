@@ -1,6 +1,6 @@
 """Every internal record type at every version, written and dumped by Kafka itself.
 
-For each supported release (4.3.1, 3.9.2) and each family of records the broker writes about
+For each supported release from 3.9 (the generated modules: 4.4.0 to 4.0.2, 3.9.2) and each family of records the broker writes about
 itself (the KRaft metadata log with its control records, ``__consumer_offsets``,
 ``__transaction_state``, ``__share_group_state``, ``__remote_log_metadata``), this writes one
 segment holding every record type at every version the release defines (the tables kseg
@@ -49,7 +49,7 @@ sys.path.insert(0, str(REPO / "tests" / "kafka"))
 
 import brokers  # noqa: E402
 
-from kseg.decoders.generated import kafka_3_9_2, kafka_4_3_1  # noqa: E402
+from kseg.decoders.generated import MODULES, NEWEST  # noqa: E402
 from kseg.decoders.schema import Field, Message, encode, uuid_str  # noqa: E402
 
 CORPUS = REPO / "fixtures" / "record-types"
@@ -58,7 +58,7 @@ BUILD = REPO / ".cache" / "record-types"
 TIMESTAMP = 1_700_000_000_000
 
 #: release -> its generated schema module
-RELEASES = {"4": kafka_4_3_1, "3.9": kafka_3_9_2}
+RELEASES = {brokers.NAMES[m.RELEASE]: m for m in reversed(MODULES)}
 #: family -> (partition folder, DumpLogSegments flag, the generated table it comes from)
 FAMILIES: dict[str, tuple[str, str, str]] = {
     "metadata": ("__cluster_metadata-0", "--cluster-metadata-decoder", "METADATA"),
@@ -156,8 +156,8 @@ def fixup(m: Message, version: int, data: dict, variant: int) -> dict:
     if m.name == "GroupMetadataValue":
         data["protocolType"] = ("", "consumer", "consumer", "other")[variant]
         if variant == 1:  # what a classic consumer sends: the consumer protocol's own messages
-            from kseg.decoders.generated.kafka_4_3_1 import CONSUMER_PROTOCOL as CP
-            sub, asg = CP["ConsumerProtocolSubscription"], CP["ConsumerProtocolAssignment"]
+            sub, asg = NEWEST.CONSUMER_PROTOCOL["ConsumerProtocolSubscription"], NEWEST.CONSUMER_PROTOCOL[
+                "ConsumerProtocolAssignment"]
             for i, member in enumerate(data["members"]):
                 sv, av = (sub.highest, asg.highest) if i == 0 else (0, 0)
                 member["subscription"] = _b64(sv.to_bytes(2, "big") + encode(sub, struct_value(
@@ -233,7 +233,8 @@ def family_spec(release: str, family: str, classes: dict[str, str]) -> dict | No
 def compile_writer(release: str) -> Path:
     """RecordTypes.java compiled against the release's jars (cached under .cache/record-types)."""
     out = BUILD / release
-    package = "org.apache.kafka.common.record" if release.startswith("3.") else "org.apache.kafka.common.record.internal"
+    moved = tuple(map(int, brokers.version(release).split(".")[:2])) >= (4, 3)
+    package = "org.apache.kafka.common.record.internal" if moved else "org.apache.kafka.common.record"
     source = JAVA.read_text().replace("RECORD_PACKAGE", package)
     stamp = out / "source.java"
     if stamp.is_file() and stamp.read_text() == source and (out / "RecordTypes.class").is_file():
@@ -275,8 +276,9 @@ LOG = "00000000000000000000.log"
 
 
 def tools_for(release: str) -> list[str]:
-    """The releases whose DumpLogSegments prints a release's corpus: its own, and Kafka 4's on
-    older releases' records (what a newer tool makes of an upgraded cluster's old records)."""
+    """The releases whose DumpLogSegments prints a release's corpus: its own, and Kafka 4.3's on the
+    others' records (what a newer tool makes of an upgraded cluster's old records; what an older tool
+    makes of the records and fields a newer release added)."""
     return [release] if release == "4" else [release, "4"]
 
 

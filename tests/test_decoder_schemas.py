@@ -25,7 +25,8 @@ from typing import Any
 import pytest
 
 from kseg.decoders import KAFKA_VERSIONS, decode_record, derive
-from kseg.decoders.generated import kafka_3_9_2, kafka_4_3_1
+from kseg.decoders import generated
+from kseg.decoders.generated import kafka_3_9_2, kafka_4_3_1, kafka_4_4_0
 from kseg.decoders.metadata import RECORDS, control_kafka_text, decode_control
 from kseg.decoders.offsets import RECORD_TYPES
 from kseg.decoders.schema import (
@@ -39,10 +40,11 @@ from kseg.decoders.schema import (
     kafka_json,
     uuid_str,
 )
+from kseg.kafka_releases import kafka_release
 from kseg.log.encode import build_v2_batch
 from kseg.model import Record, make_record
 
-MODULES = (kafka_3_9_2, kafka_4_3_1)
+MODULES = generated.MODULES
 
 
 # --------------------------------------------------------------------------- regenerating
@@ -59,6 +61,23 @@ def test_generated_tables_are_what_the_jars_say(tmp_path) -> None:
     assert derive.main(["--check"]) == 0
 
 
+def test_the_decoders_read_the_newest_release() -> None:
+    """Each release derive fetches has its module; the decoders' tables are the newest one's, and each
+    older 4.x line's tool (its release row) reads by its own release's definitions."""
+    releases = sorted(derive.RELEASES, key=lambda r: tuple(map(int, r.split("."))))
+    assert [m.RELEASE for m in generated.MODULES] == releases
+    assert generated.NEWEST.RELEASE == releases[-1]
+    assert [m.RELEASE for m in generated.OLDER_4X] == [r for r in releases[:-1] if r.startswith("4.")]
+    for name, module in generated.DEFINITIONS_TEXTS.items():
+        row = kafka_release(module.RELEASE.rsplit(".", 1)[0])
+        assert name in row.decoder_texts, row.line
+    from kseg.decoders import metadata, offsets, remote_log, share_state, transactions
+    assert metadata.RECORDS is generated.NEWEST.METADATA and offsets.RECORD_TYPES is generated.NEWEST.OFFSETS
+    assert transactions.RECORD_TYPES is generated.NEWEST.TRANSACTIONS
+    assert share_state.RECORD_TYPES is generated.NEWEST.SHARE_STATE
+    assert remote_log.RECORDS is generated.NEWEST.REMOTE_LOG
+
+
 def test_comments_are_stripped_outside_strings_only() -> None:
     text = '// licence\n{ "a": "x//y", // trailing\n  "b": /* block */ 1 }\n'
     assert json.loads(derive.strip_comments(text)) == {"a": "x//y", "b": 1}
@@ -68,7 +87,7 @@ def test_every_family_has_a_table_per_release() -> None:
     for m in MODULES:
         assert m.OFFSETS and m.TRANSACTIONS and m.METADATA and m.REMOTE_LOG and m.CONTROL
         assert set(m.CONSUMER_PROTOCOL) == {"ConsumerProtocolSubscription", "ConsumerProtocolAssignment"}
-    assert kafka_4_3_1.SHARE_STATE and not hasattr(kafka_3_9_2, "SHARE_STATE")  # no share coordinator in 3.9
+    assert kafka_4_4_0.SHARE_STATE and kafka_4_3_1.SHARE_STATE and not hasattr(kafka_3_9_2, "SHARE_STATE")  # no share coordinator in 3.9
     # The 3.9 difference kept as data: its keys were read at the record type as their version.
     assert str(kafka_3_9_2.OFFSETS[3][0].valid) == "3" and str(kafka_4_3_1.OFFSETS[3][0].valid) == "0"
 

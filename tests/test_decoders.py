@@ -137,7 +137,9 @@ def test_schema_reader_flexible_and_tagged():
 @pytest.mark.parametrize("data, error", [
     (b"\x00\x00", "runs past the end"),
     (struct.pack(">ih", 1, 5) + b"ab", "runs past the end"),
-    (struct.pack(">ih", 1, -1) + struct.pack(">i", 2_000_000), "claims more elements"),
+    (struct.pack(">ih", 1, -1) + struct.pack(">i", 2_000_000),
+     "Tried to allocate a collection of size 2000000, but there are only 0 bytes remaining"),
+    (struct.pack(">ih", 1, -1) + struct.pack(">i", -1), "non-nullable field c was serialized as null"),
     (struct.pack(">ih", 1, -1) + struct.pack(">i", 0) + bytes(16) + b"x", "bytes after the end"),
 ])
 def test_schema_reader_errors(data, error):

@@ -120,6 +120,21 @@ def _kraft_folder(tmp_path: Path) -> Path:
     return folder
 
 
+def test_an_unregistered_controller_leaves_the_image(tmp_path: Path) -> None:
+    """Kafka 4.4's UnregisterControllerRecord removes the registration RegisterControllerRecord made."""
+    folder = tmp_path / "__cluster_metadata-0"
+    folder.mkdir()
+    values = [_metadata_value("RegisterControllerRecord", {"controllerId": c, "incarnationId": str(uuid.UUID(int=c)),
+                                                           "zkMigrationReady": False, "endPoints": [], "features": []})
+              for c in (1, 2)]
+    values.append(_metadata_value("UnregisterControllerRecord", {"controllerId": 1}))
+    (folder / segment_file_name(0)).write_bytes(b"".join(
+        build_v2_batch([make_record(i, T0 + i, None, v)]) for i, v in enumerate(values)))
+    (ps,) = replay([folder]).partitions
+    assert ps.records == 3 and ps.not_applied == 0
+    assert sorted(ps.state["image"]["controllers"]) == ["2"]
+
+
 SNAPSHOTS = {
     "garbage": b"\x13\x37" * 200,
     "empty": b"",

@@ -16,13 +16,15 @@ Rules: no I/O, never raises; a record that does not decode keeps its bytes with 
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import Callable
 
+from kseg.decoders.generated import DEFINITIONS_TEXTS
 from kseg.decoders.parts import DecodedRecord, Part, raw_part, skipping_line
 from kseg.decoders.schema import Message, SchemaError, Versions, decode, kafka_json, read_int16_version
 from kseg.model import Record
 
-__all__ = ["RecordTypes", "decode_coordinator_record", "kafka_key_json", "kafka_value_json"]
+__all__ = ["RecordTypes", "decode_coordinator_record", "kafka_key_json", "kafka_value_json", "with_older_texts"]
 
 # Record type (the key's int16) -> (key schema, value schema).
 RecordTypes = dict[int, tuple[Message, Message]]
@@ -102,6 +104,39 @@ def decode_coordinator_record(record: Record, types: RecordTypes, hook: ValueHoo
         hook(value_schema, data, notes)
     value_part = Part(value_schema.name, version, data, notes=tuple(notes))
     return DecodedRecord(key_part, value_part, kafka_key, kafka_value_json(version, data))
+
+
+def with_older_texts(d: DecodedRecord, record: Record, newest: RecordTypes, family: str,
+                     hook: ValueHook | None = None) -> DecodedRecord:
+    """``d`` with the texts of the older 4.x tools (``generated.DEFINITIONS_TEXTS``), each read by its
+    own release's ``family`` table, where the record's type is one whose schemas have changed since."""
+    rtype = None if d.key is None else d.key.version
+    if rtype is None:
+        return d
+    for name, table, changed in _changed(newest, family):
+        if rtype in changed:
+            d = d.with_deferred(name, partial(_texts, record, table, hook))
+    return d
+
+
+def _texts(record: Record, table: RecordTypes, hook: ValueHook | None) -> tuple[str | None, str | None]:
+    old = decode_coordinator_record(record, table, hook)
+    return old.kafka_key, old.kafka_payload
+
+
+_CHANGES: dict[str, list[tuple[str, RecordTypes, frozenset[int]]]] = {}
+
+
+def _changed(newest: RecordTypes, family: str) -> list[tuple[str, RecordTypes, frozenset[int]]]:
+    """(decoder text, the older release's table, the record types whose schemas differ from the
+    newest's) per older 4.x release: worked out once per family."""
+    if family not in _CHANGES:
+        rows = []
+        for name, module in DEFINITIONS_TEXTS.items():
+            table = getattr(module, family, {})
+            rows.append((name, table, frozenset(t for t in {*newest, *table} if newest.get(t) != table.get(t))))
+        _CHANGES[family] = rows
+    return _CHANGES[family]
 
 
 # kseg's messages for bytes that end too soon: Java's reader throws a BufferUnderflowException there,

@@ -31,12 +31,19 @@ REPO = HERE.parents[1]
 OUT = HERE / "generated"
 CACHE = REPO / ".cache" / "schemas"
 
-# release -> the artifacts (org.apache.kafka, jar) that hold its record definitions
+#: the jars of a 4.x release's record definitions (the share coordinator has its own from 4.0)
+_4X = ("kafka-clients", "kafka-metadata", "kafka-group-coordinator", "kafka-transaction-coordinator",
+       "kafka-share-coordinator", "kafka-storage")
+# release -> the artifacts (org.apache.kafka, jar) that hold its record definitions; the newest patch
+# release of each supported line from 3.9 (the decoders name the ones they read: generated/__init__.py)
 RELEASES: dict[str, tuple[str, ...]] = {
     "3.9.2": ("kafka-clients", "kafka-metadata", "kafka-group-coordinator", "kafka-transaction-coordinator",
               "kafka-storage"),
-    "4.3.1": ("kafka-clients", "kafka-metadata", "kafka-group-coordinator", "kafka-transaction-coordinator",
-              "kafka-share-coordinator", "kafka-storage"),
+    "4.0.2": _4X,
+    "4.1.2": _4X,
+    "4.2.2": _4X,
+    "4.3.1": _4X,
+    "4.4.0": _4X,
 }
 
 # The KRaft control records and the consumer protocol (kafka-clients), by file name.

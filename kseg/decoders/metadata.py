@@ -9,7 +9,7 @@ The KRaft control records (a control batch's single record; key: int16 version, 
 type) carry a message read at version 0: LeaderChangeMessage (2), SnapshotHeaderRecord (3),
 SnapshotFooterRecord (4), KRaftVersionRecord (5), VotersRecord (6).
 
-Schemas generated (``make schemas``) from Kafka 4.3.1's ``kafka-metadata`` jar
+Schemas generated (``make schemas``) from the newest release's ``kafka-metadata`` jar
 (``common/metadata/*.json``) and ``kafka-clients`` jar (``common/message/{LeaderChangeMessage,
 SnapshotHeaderRecord,SnapshotFooterRecord,KRaftVersionRecord,VotersRecord}.json``). Record types or versions
 newer than these tables are shown raw with a note.
@@ -17,8 +17,11 @@ newer than these tables are shown raw with a note.
 
 from __future__ import annotations
 
+from functools import partial
+
 from kseg.decoders.parts import DecodedRecord, Part, raw_part
-from kseg.decoders.generated import kafka_4_3_1 as K4
+from kseg.decoders.generated import NEWEST as K4
+from kseg.decoders.generated import DEFINITIONS_TEXTS
 from kseg.decoders.schema import (
     Message,
     SchemaError,
@@ -35,7 +38,7 @@ from kseg.model import Record
 
 FRAME_VERSION = 1
 
-# metadata record type (apiKey) -> schema, generated from Kafka 4.3.1's kafka-metadata jar.
+# metadata record type (apiKey) -> schema, generated from the newest release's kafka-metadata jar.
 RECORDS: dict[int, Message] = K4.METADATA
 
 # --------------------------------------------------------------------------- raft control records
@@ -134,8 +137,36 @@ def decode_metadata_record(record: Record, is_control: bool = False) -> DecodedR
         note = "the record has no value"
         return DecodedRecord(None, raw_part(None, note), None, f"Error at {record.offset}, skipping. {note}")
     part = decode_metadata_value(record.value)
+    d = DecodedRecord(None, part, None, _payload(record.offset, part))
+    type_id = part.extra.get("type_id")
+    if type_id is None:
+        return d
+    for name, older, changed in _CHANGED:
+        if type_id in changed:
+            # a record type a later release added or changed, as the older release's tool prints it
+            d = d.with_deferred(name, partial(_older_payload, record, type_id, older))
+    return d
+
+
+#: (decoder text, an older 4.x release's metadata table, the record types whose schemas differ from RECORDS')
+_CHANGED = [(name, m.METADATA, frozenset(t for t in {*RECORDS, *m.METADATA} if RECORDS.get(t) != m.METADATA.get(t)))
+            for name, m in DEFINITIONS_TEXTS.items()]
+
+
+def _older_payload(record: Record, type_id: int, older: dict[int, Message]) -> tuple[None, str]:
+    assert record.value is not None
+    if type_id not in older:
+        return None, f"Error at {record.offset}, skipping. {UNKNOWN_METADATA_ID}{type_id}"
+    return None, _payload(record.offset, decode_metadata_value(record.value, older))
+
+
+#: Kafka's text (MetadataRecordSerde's exception) for a metadata record type it does not know
+UNKNOWN_METADATA_ID = "org.apache.kafka.common.errors.UnsupportedVersionException: Unknown metadata id "
+
+
+def _payload(offset: int, part: Part) -> str:
+    """What follows "payload: " for a metadata record's decoded value."""
     if part.data is None:
-        return DecodedRecord(None, part, None, f"Error at {record.offset}, skipping. {part.note}")
-    payload = ('{"type":' + kafka_json(part.extra["type"]) + ',"version":' + str(part.version)
-               + ',"data":' + kafka_json(part.data) + "}")
-    return DecodedRecord(None, part, None, payload)
+        return f"Error at {offset}, skipping. {part.note}"
+    return ('{"type":' + kafka_json(part.extra["type"]) + ',"version":' + str(part.version)
+            + ',"data":' + kafka_json(part.data) + "}")

@@ -9,7 +9,7 @@ groups (KIP-848), 16 their regular expressions; 10-15 share groups (KIP-932); 17
 streams groups (KIP-1071). 9 and 18 were dropped before release and are unknown to Kafka 4.
 
 Schemas generated (``kseg.decoders.derive``, ``make schemas``) from the ``group-coordinator``
-jars of Kafka 4.3.1 and 3.9.2 (``common/message/*.json``) and, for the classic consumer
+jars of the newest release and of 3.9.2 (``common/message/*.json``) and, for the classic consumer
 protocol a GroupMetadataValue member carries, ``kafka-clients``'
 ``ConsumerProtocolSubscription.json`` and ``ConsumerProtocolAssignment.json``.
 """
@@ -19,17 +19,17 @@ from __future__ import annotations
 import base64
 import struct
 
-from kseg.decoders.coordinator import RecordTypes, decode_coordinator_record
+from kseg.decoders.coordinator import RecordTypes, decode_coordinator_record, with_older_texts
 from kseg.decoders.jvm import scala_hash_map_order
-from kseg.decoders.generated import kafka_3_9_2 as K3
-from kseg.decoders.generated import kafka_4_3_1 as K4
+from kseg.decoders.generated import KAFKA_3 as K3
+from kseg.decoders.generated import NEWEST as K4
 from kseg.decoders.parts import DecodedRecord
 from kseg.decoders.schema import Message, SchemaError, decode, kafka_json
 from kseg.model import Record
 
 _I16 = struct.Struct(">h")
 
-# Record type (the key's int16) -> (key schema, value schema), generated from Kafka 4.3.1's jars.
+# Record type (the key's int16) -> (key schema, value schema), generated from the newest release's jars.
 RECORD_TYPES: RecordTypes = K4.OFFSETS
 
 # Kafka 3.9 read both offset-commit key versions (0 and 1) with OffsetCommitKey/Value (its key's
@@ -87,6 +87,7 @@ def decode_offsets_record(record: Record, is_control: bool = False) -> DecodedRe
     if is_control:
         return None
     d = decode_coordinator_record(record, RECORD_TYPES, _expand_protocol)
+    d = with_older_texts(d, record, RECORD_TYPES, "OFFSETS", _expand_protocol)
     if record.key is None:
         legacy = (f"Error at offset {record.offset}, skipping. Failed to decode message at offset "
                   f"{record.offset} using offset topic decoder (message had a missing key)", None)

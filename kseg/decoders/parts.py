@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Callable
 
 from kseg.errors import OlderToolStopsError
 from kseg.kafka_releases import DEFAULT, KAFKA_VERSIONS, DumpLogRelease, as_release
@@ -91,6 +91,9 @@ class DecodedRecord:
     kafka_variants: tuple[tuple[str, tuple[str | None, str | None]], ...] = ()
     # (decoder text name, why): a tool whose release row lists that text stops at this record
     kafka_stops: tuple[tuple[str, str], ...] = ()
+    # texts worked out only when a release row asks for one: (decoder text name, what gives its (key, payload))
+    kafka_deferred: tuple[tuple[str, Callable[[], tuple[str | None, str | None]]], ...] = field(default=(),
+                                                                                             compare=False)
 
     @property
     def kafka_legacy(self) -> tuple[str | None, str | None] | None:
@@ -101,19 +104,26 @@ class DecodedRecord:
         """(key, payload) as that release line of kafka-dump-log.sh prints them."""
         variants, stops = dict(self.kafka_variants), dict(self.kafka_stops)
         row = as_release(release)
-        for name in row.decoder_texts:
+        for name in row.texts:
             if name in stops:
                 raise OlderToolStopsError(f"{stops[name]}: Kafka {row.line}'s tool stops here")
             if name in variants:
                 return variants[name]
+            for deferred_name, texts in self.kafka_deferred:
+                if deferred_name == name:
+                    return texts()
         return self.kafka_key, self.kafka_payload
 
     def with_variant(self, name: str, texts: tuple[str | None, str | None]) -> "DecodedRecord":
         """This record with an older tool's (key, payload), kept only where it differs."""
         if texts == (self.kafka_key, self.kafka_payload):
             return self
-        return DecodedRecord(self.key, self.value, self.kafka_key, self.kafka_payload,
-                             (*self.kafka_variants, (name, texts)), self.kafka_stops)
+        return replace(self, kafka_variants=(*self.kafka_variants, (name, texts)))
+
+    def with_deferred(self, name: str, texts: Callable[[], tuple[str | None, str | None]]) -> "DecodedRecord":
+        """This record with a tool's (key, payload) that ``texts`` works out if that tool's lines are asked for
+        (a second decoding by an older release's definitions: no cost to the other outputs)."""
+        return replace(self, kafka_deferred=(*self.kafka_deferred, (name, texts)))
 
     def with_stop(self, name: str, why: str) -> "DecodedRecord":
         """This record with a tool (the releases whose ``decoder_texts`` list ``name``) that cannot

@@ -13,7 +13,7 @@ kafka-dump-log.sh prints each record as the ``toString`` of the object Kafka bui
 (``RemoteLogSegmentMetadata{...}`` and so on), which ``kafka_text`` rebuilds, with the
 errors that object's checks raise.
 
-Schemas generated (``make schemas``) from Kafka 4.3.1's ``storage`` jar (``message/Remote*.json``).
+Schemas generated (``make schemas``) from the newest release's ``storage`` jar (``message/Remote*.json``).
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ import base64
 
 from kseg.decoders.metadata import decode_metadata_value
 from kseg.decoders.parts import DecodedRecord, Part, raw_part
-from kseg.decoders.generated import kafka_4_3_1 as K4
+from kseg.decoders.generated import NEWEST as K4
 from kseg.decoders.schema import Message
-from kseg.kafka_releases import DEFAULT, DumpLogRelease, as_release, kafka_release
+from kseg.kafka_releases import DEFAULT, WITHOUT_TXN_INDEX_EMPTY, DumpLogRelease, as_release, kafka_release
 from kseg.model import Record
 
-# Generated from Kafka 4.3.1's storage jar (``make schemas``).
+# Generated from the newest release's storage jar (``make schemas``).
 RECORDS: dict[int, Message] = K4.REMOTE_LOG
 
 SEGMENT_STATES = {0: "COPY_SEGMENT_STARTED", 1: "COPY_SEGMENT_FINISHED", 2: "DELETE_SEGMENT_STARTED",
@@ -137,4 +137,4 @@ def decode_remote_log_record(record: Record, is_control: bool = False) -> Decode
     state_id = part.data.get("remotePartitionDeleteState" if type_id == 2 else "remoteLogSegmentState")
     extra["state"] = states.get(state_id) if isinstance(state_id, int) else None
     d = DecodedRecord(None, Part(part.schema, part.version, part.data, extra, part.notes), None, text)
-    return d.with_legacy((None, kafka_text(type_id, part.data, kafka_release("3.9"))))
+    return d.with_variant(WITHOUT_TXN_INDEX_EMPTY, (None, kafka_text(type_id, part.data, kafka_release("3.9"))))

@@ -221,12 +221,15 @@ def read_uvarint(data: bytes | memoryview, pos: int, end: int | None = None, wha
             raise SchemaError(f"{what} cut short", position=start, expected="more bytes", found="end of data")
         b = data[pos]
         pos += 1
+        if shift == 28 and b & 0x80:
+            # Kafka's words, with the value its 32-bit int had collected (the 5th byte sign-extended)
+            converted = (value | ((b - 256) << 28)) & 0xFFFFFFFF
+            raise SchemaError(f"Varint is too long, the most significant bit in the 5th byte is set, "
+                              f"converted value: {converted:x}", position=start)
         value |= (b & 0x7F) << shift
         if not b & 0x80:
             return value, pos
         shift += 7
-        if shift >= 35:
-            raise SchemaError(f"{what} longer than 5 bytes", position=start)
 
 
 def read_int16_version(data: bytes, what: str) -> int:
@@ -272,7 +275,8 @@ class _Reader:
 
 def _null_or_fail(f: Field, version: int, r: _Reader, at: int) -> None:
     if version not in f.nullable:
-        raise SchemaError(f"non-nullable field {f.name} is null", position=at)
+        # Kafka's reader's words (its generated classes), which kafka-dump-log.sh prints
+        raise SchemaError(f"non-nullable field {f.json_name} was serialized as null", position=at)
 
 
 def empty_struct(fields: tuple[Field, ...], version: int) -> dict:
@@ -318,9 +322,10 @@ def _read_value(r: _Reader, f: Field, type_: str, version: int, flexible: bool, 
         if n < 0:
             _null_or_fail(f, version, r, at)
             return None
-        if n > r.end - r.pos:  # every element takes at least one byte
-            raise SchemaError(f"array {f.name} claims more elements than there are bytes", position=at,
-                              expected=f"at most {r.end - r.pos}", found=n)
+        if n > r.end - r.pos:
+            # every element takes at least one byte; Kafka's reader's words
+            raise SchemaError(f"Tried to allocate a collection of size {n}, but there are only {r.end - r.pos} "
+                              "bytes remaining.", position=at)
         elem = type_[2:]
         return [_read_value(r, f, elem, version, flexible) for _ in range(n)]
     # a struct (an array's element or a single struct field)

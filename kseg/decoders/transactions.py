@@ -6,7 +6,7 @@
     value: int16 version (0, or 1 = flexible, with tagged fields) | TransactionLogValue;
            a null value is a tombstone
 
-Schemas generated (``make schemas``) from the ``transaction-coordinator`` jars of Kafka 4.3.1
+Schemas generated (``make schemas``) from the ``transaction-coordinator`` jars of the newest release
 and 3.9.2 (``common/message/TransactionLogKey.json``, ``TransactionLogValue.json``). Kafka 4 prints these records as
 every coordinator record (JSON, ``coordinator.py``); Kafka 3.x printed
 ``transaction_metadata::transactionalId=... producerId:...,state=...``
@@ -18,12 +18,12 @@ from __future__ import annotations
 from kseg.decoders.coordinator import RecordTypes, decode_coordinator_record, kafka_value_json
 from kseg.decoders.jvm import scala_hash_set_order
 from kseg.decoders.parts import DecodedRecord, Part, raw_part, skipping_line
-from kseg.decoders.generated import kafka_3_9_2 as K3
-from kseg.decoders.generated import kafka_4_3_1 as K4
+from kseg.decoders.generated import KAFKA_3 as K3
+from kseg.decoders.generated import NEWEST as K4
 from kseg.decoders.schema import SchemaError, decode, read_int16_version
 from kseg.model import Record
 
-# Generated from the transaction-coordinator jars (Kafka 4.3.1; 3.9.2 for Kafka 3.x's lines).
+# Generated from the transaction-coordinator jars (the newest release; 3.9.2 for Kafka 3.x's lines).
 TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE = K4.TRANSACTIONS[0]
 TRANSACTION_LOG_KEY_3X, TRANSACTION_LOG_VALUE_3X = K3.TRANSACTIONS[0]
 
@@ -43,6 +43,10 @@ EMPTY = 0
 STATE_NAMES_TEXT = "transaction-state-names"
 
 RECORD_TYPES: RecordTypes = K4.TRANSACTIONS
+
+#: the decoder text (kseg.kafka_releases decoder_texts) of Kafka 4.0's transaction-log text, which looks a
+#: value's clientTransactionVersion up among the transaction.version levels it knows and stops at another
+TRANSACTION_VERSION_LOOKUP, TRANSACTION_VERSION_LEVELS = "transaction-version-lookup", range(0, 3)
 
 
 def kafka_value_line(data: dict) -> str:
@@ -81,7 +85,11 @@ def decode_transaction_record(record: Record, is_control: bool = False) -> Decod
         if named is not None and value.version is not None:
             # Kafka 4.4's JSON names the state ("transactionStatus":"Ongoing")
             d = d.with_variant(STATE_NAMES_TEXT, (d.kafka_key, kafka_value_json(value.version, named)))
-    return d.with_legacy((old.kafka_key, old.kafka_payload))
+    d = d.with_legacy((old.kafka_key, old.kafka_payload))
+    level = None if value is None or value.data is None else value.data.get("clientTransactionVersion")
+    if level is not None and level not in TRANSACTION_VERSION_LEVELS:
+        d = d.with_stop(TRANSACTION_VERSION_LOOKUP, f"No feature:transaction.version with feature level {level}")
+    return d
 
 
 def _decode_3x(record: Record) -> DecodedRecord:

@@ -586,6 +586,8 @@ class _MetadataImage(_Applier):
                     broker["logDirs"] = d["logDirs"]
         elif kind == "REGISTER_CONTROLLER_RECORD":
             img["controllers"][str(d["controllerId"])] = {k: v for k, v in d.items() if k != "controllerId"}
+        elif kind == "UNREGISTER_CONTROLLER_RECORD":  # Kafka 4.4: a controller removed from the quorum
+            img["controllers"].pop(str(d["controllerId"]), None)
         elif kind == "FEATURE_LEVEL_RECORD":
             if d.get("featureLevel", 0) == 0:
                 img["features"].pop(d["name"], None)

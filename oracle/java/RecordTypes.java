@@ -11,7 +11,7 @@
 // PIECES: a list of {"int16": n} | {"class": FQCN, "version": v, "json": {...}}
 //         | {"metadata": FQCN, "version": v, "json": {...}} (framed by MetadataRecordSerde)
 //
-// The record classes moved to org.apache.kafka.common.record.internal in Kafka 4.1; record_types.py
+// The record classes moved to org.apache.kafka.common.record.internal in Kafka 4.3; record_types.py
 // writes that package in place of RECORD_PACKAGE before compiling.
 import RECORD_PACKAGE.*;
 

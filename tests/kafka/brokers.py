@@ -44,6 +44,8 @@ RELEASES: dict[str, tuple[str, str]] = {
     "4": ("4.3.1", "org.apache.kafka.tools.DumpLogSegments"),
     "4.4": ("4.4.0", "org.apache.kafka.tools.DumpLogSegments"),
 }
+#: version -> release name ("4.3.1" -> "4")
+NAMES = {v: release for release, (v, _) in RELEASES.items()}
 #: release -> its release line (``kseg dump --kafka-version``): "4" is the 4.3 line, kept under its first
 #: name since its corpus (fixtures/kafka-4) and the tiered, clients and cleaner scenarios run it
 LINES = {release: ".".join(v.split(".")[:2]) for release, (v, _) in RELEASES.items()}
