@@ -231,7 +231,11 @@ zigzag(uint64_t u)
     do {                                                                       \
         Py_ssize_t at_ = pos;                                                  \
         uint64_t u_;                                                           \
-        int rc_ = uvarint(p, end, &pos, (maxb), &u_);                          \
+        int rc_ = 0;                                                           \
+        if (pos < end && p[pos] < 0x80) /* one byte: most lengths and deltas */ \
+            u_ = p[pos++];                                                     \
+        else                                                                   \
+            rc_ = uvarint(p, end, &pos, (maxb), &u_);                          \
         if (rc_ == 1) {                                                        \
             fail("varint", "varint too long", at_, i,                          \
                  PyUnicode_FromFormat("at most %d bytes", (maxb)),             \
