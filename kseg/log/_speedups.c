@@ -1617,6 +1617,7 @@ configure_lz4(PyObject *self, PyObject *args)
 
 /* One buffer for the decompressed records of the batch being walked (the GIL is held from
  * filling it to the end of its walk), grown to the largest batch seen. */
+#define SCRATCH_KEPT ((Py_ssize_t)4 << 20)
 static unsigned char *scratch = NULL;
 static Py_ssize_t scratch_cap = 0;
 
@@ -1812,6 +1813,11 @@ sound_v2_run(PyObject *self, PyObject *args)
         has_last = 1;
     }
 done:
+    if (scratch_cap > SCRATCH_KEPT) { /* a large batch's buffer is not kept for the next call */
+        PyMem_Free(scratch);
+        scratch = NULL;
+        scratch_cap = 0;
+    }
     if (has_last && i > start) return Py_BuildValue("(nLLL)", i, records, bytes, last);
     Py_INCREF(last_obj);
     return Py_BuildValue("(nLLN)", i, records, bytes, last_obj);
