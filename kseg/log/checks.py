@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from kseg.checksums import crc32c
-from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES, get_codec
+from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES, Codec, get_codec
 from kseg.errors import CorruptBatchError, KsegError
 from kseg.facts.message_v0v1 import CRC_START as LEGACY_CRC_START
 from kseg.facts.record_batch_v2 import CRC_START as V2_CRC_START
@@ -252,11 +252,16 @@ def _decompressor(limit: int) -> Callable[[int, memoryview], bytes]:
     if found is not None:
         return found
 
+    codecs: dict[int, Codec] = {}
+
     def decompress(codec_id: int, payload: memoryview) -> bytes:
-        codec = get_codec(codec_id)
-        if codec_id == CODEC_LZ4:
-            bind_lz4(codec)
-        return codec.decompress(payload, magic=2, limit=limit)
+        codec = codecs.get(codec_id)
+        if codec is None:
+            codec = codecs[codec_id] = get_codec(codec_id)
+            if codec_id == CODEC_LZ4:
+                bind_lz4(codec)
+        out = codec.decompress_v2_whole(payload, limit)
+        return codec.decompress(payload, magic=2, limit=limit) if out is None else out
 
     if len(_decompressors) > 8:
         _decompressors.clear()
