@@ -85,6 +85,8 @@ def accelerator_layout() -> dict[str, int]:
         "v2_producer_epoch_at": v2["producer_epoch"],
         "v2_base_sequence_at": v2["base_sequence"],
         "v2_record_count_at": v2["record_count"],
+        "v2_crc_start": record_batch_v2.CRC_START,
+        "v2_records_at": record_batch_v2.RECORD_BATCH_OVERHEAD,
         "codec_mask": attributes.CODEC_MASK,
         "max_varint_bytes": primitives.MAX_VARINT_BYTES,
         "max_varlong_bytes": primitives.MAX_VARLONG_BYTES,

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kseg.log import decode, fast
+from kseg.log import checks, decode, fast
 from kseg.log.encode import (
     build_legacy_message,
     build_legacy_wrapper,
@@ -123,9 +123,33 @@ def compare_scan(buf: bytes, base: int = 0) -> None:
     assert scan_tuple(py) == scan_tuple(c)
 
 
+def compare_sound_runs(batches: list, limit: int = 1 << 20) -> None:
+    """verify's runs of sound v2 batches (``checks.sound_v2_run``) from every place verify
+    starts one (the first batch, and the one after each stop), after no offset, after the
+    offset before the first batch (the run may go on) and after the first one (it may not),
+    with and without a base offset from the segment's name."""
+    from kseg.codecs import get_codec
+    from kseg.formats.attributes import CODEC_LZ4
+
+    fast.bind_lz4(get_codec(CODEC_LZ4))  # Kafka's LZ4 frames in C (else the codec object)
+    if not batches:
+        return
+    first = batches[0].base_offset
+    for last, name_base in ((None, None), (first - 1, first), (first, None), (None, first + 1)):
+        i = 0
+        while i < len(batches):
+            py, c = pure(checks.sound_v2_run, batches, i, last, name_base, limit), \
+                outcome(checks.sound_v2_run, batches, i, last, name_base, limit)
+            same(py, c)
+            i = max(i + 1, c[1].stop if c[0] == "ok" else i)
+            last = c[1].last if c[0] == "ok" else None
+
+
 def compare_batches(buf: bytes, limit: int = 1 << 20) -> int:
-    """Scan, then compare every batch's records (v2), legacy records and wrapper contents."""
+    """Scan, then compare every batch's records (v2), legacy records and wrapper contents,
+    and verify's runs of sound v2 batches."""
     compare_scan(buf)
+    compare_sound_runs(decode.scan_entries(buf).batches, limit)
     compared = 0
     for b in decode.scan_entries(buf).batches:
         if b.magic >= 2:
@@ -498,7 +522,7 @@ _C_SOURCE = (Path(decode.__file__).parent / "_speedups.c").read_text()
 _TWINS = dict(re.findall(r"^ \*   (\w+) +(kseg\.[\w.]+)$", _C_SOURCE, re.M))
 _METHOD_TABLE = _C_SOURCE[_C_SOURCE.index("static PyMethodDef methods[]"):]
 _METHODS = set(re.findall(r'^    \{"(\w+)", ', _METHOD_TABLE[:_METHOD_TABLE.index("};")], re.M)) - {
-    "configure", "configure_fields"}
+    "configure", "configure_fields", "configure_lz4"}
 
 
 def test_every_c_function_is_listed_with_its_python_twin() -> None:
@@ -529,6 +553,20 @@ def _message(offset: int, *, magic: int = 1, attributes: int = 0, value: bytes =
     if fix_crc:
         m[CRC_POSITION:CRC_START] = zlib.crc32(m[CRC_START:]).to_bytes(4, "big")
     return bytes(m)
+
+
+def _found_both_ways(monkeypatch, folders: list[Path], options) -> dict[str, set[str]]:
+    """verify of the folders, every fixture and real file, with and without the accelerator: the
+    same report; the checks that found something in each folder."""
+    from kseg.ops import verify as v
+
+    paths = [*folders, *fixture_logs(), *real_log_files()]
+    reports = []
+    for accelerated in (True, False):
+        monkeypatch.setattr(fast, "ACCELERATED", accelerated)
+        reports.append(v.verify_paths(paths, options).files)
+    assert reports[0] == reports[1]
+    return {Path(f.path).parent.name: {p.check for p in f.problems} for f in reports[0][:len(folders)]}
 
 
 def test_verify_takes_clean_runs_of_plain_messages_as_the_reference_does(tmp_path, monkeypatch) -> None:
@@ -567,15 +605,109 @@ def test_verify_takes_clean_runs_of_plain_messages_as_the_reference_does(tmp_pat
         return run
 
     monkeypatch.setattr(v, "plain_run", spy)
-    paths = [*folders, *fixture_logs(), *real_log_files()]
     for quick in (False, True):
-        reports = []
-        for accelerated in (True, False):
-            monkeypatch.setattr(fast, "ACCELERATED", accelerated)
-            reports.append(v.verify_paths(paths, v.VerifyOptions(quick=quick)).files)
-        assert reports[0] == reports[1]
-        found = {Path(f.path).parent.name: {p.check for p in f.problems} for f in reports[0][:len(folders)]}
+        found = _found_both_ways(monkeypatch, folders, v.VerifyOptions(quick=quick))
         assert found == {"clean-0": set(), "crc-0": {"crc"}, "attributes-0": {"attributes"}, "gap-0": {"offsets"},
                          "back-0": {"offsets"}, "below-0": {"offsets"},
                          "undecodable-0": {"crc"} if quick else {"crc", "records"}}
     assert max(taken) >= 500  # the clean runs were taken whole
+
+
+# --------------------------------------------------------------------------- verify: runs of sound v2 batches
+
+
+def _v2(offset: int, *, codec: int = 0, n: int = 3, patch: dict[int, int] | None = None, fix_crc: bool = True,
+        **kw) -> bytes:
+    """A v2 batch of ``n`` records from ``offset``, bytes of its header then set (``patch``:
+    position -> byte, attributes counted from the batch's start) and its CRC fixed or not."""
+    from kseg.checksums import crc32c
+    from kseg.facts.record_batch_v2 import CRC_POSITION, CRC_START
+
+    records = [make_record(offset + k, 1_700_000_000_000 + offset + k, b"k%d" % (offset + k), b"value" * 9,
+                           headers=[("h", b"x")]) for k in range(n)]
+    b = bytearray(build_v2_batch(records, codec=codec, **kw))
+    for at, value in (patch or {}).items():
+        b[at] = value
+    if fix_crc:
+        b[CRC_POSITION:CRC_START] = crc32c(bytes(b[CRC_START:])).to_bytes(4, "big")
+    return bytes(b)
+
+
+def _rebuilt(header: bytes, records: bytes) -> bytes:
+    """A v2 batch of this header and records section, its length and CRC made right."""
+    from kseg.checksums import crc32c
+    from kseg.facts.record_batch_v2 import CRC_POSITION, CRC_START
+
+    b = bytearray(header + records)
+    b[8:12] = (len(b) - 12).to_bytes(4, "big")
+    b[CRC_POSITION:CRC_START] = crc32c(bytes(b[CRC_START:])).to_bytes(4, "big")
+    return bytes(b)
+
+
+def test_verify_takes_sound_runs_of_v2_batches_as_the_reference_does(tmp_path, monkeypatch) -> None:
+    """verify's C path for runs of sound v2 batches (every codec) finds what the batch-by-batch
+    checks find, the same report with and without the accelerator, and takes sound runs whole."""
+    import lz4.frame
+
+    from kseg.facts.record_batch_v2 import (
+        ATTRIBUTES_POSITION,
+        LAST_OFFSET_DELTA_POSITION,
+        MAX_TIMESTAMP_POSITION,
+        RECORD_BATCH_OVERHEAD,
+    )
+    from kseg.ops import verify as v
+
+    def partition(name: str, batches: list[bytes]) -> Path:
+        folder = tmp_path / f"{name}-0"
+        folder.mkdir()
+        (folder / "00000000000000001300.log").write_bytes(b"".join(batches))
+        return folder
+
+    def one_damaged(name: str, batch: bytes, codec: int = 0) -> Path:  # batch 10 of 40, 3 offsets each
+        batches = [_v2(o, codec=codec) for o in range(1300, 1420, 3)]
+        batches[10] = batch
+        return partition(name, batches)
+
+    first_length = _v2(1330)[RECORD_BATCH_OVERHEAD]
+    undecodable = _v2(1330, patch={RECORD_BATCH_OVERHEAD: first_length - 2})  # a record's length one short
+    kafka_lz4 = _v2(1330, codec=3)  # and the same records in a frame not as Kafka writes it (the codec object reads it)
+    lz4_general = _rebuilt(kafka_lz4[:RECORD_BATCH_OVERHEAD], lz4.frame.compress(
+        lz4.frame.decompress(kafka_lz4[RECORD_BATCH_OVERHEAD:]), content_checksum=True))
+    folders = [
+        partition("clean", [_v2(o, codec=(o // 3) % 5) for o in range(1300, 2800, 3)]),
+        *(partition(f"clean-codec{c}", [_v2(o, codec=c) for o in range(1300, 1600, 3)]) for c in range(1, 5)),
+        one_damaged("crc", _v2(1330, patch={RECORD_BATCH_OVERHEAD + 20: ord("X")}, fix_crc=False)),  # in a value
+        one_damaged("crc-lz4", _v2(1330, codec=3, patch={RECORD_BATCH_OVERHEAD + 12: 0}, fix_crc=False), 3),
+        one_damaged("lod", _v2(1330, patch={LAST_OFFSET_DELTA_POSITION + 3: 1})),  # 3 records over 2 offsets, a gap after
+        one_damaged("max-timestamp", _v2(1330, patch={MAX_TIMESTAMP_POSITION + 7: 0})),
+        one_damaged("undecodable", undecodable),
+        one_damaged("lz4-undecodable", _v2(1330, codec=3, patch={RECORD_BATCH_OVERHEAD + 8: 0xFF}), 3),  # block size
+        one_damaged("zstd-undecodable", _v2(1330, codec=4, patch={RECORD_BATCH_OVERHEAD + 5: 0xFF}), 4),
+        one_damaged("lz4-frame", lz4_general, 3),
+        one_damaged("undefined-bit", _v2(1330, patch={ATTRIBUTES_POSITION + 1: 0x80})),
+        one_damaged("plugin-bits", _v2(1330, patch={ATTRIBUTES_POSITION: 0x01})),
+        one_damaged("gap", _v2(1331)),
+        one_damaged("back", _v2(1320)),
+        partition("below", [_v2(o) for o in range(1000, 1100, 3)]),  # all below the name's 1300
+    ]
+    expected = {"clean-0": set(), **{f"clean-codec{c}-0": set() for c in range(1, 5)}, "crc-0": {"crc"},
+                "crc-lz4-0": {"crc", "records"}, "lod-0": {"batch", "records", "offsets"},
+                "max-timestamp-0": {"timestamps"}, "undecodable-0": {"records"}, "lz4-undecodable-0": {"records"},
+                "zstd-undecodable-0": {"records"}, "lz4-frame-0": set(), "undefined-bit-0": {"attributes"},
+                "plugin-bits-0": {"attributes"}, "gap-0": {"offsets"}, "back-0": {"offsets"}, "below-0": {"offsets"}}
+    taken: list[int] = []
+    real_run = v.sound_v2_run
+
+    def spy(batches, start, *args):
+        run = real_run(batches, start, *args)
+        taken.append(run.stop - start)
+        return run
+
+    monkeypatch.setattr(v, "sound_v2_run", spy)
+    for limit in (1 << 20, 100):  # 100 bytes: no compressed batch decompresses within it
+        found = _found_both_ways(monkeypatch, folders, v.VerifyOptions(max_decompressed_bytes=limit))
+        if limit > 100:
+            assert found == expected
+        else:
+            assert found["clean-codec3-0"] == {"records"} and found["clean-0"] == {"records"}
+    assert max(taken) >= 400  # the sound runs were taken whole

@@ -128,6 +128,26 @@ def test_round_trip(codec: Codec, magic: int, data: bytes) -> None:
     assert codec.decompress(memoryview(framed)[3 : 3 + len(packed)], magic=magic) == data
 
 
+@pytest.mark.parametrize("codec", ALL_CODECS, ids=lambda c: c.name)
+@given(data=payloads, flips=st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(1, 255)), max_size=3),
+       cut=st.integers(0, 64), limit=st.sampled_from([MIB, 1 << 28, 100, 0]))
+@examples(25)
+def test_whole_v2_payloads_read_as_decompress_reads_them(codec: Codec, data: bytes, flips, cut: int,
+                                                          limit: int) -> None:
+    """``decompress_v2_whole`` (verify's one library call per payload) gives what ``decompress``
+    gives, or None; never an error of its own, whatever the bytes."""
+    packed = bytearray(codec.compress(data, magic=2))
+    for at, x in flips:
+        if packed:
+            packed[at % len(packed)] ^= x
+    view = memoryview(bytes(packed[:max(0, len(packed) - cut)] if cut % 4 == 0 else packed))
+    whole = codec.decompress_v2_whole(view, limit)
+    if whole is not None:
+        assert whole == codec.decompress(view, magic=2, limit=limit)
+    if not flips and cut % 4 and limit == 1 << 28 and codec.name in ("gzip", "zstd") and len(view) <= 8192:
+        assert whole == data  # the common case is taken (the default limit lets zstd feed 8 KiB at once)
+
+
 @pytest.mark.parametrize(("codec", "magic"), CODEC_MAGICS)
 @pytest.mark.parametrize("size", EDGE_SIZES)
 def test_round_trip_edge_sizes(codec: Codec, magic: int, size: int) -> None:

@@ -88,6 +88,13 @@ class Codec(ABC):
     ) -> bytes:
         """Decompress ``data``; DecompressionLimitError past ``limit`` output bytes."""
 
+    def decompress_v2_whole(self, view: memoryview, limit: int) -> bytes | None:
+        """A v2 payload (a flat byte view) decompressed by one library call, when that call is
+        the whole of what ``decompress`` does with it and gives no error; else None (then
+        ``decompress`` decides and words any error). For readers that take many small batches
+        at once (verify's runs of sound batches); a codec without one returns None."""
+        return None
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} id={self.id} name={self.name!r}>"
 

@@ -56,6 +56,17 @@ class GzipCodec(Codec):
         trailer = struct.pack("<II", zlib.crc32(view), len(view) & 0xFFFFFFFF)
         return b"".join((_GZIP_HEADER, body, trailer))
 
+    def decompress_v2_whole(self, view: memoryview, limit: int) -> bytes | None:
+        """``decompress``'s common case: one member, nothing after it, within ``limit``."""
+        if not view:
+            return None
+        inflater = isal_zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            out = inflater.decompress(view, limit + 1)
+        except _GZIP_ERRORS:
+            return None
+        return out if inflater.eof and not inflater.unused_data and len(out) <= limit else None
+
     def decompress(
         self, data: Buffer, *, magic: int = 2, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES
     ) -> bytes:

@@ -140,6 +140,13 @@ class Lz4Codec(Codec):
             )
         return break_header_checksum(frame) if magic == 0 else frame
 
+    def kafka_frame_layout(self) -> tuple[str, int, bytes, int, int]:
+        """What a C reader of Kafka's frames (magic >= 1) needs to read them as ``_kafka_frame``
+        does, with the same liblz4: the file of python-lz4's block extension (which holds
+        ``LZ4_decompress_safe``), this codec's id, the frame's header, the largest block and
+        the block size's "stored" bit."""
+        return lz4.block._block.__file__, self.id, KAFKA_LZ4_HEADER, _BLOCK_MAX, _BLOCK_STORED
+
     def decompress(
         self, data: Buffer, *, magic: int = 2, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES
     ) -> bytes:

@@ -74,6 +74,18 @@ class ZstdCodec(Codec):
             stream.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH),
         ))
 
+    def decompress_v2_whole(self, view: memoryview, limit: int) -> bytes | None:
+        """``decompress``'s first step when it is the last: one frame, fed at once (no more than
+        that step feeds), ending at the payload's end, within ``limit``."""
+        if not 0 < len(view) <= max(_ZSTD_MIN_STEP, min(_ZSTD_MAX_STEP, limit >> _ZSTD_MAX_RATIO_SHIFT)):
+            return None
+        inflater = _decompressor().decompressobj()
+        try:
+            out = inflater.decompress(view)
+        except _ZSTD_ERRORS:
+            return None
+        return out if inflater.eof and not inflater.unused_data and len(out) <= limit else None
+
     def decompress(
         self, data: Buffer, *, magic: int = 2, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES
     ) -> bytes:

@@ -19,6 +19,7 @@
  *   plain_spans              kseg.log.decode.legacy_record
  *   resync                   kseg.log.salvage_scan.find_candidate
  *   span_columns             kseg.log.span_columns.span_columns_py
+ *   sound_v2_run             kseg.log.checks.sound_v2_run_py
  *
  * (decode_v2 and legacy_set also give record spans, _spans.h, for the dump's line
  * writers: their reference is the records the same call decodes; plain_spans the
@@ -36,6 +37,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <limits.h>
 #include <string.h>
 
 #include "_spans.h"
@@ -48,7 +50,7 @@ static PyObject *DecodeError;
 static int LOG_OVERHEAD, PREFIX_SIZE, SIZE_AT, MAGIC_AT, MIN_SIZE_V0, MIN_SIZE_V1, MIN_SIZE_V2;
 static int LEGACY_CRC_AT, LEGACY_CRC_START, LEGACY_ATTRS_AT, V1_TS_AT, V0_KEY_LEN_AT, V1_KEY_LEN_AT;
 static int V2_PLE_AT, V2_CRC_AT, V2_ATTRS_AT, V2_LOD_AT, V2_BASE_TS_AT, V2_MAX_TS_AT, V2_PID_AT,
-    V2_EPOCH_AT, V2_SEQ_AT, V2_COUNT_AT, CODEC_MASK;
+    V2_EPOCH_AT, V2_SEQ_AT, V2_COUNT_AT, V2_CRC_START, V2_RECORDS_AT, CODEC_MASK;
 static int MAX_VARINT_BYTES_SEEN, MAX_VARLONG_BYTES_SEEN;
 static int configured = 0;
 
@@ -67,7 +69,8 @@ static const struct { const char *name; int *slot; } layout_slots[] = {
     {"v2_last_offset_delta_at", &V2_LOD_AT}, {"v2_base_timestamp_at", &V2_BASE_TS_AT},
     {"v2_max_timestamp_at", &V2_MAX_TS_AT}, {"v2_producer_id_at", &V2_PID_AT},
     {"v2_producer_epoch_at", &V2_EPOCH_AT}, {"v2_base_sequence_at", &V2_SEQ_AT},
-    {"v2_record_count_at", &V2_COUNT_AT}, {"codec_mask", &CODEC_MASK},
+    {"v2_record_count_at", &V2_COUNT_AT}, {"v2_crc_start", &V2_CRC_START}, {"v2_records_at", &V2_RECORDS_AT},
+    {"codec_mask", &CODEC_MASK},
     {"max_varint_bytes", &MAX_VARINT_BYTES_SEEN}, {"max_varlong_bytes", &MAX_VARLONG_BYTES_SEEN},
 };
 #define N_LAYOUT_SLOTS ((Py_ssize_t)(sizeof layout_slots / sizeof layout_slots[0]))
@@ -228,7 +231,11 @@ zigzag(uint64_t u)
     do {                                                                       \
         Py_ssize_t at_ = pos;                                                  \
         uint64_t u_;                                                           \
-        int rc_ = uvarint(p, end, &pos, (maxb), &u_);                          \
+        int rc_ = 0;                                                           \
+        if (pos < end && p[pos] < 0x80) /* one byte: most lengths and deltas */ \
+            u_ = p[pos++];                                                     \
+        else                                                                   \
+            rc_ = uvarint(p, end, &pos, (maxb), &u_);                          \
         if (rc_ == 1) {                                                        \
             fail("varint", "varint too long", at_, i,                          \
                  PyUnicode_FromFormat("at most %d bytes", (maxb)),             \
@@ -297,28 +304,24 @@ span_bytes(SpanBuf *b)
     return o;
 }
 
+/* What the check-only walk of v2 records learns (decode_v2 with record_type None). */
+typedef struct {
+    int64_t max_ts, min_delta, max_delta;
+    int have_ts, ordered;
+} V2Summary;
+
 /*
- * decode_v2(data, base_offset, base_timestamp, count, log_append_time, record_type, header_type, spans=False)
- *   -> list of records, or, with record_type None, a summary tuple
- *      (max_stored_timestamp or None, offsets_in_order, min_delta, max_delta)
- *      computed without building any object (the verify path); with spans, the records'
- *      and headers' spans (_spans.h) as two bytes objects and the first record's offset, for
- *      lines written straight from the data (the dump path). The checks and errors are the same in every mode.
+ * The walk of a v2 records section: every record's varints, lengths, offset and timestamp
+ * deltas and headers checked, in one pass, without a Python object per record unless asked.
+ * Makes the list of records (record_type given, spans 0), the spans (spans 1: a tuple of the
+ * records' and headers' spans and the first offset) or, with record_type None, fills *summary
+ * and returns None. An error is a DecodeError (NULL returned).
  */
 static PyObject *
-decode_v2(PyObject *self, PyObject *args)
+walk_v2(const unsigned char *p, Py_ssize_t end, long long base_offset, long long base_ts, Py_ssize_t count,
+        PyObject *lat_obj, PyObject *record_type, PyObject *header_type, int spans, V2Summary *summary)
 {
-    Py_buffer view;
-    long long base_offset, base_ts;
-    Py_ssize_t count;
-    PyObject *lat_obj, *record_type, *header_type;
-    int spans = 0;
-    REQUIRE_CONFIGURED;
-    if (!PyArg_ParseTuple(args, "y*LLnOOO|p", &view, &base_offset, &base_ts, &count, &lat_obj,
-                          &record_type, &header_type, &spans))
-        return NULL;
-    const unsigned char *p = (const unsigned char *)view.buf;
-    Py_ssize_t end = view.len, pos = 0, i = 0;
+    Py_ssize_t pos = 0, i = 0;
     int materialize = record_type != Py_None && !spans;
     SpanBuf rspans = {0}, hspans = {0};
     KsegRecordSpan *rs = NULL;
@@ -515,7 +518,6 @@ decode_v2(PyObject *self, PyObject *args)
              PyUnicode_FromFormat("%zd more bytes", end - pos));
         goto error;
     }
-    PyBuffer_Release(&view);
     Py_XDECREF(empty);
     Py_XDECREF(two);
     if (spans) {
@@ -524,11 +526,13 @@ decode_v2(PyObject *self, PyObject *args)
         return (r && h) ? Py_BuildValue("(NNL)", r, h, first) : (Py_XDECREF(r), Py_XDECREF(h), NULL);
     }
     if (materialize) return out;
-    if (!have_ts) return Py_BuildValue("(OOLL)", Py_None, Py_True, (long long)0, (long long)0);
-    return Py_BuildValue("(LOLL)", (long long)max_ts, ordered ? Py_True : Py_False,
-                         (long long)min_delta, (long long)max_delta);
+    summary->max_ts = max_ts;
+    summary->min_delta = min_delta;
+    summary->max_delta = max_delta;
+    summary->have_ts = have_ts;
+    summary->ordered = ordered;
+    Py_RETURN_NONE;
 error:
-    PyBuffer_Release(&view);
     Py_XDECREF(out);
     Py_XDECREF(empty);
     Py_XDECREF(two);
@@ -537,6 +541,36 @@ error:
     return NULL;
 }
 
+/*
+ * decode_v2(data, base_offset, base_timestamp, count, log_append_time, record_type, header_type, spans=False)
+ *   -> list of records, or, with record_type None, a summary tuple
+ *      (max_stored_timestamp or None, offsets_in_order, min_delta, max_delta)
+ *      computed without building any object (the verify path); with spans, the records'
+ *      and headers' spans (_spans.h) as two bytes objects and the first record's offset, for
+ *      lines written straight from the data (the dump path). The checks and errors are the same in every mode.
+ */
+static PyObject *
+decode_v2(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    long long base_offset, base_ts;
+    Py_ssize_t count;
+    PyObject *lat_obj, *record_type, *header_type;
+    int spans = 0;
+    V2Summary sum;
+    REQUIRE_CONFIGURED;
+    if (!PyArg_ParseTuple(args, "y*LLnOOO|p", &view, &base_offset, &base_ts, &count, &lat_obj,
+                          &record_type, &header_type, &spans))
+        return NULL;
+    PyObject *out = walk_v2((const unsigned char *)view.buf, view.len, base_offset, base_ts, count, lat_obj,
+                            record_type, header_type, spans, &sum);
+    PyBuffer_Release(&view);
+    if (out == NULL || record_type != Py_None || spans) return out;
+    Py_DECREF(out);
+    if (!sum.have_ts) return Py_BuildValue("(OOLL)", Py_None, Py_True, (long long)0, (long long)0);
+    return Py_BuildValue("(LOLL)", (long long)sum.max_ts, sum.ordered ? Py_True : Py_False,
+                         (long long)sum.min_delta, (long long)sum.max_delta);
+}
 
 static inline int64_t be64(const unsigned char *p) {
     return (int64_t)(((uint64_t)p[0] << 56) | ((uint64_t)p[1] << 48) | ((uint64_t)p[2] << 40) |
@@ -1528,6 +1562,267 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------ sound runs of v2 batches */
+
+/*
+ * LZ4 blocks decompressed here, straight into a buffer the record walk then reads, by the
+ * LZ4_decompress_safe of the liblz4 that python-lz4 carries (kseg's lz4 codec decompresses each
+ * block of Kafka's frames with the same function, through lz4.block). configure_lz4 finds it in
+ * that extension, already loaded; not found, every lz4 batch goes through the codec object.
+ */
+typedef int (*Lz4Decompress)(const char *src, char *dst, int src_size, int dst_capacity);
+static Lz4Decompress lz4_decompress_safe = NULL;
+static unsigned char lz4_header[16];
+static Py_ssize_t lz4_header_len = 0, lz4_block_max = 0;
+static uint32_t lz4_stored_bit = 0;
+static long lz4_codec = -1;
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <dlfcn.h>
+#define HAVE_DLFCN 1
+#endif
+
+/* configure_lz4(library_path, codec_id, frame_header, block_max, stored_bit) -> bool: whether
+ * LZ4_decompress_safe was found in that (loaded) library; the rest describe Kafka's frame
+ * (kseg.codecs.kafka_lz4): the header it starts with, the largest block, the "stored" flag. */
+static PyObject *
+configure_lz4(PyObject *self, PyObject *args)
+{
+    const char *path;
+    Py_buffer header;
+    long codec;
+    Py_ssize_t block_max;
+    unsigned long stored;
+    if (!PyArg_ParseTuple(args, "sly*nk", &path, &codec, &header, &block_max, &stored)) return NULL;
+    int ok = header.len > 0 && header.len <= (Py_ssize_t)sizeof lz4_header && block_max > 0 && block_max <= (1 << 22)
+             && stored != 0 && stored <= 0xFFFFFFFFul;
+    if (!ok) {
+        PyBuffer_Release(&header);
+        PyErr_SetString(PyExc_ValueError, "configure_lz4: header of 1..16 bytes, a block size and a flag bit");
+        return NULL;
+    }
+    memcpy(lz4_header, header.buf, (size_t)header.len);
+    lz4_header_len = header.len;
+    PyBuffer_Release(&header);
+    lz4_block_max = block_max;
+    lz4_stored_bit = (uint32_t)stored;
+    lz4_codec = codec;
+    lz4_decompress_safe = NULL;
+#ifdef HAVE_DLFCN
+    void *lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+    if (lib != NULL) lz4_decompress_safe = (Lz4Decompress)dlsym(lib, "LZ4_decompress_safe");
+#endif
+    return PyBool_FromLong(lz4_decompress_safe != NULL);
+}
+
+/* One buffer for the decompressed records of the batch being walked (the GIL is held from
+ * filling it to the end of its walk), grown to the largest batch seen. */
+#define SCRATCH_KEPT ((Py_ssize_t)4 << 20)
+static unsigned char *scratch = NULL;
+static Py_ssize_t scratch_cap = 0;
+
+static int
+scratch_reserve(Py_ssize_t n)
+{
+    if (n <= scratch_cap) return 0;
+    Py_ssize_t cap = scratch_cap ? scratch_cap : 1 << 16;
+    while (cap < n) cap *= 2;
+    unsigned char *q = PyMem_Realloc(scratch, (size_t)cap);
+    if (!q) { PyErr_NoMemory(); return -1; }
+    scratch = q;
+    scratch_cap = cap;
+    return 0;
+}
+
+static inline uint32_t le32(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Kafka's LZ4 frame into scratch, as kafka_lz4._kafka_frame reads it: its exact header, blocks of
+ * at most lz4_block_max bytes (stored or compressed) up to the end mark, bytes after it ignored,
+ * at most limit bytes out. The decompressed size, or -1 when the frame is not that (the codec
+ * object then decides, and words any error). */
+static Py_ssize_t
+lz4_frame(const unsigned char *p, Py_ssize_t end, Py_ssize_t limit)
+{
+    if (end < lz4_header_len || memcmp(p, lz4_header, (size_t)lz4_header_len) != 0) return -1;
+    Py_ssize_t pos = lz4_header_len, total = 0;
+    while (pos + 4 <= end) {
+        uint32_t size = le32(p + pos);
+        pos += 4;
+        if (size == 0) return total;
+        int stored = (size & lz4_stored_bit) != 0;
+        size &= ~lz4_stored_bit;
+        if ((Py_ssize_t)size > lz4_block_max || pos + (Py_ssize_t)size > end) return -1;
+        if (scratch_reserve(total + lz4_block_max) < 0) { PyErr_Clear(); return -1; }
+        Py_ssize_t got;
+        if (stored) {
+            memcpy(scratch + total, p + pos, size);
+            got = size;
+        } else {
+            got = lz4_decompress_safe((const char *)p + pos, (char *)scratch + total, (int)size, (int)lz4_block_max);
+            if (got < 0) return -1;
+        }
+        pos += size;
+        total += got;
+        if (total > limit) return -1;
+    }
+    return -1;
+}
+
+static inline int
+field_ll(PyObject *batch, Py_ssize_t at, long long *out)
+{
+    PyObject *v = PyTuple_GET_ITEM(batch, at);
+    if (!PyLong_Check(v)) return -1;
+    int overflow;
+    *out = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || (*out == -1 && PyErr_Occurred())) { PyErr_Clear(); return -1; }
+    return 0;
+}
+
+/* A KsegError (the batch does not decompress: the per-batch path says why) ends the run
+ * quietly; anything else (an interrupt, no memory) is raised. */
+static int
+ends_run(PyObject *kseg_error)
+{
+    if (!PyErr_ExceptionMatches(kseg_error) && !PyErr_ExceptionMatches(DecodeError)) return 0;
+    PyErr_Clear();
+    return 1;
+}
+
+/*
+ * sound_v2_run(batches, start, last, name_base, limit, crc32c, decompress, kseg_error,
+ *              reject_mask, log_append_mask, max_codec) -> (stop, records, bytes, last)
+ * The twin of kseg.log.checks.sound_v2_run_py: from batches[start], the v2 batches in which
+ * verify finds nothing to say, taken at once: the CRC-32C (crc32c(view) -> int), the header
+ * (lastOffsetDelta, record count), the records decompressed (in C for Kafka's LZ4 frames, else
+ * decompress(codec, view) -> bytes) and walked (walk_v2), offset deltas, maxTimestamp, and the
+ * offsets from ``last`` (None: any first offset) on, none below ``name_base`` (None: no bound).
+ * The run stops before the first batch that is not such, or has attributes & reject_mask
+ * (control, bits verify notes) or a codec above max_codec; the per-batch path takes that one.
+ */
+static PyObject *
+sound_v2_run(PyObject *self, PyObject *args)
+{
+    PyObject *batches, *last_obj, *base_obj, *crc_fn, *decompress, *kseg_error;
+    Py_ssize_t start, limit;
+    long reject_mask, lat_mask, max_codec;
+    REQUIRE_CONFIGURED;
+    if (!PyArg_ParseTuple(args, "O!nOOnOOOlll", &PyList_Type, &batches, &start, &last_obj, &base_obj, &limit,
+                          &crc_fn, &decompress, &kseg_error, &reject_mask, &lat_mask, &max_codec))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(batches), i = start;
+    if (start < 0 || start > n) {
+        PyErr_SetString(PyExc_IndexError, "start outside the list");
+        return NULL;
+    }
+    long long last = 0, name_base = 0, records = 0, bytes = 0;
+    int has_last = last_obj != Py_None, has_base = base_obj != Py_None;
+    if ((has_last && !PyLong_Check(last_obj)) || (has_base && !PyLong_Check(base_obj))) {
+        PyErr_SetString(PyExc_TypeError, "last and name_base are ints or None");
+        return NULL;
+    }
+    int overflow = 0;
+    if (has_last) {
+        last = PyLong_AsLongLongAndOverflow(last_obj, &overflow);
+        if (overflow) goto done; /* no int64 first offset follows it */
+    }
+    if (has_base) {
+        name_base = PyLong_AsLongLongAndOverflow(base_obj, &overflow);
+        if (overflow > 0) goto done; /* no int64 first offset is at or past it */
+        if (overflow < 0) has_base = 0; /* every one is */
+    }
+    if (PyErr_Occurred()) return NULL;
+    for (; i < n; i++) {
+        PyObject *b = PyList_GET_ITEM(batches, i);
+        if (!PyTuple_Check(b) || PyTuple_GET_SIZE(b) != N_BATCH_FIELDS) break;
+        PyObject *raw_obj = PyTuple_GET_ITEM(b, B_RAW);
+        if (!PyMemoryView_Check(raw_obj)) break;
+        Py_buffer *raw = PyMemoryView_GET_BUFFER(raw_obj);
+        long long magic, attrs, base_offset, crc, max_ts, size, lod, base_ts, count;
+        if (field_ll(b, B_MAGIC, &magic) < 0 || magic != 2 || field_ll(b, B_ATTRS, &attrs) < 0
+            || field_ll(b, B_BASE_OFFSET, &base_offset) < 0 || field_ll(b, B_CRC, &crc) < 0
+            || field_ll(b, B_MAX_TS, &max_ts) < 0 || field_ll(b, B_SIZE, &size) < 0 || field_ll(b, B_LOD, &lod) < 0
+            || field_ll(b, B_BASE_TS, &base_ts) < 0 || field_ll(b, B_COUNT, &count) < 0)
+            break;
+        long codec = (long)(attrs & CODEC_MASK);
+        if ((attrs & reject_mask) || codec > max_codec || !PyBuffer_IsContiguous(raw, 'C') || raw->len < V2_RECORDS_AT)
+            break;
+        /* the header */
+        if (lod < 0 || count < 0 || count > lod + 1) break;
+        long long first = base_offset, batch_last;
+        if (__builtin_add_overflow(base_offset, lod, &batch_last)) break;
+        if (first < 0 || (has_base && first < name_base)) break;
+        if (has_last && (last == LLONG_MAX || first != last + 1)) break;
+        const unsigned char *p = (const unsigned char *)raw->buf;
+        /* the CRC-32C, by the function the per-batch path uses */
+        PyObject *covered = PySequence_GetSlice(raw_obj, V2_CRC_START, raw->len);
+        if (!covered) return NULL;
+        PyObject *computed = PyObject_CallOneArg(crc_fn, covered);
+        Py_DECREF(covered);
+        if (!computed) return NULL;
+        long long c = PyLong_AsLongLong(computed);
+        Py_DECREF(computed);
+        if (c == -1 && PyErr_Occurred()) return NULL;
+        if (c != crc) break;
+        /* the records, decompressed */
+        const unsigned char *data = p + V2_RECORDS_AT;
+        Py_ssize_t data_len = raw->len - V2_RECORDS_AT;
+        PyObject *inflated = NULL;
+        if (codec != 0) {
+            Py_ssize_t got = -1;
+            if (codec == lz4_codec && lz4_decompress_safe != NULL) got = lz4_frame(data, data_len, limit);
+            if (got >= 0) {
+                data = scratch;
+                data_len = got;
+            } else {
+                PyObject *payload = PySequence_GetSlice(raw_obj, V2_RECORDS_AT, raw->len);
+                PyObject *id = payload ? PyLong_FromLong(codec) : NULL;
+                inflated = id ? PyObject_CallFunctionObjArgs(decompress, id, payload, NULL) : NULL;
+                Py_XDECREF(payload);
+                Py_XDECREF(id);
+                if (!inflated) {
+                    if (ends_run(kseg_error)) break;
+                    return NULL;
+                }
+                if (!PyBytes_Check(inflated)) {
+                    Py_DECREF(inflated);
+                    PyErr_SetString(PyExc_TypeError, "decompress() must return bytes");
+                    return NULL;
+                }
+                data = (const unsigned char *)PyBytes_AS_STRING(inflated);
+                data_len = PyBytes_GET_SIZE(inflated);
+            }
+        }
+        /* the records, walked */
+        V2Summary sum;
+        PyObject *walked = walk_v2(data, data_len, 0, base_ts, (Py_ssize_t)count, Py_None, Py_None, Py_None, 0, &sum);
+        Py_XDECREF(inflated);
+        if (!walked) {
+            if (ends_run(kseg_error)) break;
+            return NULL;
+        }
+        Py_DECREF(walked);
+        if (!sum.ordered) break;
+        if (count && (sum.min_delta < 0 || sum.max_delta > lod)) break;
+        if (count && !(attrs & lat_mask) && sum.max_ts != max_ts) break;
+        records += count;
+        bytes += size;
+        last = batch_last;
+        has_last = 1;
+    }
+done:
+    if (scratch_cap > SCRATCH_KEPT) { /* a large batch's buffer is not kept for the next call */
+        PyMem_Free(scratch);
+        scratch = NULL;
+        scratch_cap = 0;
+    }
+    if (has_last && i > start) return Py_BuildValue("(nLLL)", i, records, bytes, last);
+    Py_INCREF(last_obj);
+    return Py_BuildValue("(nLLN)", i, records, bytes, last_obj);
+}
+
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "Set the positions, sizes and masks (kseg.layouts.accelerator_layout()); needed before anything else."},
@@ -1544,6 +1839,8 @@ static PyMethodDef methods[] = {
     {"plain_spans", plain_spans, METH_VARARGS, "Spans of a run of uncompressed v0/v1 messages."},
     {"resync", resync, METH_VARARGS, "The next plausible batch start (twin of salvage_scan.find_candidate)."},
     {"span_columns", span_columns, METH_VARARGS, "Record spans as Arrow column buffers (twin of span_columns_py)."},
+    {"configure_lz4", configure_lz4, METH_VARARGS, "Find LZ4_decompress_safe in python-lz4's loaded extension."},
+    {"sound_v2_run", sound_v2_run, METH_VARARGS, "The v2 batches verify finds nothing in (twin of sound_v2_run_py)."},
     {NULL, NULL, 0, NULL},
 };
 

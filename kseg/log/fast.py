@@ -43,6 +43,20 @@ def c_twin(name: str) -> Any:
     return getattr(_speedups, name, None) if ACCELERATED else None
 
 
+_lz4_bound: list[Any] = []
+
+
+def bind_lz4(codec: Any) -> None:
+    """Once: let the C run of sound v2 batches decompress Kafka's LZ4 frames itself, with the
+    liblz4 the lz4 codec uses (``codec.kafka_frame_layout()``; ``_speedups.configure_lz4``)."""
+    if _lz4_bound or not ACCELERATED:
+        return
+    _lz4_bound.append(codec)
+    layout = getattr(codec, "kafka_frame_layout", None)
+    if layout is not None:
+        _speedups.configure_lz4(*layout())
+
+
 _KINDS = {"varint": VarintError, "corrupt": CorruptBatchError, "truncated": TruncatedError}
 
 

@@ -16,8 +16,9 @@ Targets cover every C entry point of ``kseg/log/_speedups.c``: ``scan``,
 ``decode_v2`` (records, the verify summary and the dump's spans), ``legacy_set`` (records
 and spans), ``legacy_record``,
 ``legacy_batch_record``, ``legacy_crc_mismatches``, ``encode_v2_records``,
-``encode_legacy_messages``, ``resync`` (salvage's scan) and ``span_columns`` (spans to Arrow's
-column buffers); every record-line writer of ``kseg/render/_format.c`` (``lines``); and the
+``encode_legacy_messages``, ``resync`` (salvage's scan), ``span_columns`` (spans to Arrow's
+column buffers) and ``sound_v2_run`` (verify's runs of sound v2 batches, ``configure_lz4``'s
+LZ4 reader in them); every record-line writer of ``kseg/render/_format.c`` (``lines``); and the
 pure-Python readers of internal topics
 (``kseg.decoders``) and companion files (``kseg.companions.read``).
 """
@@ -496,6 +497,32 @@ def fuzz_resync(data: bytes) -> None:
         same("resync (walk)", walks[0], walks[1])
 
 
+def fuzz_sound_v2_run(data: bytes) -> None:
+    """``sound_v2_run`` (verify's runs of v2 batches it finds nothing in: CRC-32C, header, records
+    decompressed, Kafka's LZ4 frames in C, and walked, offsets) against ``sound_v2_run_py``, from
+    every batch verify starts a run at, after an offset, under a base offset and a decompression
+    limit the first byte picks."""
+    from kseg.codecs import get_codec
+    from kseg.formats.attributes import CODEC_LZ4
+    from kseg.log import checks
+
+    r = Reader(data)
+    flags = r.u8()
+    batches = decode.scan_entries(r.rest()).batches
+    if not batches:
+        return
+    fast.bind_lz4(get_codec(CODEC_LZ4))
+    first = batches[0].base_offset
+    last = (None, first - 1, first, INT64_MAX)[flags & 3]
+    name_base = (None, first, first + 1, 1 << 64)[(flags >> 2) & 3]
+    limit = (DECOMPRESSED_LIMIT, 100, 0, 1 << 16)[(flags >> 4) & 3]
+    i = 0
+    while i < len(batches):
+        run = both("sound_v2_run", checks.sound_v2_run, batches, i, last, name_base, limit)
+        stop = run[1].stop
+        i, last = max(stop, i + 1), run[1].last if stop > i else batches[i].base_offset
+
+
 def fuzz_lines(data: bytes) -> None:
     """The C record-line writer (``kseg.render._format``) against ``kseg.render.lines`` on the
     records of a .log buffer (after a byte choosing the key and value payload modes): jsonl,
@@ -608,4 +635,5 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "resync": fuzz_resync,
     "lines": fuzz_lines,
     "span_columns": fuzz_span_columns,
+    "sound_v2_run": fuzz_sound_v2_run,
 }
