@@ -459,6 +459,20 @@ def test_dump_report_counts_what_the_plain_dump_shows(spark, logdir, tmp_path):
     assert all(r["host"] and r["seconds"] >= 0 and r["error"] is None for r in rows)
 
 
+def test_dump_reads_a_plugin_codec_of_the_commands_registry(spark, logdir, tmp_path):
+    """--plugin-registry reaches the executors: they read batches of a codec only the registry names."""
+    pytest.importorskip("kseg_brotli_plugin")
+    reg, out = tmp_path / "reg.json", tmp_path / "brotli" / "t-0"
+    assert cli("plugins", "register", "--registry", reg, "--alias", "brotli", "--class",
+               "kseg_brotli_plugin:BrotliPlugin", "--version", "1.0.0").exit_code == 0
+    assert cli("--plugin-registry", reg, "recompress", "--codec", "brotli", logdir / "m2-none-0", "-o",
+               out).exit_code == 0
+    plain = cli("--plugin-registry", reg, "dump", "-r", "--format", "jsonl", out)
+    dist = cli("--plugin-registry", reg, "spark", "dump", "-r", "--format", "jsonl", out)
+    assert plain.exit_code == dist.exit_code == 0, dist.stderr
+    assert dist.stdout == plain.stdout and '"codec": "plugin:brotli"' in plain.stdout
+
+
 def test_dump_stops_at_the_same_error(spark, bad_logdir, tmp_path):
     plain = cli("dump", "-r", bad_logdir)
     dist = cli("spark", "dump", "-r", bad_logdir)

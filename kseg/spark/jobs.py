@@ -190,12 +190,13 @@ def stream_operation(spark: Any, op: Operation, inputs: Any, opts: Any, folder: 
     sc = spark.sparkContext
     group = f"kseg-{op.name}-{uuid.uuid4().hex[:8]}"
     box: dict[str, BaseException] = {}
+    task = partial(left_task, op, opts, registry_path(), folder)  # here: the command's context is this thread's
 
     def job() -> None:
         try:
             sc.setJobGroup(group, f"kseg {op.name}", interruptOnCancel=True)
-            run_tasks(spark, partial(left_task, op, opts, registry_path(), folder), list(enumerate(units)),
-                      [int(getattr(u, "weight", 0) or 0) for u in units], f"kseg {op.name}", in_order=True)
+            run_tasks(spark, task, list(enumerate(units)), [int(getattr(u, "weight", 0) or 0) for u in units],
+                      f"kseg {op.name}", in_order=True)
         except BaseException as e:  # raised by the driver's thread, in its place
             box["exception"] = e
 
