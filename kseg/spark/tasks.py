@@ -26,9 +26,9 @@ class TaskInfo:
     cpu_seconds: float = 0.0
 
 
-def _info(t0: float, c0: float | None = None) -> TaskInfo:
-    cpu = 0.0 if c0 is None else round(time.process_time() - c0, 6)
-    return TaskInfo(round(time.perf_counter() - t0, 6), socket.gethostname(), os.getpid(), cpu)
+def _info(t0: float, c0: float) -> TaskInfo:
+    return TaskInfo(round(time.perf_counter() - t0, 6), socket.gethostname(), os.getpid(),
+                    round(time.process_time() - c0, 6))
 
 
 def _activate(registry: str | None) -> None:
