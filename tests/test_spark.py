@@ -407,6 +407,11 @@ def test_verify_newest_segment_being_written(spark, tmp_path):
     ("-r", "--redact", "values", "--redact-key", "case-1"),
     ("-r", "--format", "kafka", "--payload", "utf8", "--decode", "auto", "--redact", "keys,secrets", "--redact-key",
      "case-1"),
+    # the plain command's record lines, shaped: the same options, the same writers
+    ("--format", "text", "--fields", "offset,key,headers", "--key-decoder", "hex"),
+    ("-r", "--no-truncate", "--max-bytes", "700"),
+    ("-r", "--format", "jsonl", "--decode", "auto", "--show-secrets"),
+    ("--format", "kafka", "--verify-index-only", "--kafka-version", "3.6"),
 ])
 def test_dump_same_output(spark, logdir, args):
     plain = cli("dump", *args, logdir)
@@ -436,12 +441,48 @@ def test_dump_redact_with_a_random_key_is_one_key_per_run(spark, logdir):
     assert len({a for a, _ in pairs}) == len(pairs) == len({b for _, b in pairs})  # one token per original key
 
 
+def test_dump_report_counts_what_the_plain_dump_shows(spark, logdir, tmp_path):
+    """--report: a row per file, in file order, its batches and records those of the plain dump's lines."""
+    from kseg.cli.common import expand_for_dump
+
+    report = tmp_path / "dump.json"
+    dist = cli("spark", "dump", "-r", "--format", "jsonl", "--report", report, logdir)
+    plain = cli("dump", "-r", "--format", "jsonl", logdir)
+    assert dist.exit_code == plain.exit_code == 0 and dist.stdout == plain.stdout
+    lines = [json.loads(x) for x in plain.stdout.splitlines()]
+    doc = json.loads(report.read_text())
+    assert doc["command"] == "dump" and doc["ok"] is True and doc["problems"] == 0
+    rows = doc["files"]
+    assert [r["file"] for r in rows] == [str(f) for f in expand_for_dump([logdir])]
+    assert sum(r["batches"] for r in rows) == sum(x["type"] == "batch" for x in lines)
+    assert sum(r["records"] for r in rows) == sum(x["type"] == "record" for x in lines)
+    assert all(r["host"] and r["seconds"] >= 0 and r["error"] is None for r in rows)
+
+
+def test_dump_reads_a_plugin_codec_of_the_commands_registry(spark, logdir, tmp_path):
+    """--plugin-registry reaches the executors: they read batches of a codec only the registry names."""
+    pytest.importorskip("kseg_brotli_plugin")
+    reg, out = tmp_path / "reg.json", tmp_path / "brotli" / "t-0"
+    assert cli("plugins", "register", "--registry", reg, "--alias", "brotli", "--class",
+               "kseg_brotli_plugin:BrotliPlugin", "--version", "1.0.0").exit_code == 0
+    assert cli("--plugin-registry", reg, "recompress", "--codec", "brotli", logdir / "m2-none-0", "-o",
+               out).exit_code == 0
+    plain = cli("--plugin-registry", reg, "dump", "-r", "--format", "jsonl", out)
+    dist = cli("--plugin-registry", reg, "spark", "dump", "-r", "--format", "jsonl", out)
+    assert plain.exit_code == dist.exit_code == 0, dist.stderr
+    assert dist.stdout == plain.stdout and '"codec": "plugin:brotli"' in plain.stdout
+
+
 def test_dump_stops_at_the_same_error(spark, bad_logdir, tmp_path):
     plain = cli("dump", "-r", bad_logdir)
     dist = cli("spark", "dump", "-r", bad_logdir)
     assert plain.exit_code == dist.exit_code == 1
     assert dist.stdout == plain.stdout
     assert dist.stderr == plain.stderr and "kseg: error:" in dist.stderr
+    stopped = tmp_path / "stopped.txt"  # -o: what was shown before the error is kept, as on stdout
+    dist = cli("spark", "dump", "-r", "-o", stopped, bad_logdir)
+    assert (dist.exit_code, dist.stdout, dist.stderr) == (1, "", plain.stderr)
+    assert stopped.read_text() == plain.stdout and plain.stdout
     out = tmp_path / "dump.txt"
     dist = cli("spark", "dump", "-r", "--keep-going", "-o", out, bad_logdir)
     plain = cli("dump", "-r", "--keep-going", bad_logdir)

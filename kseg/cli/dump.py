@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Generator, Iterator, Protocol
 
 import click
 
@@ -78,19 +79,61 @@ def _fields(ctx: click.Context, param: click.Parameter, value: str | None) -> tu
                    "([hidden]). --format kafka always shows them, as kafka-dump-log.sh.")
 @jobs_option
 @guarded
-def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, key_decoder: str | None,
-         value_decoder: str | None, decode: str | None, kafka_version: str, skip_record_metadata: bool,
-         index_sanity: bool, verify_index: bool,
-         from_offset: int | None, to_offset: int | None, from_time: int | None, to_time: int | None,
-         max_bytes: int | None, keep_going: bool, input_format: str, max_decompressed_bytes: int,
-         fields: tuple[str, ...] | None = None, no_truncate: bool = False, redact: tuple[str, ...] = (),
-         redact_key: str | None = None, show_secrets: bool = False, jobs: int = 1) -> None:
+def dump(paths: tuple[Path, ...], jobs: int = 1, **options: Any) -> None:
     """Show the batches (and with --records the records) of segment files.
 
     PATHS are .log, .index, .timeindex, .txnindex, .snapshot or .checkpoint files,
     leader-epoch-checkpoint, partition.metadata or quorum-state files, partition
     folders or log directories.
     """
+    try:
+        run_dump(paths, PoolRunner(jobs), **options)
+    except KeyboardInterrupt as e:
+        # Ctrl-C: stop now, quietly, with the shell's code for SIGINT (SIGTERM: one line, 143).
+        # Pending output is dropped, and stdout is pointed at /dev/null so that the exit
+        # cannot block on a full pipe.
+        _drop_stdout()
+        if isinstance(e, Terminated):
+            click.echo("kseg: terminated", err=True)
+        raise SystemExit(exit_code(e)) from None
+
+
+class DumpRunner(Protocol):
+    """Where a dump's files are rendered when not one after another in this process: a pool of
+    worker processes (``-j``), or Spark's executors (``kseg spark dump``)."""
+
+    def takes(self, files: list[Path]) -> bool:
+        """Whether these files are rendered by it (else the dump runs here, serially)."""
+
+    def __call__(self, job: DumpJob, files: list[Path], spool: str) -> Generator[Any, None, None]:
+        """The items of dump's merge (``kseg.ops.dump_split.merge``), in file order."""
+
+
+@dataclass(frozen=True)
+class PoolRunner:
+    """``-j N``: files rendered by N worker processes; a single file, or one only this process
+    may read (stdin, an object), keeps the dump here."""
+
+    jobs: int
+
+    def takes(self, files: list[Path]) -> bool:
+        return self.jobs > 1 and len(files) > 1 and not any(here_only(f) for f in files)
+
+    def __call__(self, job: DumpJob, files: list[Path], spool: str) -> Generator[Any, None, None]:
+        return execute(OPERATION, (files, spool), job, self.jobs)
+
+
+def run_dump(paths: tuple[Path, ...], runner: DumpRunner, *, records: bool, fmt: str, payload: str | None,
+             key_decoder: str | None, value_decoder: str | None, decode: str | None, kafka_version: str,
+             skip_record_metadata: bool, index_sanity: bool, verify_index: bool, from_offset: int | None,
+             to_offset: int | None, from_time: int | None, to_time: int | None, max_bytes: int | None,
+             keep_going: bool, input_format: str, max_decompressed_bytes: int,
+             fields: tuple[str, ...] | None = None, no_truncate: bool = False, redact: tuple[str, ...] = (),
+             redact_key: str | None = None, show_secrets: bool = False, spool_dir: str | None = None) -> None:
+    """``kseg dump`` (and ``kseg spark dump``) to standard output: the files rendered here, or by
+    ``runner`` with the output merged in file order (its spool folder under ``spool_dir``, default
+    the system's temporary folder); exits 1 or 2 as the data says. An interrupt is raised as it
+    came, the output pending dropped."""
     payload, kd, vd, records, decode = prepare_dump(fmt, payload, key_decoder, value_decoder, records, decode)
     refuse_unless(fmt != "kafka" and input_format != "kafka07", ("fields",),
                   "applies to the text and jsonl record lines of Kafka segments")
@@ -103,11 +146,13 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
     records = records or fields is not None  # choosing record fields asks for the records
     view = RecordView(fields, not no_truncate)
     files = expand_for_dump(paths)
+    split = runner.takes(files)
     if input_format == "kafka07":
         dump_kafka07(files, sys.stdout, fmt=fmt, deep=records, key_decoder=kd, value_decoder=vd)
         return
     # Each log-like file's format by name, else by its first bytes (a README is unusable input).
     formats = [_dump_format(f, input_format, fmt) for f in files]
+    split = split and KAFKA07 not in formats  # a Kafka 0.7 file keeps the dump here
     sys.stdout.flush()
     out = ChunkedWriter(sys.stdout.buffer)  # output leaves in 1 MiB writes
     renderer = make_renderer(fmt, out, sys.stderr, kd, vd, records=records, kafka_version=kafka_version,
@@ -119,8 +164,6 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
                                redactor=redactor, show_secrets=show_secrets)
     live = LiveTails.of(paths, files)
     counts = DumpCounts()
-    # A file only this process may read (stdin, an object), or a Kafka 0.7 file, keeps the dump here.
-    split = jobs > 1 and len(files) > 1 and KAFKA07 not in formats and not any(here_only(f) for f in files)
     interrupted = False
 
     def tell(line: str) -> None:
@@ -128,26 +171,13 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
         click.echo(line, err=True)
 
     try:
-        if split:  # files rendered by worker processes, the output merged in file order
+        if split:  # files rendered elsewhere, the output merged in file order
             spec = RendererSpec(fmt, payload, key_decoder, value_decoder, records, kafka_version,
                                 skip_record_metadata, index_sanity, verify_index, view)
-            with tempfile.TemporaryDirectory(prefix="kseg-dump-") as spool:
-                fd = _stdout_fd()
-                for item in execute(OPERATION, (files, spool), DumpJob(options, spec, live), jobs):
-                    if isinstance(item, bytes):
-                        out.write(item)
-                    elif isinstance(item, FileSpan):
-                        out.flush()
-                        if fd is None or not item.send(fd):
-                            for chunk in item.chunks():
-                                out.write(chunk)
-                    elif isinstance(item, str):
-                        out.flush()
-                        click.echo(item, err=True, nl=False)
-                    else:
-                        counts.absorb(item.counts)
-                        for state in item.states:
-                            renderer.absorb(state)
+            with tempfile.TemporaryDirectory(prefix=".kseg-dump-" if spool_dir else "kseg-dump-",
+                                             dir=spool_dir) as spool:
+                with closing(runner(DumpJob(options, spec, live), files, spool)) as items:
+                    _write_merged(items, out, renderer, counts)
         else:  # the reference: each file's output streams out as it is read
             for f, form in zip(files, formats):
                 if form == KAFKA07:
@@ -157,15 +187,9 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
                     sys.stdout.flush()
                     continue
                 dump_counted(f, options, renderer, tell, live, counts)
-    except KeyboardInterrupt as e:
-        # Ctrl-C: stop now, quietly, with the shell's code for SIGINT (SIGTERM: one line, 143).
-        # Pending output is dropped, and stdout is pointed at /dev/null so that the exit
-        # cannot block on a full pipe.
+    except KeyboardInterrupt:
         interrupted = True
-        _drop_stdout()
-        if isinstance(e, Terminated):
-            click.echo("kseg: terminated", err=True)
-        raise SystemExit(exit_code(e)) from None
+        raise
     finally:
         if not interrupted:  # what was read is shown, also when an error stops the dump
             renderer.close()
@@ -177,6 +201,28 @@ def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, 
         click.echo(f"kseg: {counts.problems} problem(s) in the data (bad CRCs, partial or undecodable batches); "
                    "see kseg verify", err=True)
         raise SystemExit(EXIT_DATA)
+
+
+def _write_merged(items: Iterator[Any], out: ChunkedWriter, renderer: Any, counts: DumpCounts) -> None:
+    """The merge's items written out: bytes (or spans of a spool file, sent by the kernel where it
+    can) to stdout, lines to stderr at their places; the totals absorbed (exit code, the
+    renderer's report at the end)."""
+    fd = _stdout_fd()
+    for item in items:
+        if isinstance(item, bytes):
+            out.write(item)
+        elif isinstance(item, FileSpan):
+            out.flush()
+            if fd is None or not item.send(fd):
+                for chunk in item.chunks():
+                    out.write(chunk)
+        elif isinstance(item, str):
+            out.flush()
+            click.echo(item, err=True, nl=False)
+        else:
+            counts.absorb(item.counts)
+            for state in item.states:
+                renderer.absorb(state)
 
 
 @dataclass(frozen=True)

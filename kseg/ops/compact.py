@@ -51,6 +51,7 @@ from kseg.log.atomic import write_atomic
 from kseg.log.checks import CARRY, SKIP, STOP, DamagePolicy, DamageTally, checked_batches, damaged_error
 from kseg.log.control import control_info
 from kseg.log.encode import assemble_v2, build_legacy_wrapper, build_v2_batch, header_of
+from kseg.log.listing import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
 from kseg.log.records import batch_records, codec_for
 from kseg.log.segment import (
     base_offset_of,
@@ -291,7 +292,7 @@ def _scan_partition(segs: list[Path], limit: int, policy: DamagePolicy = DamageP
         st.segment_max_timestamps.append(seg_max)
         if damaged:
             st.damaged[seg_path] = damaged
-        txn_path = companion_path(seg_path, ".txnindex")
+        txn_path = companion_path(seg_path, TXN_INDEX_SUFFIX)
         if txn_path.exists():
 
             for e in read_txn_index(txn_path).entries:
@@ -689,7 +690,7 @@ def _write_step(folder: Path, result: dict[Path, tuple[list[bytes], list[TxnEntr
         dst = folder / src.name
         write_atomic(dst, b"".join(entries))
         if txns:
-            write_atomic(companion_path(dst, ".txnindex"), build_txn_index(txns))
+            write_atomic(companion_path(dst, TXN_INDEX_SUFFIX), build_txn_index(txns))
         copy_times(src, dst)
         out.append(dst)
     return out
@@ -726,7 +727,7 @@ def group_segments_by_size(segs: list[Path], max_bytes: int, max_index_bytes: in
 
 def _index_sizes(log: Path) -> tuple[int, int]:
     """Bytes of a segment's offset and time index as the broker holds them (built when absent)."""
-    index, time_index = companion_path(log, ".index"), companion_path(log, ".timeindex")
+    index, time_index = companion_path(log, INDEX_SUFFIX), companion_path(log, TIME_INDEX_SUFFIX)
     if index.exists() and time_index.exists():
         return index.stat().st_size, time_index.stat().st_size
     built = build_indexes([b._replace(raw=memoryview(b"")) for b in strict_batches(log)], base_offset_of(log) or 0)
@@ -802,7 +803,7 @@ def compact_group(segs: list[Path], wanted: bool, options: CompactOptions, out_d
             txns.extend(src_txns)
         sink.commit()
         if txns:
-            write_atomic(companion_path(dst, ".txnindex"), build_txn_index(txns))
+            write_atomic(companion_path(dst, TXN_INDEX_SUFFIX), build_txn_index(txns))
         copy_times(group[-1], dst)  # the cleaner keeps the last segment's mtime
         written.append(dst)
     if work is not None and work.exists():
@@ -832,6 +833,7 @@ def input_segments(inputs: list[Path]) -> list[Path]:
             out.append(p)
             continue
         for folder in [p, *(q for q in p.iterdir() if q.is_dir())]:
-            out.extend(q.with_name(q.name.split(".", 1)[0] + ".log") for q in folder.iterdir()
-                       if ".log" in q.name and base_offset_of(q.with_name(q.name.split(".", 1)[0] + ".log")) is not None)
+            out.extend(q.with_name(q.name.split(".", 1)[0] + LOG_SUFFIX) for q in folder.iterdir()
+                       if LOG_SUFFIX in q.name
+                       and base_offset_of(q.with_name(q.name.split(".", 1)[0] + LOG_SUFFIX)) is not None)
     return out

@@ -51,10 +51,14 @@ class LiveTails:
 class DumpCounts:
     problems: int = 0  # bad CRCs, partial or undecodable batches (exit 1)
     unreadable: int = 0  # files --keep-going went past (exit 2)
+    batches: int = 0  # shown (a message of v0/v1 is a batch), for a run's report
+    records: int = 0  # in the batches shown, whether or not their lines were asked for
 
     def absorb(self, other: "DumpCounts") -> None:
         self.problems += other.problems
         self.unreadable += other.unreadable
+        self.batches += other.batches
+        self.records += other.records
 
 
 def dump_counted(path: Path, options: DumpOptions, consume: Callable[[Event], Any], tell: Callable[[str], Any],
@@ -68,11 +72,16 @@ def dump_counted(path: Path, options: DumpOptions, consume: Callable[[Event], An
                 tell(f"kseg: note: {printable(str(ev.path))}: {ev.text}")
                 continue
             consume(ev)
-            if isinstance(ev, PlainRunEvent):
+            if isinstance(ev, BatchEvent):
+                counts.batches += 1
+                counts.records += ev.count
+                counts.problems += not ev.crc_valid
+            elif isinstance(ev, PlainRunEvent):
+                counts.batches += len(ev.run.batches)
+                counts.records += len(ev.run.batches)
                 counts.problems += len(ev.run.bad_crcs)
             elif (isinstance(ev, BadBatchEvent)
-                    or (isinstance(ev, TailEvent) and ev.reported and not live(ev.path, ev.tail))
-                    or (isinstance(ev, BatchEvent) and not ev.crc_valid)):
+                    or (isinstance(ev, TailEvent) and ev.reported and not live(ev.path, ev.tail))):
                 counts.problems += 1
             if isinstance(ev, TailEvent) and ev.reported and ev.tail.position == 0:
                 hint = format_hint(path, KAFKA)

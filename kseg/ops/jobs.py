@@ -25,6 +25,7 @@ from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.log.atomic import AtomicFile, commit_together
 from kseg.log import identity
 from kseg.log.checks import STOP, DamagePolicy, checked_batches, policed
+from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX
 from kseg.log.segment import base_offset_of, companion_path, segment_file_name
 from kseg.model import Batch
 from kseg.ops.convert import Summary
@@ -132,7 +133,7 @@ class SegmentSink:
         try:
             if self.options.index:
                 index, timeindex = build_indexes(self.appends, self.base_offset, self.options.index_interval_bytes)
-                for suffix, data in ((".index", index), (".timeindex", timeindex)):
+                for suffix, data in ((INDEX_SUFFIX, index), (TIME_INDEX_SUFFIX, timeindex)):
                     f = AtomicFile(companion_path(self.log_path, suffix))
                     files.append(f)
                     f.write(data)

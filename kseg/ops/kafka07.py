@@ -21,6 +21,7 @@ from kseg.formats.attributes import (
 from kseg.kafka07.read import logical_records
 from kseg.log.atomic import check_output
 from kseg.log.encode import build_legacy_message, build_legacy_wrapper, build_v2_batch
+from kseg.log.listing import LOG_SUFFIX
 from kseg.log.segment import segment_file_name
 from kseg.model import Record
 from kseg.ops.convert import Summary, UpOptions
@@ -92,7 +93,7 @@ def up_convert_kafka07(src: Path, output: Path, o: UpOptions, base_offset: int, 
     refuse_for_one_partition(options.skip_unconvertible, src)
     check_output([src], output, force=options.force)
     paths = sorted(p for p in src.iterdir() if p.is_file()) if src.is_dir() else [src]
-    dst = output if output.suffix == ".log" else output / segment_file_name(base_offset)
+    dst = output if output.suffix == LOG_SUFFIX else output / segment_file_name(base_offset)
     dst.parent.mkdir(parents=True, exist_ok=True)
     result = JobResult()
     sink = SegmentSink(dst, base_offset, options)

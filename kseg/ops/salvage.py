@@ -39,7 +39,8 @@ from kseg.log.checks import batch_damage, crc_ok
 from kseg.log.decode import scan_entries
 from kseg.log.records import batch_records
 from kseg.log.salvage_scan import FOUND, MORE, NONE, Limits, find, next_batch
-from kseg.log.listing import LEADER_EPOCH_FILE
+from kseg.log.listing import (INDEX_SUFFIX, LEADER_EPOCH_FILE, LOG_SUFFIX, PRODUCER_SNAPSHOT_SUFFIX,
+                               TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 from kseg.log.segment import base_offset_of, partition_of, segment_file_name
 from kseg.model import Batch, Record
 from kseg.ops.repair import _groups, _partition_files, record_count
@@ -531,7 +532,7 @@ def salvage_partition(segs: list[Path], out_dir: Path | None, o: SalvageOptions,
         dst: Path | None = None
         if out_dir is not None:
             name = segment_file_name(base) if base is not None else path.name
-            dst = out_dir / name if out_dir.suffix != ".log" else out_dir
+            dst = out_dir / name if out_dir.suffix != LOG_SUFFIX else out_dir
         out = AtomicFile(dst) if dst is not None else None
         try:
             walk = _SegmentWalk(path, o, lim, txn, out, pending, rebuild)
@@ -558,10 +559,10 @@ def salvage_partition(segs: list[Path], out_dir: Path | None, o: SalvageOptions,
         if o.index and base is not None:
             stem = dst.name.split(".")[0]
             index, timeindex = build_indexes(walk.kept, base, o.index_interval_bytes)
-            write_atomic(dst.with_name(stem + ".index"), index)
-            write_atomic(dst.with_name(stem + ".timeindex"), timeindex)
+            write_atomic(dst.with_name(stem + INDEX_SUFFIX), index)
+            write_atomic(dst.with_name(stem + TIME_INDEX_SUFFIX), timeindex)
             if walk.txns:
-                write_atomic(dst.with_name(stem + ".txnindex"), build_txn_index(walk.txns))
+                write_atomic(dst.with_name(stem + TXN_INDEX_SUFFIX), build_txn_index(walk.txns))
     for r in pending:  # after the partition's last kept batch: nothing says where its offsets end
         r.at_end = True
     if folder is not None:
@@ -575,12 +576,12 @@ def _write_rebuilt(rebuild: _Rebuild, out_dir: Path | None, pr: PartitionSalvage
     if pr.log_end_offset is not None:
         rebuild.take(pr.log_end_offset)
     pr.leader_epochs = list(rebuild.epochs.entries)
-    pr.snapshots = [(segment_file_name(at, ".snapshot"), n) for at, (_, n) in sorted(rebuild.snapshots.items())]
+    pr.snapshots = [(segment_file_name(at, PRODUCER_SNAPSHOT_SUFFIX), n) for at, (_, n) in sorted(rebuild.snapshots.items())]
     if out_dir is None:
         return
     write_atomic(out_dir / LEADER_EPOCH_FILE, leader_epoch_checkpoint(pr.leader_epochs))
     for at, (data, _) in sorted(rebuild.snapshots.items()):
-        write_atomic(out_dir / segment_file_name(at, ".snapshot"), data)
+        write_atomic(out_dir / segment_file_name(at, PRODUCER_SNAPSHOT_SUFFIX), data)
 
 
 @dataclass(frozen=True)
@@ -644,9 +645,9 @@ def run(unit: SalvageUnit, job: SalvageJob) -> SalvagePartial:
             out.mkdir(parents=True, exist_ok=True)
             pr = salvage_partition(segs, out, o, folder=folder)
         else:
-            dst = out if out.suffix == ".log" else out / segs[0].name
-            created = out.suffix != ".log" and not out.exists()
-            if out.suffix != ".log":
+            dst = out if out.suffix == LOG_SUFFIX else out / segs[0].name
+            created = out.suffix != LOG_SUFFIX and not out.exists()
+            if out.suffix != LOG_SUFFIX:
                 out.mkdir(parents=True, exist_ok=True)
             try:
                 pr = salvage_partition(segs, dst, o)

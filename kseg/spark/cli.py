@@ -21,44 +21,37 @@ from kseg.cli.common import (
     EXIT_DATA,
     EXIT_OK,
     Decorator,
-    dump_options,
-    expand_for_dump,
     guarded,
     params_of,
-    refuse_unless,
     shown_options,
     verify_options,
 )
-from kseg.cli.dump import dump_redact_options, dump_redactor, prepare_dump, shows_secrets
+from kseg.cli.dump import dump as plain_dump, run_dump
 from kseg.cli.salvage import keep_crc_failed_file, salvage_cmd, salvage_options, write_crc_failed_file
 from kseg.cli.write import WRITE_COMMANDS, compact_cmd, compact_setup, conversion_job
-from kseg.errors import InputError
+from kseg.errors import InputError, KsegError
 from kseg.interrupts import interruption
 from kseg.log.atomic import AtomicFile
 from kseg.log.segment import is_stream
-from kseg.ops.dump import DumpOptions
+from kseg.ops.dump_split import OPERATION as DUMP
 from kseg.ops.compact_split import OPERATION as COMPACT, CompactJob
 from kseg.ops.convert_split import CONVERSIONS, CONVERSIONS_SPLIT
 from kseg.ops.salvage import OPERATION as SALVAGE, SalvageJob
 from kseg.ops.skips import skipped_json
 from kseg.ops.verify import VerifyOptions, input_groups, verify_kafka07
 from kseg.printable import printable
-from kseg.render.dump import non_consecutive_lines
-from kseg.render.kafka07 import dump_kafka07
 from kseg.render.reports import compact_json, compact_line, job_line, write_verify
 from kseg.render.salvage import write_salvage
 from kseg.spark.jobs import (
-    registry_path,
     run_operation,
-    spark_dump,
+    stream_operation,
     spark_verify,
-    stdout_binary,
     verify_report_json,
     verify_rows,
     write_report,
     writer_rows,
 )
-from kseg.spark.tasks import DumpParams
+from kseg.spark.tasks import Failed
 from kseg.spark.tools import register as register_tools
 
 
@@ -158,7 +151,9 @@ def _no_streams(paths: Any) -> None:
 
 
 @contextlib.contextmanager
-def _stdout_to(output: Path | None) -> Iterator[None]:
+def _stdout_to(output: Path | None, keep: tuple[type[BaseException], ...] = ()) -> Iterator[None]:
+    """Standard output into ``output``, published when the command ends normally, with an exit
+    code, or with one of ``keep``; removed when it ends any other way (an interrupt)."""
     if output is None:
         yield
         return
@@ -172,7 +167,7 @@ def _stdout_to(output: Path | None) -> Iterator[None]:
             yield
     except BaseException as e:
         text.flush()
-        if isinstance(e, SystemExit):
+        if isinstance(e, (SystemExit, *keep)):
             text.detach()
             f.commit()
         else:
@@ -221,72 +216,58 @@ def verify(paths: tuple[Path, ...], quick: bool, fmt: str, no_index: bool, input
 # --------------------------------------------------------------------------- dump
 
 
-@_command("dump", dump_options, [
+class _SparkDump:
+    """``kseg spark dump``'s runner (``kseg.cli.dump.DumpRunner``): every file rendered on Spark by
+    dump's own ``run``, the output merged on the driver in file order as it comes."""
+
+    def __init__(self, run: _Run):
+        self.run = run
+        self.ran: list[tuple[Any, Any, Any]] = []
+        self.started = False
+
+    def takes(self, files: list[Path]) -> bool:
+        _no_streams(files)
+        return True
+
+    def __call__(self, job: Any, files: list[Path], spool: str) -> Iterator[Any]:
+        self.started = True
+        with self.run.session() as session:
+            yield from stream_operation(session, DUMP, (files, spool), job, spool, self.ran)
+
+    def report(self, path: Path) -> None:
+        rows = [{"file": str(unit.path), "batches": p.counts.batches, "records": p.counts.records,
+                 "problems": p.counts.problems, "error": None if p.error is None else str(p.error),
+                 "seconds": info.seconds, "host": info.host} for unit, p, info in self.ran if not isinstance(p, Failed)]
+        problems = sum(r["problems"] for r in rows)
+        ok = not problems and all(r["error"] is None for r in rows) and len(rows) == len(self.ran)
+        write_report(path, "dump", rows, {"ok": ok, "problems": problems, **self.run.summary()})
+
+
+def _spark_dump(paths: tuple[Path, ...], output: Path | None, tmp_dir: Path | None, master: str | None,
+                conf: tuple[str, ...], report: Path | None, timings: bool, **options: Any) -> None:
+    runner = _SparkDump(_Run(master, conf, timings))
+    where = str(tmp_dir) if tmp_dir else (str(output.absolute().parent) if output is not None else None)
+    try:
+        with _stdout_to(output, keep=(KsegError,)):  # what was read is kept, also when an error stops the dump
+            run_dump(paths, runner, spool_dir=where, **options)
+    except (KsegError, SystemExit):
+        if report is not None and runner.started:
+            runner.report(report)
+        raise
+    if report is not None and runner.started:
+        runner.report(report)
+
+
+spark.add_command(click.Command("dump", callback=guarded(_spark_dump), params=[
+    *(p for p in plain_dump.params if p.name != "jobs"),  # Spark's own parallelism
     click.Option(["-o", "--output"], type=click.Path(dir_okay=False, path_type=Path), default=None,
                  help="Write the dump here instead of stdout."),
     click.Option(["--tmp-dir"], type=click.Path(file_okay=False, path_type=Path), default=None,
                  help="Where tasks leave their text for the driver [default: beside --output, else the "
                       "system's temporary folder]; on a cluster, a folder every executor can write."),
-    *params_of(dump_redact_options),
-], "Show the batches (and with --records the records) of segment files, one Spark task per file.\n\n"
-   "The same output as `kseg dump`, streamed in file order.")
-def dump(paths: tuple[Path, ...], records: bool, fmt: str, payload: str | None, key_decoder: str | None,
-         value_decoder: str | None, decode: str | None, kafka_version: str, skip_record_metadata: bool,
-         index_sanity: bool, verify_index: bool,
-         from_offset: int | None, to_offset: int | None, from_time: int | None, to_time: int | None,
-         max_bytes: int | None, keep_going: bool, input_format: str,
-         max_decompressed_bytes: int, output: Path | None, tmp_dir: Path | None, master: str | None,
-         conf: tuple[str, ...], report: Path | None, timings: bool, redact: tuple[str, ...] = (),
-         redact_key: str | None = None) -> None:
-    # The same preparation as the plain command, then one task per file.
-    payload, kd, vd, records, decode = prepare_dump(fmt, payload, key_decoder, value_decoder, records, decode)
-    refuse_unless(input_format != "kafka07", ("redact", "redact_key"), "applies to Kafka segments")
-    redactor = dump_redactor(redact, redact_key, decode)  # one key for every task
-    files = expand_for_dump(paths)
-    _no_streams(files)
-    if input_format == "kafka07":
-        with _stdout_to(output):
-            dump_kafka07(files, sys.stdout, fmt=fmt, deep=records, key_decoder=kd, value_decoder=vd)
-        return
-    options = DumpOptions(records=records, from_offset=from_offset, to_offset=to_offset, from_time=from_time,
-                          to_time=to_time, max_bytes=max_bytes, max_decompressed_bytes=max_decompressed_bytes,
-                          keep_going=keep_going, strict_names=fmt == "kafka", decode=decode,
-                          wrapper_counts=fmt != "kafka", redactor=redactor if redactor else None,
-                          show_secrets=shows_secrets(fmt, False, redactor))
-    params = DumpParams(fmt, payload, key_decoder, value_decoder, records, options,
-                        encoding=sys.stdout.encoding or "utf-8", errors=sys.stdout.errors or "strict",
-                        registry=registry_path(), kafka_version=kafka_version,
-                        skip_record_metadata=skip_record_metadata, index_sanity=index_sanity,
-                        verify_index=verify_index)
-    run = _Run(master, conf, timings)
-    sink = None
-    if output is not None:
-        sink = AtomicFile(output)
-    out = sink.f if sink is not None else stdout_binary()
-    err = getattr(sys.stderr, "buffer", sys.stderr)
-    where = str(tmp_dir) if tmp_dir else (str(output.absolute().parent) if output is not None else None)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    try:
-        with run.session() as session:
-            error, rows, non_consecutive, problems = spark_dump(session, files, params, out, err, where)
-    except BaseException:
-        if sink is not None:
-            sink.abort()
-        raise
-    for line in non_consecutive_lines(non_consecutive, kafka_version):  # KafkaRenderer.close(), after every file
-        click.echo(line, err=True)
-    if sink is not None:
-        sink.commit()
-    if report is not None:
-        write_report(report, "dump", rows, {"ok": error is None and not problems, "problems": problems,
-                                            **run.summary()})
-    if error is not None:
-        raise error
-    if problems:
-        click.echo(f"kseg: {problems} problem(s) in the data (bad CRCs, partial or undecodable batches); "
-                   "see kseg verify", err=True)
-        raise SystemExit(EXIT_DATA)
+    *SPARK_PARAMS,
+], help="Show the batches (and with --records the records) of segment files, one Spark task per file.\n\n"
+        "The same output as `kseg dump` (its options), streamed in file order."))
 
 
 # --------------------------------------------------------------------------- writers

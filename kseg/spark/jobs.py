@@ -6,28 +6,27 @@ plain command's code returns and the CLI prints the same lines, plus per-unit ro
 ``--report``. A writer's output is staged and published by the operation itself
 (``kseg.ops.staging``): a local one under its temporary name (beside the output, so it must be
 on a file system every executor sees), an ``s3://`` one under a staging prefix each executor
-uploads its partitions to. The dump streams its text from part files, in file order.
+uploads its partitions to. A streaming operation (dump) takes its partials as the tasks leave
+them, in plan order (``stream_operation``), so its output streams as the plain command's.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
-import sys
+import pickle
 import threading
 import time
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
-from kseg.errors import KsegError
+from kseg.errors import InputError
 from kseg.log.atomic import write_atomic
 from kseg.ops.executors import Operation, unwrap
 from kseg.ops.verify import OPERATION as VERIFY
 from kseg.render.reports import verify_json
-from kseg.storage import size_of
-from kseg.spark.tasks import DumpParams, DumpResult, Failed, dump_task, operation_task
+from kseg.spark.tasks import Failed, left_task, operation_task, partial_name
 
 MIN_TASK_BYTES = 32 * 1024 * 1024  # a Python task costs tens of milliseconds: do not make many tiny ones
 FILE_COST_BYTES = 256 * 1024  # what opening one more file costs, in bytes read
@@ -174,94 +173,58 @@ def verify_rows(report: Any, rows: list[FileRow]) -> list[dict]:
     return out
 
 
-# --------------------------------------------------------------------------- dump
+# --------------------------------------------------------------------------- streamed (dump)
 
 
-def spark_dump(spark: Any, files: list[Path], params: DumpParams, out: Any, err: Any,
-               tmp_dir: str | None = None) -> tuple[KsegError | None, list[dict], dict, int]:
-    """Render every file on Spark and stream the text to ``out``/``err`` in file order as
-    files finish, stopping after the first file that fails (as the plain command does).
-
-    ``out``/``err`` are binary streams. Returns (the first error, per-file rows, the kafka
-    renderer's non-consecutive offsets merged in order, the number of data problems shown). The part files go under
-    ``tmp_dir`` (default: the system's temporary folder; on a cluster, give a shared one).
-    """
-    import pickle
-    import tempfile
+def stream_operation(spark: Any, op: Operation, inputs: Any, opts: Any, folder: str,
+                     ran: list[tuple[Any, Any, Any]] | None = None) -> Iterator[Any]:
+    """A streaming split operation (``Operation.streams``: dump) on Spark: plan on the driver,
+    ``run`` of each unit in the executors, each partial left in ``folder`` (which every executor
+    must be able to write) and handed to merge in plan order as soon as it is there, so the
+    output of the first units leaves while the others run. The job is cancelled when the items
+    end any other way than exhausted (an error, an interrupt, a reader gone). ``ran`` collects
+    each (unit, partial, ``TaskInfo``) taken."""
     import uuid
 
-    base = Path(tmp_dir) if tmp_dir else Path(tempfile.gettempdir())
-    part_dir = base / f".kseg-dump-{uuid.uuid4().hex[:12]}"
-    part_dir.mkdir(parents=True)
-    items = [(i, str(f)) for i, f in enumerate(files)]
-    box: dict[str, Any] = {}
+    units = list(op.plan(inputs, opts))
     sc = spark.sparkContext
-    group = f"kseg-dump-{uuid.uuid4().hex[:8]}"
+    group = f"kseg-{op.name}-{uuid.uuid4().hex[:8]}"
+    box: dict[str, BaseException] = {}
+    task = partial(left_task, op, opts, registry_path(), folder)  # here: the command's context is this thread's
 
-    def run() -> None:
+    def job() -> None:
         try:
-            sc.setJobGroup(group, "kseg dump", interruptOnCancel=True)
-            weights = [_size(f) for _, f in items]
-            box["results"] = run_tasks(spark, partial(dump_task, params, str(part_dir)), items, weights,
-                                       "kseg dump", in_order=True)
-        except BaseException as e:  # reported by the main thread
+            sc.setJobGroup(group, f"kseg {op.name}", interruptOnCancel=True)
+            run_tasks(spark, task, list(enumerate(units)), [int(getattr(u, "weight", 0) or 0) for u in units],
+                      f"kseg {op.name}", in_order=True)
+        except BaseException as e:  # raised by the driver's thread, in its place
             box["exception"] = e
 
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    error: KsegError | None = None
-    non_consecutive: dict[str, list] = {}
-    finished = 0
-    problems = 0
-    try:
-        for i, _ in items:
-            stem = part_dir / f"{i:08d}"
-            done = Path(str(stem) + ".done")
-            while not done.exists() and thread.is_alive():
+    def partials() -> Iterator[Any]:
+        for i, unit in enumerate(units):
+            path = Path(folder) / partial_name(i)
+            while not path.exists() and thread.is_alive():
                 time.sleep(0.01)
-            if not done.exists():
-                break  # the job ended without this file: its exception is raised below
-            _copy(Path(str(stem) + ".out"), out)
-            _copy(Path(str(stem) + ".err"), err)
-            file_error, pairs_by_path, file_problems = pickle.loads(done.read_bytes())
-            problems += file_problems
-            for path, pairs in pairs_by_path.items():
-                non_consecutive.setdefault(path, []).extend(pairs)
-            finished += 1
-            if file_error is not None:
-                error = file_error
-                break
-        if error is not None:
-            sc.cancelJobGroup(group)
-            thread.join(timeout=30)
-            rows: list[dict[str, Any]] = [{"file": f, "error": str(error) if k == finished - 1 else None}
-                                          for k, (_, f) in enumerate(items[:finished])]
-            return error, rows, non_consecutive, problems
+            if not path.exists():  # the job ended without this unit
+                thread.join()
+                raise box.get("exception") or InputError(f"kseg {op.name}: a Spark task ended without its result")
+            result, info = pickle.loads(path.read_bytes())
+            path.unlink()
+            if ran is not None:
+                ran.append((unit, result, info))
+            yield unwrap(result)
+
+    thread = threading.Thread(target=job, daemon=True)
+    thread.start()
+    try:
+        yield from op.merge(partials(), opts)
         thread.join()
         if "exception" in box:
             raise box["exception"]
-        results: list[DumpResult] = box["results"]
-        rows = [{"file": f, "batches": r.batches, "records": r.records, "problems": r.problems, "error": None,
-                 "seconds": r.info.seconds, "host": r.info.host} for (_, f), r in zip(items, results)]
-        return None, rows, non_consecutive, problems
-    except BaseException:
-        sc.cancelJobGroup(group)
-        raise
     finally:
-        shutil.rmtree(part_dir, ignore_errors=True)
-
-
-def _copy(path: Path, out: Any) -> None:
-    with open(path, "rb") as f:
-        shutil.copyfileobj(f, out, 1 << 20)
-    out.flush()
-
-
-def _size(p: str) -> int:
-    try:
-        return size_of(p)
-    except (OSError, KsegError):
-        return 0
+        if thread.is_alive():
+            sc.cancelJobGroup(group)
+            thread.join(timeout=30)
 
 
 # --------------------------------------------------------------------------- writers
@@ -355,6 +318,3 @@ def write_report(path: Path, command: str, rows: list[dict], summary: dict, docu
     doc = document if document is not None else {"command": command, **summary, "files": rows}
     write_atomic(path, (json.dumps(doc, indent=2) + "\n").encode())
 
-
-def stdout_binary() -> Any:
-    return getattr(sys.stdout, "buffer", sys.stdout)

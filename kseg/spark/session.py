@@ -24,7 +24,9 @@ import tempfile
 import time
 from typing import Any, Iterable
 
-import kseg.ops.verify  # noqa: F401 - warmed in the workers with this module (_warm_worker)
+import kseg.ops.dump_split  # noqa: F401 - warmed in the workers with this module (_warm_worker)
+import kseg.ops.verify  # noqa: F401 - idem
+import kseg.render.dump  # noqa: F401 - idem (dump's renderers)
 import kseg.spark.tasks  # noqa: F401 - idem
 from kseg.spark.source import register
 
