@@ -22,6 +22,7 @@ from kseg.checksums import crc32c
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES, Codec, get_codec
 from kseg.errors import CorruptBatchError, KsegError
 from kseg.facts.message_v0v1 import CRC_START as LEGACY_CRC_START
+from kseg.facts.primitives import INT64_MAX
 from kseg.facts.record_batch_v2 import CRC_START as V2_CRC_START
 from kseg.findings import ERROR, Finding
 from kseg.printable import printable
@@ -51,7 +52,6 @@ V2_UNDEFINED_BITS = 0xF080
 # read), bits verify notes; and codecs past the built-in ones (a plugin's id is in the attributes).
 SOUND_RUN_REJECT = CONTROL_MASK | V2_UNDEFINED_BITS | PLUGIN_ID_MASK
 SOUND_RUN_MAX_CODEC = CODEC_ZSTD
-INT64_MAX = (1 << 63) - 1
 
 __all__ = ["CARRY", "ON_DAMAGE_CHOICES", "SKIP", "STOP", "DamagePolicy", "DamageTally", "DamagedBatchError",
            "batch_damage", "checked_batches", "header_errors", "policed", "screened", "sound_v2_run"]

@@ -595,7 +595,7 @@ class KafkaRenderer:
         """The bulk writers' arguments after the records: the batch's facts, the offset before its first
         record, where to put the gaps found, and (Kafka 2.8) the batch fields each record line repeats."""
         b = ev.batch
-        seq = -1 if b.base_sequence is None else b.base_sequence
+        seq = NO_SEQUENCE if b.base_sequence is None else b.base_sequence
         fields = self._batch_fields(b, first_offset) if self.release.record_batch_fields else None
         return (b.timestamp_type_name, b.magic, b.offset, seq, self.kmode, self.vmode, self._last_or_start(), gaps,
                 self.release.legacy_crc_brace, fields)
