@@ -429,3 +429,84 @@ def test_dump_to_a_real_file_sends_spooled_outputs_in_the_kernel(tmp_path):
         assert (piped.returncode, piped.stdout, piped.stderr) == outputs[-1]
     assert outputs[0] == outputs[1]
     assert len(outputs[0][1]) > 4 * BYTES_IN_MEMORY  # each segment's output spooled to a file
+
+
+def _followed(op, inputs, opts, jobs=1):
+    """An executor as Spark's streamed one, in threads: units run one after another elsewhere, each
+    writing its output to a live file; merge takes every partial at once and reads the output
+    as it is written (``Operation.live``/``following``)."""
+    import threading
+    from functools import partial
+
+    from kseg.ops.executors import run_caught
+
+    units = list(op.plan(inputs, opts))
+    folder = Path(inputs[1])
+    done: dict[int, object] = {}
+
+    def work() -> None:
+        for i, u in enumerate(units):
+            done[i] = run_caught(op, opts, op.live(u, str(folder / f"{i}.live")))
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+
+    def finished(i: int):
+        while i not in done:
+            time.sleep(0.005)
+        return done[i]
+
+    partials = (op.following(str(folder / f"{i}.live"), partial(finished, i), worker.is_alive)
+                for i in range(len(units)))
+    return op.merge(partials, opts)
+
+
+@pytest.mark.parametrize("args", CASES["dump"])
+@pytest.mark.parametrize("which", ["logdir", "bad"])
+def test_followed_dump_gives_the_serial_output(inputs, monkeypatch, args, which):
+    """Dump's units followed while they run (as ``kseg spark dump`` does) print the serial
+    command's stdout and stderr, with the same exit code, on healthy and damaged data."""
+    import kseg.cli.dump
+
+    serial = cli("dump", *args, "-j", "1", inputs[which])
+    monkeypatch.setattr(kseg.cli.dump, "execute", _followed)
+    followed = cli("dump", *args, "-j", "2", inputs[which])
+    assert (followed.exit_code, followed.stdout, followed.stderr) == (serial.exit_code, serial.stdout, serial.stderr)
+
+
+def test_live_output_is_read_while_written_and_a_retry_goes_on_where_it_stopped(tmp_path):
+    """Frames are there to read before the unit ends (the flusher); a retried attempt's file is
+    read from where the failed one's stopped, so nothing shows twice; the files are removed."""
+    from kseg.ops.live_output import FLUSH_EVERY, IDLE, LiveSpool, attempt_name, follow
+
+    path = str(tmp_path / "0.live")
+    first = LiveSpool(attempt_name(path, 0))
+    first.write(b"== header\n")
+    first.note("a note\n")
+    first.write(b"line 1\n")
+    reader = follow(path, lambda: True, pause=0.001)
+    got, t0 = [], time.monotonic()
+    while len(got) < 3:
+        item = next(reader)
+        if item is not IDLE:
+            got.append(item)
+        assert time.monotonic() - t0 < 20 * FLUSH_EVERY, "the frames were not flushed while the unit ran"
+    assert got == [b"== header\n", "a note\n", b"line 1\n"]
+    first.write(b"line 2 (lost with the attempt)\n")
+    first._write_out()
+    first.file.write(b"B\x00\x00")  # the attempt dies inside a frame
+    first.file.flush()
+    assert next(reader) == b"line 2 (lost with the attempt)\n"
+    retry = LiveSpool(attempt_name(path, 1))
+    for item in (b"== header\n", "a note\n", b"line 1\n", b"line 2 (lost with the attempt)\n", b"line 3\n"):
+        retry.note(item) if isinstance(item, str) else retry.write(item)
+    retry.done()
+    assert [x for x in reader if x is not IDLE] == [b"line 3\n"]
+    first.stop.set()
+    assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_follow_ends_when_no_unit_will_write(tmp_path):
+    from kseg.ops.live_output import follow
+
+    assert list(follow(str(tmp_path / "never.live"), lambda: False)) == []

@@ -703,6 +703,17 @@ def _slow_dump(tmp_path, *pipe):
                             preexec_fn=restore_signals)
 
 
+def _first_line(proc, seconds: float) -> bytes:
+    """The first line of ``proc``'s stdout, which must come within ``seconds``."""
+    import select
+
+    ready, _, _ = select.select([proc.stdout], [], [], seconds)
+    if not ready:
+        proc.kill()
+        pytest.fail(f"no output in {seconds} s: the output waits for the units to end")
+    return proc.stdout.readline()
+
+
 def _wait_for(path: Path, proc, seconds: float = 240) -> None:
     import time
 
@@ -732,7 +743,7 @@ def test_spark_dump_into_a_closed_pipe_stops_the_job(tmp_path):
     import time
 
     proc = _slow_dump(tmp_path)
-    first = proc.stdout.readline()  # `| head -1`
+    first = _first_line(proc, 150)  # `| head -1`: the job's start, and a record or two, not the whole job
     assert first.startswith(b"== ")
     proc.stdout.close()
     t0 = time.monotonic()

@@ -21,6 +21,7 @@ from kseg.log.listing import read_kind
 from kseg.ops.dump import DumpOptions
 from kseg.ops.dump_split import OPERATION, DumpCounts, DumpJob, LiveTails, dump_counted
 from kseg.ops.executors import execute, here_only
+from kseg.ops.live_output import IDLE
 from kseg.errors import InputError
 from kseg.ops.redact import FIELDS, IDS, SECRETS, Redactor
 from kseg.ops.sniff import KAFKA, KAFKA07, input_format_of, name_format
@@ -216,6 +217,8 @@ def _write_merged(items: Iterator[Any], out: ChunkedWriter, renderer: Any, count
             if fd is None or not item.send(fd):
                 for chunk in item.chunks():
                     out.write(chunk)
+        elif item is IDLE:  # the rest is still being rendered: what is here leaves now
+            out.flush()
         elif isinstance(item, str):
             out.flush()
             click.echo(item, err=True, nl=False)

@@ -5,6 +5,7 @@ the single process's, byte for byte."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -14,7 +15,8 @@ from kseg.log.decode import Tail
 from kseg.log.listing import LOG_SUFFIX
 from kseg.log.segment import zero_bytes_to_end
 from kseg.ops.dump import BadBatchEvent, BatchEvent, DumpOptions, Event, NoteEvent, PlainRunEvent, TailEvent, dump_file
-from kseg.ops.executors import Operation, here_only, weight_of
+from kseg.ops.executors import Operation, here_only, unwrap, weight_of
+from kseg.ops.live_output import LiveSpool, follow
 from kseg.ops.sniff import KAFKA, format_hint
 from kseg.ops.spool import ByteSpool, SpooledBytes
 from kseg.printable import printable
@@ -125,6 +127,7 @@ class DumpUnit:
     spool: str
     weight: int = 0
     local: bool = False
+    live: str | None = None  # where the output goes as it is rendered (``live``), not into the partial
 
 
 @dataclass
@@ -164,15 +167,20 @@ def plan(inputs: tuple[list[Path], str], job: DumpJob) -> list[DumpUnit]:
 
 
 def run(unit: DumpUnit, job: DumpJob) -> DumpPartial:
-    """One file dumped into a spool; an error it met is kept for merge to raise in its place."""
-    spool = ByteSpool(unit.spool)
-    renderer = job.renderer(spool, _Lines(spool))
+    """One file dumped into a spool (or a live file); an error it met is kept for merge to raise
+    in its place."""
+    spool: ByteSpool | LiveSpool = LiveSpool(unit.live) if unit.live else ByteSpool(unit.spool)
     counts, error = DumpCounts(), None
     try:
-        dump_counted(unit.path, job.options, renderer, lambda line: spool.note(line + "\n"), job.live, counts)
-    except (KsegError, OSError) as e:
-        error = e
-    return DumpPartial(spool.done(), counts, renderer.state(), error)
+        renderer = job.renderer(spool, _Lines(spool))
+        try:
+            dump_counted(unit.path, job.options, renderer, lambda line: spool.note(line + "\n"), job.live, counts)
+        except (KsegError, OSError) as e:
+            error = e
+        state = renderer.state()
+    finally:
+        output = spool.done()  # also when the unit fails: a reader of the live file is not left waiting
+    return DumpPartial(output or SpooledBytes(), counts, state, error)
 
 
 def merge(partials: Iterable[DumpPartial], job: DumpJob) -> Iterator[bytes | str | DumpTotals]:
@@ -189,4 +197,39 @@ def merge(partials: Iterable[DumpPartial], job: DumpJob) -> Iterator[bytes | str
     yield total
 
 
-OPERATION = Operation("dump", plan, run, merge, streams=True)
+def live(unit: DumpUnit, path: str) -> DumpUnit:
+    """The unit writing its output to ``path`` as it renders it."""
+    return dataclasses.replace(unit, live=path)
+
+
+class Following:
+    """A unit's partial while it runs (``live``): its output read from the live file as it is
+    written; its counts, renderer state and error from ``finished()``, once the output ended."""
+
+    def __init__(self, path: str, finished: Callable[[], Any], running: Callable[[], bool]):
+        self.output = self._output(path, finished, running)
+        self._done: DumpPartial | None = None
+
+    def _output(self, path: str, finished: Callable[[], Any], running: Callable[[], bool]) -> Iterator[Any]:
+        yield from follow(path, running)
+        self._done = unwrap(finished())
+
+    @property
+    def counts(self) -> DumpCounts:
+        return self._partial().counts
+
+    @property
+    def state(self) -> Any:
+        return self._partial().state
+
+    @property
+    def error(self) -> BaseException | None:
+        return self._partial().error
+
+    def _partial(self) -> DumpPartial:
+        if self._done is None:
+            raise RuntimeError("a followed unit's counts are known once its output was read")
+        return self._done
+
+
+OPERATION = Operation("dump", plan, run, merge, streams=True, live=live, following=Following)

@@ -50,6 +50,13 @@ class Operation:
     # merge is a generator whose items are the result (find: matches as they come, in plan
     # order): the executor returns it, and ends the workers when it is exhausted or closed.
     streams: bool = False
+    # For an executor whose partials arrive only when a unit ends (Spark), an operation whose
+    # units' output should leave while they run (dump) says how: ``live(unit, path)`` is the unit
+    # writing its output to ``path`` as it goes (``kseg.ops.live_output``); ``following(path,
+    # finished, running)`` is the partial merge takes at once, its output read from ``path`` and
+    # the rest from ``finished()`` (the unit's partial, when it is there).
+    live: Callable[[Any, str], Any] | None = None
+    following: Callable[[str, Callable[[], Any], Callable[[], bool]], Any] | None = None
 
 
 @dataclass

@@ -7,7 +7,8 @@ plain command's code returns and the CLI prints the same lines, plus per-unit ro
 (``kseg.ops.staging``): a local one under its temporary name (beside the output, so it must be
 on a file system every executor sees), an ``s3://`` one under a staging prefix each executor
 uploads its partitions to. A streaming operation (dump) takes its partials as the tasks leave
-them, in plan order (``stream_operation``), so its output streams as the plain command's.
+them, in plan order (``stream_operation``), and a unit's output as its task writes it
+(``Operation.live``), so its output streams as the plain command's.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from kseg.log.atomic import write_atomic
 from kseg.ops.executors import Operation, unwrap
 from kseg.ops.verify import OPERATION as VERIFY
 from kseg.render.reports import verify_json
-from kseg.spark.tasks import Failed, left_task, operation_task, partial_name
+from kseg.spark.tasks import Failed, left_task, live_name, operation_task, partial_name
 
 MIN_TASK_BYTES = 32 * 1024 * 1024  # a Python task costs tens of milliseconds: do not make many tiny ones
 FILE_COST_BYTES = 256 * 1024  # what opening one more file costs, in bytes read
@@ -200,19 +201,25 @@ def stream_operation(spark: Any, op: Operation, inputs: Any, opts: Any, folder: 
         except BaseException as e:  # raised by the driver's thread, in its place
             box["exception"] = e
 
+    def outcome(i: int, unit: Any) -> Any:
+        path = Path(folder) / partial_name(i)
+        while not path.exists() and thread.is_alive():
+            time.sleep(0.01)
+        if not path.exists():  # the job ended without this unit
+            thread.join()
+            raise box.get("exception") or InputError(f"kseg {op.name}: a Spark task ended without its result")
+        result, info = pickle.loads(path.read_bytes())
+        path.unlink()
+        if ran is not None:
+            ran.append((unit, result, info))
+        return result
+
     def partials() -> Iterator[Any]:
         for i, unit in enumerate(units):
-            path = Path(folder) / partial_name(i)
-            while not path.exists() and thread.is_alive():
-                time.sleep(0.01)
-            if not path.exists():  # the job ended without this unit
-                thread.join()
-                raise box.get("exception") or InputError(f"kseg {op.name}: a Spark task ended without its result")
-            result, info = pickle.loads(path.read_bytes())
-            path.unlink()
-            if ran is not None:
-                ran.append((unit, result, info))
-            yield unwrap(result)
+            if op.following is not None:  # taken at once, its output read as the task writes it
+                yield op.following(os.path.join(folder, live_name(i)), partial(outcome, i, unit), thread.is_alive)
+            else:
+                yield unwrap(outcome(i, unit))
 
     thread = threading.Thread(target=job, daemon=True)
     thread.start()

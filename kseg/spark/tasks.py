@@ -1,6 +1,6 @@
 """What Spark tasks run: the single-machine library code on one segment or one partition.
 
-No PySpark here: each function takes plain, picklable arguments, runs kseg's own
+No PySpark here (but for asking which attempt a task is): each function takes plain, picklable arguments, runs kseg's own
 code (a split operation's ``run``) and returns plain results. A ``KsegError`` is returned
 (as ``Failed``), not raised, so that the driver reports exactly the error the
 single-machine command would have reported, with the same exit code.
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kseg.ops.executors import Failed, Operation, run_caught  # noqa: F401 - Failed: what every task returns on an error
+from kseg.ops.live_output import attempt_name
 
 @dataclass
 class TaskInfo:
@@ -60,6 +61,8 @@ def left_task(op: Operation, opts: Any, registry: str | None, folder: str, item:
     ``partial_name(index)`` for the driver, which takes each as soon as it is there (a streamed
     merge: the output of the first units leaves while the others run)."""
     index, unit = item
+    if op.live is not None:  # its output read by the driver as it is written (a retry: the next file)
+        unit = op.live(unit, attempt_name(os.path.join(folder, live_name(index)), _attempt()))
     result, info = operation_task(op, opts, registry, unit)
     path = os.path.join(folder, partial_name(index))
     with open(path + ".tmp", "wb") as f:
@@ -70,3 +73,17 @@ def left_task(op: Operation, opts: Any, registry: str | None, folder: str, item:
 
 def partial_name(index: int) -> str:
     return f"{index:08d}.partial"
+
+
+def live_name(index: int) -> str:
+    return f"{index:08d}.live"
+
+
+def _attempt() -> int:
+    """Which attempt at its task this is (Spark runs a failed task again): 0 the first."""
+    try:
+        from pyspark import TaskContext
+    except ImportError:
+        return 0
+    ctx = TaskContext.get()
+    return ctx.attemptNumber() if ctx is not None else 0
