@@ -474,10 +474,16 @@ LIVE_MODULES = {
 }
 # Fixtures that start a server (tests/servers.py): a test using one is live wherever it is.
 LIVE_FIXTURES = {"object_store", "spark_cluster"}
+# Live modules whose tests only start kseg's own child processes (no server, JVM or jar cache
+# shared between tests): marked ``children`` too, and run by make test on every core; the rest
+# of the live tier runs one test at a time.
+CHILDREN_ONLY = {"test_bounded_companions", "test_damage_policy", "test_failing_machines", "test_input_shapes",
+                 "test_live_inputs"}
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "live: needs a server, a JVM or many child processes (left out by make check)")
+    config.addinivalue_line("markers", "children: a live test of kseg's child processes only (run side by side)")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -486,3 +492,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if (module in LIVE_MODULES or "kafka" in item.path.parent.name or "spark" in item.nodeid.lower()
                 or LIVE_FIXTURES.intersection(getattr(item, "fixturenames", ()))):
             item.add_marker(pytest.mark.live)
+            if (module in CHILDREN_ONLY and "spark" not in item.nodeid.lower()
+                    and not LIVE_FIXTURES.intersection(getattr(item, "fixturenames", ()))):
+                item.add_marker(pytest.mark.children)
+            # Run side by side (make test: --dist loadgroup), a module's tests stay in one worker
+            # (its servers and module fixtures started once), and the Kafka modules in one (the
+            # brokers' ports, the jar cache, and CPU enough for their timeouts).
+            item.add_marker(pytest.mark.xdist_group("kafka" if "kafka" in item.path.parent.name else module))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import resource
 import shutil
 import struct
@@ -67,7 +68,8 @@ def kseg(*args: str | Path, limit: int | None = None, timeout: float = 300) -> t
 def no_traceback(*texts: str) -> None:
     for text in texts:
         assert "Traceback" not in text and "MemoryError" not in text, text[-2000:]
-        assert all(len(line) < MAX_LINE for line in text.splitlines()), max(text.splitlines(), key=len)[:400]
+        lines = [re.sub(r"/\S*/", "/.../", line) for line in text.splitlines()]  # the test's folders vary in length
+        assert all(len(line) < MAX_LINE for line in lines), max(lines, key=len)[:400]
 
 
 def sparse(path: Path, size: int, head: bytes = b"") -> Path:

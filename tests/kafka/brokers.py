@@ -18,6 +18,7 @@ nothing is downloaded from anywhere else.
 from __future__ import annotations
 
 import base64
+import fcntl
 import hashlib
 import os
 import shutil
@@ -130,7 +131,15 @@ def unavailable(*releases: str) -> str | None:
 
 
 def fetch(release: str) -> Path:
-    """The folder of the release's jars, copied there by Maven on first use."""
+    """The folder of the release's jars, copied there by Maven on first use (by one test process
+    at a time: make test runs the live tier's modules side by side)."""
+    (CACHE / release).mkdir(parents=True, exist_ok=True)
+    with open(CACHE / release / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _fetch(release)
+
+
+def _fetch(release: str) -> Path:
     pom = ORACLE / f"kafka-{release}" / "pom.xml"
     lib = CACHE / release / "lib"
     stamp = CACHE / release / "fetched"
