@@ -75,6 +75,24 @@ def test_atomic_write(s3_env, object_store):
     check_atomic_write(storage.as_path("s3://kseg-test/writes/out.log"))
 
 
+def test_units_on_objects_weigh_their_bytes(s3_env, s3_logdir):
+    """Units planned over objects weigh the objects' bytes (those of the local copy), so that the
+    executors (processes, Spark) can balance them."""
+    from kseg.ops import find, stats, verify
+
+    plans = {  # each operation's plan, and the files a unit of it reads
+        "find": (lambda root: find.plan(([root], None), find.FindOptions()), lambda u: u.files),
+        "stats": (lambda root: stats.plan([root], stats.StatsOptions()), lambda u: u.segments),
+        "verify": (lambda root: verify.plan([root], verify.VerifyOptions()),
+                   lambda u: [] if u.kind == verify.MANIFEST_UNIT else [storage.as_path(u.path)]),  # a root reads none
+    }
+    for name, (plan, files_of) in plans.items():
+        units = plan(s3_logdir)
+        assert all(isinstance(p, storage.RemotePath) for u in units for p in files_of(u)), name
+        local = [sum((FIXTURES / p.parent.name / p.name).stat().st_size for p in files_of(u)) for u in units]
+        assert [u.weight for u in units] == local and sum(local) > 0, name
+
+
 # --------------------------------------------------------------------------- plain commands
 
 

@@ -3,6 +3,7 @@ per partition (one local Spark session for the module; skipped without PySpark o
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -59,11 +60,38 @@ def test_stats_keeps_renamed_replicas_apart(spark, tmp_path):
 
 def test_find(spark, tmp_path):
     root = keyed_log_dir(tmp_path / "logs", per_partition_batches=10)
-    for args in (["--key", "user-42", "--partitioner", "--topic", "orders", "--partitions", "4"],
-                 ["--key-regex", "^user-1", "--format", "json"], ["--from-offset", "100", "--to-offset", "110"]):
-        plain, on_spark = both("find", root, *args)
+    for args in ([root, "--key", "user-42", "--partitioner", "--topic", "orders", "--partitions", "4"],
+                 [root, "--key-regex", "^user-1", "--format", "json"],
+                 [root, "--from-offset", "100", "--to-offset", "110"],
+                 [FIXTURES, "--from-offset", "0"], [FIXTURES, "--value-regex", ".", "--format", "json"]):
+        plain, on_spark = both("find", *args)
         assert on_spark.exit_code == plain.exit_code == 0
         assert on_spark.stdout == plain.stdout and plain.stdout
+        assert on_spark.stderr == plain.stderr and "match(es)" in plain.stderr
+
+
+def test_find_report_has_a_row_per_partition(spark, tmp_path):
+    report = tmp_path / "find.json"
+    on_spark = CliRunner().invoke(main, ["spark", "find", "--master", "local[2]", "--report", str(report),
+                                         "--key", "k1", str(FIXTURES)], catch_exceptions=False)
+    assert on_spark.exit_code == 0
+    doc = json.loads(report.read_text())
+    assert [row["partition"] for row in doc["files"]] == sorted(p.name for p in FIXTURES.iterdir())
+    assert sum(row["matches"] for row in doc["files"]) == doc["matches"] > 0
+
+
+def test_find_on_damaged_data_reports_as_the_plain_command(spark, tmp_path):
+    root = tmp_path / "logdir"
+    shutil.copytree(FIXTURES, root)
+    log = root / "v2-none-0" / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    data[61 + 10] ^= 0xFF  # in the first batch's records, past its 61-byte header: its CRC no longer holds
+    log.write_bytes(bytes(data))
+    for args in (["--from-offset", "0"], ["--value-regex", ".", "--format", "json"]):
+        plain, on_spark = both("find", root, *args)
+        assert on_spark.exit_code == plain.exit_code == 1
+        assert on_spark.stdout == plain.stdout and plain.stdout
+        assert on_spark.stderr == plain.stderr and "crc mismatch" in plain.stderr
 
 
 def test_diff(spark, tmp_path):

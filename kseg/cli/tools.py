@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import Iterable
 
 import click
 
@@ -17,7 +18,7 @@ from kseg.cli.common import (EXIT_DATA, EXIT_OK, guarded, index_interval_option,
                               refuse_unless, time_option)
 from kseg.errors import InputError
 from kseg.ops.diff import DiffOptions, diff_paths
-from kseg.ops.find import FindOptions, FindStats, find
+from kseg.ops.find import FindOptions, FindStats, Match, find
 from kseg.ops.repair import RepairOptions, repair
 from kseg.ops.salvage import SalvageOptions, salvage
 from kseg.ops.stats import StatsOptions, stats_paths
@@ -142,13 +143,19 @@ def find_cmd(paths: tuple[Path, ...], key: str | None, key_hex: str | None, key_
                           to_offset=to_offset, from_time=from_time, to_time=to_time, partitioner=partitioner,
                           topic=topic, partitions=partitions, no_index=no_index,
                           max_decompressed_bytes=max_decompressed_bytes)
-    st = FindStats()
     writer = FindWriter(sys.stdout, fmt, load_decoder(key_decoder), load_decoder(value_decoder), folders=len(paths) > 1)
-    for m in find(list(paths), o, st, jobs):
+    st = FindStats()
+    raise SystemExit(show_find(find(list(paths), o, st, jobs), st, writer))
+
+
+def show_find(matches: Iterable[Match], st: FindStats, writer: FindWriter) -> int:
+    """The matches written as they come, then the summary on stderr; the exit code. One
+    rendering for ``kseg find`` and ``kseg spark find``, so that their outputs stay the same."""
+    for m in matches:
         writer(m)
     sys.stdout.flush()
     click.echo(find_summary(st), err=True)
-    raise SystemExit(EXIT_DATA if st.problems else EXIT_OK)
+    return EXIT_DATA if st.problems else EXIT_OK
 
 
 @click.command("stats")

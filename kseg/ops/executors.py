@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
-from kseg.errors import InputError
+from kseg.errors import InputError, KsegError
 from kseg.interrupts import uninterrupted
 from kseg.log.listing import is_stdin
 
@@ -90,12 +90,15 @@ def here_only(path: Any) -> bool:
 
 
 def weight_of(paths: Iterable[Any]) -> int:
-    """A unit's ``weight``: the bytes of the local files it reads (objects and streams count 0)."""
+    """A unit's ``weight``: the bytes of the files and objects it reads, so that executors can
+    balance objects too (standard input, and a path that cannot be stat'ed, count 0)."""
     total = 0
     for p in paths:
+        if is_stdin(p):
+            continue
         try:
-            total += p.stat().st_size if isinstance(p, Path) else 0
-        except OSError:
+            total += p.stat().st_size
+        except (OSError, KsegError):
             pass
     return total
 

@@ -248,11 +248,17 @@ def find(paths: list[Path], o: FindOptions, st: FindStats | None = None, jobs: i
         yield from find_in_groups(select_groups(partition_groups([as_path(p) for p in paths]), o), o, st)
         return
     with tempfile.TemporaryDirectory(prefix="kseg-find-") as spool:
-        for item in execute(OPERATION, (paths, spool), o, jobs):
-            if isinstance(item, FindStats):
-                st.absorb(item)
-            else:
-                yield item
+        yield from matches_of(execute(OPERATION, (paths, spool), o, jobs), st)
+
+
+def matches_of(merged: Iterable[Match | FindStats], st: FindStats) -> Iterator[Match]:
+    """The matches of a merged search (``merge``: processes or Spark), its figures added to ``st``,
+    so that every executor's search is shown as the one-process search is."""
+    for item in merged:
+        if isinstance(item, FindStats):
+            st.absorb(item)
+        else:
+            yield item
 
 
 def select_groups(groups: list[tuple[str | None, int | None, list[Path]]], o: FindOptions
@@ -279,7 +285,7 @@ def select_groups(groups: list[tuple[str | None, int | None, list[Path]]], o: Fi
 
 def find_in_groups(groups: list[tuple[str | None, int | None, list[Path]]], o: FindOptions, st: FindStats
                    ) -> Iterator[Match]:
-    """``find`` over partitions already chosen (a Spark task runs one)."""
+    """``find`` over partitions already chosen (``run`` searches one)."""
     flt = _Filter(o)
     limit = o.max_decompressed_bytes
     for topic, partition, segs in groups:
@@ -358,7 +364,7 @@ class FindUnit:
     topic: str | None
     partition: int | None
     files: tuple[Path, ...]
-    spool: str
+    spool: str | None  # None: the matches stay in memory (Spark: no folder the driver shares)
     weight: int = 0
     local: bool = False
 
@@ -370,8 +376,9 @@ class FindPartial:
     error: BaseException | None = None
 
 
-def plan(inputs: tuple[list[Path], str], o: FindOptions) -> list[FindUnit]:
-    """The partitions to search (``select_groups``), each with where to spool its matches."""
+def plan(inputs: tuple[list[Path], str | None], o: FindOptions) -> list[FindUnit]:
+    """The partitions to search (``select_groups``), each with where to spool its matches
+    (a folder every worker and the merging process share, or None: in memory)."""
     paths, spool = inputs
     units = []
     for topic, partition, files in select_groups(partition_groups([as_path(p) for p in paths]), o):

@@ -41,9 +41,10 @@ class Spooled:
 
 
 class Spool:
-    """Items collected in order; past ``IN_MEMORY`` they are written to a file in ``folder``."""
+    """Items collected in order; past ``IN_MEMORY`` they are written to a file in ``folder``,
+    or, with no folder (one the merging process may not see: a Spark executor's), all kept in memory."""
 
-    def __init__(self, folder: str, in_memory: int = IN_MEMORY):
+    def __init__(self, folder: str | None, in_memory: int = IN_MEMORY):
         self.folder, self.in_memory = folder, in_memory
         self.items: list[Any] = []
         self.file: BinaryIO | None = None
@@ -53,7 +54,7 @@ class Spool:
     def add(self, item: Any) -> None:
         self.items.append(item)
         self.count += 1
-        if len(self.items) >= self.in_memory:
+        if self.folder is not None and len(self.items) >= self.in_memory:
             if self.file is None:
                 fd, self.path = tempfile.mkstemp(prefix="spool-", dir=self.folder)
                 self.file = os.fdopen(fd, "wb")

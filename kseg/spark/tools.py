@@ -9,57 +9,21 @@ the driver puts them in order and renders them. ``register`` adds the commands t
 
 from __future__ import annotations
 
-import io
 import sys
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import click
 
 from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded
-from kseg.cli.tools import diff_cmd, diff_options_from, find_cmd, find_options_from, stats_cmd
-from kseg.errors import KsegError
+from kseg.cli.tools import diff_cmd, diff_options_from, find_cmd, find_options_from, show_find, stats_cmd
 from kseg.ops.diff import OPERATION as DIFF, DiffReport
-from kseg.ops.find import FindStats, find_in_groups, partition_groups, select_groups
+from kseg.ops.find import OPERATION as FIND, FindStats, matches_of
 from kseg.ops.stats import OPERATION as STATS, StatsOptions
 from kseg.render.html_report import write_html_report
 from kseg.render.payload import load_decoder
-from kseg.render.tools import FindWriter, find_summary, write_diff, write_stats
-from kseg.spark.jobs import run_operation, run_tasks, write_report
-from kseg.spark.tasks import Failed
-
-
-def _size(paths: list[Path]) -> int:
-    total = 0
-    for p in paths:
-        try:
-            total += p.stat().st_size
-        except OSError:
-            pass
-    return total
-
-
-def _raise_failures(results: list[Any]) -> None:
-    for r in results:
-        if isinstance(r, Failed):
-            raise r.error
-
-
-# --------------------------------------------------------------------------- tasks (run on executors)
-
-
-def find_task(args: tuple, group: Any) -> Any:
-    o, fmt, key_decoder, value_decoder, folders = args
-    st = FindStats()
-    out = io.StringIO()
-    writer = FindWriter(out, fmt, load_decoder(key_decoder), load_decoder(value_decoder), folders=folders)
-    try:
-        for m in find_in_groups([group], o, st):
-            writer(m)
-    except KsegError as e:
-        return Failed(e)
-    return out.getvalue(), st
+from kseg.render.tools import FindWriter, write_diff, write_stats
+from kseg.spark.jobs import run_operation, write_report
 
 
 # --------------------------------------------------------------------------- commands
@@ -89,27 +53,18 @@ def register(group: click.Group, spark_params: list[click.Parameter], run_cls: A
 
     def find(master: str | None, conf: tuple[str, ...], report: Path | None, timings: bool, **kw: Any) -> None:
         o = find_options_from(**kw)
-        groups = select_groups(partition_groups(list(kw["paths"])), o)
+        writer = FindWriter(sys.stdout, kw["fmt"], load_decoder(kw["key_decoder"]), load_decoder(kw["value_decoder"]),
+                            folders=len(kw["paths"]) > 1)
         run = run_cls(master, conf, timings)
-        with run.session() as session:
-            task = partial(find_task, (o, kw["fmt"], kw["key_decoder"], kw["value_decoder"], len(kw["paths"]) > 1))
-            results = run_tasks(session, task, groups, [_size(g[2]) for g in groups], "kseg find")
-        _raise_failures(results)
-        total = FindStats()
-        for text, st in results:
-            sys.stdout.write(text)
-            for name in ("segments", "segments_skipped", "seeks", "batches", "batches_skipped", "records",
-                         "matches"):
-                setattr(total, name, getattr(total, name) + getattr(st, name))
-            total.problems.extend(st.problems)
-            total.partitions.extend(st.partitions)
-        sys.stdout.flush()
-        click.echo(find_summary(total), err=True)
+        with run.session() as session:  # no spool folder: an executor's may not be the driver's
+            merged, ran = run_operation(session, FIND, (list(kw["paths"]), None), o)
+        st = FindStats()
+        code = show_find(matches_of(merged, st), st, writer)
         if report is not None:
-            write_report(report, "find", [{"partition": p, "matches": st.matches, "records": st.records}
-                                          for (_, st), p in zip(results, total.partitions)],
-                         {"matches": total.matches, **run.summary()})
-        raise SystemExit(EXIT_DATA if total.problems else EXIT_OK)
+            write_report(report, "find", [{"partition": p.stats.partitions[0], "matches": p.stats.matches,
+                                           "records": p.stats.records, "seconds": info.seconds, "host": info.host}
+                                          for _, p, info in ran], {"matches": st.matches, **run.summary()})
+        raise SystemExit(code)
 
     def stats(paths: tuple[Path, ...], segments: bool, html: Path | None, fmt: str, max_decompressed_bytes: int,
               master: str | None, conf: tuple[str, ...], report: Path | None, timings: bool) -> None:
