@@ -76,8 +76,8 @@ demo: $(BUILT)
 
 # Everything, in three runs: the tests of make check on every core; the live matrices of kseg's
 # own child processes (marked children by tests/conftest.py) on every core; then the rest of the
-# live tier (servers, JVMs) on LIVE_JOBS workers, each module whole in one worker and the Kafka
-# modules together in one (tests/conftest.py), since a module's tests share its servers.
+# live tier (servers, JVMs) on LIVE_JOBS workers, each module whole in one worker (--dist
+# loadfile), since a module's tests share its servers and brokers.
 LIVE_JOBS ?= 2
 test: $(STAMP) $(BUILT)
 	$(PY) fixtures/generate.py --check
@@ -85,7 +85,7 @@ test: $(STAMP) $(BUILT)
 	$(KSEG) verify fixtures/logdir
 	$(PY) -m pytest -m "not live" -n auto --durations=15
 	$(PY) -m pytest -m "live and children" -n auto --durations=15
-	$(PY) -m pytest -m "live and not children" -n $(LIVE_JOBS) --dist loadgroup --durations=25
+	$(PY) -m pytest -m "live and not children" -n $(LIVE_JOBS) --dist loadfile --durations=25
 
 # The fast tier while working: unit, property and corpus tests, on every core, with a quarter
 # of the property tests' examples; no servers, no JVM, no whole-command matrices of child

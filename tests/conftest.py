@@ -495,7 +495,3 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if (module in CHILDREN_ONLY and "spark" not in item.nodeid.lower()
                     and not LIVE_FIXTURES.intersection(getattr(item, "fixturenames", ()))):
                 item.add_marker(pytest.mark.children)
-            # Run side by side (make test: --dist loadgroup), a module's tests stay in one worker
-            # (its servers and module fixtures started once), and the Kafka modules in one (the
-            # brokers' ports, the jar cache, and CPU enough for their timeouts).
-            item.add_marker(pytest.mark.xdist_group("kafka" if "kafka" in item.path.parent.name else module))
