@@ -10,15 +10,18 @@ installed, when `make test` installed them).
 from __future__ import annotations
 
 import json
+import multiprocessing
+import pickle
 import sys
 import zlib
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from kseg.codecs import plugins
-from kseg.ops.registry import load_registry, use_registry
+from kseg.ops.registry import RegistryUse, load_registry, registry_use, reload_registry, use_registry
 from kseg.cli.main import main
 from kseg.codecs import SNAPPY
 from kseg.log.encode import build_v2_batch
@@ -510,6 +513,66 @@ def test_unreadable_registry(tmp_path, source):
     assert code == 1 and "plugin registry not found" in out
     # commands that meet no plugin do not care
     assert run("--plugin-registry", bad, "verify", source)[0] == 0
+
+
+# --------------------------------------------------------------------------- a registry handed to workers
+
+
+def _values(folder: str) -> list[bytes]:
+    """The record values of a partition, read with whatever registry this process has."""
+    return [r.value for seg in partition_segments(Path(folder)) for b in Segment(seg).batches()
+            for r in batch_records(b)]
+
+
+def test_registry_use_is_a_value_a_worker_calls_once_for_many_tasks(tmp_path, monkeypatch):
+    """``RegistryUse`` pickles, names its registry absolutely and, called again in the same process
+    (a worker's next task), keeps the codecs loaded; ``reload_registry`` drops them."""
+    reg = registry_folder(tmp_path / "plugin-python-topic-0", [("rev", record(3, "rev", f"{ME}:ReverseZlib"))])
+    plugin_segment(tmp_path / "t-0", 3)
+    monkeypatch.chdir(tmp_path)
+    use = registry_use("plugin-python-topic-0")
+    assert Path(use.path).is_absolute() and Path(use.path).samefile(reg)
+    assert pickle.loads(pickle.dumps(use)) == use
+    use()
+    codec = plugins.plugin_codec(3)
+    use()
+    pickle.loads(pickle.dumps(use))()
+    assert plugins.plugin_codec(3) is codec  # nothing read again
+    reload_registry()
+    assert plugins.plugin_codec(3) is not codec
+    use_registry("plugin-python-topic-0")  # as the command activates it: relative, another reader
+    codec = plugins.plugin_codec(3)
+    use()
+    assert plugins.plugin_codec(3) is codec
+    RegistryUse(None)()
+    with pytest.raises(UnsupportedCodecError, match="plugin id 3 is not registered"):
+        plugins.plugin_codec(3)
+
+
+def test_registry_use_of_a_process_that_activated_none_is_the_environments(tmp_path, monkeypatch):
+    """A library program's registry is $KSEG_PLUGIN_REGISTRY: its ``RegistryUse`` names it, and
+    activates it with the reader of registry files (which the environment alone does not give)."""
+    reg = registry_folder(tmp_path / "plugin-python-topic-0", [("rev", record(3, "rev", f"{ME}:ReverseZlib"))])
+    part = plugin_segment(tmp_path / "t-0", 3)
+    monkeypatch.setenv(plugins.REGISTRY_ENV, str(reg))
+    use = registry_use()
+    assert use == RegistryUse(str(reg))
+    use()
+    assert len(_values(str(part))) == 6
+
+
+def test_a_fresh_process_reads_plugin_batches_with_the_registry_it_is_given(tmp_path):
+    """A worker that is not forked shares nothing with its parent: the ``RegistryUse`` it is
+    given as its initializer is all it knows of the registry."""
+    reg = registry_folder(tmp_path / "plugin-python-topic-0", [("rev", record(3, "rev", f"{ME}:ReverseZlib"))])
+    part = plugin_segment(tmp_path / "t-0", 3)
+    use_registry(reg)
+    expected = _values(str(part))
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=registry_use()) as pool:
+        assert pool.submit(_values, str(part)).result() == expected
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with pytest.raises(UnsupportedCodecError, match="plugin id 3 is not registered"):
+            pool.submit(_values, str(part)).result()
 
 
 # --------------------------------------------------------------------------- the codec adapter

@@ -459,18 +459,61 @@ def test_dump_report_counts_what_the_plain_dump_shows(spark, logdir, tmp_path):
     assert all(r["host"] and r["seconds"] >= 0 and r["error"] is None for r in rows)
 
 
-def test_dump_reads_a_plugin_codec_of_the_commands_registry(spark, logdir, tmp_path):
-    """--plugin-registry reaches the executors: they read batches of a codec only the registry names."""
+def _brotli_partition(logdir: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A registry naming the example brotli plugin, and m2-none-0 recompressed with it."""
     pytest.importorskip("kseg_brotli_plugin")
     reg, out = tmp_path / "reg.json", tmp_path / "brotli" / "t-0"
     assert cli("plugins", "register", "--registry", reg, "--alias", "brotli", "--class",
                "kseg_brotli_plugin:BrotliPlugin", "--version", "1.0.0").exit_code == 0
     assert cli("--plugin-registry", reg, "recompress", "--codec", "brotli", logdir / "m2-none-0", "-o",
                out).exit_code == 0
+    return reg, out
+
+
+def test_dump_reads_a_plugin_codec_of_the_commands_registry(spark, logdir, tmp_path):
+    """--plugin-registry reaches the executors: they read batches of a codec only the registry names."""
+    reg, out = _brotli_partition(logdir, tmp_path)
     plain = cli("--plugin-registry", reg, "dump", "-r", "--format", "jsonl", out)
     dist = cli("--plugin-registry", reg, "spark", "dump", "-r", "--format", "jsonl", out)
     assert plain.exit_code == dist.exit_code == 0, dist.stderr
     assert dist.stdout == plain.stdout and '"codec": "plugin:brotli"' in plain.stdout
+
+
+def test_tasks_read_with_the_registry_the_driver_gives_them(spark, logdir, tmp_path):
+    """A program (no kseg command) that activated a registry runs an operation on Spark: each task
+    activates the driver's registry, whatever an earlier task left in its worker."""
+    from kseg.codecs import plugins
+    from kseg.ops.registry import use_registry
+    from kseg.ops.verify import VerifyOptions
+    from kseg.spark.jobs import spark_verify
+
+    reg, out = _brotli_partition(logdir, tmp_path)
+    segments = sorted(out.glob("*.log"))
+    try:
+        use_registry(reg)
+        report, _, _ = spark_verify(spark, segments, VerifyOptions())
+        assert report.ok and report.files[0].batches > 0, [p.message for f in report.files for p in f.problems]
+        use_registry(None)  # the workers have read with the registry: now the driver has none
+        report, _, _ = spark_verify(spark, segments, VerifyOptions())
+        assert not report.ok
+        assert any("plugin id 1 is not registered" in p.message for f in report.files for p in f.problems)
+    finally:
+        plugins._Active.path = plugins._UNSET
+        plugins._reset()
+
+
+def test_format_kseg_reads_and_writes_plugin_batches_with_the_registry_option(spark, logdir, tmp_path):
+    """format("kseg")'s pluginRegistry option: the writer's early check of a plugin alias, its tasks
+    and the reader's tasks all use that registry."""
+    from kseg.spark import write_log_dir
+
+    reg, _ = _brotli_partition(logdir, tmp_path)
+    df = spark.read.format("kseg").load(str(logdir / "m2-none-0"))
+    write_log_dir(df, str(tmp_path / "written"), codec="brotli", pluginRegistry=str(reg))
+    back = spark.read.format("kseg").option("pluginRegistry", str(reg)).load(str(tmp_path / "written"))
+    assert {r.codec for r in back.select("codec").distinct().collect()} == {"plugin:brotli"}
+    columns = ("topic", "partition", "offset", "key", "value")
+    assert sorted(back.select(*columns).collect()) == sorted(df.select(*columns).collect())
 
 
 def test_dump_stops_at_the_same_error(spark, bad_logdir, tmp_path):

@@ -20,7 +20,7 @@ from kseg.codecs.plugins import (
     self_test,
 )
 from kseg.errors import InputError
-from kseg.ops.registry import load_registry, register, use_registry
+from kseg.ops.registry import load_registry, register, reload_registry
 
 registry_option = click.option(
     "--registry", "registry", type=click.Path(path_type=Path), default=None,
@@ -83,7 +83,7 @@ def register_cmd(registry: Path | None, alias: str, class_name: str | None, vers
     else:
         click.echo(f"plugin {alias!r} is already registered as id {reg.plugin_id} ({class_name}, "
                    f"version {version}); nothing written")
-    use_registry(active_registry_path())  # forget what was read before the new record
+    reload_registry()  # forget what was read before the new record
 
 
 @plugins.command("list")

@@ -30,7 +30,7 @@ $KSEG_PLUGIN_REGISTRY) with the reader given beside it; the public API
 (``kseg.<name>``) activates $KSEG_PLUGIN_REGISTRY for library code that never
 calls ``activate``. This module holds the registry as data and the codec
 objects; reading and writing registry files is ``kseg.ops.registry``'s job
-(``use_registry`` activates a path with its reader), since a registry kept as a
+(``RegistryUse`` activates a path with its reader), since a registry kept as a
 topic partition is read with the log layer, which sits above codecs: whoever
 activates a registry passes the reader down, nothing is installed here by an import.
 """
@@ -423,6 +423,16 @@ def activate_default(reader: RegistryReader) -> None:
     ``reader``. A registry activated before is kept."""
     if _Active.path is _UNSET:
         activate(active_registry_path(), reader)
+
+
+def is_active(registry_path: str | os.PathLike | None) -> bool:
+    """Whether this registry was activated (with a reader) and is still the one in use:
+    activating it again would only drop the records and codecs read from it."""
+    if _Active.path is _UNSET:
+        return False
+    if registry_path is None or _Active.path is None:
+        return registry_path is None and _Active.path is None
+    return _Active.reader is not None and Path(registry_path).absolute() == _Active.path.absolute()
 
 
 def _reset() -> None:

@@ -180,7 +180,7 @@ def run(unit: DumpUnit, job: DumpJob) -> DumpPartial:
         state = renderer.state()
     finally:
         output = spool.done()  # also when the unit fails: a reader of the live file is not left waiting
-    return DumpPartial(output or SpooledBytes(), counts, state, error)
+    return DumpPartial(output, counts, state, error)
 
 
 def merge(partials: Iterable[DumpPartial], job: DumpJob) -> Iterator[bytes | str | DumpTotals]:

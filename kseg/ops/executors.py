@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from kseg.errors import InputError, KsegError
 from kseg.interrupts import uninterrupted
+from kseg.lazy import load
 from kseg.log.listing import is_stdin
 
 if TYPE_CHECKING:
@@ -37,6 +38,9 @@ if TYPE_CHECKING:
 AUTO = "auto"
 TASKS_PER_WORKER = 6  # light units are packed so that each worker gets about this many tasks
 IN_FLIGHT_PER_WORKER = 3  # tasks submitted ahead of the one whose result is awaited (results kept in plan order)
+# A worker that is not forked (no fork on the platform) starts with nothing of this process's:
+# it is given the plugin registry active here, loaded only then.
+WORKER_SETUP = "kseg.ops.registry:registry_use"
 
 
 @dataclass(frozen=True)
@@ -198,13 +202,15 @@ def _run_group(op: Operation, opts: Any, units: list[Any]) -> list[Any]:
     return out
 
 
-def _worker_start() -> None:
+def _worker_start(setup: Callable[[], None] | None = None) -> None:
     # Ctrl-C in a terminal reaches every process of the group: the parent decides what it means.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     # What the fork brought (modules, the plan) needs no more scanning by the cyclic collector,
     # whose writes would also copy those shared pages into every worker.
     gc.freeze()
+    if setup is not None:
+        setup()
 
 
 def _context() -> Any:
@@ -228,7 +234,10 @@ def _pooled(op: Operation, units: list[Any], opts: Any, jobs: int,
     from concurrent.futures.process import BrokenProcessPool
 
     with uninterrupted():
-        executor = ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_worker_start)
+        context = _context()
+        setup = None if context.get_start_method() == "fork" else load(WORKER_SETUP)()
+        executor = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_start,
+                                       initargs=(setup,))
     try:
         def submit() -> None:
             g = next(todo, None)

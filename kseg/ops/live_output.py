@@ -18,6 +18,8 @@ import threading
 import time
 from typing import BinaryIO, Callable, Iterator
 
+from kseg.ops.spool import SpooledBytes
+
 FLUSH_EVERY = 0.1  # seconds: the latest a rendered line waits before the reader can see it
 BUFFER = 1 << 20  # bytes buffered in the unit before they are written out regardless
 PAUSE = 0.02  # seconds the reader waits for more frames
@@ -43,7 +45,8 @@ def attempt_name(path: str, attempt: int) -> str:
 class LiveSpool:
     """A binary stream for a renderer (``write``, and ``note`` for a stderr line at its place),
     written as frames to ``path`` as it goes. ``done()`` writes the end frame; call it however
-    the unit ends, so that the reader never waits for a unit that is over."""
+    the unit ends, so that the reader never waits for a unit that is over. It returns what a
+    ``ByteSpool`` returns, empty: the output is in the file, not in the partial."""
 
     def __init__(self, path: str):
         self.file: BinaryIO = open(path, "xb")  # never another attempt's or run's file
@@ -63,14 +66,14 @@ class LiveSpool:
     def note(self, text: str) -> None:
         self._frame(_NOTE, text.encode("utf-8", "surrogateescape"))
 
-    def done(self) -> None:
-        if self.stop.is_set():
-            return
-        self.stop.set()
-        self.flusher.join()
-        self._frame(_END, b"")
-        self._write_out()
-        self.file.close()
+    def done(self) -> SpooledBytes:
+        if not self.stop.is_set():
+            self.stop.set()
+            self.flusher.join()
+            self._frame(_END, b"")
+            self._write_out()
+            self.file.close()
+        return SpooledBytes()
 
     def _frame(self, kind: bytes, payload: bytes) -> None:
         if not payload and kind != _END:

@@ -3,7 +3,9 @@
 A registry is a ``plugin-python-topic-0`` partition folder (records read with
 the log layer, latest per alias wins, a null value removes the alias) or a JSON
 file of the same records. What the records mean lives in ``kseg.codecs.plugins``;
-``use_registry`` activates a registry there with ``load_registry`` as its reader.
+``use_registry`` activates a registry there with ``load_registry`` as its reader, and
+``RegistryUse`` is that activation as a value a driver hands to its workers (Spark tasks,
+worker processes that do not share its memory), which call it before they read.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,8 @@ from kseg.codecs.plugins import (
     check_plugin_id,
     activate,
     activate_default,
+    active_registry_path,
+    is_active,
     parse_record,
 )
 from kseg.companions.build import build_indexes
@@ -39,7 +44,8 @@ from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX
 from kseg.log.segment import Segment, base_offset_of, companion_path, partition_segments, segment_file_name
 from kseg.model import make_record
 
-__all__ = ["load_registry", "register", "use_environment_registry", "use_registry"]
+__all__ = ["RegistryUse", "load_registry", "register", "registry_use", "reload_registry",
+           "use_environment_registry", "use_registry"]
 
 
 # --------------------------------------------------------------------------- reading
@@ -241,6 +247,32 @@ def use_registry(path: str | os.PathLike | None) -> None:
     """Read plugin batches with this registry from now on (``kseg.codecs.plugins.activate``
     with the reader of registry files)."""
     activate(path, load_registry)
+
+
+def reload_registry() -> None:
+    """Read the active registry anew at its next use (its records and the codecs loaded from it
+    are dropped): for a process that has just written a record to it."""
+    activate(active_registry_path(), load_registry)
+
+
+@dataclass(frozen=True)
+class RegistryUse:
+    """A registry to read plugin batches with (None: none), as a picklable value: calling it
+    activates the registry in the calling process. A driver gives it to its workers, which share
+    none of its memory; calling it again keeps what was read (a Spark worker runs many tasks)."""
+
+    path: str | None
+
+    def __call__(self) -> None:
+        if not is_active(self.path):
+            activate(self.path, load_registry)
+
+
+def registry_use(path: str | os.PathLike | None = None) -> RegistryUse:
+    """``path``, else the registry active in this process (the CLI's --plugin-registry, or
+    $KSEG_PLUGIN_REGISTRY), made absolute: a worker may start in another folder."""
+    chosen = path or active_registry_path()
+    return RegistryUse(None if chosen is None else os.path.abspath(chosen))
 
 
 def use_environment_registry() -> None:

@@ -8,7 +8,9 @@ plain command's code returns and the CLI prints the same lines, plus per-unit ro
 on a file system every executor sees), an ``s3://`` one under a staging prefix each executor
 uploads its partitions to. A streaming operation (dump) takes its partials as the tasks leave
 them, in plan order (``stream_operation``), and a unit's output as its task writes it
-(``Operation.live``), so its output streams as the plain command's.
+(``Operation.live``), so its output streams as the plain command's. The executors share none
+of this process's memory: each task is given the plugin registry active here (``registry_use``)
+and activates it before it reads.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any, Callable, Iterator, Sequence
 from kseg.errors import InputError
 from kseg.log.atomic import write_atomic
 from kseg.ops.executors import Operation, unwrap
+from kseg.ops.registry import registry_use
 from kseg.ops.verify import OPERATION as VERIFY
 from kseg.render.reports import verify_json
 from kseg.spark.tasks import Failed, left_task, live_name, operation_task, partial_name
@@ -99,16 +102,6 @@ def _indexed(fn: Callable[[Any], Any], group: list[tuple[int, Any]]) -> list[tup
     return [(i, fn(item)) for i, item in group]
 
 
-def registry_path() -> str | None:
-    import click
-
-    ctx = click.get_current_context(silent=True)
-    if ctx is None:
-        return os.environ.get("KSEG_PLUGIN_REGISTRY")
-    value = ctx.find_root().params.get("plugin_registry")
-    return None if value is None else str(Path(value).absolute())
-
-
 # --------------------------------------------------------------------------- verify
 
 
@@ -129,7 +122,7 @@ def run_operation(spark: Any, op: Operation, inputs: Any, opts: Any) -> tuple[An
     stage is removed as on any other failure). Returns the result and each (unit, partial, ``TaskInfo``)."""
     units = list(op.plan(inputs, opts))
     try:
-        results = run_tasks(spark, partial(operation_task, op, opts, registry_path()), units,
+        results = run_tasks(spark, partial(operation_task, op, opts, registry_use()), units,
                             [int(getattr(u, "weight", 0) or 0) for u in units], f"kseg {op.name}")
     except BaseException as e:
         op.merge(_raising(e), opts)
@@ -191,7 +184,7 @@ def stream_operation(spark: Any, op: Operation, inputs: Any, opts: Any, folder: 
     sc = spark.sparkContext
     group = f"kseg-{op.name}-{uuid.uuid4().hex[:8]}"
     box: dict[str, BaseException] = {}
-    task = partial(left_task, op, opts, registry_path(), folder)  # here: the command's context is this thread's
+    task = partial(left_task, op, opts, registry_use(), folder)
 
     def job() -> None:
         try:

@@ -11,8 +11,9 @@ this are read in several tasks, cut at batch boundaries named by the offset
 index; 0: one task per segment; default 128MiB), ``mode`` (failfast |
 dropmalformed), ``maxDecompressedBytes``, ``fromOffset``/``toOffset``/``fromTime``/
 ``toTime``/``topics``/``partitions`` (the same as filters on those columns),
-``arrow`` (false: hand rows over as Python tuples, slower), ``maxRecordsPerBatch``.
-Writer options: see ``kseg.spark.writer``.
+``arrow`` (false: hand rows over as Python tuples, slower), ``maxRecordsPerBatch``,
+``pluginRegistry`` (the plugin codec registry for plugin batches; default
+$KSEG_PLUGIN_REGISTRY). Writer options: see ``kseg.spark.writer``.
 
 This module imports PySpark: import it only where Spark is wanted.
 """
@@ -38,6 +39,7 @@ from pyspark.sql.datasource import (
 )
 
 from kseg.ops.columns import arrow_schema, read_slice, schema_ddl
+from kseg.ops.registry import registry_use
 from kseg.spark.writer import WriteSpec, abort_job, commit_job, new_job_id, write_task
 from kseg.ops.slices import (
     Conditions,
@@ -90,6 +92,7 @@ class _PlainReader(DataSourceReader):
         self.opts = ReadOptions.parse(options)
         self.cond: Conditions = option_conditions(options)
         self.schema_json = schema.json() if hasattr(schema, "json") else None
+        self.setup = registry_use(options.get("pluginRegistry"))  # what each task calls first
 
     def partitions(self) -> list[InputPartition]:
         cond = self.cond
@@ -101,6 +104,7 @@ class _PlainReader(DataSourceReader):
         slices = partition.value
         if not slices:  # no segment at all: Spark asks for one partition anyway
             return iter(())
+        self.setup()
         schema = arrow_schema(self.opts.level, self.opts.columns) if self.opts.arrow else None
         cond = self.cond if self.opts.level == "records" else _slice_only(self.cond)
         return chain.from_iterable(read_slice(s, cond, self.opts, schema) for s in slices)

@@ -1,23 +1,26 @@
 """What Spark tasks run: the single-machine library code on one segment or one partition.
 
-No PySpark here (but for asking which attempt a task is): each function takes plain, picklable arguments, runs kseg's own
-code (a split operation's ``run``) and returns plain results. A ``KsegError`` is returned
-(as ``Failed``), not raised, so that the driver reports exactly the error the
-single-machine command would have reported, with the same exit code.
+No PySpark here (but for asking which attempt a task is): each function takes plain,
+picklable arguments, runs kseg's own code (a split operation's ``run``) and returns plain
+results. A ``KsegError`` is returned (as ``Failed``), not raised, so that the driver reports
+exactly the error the single-machine command would have reported, with the same exit code.
+What a worker must set up before it reads (the driver's plugin registry) comes from the
+driver as ``setup``, a picklable callable each task calls first: the driver decides what it does.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import socket
 import time
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from kseg.ops.executors import Failed, Operation, run_caught  # noqa: F401 - Failed: what every task returns on an error
 from kseg.ops.live_output import attempt_name
+
 
 @dataclass
 class TaskInfo:
@@ -32,38 +35,34 @@ def _info(t0: float, c0: float) -> TaskInfo:
                     round(time.process_time() - c0, 6))
 
 
-def _activate(registry: str | None) -> None:
-    import gc
-
+def _start(setup: Callable[[], None]) -> None:
     # The worker's long-lived objects (PySpark, pyarrow, kseg) need no more scanning by the
     # cyclic collector: move them out of its way, as a fresh single-purpose process has them.
     gc.freeze()
-    if registry:
-        from kseg.ops.registry import use_registry
-
-        use_registry(Path(registry))
+    setup()
 
 
 # --------------------------------------------------------------------------- split operations
 
 
-def operation_task(op: Operation, opts: Any, registry: str | None, unit: Any) -> tuple[Any, TaskInfo]:
-    """``run`` of a split operation (``kseg.ops.executors``) on one unit, its exception returned
-    as ``Failed`` (raised by the driver in plan order), with where and how long it ran."""
-    _activate(registry)
+def operation_task(op: Operation, opts: Any, setup: Callable[[], None], unit: Any) -> tuple[Any, TaskInfo]:
+    """``run`` of a split operation (``kseg.ops.executors``) on one unit after the worker's
+    ``setup``, its exception returned as ``Failed`` (raised by the driver in plan order), with
+    where and how long it ran."""
+    _start(setup)
     t0, c0 = time.perf_counter(), time.process_time()
     result = run_caught(op, opts, unit)
     return result, _info(t0, c0)
 
 
-def left_task(op: Operation, opts: Any, registry: str | None, folder: str, item: tuple[int, Any]) -> TaskInfo:
+def left_task(op: Operation, opts: Any, setup: Callable[[], None], folder: str, item: tuple[int, Any]) -> TaskInfo:
     """``operation_task`` on the ``index``-th unit, its result left in ``folder`` as
     ``partial_name(index)`` for the driver, which takes each as soon as it is there (a streamed
     merge: the output of the first units leaves while the others run)."""
     index, unit = item
     if op.live is not None:  # its output read by the driver as it is written (a retry: the next file)
         unit = op.live(unit, attempt_name(os.path.join(folder, live_name(index)), _attempt()))
-    result, info = operation_task(op, opts, registry, unit)
+    result, info = operation_task(op, opts, setup, unit)
     path = os.path.join(folder, partial_name(index))
     with open(path + ".tmp", "wb") as f:
         pickle.dump((result, info), f, pickle.HIGHEST_PROTOCOL)

@@ -13,7 +13,9 @@ column, none when absent; or none, gzip, snappy, lz4, zstd, a plugin alias),
 per input batch, keeping producer fields, transactional and control flags, when
 ``segment``/``batch_position`` are there; size: batches of ``batchRecords``
 records (1000) / ``batchBytes`` bytes (1000KiB)), ``topic``/``partition`` (for
-rows without them). Columns other than ``offset`` are optional: ``topic``,
+rows without them), ``pluginRegistry`` (the plugin codec registry, a folder or a
+JSON file, for a plugin alias or rows of plugin batches; default
+$KSEG_PLUGIN_REGISTRY). Columns other than ``offset`` are optional: ``topic``,
 ``partition``, ``timestamp`` (ms or a Spark timestamp), ``timestamp_type``,
 ``key``, ``value`` (binary or string), ``headers``, ``codec``,
 ``partition_leader_epoch``, ``producer_id``, ``producer_epoch``, ``sequence``,
@@ -40,7 +42,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from kseg.codecs import codec_by_name
 from kseg.codecs.choice import plugin_choice
@@ -57,6 +59,7 @@ from kseg.log.encode import build_legacy_message, build_legacy_wrapper, build_v2
 from kseg.log.segment import segment_file_name
 from kseg.model import Header, Record
 from kseg.ops.jobs import SegmentSink, WriteOptions
+from kseg.ops.registry import registry_use
 
 STAGING_MARK = ".kseg-write-"
 _TS_TYPES = {"CreateTime": 0, "LogAppendTime": 1, "NoTimestampType": -1}
@@ -82,7 +85,8 @@ class WriteSpec:
     batch_bytes: int = DEFAULT_BATCH_BYTES
     topic: str | None = None
     partition: int | None = None
-    plugin_registry: str | None = None
+    # what each task calls first: the plugin registry activated where it runs
+    setup: Callable[[], None] = field(default_factory=registry_use)
 
     @classmethod
     def parse(cls, options: dict) -> "WriteSpec":
@@ -113,9 +117,10 @@ class WriteSpec:
             batch_records=int(get("batchRecords", default=DEFAULT_BATCH_RECORDS)),
             batch_bytes=_size(get("batchBytes", default=DEFAULT_BATCH_BYTES)),
             topic=get("topic"), partition=None if get("partition") is None else int(get("partition")),
-            plugin_registry=get("pluginRegistry"),
+            setup=registry_use(get("pluginRegistry")),
         )
         if spec.codec != "keep":
+            spec.setup()  # a plugin alias is looked up in the registry the tasks will use
             spec.codec_choice(spec.codec)  # fail early on an unknown name or a zstd legacy target
         return spec
 
@@ -389,10 +394,7 @@ def rows_of(spec: WriteSpec, columns: list[str], batch: Any) -> Iterator[tuple[s
 def write_task(spec: WriteSpec, job_id: str, task: str, batches: Iterable[Any],
                columns: list[str] | None = None) -> tuple[list, dict, str]:
     """Write one task's rows under the staging folder; returns (pieces, stats, staging)."""
-    if spec.plugin_registry:
-        from kseg.ops.registry import use_registry
-
-        use_registry(spec.plugin_registry)
+    spec.setup()
     staging = staging_dir(spec, job_id)
     task_rel = Path(f"task-{task}")
     stats: Counter = Counter()
