@@ -4,6 +4,10 @@ directory of 8 partitions (default 64 MiB each in 32 MiB segments, with indexes)
 every run printed (the writer: wrote) the same bytes.
 
     python benchmarks/bench_jobs.py [--jobs 2] [--mib-per-partition 64] [--repeat 3] [--json out.json]
+    python benchmarks/bench_jobs.py --partitions 1 --mib-per-partition 512 --segment-mib 512 --commands verify
+
+The second form is one large partition of one segment: ``verify`` cuts it into slices at
+boundaries its offset index names and checks them on the workers (``kseg.ops.verify.plan``).
 
 Figures are wall seconds of the ``kseg`` command in its own process (start-up included; best of
 ``--repeat``, the machine may be shared), the data read from the page cache. The goal (issue:
@@ -104,6 +108,7 @@ def ceiling(jobs: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", default="2", help="the -j to compare with -j 1 (a count or auto)")
+    ap.add_argument("--partitions", type=int, default=PARTITIONS)
     ap.add_argument("--mib-per-partition", type=int, default=64)
     ap.add_argument("--segment-mib", type=int, default=32)
     ap.add_argument("--repeat", type=int, default=3)
@@ -111,10 +116,11 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
-    root = args.data_dir / f"jobs-logdir-{PARTITIONS}p-{args.mib_per_partition}m-{args.segment_mib}m"
-    meta = generate(root, PARTITIONS * (args.mib_per_partition << 20), PARTITIONS, args.segment_mib << 20)
+    n = args.partitions
+    root = args.data_dir / f"jobs-logdir-{n}p-{args.mib_per_partition}m-{args.segment_mib}m"
+    meta = generate(root, n * (args.mib_per_partition << 20), n, args.segment_mib << 20)
     warm(root)
-    print(f"{root}: {meta['bytes'] / 1e6:.0f} MB, {meta['records']:,} records, {PARTITIONS} partitions, "
+    print(f"{root}: {meta['bytes'] / 1e6:.0f} MB, {meta['records']:,} records, {n} partitions, "
           f"{len(list(root.rglob('*.log')))} segments; {os.cpu_count()} cores, "
           f"load {os.getloadavg()[0]:.2f}", flush=True)
     out: dict = {"machine": machine_info(), "data": meta, "jobs": args.jobs, "runs": {}}
