@@ -136,6 +136,19 @@ def split_segment(seg: SegmentFile, split_bytes: int) -> list[Slice]:
     return [Slice(seg.path, seg.topic, seg.partition, a, b, seg.base_offset) for a, b in zip(starts, ends)]
 
 
+# Slices of one large log for the executors (verify, find): a log heavier than a share of the work.
+MIN_SLICE_BYTES = 32 << 20  # below this a slice's fixed costs (a task, its index lookups) are not worth it
+SLICES_PER_WORKER = 4  # a log is cut into slices of about total / (workers x this), for balance
+
+
+def slice_share(total: int, workers: int) -> int:
+    """The bytes a slice of a log should hold when ``total`` bytes are spread over ``workers``
+    (0: do not cut, one worker)."""
+    if workers <= 1:
+        return 0
+    return max(MIN_SLICE_BYTES, total // (workers * SLICES_PER_WORKER))
+
+
 def cut_points(path: str, size: int, split_bytes: int) -> list[int]:
     """Where to cut a segment of ``size`` bytes into pieces of about ``split_bytes``: positions
     its offset index names at which a whole entry with a valid CRC starts (none: read it whole,

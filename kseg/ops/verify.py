@@ -51,7 +51,7 @@ from kseg.log.segment import (
 )
 from kseg.model import Batch, Record
 from kseg.ops.executors import Operation, execute, here_only, weight_of
-from kseg.ops.slices import cut_points
+from kseg.ops.slices import cut_points, slice_share
 from kseg.ops.sniff import KAFKA, KAFKA07, format_hint, input_format_of
 from kseg.printable import printable
 from kseg.storage import MANIFEST, VANISHED, ReadError, as_path, cannot_read, gone, read_failures, tree_sizes
@@ -161,8 +161,6 @@ def verify_paths(
         if progress and u.kind != MANIFEST_UNIT and u.part == 0:
             progress(u.path)
 
-    if jobs > 1 and options.workers == 1:
-        options = replace(options, workers=jobs)
     return execute(OPERATION, list(paths), options, jobs, shown if progress else None)
 
 
@@ -177,8 +175,6 @@ def verify_paths(
 # boundaries its offset index names; merge joins their partials into the file's (``_joined``).
 
 MANIFEST_UNIT, COMPANION_UNIT, LOG_UNIT = "manifest", "companion", "log"
-MIN_SLICE_BYTES = 32 << 20  # below this a slice's fixed costs (a task, its index lookups) are not worth it
-SLICES_PER_WORKER = 4  # a log is cut into slices of about total / (workers x this), for balance
 
 
 @dataclass(frozen=True)
@@ -254,9 +250,9 @@ def plan(paths: Iterable[str | Path], options: VerifyOptions) -> list[VerifyUnit
             kind = COMPANION_UNIT if is_companion(path) else LOG_UNIT
             units.append(VerifyUnit(str(path), kind, gi, newest=path == newest, weight=weight_of([path]),
                                     local=here_only(path)))
-    if options.workers <= 1:
+    share = slice_share(sum(u.weight for u in units), options.workers)
+    if not share:
         return units
-    share = max(MIN_SLICE_BYTES, sum(u.weight for u in units) // (options.workers * SLICES_PER_WORKER))
     return [s for u in units for s in _sliced(u, share, options)]
 
 

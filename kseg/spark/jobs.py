@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from kseg.errors import InputError
 from kseg.log.atomic import write_atomic
-from kseg.ops.executors import Operation, unwrap
+from kseg.ops.executors import Operation, spread, unwrap
 from kseg.ops.verify import OPERATION as VERIFY
 from kseg.render.reports import verify_json
 from kseg.spark.tasks import Failed, left_task, live_name, operation_task, partial_name
@@ -127,6 +127,7 @@ def run_operation(spark: Any, op: Operation, inputs: Any, opts: Any) -> tuple[An
     in the executors, merge on the driver in plan order (the first error in plan order raised,
     as the serial run raises it; a job that fails hands merge its error, so that a writer's
     stage is removed as on any other failure). Returns the result and each (unit, partial, ``TaskInfo``)."""
+    opts = spread(opts, spark.sparkContext.defaultParallelism)
     units = list(op.plan(inputs, opts))
     try:
         results = run_tasks(spark, partial(operation_task, op, opts, registry_path()), units,
@@ -147,8 +148,6 @@ def spark_verify(spark: Any, paths: Sequence[str | Path], options: Any) -> tuple
     """``verify_paths`` on Spark, one task per file or slice of a large one (``kseg.ops.verify``'s
     plan / run / merge, cut for the session's parallelism); returns (VerifyReport, per-file
     rows, stats)."""
-    if options.workers == 1:
-        options = dataclasses.replace(options, workers=max(1, spark.sparkContext.defaultParallelism))
     report, ran = run_operation(spark, VERIFY, list(paths), options)
     infos: dict[str, list] = {}
     for u, _, info in ran:  # a file's slices: their seconds added, the first one's host

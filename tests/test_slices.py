@@ -1,14 +1,16 @@
-"""A large log verified in slices (``kseg.ops.verify``: cut at boundaries its offset index
-names, checked apart, joined by merge) gives the report of reading it whole: on the shipped
-fixtures and real broker files, on a table of damage placed at and between cuts, and on any
-byte flipped or cut (hypothesis). The whole read is the reference; every case checks that
-the plan did cut the file, so that none passes by reading it whole."""
+"""A large log verified or searched in slices (``kseg.ops.verify`` and ``kseg.ops.find``: cut
+at boundaries its offset index names, read apart, joined by merge) gives the report, the
+matches and the figures of reading it whole: on the shipped fixtures and real broker files,
+on a table of damage placed at and between cuts, and on any byte flipped or cut (hypothesis).
+The whole read is the reference; every case checks that the plan did cut the file, so that
+none passes by reading it whole."""
 
 from __future__ import annotations
 
 import io
 import struct
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -24,7 +26,7 @@ from kseg.log.fast import scan_entries
 from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX
 from kseg.log.segment import companion_path, segment_file_name
 from kseg.model import make_record
-from kseg.ops import verify
+from kseg.ops import find, slices, verify
 from kseg.ops.executors import execute
 from kseg.ops.verify import MAX_NOTES_PER_KIND, VerifyOptions
 from kseg.render.reports import write_verify
@@ -40,7 +42,7 @@ T0 = 1_700_000_000_000
 @pytest.fixture(autouse=True)
 def small_slices(monkeypatch):
     """Slices of a few batches: the files here are kilobytes, not gigabytes."""
-    monkeypatch.setattr(verify, "MIN_SLICE_BYTES", 1)
+    monkeypatch.setattr(slices, "MIN_SLICE_BYTES", 1)
 
 
 def _report(paths: list[Path], workers: int, quick: bool) -> str:
@@ -233,3 +235,92 @@ def test_the_command_cuts_a_large_log_and_prints_the_serial_report(tmp_path):
     two = CliRunner().invoke(main, ["verify", "-v", "-j", "2", str(folder)], catch_exceptions=False)
     assert (two.exit_code, two.stdout) == (one.exit_code, one.stdout)
     assert one.exit_code == 0 and "non-consecutive offsets" in one.stdout and "more notes" in one.stdout
+
+
+# --------------------------------------------------------------------------- find
+
+FIND_OPTIONS = {
+    "every record": find.FindOptions(value_regex="."),
+    "a key": find.FindOptions(key=b"k7"),
+    "an offset range (seek, stop)": find.FindOptions(from_offset=40, to_offset=130),
+    "from an offset near the end": find.FindOptions(from_offset=170),
+    "a time range": find.FindOptions(from_time=T0 + 50, to_time=T0 + 90),
+    "no index use": find.FindOptions(key_regex=b"k1".decode(), use_indexes=False),
+}
+
+
+def _search(paths: list[Path], o: find.FindOptions, workers: int, tmp: Path) -> tuple[list, dict]:
+    st = find.FindStats()
+    spool = tmp / f"spool-{workers}"
+    spool.mkdir(exist_ok=True)
+    merged = execute(find.OPERATION, ([str(p) for p in paths], str(spool)), replace(o, workers=workers))
+    found = [(m.file, m.batch.position, m.record.offset, m.record.key, m.record.value)
+             for m in find.matches_of(merged, st)]
+    assert not list(spool.iterdir()), "a spooled file left behind"
+    return found, vars(st)
+
+
+def _find_cuts(paths: list[Path], workers: int) -> int:
+    units = find.plan(([str(p) for p in paths], None), find.FindOptions(workers=workers))
+    return sum(u.part > 0 for u in units)
+
+
+def _finds_as_whole(paths: list[Path], tmp: Path, workers: int = 64) -> None:
+    assert _find_cuts(paths, workers) > 0, "the plan cut nothing: the case proves nothing"
+    for name, o in FIND_OPTIONS.items():
+        assert _search(paths, o, workers, tmp) == _search(paths, o, 1, tmp), (paths, name, workers)
+
+
+@pytest.mark.parametrize("name", list(_damage_cases()))
+def test_find_slices_give_the_whole_read_on_damage(tmp_path, name):
+    data, indexed = _damage_cases()[name]
+    folder = tmp_path / "t-0"
+    _segment(folder, 0, data, indexed)
+    _segment(folder, 10_000, _batch([10_000, 10_001]))
+    _finds_as_whole([folder], tmp_path)
+    _finds_as_whole([folder], tmp_path, workers=2)
+
+
+def test_find_slices_of_a_partition_between_its_other_segments(tmp_path):
+    folder = tmp_path / "p-0"
+    _segment(folder, 0, _batch([0, 1]))
+    _segment(folder, 2, _healthy(60))
+    _segment(folder, 200, _batch([200, 201]))
+    _segment(folder, 202, b"".join(_batch([o]) for o in range(202, 260)))
+    units = find.plan(([str(folder)], None), find.FindOptions(workers=64))
+    assert [u.opens for u in units].count(True) == 1 and len({u.files[0] for u in units}) == 4
+    _finds_as_whole([folder], tmp_path)
+
+
+@pytest.mark.parametrize("tree", ["fixtures/logdir", "fixtures/kafka-4", "fixtures/kafka-clients/4"])
+def test_find_slices_give_the_whole_read_on_the_fixtures(tmp_path, tree):
+    _finds_as_whole([REPO / tree], tmp_path)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cut=st.integers(0, 10**9), flips=st.lists(st.integers(0, 10**9), max_size=3),
+       workers=st.sampled_from([2, 64]), option=st.sampled_from(sorted(FIND_OPTIONS)))
+def test_find_on_any_flipped_or_cut_byte_gives_the_whole_read(tmp_path_factory, cut, flips, workers, option):
+    healthy = _healthy(30)
+    data = healthy
+    for f in flips:
+        data = _flip(data, f % len(data))
+    data = data[:len(data) - cut % 200]
+    tmp = tmp_path_factory.mktemp("f")
+    folder = tmp / "h-0"
+    _segment(folder, 0, data, healthy)
+    if _find_cuts([folder], workers) == 0:
+        return
+    o = FIND_OPTIONS[option]
+    assert _search([folder], o, workers, tmp) == _search([folder], o, 1, tmp)
+
+
+def test_find_command_with_jobs_cuts_a_large_segment_and_prints_the_serial_output(tmp_path):
+    folder = tmp_path / "g-0"
+    _segment(folder, 0, _healthy())
+    assert _find_cuts([folder], 2) > 0
+    for args in (["--value-regex", "v"], ["--from-offset", "50", "--to-offset", "99", "--format", "json"]):
+        one = CliRunner().invoke(main, ["find", *args, "-j", "1", str(folder)], catch_exceptions=False)
+        two = CliRunner().invoke(main, ["find", *args, "-j", "2", str(folder)], catch_exceptions=False)
+        assert (two.exit_code, two.stdout, two.stderr) == (one.exit_code, one.stdout, one.stderr)
+        assert one.exit_code == 0 and one.stdout.count("\n") > 10
