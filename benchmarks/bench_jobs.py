@@ -1,9 +1,13 @@
-"""``kseg verify``, ``kseg stats``, ``kseg dump --format jsonl --records`` and one writer,
+"""``kseg verify``, ``kseg stats``, ``kseg dump --format jsonl --records``, ``kseg find`` and one writer,
 ``kseg recompress --codec lz4``, with ``-j 1`` against ``-j N`` (default 2) on a generated log
 directory of 8 partitions (default 64 MiB each in 32 MiB segments, with indexes), and a check that
 every run printed (the writer: wrote) the same bytes.
 
     python benchmarks/bench_jobs.py [--jobs 2] [--mib-per-partition 64] [--repeat 3] [--json out.json]
+    python benchmarks/bench_jobs.py --partitions 1 --mib-per-partition 512 --segment-mib 512 --commands verify,find
+
+The second form is one large partition of one segment: ``verify`` and ``find`` cut it into
+slices at boundaries its offset index names and read them on the workers (their ``plan``).
 
 Figures are wall seconds of the ``kseg`` command in its own process (start-up included; best of
 ``--repeat``, the machine may be shared), the data read from the page cache. The goal (issue:
@@ -38,7 +42,7 @@ from kseg.ops.executors import Operation, execute, parse_jobs  # noqa: E402
 GOAL = 1.7
 PARTITIONS = 8
 COMMANDS = {"verify": ["verify"], "stats": ["stats"], "dump": ["dump", "--format", "jsonl", "--records"],
-            "recompress": ["recompress", "--codec", "lz4"]}
+            "find": ["find", "--value-regex", "^no such value$"], "recompress": ["recompress", "--codec", "lz4"]}
 WRITERS = {"recompress"}  # their output is a folder (-o), compared by the digest of its files
 
 
@@ -104,17 +108,19 @@ def ceiling(jobs: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", default="2", help="the -j to compare with -j 1 (a count or auto)")
+    ap.add_argument("--partitions", type=int, default=PARTITIONS)
     ap.add_argument("--mib-per-partition", type=int, default=64)
     ap.add_argument("--segment-mib", type=int, default=32)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--commands", default="verify,stats,dump,recompress")
+    ap.add_argument("--commands", default="verify,stats,dump,find,recompress")
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
-    root = args.data_dir / f"jobs-logdir-{PARTITIONS}p-{args.mib_per_partition}m-{args.segment_mib}m"
-    meta = generate(root, PARTITIONS * (args.mib_per_partition << 20), PARTITIONS, args.segment_mib << 20)
+    n = args.partitions
+    root = args.data_dir / f"jobs-logdir-{n}p-{args.mib_per_partition}m-{args.segment_mib}m"
+    meta = generate(root, n * (args.mib_per_partition << 20), n, args.segment_mib << 20)
     warm(root)
-    print(f"{root}: {meta['bytes'] / 1e6:.0f} MB, {meta['records']:,} records, {PARTITIONS} partitions, "
+    print(f"{root}: {meta['bytes'] / 1e6:.0f} MB, {meta['records']:,} records, {n} partitions, "
           f"{len(list(root.rglob('*.log')))} segments; {os.cpu_count()} cores, "
           f"load {os.getloadavg()[0]:.2f}", flush=True)
     out: dict = {"machine": machine_info(), "data": meta, "jobs": args.jobs, "runs": {}}

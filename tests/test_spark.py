@@ -394,6 +394,29 @@ def test_verify_newest_segment_being_written(spark, tmp_path):
     assert "newest segment" in cli("spark", "verify", "-v", part).stdout
 
 
+def test_verify_cuts_a_large_segment_into_tasks(spark, tmp_path, monkeypatch):
+    """One partition of one large segment: Spark runs its slices as tasks (the plan cuts it for
+    the session's parallelism) and prints the plain command's report; --report has one row
+    per file, the slices' seconds added."""
+    from kseg.ops import slices, verify as verify_op
+    from test_slices import _damage_cases, _segment
+
+    monkeypatch.setattr(slices, "MIN_SLICE_BYTES", 1)
+    for name in ("gaps past the note cap", "a flipped byte in a size field", "a cut tail"):
+        folder = tmp_path / name.replace(" ", "-") / "t-0"
+        data, indexed = _damage_cases()[name]
+        _segment(folder, 0, data, indexed)
+        planned = verify_op.plan([str(folder)], verify_op.VerifyOptions(workers=2))
+        assert max(u.parts for u in planned) > 1, name
+        report = tmp_path / f"{name}.json"
+        plain = cli("verify", "-v", folder)
+        dist = cli("spark", "verify", "-v", "--report", report, folder)
+        assert (dist.exit_code, dist.stdout) == (plain.exit_code, plain.stdout), name
+        doc = json.loads(report.read_text())
+        log = [f for f in doc["files"] if f["file"].endswith(".log")]
+        assert len(log) == 1 and log[0]["seconds"] > 0, name
+
+
 # --------------------------------------------------------------------------- kseg spark dump
 
 

@@ -94,6 +94,33 @@ def test_find_on_damaged_data_reports_as_the_plain_command(spark, tmp_path):
         assert on_spark.stderr == plain.stderr and "crc mismatch" in plain.stderr
 
 
+def test_find_searches_slices_of_a_large_segment_as_tasks(spark, tmp_path, monkeypatch):
+    """A partition of one large segment and a small one: the plan cuts the large one for the
+    session's parallelism; output, errors and exit code are the plain command's, damage in a
+    slice included; --report keeps one row per partition."""
+    from kseg.ops import find, slices
+    from test_slices import _damage_cases, _segment, _batch
+
+    monkeypatch.setattr(slices, "MIN_SLICE_BYTES", 1)
+    for name in ("healthy", "a flipped byte in a size field"):
+        root = tmp_path / name.replace(" ", "-")
+        data, indexed = _damage_cases()[name]
+        _segment(root / "t-0", 0, data, indexed)
+        _segment(root / "t-0", 10_000, _batch([10_000]))
+        units = find.plan(([str(root)], None), find.FindOptions(workers=2))
+        assert max(u.parts for u in units) > 1
+        for args in (["--value-regex", "v"], ["--from-offset", "40", "--to-offset", "150", "--format", "json"]):
+            plain, on_spark = both("find", root, *args)
+            assert (on_spark.exit_code, on_spark.stdout, on_spark.stderr) == (
+                plain.exit_code, plain.stdout, plain.stderr), (name, args)
+        report = root.parent / f"{root.name}.json"
+        assert CliRunner().invoke(main, ["spark", "find", "--master", "local[2]", "--report", str(report),
+                                         "--value-regex", "v", str(root)]).exit_code in (0, 1)
+        doc = json.loads(report.read_text())
+        assert [row["partition"] for row in doc["files"]] == ["t-0"]
+        assert doc["files"][0]["matches"] == doc["matches"] > 0
+
+
 def test_diff(spark, tmp_path):
     leader(tmp_path)
     write(tmp_path / "b" / "t-0", [[batch(o) for o in range(0, 100, 10)], [batch(100, epoch=1)]],

@@ -18,6 +18,7 @@ ends any other way than done (Ctrl-C, SIGTERM, an error), so none outlives the c
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import signal
@@ -128,11 +129,20 @@ def parse_jobs(value: str | int) -> int:
     return n
 
 
+def spread(opts: Any, workers: int) -> Any:
+    """``opts`` told the workers its units will be spread over, when it has a ``workers`` field
+    left at 1 (verify and find cut a large segment into slices for them; the result is the same)."""
+    if workers > 1 and getattr(opts, "workers", None) == 1:
+        return dataclasses.replace(opts, workers=workers)
+    return opts
+
+
 def execute(op: Operation, inputs: Any, opts: Any, jobs: int = 1,
             progress: Callable[[Any], None] | None = None) -> Any:
     """``op`` over ``inputs``: serially for ``jobs`` 1 (or a single unit, or one only this
     process can read), else on a pool of ``jobs`` worker processes. ``progress(unit)`` is
     called as each unit is started (serial) or its partial taken (pool)."""
+    opts = spread(opts, jobs)
     units = list(op.plan(inputs, opts))
     if jobs <= 1 or len(units) <= 1 or any(getattr(u, "local", False) for u in units):
         partials = _serial(op, units, opts, progress)

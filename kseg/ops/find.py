@@ -13,9 +13,9 @@ from __future__ import annotations
 import dataclasses
 import re
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Generator, Iterable, Iterator
 
 from kseg.companions.read import read_offset_index, read_time_index
 from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
@@ -31,6 +31,7 @@ from kseg.log.segment import (
 )
 from kseg.model import Batch, Record
 from kseg.ops.executors import Operation, execute, here_only, weight_of
+from kseg.ops.slices import cut_points, slice_share
 from kseg.ops.spool import Spool, Spooled
 from kseg.storage import VANISHED, ReadError, as_path, gone
 
@@ -87,6 +88,9 @@ class FindOptions:
     partitions: int | None = None
     use_indexes: bool = True
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+    # The workers the search is spread over: a segment heavier than a share of the work is
+    # searched in slices (``plan``); the matches and figures are the same for any number.
+    workers: int = 1
 
 
 @dataclass(frozen=True)
@@ -285,40 +289,66 @@ def select_groups(groups: list[tuple[str | None, int | None, list[Path]]], o: Fi
 
 def find_in_groups(groups: list[tuple[str | None, int | None, list[Path]]], o: FindOptions, st: FindStats
                    ) -> Iterator[Match]:
-    """``find`` over partitions already chosen (``run`` searches one)."""
+    """``find`` over partitions already chosen."""
+    for topic, partition, segs in groups:
+        yield from _search(FindUnit(topic, partition, tuple(segs), None), o, st)
+
+
+def _search(u: "FindUnit", o: FindOptions, st: FindStats) -> Generator[Match, None, bool]:
+    """One unit's matches: its files in order, or its slice of one segment. Returns whether
+    the unit read its segment to the end of what a whole read would read (a slice that met
+    damage or a stop: merge leaves out the segment's later slices)."""
     flt = _Filter(o)
     limit = o.max_decompressed_bytes
-    for topic, partition, segs in groups:
-        st.partitions.append(f"{topic}-{partition}" if topic is not None else str(segs[0]))
-        for i, path in enumerate(segs):
+    if u.opens:
+        st.partitions.append(f"{u.topic}-{u.partition}" if u.topic is not None else str(u.files[0]))
+    for i, path in enumerate(u.files):
+        lead = u.part == 0  # a sliced segment is counted once, by its first slice
+        if lead:
             st.segments += 1
-            nxt = base_offset_of(segs[i + 1]) if i + 1 < len(segs) else None
-            base = base_offset_of(path)
-            if o.use_indexes and path.suffix == LOG_SUFFIX:
-                if o.from_offset is not None and nxt is not None and nxt <= o.from_offset:
-                    st.segments_skipped += 1
-                    continue
-                if o.to_offset is not None and base is not None and base > o.to_offset:
-                    st.segments_skipped += 1
-                    continue
-            start = _start_position(path, o, rolled=nxt is not None)
-            if start is None:
+        after = u.files[i + 1] if i + 1 < len(u.files) else u.after
+        nxt = base_offset_of(after) if after is not None else None
+        start = None if _skipped(path, o, nxt) else _start_position(path, o, rolled=nxt is not None)
+        if start is None:
+            if lead:
                 st.segments_skipped += 1
-                continue
-            yield from _scan(path, start, topic, partition, o, flt, st, limit)
+            continue
+        if u.parts == 1:
+            yield from _scan(path, start, u.topic, u.partition, o, flt, st, limit)
+        elif u.end is not None and start >= u.end:
+            return False  # the whole read starts in a later slice
+        elif start >= u.start:  # the whole read starts in this slice
+            return (yield from _scan(path, start, u.topic, u.partition, o, flt, st, limit, end=u.end))
+        else:
+            return (yield from _scan(path, u.start, u.topic, u.partition, o, flt, st, limit, end=u.end,
+                                     fresh=False))
+    return False
+
+
+def _skipped(path: Path, o: FindOptions, nxt: int | None) -> bool:
+    """A segment the offset range rules out by its name and the next segment's."""
+    if not (o.use_indexes and path.suffix == LOG_SUFFIX):
+        return False
+    base = base_offset_of(path)
+    return ((o.from_offset is not None and nxt is not None and nxt <= o.from_offset)
+            or (o.to_offset is not None and base is not None and base > o.to_offset))
 
 
 def _scan(path: Path, start: int, topic: str | None, partition: int | None, o: FindOptions, flt: _Filter,
-          st: FindStats, limit: int) -> Iterator[Match]:
+          st: FindStats, limit: int, end: int | None = None, fresh: bool = True) -> Generator[Match, None, bool]:
+    """A segment's matches from byte ``start``: where its index seek landed (``fresh``), or a
+    slice's start (a checked batch boundary) up to ``end``. Returns whether the read went past
+    ``end`` or stopped the segment (see ``_search``)."""
     seg = Segment(path)
-    if start:
+    if start and fresh:
         st.seeks += 1
-    first = True
+    first, stopped = fresh, False
     try:
-        for b in seg.batches(start=start):
+        for b in seg.batches(start=start, end=end):
             first = False
             st.batches += 1
             if o.to_offset is not None and b.offset > o.to_offset and b.magic >= 2:
+                stopped = True
                 break  # offsets only grow in a partition
             if not flt.batch_may_match(b):
                 st.batches_skipped += 1
@@ -341,19 +371,25 @@ def _scan(path: Path, start: int, topic: str | None, partition: int | None, o: F
         if not gone(path):
             raise
         st.notes.append(f"{path}: {VANISHED}")  # deleted by retention since it was listed
-        return
+        return True
     if seg.tail is not None:
         if start and first:
             # The index pointed somewhere that is not a batch: read the segment from its start.
             yield from _scan(path, 0, topic, partition, o, flt, st, limit)
-            return
+            return True
+        if end is not None:  # not a batch before a slice's end: a whole read goes on from there
+            yield from _scan(path, seg.tail.position, topic, partition, o, flt, st, limit, fresh=False)
+            return True
         st.problems.append(str(seg.tail.error))
     st.notes.extend(f"{path}: {note}" for note in seg.notes())
+    return stopped
 
 
 # --------------------------------------------------------------------------- plan / run / merge
 #
-# Units are partitions. A unit's matches are spooled (``kseg.ops.spool``) with the batch's bytes
+# Units are partitions; a segment heavier than a share of the work (``FindOptions.workers``) is
+# searched in slices cut at boundaries its offset index names, the partition's other segments in
+# units around them. A unit's matches are spooled (``kseg.ops.spool``) with the batch's bytes
 # left behind (what a match shows is the batch's header fields); merge yields them in plan order,
 # then the figures of the whole search. An error a unit met is raised after the matches it had
 # found, where the single-process search would have stopped.
@@ -367,6 +403,13 @@ class FindUnit:
     spool: str | None  # None: the matches stay in memory (Spark: no folder the driver shares)
     weight: int = 0
     local: bool = False
+    after: Path | None = None  # the partition's segment after the unit's last file (None: none)
+    opens: bool = True  # the partition's first unit (names it in the figures)
+    # A slice of files[0]: bytes [start, end) (end None: to the end), part ``part`` of ``parts``.
+    start: int = 0
+    end: int | None = None
+    part: int = 0
+    parts: int = 1
 
 
 @dataclass
@@ -374,6 +417,8 @@ class FindPartial:
     stats: FindStats
     matches: Spooled
     error: BaseException | None = None
+    unit: FindUnit | None = None
+    ends_segment: bool = False  # a slice that read what the segment's later slices hold (``_search``)
 
 
 def plan(inputs: tuple[list[Path], str | None], o: FindOptions) -> list[FindUnit]:
@@ -384,24 +429,67 @@ def plan(inputs: tuple[list[Path], str | None], o: FindOptions) -> list[FindUnit
     for topic, partition, files in select_groups(partition_groups([as_path(p) for p in paths]), o):
         units.append(FindUnit(topic, partition, tuple(files), spool, weight_of(files),
                               any(here_only(f) for f in files)))
-    return units
+    share = slice_share(sum(u.weight for u in units), o.workers)
+    return [s for u in units for s in _sliced(u, share)] if share else units
+
+
+def _sliced(u: FindUnit, share: int) -> list[FindUnit]:
+    """A partition's unit with each segment heavier than about 1.5 ``share`` bytes cut into
+    slices (``kseg.ops.slices.cut_points``), its other segments in units between them."""
+    if u.local:
+        return [u]
+    out: list[FindUnit] = []
+    run_from = 0
+
+    def files_unit(files: tuple[Path, ...], after: Path | None) -> None:
+        if files:
+            out.append(replace(u, files=files, weight=weight_of(files), after=after, opens=not out))
+
+    for i, path in enumerate(u.files):
+        size = weight_of([path])
+        cuts = cut_points(str(path), size, share) if path.suffix == LOG_SUFFIX and size > share * 3 // 2 else []
+        if not cuts:
+            continue
+        files_unit(u.files[run_from:i], path)
+        after = u.files[i + 1] if i + 1 < len(u.files) else u.after
+        starts = [0, *cuts]
+        ends: list[int | None] = [*cuts, None]
+        for k, (a, b) in enumerate(zip(starts, ends)):
+            out.append(replace(u, files=(path,), weight=(size if b is None else b) - a, after=after, opens=not out,
+                               start=a, end=b, part=k, parts=len(starts)))
+        run_from = i + 1
+    files_unit(u.files[run_from:], u.after)
+    return out
 
 
 def run(unit: FindUnit, o: FindOptions) -> FindPartial:
-    """One partition searched; its matches spooled without the batches' bytes."""
-    st, spool, error = FindStats(), Spool(unit.spool), None
+    """One partition (or a part of one) searched; its matches spooled without the batches' bytes."""
+    st, spool, error, ended = FindStats(), Spool(unit.spool), None, False
     try:
-        for m in find_in_groups([(unit.topic, unit.partition, list(unit.files))], o, st):
+        found = _search(unit, o, st)
+        while True:
+            m = next(found)
             spool.add(dataclasses.replace(m, batch=m.batch._replace(raw=b"")))
+    except StopIteration as stop:
+        ended = bool(stop.value)
     except (KsegError, OSError) as e:
         error = e
-    return FindPartial(st, spool.done(), error)
+    return FindPartial(st, spool.done(), error, unit, ended)
 
 
 def merge(partials: Iterable[FindPartial], o: FindOptions) -> Iterator[Match | FindStats]:
-    """The matches in plan order, then the figures of the whole search."""
+    """The matches in plan order, then the figures of the whole search. A slice after one that
+    read the rest of its segment is left out: the whole read never got there."""
     total = FindStats()
+    done_with: Path | None = None  # the sliced segment whose rest a slice has read
     for p in partials:
+        u = p.unit
+        assert u is not None
+        if u.parts > 1 and u.part > 0 and done_with == u.files[0]:
+            p.matches.discard()
+            p.stats = FindStats()  # none of the search's figures (a report per unit shows none)
+            continue
+        done_with = u.files[0] if u.parts > 1 and p.ends_segment else None
         yield from p.matches
         total.absorb(p.stats)
         if p.error is not None:

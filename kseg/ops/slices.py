@@ -131,28 +131,45 @@ def entry_starts_at(path: str, position: int, file_size: int, max_offset: int | 
 
 def split_segment(seg: SegmentFile, split_bytes: int) -> list[Slice]:
     """One slice per ``split_bytes`` (about), cut at index-named, checked batch boundaries."""
-    whole = [Slice(seg.path, seg.topic, seg.partition, 0, None, seg.base_offset)]
-    if split_bytes <= 0 or seg.size <= split_bytes * 3 // 2:
-        return whole
-    entries = read_index(seg.path)
+    starts = [0, *cut_points(seg.path, seg.size, split_bytes)]
+    ends: list[int | None] = [*starts[1:], None]
+    return [Slice(seg.path, seg.topic, seg.partition, a, b, seg.base_offset) for a, b in zip(starts, ends)]
+
+
+# Slices of one large log for the executors (verify, find): a log heavier than a share of the work.
+MIN_SLICE_BYTES = 32 << 20  # below this a slice's fixed costs (a task, its index lookups) are not worth it
+SLICES_PER_WORKER = 4  # a log is cut into slices of about total / (workers x this), for balance
+
+
+def slice_share(total: int, workers: int) -> int:
+    """The bytes a slice of a log should hold when ``total`` bytes are spread over ``workers``
+    (0: do not cut, one worker)."""
+    if workers <= 1:
+        return 0
+    return max(MIN_SLICE_BYTES, total // (workers * SLICES_PER_WORKER))
+
+
+def cut_points(path: str, size: int, split_bytes: int) -> list[int]:
+    """Where to cut a segment of ``size`` bytes into pieces of about ``split_bytes``: positions
+    its offset index names at which a whole entry with a valid CRC starts (none: read it whole,
+    as when it is small, has no index, or its index is not trusted)."""
+    if split_bytes <= 0 or size <= split_bytes * 3 // 2:
+        return []
+    entries = read_index(path)
     if not entries:
-        return whole
+        return []
     positions = [pos for _, pos in entries]
     cuts: list[int] = []
     target = split_bytes
-    while target < seg.size - split_bytes // 2:
+    while target < size - split_bytes // 2:
         i = bisect.bisect_right(positions, target) - 1
         if i >= 0:
             off, pos = entries[i]
             last = cuts[-1] if cuts else 0
-            if pos > last and entry_starts_at(seg.path, pos, seg.size, off):
+            if pos > last and entry_starts_at(path, pos, size, off):
                 cuts.append(pos)
         target += split_bytes
-    if not cuts:
-        return whole
-    starts = [0, *cuts]
-    ends: list[int | None] = [*cuts, None]
-    return [Slice(seg.path, seg.topic, seg.partition, a, b, seg.base_offset) for a, b in zip(starts, ends)]
+    return cuts
 
 
 # --------------------------------------------------------------------------- filters

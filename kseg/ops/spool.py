@@ -39,6 +39,13 @@ class Spooled:
                 self.path = None
         yield from self.tail
 
+    def discard(self) -> None:
+        """Drop the items unread (a part merge leaves out), their file removed."""
+        if self.path is not None:
+            os.unlink(self.path)
+            self.path = None
+        self.tail = []
+
 
 class Spool:
     """Items collected in order; past ``IN_MEMORY`` they are written to a file in ``folder``,

@@ -12,7 +12,7 @@ zeros preallocated after the last batch are notes.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -51,6 +51,7 @@ from kseg.log.segment import (
 )
 from kseg.model import Batch, Record
 from kseg.ops.executors import Operation, execute, here_only, weight_of
+from kseg.ops.slices import cut_points, slice_share
 from kseg.ops.sniff import KAFKA, KAFKA07, format_hint, input_format_of
 from kseg.printable import printable
 from kseg.storage import MANIFEST, VANISHED, ReadError, as_path, cannot_read, gone, read_failures, tree_sizes
@@ -115,14 +116,18 @@ class _Collector:
         self.report.problems.append(Finding(ERROR, check, self.report.path, position, message, **kw))
 
     def note(self, check: str, position: int | None, message: str, **kw: Any) -> None:
-        n = self._note_counts.get(check, 0) + 1
-        self._note_counts[check] = n
+        self.keep_note(Finding(NOTE, check, self.report.path, position, message, **kw))
+
+    def keep_note(self, note: Finding) -> None:
+        """A note, shown unless its kind has had its ``MAX_NOTES_PER_KIND`` in this file."""
+        n = self._note_counts.get(note.check, 0) + 1
+        self._note_counts[note.check] = n
         if n > MAX_NOTES_PER_KIND:
             self.report.suppressed_notes += 1
             return
         if n == MAX_NOTES_PER_KIND:
-            self.last_shown[check] = len(self.report.problems)
-        self.report.problems.append(Finding(NOTE, check, self.report.path, position, message, **kw))
+            self.last_shown[note.check] = len(self.report.problems)
+        self.report.problems.append(note)
 
     def extend(self, errors: list[Finding]) -> None:
         """Errors found by the shared batch checks (``kseg.log.checks``), already about this file."""
@@ -138,6 +143,9 @@ class VerifyOptions:
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
     check_indexes: bool = True
     input_format: str | None = None  # kafka|kafka07; None: by name, then by content
+    # The workers the run is spread over: a log heavier than a share of the work is cut into
+    # slices checked apart (``plan``); the report is the same for any number.
+    workers: int = 1
 
 
 def verify_paths(
@@ -150,7 +158,7 @@ def verify_paths(
     the segments of one partition. ``jobs``: worker processes (``kseg.ops.executors``);
     the report is the same for any number."""
     def shown(u: VerifyUnit) -> None:
-        if progress and u.kind != MANIFEST_UNIT:
+        if progress and u.kind != MANIFEST_UNIT and u.part == 0:
             progress(u.path)
 
     return execute(OPERATION, list(paths), options, jobs, shown if progress else None)
@@ -162,7 +170,9 @@ def verify_paths(
 # segments, whose offsets run on from one to the next, then the files checked beside them).
 # A segment is read on its own, as if first in its partition; what only its predecessor can
 # tell (is its first offset the one after the previous segment's last?) is left open in its
-# partial (``Opening``) and decided by ``merge``, which walks the partials in order.
+# partial (``Opening``) and decided by ``merge``, which walks the partials in order. A log
+# heavier than a share of the work (``VerifyOptions.workers``) is cut into slices at batch
+# boundaries its offset index names; merge joins their partials into the file's (``_joined``).
 
 MANIFEST_UNIT, COMPANION_UNIT, LOG_UNIT = "manifest", "companion", "log"
 
@@ -179,6 +189,11 @@ class VerifyUnit:
     newest: bool = False
     weight: int = 0  # bytes to read
     local: bool = False  # only this process reads it (``executors.here_only``)
+    # A slice of a log: bytes [start, end) (end None: to the end), part ``part`` of ``parts``.
+    start: int = 0
+    end: int | None = None
+    part: int = 0
+    parts: int = 1
 
     def __str__(self) -> str:
         return self.path
@@ -202,11 +217,28 @@ class Opening:
 
 
 @dataclass
+class Piece:
+    """What a slice's partial carries for ``_joined`` beyond its report: the batch summaries and
+    control batches the index checks need (None: not wanted), the file's size (last slice),
+    and how the read ended: ``CLEAN`` at the slice's end, ``TAIL`` at bytes that are not a
+    batch (said in the report), ``FAILED`` at an error that stopped it."""
+
+    summaries: list[tuple] | None
+    controls: list[tuple] | None
+    size: int
+    ended: str
+
+
+CLEAN, TAIL, FAILED = "clean", "tail", "failed"
+
+
+@dataclass
 class VerifyPartial:
     unit: VerifyUnit
     report: FileReport | None  # None: a root without a manifest
     last: int | None = None  # the highest last offset of the file's batches (None: none read)
     opening: Opening | None = None
+    piece: Piece | None = None  # a slice's (``VerifyUnit.parts`` > 1)
 
 
 def plan(paths: Iterable[str | Path], options: VerifyOptions) -> list[VerifyUnit]:
@@ -218,7 +250,25 @@ def plan(paths: Iterable[str | Path], options: VerifyOptions) -> list[VerifyUnit
             kind = COMPANION_UNIT if is_companion(path) else LOG_UNIT
             units.append(VerifyUnit(str(path), kind, gi, newest=path == newest, weight=weight_of([path]),
                                     local=here_only(path)))
-    return units
+    share = slice_share(sum(u.weight for u in units), options.workers)
+    if not share:
+        return units
+    return [s for u in units for s in _sliced(u, share, options)]
+
+
+def _sliced(u: VerifyUnit, share: int, options: VerifyOptions) -> list[VerifyUnit]:
+    """A log unit as slices of about ``share`` bytes (itself when it is small, not a local Kafka
+    segment, or its index names no checked boundary: ``kseg.ops.slices.cut_points``)."""
+    if u.kind != LOG_UNIT or u.local or u.weight <= share * 3 // 2 or not u.path.endswith(LOG_SUFFIX):
+        return [u]
+    path = Path(u.path)
+    cuts = cut_points(u.path, u.weight, share)
+    if not cuts or rsm_transform(path) or _format_of(path, options) != KAFKA:
+        return [u]
+    starts = [0, *cuts]
+    ends: list[int | None] = [*cuts, None]
+    return [replace(u, start=a, end=b, weight=(u.weight if b is None else b) - a, part=i, parts=len(starts))
+            for i, (a, b) in enumerate(zip(starts, ends))]
 
 
 def run(unit: VerifyUnit, options: VerifyOptions) -> VerifyPartial:
@@ -228,6 +278,9 @@ def run(unit: VerifyUnit, options: VerifyOptions) -> VerifyPartial:
     path = as_path(unit.path)
     if unit.kind == COMPANION_UNIT:
         return VerifyPartial(unit, verify_companion_file(path))
+    if unit.parts > 1:
+        read = _verify_log(path, options, None, unit.newest, span=(unit.start, unit.end))
+        return VerifyPartial(unit, read.report, read.last, read.opening, read.piece)
     fr, last, opening = _verify_file(path, options, None, newest=unit.newest)
     return VerifyPartial(unit, fr, last, opening)
 
@@ -237,7 +290,13 @@ def merge(partials: Iterable[VerifyPartial], options: VerifyOptions) -> VerifyRe
     previous segment's, each log's index files listed after it."""
     report = VerifyReport()
     group, prev = None, None
+    pieces: list[VerifyPartial] = []
     for p in partials:
+        if p.unit.parts > 1:
+            pieces.append(p)
+            if p.unit.part < p.unit.parts - 1:
+                continue
+            p, pieces = _joined(pieces, options), []
         u, fr = p.unit, p.report
         if fr is None:
             continue
@@ -349,26 +408,37 @@ def verify_file(path: Path, options: VerifyOptions, prev_last: int | None = None
 def _verify_file(path: Path, options: VerifyOptions, prev_last: int | None,
                  newest: bool) -> tuple[FileReport, int | None, Opening | None]:
     opening = None
-    try:
-        fmt = input_format_of(path, options.input_format)
-    except InputError as e:
-        if isinstance(e, ReadError) or gone(path) or (isinstance(path, Path) and not_a_file(path)):
-            fmt = KAFKA  # not readable as a file: the log check says why, in its report
-        else:
-            raise
+    fmt = _format_of(path, options)
     if fmt == KAFKA07:
         fr = verify_kafka07_file(path, quick=options.quick, max_decompressed_bytes=options.max_decompressed_bytes)
         last = prev_last
     else:
-        fr, last, opening = _verify_log(path, options, prev_last, newest)
-    if not fr.ok:
-        try:
-            hint = format_hint(path, fmt)
-        except InputError:
-            hint = None  # not readable: already said in the report
-        if hint:
-            fr.problems.append(Problem(NOTE, "format", str(path), None, hint))
+        read = _verify_log(path, options, prev_last, newest)
+        fr, last, opening = read.report, read.last, read.opening
+    _hint(fr, path, fmt)
     return fr, last, opening
+
+
+def _format_of(path: Path, options: VerifyOptions) -> str:
+    """The format a log-like file is checked in: the option's, else by name, else by content."""
+    try:
+        return input_format_of(path, options.input_format)
+    except InputError as e:
+        if isinstance(e, ReadError) or gone(path) or (isinstance(path, Path) and not_a_file(path)):
+            return KAFKA  # not readable as a file: the log check says why, in its report
+        raise
+
+
+def _hint(fr: FileReport, path: Path, fmt: str) -> None:
+    """A file that fails and looks like the other format: a note naming the option that reads it."""
+    if fr.ok:
+        return
+    try:
+        hint = format_hint(path, fmt)
+    except InputError:
+        hint = None  # not readable: already said in the report
+    if hint:
+        fr.problems.append(Problem(NOTE, "format", str(path), None, hint))
 
 
 def input_groups(paths: Iterable[str | Path]) -> list[list[Path]]:
@@ -480,13 +550,23 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None,
                newest: bool = False) -> tuple[FileReport, int | None]:
     """Check one .log file; ``prev_last`` is the last offset of the partition's previous segment;
     ``newest``: the partition's newest segment, whose last batch may still be being written."""
-    fr, last, _ = _verify_log(path, options, prev_last, newest)
-    return fr, last
+    read = _verify_log(path, options, prev_last, newest)
+    return read.report, read.last
+
+
+@dataclass
+class _LogRead:
+    report: FileReport
+    last: int | None
+    opening: Opening | None
+    piece: Piece | None = None
 
 
 def _verify_log(path: Path, options: VerifyOptions, prev_last: int | None,
-                newest: bool) -> tuple[FileReport, int | None, Opening | None]:
-    """``verify_log``, with the file's first batch as the check across segments needs it."""
+                newest: bool, span: tuple[int, int | None] | None = None) -> _LogRead:
+    """``verify_log``, with the file's first batch as the check across segments needs it.
+    ``span``: only bytes [start, end) (a slice, ``plan``); its index checks are left to
+    ``_joined``, which gets what they need in the ``Piece``."""
     fr = FileReport(str(path))
     c = _Collector(fr)
     seg = Segment(path)
@@ -502,8 +582,9 @@ def _verify_log(path: Path, options: VerifyOptions, prev_last: int | None,
         fr.problems.append(Problem(ERROR, "input", str(path), None,
                                    f"not read: the remote storage manager stored this segment {transformed} "
                                    "in chunks (see its .rsm-manifest); kseg reads untransformed segment objects"))
-        return fr, prev_last, None
+        return _LogRead(fr, prev_last, None)
     opened: list[tuple[int, int, bool, int, int, int]] = []  # the first batch (see Opening)
+    start, end = span or (0, None)
 
     def one(batch: Batch) -> None:
         nonlocal last
@@ -605,7 +686,7 @@ def _verify_log(path: Path, options: VerifyOptions, prev_last: int | None,
         return run.stop
 
     try:
-        for entries in seg.batch_lists():
+        for entries in seg.batch_lists(start=start, end=end):
             i = 0
             while i < len(entries):
                 if not quick and entries[i].magic >= 2:
@@ -629,7 +710,8 @@ def _verify_log(path: Path, options: VerifyOptions, prev_last: int | None,
             c.note("vanished", None, VANISHED)
         else:
             c.from_error("unreadable" if isinstance(e, InputError) else "read", e)
-        return fr, last, _opening(opened, c)
+        piece = Piece(None, None, 0, FAILED) if span else None
+        return _LogRead(fr, last, _opening(opened, c), piece)
     if seg.tail is not None:
         t = seg.tail
         # zeros to the end, more than an entry header: what framing them would call a corrupt entry
@@ -647,18 +729,82 @@ def _verify_log(path: Path, options: VerifyOptions, prev_last: int | None,
         else:
             c.error("framing", t.error.position, t.error.message + f"; {t.length} bytes from byte {t.position} unread",
                     expected=t.error.expected, found=t.error.found)
+    if span:
+        piece = Piece(summaries if want_summaries else None, None if quick else controls,
+                      seg.size if end is None else 0, CLEAN if seg.tail is None else TAIL)
+        return _LogRead(fr, last, _opening(opened, c), piece)
     if options.check_indexes and path.suffix == LOG_SUFFIX:
-        try:
-            # --quick reads no records, so it knows no control batch: the .txnindex is checked alone
-            _check_companions(c, path, summaries, None if quick else controls, seg)
-        except (FileNotFoundError, ReadError) as e:  # a companion deleted, or failing to read
-            where = e.filename if isinstance(e, FileNotFoundError) else e.file
-            if isinstance(e, FileNotFoundError) and gone(where or path):
-                c.note("vanished", None, VANISHED)
-            else:
-                c.report.problems.append(Problem(ERROR, "unreadable", str(where or path), None,
-                                                 cannot_read(where or path, e).message))
-    return fr, last, _opening(opened, c)
+        # --quick reads no records, so it knows no control batch: the .txnindex is checked alone
+        _companions_checked(c, path, summaries, None if quick else controls, seg.size)
+    return _LogRead(fr, last, _opening(opened, c))
+
+
+def _companions_checked(c: _Collector, path: Path, summaries: list[tuple], controls: list[tuple] | None,
+                        size: int) -> None:
+    """The segment's index files checked against its batches, findings in ``c``."""
+    try:
+        c.report.problems.extend(check_segment_companions(path, summaries, controls, size))
+    except (FileNotFoundError, ReadError) as e:  # a companion deleted, or failing to read
+        where = e.filename if isinstance(e, FileNotFoundError) else e.file
+        if isinstance(e, FileNotFoundError) and gone(where or path):
+            c.note("vanished", None, VANISHED)
+        else:
+            c.report.problems.append(Problem(ERROR, "unreadable", str(where or path), None,
+                                             cannot_read(where or path, e).message))
+
+
+def _joined(pieces: list[VerifyPartial], options: VerifyOptions) -> VerifyPartial:
+    """A sliced log's partial from its slices', in order: what checking it whole gives.
+
+    Each slice was read as if first in its file; where one meets the one before is decided as
+    ``continue_after`` decides it across segments (a gap is a note at its place), and the
+    notes are capped per kind over the whole file again (a slice's first notes of a kind hold
+    the file's first ones). A slice that did not end cleanly where the next begins, a read that
+    failed, or offsets going back at a cut: the file is read again whole (rare, damaged data)."""
+    u = pieces[0].unit
+    whole = replace(u, start=0, end=None, part=0, parts=1, weight=sum(p.unit.weight for p in pieces))
+    path = as_path(u.path)
+
+    def again() -> VerifyPartial:
+        fr, last, opening = _verify_file(path, options, None, u.newest)
+        return VerifyPartial(whole, fr, last, opening)
+
+    ends = [p.piece.ended if p.piece else FAILED for p in pieces]
+    if any(e != CLEAN for e in ends[:-1]) or ends[-1] == FAILED or any(p.opening is None for p in pieces):
+        return again()
+    first = pieces[0]
+    assert first.report is not None and first.opening is not None and first.last is not None
+    found = list(first.report.problems)
+    prev, offsets_notes = first.last, first.opening.notes
+    for p in pieces[1:]:
+        o, own = p.opening, list(p.report.problems) if p.report else []
+        assert o is not None and p.last is not None
+        if o.first <= prev or o.last <= prev:
+            return again()
+        offsets_notes += o.notes
+        if o.first != prev + 1 and not o.unread:
+            own.insert(o.at, Finding(NOTE, "offsets", str(path), o.position, "non-consecutive offsets",
+                                     expected=prev + 1, found=o.first))
+            offsets_notes += 1
+        found += own
+        prev = max(prev, p.last)
+    fr = FileReport(str(path), batches=sum(p.report.batches for p in pieces if p.report),
+                    records=sum(p.report.records for p in pieces if p.report),
+                    bytes=sum(p.report.bytes for p in pieces if p.report),
+                    suppressed_notes=sum(p.report.suppressed_notes for p in pieces if p.report))
+    c = _Collector(fr)
+    for problem in found:  # the per-kind cap over the whole file
+        if problem.severity == NOTE:
+            c.keep_note(problem)
+        else:
+            fr.problems.append(problem)
+    if options.check_indexes and path.suffix == LOG_SUFFIX:
+        summaries = [s for p in pieces for s in (p.piece.summaries or ())] if first.piece.summaries is not None else []
+        controls = None if options.quick else [x for p in pieces for x in (p.piece.controls or ())]
+        _companions_checked(c, path, summaries, controls, pieces[-1].piece.size)
+    opening = replace(first.opening, notes=offsets_notes, last_shown=c.last_shown.get("offsets"))
+    _hint(fr, path, KAFKA)
+    return VerifyPartial(whole, fr, prev, opening)
 
 
 def _opening(opened: list[tuple[int, int, bool, int, int, int]], c: _Collector) -> Opening | None:
@@ -716,10 +862,6 @@ def _check_wrapper(c: _Collector, b: Batch, rc: RecordCheck) -> None:
         if mx != b.max_timestamp:
             c.note("timestamps", b.position, "wrapper timestamp is not the max inner timestamp "
                    "(librdkafka writes the first)", expected=mx, found=b.max_timestamp)
-
-
-def _check_companions(c, path: Path, summaries, controls, seg: Segment) -> None:
-    c.report.problems.extend(check_segment_companions(path, summaries, controls, seg.size))
 
 
 OPERATION = Operation("verify", plan, run, merge)

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from kseg.errors import InputError
 from kseg.log.atomic import write_atomic
-from kseg.ops.executors import Operation, unwrap
+from kseg.ops.executors import Operation, spread, unwrap
 from kseg.ops.registry import registry_use
 from kseg.ops.verify import OPERATION as VERIFY
 from kseg.render.reports import verify_json
@@ -120,6 +120,7 @@ def run_operation(spark: Any, op: Operation, inputs: Any, opts: Any) -> tuple[An
     in the executors, merge on the driver in plan order (the first error in plan order raised,
     as the serial run raises it; a job that fails hands merge its error, so that a writer's
     stage is removed as on any other failure). Returns the result and each (unit, partial, ``TaskInfo``)."""
+    opts = spread(opts, spark.sparkContext.defaultParallelism)
     units = list(op.plan(inputs, opts))
     try:
         results = run_tasks(spark, partial(operation_task, op, opts, registry_use()), units,
@@ -137,20 +138,25 @@ def _raising(e: BaseException) -> Any:
 
 
 def spark_verify(spark: Any, paths: Sequence[str | Path], options: Any) -> tuple[Any, list[FileRow], dict]:
-    """``verify_paths`` on Spark, one task per file (``kseg.ops.verify``'s plan / run / merge);
-    returns (VerifyReport, per-file rows, stats)."""
+    """``verify_paths`` on Spark, one task per file or slice of a large one (``kseg.ops.verify``'s
+    plan / run / merge, cut for the session's parallelism); returns (VerifyReport, per-file
+    rows, stats)."""
     report, ran = run_operation(spark, VERIFY, list(paths), options)
-    infos = {u.path: info for u, _, info in ran}
+    infos: dict[str, list] = {}
+    for u, _, info in ran:  # a file's slices: their seconds added, the first one's host
+        seen = infos.setdefault(u.path, [0.0, info.host, 0.0])
+        seen[0] += info.seconds
+        seen[2] += info.cpu_seconds
     rows: list[FileRow] = []
     host = ""
     for fr in report.files:
-        info = infos.get(fr.path)
-        if info is not None:
-            host = info.host
-            rows.append(FileRow(fr.path, info.seconds, info.host, {"cpu_seconds": info.cpu_seconds}))
+        found = infos.get(fr.path)
+        if found is not None:
+            seconds, host, cpu = found
+            rows.append(FileRow(fr.path, round(seconds, 6), host, {"cpu_seconds": round(cpu, 6)}))
         else:  # an index file, reported apart from its log
             rows.append(FileRow(fr.path, 0.0, host, {"cpu_seconds": 0.0}))
-    return report, rows, {"files": sum(1 for u, _, _ in ran if u.kind != "manifest")}
+    return report, rows, {"files": sum(1 for u, _, _ in ran if u.kind != "manifest" and u.part == 0)}
 
 
 def verify_rows(report: Any, rows: list[FileRow]) -> list[dict]:
@@ -180,6 +186,7 @@ def stream_operation(spark: Any, op: Operation, inputs: Any, opts: Any, folder: 
     each (unit, partial, ``TaskInfo``) taken."""
     import uuid
 
+    opts = spread(opts, spark.sparkContext.defaultParallelism)
     units = list(op.plan(inputs, opts))
     sc = spark.sparkContext
     group = f"kseg-{op.name}-{uuid.uuid4().hex[:8]}"

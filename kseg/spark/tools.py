@@ -61,9 +61,15 @@ def register(group: click.Group, spark_params: list[click.Parameter], run_cls: A
         st = FindStats()
         code = show_find(matches_of(merged, st), st, writer)
         if report is not None:
-            write_report(report, "find", [{"partition": p.stats.partitions[0], "matches": p.stats.matches,
-                                           "records": p.stats.records, "seconds": info.seconds, "host": info.host}
-                                          for _, p, info in ran], {"matches": st.matches, **run.summary()})
+            rows: dict[str, dict] = {}  # a partition searched in parts (slices of a segment): one row
+            for u, p, info in ran:
+                name = f"{u.topic}-{u.partition}" if u.topic is not None else str(u.files[0])
+                row = rows.setdefault(name, {"partition": name, "matches": 0, "records": 0, "seconds": 0.0,
+                                             "host": info.host})
+                row["matches"] += p.stats.matches
+                row["records"] += p.stats.records
+                row["seconds"] = round(row["seconds"] + info.seconds, 6)
+            write_report(report, "find", list(rows.values()), {"matches": st.matches, **run.summary()})
         raise SystemExit(code)
 
     def stats(paths: tuple[Path, ...], segments: bool, html: Path | None, fmt: str, max_decompressed_bytes: int,

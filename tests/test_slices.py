@@ -1,0 +1,326 @@
+"""A large log verified or searched in slices (``kseg.ops.verify`` and ``kseg.ops.find``: cut
+at boundaries its offset index names, read apart, joined by merge) gives the report, the
+matches and the figures of reading it whole: on the shipped fixtures and real broker files,
+on a table of damage placed at and between cuts, and on any byte flipped or cut (hypothesis).
+The whole read is the reference; every case checks that the plan did cut the file, so that
+none passes by reading it whole."""
+
+from __future__ import annotations
+
+import io
+import struct
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kseg.cli.main import main
+from kseg.companions.build import build_indexes
+from kseg.errors import InputError
+from kseg.log.encode import build_v2_batch
+from kseg.log.fast import scan_entries
+from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX
+from kseg.log.segment import companion_path, segment_file_name
+from kseg.model import make_record
+from kseg.ops import find, slices, verify
+from kseg.ops.executors import execute
+from kseg.ops.verify import MAX_NOTES_PER_KIND, VerifyOptions
+from kseg.render.reports import write_verify
+
+sys.path.insert(0, str(Path(__file__).parent))
+from builders import entries  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+REAL = REPO.parent / "shared" / "realdata"
+T0 = 1_700_000_000_000
+
+
+@pytest.fixture(autouse=True)
+def small_slices(monkeypatch):
+    """Slices of a few batches: the files here are kilobytes, not gigabytes."""
+    monkeypatch.setattr(slices, "MIN_SLICE_BYTES", 1)
+
+
+def _report(paths: list[Path], workers: int, quick: bool) -> str:
+    out = io.StringIO()
+    report = execute(verify.OPERATION, [str(p) for p in paths], VerifyOptions(quick=quick, workers=workers))
+    write_verify(report, out, "json", verbose=True)
+    return out.getvalue()
+
+
+def _cuts(paths: list[Path], workers: int) -> int:
+    return sum(u.part > 0 for u in verify.plan([str(p) for p in paths], VerifyOptions(workers=workers)))
+
+
+def _same_as_whole(paths: list[Path], workers: int = 64) -> None:
+    assert _cuts(paths, workers) > 0, "the plan cut nothing: the case proves nothing"
+    for quick in (False, True):
+        assert _report(paths, workers, quick) == _report(paths, 1, quick), (paths, workers, quick)
+
+
+def _batch(offsets: list[int], codec: int = 0, attributes_noise: bool = False) -> bytes:
+    raw = bytearray(build_v2_batch([make_record(o, T0 + o, b"k%d" % o, b"v" * (o % 50)) for o in offsets],
+                                   base_offset=offsets[0], codec=codec, partition_leader_epoch=0))
+    return bytes(raw)
+
+
+def _segment(folder: Path, base: int, data: bytes, index_data: bytes | None = None) -> Path:
+    """A segment and its .index/.timeindex, an entry at every batch (every batch a possible cut);
+    ``index_data``: the bytes the index was built from (damage done after the broker indexed)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    log = folder / segment_file_name(base)
+    log.write_bytes(data)
+    src = data if index_data is None else index_data
+    found = [b._replace(raw=memoryview(b"")) for b in scan_entries(src, 0, final=True).batches]
+    try:
+        index, timeindex = build_indexes(found, base, interval=1)
+    except InputError:  # offsets going back: no broker indexes that; entries where they increase
+        index, timeindex, top = b"", None, -1
+        for b in found:
+            if b.last_offset > top:
+                index += struct.pack(">ii", b.last_offset - base, b.position)
+                top = b.last_offset
+    companion_path(log, INDEX_SUFFIX).write_bytes(index)
+    if timeindex is not None:
+        companion_path(log, TIME_INDEX_SUFFIX).write_bytes(timeindex)
+    return log
+
+
+def _healthy(n: int = 60, per: int = 3, codecs: tuple[int, ...] = (0, 1, 3, 4)) -> bytes:
+    return b"".join(_batch(list(range(i * per, (i + 1) * per)), codecs[i % len(codecs)]) for i in range(n))
+
+
+def _flip(data: bytes, at: int) -> bytes:
+    b = bytearray(data)
+    b[at] ^= 0xFF
+    return bytes(b)
+
+
+def _damage_cases() -> dict[str, tuple[bytes, bytes | None]]:
+    """name -> (the log's bytes, the bytes its index was built from, None: the same)."""
+    healthy = _healthy()
+    size = len(healthy)
+    gaps = b"".join(_batch([i * 10, i * 10 + 1]) for i in range(3 * MAX_NOTES_PER_KIND))
+    back = b"".join(_batch([o]) for o in [*range(0, 30), *range(20, 60)])
+    back_at_first = b"".join(_batch([o]) for o in [0, *range(0, 40)])
+    # Each batch's attributes with an undefined bit: a note per batch, far past the cap.
+    noisy = b"".join(_set_attribute_bit(_batch([i])) for i in range(3 * MAX_NOTES_PER_KIND))
+    legacy = entries(1, "none", 0, n_batches=40, per=1) + entries(1, "gzip", 40, n_batches=20, per=3)
+    v0 = entries(0, "snappy", 0, n_batches=30, per=2)
+    return {
+        "healthy": (healthy, None),
+        "legacy v1, plain and wrapped": (legacy, None),
+        "legacy v0 snappy": (v0, None),
+        "gaps past the note cap": (gaps, None),
+        "offsets going back": (back, None),
+        "offsets going back at the second batch": (back_at_first, None),
+        "attribute notes past the cap": (noisy, None),
+        "a flipped byte in a payload": (_flip(healthy, size // 2), healthy),
+        "a flipped byte in a size field": (_flip(healthy, _batch_start(healthy, 25) + 9), healthy),
+        "a flipped byte in the first batch": (_flip(healthy, 30), healthy),
+        "a cut tail": (healthy[:-11], healthy),
+        "zeros after the last batch": (healthy + bytes(4096), healthy),
+        "garbage after the last batch": (healthy + b"\x01" * 40, healthy),
+        "a batch removed (index points past the end)": (healthy[:_batch_start(healthy, 50)], healthy),
+    }
+
+
+def _batch_start(data: bytes, i: int) -> int:
+    return scan_entries(data, 0, final=True).batches[i].position
+
+
+def _set_attribute_bit(raw: bytes) -> bytes:
+    """A v2 batch with attribute bit 14 set (undefined) and its CRC-32C made right again."""
+    from kseg._checksum import crc32c  # noqa: PLC0415 - the project's own CRC, for building
+
+    b = bytearray(raw)
+    b[21:23] = (int.from_bytes(b[21:23], "big") | 0x4000).to_bytes(2, "big")
+    b[17:21] = crc32c(bytes(b[21:])).to_bytes(4, "big")
+    return bytes(b)
+
+
+@pytest.mark.parametrize("name", list(_damage_cases()))
+@pytest.mark.parametrize("workers", [2, 64])
+@pytest.mark.parametrize("newest", [True, False])
+def test_slices_give_the_whole_read_on_damage(tmp_path, name, workers, newest):
+    data, indexed = _damage_cases()[name]
+    folder = tmp_path / "t-0"
+    _segment(folder, 0, data, indexed)
+    if not newest:  # a later segment: the one checked is not the partition's newest
+        _segment(folder, 10_000, _batch([10_000, 10_001]))
+    if _cuts([folder], workers) == 0:
+        pytest.skip(f"{name}: the index names no checked boundary for {workers} workers")
+    _same_as_whole([folder], workers)
+
+
+def test_every_damage_case_is_cut(tmp_path):
+    """The skip above is for coarse slices only: with many workers every case is cut."""
+    for i, (name, (data, indexed)) in enumerate(_damage_cases().items()):
+        folder = tmp_path / f"c-{i}"
+        _segment(folder, 0, data, indexed)
+        assert _cuts([folder], 64) > 0, name
+
+
+def test_a_partition_of_sliced_segments_continues_across_them(tmp_path):
+    folder = tmp_path / "p-0"
+    _segment(folder, 0, _healthy(40))
+    _segment(folder, 120, b"".join(_batch([o]) for o in range(125, 165)))  # a gap at the segment's start
+    _segment(folder, 165, b"".join(_batch([o]) for o in range(100, 140)))  # going back
+    # A gap at its start and gaps past the note cap inside (the cap's last note moves out)
+    _segment(folder, 300, b"".join(_batch([o, o + 1]) for o in range(300, 300 + 60 * MAX_NOTES_PER_KIND, 20)))
+    _segment(folder, 2000, _healthy(20))  # and gaps just below the cap
+    _segment(folder, 2100, b"".join(_batch([o]) for o in range(2100, 2100 + 3 * (MAX_NOTES_PER_KIND - 1), 3)))
+    _same_as_whole([folder])
+
+
+@pytest.mark.parametrize("tree", ["fixtures/logdir", "fixtures/kafka-4", "fixtures/kafka-2.8",
+                                  "fixtures/kafka-cleaner", "fixtures/kafka-clients"])
+def test_slices_give_the_whole_read_on_the_fixtures(tree):
+    _same_as_whole([REPO / tree])
+
+
+def test_slices_give_the_whole_read_on_real_broker_files():
+    if not REAL.is_dir():
+        pytest.skip(f"{REAL} is not here")
+    _same_as_whole([REAL])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cut=st.integers(0, 10**9), flips=st.lists(st.integers(0, 10**9), max_size=3),
+       workers=st.sampled_from([2, 5, 64]))
+def test_any_flipped_or_cut_byte_gives_the_whole_read(tmp_path_factory, cut, flips, workers):
+    healthy = _healthy(30)
+    data = healthy
+    for f in flips:
+        data = _flip(data, f % len(data))
+    data = data[:len(data) - cut % 200]
+    folder = tmp_path_factory.mktemp("h") / "h-0"
+    _segment(folder, 0, data, healthy)
+    if _cuts([folder], workers) == 0:
+        return
+    for quick in (False, True):
+        assert _report([folder], workers, quick) == _report([folder], 1, quick)
+
+
+def test_slices_cover_the_file_at_batch_starts(tmp_path):
+    data = _healthy()
+    log = _segment(tmp_path / "s-0", 0, data)
+    units = [u for u in verify.plan([str(log.parent)], VerifyOptions(workers=4)) if u.kind == verify.LOG_UNIT]
+    assert len(units) > 1 and [u.part for u in units] == list(range(len(units)))
+    starts = {b.position for b in scan_entries(data, 0, final=True).batches}
+    assert units[0].start == 0 and units[-1].end is None
+    for a, b in zip(units, units[1:]):
+        assert a.end == b.start and b.start in starts
+    assert sum(u.weight for u in units) == len(data)
+
+
+def test_a_log_without_its_index_is_read_whole(tmp_path):
+    log = _segment(tmp_path / "n-0", 0, _healthy())
+    companion_path(log, INDEX_SUFFIX).unlink()
+    assert _cuts([log.parent], 64) == 0
+
+
+def test_the_command_cuts_a_large_log_and_prints_the_serial_report(tmp_path):
+    """``kseg verify -j 2`` on one partition of one large segment: slices run on two workers
+    (the progress of units shows them), the same text and exit code as ``-j 1``."""
+    data, indexed = _damage_cases()["gaps past the note cap"]
+    folder = tmp_path / "g-0"
+    _segment(folder, 0, data, indexed)
+    assert _cuts([folder], 2) > 0
+    one = CliRunner().invoke(main, ["verify", "-v", "-j", "1", str(folder)], catch_exceptions=False)
+    two = CliRunner().invoke(main, ["verify", "-v", "-j", "2", str(folder)], catch_exceptions=False)
+    assert (two.exit_code, two.stdout) == (one.exit_code, one.stdout)
+    assert one.exit_code == 0 and "non-consecutive offsets" in one.stdout and "more notes" in one.stdout
+
+
+# --------------------------------------------------------------------------- find
+
+FIND_OPTIONS = {
+    "every record": find.FindOptions(value_regex="."),
+    "a key": find.FindOptions(key=b"k7"),
+    "an offset range (seek, stop)": find.FindOptions(from_offset=40, to_offset=130),
+    "from an offset near the end": find.FindOptions(from_offset=170),
+    "a time range": find.FindOptions(from_time=T0 + 50, to_time=T0 + 90),
+    "no index use": find.FindOptions(key_regex=b"k1".decode(), use_indexes=False),
+}
+
+
+def _search(paths: list[Path], o: find.FindOptions, workers: int, tmp: Path) -> tuple[list, dict]:
+    st = find.FindStats()
+    spool = tmp / f"spool-{workers}"
+    spool.mkdir(exist_ok=True)
+    merged = execute(find.OPERATION, ([str(p) for p in paths], str(spool)), replace(o, workers=workers))
+    found = [(m.file, m.batch.position, m.record.offset, m.record.key, m.record.value)
+             for m in find.matches_of(merged, st)]
+    assert not list(spool.iterdir()), "a spooled file left behind"
+    return found, vars(st)
+
+
+def _find_cuts(paths: list[Path], workers: int) -> int:
+    units = find.plan(([str(p) for p in paths], None), find.FindOptions(workers=workers))
+    return sum(u.part > 0 for u in units)
+
+
+def _finds_as_whole(paths: list[Path], tmp: Path, workers: int = 64) -> None:
+    assert _find_cuts(paths, workers) > 0, "the plan cut nothing: the case proves nothing"
+    for name, o in FIND_OPTIONS.items():
+        assert _search(paths, o, workers, tmp) == _search(paths, o, 1, tmp), (paths, name, workers)
+
+
+@pytest.mark.parametrize("name", list(_damage_cases()))
+def test_find_slices_give_the_whole_read_on_damage(tmp_path, name):
+    data, indexed = _damage_cases()[name]
+    folder = tmp_path / "t-0"
+    _segment(folder, 0, data, indexed)
+    _segment(folder, 10_000, _batch([10_000, 10_001]))
+    _finds_as_whole([folder], tmp_path)
+    _finds_as_whole([folder], tmp_path, workers=2)
+
+
+def test_find_slices_of_a_partition_between_its_other_segments(tmp_path):
+    folder = tmp_path / "p-0"
+    _segment(folder, 0, _batch([0, 1]))
+    _segment(folder, 2, _healthy(60))
+    _segment(folder, 200, _batch([200, 201]))
+    _segment(folder, 202, b"".join(_batch([o]) for o in range(202, 260)))
+    units = find.plan(([str(folder)], None), find.FindOptions(workers=64))
+    assert [u.opens for u in units].count(True) == 1 and len({u.files[0] for u in units}) == 4
+    _finds_as_whole([folder], tmp_path)
+
+
+@pytest.mark.parametrize("tree", ["fixtures/logdir", "fixtures/kafka-4", "fixtures/kafka-clients/4"])
+def test_find_slices_give_the_whole_read_on_the_fixtures(tmp_path, tree):
+    _finds_as_whole([REPO / tree], tmp_path)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cut=st.integers(0, 10**9), flips=st.lists(st.integers(0, 10**9), max_size=3),
+       workers=st.sampled_from([2, 64]), option=st.sampled_from(sorted(FIND_OPTIONS)))
+def test_find_on_any_flipped_or_cut_byte_gives_the_whole_read(tmp_path_factory, cut, flips, workers, option):
+    healthy = _healthy(30)
+    data = healthy
+    for f in flips:
+        data = _flip(data, f % len(data))
+    data = data[:len(data) - cut % 200]
+    tmp = tmp_path_factory.mktemp("f")
+    folder = tmp / "h-0"
+    _segment(folder, 0, data, healthy)
+    if _find_cuts([folder], workers) == 0:
+        return
+    o = FIND_OPTIONS[option]
+    assert _search([folder], o, workers, tmp) == _search([folder], o, 1, tmp)
+
+
+def test_find_command_with_jobs_cuts_a_large_segment_and_prints_the_serial_output(tmp_path):
+    folder = tmp_path / "g-0"
+    _segment(folder, 0, _healthy())
+    assert _find_cuts([folder], 2) > 0
+    for args in (["--value-regex", "v"], ["--from-offset", "50", "--to-offset", "99", "--format", "json"]):
+        one = CliRunner().invoke(main, ["find", *args, "-j", "1", str(folder)], catch_exceptions=False)
+        two = CliRunner().invoke(main, ["find", *args, "-j", "2", str(folder)], catch_exceptions=False)
+        assert (two.exit_code, two.stdout, two.stderr) == (one.exit_code, one.stdout, one.stderr)
+        assert one.exit_code == 0 and one.stdout.count("\n") > 10
