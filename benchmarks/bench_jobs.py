@@ -6,6 +6,9 @@ every run printed (the writer: wrote) the same bytes.
     python benchmarks/bench_jobs.py [--jobs 2] [--mib-per-partition 64] [--repeat 3] [--json out.json]
     python benchmarks/bench_jobs.py --partitions 1 --mib-per-partition 512 --segment-mib 512 --commands verify,find
 
+With ``--spark`` each command also runs as ``kseg spark <command> --master local[N]`` (the same
+plan / run / merge on Spark's executors; its JVM start-up, several seconds, is in its wall time).
+
 The second form is one large partition of one segment: ``verify`` and ``find`` cut it into
 slices at boundaries its offset index names and read them on the workers (their ``plan``).
 
@@ -115,6 +118,7 @@ def main() -> None:
     ap.add_argument("--commands", default="verify,stats,dump,find,recompress")
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--spark", action="store_true", help="also kseg spark <command> --master local[N]")
     args = ap.parse_args()
     n = args.partitions
     root = args.data_dir / f"jobs-logdir-{n}p-{args.mib_per_partition}m-{args.segment_mib}m"
@@ -134,12 +138,15 @@ def main() -> None:
         best: dict[str, float] = {}
         cpu: dict[str, float] = {}
         outputs = set()
+        variants = ("1", args.jobs, "spark") if args.spark else ("1", args.jobs)
         for _ in range(args.repeat):
-            for j in ("1", args.jobs):
+            for j in variants:
                 out_dir = root.parent / f".bench-jobs-{name}-{j}"
                 writes = ["-o", str(out_dir)] if name in WRITERS else []
                 shutil.rmtree(out_dir, ignore_errors=True)
-                seconds, cpu_seconds, code, digest = kseg([*COMMANDS[name], "-j", j, str(root), *writes])
+                how = (["spark", *COMMANDS[name], "--master", f"local[{parse_jobs(args.jobs)}]"] if j == "spark"
+                       else [*COMMANDS[name], "-j", j])
+                seconds, cpu_seconds, code, digest = kseg([*how, str(root), *writes])
                 if writes:
                     digest = tree_digest(out_dir)
                     shutil.rmtree(out_dir, ignore_errors=True)
@@ -154,9 +161,14 @@ def main() -> None:
                              "ratio": round(ratio, 2), "same_output": same, "exit": sorted(c for c, _ in outputs)}
         goal = f" (goal >= {GOAL}x)" if name == "verify" else ""
         # CPU / wall: the cores a run actually had (under 2 on a machine busy with other work)
+        on_spark = ""
+        if args.spark:
+            out["runs"][name]["spark_seconds"] = round(best["spark"], 3)
+            on_spark = (f"  spark local[{parse_jobs(args.jobs)}] {best['spark']:7.2f} s "
+                        f"(-j {args.jobs} is {best['spark'] / best[args.jobs]:.2f}x faster)")
         print(f"{name:7} -j 1 {best['1']:7.2f} s ({cpu['1'] / best['1']:.2f} cores)  "
               f"-j {args.jobs} {best[args.jobs]:7.2f} s ({cpu[args.jobs] / best[args.jobs]:.2f} cores)  "
-              f"ratio {ratio:.2f}x{goal}  {'same output' if same else 'OUTPUT DIFFERS'}", flush=True)
+              f"ratio {ratio:.2f}x{goal}{on_spark}  {'same output' if same else 'OUTPUT DIFFERS'}", flush=True)
     after = ceiling(parse_jobs(args.jobs))
     out["ceiling"] = [round(before, 2), round(after, 2)]
     print(f"machine ceiling after: {after:.2f}x; load {os.getloadavg()[0]:.2f} (a shared machine makes these noisy)")

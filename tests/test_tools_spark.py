@@ -94,6 +94,21 @@ def test_find_on_damaged_data_reports_as_the_plain_command(spark, tmp_path):
         assert on_spark.stderr == plain.stderr and "crc mismatch" in plain.stderr
 
 
+def test_find_spools_many_matches_in_the_folder_given_and_leaves_nothing(spark, tmp_path):
+    """A partition with more matches than a task keeps in memory: they go through files in
+    --tmp-dir (read back and removed by the driver), the output is the plain command's."""
+    root = keyed_log_dir(tmp_path / "logs", partitions=1, per_partition_batches=300, per=20)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    plain = CliRunner().invoke(main, ["find", "--value-regex", ".", "--format", "json", str(root)],
+                               catch_exceptions=False)
+    on_spark = CliRunner().invoke(main, ["spark", "find", "--master", "local[2]", "--tmp-dir", str(tmp),
+                                         "--value-regex", ".", "--format", "json", str(root)], catch_exceptions=False)
+    assert (on_spark.exit_code, on_spark.stdout, on_spark.stderr) == (plain.exit_code, plain.stdout, plain.stderr)
+    assert plain.stdout.count("\n") == 6000
+    assert list(tmp.iterdir()) == []
+
+
 def test_find_searches_slices_of_a_large_segment_as_tasks(spark, tmp_path, monkeypatch):
     """A partition of one large segment and a small one: the plan cuts the large one for the
     session's parallelism; output, errors and exit code are the plain command's, damage in a

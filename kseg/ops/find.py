@@ -400,7 +400,7 @@ class FindUnit:
     topic: str | None
     partition: int | None
     files: tuple[Path, ...]
-    spool: str | None  # None: the matches stay in memory (Spark: no folder the driver shares)
+    spool: str | None  # the folder its matches are spooled to (None: they stay in memory)
     weight: int = 0
     local: bool = False
     after: Path | None = None  # the partition's segment after the unit's last file (None: none)

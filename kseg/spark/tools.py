@@ -10,6 +10,7 @@ the driver puts them in order and renders them. ``register`` adds the commands t
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from kseg.ops.stats import OPERATION as STATS, StatsOptions
 from kseg.render.html_report import write_html_report
 from kseg.render.payload import load_decoder
 from kseg.render.tools import FindWriter, write_diff, write_stats
-from kseg.spark.jobs import run_operation, write_report
+from kseg.spark.jobs import run_operation, stream_operation, write_report
 
 
 # --------------------------------------------------------------------------- commands
@@ -32,8 +33,8 @@ from kseg.spark.jobs import run_operation, write_report
 def register(group: click.Group, spark_params: list[click.Parameter], run_cls: Any) -> None:
     """Add diff, find and stats to ``kseg spark`` (``run_cls``: the session wrapper of kseg.spark.cli)."""
 
-    def command(plain: click.Command, callback: Any, help_text: str) -> None:
-        params = [p for p in plain.params if p.name != "jobs"] + list(spark_params)  # Spark's own parallelism
+    def command(plain: click.Command, callback: Any, help_text: str, extra: tuple[click.Parameter, ...] = ()) -> None:
+        params = [p for p in plain.params if p.name != "jobs"] + [*extra, *spark_params]  # Spark's own parallelism
         group.add_command(click.Command(plain.name, callback=guarded(callback), params=params, help=help_text))
 
     def diff(a: Path, b: Path, records: bool, check_crc: bool, max_records: int, key_decoder: str,
@@ -51,15 +52,18 @@ def register(group: click.Group, spark_params: list[click.Parameter], run_cls: A
                                           for p in results], {"identical": rep.identical, **run.summary()})
         raise SystemExit(EXIT_OK if rep.identical else EXIT_DATA)
 
-    def find(master: str | None, conf: tuple[str, ...], report: Path | None, timings: bool, **kw: Any) -> None:
+    def find(master: str | None, conf: tuple[str, ...], report: Path | None, timings: bool, tmp_dir: Path | None,
+             **kw: Any) -> None:
         o = find_options_from(**kw)
         writer = FindWriter(sys.stdout, kw["fmt"], load_decoder(kw["key_decoder"]), load_decoder(kw["value_decoder"]),
                             folders=len(kw["paths"]) > 1)
         run = run_cls(master, conf, timings)
-        with run.session() as session:  # no spool folder: an executor's may not be the driver's
-            merged, ran = run_operation(session, FIND, (list(kw["paths"]), None), o)
-        st = FindStats()
-        code = show_find(matches_of(merged, st), st, writer)
+        st, ran = FindStats(), []  # type: ignore[var-annotated]
+        # Tasks spool their matches in a folder the driver reads (memory stays bounded however
+        # many match), and the first partitions' matches are shown while the others run.
+        with tempfile.TemporaryDirectory(prefix="kseg-find-", dir=tmp_dir) as spool, run.session() as session:
+            merged = stream_operation(session, FIND, (list(kw["paths"]), spool), o, spool, ran)
+            code = show_find(matches_of(merged, st), st, writer)
         if report is not None:
             rows: dict[str, dict] = {}  # a partition searched in parts (slices of a segment): one row
             for u, p, info in ran:
@@ -92,7 +96,10 @@ def register(group: click.Group, spark_params: list[click.Parameter], run_cls: A
     command(diff_cmd, diff, "Compare two copies of partitions on Spark, one task per partition pair "
                             "(the options and output of `kseg diff`).")
     command(find_cmd, find, "Find records on Spark, one task per topic-partition (the options and output of "
-                            "`kseg find`, in partition order).")
+                            "`kseg find`, in partition order, shown as the partitions are searched).",
+            (click.Option(["--tmp-dir"], type=click.Path(file_okay=False, path_type=Path), default=None,
+                          help="Where tasks leave their matches for the driver [default: the system's temporary "
+                               "folder]; on a cluster, a folder every executor can write."),))
     command(stats_cmd, stats, "Statistics on Spark, one task per topic-partition (the options and output of "
                               "`kseg stats`).")
 
