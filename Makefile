@@ -157,7 +157,7 @@ kafka-admin-corpus-check: $(STAMP)
 	$(PY) tests/kafka/admin.py --check fixtures/kafka-admin/4.3
 
 # librdkafka's and the Java client's traffic, one corpus per release (a broker each, one at a time)
-CLIENTS_RELEASES = 2.8 3.9 4 4.4
+CLIENTS_RELEASES = 2.8 3.6 3.9 4.0 4.1 4.2 4 4.4
 kafka-clients-corpus: $(STAMP)
 	for r in $(CLIENTS_RELEASES); do $(PY) tests/kafka/clients.py --release $$r --write fixtures/kafka-clients/$$r || exit 1; done
 

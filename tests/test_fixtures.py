@@ -123,8 +123,9 @@ def test_fixture_tree_is_small():
     # kafka-admin (the operators' tools on 4.3.1, about 0.8 MB, goldens again most of it); 4 MiB
     # more for the 4.0, 4.1, 4.2 and 4.4 lines (about 1.1 MB each, goldens most of it), counted
     # without the zeros of preallocated indexes (stored_size); 4 MiB more for kafka-clients on 2.8, 3.9
-    # and 4.4 (the same traffic on those releases: about 1.7, 1.3 and 1.3 MB, goldens most of it)
-    assert stored < int(23.5 * 1024 * 1024)
+    # and 4.4 (the same traffic on those releases: about 1.7, 1.3 and 1.3 MB, goldens most of it); 5 MiB
+    # more for kafka-clients on 3.6, 4.0, 4.1 and 4.2 (about 1.35 MB each, goldens 0.8 MB of it)
+    assert stored < int(28.5 * 1024 * 1024)
 
 
 def test_case_table_covers_the_brief():

@@ -31,6 +31,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "kafka"))
 
+import brokers  # noqa: E402
 import checks  # noqa: E402
 import clients  # noqa: E402
 
@@ -203,11 +204,16 @@ def check_shows_the_clients(root: Path) -> None:
 
 
 def test_corpus_per_release() -> None:
-    """Each corpus is the release its folder names, a release the scenario knows; the default one is there."""
+    """Each corpus is the release its folder names, a release the scenario knows; every release the scenario
+    knows has its corpus, and the scenario knows every release the project runs (``brokers.RELEASES``)."""
     assert CORPORA, "fixtures/kafka-clients holds no corpus"
     for root in CORPORA:
         assert release_of(root) == root.name and root.name in clients.JAVA_TOOLS, root
-    assert clients.DEFAULT_RELEASE in {root.name for root in CORPORA}
+    missing = [r for r in clients.JAVA_TOOLS if r not in {root.name for root in CORPORA}]
+    assert not missing, f"no corpus for {missing} (tests/kafka/clients.py --release R --write fixtures/kafka-clients/R)"
+    rowless = [r for r in brokers.RELEASES if r not in clients.JAVA_TOOLS]
+    assert not rowless, f"releases without a clients.JAVA_TOOLS row: {rowless}"
+    assert clients.DEFAULT_RELEASE in clients.JAVA_TOOLS
 
 
 @pytest.mark.parametrize("root", CORPORA, ids=_id)

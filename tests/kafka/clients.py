@@ -92,12 +92,20 @@ class JavaTools:
 
 _SCALA_TOOLS = dict(console_producer="kafka.tools.ConsoleProducer", reader_property="--property",
                     producer_property="--producer-property")
+#: 4.0 and 4.1: the Java ConsoleProducer with the Scala one's option names
+_JAVA_TOOLS_40 = JavaTools("org.apache.kafka.tools.ConsoleProducer", "--property", "--producer-property",
+                           headers=True, transactions=2)
 _JAVA_TOOLS_4 = JavaTools("org.apache.kafka.tools.ConsoleProducer", "--reader-property", "--command-property",
                           headers=True, transactions=2)
-#: release (a name of brokers.RELEASES) -> its tools; the releases a corpus can be written for
+#: release (a name of brokers.RELEASES) -> its tools; the releases a corpus can be written for (each has
+#: one in fixtures/kafka-clients/<release>)
 JAVA_TOOLS: dict[str, JavaTools] = {
     "2.8": JavaTools(**_SCALA_TOOLS, headers=False, transactions=1),
+    "3.6": JavaTools(**_SCALA_TOOLS, headers=True, transactions=1),
     "3.9": JavaTools(**_SCALA_TOOLS, headers=True, transactions=1),
+    "4.0": _JAVA_TOOLS_40,
+    "4.1": _JAVA_TOOLS_40,
+    "4.2": _JAVA_TOOLS_4,
     "4": _JAVA_TOOLS_4,
     "4.4": _JAVA_TOOLS_4,
 }
