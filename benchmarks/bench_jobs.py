@@ -4,7 +4,8 @@ directory of 8 partitions (default 64 MiB each in 32 MiB segments, with indexes)
 every run printed (the writer: wrote) the same bytes.
 
     python benchmarks/bench_jobs.py [--jobs 2] [--mib-per-partition 64] [--repeat 3] [--json out.json]
-    python benchmarks/bench_jobs.py --partitions 1 --mib-per-partition 512 --segment-mib 512 --commands verify,find
+    python benchmarks/bench_jobs.py --partitions 1 --mib-per-partition 512 --segment-mib 512 --kind v2-lz4 \
+        --commands verify,find
 
 With ``--spark`` each command also runs as ``kseg spark <command> --master local[N]`` (the same
 plan / run / merge on Spark's executors; its JVM start-up, several seconds, is in its wall time).
@@ -119,10 +120,17 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--spark", action="store_true", help="also kseg spark <command> --master local[N]")
+    ap.add_argument("--kind", default=None, help="every partition of this kind, as v2-lz4 (default: the "
+                    "Spark benchmark's eight kinds in turn)")
     args = ap.parse_args()
     n = args.partitions
-    root = args.data_dir / f"jobs-logdir-{n}p-{args.mib_per_partition}m-{args.segment_mib}m"
-    meta = generate(root, n * (args.mib_per_partition << 20), n, args.segment_mib << 20)
+    kinds = None
+    if args.kind:
+        magic, codec = args.kind.split("-", 1)
+        kinds = [(int(magic.lstrip("v")), codec)]
+    kind = f"-{args.kind}" if args.kind else ""
+    root = args.data_dir / f"jobs-logdir-{n}p-{args.mib_per_partition}m-{args.segment_mib}m{kind}"
+    meta = generate(root, n * (args.mib_per_partition << 20), n, args.segment_mib << 20, kinds)
     warm(root)
     print(f"{root}: {meta['bytes'] / 1e6:.0f} MB, {meta['records']:,} records, {n} partitions, "
           f"{len(list(root.rglob('*.log')))} segments; {os.cpu_count()} cores, "

@@ -56,8 +56,11 @@ def log(msg: str) -> None:
 # --------------------------------------------------------------------------- data
 
 
-def generate(root: Path, total_bytes: int, partitions: int, segment_bytes: int) -> dict:
-    """A log directory of ``partitions`` topic-partitions of about total/partitions bytes each."""
+def generate(root: Path, total_bytes: int, partitions: int, segment_bytes: int,
+             kinds: list[tuple[int, str]] | None = None) -> dict:
+    """A log directory of ``partitions`` topic-partitions of about total/partitions bytes each, their
+    (magic, codec) taken in turn from ``kinds`` (default ``PARTITIONS``)."""
+    kinds = kinds or PARTITIONS
     from kseg.codecs import get_codec
     from kseg.companions.build import build_indexes
     from kseg.log.segment import Segment, segment_file_name
@@ -65,6 +68,8 @@ def generate(root: Path, total_bytes: int, partitions: int, segment_bytes: int) 
     meta_path = root / "meta.json"
     wanted = {"generator": GENERATOR_VERSION, "total_bytes": total_bytes, "partitions": partitions,
               "segment_bytes": segment_bytes}
+    if kinds is not PARTITIONS:
+        wanted["kinds"] = [list(k) for k in kinds]
     if meta_path.is_file():
         meta = json.loads(meta_path.read_text())
         if {k: meta.get(k) for k in wanted} == wanted:
@@ -77,7 +82,7 @@ def generate(root: Path, total_bytes: int, partitions: int, segment_bytes: int) 
     records = 0
     t0 = time.perf_counter()
     for i in range(partitions):
-        magic, codec = PARTITIONS[i % len(PARTITIONS)]
+        magic, codec = kinds[i % len(kinds)]
         spec = SegmentSpec(magic, codec, per_partition, headers=1 if magic >= 2 else 0)
         pool = _Pool(spec)
         impl = get_codec(spec.codec_id)
