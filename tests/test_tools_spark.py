@@ -109,11 +109,10 @@ def test_find_spools_many_matches_in_the_folder_given_and_leaves_nothing(spark, 
     assert list(tmp.iterdir()) == []
 
 
-def test_find_searches_slices_of_a_large_segment_as_tasks(spark, tmp_path, monkeypatch):
-    """A partition of one large segment and a small one: the plan cuts the large one for the
-    session's parallelism; output, errors and exit code are the plain command's, damage in a
-    slice included; --report keeps one row per partition."""
-    from kseg.ops import find, slices
+def _sliced_roots(tmp_path, monkeypatch):
+    """Log directories of one partition, a large segment (healthy, or damaged at a cut) and a small
+    one, with slices of a few batches planned (``test_slices``'s data)."""
+    from kseg.ops import slices
     from test_slices import _damage_cases, _segment, _batch
 
     monkeypatch.setattr(slices, "MIN_SLICE_BYTES", 1)
@@ -122,6 +121,16 @@ def test_find_searches_slices_of_a_large_segment_as_tasks(spark, tmp_path, monke
         data, indexed = _damage_cases()[name]
         _segment(root / "t-0", 0, data, indexed)
         _segment(root / "t-0", 10_000, _batch([10_000]))
+        yield name, root
+
+
+def test_find_searches_slices_of_a_large_segment_as_tasks(spark, tmp_path, monkeypatch):
+    """A partition of one large segment and a small one: the plan cuts the large one for the
+    session's parallelism; output, errors and exit code are the plain command's, damage in a
+    slice included; --report keeps one row per partition."""
+    from kseg.ops import find
+
+    for name, root in _sliced_roots(tmp_path, monkeypatch):
         units = find.plan(([str(root)], None), find.FindOptions(workers=2))
         assert max(u.parts for u in units) > 1
         for args in (["--value-regex", "v"], ["--from-offset", "40", "--to-offset", "150", "--format", "json"]):
@@ -134,6 +143,22 @@ def test_find_searches_slices_of_a_large_segment_as_tasks(spark, tmp_path, monke
         doc = json.loads(report.read_text())
         assert [row["partition"] for row in doc["files"]] == ["t-0"]
         assert doc["files"][0]["matches"] == doc["matches"] > 0
+
+
+def test_stats_reads_slices_of_a_large_segment_as_tasks(spark, tmp_path, monkeypatch):
+    """The plan cuts a large segment for the session's parallelism; the report is the plain
+    command's, damage in a slice included; --report keeps one row per partition."""
+    from kseg.ops import stats
+
+    for name, root in _sliced_roots(tmp_path, monkeypatch):
+        assert max(u.parts for u in stats.plan([root], stats.StatsOptions(workers=2))) > 1
+        for fmt in ("text", "json"):
+            plain, on_spark = both("stats", root, "--format", fmt)
+            assert (on_spark.exit_code, on_spark.stdout) == (plain.exit_code, plain.stdout), (name, fmt)
+        report = root.parent / f"{root.name}.json"
+        CliRunner().invoke(main, ["spark", "stats", "--master", "local[2]", "--report", str(report), str(root)])
+        doc = json.loads(report.read_text())
+        assert [row["partition"] for row in doc["files"]] == [str(root / "t-0")]
 
 
 def test_diff(spark, tmp_path):

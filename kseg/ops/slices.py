@@ -136,7 +136,7 @@ def split_segment(seg: SegmentFile, split_bytes: int) -> list[Slice]:
     return [Slice(seg.path, seg.topic, seg.partition, a, b, seg.base_offset) for a, b in zip(starts, ends)]
 
 
-# Slices of one large log for the executors (verify, find): a log heavier than a share of the work.
+# Slices of one large log for the executors (verify, find, stats): a log heavier than a share of the work.
 MIN_SLICE_BYTES = 32 << 20  # below this a slice's fixed costs (a task, its index lookups) are not worth it
 SLICES_PER_WORKER = 4  # a log is cut into slices of about total / (workers x this), for balance
 

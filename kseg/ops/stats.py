@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from xxhash import xxh64_intdigest
 
@@ -23,10 +23,11 @@ from kseg.log.control import control_info
 from kseg.log.decode import effective_log_append_time, records_region
 from kseg.log.fast import ACCELERATED, decode_v2_records
 from kseg.log.records import batch_records, payload_bytes
-from kseg.log.listing import CLEANER_CHECKPOINT, LIVE, RUN, reading_groups, replica_kind, replica_note
+from kseg.log.listing import CLEANER_CHECKPOINT, LIVE, LOG_SUFFIX, RUN, reading_groups, replica_kind, replica_note
 from kseg.log.segment import Segment, base_offset_of, partition_of
 from kseg.model import Batch
 from kseg.ops.executors import Operation, execute, here_only, weight_of
+from kseg.ops.slices import cut_points, slice_share
 from kseg.storage import VANISHED, ReadError, gone
 
 try:  # the C walk of v2 records (keys into the HLL without building records)
@@ -112,8 +113,11 @@ class FrozenCount:
 
 
 class Timeline:
-    """Records and bytes per time bucket (by batch max timestamp); the bucket width doubles
-    whenever there would be more than MAX_BUCKETS, so memory stays bounded."""
+    """Records and bytes per time bucket (by batch max timestamp), in buckets of the narrowest
+    width (TIMELINE_START_MS doubled) that holds everything added in at most MAX_BUCKETS, so
+    memory stays bounded. That width depends on the data alone, not on the order it came in
+    or how it was split: a timeline merged from parts (segments, slices read apart) is the
+    one adding everything to a single timeline gives."""
 
     def __init__(self) -> None:
         self.width = TIMELINE_START_MS
@@ -123,40 +127,37 @@ class Timeline:
         k = ts // self.width
         b = self.buckets.get(k)
         if b is None:
-            if len(self.buckets) >= MAX_BUCKETS:
-                self._coarsen(self.width * 2)
-                k = ts // self.width
-                b = self.buckets.get(k)
+            while len(self.buckets) >= MAX_BUCKETS and ts // self.width not in self.buckets:
+                self._double()
+            k = ts // self.width
+            b = self.buckets.get(k)
             if b is None:
                 b = self.buckets[k] = [0, 0]
         b[0] += records
         b[1] += size
 
-    def _coarsen(self, width: int) -> None:
-        while self.width < width or len(self.buckets) >= MAX_BUCKETS:
-            self.width *= 2
-            merged: dict[int, list[int]] = {}
-            for k, (r, s) in self.buckets.items():
-                m = merged.setdefault(k // 2, [0, 0])
-                m[0] += r
-                m[1] += s
-            self.buckets = merged
-            if self.width >= width and len(self.buckets) < MAX_BUCKETS:
-                break
+    def _double(self) -> None:
+        self.width *= 2
+        merged: dict[int, list[int]] = {}
+        for k, (r, s) in self.buckets.items():
+            m = merged.setdefault(k // 2, [0, 0])
+            m[0] += r
+            m[1] += s
+        self.buckets = merged
 
     def merge(self, other: "Timeline") -> None:
         o = Timeline()
         o.width, o.buckets = other.width, {k: list(v) for k, v in other.buckets.items()}
-        if o.width < self.width:
-            o._coarsen(self.width)
-        elif self.width < o.width:
-            self._coarsen(o.width)
+        while o.width < self.width:
+            o._double()
+        while self.width < o.width:
+            self._double()
         for k, (r, s) in o.buckets.items():
             b = self.buckets.setdefault(k, [0, 0])
             b[0] += r
             b[1] += s
-        if len(self.buckets) > MAX_BUCKETS:
-            self._coarsen(self.width * 2)
+        while len(self.buckets) > MAX_BUCKETS:
+            self._double()
 
     def points(self) -> list[dict[str, Any]]:
         """Per bucket: start time (ms), records, bytes, records per second."""
@@ -320,11 +321,24 @@ class StatsReport:
 class StatsOptions:
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
     segments: bool = True  # keep per-segment figures
+    # The workers the run is spread over: a segment heavier than a share of the work is read
+    # in slices (``plan``); the report is the same for any number.
+    workers: int = 1
 
 
 class _Txns:
+    """Each producer's transaction state after the batches read: open (True) or ended (False).
+    Parts of a partition read apart are put together by taking each producer's latest state."""
+
     def __init__(self) -> None:
-        self.open: set[int] = set()
+        self.state: dict[int, bool] = {}
+
+    def then(self, later: "_Txns") -> None:
+        self.state.update(later.state)
+
+    @property
+    def open(self) -> int:
+        return sum(self.state.values())
 
 
 def _control_type(b: Batch, limit: int) -> int | None:
@@ -361,10 +375,10 @@ def _add_batch(acc: Acc, b: Batch, txns: _Txns, limit: int, where: str) -> tuple
             elif ctype == CONTROL_ABORT:
                 acc.aborted += 1
             if pid is not None:
-                txns.open.discard(pid)
+                txns.state[pid] = False
             return first, b.last_offset
         if b.is_transactional and pid is not None:
-            txns.open.add(pid)
+            txns.state[pid] = True
     if SKETCH is not None and b.magic >= 2:
         counted = _sketch_batch(acc, b, limit, where)
         if counted is not None:
@@ -456,6 +470,15 @@ def r_size(r: Any) -> int:
 
 def stats_partition(segs: list[Path], o: StatsOptions, *, folder: Path | None = None,
                     first_dirty: int | None = None) -> PartitionStats:
+    """One partition's figures, its segments read in order (the reference: a partition read in
+    parts, ``run``, is put together by ``merge`` into what this gives)."""
+    ps = _partition(folder, segs, first_dirty)
+    part = _read_segments(segs, o, first_dirty, segs[-1] if segs else None)
+    _finish(ps, [part], o)
+    return ps
+
+
+def _partition(folder: Path | None, segs: list[Path] | tuple[Path, ...], first_dirty: int | None) -> PartitionStats:
     parsed = partition_of(folder) if folder is not None else None
     ps = PartitionStats(str(folder if folder is not None else segs[0]), parsed[0] if parsed else None,
                         parsed[1] if parsed else None, first_dirty_offset=first_dirty,
@@ -463,41 +486,115 @@ def stats_partition(segs: list[Path], o: StatsOptions, *, folder: Path | None = 
     note = replica_note(folder) if folder is not None else None
     if note:  # a replica the broker renamed: under its topic-partition, and said what it is
         ps.notes.append(note)
-    txns = _Txns()
-    limit = o.max_decompressed_bytes
-    clean_bytes = dirty_bytes = 0
-    for i, path in enumerate(segs):
+    return ps
+
+
+@dataclass
+class StatsPart:
+    """What reading some of a partition's segments (or a slice of one) gives, before the
+    partition's figures are put together: per segment its figures (``acc`` not yet frozen;
+    None: the segment vanished while read), the transaction states, clean and dirty bytes."""
+
+    segments: list[tuple[Path, SegmentStats | None]] = field(default_factory=list)
+    txns: _Txns = field(default_factory=_Txns)
+    clean_bytes: int = 0
+    dirty_bytes: int = 0
+    notes: list[str] = field(default_factory=list)
+    ends_segment: bool = False  # a slice that read on past its end (``_read_slice``)
+
+
+def _read_segments(segs: Iterable[Path], o: StatsOptions, first_dirty: int | None, newest: Path | None,
+                   start: int = 0, end: int | None = None) -> StatsPart:
+    """Segments read whole, in order (or one segment's bytes [start, end): a slice)."""
+    part = StatsPart()
+    for path in segs:
         ss = SegmentStats(str(path), base_offset_of(path))
-        seg = Segment(path)
-        active = i == len(segs) - 1
         try:
-            for b in seg.batches():
-                first, last = _add_batch(ss.acc, b, txns, limit, str(path))
-                if ss.first_offset is None:
-                    ss.first_offset = first
-                ss.last_offset = last
-                if not active:
-                    if first_dirty is not None and b.last_offset < first_dirty:
-                        clean_bytes += b.size
-                    else:
-                        dirty_bytes += b.size
+            part.ends_segment = _read_into(ss, part, path, o, first_dirty, path == newest, start, end)
         except ReadError:
             if not gone(path):
                 raise
-            ps.notes.append(f"{path}: {VANISHED}")  # deleted by retention since it was listed
+            part.notes.append(f"{path}: {VANISHED}")  # deleted by retention since it was listed
+            part.segments.append((path, None))
             continue
-        ps.notes.extend(f"{path}: {note}" for note in seg.notes())
-        if seg.tail is not None:
-            t = seg.tail
-            ss.acc.problem(f"{path}: at byte {t.position}: {t.error.message} ({t.length} bytes unread)")
+        part.segments.append((path, ss))
+    return part
+
+
+def _read_into(ss: SegmentStats, part: StatsPart, path: Path, o: StatsOptions, first_dirty: int | None,
+               active: bool, start: int, end: int | None) -> bool:
+    """Count the batches of ``path`` from byte ``start`` (to ``end``) into ``ss`` and ``part``.
+    Bytes before ``end`` that are not a batch: read on from there to the file's end, as a whole
+    read goes on (True: the segment's later slices hold nothing a whole read would count)."""
+    seg = Segment(path)
+    limit = o.max_decompressed_bytes
+    for b in seg.batches(start=start, end=end):
+        first, last = _add_batch(ss.acc, b, part.txns, limit, str(path))
+        if ss.first_offset is None:
+            ss.first_offset = first
+        ss.last_offset = last
+        if not active:
+            if first_dirty is not None and b.last_offset < first_dirty:
+                part.clean_bytes += b.size
+            else:
+                part.dirty_bytes += b.size
+    if seg.tail is not None and end is not None:
+        _read_into(ss, part, path, o, first_dirty, active, seg.tail.position, None)
+        return True
+    part.notes.extend(f"{path}: {note}" for note in seg.notes())
+    if seg.tail is not None:
+        t = seg.tail
+        ss.acc.problem(f"{path}: at byte {t.position}: {t.error.message} ({t.length} bytes unread)")
+    return False
+
+
+def _finish(ps: PartitionStats, parts: Iterable[StatsPart], o: StatsOptions) -> None:
+    """A partition's figures from its parts in order: a segment's slices joined into one
+    segment, each segment counted into the partition as a whole read counts it."""
+    txns = _Txns()
+    clean = dirty = 0
+    current: tuple[Path, SegmentStats | None] | None = None
+    notes: list[str] = []
+
+    def close() -> None:
+        if current is None:
+            return
+        path, ss = current
+        if ss is None:
+            return  # vanished while read: a note, no figures
         ps.acc.merge(ss.acc)
         ss.acc.freeze(timeline=False)
         if o.segments:
             ps.segments.append(ss)
-    ps.acc.open_transactions = len(txns.open)
-    total = clean_bytes + dirty_bytes
-    ps.dirty_ratio = dirty_bytes / total if total else None
-    return ps
+
+    for part in parts:
+        txns.then(part.txns)
+        clean += part.clean_bytes
+        dirty += part.dirty_bytes
+        notes += [n for n in part.notes if n not in notes]  # a segment's slices may each say it
+        for path, ss in part.segments:
+            if current is not None and current[0] == path:  # the next slice of the same segment
+                current = (path, _joined(current[1], ss))
+                continue
+            close()
+            current = (path, ss)
+    close()
+    ps.notes.extend(notes)
+    ps.acc.open_transactions = txns.open
+    total = clean + dirty
+    ps.dirty_ratio = dirty / total if total else None
+
+
+def _joined(a: SegmentStats | None, b: SegmentStats | None) -> SegmentStats | None:
+    """A segment's figures from two slices in order (None: it vanished while one was read)."""
+    if a is None or b is None:
+        return None
+    a.acc.merge(b.acc)
+    if a.first_offset is None:
+        a.first_offset = b.first_offset
+    if b.last_offset is not None:
+        a.last_offset = b.last_offset
+    return a
 
 
 def _cleaner_checkpoint(root: Path) -> dict[tuple[str, int], int]:
@@ -564,39 +661,117 @@ def stats_paths(paths: Iterable[Path], o: StatsOptions = StatsOptions(), jobs: i
 
 # --------------------------------------------------------------------------- plan / run / merge
 #
-# Units are partitions (a partition's transactions and producers run across its segments);
-# merge puts them together by topic in plan order (``assemble``).
+# Units are partitions (a partition's transactions and producers run across its segments); a
+# segment heavier than a share of the work (``StatsOptions.workers``) is read in slices cut at
+# boundaries its offset index names, the partition's other segments in units around it. merge
+# puts a partition's parts together (``_finish``), then the partitions by topic in plan order
+# (``assemble``).
 
 
 @dataclass(frozen=True)
 class StatsUnit:
     """One partition's segments (or a file read on its own), with what the cleaner's
-    checkpoint says of it."""
+    checkpoint says of it; or a part of one: some of its segments, or a slice of one."""
 
     folder: Path | None
     segments: tuple[Path, ...]
     first_dirty: int | None
     weight: int = 0  # bytes to read
     local: bool = False  # only this process reads it (``executors.here_only``)
+    newest: Path | None = None  # the partition's newest segment (None: the unit's last)
+    opens: bool = True  # the partition's first unit
+    closes: bool = True  # the partition's last unit
+    # A slice of segments[0]: bytes [start, end) (end None: to the end), part ``part`` of ``parts``.
+    start: int = 0
+    end: int | None = None
+    part: int = 0
+    parts: int = 1
 
     def __str__(self) -> str:
         return str(self.folder if self.folder is not None else self.segments[0])
 
 
+@dataclass
+class StatsPiece:
+    """A part of a partition as ``run`` read it (for ``merge`` to put together)."""
+
+    unit: StatsUnit
+    part: StatsPart
+
+
 def plan(paths: Iterable[Path], o: StatsOptions) -> list[StatsUnit]:
     """The partitions (and lone files) to read, in report order."""
-    return [StatsUnit(folder, tuple(segs), dirty, weight_of(segs), any(here_only(p) for p in segs))
-            for folder, segs, dirty in stats_groups(paths)]
+    units = [StatsUnit(folder, tuple(segs), dirty, weight_of(segs), any(here_only(p) for p in segs))
+             for folder, segs, dirty in stats_groups(paths)]
+    share = slice_share(sum(u.weight for u in units), o.workers)
+    return [x for u in units for x in _sliced(u, share)] if share else units
 
 
-def run(unit: StatsUnit, o: StatsOptions) -> PartitionStats:
-    """One partition's figures."""
-    return stats_partition(list(unit.segments), o, folder=unit.folder, first_dirty=unit.first_dirty)
+def _sliced(u: StatsUnit, share: int) -> list[StatsUnit]:
+    """A partition's unit with each segment heavier than about 1.5 ``share`` bytes cut into
+    slices (``kseg.ops.slices.cut_points``), its other segments in units between them."""
+    if u.local or not u.segments:
+        return [u]
+    out: list[StatsUnit] = []
+    newest = u.segments[-1]
+    run_from = 0
+
+    def add(**kw: Any) -> None:
+        out.append(replace(u, newest=newest, opens=not out, closes=False, **kw))
+
+    for i, path in enumerate(u.segments):
+        size = weight_of([path])
+        cuts = cut_points(str(path), size, share) if path.suffix == LOG_SUFFIX and size > share * 3 // 2 else []
+        if not cuts:
+            continue
+        if i > run_from:
+            add(segments=u.segments[run_from:i], weight=weight_of(u.segments[run_from:i]))
+        starts = [0, *cuts]
+        ends: list[int | None] = [*cuts, None]
+        for k, (a, b) in enumerate(zip(starts, ends)):
+            add(segments=(path,), weight=(size if b is None else b) - a, start=a, end=b, part=k, parts=len(starts))
+        run_from = i + 1
+    if not out:
+        return [u]
+    if run_from < len(u.segments):
+        add(segments=u.segments[run_from:], weight=weight_of(u.segments[run_from:]))
+    out[-1] = replace(out[-1], closes=True)
+    return out
 
 
-def merge(partitions: Iterable[PartitionStats], o: StatsOptions) -> StatsReport:
-    """Topics and the total, partitions in plan order."""
-    return assemble(partitions)
+def run(unit: StatsUnit, o: StatsOptions) -> PartitionStats | StatsPiece:
+    """One partition's figures; or a part of one, read for merge to put together."""
+    if unit.opens and unit.closes:
+        return stats_partition(list(unit.segments), o, folder=unit.folder, first_dirty=unit.first_dirty)
+    newest = unit.newest if unit.newest is not None else unit.segments[-1]
+    if unit.parts > 1:
+        return StatsPiece(unit, _read_segments(unit.segments, o, unit.first_dirty, newest, unit.start, unit.end))
+    return StatsPiece(unit, _read_segments(unit.segments, o, unit.first_dirty, newest))
+
+
+def merge(partials: Iterable[PartitionStats | StatsPiece], o: StatsOptions) -> StatsReport:
+    """Topics and the total, partitions in plan order (a partition's parts put together first)."""
+    return assemble(_partitions(partials, o))
+
+
+def _partitions(partials: Iterable[PartitionStats | StatsPiece], o: StatsOptions) -> Iterator[PartitionStats]:
+    parts: list[StatsPart] = []
+    done_with: Path | None = None  # the sliced segment whose rest a slice has read
+    for p in partials:
+        if isinstance(p, PartitionStats):
+            yield p
+            continue
+        u = p.unit
+        if u.parts > 1 and u.part > 0 and done_with == u.segments[0]:
+            pass  # a whole read never got here: its figures are left out
+        else:
+            parts.append(p.part)
+            done_with = u.segments[0] if u.parts > 1 and p.part.ends_segment else None
+        if u.closes:
+            ps = _partition(u.folder, u.segments, u.first_dirty)
+            _finish(ps, parts, o)
+            parts = []
+            yield ps
 
 
 OPERATION = Operation("stats", plan, run, merge)

@@ -81,8 +81,8 @@ def register(group: click.Group, spark_params: list[click.Parameter], run_cls: A
         o = StatsOptions(max_decompressed_bytes=max_decompressed_bytes)
         run = run_cls(master, conf, timings)
         with run.session() as session:
-            rep, ran = run_operation(session, STATS, list(paths), o)
-        results = [p for _, p, _ in ran]
+            rep, _ = run_operation(session, STATS, list(paths), o)
+        results = [p for t in rep.topics for p in t.partitions]  # a partition read in parts: one row
         write_stats(rep, sys.stdout, fmt, segments=segments)
         if html is not None:
             write_html_report(rep, html)
