@@ -127,7 +127,7 @@ def compare_sound_runs(batches: list, limit: int = 1 << 20) -> None:
     """verify's runs of sound v2 batches (``checks.sound_v2_run``) from every place verify
     starts one (the first batch, and the one after each stop), after no offset, after the
     offset before the first batch (the run may go on) and after the first one (it may not),
-    with and without a base offset from the segment's name."""
+    with and without a base offset from the segment's name; full and quick (``verify --quick``)."""
     from kseg.codecs import get_codec
     from kseg.formats.attributes import CODEC_LZ4
 
@@ -135,14 +135,15 @@ def compare_sound_runs(batches: list, limit: int = 1 << 20) -> None:
     if not batches:
         return
     first = batches[0].base_offset
-    for last, name_base in ((None, None), (first - 1, first), (first, None), (None, first + 1)):
-        i = 0
-        while i < len(batches):
-            py, c = pure(checks.sound_v2_run, batches, i, last, name_base, limit), \
-                outcome(checks.sound_v2_run, batches, i, last, name_base, limit)
-            same(py, c)
-            i = max(i + 1, c[1].stop if c[0] == "ok" else i)
-            last = c[1].last if c[0] == "ok" else None
+    for quick in (False, True):
+        for last, name_base in ((None, None), (first - 1, first), (first, None), (None, first + 1)):
+            i = 0
+            while i < len(batches):
+                py, c = pure(checks.sound_v2_run, batches, i, last, name_base, limit, "", quick), \
+                    outcome(checks.sound_v2_run, batches, i, last, name_base, limit, "", quick)
+                same(py, c)
+                i = max(i + 1, c[1].stop if c[0] == "ok" else i)
+                last = c[1].last if c[0] == "ok" else None
 
 
 def compare_batches(buf: bytes, limit: int = 1 << 20) -> int:
@@ -711,3 +712,36 @@ def test_verify_takes_sound_runs_of_v2_batches_as_the_reference_does(tmp_path, m
         else:
             assert found["clean-codec3-0"] == {"records"} and found["clean-0"] == {"records"}
     assert max(taken) >= 400  # the sound runs were taken whole
+
+
+@pytest.mark.parametrize("quick", [False, True])
+def test_runs_of_v2_batches_give_the_batch_by_batch_report(tmp_path, monkeypatch, quick) -> None:
+    """verify with its runs of v2 batches (C, and their Python twin) against verify taking every
+    batch one by one (the reference: each finding worded where it is found), full and --quick,
+    on damage of every kind, control batches (the fixtures' transactions) and real files."""
+    from kseg.facts.record_batch_v2 import ATTRIBUTES_POSITION, LAST_OFFSET_DELTA_POSITION, RECORD_BATCH_OVERHEAD
+    from kseg.log.checks import SoundRun
+    from kseg.ops import verify as v
+
+    folders = []
+    for name, bad in (("clean", None), ("crc", _v2(1330, patch={RECORD_BATCH_OVERHEAD + 20: 1}, fix_crc=False)),
+                      ("lod", _v2(1330, patch={LAST_OFFSET_DELTA_POSITION + 3: 1})),
+                      ("records", _v2(1330, patch={RECORD_BATCH_OVERHEAD: 3})),
+                      ("control-bit", _v2(1330, patch={ATTRIBUTES_POSITION + 1: 0x20})),
+                      ("undefined-bit", _v2(1330, patch={ATTRIBUTES_POSITION + 1: 0x80})),
+                      ("gap", _v2(1331)), ("back", _v2(1320))):
+        batches = [_v2(o, codec=(o // 3) % 5) for o in range(1300, 1420, 3)]
+        if bad is not None:
+            batches[10] = bad
+        folder = tmp_path / f"{name}-0"
+        folder.mkdir()
+        (folder / "00000000000000001300.log").write_bytes(b"".join(batches))
+        folders.append(folder)
+    paths = [*folders, *fixture_logs(), *real_log_files()]
+    options = v.VerifyOptions(quick=quick)
+    with_runs = v.verify_paths(paths, options).files
+    monkeypatch.setattr(fast, "ACCELERATED", False)
+    assert v.verify_paths(paths, options).files == with_runs
+    monkeypatch.setattr(v, "sound_v2_run", lambda batches, start, last, *rest: SoundRun(start, 0, 0, last))
+    assert v.verify_paths(paths, options).files == with_runs
+    assert {p.check for f in with_runs[:len(folders)] for p in f.problems} >= {"crc", "batch", "offsets", "attributes"}

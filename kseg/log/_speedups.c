@@ -1701,6 +1701,7 @@ ends_run(PyObject *kseg_error)
  * offsets from ``last`` (None: any first offset) on, none below ``name_base`` (None: no bound).
  * The run stops before the first batch that is not such, or has attributes & reject_mask
  * (control, bits verify notes) or a codec above max_codec; the per-batch path takes that one.
+ * decompress None: verify --quick's run, the records neither decompressed nor walked.
  */
 static PyObject *
 sound_v2_run(PyObject *self, PyObject *args)
@@ -1766,6 +1767,13 @@ sound_v2_run(PyObject *self, PyObject *args)
         Py_DECREF(computed);
         if (c == -1 && PyErr_Occurred()) return NULL;
         if (c != crc) break;
+        if (decompress == Py_None) { /* verify --quick: the header and the CRC only */
+            records += count;
+            bytes += size;
+            last = batch_last;
+            has_last = 1;
+            continue;
+        }
         /* the records, decompressed */
         const unsigned char *data = p + V2_RECORDS_AT;
         Py_ssize_t data_len = raw->len - V2_RECORDS_AT;

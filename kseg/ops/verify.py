@@ -670,7 +670,7 @@ def _verify_log(path: Path, options: VerifyOptions, prev_last: int | None,
         """Take the v2 batches from ``entries[start]`` in which ``one`` would find nothing at once
         (``sound_v2_run``: decompressed and walked in C): where the run stops."""
         nonlocal last
-        run = sound_v2_run(entries, start, last, name_base, options.max_decompressed_bytes, fr.path)
+        run = sound_v2_run(entries, start, last, name_base, options.max_decompressed_bytes, fr.path, quick)
         if run.stop == start:
             return start
         if not opened:
@@ -689,7 +689,7 @@ def _verify_log(path: Path, options: VerifyOptions, prev_last: int | None,
         for entries in seg.batch_lists(start=start, end=end):
             i = 0
             while i < len(entries):
-                if not quick and entries[i].magic >= 2:
+                if entries[i].magic >= 2:
                     stop = sound_run(entries, i)
                     if stop == i:
                         one(entries[i])

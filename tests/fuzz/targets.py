@@ -501,7 +501,7 @@ def fuzz_sound_v2_run(data: bytes) -> None:
     """``sound_v2_run`` (verify's runs of v2 batches it finds nothing in: CRC-32C, header, records
     decompressed, Kafka's LZ4 frames in C, and walked, offsets) against ``sound_v2_run_py``, from
     every batch verify starts a run at, after an offset, under a base offset and a decompression
-    limit the first byte picks."""
+    limit the first byte picks, full or quick."""
     from kseg.codecs import get_codec
     from kseg.formats.attributes import CODEC_LZ4
     from kseg.log import checks
@@ -516,9 +516,10 @@ def fuzz_sound_v2_run(data: bytes) -> None:
     last = (None, first - 1, first, INT64_MAX)[flags & 3]
     name_base = (None, first, first + 1, 1 << 64)[(flags >> 2) & 3]
     limit = (DECOMPRESSED_LIMIT, 100, 0, 1 << 16)[(flags >> 4) & 3]
+    quick = bool(flags & 0x40)  # verify --quick's run: the records not read
     i = 0
     while i < len(batches):
-        run = both("sound_v2_run", checks.sound_v2_run, batches, i, last, name_base, limit)
+        run = both("sound_v2_run", checks.sound_v2_run, batches, i, last, name_base, limit, "", quick)
         stop = run[1].stop
         i, last = max(stop, i + 1), run[1].last if stop > i else batches[i].base_offset
 
