@@ -275,11 +275,16 @@ def dump(tool: str, family: str, root: Path, rel: str) -> dict:
 LOG = "00000000000000000000.log"
 
 
+#: the older 4.x tools that print the newest release's records too (what each makes of the records
+#: and fields later releases added, which ``--kafka-version`` reproduces from that release's definitions)
+OLDER_TOOLS = {"4.4": ["4.0", "4.1", "4.2"]}
+
+
 def tools_for(release: str) -> list[str]:
-    """The releases whose DumpLogSegments prints a release's corpus: its own, and Kafka 4.3's on the
+    """The releases whose DumpLogSegments prints a release's corpus: its own, Kafka 4.3's on the
     others' records (what a newer tool makes of an upgraded cluster's old records; what an older tool
-    makes of the records and fields a newer release added)."""
-    return [release] if release == "4" else [release, "4"]
+    makes of the records and fields a newer release added), and ``OLDER_TOOLS``'."""
+    return [release] if release == "4" else [release, "4", *OLDER_TOOLS.get(release, [])]
 
 
 def golden_name(release: str, tool: str, family: str, kind: str) -> str:
@@ -300,20 +305,42 @@ def generate(releases: list[str]) -> None:
             rel = f"{folder}/{LOG}"
             write_segment(release, spec, root / rel)
             for tool in tools_for(release):
-                result = dump(tool, family, root, rel)
-                entry = {"family": family, "file": rel, "release": tool, "kafka_version": brokers.version(tool),
-                         "main_class": brokers.RELEASES[tool][1], "command": result["command"],
-                         "exit": result["exit"]}
-                for kind in ("stdout", "stderr"):
-                    path = root / golden_name(release, tool, family, kind)
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    path.write_bytes(result[kind])
-                    entry[kind] = golden_name(release, tool, family, kind)
-                entries.append(entry)
-                print(f"{release} {family} (tool {tool}): {len(spec['batches'])} batches, exit {result['exit']}")
-        manifest = {"release": release, "kafka_version": brokers.version(release),
-                    "generator": "oracle/record_types.py", "entries": entries}
-        (root / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+                entries.append(golden_entry(release, tool, family, rel))
+                print(f"{release} {family} (tool {tool}): {len(spec['batches'])} batches, exit {entries[-1]['exit']}")
+        _write_manifest(release, entries)
+
+
+def golden_entry(release: str, tool: str, family: str, rel: str) -> dict:
+    """The ``tool`` release's DumpLogSegments on the corpus's segment ``rel``, kept as goldens."""
+    root = CORPUS / release
+    result = dump(tool, family, root, rel)
+    entry = {"family": family, "file": rel, "release": tool, "kafka_version": brokers.version(tool),
+             "main_class": brokers.RELEASES[tool][1], "command": result["command"], "exit": result["exit"]}
+    for kind in ("stdout", "stderr"):
+        path = root / golden_name(release, tool, family, kind)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(result[kind])
+        entry[kind] = golden_name(release, tool, family, kind)
+    return entry
+
+
+def _write_manifest(release: str, entries: list[dict]) -> None:
+    manifest = {"release": release, "kafka_version": brokers.version(release),
+                "generator": "oracle/record_types.py", "entries": entries}
+    (CORPUS / release / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+
+
+def add_tools(releases: list[str]) -> None:
+    """The goldens of ``tools_for``'s tools a committed corpus does not have yet, its segments kept."""
+    for release in releases:
+        entries = json.loads((CORPUS / release / "manifest.json").read_text())["entries"]
+        have = {(e["release"], e["family"]) for e in entries}
+        for e in [e for e in entries if e["release"] == release]:
+            for tool in tools_for(release):
+                if (tool, e["family"]) not in have:
+                    entries.append(golden_entry(release, tool, e["family"], e["file"]))
+                    print(f"{release} {e['family']} (tool {tool}): exit {entries[-1]['exit']}")
+        _write_manifest(release, entries)
 
 
 def check(releases: list[str]) -> list[str]:
@@ -336,12 +363,17 @@ def check(releases: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--check", action="store_true", help="re-run DumpLogSegments on the committed corpus")
+    p.add_argument("--add-tools", action="store_true",
+                   help="add the goldens of tools_for's tools that a committed corpus lacks, its segments kept")
     p.add_argument("releases", nargs="*", default=list(RELEASES))
     args = p.parse_args(argv)
     if args.check:
         problems = check(args.releases)
         print("\n".join(problems) or "the committed goldens are what DumpLogSegments prints")
         return 1 if problems else 0
+    if args.add_tools:
+        add_tools(args.releases)
+        return 0
     generate(args.releases)
     return 0
 

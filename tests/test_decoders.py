@@ -136,7 +136,8 @@ def test_schema_reader_flexible_and_tagged():
 
 @pytest.mark.parametrize("data, error", [
     (b"\x00\x00", "runs past the end"),
-    (struct.pack(">ih", 1, 5) + b"ab", "runs past the end"),
+    # a string or bytes field past the end: in the words of Kafka's readArray (its tools print them)
+    (struct.pack(">ih", 1, 5) + b"ab", r"Error reading byte array of 5 byte\(s\): only 2 byte\(s\) available"),
     (struct.pack(">ih", 1, -1) + struct.pack(">i", 2_000_000),
      "Tried to allocate a collection of size 2000000, but there are only 0 bytes remaining"),
     (struct.pack(">ih", 1, -1) + struct.pack(">i", -1), "non-nullable field c was serialized as null"),
@@ -910,3 +911,36 @@ def test_decode_auto_leaves_user_topics_alone(tmp_path):
     assert len(recs) == 3 and all("value_decoded" not in o for o in recs)
     forced = [o for o in jsonl("--decode", "offsets", path) if o["type"] == "record"]
     assert all(o["key_decoded"]["raw"] is not None and o["key_decoded"]["note"] for o in forced)
+
+
+@pytest.mark.parametrize("value, said", [
+    (b"\x00\x02\x00", "Could not deserialize metadata record with frame version 0. Note that upgrades from the "
+                      "preview release of KRaft in 2.8 to newer versions are not supported."),
+    (b"\x07\x02\x00", "Could not deserialize metadata record due to unknown frame version 7(only frame version 1 "
+                      "is supported)"),
+    (b"\x01", "Error while reading type"),
+    (b"\x01\x02", "Error while reading version"),
+    (b"\x01\x7d\x00", "org.apache.kafka.common.errors.UnsupportedVersionException: Unknown metadata id 125"),
+    (b"\x01\x02\x00\x01", "Failed to deserialize record with type 2"),  # a TopicRecord cut short
+])
+def test_metadata_records_kafka_cannot_read_are_worded_as_its_reader_words_them(value, said):
+    """What MetadataRecordSerde says of a record it cannot read, which kafka-dump-log.sh prints
+    after "skipping." (AbstractApiMessageSerde.read in Kafka 3.x and 4.x)."""
+    from kseg.decoders.metadata import decode_metadata_record
+    from kseg.model import make_record
+
+    d = decode_metadata_record(make_record(5, 0, None, value))
+    assert d.kafka_payload == f"Error at 5, skipping. {said}"
+
+
+def test_a_metadata_record_with_bytes_after_it_is_garbage_to_kafka():
+    from kseg.decoders.metadata import decode_metadata_record
+    from kseg.decoders.schema import encode
+    from kseg.decoders.generated import NEWEST
+    from kseg.model import make_record
+
+    topic = NEWEST.METADATA[2]
+    value = b"\x01\x02\x00" + encode(topic, {"name": "t", "topicId": "AAAAAAAAAAAAAAAAAAAAAA"}, 0)
+    assert decode_metadata_record(make_record(5, 0, None, value)).kafka_payload.startswith('{"type":"TOPIC_RECORD"')
+    d = decode_metadata_record(make_record(5, 0, None, value + b"xyz"))
+    assert d.kafka_payload == "Error at 5, skipping. Found 3 byte(s) of garbage after 2"

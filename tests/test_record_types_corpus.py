@@ -8,7 +8,8 @@ and what that release's DumpLogSegments printed for it with the family's decoder
 
 * ``kseg dump --format kafka --decode FAMILY --kafka-version X`` prints those bytes exactly, and
   what Kafka 4.3's tool printed for 3.9's and 4.4's records (``golden-kafka-4/``) with
-  ``--kafka-version 4.3``;
+  ``--kafka-version 4.3``, and 4.0's, 4.1's and 4.2's for 4.4's (``golden-kafka-4.x/``: records
+  and versions those releases do not define, read by their own definitions as Java reads them);
 * ``kseg dump --format jsonl --decode auto`` decodes every record, none shown raw or with a note;
 * the corpus holds every type and version the release's definitions list (the generated schema
   modules), so a type or version new to Kafka without its corpus entry fails;
@@ -77,7 +78,8 @@ def _manifest(release: str) -> dict:
 
 
 def _entries() -> list:
-    """One case per segment and tool: the release's own DumpLogSegments, and Kafka 4.3's on 3.9's and 4.4's."""
+    """One case per segment and tool: the release's own DumpLogSegments, Kafka 4.3's on 3.9's and 4.4's,
+    and the older 4.x tools' on 4.4's (``oracle/record_types.py:tools_for``)."""
     cases = []
     for release in RELEASES:
         if not (CORPUS / release / "manifest.json").is_file():

@@ -105,26 +105,59 @@ def control_kafka_text(record: Record, release: "str | DumpLogRelease" = DEFAULT
 def decode_metadata_value(value: bytes, records: dict[int, Message] = RECORDS) -> Part:
     """Decode a metadata record's value (frame, type, version, record) by ``records`` (the
     metadata log's by default); raw with a note if it cannot."""
+    return _decoded_value(value, records)[0]
+
+
+def _decoded_value(value: bytes, records: dict[int, Message], above: bool = False) -> tuple[Part, str | None]:
+    """``decode_metadata_value``, and what Kafka's reader (MetadataRecordSerde) says where it
+    fails, which kafka-dump-log.sh prints after "skipping." (None: it reads the record).
+    ``above``: a version above a record's highest read as Java reads it (``schema.decode``)."""
     frame = type_id = version = None
     schema = None
+    stage = "frame version"
     try:
         frame, pos = read_uvarint(value, 0, what="frame version")
         if frame != FRAME_VERSION:
             raise SchemaError(f"unknown metadata frame version {frame}", position=0,
                               expected=FRAME_VERSION, found=frame)
+        stage = "type"
         type_id, pos = read_uvarint(value, pos, what="record type")
+        stage = "version"
         version, pos = read_uvarint(value, pos, what="record version")
+        stage = "record"
         schema = records.get(type_id)
         if schema is None:
             raise SchemaError(f"unknown metadata record type {type_id}", found=type_id)
-        d = decode(schema, value, version, start=pos)
+        d = decode(schema, value, version, start=pos, exact=False, above=above)
+        if d.end != len(value):
+            stage = "garbage"
+            raise SchemaError(f"{len(value) - d.end} bytes after the end of {schema.name}", position=d.end,
+                              expected=f"{d.end - pos} bytes", found=f"{len(value) - pos} bytes")
     except SchemaError as e:
         extra: dict[str, int | str] = {} if type_id is None else {"type_id": type_id}
         if schema is not None:
             extra["type"] = to_snake_upper(schema.name)
-        return raw_part(value, str(e), None if schema is None else schema.name, version, **extra)
+        part = raw_part(value, str(e), None if schema is None else schema.name, version, **extra)
+        return part, _kafka_parse_error(stage, frame, type_id, schema is not None, len(value) - (d.end if stage == "garbage" else 0))
     return Part(schema.name, version, d.data, {"type": to_snake_upper(schema.name), "type_id": type_id},
-                tuple(d.notes))
+                tuple(d.notes)), None
+
+
+def _kafka_parse_error(stage: str, frame: int | None, type_id: int | None, known: bool, garbage: int) -> str:
+    """MetadataRecordSerde's exception message for a record it cannot read (Kafka 3.x and 4.x)."""
+    if stage == "frame version" and frame is not None:
+        if frame == 0:
+            return ("Could not deserialize metadata record with frame version 0. Note that upgrades from the "
+                    "preview release of KRaft in 2.8 to newer versions are not supported.")
+        return (f"Could not deserialize metadata record due to unknown frame version {frame}"
+                f"(only frame version {FRAME_VERSION} is supported)")
+    if stage in ("frame version", "type", "version"):
+        return f"Error while reading {stage}"
+    if not known:
+        return f"{UNKNOWN_METADATA_ID}{type_id}"
+    if stage == "garbage":
+        return f"Found {garbage} byte(s) of garbage after {type_id}"
+    return f"Failed to deserialize record with type {type_id}"
 
 
 def decode_metadata_record(record: Record, is_control: bool = False) -> DecodedRecord | None:
@@ -136,8 +169,8 @@ def decode_metadata_record(record: Record, is_control: bool = False) -> DecodedR
     if record.value is None:
         note = "the record has no value"
         return DecodedRecord(None, raw_part(None, note), None, f"Error at {record.offset}, skipping. {note}")
-    part = decode_metadata_value(record.value)
-    d = DecodedRecord(None, part, None, _payload(record.offset, part))
+    part, kafka_error = _decoded_value(record.value, RECORDS)
+    d = DecodedRecord(None, part, None, _payload(record.offset, part, kafka_error))
     type_id = part.extra.get("type_id")
     if type_id is None:
         return d
@@ -154,19 +187,20 @@ _CHANGED = [(name, m.METADATA, frozenset(t for t in {*RECORDS, *m.METADATA} if R
 
 
 def _older_payload(record: Record, type_id: int, older: dict[int, Message]) -> tuple[None, str]:
+    """What an older release's tool prints for a record a later release added or changed: read by
+    its own definitions, a later version of a record as Java reads it (``above``)."""
     assert record.value is not None
-    if type_id not in older:
-        return None, f"Error at {record.offset}, skipping. {UNKNOWN_METADATA_ID}{type_id}"
-    return None, _payload(record.offset, decode_metadata_value(record.value, older))
+    return None, _payload(record.offset, *_decoded_value(record.value, older, above=True))
 
 
 #: Kafka's text (MetadataRecordSerde's exception) for a metadata record type it does not know
 UNKNOWN_METADATA_ID = "org.apache.kafka.common.errors.UnsupportedVersionException: Unknown metadata id "
 
 
-def _payload(offset: int, part: Part) -> str:
-    """What follows "payload: " for a metadata record's decoded value."""
+def _payload(offset: int, part: Part, kafka_error: str | None = None) -> str:
+    """What follows "payload: " for a metadata record's decoded value (``kafka_error``: what
+    Kafka's reader says of one it cannot read)."""
     if part.data is None:
-        return f"Error at {offset}, skipping. {part.note}"
+        return f"Error at {offset}, skipping. {kafka_error or part.note}"
     return ('{"type":' + kafka_json(part.extra["type"]) + ',"version":' + str(part.version)
             + ',"data":' + kafka_json(part.data) + "}")

@@ -241,10 +241,13 @@ def read_int16_version(data: bytes, what: str) -> int:
 
 
 class _Reader:
-    __slots__ = ("data", "pos", "end", "notes")
+    __slots__ = ("data", "pos", "end", "notes", "top")
 
-    def __init__(self, data: bytes | memoryview, pos: int, end: int, notes: list[str]):
+    def __init__(self, data: bytes | memoryview, pos: int, end: int, notes: list[str], top: int | None = None):
         self.data, self.pos, self.end, self.notes = data, pos, end, notes
+        # reading a version above the message's highest (``decode(above=True)``): that highest,
+        # which a nested struct's reader refuses to go past, as Java's generated readers do
+        self.top = top
 
     def need(self, n: int, what: str) -> int:
         at = self.pos
@@ -271,6 +274,13 @@ class _Reader:
     def raw(self, n: int, what: str) -> bytes:
         at = self.need(n, what)
         return bytes(self.data[at:at + n])
+
+    def array(self, n: int, what: str) -> bytes:
+        """A string's or bytes field's bytes: past the end, in the words of Kafka's readArray."""
+        if n > self.end - self.pos:
+            raise SchemaError(f"Error reading byte array of {n} byte(s): only {self.end - self.pos} byte(s) "
+                              "available", position=self.pos, expected=f"{n} bytes", found=f"{self.end - self.pos} bytes")
+        return self.raw(n, what)
 
 
 def _null_or_fail(f: Field, version: int, r: _Reader, at: int) -> None:
@@ -312,7 +322,7 @@ def _read_value(r: _Reader, f: Field, type_: str, version: int, flexible: bool, 
         if n < 0:
             _null_or_fail(f, version, r, at)
             return None
-        raw = r.raw(n, f.name)
+        raw = r.array(n, f.name)
         if type_ == "bytes":
             return base64.b64encode(raw).decode("ascii")
         return raw.decode("utf-8", "replace")  # Java's new String(bytes, UTF_8)
@@ -330,6 +340,8 @@ def _read_value(r: _Reader, f: Field, type_: str, version: int, flexible: bool, 
         return [_read_value(r, f, elem, version, flexible) for _ in range(n)]
     # a struct (an array's element or a single struct field)
     assert f.fields is not None
+    if r.top is not None and version > r.top:
+        raise SchemaError(f"Can't read version {version} of {type_.lstrip('[]')}", position=r.pos)
     if type_ == f.type and version in f.nullable:  # a nullable struct field has a presence marker
         if tagged:
             if r.uvarint(f"{f.name} presence") == 0:
@@ -351,16 +363,13 @@ def _read_struct(r: _Reader, fields: tuple[Field, ...], version: int, flexible: 
         for _ in range(count):
             tag = r.uvarint(f"{where} tag")
             size = r.uvarint(f"{where} tagged field size")
-            start = r.need(size, f"{where} tagged field {tag}")
             tf = by_tag.get(tag)
-            if tf is None:
+            if tf is None:  # kept aside by Kafka's reader (readArray of its size)
+                r.array(size, f"{where} tagged field {tag}")
                 r.notes.append(f"unknown tagged field {tag} ({size} bytes) in {where} skipped")
                 continue
-            sub = _Reader(r.data, start, start + size, r.notes)
-            values[tf.name] = _read_value(sub, tf, tf.type, version, flexible, tagged=True)
-            if sub.pos != sub.end:
-                raise SchemaError(f"tagged field {tf.name} is shorter than its size", position=sub.pos,
-                                  expected=f"{size} bytes", found=f"{sub.pos - start} bytes")
+            # read where it is, as Kafka's generated reader reads a known tag (its size unchecked)
+            values[tf.name] = _read_value(r, tf, tf.type, version, flexible, tagged=True)
     out: dict[str, Any] = {}
     for f in fields:
         if f.is_tagged_in(version, flexible):
@@ -383,18 +392,24 @@ class Decoded:
 
 
 def decode(message: Message, data: bytes | memoryview, version: int, *, start: int = 0,
-           end: int | None = None, exact: bool = True) -> Decoded:
+           end: int | None = None, exact: bool = True, above: bool = False) -> Decoded:
     """Decode ``message`` at ``version`` from ``data[start:end]``.
 
     ``exact``: bytes left after the message are an error (Kafka's metadata reader says
     "garbage after"); without it they are allowed and ``Decoded.end`` says where it stopped.
+    ``above``: a version above the message's highest is read as Java's generated reader reads
+    it (a metadata record an older release's tool meets): each field by its version range, a
+    nested struct refusing it.
     """
+    top = None
     if version not in message.valid:
-        raise UnknownVersionError(f"{message.name} version {version} is not one kseg knows",
-                                  expected=str(message.valid), found=version)
+        if not (above and version > message.highest):
+            raise UnknownVersionError(f"{message.name} version {version} is not one kseg knows",
+                                      expected=str(message.valid), found=version)
+        top = message.highest
     end = len(data) if end is None else end
     notes: list[str] = []
-    r = _Reader(data, start, end, notes)
+    r = _Reader(data, start, end, notes, top)
     out = _read_struct(r, message.fields, version, version in message.flexible, message.name)
     if exact and r.pos != end:
         raise SchemaError(f"{end - r.pos} bytes after the end of {message.name}", position=r.pos,
