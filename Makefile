@@ -149,12 +149,15 @@ kafka-tiered-corpus: $(STAMP)
 	$(PY) tests/kafka/tiered.py
 
 # A broker driven by Kafka's admin tools and Java clients (SCRAM, ACLs, quotas, tokens, a dynamic quorum,
-# KIP-848, share and streams groups, transactions v2): fixtures/kafka-admin/4.3 (needs java, javac, mvn)
+# KIP-848, share and streams groups, transactions v2), one corpus per release (a broker each, one at a time):
+# fixtures/kafka-admin/<the release's line>, 4.3 for 4.3.1 (release 4) (needs java, javac, mvn)
+ADMIN_RELEASES = 4.0 4.1 4.2 4 4.4
 kafka-admin-corpus: $(STAMP)
-	$(PY) tests/kafka/admin.py --write fixtures/kafka-admin/4.3
+	for r in $(ADMIN_RELEASES); do d=$$r; [ $$r = 4 ] && d=4.3; \
+	  $(PY) tests/kafka/admin.py --release $$r --write fixtures/kafka-admin/$$d || exit 1; done
 
 kafka-admin-corpus-check: $(STAMP)
-	$(PY) tests/kafka/admin.py --check fixtures/kafka-admin/4.3
+	for d in fixtures/kafka-admin/*/; do $(PY) tests/kafka/admin.py --check $$d || exit 1; done
 
 # librdkafka's and the Java client's traffic, one corpus per release (a broker each, one at a time)
 CLIENTS_RELEASES = 2.8 3.6 3.9 4.0 4.1 4.2 4 4.4

@@ -124,8 +124,10 @@ def test_fixture_tree_is_small():
     # more for the 4.0, 4.1, 4.2 and 4.4 lines (about 1.1 MB each, goldens most of it), counted
     # without the zeros of preallocated indexes (stored_size); 4 MiB more for kafka-clients on 2.8, 3.9
     # and 4.4 (the same traffic on those releases: about 1.7, 1.3 and 1.3 MB, goldens most of it); 5 MiB
-    # more for kafka-clients on 3.6, 4.0, 4.1 and 4.2 (about 1.35 MB each, goldens 0.8 MB of it)
-    assert stored < int(28.5 * 1024 * 1024)
+    # more for kafka-clients on 3.6, 4.0, 4.1 and 4.2 (about 1.35 MB each, goldens 0.8 MB of it); 2 MiB more
+    # for kafka-admin on 4.0, 4.1, 4.2 and 4.4 (the operators' tools on those releases: about 0.42, 0.52, 0.52
+    # and 0.54 MB, goldens 0.4 to 0.5 MB of each)
+    assert stored < int(30.5 * 1024 * 1024)
 
 
 def test_case_table_covers_the_brief():

@@ -1,16 +1,19 @@
-"""kseg on what a Kafka 4.3.1 broker wrote while operators used Kafka's own tools (no Java needed).
+"""kseg on what Kafka 4.x brokers wrote while operators used Kafka's own tools (no Java needed).
 
-``fixtures/kafka-admin/4.3/`` (written by ``tests/kafka/admin.py --write``): the broker's
-partitions after SCRAM users, ACLs, client quotas, delegation tokens, a dynamic quorum's voter
-added and removed, a KIP-848 consumer group, a share group, a streams group and transactions v2
-(committed, aborted, committed with offsets); ``answers/`` (what ``kafka-configs.sh``,
-``kafka-acls.sh``, ``kafka-delegation-tokens.sh``, ``kafka-metadata-quorum.sh``,
-``kafka-features.sh``, ``kafka-consumer-groups.sh``, ``kafka-share-groups.sh``,
-``kafka-streams-groups.sh`` and ``kafka-transactions.sh`` answered before the stop) and
-``golden/`` (DumpLogSegments with the matching decoder on every file). Here kseg must
+``fixtures/kafka-admin/<line>/`` (written by ``tests/kafka/admin.py --release R --write``; one per release
+of ``admin.RELEASES``: ``4.0``, ``4.1``, ``4.2``, ``4.3`` (4.3.1), ``4.4``): the broker's partitions after
+SCRAM users, ACLs, client quotas, delegation tokens, a dynamic quorum's voter added and removed, a
+KIP-848 consumer group, a share group, a streams group and transactions v2 (committed, aborted,
+committed with offsets), each where the release has it (``manifest.json`` names the steps it
+skipped, and why); ``answers/`` (what ``kafka-configs.sh``, ``kafka-acls.sh``,
+``kafka-delegation-tokens.sh``, ``kafka-metadata-quorum.sh``, ``kafka-features.sh``,
+``kafka-consumer-groups.sh``, ``kafka-share-groups.sh``, ``kafka-streams-groups.sh`` and
+``kafka-transactions.sh`` answered before the stop) and ``golden/`` (the release's DumpLogSegments
+with the matching decoder on every file). Here kseg must
 
 * verify every file (``kseg verify``, ``kseg index --check``);
-* print byte for byte what DumpLogSegments printed (``kseg dump --format kafka --decode ...``);
+* print byte for byte what DumpLogSegments printed (``kseg dump --format kafka --kafka-version <line>
+  --decode ...``);
 * decode every internal record (``kseg dump --format jsonl --decode auto``, no raw fallback);
 * replay to what the tools answered (``kseg state``, ``kseg txn``).
 
@@ -32,6 +35,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent / "kafka"))
 
 import admin  # noqa: E402
+import brokers  # noqa: E402
 import checks  # noqa: E402
 import test_kafka_clients_corpus as clients_corpus  # noqa: E402
 import tiered  # noqa: E402
@@ -39,7 +43,7 @@ import tiered  # noqa: E402
 from kseg.decoders.secrets import HIDDEN  # noqa: E402
 from kseg.ops.state import DEFAULT_ENTITY  # noqa: E402
 
-CORPUS = admin.CORPUS
+CORPORA = sorted(p for p in admin.FIXTURES.glob("*") if (p / "manifest.json").is_file())
 INTERNAL = ("__cluster_metadata-0", "__consumer_offsets-0", "__transaction_state-0", "__share_group_state-0")
 
 # Kafka's enums as the metadata records hold them (AccessControlEntryRecord) and kafka-acls.sh prints them
@@ -55,6 +59,25 @@ QUOTA_ENTITIES = {"user-principal": "user", "client-id": "client-id", "ip": "ip"
 
 def answer(root: Path, name: str) -> str:
     return (root / "answers" / f"{name}.txt").read_text()
+
+
+def manifest(root: Path) -> dict[str, Any]:
+    return json.loads((root / "manifest.json").read_text())
+
+
+def release_of(root: Path) -> str:
+    """The release (a name of ``admin.RELEASES``) whose broker and tools wrote the corpus."""
+    return json.loads((root / "golden" / "manifest.json").read_text())["release"]
+
+
+def skipped(root: Path) -> dict[str, str]:
+    """The steps the corpus's run left out (the release lacks them): step -> why. The 4.3.1 corpus, written
+    before the scenario ran other releases, skipped nothing and says nothing."""
+    return manifest(root).get("skipped", {})
+
+
+def ran(root: Path, step: str) -> bool:
+    return step not in skipped(root)
 
 
 def kseg_state(root: Path, partition: str, *extra: str) -> dict[str, Any]:
@@ -99,13 +122,17 @@ def check_verify(root: Path) -> None:
 
 def check_every_record_decodes(root: Path) -> None:
     """Every record of the internal partitions and the metadata snapshots decodes (no raw fallback), and the
-    record types the operators' actions write are among them."""
+    record types the operators' actions write are among them. A record the newest definitions do not read
+    (4.0's early-access share-group records) is read by the definitions of the release that wrote it."""
     schemas: dict[str, set[str]] = {}
-    for partition in INTERNAL:
+    older: set[str] = set()
+    for partition in (p for p in INTERNAL if (root / "logdir" / p).is_dir()):
         records = tiered.decoded_records(root / "logdir" / partition)
         assert records and not tiered.undecoded(records), (partition, tiered.undecoded(records)[:5])
-        schemas[partition] = {r[f"{part}_decoded"]["schema"] for r in records for part in ("key", "value")
-                              if r.get(f"{part}_decoded")}
+        decoded = [r[f"{part}_decoded"] for r in records for part in ("key", "value") if r.get(f"{part}_decoded")]
+        schemas[partition] = {d["schema"] for d in decoded}
+        older |= {d["definitions"] for d in decoded if "definitions" in d}
+    assert older <= {manifest(root)["kafka_version"]}, older
     for snap in sorted((root / "logdir" / "__cluster_metadata-0").glob("*.checkpoint")):
         rc, out, err = checks.run_kseg(["dump", "--records", "--decode", "auto", "--format", "jsonl", str(snap)],
                                        cwd=root)
@@ -117,11 +144,16 @@ def check_every_record_decodes(root: Path) -> None:
             "RemoveDelegationTokenRecord", "VotersRecord", "KRaftVersionRecord", "FeatureLevelRecord",
             "RegisterControllerRecord"} <= schemas["__cluster_metadata-0"], schemas["__cluster_metadata-0"]
     assert {"ConsumerGroupMetadataKey", "ConsumerGroupMemberMetadataKey", "ConsumerGroupTargetAssignmentMemberKey",
-            "ConsumerGroupCurrentMemberAssignmentKey", "ShareGroupMetadataKey", "StreamsGroupMetadataKey",
-            "StreamsGroupTopologyKey", "StreamsGroupMemberMetadataKey", "OffsetCommitKey"} \
+            "ConsumerGroupCurrentMemberAssignmentKey", "OffsetCommitKey",
+            *(["ShareGroupMetadataKey"] if ran(root, "share") else []),
+            *(["StreamsGroupMetadataKey", "StreamsGroupTopologyKey", "StreamsGroupMemberMetadataKey"]
+              if ran(root, "streams") else [])} \
         <= schemas["__consumer_offsets-0"], schemas["__consumer_offsets-0"]
     assert {"TransactionLogKey", "TransactionLogValue"} <= schemas["__transaction_state-0"]
-    assert {"ShareSnapshotKey", "ShareSnapshotValue"} <= schemas["__share_group_state-0"]
+    if ran(root, "share"):
+        assert {"ShareSnapshotKey", "ShareSnapshotValue"} <= schemas["__share_group_state-0"]
+    else:
+        assert "__share_group_state-0" not in schemas
 
 
 def dump_cases(root: Path) -> list[tuple[str, str, dict]]:
@@ -244,8 +276,11 @@ def check_features(root: Path) -> None:
     tool = dict(re.findall(r"^Feature: (\S+)\s.*FinalizedVersionLevel: (\S+)", answer(root, "features"), re.M))
     img = image(root)
     kseg = {**img["features"], "kraft.version": img["quorum"]["kraft_version"]}
-    assert set(kseg) == set(tool)
-    assert {k: v for k, v in kseg.items() if tool[k].isdigit()} == {k: int(v) for k, v in tool.items() if v.isdigit()}
+    # a feature never finalized has no FeatureLevelRecord; the tool lists it at level 0 (4.0's
+    # eligible.leader.replicas.version)
+    assert set(kseg) <= set(tool) and all(tool[k] == "0" for k in set(tool) - set(kseg)), (kseg, tool)
+    assert {k: v for k, v in kseg.items() if tool[k].isdigit()} == \
+        {k: int(v) for k, v in tool.items() if v.isdigit() and k in kseg}
 
 
 # --------------------------------------------------------------------------- groups and transactions vs the tools
@@ -279,27 +314,40 @@ def _members(group: dict[str, Any], key: str) -> int:
 
 def check_group_states(root: Path) -> None:
     """Each group's epochs and member count per ``--describe --state``: the KIP-848 consumer group, the share
-    group and the streams group (all Empty after their members left)."""
+    group and the streams group where the release ran them (all Empty after their members left)."""
     kseg = groups(root)
-    for name, group, kind, assignment in (
-            ("consumer-group-state", admin.CONSUMER_GROUP, "ConsumerGroup", "TARGET-ASSIGNMENT-EPOCH"),
-            ("share-group-state", admin.SHARE_GROUP, "ShareGroup", "ASSIGNMENT-EPOCH"),
-            ("streams-group-state", admin.STREAMS_APP, "StreamsGroup", "TARGET-ASSIGNMENT-EPOCH")):
+    for step, name, group, kind, assignment in (
+            ("consumers", "consumer-group-state", admin.CONSUMER_GROUP, "ConsumerGroup", "TARGET-ASSIGNMENT-EPOCH"),
+            ("share", "share-group-state", admin.SHARE_GROUP, "ShareGroup", "ASSIGNMENT-EPOCH"),
+            ("streams", "streams-group-state", admin.STREAMS_APP, "StreamsGroup", "TARGET-ASSIGNMENT-EPOCH")):
+        if not ran(root, step):
+            assert group not in kseg and not (root / "answers" / f"{name}.txt").exists(), name
+            continue
         row = _group_state_row(root, name)
         records = kseg[group]["records"]
-        assert records[f"{kind}MetadataKey"]["epoch"] == int(row["GROUP-EPOCH"]), name
-        assert records[f"{kind}TargetAssignmentMetadataKey"]["assignmentEpoch"] == int(row[assignment]), name
+        if step != "share" or admin.row(release_of(root)).share_verbose:  # 4.0's tool prints no epochs
+            assert records[f"{kind}MetadataKey"]["epoch"] == int(row["GROUP-EPOCH"]), name
+            assert records[f"{kind}TargetAssignmentMetadataKey"]["assignmentEpoch"] == int(row[assignment]), name
+        else:
+            assert "GROUP-EPOCH" not in row and records[f"{kind}MetadataKey"]["epoch"] >= 1, (name, row)
         assert _members(kseg[group], f"{kind}MemberMetadataKey") == int(row["#MEMBERS"]) == 0, name
         assert row["STATE"] == "Empty"
 
 
 def check_share_group(root: Path) -> None:
-    """``kafka-share-groups.sh --describe --offsets``: the share-partition's start offset and leader epoch."""
-    (row,) = table(answer(root, "share-group-offsets"))
+    """``kafka-share-groups.sh --describe --offsets``: the share-partition's start offset and leader epoch (the
+    latter with ``--verbose``); where the release's tool lists no partition of a group without members (4.0),
+    its answer is empty and kseg's start offset is held to the records the share consumer acknowledged."""
     (sp,) = kseg_state(root, "__share_group_state-0")["share_groups"][admin.SHARE_GROUP]
-    assert (sp["startOffset"], sp["leaderEpoch"], sp["partition"]) == \
-        (int(row["START-OFFSET"]), int(row["LEADER-EPOCH"]), int(row["PARTITION"]))
     assert sp["startOffset"] == admin.SHARE_RECORDS
+    rows = table(answer(root, "share-group-offsets"))
+    if not admin.row(release_of(root)).share_offsets_without_members:
+        assert rows == [], rows
+        return
+    (row,) = rows
+    assert (sp["startOffset"], sp["partition"]) == (int(row["START-OFFSET"]), int(row["PARTITION"]))
+    if admin.row(release_of(root)).share_verbose:
+        assert sp["leaderEpoch"] == int(row["LEADER-EPOCH"])
 
 
 def check_transactions(root: Path) -> None:
@@ -313,36 +361,97 @@ def check_transactions(root: Path) -> None:
     assert (t["producerEpoch"], t["transactionTimeoutMs"], t["transactionStartTimestampMs"]) == \
         (int(described["ProducerEpoch"]), int(described["TransactionTimeoutMs"]),
          int(described["CurrentTransactionStartTimeMs"]))
-    assert t["clientTransactionVersion"] == 2  # transactions v2
+    assert t["clientTransactionVersion"] == admin.row(release_of(root)).transactions  # v2 on every 4.x
     doc = clients_corpus.kseg_txn(root / "logdir" / f"{admin.TXN_TOPIC}-0")
     assert (doc["committed"], doc["aborted"], doc["open"]) == (2, 1, 0)
 
 
 CHECKS = {name.removeprefix("check_"): fn for name, fn in dict(globals()).items()
           if name.startswith("check_") and name not in ("check_dump",)}
+#: check -> the step whose outcome it holds kseg to (skipped on a corpus whose release lacks the step)
+NEEDS = {"share_group": "share"}
+
+
+def run_check(root: Path, name: str) -> None:
+    """One of :data:`CHECKS` on a corpus folder; skipped where the corpus's release lacks its step."""
+    step = NEEDS.get(name)
+    if step is not None and not ran(root, step):
+        pytest.skip(f"{root.name}: {skipped(root)[step]}")
+    CHECKS[name](root)
 
 
 # --------------------------------------------------------------------------- the corpus tests
 
-pytestmark = pytest.mark.skipif(not (CORPUS / "manifest.json").is_file(), reason="fixtures/kafka-admin/4.3 missing")
+
+def test_corpus_per_release() -> None:
+    """Each corpus is of a release the scenario runs, in the folder of its line; every release the scenario
+    runs has its corpus; each skipped the steps its release lacks (the table says why) and kept the answers
+    the release's tools give (the commands :func:`admin.answer_commands` makes, and no others)."""
+    assert CORPORA, "fixtures/kafka-admin holds no corpus"
+    for root in CORPORA:
+        release = release_of(root)
+        assert release in admin.RELEASES and admin.corpus_dir(release) == root, root
+        m = manifest(root)
+        assert m["kafka_version"] == brokers.version(release) and m.get("release", release) == release, root
+        assert skipped(root) == admin.skipped(release), root
+        placeholders = {"{bootstrap}": "BOOTSTRAP", "{sasl}": "SASL", "{config}": "CONFIG",
+                        "{controller}": "CONTROLLER"}
+        assert m["answers"] == {name: {"main": main, "args": [placeholders.get(a, a) for a in args]}
+                                for name, (main, args) in admin.answer_commands(release).items()}, root
+        assert sorted(p.stem for p in (root / "answers").glob("*.txt")) == sorted(m["answers"]), root
+        assert sorted(p.name for p in (root / "logdir").iterdir()) == sorted(admin.kept_files(release)), root
+    missing = [r for r in admin.RELEASES if admin.corpus_dir(r) not in CORPORA]
+    assert not missing, (f"no corpus for {missing} "
+                         "(tests/kafka/admin.py --release R --write fixtures/kafka-admin/<line of R>)")
 
 
-@pytest.mark.parametrize("name", sorted(CHECKS))
-def test_corpus(name: str) -> None:
-    CHECKS[name](CORPUS)
+@pytest.mark.parametrize("root,name", [pytest.param(root, name, id=f"{root.name}:{name}")
+                                       for root in CORPORA for name in sorted(CHECKS)])
+def test_corpus(root: Path, name: str) -> None:
+    run_check(root, name)
 
 
 def _dump_cases() -> list:
-    if not (CORPUS / "golden" / "manifest.json").is_file():
-        return []
     out = []
-    for tool, rel, entry in dump_cases(CORPUS):
-        reason = checks.known_difference(tool, rel, entry["combo"])
-        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-        out.append(pytest.param(tool, entry, marks=marks, id=f"{rel}:{entry['combo']}"))
+    for root in CORPORA:
+        for tool, rel, entry in dump_cases(root):
+            reason = checks.known_difference(tool, rel, entry["combo"])
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            out.append(pytest.param(root, tool, entry, marks=marks, id=f"{root.name}:{rel}:{entry['combo']}"))
     return out
 
 
-@pytest.mark.parametrize("tool,entry", _dump_cases())
-def test_dump_like_kafka(tool: str, entry: dict) -> None:
-    check_dump(CORPUS, tool, entry)
+@pytest.mark.parametrize("root,tool,entry", _dump_cases())
+def test_dump_like_kafka(root: Path, tool: str, entry: dict) -> None:
+    check_dump(root, tool, entry)
+
+
+def test_early_access_records_read_by_their_release() -> None:
+    """Kafka 4.0's early-access share groups wrote records the newest definitions do not read: a
+    ShareGroupPartitionMetadata (record type 9, dropped in 4.1) and a ShareGroupMetadataValue version 0 without
+    the MetadataHash 4.1 put in it. kseg reads them by 4.0.2's definitions and says so; each tool's text stays its
+    own (4.0's decodes them, the newest's are its error lines, as 4.3.1's and 4.4.0's DumpLogSegments print on
+    these files)."""
+    from kseg.decoders.offsets import decode_offsets_record
+    from kseg.log.records import batch_records
+    from kseg.log.segment import Segment
+
+    root = admin.corpus_dir("4.0")
+    if root not in CORPORA:
+        pytest.skip("fixtures/kafka-admin/4.0 missing")
+    log = root / "logdir" / "__consumer_offsets-0" / "00000000000000000000.log"
+    read = {}
+    for batch in Segment(log).batches():
+        for record in batch_records(batch):
+            d = decode_offsets_record(record, batch.is_control)
+            if d is not None and d.key is not None and "definitions" in d.key.extra:
+                read.setdefault(d.key.schema, (record.offset, d))
+    assert {"ShareGroupPartitionMetadataKey", "ShareGroupMetadataKey"} <= set(read), sorted(read)
+    offset, d = read["ShareGroupPartitionMetadataKey"]
+    assert (d.key.extra["definitions"], d.value.extra["definitions"]) == ("4.0.2", "4.0.2")
+    assert d.value.data["topics"][0]["topicName"] == admin.DATA_TOPIC
+    assert d.kafka_text("4.0")[0] == '{"type":"9","data":{"groupId":"audit"}}'
+    assert d.kafka_text("4.4") == (f"Unknown record type 9 at offset {offset}, skipping.", None)
+    offset, d = read["ShareGroupMetadataKey"]
+    assert d.value.schema == "ShareGroupMetadataValue" and "metadataHash" not in d.value.data
+    assert d.kafka_text("4.4")[0].startswith(f"Error at offset {offset}, skipping. Could not read record with")

@@ -24,7 +24,8 @@ from kseg.decoders.parts import DecodedRecord, Part, raw_part, skipping_line
 from kseg.decoders.schema import Message, SchemaError, Versions, decode, kafka_json, read_int16_version
 from kseg.model import Record
 
-__all__ = ["RecordTypes", "decode_coordinator_record", "kafka_key_json", "kafka_value_json", "with_older_texts"]
+__all__ = ["RecordTypes", "decode_coordinator_record", "kafka_key_json", "kafka_value_json", "with_older_parts",
+           "with_older_texts"]
 
 # Record type (the key's int16) -> (key schema, value schema).
 RecordTypes = dict[int, tuple[Message, Message]]
@@ -122,6 +123,30 @@ def with_older_texts(d: DecodedRecord, record: Record, newest: RecordTypes, fami
 def _texts(record: Record, table: RecordTypes, hook: ValueHook | None) -> tuple[str | None, str | None]:
     old = decode_coordinator_record(record, table, hook)
     return old.kafka_key, old.kafka_payload
+
+
+def with_older_parts(d: DecodedRecord, record: Record, family: str, hook: ValueHook | None = None) -> DecodedRecord:
+    """``d`` with its key and value as the newest older 4.x release's ``family`` table reads them whole, where
+    the newest release's does not: a record type a later release dropped or a version it redefined, as an
+    early-access feature's records are (Kafka 4.0's share groups wrote ShareGroupPartitionMetadata, type 9,
+    and a ShareGroupMetadataValue version 0 without the MetadataHash 4.1 put in it). The parts name the
+    definitions they were read by (``"definitions": "<release>"``); the kafka lines stay each tool's own
+    (the newest tool cannot read the record either)."""
+    if d.key is None or not d.fallbacks:
+        return d
+    for module in reversed(tuple(DEFINITIONS_TEXTS.values())):
+        table = getattr(module, family, None)
+        if not table:
+            continue
+        old = decode_coordinator_record(record, table, hook)
+        if old.key is not None and not old.fallbacks:
+            return replace(d, key=_read_by(old.key, module.RELEASE),
+                           value=None if old.value is None else _read_by(old.value, module.RELEASE))
+    return d
+
+
+def _read_by(part: Part, release: str) -> Part:
+    return replace(part, extra={**part.extra, "definitions": release})
 
 
 _CHANGES: dict[str, list[tuple[str, RecordTypes, frozenset[int]]]] = {}

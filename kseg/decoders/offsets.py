@@ -6,7 +6,9 @@
 Record types, as Kafka 4's group coordinator numbers them (``CoordinatorRecordType``):
 0 LegacyOffsetCommit, 1 OffsetCommit, 2 GroupMetadata (classic groups); 3-8 consumer
 groups (KIP-848), 16 their regular expressions; 10-15 share groups (KIP-932); 17, 19-23
-streams groups (KIP-1071). 9 and 18 were dropped before release and are unknown to Kafka 4.
+streams groups (KIP-1071). 9 (ShareGroupPartitionMetadata) is Kafka 4.0's early-access share
+groups', dropped in 4.1: a record the newest definitions do not read is read by the newest older
+4.x release's that do (``coordinator.with_older_parts``). 18 was dropped before any release.
 
 Schemas generated (``kseg.decoders.derive``, ``make schemas``) from the ``group-coordinator``
 jars of the newest release and of 3.9.2 (``common/message/*.json``) and, for the classic consumer
@@ -19,7 +21,7 @@ from __future__ import annotations
 import base64
 import struct
 
-from kseg.decoders.coordinator import RecordTypes, decode_coordinator_record, with_older_texts
+from kseg.decoders.coordinator import RecordTypes, decode_coordinator_record, with_older_parts, with_older_texts
 from kseg.decoders.jvm import scala_hash_map_order
 from kseg.decoders.generated import KAFKA_3 as K3
 from kseg.decoders.generated import NEWEST as K4
@@ -88,6 +90,7 @@ def decode_offsets_record(record: Record, is_control: bool = False) -> DecodedRe
         return None
     d = decode_coordinator_record(record, RECORD_TYPES, _expand_protocol)
     d = with_older_texts(d, record, RECORD_TYPES, "OFFSETS", _expand_protocol)
+    d = with_older_parts(d, record, "OFFSETS", _expand_protocol)
     if record.key is None:
         legacy = (f"Error at offset {record.offset}, skipping. Failed to decode message at offset "
                   f"{record.offset} using offset topic decoder (message had a missing key)", None)

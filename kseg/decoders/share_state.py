@@ -20,7 +20,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Callable
 
-from kseg.decoders.coordinator import RecordTypes, decode_coordinator_record, with_older_texts
+from kseg.decoders.coordinator import RecordTypes, decode_coordinator_record, with_older_parts, with_older_texts
 from kseg.decoders.parts import DecodedRecord
 from kseg.decoders.generated import NEWEST as K4
 from kseg.model import Record
@@ -38,6 +38,7 @@ def decode_share_state_record(record: Record, is_control: bool = False) -> Decod
     if is_control:
         return None
     d = with_older_texts(decode_coordinator_record(record, RECORD_TYPES), record, RECORD_TYPES, "SHARE_STATE")
+    d = with_older_parts(d, record, "SHARE_STATE")
     deferred = tuple((name, partial(_type_labelled, texts) if name == EARLY_ACCESS_TEXT else texts)
                      for name, texts in d.kafka_deferred)
     return replace(d, kafka_deferred=deferred)

@@ -741,7 +741,8 @@ class _ShareState(_Applier):
                 "snapshotEpoch": value["snapshotEpoch"], "stateEpoch": value["stateEpoch"],
                 "leaderEpoch": value["leaderEpoch"], "startOffset": value["startOffset"],
                 "deliveryCompleteCount": value.get("deliveryCompleteCount", -1),
-                "createTimestamp": value["createTimestamp"], "writeTimestamp": value["writeTimestamp"],
+                # not in Kafka 4.0's snapshots (early-access share groups; 4.1 added them)
+                **{k: value[k] for k in ("createTimestamp", "writeTimestamp") if k in value},
                 "stateBatches": [StateBatch.of(b) for b in value["stateBatches"]], "record_offset": record.offset}
             return
         if value is None:

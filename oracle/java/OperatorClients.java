@@ -8,7 +8,10 @@
 //                                            one joins and commits, the second joins, the first leaves,
 //                                            the second reads to the end, commits and leaves
 //   streams BOOTSTRAP APP_ID IN OUT          a Kafka Streams application with group.protocol=streams
-//                                            (KIP-1071) copying IN to OUT until OUT holds IN's records
+//                                            (KIP-1071, 4.1+) copying IN to OUT until OUT holds IN's records
+//
+// It compiles against every 4.x release's jars (the config names are strings where a release's classes
+// lack their constants: 4.0's StreamsConfig has no GROUP_PROTOCOL_CONFIG).
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -139,7 +142,7 @@ public final class OperatorClients {
         Properties p = new Properties();
         p.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
         p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        p.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, "streams");
+        p.put("group.protocol", "streams"); // StreamsConfig.GROUP_PROTOCOL_CONFIG since 4.1
         p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class.getName());
         p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class.getName());
         p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "500");
