@@ -126,8 +126,8 @@ def _texts(record: Record, table: RecordTypes, hook: ValueHook | None) -> tuple[
 
 
 def with_older_parts(d: DecodedRecord, record: Record, family: str, hook: ValueHook | None = None) -> DecodedRecord:
-    """``d`` with its key and value as the newest older 4.x release's ``family`` table reads them whole, where
-    the newest release's does not: a record type a later release dropped or a version it redefined, as an
+    """``d`` with its key and value as the newest older 4.x release's ``family`` table reads them whole (every
+    byte, nothing skipped), where the newest release's does not: a record type a later release dropped or a version it redefined, as an
     early-access feature's records are (Kafka 4.0's share groups wrote ShareGroupPartitionMetadata, type 9,
     and a ShareGroupMetadataValue version 0 without the MetadataHash 4.1 put in it). The parts name the
     definitions they were read by (``"definitions": "<release>"``); the kafka lines stay each tool's own
@@ -139,7 +139,7 @@ def with_older_parts(d: DecodedRecord, record: Record, family: str, hook: ValueH
         if not table:
             continue
         old = decode_coordinator_record(record, table, hook)
-        if old.key is not None and not old.fallbacks:
+        if old.key is not None and not old.fallbacks and not any(p.notes for p in (old.key, old.value) if p):
             return replace(d, key=_read_by(old.key, module.RELEASE),
                            value=None if old.value is None else _read_by(old.value, module.RELEASE))
     return d
