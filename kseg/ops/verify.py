@@ -730,20 +730,25 @@ def _verify_log(path: Path, options: VerifyOptions, prev_last: int | None,
             c.error("framing", t.error.position, t.error.message + f"; {t.length} bytes from byte {t.position} unread",
                     expected=t.error.expected, found=t.error.found)
     if span:
+        try:
+            size = seg.size if end is None else 0
+        except OSError:  # renamed or deleted since it was read: the whole read says what it says
+            return _LogRead(fr, last, _opening(opened, c), Piece(None, None, 0, FAILED))
         piece = Piece(summaries if want_summaries else None, None if quick else controls,
-                      seg.size if end is None else 0, CLEAN if seg.tail is None else TAIL)
+                      size, CLEAN if seg.tail is None else TAIL)
         return _LogRead(fr, last, _opening(opened, c), piece)
     if options.check_indexes and path.suffix == LOG_SUFFIX:
         # --quick reads no records, so it knows no control batch: the .txnindex is checked alone
-        _companions_checked(c, path, summaries, None if quick else controls, seg.size)
+        _companions_checked(c, path, summaries, None if quick else controls, lambda: seg.size)
     return _LogRead(fr, last, _opening(opened, c))
 
 
 def _companions_checked(c: _Collector, path: Path, summaries: list[tuple], controls: list[tuple] | None,
-                        size: int) -> None:
-    """The segment's index files checked against its batches, findings in ``c``."""
+                        size: Callable[[], int]) -> None:
+    """The segment's index files checked against its batches, findings in ``c`` (``size``: the
+    log's, asked inside, where a file renamed or deleted since it was read is a finding)."""
     try:
-        c.report.problems.extend(check_segment_companions(path, summaries, controls, size))
+        c.report.problems.extend(check_segment_companions(path, summaries, controls, size()))
     except (FileNotFoundError, ReadError) as e:  # a companion deleted, or failing to read
         where = e.filename if isinstance(e, FileNotFoundError) else e.file
         if isinstance(e, FileNotFoundError) and gone(where or path):
@@ -801,7 +806,8 @@ def _joined(pieces: list[VerifyPartial], options: VerifyOptions) -> VerifyPartia
     if options.check_indexes and path.suffix == LOG_SUFFIX:
         summaries = [s for p in pieces for s in (p.piece.summaries or ())] if first.piece.summaries is not None else []
         controls = None if options.quick else [x for p in pieces for x in (p.piece.controls or ())]
-        _companions_checked(c, path, summaries, controls, pieces[-1].piece.size)
+        size = pieces[-1].piece.size
+        _companions_checked(c, path, summaries, controls, lambda: size)
     opening = replace(first.opening, notes=offsets_notes, last_shown=c.last_shown.get("offsets"))
     _hint(fr, path, KAFKA)
     return VerifyPartial(whole, fr, prev, opening)
