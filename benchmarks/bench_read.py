@@ -366,9 +366,14 @@ WORKERS = {
     "bare_verify": w_bare_verify,
     "codec": w_codec,
 }
+KSEG_WORKERS = ("deep_kseg", "verify_quick", "verify_full")  # the rest time what a user would otherwise run
 
 
 def worker_main(args: argparse.Namespace) -> None:
+    if args.worker in KSEG_WORKERS:
+        from kseg.allocator import tune_for_chunks
+
+        tune_for_chunks()  # as the kseg command does: kseg in process as on the command line
     setup = WORKERS[args.worker](args.file, args.magic, args.codec)
     run = setup.pop("run")
     setup["warm_mbps"] = warm_file(args.file)  # and again before each run:

@@ -18,9 +18,12 @@ __all__ = [
     "DEFAULT_PRODUCER_EXPIRATION_MS",
     "DEFAULT_SEGMENT_BYTES",
     "DEFAULT_SEGMENT_INDEX_BYTES",
+    "READ_CHUNK_BYTES",
     "parse_size",
 ]
 
+# Files are read in chunks of this size (memory stays flat whatever the file's size).
+READ_CHUNK_BYTES = 8 * 1024 * 1024
 # A batch that inflates past this is an error, not an out-of-memory crash.
 DEFAULT_MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024
 DEFAULT_INDEX_INTERVAL_BYTES = 4096  # index.interval.bytes

@@ -29,7 +29,7 @@ RANKS = {
     "kseg.errors": 0, "kseg.printable": 0, "kseg.findings": 0, "kseg.model": 0, "kseg.layouts": 0, "kseg.defaults": 0, "kseg.kafka_releases": 0, "kseg.formats": 0,
     "kseg.storage": 0, "kseg.facts": 0, "kseg.checksums": 0, "kseg._checksum": 0,
     "kseg.lazy": 0, "kseg.prefetch": 0,
-    "kseg.interrupts": 0,
+    "kseg.interrupts": 0, "kseg.allocator": 0,
     "kseg.codecs": 1,
     "kseg.log": 2,
     "kseg.companions": 3, "kseg.kafka07": 3, "kseg.decoders": 3,

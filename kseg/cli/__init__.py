@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 from typing import Any
 
+from kseg.allocator import tune_for_chunks
 from kseg.cli.loading import ignore_interrupts, quiet_interrupts
 
 COLLECT_EVERY = 10_000  # new objects between the cycle collector's young-generation runs (Python: 700)
@@ -26,6 +27,7 @@ def run() -> Any:
     # entry): reference counting frees them. At Python's default, a collection every 700 new
     # objects, the cycle collector took a fifth of a dump of uncompressed v1 messages.
     gc.set_threshold(COLLECT_EVERY)
+    tune_for_chunks()  # chunk after chunk in the same memory (kseg.allocator)
     try:
         return main(prog_name="kseg")  # the same usage lines and completion variable however started
     finally:

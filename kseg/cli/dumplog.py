@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, Sequence, TextIO
 
+from kseg.allocator import tune_for_chunks
 from kseg.cli.common import interrupted
 from kseg.cli.dump import dump_options_for, make_renderer, prepare_dump
 from kseg.cli.exits import EXIT_DATA, EXIT_USAGE
@@ -524,6 +525,7 @@ class _JavaName(type(Path())):  # type: ignore[misc]
 
 def run() -> None:
     """The ``kseg-dump-log`` console script."""
+    tune_for_chunks()  # as the kseg command does (kseg.allocator)
     try:
         code = main()
     finally:

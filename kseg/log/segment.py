@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from kseg.defaults import READ_CHUNK_BYTES
 from kseg.errors import InputError, TruncatedError
 from kseg.facts.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
 from kseg.layouts import LOG_ENTRY_PREFIX
@@ -39,7 +40,7 @@ from kseg.log.listing import (  # the naming rules, beside the table of file kin
 from kseg.model import Batch
 from kseg.storage import ArchivePath, RemotePath, as_path, cannot_read
 
-CHUNK_SIZE = 8 * 1024 * 1024
+CHUNK_SIZE = READ_CHUNK_BYTES
 STEP_ENTRIES = 512
 
 

@@ -39,6 +39,7 @@ def _start(setup: Callable[[], None]) -> None:
     # The worker's long-lived objects (PySpark, pyarrow, kseg) need no more scanning by the
     # cyclic collector: move them out of its way, as a fresh single-purpose process has them.
     gc.freeze()
+    tune_for_chunks()  # as the kseg command does (kseg.allocator)
     setup()
 
 
