@@ -196,15 +196,15 @@ FUZZ_ENV = KSEG_SPEEDUPS_SO=$(CURDIR)/$(FUZZ_DIR)/_speedups$(SO_SUFFIX) LD_PRELO
 # kseg's; and the memory ceilings (ASan's shadow memory and quarantine are no dump's).
 SAN_TESTS := accelerator api checksums codecs dump_fields edges export fuzz_corpus golden jvm_utf8 \
 	kafka_admin_corpus kafka_clients_corpus kafka_golden realdata record_types_corpus render_bulk robustness salvage \
-	span_columns tools_find
+	span_columns tools_find tools_stats
 SAN_PYTEST := -p no:cacheprovider -n auto $(patsubst %,tests/test_%.py,$(SAN_TESTS)) \
 	-k 'not bomb and not flat_memory'
 FUZZ_SECONDS ?= 8
 
-$(SAN_DIR)/preload: kseg/log/_speedups.c kseg/log/_spans.h kseg/_checksum.c kseg/_crc32.h kseg/render/_format.c tests/fuzz/build.sh $(STAMP)
+$(SAN_DIR)/preload: kseg/log/_speedups.c kseg/log/_spans.h kseg/log/_sketch.h kseg/_checksum.c kseg/_crc32.h kseg/render/_format.c tests/fuzz/build.sh $(STAMP)
 	PYTHON=$(PY) tests/fuzz/build.sh sanitize $(SAN_DIR)
 
-$(FUZZ_DIR)/preload: kseg/log/_speedups.c kseg/log/_spans.h kseg/_checksum.c kseg/_crc32.h kseg/render/_format.c tests/fuzz/build.sh $(STAMP)
+$(FUZZ_DIR)/preload: kseg/log/_speedups.c kseg/log/_spans.h kseg/log/_sketch.h kseg/_checksum.c kseg/_crc32.h kseg/render/_format.c tests/fuzz/build.sh $(STAMP)
 	PYTHON=$(PY) tests/fuzz/build.sh fuzz $(FUZZ_DIR)
 	$(PY) -m pip install -q -c constraints.txt atheris
 

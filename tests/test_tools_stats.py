@@ -170,7 +170,10 @@ def test_c_walk_equals_python_path(tmp_path, monkeypatch):
         pytest.skip("the C sketch walk is not built (or KSEG_PURE_PYTHON is set)")
     root = build(tmp_path / "logs")
     keyed_log_dir(root, per_partition_batches=10)
-    for path in (root, FIXTURES_LOGDIR):
+    # The fast side counts runs of v2 batches in C (``stats_v2_run``: CRCs, decompression, the
+    # walk, the sketch) and the rest with the C walk; the slow side every batch in Python.
+    real = REALDATA / "Experts-in-team-innovation" / "kafka" / "data"
+    for path in (root, FIXTURES_LOGDIR, *([real] if real.is_dir() else [])):
         fast = stats_paths([path])
         monkeypatch.setattr(stats_mod, "SKETCH", None)
         slow = stats_paths([path])
@@ -215,18 +218,15 @@ def test_sketches_are_dropped_once_merged(tmp_path):
     assert parts[0].acc.as_json()["distinct_keys_estimate"] == 46
 
 
-@given(st.lists(v2_records(max_size=12), min_size=1, max_size=4), st.sampled_from([0, 1, 4]))
-@settings(max_examples=60, deadline=None)
-def test_c_walk_equals_python_path_on_any_records(batches, codec):
+def _same_both_ways(log_bytes: bytes) -> None:
+    """A segment of these bytes counts the same with the C walks (runs, sketch) as in Python."""
     import tempfile
 
     from kseg.ops import stats as stats_mod
 
-    if stats_mod.SKETCH is None:
-        pytest.skip("the C sketch walk is not built (or KSEG_PURE_PYTHON is set)")
     with tempfile.TemporaryDirectory() as d:
         log = Path(d) / segment_file_name(0)
-        log.write_bytes(b"".join(build_v2_batch(recs, codec=codec) for recs in batches))
+        log.write_bytes(log_bytes)
         fast = stats_mod.stats_partition([log], stats_mod.StatsOptions())
         saved, stats_mod.SKETCH = stats_mod.SKETCH, None
         try:
@@ -234,3 +234,64 @@ def test_c_walk_equals_python_path_on_any_records(batches, codec):
         finally:
             stats_mod.SKETCH = saved
         assert fast.acc.as_json() == slow.acc.as_json()
+
+
+@given(st.lists(v2_records(max_size=12), min_size=1, max_size=4), st.sampled_from([0, 1, 2, 3, 4]))
+@settings(max_examples=60, deadline=None)
+def test_c_walk_equals_python_path_on_any_records(batches, codec):
+    from kseg.ops import stats as stats_mod
+
+    if stats_mod.SKETCH is None:
+        pytest.skip("the C sketch walk is not built (or KSEG_PURE_PYTHON is set)")
+    _same_both_ways(b"".join(build_v2_batch(recs, codec=codec) for recs in batches))
+
+
+@given(st.lists(st.tuples(v2_records(max_size=8), st.sampled_from([0, 1, 3, 4]), st.booleans(), st.booleans()),
+                min_size=2, max_size=5),
+       st.integers(0, 10_000), st.integers(1, 255), st.booleans())
+@settings(max_examples=80, deadline=None)
+def test_c_run_counts_damage_as_the_python_path(batches, where, xor, fix_crc):
+    """A byte changed anywhere (the CRC then wrong, or made right again so that only the records
+    are wrong), transactional and LogAppendTime batches among the rest: the C run stops where
+    the per-batch path must say something, and the figures and problems are the Python path's."""
+    from kseg.checksums import crc32c
+    from kseg.facts.record_batch_v2 import CRC_START
+    from kseg.ops import stats as stats_mod
+
+    if stats_mod.SKETCH is None:
+        pytest.skip("the C sketch walk is not built (or KSEG_PURE_PYTHON is set)")
+    parts = [bytearray(build_v2_batch(recs, codec=codec, producer_id=7 if txn else -1, transactional=txn,
+                                      timestamp_type=int(lat), max_timestamp=T0 if lat else None))
+             for recs, codec, txn, lat in batches]
+    hit = parts[where % len(parts)]
+    at = CRC_START + where % (len(hit) - CRC_START)
+    hit[at] ^= xor
+    if fix_crc:
+        struct.pack_into(">I", hit, CRC_START - 4, crc32c(bytes(hit[CRC_START:])))
+    _same_both_ways(b"".join(parts))
+
+
+@pytest.mark.parametrize("codec", [0, 1, 2, 3, 4])
+def test_c_run_takes_every_sound_batch(tmp_path, codec):
+    """Sound batches of every built-in codec are counted by the run, keys into the same registers
+    as HyperLogLog.add_many; a control batch ends it (its marker is read the long way)."""
+    from kseg.log.checks import stats_v2_run
+    from kseg.log.fast import c_twin
+    from test_answers import marker
+
+    if c_twin("stats_v2_run") is None:
+        pytest.skip("the C accelerator is not built (or KSEG_PURE_PYTHON is set)")
+    recs = [[make_record(o, T0 + o, f"k{o % 7}".encode() if o % 3 else None, b"v" * o) for o in range(i, i + 5)]
+            for i in range(0, 20, 5)]
+    log = tmp_path / segment_file_name(0)
+    log.write_bytes(b"".join(build_v2_batch(r, codec=codec) for r in recs)
+                    + marker(20, 3, commit=True))
+    entries = [b for chunk in Segment(log).batch_lists() for b in chunk]
+    hll = HyperLogLog()
+    run = stats_v2_run(entries, 0, hll.registers, hll.p)
+    assert run.stop == 4 and run.records == 20
+    assert run.keyless == sum(r.key is None for rs in recs for r in rs)
+    expected = HyperLogLog()
+    expected.add_many([r.key for rs in recs for r in rs if r.key is not None])
+    assert hll.registers == expected.registers
+    assert stats_v2_run(entries, 4, hll.registers, hll.p).stop == 4

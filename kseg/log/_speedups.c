@@ -20,6 +20,7 @@
  *   resync                   kseg.log.salvage_scan.find_candidate
  *   span_columns             kseg.log.span_columns.span_columns_py
  *   sound_v2_run             kseg.log.checks.sound_v2_run_py
+ *   stats_v2_run             kseg.log.checks.stats_v2_run_py
  *
  * (decode_v2 and legacy_set also give record spans, _spans.h, for the dump's line
  * writers: their reference is the records the same call decodes; plain_spans the
@@ -41,6 +42,7 @@
 #include <string.h>
 
 #include "_spans.h"
+#include "_sketch.h"
 #include "../_crc32.h"
 
 static PyObject *DecodeError;
@@ -1691,6 +1693,88 @@ ends_run(PyObject *kseg_error)
     return 1;
 }
 
+/* A run's view of one entry: a v2 batch tuple with int64 fields, contiguous bytes of a batch's
+ * size at least, no attribute bit of reject_mask and a codec up to max_codec; -1: not that
+ * (the run ends before it). */
+typedef struct {
+    PyObject *raw_obj;
+    long long attrs, base_offset, crc, max_ts, size, lod, base_ts, count, pid;
+    long codec;
+} V2Fields;
+
+static int
+v2_fields(PyObject *b, long reject_mask, long max_codec, V2Fields *f)
+{
+    if (!PyTuple_Check(b) || PyTuple_GET_SIZE(b) != N_BATCH_FIELDS) return -1;
+    f->raw_obj = PyTuple_GET_ITEM(b, B_RAW);
+    if (!PyMemoryView_Check(f->raw_obj)) return -1;
+    Py_buffer *raw = PyMemoryView_GET_BUFFER(f->raw_obj);
+    long long magic;
+    if (field_ll(b, B_MAGIC, &magic) < 0 || magic != 2 || field_ll(b, B_ATTRS, &f->attrs) < 0
+        || field_ll(b, B_BASE_OFFSET, &f->base_offset) < 0 || field_ll(b, B_CRC, &f->crc) < 0
+        || field_ll(b, B_MAX_TS, &f->max_ts) < 0 || field_ll(b, B_SIZE, &f->size) < 0 || field_ll(b, B_LOD, &f->lod) < 0
+        || field_ll(b, B_BASE_TS, &f->base_ts) < 0 || field_ll(b, B_COUNT, &f->count) < 0
+        || field_ll(b, B_PID, &f->pid) < 0)
+        return -1;
+    f->codec = (long)(f->attrs & CODEC_MASK);
+    if ((f->attrs & reject_mask) || f->codec > max_codec || !PyBuffer_IsContiguous(raw, 'C') || raw->len < V2_RECORDS_AT)
+        return -1;
+    return 0;
+}
+
+/* Whether crc_fn(the bytes the v2 CRC covers) is `crc`: 1 yes, 0 no, -1 an error to raise. */
+static int
+crc_matches(PyObject *raw_obj, PyObject *crc_fn, long long crc)
+{
+    PyObject *covered = PySequence_GetSlice(raw_obj, V2_CRC_START, PyMemoryView_GET_BUFFER(raw_obj)->len);
+    if (!covered) return -1;
+    PyObject *computed = PyObject_CallOneArg(crc_fn, covered);
+    Py_DECREF(covered);
+    if (!computed) return -1;
+    long long c = PyLong_AsLongLong(computed);
+    Py_DECREF(computed);
+    if (c == -1 && PyErr_Occurred()) return -1;
+    return c == crc;
+}
+
+/* A v2 batch's records section for a run: as stored, or decompressed (Kafka's LZ4 frames into
+ * scratch, else by decompress(codec, view) -> bytes, then held in *inflated for the caller to
+ * release). 1: *data and *len set; 0: the batch does not decompress (a kseg error: the
+ * per-batch path says why), the run ends before it; -1: an error to raise. */
+static int
+run_records(PyObject *raw_obj, long codec, Py_ssize_t limit, PyObject *decompress, PyObject *kseg_error,
+            const unsigned char **data, Py_ssize_t *len, PyObject **inflated)
+{
+    Py_buffer *raw = PyMemoryView_GET_BUFFER(raw_obj);
+    *data = (const unsigned char *)raw->buf + V2_RECORDS_AT;
+    *len = raw->len - V2_RECORDS_AT;
+    *inflated = NULL;
+    if (codec == 0) return 1;
+    if (codec == lz4_codec && lz4_decompress_safe != NULL) {
+        Py_ssize_t got = lz4_frame(*data, *len, limit);
+        if (got >= 0) {
+            *data = scratch;
+            *len = got;
+            return 1;
+        }
+    }
+    PyObject *payload = PySequence_GetSlice(raw_obj, V2_RECORDS_AT, raw->len);
+    PyObject *id = payload ? PyLong_FromLong(codec) : NULL;
+    PyObject *out = id ? PyObject_CallFunctionObjArgs(decompress, id, payload, NULL) : NULL;
+    Py_XDECREF(payload);
+    Py_XDECREF(id);
+    if (!out) return ends_run(kseg_error) ? 0 : -1;
+    if (!PyBytes_Check(out)) {
+        Py_DECREF(out);
+        PyErr_SetString(PyExc_TypeError, "decompress() must return bytes");
+        return -1;
+    }
+    *inflated = out;
+    *data = (const unsigned char *)PyBytes_AS_STRING(out);
+    *len = PyBytes_GET_SIZE(out);
+    return 1;
+}
+
 /*
  * sound_v2_run(batches, start, last, name_base, limit, crc32c, decompress, kseg_error,
  *              reject_mask, log_append_mask, max_codec) -> (stop, records, bytes, last)
@@ -1736,37 +1820,22 @@ sound_v2_run(PyObject *self, PyObject *args)
     }
     if (PyErr_Occurred()) return NULL;
     for (; i < n; i++) {
-        PyObject *b = PyList_GET_ITEM(batches, i);
-        if (!PyTuple_Check(b) || PyTuple_GET_SIZE(b) != N_BATCH_FIELDS) break;
-        PyObject *raw_obj = PyTuple_GET_ITEM(b, B_RAW);
-        if (!PyMemoryView_Check(raw_obj)) break;
-        Py_buffer *raw = PyMemoryView_GET_BUFFER(raw_obj);
-        long long magic, attrs, base_offset, crc, max_ts, size, lod, base_ts, count;
-        if (field_ll(b, B_MAGIC, &magic) < 0 || magic != 2 || field_ll(b, B_ATTRS, &attrs) < 0
-            || field_ll(b, B_BASE_OFFSET, &base_offset) < 0 || field_ll(b, B_CRC, &crc) < 0
-            || field_ll(b, B_MAX_TS, &max_ts) < 0 || field_ll(b, B_SIZE, &size) < 0 || field_ll(b, B_LOD, &lod) < 0
-            || field_ll(b, B_BASE_TS, &base_ts) < 0 || field_ll(b, B_COUNT, &count) < 0)
-            break;
-        long codec = (long)(attrs & CODEC_MASK);
-        if ((attrs & reject_mask) || codec > max_codec || !PyBuffer_IsContiguous(raw, 'C') || raw->len < V2_RECORDS_AT)
-            break;
+        V2Fields f;
+        if (v2_fields(PyList_GET_ITEM(batches, i), reject_mask, max_codec, &f) < 0) break;
+        PyObject *raw_obj = f.raw_obj;
+        const long long attrs = f.attrs, base_offset = f.base_offset, crc = f.crc, max_ts = f.max_ts, size = f.size,
+                        lod = f.lod, base_ts = f.base_ts, count = f.count;
+        const long codec = f.codec;
         /* the header */
         if (lod < 0 || count < 0 || count > lod + 1) break;
         long long first = base_offset, batch_last;
         if (__builtin_add_overflow(base_offset, lod, &batch_last)) break;
         if (first < 0 || (has_base && first < name_base)) break;
         if (has_last && (last == LLONG_MAX || first != last + 1)) break;
-        const unsigned char *p = (const unsigned char *)raw->buf;
         /* the CRC-32C, by the function the per-batch path uses */
-        PyObject *covered = PySequence_GetSlice(raw_obj, V2_CRC_START, raw->len);
-        if (!covered) return NULL;
-        PyObject *computed = PyObject_CallOneArg(crc_fn, covered);
-        Py_DECREF(covered);
-        if (!computed) return NULL;
-        long long c = PyLong_AsLongLong(computed);
-        Py_DECREF(computed);
-        if (c == -1 && PyErr_Occurred()) return NULL;
-        if (c != crc) break;
+        int crc_ok = crc_matches(raw_obj, crc_fn, crc);
+        if (crc_ok < 0) return NULL;
+        if (!crc_ok) break;
         if (decompress == Py_None) { /* verify --quick: the header and the CRC only */
             records += count;
             bytes += size;
@@ -1775,34 +1844,12 @@ sound_v2_run(PyObject *self, PyObject *args)
             continue;
         }
         /* the records, decompressed */
-        const unsigned char *data = p + V2_RECORDS_AT;
-        Py_ssize_t data_len = raw->len - V2_RECORDS_AT;
+        const unsigned char *data;
+        Py_ssize_t data_len;
         PyObject *inflated = NULL;
-        if (codec != 0) {
-            Py_ssize_t got = -1;
-            if (codec == lz4_codec && lz4_decompress_safe != NULL) got = lz4_frame(data, data_len, limit);
-            if (got >= 0) {
-                data = scratch;
-                data_len = got;
-            } else {
-                PyObject *payload = PySequence_GetSlice(raw_obj, V2_RECORDS_AT, raw->len);
-                PyObject *id = payload ? PyLong_FromLong(codec) : NULL;
-                inflated = id ? PyObject_CallFunctionObjArgs(decompress, id, payload, NULL) : NULL;
-                Py_XDECREF(payload);
-                Py_XDECREF(id);
-                if (!inflated) {
-                    if (ends_run(kseg_error)) break;
-                    return NULL;
-                }
-                if (!PyBytes_Check(inflated)) {
-                    Py_DECREF(inflated);
-                    PyErr_SetString(PyExc_TypeError, "decompress() must return bytes");
-                    return NULL;
-                }
-                data = (const unsigned char *)PyBytes_AS_STRING(inflated);
-                data_len = PyBytes_GET_SIZE(inflated);
-            }
-        }
+        int got = run_records(raw_obj, codec, limit, decompress, kseg_error, &data, &data_len, &inflated);
+        if (got < 0) return NULL;
+        if (got == 0) break;
         /* the records, walked */
         V2Summary sum;
         PyObject *walked = walk_v2(data, data_len, 0, base_ts, (Py_ssize_t)count, Py_None, Py_None, Py_None, 0, &sum);
@@ -1831,6 +1878,143 @@ done:
     return Py_BuildValue("(nLLN)", i, records, bytes, last_obj);
 }
 
+/*
+ * stats_v2_run(batches, start, limit, crc32c, decompress, kseg_error, reject_mask, lat_mask,
+ *              max_codec, registers, p) -> (stop, summary, rows)
+ * The v2 batches from batches[start] that `kseg stats` counts the same whatever reads them,
+ * counted at once: CRC-32C as stored, no attribute bit of reject_mask (control batches:
+ * their marker is read the long way), a built-in codec (at most max_codec), the records
+ * decompressed as sound_v2_run does and walked by _sketch.h's walk, their keys into the
+ * HyperLogLog registers (bytearray of 2**p). stop == start: count batches[start] the long way.
+ * summary: (records, bytes, keyless, tombstones, compressed stored, compressed raw, smallest
+ * record timestamp >= 0 or None, largest batch maxTimestamp >= 0 or None, bytes per codec id
+ * as a tuple of max_codec + 1). rows: per batch taken, int64s (size, record count,
+ * maxTimestamp, producer id, last offset, attributes), native order. Its reference is
+ * kseg.ops.stats counting batch by batch (stats_v2_run_py takes no batch).
+ */
+#define STATS_ROW 6
+static uint32_t *marks_buf = NULL;
+static Py_ssize_t marks_cap = 0;
+
+static PyObject *
+stats_v2_run(PyObject *self, PyObject *args)
+{
+    PyObject *batches, *crc_fn, *decompress, *kseg_error;
+    Py_ssize_t start, limit;
+    long reject_mask, lat_mask, max_codec;
+    Py_buffer regs;
+    int p;
+    REQUIRE_CONFIGURED;
+    if (!PyArg_ParseTuple(args, "O!nnOOOlllw*i", &PyList_Type, &batches, &start, &limit, &crc_fn, &decompress,
+                          &kseg_error, &reject_mask, &lat_mask, &max_codec, &regs, &p))
+        return NULL;
+    PyObject *rows = NULL, *result = NULL;
+    long long by_codec[8] = {0};
+    Py_ssize_t n = PyList_GET_SIZE(batches), i = start;
+    if (p < 4 || p > 18 || regs.len != ((Py_ssize_t)1 << p) || max_codec < 0 || max_codec > 7) {
+        PyErr_SetString(PyExc_ValueError, "stats_v2_run: registers of 2**p bytes, p in 4..18, codecs 0..7");
+        goto done;
+    }
+    if (start < 0 || start > n) {
+        PyErr_SetString(PyExc_IndexError, "start outside the list");
+        goto done;
+    }
+    rows = PyBytes_FromStringAndSize(NULL, (n - start) * STATS_ROW * (Py_ssize_t)sizeof(int64_t));
+    if (!rows) goto done;
+    int64_t *row = (int64_t *)PyBytes_AS_STRING(rows);
+    long long records = 0, bytes = 0, keyless = 0, tombstones = 0, stored = 0, inflated_bytes = 0;
+    long long min_ts = 0, max_ts_all = 0;
+    int has_min = 0, has_max = 0;
+#if PY_BIG_ENDIAN
+    n = start; /* _sketch.h reads native little-endian words */
+#endif
+    for (; i < n; i++) {
+        V2Fields f;
+        if (v2_fields(PyList_GET_ITEM(batches, i), reject_mask, max_codec, &f) < 0) break;
+        PyObject *raw_obj = f.raw_obj;
+        Py_buffer *raw = PyMemoryView_GET_BUFFER(raw_obj);
+        const long long attrs = f.attrs, crc = f.crc, max_ts = f.max_ts, size = f.size, base_ts = f.base_ts,
+                        count = f.count, pid = f.pid;
+        const long codec = f.codec;
+        long long batch_last;
+        if (count < 0 || __builtin_add_overflow(f.base_offset, f.lod, &batch_last)) break;
+        int ok = crc_matches(raw_obj, crc_fn, crc);
+        if (ok < 0) goto done;
+        if (!ok) break;
+        const unsigned char *data;
+        Py_ssize_t data_len;
+        PyObject *inflated = NULL;
+        int got = run_records(raw_obj, codec, limit, decompress, kseg_error, &data, &data_len, &inflated);
+        if (got < 0) goto done;
+        if (got == 0) break;
+        if (count > data_len || (count > marks_cap && count > 0)) {
+            if (count > data_len) { Py_XDECREF(inflated); break; } /* a record takes a byte at least */
+            uint32_t *m = PyMem_Realloc(marks_buf, (size_t)count * sizeof *m);
+            if (!m) { Py_XDECREF(inflated); PyErr_NoMemory(); goto done; }
+            marks_buf = m;
+            marks_cap = count;
+        }
+        SketchSum sum;
+        const char *why = sk_walk_v2(data, data_len, (Py_ssize_t)count, p, marks_buf, &sum);
+        long long first_ts = 0;
+        int has_first = 0;
+        if (!why) {
+            if (attrs & lat_mask) {
+                first_ts = max_ts;
+                has_first = 1;
+            } else if (sum.have_min) {
+                if (__builtin_add_overflow(base_ts, (long long)sum.min_delta, &first_ts)) why = "timestamp";
+                has_first = 1;
+            }
+        }
+        Py_XDECREF(inflated);
+        if (why) break;
+        sk_apply(regs.buf, marks_buf, sum.marks);
+        records += count;
+        bytes += size;
+        by_codec[codec] += size;
+        keyless += sum.keyless;
+        tombstones += sum.tombstones;
+        if (codec != 0) {
+            stored += (long long)raw->len - V2_RECORDS_AT;
+            inflated_bytes += data_len;
+        }
+        if (has_first && first_ts >= 0 && (!has_min || first_ts < min_ts)) { min_ts = first_ts; has_min = 1; }
+        if (max_ts >= 0 && (!has_max || max_ts > max_ts_all)) { max_ts_all = max_ts; has_max = 1; }
+        row[0] = size; row[1] = count; row[2] = max_ts; row[3] = pid; row[4] = batch_last; row[5] = attrs;
+        row += STATS_ROW;
+    }
+    if (_PyBytes_Resize(&rows, (i - start) * STATS_ROW * (Py_ssize_t)sizeof(int64_t)) < 0) goto done;
+    {
+        PyObject *codecs = PyTuple_New(max_codec + 1);
+        if (!codecs) goto done;
+        for (long c = 0; c <= max_codec; c++) {
+            PyObject *v = PyLong_FromLongLong(by_codec[c]);
+            if (!v) { Py_DECREF(codecs); goto done; }
+            PyTuple_SET_ITEM(codecs, c, v);
+        }
+        PyObject *lo = has_min ? PyLong_FromLongLong(min_ts) : Py_NewRef(Py_None);
+        PyObject *hi = has_max ? PyLong_FromLongLong(max_ts_all) : Py_NewRef(Py_None);
+        if (!lo || !hi) { Py_XDECREF(lo); Py_XDECREF(hi); Py_DECREF(codecs); goto done; }
+        result = Py_BuildValue("(n(LLLLLLNNN)O)", i, records, bytes, keyless, tombstones, stored, inflated_bytes,
+                               lo, hi, codecs, rows);
+    }
+done:
+    if (scratch_cap > SCRATCH_KEPT) {
+        PyMem_Free(scratch);
+        scratch = NULL;
+        scratch_cap = 0;
+    }
+    if (marks_cap > (SCRATCH_KEPT >> 2)) {
+        PyMem_Free(marks_buf);
+        marks_buf = NULL;
+        marks_cap = 0;
+    }
+    Py_XDECREF(rows);
+    PyBuffer_Release(&regs);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "Set the positions, sizes and masks (kseg.layouts.accelerator_layout()); needed before anything else."},
@@ -1849,6 +2033,7 @@ static PyMethodDef methods[] = {
     {"span_columns", span_columns, METH_VARARGS, "Record spans as Arrow column buffers (twin of span_columns_py)."},
     {"configure_lz4", configure_lz4, METH_VARARGS, "Find LZ4_decompress_safe in python-lz4's loaded extension."},
     {"sound_v2_run", sound_v2_run, METH_VARARGS, "The v2 batches verify finds nothing in (twin of sound_v2_run_py)."},
+    {"stats_v2_run", stats_v2_run, METH_VARARGS, "The v2 batches stats counts at once (twin: stats_v2_run_py)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -19,6 +19,8 @@ from xxhash import xxh64_intdigest
 from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import KsegError
 from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD
+from kseg.formats.attributes import CODEC_NAMES, TRANSACTIONAL_MASK
+from kseg.log.checks import STATS_ROW, StatsRun, stats_v2_run
 from kseg.log.control import control_info
 from kseg.log.decode import effective_log_append_time, records_region
 from kseg.log.fast import ACCELERATED, decode_v2_records
@@ -207,6 +209,13 @@ class Acc:
         if not timeline:
             self.timeline = Timeline()
 
+    def widen_time(self, lo: int | None, hi: int | None) -> None:
+        """Take in a smallest and a largest timestamp (None: none seen)."""
+        if lo is not None:
+            self.min_timestamp = lo if self.min_timestamp is None else min(self.min_timestamp, lo)
+        if hi is not None:
+            self.max_timestamp = hi if self.max_timestamp is None else max(self.max_timestamp, hi)
+
     def problem(self, text: str) -> None:
         self.problem_count += 1
         if len(self.problems) < MAX_PROBLEMS:
@@ -220,12 +229,7 @@ class Acc:
             mine = getattr(self, name)
             for k, v in getattr(o, name).items():
                 mine[k] = mine.get(k, 0) + v
-        if o.min_timestamp is not None:
-            self.min_timestamp = o.min_timestamp if self.min_timestamp is None else min(self.min_timestamp,
-                                                                                        o.min_timestamp)
-        if o.max_timestamp is not None:
-            self.max_timestamp = o.max_timestamp if self.max_timestamp is None else max(self.max_timestamp,
-                                                                                        o.max_timestamp)
+        self.widen_time(o.min_timestamp, o.max_timestamp)
         if isinstance(o.keys, FrozenCount) or isinstance(self.keys, FrozenCount):
             raise TypeError("merge before freezing")
         self.keys.merge(o.keys)
@@ -461,6 +465,59 @@ def _sketch_batch(acc: Acc, b: Batch, limit: int, where: str) -> int | None:
     return count
 
 
+def keyed_sketch(acc: Acc) -> bool:
+    """Whether ``acc`` still takes keys (a HyperLogLog, not the estimate it froze into)."""
+    return isinstance(acc.keys, HyperLogLog)
+
+
+def _add_run(acc: Acc, run: StatsRun, part: "StatsPart", active: bool, first_dirty: int | None) -> int:
+    """Count a run of v2 batches (``stats_v2_run``) into ``acc`` and ``part`` as ``_add_batch``
+    counts each of them; the run's last offset. Per batch only the histograms, producers and
+    timeline remain, over the run's columns."""
+    rows = memoryview(run.rows).cast("q")
+    sizes, counts, stamps = rows[0::STATS_ROW], rows[1::STATS_ROW], rows[2::STATS_ROW]
+    pids, lasts, attrs = rows[3::STATS_ROW], rows[4::STATS_ROW], rows[5::STATS_ROW]
+    n = len(sizes)
+    acc.batches += n
+    acc.bytes += run.bytes
+    acc.bytes_by_magic[2] = acc.bytes_by_magic.get(2, 0) + run.bytes
+    for codec, size in enumerate(run.bytes_by_codec):
+        if size:
+            name = CODEC_NAMES[codec]
+            acc.bytes_by_codec[name] = acc.bytes_by_codec.get(name, 0) + size
+    _count_into(acc.batch_sizes, map(_size_bucket, sizes))
+    _count_into(acc.records_per_batch, map(_size_bucket, counts))
+    _count_into(acc.producers, (pid for pid in pids if pid >= 0))
+    state = part.txns.state
+    for pid, a in zip(pids, attrs):
+        if a & TRANSACTIONAL_MASK:
+            state[pid] = True
+    acc.records += run.records
+    acc.keyless += run.keyless
+    acc.keyed += run.records - run.keyless
+    acc.tombstones += run.tombstones
+    acc.compressed_stored += run.stored
+    acc.compressed_raw += run.raw
+    acc.widen_time(run.min_timestamp, run.max_timestamp)
+    add = acc.timeline.add
+    for ts, count, size in zip(stamps, counts, sizes):
+        if ts >= 0:
+            add(ts, count, size)
+    if not active:
+        if first_dirty is None:
+            part.dirty_bytes += run.bytes
+        else:
+            clean = sum(size for size, last in zip(sizes, lasts) if last < first_dirty)
+            part.clean_bytes += clean
+            part.dirty_bytes += run.bytes - clean
+    return lasts[-1]
+
+
+def _count_into(counts: dict[int, int], items: Iterable[int]) -> None:
+    for k, v in Counter(items).items():
+        counts[k] = counts.get(k, 0) + v
+
+
 def r_size(r: Any) -> int:
     """A legacy inner message's size as stored in its wrapper's payload (log overhead included)."""
     key = len(r.key) if r.key is not None else 0
@@ -527,17 +584,8 @@ def _read_into(ss: SegmentStats, part: StatsPart, path: Path, o: StatsOptions, f
     Bytes before ``end`` that are not a batch: read on from there to the file's end, as a whole
     read goes on (True: the segment's later slices hold nothing a whole read would count)."""
     seg = Segment(path)
-    limit = o.max_decompressed_bytes
-    for b in seg.batches(start=start, end=end):
-        first, last = _add_batch(ss.acc, b, part.txns, limit, str(path))
-        if ss.first_offset is None:
-            ss.first_offset = first
-        ss.last_offset = last
-        if not active:
-            if first_dirty is not None and b.last_offset < first_dirty:
-                part.clean_bytes += b.size
-            else:
-                part.dirty_bytes += b.size
+    for entries in seg.batch_lists(start=start, end=end):
+        count_entries(ss, part, entries, str(path), o.max_decompressed_bytes, active, first_dirty)
     if seg.tail is not None and end is not None:
         _read_into(ss, part, path, o, first_dirty, active, seg.tail.position, None)
         return True
@@ -546,6 +594,34 @@ def _read_into(ss: SegmentStats, part: StatsPart, path: Path, o: StatsOptions, f
         t = seg.tail
         ss.acc.problem(f"{path}: at byte {t.position}: {t.error.message} ({t.length} bytes unread)")
     return False
+
+
+def count_entries(ss: SegmentStats, part: "StatsPart", entries: list[Batch], where: str, limit: int,
+                  active: bool = True, first_dirty: int | None = None) -> None:
+    """Count a scanner list of batches into ``ss`` and ``part``: runs of v2 batches at once in C
+    (``stats_v2_run``), the batch that ends a run one by one (``_add_batch``)."""
+    acc = ss.acc
+    i = 0
+    while i < len(entries):
+        run = (stats_v2_run(entries, i, acc.keys.registers, acc.keys.p, limit)
+               if SKETCH is not None and keyed_sketch(acc) else None)
+        if run is not None and run.stop > i:
+            if ss.first_offset is None:
+                ss.first_offset = entries[i].offset
+            ss.last_offset = _add_run(acc, run, part, active, first_dirty)
+            i = run.stop
+            continue
+        b = entries[i]
+        i += 1
+        first, last = _add_batch(acc, b, part.txns, limit, where)
+        if ss.first_offset is None:
+            ss.first_offset = first
+        ss.last_offset = last
+        if not active:
+            if first_dirty is not None and b.last_offset < first_dirty:
+                part.clean_bytes += b.size
+            else:
+                part.dirty_bytes += b.size
 
 
 def _finish(ps: PartitionStats, parts: Iterable[StatsPart], o: StatsOptions) -> None:

@@ -18,7 +18,7 @@ and spans), ``legacy_record``,
 ``legacy_batch_record``, ``legacy_crc_mismatches``, ``encode_v2_records``,
 ``encode_legacy_messages``, ``resync`` (salvage's scan), ``span_columns`` (spans to Arrow's
 column buffers) and ``sound_v2_run`` (verify's runs of sound v2 batches, ``configure_lz4``'s
-LZ4 reader in them); every record-line writer of ``kseg/render/_format.c`` (``lines``); and the
+LZ4 reader in them), ``stats_v2_run`` (stats' runs); every record-line writer of ``kseg/render/_format.c`` (``lines``); and the
 pure-Python readers of internal topics
 (``kseg.decoders``) and companion files (``kseg.companions.read``).
 """
@@ -497,21 +497,30 @@ def fuzz_resync(data: bytes) -> None:
         same("resync (walk)", walks[0], walks[1])
 
 
+def _run_input(data: bytes) -> tuple[int, list[Batch]]:
+    """A run target's input: a byte of flags, then .log bytes (their batches); the C reader of
+    Kafka's LZ4 frames bound, as a run finds it."""
+    from kseg.codecs import get_codec
+    from kseg.formats.attributes import CODEC_LZ4
+
+    r = Reader(data)
+    flags = r.u8()
+    batches = decode.scan_entries(r.rest()).batches
+    if batches:
+        fast.bind_lz4(get_codec(CODEC_LZ4))
+    return flags, batches
+
+
 def fuzz_sound_v2_run(data: bytes) -> None:
     """``sound_v2_run`` (verify's runs of v2 batches it finds nothing in: CRC-32C, header, records
     decompressed, Kafka's LZ4 frames in C, and walked, offsets) against ``sound_v2_run_py``, from
     every batch verify starts a run at, after an offset, under a base offset and a decompression
     limit the first byte picks, full or quick."""
-    from kseg.codecs import get_codec
-    from kseg.formats.attributes import CODEC_LZ4
     from kseg.log import checks
 
-    r = Reader(data)
-    flags = r.u8()
-    batches = decode.scan_entries(r.rest()).batches
+    flags, batches = _run_input(data)
     if not batches:
         return
-    fast.bind_lz4(get_codec(CODEC_LZ4))
     first = batches[0].base_offset
     last = (None, first - 1, first, INT64_MAX)[flags & 3]
     name_base = (None, first, first + 1, 1 << 64)[(flags >> 2) & 3]
@@ -522,6 +531,30 @@ def fuzz_sound_v2_run(data: bytes) -> None:
         run = both("sound_v2_run", checks.sound_v2_run, batches, i, last, name_base, limit, "", quick)
         stop = run[1].stop
         i, last = max(stop, i + 1), run[1].last if stop > i else batches[i].base_offset
+
+
+def fuzz_stats_v2_run(data: bytes) -> None:
+    """``stats_v2_run`` (stats' runs of v2 batches counted at once: CRC-32C, records decompressed
+    and walked, keys into the HyperLogLog) through ``kseg.ops.stats.count_entries``: the same
+    figures, registers, offsets, clean and dirty bytes and transaction states as counting every
+    batch one by one (the reference, ``stats_v2_run_py`` taking none), under a decompression limit,
+    an active segment or not and a cleaner checkpoint the first byte picks."""
+    from kseg.ops import stats
+
+    flags, batches = _run_input(data)
+    if not batches:
+        return
+    limit = (DECOMPRESSED_LIMIT, 100, 0, 1 << 16)[flags & 3]
+    active = bool(flags & 4)
+    first_dirty = (None, batches[0].base_offset + 1)[(flags >> 3) & 1]
+
+    def count() -> tuple:
+        ss, part = stats.SegmentStats("fuzz", 0), stats.StatsPart()
+        stats.count_entries(ss, part, batches, "fuzz", limit, active, first_dirty)
+        return (ss.acc.as_json(), bytes(ss.acc.keys.registers), ss.first_offset, ss.last_offset,
+                part.clean_bytes, part.dirty_bytes, part.txns.state)
+
+    both("stats_v2_run", count)
 
 
 def fuzz_lines(data: bytes) -> None:
@@ -637,4 +670,5 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "lines": fuzz_lines,
     "span_columns": fuzz_span_columns,
     "sound_v2_run": fuzz_sound_v2_run,
+    "stats_v2_run": fuzz_stats_v2_run,
 }
