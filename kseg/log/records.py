@@ -68,20 +68,22 @@ def payload_bytes(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) 
     return decompress_payload(batch, value, limit), True
 
 
-def batch_records(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> list[Record]:
-    """Every record of a batch with absolute offsets and effective timestamps."""
+def batch_records(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+                  payload: bytes | None = None) -> list[Record]:
+    """Every record of a batch with absolute offsets and effective timestamps. ``payload``: a
+    compressed batch's ``payload_bytes``, when the caller has them already."""
     if batch.magic < 2:
         if not batch.attributes & CODEC_MASK:  # the hot case of legacy segments
             try:
                 return [legacy_batch_record(batch)]
             except KsegError as e:
                 raise e.shift(batch.position)
-        data, _ = payload_bytes(batch, limit=limit)
+        data = payload if payload is not None else payload_bytes(batch, limit=limit)[0]
         try:
             return decode_legacy_wrapper(batch, data)
         except KsegError as e:
             raise _in_file(e, batch, True)
-    data, compressed, base_timestamp, count = _v2_section(batch, limit)
+    data, compressed, base_timestamp, count = _v2_section(batch, limit, payload)
     try:
         return decode_v2_records(data, batch.base_offset, base_timestamp, count, effective_log_append_time(batch))
     except KsegError as e:
@@ -172,13 +174,15 @@ def check_v2_batch_records(
         raise _in_file(e, batch, compressed)
 
 
-def _v2_section(batch: Batch, limit: int) -> tuple[bytes, bool, int, int]:
-    """A v2 batch's records section, decompressed; whether it was compressed; base timestamp, count."""
+def _v2_section(batch: Batch, limit: int, payload: bytes | None = None) -> tuple[bytes, bool, int, int]:
+    """A v2 batch's records section, decompressed (``payload``: already); whether it was
+    compressed; base timestamp, count."""
     base_timestamp, count = batch.base_timestamp, batch.record_count
     assert base_timestamp is not None and count is not None  # set on every v2 batch
     if count < 0:
         raise _negative_count(batch, count)
-    data, compressed = payload_bytes(batch, limit=limit)
+    data, compressed = (payload, True) if payload is not None and batch.is_compressed else payload_bytes(batch,
+                                                                                                       limit=limit)
     return data, compressed, base_timestamp, count
 
 

@@ -22,7 +22,7 @@ from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError, KsegError
 from kseg.log.checks import header_errors
 from kseg.log.listing import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, reading_groups
-from kseg.log.records import batch_records
+from kseg.log.records import batch_records, payload_bytes
 from kseg.log.segment import (
     Segment,
     base_offset_of,
@@ -160,11 +160,13 @@ class _Filter:
         if o.from_time is not None and b.magic > 0 and b.timestamp < o.from_time:
             return False  # the batch's max timestamp is below the range
         if self.needles and not b.is_compressed:
-            raw = bytes(b.raw)  # a memoryview's "in" looks for one byte value, not a substring
-            for n in self.needles:
-                if n not in raw:
-                    return False
+            return self.bytes_may_match(bytes(b.raw))  # (a memoryview's "in" looks for one byte value)
         return True
+
+    def bytes_may_match(self, data: bytes) -> bool:
+        """Whether records stored in ``data`` may match: every needle (the key, the header's name
+        and value) is somewhere in it."""
+        return all(n in data for n in self.needles)
 
     def record_matches(self, r: Record) -> bool:
         o = self.o
@@ -357,8 +359,20 @@ def _scan(path: Path, start: int, topic: str | None, partition: int | None, o: F
             if damage:  # a record of a damaged batch is no match to report: the damage is
                 st.problems.append(str(damage[0]))
                 continue
+            payload = None
+            if flt.needles and b.is_compressed:
+                # What the records hold is in the decompressed bytes: none of them can match where
+                # a needle is not there, so they need no decoding.
+                try:
+                    payload = payload_bytes(b, limit=limit)[0]
+                except KsegError:
+                    payload = None  # batch_records says what is wrong, as without the needles
+                else:
+                    if not flt.bytes_may_match(payload):
+                        st.batches_skipped += 1
+                        continue
             try:
-                records = batch_records(b, limit=limit)
+                records = batch_records(b, limit=limit, payload=payload)
             except KsegError as e:
                 st.problems.append(str(e.located(file=str(path))))
                 continue
