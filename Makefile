@@ -196,7 +196,7 @@ FUZZ_ENV = KSEG_SPEEDUPS_SO=$(CURDIR)/$(FUZZ_DIR)/_speedups$(SO_SUFFIX) LD_PRELO
 # kseg's; and the memory ceilings (ASan's shadow memory and quarantine are no dump's).
 SAN_TESTS := accelerator api checksums codecs dump_fields edges export fuzz_corpus golden jvm_utf8 \
 	kafka_admin_corpus kafka_clients_corpus kafka_golden realdata record_types_corpus render_bulk robustness salvage \
-	span_columns tools_find tools_stats
+	span_columns tools_find tools_stats index_check
 SAN_PYTEST := -p no:cacheprovider -n auto $(patsubst %,tests/test_%.py,$(SAN_TESTS)) \
 	-k 'not bomb and not flat_memory'
 FUZZ_SECONDS ?= 8

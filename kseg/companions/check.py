@@ -15,8 +15,9 @@ from __future__ import annotations
 import bisect
 import json
 import os
+from operator import itemgetter
 from pathlib import Path
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import Any, Iterable, Iterator, NamedTuple, Sequence
 
 from kseg.companions.read import (
     OFFSET_ENTRY_SIZE,
@@ -45,11 +46,13 @@ from kseg.companions.read import (
     read_text_file,
 )
 from kseg.errors import InputError, KsegError
-from kseg.facts.primitives import INT32_MAX, INT32_MIN
+from kseg.facts.primitives import INT32_MAX, INT32_MIN, INT64_MIN
 from kseg.findings import ERROR, NOTE, Finding
 from kseg.formats.attributes import CONTROL_ABORT, CONTROL_TYPE_NAMES
 from kseg.layouts import ABORTED_TXN_ENTRY
+from kseg.log.checks import SUMMARY_ROW
 from kseg.log.control import control_info
+from kseg.log.fast import c_twin
 from kseg.log.decode import decode_v2_records, records_region
 from kseg.log.listing import (
     INDEX_SUFFIX,
@@ -105,6 +108,45 @@ class BatchSummary(NamedTuple):
     last_offset: int
     max_timestamp: int
     size: int
+
+
+NO_FIRST = INT64_MIN  # BatchRows' first offset when it is not known
+
+
+def _summary(row: tuple[int, int, int, int, int]) -> BatchSummary:
+    return BatchSummary(row[0], None if row[1] == NO_FIRST else row[1], *row[2:])
+
+
+class BatchRows(Sequence):
+    """``BatchSummary``s packed (``SUMMARY_ROW`` each), as verify collects them: a run of v2
+    batches appends its rows from C (``sound_v2_run``'s ``rows``) without a tuple per batch,
+    and the index checks read them in C (``_speedups.index_sound``) before any loop does."""
+
+    def __init__(self, data: bytes | bytearray = b"") -> None:
+        self.data = bytearray(data)
+
+    def append(self, s: BatchSummary | tuple) -> None:
+        self.data += SUMMARY_ROW.pack(s[0], NO_FIRST if s[1] is None else s[1], s[2], s[3], s[4])
+
+    def extend(self, summaries: Iterable[BatchSummary | tuple]) -> None:
+        for s in summaries:
+            self.append(s)
+
+    def __len__(self) -> int:
+        return len(self.data) // SUMMARY_ROW.size
+
+    def __getitem__(self, i: int) -> BatchSummary:  # type: ignore[override]
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError("batch row out of range")
+        return _summary(SUMMARY_ROW.unpack_from(self.data, (i % n) * SUMMARY_ROW.size))
+
+    def __iter__(self) -> Iterator[BatchSummary]:
+        return map(_summary, SUMMARY_ROW.iter_unpack(self.data))
+
+    @classmethod
+    def joined(cls, parts: Iterable["BatchRows"]) -> "BatchRows":
+        return cls(b"".join(p.data for p in parts))
 
 
 # (position, first_offset or None, last_offset)
@@ -289,8 +331,10 @@ def offset_index_findings(
     base_offset: int,
     batches: Sequence[OffsetBatch] | None = None,
     log_size: int | None = None,
+    rows: BatchRows | None = None,
 ) -> list[Finding]:
-    """Check .index bytes; with ``batches`` (the log's, in file order) also against the log.
+    """Check .index bytes; with ``batches`` (the log's, in file order; or ``rows``, verify's
+    summaries) also against the log.
 
     For each entry (O, P): P < log size, P starts a batch, every batch before P ends
     below O (else a lookup would skip it), and the batch at P starts at or before O.
@@ -299,6 +343,10 @@ def offset_index_findings(
     idx = data if isinstance(data, IndexSlots) else index_slots(data, "index", base_offset)
     empty_first = _empty_first_slot(idx)
     _length_and_tail(out, file, idx, "offset index", empty_first)
+    if rows is not None:
+        if not empty_first and entries_sound(idx, rows, log_size):
+            return out  # every entry agrees with the log: the loop below would find nothing
+        batches = list(map(itemgetter(0, 1, 2), rows))
     starts: dict[int, int] = {}
     prefix_max: list[int | None] = []
     sorted_starts: list[int] = []
@@ -361,11 +409,46 @@ def offset_index_findings(
     return out
 
 
+# Index files up to this size are checked against verify's summaries in C (``entries_sound``)
+# before any loop; a larger one (a segment.index.bytes far above the default 10 MiB) goes the loop's way.
+SOUND_CHECK_MAX_BYTES = 64 * 1024 * 1024
+
+
+def entries_sound(idx: IndexSlots, rows: BatchRows, log_size: int | None) -> bool:
+    """Whether the entry loop of ``offset_index_findings`` (``time_index_findings``) would find
+    nothing in ``idx``'s entries against the log's batches, decided in one C pass
+    (``_speedups.index_sound``; False without it, or on any doubt, and the loop decides)."""
+    check = c_twin("index_sound")
+    if check is None or idx.count * idx.entry_size > SOUND_CHECK_MAX_BYTES:
+        return False
+    if idx.kind == "index" and log_size is None:
+        return False
+    entries = b"".join(bytes(piece) for piece in idx.pieces())
+    return bool(check(0 if idx.kind == "index" else 1, entries, idx.base_offset, rows.data,
+                      -1 if log_size is None else log_size))
+
+
+def index_sound_py(kind: int, entries: bytes, base: int, rows: bytes | bytearray, log_size: int) -> bool:
+    """The reference of ``_speedups.index_sound``: whether the entry loops find nothing in these
+    entries (all of them, as stored) against ``rows``. The C pass may say False where this says
+    True (it leaves entries inside batches and batches out of order to the loops), never the
+    reverse (tests/test_index_check.py, the fuzz target ``index_sound``)."""
+    size = OFFSET_ENTRY_SIZE if kind == 0 else TIME_ENTRY_SIZE
+    name = "index" if kind == 0 else "timeindex"
+    count = len(entries) // size
+    rows_ = BatchRows(rows)
+    idx = IndexSlots(name, base, memoryview(entries), count, size, 0, True, 0)
+    if kind == 0:
+        return not offset_index_findings(idx, "", base, list(map(itemgetter(0, 1, 2), rows_)), log_size)
+    return not time_index_findings(idx, "", base, list(map(itemgetter(0, 2, 3, 1), rows_)))
+
+
 def check_offset_index(
     index_path: str | os.PathLike,
     batches: Sequence[OffsetBatch] | None,
     log_size: int | None = None,
     base_offset: int | None = None,
+    rows: BatchRows | None = None,
 ) -> list[Finding]:
     """Check an .index file. ``batches``: (position, first offset or None, last offset) of the
     sibling .log's batches in file order, or None to check the file alone."""
@@ -377,7 +460,7 @@ def check_offset_index(
     if idx is None:
         return out
     try:  # its entries are read again, in pieces: the file may have gone since
-        return out + offset_index_findings(idx, str(index_path), base, batches, log_size)
+        return out + offset_index_findings(idx, str(index_path), base, batches, log_size, rows)
     except KsegError as e:
         return out + [_finding(ERROR, str(index_path), e.position, e.message, e.expected, e.found)]
 
@@ -386,14 +469,19 @@ def check_offset_index(
 
 
 def time_index_findings(
-    data: bytes | IndexSlots, file: str, base_offset: int, batches: Sequence[TimeBatch] | None = None
+    data: bytes | IndexSlots, file: str, base_offset: int, batches: Sequence[TimeBatch] | None = None,
+    rows: BatchRows | None = None,
 ) -> list[Finding]:
-    """Check .timeindex bytes; with ``batches`` (position, last offset, max timestamp) also
-    against the log: each entry (T, O) names a batch ending at O whose max timestamp is T,
-    and no batch up to it has a larger one."""
+    """Check .timeindex bytes; with ``batches`` (position, last offset, max timestamp; or
+    ``rows``, verify's summaries) also against the log: each entry (T, O) names a batch ending
+    at O whose max timestamp is T, and no batch up to it has a larger one."""
     out = _Findings()
     idx = data if isinstance(data, IndexSlots) else index_slots(data, "timeindex", base_offset)
-    empty_first = _empty_first_slot(idx, batches)
+    # (a lone entry may be an empty first slot, which only the log's batches tell: the loop decides)
+    sound = rows is not None and idx.count != 1 and entries_sound(idx, rows, None)
+    if rows is not None and not sound:
+        batches = list(map(itemgetter(0, 2, 3, 1), rows))
+    empty_first = not sound and _empty_first_slot(idx, batches)
     _length_and_tail(out, file, idx, "time index", empty_first)
     first, last = idx.first, idx.last
     if first is not None and not empty_first and idx.zero_tail and idx.last_slot is not None:
@@ -409,6 +497,8 @@ def time_index_findings(
         out.append(_finding(ERROR, file, (idx.count - 1) * TIME_ENTRY_SIZE,
                                 "last timestamp is below the first (Kafka's sanity check fails)",
                                 f">= {first[0]}", last[0]))
+    if sound:
+        return out  # every entry agrees with the log: the loop below would find nothing
     by_last: dict[int, int] = {}
     lasts: list[int] = []
     order: list[int] = []  # batch numbers by last offset, for finding the batch an offset lies in
@@ -470,7 +560,8 @@ def time_index_findings(
 
 
 def check_time_index(
-    index_path: str | os.PathLike, batches: Sequence[TimeBatch] | None, base_offset: int | None = None
+    index_path: str | os.PathLike, batches: Sequence[TimeBatch] | None, base_offset: int | None = None,
+    rows: BatchRows | None = None,
 ) -> list[Finding]:
     """Check a .timeindex file. ``batches``: (position, last offset, max timestamp) of the
     sibling .log's batches in file order, or None to check the file alone."""
@@ -482,7 +573,7 @@ def check_time_index(
     if idx is None:
         return out
     try:  # its entries are read again, in pieces: the file may have gone since
-        return out + time_index_findings(idx, str(index_path), base, batches)
+        return out + time_index_findings(idx, str(index_path), base, batches, rows)
     except KsegError as e:
         return out + [_finding(ERROR, str(index_path), e.position, e.message, e.expected, e.found)]
 
@@ -813,10 +904,18 @@ def check_segment_companions(
                 raise FileNotFoundError(2, "No such file or directory", str(log_path)) from None
             return [_finding(ERROR, str(log_path), None, f"cannot read: {e.strerror or e}")]
     out: list[Finding] = []
-    if INDEX_SUFFIX in paths:
-        out += check_offset_index(paths[INDEX_SUFFIX], [(s[0], s[1], s[2]) for s in batches_summary], log_size, base)
-    if TIME_INDEX_SUFFIX in paths:
-        out += check_time_index(paths[TIME_INDEX_SUFFIX], [(s[0], s[2], s[3], s[1]) for s in batches_summary], base)
+    if isinstance(batches_summary, BatchRows):  # verify's: the checks take them as they are
+        if INDEX_SUFFIX in paths:
+            out += check_offset_index(paths[INDEX_SUFFIX], None, log_size, base, batches_summary)
+        if TIME_INDEX_SUFFIX in paths:
+            out += check_time_index(paths[TIME_INDEX_SUFFIX], None, base, batches_summary)
+    else:
+        if INDEX_SUFFIX in paths:
+            out += check_offset_index(paths[INDEX_SUFFIX], [(s[0], s[1], s[2]) for s in batches_summary], log_size,
+                                      base)
+        if TIME_INDEX_SUFFIX in paths:
+            out += check_time_index(paths[TIME_INDEX_SUFFIX], [(s[0], s[2], s[3], s[1]) for s in batches_summary],
+                                    base)
     if TXN_INDEX_SUFFIX in paths:
         out += check_txn_index(paths[TXN_INDEX_SUFFIX], controls, base)
     return out

@@ -293,17 +293,20 @@ class IndexSlots(NamedTuple):
         """Entries ``start:stop`` as the file's fields, the offset made absolute: (offset, position)
         for an .index, (timestamp, offset) for a .timeindex. A file is read in pieces as they are
         taken, so memory stays flat whatever its size."""
-        stop = self.count if stop is None else min(stop, self.count)
-        size = self.entry_size
         unpack = (OFFSET_INDEX_ENTRY if self.kind == "index" else TIME_INDEX_ENTRY).struct.iter_unpack
         base = self.base_offset
-        if isinstance(self.source, memoryview):
-            parts: Iterable = (self.source[start * size:stop * size],)
-        else:
-            parts = _file_pieces(self.source, start * size, max(0, stop - start) * size, size)
+        parts = self.pieces(start, stop)
         if self.kind == "index":
             return (((base + rel, pos) for part in parts for rel, pos in unpack(part)))
         return (((ts, base + rel) for part in parts for ts, rel in unpack(part)))
+
+    def pieces(self, start: int = 0, stop: int | None = None) -> Iterable[Any]:
+        """Entries ``start:stop`` as stored, in pieces of whole entries (bounded memory)."""
+        stop = self.count if stop is None else min(stop, self.count)
+        size = self.entry_size
+        if isinstance(self.source, memoryview):
+            return (self.source[start * size:stop * size],)
+        return _file_pieces(self.source, start * size, max(0, stop - start) * size, size)
 
     def index_file(self) -> IndexFile:
         """The file parsed whole (``parse_offset_index`` or ``parse_time_index``): small files only."""

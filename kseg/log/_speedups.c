@@ -21,6 +21,7 @@
  *   span_columns             kseg.log.span_columns.span_columns_py
  *   sound_v2_run             kseg.log.checks.sound_v2_run_py
  *   stats_v2_run             kseg.log.checks.stats_v2_run_py
+ *   index_sound              kseg.companions.check.index_sound_py
  *
  * (decode_v2 and legacy_set also give record spans, _spans.h, for the dump's line
  * writers: their reference is the records the same call decodes; plain_spans the
@@ -1698,7 +1699,7 @@ ends_run(PyObject *kseg_error)
  * (the run ends before it). */
 typedef struct {
     PyObject *raw_obj;
-    long long attrs, base_offset, crc, max_ts, size, lod, base_ts, count, pid;
+    long long position, attrs, base_offset, crc, max_ts, size, lod, base_ts, count, pid;
     long codec;
 } V2Fields;
 
@@ -1714,11 +1715,23 @@ v2_fields(PyObject *b, long reject_mask, long max_codec, V2Fields *f)
         || field_ll(b, B_BASE_OFFSET, &f->base_offset) < 0 || field_ll(b, B_CRC, &f->crc) < 0
         || field_ll(b, B_MAX_TS, &f->max_ts) < 0 || field_ll(b, B_SIZE, &f->size) < 0 || field_ll(b, B_LOD, &f->lod) < 0
         || field_ll(b, B_BASE_TS, &f->base_ts) < 0 || field_ll(b, B_COUNT, &f->count) < 0
-        || field_ll(b, B_PID, &f->pid) < 0)
+        || field_ll(b, B_PID, &f->pid) < 0 || field_ll(b, B_POSITION, &f->position) < 0)
         return -1;
     f->codec = (long)(f->attrs & CODEC_MASK);
     if ((f->attrs & reject_mask) || f->codec > max_codec || !PyBuffer_IsContiguous(raw, 'C') || raw->len < V2_RECORDS_AT)
         return -1;
+    return 0;
+}
+
+/* A batch's summary for the index checks, appended to rows (kseg.companions.check.BatchRows):
+ * position, first offset, last offset, maxTimestamp, size, as native int64s. */
+static int
+summary_row(PyObject *rows, const V2Fields *f, long long last)
+{
+    const int64_t row[5] = {f->position, f->base_offset, last, f->max_ts, f->size};
+    Py_ssize_t at = PyByteArray_GET_SIZE(rows);
+    if (PyByteArray_Resize(rows, at + (Py_ssize_t)sizeof row) < 0) return -1;
+    memcpy(PyByteArray_AS_STRING(rows) + at, row, sizeof row);
     return 0;
 }
 
@@ -1790,13 +1803,17 @@ run_records(PyObject *raw_obj, long codec, Py_ssize_t limit, PyObject *decompres
 static PyObject *
 sound_v2_run(PyObject *self, PyObject *args)
 {
-    PyObject *batches, *last_obj, *base_obj, *crc_fn, *decompress, *kseg_error;
+    PyObject *batches, *last_obj, *base_obj, *crc_fn, *decompress, *kseg_error, *rows = Py_None;
     Py_ssize_t start, limit;
     long reject_mask, lat_mask, max_codec;
     REQUIRE_CONFIGURED;
-    if (!PyArg_ParseTuple(args, "O!nOOnOOOlll", &PyList_Type, &batches, &start, &last_obj, &base_obj, &limit,
-                          &crc_fn, &decompress, &kseg_error, &reject_mask, &lat_mask, &max_codec))
+    if (!PyArg_ParseTuple(args, "O!nOOnOOOlll|O", &PyList_Type, &batches, &start, &last_obj, &base_obj, &limit,
+                          &crc_fn, &decompress, &kseg_error, &reject_mask, &lat_mask, &max_codec, &rows))
         return NULL;
+    if (rows != Py_None && !PyByteArray_Check(rows)) {
+        PyErr_SetString(PyExc_TypeError, "rows is a bytearray or None");
+        return NULL;
+    }
     Py_ssize_t n = PyList_GET_SIZE(batches), i = start;
     if (start < 0 || start > n) {
         PyErr_SetString(PyExc_IndexError, "start outside the list");
@@ -1837,6 +1854,7 @@ sound_v2_run(PyObject *self, PyObject *args)
         if (crc_ok < 0) return NULL;
         if (!crc_ok) break;
         if (decompress == Py_None) { /* verify --quick: the header and the CRC only */
+            if (rows != Py_None && summary_row(rows, &f, batch_last) < 0) return NULL;
             records += count;
             bytes += size;
             last = batch_last;
@@ -1862,6 +1880,7 @@ sound_v2_run(PyObject *self, PyObject *args)
         if (!sum.ordered) break;
         if (count && (sum.min_delta < 0 || sum.max_delta > lod)) break;
         if (count && !(attrs & lat_mask) && sum.max_ts != max_ts) break;
+        if (rows != Py_None && summary_row(rows, &f, batch_last) < 0) return NULL;
         records += count;
         bytes += size;
         last = batch_last;
@@ -2015,6 +2034,107 @@ done:
     return result;
 }
 
+/*
+ * index_sound(kind, entries, base, rows, log_size) -> bool
+ * Whether the per-entry checks of kseg.companions.check (offset_index_findings, kind 0, on .index
+ * entries; time_index_findings, kind 1, on .timeindex entries; entries as stored, whole ones) find
+ * nothing against the log's batches: rows as BatchRows holds them (position, first offset or
+ * INT64_MIN, last offset, maxTimestamp, size; native int64s, file order). One pass over both,
+ * no Python object per entry. False on any doubt and never True where those checks find
+ * something: batches whose positions (.index) or last offsets (.timeindex) do not increase, or a
+ * time entry naming an offset inside a batch (older brokers write them), go to the Python loops,
+ * which say what they find. Its reference: kseg.companions.check.index_sound_py.
+ */
+static inline int64_t row_at(const unsigned char *rows, Py_ssize_t k, int field)
+{
+    int64_t v;
+    memcpy(&v, rows + (k * 5 + field) * (Py_ssize_t)sizeof v, sizeof v);
+    return v;
+}
+
+static inline int64_t be64s(const unsigned char *p)
+{
+    return (int64_t)((uint64_t)be32(p) << 32 | (uint64_t)(uint32_t)be32(p + 4));
+}
+
+static int
+offset_entries_sound(const unsigned char *e, Py_ssize_t m, long long base, const unsigned char *rows, Py_ssize_t n,
+                     long long log_size)
+{
+    for (Py_ssize_t j = 1; j < n; j++)
+        if (row_at(rows, j, 0) <= row_at(rows, j - 1, 0)) return 0;
+    Py_ssize_t k = 0;
+    int64_t before = INT64_MIN, prev_off = 0, prev_pos = 0;
+    for (Py_ssize_t i = 0; i < m; i++, e += 8) {
+        const int64_t rel = be32(e), pos = be32(e + 4);
+        long long off;
+        if (rel < 0 || pos < 0 || __builtin_add_overflow(base, (long long)rel, &off)) return 0;
+        if (i && (off <= prev_off || pos <= prev_pos)) return 0;
+        prev_off = off;
+        prev_pos = pos;
+        if (pos >= log_size) return 0;
+        while (k < n && row_at(rows, k, 0) < pos) {
+            const int64_t last = row_at(rows, k, 2);
+            if (last > before) before = last;
+            k++;
+        }
+        if (k == n || row_at(rows, k, 0) != pos) return 0; /* not a batch start */
+        if (k > 0 && before >= off) return 0;                 /* a batch before it holds the offset */
+        const int64_t first = row_at(rows, k, 1);
+        if (first != INT64_MIN && first > off) return 0;       /* its batch starts after it */
+    }
+    return 1;
+}
+
+static int
+time_entries_sound(const unsigned char *e, Py_ssize_t m, long long base, const unsigned char *rows, Py_ssize_t n)
+{
+    for (Py_ssize_t j = 1; j < n; j++)
+        if (row_at(rows, j, 2) <= row_at(rows, j - 1, 2)) return 0;
+    Py_ssize_t k = 0;
+    int64_t upto = INT64_MIN, prev_ts = 0, prev_off = 0; /* upto: the largest maxTimestamp of batches 0..k-1 */
+    for (Py_ssize_t i = 0; i < m; i++, e += 12) {
+        const int64_t ts = be64s(e), rel = be32(e + 8);
+        long long off;
+        if (rel < 0 || __builtin_add_overflow(base, (long long)rel, &off)) return 0;
+        if (i && (ts <= prev_ts || off < prev_off)) return 0;
+        prev_ts = ts;
+        prev_off = off;
+        while (k < n && row_at(rows, k, 2) < off) {
+            const int64_t t = row_at(rows, k, 3);
+            if (t > upto) upto = t;
+            k++;
+        }
+        if (k == n || row_at(rows, k, 2) != off) return 0; /* no batch ends at it */
+        if (row_at(rows, k, 3) != ts || upto > ts) return 0;
+    }
+    return 1;
+}
+
+static PyObject *
+index_sound(PyObject *self, PyObject *args)
+{
+    int kind;
+    Py_buffer entries, rows;
+    long long base, log_size;
+    if (!PyArg_ParseTuple(args, "iy*Ly*L", &kind, &entries, &base, &rows, &log_size)) return NULL;
+    PyObject *result = NULL;
+    const Py_ssize_t size = kind == 0 ? 8 : 12;
+    if ((kind != 0 && kind != 1) || entries.len % size || rows.len % (5 * (Py_ssize_t)sizeof(int64_t))) {
+        PyErr_SetString(PyExc_ValueError, "index_sound: kind 0 or 1, whole entries, rows of five int64s");
+        goto done;
+    }
+    const Py_ssize_t m = entries.len / size, n = rows.len / (5 * (Py_ssize_t)sizeof(int64_t));
+    const int sound = kind == 0
+        ? offset_entries_sound(entries.buf, m, base, rows.buf, n, log_size)
+        : time_entries_sound(entries.buf, m, base, rows.buf, n);
+    result = PyBool_FromLong(sound);
+done:
+    PyBuffer_Release(&entries);
+    PyBuffer_Release(&rows);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "Set the positions, sizes and masks (kseg.layouts.accelerator_layout()); needed before anything else."},
@@ -2034,6 +2154,7 @@ static PyMethodDef methods[] = {
     {"configure_lz4", configure_lz4, METH_VARARGS, "Find LZ4_decompress_safe in python-lz4's loaded extension."},
     {"sound_v2_run", sound_v2_run, METH_VARARGS, "The v2 batches verify finds nothing in (twin of sound_v2_run_py)."},
     {"stats_v2_run", stats_v2_run, METH_VARARGS, "The v2 batches stats counts at once (twin: stats_v2_run_py)."},
+    {"index_sound", index_sound, METH_VARARGS, "Whether index entries agree with the log (twin: index_sound_py)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -14,6 +14,7 @@ batch), ``skip`` (leave it out) or ``carry`` (its bytes as they are, never re-en
 
 from __future__ import annotations
 
+import struct
 import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
@@ -197,6 +198,11 @@ def wrapper_order_error(b: Batch, records: list[Record], file: str) -> Finding |
     return None
 
 
+#: A batch as the index checks need it (kseg.companions.check.BatchRows): position, first offset
+#: (INT64_MIN: unknown), last offset, maxTimestamp, size; native int64s
+SUMMARY_ROW = struct.Struct("=5q")
+
+
 class SoundRun(NamedTuple):
     """v2 batches taken at once (``sound_v2_run``): up to ``stop``, with their ``records``, their
     ``bytes`` and the ``last`` offset after them."""
@@ -208,24 +214,27 @@ class SoundRun(NamedTuple):
 
 
 def sound_v2_run(batches: list[Batch], start: int, last: int | None, name_base: int | None,
-                 limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES, file: str = "", quick: bool = False) -> SoundRun:
+                 limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES, file: str = "", quick: bool = False,
+                 rows: bytearray | None = None) -> SoundRun:
     """The v2 batches from ``batches[start]`` in which a full verify finds nothing to say, taken
     at once: no error of ``header_errors`` or ``record_check``, no attribute bit it notes, not
     control batches, built-in codecs; offsets following ``last`` one after another (None: from
     any first offset), none negative or below ``name_base``. The C twin decompresses and walks
     them without a Python object per batch or record; stop == start: take ``batches[start]``
     the long way (which says what is wrong with it). ``quick``: what ``verify --quick`` finds
-    nothing in (the header, the CRC and the offsets; the records are not read)."""
+    nothing in (the header, the CRC and the offsets; the records are not read). ``rows``: each
+    batch taken appended as the index checks need it (``SUMMARY_ROW``)."""
     run = c_twin("sound_v2_run")
     if run is None:
-        return sound_v2_run_py(batches, start, last, name_base, limit, file, quick)
+        return sound_v2_run_py(batches, start, last, name_base, limit, file, quick, rows)
     from_c = run(batches, start, last, name_base, limit, crc32c, None if quick else _decompressor(limit), KsegError,
-                 QUICK_RUN_REJECT if quick else SOUND_RUN_REJECT, TIMESTAMP_TYPE_MASK, SOUND_RUN_MAX_CODEC)
+                 QUICK_RUN_REJECT if quick else SOUND_RUN_REJECT, TIMESTAMP_TYPE_MASK, SOUND_RUN_MAX_CODEC, rows)
     return SoundRun(*from_c)
 
 
 def sound_v2_run_py(batches: list[Batch], start: int, last: int | None, name_base: int | None,
-                    limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES, file: str = "", quick: bool = False) -> SoundRun:
+                    limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES, file: str = "", quick: bool = False,
+                    rows: bytearray | None = None) -> SoundRun:
     """The reference of ``sound_v2_run``: the per-batch checks, batch after batch."""
     records = size = 0
     reject = QUICK_RUN_REJECT if quick else SOUND_RUN_REJECT
@@ -242,6 +251,8 @@ def sound_v2_run_py(batches: list[Batch], start: int, last: int | None, name_bas
             break
         if header_errors(b, file) or (not quick and record_check(b, file, limit).errors):
             break
+        if rows is not None:
+            rows += SUMMARY_ROW.pack(b.position, first, batch_last, b.max_timestamp, b.size)
         records += count
         size += b.size
         last = batch_last

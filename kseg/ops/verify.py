@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
-from kseg.companions.check import check_segment_companions, check_standalone, companion_paths
+from kseg.companions.check import BatchRows, check_segment_companions, check_standalone, companion_paths
 from kseg.errors import InputError, KsegError, TruncatedError
 from kseg.facts.message_v0v1 import ATTRIBUTES_POSITION as LEGACY_ATTRIBUTES_POSITION
 from kseg.facts.message_v0v1 import CRC_START as LEGACY_CRC_START
@@ -223,7 +223,7 @@ class Piece:
     and how the read ended: ``CLEAN`` at the slice's end, ``TAIL`` at bytes that are not a
     batch (said in the report), ``FAILED`` at an error that stopped it."""
 
-    summaries: list[tuple] | None
+    summaries: BatchRows | None
     controls: list[tuple] | None
     size: int
     ended: str
@@ -571,7 +571,7 @@ def _verify_log(path: Path, options: VerifyOptions, prev_last: int | None,
     c = _Collector(fr)
     seg = Segment(path)
     name_base = base_offset_of(path) if path.suffix == LOG_SUFFIX else None
-    summaries: list[tuple[int, int | None, int, int, int]] = []
+    summaries = BatchRows()
     controls: list[tuple[int, int | None]] = []
     last = prev_last
     quick = options.quick
@@ -670,7 +670,8 @@ def _verify_log(path: Path, options: VerifyOptions, prev_last: int | None,
         """Take the v2 batches from ``entries[start]`` in which ``one`` would find nothing at once
         (``sound_v2_run``: decompressed and walked in C): where the run stops."""
         nonlocal last
-        run = sound_v2_run(entries, start, last, name_base, options.max_decompressed_bytes, fr.path, quick)
+        run = sound_v2_run(entries, start, last, name_base, options.max_decompressed_bytes, fr.path, quick,
+                           summaries.data if want_summaries else None)
         if run.stop == start:
             return start
         if not opened:
@@ -680,9 +681,6 @@ def _verify_log(path: Path, options: VerifyOptions, prev_last: int | None,
         fr.records += run.records
         fr.bytes += run.bytes
         last = run.last
-        if want_summaries:
-            summaries.extend((b.position, b.base_offset, b.last_offset, b.max_timestamp, b.size)
-                             for b in entries[start:run.stop])
         return run.stop
 
     try:
@@ -743,7 +741,7 @@ def _verify_log(path: Path, options: VerifyOptions, prev_last: int | None,
     return _LogRead(fr, last, _opening(opened, c))
 
 
-def _companions_checked(c: _Collector, path: Path, summaries: list[tuple], controls: list[tuple] | None,
+def _companions_checked(c: _Collector, path: Path, summaries: BatchRows, controls: list[tuple] | None,
                         size: Callable[[], int]) -> None:
     """The segment's index files checked against its batches, findings in ``c`` (``size``: the
     log's, asked inside, where a file renamed or deleted since it was read is a finding)."""
@@ -804,7 +802,8 @@ def _joined(pieces: list[VerifyPartial], options: VerifyOptions) -> VerifyPartia
         else:
             fr.problems.append(problem)
     if options.check_indexes and path.suffix == LOG_SUFFIX:
-        summaries = [s for p in pieces for s in (p.piece.summaries or ())] if first.piece.summaries is not None else []
+        summaries = (BatchRows.joined(p.piece.summaries for p in pieces if p.piece.summaries is not None)
+                     if first.piece.summaries is not None else BatchRows())
         controls = None if options.quick else [x for p in pieces for x in (p.piece.controls or ())]
         size = pieces[-1].piece.size
         _companions_checked(c, path, summaries, controls, lambda: size)

@@ -42,6 +42,30 @@ def put(target: str, data: bytes, seen: dict, kind: int = 0) -> None:
         seen[(target, kind)] += 1
 
 
+def index_sound_seeds(log: Path, seen: dict) -> None:
+    """A segment's .index and .timeindex with its batch rows (base offset and size cut to a byte
+    and two, as the target reads them)."""
+    from kseg.companions.check import BatchRows, summarize_batches
+    from kseg.log.segment import Segment, base_offset_of
+
+    base = base_offset_of(log)
+    if base is None or base > 255 or log.stat().st_size > 0xFFFF:
+        return
+    rows = BatchRows()
+    try:
+        rows.extend(summarize_batches(Segment(log).batches())[0])
+    except KsegError:
+        return
+    if len(rows) > 127:
+        return
+    for kind, suffix in ((0, ".index"), (1, ".timeindex")):
+        f = log.with_suffix(suffix)
+        if f.is_file() and f.stat().st_size <= MAX_PIECE:
+            size = log.stat().st_size
+            put("index_sound", bytes([kind | len(rows) << 1, base, size >> 8, size & 0xFF]) + bytes(rows.data)
+                + f.read_bytes(), seen, kind)
+
+
 def logs() -> list[Path]:
     found = sorted((ROOT / "fixtures" / "logdir").rglob("*.log"))
     if REALDATA.is_dir():
@@ -61,6 +85,7 @@ def main() -> None:
         put("span_columns", b"\x01" + buf, seen)  # a segment: spans and records to columns
         put("sound_v2_run", b"\x00" + buf, seen)  # a segment from no offset, no base, the fuzz limit
         put("stats_v2_run", b"\x00" + buf, seen)  # a segment, rolled, no checkpoint, the fuzz limit
+        index_sound_seeds(p, seen)
         for b in decode.scan_entries(buf).batches:
             try:
                 data, _ = payload_bytes(b, limit=1 << 20)

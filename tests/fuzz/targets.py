@@ -18,7 +18,7 @@ and spans), ``legacy_record``,
 ``legacy_batch_record``, ``legacy_crc_mismatches``, ``encode_v2_records``,
 ``encode_legacy_messages``, ``resync`` (salvage's scan), ``span_columns`` (spans to Arrow's
 column buffers) and ``sound_v2_run`` (verify's runs of sound v2 batches, ``configure_lz4``'s
-LZ4 reader in them), ``stats_v2_run`` (stats' runs); every record-line writer of ``kseg/render/_format.c`` (``lines``); and the
+LZ4 reader in them), ``stats_v2_run`` (stats' runs), ``index_sound`` (the index checks' C pass); every record-line writer of ``kseg/render/_format.c`` (``lines``); and the
 pure-Python readers of internal topics
 (``kseg.decoders``) and companion files (``kseg.companions.read``).
 """
@@ -557,6 +557,29 @@ def fuzz_stats_v2_run(data: bytes) -> None:
     both("stats_v2_run", count)
 
 
+def fuzz_index_sound(data: bytes) -> None:
+    """``index_sound`` (the C pass deciding that an .index or .timeindex agrees with the log's
+    batches) against ``index_sound_py`` (the checks' entry loops): never True where the loops
+    find something. The input: a byte of kind and row count, a byte of base offset, two of log
+    size, then the batch rows (five native int64s each) and the entries as stored."""
+    from kseg.companions.check import index_sound_py
+
+    c = fast._speedups
+    if c is None:
+        return
+    r = Reader(data)
+    head = r.u8()
+    kind, nrows = head & 1, head >> 1
+    base, log_size = r.u8(), r.u8() << 8 | r.u8()
+    rest = r.rest()
+    rows, entries = rest[:nrows * 40], rest[nrows * 40:]
+    rows = rows[:len(rows) - len(rows) % 40]
+    size = 8 if kind == 0 else 12
+    entries = entries[:len(entries) - len(entries) % size]
+    if c.index_sound(kind, entries, base, rows, log_size) and not index_sound_py(kind, entries, base, rows, log_size):
+        raise Divergence(f"index_sound: C passes what the loops fault (kind {kind}, base {base}, log {log_size})")
+
+
 def fuzz_lines(data: bytes) -> None:
     """The C record-line writer (``kseg.render._format``) against ``kseg.render.lines`` on the
     records of a .log buffer (after a byte choosing the key and value payload modes): jsonl,
@@ -671,4 +694,5 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "span_columns": fuzz_span_columns,
     "sound_v2_run": fuzz_sound_v2_run,
     "stats_v2_run": fuzz_stats_v2_run,
+    "index_sound": fuzz_index_sound,
 }
