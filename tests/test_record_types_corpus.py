@@ -50,7 +50,11 @@ TABLES = {"metadata": "METADATA", "offsets": "OFFSETS", "transactions": "TRANSAC
 #:   (ShareGroupMetadataValue) and 15 (ShareGroupStatePartitionMetadataValue) and the share-group
 #:   state's values incompatibly; ``--kafka-version 4.0`` prints them by 4.0's definitions
 #:   (definitions-4.0), the decoded parts are the newest's.
-NOT_DECODED = {("3.9", "offsets"): {(9, None), (10, None), (11, None), (0, 1), (0, 2), (0, 3), (0, 4)},
+#: * Kafka 3.6's consumer-group records (4, 5, 7, 8: KIP-848 before its early access, which no 3.6
+#:   broker wrote) have layouts later releases changed without a version; 3.6's own tool reads no
+#:   record type above 2 ("unknown::version=N"), so nothing prints them by 3.6's definitions.
+NOT_DECODED = {("3.6", "offsets"): {(4, None), (5, None), (7, None), (8, None)},
+               ("3.9", "offsets"): {(9, None), (10, None), (11, None), (0, 1), (0, 2), (0, 3), (0, 4)},
                ("4.0", "offsets"): {(9, None), (11, None), (15, None), (0, 1), (0, 2), (0, 3), (0, 4)},
                ("4.0", "share-group-state"): {(0, None), (1, None)}}
 #: (release, partition) -> what kseg state may decline, and why: records the corpus holds because
@@ -61,6 +65,7 @@ NOT_APPLIED = {
     **{(release, "__share_group_state-0"): ("a ShareUpdate tombstone (the coordinator writes none)",)
        for release, module in RELEASES.items() if hasattr(module, "SHARE_STATE")},
     # the records of NOT_DECODED
+    ("3.6", "__consumer_offsets-0"): ("value not decoded", "bytes after the end of ConsumerGroupMemberMetadataValue"),
     ("3.9", "__consumer_offsets-0"): ("unknown record type 9", "MetadataHash runs past the end",
                                       "LegacyOffsetCommitValue version"),
     ("4.0", "__consumer_offsets-0"): ("unknown record type 9", "MetadataHash runs past the end",
@@ -92,10 +97,11 @@ def _entries() -> list:
 
 
 def _segments() -> list:
-    """One case per segment."""
+    """One case per segment (its first entry: the release's own tool's, or Kafka 4.3's where the release's
+    tool has no flag for the family)."""
     return [pytest.param(release, e, id=f"{release}:{e['family']}") for release in RELEASES
             if (CORPUS / release / "manifest.json").is_file()
-            for e in _manifest(release)["entries"] if e["release"] == release]
+            for e in {e["file"]: e for e in reversed(_manifest(release)["entries"])}.values()]
 
 
 def _kseg(args: list[str], release: str) -> tuple[int, bytes, bytes]:
@@ -113,7 +119,8 @@ def test_kafka_lines(release: str, entry: dict) -> None:
     diffs = [f"line {i}:\n  kseg:  {g}\n  kafka: {w}" for i, (g, w) in enumerate(zip(got, want)) if g != w]
     assert not diffs and len(got) == len(want), f"{len(diffs)} lines differ\n" + "\n".join(diffs[:5])
     assert out == expected_out
-    if expected_err.startswith(checks.JAVA_EXCEPTION):  # where the tool stopped with a stack trace: one line
+    if checks.JAVA_EXCEPTION in expected_err:  # where the tool stopped with a stack trace (after any
+        # warnings it logged): one line
         assert err.startswith(b"kseg: error: ") and err.count(b"\n") == 1, err
         assert rc == entry["exit"]
     else:
@@ -188,7 +195,7 @@ def test_every_record_decodes(release: str, entry: dict) -> None:
 def test_every_family_has_a_segment() -> None:
     """A family a release defines records for has its segment in the corpus."""
     for release, module in RELEASES.items():
-        families = {e["family"] for e in _manifest(release)["entries"] if e["release"] == release}
+        families = {e["family"] for e in _manifest(release)["entries"]}
         assert families == {f for f, t in TABLES.items() if hasattr(module, t)}, release
 
 
