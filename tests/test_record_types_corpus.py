@@ -6,7 +6,8 @@ the release at every version, in variants (nulls and values, tagged fields unset
 and absent optional structs, non-ASCII text, negative numbers, empty and full arrays, tombstones),
 and what that release's DumpLogSegments printed for it with the family's decoder flag. Here:
 
-* ``kseg dump --format kafka --decode FAMILY --kafka-version X`` prints those bytes exactly, and
+* ``kseg dump --format kafka --decode FAMILY --kafka-version X`` prints those bytes exactly (2.8.2 to
+  4.4.0; where the tool stopped with a stack trace, kseg stops at the same record with one line), and
   what Kafka 4.3's tool printed for 3.9's and 4.4's records (``golden-kafka-4/``) with
   ``--kafka-version 4.3``, and 4.0's, 4.1's and 4.2's for 4.4's (``golden-kafka-4.x/``: records
   and versions those releases do not define, read by their own definitions as Java reads them);
@@ -64,6 +65,8 @@ NOT_APPLIED = {
     # state by a ShareSnapshot tombstone, never a ShareUpdate one (the corpus has a tombstone per type)
     **{(release, "__share_group_state-0"): ("a ShareUpdate tombstone (the coordinator writes none)",)
        for release, module in RELEASES.items() if hasattr(module, "SHARE_STATE")},
+    # Kafka 2.8's KRaft preview records whose layouts later releases changed (no later release reads them)
+    ("2.8", "__cluster_metadata-0"): ("of Kafka 2.8.2's KRaft preview",),
     # the records of NOT_DECODED
     ("3.6", "__consumer_offsets-0"): ("value not decoded", "bytes after the end of ConsumerGroupMemberMetadataValue"),
     ("3.9", "__consumer_offsets-0"): ("unknown record type 9", "MetadataHash runs past the end",

@@ -39,6 +39,7 @@ _4X = ("kafka-clients", "kafka-metadata", "kafka-group-coordinator", "kafka-tran
 # 3.9 the transaction coordinator's records (and before 3.5 the group coordinator's) are defined in the
 # broker's own jar, kafka_2.13 (kafka.internals.generated); 2.8 defines no remote log metadata records.
 RELEASES: dict[str, tuple[str, ...]] = {
+    "2.8.2": ("kafka-clients", "kafka-metadata", "kafka_2.13"),
     "3.6.2": ("kafka-clients", "kafka-metadata", "kafka-group-coordinator", "kafka_2.13", "kafka-storage"),
     "3.9.2": ("kafka-clients", "kafka-metadata", "kafka-group-coordinator", "kafka-transaction-coordinator",
               "kafka-storage"),
