@@ -317,8 +317,8 @@ LOG = "00000000000000000000.log"
 OLDER_TOOLS = {"4.4": ["4.0", "4.1", "4.2"]}
 
 
-#: the releases whose corpus only their own tool prints (2.8's and 3.6's: no newer tool's goldens yet)
-OWN_TOOL_ONLY = ("4", "2.8", "3.6")
+#: the release whose corpus only its own tool prints (4.3.1's, the "4" whose tool prints the others')
+OWN_TOOL_ONLY = ("4",)
 #: release -> the families its DumpLogSegments has no decoder flag for (3.6 defines remote log metadata
 #: records but its tool has no --remote-log-metadata-decoder: only Kafka 4.3's prints that segment)
 NO_FLAG = {"3.6": ("remote-log-metadata",)}

@@ -32,7 +32,7 @@ from kseg.decoders.schema import (
     to_snake_upper,
     written_at,
 )
-from kseg.errors import KsegError
+from kseg.errors import KsegError, OlderToolStopsError
 from kseg.kafka_releases import DEFAULT, DumpLogRelease, as_release
 from kseg.log.control import control_info
 from kseg.model import Record
@@ -109,11 +109,18 @@ def control_kafka_text(record: Record, release: "str | DumpLogRelease" = DEFAULT
         if type_id != LEADER_CHANGE or not as_release(release).leader_change_text:
             return None
         label = "LeaderChange:"
-    part = decode_control(record)
-    if part is None or part.data is None:
-        return None
+    schema = entry[0]
+    try:  # as Java's generated reader reads it: bytes after the message left unread
+        if record.value is None:
+            raise SchemaError("the control record has no value")
+        data = decode(schema, record.value, 0, exact=False).data
+    except SchemaError as e:
+        # the tool deserializes the message to print it, and stops at the exception (a Kafka 2.8 leader
+        # change, type 3, read as a snapshot header, for one)
+        raise OlderToolStopsError(f"a {schema.name} control record that does not read ({e}): "
+                                  f"Kafka {as_release(release).line}'s tool stops here") from None
     # Kafka prints the message at the version its own Version field holds, not the one read.
-    shown = written_at(entry[0], part.data, part.data.get("version", 0))
+    shown = written_at(schema, data, data.get("version", 0))
     return f"{label} {kafka_json(shown)}"
 
 

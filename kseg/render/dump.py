@@ -688,6 +688,9 @@ class KafkaRenderer:
                     kraft = None if self.release.control_types else control_kafka_text(r, self.release)
                     parts.append(f" {kraft}" if kraft
                                  else f" controlType: {self.release.control_type_text(info.type_id, info.type_name)}")
+            except OlderToolStopsError as e:
+                self.w("".join(parts))  # the tool printed the line's metadata, then stopped
+                raise e.located(position=b.position) from None
             except KsegError:
                 parts.append(" controlType: UNKNOWN(-1)")
         return "".join(parts)
