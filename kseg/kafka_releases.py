@@ -76,7 +76,7 @@ class DumpLogRelease:
     # what --version prints, where it is more than the release (2.8 adds its commit)
     version_text: str | None = None
     # the tool's control record types by id, where they differ from later releases' (2.8: LEADER_CHANGE was 3,
-    # QUORUM_REASSIGNMENT 2, and no snapshot records); a type not listed prints as UNKNOWN(-1)
+    # QUORUM_REASSIGNMENT 2, and no snapshot records); a type not listed prints as UNKNOWN with the record's id
     control_types: tuple[str, ...] | None = None
 
     def control_type_text(self, type_id: int, name: str) -> str:
@@ -85,7 +85,7 @@ class DumpLogRelease:
             return f"{name}({type_id})"
         if 0 <= type_id < len(self.control_types):
             return f"{self.control_types[type_id]}({type_id})"
-        return "UNKNOWN(-1)"
+        return f"UNKNOWN({type_id})"
 
     @property
     def texts(self) -> tuple[str, ...]:

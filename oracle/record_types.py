@@ -312,9 +312,10 @@ def dump(tool: str, family: str, root: Path, rel: str) -> dict:
 LOG = "00000000000000000000.log"
 
 
-#: the older 4.x tools that print the newest release's records too (what each makes of the records
-#: and fields later releases added, which ``--kafka-version`` reproduces from that release's definitions)
-OLDER_TOOLS = {"4.4": ["4.0", "4.1", "4.2"]}
+#: the older tools that print a newer release's records too (what each makes of the records and fields
+#: later releases added, which ``--kafka-version`` reproduces from that release's definitions; 2.8's on
+#: 3.6's: metadata records of a frame version it does not read, control types it does not know)
+OLDER_TOOLS = {"4.4": ["4.0", "4.1", "4.2"], "3.6": ["2.8"]}
 
 
 #: the release whose corpus only its own tool prints (4.3.1's, the "4" whose tool prints the others')

@@ -1,8 +1,8 @@
 """kseg on what Kafka 3.9 and 4.x brokers wrote while operators used Kafka's own tools (no Java needed).
 
 ``fixtures/kafka-admin/<line>/`` (written by ``tests/kafka/admin.py --release R --write``; one per release
-of ``admin.RELEASES``: ``3.9`` (a KRaft node), ``4.0``, ``4.1``, ``4.2``, ``4.3`` (4.3.1), ``4.4``): the broker's partitions after
-SCRAM users, ACLs, client quotas, delegation tokens, a dynamic quorum's voter added and removed, a
+of ``admin.RELEASES``: ``3.9`` (a KRaft node), ``4.0``, ``4.1``, ``4.2``, ``4.3`` (4.3.1), ``4.4``): the broker's
+partitions after SCRAM users, ACLs, client quotas, delegation tokens, a dynamic quorum's voter added and removed, a
 KIP-848 consumer group, a share group, a streams group and transactions v2 (committed, aborted,
 committed with offsets), each where the release has it (``manifest.json`` names the steps it
 skipped, and why); ``answers/`` (what ``kafka-configs.sh``, ``kafka-acls.sh``,

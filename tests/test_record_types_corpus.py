@@ -9,8 +9,8 @@ and what that release's DumpLogSegments printed for it with the family's decoder
 * ``kseg dump --format kafka --decode FAMILY --kafka-version X`` prints those bytes exactly (2.8.2 to
   4.4.0; where the tool stopped with a stack trace, kseg stops at the same record with one line), and
   what Kafka 4.3's tool printed for the other releases' records (``golden-kafka-4/``) with
-  ``--kafka-version 4.3``, and 4.0's, 4.1's and 4.2's for 4.4's (``golden-kafka-4.x/``: records
-  and versions those releases do not define, read by their own definitions as Java reads them);
+  ``--kafka-version 4.3``, and 4.0's, 4.1's and 4.2's for 4.4's, 2.8's for 3.6's (``golden-kafka-X/``:
+  records and versions those releases do not define, read by their own definitions as Java reads them);
 * ``kseg dump --format jsonl --decode auto`` decodes every record, none shown raw or with a note;
 * the corpus holds every type and version the release's definitions list (the generated schema
   modules), so a type or version new to Kafka without its corpus entry fails;

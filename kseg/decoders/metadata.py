@@ -22,7 +22,8 @@ from functools import partial
 
 from kseg.decoders.parts import DecodedRecord, Part, raw_part
 from kseg.decoders.generated import NEWEST as K4
-from kseg.decoders.generated import DEFINITIONS_TEXTS, KIP_500_PREVIEW, definitions_text
+from kseg.decoders.generated import DEFINITIONS_TEXTS, definitions_text
+from kseg.decoders.generated import KAFKA_2 as K2
 from kseg.decoders.schema import (
     Message,
     SchemaError,
@@ -42,7 +43,7 @@ FRAME_VERSION = 1
 #: types and layouts) no later release reads
 PREVIEW_FRAME_VERSION = 0
 #: the decoder text (kseg.kafka_releases decoder_texts) of Kafka 2.8's tool, which reads by its definitions
-PREVIEW_TEXT = definitions_text(KIP_500_PREVIEW)
+PREVIEW_TEXT = definitions_text(K2)
 
 # metadata record type (apiKey) -> schema, generated from the newest release's kafka-metadata jar.
 RECORDS: dict[int, Message] = K4.METADATA
@@ -78,7 +79,7 @@ def decode_control(record: Record) -> Part | None:
         d = decode(schema, record.value, 0)
     except SchemaError as e:
         if type_id == PREVIEW_LEADER_CHANGE:  # Kafka 2.8's preview: its LEADER_CHANGE was type 3
-            preview = KIP_500_PREVIEW.CONTROL["LeaderChangeMessage"]
+            preview = K2.CONTROL["LeaderChangeMessage"]
             try:
                 d = decode(preview, record.value, 0)
             except SchemaError:
@@ -203,9 +204,9 @@ def decode_metadata_record(record: Record, is_control: bool = False) -> DecodedR
     payload = _payload(record.offset, part, kafka_error)
     if part.data is None and record.value[:1] == bytes((PREVIEW_FRAME_VERSION,)):
         part = _preview_part(record.value, part)
-    d = DecodedRecord(None, part, None, payload)
     # Kafka 2.8's tool reads by its own definitions, frame version 0 only
-    d = d.with_deferred(PREVIEW_TEXT, partial(_older_payload, record, KIP_500_PREVIEW.METADATA, PREVIEW_FRAME_VERSION))
+    preview_text = partial(_older_payload, record, K2.METADATA, PREVIEW_FRAME_VERSION)
+    d = DecodedRecord(None, part, None, payload, kafka_deferred=((PREVIEW_TEXT, preview_text),))
     type_id = part.extra.get("type_id")
     if type_id is None:
         return d
@@ -217,14 +218,14 @@ def decode_metadata_record(record: Record, is_control: bool = False) -> DecodedR
 
 
 #: what a record decoded by Kafka 2.8's preview definitions says in its ``definitions``
-PREVIEW_DEFINITIONS = KIP_500_PREVIEW.RELEASE
+PREVIEW_DEFINITIONS = K2.RELEASE
 
 
 def _preview_part(value: bytes, part: Part) -> Part:
     """A record of Kafka 2.8's KRaft preview (frame version 0), which later tools cannot read, decoded by its
     own definitions and saying so (``definitions``); ``part``, the newest's reading, where those do not
     read it either."""
-    preview, _ = _decoded_value(value, KIP_500_PREVIEW.METADATA, frame_version=PREVIEW_FRAME_VERSION)
+    preview, _ = _decoded_value(value, K2.METADATA, frame_version=PREVIEW_FRAME_VERSION)
     if preview.data is None:
         return part
     return replace(preview, extra={**preview.extra, "definitions": PREVIEW_DEFINITIONS})

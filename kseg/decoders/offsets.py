@@ -23,6 +23,7 @@ import struct
 
 from kseg.decoders.coordinator import RecordTypes, decode_coordinator_record, with_older_parts, with_older_texts
 from kseg.decoders.jvm import scala_hash_map_order
+from kseg.decoders.generated import KAFKA_2 as K2
 from kseg.decoders.generated import KAFKA_3 as K3
 from kseg.decoders.generated import NEWEST as K4
 from kseg.decoders.parts import DecodedRecord
@@ -113,8 +114,8 @@ def decode_offsets_record(record: Record, is_control: bool = False) -> DecodedRe
 
 
 #: the text (kseg.kafka_releases decoder_texts) of Kafka 2.8's offsets formatter, and the highest
-#: offset-commit value version it reads: it stops (an exception) at a later one
-CLASSIC_V3, CLASSIC_V3_OFFSET_VALUES = "offsets-v3", 3
+#: offset-commit value version it reads (its definitions'): it stops (an exception) at a later one
+CLASSIC_V3, CLASSIC_V3_OFFSET_VALUES = "offsets-v3", K2.OFFSETS[1][1].highest
 #: the text of Kafka 2.8 to 3.6's group coordinator formatter
 CLASSIC = "classic"
 
