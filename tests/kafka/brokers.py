@@ -10,7 +10,8 @@ nothing is downloaded from anywhere else.
   a single combined KRaft node for 4.x (storage formatted first, as
   ``kafka-storage.sh format`` does), ZooKeeper plus a broker for 2.8, 3.6 and 3.9
   (``inter.broker.protocol.version=2.8`` so topics may keep the old message
-  formats). :meth:`Broker.stop` shuts down cleanly (SIGTERM, then SIGKILL).
+  formats; 3.9 as a KRaft node where asked, ``kraft=True``: the admin-tool scenario).
+  :meth:`Broker.stop` shuts down cleanly (SIGTERM, then SIGKILL).
 * :func:`dump_log_segments` runs the release's own ``DumpLogSegments`` the way
   ``kafka-dump-log.sh`` does and returns its exit code, stdout and stderr.
 """
