@@ -151,7 +151,7 @@ kafka-tiered-corpus: $(STAMP)
 # A broker driven by Kafka's admin tools and Java clients (SCRAM, ACLs, quotas, tokens, a dynamic quorum,
 # KIP-848, share and streams groups, transactions v2), one corpus per release (a broker each, one at a time):
 # fixtures/kafka-admin/<the release's line>, 4.3 for 4.3.1 (release 4) (needs java, javac, mvn)
-ADMIN_RELEASES = 4.0 4.1 4.2 4 4.4
+ADMIN_RELEASES = 3.9 4.0 4.1 4.2 4 4.4
 kafka-admin-corpus: $(STAMP)
 	for r in $(ADMIN_RELEASES); do d=$$r; [ $$r = 4 ] && d=4.3; \
 	  $(PY) tests/kafka/admin.py --release $$r --write fixtures/kafka-admin/$$d || exit 1; done

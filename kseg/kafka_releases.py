@@ -48,7 +48,8 @@ class DumpLogRelease:
     # stops at a later one; "3": Kafka 3.x's texts; "transaction-state-names": 4.4's transaction-log
     # JSON with the state's name; "transaction-version-lookup": 4.0's, which stops at a transaction.version
     # level it does not know; "definitions-4.0" to "definitions-4.3": the records and fields a later
-    # release added or changed, as a tool that reads by that release's definitions prints them); none: the
+    # release added or changed, as a tool that reads by that release's definitions prints them;
+    # "definitions-2.8": 2.8's, which reads KRaft metadata records by its preview's definitions); none: the
     # newest line's JSON
     decoder_texts: tuple[str, ...] = ()
     # a KRaft LeaderChange control record as "LeaderChange: {...}" (else "controlType: LEADER_CHANGE(2)")
@@ -74,6 +75,17 @@ class DumpLogRelease:
     max_message_size_at_logs: bool = False
     # what --version prints, where it is more than the release (2.8 adds its commit)
     version_text: str | None = None
+    # the tool's control record types by id, where they differ from later releases' (2.8: LEADER_CHANGE was 3,
+    # QUORUM_REASSIGNMENT 2, and no snapshot records); a type not listed prints as UNKNOWN with the record's id
+    control_types: tuple[str, ...] | None = None
+
+    def control_type_text(self, type_id: int, name: str) -> str:
+        """``NAME(ID)`` of a control record type as the tool prints it (``name``: the newest release's)."""
+        if self.control_types is None:
+            return f"{name}({type_id})"
+        if 0 <= type_id < len(self.control_types):
+            return f"{self.control_types[type_id]}({type_id})"
+        return f"UNKNOWN({type_id})"
 
     @property
     def texts(self) -> tuple[str, ...]:
@@ -99,9 +111,11 @@ _4X = DumpLogRelease("4.3", "4.3.1", gap_from_file_start=True, gaps_sorted=True,
 #: every release line, oldest first
 RELEASES: tuple[DumpLogRelease, ...] = (
     replace(_3X, line="2.8", checked="2.8.2", log_start_label="Starting offset", delete_horizon=False,
-            codec_names_upper=True, record_batch_fields=True, decoder_texts=("offsets-v3", "classic", "3"),
+            codec_names_upper=True, record_batch_fields=True,
+            decoder_texts=("offsets-v3", "classic", "definitions-2.8", "3"),
             snapshot_last_timestamp=False, snapshot_scala_option=True, decoder_class_package=_SERIALIZER,
-            dumps_checkpoints=False, max_message_size_at_logs=True, version_text="2.8.2 (Commit:3146c6ff4a24cc24)"),
+            dumps_checkpoints=False, max_message_size_at_logs=True, version_text="2.8.2 (Commit:3146c6ff4a24cc24)",
+            control_types=("ABORT", "COMMIT", "QUORUM_REASSIGNMENT", "LEADER_CHANGE")),
     replace(_3X, line="3.6", checked="3.6.2", decoder_texts=("classic", "3"), decoder_class_package=_SERIALIZER),
     replace(_3X, serializer_decoders_deprecated=True),
     replace(_3X, line="4.0", checked="4.0.2", remote_txn_index_empty=True,

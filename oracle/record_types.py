@@ -1,7 +1,7 @@
 """Every internal record type at every version, written and dumped by Kafka itself.
 
-For each supported release from 3.9 (the generated modules: 4.4.0 to 4.0.2, 3.9.2) and each family of records the broker writes about
-itself (the KRaft metadata log with its control records, ``__consumer_offsets``,
+For each supported release (the generated modules: 4.4.0 to 4.0.2, 3.9.2, 3.6.2, 2.8.2) and each family of records
+the broker writes about itself (the KRaft metadata log with its control records, ``__consumer_offsets``,
 ``__transaction_state``, ``__share_group_state``, ``__remote_log_metadata``), this writes one
 segment holding every record type at every version the release defines (the tables kseg
 generated from the release's own message definitions, ``kseg/decoders/generated``), each in a few
@@ -11,8 +11,10 @@ characters in strings, and a tombstone per coordinator key.
 
 Python only describes the values, as JSON in the form Kafka's ``*JsonConverter`` reads;
 ``oracle/java/RecordTypes.java``, compiled against the release's jars, reads each with that
-converter, serialises it with the message class's own ``write`` at the version, frames it as the
-broker does and appends it with ``MemoryRecordsBuilder``. The framing, per family:
+converter (or, for the classes a release generated no converter for, the coordinators' records
+before 3.7, with the message's own setters), serialises it with the message class's own ``write``
+at the version, frames it as the broker does and appends it with ``MemoryRecordsBuilder``. The
+framing, per family:
 
     metadata, remote-log-metadata   value: MetadataRecordSerde (uvarint frame 1, apiKey, version,
                                     the record); no key. KRaft control records: a control batch
@@ -22,7 +24,8 @@ broker does and appends it with ``MemoryRecordsBuilder``. The framing, per famil
                                     value: int16 version | value message at that version; null: tombstone
 
 The release's ``DumpLogSegments --deep-iteration`` with the family's decoder flag then prints
-each segment; its stdout and stderr are the goldens (``fixtures/record-types/<release>/``, with
+each segment (a family its tool has no flag for, 3.6's remote log metadata, only Kafka 4.3's
+does); its stdout and stderr are the goldens (``fixtures/record-types/<release>/``, with
 ``manifest.json`` naming each command), which ``tests/test_record_types_corpus.py`` holds
 ``kseg dump --format kafka`` to without Java.
 
@@ -35,6 +38,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -143,12 +147,19 @@ def struct_value(fields: tuple[Field, ...], version: int, flexible: bool, varian
     return out
 
 
-def message_values(m: Message, version: int) -> list[dict]:
+def message_values(m: Message, version: int, readable_assignments: bool = False) -> list[dict]:
     flexible = version in m.flexible
-    return [fixup(m, version, struct_value(m.fields, version, flexible, v, 10 * v), v) for v in range(VARIANTS)]
+    return [fixup(m, version, struct_value(m.fields, version, flexible, v, 10 * v), v, readable_assignments)
+            for v in range(VARIANTS)]
 
 
-def fixup(m: Message, version: int, data: dict, variant: int) -> dict:
+#: the releases whose offsets decoder reads a classic consumer group's assignments by the consumer
+#: protocol and stops (an exception) at one it cannot read: their corpus gives every such member a
+#: readable assignment and holds one unreadable one, in the segment's last record
+ASSIGNMENT_READERS = ("2.8", "3.6")
+
+
+def fixup(m: Message, version: int, data: dict, variant: int, readable_assignments: bool = False) -> dict:
     """Values a field's meaning restricts, where a generic value would only exercise one error
     line: a transaction's state, a classic consumer group's protocol bytes, tiered storage's states."""
     if m.name == "TransactionLogValue":
@@ -164,6 +175,10 @@ def fixup(m: Message, version: int, data: dict, variant: int) -> dict:
                     sub.fields, sv, sv in sub.flexible, 1), sv))
                 member["assignment"] = _b64(av.to_bytes(2, "big") + encode(asg, struct_value(
                     asg.fields, av, av in asg.flexible, 1), av))
+        elif readable_assignments and data["protocolType"] == "consumer":  # version 0, nothing assigned
+            asg = NEWEST.CONSUMER_PROTOCOL["ConsumerProtocolAssignment"]
+            for member in data["members"]:
+                member["assignment"] = _b64(bytes(2) + encode(asg, struct_value(asg.fields, 0, False, 0), 0))
     if m.name.startswith("Remote"):
         if variant == 1 and "startOffset" in data:  # one valid segment with every field set
             data["startOffset"], data["endOffset"] = 5, 9
@@ -181,16 +196,29 @@ def _b64(raw: bytes) -> str:
 
 
 def class_index(release: str) -> dict[str, str]:
-    """Message name -> the fully-qualified name of its generated class (one with a JsonConverter)
-    in the release's jars."""
+    """Message name -> the fully-qualified name of its generated class in the release's jars: one
+    with a JsonConverter, else (a release that generated none for it) the class of that name in a
+    package of generated messages."""
+    names = {m.name for table in _tables(RELEASES[release]) for value in table.values()
+             for m in (value if isinstance(value, tuple) else (value,))}
     out: dict[str, str] = {}
+    plain: dict[str, str] = {}
     for jar in sorted(brokers.fetch(release).glob("kafka*.jar")):
         with zipfile.ZipFile(jar) as z:
             for name in z.namelist():
-                if name.endswith("JsonConverter.class") and "$" not in name:
-                    fq = name[: -len("JsonConverter.class")].replace("/", ".")
+                if "$" in name or not name.endswith(".class"):
+                    continue
+                fq = name[: -len(".class")].replace("/", ".")
+                if fq.endswith("JsonConverter"):
+                    fq = fq[: -len("JsonConverter")]
                     out.setdefault(fq.rsplit(".", 1)[1], fq)
-    return out
+                elif fq.rsplit(".", 1)[1] in names and (".generated." in fq or ".common.message." in fq):
+                    plain.setdefault(fq.rsplit(".", 1)[1], fq)
+    return {**plain, **out}
+
+
+def _tables(module: Any) -> list[dict]:
+    return [getattr(module, t) for t in (*(f[2] for f in FAMILIES.values()), "CONTROL") if hasattr(module, t)]
 
 
 def family_spec(release: str, family: str, classes: dict[str, str]) -> dict | None:
@@ -208,23 +236,31 @@ def family_spec(release: str, family: str, classes: dict[str, str]) -> dict | No
                     for data in message_values(m, version)]})
         if family == "metadata":
             for name, control in CONTROL_TYPES.items():
+                if name not in module.CONTROL:  # 2.8 has the leader change only, 3.x the snapshots' too
+                    continue
                 m = module.CONTROL[name]
                 for data in message_values(m, CONTROL_VERSION):
                     batches.append({"control": control, "class": classes[name], "json": data})
         return {"timestamp": TIMESTAMP, "batches": batches}
+    readable = family == "offsets" and release in ASSIGNMENT_READERS
+    last = None
     for rtype, (key, value) in table.items():
         kv = rtype if rtype in key.valid else 0
         keys = [[{"int16": rtype}, {"class": classes[key.name], "version": kv, "json": data}]
                 for data in message_values(key, kv)]
         records = []
         for version in range(value.valid.lo, value.highest + 1):
-            for i, data in enumerate(message_values(value, version)):
+            for i, data in enumerate(message_values(value, version, readable)):
                 records.append({"key": keys[i], "value": [{"int16": version},
                                                           {"class": classes[value.name], "version": version,
                                                            "json": data}]})
         records.append({"key": keys[1], "value": None})  # a tombstone
         batches.append({"records": records})
-    return {"timestamp": TIMESTAMP, "batches": batches}
+        if readable and value.name == "GroupMetadataValue":  # a member's empty assignment (before the first sync)
+            data = message_values(value, value.highest)[2]
+            last = {"records": [{"key": keys[2], "value": [{"int16": value.highest}, {
+                "class": classes[value.name], "version": value.highest, "json": data}]}]}
+    return {"timestamp": TIMESTAMP, "batches": batches + ([last] if last else [])}
 
 
 # --------------------------------------------------------------------------- running Kafka
@@ -233,9 +269,10 @@ def family_spec(release: str, family: str, classes: dict[str, str]) -> dict | No
 def compile_writer(release: str) -> Path:
     """RecordTypes.java compiled against the release's jars (cached under .cache/record-types)."""
     out = BUILD / release
-    moved = tuple(map(int, brokers.version(release).split(".")[:2])) >= (4, 3)
-    package = "org.apache.kafka.common.record.internal" if moved else "org.apache.kafka.common.record"
-    source = JAVA.read_text().replace("RECORD_PACKAGE", package)
+    line = tuple(map(int, brokers.version(release).split(".")[:2]))
+    package = "org.apache.kafka.common.record.internal" if line >= (4, 3) else "org.apache.kafka.common.record"
+    compression = "org.apache.kafka.common.compress.Compression.NONE" if line >= (3, 8) else "CompressionType.NONE"
+    source = JAVA.read_text().replace("RECORD_PACKAGE", package).replace("COMPRESSION_NONE", compression)
     stamp = out / "source.java"
     if stamp.is_file() and stamp.read_text() == source and (out / "RecordTypes.class").is_file():
         return out
@@ -275,16 +312,27 @@ def dump(tool: str, family: str, root: Path, rel: str) -> dict:
 LOG = "00000000000000000000.log"
 
 
-#: the older 4.x tools that print the newest release's records too (what each makes of the records
-#: and fields later releases added, which ``--kafka-version`` reproduces from that release's definitions)
-OLDER_TOOLS = {"4.4": ["4.0", "4.1", "4.2"]}
+#: the older tools that print a newer release's records too (what each makes of the records and fields
+#: later releases added, which ``--kafka-version`` reproduces from that release's definitions; 2.8's on
+#: 3.6's: metadata records of a frame version it does not read, control types it does not know)
+OLDER_TOOLS = {"4.4": ["4.0", "4.1", "4.2"], "3.6": ["2.8"]}
 
 
-def tools_for(release: str) -> list[str]:
-    """The releases whose DumpLogSegments prints a release's corpus: its own, Kafka 4.3's on the
-    others' records (what a newer tool makes of an upgraded cluster's old records; what an older tool
-    makes of the records and fields a newer release added), and ``OLDER_TOOLS``'."""
-    return [release] if release == "4" else [release, "4", *OLDER_TOOLS.get(release, [])]
+#: the release whose corpus only its own tool prints (4.3.1's, the "4" whose tool prints the others')
+OWN_TOOL_ONLY = ("4",)
+#: release -> the families its DumpLogSegments has no decoder flag for (3.6 defines remote log metadata
+#: records but its tool has no --remote-log-metadata-decoder: only Kafka 4.3's prints that segment)
+NO_FLAG = {"3.6": ("remote-log-metadata",)}
+
+
+def tools_for(release: str, family: str) -> list[str]:
+    """The releases whose DumpLogSegments prints a release's segment of ``family``: its own (unless
+    it has no flag for the family), Kafka 4.3's on the others' records (what a newer tool makes of an
+    upgraded cluster's old records; what an older tool makes of the records and fields a newer
+    release added), and ``OLDER_TOOLS``'."""
+    if family in NO_FLAG.get(release, ()):
+        return ["4"]
+    return [release] if release in OWN_TOOL_ONLY else [release, "4", *OLDER_TOOLS.get(release, [])]
 
 
 def golden_name(release: str, tool: str, family: str, kind: str) -> str:
@@ -304,7 +352,7 @@ def generate(releases: list[str]) -> None:
                 continue
             rel = f"{folder}/{LOG}"
             write_segment(release, spec, root / rel)
-            for tool in tools_for(release):
+            for tool in tools_for(release, family):
                 entries.append(golden_entry(release, tool, family, rel))
                 print(f"{release} {family} (tool {tool}): {len(spec['batches'])} batches, exit {entries[-1]['exit']}")
         _write_manifest(release, entries)
@@ -335,12 +383,18 @@ def add_tools(releases: list[str]) -> None:
     for release in releases:
         entries = json.loads((CORPUS / release / "manifest.json").read_text())["entries"]
         have = {(e["release"], e["family"]) for e in entries}
-        for e in [e for e in entries if e["release"] == release]:
-            for tool in tools_for(release):
+        for e in list({e["family"]: e for e in entries}.values()):
+            for tool in tools_for(release, e["family"]):
                 if (tool, e["family"]) not in have:
                     entries.append(golden_entry(release, tool, e["family"], e["file"]))
                     print(f"{release} {e['family']} (tool {tool}): exit {entries[-1]['exit']}")
         _write_manifest(release, entries)
+
+
+def _untimed(output: bytes) -> bytes:
+    """The output without the time of the warnings the tool logs (2.8 and 3.6's offsets decoder logs
+    the subscriptions it cannot read)."""
+    return re.sub(rb"(?m)^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] ", b"[time] ", output)
 
 
 def check(releases: list[str]) -> list[str]:
@@ -352,7 +406,7 @@ def check(releases: list[str]) -> list[str]:
         for e in manifest["entries"]:
             result = dump(e["release"], e["family"], root, e["file"])
             for kind in ("stdout", "stderr"):
-                if result[kind] != (root / e[kind]).read_bytes():
+                if _untimed(result[kind]) != _untimed((root / e[kind]).read_bytes()):
                     problems.append(f"{release} {e['file']} (Kafka {e['kafka_version']}): {kind} differs")
             if result["exit"] != e["exit"]:
                 problems.append(f"{release} {e['file']} (Kafka {e['kafka_version']}): exit {result['exit']}, "

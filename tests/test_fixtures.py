@@ -126,8 +126,9 @@ def test_fixture_tree_is_small():
     # and 4.4 (the same traffic on those releases: about 1.7, 1.3 and 1.3 MB, goldens most of it); 5 MiB
     # more for kafka-clients on 3.6, 4.0, 4.1 and 4.2 (about 1.35 MB each, goldens 0.8 MB of it); 2 MiB more
     # for kafka-admin on 4.0, 4.1, 4.2 and 4.4 (the operators' tools on those releases: about 0.42, 0.52, 0.52
-    # and 0.54 MB, goldens 0.4 to 0.5 MB of each)
-    assert stored < int(30.5 * 1024 * 1024)
+    # and 0.54 MB, goldens 0.4 to 0.5 MB of each); 0.5 MiB more for kafka-admin on 3.9 (about 0.39 MB) and
+    # the record-types corpora of 2.8 and 3.6 (about 0.2 MB)
+    assert stored < int(31 * 1024 * 1024)
 
 
 def test_case_table_covers_the_brief():

@@ -17,11 +17,13 @@ newer than these tables are shown raw with a note.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
 from kseg.decoders.parts import DecodedRecord, Part, raw_part
 from kseg.decoders.generated import NEWEST as K4
-from kseg.decoders.generated import DEFINITIONS_TEXTS
+from kseg.decoders.generated import DEFINITIONS_TEXTS, definitions_text
+from kseg.decoders.generated import KAFKA_2 as K2
 from kseg.decoders.schema import (
     Message,
     SchemaError,
@@ -31,12 +33,17 @@ from kseg.decoders.schema import (
     to_snake_upper,
     written_at,
 )
-from kseg.errors import KsegError
+from kseg.errors import KsegError, OlderToolStopsError
 from kseg.kafka_releases import DEFAULT, DumpLogRelease, as_release
 from kseg.log.control import control_info
 from kseg.model import Record
 
 FRAME_VERSION = 1
+#: the frame version of Kafka 2.8's KRaft preview, whose records (its own definitions: other record
+#: types and layouts) no later release reads
+PREVIEW_FRAME_VERSION = 0
+#: the decoder text (kseg.kafka_releases decoder_texts) of Kafka 2.8's tool, which reads by its definitions
+PREVIEW_TEXT = definitions_text(K2)
 
 # metadata record type (apiKey) -> schema, generated from the newest release's kafka-metadata jar.
 RECORDS: dict[int, Message] = K4.METADATA
@@ -71,8 +78,20 @@ def decode_control(record: Record) -> Part | None:
     try:
         d = decode(schema, record.value, 0)
     except SchemaError as e:
+        if type_id == PREVIEW_LEADER_CHANGE:  # Kafka 2.8's preview: its LEADER_CHANGE was type 3
+            preview = K2.CONTROL["LeaderChangeMessage"]
+            try:
+                d = decode(preview, record.value, 0)
+            except SchemaError:
+                return raw_part(record.value, str(e), schema.name, 0)
+            return Part(preview.name, 0, d.data, notes=tuple(d.notes))
         return raw_part(record.value, str(e), schema.name, 0)
     return Part(schema.name, 0, d.data, notes=tuple(d.notes))
+
+
+#: the control type of Kafka 2.8's LeaderChangeMessage (later releases' SnapshotHeaderRecord), read as that
+#: where it does not read as a snapshot header
+PREVIEW_LEADER_CHANGE = 3
 
 
 def control_kafka_text(record: Record, release: "str | DumpLogRelease" = DEFAULT) -> str | None:
@@ -91,11 +110,18 @@ def control_kafka_text(record: Record, release: "str | DumpLogRelease" = DEFAULT
         if type_id != LEADER_CHANGE or not as_release(release).leader_change_text:
             return None
         label = "LeaderChange:"
-    part = decode_control(record)
-    if part is None or part.data is None:
-        return None
+    schema = entry[0]
+    try:  # as Java's generated reader reads it: bytes after the message left unread
+        if record.value is None:
+            raise SchemaError("the control record has no value")
+        data = decode(schema, record.value, 0, exact=False).data
+    except SchemaError as e:
+        # the tool deserializes the message to print it, and stops at the exception (a Kafka 2.8 leader
+        # change, type 3, read as a snapshot header, for one)
+        raise OlderToolStopsError(f"a {schema.name} control record that does not read ({e}): "
+                                  f"Kafka {as_release(release).line}'s tool stops here") from None
     # Kafka prints the message at the version its own Version field holds, not the one read.
-    shown = written_at(entry[0], part.data, part.data.get("version", 0))
+    shown = written_at(schema, data, data.get("version", 0))
     return f"{label} {kafka_json(shown)}"
 
 
@@ -108,18 +134,20 @@ def decode_metadata_value(value: bytes, records: dict[int, Message] = RECORDS) -
     return _decoded_value(value, records)[0]
 
 
-def _decoded_value(value: bytes, records: dict[int, Message], above: bool = False) -> tuple[Part, str | None]:
+def _decoded_value(value: bytes, records: dict[int, Message], above: bool = False,
+                   frame_version: int = FRAME_VERSION) -> tuple[Part, str | None]:
     """``decode_metadata_value``, and what Kafka's reader (MetadataRecordSerde) says where it
     fails, which kafka-dump-log.sh prints after "skipping." (None: it reads the record).
-    ``above``: a version above a record's highest read as Java reads it (``schema.decode``)."""
+    ``above``: a version above a record's highest read as Java reads it (``schema.decode``);
+    ``frame_version``: the one frame version the reader takes (2.8's preview: 0)."""
     frame = type_id = version = None
     schema = None
     stage = "frame version"
     try:
         frame, pos = read_uvarint(value, 0, what="frame version")
-        if frame != FRAME_VERSION:
+        if frame != frame_version:
             raise SchemaError(f"unknown metadata frame version {frame}", position=0,
-                              expected=FRAME_VERSION, found=frame)
+                              expected=frame_version, found=frame)
         stage = "type"
         type_id, pos = read_uvarint(value, pos, what="record type")
         stage = "version"
@@ -138,19 +166,22 @@ def _decoded_value(value: bytes, records: dict[int, Message], above: bool = Fals
         if schema is not None:
             extra["type"] = to_snake_upper(schema.name)
         part = raw_part(value, str(e), None if schema is None else schema.name, version, **extra)
-        return part, _kafka_parse_error(stage, frame, type_id, schema is not None, len(value) - (d.end if stage == "garbage" else 0))
+        garbage = len(value) - (d.end if stage == "garbage" else 0)
+        return part, _kafka_parse_error(stage, frame, type_id, schema is not None, garbage, frame_version)
     return Part(schema.name, version, d.data, {"type": to_snake_upper(schema.name), "type_id": type_id},
                 tuple(d.notes)), None
 
 
-def _kafka_parse_error(stage: str, frame: int | None, type_id: int | None, known: bool, garbage: int) -> str:
-    """MetadataRecordSerde's exception message for a record it cannot read (Kafka 3.x and 4.x)."""
+def _kafka_parse_error(stage: str, frame: int | None, type_id: int | None, known: bool, garbage: int,
+                       frame_version: int = FRAME_VERSION) -> str:
+    """MetadataRecordSerde's exception message for a record it cannot read (Kafka 3.x and 4.x; 2.8's
+    where it says the same)."""
     if stage == "frame version" and frame is not None:
-        if frame == 0:
+        if frame == PREVIEW_FRAME_VERSION and frame_version != PREVIEW_FRAME_VERSION:
             return ("Could not deserialize metadata record with frame version 0. Note that upgrades from the "
                     "preview release of KRaft in 2.8 to newer versions are not supported.")
         return (f"Could not deserialize metadata record due to unknown frame version {frame}"
-                f"(only frame version {FRAME_VERSION} is supported)")
+                f"(only frame version {frame_version} is supported)")
     if stage in ("frame version", "type", "version"):
         return f"Error while reading {stage}"
     if not known:
@@ -170,15 +201,57 @@ def decode_metadata_record(record: Record, is_control: bool = False) -> DecodedR
         note = "the record has no value"
         return DecodedRecord(None, raw_part(None, note), None, f"Error at {record.offset}, skipping. {note}")
     part, kafka_error = _decoded_value(record.value, RECORDS)
-    d = DecodedRecord(None, part, None, _payload(record.offset, part, kafka_error))
+    payload = _payload(record.offset, part, kafka_error)
+    if part.data is None and record.value[:1] == bytes((PREVIEW_FRAME_VERSION,)):
+        part = _preview_part(record.value, part)
+    # Kafka 2.8's tool reads by its own definitions, frame version 0 only
+    preview_text = partial(_older_payload, record, K2.METADATA, PREVIEW_FRAME_VERSION)
+    d = DecodedRecord(None, part, None, payload, kafka_deferred=((PREVIEW_TEXT, preview_text),))
     type_id = part.extra.get("type_id")
     if type_id is None:
         return d
     for name, older, changed in _CHANGED:
         if type_id in changed:
             # a record type a later release added or changed, as the older release's tool prints it
-            d = d.with_deferred(name, partial(_older_payload, record, type_id, older))
+            d = d.with_deferred(name, partial(_older_payload, record, older))
     return d
+
+
+#: what a record decoded by Kafka 2.8's preview definitions says in its ``definitions``
+PREVIEW_DEFINITIONS = K2.RELEASE
+
+
+def _preview_part(value: bytes, part: Part) -> Part:
+    """A record of Kafka 2.8's KRaft preview (frame version 0), which later tools cannot read, decoded by its
+    own definitions and saying so (``definitions``); ``part``, the newest's reading, where those do not
+    read it either."""
+    preview, _ = _decoded_value(value, K2.METADATA, frame_version=PREVIEW_FRAME_VERSION)
+    if preview.data is None:
+        return part
+    return replace(preview, extra={**preview.extra, "definitions": PREVIEW_DEFINITIONS})
+
+
+def preview_fields_fit(part: Part) -> bool:
+    """Whether a record of Kafka 2.8's KRaft preview has the fields of the newest release's record of its
+    type (its layout aside: the preview's records were not flexible), so that what applies the one
+    applies the other."""
+    newest = RECORDS.get(part.extra.get("type_id", -1))
+    return (newest is not None and newest.name == part.schema and part.data is not None
+            and _fits(part.data, newest.fields, part.version or 0))
+
+
+def _fits(data: dict, fields: tuple, version: int) -> bool:
+    """Whether every field of ``data`` is one ``fields`` define at ``version`` (with its structs' fields):
+    a record the newest definitions name the same (its layout aside)."""
+    by_name = {f.json_name: f for f in fields if version in f.versions}
+    for name, value in data.items():
+        f = by_name.get(name)
+        if f is None:
+            return False
+        items = value if isinstance(value, list) else [value]
+        if f.fields is not None and not all(_fits(v, f.fields, version) for v in items if isinstance(v, dict)):
+            return False
+    return True
 
 
 #: (decoder text, an older 4.x release's metadata table, the record types whose schemas differ from RECORDS')
@@ -186,11 +259,12 @@ _CHANGED = [(name, m.METADATA, frozenset(t for t in {*RECORDS, *m.METADATA} if R
             for name, m in DEFINITIONS_TEXTS.items()]
 
 
-def _older_payload(record: Record, type_id: int, older: dict[int, Message]) -> tuple[None, str]:
+def _older_payload(record: Record, older: dict[int, Message], frame_version: int = FRAME_VERSION) -> tuple[None, str]:
     """What an older release's tool prints for a record a later release added or changed: read by
     its own definitions, a later version of a record as Java reads it (``above``)."""
     assert record.value is not None
-    return None, _payload(record.offset, *_decoded_value(record.value, older, above=True))
+    return None, _payload(record.offset, *_decoded_value(record.value, older, above=True,
+                                                         frame_version=frame_version))
 
 
 #: Kafka's text (MetadataRecordSerde's exception) for a metadata record type it does not know

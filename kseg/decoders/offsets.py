@@ -23,6 +23,7 @@ import struct
 
 from kseg.decoders.coordinator import RecordTypes, decode_coordinator_record, with_older_parts, with_older_texts
 from kseg.decoders.jvm import scala_hash_map_order
+from kseg.decoders.generated import KAFKA_2 as K2
 from kseg.decoders.generated import KAFKA_3 as K3
 from kseg.decoders.generated import NEWEST as K4
 from kseg.decoders.parts import DecodedRecord
@@ -100,8 +101,12 @@ def decode_offsets_record(record: Record, is_control: bool = False) -> DecodedRe
     classic = _classic_text(old)
     if classic is None:
         return d
-    d = d.with_variant("classic", classic)
+    d = d.with_variant(CLASSIC, classic)
     rtype, version = old.key.version, None if old.value is None else old.value.version
+    unread = _unread_assignment(old)
+    if unread is not None:
+        d = d.with_stop(CLASSIC, f"member {unread}'s assignment, which the offsets decoder of Kafka 2.8 to 3.6 "
+                                 "reads by the consumer protocol and cannot")
     if rtype in (0, 1) and version is not None and version > CLASSIC_V3_OFFSET_VALUES:
         d = d.with_stop(CLASSIC_V3, f"offset-commit value version {version}, which the offsets decoder "
                                     f"of Kafka 2.8 does not know (it knows 0 to {CLASSIC_V3_OFFSET_VALUES})")
@@ -109,8 +114,25 @@ def decode_offsets_record(record: Record, is_control: bool = False) -> DecodedRe
 
 
 #: the text (kseg.kafka_releases decoder_texts) of Kafka 2.8's offsets formatter, and the highest
-#: offset-commit value version it reads: it stops (an exception) at a later one
-CLASSIC_V3, CLASSIC_V3_OFFSET_VALUES = "offsets-v3", 3
+#: offset-commit value version it reads (its definitions'): it stops (an exception) at a later one
+CLASSIC_V3, CLASSIC_V3_OFFSET_VALUES = "offsets-v3", K2.OFFSETS[1][1].highest
+#: the text of Kafka 2.8 to 3.6's group coordinator formatter
+CLASSIC = "classic"
+
+
+def _unread_assignment(old: DecodedRecord) -> str | None:
+    """The member of a classic consumer group's record whose assignment the consumer protocol does not
+    read (fewer than two bytes: one before the group's first sync; a negative version; bytes that do
+    not parse), None if there is none. Kafka 2.8 to 3.6's formatter reads each such assignment with
+    ConsumerProtocol.deserializeAssignment and stops at the exception (its subscriptions' failures
+    are only logged)."""
+    value = None if old.value is None else old.value.data
+    if not value or old.key is None or old.key.version != 2 or value.get("protocolType") != CONSUMER_PROTOCOL_TYPE:
+        return None
+    for member in value.get("members") or ():
+        if isinstance(member.get("assignment"), str):
+            return str(member.get("memberId"))
+    return None
 
 
 # --------------------------------------------------------------------------- Kafka 2.8 to 3.6's text
@@ -121,9 +143,13 @@ def _classic_text(old: DecodedRecord) -> tuple[str | None, str | None] | None:
     record: ``offset_commit::group=G,partition=T-P`` => ``offset=N[,metadata=M]``,
     ``group_metadata::group=G`` => a JSON of the group and its members' assignments; None where it
     printed what Kafka 3.9 prints (a record it could not read)."""
-    if old.key is None or old.key.data is None or old.key.version is None:
+    if old.key is None or old.key.version is None:
         return None
     rtype, key = old.key.version, old.key.data
+    if rtype not in (0, 1, 2):  # read no further than the key's version: a value it need not read
+        return f"unknown::version={rtype}", None
+    if key is None:
+        return None
     value = None if old.value is None else old.value.data
     if old.value is not None and value is None:
         return None
@@ -138,7 +164,6 @@ def _classic_text(old: DecodedRecord) -> tuple[str | None, str | None] | None:
         if value is None:
             return shown_key, "<DELETE>"
         return shown_key, _classic_group_json(value)
-    return f"unknown::version={rtype}", None
 
 
 def _classic_group_json(value: dict) -> str:

@@ -18,7 +18,9 @@ from __future__ import annotations
 from kseg.decoders.coordinator import RecordTypes, decode_coordinator_record, kafka_value_json
 from kseg.decoders.jvm import scala_hash_set_order
 from kseg.decoders.parts import DecodedRecord, Part, raw_part, skipping_line
+from kseg.decoders.generated import KAFKA_2 as K2
 from kseg.decoders.generated import KAFKA_3 as K3
+from kseg.decoders.generated import definitions_text
 from kseg.decoders.generated import NEWEST as K4
 from kseg.decoders.schema import SchemaError, decode, read_int16_version
 from kseg.model import Record
@@ -65,6 +67,11 @@ def kafka_value_line(data: dict) -> str:
             f"txnTimeoutMs={data['transactionTimeoutMs']}")
 
 
+#: the text (kseg.kafka_releases decoder_texts) of Kafka 2.8's tool, and the highest TransactionLogValue
+#: version it reads: it stops (an exception) at a later one
+K2_TEXT, K2_VALUE_VERSIONS = definitions_text(K2), K2.TRANSACTIONS[0][1].highest
+
+
 def decode_transaction_record(record: Record, is_control: bool = False) -> DecodedRecord | None:
     """Decode one ``__transaction_state`` record (None for control records); the kafka
     lines are Kafka 4's JSON, ``kafka_legacy`` Kafka 3.x's text."""
@@ -86,6 +93,9 @@ def decode_transaction_record(record: Record, is_control: bool = False) -> Decod
             # Kafka 4.4's JSON names the state ("transactionStatus":"Ongoing")
             d = d.with_variant(STATE_NAMES_TEXT, (d.kafka_key, kafka_value_json(value.version, named)))
     d = d.with_legacy((old.kafka_key, old.kafka_payload))
+    if old.value is not None and old.value.version is not None and old.value.version > K2_VALUE_VERSIONS:
+        d = d.with_stop(K2_TEXT, f"Unknown version {old.value.version} from the transaction log message value "
+                                 f"(Kafka 2.8 reads versions 0 to {K2_VALUE_VERSIONS})")
     level = None if value is None or value.data is None else value.data.get("clientTransactionVersion")
     if level is not None and level not in TRANSACTION_VERSION_LEVELS:
         d = d.with_stop(TRANSACTION_VERSION_LOOKUP, f"No feature:transaction.version with feature level {level}")

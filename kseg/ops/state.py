@@ -40,6 +40,7 @@ from typing import Any, Callable, Iterator
 
 from kseg.decoders import FAMILY, decode_record, family_for
 from kseg.decoders.identities import redact_ids
+from kseg.decoders.metadata import PREVIEW_DEFINITIONS, preview_fields_fit
 from kseg.decoders.secrets import hide_data
 from kseg.decoders.remote_log import PARTITION_DELETE_STATES, SEGMENT_STATES
 from kseg.decoders.share_state import DELIVERY_STATES
@@ -507,6 +508,10 @@ class _MetadataImage(_Applier):
         part = decoded.value
         if batch.is_control:
             self._control(part.schema, part.data)
+            return
+        if part.extra.get("definitions") == PREVIEW_DEFINITIONS and not preview_fields_fit(part):
+            self.ps.skip(record.offset, f"not applied: a {part.schema} of Kafka {PREVIEW_DEFINITIONS}'s KRaft "
+                                        "preview, whose fields no later release's record of that type has")
             return
         kind = part.extra.get("type")
         if kind == "BEGIN_TRANSACTION_RECORD":

@@ -658,8 +658,9 @@ class KafkaRenderer:
         if b.is_control:
             try:
                 info = control_info(r)
+                shown = self.release.control_type_text(info.type_id, info.type_name)
                 line += (f" endTxnMarker: {info.type_name} coordinatorEpoch: {info.coordinator_epoch}"
-                         if info.is_txn_marker else f" controlType: {info.type_name}({info.type_id})")
+                         if info.is_txn_marker else f" controlType: {shown}")
             except KsegError:
                 line += " controlType: UNKNOWN(-1)"
         return line
@@ -684,8 +685,12 @@ class KafkaRenderer:
                 else:
 
                     # SnapshotHeader {...}, SnapshotFooter, KRaftVersion, KRaftVoters (Kafka 4: LeaderChange too)
-                    kraft = control_kafka_text(r, self.release)
-                    parts.append(f" {kraft}" if kraft else f" controlType: {info.type_name}({info.type_id})")
+                    kraft = None if self.release.control_types else control_kafka_text(r, self.release)
+                    parts.append(f" {kraft}" if kraft
+                                 else f" controlType: {self.release.control_type_text(info.type_id, info.type_name)}")
+            except OlderToolStopsError as e:
+                self.w("".join(parts))  # the tool printed the line's metadata, then stopped
+                raise e.located(position=b.position) from None
             except KsegError:
                 parts.append(" controlType: UNKNOWN(-1)")
         return "".join(parts)

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""A Kafka 4.x broker doing what operators do, with Kafka's own tools, and what kseg must say of it.
+"""A Kafka 3.9 or 4.x broker doing what operators do, with Kafka's own tools, and what kseg must say of it.
 
 :func:`run` starts one KRaft combined node (:class:`brokers.Broker`) of the release chosen
-(``--release``, a name of :data:`RELEASES`: 4.0, 4.1, 4.2, ``4`` = 4.3.1 by default, 4.4) formatted
+(``--release``, a name of :data:`RELEASES`: 3.9, 4.0, 4.1, 4.2, ``4`` = 4.3.1 by default, 4.4) formatted
 ``--standalone`` (``kraft.version`` 1, a dynamic quorum) with a bootstrap SCRAM user
 (``kafka-storage format --add-scram``), the ``StandardAuthorizer``, a SASL/SCRAM
 listener beside the plaintext one and a delegation-token secret, then, each step with
@@ -24,7 +24,7 @@ Java client (``oracle/java/OperatorClients.java``):
   and commits, the other joins, the first leaves, the second commits);
 * a share group (``ConsoleShareConsumer``) and a streams group (a Kafka Streams
   application, ``group.protocol=streams``), enabled as the release enables them;
-* transactions v2 with the Java transactional producer: committed, aborted, and
+* transactions v2 (v1 on 3.9) with the Java transactional producer: committed, aborted, and
   committed with a transactional offset commit.
 
 Then the tools are asked what the cluster holds (:func:`answer_commands`: users and quotas,
@@ -37,7 +37,7 @@ release lacks and why). A step a release lacks is left out of its run, of its an
 corpus, and named in the corpus's ``manifest.json`` (``"skipped": {step: why}``), which is what
 the checks read.
 
-:func:`write` keeps a run as ``fixtures/kafka-admin/<line>/`` (``4.0`` ... ``4.4``; the 4.3.1
+:func:`write` keeps a run as ``fixtures/kafka-admin/<line>/`` (``3.9``, ``4.0`` ... ``4.4``; the 4.3.1
 run's is ``4.3``): ``logdir/``, ``answers/<name>.txt`` (each tool's stdout, argv in
 ``manifest.json``) and ``golden/`` (DumpLogSegments per file and flags, as ``tests/kafka/clients.py``
 writes them).
@@ -130,10 +130,16 @@ class AdminRelease:
     #: nothing once they left)
     share_offsets_without_members: bool = True
     #: the transaction protocol of the Java producer with this broker (KIP-890 v2: ``transaction.version``
-    #: 2, what a cluster newly formatted by any 4.x release finalizes)
+    #: 2, what a cluster newly formatted by any 4.x release finalizes; 1 on 3.9, whose TransactionLogValue
+    #: has no clientTransactionVersion field yet)
     transactions: int = 2
+    #: ``kafka-consumer-groups.sh --describe --state --verbose`` prints a KIP-848 group's epochs (GROUP-EPOCH,
+    #: TARGET-ASSIGNMENT-EPOCH: 4.0+; 3.9's prints the coordinator, strategy, state and member count only)
+    consumer_state_epochs: bool = True
     #: step (of :data:`STEPS`) -> why the release cannot run it (Kafka's reason: a feature missing, a tool crash)
     lacks: dict[str, str] = field(default_factory=dict)
+    #: kafka-acls.sh's main class: a Scala object in the core jar up to 3.9, Java in kafka-tools since 4.0
+    acl_command: str = "org.apache.kafka.tools.AclCommand"
 
 
 #: group.coordinator.rebalance.protocols of the releases with every group type (deprecated since 4.3 for the
@@ -141,10 +147,19 @@ class AdminRelease:
 _ALL_PROTOCOLS = {"group.coordinator.rebalance.protocols": "classic,consumer,share,streams"}
 _CONFIG_COMMAND = "kafka.admin.ConfigCommand"
 #: release (a name of brokers.RELEASES) -> what it can do; the releases a corpus can be written for (each has
-#: one in fixtures/kafka-admin/<its line>). All are KRaft 4.x: the dynamic quorum (``--standalone``,
-#: ``add-controller``/``remove-controller``, KIP-853) is in every one (3.9+), KIP-848 consumer groups are GA
-#: in every one (4.0+).
+#: one in fixtures/kafka-admin/<its line>). All run KRaft (3.9 too, whose other runs use ZooKeeper): the
+#: dynamic quorum (``--standalone``, ``add-controller``/``remove-controller``, KIP-853) is in every one (3.9+),
+#: KIP-848 consumer groups are GA in every 4.x (4.0+), a preview in 3.9.
 RELEASES: dict[str, AdminRelease] = {
+    # a KRaft combined node (the other 3.9 runs use ZooKeeper): the dynamic quorum is new in 3.9 (KIP-853),
+    # KIP-848 consumer groups a preview (the "consumer" rebalance protocol enabled on the broker); no share
+    # or streams groups, and transactions v1 (no transaction.version feature before 4.0)
+    "3.9": AdminRelease(
+        _CONFIG_COMMAND, {"group.coordinator.rebalance.protocols": "classic,consumer"}, transactions=1,
+        consumer_state_epochs=False, acl_command="kafka.admin.AclCommand",
+        lacks={"share": "Kafka 3.9.2 has no share groups (KIP-932's early access came in 4.0): no "
+                        "kafka-share-groups.sh, no ConsoleShareConsumer",
+               "streams": "Kafka 3.9.2 has no streams groups (KIP-1071 came in 4.1)"}),
     # share groups are early access (KIP-932): the "share" rebalance protocol and the unstable RPCs
     # (ShareGroupHeartbeat, ShareFetch ...) enabled on the broker; there is no share.version feature yet
     "4.0": AdminRelease(
@@ -301,7 +316,6 @@ def sasl_config(workdir: Path) -> Path:
 
 # --------------------------------------------------------------------------- operator actions
 
-ACL_COMMAND = "org.apache.kafka.tools.AclCommand"
 TOKENS = "org.apache.kafka.tools.DelegationTokenCommand"
 QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"
 TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
@@ -337,8 +351,8 @@ def scram_users(release: str, bootstrap: str) -> None:
 
 def acls(release: str, bootstrap: str) -> None:
     for flags in ACLS:
-        tool(release, ACL_COMMAND, "--bootstrap-server", bootstrap, "--add", *flags)
-    tool(release, ACL_COMMAND, "--bootstrap-server", bootstrap, "--remove", "--force", *ACL_REMOVED)
+        tool(release, row(release).acl_command, "--bootstrap-server", bootstrap, "--add", *flags)
+    tool(release, row(release).acl_command, "--bootstrap-server", bootstrap, "--remove", "--force", *ACL_REMOVED)
 
 
 def quotas(release: str, bootstrap: str) -> None:
@@ -487,7 +501,7 @@ def answer_commands(release: str) -> dict[str, tuple[str, list[str]]]:
         "users-clients": (configs, ["--bootstrap-server", "{bootstrap}", "--describe", "--entity-type", "users",
                                     "--entity-type", "clients"]),
         "ips": (configs, ["--bootstrap-server", "{bootstrap}", "--describe", "--entity-type", "ips"]),
-        "acls": (ACL_COMMAND, ["--bootstrap-server", "{bootstrap}", "--list"]),
+        "acls": (row(release).acl_command, ["--bootstrap-server", "{bootstrap}", "--list"]),
         # with its owner named: "--describe" alone ("for current user") lists no token on 4.3.1
         "tokens": (TOKENS, ["--bootstrap-server", "{sasl}", "--command-config", "{config}", "--describe",
                             "--owner-principal", f"User:{ADMIN_USER}"]),
@@ -540,7 +554,7 @@ def run(workdir: Path, release: str = RELEASE) -> tuple[Path, dict[str, Any]]:
     compile_clients(release)
     broker = brokers.Broker(release, workdir, extra={**BROKER_CONFIG, **row(release).broker_config},
                             more_listeners={SASL: SASL}, format_args=[*FORMAT_ARGS, *row(release).format_args],
-                            dynamic_quorum=True)
+                            dynamic_quorum=True, kraft=True)
     config = sasl_config(workdir)
     lacked = skipped(release)
     t0 = time.monotonic()

@@ -10,7 +10,8 @@ nothing is downloaded from anywhere else.
   a single combined KRaft node for 4.x (storage formatted first, as
   ``kafka-storage.sh format`` does), ZooKeeper plus a broker for 2.8, 3.6 and 3.9
   (``inter.broker.protocol.version=2.8`` so topics may keep the old message
-  formats). :meth:`Broker.stop` shuts down cleanly (SIGTERM, then SIGKILL).
+  formats; 3.9 as a KRaft node where asked, ``kraft=True``: the admin-tool scenario).
+  :meth:`Broker.stop` shuts down cleanly (SIGTERM, then SIGKILL).
 * :func:`dump_log_segments` runs the release's own ``DumpLogSegments`` the way
   ``kafka-dump-log.sh`` does and returns its exit code, stdout and stderr.
 """
@@ -221,11 +222,17 @@ class Broker:
     #: a KRaft node formatted ``--standalone`` (kraft.version 1: voters added and removed at run time)
     #: instead of a static ``controller.quorum.voters``
     dynamic_quorum: bool = False
+    #: a release of ZOOKEEPER_RELEASES run as a KRaft combined node all the same (3.9: the admin-tool scenario)
+    kraft: bool = False
     port: int = 0
     controller_port: int = 0
     cluster_id: str = ""
     ports: dict[str, int] = field(default_factory=dict)
     procs: list[tuple[str, subprocess.Popen]] = field(default_factory=list)
+
+    @property
+    def zookeeper(self) -> bool:
+        return uses_zookeeper(self.release) and not self.kraft
 
     @property
     def bootstrap(self) -> str:
@@ -267,7 +274,7 @@ class Broker:
             "log.cleaner.enable": "false",
             "log.retention.check.interval.ms": 3_600_000,
         }
-        if uses_zookeeper(self.release):
+        if self.zookeeper:
             zk_port = free_port()
             (self.workdir / "zk").mkdir(exist_ok=True)
             self._spawn("zookeeper", _java(self.release, "org.apache.zookeeper.server.ZooKeeperServerMain",
@@ -299,7 +306,7 @@ class Broker:
         config |= self.extra
         server = self.workdir / "server.properties"
         server.write_text(_properties(config))
-        if not uses_zookeeper(self.release) and not (self.log_dir / "meta.properties").exists():
+        if not self.zookeeper and not (self.log_dir / "meta.properties").exists():
             # a Kafka Uuid in URL-safe base64 may start with "-"; the "=" form keeps the argument
             # parser from reading such an id as an option
             cluster_id = self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

@@ -1,5 +1,5 @@
 """The live tier of the record-types corpus: each release's DumpLogSegments still prints the
-committed goldens of ``fixtures/record-types/`` (``oracle/record_types.py --check``; about 30 s).
+committed goldens of ``fixtures/record-types/`` (``oracle/record_types.py --check``; about a minute).
 ``tests/test_record_types_corpus.py`` holds kseg to those goldens without Java."""
 
 from __future__ import annotations
