@@ -23,6 +23,7 @@ from kseg.formats.attributes import CODEC_GZIP, LOG_APPEND_TIME
 from kseg.log import fast
 from kseg.log.decode import scan_entries
 from kseg.log.encode import assemble_v2, build_legacy_message, build_v2_batch, encode_v2_records, header_of
+from kseg.log import span_columns
 from kseg.log.span_columns import (
     CONTROL_ROWS,
     CONTROL_SKIPPED,
@@ -32,7 +33,6 @@ from kseg.log.span_columns import (
 )
 from kseg.checksums import crc32c
 from kseg.model import Header, make_record
-from kseg.ops import dump
 from tests.conftest import real_log_files
 from tests.test_api import LOGDIR, needs_arrow
 
@@ -151,7 +151,7 @@ def read(path: Path, run, monkeypatch, **kw) -> tuple:
 
     from kseg.ops.read import ReadFilter, arrow_batches, record_schema
 
-    monkeypatch.setattr(dump, "v2_column_run", run or (lambda *a, **k: None))
+    monkeypatch.setattr(span_columns, "v2_column_run", run or (lambda *a, **k: None))
     damaged: list = []
     batch_rows = kw.pop("batch_rows", 16384)
     columns = kw.pop("columns", None)
@@ -210,17 +210,6 @@ def test_to_arrow_is_the_same_with_and_without_runs_over_the_real_segments(monke
 
 @needs_arrow
 @needs_c
-@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(log_bytes())
-def test_to_arrow_is_the_same_with_and_without_runs_over_generated_files(tmp_path_factory, monkeypatch,
-                                                                          buf: bytes) -> None:
-    path = tmp_path_factory.mktemp("runs") / "00000000000000000000.log"
-    path.write_bytes(buf)
-    same_reads(path, monkeypatch, FILTERS[:3] + FILTERS[5:8])
-
-
-@needs_arrow
-@needs_c
 def test_a_run_goes_on_from_one_chunk_into_the_next(tmp_path: Path, monkeypatch) -> None:
     """Runs go on across the scanner's lists (read ahead): one Arrow batch each, none cut where
     a chunk of the file ends."""
@@ -240,7 +229,59 @@ def test_a_run_goes_on_from_one_chunk_into_the_next(tmp_path: Path, monkeypatch)
         calls.append(run)
         return run
 
-    monkeypatch.setattr(dump, "v2_column_run", counted)
+    monkeypatch.setattr(span_columns, "v2_column_run", counted)
     batches = list(kseg.open_segment(path).to_batches(batch_rows=100))
     assert [len(b) for b in batches] == [100] * 4
     assert [r.rows for r in calls if r is not None] == [100] * 4
+
+
+# --------------------------------------------------------------------------- the Spark data source
+
+
+def spark_read(path: Path, run, monkeypatch, mode: str, rows: int) -> tuple:
+    """The data source's ``record_arrow`` over a whole segment as one slice, with the runs or not."""
+    import pyarrow as pa
+
+    from kseg.ops.columns import arrow_schema, record_arrow
+    from kseg.ops.read import source_of
+    from kseg.ops.slices import ReadOptions
+
+    monkeypatch.setattr(span_columns, "v2_column_run", run or (lambda *a, **k: None))
+    try:
+        got = list(record_arrow(source_of(path), None, ReadOptions(mode=mode, max_records_per_batch=rows)))
+    except KsegError as e:
+        return ("error", type(e).__name__, e.message, e.position, e.file)
+    except pa.ArrowInvalid as e:
+        return ("error", type(e).__name__, str(e))
+    return ("ok", pa.Table.from_batches(got, schema=arrow_schema("records")), [len(b) for b in got])
+
+
+def same_spark_reads(path: Path, monkeypatch) -> None:
+    for mode in ("failfast", "dropmalformed"):
+        for rows in (16384, 3):
+            with_runs = spark_read(path, v2_column_run, monkeypatch, mode, rows)
+            without = spark_read(path, None, monkeypatch, mode, rows)
+            if with_runs[0] == "ok" and without[0] == "ok":
+                assert with_runs[1].equals(without[1]), (path, mode, rows)
+                assert with_runs[2] == without[2], (path, mode, rows)
+            else:
+                assert with_runs == without, (path, mode, rows)
+
+
+@needs_arrow
+@needs_c
+def test_the_data_source_reads_the_same_with_and_without_runs(monkeypatch) -> None:
+    for log in sorted(LOGDIR.glob("*/*.log")) + [p for p in real_log_files() if p.suffix == ".log"]:
+        same_spark_reads(log, monkeypatch)
+
+
+@needs_arrow
+@needs_c
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(log_bytes())
+def test_generated_files_read_the_same_with_and_without_runs(tmp_path_factory, monkeypatch, buf: bytes) -> None:
+    """to_batches' and the data source's reads of generated segments (damage included)."""
+    path = tmp_path_factory.mktemp("runs") / "00000000000000000000.log"
+    path.write_bytes(buf)
+    same_reads(path, monkeypatch, FILTERS[:3] + FILTERS[5:8])
+    same_spark_reads(path, monkeypatch)

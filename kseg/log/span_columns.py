@@ -20,7 +20,8 @@ twin of ``v2_column_run_py``.
 from __future__ import annotations
 
 import struct
-from typing import Any, NamedTuple, Sequence
+from dataclasses import dataclass
+from typing import Any, Iterator, NamedTuple, Sequence
 
 from kseg.checksums import crc32c
 from kseg.errors import KsegError
@@ -291,6 +292,55 @@ def v2_column_run(batches: list[Batch], start: int, lo: int | None, hi: int | No
                      BatchColumns(*batch) if batch else None)
 
 
+@dataclass(eq=False)
+class ColumnBudget:
+    """How much the next column run may take: at most about ``rows`` records and ``bytes`` of
+    records data (the run ends after the batch that reaches either); ``controls`` and
+    ``check_crc`` are ``v2_column_run``'s. The consumer sets it before it asks for more."""
+
+    rows: int
+    bytes: int
+    controls: int = CONTROL_STOPS
+    check_crc: bool = True
+
+
+def runs_and_batches(lists: Iterator[list[Batch]], lo: int | None, hi: int | None,
+                     budget: ColumnBudget) -> Iterator[ColumnRun | Batch]:
+    """The batches of the scanner's ``lists``, in order: as many as ``v2_column_run`` takes
+    within ``budget`` as runs (those with no record in them left out), each other one by itself.
+    The lists are read ahead into one window until it holds about the rows a run may take, so
+    that a run goes on from one chunk of the file into the next (cut at each chunk's end, its
+    columns would be copied to be joined)."""
+    window: list[Batch] = []  # batches read, from window[i] not yet given
+    i = 0
+    more = True
+
+    def short() -> bool:  # whether a run may want more batches than the window holds (about)
+        if i >= len(window):
+            return True
+        first, last = window[i], window[-1]
+        return (last.last_offset - first.offset < budget.rows and len(window) - i < budget.rows
+                and last.position + last.size - first.position < budget.bytes)
+
+    while True:
+        while more and short():
+            entries = next(lists, None)
+            if entries is None:
+                more = False
+            else:
+                window, i = window[i:] + entries, 0
+        if i >= len(window):
+            return
+        run = v2_column_run(window, i, lo, hi, budget.rows, budget.bytes, budget.controls, budget.check_crc)
+        if run is not None:
+            i = run.stop
+            if run.rows:
+                yield run
+            continue
+        i += 1
+        yield window[i - 1]
+
+
 _C = c_twin("span_columns")
 
 
@@ -301,6 +351,6 @@ def span_columns(parts: Sequence[Part]) -> ColumnBuffers:
     return ColumnBuffers(*_C(parts))
 
 
-__all__ = ["BatchColumns", "CONTROL_ROWS", "CONTROL_SKIPPED", "CONTROL_STOPS", "ColumnBuffers", "ColumnRun",
-           "HEADER_SPAN", "RECORD_SPAN", "records_part", "span_columns", "span_columns_py", "v2_column_run",
-           "v2_column_run_py"]
+__all__ = ["BatchColumns", "CONTROL_ROWS", "CONTROL_SKIPPED", "CONTROL_STOPS", "ColumnBudget", "ColumnBuffers",
+           "ColumnRun", "HEADER_SPAN", "RECORD_SPAN", "records_part", "runs_and_batches", "span_columns",
+           "span_columns_py", "v2_column_run", "v2_column_run_py"]

@@ -16,7 +16,7 @@ from kseg.errors import InputError, KsegError
 from kseg.facts.primitives import INT32_MAX
 from kseg.formats.attributes import CODEC_NAMES, CODEC_NONE, CREATE_TIME, LOG_APPEND_TIME, NO_SEQUENCE, TIMESTAMP_TYPE_NAMES
 from kseg.log.records import RecordSpans, batch_records, batch_spans
-from kseg.log.span_columns import ColumnBuffers, ColumnRun, span_columns
+from kseg.log.span_columns import CONTROL_ROWS, ColumnBudget, ColumnBuffers, ColumnRun, runs_and_batches, span_columns
 from kseg.log.segment import Segment
 from kseg.model import Batch, record_sequence
 from kseg.ops.slices import Conditions, ReadOptions, Slice, seek_range
@@ -110,15 +110,19 @@ def _skip_batch(b: Batch, c: Conditions) -> bool:
 
 def slice_batches(s: Slice, cond: Conditions | None, opts: ReadOptions) -> Iterator[Batch]:
     """The batches of a slice, after index seeks and header-level skips."""
+    for entries in slice_batch_lists(s, cond, opts):
+        yield from entries
+
+
+def slice_batch_lists(s: Slice, cond: Conditions | None, opts: ReadOptions) -> Iterator[list[Batch]]:
+    """``slice_batches`` in the scanner's lists (some may be empty after the skips)."""
     start, end = seek_range(s, cond)
     if end is not None and start >= end:
         return
     seg = Segment(Path(s.path))
     skip = cond is not None and cond.filters_records
-    for b in seg.batches(start=start, end=end):
-        if skip and _skip_batch(b, cond):  # type: ignore[arg-type]
-            continue
-        yield b
+    for entries in seg.batch_lists(start=start, end=end):
+        yield [b for b in entries if not _skip_batch(b, cond)] if skip else entries  # type: ignore[arg-type]
     t = seg.tail
     if t is not None and s.end is not None and opts.mode == "failfast" and (end is None or t.position < end):
         # A non-final slice must end exactly at its boundary; bytes in between do not frame.
@@ -406,7 +410,18 @@ def record_arrow(s: Slice, cond: Conditions | None, opts: ReadOptions, schema=No
     cols = _RecordColumns(schema if schema is not None else arrow_schema("records"))
     filt = cond is not None and cond.filters_records
     limit = opts.max_records_per_batch
-    for b in slice_batches(s, cond, opts):
+    lists = slice_batch_lists(s, cond, opts)
+    # Without a record-level filter, runs of uncompressed v2 batches come as columns at once
+    # (``runs_and_batches``: control batches are rows here, and no CRC is checked, as below).
+    budget = ColumnBudget(limit, 1 << 62, CONTROL_ROWS, check_crc=False)
+    items = chain.from_iterable(lists) if filt else runs_and_batches(lists, None, None, budget)
+    for b in items:
+        if isinstance(b, ColumnRun):
+            cols.add_run(s, b)
+            if cols.n >= limit:
+                yield cols.flush()
+            budget.rows = limit - cols.n
+            continue
         # The C reader's spans go straight into the columns (``span_columns``); a record-level
         # filter, or a batch the reader gives no spans for, goes through decoded records.
         records = _records(b, opts, spans=not filt)
@@ -423,6 +438,7 @@ def record_arrow(s: Slice, cond: Conditions | None, opts: ReadOptions, schema=No
             cols.add(s, b, records)
         if cols.n >= limit:
             yield cols.flush()
+        budget.rows = limit - cols.n
     if cols.n:
         yield cols.flush()
 

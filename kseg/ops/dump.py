@@ -19,21 +19,10 @@ from kseg.log.decode import Tail
 from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX, read_kind, replica_note
 from kseg.log.records import PlainRun, RecordSpans, batch_records, batch_spans, plain_run
 from kseg.log.segment import Segment, base_offset_of, companion_path, tiered_segment_id
-from kseg.log.span_columns import CONTROL_STOPS, ColumnRun, v2_column_run
+from kseg.log.span_columns import ColumnBudget, ColumnRun, runs_and_batches
 from kseg.model import Batch, Record
 from kseg.ops.companion_dump import CompanionEvent, dump_companion
 from kseg.ops.redact import Redactor
-
-
-@dataclass(eq=False)
-class ColumnBudget:
-    """How much the next column run may take (``DumpOptions.column_runs``): at most about ``rows``
-    records and ``bytes`` of records data (the run ends after the batch that reaches either);
-    ``controls`` is ``v2_column_run``'s. The consumer sets it before it asks for the next event."""
-
-    rows: int
-    bytes: int
-    controls: int = CONTROL_STOPS
 
 
 @dataclass(frozen=True)
@@ -279,40 +268,15 @@ def _dump_log(path: Path, o: DumpOptions, family: str | None = None) -> Iterator
 
 
 def _column_events(path: Path, lists: Iterator[list[Batch]], o: DumpOptions, budget: ColumnBudget) -> Iterator[Event]:
-    """The events of a dump that takes column runs (``DumpOptions.column_runs``), as many as it
-    can, each other batch as ``_batch_event`` says. The scanner's lists are read ahead into one
-    window until it holds about the rows a run may take, so that a run goes on from one chunk
-    of the file into the next (cut at each chunk's end, it would be copied to be joined)."""
-    window: list[Batch] = []  # batches read, from window[i] not yet taken
-    i = 0
-    more = True
-
-    def short() -> bool:  # whether a run may want more batches than the window holds (about)
-        if i >= len(window):
-            return True
-        first, last = window[i], window[-1]
-        return (last.last_offset - first.offset < budget.rows and len(window) - i < budget.rows
-                and last.position + last.size - first.position < budget.bytes)
-
-    while True:
-        while more and short():
-            entries = next(lists, None)
-            if entries is None:
-                more = False
-            else:
-                window, i = window[i:] + entries, 0
-        if i >= len(window):
-            return
-        run = v2_column_run(window, i, o.from_offset, o.to_offset, budget.rows, budget.bytes, budget.controls)
-        if run is not None:
-            i = run.stop
-            if run.rows:
-                yield ColumnRunEvent(path, run)
-            continue
-        ev = _batch_event(path, window[i], o, None)
-        i += 1
-        if ev is not None:
-            yield ev
+    """The events of a dump that takes column runs (``DumpOptions.column_runs``): as many runs
+    as ``runs_and_batches`` gives, each other batch as ``_batch_event`` says."""
+    for item in runs_and_batches(lists, o.from_offset, o.to_offset, budget):
+        if isinstance(item, ColumnRun):
+            yield ColumnRunEvent(path, item)
+        else:
+            ev = _batch_event(path, item, o, None)
+            if ev is not None:
+                yield ev
 
 
 def _run_events(path: Path, run: PlainRun, o: DumpOptions, family: str | None) -> Iterator[Event]:

@@ -21,13 +21,12 @@ from kseg.errors import CrcMismatchError, InputError, KsegError
 from kseg.log.checks import SKIP, STOP
 from kseg.log.segment import partition_of
 from kseg.log.records import RecordSpans
-from kseg.log.span_columns import CONTROL_ROWS, CONTROL_SKIPPED, ColumnRun
+from kseg.log.span_columns import CONTROL_ROWS, CONTROL_SKIPPED, ColumnBudget, ColumnRun
 from kseg.model import Batch, Record
 from kseg.ops.columns import _RecordColumns, arrow_schema
 from kseg.ops.dump import (
     BadBatchEvent,
     BatchEvent,
-    ColumnBudget,
     ColumnRunEvent,
     DumpOptions,
     FileStart,

@@ -60,6 +60,7 @@ def main() -> None:
         put("resync", b"\x01\x00\x00\x05" + buf[:len(buf) // 3] + bytes(40) + buf[len(buf) // 3 + 40:], seen)
         put("span_columns", b"\x01" + buf, seen)  # a segment: spans and records to columns
         put("sound_v2_run", b"\x00" + buf, seen)  # a segment from no offset, no base, the fuzz limit
+        put("v2_column_run", b"\x00" + buf, seen)  # a segment, no offset range, control batches stopping
         for b in decode.scan_entries(buf).batches:
             try:
                 data, _ = payload_bytes(b, limit=1 << 20)
