@@ -27,7 +27,7 @@ from kseg.checksums import crc32c
 from kseg.errors import KsegError
 from kseg.facts.primitives import INT32_MAX, INT64_MAX, INT64_MIN
 from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD
-from kseg.formats.attributes import CONTROL_MASK, NO_SEQUENCE, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK
+from kseg.formats.attributes import CODEC_MASK, CONTROL_MASK, NO_SEQUENCE, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK
 from kseg.log.decode import decode_v2_records, effective_log_append_time
 from kseg.log.fast import c_twin
 from kseg.model import Batch, Record
@@ -337,8 +337,12 @@ def runs_and_batches(lists: Iterator[list[Batch]], lo: int | None, hi: int | Non
             if run.rows:
                 yield run
             continue
+        # this batch the per-batch way, and those after it no run takes (compressed, or v0/v1)
         i += 1
         yield window[i - 1]
+        while i < len(window) and (window[i].magic != 2 or window[i].attributes & CODEC_MASK):
+            i += 1
+            yield window[i - 1]
 
 
 _C = c_twin("span_columns")
