@@ -114,13 +114,13 @@ def both_runs(batches: list, start: int, *args) -> tuple:
 @needs_c
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(log_bytes(), st.sampled_from([CONTROL_STOPS, CONTROL_SKIPPED, CONTROL_ROWS]), st.booleans(),
-       st.sampled_from([1, 3, 1 << 30]), st.integers(0, 3))
+       st.sampled_from([1, 3, 1 << 30]), st.integers(0, 4))
 def test_c_and_python_take_the_same_runs(buf: bytes, controls: int, crc: bool, max_rows: int, bounds: int) -> None:
     batches = scan_entries(buf).batches
     if not batches:
         return
     first = batches[0].base_offset
-    lo, hi = ((None, None), (first + 1, None), (None, first + 6), (first + 2, first + 3))[bounds]
+    lo, hi = ((None, None), (first + 1, None), (None, first + 6), (first + 2, first + 3), (1 << 63, None))[bounds]
     for max_bytes in (1 << 30, 20):
         i = 0
         while i < len(batches):
@@ -169,7 +169,7 @@ FILTERS = [{}, {"include_control": True}, {"from_offset": 3}, {"from_offset": 2,
            {"to_offset": 1}, {"on_damage": "skip"}, {"batch_rows": 7, "include_control": True},
            {"batch_rows": 2, "on_damage": "skip", "from_offset": 1},
            {"columns": ["offset", "sequence", "is_control", "timestamp_type", "producer_id"]},
-           {"from_time": 0}]
+           {"from_time": 0}, {"from_offset": 1 << 64}]
 
 
 def same_reads(path: Path, monkeypatch, filters=FILTERS) -> int:

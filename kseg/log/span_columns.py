@@ -209,12 +209,15 @@ def v2_column_run_py(batches: list[Batch], start: int, lo: int | None, hi: int |
     From ``batches[start]``: v2 batches, uncompressed, a record count >= 0, the stored CRC
     matching (with ``check_crc``), records that decode (``decode_v2_records``) with a sequence
     that is an int32; every offset in ``lo..hi`` (None: unbounded), while a batch wholly outside
-    is passed over unread; a control batch as ``controls`` says. The run stops before the first
+    is passed over unread (a range no int64 offset is in takes nothing); a control batch as
+    ``controls`` says. The run stops before the first
     batch that is not such (the per-batch path says why) and after the batch that brings the
     rows to ``max_rows`` or the records data to ``max_bytes``."""
     lo = INT64_MIN if lo is None else lo
     hi = INT64_MAX if hi is None else hi
     parts: list[Part] = []
+    if lo > INT64_MAX or hi < INT64_MIN:  # no int64 offset in the range: the per-batch path skips them
+        return ColumnRun(start, 0, 0, None, None)
     facts: list[tuple[Batch, list[int]]] = []
     rows = size = 0
     i = start
@@ -283,6 +286,8 @@ def v2_column_run(batches: list[Batch], start: int, lo: int | None, hi: int | No
         return None
     lo = INT64_MIN if lo is None else max(lo, INT64_MIN)
     hi = INT64_MAX if hi is None else min(hi, INT64_MAX)
+    if lo > INT64_MAX or hi < INT64_MIN:
+        return None
     stop, rows, size, columns, batch = _RUN(batches, start, lo, hi, max_rows, max_bytes, controls,
                                             crc32c if check_crc else None, CONTROL_MASK, TRANSACTIONAL_MASK,
                                             TIMESTAMP_TYPE_MASK)
