@@ -1,10 +1,11 @@
-"""Runs of uncompressed v2 batches taken as Arrow columns at once (``kseg.log.span_columns``'s
+"""Runs of v2 batches taken as Arrow columns at once (``kseg.log.span_columns``'s
 ``v2_column_run``): the C twin and its Python reference ``v2_column_run_py`` take the same
 batches and give the same columns, from generated batches with every header fact a column
 shows and every damage the per-batch path knows (CRC, records that do not decode, a negative
-count, a sequence past int32, a codec, legacy messages in between); and ``to_arrow`` /
-``to_batches`` give the same table with the runs and without them (the per-batch path), over
-the fixtures, the real segments and generated files, filters and damage included.
+count, a sequence past int32, compressed batches within a decompression limit or not, legacy
+messages in between); and ``to_arrow`` / ``to_batches`` give the same table with the runs and
+without them (the per-batch path), over the fixtures, the real segments and generated files,
+filters and damage included.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import kseg
 from kseg.errors import KsegError
 from kseg.facts.primitives import INT32_MAX, INT64_MAX
 from kseg.facts.record_batch_v2 import CRC_START, RECORD_BATCH_OVERHEAD, RECORD_COUNT_POSITION
-from kseg.formats.attributes import CODEC_GZIP, LOG_APPEND_TIME
+from kseg.formats.attributes import CODEC_GZIP, CODEC_ZSTD, LOG_APPEND_TIME
 from kseg.log import fast
 from kseg.log.decode import scan_entries
 from kseg.log.encode import assemble_v2, build_legacy_message, build_v2_batch, encode_v2_records, header_of
@@ -63,7 +64,7 @@ def batch_bytes(draw, offset: int) -> tuple[bytes, int]:
                for o in offs]
     lat = draw(st.booleans())
     raw = bytearray(build_v2_batch(
-        records, base_offset=offset, codec=CODEC_GZIP if draw(st.integers(0, 9)) == 0 else 0,
+        records, base_offset=offset, codec=draw(st.sampled_from([0, 0, 0, CODEC_GZIP, CODEC_ZSTD])),
         timestamp_type=LOG_APPEND_TIME if lat else 0, max_timestamp=draw(st.integers(0, 99)) if lat else None,
         transactional=draw(st.booleans()), control=draw(st.integers(0, 5)) == 0,
         producer_id=draw(st.sampled_from([-1, 7, 1 << 40])), producer_epoch=draw(st.sampled_from([-1, 0, 3])),
@@ -114,8 +115,9 @@ def both_runs(batches: list, start: int, *args) -> tuple:
 @needs_c
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(log_bytes(), st.sampled_from([CONTROL_STOPS, CONTROL_SKIPPED, CONTROL_ROWS]), st.booleans(),
-       st.sampled_from([1, 3, 1 << 30]), st.integers(0, 4))
-def test_c_and_python_take_the_same_runs(buf: bytes, controls: int, crc: bool, max_rows: int, bounds: int) -> None:
+       st.sampled_from([1, 3, 1 << 30]), st.integers(0, 4), st.sampled_from([None, 1 << 20, 30]))
+def test_c_and_python_take_the_same_runs(buf: bytes, controls: int, crc: bool, max_rows: int, bounds: int,
+                                         limit: int | None) -> None:
     batches = scan_entries(buf).batches
     if not batches:
         return
@@ -124,7 +126,7 @@ def test_c_and_python_take_the_same_runs(buf: bytes, controls: int, crc: bool, m
     for max_bytes in (1 << 30, 20):
         i = 0
         while i < len(batches):
-            run = both_runs(batches, i, lo, hi, max_rows, max_bytes, controls, crc)
+            run = both_runs(batches, i, lo, hi, max_rows, max_bytes, controls, crc, limit)
             i = max(i + 1, run.stop)
 
 
@@ -138,7 +140,7 @@ def test_c_and_python_take_the_same_runs_of_the_fixtures(name: str) -> None:
             for controls in (CONTROL_STOPS, CONTROL_SKIPPED, CONTROL_ROWS):
                 i = 0
                 while i < len(batches):
-                    i = max(i + 1, both_runs(batches, i, None, None, 1 << 30, 1 << 30, controls, True).stop)
+                    i = max(i + 1, both_runs(batches, i, None, None, 1 << 30, 1 << 30, controls, True, 1 << 20).stop)
 
 
 # --------------------------------------------------------------------------- the same table

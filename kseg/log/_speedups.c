@@ -1880,9 +1880,10 @@ done:
 /* One batch of a column run: where its data and its record spans are, and its header's facts. */
 typedef struct {
     PyObject *batch; /* held: its raw bytes are read until the end */
+    PyObject *inflated; /* held: its records decompressed (NULL: uncompressed, read in raw) */
     const char *data;
     Py_ssize_t size, first_span, spans;
-    long long position, leader_epoch, producer_id, producer_epoch, base_sequence, base_offset, attrs;
+    long long position, leader_epoch, producer_id, producer_epoch, base_sequence, base_offset, attrs, codec;
 } RunBatch;
 
 static SpanBuf run_record_spans = {0}, run_header_spans = {0};
@@ -1914,14 +1915,16 @@ zeroed(Py_ssize_t n, char **at)
 }
 
 /*
- * v2_column_run(batches, start, lo, hi, max_rows, max_bytes, controls, crc32c,
- *               control_mask, transactional_mask, log_append_mask)
+ * v2_column_run(batches, start, lo, hi, max_rows, max_bytes, controls, crc32c, decompress,
+ *               kseg_error, max_codec, control_mask, transactional_mask, log_append_mask)
  *   -> (stop, rows, bytes, columns, batch_columns)
  * The twin of kseg.log.span_columns.v2_column_run_py, which documents the result: from
- * batches[start], the uncompressed v2 batches the record reader takes whole (every offset in
- * lo..hi, the CRC-32C as crc32c(view) -> int computes it unless crc32c is None, the records as
- * walk_v2 walks them), their records as span_columns' buffers and their header's facts as
- * per-record columns, in one call. Batches wholly outside lo..hi are passed over unread; a
+ * batches[start], the v2 batches the record reader takes whole (every offset in lo..hi, the
+ * CRC-32C as crc32c(view) -> int computes it unless crc32c is None, the records decompressed by
+ * decompress(codec, view) -> bytes when they are compressed (None: a compressed batch ends the
+ * run, as one of a codec above max_codec does; a kseg_error raised ends it quietly), and walked
+ * by walk_v2), their records as span_columns' buffers and their header's facts as per-record
+ * columns, in one call. Batches wholly outside lo..hi are passed over unread; a
  * control batch stops the run (controls 0), is checked and passed over (1) or taken as any
  * other (2). The run stops before any other batch (the per-batch path then takes it) and after
  * the batch that brings rows to max_rows or bytes (of records data) to max_bytes.
@@ -1929,14 +1932,15 @@ zeroed(Py_ssize_t n, char **at)
 static PyObject *
 v2_column_run(PyObject *self, PyObject *args)
 {
-    PyObject *batches, *crc_fn;
+    PyObject *batches, *crc_fn, *decompress, *kseg_error;
     Py_ssize_t start, max_rows, max_bytes;
     long long lo, hi;
     int controls;
-    long control_mask, txn_mask, lat_mask;
+    long max_codec, control_mask, txn_mask, lat_mask;
     REQUIRE_CONFIGURED;
-    if (!PyArg_ParseTuple(args, "O!nLLnniOlll", &PyList_Type, &batches, &start, &lo, &hi, &max_rows, &max_bytes,
-                          &controls, &crc_fn, &control_mask, &txn_mask, &lat_mask))
+    if (!PyArg_ParseTuple(args, "O!nLLnniOOOllll", &PyList_Type, &batches, &start, &lo, &hi, &max_rows, &max_bytes,
+                          &controls, &crc_fn, &decompress, &kseg_error, &max_codec, &control_mask, &txn_mask,
+                          &lat_mask))
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(batches), i = start;
     if (start < 0 || start > n) {
@@ -1977,7 +1981,9 @@ v2_column_run(PyObject *self, PyObject *args)
         if (__builtin_add_overflow(x.base_offset, lod, &last)) break;
         if (last < lo || x.base_offset > hi) continue; /* the filter passes it over, unread */
         if (x.base_offset < lo || last > hi) break;    /* some of its records only */
-        if ((x.attrs & CODEC_MASK) || count < 0 || !PyBuffer_IsContiguous(raw, 'C') || raw->len < V2_RECORDS_AT)
+        x.codec = x.attrs & CODEC_MASK;
+        if ((x.codec && (decompress == Py_None || x.codec > max_codec)) || count < 0
+                || !PyBuffer_IsContiguous(raw, 'C') || raw->len < V2_RECORDS_AT)
             break;
         int control = (x.attrs & control_mask) != 0;
         if (control && controls == 0) break;
@@ -1989,6 +1995,24 @@ v2_column_run(PyObject *self, PyObject *args)
         }
         x.data = (const char *)raw->buf + V2_RECORDS_AT;
         x.size = raw->len - V2_RECORDS_AT;
+        if (x.codec) {
+            PyObject *payload = PySequence_GetSlice(raw_obj, V2_RECORDS_AT, raw->len);
+            PyObject *id = payload ? PyLong_FromLongLong(x.codec) : NULL;
+            x.inflated = id ? PyObject_CallFunctionObjArgs(decompress, id, payload, NULL) : NULL;
+            Py_XDECREF(payload);
+            Py_XDECREF(id);
+            if (!x.inflated) {
+                if (ends_run(kseg_error)) break;
+                goto done;
+            }
+            if (!PyBytes_Check(x.inflated)) {
+                Py_DECREF(x.inflated);
+                PyErr_SetString(PyExc_TypeError, "decompress() must return bytes");
+                goto done;
+            }
+            x.data = PyBytes_AS_STRING(x.inflated);
+            x.size = PyBytes_GET_SIZE(x.inflated);
+        }
         const Py_ssize_t r0 = rbuf.n, h0 = hbuf.n;
         V2Summary sum;
         PyObject *walked = walk_v2((const unsigned char *)x.data, x.size, x.base_offset, base_ts, (Py_ssize_t)count,
@@ -1997,12 +2021,16 @@ v2_column_run(PyObject *self, PyObject *args)
         if (!walked) {
             rbuf.n = r0;
             hbuf.n = h0;
+            Py_XDECREF(x.inflated);
             if (!PyErr_ExceptionMatches(DecodeError)) goto done;
             PyErr_Clear();
             break;
         }
         Py_DECREF(walked);
-        if (skip || count == 0) continue; /* nothing of it in the columns */
+        if (skip || count == 0) { /* nothing of it in the columns */
+            Py_XDECREF(x.inflated);
+            continue;
+        }
         x.first_span = r0 / (Py_ssize_t)sizeof(KsegRecordSpan);
         x.spans = (rbuf.n - r0) / (Py_ssize_t)sizeof(KsegRecordSpan);
         /* each record's sequence must be an int32, as the per-batch path's column casts it */
@@ -2018,12 +2046,13 @@ v2_column_run(PyObject *self, PyObject *args)
         if (!fits) {
             rbuf.n = r0;
             hbuf.n = h0;
+            Py_XDECREF(x.inflated);
             break;
         }
         if (nrun == cap) {
             Py_ssize_t more = cap ? cap * 2 : 64;
             RunBatch *q = PyMem_Realloc(run, (size_t)more * sizeof(RunBatch));
-            if (!q) { PyErr_NoMemory(); goto done; }
+            if (!q) { Py_XDECREF(x.inflated); PyErr_NoMemory(); goto done; }
             run = q;
             cap = more;
         }
@@ -2046,32 +2075,35 @@ v2_column_run(PyObject *self, PyObject *args)
     if (!columns) goto done;
     {
         /* The header's facts, one value per record: position, leader epoch, producer id and epoch,
-         * sequence, each an int when every record has the same (no memory for a column of one
-         * value); transactional, control and LogAppendTime as bitmaps. */
-        int same[5] = {1, 1, 1, 1, 1};
+         * sequence, codec, each an int when every record has the same (no memory for a column of
+         * one value); transactional, control and LogAppendTime as bitmaps. */
+        int same[6] = {1, 1, 1, 1, 1, 1};
         for (Py_ssize_t k = 1; k < nrun; k++) {
             same[0] &= run[k].position == run[0].position;
             same[1] &= run[k].leader_epoch == run[0].leader_epoch;
             same[2] &= run[k].producer_id == run[0].producer_id;
             same[3] &= run[k].producer_epoch == run[0].producer_epoch;
+            same[5] &= run[k].codec == run[0].codec;
         }
         for (Py_ssize_t k = 0; k < nrun; k++) same[4] &= run[k].base_sequence == -1;
-        const long long one[5] = {run[0].position, run[0].leader_epoch, run[0].producer_id, run[0].producer_epoch, -1};
-        const int width[5] = {8, 4, 8, 4, 4};
-        char *at[8] = {NULL};
-        PyObject *c[8] = {NULL};
+        const long long one[6] = {run[0].position, run[0].leader_epoch, run[0].producer_id, run[0].producer_epoch, -1,
+                                  run[0].codec};
+        const int width[6] = {8, 4, 8, 4, 4, 1};
+        char *at[9] = {NULL};
+        PyObject *c[9] = {NULL};
         const Py_ssize_t bits = (rows + 7) / 8;
         int failed = 0;
-        for (int k = 0; k < 8; k++) {
-            if (k < 5 && same[k]) c[k] = PyLong_FromLongLong(one[k]);
-            else if (k < 5) { c[k] = PyBytes_FromStringAndSize(NULL, rows * width[k]); if (c[k]) at[k] = PyBytes_AS_STRING(c[k]); }
+        for (int k = 0; k < 9; k++) {
+            if (k < 6 && same[k]) c[k] = PyLong_FromLongLong(one[k]);
+            else if (k < 6) { c[k] = PyBytes_FromStringAndSize(NULL, rows * width[k]); if (c[k]) at[k] = PyBytes_AS_STRING(c[k]); }
             else c[k] = zeroed(bits, &at[k]);
             failed |= c[k] == NULL;
         }
-        if (failed) { for (int z = 0; z < 8; z++) Py_XDECREF(c[z]); goto done; }
+        if (failed) { for (int z = 0; z < 9; z++) Py_XDECREF(c[z]); goto done; }
         int64_t *position = (int64_t *)at[0], *pid = (int64_t *)at[2];
         int32_t *epoch = (int32_t *)at[1], *pepoch = (int32_t *)at[3], *sequence = (int32_t *)at[4];
-        unsigned char *txn = (unsigned char *)at[5], *ctl = (unsigned char *)at[6], *lat = (unsigned char *)at[7];
+        int8_t *codec = (int8_t *)at[5];
+        unsigned char *txn = (unsigned char *)at[6], *ctl = (unsigned char *)at[7], *lat = (unsigned char *)at[8];
         Py_ssize_t row = 0;
         for (Py_ssize_t k = 0; k < nrun; k++) {
             const RunBatch *x = run + k;
@@ -2082,6 +2114,7 @@ v2_column_run(PyObject *self, PyObject *args)
                 if (epoch) epoch[row] = (int32_t)x->leader_epoch;
                 if (pid) pid[row] = x->producer_id;
                 if (pepoch) pepoch[row] = (int32_t)x->producer_epoch;
+                if (codec) codec[row] = (int8_t)x->codec;
                 if (sequence) {
                     int64_t seq = -1;
                     if (x->base_sequence != -1) {
@@ -2095,13 +2128,16 @@ v2_column_run(PyObject *self, PyObject *args)
                 if (x->attrs & lat_mask) lat[row >> 3] |= (unsigned char)(1u << (row & 7));
             }
         }
-        result = Py_BuildValue("(nnnN(NNNNNNNN))", i, rows, bytes, columns, c[0], c[1], c[2], c[3], c[4], c[5], c[6],
-                               c[7]);
+        result = Py_BuildValue("(nnnN(NNNNNNNNN))", i, rows, bytes, columns, c[0], c[1], c[2], c[3], c[4], c[5], c[6],
+                               c[7], c[8]);
         columns = NULL;
     }
 done:
     Py_XDECREF(columns);
-    for (Py_ssize_t k = 0; k < nrun; k++) Py_DECREF(run[k].batch);
+    for (Py_ssize_t k = 0; k < nrun; k++) {
+        Py_DECREF(run[k].batch);
+        Py_XDECREF(run[k].inflated);
+    }
     PyMem_Free(run);
     PyMem_Free(src);
     if (reuse && rbuf.cap + hbuf.cap <= SCRATCH_KEPT * 2) {

@@ -11,7 +11,8 @@ bytes end to end); header keys as bytes with int32 offsets; each record's header
 list offsets. ``_speedups.span_columns`` is the C twin of ``span_columns_py``, held to the same
 result (and the same ValueError for a span outside its data) by tests/test_span_columns.py.
 
-``v2_column_run`` takes a run of uncompressed v2 batches from the scanner's list at once: their
+``v2_column_run`` takes a run of v2 batches from the scanner's list at once (uncompressed, or of a
+built-in codec, decompressed as the per-batch path does): their
 records as ``ColumnBuffers`` and the facts of each record's batch header as per-record columns
 (``BatchColumns``), without Python per batch or record; ``_speedups.v2_column_run`` is the C
 twin of ``v2_column_run_py``.
@@ -21,13 +22,14 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Any, Iterator, NamedTuple, Sequence
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 from kseg.checksums import crc32c
+from kseg.codecs import get_codec
 from kseg.errors import KsegError
 from kseg.facts.primitives import INT32_MAX, INT64_MAX, INT64_MIN
 from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD
-from kseg.formats.attributes import CODEC_MASK, CONTROL_MASK, NO_SEQUENCE, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK
+from kseg.formats.attributes import CODEC_MASK, CODEC_ZSTD, CONTROL_MASK, NO_SEQUENCE, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK
 from kseg.log.decode import decode_v2_records, effective_log_append_time
 from kseg.log.fast import c_twin
 from kseg.model import Batch, Record
@@ -174,6 +176,7 @@ class BatchColumns(NamedTuple):
     producer_id: bytes | int  # int64
     producer_epoch: bytes | int  # int32
     sequence: bytes | int  # int32: baseSequence + offset delta, wrapping past int32 max; -1 stays -1
+    codec: bytes | int  # int8: the batch's codec
     transactional: bytes  # bitmap (least significant bit first)
     control: bytes  # bitmap
     log_append_time: bytes  # bitmap: the batch's timestamp type is LogAppendTime
@@ -203,11 +206,13 @@ def _run_sequence(b: Batch, offset: int) -> int | None:
 
 
 def v2_column_run_py(batches: list[Batch], start: int, lo: int | None, hi: int | None, max_rows: int,
-                     max_bytes: int, controls: int = CONTROL_STOPS, check_crc: bool = True) -> ColumnRun:
+                     max_bytes: int, controls: int = CONTROL_STOPS, check_crc: bool = True,
+                     limit: int | None = None) -> ColumnRun:
     """The reference of ``v2_column_run``: batch after batch, the checks of the record reader.
 
-    From ``batches[start]``: v2 batches, uncompressed, a record count >= 0, the stored CRC
-    matching (with ``check_crc``), records that decode (``decode_v2_records``) with a sequence
+    From ``batches[start]``: v2 batches, uncompressed or (given a decompression ``limit``) of a
+    built-in codec whose ``decompress`` takes their records within it, a record count >= 0, the
+    stored CRC matching (with ``check_crc``), records that decode (``decode_v2_records``) with a sequence
     that is an int32; every offset in ``lo..hi`` (None: unbounded), while a batch wholly outside
     is passed over unread (a range no int64 offset is in takes nothing); a control batch as
     ``controls`` says. The run stops before the first
@@ -231,12 +236,14 @@ def v2_column_run_py(batches: list[Batch], start: int, lo: int | None, hi: int |
         if last < lo or b.base_offset > hi:
             i += 1
             continue
-        if b.base_offset < lo or last > hi or b.codec or count < 0:  # type: ignore[operator]
+        if b.base_offset < lo or last > hi or count < 0 or (b.codec and (limit is None or b.codec > CODEC_ZSTD)):
             break
         if (b.is_control and controls == CONTROL_STOPS) or (check_crc and not b.crc_valid):
             break
         data = bytes(b.raw[RECORD_BATCH_OVERHEAD:])
         try:
+            if b.codec:
+                data = get_codec(b.codec).decompress(b.raw[RECORD_BATCH_OVERHEAD:], magic=2, limit=limit)
             records = decode_v2_records(data, b.base_offset, b.base_timestamp, count,  # type: ignore[arg-type]
                                         effective_log_append_time(b))
         except KsegError:
@@ -271,15 +278,31 @@ def v2_column_run_py(batches: list[Batch], start: int, lo: int | None, hi: int |
     return ColumnRun(i, rows, size, span_columns_py(parts), BatchColumns(
         each("q", lambda b: b.position), each("i", lambda b: b.partition_leader_epoch),
         each("q", lambda b: b.producer_id), each("i", lambda b: b.producer_epoch),
-        sequences,
+        sequences, each("b", lambda b: b.codec),
         bits(TRANSACTIONAL_MASK), bits(CONTROL_MASK), bits(TIMESTAMP_TYPE_MASK)))
 
 
 _RUN = c_twin("v2_column_run")
 
 
+def _decompressor(limit: int) -> Callable[[int, memoryview], bytes]:
+    """What the C run calls for a compressed batch's records: the codec's ``decompress``, as the
+    per-batch path calls it (``kseg.log.records.payload_bytes``)."""
+    found = _decompressors.get(limit)
+    if found is None:
+        def decompress(codec: int, payload: memoryview) -> bytes:
+            return get_codec(codec).decompress(payload, magic=2, limit=limit)
+
+        found = _decompressors[limit] = decompress
+    return found
+
+
+_decompressors: dict[int, Callable[[int, memoryview], bytes]] = {}
+
+
 def v2_column_run(batches: list[Batch], start: int, lo: int | None, hi: int | None, max_rows: int,
-                  max_bytes: int, controls: int = CONTROL_STOPS, check_crc: bool = True) -> ColumnRun | None:
+                  max_bytes: int, controls: int = CONTROL_STOPS, check_crc: bool = True,
+                  limit: int | None = None) -> ColumnRun | None:
     """``v2_column_run_py`` in C, without Python per batch or record; None without the C
     accelerator or when the run takes nothing (``batches[start]`` goes the per-batch way)."""
     if _RUN is None:
@@ -289,8 +312,9 @@ def v2_column_run(batches: list[Batch], start: int, lo: int | None, hi: int | No
     if lo > INT64_MAX or hi < INT64_MIN:
         return None
     stop, rows, size, columns, batch = _RUN(batches, start, lo, hi, max_rows, max_bytes, controls,
-                                            crc32c if check_crc else None, CONTROL_MASK, TRANSACTIONAL_MASK,
-                                            TIMESTAMP_TYPE_MASK)
+                                            crc32c if check_crc else None,
+                                            None if limit is None else _decompressor(limit), KsegError, CODEC_ZSTD,
+                                            CONTROL_MASK, TRANSACTIONAL_MASK, TIMESTAMP_TYPE_MASK)
     if stop == start:
         return None
     return ColumnRun(stop, rows, size, ColumnBuffers(*columns) if columns else None,
@@ -300,13 +324,15 @@ def v2_column_run(batches: list[Batch], start: int, lo: int | None, hi: int | No
 @dataclass(eq=False)
 class ColumnBudget:
     """How much the next column run may take: at most about ``rows`` records and ``bytes`` of
-    records data (the run ends after the batch that reaches either); ``controls`` and
-    ``check_crc`` are ``v2_column_run``'s. The consumer sets it before it asks for more."""
+    records data (the run ends after the batch that reaches either); ``controls``, ``check_crc``
+    and ``limit`` (of decompressed bytes) are ``v2_column_run``'s. The consumer sets it before it
+    asks for more."""
 
     rows: int
     bytes: int
     controls: int = CONTROL_STOPS
     check_crc: bool = True
+    limit: int | None = None
 
 
 def runs_and_batches(lists: Iterator[list[Batch]], lo: int | None, hi: int | None,
@@ -336,16 +362,17 @@ def runs_and_batches(lists: Iterator[list[Batch]], lo: int | None, hi: int | Non
                 window, i = window[i:] + entries, 0
         if i >= len(window):
             return
-        run = v2_column_run(window, i, lo, hi, budget.rows, budget.bytes, budget.controls, budget.check_crc)
+        run = v2_column_run(window, i, lo, hi, budget.rows, budget.bytes, budget.controls, budget.check_crc,
+                            budget.limit)
         if run is not None:
             i = run.stop
             if run.rows:
                 yield run
             continue
-        # this batch the per-batch way, and those after it no run takes (compressed, or v0/v1)
+        # this batch the per-batch way, and those after it no run takes (v0/v1; compressed without a limit)
         i += 1
         yield window[i - 1]
-        while i < len(window) and (window[i].magic != 2 or window[i].attributes & CODEC_MASK):
+        while i < len(window) and (window[i].magic != 2 or (budget.limit is None and window[i].attributes & CODEC_MASK)):
             i += 1
             yield window[i - 1]
 

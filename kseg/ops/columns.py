@@ -343,7 +343,7 @@ class _RecordColumns:
 
     def _run_arrays(self, part: _Run) -> dict[str, Any]:
         """Every column of a column run: the per-record ones from its buffers, the per-batch ones
-        from its per-record header facts (v2, uncompressed)."""
+        from its per-record header facts (v2, a built-in codec)."""
         import pyarrow as pa
 
         s, run = part
@@ -362,11 +362,16 @@ class _RecordColumns:
                 return self._constant(type_, yes if set_ else no, n)
             return pa.array([no, yes], type_).take(bits.cast(pa.int8()))
 
+        def codecs(buf: bytes | int, type_: Any) -> Any:  # the built-in codecs' names
+            if isinstance(buf, int):
+                return self._constant(type_, CODEC_NAMES[buf], n)
+            return pa.array([CODEC_NAMES[k] for k in range(max(CODEC_NAMES) + 1)], type_).take(fixed(pa.int8(), buf))
+
         lat = TIMESTAMP_TYPE_NAMES[LOG_APPEND_TIME], TIMESTAMP_TYPE_NAMES[CREATE_TIME]
         made = {"topic": lambda t: self._constant(t, s.topic, n), "partition": lambda t: self._constant(t, s.partition, n),
                 "segment": lambda t: self._constant(t, s.path, n),
                 "timestamp_type": lambda t: flags(c.log_append_time, *lat, t),
-                "magic": lambda t: self._constant(t, 2, n), "codec": lambda t: self._constant(t, CODEC_NAMES[CODEC_NONE], n),
+                "magic": lambda t: self._constant(t, 2, n), "codec": lambda t: codecs(c.codec, t),
                 "batch_position": lambda t: fixed(t, c.position),
                 "partition_leader_epoch": lambda t: fixed(t, c.leader_epoch),
                 "producer_id": lambda t: fixed(t, c.producer_id), "producer_epoch": lambda t: fixed(t, c.producer_epoch),
@@ -411,9 +416,9 @@ def record_arrow(s: Slice, cond: Conditions | None, opts: ReadOptions, schema=No
     filt = cond is not None and cond.filters_records
     limit = opts.max_records_per_batch
     lists = slice_batch_lists(s, cond, opts)
-    # Without a record-level filter, runs of uncompressed v2 batches come as columns at once
+    # Without a record-level filter, runs of v2 batches come as columns at once
     # (``runs_and_batches``: control batches are rows here, and no CRC is checked, as below).
-    budget = ColumnBudget(limit, 1 << 62, CONTROL_ROWS, check_crc=False)
+    budget = ColumnBudget(limit, 1 << 62, CONTROL_ROWS, check_crc=False, limit=opts.max_decompressed_bytes)
     items = chain.from_iterable(lists) if filt else runs_and_batches(lists, None, None, budget)
     for b in items:
         if isinstance(b, ColumnRun):

@@ -47,7 +47,7 @@ class DumpOptions:
     # take them at once); given where the C reader runs, and no time filter or --decode needs them
     # one by one (an offset range keeps a slice of a run).
     plain_runs: bool = False
-    # The consumer takes runs of uncompressed v2 batches as Arrow column buffers, one
+    # The consumer takes runs of v2 batches (built-in codecs) as Arrow column buffers, one
     # ColumnRunEvent each (kseg.log.span_columns.v2_column_run), within the budget it sets; given
     # where the C reader runs, with records, no time filter and nothing decoded or redacted.
     column_runs: ColumnBudget | None = None
@@ -98,7 +98,7 @@ class PlainRunEvent:
 
 @dataclass(frozen=True)
 class ColumnRunEvent:
-    """Uncompressed v2 batches in a row as columns (``DumpOptions.column_runs``): what their
+    """v2 batches in a row as columns (``DumpOptions.column_runs``): what their
     BatchEvents' records would be, every batch whole, CRC valid and decoded (the batches the
     offset range leaves out, and with ``controls`` skipped the control batches, passed over)."""
 

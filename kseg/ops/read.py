@@ -86,7 +86,7 @@ def segment_parts(path: str | os.PathLike, f: ReadFilter, damaged: list[KsegErro
     """``segment_batches``, each batch with its records, or with ``spans`` its records as spans
     where the C reader gives them (a batch whose records the filters keep whole, not a control
     batch; the records otherwise). With ``runs`` (the budget the caller keeps up to date), runs
-    of uncompressed v2 batches come as one ``ColumnRun`` each, with no batch: ``(None, None, run)``."""
+    of v2 batches come as one ``ColumnRun`` each, with no batch: ``(None, None, run)``."""
     if runs is not None:
         runs.controls = CONTROL_ROWS if f.include_control else CONTROL_SKIPPED
     for ev in dump_file(Path(path), f.dump_options(spans, runs)):
@@ -155,7 +155,7 @@ def arrow_batches(paths: Iterable[str | os.PathLike], f: ReadFilter, columns: li
     ``batch_rows`` rows (or ``BATCH_DATA_BYTES`` of record data) each: memory stays bounded by
     one of them and one Kafka batch. ``damaged`` as ``segment_batches``'."""
     cols = _RecordColumns(record_schema(columns))
-    budget = ColumnBudget(batch_rows, BATCH_DATA_BYTES)  # what the next run of batches may add
+    budget = ColumnBudget(batch_rows, BATCH_DATA_BYTES, limit=f.max_decompressed_bytes)  # what the next run may add
     for path in paths:
         source = source_of(path)
         for batch, records, spans in segment_parts(path, f, damaged, spans=True, runs=budget):

@@ -627,8 +627,8 @@ def fuzz_span_columns(data: bytes) -> None:
 
 
 def fuzz_v2_column_run(data: bytes) -> None:
-    """``v2_column_run`` (runs of uncompressed v2 batches, CRC-32C checked or not, records
-    walked, as Arrow's column buffers with their header facts per record) against
+    """``v2_column_run`` (runs of v2 batches, CRC-32C checked or not, records decompressed by the
+    codecs or not taken, and walked, as Arrow's column buffers with their header facts per record) against
     ``v2_column_run_py``, from every batch a reader starts a run at, under an offset range, a
     way with control batches, a row and a byte budget the first byte picks."""
     from kseg.log import span_columns as sc
@@ -646,10 +646,11 @@ def fuzz_v2_column_run(data: bytes) -> None:
     controls = ((flags >> 4) & 3) % 3
     check_crc = not flags & 0x40
     max_rows, max_bytes = (1 << 30, 1 << 30) if not flags & 0x80 else (2, 30)
+    limit = (None, DECOMPRESSED_LIMIT, 100)[len(batches) % 3]  # compressed batches not taken, or within a limit
     i = 0
     while i < len(batches):
-        py = sc.v2_column_run_py(batches, i, lo, hi, max_rows, max_bytes, controls, check_crc)
-        c = sc.v2_column_run(batches, i, lo, hi, max_rows, max_bytes, controls, check_crc)
+        py = sc.v2_column_run_py(batches, i, lo, hi, max_rows, max_bytes, controls, check_crc, limit)
+        c = sc.v2_column_run(batches, i, lo, hi, max_rows, max_bytes, controls, check_crc, limit)
         same("v2_column_run", py, py if c is None and py.stop == i else c)
         i = max(i + 1, py.stop)
 
