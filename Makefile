@@ -194,7 +194,7 @@ FUZZ_ENV = KSEG_SPEEDUPS_SO=$(CURDIR)/$(FUZZ_DIR)/_speedups$(SO_SUFFIX) LD_PRELO
 # Python-only code, and programs that are not Python (Spark's and Kafka's JVMs, the S3, GCS and
 # Azure servers, Chromium), which must not run with the ASan runtime preloaded and have no C of
 # kseg's; and the memory ceilings (ASan's shadow memory and quarantine are no dump's).
-SAN_TESTS := accelerator api checksums codecs dump_fields edges export fuzz_corpus golden jvm_utf8 \
+SAN_TESTS := accelerator api checksums codecs column_runs dump_fields edges export fuzz_corpus golden jvm_utf8 \
 	kafka_admin_corpus kafka_clients_corpus kafka_golden realdata record_types_corpus render_bulk robustness salvage \
 	span_columns tools_find tools_stats index_check
 SAN_PYTEST := -p no:cacheprovider -n auto $(patsubst %,tests/test_%.py,$(SAN_TESTS)) \

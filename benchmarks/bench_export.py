@@ -12,6 +12,10 @@ Each measurement runs in a child process of its own; its peak RSS comes from ``w
                 main branch's checkout), to see what the span columns changed
   export pq     the whole ``kseg export --format parquet`` command (start-up included), zstd
   export arrow  the whole ``kseg export --format arrow`` command
+  in process    ``kseg.ops.export.export`` of each format in one process after its imports (no
+                start-up), with the CPU time inside the writer's ``write_batch`` measured apart
+                (the rest is kseg reading the records into Arrow batches, and the file's close);
+                with ``--before``, the other tree's too
 
     .venv/bin/python benchmarks/bench_export.py                          # v2 none and zstd, 100 MB
     .venv/bin/python benchmarks/bench_export.py --cases 2:none --size-mb 400 --before ../main
@@ -65,6 +69,33 @@ t = kseg.open_segment(sys.argv[1]).to_arrow()
 print(json.dumps({"rows": t.num_rows, "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}))
 """
 
+EXPORT_IN_PROCESS = r"""
+import json, sys, tempfile, time
+from pathlib import Path
+import pyarrow as pa, pyarrow.ipc, pyarrow.parquet as pq
+from kseg.ops.export import ExportOptions, export
+fmt = sys.argv[3]
+spent = [0.0]
+def timed(cls):
+    write = cls.write_batch
+    def write_batch(self, *a, **k):
+        c = time.process_time()
+        try:
+            return write(self, *a, **k)
+        finally:
+            spent[0] += time.process_time() - c
+    cls.write_batch = write_batch
+timed(pq.ParquetWriter)
+timed(pa.ipc.RecordBatchFileWriter)
+with tempfile.TemporaryDirectory() as tmp:
+    out = Path(tmp) / ("out.parquet" if fmt == "parquet" else "out.arrow")
+    t0, c0 = time.perf_counter(), time.process_time()
+    report = export(Path(sys.argv[1]), out, ExportOptions(fmt=fmt))
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+rows = sum(p.records for p in report.partitions)
+print(json.dumps({"rows": rows, "wall": wall, "cpu": cpu, "writer": spent[0]}))
+"""
+
 WARM_UP = ROOT / "fixtures" / "logdir" / "v2-headers-0" / "00000000000000000000.log"
 KSEG_CLI = "import sys; from kseg.cli.main import main; sys.argv[0] = 'kseg'; main()"
 
@@ -116,9 +147,9 @@ def main() -> None:
         n, path = info.records, str(info.path)
         res: dict = {"case": f"v{magic} {codec}", "records": n, "mb": info.file_bytes / 1e6}
 
-        def timed(code: str, tree: Path = ROOT) -> dict:
+        def timed(code: str, tree: Path = ROOT, *extra: str) -> dict:
             e = dict(env, PYTHONPATH=str(tree))
-            argv = [sys.executable, "-c", code, path, str(WARM_UP)]
+            argv = [sys.executable, "-c", code, path, str(WARM_UP), *extra]
             runs = [child(argv, e) for _ in range(args.repeat)]
             b = best(runs, args.clock)
             assert b["rows"] == n, (b, n)
@@ -130,6 +161,10 @@ def main() -> None:
         res["to_arrow"] = timed(TO_ARROW)
         if args.before is not None:
             res["before"] = timed(TO_ARROW, args.before.resolve())
+        for fmt in ("parquet", "arrow"):
+            res[f"in_process_{fmt}"] = timed(EXPORT_IN_PROCESS, ROOT, fmt)
+            if args.before is not None:
+                res[f"in_process_{fmt}_before"] = timed(EXPORT_IN_PROCESS, args.before.resolve(), fmt)
         with tempfile.TemporaryDirectory() as tmp:
             for fmt in ("parquet", "arrow"):
                 runs = []
@@ -161,6 +196,12 @@ def main() -> None:
             print(f"  {'':14} to_arrow {r['before'][clock] / r['to_arrow'][clock]:.1f}x faster than before")
         line("export parquet", r["export_parquet"], base)
         line("export arrow", r["export_arrow"], base)
+        for fmt in ("parquet", "arrow"):
+            for key, name in ((f"in_process_{fmt}", f"{fmt} in proc"), (f"in_process_{fmt}_before", "  before")):
+                if key in r:
+                    d = r[key]
+                    print(f"  {name:14} {d[clock]:7.3f} s  {n / d[clock] / 1e6:6.2f} M rec/s  {d['rss']:6.0f} MB"
+                          f"  (writer {d['writer']:.3f} s CPU, the rest {d['cpu'] - d['writer']:.3f} s)")
         print(f"  {'':14} parquet file {r['export_parquet']['bytes'] / 1e6:.1f} MB, arrow file "
               f"{r['export_arrow']['bytes'] / 1e6:.1f} MB")
     if os.environ.get("BENCH_JSON"):

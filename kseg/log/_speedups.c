@@ -22,6 +22,7 @@
  *   sound_v2_run             kseg.log.checks.sound_v2_run_py
  *   stats_v2_run             kseg.log.checks.stats_v2_run_py
  *   index_sound              kseg.companions.check.index_sound_py
+ *   v2_column_run            kseg.log.span_columns.v2_column_run_py
  *
  * (decode_v2 and legacy_set also give record spans, _spans.h, for the dump's line
  * writers: their reference is the records the same call decodes; plain_spans the
@@ -322,22 +323,18 @@ typedef struct {
  */
 static PyObject *
 walk_v2(const unsigned char *p, Py_ssize_t end, long long base_offset, long long base_ts, Py_ssize_t count,
-        PyObject *lat_obj, PyObject *record_type, PyObject *header_type, int spans, V2Summary *summary)
+        int has_lat, long long lat, PyObject *record_type, PyObject *header_type, int spans, V2Summary *summary,
+        SpanBuf *rout, SpanBuf *hout)
 {
     Py_ssize_t pos = 0, i = 0;
     int materialize = record_type != Py_None && !spans;
-    SpanBuf rspans = {0}, hspans = {0};
+    SpanBuf rlocal = {0}, hlocal = {0};
+    SpanBuf *rspans = rout ? rout : &rlocal, *hspans = hout ? hout : &hlocal;
     KsegRecordSpan *rs = NULL;
-    int has_lat = lat_obj != Py_None;
-    long long lat = 0;
     PyObject *out = NULL, *empty = NULL, *two = NULL;
     int64_t max_ts = 0, min_delta = 0, max_delta = 0, prev_delta = -1;
     int have_ts = 0, ordered = 1;
 
-    if (has_lat) {
-        lat = PyLong_AsLongLong(lat_obj);
-        if (lat == -1 && PyErr_Occurred()) goto error;
-    }
     if (count < 0) {
         fail("corrupt", "negative record count", -1, -1, PyUnicode_FromString(">= 0"),
              PyLong_FromSsize_t(count));
@@ -399,13 +396,13 @@ walk_v2(const unsigned char *p, Py_ssize_t end, long long base_offset, long long
         Py_ssize_t value_at = pos;
         if (vlen > 0) pos += (Py_ssize_t)vlen;
         if (spans) {
-            rs = span_add(&rspans, sizeof(KsegRecordSpan));
+            rs = span_add(rspans, sizeof(KsegRecordSpan));
             if (!rs) goto error;
             rs->key_at = key_at;
             rs->key_len = klen;
             rs->value_at = value_at;
             rs->value_len = vlen;
-            rs->first_header = hspans.n / (Py_ssize_t)sizeof(KsegHeaderSpan);
+            rs->first_header = hspans->n / (Py_ssize_t)sizeof(KsegHeaderSpan);
             rs->stored_crc = -1;
         }
         PyObject *headers = NULL;
@@ -462,7 +459,7 @@ walk_v2(const unsigned char *p, Py_ssize_t end, long long base_offset, long long
                     PyTuple_SET_ITEM(headers, (Py_ssize_t)h, pair);
                 } else {
                     if (spans) {
-                        KsegHeaderSpan *hs = span_add(&hspans, sizeof(KsegHeaderSpan));
+                        KsegHeaderSpan *hs = span_add(hspans, sizeof(KsegHeaderSpan));
                         if (!hs) goto error;
                         hs->key_at = hk_at;
                         hs->key_len = hk;
@@ -523,9 +520,10 @@ walk_v2(const unsigned char *p, Py_ssize_t end, long long base_offset, long long
     }
     Py_XDECREF(empty);
     Py_XDECREF(two);
+    if (spans && rout) Py_RETURN_NONE; /* the caller's buffers hold them */
     if (spans) {
-        long long first = rspans.n ? ((KsegRecordSpan *)rspans.p)->offset : base_offset;
-        PyObject *r = span_bytes(&rspans), *h = span_bytes(&hspans);
+        long long first = rlocal.n ? ((KsegRecordSpan *)rlocal.p)->offset : base_offset;
+        PyObject *r = span_bytes(&rlocal), *h = span_bytes(&hlocal);
         return (r && h) ? Py_BuildValue("(NNL)", r, h, first) : (Py_XDECREF(r), Py_XDECREF(h), NULL);
     }
     if (materialize) return out;
@@ -539,8 +537,8 @@ error:
     Py_XDECREF(out);
     Py_XDECREF(empty);
     Py_XDECREF(two);
-    PyMem_Free(rspans.p);
-    PyMem_Free(hspans.p);
+    PyMem_Free(rlocal.p);
+    PyMem_Free(hlocal.p);
     return NULL;
 }
 
@@ -565,8 +563,11 @@ decode_v2(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*LLnOOO|p", &view, &base_offset, &base_ts, &count, &lat_obj,
                           &record_type, &header_type, &spans))
         return NULL;
-    PyObject *out = walk_v2((const unsigned char *)view.buf, view.len, base_offset, base_ts, count, lat_obj,
-                            record_type, header_type, spans, &sum);
+    int has_lat = lat_obj != Py_None;
+    long long lat = has_lat ? PyLong_AsLongLong(lat_obj) : 0;
+    if (lat == -1 && PyErr_Occurred()) { PyBuffer_Release(&view); return NULL; }
+    PyObject *out = walk_v2((const unsigned char *)view.buf, view.len, base_offset, base_ts, count, has_lat, lat,
+                            record_type, header_type, spans, &sum, NULL, NULL);
     PyBuffer_Release(&view);
     if (out == NULL || record_type != Py_None || spans) return out;
     Py_DECREF(out);
@@ -1452,6 +1453,122 @@ put_value(const char *data, int64_t at, int64_t len, unsigned char *valid, Py_ss
     offsets[i + 1] = *used;
 }
 
+/* One part's records, as columns_of reads them: its data, its record spans and the header
+ * spans they index (first_header counts from hs). */
+typedef struct {
+    const char *data;
+    Py_ssize_t size;
+    const KsegRecordSpan *rs;
+    Py_ssize_t n;
+    const KsegHeaderSpan *hs;
+    Py_ssize_t m;
+} ColSrc;
+
+/* What pass 1 counts over the parts. */
+typedef struct {
+    Py_ssize_t rows, nh;
+    int64_t kbytes, vbytes, hkbytes, hvbytes;
+} ColTotals;
+
+/* Pass 1, part i: check every span of it, count its rows, headers and bytes into *t. */
+static int
+columns_count(const ColSrc *part, Py_ssize_t i, ColTotals *t)
+{
+    const Py_ssize_t size = part->size, n = part->n, m = part->m;
+    const KsegRecordSpan *rs = part->rs;
+    const KsegHeaderSpan *hs = part->hs;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        const KsegRecordSpan *x = rs + j;
+        if (!span_inside(x->key_at, x->key_len, size, 1) || !span_inside(x->value_at, x->value_len, size, 1)
+                || x->first_header < 0 || x->header_count < 0 || x->first_header > (int64_t)m
+                || x->header_count > (int64_t)m - x->first_header) {
+            PyErr_Format(PyExc_ValueError, "span_columns(): record span %zd of part %zd is outside its data", j, i);
+            return -1;
+        }
+        if (x->key_len > 0) t->kbytes += x->key_len;
+        if (x->value_len > 0) t->vbytes += x->value_len;
+        for (int64_t k = x->first_header; k < x->first_header + x->header_count; k++) {
+            if (!span_inside(hs[k].key_at, hs[k].key_len, size, 0)
+                    || !span_inside(hs[k].value_at, hs[k].value_len, size, 1)) {
+                PyErr_Format(PyExc_ValueError, "span_columns(): header span %lld of part %zd is outside its data",
+                             (long long)k, i);
+                return -1;
+            }
+            t->hkbytes += hs[k].key_len;
+            if (hs[k].value_len > 0) t->hvbytes += hs[k].value_len;
+        }
+        t->nh += (Py_ssize_t)x->header_count;
+    }
+    t->rows += n;
+    return 0;
+}
+
+/* Pass 2: the records of every part, in order, as the 19 items of span_columns' result
+ * (ColumnBuffers), from the totals pass 1 counted over them. */
+static PyObject *
+columns_fill(const ColSrc *src, Py_ssize_t nparts, const ColTotals *t)
+{
+    const Py_ssize_t rows = t->rows, nh = t->nh;
+    const int64_t kbytes = t->kbytes, vbytes = t->vbytes, hkbytes = t->hkbytes, hvbytes = t->hvbytes;
+    if (kbytes > INT32_MAX || vbytes > INT32_MAX || hkbytes > INT32_MAX || hvbytes > INT32_MAX
+            || nh > INT32_MAX || rows > INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "span_columns(): more than 2 GiB in one column");
+        return NULL;
+    }
+    /* Pass 2: fill. */
+    PyObject *b[14] = {NULL};
+    const Py_ssize_t bits = (rows + 7) / 8, hbits = (nh + 7) / 8;
+    const Py_ssize_t sizes[14] = {rows * 8, rows * 8, bits, (rows + 1) * 4, (Py_ssize_t)kbytes, bits,
+                                  (rows + 1) * 4, (Py_ssize_t)vbytes, (rows + 1) * 4, (nh + 1) * 4,
+                                  (Py_ssize_t)hkbytes, hbits, (nh + 1) * 4, (Py_ssize_t)hvbytes};
+    for (int k = 0; k < 14; k++) {
+        b[k] = PyBytes_FromStringAndSize(NULL, sizes[k]);
+        if (!b[k]) { for (int z = 0; z < 14; z++) Py_XDECREF(b[z]); return NULL; }
+    }
+    int64_t *off = (int64_t *)PyBytes_AS_STRING(b[0]), *ts = (int64_t *)PyBytes_AS_STRING(b[1]);
+    unsigned char *kvalid = (unsigned char *)PyBytes_AS_STRING(b[2]), *vvalid = (unsigned char *)PyBytes_AS_STRING(b[5]);
+    unsigned char *hvvalid = (unsigned char *)PyBytes_AS_STRING(b[11]);
+    int32_t *koff = (int32_t *)PyBytes_AS_STRING(b[3]), *voff = (int32_t *)PyBytes_AS_STRING(b[6]);
+    int32_t *hoff = (int32_t *)PyBytes_AS_STRING(b[8]), *hkoff = (int32_t *)PyBytes_AS_STRING(b[9]);
+    int32_t *hvoff = (int32_t *)PyBytes_AS_STRING(b[12]);
+    char *kdata = PyBytes_AS_STRING(b[4]), *vdata = PyBytes_AS_STRING(b[7]);
+    char *hkdata = PyBytes_AS_STRING(b[10]), *hvdata = PyBytes_AS_STRING(b[13]);
+    memset(kvalid, 0, bits); memset(vvalid, 0, bits); memset(hvvalid, 0, hbits);
+    int32_t kat = 0, vat = 0, hat = 0, hkat = 0, hvat = 0;
+    Py_ssize_t row = 0, h = 0, knulls = 0, vnulls = 0, hvnulls = 0;
+    koff[0] = voff[0] = hoff[0] = hkoff[0] = hvoff[0] = 0;
+    for (Py_ssize_t i = 0; i < nparts; i++) {
+        const char *data = src[i].data;
+        const KsegRecordSpan *rs = src[i].rs;
+        const KsegHeaderSpan *hs = src[i].hs;
+        for (Py_ssize_t j = 0; j < src[i].n; j++, row++) {
+            const KsegRecordSpan *x = rs + j;
+            off[row] = x->offset;
+            ts[row] = x->timestamp;
+            put_value(data, x->key_at, x->key_len, kvalid, row, koff, kdata, &kat, &knulls);
+            put_value(data, x->value_at, x->value_len, vvalid, row, voff, vdata, &vat, &vnulls);
+            for (int64_t k = x->first_header; k < x->first_header + x->header_count; k++, h++) {
+                put_value(data, hs[k].key_at, hs[k].key_len, NULL, h, hkoff, hkdata, &hkat, NULL);
+                put_value(data, hs[k].value_at, hs[k].value_len, hvvalid, h, hvoff, hvdata, &hvat, &hvnulls);
+            }
+            hat += (int32_t)x->header_count;
+            hoff[row + 1] = hat;
+        }
+    }
+    return Py_BuildValue("(nnNNNNNnNNNnNNNNNNn)", rows, nh, b[0], b[1], b[2], b[3], b[4], knulls, b[5], b[6],
+                         b[7], vnulls, b[8], b[9], b[10], b[11], b[12], b[13], hvnulls);
+}
+
+/* Both passes over the parts. */
+static PyObject *
+columns_of(const ColSrc *src, Py_ssize_t nparts)
+{
+    ColTotals t = {0};
+    for (Py_ssize_t i = 0; i < nparts; i++)
+        if (columns_count(src + i, i, &t) < 0) return NULL;
+    return columns_fill(src, nparts, &t);
+}
+
 static PyObject *
 span_columns(PyObject *self, PyObject *args)
 {
@@ -1461,11 +1578,10 @@ span_columns(PyObject *self, PyObject *args)
     if (!fast) return NULL;
     const Py_ssize_t nparts = PySequence_Fast_GET_SIZE(fast);
     ColPart *parts = PyMem_Calloc(nparts ? nparts : 1, sizeof(ColPart));
-    if (!parts) { Py_DECREF(fast); return PyErr_NoMemory(); }
-    Py_ssize_t rows = 0, nh = 0;
-    int64_t kbytes = 0, vbytes = 0, hkbytes = 0, hvbytes = 0;
+    ColSrc *src = PyMem_Calloc(nparts ? nparts : 1, sizeof(ColSrc));
+    ColTotals totals = {0};
     PyObject *result = NULL;
-    /* Pass 1: check every span, count rows, headers and bytes. */
+    if (!parts || !src) { PyErr_NoMemory(); goto done; }
     for (Py_ssize_t i = 0; i < nparts; i++) {
         PyObject *t = PySequence_Fast_GET_ITEM(fast, i);
         PyObject *d, *r, *h;
@@ -1480,87 +1596,15 @@ span_columns(PyObject *self, PyObject *args)
             PyErr_SetString(PyExc_ValueError, "span_columns(): spans of a partial size");
             goto done;
         }
-        const Py_ssize_t size = parts[i].data.len;
-        const Py_ssize_t n = parts[i].recs.len / (Py_ssize_t)sizeof(KsegRecordSpan);
-        const Py_ssize_t m = parts[i].hdrs.len / (Py_ssize_t)sizeof(KsegHeaderSpan);
-        const KsegRecordSpan *rs = (const KsegRecordSpan *)parts[i].recs.buf;
-        const KsegHeaderSpan *hs = (const KsegHeaderSpan *)parts[i].hdrs.buf;
-        for (Py_ssize_t j = 0; j < n; j++) {
-            const KsegRecordSpan *x = rs + j;
-            if (!span_inside(x->key_at, x->key_len, size, 1) || !span_inside(x->value_at, x->value_len, size, 1)
-                    || x->first_header < 0 || x->header_count < 0 || x->first_header > (int64_t)m
-                    || x->header_count > (int64_t)m - x->first_header) {
-                PyErr_Format(PyExc_ValueError, "span_columns(): record span %zd of part %zd is outside its data", j, i);
-                goto done;
-            }
-            if (x->key_len > 0) kbytes += x->key_len;
-            if (x->value_len > 0) vbytes += x->value_len;
-            for (int64_t k = x->first_header; k < x->first_header + x->header_count; k++) {
-                if (!span_inside(hs[k].key_at, hs[k].key_len, size, 0)
-                        || !span_inside(hs[k].value_at, hs[k].value_len, size, 1)) {
-                    PyErr_Format(PyExc_ValueError, "span_columns(): header span %lld of part %zd is outside its data",
-                                 (long long)k, i);
-                    goto done;
-                }
-                hkbytes += hs[k].key_len;
-                if (hs[k].value_len > 0) hvbytes += hs[k].value_len;
-            }
-            nh += (Py_ssize_t)x->header_count;
-        }
-        rows += n;
+        src[i] = (ColSrc){(const char *)parts[i].data.buf, parts[i].data.len,
+                          (const KsegRecordSpan *)parts[i].recs.buf, parts[i].recs.len / (Py_ssize_t)sizeof(KsegRecordSpan),
+                          (const KsegHeaderSpan *)parts[i].hdrs.buf, parts[i].hdrs.len / (Py_ssize_t)sizeof(KsegHeaderSpan)};
+        if (columns_count(src + i, i, &totals) < 0) goto done;
     }
-    if (kbytes > INT32_MAX || vbytes > INT32_MAX || hkbytes > INT32_MAX || hvbytes > INT32_MAX
-            || nh > INT32_MAX || rows > INT32_MAX) {
-        PyErr_SetString(PyExc_OverflowError, "span_columns(): more than 2 GiB in one column");
-        goto done;
-    }
-    {
-        /* Pass 2: fill. */
-        PyObject *b[14] = {NULL};
-        const Py_ssize_t bits = (rows + 7) / 8, hbits = (nh + 7) / 8;
-        const Py_ssize_t sizes[14] = {rows * 8, rows * 8, bits, (rows + 1) * 4, (Py_ssize_t)kbytes, bits,
-                                      (rows + 1) * 4, (Py_ssize_t)vbytes, (rows + 1) * 4, (nh + 1) * 4,
-                                      (Py_ssize_t)hkbytes, hbits, (nh + 1) * 4, (Py_ssize_t)hvbytes};
-        for (int k = 0; k < 14; k++) {
-            b[k] = PyBytes_FromStringAndSize(NULL, sizes[k]);
-            if (!b[k]) { for (int z = 0; z < 14; z++) Py_XDECREF(b[z]); goto done; }
-        }
-        int64_t *off = (int64_t *)PyBytes_AS_STRING(b[0]), *ts = (int64_t *)PyBytes_AS_STRING(b[1]);
-        unsigned char *kvalid = (unsigned char *)PyBytes_AS_STRING(b[2]), *vvalid = (unsigned char *)PyBytes_AS_STRING(b[5]);
-        unsigned char *hvvalid = (unsigned char *)PyBytes_AS_STRING(b[11]);
-        int32_t *koff = (int32_t *)PyBytes_AS_STRING(b[3]), *voff = (int32_t *)PyBytes_AS_STRING(b[6]);
-        int32_t *hoff = (int32_t *)PyBytes_AS_STRING(b[8]), *hkoff = (int32_t *)PyBytes_AS_STRING(b[9]);
-        int32_t *hvoff = (int32_t *)PyBytes_AS_STRING(b[12]);
-        char *kdata = PyBytes_AS_STRING(b[4]), *vdata = PyBytes_AS_STRING(b[7]);
-        char *hkdata = PyBytes_AS_STRING(b[10]), *hvdata = PyBytes_AS_STRING(b[13]);
-        memset(kvalid, 0, bits); memset(vvalid, 0, bits); memset(hvvalid, 0, hbits);
-        int32_t kat = 0, vat = 0, hat = 0, hkat = 0, hvat = 0;
-        Py_ssize_t row = 0, h = 0, knulls = 0, vnulls = 0, hvnulls = 0;
-        koff[0] = voff[0] = hoff[0] = hkoff[0] = hvoff[0] = 0;
-        for (Py_ssize_t i = 0; i < nparts; i++) {
-            const char *data = (const char *)parts[i].data.buf;
-            const Py_ssize_t n = parts[i].recs.len / (Py_ssize_t)sizeof(KsegRecordSpan);
-            const KsegRecordSpan *rs = (const KsegRecordSpan *)parts[i].recs.buf;
-            const KsegHeaderSpan *hs = (const KsegHeaderSpan *)parts[i].hdrs.buf;
-            for (Py_ssize_t j = 0; j < n; j++, row++) {
-                const KsegRecordSpan *x = rs + j;
-                off[row] = x->offset;
-                ts[row] = x->timestamp;
-                put_value(data, x->key_at, x->key_len, kvalid, row, koff, kdata, &kat, &knulls);
-                put_value(data, x->value_at, x->value_len, vvalid, row, voff, vdata, &vat, &vnulls);
-                for (int64_t k = x->first_header; k < x->first_header + x->header_count; k++, h++) {
-                    put_value(data, hs[k].key_at, hs[k].key_len, NULL, h, hkoff, hkdata, &hkat, NULL);
-                    put_value(data, hs[k].value_at, hs[k].value_len, hvvalid, h, hvoff, hvdata, &hvat, &hvnulls);
-                }
-                hat += (int32_t)x->header_count;
-                hoff[row + 1] = hat;
-            }
-        }
-        result = Py_BuildValue("(nnNNNNNnNNNnNNNNNNn)", rows, nh, b[0], b[1], b[2], b[3], b[4], knulls, b[5], b[6],
-                               b[7], vnulls, b[8], b[9], b[10], b[11], b[12], b[13], hvnulls);
-    }
+    result = columns_fill(src, nparts, &totals);
 done:
-    release_parts(parts, nparts);
+    if (parts) release_parts(parts, nparts);
+    PyMem_Free(src);
     Py_DECREF(fast);
     return result;
 }
@@ -1870,7 +1914,7 @@ sound_v2_run(PyObject *self, PyObject *args)
         if (got == 0) break;
         /* the records, walked */
         V2Summary sum;
-        PyObject *walked = walk_v2(data, data_len, 0, base_ts, (Py_ssize_t)count, Py_None, Py_None, Py_None, 0, &sum);
+        PyObject *walked = walk_v2(data, data_len, 0, base_ts, (Py_ssize_t)count, 0, 0, Py_None, Py_None, 0, &sum, NULL, NULL);
         Py_XDECREF(inflated);
         if (!walked) {
             if (ends_run(kseg_error)) break;
@@ -2135,6 +2179,272 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------ runs of v2 batches as columns */
+
+/* One batch of a column run: where its data and its record spans are, and its header's facts. */
+typedef struct {
+    PyObject *batch; /* held: its raw bytes are read until the end */
+    PyObject *inflated; /* held: its records decompressed (NULL: uncompressed, read in raw) */
+    const char *data;
+    Py_ssize_t size, first_span, spans;
+    long long position, leader_epoch, producer_id, producer_epoch, base_sequence, base_offset, attrs, codec;
+} RunBatch;
+
+static SpanBuf run_record_spans = {0}, run_header_spans = {0};
+static int run_spans_busy = 0;
+
+/* A new bytes object of n bytes, zeroed; its buffer in *at. */
+static PyObject *
+zeroed(Py_ssize_t n, char **at)
+{
+    PyObject *b = PyBytes_FromStringAndSize(NULL, n);
+    if (!b) return NULL;
+    *at = PyBytes_AS_STRING(b);
+    memset(*at, 0, (size_t)n);
+    return b;
+}
+
+/*
+ * v2_column_run(batches, start, lo, hi, max_rows, max_bytes, controls, crc32c, decompress,
+ *               kseg_error, max_codec, control_mask, transactional_mask, log_append_mask)
+ *   -> (stop, rows, bytes, columns, batch_columns)
+ * The twin of kseg.log.span_columns.v2_column_run_py, which documents the result: from
+ * batches[start], the v2 batches the record reader takes whole (every offset in lo..hi, the
+ * CRC-32C as crc32c(view) -> int computes it unless crc32c is None, the records decompressed by
+ * decompress(codec, view) -> bytes when they are compressed (None: a compressed batch ends the
+ * run, as one of a codec above max_codec does; a kseg_error raised ends it quietly), and walked
+ * by walk_v2), their records as span_columns' buffers and their header's facts as per-record
+ * columns, in one call. Batches wholly outside lo..hi are passed over unread; a
+ * control batch stops the run (controls 0), is checked and passed over (1) or taken as any
+ * other (2). The run stops before any other batch (the per-batch path then takes it) and after
+ * the batch that brings rows to max_rows or bytes (of records data) to max_bytes.
+ */
+static PyObject *
+v2_column_run(PyObject *self, PyObject *args)
+{
+    PyObject *batches, *crc_fn, *decompress, *kseg_error;
+    Py_ssize_t start, max_rows, max_bytes;
+    long long lo, hi;
+    int controls;
+    long max_codec, control_mask, txn_mask, lat_mask;
+    REQUIRE_CONFIGURED;
+    if (!PyArg_ParseTuple(args, "O!nLLnniOOOllll", &PyList_Type, &batches, &start, &lo, &hi, &max_rows, &max_bytes,
+                          &controls, &crc_fn, &decompress, &kseg_error, &max_codec, &control_mask, &txn_mask,
+                          &lat_mask))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(batches), i = start;
+    if (start < 0 || start > n) {
+        PyErr_SetString(PyExc_IndexError, "start outside the list");
+        return NULL;
+    }
+    /* The spans of the batches walked, in buffers kept from call to call (fresh memory for
+     * each run would be as costly as writing it); a call made inside one (from crc32c) uses
+     * its own. */
+    int reuse = !run_spans_busy;
+    SpanBuf rbuf = {0}, hbuf = {0};
+    if (reuse) {
+        rbuf = run_record_spans;
+        hbuf = run_header_spans;
+        rbuf.n = hbuf.n = 0;
+        run_spans_busy = 1;
+    }
+    RunBatch *run = NULL;
+    ColSrc *src = NULL;
+    Py_ssize_t nrun = 0, cap = 0, rows = 0, bytes = 0;
+    PyObject *result = NULL, *columns = NULL;
+    for (; i < n && rows < max_rows && bytes < max_bytes; i++) {
+        PyObject *b = PyList_GET_ITEM(batches, i);
+        if (!PyTuple_Check(b) || PyTuple_GET_SIZE(b) != N_BATCH_FIELDS) break;
+        PyObject *raw_obj = PyTuple_GET_ITEM(b, B_RAW);
+        if (!PyMemoryView_Check(raw_obj)) break;
+        Py_buffer *raw = PyMemoryView_GET_BUFFER(raw_obj);
+        RunBatch x = {0};
+        long long magic, crc, max_ts, lod, base_ts, count, last;
+        if (field_ll(b, B_MAGIC, &magic) < 0 || magic != 2 || field_ll(b, B_ATTRS, &x.attrs) < 0
+            || field_ll(b, B_BASE_OFFSET, &x.base_offset) < 0 || field_ll(b, B_CRC, &crc) < 0
+            || field_ll(b, B_MAX_TS, &max_ts) < 0 || field_ll(b, B_LOD, &lod) < 0
+            || field_ll(b, B_BASE_TS, &base_ts) < 0 || field_ll(b, B_COUNT, &count) < 0
+            || field_ll(b, B_POSITION, &x.position) < 0 || field_ll(b, B_PLE, &x.leader_epoch) < 0
+            || field_ll(b, B_PID, &x.producer_id) < 0 || field_ll(b, B_EPOCH, &x.producer_epoch) < 0
+            || field_ll(b, B_SEQ, &x.base_sequence) < 0)
+            break;
+        if (__builtin_add_overflow(x.base_offset, lod, &last)) break;
+        if (last < lo || x.base_offset > hi) continue; /* the filter passes it over, unread */
+        if (x.base_offset < lo || last > hi) break;    /* some of its records only */
+        x.codec = x.attrs & CODEC_MASK;
+        if ((x.codec && (decompress == Py_None || x.codec > max_codec)) || count < 0
+                || !PyBuffer_IsContiguous(raw, 'C') || raw->len < V2_RECORDS_AT)
+            break;
+        int control = (x.attrs & control_mask) != 0;
+        if (control && controls == 0) break;
+        int skip = control && controls == 1; /* checked, then passed over */
+        if (crc_fn != Py_None) {
+            int ok = crc_matches(raw_obj, crc_fn, crc);
+            if (ok < 0) goto done;
+            if (!ok) break;
+        }
+        x.data = (const char *)raw->buf + V2_RECORDS_AT;
+        x.size = raw->len - V2_RECORDS_AT;
+        if (x.codec) {
+            PyObject *payload = PySequence_GetSlice(raw_obj, V2_RECORDS_AT, raw->len);
+            PyObject *id = payload ? PyLong_FromLongLong(x.codec) : NULL;
+            x.inflated = id ? PyObject_CallFunctionObjArgs(decompress, id, payload, NULL) : NULL;
+            Py_XDECREF(payload);
+            Py_XDECREF(id);
+            if (!x.inflated) {
+                if (ends_run(kseg_error)) break;
+                goto done;
+            }
+            if (!PyBytes_Check(x.inflated)) {
+                Py_DECREF(x.inflated);
+                PyErr_SetString(PyExc_TypeError, "decompress() must return bytes");
+                goto done;
+            }
+            x.data = PyBytes_AS_STRING(x.inflated);
+            x.size = PyBytes_GET_SIZE(x.inflated);
+        }
+        const Py_ssize_t r0 = rbuf.n, h0 = hbuf.n;
+        V2Summary sum;
+        PyObject *walked = walk_v2((const unsigned char *)x.data, x.size, x.base_offset, base_ts, (Py_ssize_t)count,
+                                   (x.attrs & lat_mask) != 0, max_ts, Py_None, Py_None, !skip, &sum,
+                                   skip ? NULL : &rbuf, skip ? NULL : &hbuf);
+        if (!walked) {
+            rbuf.n = r0;
+            hbuf.n = h0;
+            Py_XDECREF(x.inflated);
+            if (!PyErr_ExceptionMatches(DecodeError)) goto done;
+            PyErr_Clear();
+            break;
+        }
+        Py_DECREF(walked);
+        if (skip || count == 0) { /* nothing of it in the columns */
+            Py_XDECREF(x.inflated);
+            continue;
+        }
+        x.first_span = r0 / (Py_ssize_t)sizeof(KsegRecordSpan);
+        x.spans = (rbuf.n - r0) / (Py_ssize_t)sizeof(KsegRecordSpan);
+        /* each record's sequence must be an int32, as the per-batch path's column casts it */
+        int fits = 1;
+        if (x.base_sequence != -1) {
+            const KsegRecordSpan *rs = (const KsegRecordSpan *)rbuf.p + x.first_span;
+            for (Py_ssize_t j = 0; j < x.spans && fits; j++) {
+                int64_t seq = x.base_sequence + (int64_t)((uint64_t)rs[j].offset - (uint64_t)x.base_offset);
+                if (seq > INT32_MAX) seq -= (int64_t)INT32_MAX + 1;
+                fits = seq >= INT32_MIN && seq <= INT32_MAX;
+            }
+        }
+        if (!fits) {
+            rbuf.n = r0;
+            hbuf.n = h0;
+            Py_XDECREF(x.inflated);
+            break;
+        }
+        if (nrun == cap) {
+            Py_ssize_t more = cap ? cap * 2 : 64;
+            RunBatch *q = PyMem_Realloc(run, (size_t)more * sizeof(RunBatch));
+            if (!q) { Py_XDECREF(x.inflated); PyErr_NoMemory(); goto done; }
+            run = q;
+            cap = more;
+        }
+        Py_INCREF(b);
+        x.batch = b;
+        run[nrun++] = x;
+        rows += x.spans;
+        bytes += x.size;
+    }
+    if (nrun == 0) {
+        result = Py_BuildValue("(nnnOO)", i, (Py_ssize_t)0, (Py_ssize_t)0, Py_None, Py_None);
+        goto done;
+    }
+    src = PyMem_Calloc((size_t)nrun, sizeof(ColSrc));
+    if (!src) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t k = 0; k < nrun; k++)
+        src[k] = (ColSrc){run[k].data, run[k].size, (const KsegRecordSpan *)rbuf.p + run[k].first_span, run[k].spans,
+                          (const KsegHeaderSpan *)hbuf.p, hbuf.n / (Py_ssize_t)sizeof(KsegHeaderSpan)};
+    columns = columns_of(src, nrun);
+    if (!columns) goto done;
+    {
+        /* The header's facts, one value per record: position, leader epoch, producer id and epoch,
+         * sequence, codec, each an int when every record has the same (no memory for a column of
+         * one value); transactional, control and LogAppendTime as bitmaps. */
+        int same[6] = {1, 1, 1, 1, 1, 1};
+        for (Py_ssize_t k = 1; k < nrun; k++) {
+            same[0] &= run[k].position == run[0].position;
+            same[1] &= run[k].leader_epoch == run[0].leader_epoch;
+            same[2] &= run[k].producer_id == run[0].producer_id;
+            same[3] &= run[k].producer_epoch == run[0].producer_epoch;
+            same[5] &= run[k].codec == run[0].codec;
+        }
+        for (Py_ssize_t k = 0; k < nrun; k++) same[4] &= run[k].base_sequence == -1;
+        const long long one[6] = {run[0].position, run[0].leader_epoch, run[0].producer_id, run[0].producer_epoch, -1,
+                                  run[0].codec};
+        const int width[6] = {8, 4, 8, 4, 4, 1};
+        char *at[9] = {NULL};
+        PyObject *c[9] = {NULL};
+        const Py_ssize_t bits = (rows + 7) / 8;
+        int failed = 0;
+        for (int k = 0; k < 9; k++) {
+            if (k < 6 && same[k]) c[k] = PyLong_FromLongLong(one[k]);
+            else if (k < 6) { c[k] = PyBytes_FromStringAndSize(NULL, rows * width[k]); if (c[k]) at[k] = PyBytes_AS_STRING(c[k]); }
+            else c[k] = zeroed(bits, &at[k]);
+            failed |= c[k] == NULL;
+        }
+        if (failed) { for (int z = 0; z < 9; z++) Py_XDECREF(c[z]); goto done; }
+        int64_t *position = (int64_t *)at[0], *pid = (int64_t *)at[2];
+        int32_t *epoch = (int32_t *)at[1], *pepoch = (int32_t *)at[3], *sequence = (int32_t *)at[4];
+        int8_t *codec = (int8_t *)at[5];
+        unsigned char *txn = (unsigned char *)at[6], *ctl = (unsigned char *)at[7], *lat = (unsigned char *)at[8];
+        Py_ssize_t row = 0;
+        for (Py_ssize_t k = 0; k < nrun; k++) {
+            const RunBatch *x = run + k;
+            const KsegRecordSpan *rs = (const KsegRecordSpan *)rbuf.p + x->first_span;
+            const Py_ssize_t first = row, end = row + x->spans;
+            for (; row < end; row++) {
+                if (position) position[row] = x->position;
+                if (epoch) epoch[row] = (int32_t)x->leader_epoch;
+                if (pid) pid[row] = x->producer_id;
+                if (pepoch) pepoch[row] = (int32_t)x->producer_epoch;
+                if (codec) codec[row] = (int8_t)x->codec;
+                if (sequence) {
+                    int64_t seq = -1;
+                    if (x->base_sequence != -1) {
+                        seq = x->base_sequence + (int64_t)((uint64_t)rs[row - first].offset - (uint64_t)x->base_offset);
+                        if (seq > INT32_MAX) seq -= (int64_t)INT32_MAX + 1;
+                    }
+                    sequence[row] = (int32_t)seq;
+                }
+                if (x->attrs & txn_mask) txn[row >> 3] |= (unsigned char)(1u << (row & 7));
+                if (x->attrs & control_mask) ctl[row >> 3] |= (unsigned char)(1u << (row & 7));
+                if (x->attrs & lat_mask) lat[row >> 3] |= (unsigned char)(1u << (row & 7));
+            }
+        }
+        result = Py_BuildValue("(nnnN(NNNNNNNNN))", i, rows, bytes, columns, c[0], c[1], c[2], c[3], c[4], c[5], c[6],
+                               c[7], c[8]);
+        columns = NULL;
+    }
+done:
+    Py_XDECREF(columns);
+    for (Py_ssize_t k = 0; k < nrun; k++) {
+        Py_DECREF(run[k].batch);
+        Py_XDECREF(run[k].inflated);
+    }
+    PyMem_Free(run);
+    PyMem_Free(src);
+    if (reuse && rbuf.cap + hbuf.cap <= SCRATCH_KEPT * 2) {
+        run_record_spans = rbuf;
+        run_header_spans = hbuf;
+    } else {
+        if (reuse) {
+            run_record_spans = (SpanBuf){0};
+            run_header_spans = (SpanBuf){0};
+        }
+        PyMem_Free(rbuf.p);
+        PyMem_Free(hbuf.p);
+    }
+    if (reuse) run_spans_busy = 0;
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "Set the positions, sizes and masks (kseg.layouts.accelerator_layout()); needed before anything else."},
@@ -2155,6 +2465,8 @@ static PyMethodDef methods[] = {
     {"sound_v2_run", sound_v2_run, METH_VARARGS, "The v2 batches verify finds nothing in (twin of sound_v2_run_py)."},
     {"stats_v2_run", stats_v2_run, METH_VARARGS, "The v2 batches stats counts at once (twin: stats_v2_run_py)."},
     {"index_sound", index_sound, METH_VARARGS, "Whether index entries agree with the log (twin: index_sound_py)."},
+    {"v2_column_run", v2_column_run, METH_VARARGS,
+     "Uncompressed v2 batches as Arrow column buffers (twin of v2_column_run_py)."},
     {NULL, NULL, 0, NULL},
 };
 

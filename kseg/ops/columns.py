@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from itertools import accumulate, chain, groupby
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 from kseg.errors import InputError, KsegError
 from kseg.facts.primitives import INT32_MAX
-from kseg.formats.attributes import CODEC_NONE, LOG_APPEND_TIME, NO_SEQUENCE
+from kseg.formats.attributes import CODEC_NAMES, CODEC_NONE, CREATE_TIME, LOG_APPEND_TIME, NO_SEQUENCE, TIMESTAMP_TYPE_NAMES
 from kseg.log.records import RecordSpans, batch_records, batch_spans
-from kseg.log.span_columns import span_columns
+from kseg.log.span_columns import CONTROL_ROWS, ColumnBudget, ColumnBuffers, ColumnRun, runs_and_batches, span_columns
 from kseg.log.segment import Segment
 from kseg.model import Batch, record_sequence
 from kseg.ops.slices import Conditions, ReadOptions, Slice, seek_range
@@ -110,15 +110,19 @@ def _skip_batch(b: Batch, c: Conditions) -> bool:
 
 def slice_batches(s: Slice, cond: Conditions | None, opts: ReadOptions) -> Iterator[Batch]:
     """The batches of a slice, after index seeks and header-level skips."""
+    for entries in slice_batch_lists(s, cond, opts):
+        yield from entries
+
+
+def slice_batch_lists(s: Slice, cond: Conditions | None, opts: ReadOptions) -> Iterator[list[Batch]]:
+    """``slice_batches`` in the scanner's lists (some may be empty after the skips)."""
     start, end = seek_range(s, cond)
     if end is not None and start >= end:
         return
     seg = Segment(Path(s.path))
     skip = cond is not None and cond.filters_records
-    for b in seg.batches(start=start, end=end):
-        if skip and _skip_batch(b, cond):  # type: ignore[arg-type]
-            continue
-        yield b
+    for entries in seg.batch_lists(start=start, end=end):
+        yield [b for b in entries if not _skip_batch(b, cond)] if skip else entries  # type: ignore[arg-type]
     t = seg.tail
     if t is not None and s.end is not None and opts.mode == "failfast" and (end is None or t.position < end):
         # A non-final slice must end exactly at its boundary; bytes in between do not frame.
@@ -177,7 +181,7 @@ class _RecordColumns:
 
     A batch comes as spans over its data (``add_spans``: no Python object per record) or as
     decoded records (``add``); per-batch values are kept once per Kafka batch and expanded with
-    run-end decoding.
+    run-end decoding. A run of batches comes as columns already (``add_run``: no Python per batch).
     """
 
     def __init__(self, schema):
@@ -194,9 +198,7 @@ class _RecordColumns:
     def reset(self) -> None:
         self.n = 0
         self.bytes = 0  # of the parts' data: what flushing frees
-        self.batch_rows: list[tuple] = []  # per Kafka batch: see ``add``
-        self.run_ends: list[int] = []
-        self.any_sequence = False
+        # per Kafka batch (row, record count, part): see ``_batch``; a column run as a _Run
         self.parts: list = []
 
     def _flags(self, b: Batch) -> tuple:
@@ -209,34 +211,33 @@ class _RecordColumns:
             self.flags[key] = f
         return f
 
-    def _batch(self, s: Slice, b: Batch, n: int) -> None:
+    def _batch(self, s: Slice, b: Batch, n: int, part: Any) -> None:
         tt, codec, txn, control = self._flags(b)
-        seq = b.base_sequence
-        if seq is not None and seq != NO_SEQUENCE:
-            self.any_sequence = True
-        self.batch_rows.append((s.topic, s.partition, s.path, tt, b.magic, codec, b.position,
-                                b.partition_leader_epoch, b.producer_id, b.producer_epoch, txn, control,
-                                seq, b.base_offset))
+        self.parts.append(((s.topic, s.partition, s.path, tt, b.magic, codec, b.position,
+                            b.partition_leader_epoch, b.producer_id, b.producer_epoch, txn, control,
+                            b.base_sequence, b.base_offset), n, part))
         self.n += n
-        self.run_ends.append(self.n)
 
     def add(self, s: Slice, b: Batch, records: list) -> None:
         if records:
-            self._batch(s, b, len(records))
-            self.parts.append(list(records))  # a list (spans: a tuple): transposed at the flush
+            self._batch(s, b, len(records), list(records))  # a list (spans: a tuple): transposed at the flush
             self.bytes += sum(len(r.key or b"") + len(r.value or b"") for r in records)
 
     def add_spans(self, s: Slice, b: Batch, spans: RecordSpans) -> None:
         if spans.count:
-            self._batch(s, b, spans.count)
-            self.parts.append((spans.data, spans.records, spans.headers))
+            self._batch(s, b, spans.count, (spans.data, spans.records, spans.headers))
             self.bytes += len(spans.data)
 
-    def _span_arrays(self, parts: list) -> dict[str, Any]:
-        """The per-record columns of span parts, from ``span_columns``' buffers."""
+    def add_run(self, s: Slice, run: ColumnRun) -> None:
+        if run.rows:
+            self.parts.append(_Run(s, run))
+            self.n += run.rows
+            self.bytes += run.bytes
+
+    def _buffer_arrays(self, c: ColumnBuffers) -> dict[str, Any]:
+        """The per-record columns of ``span_columns``' buffers."""
         import pyarrow as pa
 
-        c = span_columns(parts)
         n = c.rows
 
         def binary(count: int, validity: bytes, nulls: int, offsets: bytes, data: bytes, type_=pa.binary()) -> Any:
@@ -283,55 +284,130 @@ class _RecordColumns:
         struct = pa.StructArray.from_arrays([keys, values], fields=list(htype.value_type))
         return pa.ListArray.from_arrays(offsets, struct, type=htype)
 
-    def flush(self):
+    def _constant(self, type_: Any, value: Any, n: int) -> Any:
+        import pyarrow as pa
+
+        key = (type_, value, n)
+        same = self.constants.get(key)
+        if same is None:
+            if len(self.constants) > 64:
+                self.constants.clear()
+            same = self.constants[key] = pa.repeat(pa.scalar(value, type_), n)
+        return same
+
+    def _batch_arrays(self, parts: list[tuple]) -> dict[str, Any]:
+        """Every column of Kafka batches added one by one: the per-record columns of each run of
+        span parts in one span_columns call, each run of decoded records transposed, joined in
+        order; the per-batch values expanded to their records."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
         types = self.types
-        cols = list(zip(*self.batch_rows))
-        run_ends = pa.array(self.run_ends, self.int32)
-        # The per-record columns: each run of span parts in one span_columns call, each run of
-        # decoded records transposed; runs joined in order.
-        runs = [(spans, list(group)) for spans, group in groupby(self.parts, key=lambda p: isinstance(p, tuple))]
-        pieces = [self._span_arrays(group) if spans else self._record_arrays(group) for spans, group in runs]
-        per_record = pieces[0] if len(pieces) == 1 else {
-            name: pa.concat_arrays([piece[name] for piece in pieces]) for name in pieces[0]}
-        n = self.n
+        cols = list(zip(*(row for row, _, _ in parts)))
+        n = 0
+        ends = []
+        for _, count, _ in parts:
+            n += count
+            ends.append(n)
+        run_ends = pa.array(ends, self.int32)
+        runs = [(spans, [p for _, _, p in group])
+                for spans, group in groupby(parts, key=lambda p: isinstance(p[2], tuple))]
+        pieces = [self._buffer_arrays(span_columns(group)) if spans else self._record_arrays(group)
+                  for spans, group in runs]
+        arrays = _joined(pieces)
 
         rows_batch: list = []  # each row's Kafka batch (made once, for the columns that vary)
 
         def expand(values: tuple, type_) -> Any:
             first = values[0]
             if values.count(first) == len(values):  # (a column's values are all of one type, or None)
-                key = (type_, first, n)
-                same = self.constants.get(key)
-                if same is None:
-                    if len(self.constants) > 64:
-                        self.constants.clear()
-                    same = self.constants[key] = pa.repeat(pa.scalar(first, type_), n)
-                return same
+                return self._constant(type_, first, n)
             if not rows_batch:
                 rows_batch.append(pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(
                     run_ends, pa.array(range(len(values)), self.int32))))
             return pa.array(values, type_).take(rows_batch[0])
 
-        arrays = {name: expand(cols[i], types[name]) for i, name in enumerate(_BATCH_LEVEL) if name in types}
-        offsets = per_record["offset"]
+        arrays.update({name: expand(cols[i], types[name]) for i, name in enumerate(_BATCH_LEVEL) if name in types})
         if "sequence" in types:
-            if self.any_sequence:
+            if any(seq is not None and seq != NO_SEQUENCE for seq in cols[12]):
                 # sequence = baseSequence + (offset - baseOffset), wrapping past int32 max; -1 stays -1.
                 base_seq = expand(cols[12], pa.int64())
                 base_off = expand(cols[13], pa.int64())
-                raw = pc.add(base_seq, pc.subtract(offsets, base_off))
+                raw = pc.add(base_seq, pc.subtract(arrays["offset"], base_off))
                 wrapped = pc.if_else(pc.greater(raw, INT32_MAX), pc.subtract(raw, INT32_MAX + 1), raw)
                 arrays["sequence"] = pc.if_else(pc.equal(base_seq, NO_SEQUENCE), base_seq,
                                                 wrapped).cast(pa.int32())
             else:
                 arrays["sequence"] = expand(cols[12], pa.int32())  # all -1 (v2) or null (legacy)
-        arrays.update({name: a for name, a in per_record.items() if name in types})
+        return arrays
+
+    def _run_arrays(self, part: _Run) -> dict[str, Any]:
+        """Every column of a column run: the per-record ones from its buffers, the per-batch ones
+        from its per-record header facts (v2, a built-in codec)."""
+        import pyarrow as pa
+
+        s, run = part
+        n, c = run.rows, run.batch
+        arrays = self._buffer_arrays(run.columns)
+
+        def fixed(type_: Any, buf: bytes | int) -> Any:
+            if isinstance(buf, int):  # the same in every record
+                return self._constant(type_, buf, n)
+            return pa.Array.from_buffers(type_, n, [None, pa.py_buffer(buf)])
+
+        def flags(buf: bytes, yes: Any, no: Any, type_: Any) -> Any:
+            bits = fixed(pa.bool_(), buf)
+            set_ = bits.true_count
+            if set_ in (0, n):
+                return self._constant(type_, yes if set_ else no, n)
+            return pa.array([no, yes], type_).take(bits.cast(pa.int8()))
+
+        def codecs(buf: bytes | int, type_: Any) -> Any:  # the built-in codecs' names
+            if isinstance(buf, int):
+                return self._constant(type_, CODEC_NAMES[buf], n)
+            return pa.array([CODEC_NAMES[k] for k in range(max(CODEC_NAMES) + 1)], type_).take(fixed(pa.int8(), buf))
+
+        lat = TIMESTAMP_TYPE_NAMES[LOG_APPEND_TIME], TIMESTAMP_TYPE_NAMES[CREATE_TIME]
+        made = {"topic": lambda t: self._constant(t, s.topic, n), "partition": lambda t: self._constant(t, s.partition, n),
+                "segment": lambda t: self._constant(t, s.path, n),
+                "timestamp_type": lambda t: flags(c.log_append_time, *lat, t),
+                "magic": lambda t: self._constant(t, 2, n), "codec": lambda t: codecs(c.codec, t),
+                "batch_position": lambda t: fixed(t, c.position),
+                "partition_leader_epoch": lambda t: fixed(t, c.leader_epoch),
+                "producer_id": lambda t: fixed(t, c.producer_id), "producer_epoch": lambda t: fixed(t, c.producer_epoch),
+                "sequence": lambda t: fixed(t, c.sequence),
+                "is_transactional": lambda t: flags(c.transactional, True, False, t),
+                "is_control": lambda t: flags(c.control, True, False, t)}
+        arrays.update({name: make(self.types[name]) for name, make in made.items() if name in self.types})
+        return arrays
+
+    def flush(self):
+        import pyarrow as pa
+
+        pieces = []
+        for is_run, group in groupby(self.parts, key=lambda p: isinstance(p, _Run)):
+            if is_run:
+                pieces.extend(self._run_arrays(p) for p in group)
+            else:
+                pieces.append(self._batch_arrays(list(group)))
+        arrays = _joined(pieces)
         out = pa.RecordBatch.from_arrays([arrays[f.name] for f in self.schema], schema=self.schema)
         self.reset()
         return out
+
+
+class _Run(NamedTuple):
+    source: Slice
+    run: ColumnRun
+
+
+def _joined(pieces: list[dict[str, Any]]) -> dict[str, Any]:
+    """Columns of consecutive rows joined, column by column."""
+    import pyarrow as pa
+
+    if len(pieces) == 1:
+        return pieces[0]
+    return {name: pa.concat_arrays([piece[name] for piece in pieces]) for name in pieces[0]}
 
 
 def record_arrow(s: Slice, cond: Conditions | None, opts: ReadOptions, schema=None) -> Iterator[Any]:
@@ -339,7 +415,18 @@ def record_arrow(s: Slice, cond: Conditions | None, opts: ReadOptions, schema=No
     cols = _RecordColumns(schema if schema is not None else arrow_schema("records"))
     filt = cond is not None and cond.filters_records
     limit = opts.max_records_per_batch
-    for b in slice_batches(s, cond, opts):
+    lists = slice_batch_lists(s, cond, opts)
+    # Without a record-level filter, runs of v2 batches come as columns at once
+    # (``runs_and_batches``: control batches are rows here, and no CRC is checked, as below).
+    budget = ColumnBudget(limit, 1 << 62, CONTROL_ROWS, check_crc=False, limit=opts.max_decompressed_bytes)
+    items = chain.from_iterable(lists) if filt else runs_and_batches(lists, None, None, budget)
+    for b in items:
+        if isinstance(b, ColumnRun):
+            cols.add_run(s, b)
+            if cols.n >= limit:
+                yield cols.flush()
+            budget.rows = limit - cols.n
+            continue
         # The C reader's spans go straight into the columns (``span_columns``); a record-level
         # filter, or a batch the reader gives no spans for, goes through decoded records.
         records = _records(b, opts, spans=not filt)
@@ -356,6 +443,7 @@ def record_arrow(s: Slice, cond: Conditions | None, opts: ReadOptions, schema=No
             cols.add(s, b, records)
         if cols.n >= limit:
             yield cols.flush()
+        budget.rows = limit - cols.n
     if cols.n:
         yield cols.flush()
 

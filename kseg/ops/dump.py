@@ -19,6 +19,7 @@ from kseg.log.decode import Tail
 from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX, read_kind, replica_note
 from kseg.log.records import PlainRun, RecordSpans, batch_records, batch_spans, plain_run
 from kseg.log.segment import Segment, base_offset_of, companion_path, tiered_segment_id
+from kseg.log.span_columns import ColumnBudget, ColumnRun, runs_and_batches
 from kseg.model import Batch, Record
 from kseg.ops.companion_dump import CompanionEvent, dump_companion
 from kseg.ops.redact import Redactor
@@ -46,6 +47,10 @@ class DumpOptions:
     # take them at once); given where the C reader runs, and no time filter or --decode needs them
     # one by one (an offset range keeps a slice of a run).
     plain_runs: bool = False
+    # The consumer takes runs of v2 batches (built-in codecs) as Arrow column buffers, one
+    # ColumnRunEvent each (kseg.log.span_columns.v2_column_run), within the budget it sets; given
+    # where the C reader runs, with records, no time filter and nothing decoded or redacted.
+    column_runs: ColumnBudget | None = None
     # --redact: the records of ordinary topics shown with their fields redacted (kseg.ops.redact);
     # an undecodable batch shown by its header alone. Internal topics are decoded, not redacted.
     redactor: Redactor | None = None
@@ -92,6 +97,16 @@ class PlainRunEvent:
 
 
 @dataclass(frozen=True)
+class ColumnRunEvent:
+    """v2 batches in a row as columns (``DumpOptions.column_runs``): what their
+    BatchEvents' records would be, every batch whole, CRC valid and decoded (the batches the
+    offset range leaves out, and with ``controls`` skipped the control batches, passed over)."""
+
+    path: Path
+    run: ColumnRun
+
+
+@dataclass(frozen=True)
 class BadBatchEvent:
     """A batch that frames and CRC-checks as it may, but whose contents do not decode."""
 
@@ -122,7 +137,7 @@ class NoteEvent:
     text: str
 
 
-Event = FileStart | BatchEvent | PlainRunEvent | BadBatchEvent | TailEvent | CompanionEvent | SkippedEvent | NoteEvent
+Event = FileStart | BatchEvent | PlainRunEvent | ColumnRunEvent | BadBatchEvent | TailEvent | CompanionEvent | SkippedEvent | NoteEvent
 
 
 def dump_paths(paths: list[Path], options: DumpOptions) -> Iterator[Event]:
@@ -227,24 +242,41 @@ def _dump_log(path: Path, o: DumpOptions, family: str | None = None) -> Iterator
     seg = Segment(path)
     end = o.max_bytes
     runs = o.plain_runs and family is None and o.from_time is None and o.to_time is None and not o.redactor
-    for entries in _batch_lists(seg, o):
-        i, n = 0, len(entries)
-        while i < n:
-            if runs:
-                run = plain_run(entries, i)
-                if run is not None:
-                    i += len(run.batches)
-                    yield from _run_events(path, run, o, family)
-                    continue
-            ev = _batch_event(path, entries[i], o, family)
-            i += 1
-            if ev is not None:
-                yield ev
+    budget = o.column_runs if (o.records and family is None and o.from_time is None and o.to_time is None
+                               and not o.redactor) else None
+    if budget is not None:
+        yield from _column_events(path, _batch_lists(seg, o), o, budget)
+    else:
+        for entries in _batch_lists(seg, o):
+            i, n = 0, len(entries)
+            while i < n:
+                if runs:
+                    run = plain_run(entries, i)
+                    if run is not None:
+                        i += len(run.batches)
+                        yield from _run_events(path, run, o, family)
+                        continue
+                ev = _batch_event(path, entries[i], o, family)
+                i += 1
+                if ev is not None:
+                    yield ev
     if seg.tail is not None:
         cut_by_max_bytes = end is not None and end < seg.size
         yield TailEvent(path, seg.tail, reported=not cut_by_max_bytes)
     for text in seg.notes():
         yield NoteEvent(path, text)
+
+
+def _column_events(path: Path, lists: Iterator[list[Batch]], o: DumpOptions, budget: ColumnBudget) -> Iterator[Event]:
+    """The events of a dump that takes column runs (``DumpOptions.column_runs``): as many runs
+    as ``runs_and_batches`` gives, each other batch as ``_batch_event`` says."""
+    for item in runs_and_batches(lists, o.from_offset, o.to_offset, budget):
+        if isinstance(item, ColumnRun):
+            yield ColumnRunEvent(path, item)
+        else:
+            ev = _batch_event(path, item, o, None)
+            if ev is not None:
+                yield ev
 
 
 def _run_events(path: Path, run: PlainRun, o: DumpOptions, family: str | None) -> Iterator[Event]:

@@ -21,9 +21,18 @@ from kseg.errors import CrcMismatchError, InputError, KsegError
 from kseg.log.checks import SKIP, STOP
 from kseg.log.segment import partition_of
 from kseg.log.records import RecordSpans
+from kseg.log.span_columns import CONTROL_ROWS, CONTROL_SKIPPED, ColumnBudget, ColumnRun
 from kseg.model import Batch, Record
 from kseg.ops.columns import _RecordColumns, arrow_schema
-from kseg.ops.dump import BadBatchEvent, BatchEvent, DumpOptions, FileStart, TailEvent, dump_file
+from kseg.ops.dump import (
+    BadBatchEvent,
+    BatchEvent,
+    ColumnRunEvent,
+    DumpOptions,
+    FileStart,
+    TailEvent,
+    dump_file,
+)
 from kseg.ops.slices import Slice
 
 ON_DAMAGE = (STOP, SKIP)  # a reader has nothing to carry its bytes into
@@ -48,11 +57,11 @@ class ReadFilter:
         if self.on_damage not in ON_DAMAGE:
             raise InputError(f"on_damage must be one of {', '.join(ON_DAMAGE)}, not {self.on_damage!r}")
 
-    def dump_options(self, spans: bool = False) -> DumpOptions:
+    def dump_options(self, spans: bool = False, runs: ColumnBudget | None = None) -> DumpOptions:
         return DumpOptions(records=True, from_offset=self.from_offset, to_offset=self.to_offset,
                            from_time=self.from_time, to_time=self.to_time,
                            max_decompressed_bytes=self.max_decompressed_bytes,
-                           keep_going=self.on_damage == SKIP, record_spans=spans)
+                           keep_going=self.on_damage == SKIP, record_spans=spans, column_runs=runs)
 
 
 def _crc_error(ev: BatchEvent) -> CrcMismatchError:
@@ -72,12 +81,18 @@ def segment_batches(path: str | os.PathLike, f: ReadFilter,
 
 
 def segment_parts(path: str | os.PathLike, f: ReadFilter, damaged: list[KsegError] | None = None,
-                  spans: bool = False) -> Iterator[tuple[Batch, list[Record] | None, RecordSpans | None]]:
+                  spans: bool = False, runs: ColumnBudget | None = None
+                  ) -> Iterator[tuple[Batch | None, list[Record] | None, RecordSpans | ColumnRun | None]]:
     """``segment_batches``, each batch with its records, or with ``spans`` its records as spans
     where the C reader gives them (a batch whose records the filters keep whole, not a control
-    batch; the records otherwise)."""
-    for ev in dump_file(Path(path), f.dump_options(spans)):
-        if isinstance(ev, BatchEvent):
+    batch; the records otherwise). With ``runs`` (the budget the caller keeps up to date), runs
+    of v2 batches come as one ``ColumnRun`` each, with no batch: ``(None, None, run)``."""
+    if runs is not None:
+        runs.controls = CONTROL_ROWS if f.include_control else CONTROL_SKIPPED
+    for ev in dump_file(Path(path), f.dump_options(spans, runs)):
+        if isinstance(ev, ColumnRunEvent):
+            yield None, None, ev.run
+        elif isinstance(ev, BatchEvent):
             if not ev.crc_valid:
                 if f.on_damage == STOP:
                     raise _crc_error(ev)
@@ -140,14 +155,18 @@ def arrow_batches(paths: Iterable[str | os.PathLike], f: ReadFilter, columns: li
     ``batch_rows`` rows (or ``BATCH_DATA_BYTES`` of record data) each: memory stays bounded by
     one of them and one Kafka batch. ``damaged`` as ``segment_batches``'."""
     cols = _RecordColumns(record_schema(columns))
+    budget = ColumnBudget(batch_rows, BATCH_DATA_BYTES, limit=f.max_decompressed_bytes)  # what the next run may add
     for path in paths:
         source = source_of(path)
-        for batch, records, spans in segment_parts(path, f, damaged, spans=True):
-            if spans is not None:
-                cols.add_spans(source, batch, spans)
+        for batch, records, spans in segment_parts(path, f, damaged, spans=True, runs=budget):
+            if isinstance(spans, ColumnRun):
+                cols.add_run(source, spans)
+            elif spans is not None:
+                cols.add_spans(source, batch, spans)  # type: ignore[arg-type]
             else:
                 cols.add(source, batch, records)  # type: ignore[arg-type]
             if cols.n >= batch_rows or cols.bytes >= BATCH_DATA_BYTES:
                 yield cols.flush()
+            budget.rows, budget.bytes = batch_rows - cols.n, BATCH_DATA_BYTES - cols.bytes
     if cols.n:
         yield cols.flush()

@@ -86,6 +86,7 @@ def main() -> None:
         put("sound_v2_run", b"\x00" + buf, seen)  # a segment from no offset, no base, the fuzz limit
         put("stats_v2_run", b"\x00" + buf, seen)  # a segment, rolled, no checkpoint, the fuzz limit
         index_sound_seeds(p, seen)
+        put("v2_column_run", b"\x00" + buf, seen)  # a segment, no offset range, control batches stopping
         for b in decode.scan_entries(buf).batches:
             try:
                 data, _ = payload_bytes(b, limit=1 << 20)

@@ -17,8 +17,10 @@ Targets cover every C entry point of ``kseg/log/_speedups.c``: ``scan``,
 and spans), ``legacy_record``,
 ``legacy_batch_record``, ``legacy_crc_mismatches``, ``encode_v2_records``,
 ``encode_legacy_messages``, ``resync`` (salvage's scan), ``span_columns`` (spans to Arrow's
-column buffers) and ``sound_v2_run`` (verify's runs of sound v2 batches, ``configure_lz4``'s
-LZ4 reader in them), ``stats_v2_run`` (stats' runs), ``index_sound`` (the index checks' C pass); every record-line writer of ``kseg/render/_format.c`` (``lines``); and the
+column buffers), ``sound_v2_run`` (verify's runs of sound v2 batches, ``configure_lz4``'s
+LZ4 reader in them), ``stats_v2_run`` (stats' runs), ``index_sound`` (the index checks' C
+pass) and ``v2_column_run`` (runs of v2 batches as Arrow's column buffers); every record-line
+writer of ``kseg/render/_format.c`` (``lines``); and the
 pure-Python readers of internal topics
 (``kseg.decoders``) and companion files (``kseg.companions.read``).
 """
@@ -681,6 +683,35 @@ def fuzz_span_columns(data: bytes) -> None:
         same("span_columns (raw spans)", want, _columns_outcome(lambda p: sc.ColumnBuffers(*c(p)), parts))
 
 
+def fuzz_v2_column_run(data: bytes) -> None:
+    """``v2_column_run`` (runs of v2 batches, CRC-32C checked or not, records decompressed by the
+    codecs or not taken, and walked, as Arrow's column buffers with their header facts per record) against
+    ``v2_column_run_py``, from every batch a reader starts a run at, under an offset range, a
+    way with control batches, a row and a byte budget the first byte picks."""
+    from kseg.log import span_columns as sc
+
+    if fast.c_twin("v2_column_run") is None:
+        return
+    r = Reader(data)
+    flags = r.u8()
+    batches = decode.scan_entries(r.rest()).batches
+    if not batches:
+        return
+    first = batches[0].base_offset
+    lo = (None, first + 1, INT64_MIN, INT64_MAX)[flags & 3]
+    hi = (None, first + 3, first - 1, INT64_MAX)[(flags >> 2) & 3]
+    controls = ((flags >> 4) & 3) % 3
+    check_crc = not flags & 0x40
+    max_rows, max_bytes = (1 << 30, 1 << 30) if not flags & 0x80 else (2, 30)
+    limit = (None, DECOMPRESSED_LIMIT, 100)[len(batches) % 3]  # compressed batches not taken, or within a limit
+    i = 0
+    while i < len(batches):
+        py = sc.v2_column_run_py(batches, i, lo, hi, max_rows, max_bytes, controls, check_crc, limit)
+        c = sc.v2_column_run(batches, i, lo, hi, max_rows, max_bytes, controls, check_crc, limit)
+        same("v2_column_run", py, py if c is None and py.stop == i else c)
+        i = max(i + 1, py.stop)
+
+
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "scan": fuzz_scan,
     "v2_records": fuzz_v2_records,
@@ -695,4 +726,5 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "sound_v2_run": fuzz_sound_v2_run,
     "stats_v2_run": fuzz_stats_v2_run,
     "index_sound": fuzz_index_sound,
+    "v2_column_run": fuzz_v2_column_run,
 }
