@@ -41,7 +41,7 @@ RANKS = {
 # Where a function-local import of a kseg module is the point: PySpark loaded on use (``kseg
 # spark --help`` and ``import kseg.spark`` start no JVM). (A Spark worker's plugin registry is
 # no such case: the driver hands it over as a value, ``kseg.ops.registry.RegistryUse``.)
-LOCAL_IMPORTS_ALLOWED = {("kseg.cli.main", "kseg.spark.cli"), ("kseg.cli", "kseg.cli.main"),
+LOCAL_IMPORTS_ALLOWED = {("kseg.cli.main", "kseg.spark.cli"), ("kseg.cli", "kseg.cli.main"), ("kseg.cli", "kseg.allocator"),
                          ("kseg.spark", "kseg.spark.source"), ("kseg.spark", "kseg.spark.session"),
                          ("kseg.spark.cli", "kseg.spark.session")}
 

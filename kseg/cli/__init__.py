@@ -11,7 +11,6 @@ from __future__ import annotations
 import gc
 from typing import Any
 
-from kseg.allocator import tune_for_chunks
 from kseg.cli.loading import ignore_interrupts, quiet_interrupts
 
 COLLECT_EVERY = 10_000  # new objects between the cycle collector's young-generation runs (Python: 700)
@@ -22,6 +21,7 @@ def run() -> Any:
     at once with 130 (143), during the command it ends the command the same way after its cleanup
     (``guarded``), and once the command has finished (its output written) it is ignored."""
     with quiet_interrupts():
+        from kseg.allocator import tune_for_chunks
         from kseg.cli.main import main  # late: the handler above must be in place first
     # A dump or a verify makes millions of short-lived objects that hold no cycles (a Batch per
     # entry): reference counting frees them. At Python's default, a collection every 700 new
