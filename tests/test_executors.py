@@ -63,6 +63,7 @@ WRITERS: dict[str, list[tuple[str, ...]]] = {
     "salvage": [(), ("--format", "json"), ("--dry-run",)],
     "index": [("--rebuild",), ("--rebuild", "--on-damage", "skip", "--index-interval-bytes", "1"),
               ("--check",)],
+    "export": [(), ("--format", "arrow", "--on-damage", "skip", "--from-offset", "3")],
 }
 TRANSACTIONS = [REPO / "fixtures" / "kafka-4" / "logdir", REPO / "fixtures" / "kafka-cleaner" / "4" / "before",
                 REPO / "fixtures" / "kafka-cleaner" / "4" / "before2"]

@@ -153,6 +153,28 @@ def test_compression(fmt: str, codec: str, tmp_path: Path) -> None:
     assert f"({fmt}, {'uncompressed' if codec == 'none' else codec})" in res.stdout
 
 
+def test_offsets_and_timestamps_are_delta_encoded(tmp_path: Path) -> None:
+    """The columns that grow by small steps take Parquet's delta encoding; the others do not."""
+    out = tmp_path / "out.parquet"
+    export(LOGDIR / "v2-none-0", "-o", out)
+    meta = pq.ParquetFile(out).metadata
+    encodings = {meta.schema.column(i).name: set(meta.row_group(0).column(i).encodings)
+                 for i in range(meta.num_columns)}
+    assert {c for c, e in encodings.items() if "DELTA_BINARY_PACKED" in e} == {"offset", "timestamp"}
+
+
+def test_jobs_give_the_same_files(tmp_path: Path) -> None:
+    """-j 2 writes partitions in worker processes (a log directory) or reads a lone partition on
+    a thread of its own: the files are -j 1's, byte for byte."""
+    for src in (LOGDIR, LOGDIR / "v2-gzip-0"):
+        one, many = tmp_path / f"{src.name}-1", tmp_path / f"{src.name}-2"
+        export(src, "-o", one, "-j", "1")
+        export(src, "-o", many, "-j", "2")
+        files = sorted(p.name for p in one.iterdir())
+        assert files and files == sorted(p.name for p in many.iterdir())
+        assert all((one / f).read_bytes() == (many / f).read_bytes() for f in files)
+
+
 # --------------------------------------------------------------------------- outputs: --force
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import click
 
-from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded, max_decompressed_option, record_filter_options
+from kseg.allocator import arrow_pool_for_streaming
+from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded, jobs_option, max_decompressed_option, record_filter_options
 from kseg.cli.storage import LOCATION, remote_output, say_report
 from kseg.errors import InputError
 from kseg.ops.columns import RECORD_COLUMNS, check_columns
@@ -52,19 +53,22 @@ CODECS = sorted({c for names in COMPRESSIONS.values() for c in names})
                    "stop (exit 1, write nothing), skip (leave it out, list it, exit 1).")
 @click.option("--force", is_flag=True, help="Replace an existing output (only one kseg exported).")
 @max_decompressed_option
+@jobs_option
 @guarded
 @remote_output
 def export_cmd(input_path: Path, output: Path, fmt: str, columns: tuple[str, ...] | None, compression: str | None,
                from_offset: int | None, to_offset: int | None, from_time: int | None, to_time: int | None,
-               include_control: bool, on_damage: str, force: bool, max_decompressed_bytes: int) -> None:
+               include_control: bool, on_damage: str, force: bool, max_decompressed_bytes: int, jobs: int) -> None:
     """Write the records of segment files into Parquet or Arrow files.
 
     INPUT is a .log file, a partition folder or a log directory; the rows are the records
     `kseg dump --records` shows with the same filters, in the record schema of the Python
-    API's to_arrow(). Needs pyarrow (pip install 'kseg[arrow]').
+    API's to_arrow(). Needs pyarrow (pip install 'kseg[arrow]'). With -j, partitions are
+    written at once; a lone partition is read on one core while the other writes.
     """
     read = ReadFilter(from_offset, to_offset, from_time, to_time, include_control, on_damage, max_decompressed_bytes)
-    o = ExportOptions(fmt=fmt, columns=columns, read=read, compression=compression, force=force)
+    o = ExportOptions(fmt=fmt, columns=columns, read=read, compression=compression, force=force, jobs=jobs)
+    arrow_pool_for_streaming()  # memory flat batch after batch (kseg.allocator)
     report = export(input_path, output, o)
     say_report(lambda out: write_export(report, out))
     raise SystemExit(EXIT_OK if report.ok else EXIT_DATA)

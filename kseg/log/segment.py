@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from kseg.defaults import READ_CHUNK_BYTES
+from kseg.defaults import RANGE_READ_BYTES, READ_CHUNK_BYTES
 from kseg.errors import InputError, TruncatedError
 from kseg.facts.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
 from kseg.layouts import LOG_ENTRY_PREFIX
@@ -157,7 +157,7 @@ class Segment:
             return 0
         return self.path.stat().st_size
 
-    def batches(self, *, start: int = 0, end: int | None = None, chunk_size: int = CHUNK_SIZE) -> Iterator[Batch]:
+    def batches(self, *, start: int = 0, end: int | None = None, chunk_size: int | None = None) -> Iterator[Batch]:
         """Yield the entries from byte ``start`` up to ``end`` (default: end of file).
 
         Stops at the first entry that cannot be framed; what stopped it is in ``self.tail``.
@@ -166,10 +166,13 @@ class Segment:
             yield from entries
 
     def batch_lists(self, *, start: int = 0, end: int | None = None,
-                    chunk_size: int = CHUNK_SIZE) -> Iterator[list[Batch]]:
+                    chunk_size: int | None = None) -> Iterator[list[Batch]]:
         """``batches()`` in the scanner's lists: up to STEP_ENTRIES entries each, all views of one
-        chunk of the file, never empty; for readers that take runs of entries at once."""
+        chunk of the file (``READ_CHUNK_BYTES``, objects ``RANGE_READ_BYTES``), never empty; for
+        readers that take runs of entries at once."""
         self.tail = None
+        if chunk_size is None:
+            chunk_size = CHUNK_SIZE if isinstance(self.path, Path) else RANGE_READ_BYTES
         if is_stdin(self.path):
             yield from self._stream_batches(sys.stdin.buffer, start, end, chunk_size)
             return
