@@ -121,7 +121,12 @@ def batch_spans(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) ->
             return None
         spans, count, first = found
         return RecordSpans(data, spans, _NO_HEADERS, count, first)
-    data, compressed, base_timestamp, count = _v2_section(batch, limit)
+    if batch.codec == 0 and batch.record_count is not None and batch.record_count >= 0:
+        # The records where they lie: spans are offsets into the data, and copying a batch of
+        # large values out of the chunk was a tenth of a kafka dump of them.
+        data, compressed, base_timestamp, count = records_region(batch), False, batch.base_timestamp, batch.record_count
+    else:
+        data, compressed, base_timestamp, count = _v2_section(batch, limit)
     try:
         v2 = v2_record_spans(data, batch.base_offset, base_timestamp, count, effective_log_append_time(batch))
     except KsegError as e:

@@ -72,6 +72,10 @@ class ChunkedWriter:
         self._pending = 0
 
     def write(self, data: bytes) -> None:
+        if len(data) >= self.size:  # a chunk already (a batch of large values): joined, it would only be copied
+            self._drain()
+            self.target.write(data)
+            return
         self._parts.append(data)
         self._pending += len(data)
         if self._pending >= self.size:
