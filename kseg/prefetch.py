@@ -16,8 +16,10 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from concurrent.futures import Future
-from typing import Callable, Hashable
+from typing import TYPE_CHECKING, Callable, Hashable
+
+if TYPE_CHECKING:  # loaded when a fetch starts: concurrent.futures brings logging, a tenth of start-up
+    from concurrent.futures import Future
 
 WORKERS = 8  # requests in flight at once
 MAX_ITEM = 8 << 20  # larger objects are streamed by ranged reads, never fetched ahead
@@ -53,6 +55,8 @@ class ReadAhead:
                 return True
             if not self.workers or size > MAX_ITEM or self._held + size > self.budget:
                 return False
+            from concurrent.futures import Future
+
             future: Future = Future()
             self._entries[key] = (future, size)
             self._held += size

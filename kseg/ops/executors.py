@@ -23,7 +23,6 @@ import gc
 import os
 import signal
 from collections import deque
-from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
@@ -33,8 +32,8 @@ from kseg.interrupts import uninterrupted
 from kseg.lazy import load
 from kseg.log.listing import is_stdin
 
-if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
+if TYPE_CHECKING:  # concurrent.futures (and the logging it loads) only once a pool runs
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 AUTO = "auto"
 TASKS_PER_WORKER = 6  # light units are packed so that each worker gets about this many tasks

@@ -17,8 +17,6 @@ batch is written.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
 from dataclasses import dataclass
 from typing import Iterable
@@ -103,6 +101,9 @@ class Redactor:
         """The redacted form of one field (None and empty stay as they are)."""
         if not data:
             return data
+        import hashlib  # here: every command loads this module for its options, few redact
+        import hmac
+
         mac = hmac.new(self.key, bytes(data), hashlib.sha256).hexdigest()[:HASH_DIGITS]
         return b"redacted:%d:%s" % (len(data), mac.encode())
 

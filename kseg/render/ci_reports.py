@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 from urllib.parse import quote
-from xml.etree import ElementTree as ET
 
 from kseg.errors import expected_found
 from kseg.findings import ERROR
@@ -47,6 +46,8 @@ def verify_junit(report: Any) -> str:
     file could not be read), the notes as ``system-out``. Only the attributes the common JUnit
     schema (``junit-10.xsd``, which pytest's own xunit2 output follows) allows: the file is the
     testcase's name, ``skipped`` is on the testsuite alone."""
+    from xml.etree import ElementTree as ET  # only for this format: loading it is a slice of every verify's start-up
+
     cases = []
     failures = errors = 0
     for f in report.files:
