@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 KSEG := $(VENV)/bin/kseg
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check docs man facts schemas bench bench-dump bench-write bench-spark bench-jobs bench-kafka fixtures kafka-corpus kafka-corpus-check kafka-cleaner-corpus kafka-convert-corpus kafka-tiered-corpus kafka-admin-corpus kafka-admin-corpus-check kafka-clients-corpus kafka-clients-corpus-check kafka-live clean test-sanitize fuzz-short fuzz-long
+.PHONY: demo test check docs man facts schemas bench bench-dump bench-write bench-spark bench-jobs bench-kafka bench-export bench-quick fixtures kafka-corpus kafka-corpus-check kafka-cleaner-corpus kafka-convert-corpus kafka-tiered-corpus kafka-admin-corpus kafka-admin-corpus-check kafka-clients-corpus kafka-clients-corpus-check kafka-live clean test-sanitize fuzz-short fuzz-long
 
 # Two installs: BASE is kseg alone with its own dependencies (what make demo needs), STAMP adds
 # the extras the tests, Spark, the report and the docs need, and the example plugins (make test).
@@ -131,6 +131,13 @@ bench-jobs: $(STAMP) $(BUILT)
 
 bench-kafka: $(STAMP) $(BUILT)
 	$(PY) benchmarks/bench_kafka_dump.py
+
+bench-export: $(STAMP) $(BUILT)
+	$(PY) benchmarks/bench_export.py
+
+# verify --quick as a whole process against a bare walk (600 MB segments: generated once, a few minutes)
+bench-quick: $(STAMP) $(BUILT)
+	$(PY) benchmarks/bench_quick_process.py
 
 # Kafka itself as the oracle (needs java and mvn; see oracle/README.md)
 kafka-corpus: $(STAMP)
