@@ -224,11 +224,12 @@ def _damaged_copy(tmp_path: Path) -> tuple[Path, Path]:
     return part, log
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])  # -j 2: the lone partition is read on a thread of its own
 @pytest.mark.parametrize("fmt", ["parquet", "arrow"])
-def test_damage_stops_and_leaves_no_file(fmt: str, tmp_path: Path) -> None:
+def test_damage_stops_and_leaves_no_file(fmt: str, jobs: str, tmp_path: Path) -> None:
     part, log = _damaged_copy(tmp_path)
     for out in (tmp_path / f"out{SUFFIX[fmt]}", tmp_path / "folder"):
-        res = export("--format", fmt, part, "-o", out, code=1)
+        res = export("--format", fmt, "-j", jobs, part, "-o", out, code=1)
         lines = res.stderr.splitlines()
         assert len(lines) == 1 and re.match(rf"kseg: error: {re.escape(str(log))}: at byte \d+ .*crc mismatch",
                                             lines[0]), res.stderr
@@ -237,10 +238,11 @@ def test_damage_stops_and_leaves_no_file(fmt: str, tmp_path: Path) -> None:
     assert leftovers(tmp_path) == []
 
 
-def test_damage_skipped_is_listed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_damage_skipped_is_listed(jobs: str, tmp_path: Path) -> None:
     part, log = _damaged_copy(tmp_path)
     out = tmp_path / "out.parquet"
-    res = export(part, "-o", out, "--on-damage", "skip", code=1)
+    res = export(part, "-o", out, "--on-damage", "skip", "-j", jobs, code=1)
     assert pq.read_table(out).equals(kseg.open_partition(part).to_arrow(on_damage="skip"))
     left = [line for line in res.stdout.splitlines() if line.startswith("  left out: ")]
     assert len(left) == 1 and str(log) in left[0] and "crc mismatch" in left[0]
