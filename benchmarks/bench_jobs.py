@@ -1,5 +1,5 @@
-"""``kseg verify``, ``kseg stats``, ``kseg dump --format jsonl --records``, ``kseg find`` and one writer,
-``kseg recompress --codec lz4``, with ``-j 1`` against ``-j N`` (default 2) on a generated log
+"""``kseg verify``, ``kseg stats``, ``kseg dump --format jsonl --records``, ``kseg find`` and two writers,
+``kseg recompress --codec lz4`` and ``kseg export`` (Parquet), with ``-j 1`` against ``-j N`` (default 2) on a generated log
 directory of 8 partitions (default 64 MiB each in 32 MiB segments, with indexes), and a check that
 every run printed (the writer: wrote) the same bytes.
 
@@ -46,8 +46,10 @@ from kseg.ops.executors import Operation, execute, parse_jobs  # noqa: E402
 GOAL = 1.7
 PARTITIONS = 8
 COMMANDS = {"verify": ["verify"], "stats": ["stats"], "dump": ["dump", "--format", "jsonl", "--records"],
-            "find": ["find", "--value-regex", "^no such value$"], "recompress": ["recompress", "--codec", "lz4"]}
-WRITERS = {"recompress"}  # their output is a folder (-o), compared by the digest of its files
+            "find": ["find", "--value-regex", "^no such value$"], "recompress": ["recompress", "--codec", "lz4"],
+            "export": ["export"]}
+WRITERS = {"recompress", "export"}  # their output is a folder (-o), compared by the digest of its files
+NOT_ON_SPARK = {"export"}  # no ``kseg spark`` command
 
 
 def tree_digest(root: Path) -> str:
@@ -116,7 +118,7 @@ def main() -> None:
     ap.add_argument("--mib-per-partition", type=int, default=64)
     ap.add_argument("--segment-mib", type=int, default=32)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--commands", default="verify,stats,dump,find,recompress")
+    ap.add_argument("--commands", default="verify,stats,dump,find,recompress,export")
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--spark", action="store_true", help="also kseg spark <command> --master local[N]")
@@ -146,7 +148,8 @@ def main() -> None:
         best: dict[str, float] = {}
         cpu: dict[str, float] = {}
         outputs = set()
-        variants = ("1", args.jobs, "spark") if args.spark else ("1", args.jobs)
+        on_spark_too = args.spark and name not in NOT_ON_SPARK
+        variants = ("1", args.jobs, "spark") if on_spark_too else ("1", args.jobs)
         for _ in range(args.repeat):
             for j in variants:
                 out_dir = root.parent / f".bench-jobs-{name}-{j}"
@@ -170,7 +173,7 @@ def main() -> None:
         goal = f" (goal >= {GOAL}x)" if name == "verify" else ""
         # CPU / wall: the cores a run actually had (under 2 on a machine busy with other work)
         on_spark = ""
-        if args.spark:
+        if on_spark_too:
             out["runs"][name]["spark_seconds"] = round(best["spark"], 3)
             on_spark = (f"  spark local[{parse_jobs(args.jobs)}] {best['spark']:7.2f} s "
                         f"(-j {args.jobs} is {best['spark'] / best[args.jobs]:.2f}x faster)")
