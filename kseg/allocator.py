@@ -37,13 +37,12 @@ def tune_for_chunks(chunk_size: int = READ_CHUNK_BYTES) -> bool:
     return ok
 
 
-
 ARROW_POOL_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"  # Arrow's own switch, read when pyarrow loads
 
 
 def arrow_pool_for_streaming() -> None:
     """Have pyarrow allocate from jemalloc, which hands freed pages back while a stream of
-    batches goes by (its default, mimalloc, kept about 20 MB more through an export of 100 MB).
+    batches goes by (its default, mimalloc, kept about 15 MB more through an export of 100 MB).
     Arrow's own switch, so a user's choice stays and a pyarrow without jemalloc falls back to its
     default; it takes effect only if pyarrow is not loaded yet. Process-wide: for entry points that
     own their process (``kseg export``)."""
