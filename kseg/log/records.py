@@ -121,12 +121,9 @@ def batch_spans(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) ->
             return None
         spans, count, first = found
         return RecordSpans(data, spans, _NO_HEADERS, count, first)
-    if batch.codec == 0 and batch.record_count is not None and batch.record_count >= 0:
-        # The records where they lie: spans are offsets into the data, and copying a batch of
-        # large values out of the chunk was a tenth of a kafka dump of them.
-        data, compressed, base_timestamp, count = records_region(batch), False, batch.base_timestamp, batch.record_count
-    else:
-        data, compressed, base_timestamp, count = _v2_section(batch, limit)
+    # The records where they lie: spans are offsets into the data, and copying a batch of large
+    # values out of the chunk was a tenth of a kafka dump of them.
+    data, compressed, base_timestamp, count = _v2_section(batch, limit, view=True)
     try:
         v2 = v2_record_spans(data, batch.base_offset, base_timestamp, count, effective_log_append_time(batch))
     except KsegError as e:
@@ -179,13 +176,17 @@ def check_v2_batch_records(
         raise _in_file(e, batch, compressed)
 
 
-def _v2_section(batch: Batch, limit: int, payload: bytes | None = None) -> tuple[bytes, bool, int, int]:
+def _v2_section(batch: Batch, limit: int, payload: bytes | None = None, *,
+                view: bool = False) -> tuple[bytes | memoryview, bool, int, int]:
     """A v2 batch's records section, decompressed (``payload``: already); whether it was
-    compressed; base timestamp, count."""
+    compressed; base timestamp, count. ``view``: an uncompressed section as a view of the
+    batch's bytes, not a copy (for readers that do not keep it)."""
     base_timestamp, count = batch.base_timestamp, batch.record_count
     assert base_timestamp is not None and count is not None  # set on every v2 batch
     if count < 0:
         raise _negative_count(batch, count)
+    if view and batch.codec == 0:
+        return records_region(batch), False, base_timestamp, count
     data, compressed = (payload, True) if payload is not None and batch.is_compressed else payload_bytes(batch,
                                                                                                        limit=limit)
     return data, compressed, base_timestamp, count

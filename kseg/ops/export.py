@@ -287,7 +287,7 @@ def export(input_path: Any, output: Path, o: ExportOptions) -> ExportReport:
 
 @dataclass(frozen=True)
 class ExportTask:
-    """One partition's file to write into the output folder's temporary (a unit of ``EXPORT``)."""
+    """One partition's file to write into the output folder's temporary (a unit of ``OPERATION``)."""
 
     unit: ExportUnit
     dst: Path
