@@ -26,7 +26,7 @@ from kseg.log.fast import scan_entries
 from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX
 from kseg.log.segment import companion_path, segment_file_name
 from kseg.model import make_record
-from kseg.ops import find, slices, stats, verify
+from kseg.ops import cuts, find, stats, verify
 from kseg.ops.executors import execute
 from kseg.ops.verify import MAX_NOTES_PER_KIND, VerifyOptions
 from kseg.render.reports import write_verify
@@ -42,7 +42,7 @@ T0 = 1_700_000_000_000
 @pytest.fixture(autouse=True)
 def small_slices(monkeypatch):
     """Slices of a few batches: the files here are kilobytes, not gigabytes."""
-    monkeypatch.setattr(slices, "MIN_SLICE_BYTES", 1)
+    monkeypatch.setattr(cuts, "MIN_SLICE_BYTES", 1)
 
 
 def _report(paths: list[Path], workers: int, quick: bool) -> str:
@@ -212,7 +212,7 @@ def _as_whole(op: str, paths: list[Path], tmp: Path, workers: int = 64) -> None:
 def test_every_operation_that_slices_has_its_row():
     """An operation module of kseg.ops whose plan cuts slices (``slice_share``) is in SLICED and COMMANDS."""
     slicing = {p.stem for p in (REPO / "kseg" / "ops").glob("*.py") if "slice_share(" in p.read_text()}
-    assert slicing - {"slices"} == set(SLICED) == set(COMMANDS)
+    assert slicing - {"cuts"} == set(SLICED) == set(COMMANDS)
 
 
 @pytest.mark.parametrize("op", list(SLICED))

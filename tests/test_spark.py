@@ -398,10 +398,10 @@ def test_verify_cuts_a_large_segment_into_tasks(spark, tmp_path, monkeypatch):
     """One partition of one large segment: Spark runs its slices as tasks (the plan cuts it for
     the session's parallelism) and prints the plain command's report; --report has one row
     per file, the slices' seconds added."""
-    from kseg.ops import slices, verify as verify_op
+    from kseg.ops import cuts, verify as verify_op
     from test_slices import _damage_cases, _segment
 
-    monkeypatch.setattr(slices, "MIN_SLICE_BYTES", 1)
+    monkeypatch.setattr(cuts, "MIN_SLICE_BYTES", 1)
     for name in ("gaps past the note cap", "a flipped byte in a size field", "a cut tail"):
         folder = tmp_path / name.replace(" ", "-") / "t-0"
         data, indexed = _damage_cases()[name]

@@ -112,10 +112,10 @@ def test_find_spools_many_matches_in_the_folder_given_and_leaves_nothing(spark, 
 def _sliced_roots(tmp_path, monkeypatch):
     """Log directories of one partition, a large segment (healthy, or damaged at a cut) and a small
     one, with slices of a few batches planned (``test_slices``'s data)."""
-    from kseg.ops import slices
+    from kseg.ops import cuts
     from test_slices import _damage_cases, _segment, _batch
 
-    monkeypatch.setattr(slices, "MIN_SLICE_BYTES", 1)
+    monkeypatch.setattr(cuts, "MIN_SLICE_BYTES", 1)
     for name in ("healthy", "a flipped byte in a size field"):
         root = tmp_path / name.replace(" ", "-")
         data, indexed = _damage_cases()[name]

@@ -20,13 +20,16 @@ def run() -> Any:
     """The ``kseg`` console script: Ctrl-C (SIGTERM) while the command is still loading ends it
     at once with 130 (143), during the command it ends the command the same way after its cleanup
     (``guarded``), and once the command has finished (its output written) it is ignored."""
+    # A dump or a verify makes millions of short-lived objects that hold no cycles (a Batch per
+    # entry): reference counting frees them. At Python's default, a collection every 700 new
+    # objects, the cycle collector took a fifth of a dump of uncompressed v1 messages. Loading
+    # the command makes tens of thousands more that live as long as the process: set before the
+    # imports (3% of a small verify was the collector walking them), then frozen out of its way.
+    gc.set_threshold(COLLECT_EVERY)
     with quiet_interrupts():
         from kseg.allocator import tune_for_chunks
         from kseg.cli.main import main  # late: the handler above must be in place first
-    # A dump or a verify makes millions of short-lived objects that hold no cycles (a Batch per
-    # entry): reference counting frees them. At Python's default, a collection every 700 new
-    # objects, the cycle collector took a fifth of a dump of uncompressed v1 messages.
-    gc.set_threshold(COLLECT_EVERY)
+    gc.freeze()
     tune_for_chunks()  # chunk after chunk in the same memory (kseg.allocator)
     try:
         return main(prog_name="kseg")  # the same usage lines and completion variable however started

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import click
 
-from kseg.cli.common import guarded, index_interval_option, max_decompressed_option, redact_options, redactor_of, \
-    time_option
+from kseg.cli.common import guarded, index_interval_option, max_decompressed_option, time_option
+from kseg.cli.record_options import redact_options, redactor_of
 from kseg.defaults import DEFAULT_COORDINATOR_PARTITIONS
 from kseg.ops.bundle import BundleOptions, bundle
 from kseg.ops.redact import FIELDS, SECRETS

@@ -13,8 +13,8 @@ from typing import Any, Generator, Iterator, Protocol
 
 import click
 
-from kseg.cli.common import (EXIT_DATA, EXIT_USAGE, dump_options, expand_for_dump, guarded, jobs_option,
-                             redact_options, redactor_of, refuse_unless)
+from kseg.cli.common import EXIT_DATA, EXIT_USAGE, expand_for_dump, guarded, jobs_option, refuse_unless
+from kseg.cli.record_options import dump_options, redact_options, redactor_of
 from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.interrupts import Terminated, exit_code
 from kseg.log.listing import read_kind

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded, jobs_option, redact_options, redactor_of, refuse_unless, \
-    time_option
+from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded, jobs_option, refuse_unless, time_option
+from kseg.cli.record_options import redact_options, redactor_of
 from kseg.cli.storage import LOCATION
 from kseg.defaults import DEFAULT_COORDINATOR_PARTITIONS
 from kseg.errors import InputError

@@ -31,7 +31,7 @@ from kseg.log.segment import (
 )
 from kseg.model import Batch, Record
 from kseg.ops.executors import Operation, execute, here_only, weight_of
-from kseg.ops.slices import cut_points, slice_share
+from kseg.ops.cuts import cut_points, slice_share
 from kseg.ops.spool import Spool, Spooled
 from kseg.storage import VANISHED, ReadError, as_path, gone
 
@@ -449,7 +449,7 @@ def plan(inputs: tuple[list[Path], str | None], o: FindOptions) -> list[FindUnit
 
 def _sliced(u: FindUnit, share: int) -> list[FindUnit]:
     """A partition's unit with each segment heavier than about 1.5 ``share`` bytes cut into
-    slices (``kseg.ops.slices.cut_points``), its other segments in units between them."""
+    slices (``kseg.ops.cuts.cut_points``), its other segments in units between them."""
     if u.local:
         return [u]
     out: list[FindUnit] = []

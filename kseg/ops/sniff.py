@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from kseg.errors import InputError
-from kseg.kafka07.read import scan_kafka07
 from kseg.layouts import LOG_ENTRY_PREFIX
+from kseg.lazy import load
 from kseg.log.listing import (
     BOOTSTRAP_FILE,
     KAFKA07_SUFFIXES,
@@ -29,6 +29,7 @@ KAFKA = "kafka"
 KAFKA07 = "kafka07"
 HEAD_BYTES = 1 << 16
 MIN_LEGACY_ENTRY = 14  # crc, magic, attributes, key and value lengths
+SCAN_KAFKA07 = "kseg.kafka07.read:scan_kafka07"  # the 0.7 reader, loaded when content decides
 OTHER_KAFKA_NAMES = (*LOG_DIR_TEXT_FILES, BOOTSTRAP_FILE)
 
 
@@ -57,7 +58,7 @@ def head_of(path: Path, n: int = HEAD_BYTES) -> bytes | None:
 def content_format(head: bytes) -> str | None:
     """What the first bytes say: "kafka07" (a whole first 0.7 message with a good CRC),
     "kafka" (a plausible 0.8+ entry header: size and magic), or None (neither, or too short to tell)."""
-    messages, _, _ = scan_kafka07(head[:HEAD_BYTES])
+    messages, _, _ = load(SCAN_KAFKA07)(head[:HEAD_BYTES])
     if messages and messages[0].crc_valid:
         return KAFKA07
     if len(head) >= 17:

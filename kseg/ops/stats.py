@@ -29,7 +29,7 @@ from kseg.log.listing import CLEANER_CHECKPOINT, LIVE, LOG_SUFFIX, RUN, reading_
 from kseg.log.segment import Segment, base_offset_of, partition_of
 from kseg.model import Batch
 from kseg.ops.executors import Operation, execute, here_only, weight_of
-from kseg.ops.slices import cut_points, slice_share
+from kseg.ops.cuts import cut_points, slice_share
 from kseg.storage import VANISHED, ReadError, gone
 
 try:  # the C walk of v2 records (keys into the HLL without building records)
@@ -785,7 +785,7 @@ def plan(paths: Iterable[Path], o: StatsOptions) -> list[StatsUnit]:
 
 def _sliced(u: StatsUnit, share: int) -> list[StatsUnit]:
     """A partition's unit with each segment heavier than about 1.5 ``share`` bytes cut into
-    slices (``kseg.ops.slices.cut_points``), its other segments in units between them."""
+    slices (``kseg.ops.cuts.cut_points``), its other segments in units between them."""
     if u.local or not u.segments:
         return [u]
     out: list[StatsUnit] = []

@@ -24,8 +24,8 @@ from kseg.facts.message_v0v1 import CRC_START as LEGACY_CRC_START
 from kseg.facts.record_batch_v2 import ATTRIBUTES_POSITION as V2_ATTRIBUTES_POSITION
 from kseg.findings import ERROR, NOTE, Finding
 from kseg.formats.attributes import CODEC_MASK, CODEC_PLUGIN, CREATE_TIME, PLUGIN_ID_MASK, TIMESTAMP_TYPE_MASK
-from kseg.kafka07.read import inner_payloads, read_kafka07
 from kseg.log.checks import V2_UNDEFINED_BITS, RecordCheck, header_errors, record_check, sound_v2_run
+from kseg.lazy import load
 from kseg.log.control import control_info
 from kseg.log import listing
 from kseg.log.listing import (
@@ -51,7 +51,7 @@ from kseg.log.segment import (
 )
 from kseg.model import Batch, Record
 from kseg.ops.executors import Operation, execute, here_only, weight_of
-from kseg.ops.slices import cut_points, slice_share
+from kseg.ops.cuts import cut_points, slice_share
 from kseg.ops.sniff import KAFKA, KAFKA07, format_hint, input_format_of
 from kseg.printable import printable
 from kseg.storage import MANIFEST, VANISHED, ReadError, as_path, cannot_read, gone, read_failures, tree_sizes
@@ -59,6 +59,9 @@ from kseg.storage import MANIFEST, VANISHED, ReadError, as_path, cannot_read, go
 MAX_NOTES_PER_KIND = 20
 MAX_MANIFEST_BYTES = 64 << 20  # ~500,000 objects: a manifest's claims stay bounded in memory
 LEGACY_UNDEFINED_BITS = ~(CODEC_MASK | TIMESTAMP_TYPE_MASK)
+# The 0.7 reader, loaded for 0.7 files only.
+READ_KAFKA07 = "kseg.kafka07.read:read_kafka07"
+INNER_PAYLOADS = "kseg.kafka07.read:inner_payloads"
 
 
 # The name verify has always given its findings.
@@ -258,7 +261,7 @@ def plan(paths: Iterable[str | Path], options: VerifyOptions) -> list[VerifyUnit
 
 def _sliced(u: VerifyUnit, share: int, options: VerifyOptions) -> list[VerifyUnit]:
     """A log unit as slices of about ``share`` bytes (itself when it is small, not a local Kafka
-    segment, or its index names no checked boundary: ``kseg.ops.slices.cut_points``)."""
+    segment, or its index names no checked boundary: ``kseg.ops.cuts.cut_points``)."""
     if u.kind != LOG_UNIT or u.local or u.weight <= share * 3 // 2 or not u.path.endswith(LOG_SUFFIX):
         return [u]
     path = Path(u.path)
@@ -500,7 +503,7 @@ def index_file_reports(fr: FileReport) -> list[FileReport]:
 def verify_kafka07_file(path: Path, *, quick: bool, max_decompressed_bytes: int) -> FileReport:
     """One pre-0.8 (Kafka 0.7) file: framing, CRCs and (unless quick) the compressed payloads."""
     fr = FileReport(str(path), kind="kafka07")
-    messages, err = read_kafka07(path)
+    messages, err = load(READ_KAFKA07)(path)
     for m in messages:
         fr.batches += 1
         fr.bytes += m.size
@@ -510,7 +513,7 @@ def verify_kafka07_file(path: Path, *, quick: bool, max_decompressed_bytes: int)
                                        found=f"{zlib.crc32(m.payload):#010x} (computed)"))
         if not quick:
             try:
-                fr.records += len(inner_payloads(m, max_decompressed_bytes))
+                fr.records += len(load(INNER_PAYLOADS)(m, max_decompressed_bytes))
             except KsegError as e:
                 fr.problems.append(Problem(ERROR, "records", str(path), e.position, e.message,
                                            e.expected, e.found, e.where))

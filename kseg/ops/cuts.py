@@ -1,0 +1,99 @@
+"""Where a large segment can be cut so that two workers read it apart: at batch boundaries its
+offset index names, each checked (a whole entry with a valid CRC must start there, else the index
+is not trusted). ``verify``, ``find`` and ``stats`` cut their largest logs with it (``-j``), the
+Spark plan (``kseg.ops.slices``) its splits; a run on one core never loads it.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from kseg.companions.read import parse_offset_index
+from kseg.facts.log_entry import LOG_OVERHEAD, MIN_SIZE_BY_MAGIC
+from kseg.layouts import LOG_ENTRY_PREFIX
+from kseg.log.fast import scan_entries
+from kseg.log.listing import INDEX_SUFFIX, LOG_SUFFIX
+from kseg.log.segment import base_offset_of, companion_path
+from kseg.storage import as_path, open_input
+
+_ENTRY_HEAD = LOG_ENTRY_PREFIX.struct  # offset, size, crc/leader epoch, magic
+
+
+def read_index(path: str) -> list[tuple[int, int]]:
+    """(absolute offset, position) entries of a segment's .index, or [] when absent or unusable."""
+    log = as_path(path)
+    base = base_offset_of(log)
+    if base is None or log.suffix != LOG_SUFFIX:
+        return []
+    try:
+        data = companion_path(log, INDEX_SUFFIX).read_bytes()
+    except OSError:
+        return []
+    entries = [(e.offset, e.position) for e in parse_offset_index(data, base).entries]
+    # Trust only a strictly increasing prefix (Kafka's own sanity rule).
+    good: list[tuple[int, int]] = []
+    for off, pos in entries:
+        if good and (off <= good[-1][0] or pos <= good[-1][1]):
+            break
+        if pos < 0:
+            break
+        good.append((off, pos))
+    return good
+
+
+def entry_starts_at(path: str, position: int, file_size: int, max_offset: int | None = None) -> bool:
+    """Whether a whole entry with a valid CRC starts at ``position`` (an index boundary check)."""
+    try:
+        with open_input(path) as f:
+            f.seek(position)
+            head = f.read(_ENTRY_HEAD.size)
+            if len(head) < _ENTRY_HEAD.size:
+                return False
+            offset, size, _, magic = _ENTRY_HEAD.unpack(head)
+            min_size = MIN_SIZE_BY_MAGIC.get(magic)
+            if min_size is None or size < min_size or position + LOG_OVERHEAD + size > file_size:
+                return False
+            if max_offset is not None and offset > max_offset:
+                return False
+            f.seek(position)
+            raw = f.read(LOG_OVERHEAD + size)
+    except OSError:
+        return False
+    scan = scan_entries(memoryview(raw), position, final=True)
+    return len(scan.batches) == 1 and scan.tail is None and scan.batches[0].crc_valid
+
+
+# Slices of one large log for the executors (verify, find, stats): a log heavier than a share of the work.
+MIN_SLICE_BYTES = 32 << 20  # below this a slice's fixed costs (a task, its index lookups) are not worth it
+SLICES_PER_WORKER = 4  # a log is cut into slices of about total / (workers x this), for balance
+
+
+def slice_share(total: int, workers: int) -> int:
+    """The bytes a slice of a log should hold when ``total`` bytes are spread over ``workers``
+    (0: do not cut, one worker)."""
+    if workers <= 1:
+        return 0
+    return max(MIN_SLICE_BYTES, total // (workers * SLICES_PER_WORKER))
+
+
+def cut_points(path: str, size: int, split_bytes: int) -> list[int]:
+    """Where to cut a segment of ``size`` bytes into pieces of about ``split_bytes``: positions
+    its offset index names at which a whole entry with a valid CRC starts (none: read it whole,
+    as when it is small, has no index, or its index is not trusted)."""
+    if split_bytes <= 0 or size <= split_bytes * 3 // 2:
+        return []
+    entries = read_index(path)
+    if not entries:
+        return []
+    positions = [pos for _, pos in entries]
+    cuts: list[int] = []
+    target = split_bytes
+    while target < size - split_bytes // 2:
+        i = bisect.bisect_right(positions, target) - 1
+        if i >= 0:
+            off, pos = entries[i]
+            last = cuts[-1] if cuts else 0
+            if pos > last and entry_starts_at(path, pos, size, off):
+                cuts.append(pos)
+        target += split_bytes
+    return cuts
