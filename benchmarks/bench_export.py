@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,7 +39,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from common import SegmentSpec, segment_for  # noqa: E402
+from common import KSEG_COMMAND, SegmentSpec, segment_for  # noqa: E402
 
 KAFKA_PYTHON = r"""
 import json, sys, time
@@ -103,7 +104,6 @@ print(json.dumps({"rows": rows, "wall": wall, "cpu": cpu, "writer": spent[0]}))
 """
 
 WARM_UP = ROOT / "fixtures" / "logdir" / "v2-headers-0" / "00000000000000000000.log"
-KSEG_CLI = "import sys; from kseg.cli.main import main; sys.argv[0] = 'kseg'; main()"
 
 
 def child(argv: list[str], env: dict[str, str]) -> dict:
@@ -177,10 +177,12 @@ def main() -> None:
                     runs = []
                     for i in range(args.repeat):
                         out = Path(tmp) / f"{fmt}-{jobs}-{i}"
-                        w, c, rss = peak([sys.executable, "-c", KSEG_CLI, "export", "--format", fmt, "-j", jobs,
+                        os.sync()  # the last run's output on disk: its writeback would slow this run
+                        w, c, rss = peak([*KSEG_COMMAND, "export", "--format", fmt, "-j", jobs,
                                           path, "-o", str(out)], env)
                         runs.append({"wall": w, "cpu": c, "rss": rss, "bytes": sum(f.stat().st_size
                                                                                      for f in out.iterdir())})
+                        shutil.rmtree(out)  # gigabytes of Arrow files would crowd the input out of the cache
                     res[f"export_{fmt}" + ("" if jobs == "1" else "_j2")] = best(runs, args.clock)
         rows.append(res)
 

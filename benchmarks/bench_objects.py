@@ -36,10 +36,10 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO))
 
-from common import machine_info  # noqa: E402
+from common import KSEG_COMMAND, machine_info  # noqa: E402
 
 # The kseg of this checkout (not whatever ``kseg`` the virtualenv's script names).
-KSEG = [sys.executable, "-c", "import sys; from kseg.cli import run; sys.argv[0] = 'kseg'; sys.exit(run())"]
+KSEG = KSEG_COMMAND
 T0 = 1_700_000_000_000
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from common import SegmentSpec, segment_for, warm_file  # noqa: E402
+from common import KSEG_COMMAND, SegmentSpec, segment_for, warm_file  # noqa: E402
 
 TARGET = 0.8
 
@@ -72,7 +72,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
-    kseg = [sys.executable, "-c", "import sys; from kseg.cli import run; sys.argv[0] = 'kseg'; sys.exit(run())"]
+    kseg = KSEG_COMMAND
     rows = []
     for mb in (int(s) for s in args.sizes.split(",")):
         for codec in args.codecs.split(","):

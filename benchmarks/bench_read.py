@@ -43,6 +43,7 @@ sys.path.insert(0, str(HERE))
 from common import (  # noqa: E402
     CODECS,
     DEFAULT_DATA_DIR,
+    KSEG_COMMAND,
     measure,
     warm_file,
     codec_allowed,
@@ -421,7 +422,7 @@ def kseg_command() -> list[str]:
     exe = Path(sys.executable).with_name("kseg")
     if exe.exists():
         return [str(exe)]
-    return [sys.executable, "-c", "from kseg.cli.main import main; main()"]
+    return KSEG_COMMAND
 
 
 def time_command(cmd: list[str], args: argparse.Namespace, env: dict | None = None,

@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DEFAULT_DATA_DIR, SegmentSpec, compile_kseg, segment_for  # noqa: E402
+from common import DEFAULT_DATA_DIR, KSEG_COMMAND, SegmentSpec, compile_kseg, segment_for  # noqa: E402
 
-KSEG = [sys.executable, "-m", "kseg.cli.main"]
+KSEG = KSEG_COMMAND
 
 
 def run(cmd: list[str] | str, repeat: int, shell: bool = False) -> dict:

@@ -40,6 +40,7 @@ import json
 import os
 import random
 import struct
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -47,6 +48,9 @@ from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA_DIR = Path(os.environ.get("KSEG_BENCH_DATA", REPO / "bench-data"))
+# The kseg command as the console script starts it (``kseg.cli:run``: the cycle collector and the
+# allocator set as for a user), from whichever tree is first on PYTHONPATH or installed.
+KSEG_COMMAND = [sys.executable, "-c", "import sys; from kseg.cli import run; sys.argv[0] = 'kseg'; sys.exit(run())"]
 
 # Bump when the bytes a spec produces change, so cached files are rebuilt.
 GENERATOR_VERSION = 1
