@@ -55,7 +55,7 @@ NEVER = (
     # a pool's futures (and the logging they load), a JUnit report's XML, redaction's HMAC: each a few ms
     "concurrent.futures", "logging", "xml.etree.ElementTree", "hmac",
 )
-NOT_FOR_DUMP = ("kseg.ops.verify", "kseg.cli.verify", "kseg.render.reports")
+NOT_FOR_DUMP = ("kseg.ops.verify", "kseg.cli.verify", "kseg.render.reports", "kseg.kafka07.read", "kseg.render.kafka07")
 # What only showing records needs (the internal-topic decoders and their option choices, redaction,
 # Kafka's release table), what only Spark's plan and the Python API need, and the 0.7 reader.
 NOT_FOR_VERIFY = ("kseg.cli.dump", "kseg.render.dump", "kseg.cli.record_options", "kseg.decoders", "kseg.kafka_releases",

@@ -17,6 +17,7 @@ from kseg.cli.common import EXIT_DATA, EXIT_USAGE, expand_for_dump, guarded, job
 from kseg.cli.record_options import dump_options, redact_options, redactor_of
 from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.interrupts import Terminated, exit_code
+from kseg.lazy import load
 from kseg.log.listing import read_kind
 from kseg.ops.dump import DumpOptions
 from kseg.ops.dump_split import OPERATION, DumpCounts, DumpJob, LiveTails, dump_counted
@@ -28,13 +29,13 @@ from kseg.ops.sniff import KAFKA, KAFKA07, input_format_of, name_format
 from kseg.ops.spool import FileSpan
 from kseg.render.dump import RENDERERS, ChunkedWriter, KafkaRenderer, payload_decoder
 from kseg.render.fields import RECORD_FIELDS, RecordView, parse_fields
-from kseg.render.kafka07 import dump_kafka07
 from kseg.render.payload import load_decoder
 
 
 # What dump's --redact takes: the record fields, the identities of decoded internal topics,
 # and the secrets --format kafka would show.
 DUMP_REDACTS = (*FIELDS, IDS, SECRETS)
+DUMP_KAFKA07 = "kseg.render.kafka07:dump_kafka07"  # the pre-0.8 dump, loaded for 0.7 files
 
 
 def dump_redactor(redact: tuple[str, ...], redact_key: str | None, decode: str | None,
@@ -149,7 +150,7 @@ def run_dump(paths: tuple[Path, ...], runner: DumpRunner, *, records: bool, fmt:
     files = expand_for_dump(paths)
     split = runner.takes(files)
     if input_format == "kafka07":
-        dump_kafka07(files, sys.stdout, fmt=fmt, deep=records, key_decoder=kd, value_decoder=vd)
+        load(DUMP_KAFKA07)(files, sys.stdout, fmt=fmt, deep=records, key_decoder=kd, value_decoder=vd)
         return
     # Each log-like file's format by name, else by its first bytes (a README is unusable input).
     formats = [_dump_format(f, input_format, fmt) for f in files]
@@ -184,7 +185,7 @@ def run_dump(paths: tuple[Path, ...], runner: DumpRunner, *, records: bool, fmt:
                 if form == KAFKA07:
                     out.flush()
                     sys.stdout.flush()
-                    dump_kafka07([f], sys.stdout, fmt=fmt, deep=records, key_decoder=kd, value_decoder=vd)
+                    load(DUMP_KAFKA07)([f], sys.stdout, fmt=fmt, deep=records, key_decoder=kd, value_decoder=vd)
                     sys.stdout.flush()
                     continue
                 dump_counted(f, options, renderer, tell, live, counts)
