@@ -465,7 +465,7 @@ def _sketch_batch(acc: Acc, b: Batch, limit: int, where: str) -> int | None:
     return count
 
 
-def keyed_sketch(acc: Acc) -> bool:
+def _keyed_sketch(acc: Acc) -> bool:
     """Whether ``acc`` still takes keys (a HyperLogLog, not the estimate it froze into)."""
     return isinstance(acc.keys, HyperLogLog)
 
@@ -604,7 +604,7 @@ def count_entries(ss: SegmentStats, part: "StatsPart", entries: list[Batch], whe
     i = 0
     while i < len(entries):
         run = (stats_v2_run(entries, i, acc.keys.registers, acc.keys.p, limit)
-               if SKETCH is not None and keyed_sketch(acc) else None)
+               if SKETCH is not None and _keyed_sketch(acc) else None)
         if run is not None and run.stop > i:
             if ss.first_offset is None:
                 ss.first_offset = entries[i].offset
