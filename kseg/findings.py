@@ -21,6 +21,9 @@ __all__ = ["ERROR", "NOTE", "Finding"]
 
 @dataclass(frozen=True)
 class Finding:
+    """One thing a check found, with what an operator needs to find it again: the file, the byte
+    position, what was expected and what was there (``line`` writes it as one line)."""
+
     severity: str  # ERROR or NOTE
     check: str  # what was checked: "crc", "batch", "records", "index", ...
     file: str

@@ -373,6 +373,8 @@ def remote_failure(e: Exception, where: str) -> Exception:
 
 @dataclass(frozen=True)
 class RemoteStat:
+    """What ``stat`` gives of an object in a store: the two fields kseg reads of a local file's."""
+
     st_size: int
     st_mtime: float
 

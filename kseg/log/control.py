@@ -12,6 +12,9 @@ from kseg.model import Record
 
 @dataclass(frozen=True)
 class ControlInfo:
+    """A control record's key (its type: a transaction's COMMIT or ABORT, a KRaft record ...) and,
+    for a transaction marker, the coordinator epoch its value holds."""
+
     type_id: int
     version: int
     coordinator_epoch: int | None = None  # COMMIT/ABORT markers only

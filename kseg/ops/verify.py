@@ -70,6 +70,8 @@ Problem = Finding
 
 @dataclass
 class FileReport:
+    """What verify found in one file, and how much of it it read."""
+
     path: str
     kind: str = "log"
     batches: int = 0
@@ -89,6 +91,8 @@ class FileReport:
 
 @dataclass
 class VerifyReport:
+    """Every file's report, in the order the inputs named them."""
+
     files: list[FileReport] = field(default_factory=list)
 
     @property
@@ -142,6 +146,9 @@ class _Collector:
 
 @dataclass(frozen=True)
 class VerifyOptions:
+    """What to check (``quick``: framing and CRCs only; the companion indexes) and how (the
+    decompression limit, the input's format, the workers)."""
+
     quick: bool = False
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
     check_indexes: bool = True
@@ -237,6 +244,9 @@ CLEAN, TAIL, FAILED = "clean", "tail", "failed"
 
 @dataclass
 class VerifyPartial:
+    """One unit's result as ``merge`` needs it: its report, and the facts the checks across files
+    and slices need (the last offset read, the file's opening, a slice's piece)."""
+
     unit: VerifyUnit
     report: FileReport | None  # None: a root without a manifest
     last: int | None = None  # the highest last offset of the file's batches (None: none read)
@@ -559,6 +569,8 @@ def verify_log(path: Path, options: VerifyOptions, prev_last: int | None = None,
 
 @dataclass
 class _LogRead:
+    """A log file read by ``_verify_log``: its report and what the checks across segments need."""
+
     report: FileReport
     last: int | None
     opening: Opening | None
