@@ -7,8 +7,9 @@ as copying the file in, a third of a ``verify --quick``. Kept on the heap instea
 the mapping threshold, and freed memory at the top kept up to a few chunks), the same pages come
 back chunk after chunk. Threads (an export's read-ahead, an object store's prefetch) take theirs
 from the same heap: in arenas of their own they held their chunks apart (``kseg export -j 2`` of
-a 629 MB segment peaked at 126 MB instead of 115). A process-wide setting, so only entry points that own their process
-(the console scripts, whose worker processes inherit it) call ``tune_for_chunks``.
+a 629 MB segment peaked at 126 MB instead of 115). A process-wide setting, so only entry points
+that own their process (the console scripts, whose worker processes inherit it) call
+``tune_for_chunks``.
 """
 
 from __future__ import annotations

@@ -57,9 +57,10 @@ NEVER = (
 )
 NOT_FOR_DUMP = ("kseg.ops.verify", "kseg.cli.verify", "kseg.render.reports", "kseg.kafka07.read", "kseg.render.kafka07")
 # What only showing records needs (the internal-topic decoders and their option choices, redaction,
-# Kafka's release table), what only Spark's plan and the Python API need, and the 0.7 reader.
-NOT_FOR_VERIFY = ("kseg.cli.dump", "kseg.render.dump", "kseg.cli.record_options", "kseg.decoders", "kseg.kafka_releases",
-                  "kseg.ops.redact", "kseg.ops.slices", "kseg.kafka07.read", "kseg.log.atomic")
+# Kafka's release table), what only Spark's plan and the Python API need, the 0.7 reader, and what
+# makes a writer's temporaries.
+NOT_FOR_VERIFY = ("kseg.cli.dump", "kseg.render.dump", "kseg.cli.record_options", "kseg.decoders",
+                  "kseg.kafka_releases", "kseg.ops.redact", "kseg.ops.slices", "kseg.kafka07.read", "kseg.log.atomic")
 
 
 def loaded(tmp_path: Path, *args: object) -> set[str]:

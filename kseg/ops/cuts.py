@@ -1,7 +1,8 @@
 """Where a large segment can be cut so that two workers read it apart: at batch boundaries its
 offset index names, each checked (a whole entry with a valid CRC must start there, else the index
 is not trusted). ``verify``, ``find`` and ``stats`` cut their largest logs with it (``-j``), the
-Spark plan (``kseg.ops.slices``) its splits; a run on one core never loads it.
+Spark plan (``kseg.ops.slices``) its splits. Kept apart from that plan, whose filters and slices
+a verify does not load.
 """
 
 from __future__ import annotations
