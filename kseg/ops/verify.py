@@ -24,8 +24,8 @@ from kseg.facts.message_v0v1 import CRC_START as LEGACY_CRC_START
 from kseg.facts.record_batch_v2 import ATTRIBUTES_POSITION as V2_ATTRIBUTES_POSITION
 from kseg.findings import ERROR, NOTE, Finding
 from kseg.formats.attributes import CODEC_MASK, CODEC_PLUGIN, CREATE_TIME, PLUGIN_ID_MASK, TIMESTAMP_TYPE_MASK
-from kseg.log.checks import V2_UNDEFINED_BITS, RecordCheck, header_errors, record_check, sound_v2_run
 from kseg.lazy import load
+from kseg.log.checks import V2_UNDEFINED_BITS, RecordCheck, header_errors, record_check, sound_v2_run
 from kseg.log.control import control_info
 from kseg.log import listing
 from kseg.log.listing import (
