@@ -337,12 +337,13 @@ def _skipped(path: Path, o: FindOptions, nxt: int | None) -> bool:
 
 
 def _scan(path: Path, start: int, topic: str | None, partition: int | None, o: FindOptions, flt: _Filter,
-          st: FindStats, limit: int, end: int | None = None, fresh: bool = True) -> Generator[Match, None, bool]:
-    """A segment's matches from byte ``start``: where its index seek landed (``fresh``), or a
-    slice's start (a checked batch boundary) up to ``end``. Returns whether the read went past
-    ``end`` or stopped the segment (see ``_search``)."""
+          st: FindStats, limit: int, end: int | None = None, fresh: bool = True,
+          counted: bool = False) -> Generator[Match, None, bool]:
+    """A segment's matches from byte ``start``: where its index seek landed (``fresh``; ``counted``:
+    the seek is already in ``st``), or a slice's start (a checked batch boundary) up to ``end``.
+    Returns whether the read went past ``end`` or stopped the segment (see ``_search``)."""
     seg = Segment(path)
-    if start and fresh:
+    if start and fresh and not counted:
         st.seeks += 1
     first, stopped = fresh, False
     try:
@@ -387,12 +388,15 @@ def _scan(path: Path, start: int, topic: str | None, partition: int | None, o: F
         st.notes.append(f"{path}: {VANISHED}")  # deleted by retention since it was listed
         return True
     if seg.tail is not None:
+        if end is not None:
+            # Not a batch before the slice's end (damage, or a batch that runs past the end): a whole
+            # read goes on from there, still as a seek if nothing was read since it landed.
+            yield from _scan(path, seg.tail.position, topic, partition, o, flt, st, limit,
+                             fresh=fresh and first, counted=True)
+            return True
         if start and first:
             # The index pointed somewhere that is not a batch: read the segment from its start.
             yield from _scan(path, 0, topic, partition, o, flt, st, limit)
-            return True
-        if end is not None:  # not a batch before a slice's end: a whole read goes on from there
-            yield from _scan(path, seg.tail.position, topic, partition, o, flt, st, limit, fresh=False)
             return True
         st.problems.append(str(seg.tail.error))
     st.notes.extend(f"{path}: {note}" for note in seg.notes())
