@@ -13,6 +13,9 @@ Each measurement runs in a child process of its own; its peak RSS comes from ``w
   export pq     the whole ``kseg export --format parquet`` command (start-up included), zstd; and
                 with ``-j 2`` (a lone partition read on one core while the writer encodes on the other)
   export arrow  the whole ``kseg export --format arrow`` command, and with ``-j 2``
+  parts         with ``--max-file-rows N``: the Parquet export again in files of at most N records
+                (``-j 1`` and ``-j 2``), for its peak RSS against one file's (a Parquet writer keeps
+                every row group's footer entry until its file closes)
   in process    ``kseg.ops.export.export`` of each format in one process after its imports (no
                 start-up), with the CPU time inside the writer's ``write_batch`` measured apart
                 (the rest is kseg reading the records into Arrow batches, and the file's close);
@@ -20,6 +23,7 @@ Each measurement runs in a child process of its own; its peak RSS comes from ``w
 
     .venv/bin/python benchmarks/bench_export.py                          # v2 none and zstd, 100 MB
     .venv/bin/python benchmarks/bench_export.py --cases 2:none --size-mb 400 --before ../main
+    .venv/bin/python benchmarks/bench_export.py --size-mb 600 --no-kafka-python --max-file-rows 2000000
 """
 
 from __future__ import annotations
@@ -144,6 +148,8 @@ def main() -> None:
     ap.add_argument("--clock", choices=["wall", "cpu"], default="cpu")
     ap.add_argument("--before", type=Path, default=None, help="another kseg source tree, for to_arrow before")
     ap.add_argument("--no-kafka-python", action="store_true")
+    ap.add_argument("--max-file-rows", type=int, default=None,
+                    help="also export Parquet in parts of at most this many records (its peak RSS against one file's)")
     args = ap.parse_args()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     rows = []
@@ -171,19 +177,22 @@ def main() -> None:
             res[f"in_process_{fmt}"] = timed(EXPORT_IN_PROCESS, ROOT, fmt)
             if args.before is not None:
                 res[f"in_process_{fmt}_before"] = timed(EXPORT_IN_PROCESS, args.before.resolve(), fmt)
+        exports = [(fmt, jobs, []) for fmt in ("parquet", "arrow") for jobs in ("1", "2")]
+        if args.max_file_rows:
+            exports += [("parquet", jobs, ["--max-file-rows", str(args.max_file_rows)]) for jobs in ("1", "2")]
         with tempfile.TemporaryDirectory() as tmp:
-            for fmt in ("parquet", "arrow"):
-                for jobs in ("1", "2"):
-                    runs = []
-                    for i in range(args.repeat):
-                        out = Path(tmp) / f"{fmt}-{jobs}-{i}"
-                        os.sync()  # the last run's output on disk: its writeback would slow this run
-                        w, c, rss = peak([*KSEG_COMMAND, "export", "--format", fmt, "-j", jobs,
-                                          path, "-o", str(out)], env)
-                        runs.append({"wall": w, "cpu": c, "rss": rss, "bytes": sum(f.stat().st_size
-                                                                                     for f in out.iterdir())})
-                        shutil.rmtree(out)  # gigabytes of Arrow files would crowd the input out of the cache
-                    res[f"export_{fmt}" + ("" if jobs == "1" else "_j2")] = best(runs, args.clock)
+            for fmt, jobs, more in exports:
+                runs = []
+                for i in range(args.repeat):
+                    out = Path(tmp) / f"{fmt}-{jobs}-{i}"
+                    os.sync()  # the last run's output on disk: its writeback would slow this run
+                    w, c, rss = peak([*KSEG_COMMAND, "export", "--format", fmt, "-j", jobs,
+                                      path, "-o", str(out), *more], env)
+                    runs.append({"wall": w, "cpu": c, "rss": rss, "bytes": sum(f.stat().st_size
+                                                                                 for f in out.iterdir())})
+                    shutil.rmtree(out)  # gigabytes of Arrow files would crowd the input out of the cache
+                res[f"export_{fmt}" + ("_parts" if more else "") + ("" if jobs == "1" else "_j2")] = \
+                    best(runs, args.clock)
         rows.append(res)
 
     clock = args.clock
@@ -213,6 +222,9 @@ def main() -> None:
             # -j 2 reads on one core while the writer encodes on the other: its gain is in wall time
             print(f"  {'':14} wall {r[f'export_{fmt}']['wall']:.3f} s -> {j2['wall']:.3f} s with -j 2 "
                   f"({n / j2['wall'] / 1e6:.2f} M rec/s)")
+        if "export_parquet_parts" in r:
+            line(f"parquet parts of {args.max_file_rows}", r["export_parquet_parts"], base)
+            line("  -j 2", r["export_parquet_parts_j2"], base)
         for fmt in ("parquet", "arrow"):
             for key, name in ((f"in_process_{fmt}", f"{fmt} in proc"), (f"in_process_{fmt}_before", "  before")):
                 if key in r:

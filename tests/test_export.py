@@ -175,6 +175,61 @@ def test_jobs_give_the_same_files(tmp_path: Path) -> None:
         assert all((one / f).read_bytes() == (many / f).read_bytes() for f in files)
 
 
+# --------------------------------------------------------------------------- --max-file-rows
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "arrow"])
+@pytest.mark.parametrize("limit", [1, 4, 29, 30])  # v2-none-0 holds 29 records
+def test_max_file_rows_rolls_a_partition_into_parts(fmt: str, limit: int, tmp_path: Path) -> None:
+    """Parts named in offset order, every one but the last exactly full, together the partition's
+    one file (the same rows, the same schema and metadata); the same bytes with -j 2."""
+    src = LOGDIR / "v2-none-0"
+    whole = tmp_path / f"whole{SUFFIX[fmt]}"
+    export("--format", fmt, src, "-o", whole)
+    for jobs in ("1", "2"):
+        out = tmp_path / f"parts-{jobs}"
+        res = export("--format", fmt, src, "-o", out, "--max-file-rows", limit, "-j", jobs)
+        names = sorted(os.listdir(out))
+        count = -(-29 // limit)
+        assert names == [f"v2-none-0.{i:05d}{SUFFIX[fmt]}" for i in range(count)]
+        tables = [READ[fmt](out / n) for n in names]
+        assert [t.num_rows for t in tables] == [limit] * (count - 1) + [29 - limit * (count - 1)]
+        assert pa.concat_tables(tables).equals(READ[fmt](whole), check_metadata=True)
+        first = res.stdout.splitlines()[0]
+        assert first.endswith(": 29 records from 3 segments")
+        assert (f"({count} files)" in first) == (count > 1)
+    assert all((tmp_path / "parts-1" / n).read_bytes() == (tmp_path / "parts-2" / n).read_bytes()
+               for n in os.listdir(tmp_path / "parts-1"))
+
+
+def test_max_file_rows_over_a_log_directory(tmp_path: Path) -> None:
+    """Each partition its own parts; read back as one dataset they are every partition's records;
+    --force replaces such a folder (every file in it kseg's)."""
+    import pyarrow.dataset as ds
+
+    out = tmp_path / "out"
+    export(LOGDIR, "-o", out, "--max-file-rows", 10, "-j", "2")
+    for name in PARTITIONS:
+        parts = sorted(out.glob(f"{name}.*.parquet"))
+        want = kseg.open_partition(LOGDIR / name).to_arrow()
+        assert len(parts) == max(1, -(-want.num_rows // 10))
+        assert pa.concat_tables(pq.read_table(p) for p in parts).equals(want)
+    total = ds.dataset(out, format="parquet").count_rows()
+    assert total == sum(kseg.open_partition(LOGDIR / n).to_arrow().num_rows for n in PARTITIONS)
+    export(LOGDIR, "-o", out, "--max-file-rows", 100, "--force")
+    assert sorted(os.listdir(out)) == [f"{n}.00000.parquet" for n in PARTITIONS]
+
+
+def test_max_file_rows_needs_a_folder(tmp_path: Path) -> None:
+    out = tmp_path / "one.parquet"
+    res = export(LOGDIR / "v2-none-0", "-o", out, "--max-file-rows", 5, code=2)
+    assert res.stderr == ("kseg: error: -o one.parquet names one file, but --max-file-rows writes a partition "
+                          "into several: give a folder\n")
+    assert not out.exists()
+    res = export(LOGDIR / "v2-none-0", "-o", tmp_path / "x", "--max-file-rows", 0, code=2)
+    assert "--max-file-rows" in res.stderr and not (tmp_path / "x").exists()
+
+
 # --------------------------------------------------------------------------- outputs: --force
 
 
@@ -228,8 +283,9 @@ def _damaged_copy(tmp_path: Path) -> tuple[Path, Path]:
 @pytest.mark.parametrize("fmt", ["parquet", "arrow"])
 def test_damage_stops_and_leaves_no_file(fmt: str, jobs: str, tmp_path: Path) -> None:
     part, log = _damaged_copy(tmp_path)
-    for out in (tmp_path / f"out{SUFFIX[fmt]}", tmp_path / "folder"):
-        res = export("--format", fmt, "-j", jobs, part, "-o", out, code=1)
+    for out, more in ((tmp_path / f"out{SUFFIX[fmt]}", []), (tmp_path / "folder", []),
+                      (tmp_path / "parts", ["--max-file-rows", "3"])):  # parts before the damage written, then gone
+        res = export("--format", fmt, "-j", jobs, part, "-o", out, *more, code=1)
         lines = res.stderr.splitlines()
         assert len(lines) == 1 and re.match(rf"kseg: error: {re.escape(str(log))}: at byte \d+ .*crc mismatch",
                                             lines[0]), res.stderr

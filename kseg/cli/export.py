@@ -51,6 +51,10 @@ CODECS = sorted({c for names in COMPRESSIONS.values() for c in names})
 @click.option("--on-damage", type=click.Choice(["stop", "skip"]), default="stop", show_default=True,
               help="A damaged batch (a CRC that does not match, contents that do not decode, a segment cut short): "
                    "stop (exit 1, write nothing), skip (leave it out, list it, exit 1).")
+@click.option("--max-file-rows", type=click.IntRange(min=1), metavar="N",
+              help="Write each partition into files of at most N records, <topic>-<partition>.00000.parquet and on "
+                   "(in order of offsets), as Spark's maxRecordsPerFile: a Parquet writer holds each row group's "
+                   "footer entry until its file closes, about a byte per record.")
 @click.option("--force", is_flag=True, help="Replace an existing output (only one kseg exported).")
 @max_decompressed_option
 @jobs_option
@@ -58,7 +62,8 @@ CODECS = sorted({c for names in COMPRESSIONS.values() for c in names})
 @remote_output
 def export_cmd(input_path: Path, output: Path, fmt: str, columns: tuple[str, ...] | None, compression: str | None,
                from_offset: int | None, to_offset: int | None, from_time: int | None, to_time: int | None,
-               include_control: bool, on_damage: str, force: bool, max_decompressed_bytes: int, jobs: int) -> None:
+               include_control: bool, on_damage: str, max_file_rows: int | None, force: bool,
+               max_decompressed_bytes: int, jobs: int) -> None:
     """Write the records of segment files into Parquet or Arrow files.
 
     INPUT is a .log file, a partition folder or a log directory; the rows are the records
@@ -67,7 +72,8 @@ def export_cmd(input_path: Path, output: Path, fmt: str, columns: tuple[str, ...
     written at once; a lone partition is read on one core while the other writes.
     """
     read = ReadFilter(from_offset, to_offset, from_time, to_time, include_control, on_damage, max_decompressed_bytes)
-    o = ExportOptions(fmt=fmt, columns=columns, read=read, compression=compression, force=force, jobs=jobs)
+    o = ExportOptions(fmt=fmt, columns=columns, read=read, compression=compression, force=force, jobs=jobs,
+                     max_file_rows=max_file_rows)
     arrow_pool_for_streaming()  # memory flat batch after batch (kseg.allocator)
     report = export(input_path, output, o)
     say_report(lambda out: write_export(report, out))

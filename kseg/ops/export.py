@@ -3,7 +3,9 @@ directory into Parquet or Arrow IPC (Feather v2) files, one file per partition.
 
 Rules: the rows are the Python API's (``kseg.ops.read.arrow_batches``: the records ``kseg dump``
 shows, with its filters, in the Spark data source's record schema), streamed into the file one
-Arrow RecordBatch at a time, so memory stays bounded by one of them and one Kafka batch. Each
+Arrow RecordBatch at a time, so memory stays bounded by one of them and one Kafka batch, and
+by the footer of a Parquet file, which its writer keeps until the file closes (about a byte a
+record): ``max_file_rows`` rolls a partition into files of at most that many records. Each
 file is written under a temporary name and published when complete (``kseg.log.atomic``); a
 folder of files is built whole under a temporary name and published at the end, so damage that
 stops the run (``on_damage="stop"``) or an input that changes under it publishes nothing. An
@@ -61,6 +63,7 @@ class ExportOptions:
     batch_rows: int = DEFAULT_BATCH_ROWS
     jobs: int = 1  # partitions written at once (worker processes); a lone partition reads ahead of its writer
     read_ahead: bool = False  # set by ``export``: read on a thread of its own while the writer encodes
+    max_file_rows: int | None = None  # a partition in files of at most this many records (``part_path``)
 
     @property
     def codec(self) -> str:
@@ -83,9 +86,10 @@ class PartitionExport:
     source: str
     topic: str | None
     partition: int | None
-    output: str
+    output: str  # its (first) file
     segments: int
     records: int = 0
+    files: list[str] = field(default_factory=list)  # every file written, in offset order
     damaged: list[str] = field(default_factory=list)  # each batch left out (skip), as stop would have said it
 
 
@@ -197,52 +201,115 @@ def _metadata(unit: ExportUnit, o: ExportOptions) -> dict[bytes, bytes]:
     return {EXPORT_KEY: json.dumps(doc, ensure_ascii=False).encode()}
 
 
-def export_unit(unit: ExportUnit, dst: Path, o: ExportOptions) -> PartitionExport:
-    """Write one unit's records into ``dst`` (published when complete; nothing on an error)."""
-    pa, pq = pyarrow_modules()
-    columns = list(o.columns) if o.columns is not None else None
-    schema = record_schema(columns).with_metadata(_metadata(unit, o))
-    result = PartitionExport(str(unit.source), unit.topic, unit.partition, str(dst), len(unit.segments))
-    damaged: list[KsegError] = []
-    out = AtomicFile(dst)
-    sink = writer = None
-    try:
-        # pyarrow writes the temporary itself: a Python file object would take the GIL for every
-        # page, and the reading (read ahead on another thread) could not run meanwhile.
-        sink = pa.OSFile(str(out.tmp), "wb")
-        codec = None if o.codec == "none" else o.codec
-        if o.fmt == PARQUET:
-            names = schema.names
-            writer = pq.ParquetWriter(sink, schema, compression=codec or "none",
-                                      use_dictionary=[c for c in names if c in DICTIONARY_COLUMNS],
-                                      write_statistics=[c for c in names if c not in NO_STATISTICS],
-                                      column_encoding={c: "DELTA_BINARY_PACKED" for c in names if c in DELTA_COLUMNS})
-        else:
-            writer = pa.ipc.new_file(sink, schema, options=pa.ipc.IpcWriteOptions(compression=codec))
-        batches = arrow_batches(unit.segments, o.read, columns, o.batch_rows, damaged)
-        for rb in ahead(batches, READ_AHEAD_BATCHES) if o.read_ahead else batches:
-            try:
-                writer.write_batch(rb)
-            except OSError as e:
-                raise _write_failed(e, dst) from None
-            result.records += rb.num_rows
-        w, writer = writer, None
+class _FileWriter:
+    """pyarrow's writer for one output file, on a temporary published by ``close`` (``AtomicFile``)."""
+
+    def __init__(self, dst: Path, schema: Any, o: ExportOptions, pa: Any, pq: Any):
+        self.dst = dst
+        self.out = AtomicFile(dst)
+        self.sink = self.writer = None
+        try:
+            # pyarrow writes the temporary itself: a Python file object would take the GIL for every
+            # page, and the reading (read ahead on another thread) could not run meanwhile.
+            self.sink = pa.OSFile(str(self.out.tmp), "wb")
+            codec = None if o.codec == "none" else o.codec
+            if o.fmt == PARQUET:
+                names = schema.names
+                self.writer = pq.ParquetWriter(
+                    self.sink, schema, compression=codec or "none",
+                    use_dictionary=[c for c in names if c in DICTIONARY_COLUMNS],
+                    write_statistics=[c for c in names if c not in NO_STATISTICS],
+                    column_encoding={c: "DELTA_BINARY_PACKED" for c in names if c in DELTA_COLUMNS})
+            else:
+                self.writer = pa.ipc.new_file(self.sink, schema, options=pa.ipc.IpcWriteOptions(compression=codec))
+        except BaseException:
+            self.abort()
+            raise
+
+    def write(self, rb: Any) -> None:
+        try:
+            self.writer.write_batch(rb)
+        except OSError as e:
+            raise _write_failed(e, self.dst) from None
+
+    def close(self, inputs: list[Path]) -> None:
+        """Finish the file and publish it, if ``inputs`` are still what was read."""
+        w, self.writer = self.writer, None
         try:
             w.close()
-            sink.close()
+            self.sink.close()
         except OSError as e:
-            raise _write_failed(e, dst) from None
-        identity.require_unchanged(unit.segments)  # what was written is the input as it still is
-        out.commit()
-    except BaseException:
-        for done in (writer, sink):
+            raise _write_failed(e, self.dst) from None
+        identity.require_unchanged(inputs)  # what was written is the input as it still is
+        self.out.commit()
+
+    def abort(self) -> None:
+        for done in (self.writer, self.sink):
             if done is not None:
                 try:
                     done.close()  # into the temporary, about to go: only so pyarrow lets go of it
                 except Exception:  # noqa: BLE001 - the first error is the one to report
                     pass
-        out.abort()
+        self.out.abort()
+
+
+def part_path(dst: Path, index: int) -> Path:
+    """The ``index``-th file of a partition written in parts: ``<stem>.00000.parquet`` and on
+    (names that sort in offset order)."""
+    stem, suffix = dst.name[:-len(dst.suffix)], dst.suffix
+    return dst.with_name(f"{stem}.{index:05d}{suffix}")
+
+
+def export_unit(unit: ExportUnit, dst: Path, o: ExportOptions) -> PartitionExport:
+    """Write one unit's records into ``dst`` (published when complete; nothing on an error), or
+    with ``max_file_rows`` into files of at most that many records beside it (``part_path``)."""
+    pa, pq = pyarrow_modules()
+    columns = list(o.columns) if o.columns is not None else None
+    schema = record_schema(columns).with_metadata(_metadata(unit, o))
+    result = PartitionExport(str(unit.source), unit.topic, unit.partition, str(dst), len(unit.segments))
+    damaged: list[KsegError] = []
+    limit = o.max_file_rows
+    files: list[str] = []
+    current: _FileWriter | None = None
+    in_file = 0
+
+    def start() -> _FileWriter:
+        nonlocal in_file
+        in_file = 0
+        return _FileWriter(part_path(dst, len(files)) if limit else dst, schema, o, pa, pq)
+
+    try:
+        batches = arrow_batches(unit.segments, o.read, columns, o.batch_rows, damaged)
+        for rb in ahead(batches, READ_AHEAD_BATCHES) if o.read_ahead else batches:
+            if not limit:
+                current = current or start()
+                current.write(rb)
+                result.records += rb.num_rows
+                continue
+            at = 0
+            while at < rb.num_rows:  # the batch cut where a file reaches its limit
+                current = current or start()
+                take = min(limit - in_file, rb.num_rows - at)
+                current.write(rb if take == rb.num_rows else rb.slice(at, take))
+                at += take
+                in_file += take
+                result.records += take
+                if in_file == limit:
+                    current.close(unit.segments)  # aborted below if that fails
+                    files.append(str(current.dst))
+                    current = None
+        if current is None and not (limit and files):  # no records: one file of none
+            current = start()
+        if current is not None:
+            current.close(unit.segments)
+            files.append(str(current.dst))
+            current = None
+    except BaseException:
+        if current is not None:
+            current.abort()
         raise
+    result.output = files[0]
+    result.files = files
     result.damaged = [str(e) for e in damaged]
     return result
 
@@ -250,7 +317,8 @@ def export_unit(unit: ExportUnit, dst: Path, o: ExportOptions) -> PartitionExpor
 def export(input_path: Any, output: Path, o: ExportOptions) -> ExportReport:
     """Export a segment file, a partition folder or a log directory into ``output``: a file when
     the input is one partition and ``output`` ends in the format's suffix, else a folder with
-    one ``<topic>-<partition>`` file per partition. An input that changes during the run
+    one ``<topic>-<partition>`` file per partition (or, with ``max_file_rows``, its parts
+    ``<topic>-<partition>.00000`` and on). An input that changes during the run
     publishes nothing (``kseg.log.identity``)."""
     if o.fmt not in FORMATS:
         raise InputError(f"format must be one of {', '.join(FORMATS)}, not {o.fmt!r}")
@@ -265,6 +333,9 @@ def export(input_path: Any, output: Path, o: ExportOptions) -> ExportReport:
         if as_file and not single:
             raise InputError(f"-o {output.name} names one file, but the input is a log directory of "
                              f"{len(units)} partitions: give a folder (one file per partition)")
+        if as_file and o.max_file_rows:
+            raise InputError(f"-o {output.name} names one file, but --max-file-rows writes a partition into "
+                             f"several: give a folder")
         check_output([src], output, force=o.force)
         if o.force:
             _check_replaceable(output, pa, pq)
@@ -276,7 +347,8 @@ def export(input_path: Any, output: Path, o: ExportOptions) -> ExportReport:
             return report
         with AtomicDir(output) as root:
             for r in execute(OPERATION, (units, root.tmp), o, o.jobs):
-                r.output = str(output / Path(r.output).name)
+                r.files = [str(output / Path(f).name) for f in r.files]
+                r.output = r.files[0]
                 report.partitions.append(r)
             identity.require_unchanged()
         return report

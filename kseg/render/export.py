@@ -5,6 +5,7 @@ Takes the operation's report (data) and a stream; nothing here reads files.
 
 from __future__ import annotations
 
+import os
 from typing import Any, TextIO
 
 from kseg.printable import printable
@@ -17,9 +18,12 @@ def _count(n: int, what: str) -> str:
 
 
 def write_export(report: Any, out: TextIO) -> None:
-    """One line per output file, one per batch left out for damage (``--on-damage skip``), a summary."""
+    """One line per partition (its file, or its first and last), one per batch left out for damage (``--on-damage skip``), a summary."""
     for p in report.partitions:
-        out.write(f"{printable(p.source)} -> {printable(p.output)}: {_count(p.records, 'record')} from "
+        files = p.files or [p.output]
+        to = printable(files[0]) if len(files) == 1 else \
+            f"{printable(files[0])} .. {printable(os.path.basename(files[-1]))} ({len(files)} files)"
+        out.write(f"{printable(p.source)} -> {to}: {_count(p.records, 'record')} from "
                   f"{_count(p.segments, 'segment')}\n")
         for what in p.damaged:
             out.write(f"  left out: {printable(what)}\n")
