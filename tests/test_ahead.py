@@ -7,9 +7,10 @@ from __future__ import annotations
 import threading
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from conftest import examples
 from kseg.ops.ahead import ahead
 
 
@@ -17,7 +18,7 @@ def _ahead_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "kseg-ahead"]
 
 
-@settings(max_examples=50, deadline=None)
+@examples(50)
 @given(st.lists(st.integers()), st.integers(min_value=1, max_value=4))
 def test_the_same_items_in_order(items, depth):
     assert list(ahead(iter(items), depth)) == items

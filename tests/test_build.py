@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from conftest import examples
 from kseg.cli.main import main
 from kseg.formats.attributes import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_ZSTD, LOG_APPEND_TIME
 from kseg.log.encode import build_legacy_message, build_legacy_wrapper, build_v2_batch
@@ -302,7 +303,7 @@ def partitions(draw) -> list[tuple[int, bytes, bool]]:
     return segments
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@examples(30)
 @given(parts=partitions())
 def test_generated_partitions_round_trip(parts: list[tuple[int, bytes, bool]], tmp_path_factory) -> None:
     root = tmp_path_factory.mktemp("gen")

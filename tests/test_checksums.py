@@ -13,7 +13,7 @@ import zlib
 
 import crc32c as reference
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import FIXTURES_LOGDIR, examples
@@ -99,7 +99,7 @@ def crc32_code(request):
         _checksum.crc32_fast(True)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@examples(400)
 @given(st.binary(max_size=600) | st.integers(0, 5000).map(lambda n: bytes(range(256)) * (n // 256) + bytes(n % 256)),
        st.integers(0, (1 << 32) - 1))
 def test_crc32_is_zlibs(crc32_code, data: bytes, start: int) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import kseg
@@ -34,7 +34,7 @@ from kseg.log.span_columns import (
 )
 from kseg.checksums import crc32c
 from kseg.model import Header, make_record
-from tests.conftest import real_log_files
+from tests.conftest import examples, real_log_files
 from tests.test_api import LOGDIR, needs_arrow
 
 needs_c = pytest.mark.skipif(fast.c_twin("v2_column_run") is None,
@@ -113,7 +113,7 @@ def both_runs(batches: list, start: int, *args) -> tuple:
 
 
 @needs_c
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@examples(300)
 @given(log_bytes(), st.sampled_from([CONTROL_STOPS, CONTROL_SKIPPED, CONTROL_ROWS]), st.booleans(),
        st.sampled_from([1, 3, 1 << 30]), st.integers(0, 4), st.sampled_from([None, 1 << 20, 30]))
 def test_c_and_python_take_the_same_runs(buf: bytes, controls: int, crc: bool, max_rows: int, bounds: int,
@@ -279,7 +279,7 @@ def test_the_data_source_reads_the_same_with_and_without_runs(monkeypatch) -> No
 
 @needs_arrow
 @needs_c
-@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@examples(60)
 @given(log_bytes())
 def test_generated_files_read_the_same_with_and_without_runs(tmp_path_factory, monkeypatch, buf: bytes) -> None:
     """to_batches' and the data source's reads of generated segments (damage included)."""

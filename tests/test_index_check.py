@@ -13,9 +13,10 @@ import struct
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from conftest import examples
 from kseg.companions.build import build_indexes
 from kseg.companions.check import BatchRows, check_segment_companions, index_sound_py, summarize_batches
 from kseg.companions.read import IndexSlots
@@ -59,7 +60,7 @@ _batches = st.lists(st.tuples(st.integers(1, 6), st.integers(0, 50)), min_size=1
 
 @given(_batches, st.sampled_from([0, 1, 200, 4096]), st.sampled_from(["index", "timeindex"]),
        st.integers(0, 10_000), st.integers(0, 0xFFFFFFFF), st.booleans())
-@settings(max_examples=120, deadline=None)
+@examples(120)
 def test_packed_rows_find_what_tuples_find(tmp_path_factory, batches, interval, which, where, word, damage):
     """Healthy indexes, and indexes with one 4-byte word overwritten anywhere (offsets, positions,
     timestamps out of order, past the log, inside batches): the same findings both ways."""

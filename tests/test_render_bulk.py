@@ -9,7 +9,7 @@ import os
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from kseg.errors import KsegError
@@ -20,7 +20,7 @@ from kseg.log.records import batch_records, batch_spans, payload_bytes
 from kseg.model import Batch, Header, Record
 from kseg.render import lines
 
-from conftest import FIXTURES_LOGDIR, REALDATA, fixture_logs, ids, real_log_files
+from conftest import FIXTURES_LOGDIR, REALDATA, examples, fixture_logs, ids, real_log_files
 
 _format = pytest.importorskip("kseg.render._format")
 
@@ -163,14 +163,14 @@ def records(draw) -> list[Record]:
     return out
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(300)
 @given(records(), st.integers(0, 1 << 40), st.sampled_from([0, 1, 2]), st.integers(-1, 0x7FFFFFFF))
 def test_generated_records_render_alike(recs, position, magic, base_sequence) -> None:
     base = recs[0].offset if recs else 0
     agree(recs, position, magic, base, base_sequence)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(300)
 @given(records(), st.integers(0, 1 << 40), st.sampled_from(["CreateTime", "LogAppendTime"]),
        st.lists(st.integers(0, lines.HEADERS_IF_ANY), min_size=1, max_size=9),
        st.sampled_from(MODES), st.sampled_from(MODES), st.sampled_from([-1, lines.TEXT_WIDTH]))
@@ -266,7 +266,6 @@ def test_iso_utc() -> None:
 
 # --------------------------------------------------------------------------- whole dumps, both writers
 
-from hypothesis import HealthCheck as _HC  # noqa: E402
 
 from kseg.log.encode import build_legacy_message_set, build_v2_batch  # noqa: E402
 from kseg.ops.dump import DumpOptions, dump_paths  # noqa: E402
@@ -320,7 +319,7 @@ def test_filtered_dumps_agree(monkeypatch, filters) -> None:
     dumps_agree(FIXTURES, monkeypatch, **filters)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[_HC.too_slow, _HC.function_scoped_fixture])
+@examples(60)
 @given(st.lists(st.one_of(v2_records(), legacy_records(magic=0), legacy_records(magic=1)), min_size=1, max_size=4),
        st.sampled_from([0, 1]))
 def test_whole_dumps_agree_on_generated_segments(tmp_path, monkeypatch, groups, codec) -> None:
@@ -374,7 +373,7 @@ def _outcome(fn, *args):
 
 
 @pytest.mark.skipif(not fast.ACCELERATED, reason="the C reader is off (KSEG_PURE_PYTHON=1): no spans")
-@settings(max_examples=300, deadline=None)
+@examples(300)
 @given(st.data())
 def test_spans_fail_as_records_do_on_damaged_payloads(data) -> None:
     """The spans mode of the C readers runs the same checks as the record mode: on a damaged

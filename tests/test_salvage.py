@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from conftest import FIXTURES_LOGDIR, REPO
+from conftest import FIXTURES_LOGDIR, REPO, examples
 from kseg.cli.main import main
 from kseg.log import fast
 from kseg.log.encode import build_v2_batch
@@ -34,8 +34,7 @@ PARTITIONS = sorted(p for root in CORPORA + [FIXTURES_LOGDIR] for p in root.iter
                     if p.is_dir() and partition_segments(p))
 EPOCH_FIELD = range(12, 16)  # v2 partitionLeaderEpoch: outside the CRC, any epoch >= -1 is plausible
 T0 = 1_700_000_000_000
-EXAMPLES = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                           HealthCheck.too_slow])
+EXAMPLES = examples(25)
 
 
 def generated(folder: Path, segments: int = 3, n: int = 12, per: int = 5) -> Path:
@@ -190,7 +189,7 @@ def test_salvage_recovers_all_but_the_touched_batches(tmp_path, kind, part, seg,
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@examples(10)
 @given(seg=st.integers(0, 2), pick=st.integers(0, 1000), frac=st.floats(0, 0.999),
        garbage=st.binary(min_size=1, max_size=300), length=st.integers(1, 2000))
 def test_salvage_in_any_segment_of_a_generated_partition(tmp_path, kind, seg, pick, frac, garbage, length):
@@ -311,7 +310,7 @@ piece = st.one_of(st.sampled_from(PIECES), st.binary(max_size=80), st.integers(1
 
 
 @pytest.mark.skipif(fast.c_twin("resync") is None, reason="C accelerator not built (or KSEG_PURE_PYTHON)")
-@settings(max_examples=300, deadline=None)
+@examples(300)
 @given(parts=st.lists(piece, max_size=8), start=st.integers(0, 300), final=st.booleans(),
        low=st.integers(0, 200), high=st.sampled_from([2**63 - 1, 100, 40]),
        max_size=st.sampled_from([64 << 20, 500, 100]))

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
+from conftest import examples
 from kseg.cli.main import main
 from kseg.companions.build import build_indexes
 from kseg.errors import InputError
@@ -235,7 +236,7 @@ def test_slices_give_the_whole_read_on_broker_files(tmp_path, op, tree):
     _as_whole(op, [REPO / tree], tmp_path)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@examples(40)
 @given(cut=st.integers(0, 10**9), flips=st.lists(st.integers(0, 10**9), max_size=3),
        workers=st.sampled_from([2, 5, 64]), op=st.sampled_from(sorted(SLICED)))
 # A time seek that lands on a batch whose length a flip made longer than its slice: the whole

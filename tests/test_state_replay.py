@@ -15,9 +15,10 @@ import uuid
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from conftest import examples
 from kseg.decoders import decode_record, metadata, offsets
 from kseg.decoders.schema import encode
 from kseg.log.encode import build_v2_batch
@@ -192,7 +193,7 @@ def _combine_by_definition(batches: list[StateBatch], start: int) -> list[StateB
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@examples(300)
 @given(st.lists(st.tuples(st.integers(0, 60), st.integers(0, 12), st.sampled_from([0, 2, 4]), st.integers(1, 4)),
                 max_size=25), st.integers(0, 30))
 def test_combining_state_batches_follows_the_rule(raw, start) -> None:

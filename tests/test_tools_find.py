@@ -6,11 +6,11 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
-from conftest import FIXTURES_LOGDIR, REALDATA
+from conftest import FIXTURES_LOGDIR, REALDATA, examples
 from kseg.cli.main import main
 from kseg.companions.build import build_indexes
 from kseg.log.encode import build_v2_batch
@@ -44,7 +44,7 @@ def test_default_partition_java_vectors(key, partition):
 
 
 @given(st.binary(max_size=64))
-@settings(max_examples=300, deadline=None)
+@examples(300)
 def test_murmur2_same_as_kafka_python(data):
     assert murmur2(data) & 0xFFFFFFFF == kafka_python_murmur2(data) & 0xFFFFFFFF
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import FIXTURES_LOGDIR, REALDATA, v2_records
+from conftest import FIXTURES_LOGDIR, REALDATA, examples, v2_records
 from kseg.cli.main import main
 from kseg.log.encode import build_legacy_wrapper, build_v2_batch
 from kseg.log.records import batch_records
@@ -237,7 +237,7 @@ def _same_both_ways(log_bytes: bytes) -> None:
 
 
 @given(st.lists(v2_records(max_size=12), min_size=1, max_size=4), st.sampled_from([0, 1, 2, 3, 4]))
-@settings(max_examples=60, deadline=None)
+@examples(60)
 def test_c_walk_equals_python_path_on_any_records(batches, codec):
     from kseg.ops import stats as stats_mod
 
@@ -249,7 +249,7 @@ def test_c_walk_equals_python_path_on_any_records(batches, codec):
 @given(st.lists(st.tuples(v2_records(max_size=8), st.sampled_from([0, 1, 3, 4]), st.booleans(), st.booleans()),
                 min_size=2, max_size=5),
        st.integers(0, 10_000), st.integers(1, 255), st.booleans())
-@settings(max_examples=80, deadline=None)
+@examples(80)
 def test_c_run_counts_damage_as_the_python_path(batches, where, xor, fix_crc):
     """A byte changed anywhere (the CRC then wrong, or made right again so that only the records
     are wrong), transactional and LogAppendTime batches among the rest: the C run stops where
