@@ -201,10 +201,10 @@ def test_c_walk_rejects_malformed_records():
         pytest.skip("the C sketch walk is not built")
     regs = bytearray(1 << 14)
     with pytest.raises(ValueError):
-        _sketch.v2_stats(b"\x10\x00", 1, regs, 14)
+        _sketch.v2_stats(b"\x10\x00", 1, regs, 14, 0)
     with pytest.raises(ValueError):
-        _sketch.v2_stats(b"", 1, regs, 14)
-    assert _sketch.v2_stats(b"", 0, regs, 14) == (0, 0, None)
+        _sketch.v2_stats(b"", 1, regs, 14, 0)
+    assert _sketch.v2_stats(b"", 0, regs, 14, 0) == (0, 0, None)
 
 
 def test_sketches_are_dropped_once_merged(tmp_path):
@@ -295,3 +295,27 @@ def test_c_run_takes_every_sound_batch(tmp_path, codec):
     expected.add_many([r.key for rs in recs for r in rs if r.key is not None])
     assert hll.registers == expected.registers
     assert stats_v2_run(entries, 4, hll.registers, hll.p).stop == 4
+
+
+@pytest.mark.parametrize("stamps", [[-1, 7], [7, -1], [-5, -1], [3, -1, 2]])
+def test_negative_record_timestamps_are_left_out_of_the_smallest(stamps):
+    """A record whose timestamp is below 0 (a producer's -1, or a flipped delta) is no time: the
+    smallest timestamp is that of the others, in a sound batch (the C run), in one the run
+    leaves to the sketch walk (a CRC that does not match) and in Python alike."""
+    from kseg.ops import stats as stats_mod
+
+    if stats_mod.SKETCH is None:
+        pytest.skip("the C sketch walk is not built (or KSEG_PURE_PYTHON is set)")
+    recs = [make_record(offset=i, timestamp=t, key=b"k", value=b"v") for i, t in enumerate(stamps)]
+    sound = build_v2_batch(recs)
+    damaged = bytearray(sound)
+    damaged[-2] ^= 1  # the last value byte (before its header count): the CRC no longer matches, the records read
+    want = min((t for t in stamps if t >= 0), default=None)
+    for data in (sound, bytes(damaged)):
+        _same_both_ways(data)
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as d:
+            log = Path(d) / segment_file_name(0)
+            log.write_bytes(data)
+            assert stats_mod.stats_partition([log], stats_mod.StatsOptions()).acc.min_timestamp == want

@@ -1,8 +1,8 @@
 /* kseg.log._sketch: the hot loop of `kseg stats`, in C.
  *
- * v2_stats(records, count, registers, p) walks a v2 batch's (decompressed) records
- * section without building Record objects and returns
- * (keyless, tombstones, smallest timestampDelta or None); every non-null key is added
+ * v2_stats(records, count, registers, p, base_timestamp) walks a v2 batch's (decompressed)
+ * records section without building Record objects and returns (keyless, tombstones, smallest
+ * record timestamp that is not negative, or None); every non-null key is added
  * to a HyperLogLog held in `registers` (a bytearray of 2**p bytes) with the same hash
  * and rank as kseg.ops.stats.HyperLogLog (XXH64, seed 0). Malformed records raise
  * ValueError and change no register: the caller then takes the checked Python path, which
@@ -25,7 +25,8 @@ static PyObject *v2_stats(PyObject *self, PyObject *args) {
     Py_buffer data, regs;
     Py_ssize_t count;
     int p;
-    if (!PyArg_ParseTuple(args, "y*nw*i", &data, &count, &regs, &p)) return NULL;
+    long long base_ts;
+    if (!PyArg_ParseTuple(args, "y*nw*iL", &data, &count, &regs, &p, &base_ts)) return NULL;
     PyObject *result = NULL;
     uint32_t *marks = NULL;
     if (p < 4 || p > 18 || regs.len != ((Py_ssize_t)1 << p)) {
@@ -43,14 +44,14 @@ static PyObject *v2_stats(PyObject *self, PyObject *args) {
         goto done;
     }
     SketchSum sum;
-    const char *why = sk_walk_v2(data.buf, data.len, count, p, marks, &sum);
+    const char *why = sk_walk_v2(data.buf, data.len, count, p, marks, (int64_t)base_ts, &sum);
     if (why) {
         bad(why);
         goto done;
     }
     sk_apply(regs.buf, marks, sum.marks);
     if (sum.have_min)
-        result = Py_BuildValue("(LLL)", sum.keyless, sum.tombstones, (long long)sum.min_delta);
+        result = Py_BuildValue("(LLL)", sum.keyless, sum.tombstones, (long long)sum.min_ts);
     else
         result = Py_BuildValue("(LLO)", sum.keyless, sum.tombstones, Py_None);
 done:
@@ -69,7 +70,7 @@ static PyObject *py_xxh64(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"v2_stats", v2_stats, METH_VARARGS, "keyless, tombstones, min timestamp delta of a v2 records section; keys into an HLL"},
+    {"v2_stats", v2_stats, METH_VARARGS, "keyless, tombstones, min timestamp (not negative) of a v2 records section; keys into an HLL"},
     {"xxh64", py_xxh64, METH_VARARGS, "XXH64 with seed 0"},
     {NULL, NULL, 0, NULL},
 };

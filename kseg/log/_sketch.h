@@ -1,6 +1,6 @@
 /* kseg/log/_sketch.h: what `kseg stats` counts of a v2 records section, shared by
  * kseg.log._sketch (v2_stats, one batch) and kseg.log._speedups (stats_v2_run, a run of
- * batches): the walk that finds each record's key, value and timestamp delta without building
+ * batches): the walk that finds each record's key, value and timestamp without building
  * Record objects, and the HyperLogLog update of kseg.ops.stats.HyperLogLog (XXH64 with seed
  * 0, the register of the top p bits, the rank of the rest). A walk that fails changes no
  * register: the keys' (register, rank) marks are applied only once the whole section read
@@ -67,15 +67,18 @@ static int sk_varint(const uint8_t **pp, const uint8_t *end, int max, int64_t *o
 
 typedef struct {
     long long keyless, tombstones;
-    int64_t min_delta;
+    int64_t min_ts; /* the smallest record timestamp that is not negative (have_min: there is one) */
     int have_min;
     Py_ssize_t marks; /* (register << 8 | rank) entries written */
 } SketchSum;
 
 /* Walk `count` records of data[0, len); each non-null key's HLL mark into marks[] (room for
- * `count`). NULL when the section reads whole, else what did not (a short phrase). */
+ * `count`). A record's timestamp is base_ts plus its delta, wrapped to 64 bits as Java adds
+ * (and kseg.log.decode); those below 0 are not counted, as the Python path leaves them out.
+ * NULL when the section reads whole, else what did not (a short phrase). */
 static const char *
-sk_walk_v2(const uint8_t *q, Py_ssize_t len, Py_ssize_t count, int p, uint32_t *marks, SketchSum *out)
+sk_walk_v2(const uint8_t *q, Py_ssize_t len, Py_ssize_t count, int p, uint32_t *marks, int64_t base_ts,
+           SketchSum *out)
 {
     const uint8_t *end = q + len;
     const int shift = 64 - p;
@@ -88,7 +91,8 @@ sk_walk_v2(const uint8_t *q, Py_ssize_t len, Py_ssize_t count, int p, uint32_t *
         if (q >= rec_end) return "record attributes";
         q++; /* attributes */
         if (sk_varint(&q, rec_end, 10, &tsd) || sk_varint(&q, rec_end, 5, &od)) return "record deltas";
-        if (!out->have_min || tsd < out->min_delta) { out->min_delta = tsd; out->have_min = 1; }
+        const int64_t ts = (int64_t)((uint64_t)base_ts + (uint64_t)tsd);
+        if (ts >= 0 && (!out->have_min || ts < out->min_ts)) { out->min_ts = ts; out->have_min = 1; }
         if (sk_varint(&q, rec_end, 5, &klen) || klen < -1 || klen > rec_end - q) return "key";
         const uint8_t *key = q;
         if (klen >= 0) q += klen;

@@ -2018,7 +2018,7 @@ stats_v2_run(PyObject *self, PyObject *args)
             marks_cap = count;
         }
         SketchSum sum;
-        const char *why = sk_walk_v2(data, data_len, (Py_ssize_t)count, p, marks_buf, &sum);
+        const char *why = sk_walk_v2(data, data_len, (Py_ssize_t)count, p, marks_buf, (int64_t)base_ts, &sum);
         long long first_ts = 0;
         int has_first = 0;
         if (!why) {
@@ -2026,7 +2026,7 @@ stats_v2_run(PyObject *self, PyObject *args)
                 first_ts = max_ts;
                 has_first = 1;
             } else if (sum.have_min) {
-                if (__builtin_add_overflow(base_ts, (long long)sum.min_delta, &first_ts)) why = "timestamp";
+                first_ts = sum.min_ts;
                 has_first = 1;
             }
         }

@@ -443,7 +443,8 @@ def _sketch_batch(acc: Acc, b: Batch, limit: int, where: str) -> int | None:
         acc.problem(f"{where}: {e}")
         return 0
     try:
-        keyless, tombstones, min_delta = SKETCH.v2_stats(data, count, acc.keys.registers, acc.keys.p)
+        keyless, tombstones, min_stamp = SKETCH.v2_stats(data, count, acc.keys.registers, acc.keys.p,
+                                                         b.base_timestamp)
     except ValueError:
         return None
     if b.is_compressed:
@@ -456,7 +457,7 @@ def _sketch_batch(acc: Acc, b: Batch, limit: int, where: str) -> int | None:
     acc.keyed += count - keyless
     acc.tombstones += tombstones
     lat = effective_log_append_time(b)
-    min_ts = lat if lat is not None else (None if min_delta is None else b.base_timestamp + min_delta)
+    min_ts = lat if lat is not None else min_stamp
     if min_ts is not None and min_ts >= 0:
         acc.min_timestamp = min_ts if acc.min_timestamp is None else min(acc.min_timestamp, min_ts)
     if b.timestamp >= 0:
