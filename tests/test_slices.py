@@ -236,7 +236,7 @@ def test_slices_give_the_whole_read_on_broker_files(tmp_path, op, tree):
     _as_whole(op, [REPO / tree], tmp_path)
 
 
-@examples(40)
+@examples(200)
 @given(cut=st.integers(0, 10**9), flips=st.lists(st.integers(0, 10**9), max_size=3),
        workers=st.sampled_from([2, 5, 64]), op=st.sampled_from(sorted(SLICED)))
 # A time seek that lands on a batch whose length a flip made longer than its slice: the whole

@@ -249,7 +249,7 @@ def test_c_walk_equals_python_path_on_any_records(batches, codec):
 @given(st.lists(st.tuples(v2_records(max_size=8), st.sampled_from([0, 1, 3, 4]), st.booleans(), st.booleans()),
                 min_size=2, max_size=5),
        st.integers(0, 10_000), st.integers(1, 255), st.booleans())
-@examples(80)
+@examples(300)
 def test_c_run_counts_damage_as_the_python_path(batches, where, xor, fix_crc):
     """A byte changed anywhere (the CRC then wrong, or made right again so that only the records
     are wrong), transactional and LogAppendTime batches among the rest: the C run stops where
