@@ -86,11 +86,15 @@ class PartitionExport:
     source: str
     topic: str | None
     partition: int | None
-    output: str  # its (first) file
     segments: int
     records: int = 0
     files: list[str] = field(default_factory=list)  # every file written, in offset order
     damaged: list[str] = field(default_factory=list)  # each batch left out (skip), as stop would have said it
+
+    @property
+    def output(self) -> str:
+        """Its (first) file."""
+        return self.files[0]
 
 
 @dataclass
@@ -256,8 +260,7 @@ class _FileWriter:
 def part_path(dst: Path, index: int) -> Path:
     """The ``index``-th file of a partition written in parts: ``<stem>.00000.parquet`` and on
     (names that sort in offset order)."""
-    stem, suffix = dst.name[:-len(dst.suffix)], dst.suffix
-    return dst.with_name(f"{stem}.{index:05d}{suffix}")
+    return dst.with_name(f"{dst.stem}.{index:05d}{dst.suffix}")
 
 
 def export_unit(unit: ExportUnit, dst: Path, o: ExportOptions) -> PartitionExport:
@@ -266,7 +269,7 @@ def export_unit(unit: ExportUnit, dst: Path, o: ExportOptions) -> PartitionExpor
     pa, pq = pyarrow_modules()
     columns = list(o.columns) if o.columns is not None else None
     schema = record_schema(columns).with_metadata(_metadata(unit, o))
-    result = PartitionExport(str(unit.source), unit.topic, unit.partition, str(dst), len(unit.segments))
+    result = PartitionExport(str(unit.source), unit.topic, unit.partition, len(unit.segments))
     damaged: list[KsegError] = []
     limit = o.max_file_rows
     files: list[str] = []
@@ -281,15 +284,10 @@ def export_unit(unit: ExportUnit, dst: Path, o: ExportOptions) -> PartitionExpor
     try:
         batches = arrow_batches(unit.segments, o.read, columns, o.batch_rows, damaged)
         for rb in ahead(batches, READ_AHEAD_BATCHES) if o.read_ahead else batches:
-            if not limit:
-                current = current or start()
-                current.write(rb)
-                result.records += rb.num_rows
-                continue
             at = 0
             while at < rb.num_rows:  # the batch cut where a file reaches its limit
                 current = current or start()
-                take = min(limit - in_file, rb.num_rows - at)
+                take = min(limit - in_file, rb.num_rows - at) if limit else rb.num_rows
                 current.write(rb if take == rb.num_rows else rb.slice(at, take))
                 at += take
                 in_file += take
@@ -308,7 +306,6 @@ def export_unit(unit: ExportUnit, dst: Path, o: ExportOptions) -> PartitionExpor
         if current is not None:
             current.abort()
         raise
-    result.output = files[0]
     result.files = files
     result.damaged = [str(e) for e in damaged]
     return result
@@ -348,7 +345,6 @@ def export(input_path: Any, output: Path, o: ExportOptions) -> ExportReport:
         with AtomicDir(output) as root:
             for r in execute(OPERATION, (units, root.tmp), o, o.jobs):
                 r.files = [str(output / Path(f).name) for f in r.files]
-                r.output = r.files[0]
                 report.partitions.append(r)
             identity.require_unchanged()
         return report

@@ -18,9 +18,10 @@ def _count(n: int, what: str) -> str:
 
 
 def write_export(report: Any, out: TextIO) -> None:
-    """One line per partition (its file, or its first and last), one per batch left out for damage (``--on-damage skip``), a summary."""
+    """One line per partition (its file, or its first and last), one per batch left out for
+    damage (``--on-damage skip``), a summary."""
     for p in report.partitions:
-        files = p.files or [p.output]
+        files = p.files
         to = printable(files[0]) if len(files) == 1 else \
             f"{printable(files[0])} .. {printable(os.path.basename(files[-1]))} ({len(files)} files)"
         out.write(f"{printable(p.source)} -> {to}: {_count(p.records, 'record')} from "
