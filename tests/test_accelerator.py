@@ -262,6 +262,37 @@ def test_random_buffers_scan_alike(buf, base) -> None:
     compare_scan(b"\x00" * 8 + buf, base)
 
 
+@FUZZ
+@given(seed=st.integers(0, 1 << 32), size=st.sampled_from([0, 1, 1000, 65536, 65537, 200_000]),
+       text=st.booleans(), flips=st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(1, 255)), max_size=3),
+       cut=st.one_of(st.none(), st.integers(0, 1 << 20)), limit=st.sampled_from([0, 999, 65536, 1 << 20]),
+       junk=st.binary(max_size=8))
+def test_lz4_frames_decompress_alike(seed, size, text, flips, cut, limit, junk) -> None:
+    """``lz4_frame_bytes`` (Kafka's LZ4 frame into one bytes object, for decompress_payload)
+    against its twin ``kafka_lz4._kafka_frame``: the data back from a frame the codec wrote, the
+    same None for one cut, damaged, over the limit or not Kafka's; the codec object then says why."""
+    import random
+
+    from kseg.codecs import get_codec
+    from kseg.codecs.kafka_lz4 import _kafka_frame
+    from kseg.formats.attributes import CODEC_LZ4
+
+    codec = get_codec(CODEC_LZ4)
+    rng = random.Random(seed)
+    data = bytes(rng.choice(b"kafka log segment ") for _ in range(size)) if text else rng.randbytes(size)
+    frame = bytearray(codec.compress(data))
+    if not flips and cut is None and limit >= size:
+        assert fast.lz4_frame_bytes(codec, bytes(frame), limit) == data
+    for pos, x in flips:
+        frame[pos % len(frame)] ^= x
+    if cut is not None:
+        del frame[cut % (len(frame) + 1):]
+    frame += junk  # after the end mark: ignored, as Java does
+    expected = _kafka_frame(memoryview(bytes(frame)), 2, limit)
+    assert fast.lz4_frame_bytes(codec, bytes(frame), limit) == expected
+    assert fast.lz4_frame_bytes(codec, memoryview(bytes(frame)), limit) == expected
+
+
 varint_bytes = st.lists(st.integers(0, 255), max_size=12).map(bytes)
 
 

@@ -21,6 +21,7 @@
  *   span_columns             kseg.log.span_columns.span_columns_py
  *   sound_v2_run             kseg.log.checks.sound_v2_run_py
  *   stats_v2_run             kseg.log.checks.stats_v2_run_py
+ *   lz4_frame_bytes          kseg.codecs.kafka_lz4._kafka_frame
  *   index_sound              kseg.companions.check.index_sound_py
  *   v2_column_run            kseg.log.span_columns.v2_column_run_py
  *
@@ -1685,12 +1686,36 @@ static inline uint32_t le32(const unsigned char *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* Kafka's LZ4 frame into scratch, as kafka_lz4._kafka_frame reads it: its exact header, blocks of
- * at most lz4_block_max bytes (stored or compressed) up to the end mark, bytes after it ignored,
- * at most limit bytes out. The decompressed size, or -1 when the frame is not that (the codec
- * object then decides, and words any error). */
+/* Where lz4_frame writes: reserve(sink, n) makes room for n bytes and returns the start (which
+ * may move), NULL when there is no memory (an error set). */
+typedef unsigned char *(*Lz4Reserve)(void *sink, Py_ssize_t n);
+
+static unsigned char *
+reserve_scratch(void *sink, Py_ssize_t n)
+{
+    (void)sink;
+    return scratch_reserve(n) < 0 ? NULL : scratch;
+}
+
+/* Into a bytes object (*(PyObject **)sink), grown by doubling and trimmed by the caller. */
+static unsigned char *
+reserve_bytes(void *sink, Py_ssize_t n)
+{
+    PyObject **out = (PyObject **)sink;
+    Py_ssize_t cap = PyBytes_GET_SIZE(*out);
+    if (n > cap) {
+        while (cap < n) cap *= 2;
+        if (_PyBytes_Resize(out, cap) < 0) return NULL;
+    }
+    return (unsigned char *)PyBytes_AS_STRING(*out);
+}
+
+/* Kafka's LZ4 frame, as kafka_lz4._kafka_frame reads it: its exact header, blocks of at most
+ * lz4_block_max bytes (stored or compressed) up to the end mark, bytes after it ignored, at most
+ * limit bytes out. The decompressed size, or -1 when the frame is not that (the codec object then
+ * decides, and words any error); -2 when reserve found no memory (an error set). */
 static Py_ssize_t
-lz4_frame(const unsigned char *p, Py_ssize_t end, Py_ssize_t limit)
+lz4_frame_into(const unsigned char *p, Py_ssize_t end, Py_ssize_t limit, Lz4Reserve reserve, void *sink)
 {
     if (end < lz4_header_len || memcmp(p, lz4_header, (size_t)lz4_header_len) != 0) return -1;
     Py_ssize_t pos = lz4_header_len, total = 0;
@@ -1701,13 +1726,14 @@ lz4_frame(const unsigned char *p, Py_ssize_t end, Py_ssize_t limit)
         int stored = (size & lz4_stored_bit) != 0;
         size &= ~lz4_stored_bit;
         if ((Py_ssize_t)size > lz4_block_max || pos + (Py_ssize_t)size > end) return -1;
-        if (scratch_reserve(total + lz4_block_max) < 0) { PyErr_Clear(); return -1; }
+        unsigned char *out = reserve(sink, total + lz4_block_max);
+        if (out == NULL) return -2;
         Py_ssize_t got;
         if (stored) {
-            memcpy(scratch + total, p + pos, size);
+            memcpy(out + total, p + pos, size);
             got = size;
         } else {
-            got = lz4_decompress_safe((const char *)p + pos, (char *)scratch + total, (int)size, (int)lz4_block_max);
+            got = lz4_decompress_safe((const char *)p + pos, (char *)out + total, (int)size, (int)lz4_block_max);
             if (got < 0) return -1;
         }
         pos += size;
@@ -1715,6 +1741,57 @@ lz4_frame(const unsigned char *p, Py_ssize_t end, Py_ssize_t limit)
         if (total > limit) return -1;
     }
     return -1;
+}
+
+/* Into scratch, for a run's record walk. */
+static Py_ssize_t
+lz4_frame(const unsigned char *p, Py_ssize_t end, Py_ssize_t limit)
+{
+    Py_ssize_t got = lz4_frame_into(p, end, limit, reserve_scratch, NULL);
+    if (got == -2) {
+        PyErr_Clear();
+        return -1;
+    }
+    return got;
+}
+
+/* lz4_frame_bytes(data, limit) -> bytes | None: a batch's Kafka LZ4 frame decompressed straight
+ * into a new bytes object (no block-by-block pieces to join), for the paths that hand records
+ * to Python (kseg.log.records.decompress_payload); None when it is not exactly such a frame,
+ * exceeds limit or LZ4_decompress_safe was not found: the codec object then decodes it, and
+ * words any error (it is the twin). */
+static PyObject *
+lz4_frame_bytes(PyObject *self, PyObject *args)
+{
+    Py_buffer in;
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "y*n", &in, &limit)) return NULL;
+    if (lz4_decompress_safe == NULL || limit < 0) {
+        PyBuffer_Release(&in);
+        Py_RETURN_NONE;
+    }
+    /* A first guess of three times the frame (Kafka's batches of text compress about that
+     * well), at least one block, at most the limit and a block. */
+    Py_ssize_t cap = in.len < (PY_SSIZE_T_MAX / 4) ? in.len * 3 : in.len;
+    if (cap < lz4_block_max) cap = lz4_block_max;
+    if (limit < PY_SSIZE_T_MAX - lz4_block_max && cap > limit + lz4_block_max) cap = limit + lz4_block_max;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, cap);
+    if (out == NULL) {
+        PyBuffer_Release(&in);
+        return NULL;
+    }
+    Py_ssize_t got = lz4_frame_into((const unsigned char *)in.buf, in.len, limit, reserve_bytes, &out);
+    PyBuffer_Release(&in);
+    if (got == -2) {
+        Py_XDECREF(out);
+        return NULL;
+    }
+    if (got < 0) {
+        Py_DECREF(out);
+        Py_RETURN_NONE;
+    }
+    if (got != PyBytes_GET_SIZE(out) && _PyBytes_Resize(&out, got) < 0) return NULL;
+    return out;
 }
 
 static inline int
@@ -2462,6 +2539,7 @@ static PyMethodDef methods[] = {
     {"resync", resync, METH_VARARGS, "The next plausible batch start (twin of salvage_scan.find_candidate)."},
     {"span_columns", span_columns, METH_VARARGS, "Record spans as Arrow column buffers (twin of span_columns_py)."},
     {"configure_lz4", configure_lz4, METH_VARARGS, "Find LZ4_decompress_safe in python-lz4's loaded extension."},
+    {"lz4_frame_bytes", lz4_frame_bytes, METH_VARARGS, "Kafka's LZ4 frame decompressed (twin: the lz4 codec)."},
     {"sound_v2_run", sound_v2_run, METH_VARARGS, "The v2 batches verify finds nothing in (twin of sound_v2_run_py)."},
     {"stats_v2_run", stats_v2_run, METH_VARARGS, "The v2 batches stats counts at once (twin: stats_v2_run_py)."},
     {"index_sound", index_sound, METH_VARARGS, "Whether index entries agree with the log (twin: index_sound_py)."},

@@ -57,6 +57,16 @@ def bind_lz4(codec: Any) -> None:
         _speedups.configure_lz4(*layout())
 
 
+def lz4_frame_bytes(codec: Any, data: Any, limit: int) -> bytes | None:
+    """A batch's payload of ``codec`` (the lz4 codec) decompressed in C straight into one bytes
+    object when it is exactly a frame Kafka writes; None otherwise, or with the accelerator
+    off: then ``codec.decompress`` (the twin) decodes it and words any error."""
+    if not ACCELERATED:
+        return None
+    bind_lz4(codec)
+    return _speedups.lz4_frame_bytes(data, limit)
+
+
 _KINDS = {"varint": VarintError, "corrupt": CorruptBatchError, "truncated": TruncatedError}
 
 

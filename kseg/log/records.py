@@ -13,7 +13,7 @@ from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES, Codec, get_codec
 from kseg.codecs.plugins import plugin_codec
 from kseg.errors import CorruptBatchError, KsegError
 from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD, RECORD_COUNT_POSITION
-from kseg.formats.attributes import CODEC_MASK, CODEC_PLUGIN
+from kseg.formats.attributes import CODEC_LZ4, CODEC_MASK, CODEC_PLUGIN
 from kseg.log.decode import effective_log_append_time, legacy_value_region, records_region
 from kseg.log.fast import (
     ACCELERATED,
@@ -23,6 +23,7 @@ from kseg.log.fast import (
     legacy_batch_record,
     legacy_crc_mismatches,
     legacy_record_spans,
+    lz4_frame_bytes,
     plain_message_spans,
     v2_record_spans,
 )
@@ -45,7 +46,12 @@ def codec_for(batch: Batch) -> Codec:
 
 def decompress_payload(batch: Batch, payload: bytes | memoryview, limit: int) -> bytes:
     try:
-        return codec_for(batch).decompress(payload, magic=batch.magic, limit=limit)
+        codec = codec_for(batch)
+        if batch.codec == CODEC_LZ4:  # Kafka's own frames in C; anything else the codec decides
+            out = lz4_frame_bytes(codec, payload, limit)
+            if out is not None:
+                return out
+        return codec.decompress(payload, magic=batch.magic, limit=limit)
     except KsegError as e:
         e.position = None  # a position inside the compressed stream means little to a user
         raise e.located(position=batch.position, where=f"{batch.codec_name} payload")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import random
 import struct
 import sys
 from pathlib import Path
@@ -94,6 +95,8 @@ def main() -> None:
                 continue
             if len(data) > MAX_PIECE:
                 continue
+            if b.magic >= 2 and b.codec == 3 and len(b.raw) <= MAX_PIECE:  # lz4: the frame as stored
+                put("lz4_frame", b"\x00" + bytes(decode.records_region(b)), seen)
             if b.magic >= 2:
                 lat = decode.effective_log_append_time(b)
                 head = struct.pack(">bqqB", max(-128, min(127, b.record_count)), b.offset, b.base_timestamp,
@@ -129,6 +132,12 @@ def main() -> None:
     for s in [b"\x00\x01\x08" + bytes(range(8)) + bytes(200), b"\x00\x03\x20" + bytes(range(32)) * 8,
               b"\x00\x02\x10" + bytes(range(255, 0, -1))]:
         put("span_columns", s, seen, 1)
+    # lz4_frame: Kafka's frames of the codec (a stored block among them), without their header
+    from kseg.codecs import get_codec
+
+    lz4 = get_codec(3)
+    for data in (b"", b"kafka" * 20, bytes(range(256)) * 300, random.Random(0).randbytes(70000)):
+        put("lz4_frame", b"\x04" + lz4.compress(data)[7:], seen, 1)
     for name, n in sorted(k for k in seen.items() if isinstance(k[0], str)):
         print(f"{name}: {n} seeds")
 

@@ -18,7 +18,7 @@ and spans), ``legacy_record``,
 ``legacy_batch_record``, ``legacy_crc_mismatches``, ``encode_v2_records``,
 ``encode_legacy_messages``, ``resync`` (salvage's scan), ``span_columns`` (spans to Arrow's
 column buffers), ``sound_v2_run`` (verify's runs of sound v2 batches, ``configure_lz4``'s
-LZ4 reader in them), ``stats_v2_run`` (stats' runs), ``index_sound`` (the index checks' C
+LZ4 reader in them), ``lz4_frame_bytes`` (that reader into one bytes object), ``stats_v2_run`` (stats' runs), ``index_sound`` (the index checks' C
 pass) and ``v2_column_run`` (runs of v2 batches as Arrow's column buffers); every record-line
 writer of ``kseg/render/_format.c`` (``lines``); and the
 pure-Python readers of internal topics
@@ -712,6 +712,24 @@ def fuzz_v2_column_run(data: bytes) -> None:
         i = max(i + 1, py.stop)
 
 
+def fuzz_lz4_frame(data: bytes) -> None:
+    """``lz4_frame_bytes`` (a batch's Kafka LZ4 frame decompressed in C straight into one bytes
+    object) against its twin ``kafka_lz4._kafka_frame``: the same bytes, or None from both, under a
+    limit the first byte's low bits pick; its bit 2 puts Kafka's frame header before the rest."""
+    from kseg.codecs import get_codec
+    from kseg.codecs.kafka_lz4 import KAFKA_LZ4_HEADER, _kafka_frame
+    from kseg.formats.attributes import CODEC_LZ4
+
+    if fast._speedups is None:
+        return
+    r = Reader(data)
+    flags = r.u8()
+    frame = (KAFKA_LZ4_HEADER if flags & 4 else b"") + r.rest()
+    limit = (DECOMPRESSED_LIMIT, 100, 0, 1 << 16)[flags & 3]
+    fast.bind_lz4(get_codec(CODEC_LZ4))
+    same("lz4_frame", _kafka_frame(memoryview(frame), 2, limit), fast._speedups.lz4_frame_bytes(frame, limit))
+
+
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "scan": fuzz_scan,
     "v2_records": fuzz_v2_records,
@@ -724,6 +742,7 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "lines": fuzz_lines,
     "span_columns": fuzz_span_columns,
     "sound_v2_run": fuzz_sound_v2_run,
+    "lz4_frame": fuzz_lz4_frame,
     "stats_v2_run": fuzz_stats_v2_run,
     "index_sound": fuzz_index_sound,
     "v2_column_run": fuzz_v2_column_run,
