@@ -104,11 +104,12 @@ def damage(data: bytes, t: Truth, kind: str, pick: int, frac: float, garbage: by
     if kind == "zeros":
         at = int(frac * len(data))
         out, changed = zero(data, at, length)
-        # Zeros only in a batch's offset field (outside every checksum) may leave offsets that
-        # still read as a gap, as compaction leaves (a v1 wrapper's inner offsets then read as
-        # absolute, as Kafka reads them): that batch cannot be told from a sound one, as in
-        # "garbage" below.
-        assume(not any(changed and all(pos <= c < pos + 8 for c in changed) for pos, *_ in t.batches))
+        # Zeros that reach into a batch only in its offset field (outside every checksum) may leave
+        # offsets that still read as a gap, as compaction leaves (a v1 wrapper's inner offsets then
+        # read as absolute, as Kafka reads them), even after batches the same zeros destroyed:
+        # that batch cannot be told from a sound one, as in "garbage" below.
+        assume(not any((inside := [c for c in changed if pos <= c < pos + size]) and all(c < pos + 8 for c in inside)
+                       for pos, size, *_ in t.batches))
         return out, touched_by_change(t, changed)
     if kind in ("huge", "negative"):
         value = 0x7FFFFFF0 if kind == "huge" else -1 - length

@@ -55,7 +55,10 @@ NEVER = (
     # a pool's futures (and the logging they load), a JUnit report's XML, redaction's HMAC: each a few ms
     "concurrent.futures", "logging", "xml.etree.ElementTree", "hmac",
 )
-NOT_FOR_DUMP = ("kseg.ops.verify", "kseg.cli.verify", "kseg.render.reports", "kseg.kafka07.read", "kseg.render.kafka07")
+# The companion files' readers, index checks and writers (a dump of .log files has no companion
+# event to write); what a spool and a split dump's folder need (a run in one process has none).
+NOT_FOR_DUMP = ("kseg.ops.verify", "kseg.cli.verify", "kseg.render.reports", "kseg.kafka07.read", "kseg.render.kafka07",
+                "kseg.companions", "kseg.render.companions", "tempfile", "pickle")
 # What only showing records needs (the internal-topic decoders and their option choices, redaction,
 # Kafka's release table), what only Spark's plan and the Python API need, the 0.7 reader, and what
 # makes a writer's temporaries.
@@ -115,7 +118,10 @@ def test_what_is_left_out_still_loads_when_needed(tmp_path) -> None:
     decoded = loaded(tmp_path, "dump", "--decode", "auto", OFFSETS)
     assert "kseg.decoders.offsets" in decoded and "kseg.decoders.metadata" not in decoded
     table = loaded(tmp_path, "dump", LOGDIR / "v2-txn-0" / "00000000000000000005.txnindex")
-    assert "tabulate" in table
+    assert "tabulate" in table and "kseg.render.companions" in table and "kseg.companions.read" in table
+    seeking = loaded(tmp_path, "dump", "--records", "--from-offset", 7, TXN_LOG)
+    assert "kseg.companions.read" in seeking and "kseg.render.companions" not in seeking
+    assert "tempfile" in loaded(tmp_path, "dump", "-j", 2, LOGDIR / "v2-txn-0")
     assert "cramjam" in loaded(tmp_path, "dump", "--records", LEGACY_LOG)
     assert "lz4" in loaded(tmp_path, "verify", LOGDIR / "v2-lz4-0")
     assert "isal" in loaded(tmp_path, "dump", "--records", GZIP_LOG)

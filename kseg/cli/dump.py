@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -174,6 +173,8 @@ def run_dump(paths: tuple[Path, ...], runner: DumpRunner, *, records: bool, fmt:
 
     try:
         if split:  # files rendered elsewhere, the output merged in file order
+            import tempfile  # (not loaded by a dump in one process)
+
             spec = RendererSpec(fmt, payload, key_decoder, value_decoder, records, kafka_version,
                                 skip_record_metadata, index_sanity, verify_index, view)
             with tempfile.TemporaryDirectory(prefix=".kseg-dump-" if spool_dir else "kseg-dump-",

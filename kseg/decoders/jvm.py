@@ -17,8 +17,8 @@ from __future__ import annotations
 import codecs
 from typing import Sequence
 
-__all__ = ["JAVA_UTF8_ERRORS", "java_hash_map_order", "java_string_hash", "java_utf8", "scala_hash_map_order",
-           "scala_hash_set_order", "topic_partition_hash"]
+__all__ = ["JAVA_UTF8_ERRORS", "PATH_MAP_ORDERS", "java_hash_map_order", "java_string_hash", "java_utf8",
+           "scala_hash_map_order", "scala_hash_set_order", "topic_partition_hash"]
 
 # Java replaces each maximal invalid subpart with one U+FFFD, as Python's "replace" does, except
 # for an encoded surrogate: ED A0..BF is one unit with the continuation byte after it, if any
@@ -88,6 +88,10 @@ def scala_hash_map_order(keys: Sequence[str]) -> list[str]:
             size *= 2
     hashes = {k: _spread(java_string_hash(k)) for k in unique}
     return sorted(unique, key=lambda k: (hashes[k] & (size - 1), hashes[k]))
+
+
+#: a release row's path_map_order (kseg.kafka_releases) -> how its tool's map of file paths orders them
+PATH_MAP_ORDERS = {"java": java_hash_map_order, "scala": scala_hash_map_order}
 
 
 def scala_hash_set_order(groups: Sequence[Sequence[tuple[str, int]]]) -> list[tuple[str, int]]:

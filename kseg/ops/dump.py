@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Iterator
 
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
-from kseg.companions.read import offset_index_lookup, time_index_lookup
 from kseg.decoders import FAMILY, HIDDEN_BYTES, decode_record, family_for, hide_secrets
 from kseg.decoders.identities import redact_ids
 from kseg.errors import KsegError
@@ -20,9 +19,16 @@ from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX, read_kind, replica
 from kseg.log.records import PlainRun, RecordSpans, batch_records, batch_spans, plain_run
 from kseg.log.segment import Segment, base_offset_of, companion_path, tiered_segment_id
 from kseg.log.span_columns import ColumnBudget, ColumnRun, runs_and_batches
+from kseg.lazy import load
 from kseg.model import Batch, Record
-from kseg.ops.companion_dump import CompanionEvent, dump_companion
+from kseg.ops.companion_events import CompanionEvent
 from kseg.ops.redact import Redactor
+
+# Loaded on use: a companion file's reading, and the index lookups of a filtered read (a dump
+# of .log files without --from-offset/--from-time loads neither, nor the companion readers).
+DUMP_COMPANION = "kseg.ops.companion_dump:dump_companion"
+OFFSET_INDEX_LOOKUP = "kseg.companions.read:offset_index_lookup"
+TIME_INDEX_LOOKUP = "kseg.companions.read:time_index_lookup"
 
 
 @dataclass(frozen=True)
@@ -154,13 +160,11 @@ def dump_file(path: Path, options: DumpOptions) -> Iterator[Event]:
     if note:  # a segment of a replica the broker renamed (being deleted, moved in, stray)
         yield NoteEvent(path, note)
     if kind in ("log", "checkpoint"):
-
         yield from _dump_log(path, options, family_for(path, options.decode))
     elif kind == "unknown":
         yield SkippedEvent(path, "unknown file type")
     else:
-
-        yield dump_companion(path, kind)
+        yield load(DUMP_COMPANION)(path, kind)
 
 
 def _wanted(batch: Batch, first: int, last: int, o: DumpOptions) -> bool:
@@ -211,12 +215,12 @@ def seek_start(path: Path, o: DumpOptions) -> tuple[int, int] | None:
         return None
     target = o.from_offset
     if o.from_time is not None:
-        older = time_index_lookup(companion_path(path, TIME_INDEX_SUFFIX), base, o.from_time)
+        older = load(TIME_INDEX_LOOKUP)(companion_path(path, TIME_INDEX_SUFFIX), base, o.from_time)
         if older is not None:
             target = older.offset + 1 if target is None else max(target, older.offset + 1)
     if target is None:
         return None
-    entry = offset_index_lookup(companion_path(path, INDEX_SUFFIX), base, target)
+    entry = load(OFFSET_INDEX_LOOKUP)(companion_path(path, INDEX_SUFFIX), base, target)
     if entry is None or entry.position <= 0:
         return None
     return entry.position, entry.offset

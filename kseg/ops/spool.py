@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import errno
 import os
-import pickle
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Iterator
 
 IN_MEMORY = 4096  # items kept in the partial itself; past this they go to the file
+
+# pickle and tempfile are imported where a spool first writes or reads its file: a run of one
+# process (a plain dump) never does, and they are a few ms of its start-up.
 
 
 @dataclass
@@ -30,6 +31,8 @@ class Spooled:
 
     def __iter__(self) -> Iterator[Any]:
         if self.path is not None:
+            import pickle
+
             try:
                 with open(self.path, "rb") as f:
                     for _ in range(self.count - len(self.tail)):
@@ -62,6 +65,9 @@ class Spool:
         self.items.append(item)
         self.count += 1
         if self.folder is not None and len(self.items) >= self.in_memory:
+            import pickle
+            import tempfile
+
             if self.file is None:
                 fd, self.path = tempfile.mkstemp(prefix="spool-", dir=self.folder)
                 self.file = os.fdopen(fd, "wb")
@@ -172,6 +178,8 @@ class ByteSpool:
         self.size += len(data)
         if self.pending >= self.in_memory:
             if self.file is None:
+                import tempfile
+
                 fd, self.path = tempfile.mkstemp(prefix="spool-", dir=self.folder)
                 self.file = os.fdopen(fd, "wb")
             self.file.write(b"".join(self.parts))

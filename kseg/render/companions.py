@@ -7,22 +7,18 @@ lines are kseg's, in the same ``name: value`` style.
 
 from __future__ import annotations
 
-
 from itertools import islice
 from typing import Iterable, Iterator
 
-from kseg.companions.check import DumpIndexFindings, index_sanity_problem
+from kseg.companions.check import DumpIndexFindings, companion_log_path, dump_index_findings, index_sanity_problem
 from kseg.companions.read import IndexSlots, TxnSlots
-from kseg.decoders.jvm import java_hash_map_order, scala_hash_map_order
+from kseg.decoders.jvm import PATH_MAP_ORDERS
 from kseg.errors import DataError
 from kseg.kafka_releases import DEFAULT, DumpLogRelease, as_release
-from kseg.ops.companion_dump import CompanionEvent, IndexEntries
+from kseg.ops.companion_events import CompanionEvent, IndexEntries
 from kseg.render.jsonout import encoder
 
-__all__ = ["INDEX_LINES", "index_findings_lines", "index_text", "kafka_lines"]
-
-#: a release row's path_map_order -> how its tool's map of file paths orders them
-PATH_MAP_ORDERS = {"java": java_hash_map_order, "scala": scala_hash_map_order}
+__all__ = ["INDEX_CHUNK", "INDEX_LINES", "index_findings_lines", "index_findings_of", "index_text", "kafka_lines"]
 
 INDEX_CHUNK = 1 << 16  # entries per piece of text: memory stays flat whatever the file's size
 
@@ -97,6 +93,17 @@ def kafka_lines(ev: CompanionEvent, *, index_sanity: bool = False, verify_index:
                      f"offsetDelta: {e.offset_delta} timestamp: {e.timestamp}")
         lines.append(line)
     return lines
+
+
+def index_findings_of(ev: CompanionEvent) -> DumpIndexFindings | None:
+    """Kafka's findings for an .index/.timeindex event against its .log, which the dump reports
+    at its end; None for another file, one without its .log, or an empty .index (the tool skips
+    it with "is empty.")."""
+    slots = ev.parsed
+    if not isinstance(slots, IndexSlots) or (slots.kind == "index" and not slots.slots):
+        return None
+    log = companion_log_path(ev.path)
+    return None if log is None else dump_index_findings(slots, log)
 
 
 def index_findings_lines(found: dict[str, DumpIndexFindings],

@@ -7,13 +7,12 @@ Each renderer writes to the streams it is given and knows nothing about files.
 from __future__ import annotations
 
 from itertools import islice
-from typing import IO, Any, Callable, TextIO
+from typing import IO, TYPE_CHECKING, Any, Callable, TextIO
 
-from kseg.companions.check import DumpIndexFindings, companion_log_path, dump_index_findings
-from kseg.companions.read import IndexSlots
 from kseg.decoders import DecodedRecord, control_kafka_text
-from kseg.decoders.jvm import java_hash_map_order, scala_hash_map_order
+from kseg.decoders.jvm import PATH_MAP_ORDERS
 from kseg.errors import KsegError, OlderToolStopsError
+from kseg.lazy import load
 from kseg.kafka_releases import DEFAULT, DumpLogRelease, as_release
 from kseg.formats.attributes import CODEC_NONE, NO_SEQUENCE, TIMESTAMP_TYPE_NAMES
 from kseg.log.control import control_info
@@ -21,7 +20,7 @@ from kseg.log.encode import legacy_message_crc
 from kseg.log.listing import BOOTSTRAP_FILE
 from kseg.model import CODEC_NAMES, Batch, Record, record_sequence
 from kseg.printable import printable as printable_text
-from kseg.ops.companion_dump import CompanionEvent, IndexEntries
+from kseg.ops.companion_events import CompanionEvent, IndexEntries
 from kseg.ops.dump import (
     BadBatchEvent,
     BatchEvent,
@@ -34,14 +33,24 @@ from kseg.ops.dump import (
 from kseg.printable import printable as safe
 from kseg.render import bulk, lines as line_writers
 from kseg.render.fields import RecordView, json_fields, text_line
-from kseg.render.companions import (INDEX_CHUNK, INDEX_LINES, PATH_MAP_ORDERS, index_findings_lines, index_text,
-                                    kafka_lines)
 from kseg.render.lines import bool_text, iso_utc, text_escape, text_head
 from kseg.render.jsonout import dumps, encoder
 from kseg.render.payload import (BUILTIN, Decoder, add_decoder_failures, decoder_failures, decoder_notes,
                                  header_key_text)
 from kseg.render.tables import tabulate
 from kseg.render.values import header_json, payload_kafka, payload_mode, payload_text, put_payload
+
+# What writes the companion files' lines (and the readers and index checks below it), loaded
+# where a companion file's event is written: a dump of .log files does not load it.
+INDEX_CHUNK = "kseg.render.companions:INDEX_CHUNK"
+INDEX_LINES = "kseg.render.companions:INDEX_LINES"
+INDEX_TEXT = "kseg.render.companions:index_text"
+KAFKA_LINES = "kseg.render.companions:kafka_lines"
+INDEX_FINDINGS = "kseg.render.companions:index_findings_of"
+FINDINGS_LINES = "kseg.render.companions:index_findings_lines"
+
+if TYPE_CHECKING:
+    from kseg.companions.check import DumpIndexFindings
 
 
 # What the plain-run writers print per message, from the facts: the timestamp type names by
@@ -241,7 +250,7 @@ class JsonlRenderer:
                 a, b = ev.entries.names
                 head = f'{{"type": "{ev.kind}_entry", "file": {self._file_json(ev.path)}, "{a}": '
                 line = head.replace("%", "%%") + f'%d, "{b}": %d}}\n'  # (a file name may hold a %)
-                for text in index_text(ev.entries.slots, line):
+                for text in load(INDEX_TEXT)(ev.entries.slots, line):
                     self.write(text.encode("utf-8", "backslashreplace"))
             else:
                 for entry in ev.entries:
@@ -380,12 +389,12 @@ class TextRenderer:
             if isinstance(ev.entries, IndexEntries) and ev.entries:  # fixed columns, streamed
                 a, b = ev.entries.names
                 w(f"  {a:>{_INDEX_WIDTHS[a]}}  {b:>{_INDEX_WIDTHS[b]}}\n")
-                for text in index_text(ev.entries.slots, f"  %{_INDEX_WIDTHS[a]}d  %{_INDEX_WIDTHS[b]}d\n"):
+                for text in load(INDEX_TEXT)(ev.entries.slots, f"  %{_INDEX_WIDTHS[a]}d  %{_INDEX_WIDTHS[b]}d\n"):
                     w(text)
             elif ev.entries:
                 # A table of INDEX_CHUNK rows at a time (a .txnindex is read as it is printed).
                 headers, rows = list(ev.entries[0].keys()), iter(ev.entries)
-                while chunk := [list(e.values()) for e in islice(rows, INDEX_CHUNK)]:
+                while chunk := [list(e.values()) for e in islice(rows, load(INDEX_CHUNK))]:
                     table = tabulate(chunk, headers=headers, disable_numparse=True)
                     w("".join("  " + line + "\n" for line in table.split("\n")))
             elif not info:
@@ -546,17 +555,20 @@ class KafkaRenderer:
         elif isinstance(ev, BadBatchEvent):
             self.err.write(f"kseg: error: {ev.error}\n")
         elif isinstance(ev, CompanionEvent):
-            if ev.kind in INDEX_LINES and not self.index_sanity and isinstance(ev.parsed, IndexSlots):
-                self._walk_index(ev)
+            index_lines = load(INDEX_LINES)
+            if ev.kind in index_lines and not self.index_sanity:
+                found = load(INDEX_FINDINGS)(ev)
+                if found:
+                    self.index_findings[str(ev.path.resolve())] = found
             if isinstance(ev.entries, IndexEntries) and ev.entries and not (self.index_sanity or self.verify_index):
-                for text in index_text(ev.entries.slots, INDEX_LINES[ev.kind]):  # in pieces, not a line each
+                for text in load(INDEX_TEXT)(ev.entries.slots, index_lines[ev.kind]):  # in pieces, not a line each
                     self.write(text.encode())
                 return
             try:
-                lines = kafka_lines(ev, index_sanity=self.index_sanity, verify_index=self.verify_index,
+                lines = load(KAFKA_LINES)(ev, index_sanity=self.index_sanity, verify_index=self.verify_index,
                                     release=self.release)
             except KsegError as e:
-                if self.index_sanity and ev.kind in INDEX_LINES:
+                if self.index_sanity and ev.kind in index_lines:
                     raise  # the sanity check failed: the tool stops there and exits 1
                 self.err.write(f"kseg: error: {e}\n")
                 lines = []
@@ -564,19 +576,6 @@ class KafkaRenderer:
                 w(line + "\n")
         elif isinstance(ev, SkippedEvent):
             self.err.write(f"Ignoring unknown file {safe(ev.path)}\n")
-
-    def _walk_index(self, ev: CompanionEvent) -> None:
-        """Kafka's findings for an .index/.timeindex against its .log, reported at close (none for an
-        empty .index, which the tool skips with "is empty.")."""
-        slots = ev.parsed
-        if slots.kind == "index" and not slots.slots:
-            return
-        log = companion_log_path(ev.path)
-        if log is None:
-            return
-        found = dump_index_findings(slots, log)
-        if found:
-            self.index_findings[str(ev.path.resolve())] = found
 
     @property
     def takes_spans(self) -> bool:
@@ -712,8 +711,9 @@ class KafkaRenderer:
         add_decoder_failures((self.kd, self.vd), failures)
 
     def close(self) -> None:
-        for line in index_findings_lines(self.index_findings, self.release):
-            self.err.write(line + "\n")
+        if self.index_findings:
+            for line in load(FINDINGS_LINES)(self.index_findings, self.release):
+                self.err.write(line + "\n")
         for line in non_consecutive_lines(self.non_consecutive, self.release):
             self.err.write(line + "\n")
         for note in decoder_notes(self.kd, self.vd):
