@@ -96,3 +96,19 @@ def test_c_twin_kafka_lines_match_python() -> None:
     args = (records, "CreateTime", 2, 0, -1, lines.JAVA, lines.JAVA, None, [])
     assert bulk._format.kafka_records(*args) == lines.kafka_records(*args)
     assert "\ufffd".encode() in lines.kafka_records(*args)
+
+
+@pytest.mark.skipif(not bulk.ACCELERATED, reason="the C twin is not built")
+@pytest.mark.parametrize("at", range((1 << 16) - 9, (1 << 16) + 2))
+def test_c_twin_across_its_block_boundary(at: int) -> None:
+    """The C writer reserves room 64 KiB of input at a time: a sequence, a malformed unit or an
+    encoded surrogate that starts just before that boundary and ends past it is written whole,
+    as Python writes it; so is one cut off by the value's end there."""
+    units = [b"\xc3\xbc", b"\xe2\x82\xac", b"\xf0\x9f\x9a\x80", b"\xed\xa0\x80", b"\xed\xa0", b"\xe2\x82",
+             b"\xf0\x9f\x9a", b"\xff", b"\x80", b"\xc3"]
+    for unit in units:
+        for tail in (b"", b"z" * 9):
+            data = b"a" * at + unit + tail
+            assert bulk._format.java_utf8(data).decode("utf-8", "surrogatepass") == java_utf8(data), (at, unit)
+            data = bytes(range(128, 256)) * (at // 128) + b"a" * (at % 128) + unit + tail  # no ASCII run
+            assert bulk._format.java_utf8(data).decode("utf-8", "surrogatepass") == java_utf8(data), (at, unit)

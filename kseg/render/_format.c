@@ -330,52 +330,109 @@ static int put_text_escaped(Buf *b, const unsigned char *s, Py_ssize_t n, Py_ssi
     return 0;
 }
 
-/* The length of the run of ASCII bytes at s (at most n), eight at a time; copied to o as it goes
-   when o is not NULL. Record values are mostly ASCII: this is the kafka lines' hot loop. */
-static inline Py_ssize_t ascii_run(const unsigned char *s, Py_ssize_t n, char *o) {
-    Py_ssize_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, s + i, 8);
-        if (w & HIGHS) break;
-        if (o) memcpy(o + i, &w, 8);
+static inline Py_ssize_t java_bad_len(const unsigned char *s, Py_ssize_t n);
+
+/* Input bytes per room check in put_utf8_or: its output is reserved a block at a time, for the
+ * worst case (each byte replaced), so the loop over the bytes has no check of its own. */
+#define UTF8_BLOCK ((Py_ssize_t)1 << 16)
+
+/* What put_utf8_or writes for a byte that is a whole unit on its own, by the byte: ASCII as
+ * itself, a byte that can start no sequence (a continuation byte, C0, C1, F5..FF) replaced; 4
+ * bytes written, *_LEN of them kept; length 0 for a lead byte, which needs the bytes after it.
+ * Binary payloads are mostly such bytes: a table instead of branches the CPU cannot predict. */
+static unsigned char JAVA_ONE[256][4], JAVA_ONE_LEN[256]; /* U+FFFD */
+static unsigned char ESCAPED_ONE[256][4], ESCAPED_ONE_LEN[256]; /* \xNN */
+
+static void one_byte_tables_init(void) {
+    for (int c = 0; c < 256; c++) {
+        if (c < 0x80) {
+            JAVA_ONE[c][0] = ESCAPED_ONE[c][0] = (unsigned char)c;
+            JAVA_ONE_LEN[c] = ESCAPED_ONE_LEN[c] = 1;
+        } else if (c >= 0xC2 && c <= 0xF4) {
+            JAVA_ONE_LEN[c] = ESCAPED_ONE_LEN[c] = 0;
+        } else {
+            memcpy(JAVA_ONE[c], "\xEF\xBF\xBD", 3);
+            JAVA_ONE_LEN[c] = 3;
+            ESCAPED_ONE[c][0] = '\\';
+            ESCAPED_ONE[c][1] = 'x';
+            ESCAPED_ONE[c][2] = (unsigned char)HEXD[c >> 4];
+            ESCAPED_ONE[c][3] = (unsigned char)HEXD[c & 15];
+            ESCAPED_ONE_LEN[c] = 4;
+        }
     }
-    for (; i < n && s[i] < 0x80; i++)
-        if (o) o[i] = (char)s[i];
-    return i;
 }
 
-static inline Py_ssize_t java_bad_len(const unsigned char *s, Py_ssize_t n);
+/* How many bytes of a word loaded from memory come before its first with the high bit set
+ * (`high`: the word & HIGHS, not 0). */
+static inline Py_ssize_t ascii_prefix(uint64_t high) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && (defined(__GNUC__) || defined(__clang__))
+    return __builtin_ctzll(high) >> 3;
+#else
+    unsigned char bytes[8];
+    memcpy(bytes, &high, 8);
+    Py_ssize_t k = 0;
+    while (!bytes[k]) k++;
+    return k;
+#endif
+}
 
 /* Valid UTF-8 as it is; what is not, as Python's "backslashreplace" (\xNN a byte) or, with
  * java set, as Java's new String(bytes, UTF_8) (one U+FFFD a malformed unit: java_bad_len). */
 static int put_utf8_or(Buf *b, const unsigned char *s, Py_ssize_t n, int java) {
-    if (n == 0) return 0; /* nothing to write, and maybe no buffer yet to point into */
-    CHECK(grow(b, n)); /* room for all of it as is; each replacement asks for its 3 more bytes */
-    for (Py_ssize_t i = 0;;) {
-        Py_ssize_t k = ascii_run(s + i, n - i, b->p + b->n);
-        b->n += k;
-        i += k;
-        if (i >= n) return 0;
-        int len = utf8_seq(s + i, n - i);
-        if (len) {
-            for (int j = 0; j < len; j++) b->p[b->n + j] = (char)s[i + j];
-            b->n += len;
-            i += len;
-            continue;
-        }
-        CHECK(grow(b, n - i + 3));
+    const unsigned char (*one)[4] = java ? JAVA_ONE : ESCAPED_ONE;
+    const unsigned char *one_len = java ? JAVA_ONE_LEN : ESCAPED_ONE_LEN;
+    const Py_ssize_t per_byte = java ? 3 : 4; /* U+FFFD for up to 3 bytes; \xNN for 1 */
+    for (Py_ssize_t i = 0; i < n;) {
+        Py_ssize_t end = n - i > UTF8_BLOCK ? i + UTF8_BLOCK : n;
+        /* A sequence that starts in the block may end up to 3 bytes past it (copied as is); a
+         * table entry is written whole (4 bytes) whatever of it is kept. */
+        CHECK(grow(b, (end - i) * per_byte + 4));
         char *o = b->p + b->n;
-        if (java) {
-            o[0] = (char)0xEF; o[1] = (char)0xBF; o[2] = (char)0xBD;
-            b->n += 3;
-            i += java_bad_len(s + i, n - i);
-        } else {
-            o[0] = '\\'; o[1] = 'x'; o[2] = HEXD[s[i] >> 4]; o[3] = HEXD[s[i] & 15];
-            b->n += 4;
-            i++;
+        while (i < end) {
+            uint64_t w;
+            for (; i + 8 <= end; i += 8, o += 8) { /* text: eight ASCII bytes at a time */
+                memcpy(&w, s + i, 8);
+                if (w & HIGHS) break;
+                memcpy(o, &w, 8);
+            }
+            if (i + 8 <= end) { /* the eight with a byte above 0x7F: copied whole, kept up to it */
+                memcpy(o, &w, 8);
+                Py_ssize_t ascii = ascii_prefix(w & HIGHS);
+                o += ascii;
+                i += ascii;
+            } else if (i >= end) {
+                break;
+            }
+            unsigned c = s[i];
+            unsigned k = one_len[c];
+            while (k) { /* bytes that are units on their own, one after another (binary data) */
+                memcpy(o, one[c], 4);
+                o += k;
+                if (++i >= end) break;
+                c = s[i];
+                k = one_len[c];
+            }
+            if (k || i >= end) continue; /* (the block ended) */
+            int len = utf8_seq(s + i, n - i);
+            if (len) {
+                for (int j = 0; j < len; j++) o[j] = (char)s[i + j];
+                o += len;
+                i += len;
+            } else if (java) {
+                memcpy(o, "\xEF\xBF\xBD", 3);
+                o += 3;
+                i += java_bad_len(s + i, n - i);
+            } else {
+                memcpy(o, ESCAPED_ONE[0x80], 4); /* the pattern, then this byte's digits */
+                o[2] = HEXD[c >> 4];
+                o[3] = HEXD[c & 15];
+                o += 4;
+                i++;
+            }
         }
+        b->n = o - b->p;
     }
+    return 0;
 }
 
 /* kafka lines: valid UTF-8 as is, other bytes \xNN (Python's "backslashreplace"). */
@@ -1616,5 +1673,6 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_format",
 PyMODINIT_FUNC PyInit__format(void) {
     crc32_init(1);
     tables_init();
+    one_byte_tables_init();
     return PyModule_Create(&module);
 }
