@@ -14,12 +14,12 @@ from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.decoders import FAMILY, HIDDEN_BYTES, decode_record, family_for, hide_secrets
 from kseg.decoders.identities import redact_ids
 from kseg.errors import KsegError
+from kseg.lazy import load
 from kseg.log.decode import Tail
 from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX, read_kind, replica_note
 from kseg.log.records import PlainRun, RecordSpans, batch_records, batch_spans, plain_run
 from kseg.log.segment import Segment, base_offset_of, companion_path, tiered_segment_id
 from kseg.log.span_columns import ColumnBudget, ColumnRun, runs_and_batches
-from kseg.lazy import load
 from kseg.model import Batch, Record
 from kseg.ops.companion_events import CompanionEvent
 from kseg.ops.redact import Redactor

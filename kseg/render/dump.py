@@ -12,8 +12,8 @@ from typing import IO, TYPE_CHECKING, Any, Callable, TextIO
 from kseg.decoders import DecodedRecord, control_kafka_text
 from kseg.decoders.jvm import PATH_MAP_ORDERS
 from kseg.errors import KsegError, OlderToolStopsError
-from kseg.lazy import load
 from kseg.kafka_releases import DEFAULT, DumpLogRelease, as_release
+from kseg.lazy import load
 from kseg.formats.attributes import CODEC_NONE, NO_SEQUENCE, TIMESTAMP_TYPE_NAMES
 from kseg.log.control import control_info
 from kseg.log.encode import legacy_message_crc
@@ -42,12 +42,12 @@ from kseg.render.values import header_json, payload_kafka, payload_mode, payload
 
 # What writes the companion files' lines (and the readers and index checks below it), loaded
 # where a companion file's event is written: a dump of .log files does not load it.
-INDEX_CHUNK = "kseg.render.companions:INDEX_CHUNK"
-INDEX_LINES = "kseg.render.companions:INDEX_LINES"
-INDEX_TEXT = "kseg.render.companions:index_text"
-KAFKA_LINES = "kseg.render.companions:kafka_lines"
-INDEX_FINDINGS = "kseg.render.companions:index_findings_of"
-FINDINGS_LINES = "kseg.render.companions:index_findings_lines"
+COMPANION_INDEX_CHUNK = "kseg.render.companions:INDEX_CHUNK"
+COMPANION_INDEX_LINES = "kseg.render.companions:INDEX_LINES"
+COMPANION_INDEX_TEXT = "kseg.render.companions:index_text"
+COMPANION_KAFKA_LINES = "kseg.render.companions:kafka_lines"
+COMPANION_INDEX_FINDINGS = "kseg.render.companions:index_findings_of"
+COMPANION_FINDINGS_LINES = "kseg.render.companions:index_findings_lines"
 
 if TYPE_CHECKING:
     from kseg.companions.check import DumpIndexFindings
@@ -250,7 +250,7 @@ class JsonlRenderer:
                 a, b = ev.entries.names
                 head = f'{{"type": "{ev.kind}_entry", "file": {self._file_json(ev.path)}, "{a}": '
                 line = head.replace("%", "%%") + f'%d, "{b}": %d}}\n'  # (a file name may hold a %)
-                for text in load(INDEX_TEXT)(ev.entries.slots, line):
+                for text in load(COMPANION_INDEX_TEXT)(ev.entries.slots, line):
                     self.write(text.encode("utf-8", "backslashreplace"))
             else:
                 for entry in ev.entries:
@@ -389,12 +389,13 @@ class TextRenderer:
             if isinstance(ev.entries, IndexEntries) and ev.entries:  # fixed columns, streamed
                 a, b = ev.entries.names
                 w(f"  {a:>{_INDEX_WIDTHS[a]}}  {b:>{_INDEX_WIDTHS[b]}}\n")
-                for text in load(INDEX_TEXT)(ev.entries.slots, f"  %{_INDEX_WIDTHS[a]}d  %{_INDEX_WIDTHS[b]}d\n"):
+                line = f"  %{_INDEX_WIDTHS[a]}d  %{_INDEX_WIDTHS[b]}d\n"
+                for text in load(COMPANION_INDEX_TEXT)(ev.entries.slots, line):
                     w(text)
             elif ev.entries:
                 # A table of INDEX_CHUNK rows at a time (a .txnindex is read as it is printed).
                 headers, rows = list(ev.entries[0].keys()), iter(ev.entries)
-                while chunk := [list(e.values()) for e in islice(rows, load(INDEX_CHUNK))]:
+                while chunk := [list(e.values()) for e in islice(rows, load(COMPANION_INDEX_CHUNK))]:
                     table = tabulate(chunk, headers=headers, disable_numparse=True)
                     w("".join("  " + line + "\n" for line in table.split("\n")))
             elif not info:
@@ -555,18 +556,19 @@ class KafkaRenderer:
         elif isinstance(ev, BadBatchEvent):
             self.err.write(f"kseg: error: {ev.error}\n")
         elif isinstance(ev, CompanionEvent):
-            index_lines = load(INDEX_LINES)
+            index_lines = load(COMPANION_INDEX_LINES)
             if ev.kind in index_lines and not self.index_sanity:
-                found = load(INDEX_FINDINGS)(ev)
+                found = load(COMPANION_INDEX_FINDINGS)(ev)
                 if found:
                     self.index_findings[str(ev.path.resolve())] = found
             if isinstance(ev.entries, IndexEntries) and ev.entries and not (self.index_sanity or self.verify_index):
-                for text in load(INDEX_TEXT)(ev.entries.slots, index_lines[ev.kind]):  # in pieces, not a line each
+                # in pieces, not a line each
+                for text in load(COMPANION_INDEX_TEXT)(ev.entries.slots, index_lines[ev.kind]):
                     self.write(text.encode())
                 return
             try:
-                lines = load(KAFKA_LINES)(ev, index_sanity=self.index_sanity, verify_index=self.verify_index,
-                                    release=self.release)
+                lines = load(COMPANION_KAFKA_LINES)(ev, index_sanity=self.index_sanity,
+                                                    verify_index=self.verify_index, release=self.release)
             except KsegError as e:
                 if self.index_sanity and ev.kind in index_lines:
                     raise  # the sanity check failed: the tool stops there and exits 1
@@ -712,7 +714,7 @@ class KafkaRenderer:
 
     def close(self) -> None:
         if self.index_findings:
-            for line in load(FINDINGS_LINES)(self.index_findings, self.release):
+            for line in load(COMPANION_FINDINGS_LINES)(self.index_findings, self.release):
                 self.err.write(line + "\n")
         for line in non_consecutive_lines(self.non_consecutive, self.release):
             self.err.write(line + "\n")
