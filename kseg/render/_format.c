@@ -423,7 +423,8 @@ static int put_utf8_or(Buf *b, const unsigned char *s, Py_ssize_t n, int java) {
                 o += 3;
                 i += java_bad_len(s + i, n - i);
             } else {
-                memcpy(o, ESCAPED_ONE[0x80], 4); /* the pattern, then this byte's digits */
+                o[0] = '\\';
+                o[1] = 'x';
                 o[2] = HEXD[c >> 4];
                 o[3] = HEXD[c & 15];
                 o += 4;
