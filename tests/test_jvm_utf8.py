@@ -73,6 +73,20 @@ def test_c_twin_decodes_as_python() -> None:
     assert bulk._format.java_utf8(b"") == b""
 
 
+@pytest.mark.skipif(not bulk.ACCELERATED, reason="the C twin is not built")
+@pytest.mark.parametrize("between", [b"", b"A"])
+def test_c_twin_over_every_four_bytes(between: bytes) -> None:
+    """The C writer is a state machine whose state is how far into a sequence it is (up to three
+    bytes): every four bytes from the alphabet, one after another (each one's end state meets
+    the next one's bytes) and apart, give Python's text; a case that does not is named."""
+    cases = [bytes(t) for t in itertools.product(ALPHABET, repeat=4)]
+    joined = between.join(cases)
+    if bulk._format.java_utf8(joined).decode("utf-8", "surrogatepass") != java_utf8(joined):
+        wrong = [c.hex() for c in cases
+                 if bulk._format.java_utf8(c).decode("utf-8", "surrogatepass") != java_utf8(c)]
+        pytest.fail(f"C and Python differ: {wrong[:10] or 'only where cases meet'}")
+
+
 def test_same_text_as_the_jvm() -> None:
     java = shutil.which("java")
     if java is None:
