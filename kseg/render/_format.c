@@ -439,6 +439,27 @@ static inline Py_ssize_t ascii_prefix(uint64_t high) {
 #endif
 }
 
+/* Copies the ASCII bytes from s[*at] on, eight at a time, up to the first byte above 0x7F or to
+ * where fewer than eight are left (the caller takes those); advances *at; returns the new end
+ * of the output. Writes up to 8 bytes past what it keeps. */
+static inline char *copy_ascii(const unsigned char *s, Py_ssize_t *at, Py_ssize_t end, char *o) {
+    Py_ssize_t i = *at;
+    uint64_t w;
+    for (; i + 8 <= end; i += 8, o += 8) {
+        memcpy(&w, s + i, 8);
+        if (w & HIGHS) break;
+        memcpy(o, &w, 8);
+    }
+    if (i + 8 <= end) { /* the eight with a byte above 0x7F: copied whole, kept up to it */
+        memcpy(o, &w, 8);
+        Py_ssize_t ascii = ascii_prefix(w & HIGHS);
+        o += ascii;
+        i += ascii;
+    }
+    *at = i;
+    return o;
+}
+
 /* kafka lines: valid UTF-8 as is, other bytes \xNN (Python's "backslashreplace"). */
 static int put_backslashreplace(Buf *b, const unsigned char *s, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n;) {
@@ -448,20 +469,8 @@ static int put_backslashreplace(Buf *b, const unsigned char *s, Py_ssize_t n) {
         CHECK(grow(b, (end - i) * 4 + 4));
         char *o = b->p + b->n;
         while (i < end) {
-            uint64_t w;
-            for (; i + 8 <= end; i += 8, o += 8) { /* text: eight ASCII bytes at a time */
-                memcpy(&w, s + i, 8);
-                if (w & HIGHS) break;
-                memcpy(o, &w, 8);
-            }
-            if (i + 8 <= end) { /* the eight with a byte above 0x7F: copied whole, kept up to it */
-                memcpy(o, &w, 8);
-                Py_ssize_t ascii = ascii_prefix(w & HIGHS);
-                o += ascii;
-                i += ascii;
-            } else if (i >= end) {
-                break;
-            }
+            o = copy_ascii(s, &i, end, o);
+            if (i >= end) break;
             unsigned c = s[i];
             unsigned k = ESCAPED_ONE_LEN[c];
             while (k) { /* bytes that are units on their own, one after another (binary data) */
@@ -530,20 +539,7 @@ static int put_java(Buf *b, const char *text, Py_ssize_t n) {
         CHECK(grow(b, (end - i) * 3 + 16));
         char *o = b->p + b->n;
         while (i < end) {
-            if (state == J_START) {
-                uint64_t w;
-                for (; i + 8 <= end; i += 8, o += 8) { /* text: eight ASCII bytes at a time */
-                    memcpy(&w, s + i, 8);
-                    if (w & HIGHS) break;
-                    memcpy(o, &w, 8);
-                }
-                if (i + 8 <= end) { /* the eight with a byte above 0x7F: copied whole, kept up to it */
-                    memcpy(o, &w, 8);
-                    Py_ssize_t ascii = ascii_prefix(w & HIGHS);
-                    o += ascii;
-                    i += ascii;
-                }
-            }
+            if (state == J_START) o = copy_ascii(s, &i, end, o);
             for (Py_ssize_t stop = end - i > J_RUN ? i + J_RUN : end; i < stop; i++) {
                 const unsigned char *e = JAVA_STEP[state][s[i]];
                 o -= e[6] >> 3;
