@@ -182,7 +182,7 @@ class ByteSpool:
 
                 fd, self.path = tempfile.mkstemp(prefix="spool-", dir=self.folder)
                 self.file = os.fdopen(fd, "wb")
-            self.file.write(b"".join(self.parts))
+            self.file.writelines(self.parts)  # (not joined: a buffer as large again, faulted in each time)
             self.parts, self.pending = [], 0
         return len(data)
 
