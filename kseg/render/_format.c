@@ -521,13 +521,13 @@ static int is_utf8(const unsigned char *s, Py_ssize_t n) {
     return 1;
 }
 
-/* Java's new String(bytes, UTF_8) written as UTF-8 (JAVA_STEP), all in C whatever the bytes;
- * ASCII eight bytes at a time between sequences. */
 /* Bytes the state machine takes before put_java looks for ASCII again: enough for a sequence
  * (text goes back to eight bytes at a time soon after one), few enough that binary data spends
  * its time in the machine (measured: 2 to 6 alike on random bytes, 8 slower on accented text). */
 #define J_RUN 4
 
+/* Java's new String(bytes, UTF_8) written as UTF-8 (JAVA_STEP), all in C whatever the bytes;
+ * ASCII eight bytes at a time between sequences. */
 static int put_java(Buf *b, const char *text, Py_ssize_t n) {
     const unsigned char *s = (const unsigned char *)text;
     int state = J_START;
