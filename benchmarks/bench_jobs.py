@@ -5,13 +5,14 @@ every run printed (the writer: wrote) the same bytes.
 
     python benchmarks/bench_jobs.py [--jobs 2] [--mib-per-partition 64] [--repeat 3] [--json out.json]
     python benchmarks/bench_jobs.py --partitions 1 --mib-per-partition 512 --segment-mib 512 --kind v2-lz4 \
-        --commands verify,find
+        --commands verify,find,stats,dump
 
 With ``--spark`` each command also runs as ``kseg spark <command> --master local[N]`` (the same
 plan / run / merge on Spark's executors; its JVM start-up, several seconds, is in its wall time).
 
-The second form is one large partition of one segment: ``verify`` and ``find`` cut it into
-slices at boundaries its offset index names and read them on the workers (their ``plan``).
+The second form is one large partition of one segment: ``verify``, ``find``, ``stats`` and
+``dump`` cut it into slices at boundaries its offset index names and read them on the workers
+(their ``plan``).
 
 Figures are wall seconds of the ``kseg`` command in its own process (start-up included; best of
 ``--repeat``, the machine may be shared), the data read from the page cache. The goal (issue:

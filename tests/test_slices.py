@@ -10,7 +10,8 @@ from __future__ import annotations
 import io
 import struct
 import sys
-from dataclasses import replace
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -19,15 +20,18 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from conftest import examples
+from kseg.cli.common import expand_for_dump
+from kseg.cli.dump import dump as dump_command
+from kseg.cli.dump import run_dump
 from kseg.cli.main import main
 from kseg.companions.build import build_indexes
-from kseg.errors import InputError
+from kseg.errors import InputError, KsegError
 from kseg.log.encode import build_v2_batch
 from kseg.log.fast import scan_entries
 from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX
 from kseg.log.segment import companion_path, segment_file_name
 from kseg.model import make_record
-from kseg.ops import cuts, find, stats, verify
+from kseg.ops import cuts, dump_split, find, stats, verify
 from kseg.ops.executors import execute
 from kseg.ops.verify import MAX_NOTES_PER_KIND, VerifyOptions
 from kseg.render.reports import write_verify
@@ -189,17 +193,72 @@ def _stats_cuts(paths: list[Path], workers: int) -> int:
 
 
 
+# dump: each format its output (stdout bytes, stderr, exit code, the error that stopped it), the
+# slices' units run here one after another (the pool only runs them elsewhere).
+DUMP_ARGS = {
+    "kafka lines with payloads": ["--format", "kafka", "--payload", "utf8"],
+    "kafka lines of Kafka 3.9 (gaps)": ["--format", "kafka", "--payload", "hex", "--kafka-version", "3.9"],
+    "kafka batch lines": ["--format", "kafka"],
+    "jsonl records": ["--format", "jsonl", "--records"],
+    "text records": ["--records"],
+    "text batches": [],
+}
+
+
+@dataclass(frozen=True)
+class _SlicesHere:
+    """A dump runner (``kseg.cli.dump.DumpRunner``) that cuts as for ``workers`` and runs the
+    units here, one after another."""
+
+    workers: int
+
+    def takes(self, files: list[Path], options) -> bool:
+        return dump_split.splits(files, options, self.workers)
+
+    def __call__(self, job, files, spool):
+        return execute(dump_split.OPERATION, (files, spool), replace(job, workers=self.workers))
+
+
+def _dump_output(paths: list[Path], workers: int, args: list[str]) -> tuple:
+    params = dict(dump_command.make_context("dump", [*args, *map(str, paths)]).params)
+    given, _ = params.pop("paths"), params.pop("jobs")
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
+    err = io.StringIO()
+    code, error = 0, None
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            run_dump(given, _SlicesHere(workers), **params)
+        except SystemExit as e:
+            code = e.code
+        except KsegError as e:
+            error = str(e)
+    return code, error, out.buffer.getvalue(), err.getvalue()
+
+
+def _dump(paths: list[Path], workers: int, tmp: Path) -> list:
+    return [(name, _dump_output(paths, workers, args)) for name, args in DUMP_ARGS.items()]
+
+
+def _dump_cuts(paths: list[Path], workers: int) -> int:
+    job = dump_split.DumpJob(dump_split.DumpOptions(), None, None, workers)
+    return sum(u.piece is not None and u.piece.part > 0
+               for u in dump_split.plan((expand_for_dump(tuple(paths)), ""), job))
+
+
 # Every operation whose plan cuts a log into slices: how many cuts it plans for ``workers``, and
 # its whole result (what it prints, and its figures) for comparing with the whole read.
 SLICED = {
     "verify": (_cuts, _verify_result),
     "find": (_find_cuts, _find_result),
     "stats": (_stats_cuts, lambda paths, workers, tmp: _stats(paths, workers)),
+    "dump_split": (_dump_cuts, _dump),
 }
 # The command line that shows each one's output, for the -j test.
 COMMANDS = {"verify": [["verify", "-v"], ["verify", "--format", "json"]],
             "find": [["find", "--value-regex", "v"], ["find", "--from-offset", "50", "--to-offset", "99", "--format", "json"]],
-            "stats": [["stats"], ["stats", "--format", "json"], ["stats", "--segments"]]}
+            "stats": [["stats"], ["stats", "--format", "json"], ["stats", "--segments"]],
+            "dump_split": [["dump", "--format", "kafka", "--payload", "utf8"], ["dump", "--format", "jsonl", "--records"],
+                           ["dump"]]}
 TREES = ["fixtures/logdir", "fixtures/kafka-4", "fixtures/kafka-2.8", "fixtures/kafka-cleaner", "fixtures/kafka-clients/4",
          "../shared/realdata"]
 
@@ -211,8 +270,10 @@ def _as_whole(op: str, paths: list[Path], tmp: Path, workers: int = 64) -> None:
 
 
 def test_every_operation_that_slices_has_its_row():
-    """An operation module of kseg.ops whose plan cuts slices (``slice_share``) is in SLICED and COMMANDS."""
-    slicing = {p.stem for p in (REPO / "kseg" / "ops").glob("*.py") if "slice_share(" in p.read_text()}
+    """An operation module of kseg.ops whose plan cuts slices (``slice_share``, called or loaded by
+    name) is in SLICED and COMMANDS."""
+    slicing = {p.stem for p in (REPO / "kseg" / "ops").glob("*.py")
+               if "slice_share(" in p.read_text() or "cuts:slice_share" in p.read_text()}
     assert slicing - {"cuts"} == set(SLICED) == set(COMMANDS)
 
 

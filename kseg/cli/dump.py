@@ -19,7 +19,7 @@ from kseg.interrupts import Terminated, exit_code
 from kseg.lazy import load
 from kseg.log.listing import read_kind
 from kseg.ops.dump import DumpOptions
-from kseg.ops.dump_split import OPERATION, DumpCounts, DumpJob, LiveTails, dump_counted
+from kseg.ops.dump_split import OPERATION, DumpCounts, DumpJob, LiveTails, dump_counted, splits
 from kseg.ops.executors import execute, here_only
 from kseg.ops.live_output import IDLE
 from kseg.errors import InputError
@@ -103,7 +103,7 @@ class DumpRunner(Protocol):
     """Where a dump's files are rendered when not one after another in this process: a pool of
     worker processes (``-j``), or Spark's executors (``kseg spark dump``)."""
 
-    def takes(self, files: list[Path]) -> bool:
+    def takes(self, files: list[Path], options: DumpOptions) -> bool:
         """Whether these files are rendered by it (else the dump runs here, serially)."""
 
     def __call__(self, job: DumpJob, files: list[Path], spool: str) -> Generator[Any, None, None]:
@@ -112,13 +112,13 @@ class DumpRunner(Protocol):
 
 @dataclass(frozen=True)
 class PoolRunner:
-    """``-j N``: files rendered by N worker processes; a single file, or one only this process
-    may read (stdin, an object), keeps the dump here."""
+    """``-j N``: files, and slices of a large log, rendered by N worker processes; a single file
+    read whole, or one only this process may read (stdin, an object), keeps the dump here."""
 
     jobs: int
 
-    def takes(self, files: list[Path]) -> bool:
-        return self.jobs > 1 and len(files) > 1 and not any(here_only(f) for f in files)
+    def takes(self, files: list[Path], options: DumpOptions) -> bool:
+        return not any(here_only(f) for f in files) and splits(files, options, self.jobs)
 
     def __call__(self, job: DumpJob, files: list[Path], spool: str) -> Generator[Any, None, None]:
         return execute(OPERATION, (files, spool), job, self.jobs)
@@ -147,13 +147,11 @@ def run_dump(paths: tuple[Path, ...], runner: DumpRunner, *, records: bool, fmt:
     records = records or fields is not None  # choosing record fields asks for the records
     view = RecordView(fields, not no_truncate)
     files = expand_for_dump(paths)
-    split = runner.takes(files)
     if input_format == "kafka07":
         load(DUMP_KAFKA07)(files, sys.stdout, fmt=fmt, deep=records, key_decoder=kd, value_decoder=vd)
         return
     # Each log-like file's format by name, else by its first bytes (a README is unusable input).
     formats = [_dump_format(f, input_format, fmt) for f in files]
-    split = split and KAFKA07 not in formats  # a Kafka 0.7 file keeps the dump here
     sys.stdout.flush()
     out = ChunkedWriter(sys.stdout.buffer)  # output leaves in 1 MiB writes
     renderer = make_renderer(fmt, out, sys.stderr, kd, vd, records=records, kafka_version=kafka_version,
@@ -163,6 +161,7 @@ def run_dump(paths: tuple[Path, ...], runner: DumpRunner, *, records: bool, fmt:
                                from_offset=from_offset, to_offset=to_offset, from_time=from_time, to_time=to_time,
                                max_decompressed_bytes=max_decompressed_bytes, keep_going=keep_going,
                                redactor=redactor, show_secrets=show_secrets)
+    split = KAFKA07 not in formats and runner.takes(files, options)  # a Kafka 0.7 file keeps the dump here
     live = LiveTails.of(paths, files)
     counts = DumpCounts()
     interrupted = False

@@ -73,6 +73,34 @@ class FileStart:
 
 
 @dataclass(frozen=True)
+class LogSlice:
+    """A large log dumped in slices (``kseg.ops.dump_split``, ``-j``): this one's bytes
+    [start, end) of it (end None: to the end of the file), the ``part``-th of ``parts``."""
+
+    start: int
+    end: int | None
+    part: int
+    parts: int
+
+
+@dataclass(frozen=True)
+class SliceStart:
+    """Where a later slice of a log begins, instead of its FileStart: the file's header is the
+    first slice's, and what a renderer carries from batch to batch (Kafka's offset-gap check)
+    is joined at merge."""
+
+    path: Path
+
+
+@dataclass(frozen=True)
+class ReadOn:
+    """A slice met damage or a batch running past its end and read on to the end of the file,
+    as a whole read does from there: merge leaves out the file's later slices."""
+
+    path: Path
+
+
+@dataclass(frozen=True)
 class BatchEvent:
     """A batch, with the facts that need its records (legacy wrappers) and, if asked, the records.
 
@@ -143,7 +171,8 @@ class NoteEvent:
     text: str
 
 
-Event = FileStart | BatchEvent | PlainRunEvent | ColumnRunEvent | BadBatchEvent | TailEvent | CompanionEvent | SkippedEvent | NoteEvent
+Event = (FileStart | SliceStart | ReadOn | BatchEvent | PlainRunEvent | ColumnRunEvent | BadBatchEvent | TailEvent
+         | CompanionEvent | SkippedEvent | NoteEvent)
 
 
 def dump_paths(paths: list[Path], options: DumpOptions) -> Iterator[Event]:
@@ -151,7 +180,12 @@ def dump_paths(paths: list[Path], options: DumpOptions) -> Iterator[Event]:
         yield from dump_file(path, options)
 
 
-def dump_file(path: Path, options: DumpOptions) -> Iterator[Event]:
+def dump_file(path: Path, options: DumpOptions, piece: LogSlice | None = None) -> Iterator[Event]:
+    """A file's events; ``piece``: of that slice of a log only (``sliceable`` options)."""
+    if piece is not None and piece.part > 0:
+        yield SliceStart(path)
+        yield from _dump_log(path, options, None, piece)
+        return
     kind = read_kind(path, strict=options.strict_names)
     # A tiered snapshot is named by its segment's start offset, not by the offset it was taken at.
     named = None if kind == "snapshot" and tiered_segment_id(path) else base_offset_of(path)
@@ -160,11 +194,17 @@ def dump_file(path: Path, options: DumpOptions) -> Iterator[Event]:
     if note:  # a segment of a replica the broker renamed (being deleted, moved in, stray)
         yield NoteEvent(path, note)
     if kind in ("log", "checkpoint"):
-        yield from _dump_log(path, options, family_for(path, options.decode))
+        yield from _dump_log(path, options, family_for(path, options.decode), piece)
     elif kind == "unknown":
         yield SkippedEvent(path, "unknown file type")
     else:
         yield load(DUMP_COMPANION)(path, kind)
+
+
+def sliceable(o: DumpOptions) -> bool:
+    """Whether a log read in slices gives these options' events: no offset or time range (a
+    seek by the indexes), no --max-bytes, nothing decoded or redacted."""
+    return not _filters_records(o) and o.max_bytes is None and o.decode is None and o.redactor is None
 
 
 def _wanted(batch: Batch, first: int, last: int, o: DumpOptions) -> bool:
@@ -242,33 +282,50 @@ def _batch_lists(seg: Segment, o: DumpOptions) -> Iterator[list[Batch]]:
     yield from seg.batch_lists(end=o.max_bytes)
 
 
-def _dump_log(path: Path, o: DumpOptions, family: str | None = None) -> Iterator[Event]:
+def _dump_log(path: Path, o: DumpOptions, family: str | None = None, piece: LogSlice | None = None) -> Iterator[Event]:
     seg = Segment(path)
-    end = o.max_bytes
+    if piece is None:
+        end = o.max_bytes
+        yield from _events_of(path, _batch_lists(seg, o), o, family)
+    else:
+        end = piece.end
+        yield from _events_of(path, seg.batch_lists(start=piece.start, end=end), o, family)
+        if end is not None and seg.tail is not None:
+            # Not a batch before the slice's end (damage, or one running past it): a whole read
+            # goes on from there to the end of the file; so does this slice.
+            yield ReadOn(path)
+            end = None
+            yield from _events_of(path, seg.batch_lists(start=seg.tail.position), o, family)
+    if seg.tail is not None:
+        cut_by_max_bytes = end is not None and end < seg.size
+        yield TailEvent(path, seg.tail, reported=not cut_by_max_bytes)
+    if piece is None or end is None:  # (a slice before the last: the last one tells)
+        for text in seg.notes():
+            yield NoteEvent(path, text)
+
+
+def _events_of(path: Path, lists: Iterator[list[Batch]], o: DumpOptions, family: str | None) -> Iterator[Event]:
+    """The events of the batches ``lists`` holds: runs where the consumer takes them, else a
+    batch at a time."""
     runs = o.plain_runs and family is None and o.from_time is None and o.to_time is None and not o.redactor
     budget = o.column_runs if (o.records and family is None and o.from_time is None and o.to_time is None
                                and not o.redactor) else None
     if budget is not None:
-        yield from _column_events(path, _batch_lists(seg, o), o, budget)
-    else:
-        for entries in _batch_lists(seg, o):
-            i, n = 0, len(entries)
-            while i < n:
-                if runs:
-                    run = plain_run(entries, i)
-                    if run is not None:
-                        i += len(run.batches)
-                        yield from _run_events(path, run, o, family)
-                        continue
-                ev = _batch_event(path, entries[i], o, family)
-                i += 1
-                if ev is not None:
-                    yield ev
-    if seg.tail is not None:
-        cut_by_max_bytes = end is not None and end < seg.size
-        yield TailEvent(path, seg.tail, reported=not cut_by_max_bytes)
-    for text in seg.notes():
-        yield NoteEvent(path, text)
+        yield from _column_events(path, lists, o, budget)
+        return
+    for entries in lists:
+        i, n = 0, len(entries)
+        while i < n:
+            if runs:
+                run = plain_run(entries, i)
+                if run is not None:
+                    i += len(run.batches)
+                    yield from _run_events(path, run, o, family)
+                    continue
+            ev = _batch_event(path, entries[i], o, family)
+            i += 1
+            if ev is not None:
+                yield ev
 
 
 def _column_events(path: Path, lists: Iterator[list[Batch]], o: DumpOptions, budget: ColumnBudget) -> Iterator[Event]:

@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from kseg.errors import InputError, KsegError, TruncatedError
+from kseg.lazy import load
 from kseg.log.decode import Tail
 from kseg.log.listing import LOG_SUFFIX
 from kseg.log.segment import zero_bytes_to_end
-from kseg.ops.dump import BadBatchEvent, BatchEvent, DumpOptions, Event, NoteEvent, PlainRunEvent, TailEvent, dump_file
+from kseg.ops.dump import (BadBatchEvent, BatchEvent, DumpOptions, Event, LogSlice, NoteEvent, PlainRunEvent, ReadOn,
+                           TailEvent, dump_file, sliceable)
 from kseg.ops.executors import Operation, here_only, unwrap, weight_of
 from kseg.ops.live_output import LiveSpool, follow
 from kseg.ops.sniff import KAFKA, format_hint
@@ -64,14 +66,19 @@ class DumpCounts:
 
 
 def dump_counted(path: Path, options: DumpOptions, consume: Callable[[Event], Any], tell: Callable[[str], Any],
-                 live: Callable[[Path, Tail], bool], counts: DumpCounts) -> None:
-    """One file's events handed to ``consume`` (a renderer), its notes and hints to ``tell`` (a
-    stderr line each), its problems added to ``counts``. An unreadable file is raised, or with
-    --keep-going told and counted; one deleted since it was listed is a note."""
+                 live: Callable[[Path, Tail], bool], counts: DumpCounts, piece: LogSlice | None = None) -> bool:
+    """One file's events (``piece``: of that slice of it) handed to ``consume`` (a renderer), its
+    notes and hints to ``tell`` (a stderr line each), its problems added to ``counts``. An
+    unreadable file is raised, or with --keep-going told and counted; one deleted since it was
+    listed is a note. Returns whether a slice read on past its end (``ReadOn``)."""
+    read_on = False
     try:
-        for ev in dump_file(path, options):
+        for ev in dump_file(path, options, piece):
             if isinstance(ev, NoteEvent):  # renamed, grew or changed while it was read
                 tell(f"kseg: note: {printable(str(ev.path))}: {ev.text}")
+                continue
+            if isinstance(ev, ReadOn):
+                read_on = True
                 continue
             consume(ev)
             if isinstance(ev, BatchEvent):
@@ -92,22 +99,31 @@ def dump_counted(path: Path, options: DumpOptions, consume: Callable[[Event], An
     except InputError as e:
         if gone(path):  # a local file deleted by the broker since it was listed
             tell(f"kseg: note: {path}: {VANISHED}")
-            return
+            return True
         if not options.keep_going:
             raise
         tell(f"kseg: error: {e}")  # one line; the rest goes on
         counts.unreadable += 1
+        return True
+    return read_on
 
 
 # --------------------------------------------------------------------------- plan / run / merge
 #
-# Units are files (a partition's segments each one; the pool packs small ones together). A unit
+# Units are files (a partition's segments each one; the pool packs small ones together), and for
+# ``-j`` a log heavier than a share of the work is cut into slices at boundaries its offset index
+# names (``kseg.ops.cuts``), when the options read it alike in slices (``sliceable``). A unit
 # is rendered where it runs, by a renderer ``DumpJob.renderer`` makes, into a spool (memory, then
 # a file past a few MiB) with its stderr lines at their places; merge streams the units' bytes
 # and lines in plan order, so the output is the single process's, byte for byte. What crosses
 # files is merge's: the counts (exit code), the renderer's report at the end (its ``state()``
 # of each unit, absorbed by the caller's renderer: Kafka's non-consecutive offsets and index
 # findings, a decoder's failures), and an error that stops the dump after the output before it.
+
+
+# Loaded by a dump in slices only (their index reading is no plain dump's).
+SLICE_SHARE = "kseg.ops.cuts:slice_share"
+CUT_POINTS = "kseg.ops.cuts:cut_points"
 
 
 @dataclass(frozen=True)
@@ -119,6 +135,7 @@ class DumpJob:
     options: DumpOptions
     renderer: Callable[[Any, Any], Any]
     live: LiveTails
+    workers: int = 1  # what the units are spread over (``executors.spread``): large logs are cut for them
 
 
 @dataclass(frozen=True)
@@ -128,6 +145,7 @@ class DumpUnit:
     weight: int = 0
     local: bool = False
     live: str | None = None  # where the output goes as it is rendered (``live``), not into the partial
+    piece: LogSlice | None = None  # a slice of a large log (None: the whole file)
 
 
 @dataclass
@@ -136,6 +154,8 @@ class DumpPartial:
     counts: DumpCounts
     state: Any
     error: BaseException | None = None
+    piece: LogSlice | None = None
+    read_on: bool = False  # a slice that read to the end of its file: merge leaves out the later ones
 
 
 @dataclass
@@ -161,34 +181,72 @@ class _Lines:
 
 
 def plan(inputs: tuple[list[Path], str], job: DumpJob) -> list[DumpUnit]:
-    """One unit per file, in the order given (``expand_for_dump``'s)."""
+    """One unit per file, in the order given (``expand_for_dump``'s); a large log in slices."""
     files, spool = inputs
-    return [DumpUnit(f, spool, weight_of([f]), here_only(f)) for f in files]
+    return _units(files, spool, job.options, job.workers)
+
+
+def splits(files: list[Path], options: DumpOptions, workers: int) -> bool:
+    """Whether a dump of ``files`` spread over ``workers`` has more than one unit."""
+    return workers > 1 and len(_units(files, "", options, workers)) > 1
+
+
+def _units(files: list[Path], spool: str, options: DumpOptions, workers: int) -> list[DumpUnit]:
+    units = [DumpUnit(f, spool, weight_of([f]), here_only(f)) for f in files]
+    share = 0
+    if workers > 1 and sliceable(options):
+        share = load(SLICE_SHARE)(sum(u.weight for u in units), workers)
+    return [s for u in units for s in _sliced(u, share)] if share else units
+
+
+def log_cuts(path: Path, share: int) -> list[int]:
+    """Where a dump cuts a log for slices of about ``share`` bytes (none: it is read whole)."""
+    size = weight_of([path])
+    if path.suffix != LOG_SUFFIX or here_only(path) or size <= share * 3 // 2:
+        return []
+    return load(CUT_POINTS)(str(path), size, share)
+
+
+def _sliced(u: DumpUnit, share: int) -> list[DumpUnit]:
+    cuts = log_cuts(u.path, share)
+    if not cuts:
+        return [u]
+    starts, ends = [0, *cuts], [*cuts, None]
+    return [dataclasses.replace(u, weight=(u.weight if b is None else b) - a, piece=LogSlice(a, b, k, len(starts)))
+            for k, (a, b) in enumerate(zip(starts, ends))]
 
 
 def run(unit: DumpUnit, job: DumpJob) -> DumpPartial:
-    """One file dumped into a spool (or a live file); an error it met is kept for merge to raise
-    in its place."""
+    """One file (or slice) dumped into a spool (or a live file); an error it met is kept for merge
+    to raise in its place."""
     spool: ByteSpool | LiveSpool = LiveSpool(unit.live) if unit.live else ByteSpool(unit.spool)
-    counts, error = DumpCounts(), None
+    counts, error, read_on = DumpCounts(), None, False
     try:
         renderer = job.renderer(spool, _Lines(spool))
         try:
-            dump_counted(unit.path, job.options, renderer, lambda line: spool.note(line + "\n"), job.live, counts)
+            read_on = dump_counted(unit.path, job.options, renderer, lambda line: spool.note(line + "\n"), job.live,
+                                   counts, unit.piece)
         except (KsegError, OSError) as e:
             error = e
         state = renderer.state()
     finally:
         output = spool.done()  # also when the unit fails: a reader of the live file is not left waiting
-    return DumpPartial(output, counts, state, error)
+    return DumpPartial(output, counts, state, error, unit.piece, read_on)
 
 
 def merge(partials: Iterable[DumpPartial], job: DumpJob) -> Iterator[bytes | str | DumpTotals]:
     """The output in plan order: bytes for stdout, text for stderr; then the totals; then the
-    error that stopped the dump, if one did."""
+    error that stopped the dump, if one did. The slices of a log after one that read on to its
+    end are left out: the whole read never got to them."""
     total = DumpTotals()
+    read_on = False
     for p in partials:
+        if read_on and p.piece is not None and p.piece.part > 0:
+            for _ in p.output:  # (a spooled file is removed as it is read)
+                pass
+            continue
         yield from p.output
+        read_on = p.piece is not None and p.read_on  # (known once the output was read: ``Following``)
         total.counts.absorb(p.counts)
         total.states.append(p.state)
         if p.error is not None:
@@ -225,6 +283,14 @@ class Following:
     @property
     def error(self) -> BaseException | None:
         return self._partial().error
+
+    @property
+    def piece(self) -> LogSlice | None:
+        return self._partial().piece
+
+    @property
+    def read_on(self) -> bool:
+        return self._partial().read_on
 
     def _partial(self) -> DumpPartial:
         if self._done is None:

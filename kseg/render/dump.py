@@ -7,6 +7,7 @@ Each renderer writes to the streams it is given and knows nothing about files.
 from __future__ import annotations
 
 from itertools import islice
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable, TextIO
 
 from kseg.decoders import DecodedRecord, control_kafka_text
@@ -28,6 +29,7 @@ from kseg.ops.dump import (
     FileStart,
     PlainRunEvent,
     SkippedEvent,
+    SliceStart,
     TailEvent,
 )
 from kseg.printable import printable as safe
@@ -57,6 +59,9 @@ if TYPE_CHECKING:
 # magic 0, CreateTime, LogAppendTime; the codec of an uncompressed message.
 _TS_NAMES = (TIMESTAMP_TYPE_NAMES[-1], TIMESTAMP_TYPE_NAMES[0], TIMESTAMP_TYPE_NAMES[1])
 _PLAIN_CODEC = CODEC_NAMES[CODEC_NONE]
+# The offset "before" a later slice's first record (SliceStart): the gap the writers then report
+# names that record, which merge compares with the slice before's last (KafkaRenderer.absorb).
+_SLICE_HEAD = -(1 << 62)
 
 
 def binary_writer(out: IO) -> Callable[[bytes], Any]:
@@ -480,6 +485,11 @@ class KafkaRenderer:
         self.index_findings: dict[str, DumpIndexFindings] = {}  # absolute path -> Kafka's index walk
         self._last_offset: int | None = None
         self._gaps: tuple[object, list[tuple[int, int]]] | None = None  # (path, its list) of the current file
+        # A unit's file for a split dump's merge: (absolute path, a later slice?, its first record's
+        # offset, when a later slice); and by absolute path, the last record offset the units merged
+        # so far showed (absorb).
+        self._unit: tuple[Path, bool, int | None] | None = None
+        self._ends: dict[str, int | None] = {}
         # Lines written after a log or snapshot file's "Dumping" line, before its contents: Kafka 3.x
         # announces there, each time it loads one, a deprecated decoder class it swaps (kseg-dump-log).
         self.log_preamble: tuple[str, ...] = ()
@@ -492,9 +502,13 @@ class KafkaRenderer:
 
     def __call__(self, ev: Event) -> None:
         w = self.w
-        if isinstance(ev, FileStart):
+        if isinstance(ev, SliceStart):  # the file's header, and its offsets before, are other units'
+            self._last_offset = _SLICE_HEAD
+            self._unit = (ev.path, True, None)
+        elif isinstance(ev, FileStart):
             w(f"Dumping {safe(ev.path)}\n")
             self._last_offset = None
+            self._unit = (ev.path, False, None)
             if ev.kind in ("log", "checkpoint"):
                 for line in self.log_preamble:
                     w(line + "\n")
@@ -610,8 +624,14 @@ class KafkaRenderer:
                                                else b.codec_name)
 
     def _note_gaps(self, ev: BatchEvent | PlainRunEvent, gaps: list[tuple[int, int]]) -> None:
+        if gaps and gaps[0][0] == _SLICE_HEAD:
+            self._slice_head(gaps.pop(0)[1])
         if gaps:  # a file is listed in the report only when it has a gap
             self._gap_list(ev).extend(gaps)
+
+    def _slice_head(self, offset: int) -> None:
+        assert self._unit is not None
+        self._unit = (self._unit[0], True, offset)
 
     def _gap_list(self, ev: BatchEvent | PlainRunEvent) -> list[tuple[int, int]]:
         if self._gaps is None or self._gaps[0] is not ev.path:
@@ -620,7 +640,9 @@ class KafkaRenderer:
 
     def _track(self, ev: BatchEvent, offset: int) -> None:
         last = self._last_or_start()
-        if last is not None and offset != last + 1:
+        if last == _SLICE_HEAD:
+            self._slice_head(offset)
+        elif last is not None and offset != last + 1:
             self._gap_list(ev).append((last, offset))
         self._last_offset = offset
 
@@ -702,11 +724,30 @@ class KafkaRenderer:
 
     def state(self) -> tuple:
         """What ``close`` reports, for a split dump's merge (``kseg.ops.dump_split``): the offset
-        gaps and index findings by file, the decoders' failures."""
-        return self.non_consecutive, self.index_findings, decoder_failures(self.kd, self.vd)
+        gaps and index findings by file, the decoders' failures; and the unit's file, for the gap
+        between the slices of a log (its path, whether a later slice, its first record's offset
+        then, the last record's)."""
+        last = None if self._last_offset == _SLICE_HEAD else self._last_offset
+        unit = None
+        if self._unit is not None:
+            path, later_slice, head = self._unit
+            unit = (str(path.resolve()), later_slice, head, last)
+        return self.non_consecutive, self.index_findings, decoder_failures(self.kd, self.vd), unit
 
     def absorb(self, state: tuple) -> None:
-        non_consecutive, index_findings, failures = state
+        """A unit's ``state``, in the dump's order: what it found, and where a later slice of a log
+        starts, the gap a whole read finds there."""
+        non_consecutive, index_findings, failures, unit = state
+        if unit is not None:
+            path, later_slice, head, last = unit
+            if later_slice and head is not None:
+                before = self._ends.get(path)
+                if before is None and self.release.gap_from_file_start:
+                    before = -1
+                if before is not None and head != before + 1:
+                    self.non_consecutive.setdefault(path, []).append((before, head))
+            if last is not None or not later_slice:
+                self._ends[path] = last
         for path, gaps in non_consecutive.items():
             self.non_consecutive.setdefault(path, []).extend(gaps)
         self.index_findings.update(index_findings)

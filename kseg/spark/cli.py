@@ -225,7 +225,7 @@ class _SparkDump:
         self.ran: list[tuple[Any, Any, Any]] = []
         self.started = False
 
-    def takes(self, files: list[Path]) -> bool:
+    def takes(self, files: list[Path], options: Any) -> bool:
         _no_streams(files)
         return True
 
