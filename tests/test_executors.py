@@ -229,18 +229,43 @@ def _merge(partials, opts) -> list:
 TOY = Operation("toy", _plan, _run, _merge)
 
 
+def _run_where(u: _Unit, failing: frozenset) -> tuple[int, int, bool]:
+    return (*_run(u, failing), os.getpid() == _HERE_PID)
+
+
+_HERE_PID = os.getpid()
+# An operation whose units can also run in the merging process (``here``), as dump's do.
+TOY_HERE = Operation("toy-here", _plan, _run_where, _merge, here=_run_where)
+
+
+@pytest.mark.parametrize("n", [2, 3, 7, 50])
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_two_ended_pool_runs_the_front_here_and_the_back_on_workers(n, jobs):
+    """Units from the front run here, from the back on workers, and merge gets them in plan order:
+    the serial results, here a prefix with the first unit in it, the workers' the rest (at least
+    the last unit: a worker takes it before this process starts)."""
+    serial = execute(TOY_HERE, n, frozenset(), 1)
+    pooled = execute(TOY_HERE, n, frozenset(), jobs)
+    assert [r[:2] for r in pooled] == [r[:2] for r in serial] == [(i, i * i) for i in range(n)]
+    where = [r[2] for r in pooled]
+    mine = where.count(True)
+    assert where == [True] * mine + [False] * (n - mine) and 1 <= mine < n, where
+
+
 @pytest.mark.parametrize("n", [0, 1, 2, 7, 50])
 def test_pool_keeps_plan_order(n):
     assert execute(TOY, n, frozenset(), 2) == execute(TOY, n, frozenset(), 1) == [(i, i * i) for i in range(n)]
 
 
-@pytest.mark.parametrize("failing", [{0}, {5}, {5, 9}, {49}])
-def test_pool_raises_the_error_serial_raises(failing):
-    """The first failing unit in plan order, the same error (type, line), whichever runs it."""
+@pytest.mark.parametrize("failing", [{0}, {1}, {5}, {5, 9}, {49}])
+@pytest.mark.parametrize("op", [TOY, TOY_HERE], ids=["pool", "two-ended"])
+def test_pool_raises_the_error_serial_raises(op, failing):
+    """The first failing unit in plan order, the same error (type, line), whichever runs it
+    (the two-ended pool: this process from the front, a worker from the back)."""
     errors = []
     for jobs in (1, 2):
         with pytest.raises(DataError) as e:
-            execute(TOY, 50, frozenset(failing), jobs)
+            execute(op, 50, frozenset(failing), jobs)
         errors.append((type(e.value), str(e.value)))
     assert errors[0] == errors[1] and f"unit {min(failing)} is broken" in errors[0][1]
 
@@ -275,15 +300,16 @@ def test_signal_with_a_pool_leaves_no_worker(tmp_path, sig, code, line, command)
     proc = subprocess.Popen([sys.executable, "-c", "from kseg.cli import run; run()", *command, "-j", "2", str(root)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, preexec_fn=restore_signals)
     workers: list[int] = []
+    wanted = 1 if SPLITTABLE[command[0]].here else 2  # -j 2 with units run here too: one worker
     end = time.monotonic() + 60
     while time.monotonic() < end and proc.poll() is None:
         workers = _children(proc.pid)
-        if len(workers) >= 2:
+        if len(workers) >= wanted:
             proc.send_signal(signal.SIGSTOP)
             workers = _children(proc.pid)
             break
         time.sleep(0.0005)
-    assert len(workers) >= 2, "the pool never started"
+    assert len(workers) >= wanted, "the pool never started"
     proc.send_signal(sig)
     proc.send_signal(signal.SIGCONT)
     out, err = proc.communicate(timeout=60)
@@ -373,6 +399,18 @@ def test_dump_spools_large_outputs_and_leaves_nothing(tmp_path, monkeypatch):
         assert (pooled.exit_code, pooled.stdout, pooled.stderr) == (serial.exit_code, serial.stdout, serial.stderr)
         assert serial.exit_code == 1
     assert list(spool_root.iterdir()) == []
+
+
+@pytest.mark.parametrize("count", [1, 1023, 1024, 1025, 2500])
+def test_write_all_writes_every_piece_in_order(tmp_path, count):
+    """The spool's writev groups (1024 pieces a call) leave nothing out and keep the order."""
+    from kseg.ops.spool import write_all
+
+    parts = [bytes([i % 251]) * (1 + i % 7) for i in range(count)]
+    path = tmp_path / "out"
+    with open(path, "wb", buffering=0) as f:
+        write_all(f.fileno(), parts)
+    assert path.read_bytes() == b"".join(parts)
 
 
 def test_byte_spool_keeps_each_line_at_its_place(tmp_path):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Generator, Iterable, Iterator
 
 from kseg.errors import InputError, KsegError, TruncatedError
 from kseg.lazy import load
@@ -71,6 +71,23 @@ def dump_counted(path: Path, options: DumpOptions, consume: Callable[[Event], An
     notes and hints to ``tell`` (a stderr line each), its problems added to ``counts``. An
     unreadable file is raised, or with --keep-going told and counted; one deleted since it was
     listed is a note. Returns whether a slice read on past its end (``ReadOn``)."""
+    return _ended(_counted_steps(path, options, consume, tell, live, counts, piece, None))
+
+
+def _ended(steps: Generator[None, None, bool]) -> bool:
+    """What ``steps`` returns, run to its end."""
+    try:
+        while True:
+            next(steps)
+    except StopIteration as done:
+        return done.value
+
+
+def _counted_steps(path: Path, options: DumpOptions, consume: Callable[[Event], Any], tell: Callable[[str], Any],
+                   live: Callable[[Path, Tail], bool], counts: DumpCounts, piece: LogSlice | None,
+                   due: Callable[[], bool] | None) -> Generator[None, None, bool]:
+    """``dump_counted``, pausing after an event whenever ``due()`` says so (``Here``: the output
+    held so far leaves then); with ``due`` None it runs to its end at once."""
     read_on = False
     try:
         for ev in dump_file(path, options, piece):
@@ -96,6 +113,8 @@ def dump_counted(path: Path, options: DumpOptions, consume: Callable[[Event], An
                 hint = format_hint(path, KAFKA)
                 if hint:
                     tell(f"kseg: {path}: {hint}")
+            if due is not None and due():
+                yield
     except InputError as e:
         if gone(path):  # a local file deleted by the broker since it was listed
             tell(f"kseg: note: {path}: {VANISHED}")
@@ -113,9 +132,11 @@ def dump_counted(path: Path, options: DumpOptions, consume: Callable[[Event], An
 # Units are files (a partition's segments each one; the pool packs small ones together), and for
 # ``-j`` a log heavier than a share of the work is cut into slices at boundaries its offset index
 # names (``kseg.ops.cuts``), when the options read it alike in slices (``sliceable``). A unit
-# is rendered where it runs, by a renderer ``DumpJob.renderer`` makes, into a spool (memory, then
-# a file past a few MiB) with its stderr lines at their places; merge streams the units' bytes
-# and lines in plan order, so the output is the single process's, byte for byte. What crosses
+# is rendered where it runs, by a renderer ``DumpJob.renderer`` makes: on a worker into a spool
+# (memory, then a file past a few MiB) with its stderr lines at their places, in the merging
+# process (``Here``: the pool's front end) into pieces merge writes out as they come; merge
+# streams the units' bytes and lines in plan order, so the output is the single process's, byte
+# for byte. What crosses
 # files is merge's: the counts (exit code), the renderer's report at the end (its ``state()``
 # of each unit, absorbed by the caller's renderer: Kafka's non-consecutive offsets and index
 # findings, a decoder's failures), and an error that stops the dump after the output before it.
@@ -169,7 +190,7 @@ class DumpTotals:
 class _Lines:
     """A renderer's stderr in a unit: its text kept at its place in the output."""
 
-    def __init__(self, spool: ByteSpool):
+    def __init__(self, spool: ByteSpool | _Held):
         self.spool = spool
 
     def write(self, text: str) -> int:
@@ -260,17 +281,11 @@ def live(unit: DumpUnit, path: str) -> DumpUnit:
     return dataclasses.replace(unit, live=path)
 
 
-class Following:
-    """A unit's partial while it runs (``live``): its output read from the live file as it is
-    written; its counts, renderer state and error from ``finished()``, once the output ended."""
+class _Later:
+    """A unit's partial whose output is read before the rest of it is known: its counts, renderer
+    state, error and read-on from the finished partial (``_done``), once the output ended."""
 
-    def __init__(self, path: str, finished: Callable[[], Any], running: Callable[[], bool]):
-        self.output = self._output(path, finished, running)
-        self._done: DumpPartial | None = None
-
-    def _output(self, path: str, finished: Callable[[], Any], running: Callable[[], bool]) -> Iterator[Any]:
-        yield from follow(path, running)
-        self._done = unwrap(finished())
+    _done: DumpPartial | None = None
 
     @property
     def counts(self) -> DumpCounts:
@@ -294,8 +309,79 @@ class Following:
 
     def _partial(self) -> DumpPartial:
         if self._done is None:
-            raise RuntimeError("a followed unit's counts are known once its output was read")
+            raise RuntimeError("a unit's counts are known once its output was read")
         return self._done
 
 
-OPERATION = Operation("dump", plan, run, merge, streams=True, live=live, following=Following)
+class Following(_Later):
+    """A unit's partial while it runs (``live``): its output read from the live file as it is
+    written; the rest from ``finished()``, once the output ended."""
+
+    def __init__(self, path: str, finished: Callable[[], Any], running: Callable[[], bool]):
+        self.output = self._output(path, finished, running)
+
+    def _output(self, path: str, finished: Callable[[], Any], running: Callable[[], bool]) -> Iterator[Any]:
+        yield from follow(path, running)
+        self._done = unwrap(finished())
+
+
+class _Held:
+    """A renderer's output in this process (``Here``): its bytes and stderr lines in order, until
+    merge takes them."""
+
+    def __init__(self) -> None:
+        self.items: list[bytes | str] = []
+        self.pending = 0
+
+    def write(self, data: bytes) -> int:
+        self.items.append(bytes(data))
+        self.pending += len(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        self.items.append(text)
+
+    def due(self) -> bool:
+        return self.pending >= HELD_BYTES
+
+    def take(self) -> list[bytes | str]:
+        items, self.items, self.pending = self.items, [], 0
+        return items
+
+
+HELD_BYTES = 1 << 20  # a unit rendered here hands merge its output about this much at a time
+
+
+class Here(_Later):
+    """A unit rendered in this process as merge reads its output (``Operation.here``): no spool
+    file and no copy, and as much memory as a pipe's share of the output; the rest of its partial
+    once the output ended. Its events and renderer are ``run``'s, so its bytes are too."""
+
+    def __init__(self, unit: DumpUnit, job: DumpJob):
+        self.output = self._output(unit, job)
+
+    def _output(self, unit: DumpUnit, job: DumpJob) -> Iterator[bytes | str]:
+        held = _Held()
+        counts, error, read_on = DumpCounts(), None, False
+        renderer = job.renderer(held, _Lines(held))
+        steps = _counted_steps(unit.path, job.options, renderer, lambda line: held.note(line + "\n"), job.live,
+                               counts, unit.piece, held.due)
+        try:
+            while True:
+                try:
+                    next(steps)
+                except StopIteration as done:
+                    read_on = done.value
+                    break
+                yield from held.take()
+        except (KsegError, OSError) as e:
+            error = e
+        state = renderer.state()
+        yield from held.take()
+        self._done = DumpPartial(SpooledBytes(None, 0, b"", []), counts, state, error, unit.piece, read_on)
+
+
+OPERATION = Operation("dump", plan, run, merge, streams=True, live=live, following=Following, here=Here)

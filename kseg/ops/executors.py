@@ -11,6 +11,9 @@ plan order, exactly as the serial run raises it (units after it are not merged).
 
 Units may say ``weight`` (bytes to read: the pool packs light consecutive units into one
 task) and ``local`` (true: only this process can read it, such as stdin; the run is serial).
+An operation whose merge writes the units' output out (dump) may also say how a unit runs
+``here``: the pool then takes units from the front in this process, their output going straight
+out, and from the back on ``jobs - 1`` workers, whose output waits in spools, until the two meet.
 Kafka work is CPU-bound Python: workers are processes. They ignore SIGINT (a terminal's
 Ctrl-C reaches the whole process group; this process decides) and are ended when the run
 ends any other way than done (Ctrl-C, SIGTERM, an error), so none outlives the command.
@@ -23,6 +26,7 @@ import gc
 import os
 import signal
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
@@ -61,6 +65,11 @@ class Operation:
     # the rest from ``finished()`` (the unit's partial, when it is there).
     live: Callable[[Any, str], Any] | None = None
     following: Callable[[str, Callable[[], Any], Callable[[], bool]], Any] | None = None
+    # An operation whose output this process writes anyway (dump: to stdout) says how a unit runs
+    # here, its output going out as merge reads it instead of through a worker's spool:
+    # ``here(unit, opts)`` is that unit's partial. The pool then runs units from the front here and
+    # from the back on its workers, until the two meet (``_two_ended``).
+    here: Callable[[Any, Any], Any] | None = None
 
 
 @dataclass
@@ -145,6 +154,8 @@ def execute(op: Operation, inputs: Any, opts: Any, jobs: int = 1,
     units = list(op.plan(inputs, opts))
     if jobs <= 1 or len(units) <= 1 or any(getattr(u, "local", False) for u in units):
         partials = _serial(op, units, opts, progress)
+    elif op.here is not None:
+        partials = _two_ended(op, units, opts, jobs, progress)
     else:
         partials = _pooled(op, units, opts, jobs, progress)
     if op.streams:
@@ -233,47 +244,97 @@ def _context() -> Any:
 def _pooled(op: Operation, units: list[Any], opts: Any, jobs: int,
             progress: Callable[[Any], None] | None) -> Iterator[Any]:
     groups = pack([int(getattr(u, "weight", 0) or 0) for u in units], jobs * TASKS_PER_WORKER)
-    workers = min(jobs, len(groups))
     pending: deque[tuple[range, Future]] = deque()
     todo = iter(groups)
-    finished = False
-    # Workers are forked at the first submit: a signal then would be raised inside the fork
-    # hooks (and lost) or in a child before it ignores it; held back, it is raised after.
-    from concurrent.futures import ProcessPoolExecutor  # loaded by a pool only, as multiprocessing
-    from concurrent.futures.process import BrokenProcessPool
-
-    with uninterrupted():
-        context = _context()
-        setup = None if context.get_start_method() == "fork" else load(WORKER_SETUP)()
-        executor = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_start,
-                                       initargs=(setup,))
-    try:
+    workers = min(jobs, len(groups))
+    with _running(workers) as executor:
         def submit() -> None:
             g = next(todo, None)
             if g is not None:
                 pending.append((g, executor.submit(_run_group, op, opts, [units[i] for i in g])))
 
-        try:
-            with uninterrupted():
-                for _ in range(workers * IN_FLIGHT_PER_WORKER):
-                    submit()
-            while pending:
-                g, future = pending.popleft()
-                results = future.result()
-                submit()  # raises too once the pool is broken
-                for i, r in zip(g, results):
-                    if progress:
-                        progress(units[i])
-                    yield unwrap(r)
-        except BrokenProcessPool:
-            raise InputError("a worker process ended unexpectedly (killed, or out of memory?); "
-                             "run again with fewer --jobs") from None
+        with uninterrupted():
+            for _ in range(workers * IN_FLIGHT_PER_WORKER):
+                submit()
+        while pending:
+            g, future = pending.popleft()
+            results = future.result()
+            submit()  # raises too once the pool is broken
+            yield from _taken(units, g, results, progress)
+
+
+def _taken(units: list[Any], group: range, results: list[Any], progress: Callable[[Any], None] | None) -> Iterator[Any]:
+    """A group's partials as a worker returned them, in order (an error it met raised in its place)."""
+    for i, r in zip(group, results):
+        if progress:
+            progress(units[i])
+        yield unwrap(r)
+
+
+@contextmanager
+def _running(workers: int) -> Iterator[ProcessPoolExecutor]:
+    """A pool of ``workers`` processes for the run inside: shut down when it ends done, ended at
+    once when it ends any other way (an error, an interrupt, a consumer that stopped early)."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    executor = _start_pool(workers)
+    finished = False
+    try:
+        yield executor
         finished = True
+    except BrokenProcessPool:
+        raise InputError("a worker process ended unexpectedly (killed, or out of memory?); "
+                         "run again with fewer --jobs") from None
     finally:
         if finished:
             executor.shutdown(wait=True)
         else:
             _stop(executor)
+
+
+def _start_pool(workers: int) -> ProcessPoolExecutor:
+    """``workers`` processes, forked from this one (or started with the plugin registry)."""
+    from concurrent.futures import ProcessPoolExecutor  # loaded by a pool only, as multiprocessing
+
+    # Workers are forked at the first submit: a signal then would be raised inside the fork
+    # hooks (and lost) or in a child before it ignores it; held back, it is raised after.
+    with uninterrupted():
+        context = _context()
+        setup = None if context.get_start_method() == "fork" else load(WORKER_SETUP)()
+        return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_start,
+                                   initargs=(setup,))
+
+
+def _two_ended(op: Operation, units: list[Any], opts: Any, jobs: int,
+               progress: Callable[[Any], None] | None) -> Iterator[Any]:
+    """The pool for an operation with ``here``: this process takes the groups of units from the
+    front, each unit's output going out as merge reads it (no spool, no copy); ``jobs - 1``
+    workers take them from the back, one group each at a time, until the two ends meet; then the
+    workers' partials follow in plan order. Whichever end is faster does more of the work."""
+    groups = pack([int(getattr(u, "weight", 0) or 0) for u in units], jobs * TASKS_PER_WORKER)
+    workers = max(1, min(jobs - 1, len(groups) - 1))
+    claimed: dict[int, Future] = {}
+    front, back = 0, len(groups)  # groups[front:back]: taken by neither end yet
+    with _running(workers) as executor:
+        def top_up() -> None:
+            # A group for each idle worker, from the back; never the one this process is on.
+            nonlocal back
+            with uninterrupted():
+                while back - 1 > front and sum(not f.done() for f in claimed.values()) < workers:
+                    back -= 1
+                    claimed[back] = executor.submit(_run_group, op, opts, [units[i] for i in groups[back]])
+
+        top_up()
+        while front < back:
+            g = groups[front]
+            front += 1
+            for i in g:
+                if progress:
+                    progress(units[i])
+                yield op.here(units[i], opts)
+                top_up()
+        for k in range(back, len(groups)):
+            yield from _taken(units, groups[k], claimed.pop(k).result(), progress)
 
 
 def _stop(executor: ProcessPoolExecutor) -> None:

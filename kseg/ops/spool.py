@@ -158,6 +158,23 @@ class SpooledBytes:
             yield self.tail[max(start, in_file) - in_file:end - in_file]
 
 
+_IOV_MAX = 1024  # buffers one writev takes (Linux's and the BSDs' limit; POSIX asks for 16 or more)
+
+
+def write_all(fd: int, parts: list[bytes]) -> None:
+    """``parts`` written to ``fd`` a thousand at a time: a renderer's pieces are a few KiB each,
+    and one system call each made the spool cost as much as rendering; joining them first would
+    copy them into memory faulted in each time."""
+    for i in range(0, len(parts), _IOV_MAX):
+        group = parts[i:i + _IOV_MAX]
+        written = os.writev(fd, group)
+        total = sum(map(len, group))
+        if written < total:  # a short write (a full disk raises): the rest in plain writes
+            rest = memoryview(b"".join(group))[written:]
+            while rest:
+                rest = rest[os.write(fd, rest):]
+
+
 class ByteSpool:
     """A binary stream for a renderer: past ``in_memory`` bytes, written to a file in ``folder``;
     ``note(text)`` keeps a stderr line at its place in the output."""
@@ -181,8 +198,8 @@ class ByteSpool:
                 import tempfile
 
                 fd, self.path = tempfile.mkstemp(prefix="spool-", dir=self.folder)
-                self.file = os.fdopen(fd, "wb")
-            self.file.writelines(self.parts)  # (not joined: a buffer as large again, faulted in each time)
+                self.file = os.fdopen(fd, "wb", buffering=0)
+            write_all(self.file.fileno(), self.parts)
             self.parts, self.pending = [], 0
         return len(data)
 
