@@ -495,8 +495,8 @@ def _followed(op, inputs, opts, jobs=1):
             time.sleep(0.005)
         return done[i]
 
-    partials = (op.following(str(folder / f"{i}.live"), partial(finished, i), worker.is_alive)
-                for i in range(len(units)))
+    partials = (op.following(u, str(folder / f"{i}.live"), partial(finished, i), worker.is_alive)
+                for i, u in enumerate(units))
     return op.merge(partials, opts)
 
 

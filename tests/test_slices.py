@@ -208,18 +208,27 @@ DUMP_ARGS = {
 @dataclass(frozen=True)
 class _SlicesHere:
     """A dump runner (``kseg.cli.dump.DumpRunner``) that cuts as for ``workers`` and runs the
-    units here, one after another."""
+    units here, one after another: as a worker does (``run``, into a spool), as the pool's front
+    end does (``front``: ``Here``, rendered as merge reads it), or as Spark's tasks do (``followed``:
+    each unit writing a live file merge reads as it grows)."""
 
     workers: int
+    how: str = "spooled"
 
     def takes(self, files: list[Path], options) -> bool:
         return dump_split.splits(files, options, self.workers)
 
     def __call__(self, job, files, spool):
-        return execute(dump_split.OPERATION, (files, spool), replace(job, workers=self.workers))
+        job = replace(job, workers=self.workers)
+        if self.how == "followed":  # as Spark's executor: each unit's output followed as it is written
+            from test_executors import _followed
+
+            return _followed(dump_split.OPERATION, (files, spool), job)
+        op = replace(dump_split.OPERATION, run=dump_split.Here) if self.how == "front" else dump_split.OPERATION
+        return execute(op, (files, spool), job)
 
 
-def _dump_output(paths: list[Path], workers: int, args: list[str]) -> tuple:
+def _dump_output(paths: list[Path], workers: int, args: list[str], how: str = "spooled") -> tuple:
     params = dict(dump_command.make_context("dump", [*args, *map(str, paths)]).params)
     given, _ = params.pop("paths"), params.pop("jobs")
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
@@ -227,7 +236,7 @@ def _dump_output(paths: list[Path], workers: int, args: list[str]) -> tuple:
     code, error = 0, None
     with redirect_stdout(out), redirect_stderr(err):
         try:
-            run_dump(given, _SlicesHere(workers), **params)
+            run_dump(given, _SlicesHere(workers, how), **params)
         except SystemExit as e:
             code = e.code
         except KsegError as e:
@@ -236,7 +245,11 @@ def _dump_output(paths: list[Path], workers: int, args: list[str]) -> tuple:
 
 
 def _dump(paths: list[Path], workers: int, tmp: Path) -> list:
-    return [(name, _dump_output(paths, workers, args)) for name, args in DUMP_ARGS.items()]
+    spooled = [(name, _dump_output(paths, workers, args)) for name, args in DUMP_ARGS.items()]
+    if workers > 1:  # each slice rendered as the pool's front end, and as Spark's tasks, render it
+        for how in ("front", "followed"):
+            assert [(name, _dump_output(paths, workers, args, how)) for name, args in DUMP_ARGS.items()] == spooled, how
+    return spooled
 
 
 def _dump_cuts(paths: list[Path], workers: int) -> int:

@@ -282,10 +282,14 @@ def live(unit: DumpUnit, path: str) -> DumpUnit:
 
 
 class _Later:
-    """A unit's partial whose output is read before the rest of it is known: its counts, renderer
-    state, error and read-on from the finished partial (``_done``), once the output ended."""
+    """A unit's partial whose output is read before the rest of it is known: its slice at once
+    (merge decides from it whether to show the output), its counts, renderer state, error and
+    read-on from the finished partial (``_done``), once the output ended."""
 
     _done: DumpPartial | None = None
+
+    def __init__(self, unit: DumpUnit):
+        self.piece = unit.piece
 
     @property
     def counts(self) -> DumpCounts:
@@ -298,10 +302,6 @@ class _Later:
     @property
     def error(self) -> BaseException | None:
         return self._partial().error
-
-    @property
-    def piece(self) -> LogSlice | None:
-        return self._partial().piece
 
     @property
     def read_on(self) -> bool:
@@ -317,7 +317,8 @@ class Following(_Later):
     """A unit's partial while it runs (``live``): its output read from the live file as it is
     written; the rest from ``finished()``, once the output ended."""
 
-    def __init__(self, path: str, finished: Callable[[], Any], running: Callable[[], bool]):
+    def __init__(self, unit: DumpUnit, path: str, finished: Callable[[], Any], running: Callable[[], bool]):
+        super().__init__(unit)
         self.output = self._output(path, finished, running)
 
     def _output(self, path: str, finished: Callable[[], Any], running: Callable[[], bool]) -> Iterator[Any]:
@@ -361,6 +362,7 @@ class Here(_Later):
     once the output ended. Its events and renderer are ``run``'s, so its bytes are too."""
 
     def __init__(self, unit: DumpUnit, job: DumpJob):
+        super().__init__(unit)
         self.output = self._output(unit, job)
 
     def _output(self, unit: DumpUnit, job: DumpJob) -> Iterator[bytes | str]:

@@ -60,11 +60,11 @@ class Operation:
     streams: bool = False
     # For an executor whose partials arrive only when a unit ends (Spark), an operation whose
     # units' output should leave while they run (dump) says how: ``live(unit, path)`` is the unit
-    # writing its output to ``path`` as it goes (``kseg.ops.live_output``); ``following(path,
+    # writing its output to ``path`` as it goes (``kseg.ops.live_output``); ``following(unit, path,
     # finished, running)`` is the partial merge takes at once, its output read from ``path`` and
     # the rest from ``finished()`` (the unit's partial, when it is there).
     live: Callable[[Any, str], Any] | None = None
-    following: Callable[[str, Callable[[], Any], Callable[[], bool]], Any] | None = None
+    following: Callable[[Any, str, Callable[[], Any], Callable[[], bool]], Any] | None = None
     # An operation whose output this process writes anyway (dump: to stdout) says how a unit runs
     # here, its output going out as merge reads it instead of through a worker's spool:
     # ``here(unit, opts)`` is that unit's partial. The pool then runs units from the front here and

@@ -217,7 +217,7 @@ def stream_operation(spark: Any, op: Operation, inputs: Any, opts: Any, folder: 
     def partials() -> Iterator[Any]:
         for i, unit in enumerate(units):
             if op.following is not None:  # taken at once, its output read as the task writes it
-                yield op.following(os.path.join(folder, live_name(i)), partial(outcome, i, unit), thread.is_alive)
+                yield op.following(unit, os.path.join(folder, live_name(i)), partial(outcome, i, unit), thread.is_alive)
             else:
                 yield unwrap(outcome(i, unit))
 
