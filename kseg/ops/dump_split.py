@@ -358,8 +358,8 @@ HELD_BYTES = 1 << 20  # a unit rendered here hands merge its output about this m
 
 class Here(_Later):
     """A unit rendered in this process as merge reads its output (``Operation.here``): no spool
-    file and no copy, and as much memory as a pipe's share of the output; the rest of its partial
-    once the output ended. Its events and renderer are ``run``'s, so its bytes are too."""
+    file and no copy, about ``HELD_BYTES`` of output held at a time; the rest of its partial once
+    the output ended. Its events and renderer are ``run``'s, so its bytes are too."""
 
     def __init__(self, unit: DumpUnit, job: DumpJob):
         super().__init__(unit)
