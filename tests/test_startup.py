@@ -51,7 +51,7 @@ NEVER = (
     "kseg.ops.compact", "kseg.ops.convert", "kseg.ops.jobs", "kseg.ops.diff", "kseg.ops.find", "kseg.ops.repair",
     "kseg.ops.stats", "kseg.ops.state", "kseg.ops.txn", "kseg.ops.registry", "kseg.render.html_report",
     "kseg.render.tools",
-    "kseg.cli.write", "kseg.cli.tools", "kseg.cli.internals", "kseg.cli.plugins", "kseg.spark", "pyspark",
+    "kseg.cli.write", "kseg.cli.repair", "kseg.cli.diff", "kseg.cli.find", "kseg.cli.stats", "kseg.cli.internals", "kseg.cli.plugins", "kseg.spark", "pyspark",
     # a pool's futures (and the logging they load), a JUnit report's XML, redaction's HMAC: each a few ms
     "concurrent.futures", "logging", "xml.etree.ElementTree", "hmac",
 )
@@ -112,6 +112,29 @@ def test_a_plain_verify_loads_only_the_verify_path(tmp_path, args) -> None:
     assert _absent(modules, NEVER + NOT_FOR_VERIFY) == []
     if checksums.ACCELERATED:
         assert "crc32c" not in modules
+
+
+# Each operator tool loads its own operation, not the others' (they once shared one module).
+OPERATOR_TOOLS = {
+    "stats": ("kseg.ops.stats", "kseg.render.tools"),
+    "find": ("kseg.ops.find", "kseg.render.tools"),
+    "diff": ("kseg.ops.diff", "kseg.render.tools"),
+    "repair": ("kseg.ops.repair", "kseg.render.tools"),
+}
+NOT_FOR_A_TOOL = ("kseg.ops.stats", "kseg.ops.find", "kseg.ops.diff", "kseg.ops.repair", "kseg.ops.salvage",
+                  "kseg.render.salvage", "kseg.render.html_report", "kseg.cli.stats", "kseg.cli.find",
+                  "kseg.cli.diff", "kseg.cli.repair")
+
+
+@pytest.mark.parametrize("name", sorted(OPERATOR_TOOLS))
+def test_an_operator_tool_loads_only_its_own_operation(tmp_path, name) -> None:
+    args = {"stats": ("stats", LOGDIR / "v2-txn-0"), "find": ("find", "--key", "k", LOGDIR / "v2-txn-0"),
+            "diff": ("diff", LOGDIR / "v2-txn-0", LOGDIR / "v2-txn-0"),
+            "repair": ("repair", "--dry-run", LOGDIR / "v2-txn-0")}[name]
+    modules = loaded(tmp_path, *args)
+    own = (f"kseg.cli.{name}", *OPERATOR_TOOLS[name])
+    assert set(own) <= modules
+    assert _absent(modules, tuple(m for m in NOT_FOR_A_TOOL if m not in own)) == []
 
 
 def test_what_is_left_out_still_loads_when_needed(tmp_path) -> None:

@@ -299,8 +299,19 @@ def _jobs(ctx: click.Context, param: click.Parameter, value: str) -> int:
 jobs_option = click.option(
     "-j", "--jobs", default="1", metavar="N|auto", callback=_jobs, show_default=True,
     help="Worker processes (auto: the cores this process may use); the output is the same for any number.")
+# --format of the commands that print a report (text for people, json for programs).
+report_format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+                                    show_default=True)
+key_decoder_option = click.option("--key-decoder", default="utf8", show_default=True,
+                                  help="utf8|hex|base64|int|long|json or module:function.")
+value_decoder_option = click.option("--value-decoder", default="utf8", show_default=True,
+                                    help="utf8|hex|base64|int|long|json or module:function.")
 input_format_option = click.option(
     "--input-format", type=click.Choice(["kafka", "kafka07"]), default=None, help=INPUT_FORMAT_HELP)
+
+# What diff and find share: how keys and values are shown, the report's form, the bomb guard, workers.
+record_report_options = options(key_decoder_option, value_decoder_option, report_format_option,
+                                max_decompressed_option, jobs_option)
 
 # The record filters of dump and export (inclusive; a batch wholly outside them is skipped on its header).
 record_filter_options = options(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded, jobs_option, refuse_unless, time_option
+from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded, jobs_option, refuse_unless, report_format_option, time_option
 from kseg.cli.record_options import redact_options, redactor_of
 from kseg.cli.storage import LOCATION
 from kseg.defaults import DEFAULT_COORDINATOR_PARTITIONS
@@ -19,8 +19,6 @@ from kseg.ops.state import Limit, coordinator_partition, replay
 from kseg.ops.txn import DEFAULT_MAX_TIMEOUT_MS, explain_transactions
 from kseg.render.answers import write_state, write_txn
 
-format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-                             show_default=True)
 
 
 @click.command("state")
@@ -37,7 +35,7 @@ format_option = click.option("--format", "fmt", type=click.Choice(["text", "json
               help="Show SCRAM salts and keys, delegation token ids and sensitive configuration values (passwords, "
                    "JAAS configurations, keys) of the metadata image; hidden by default ([hidden]).")
 @redact_options("the identities in the state", (IDS, SECRETS))
-@format_option
+@report_format_option
 @guarded
 def state(paths: tuple[Path, ...], at_offset: int | None, at_time: int | None, coordinator_of: str | None,
           partitions: int, show_secrets: bool, fmt: str, redact: tuple[str, ...] = (),
@@ -74,7 +72,7 @@ def state(paths: tuple[Path, ...], at_offset: int | None, at_time: int | None, c
               help="A transaction open longer than this is hanging (transaction.max.timeout.ms).")
 @time_option("--now-ms", help="The clock to measure open transactions by [default: now].")
 @click.option("--all", "all_partitions", is_flag=True, help="List partitions without transactions too.")
-@format_option
+@report_format_option
 @jobs_option
 @guarded
 def txn(paths: tuple[Path, ...], max_timeout_ms: int, now_ms: int | None, all_partitions: bool, fmt: str,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from kseg.cli.common import guarded
+from kseg.cli.common import guarded, report_format_option
 from kseg.codecs.plugins import (
     Registry,
     active_registry_path,
@@ -25,8 +25,6 @@ from kseg.ops.registry import load_registry, register, reload_registry
 registry_option = click.option(
     "--registry", "registry", type=click.Path(path_type=Path), default=None,
     help="A plugin-python-topic-0 folder or a JSON file [default: --plugin-registry / KSEG_PLUGIN_REGISTRY].")
-format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-                             show_default=True)
 no_import_option = click.option("--no-import", is_flag=True, help="Do not import the plugin classes.")
 
 
@@ -88,7 +86,7 @@ def register_cmd(registry: Path | None, alias: str, class_name: str | None, vers
 
 @plugins.command("list")
 @registry_option
-@format_option
+@report_format_option
 @no_import_option
 @guarded
 def list_cmd(registry: Path | None, fmt: str, no_import: bool) -> None:
@@ -120,7 +118,7 @@ def list_cmd(registry: Path | None, fmt: str, no_import: bool) -> None:
 
 @plugins.command("check")
 @registry_option
-@format_option
+@report_format_option
 @no_import_option
 @guarded
 def check_cmd(registry: Path | None, fmt: str, no_import: bool) -> None:

@@ -56,6 +56,13 @@ def salvage_cmd(input_path: Path, output: Path | None, fmt: str, jobs: int, keep
     raise SystemExit(EXIT_OK if report.ok else EXIT_DATA)
 
 
+def salvage_for_repair(input_path: Path, output: Path | None, fmt: str, **options: Any) -> None:
+    """``kseg repair --salvage``: the salvage above with repair's options (one worker, no CRC-failed file)."""
+    report = salvage(input_path, output, salvage_options(max_batch_bytes=DEFAULT_MAX_BATCH_BYTES, **options))
+    say_report(lambda out: write_salvage(report, out, fmt))
+    raise SystemExit(EXIT_OK if report.ok else EXIT_DATA)
+
+
 def salvage_options(*, dry_run: bool, force: bool, no_index: bool, max_batch_bytes: int, index_interval_bytes: int,
                     max_decompressed_bytes: int, keep_crc_failed: bool = False) -> SalvageOptions:
     """salvage's options (``kseg salvage`` and ``kseg spark salvage``)."""

@@ -17,7 +17,9 @@ from typing import Any
 import click
 
 from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded
-from kseg.cli.tools import diff_cmd, diff_options_from, find_cmd, find_options_from, show_find, stats_cmd
+from kseg.cli.diff import diff_cmd, diff_options_from
+from kseg.cli.find import find_cmd, find_options_from, show_find
+from kseg.cli.stats import stats_cmd
 from kseg.ops.diff import OPERATION as DIFF, DiffReport
 from kseg.ops.find import OPERATION as FIND, FindStats, matches_of
 from kseg.ops.stats import OPERATION as STATS, StatsOptions

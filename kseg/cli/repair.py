@@ -1,0 +1,54 @@
+"""``kseg repair``: recover a partition as the broker does after an unclean shutdown, into a new output.
+
+A thin shell: parse options, call ``kseg.ops.repair`` (or ``kseg.ops.salvage`` with ``--salvage``),
+render with ``kseg.render.tools``. Exit 0 nothing cut, 1 something was, 2 bad usage.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded, index_interval_option, max_decompressed_option, \
+    report_format_option
+from kseg.cli.storage import LOCATION, remote_output, say_report
+from kseg.lazy import load
+from kseg.ops.repair import RepairOptions, repair
+from kseg.render.tools import write_repair
+
+# --salvage is kseg salvage's run, loaded only then.
+SALVAGE = "kseg.cli.salvage:salvage_for_repair"
+
+
+@click.command("repair")
+@click.argument("input_path", metavar="INPUT", type=LOCATION)
+@click.option("-o", "--output", type=LOCATION, default=None,
+              help="Output .log file, partition folder or log directory (matching INPUT). Required unless --dry-run.")
+@click.option("--dry-run", is_flag=True, help="Report what recovery would cut; write nothing.")
+@click.option("--force", is_flag=True, help="Replace an existing output.")
+@click.option("--no-index", is_flag=True, help="Do not write .index/.timeindex/.txnindex files.")
+@click.option("--salvage", "salvage_", is_flag=True,
+              help="Read past damage and keep every batch it did not touch: the same as `kseg salvage`.")
+@index_interval_option
+@report_format_option
+@max_decompressed_option
+@guarded
+@remote_output
+def repair_cmd(input_path: Path, output: Path | None, dry_run: bool, force: bool, no_index: bool, salvage_: bool,
+               index_interval_bytes: int, fmt: str, max_decompressed_bytes: int) -> None:
+    """Recover as the broker does after an unclean shutdown, into a new output.
+
+    Keeps every batch up to the first invalid one (bad CRC, partial or garbage tail,
+    zero-filled preallocated space), drops the rest and the later segments of the
+    partition, rebuilds the indexes and says exactly what was cut. Exit 0 when nothing
+    had to be cut, 1 when something was.
+    """
+    if salvage_:
+        load(SALVAGE)(input_path, output, fmt, dry_run=dry_run, force=force, no_index=no_index,
+                      index_interval_bytes=index_interval_bytes, max_decompressed_bytes=max_decompressed_bytes)
+    o = RepairOptions(dry_run=dry_run, force=force, index=not no_index, index_interval_bytes=index_interval_bytes,
+                      max_decompressed_bytes=max_decompressed_bytes)
+    report = repair(input_path, output, o)
+    say_report(lambda out: write_repair(report, out, fmt))
+    raise SystemExit(EXIT_OK if report.ok else EXIT_DATA)
