@@ -17,6 +17,7 @@ def test_terminal_escapes_and_bidi_overrides_are_escaped() -> None:
     assert printable("t\x1b]0;owned\x07-0") == "t\\x1b]0;owned\\x07-0"
     assert printable("evil\u202etxt.log") == "evil\\u202etxt.log"
     assert printable("a\nb\\c\x9b") == "a\\nb\\\\c\\x9b"
+    assert printable("pay\u200bload\ufeff") == "pay\\u200bload\\ufeff"
 
 
 def test_ordinary_names_are_kept_as_they_are() -> None:
@@ -24,11 +25,17 @@ def test_ordinary_names_are_kept_as_they_are() -> None:
         assert printable(name) == name
 
 
+def _invisible(ch: str) -> bool:
+    """Characters that show nothing, join or move text (also escaped): ALM, zero-width space,
+    joiners and LRM/RLM, line and paragraph separators, word joiner and invisible operators, BOM."""
+    return ch == "\u061c" or "\u200b" <= ch <= "\u200f" or ch in "\u2028\u2029\ufeff" or "\u2060" <= ch <= "\u2065"
+
+
 @given(st.text())
 def test_nothing_unsafe_survives(text: str) -> None:
     out = printable(text)
-    assert not any(_unsafe(ch) for ch in out)
-    if not any(_unsafe(ch) for ch in text):
+    assert not any(_unsafe(ch) or _invisible(ch) for ch in out)
+    if not any(_unsafe(ch) or _invisible(ch) for ch in text):
         assert out == text
 
 
