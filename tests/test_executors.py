@@ -482,9 +482,12 @@ def _followed(op, inputs, opts, jobs=1):
     units = list(op.plan(inputs, opts))
     folder = Path(inputs[1])
     done: dict[int, object] = {}
+    stop = threading.Event()
 
     def work() -> None:
         for i, u in enumerate(units):
+            if stop.is_set():  # merge ended early (an error): the units left are not run, as Spark's job is cancelled
+                return
             done[i] = run_caught(op, opts, op.live(u, str(folder / f"{i}.live")))
 
     worker = threading.Thread(target=work, daemon=True)
@@ -497,7 +500,17 @@ def _followed(op, inputs, opts, jobs=1):
 
     partials = (op.following(u, str(folder / f"{i}.live"), partial(finished, i), worker.is_alive)
                 for i, u in enumerate(units))
-    return op.merge(partials, opts)
+
+    def merged():
+        # The worker is stopped and waited for however merge ends, before the caller removes
+        # the folder its live files are in.
+        try:
+            yield from op.merge(partials, opts)
+        finally:
+            stop.set()
+            worker.join()
+
+    return merged()
 
 
 @pytest.mark.parametrize("args", CASES["dump"])
