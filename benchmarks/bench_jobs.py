@@ -12,7 +12,8 @@ plan / run / merge on Spark's executors; its JVM start-up, several seconds, is i
 
 The second form is one large partition of one segment: ``verify``, ``find``, ``stats`` and
 ``dump`` cut it into slices at boundaries its offset index names and read them on the workers
-(their ``plan``).
+(their ``plan``); with ``--no-index`` (the .log files alone) at entries found by following their
+lengths from the start.
 
 Figures are wall seconds of the ``kseg`` command in its own process (start-up included; best of
 ``--repeat``, the machine may be shared), the data read from the page cache. The goal (issue:
@@ -112,6 +113,18 @@ def ceiling(jobs: int) -> float:
     return times[0] / times[1]
 
 
+def logs_only(root: Path) -> Path:
+    """A tree of symlinks to ``root``'s .log files alone, as when segments are copied without
+    their companions."""
+    alone = root.with_name(root.name + "-logs-only")
+    shutil.rmtree(alone, ignore_errors=True)
+    for log in root.rglob("*.log"):
+        link = alone / log.relative_to(root)
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(log)
+    return alone
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", default="2", help="the -j to compare with -j 1 (a count or auto)")
@@ -123,6 +136,8 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--spark", action="store_true", help="also kseg spark <command> --master local[N]")
+    ap.add_argument("--no-index", action="store_true", help="the .log files alone (symlinked beside the data, "
+                    "no .index/.timeindex): a large log is cut where its entries' lengths lead")
     ap.add_argument("--kind", default=None, help="every partition of this kind, as v2-lz4 (default: the "
                     "Spark benchmark's eight kinds in turn)")
     args = ap.parse_args()
@@ -135,6 +150,8 @@ def main() -> None:
     root = args.data_dir / f"jobs-logdir-{n}p-{args.mib_per_partition}m-{args.segment_mib}m{kind}"
     meta = generate(root, n * (args.mib_per_partition << 20), n, args.segment_mib << 20, kinds)
     warm(root)
+    if args.no_index:
+        root = logs_only(root)
     print(f"{root}: {meta['bytes'] / 1e6:.0f} MB, {meta['records']:,} records, {n} partitions, "
           f"{len(list(root.rglob('*.log')))} segments; {os.cpu_count()} cores, "
           f"load {os.getloadavg()[0]:.2f}", flush=True)

@@ -290,12 +290,22 @@ def test_every_operation_that_slices_has_its_row():
     assert slicing - {"cuts"} == set(SLICED) == set(COMMANDS)
 
 
+def _without_index(log: Path) -> None:
+    """The log alone, as when a .log is copied without its companions: cut where its entries'
+    lengths lead (``kseg.log.entry_walk``)."""
+    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        companion_path(log, suffix).unlink(missing_ok=True)
+
+
 @pytest.mark.parametrize("op", list(SLICED))
 @pytest.mark.parametrize("name", list(_damage_cases()))
-def test_slices_give_the_whole_read_on_damage(tmp_path, op, name):
+@pytest.mark.parametrize("index", ["indexed", "walked"])
+def test_slices_give_the_whole_read_on_damage(tmp_path, op, name, index):
     data, indexed = _damage_cases()[name]
     folder = tmp_path / "t-0"
-    _segment(folder, 0, data, indexed)
+    log = _segment(folder, 0, data, indexed)
+    if index == "walked":
+        _without_index(log)
     _segment(folder, 10_000, _batch([10_000, 10_001]))
     _as_whole(op, [tmp_path], tmp_path)
     if SLICED[op][0]([tmp_path], 2):
@@ -312,18 +322,20 @@ def test_slices_give_the_whole_read_on_broker_files(tmp_path, op, tree):
 
 @examples(200)
 @given(cut=st.integers(0, 10**9), flips=st.lists(st.integers(0, 10**9), max_size=3),
-       workers=st.sampled_from([2, 5, 64]), op=st.sampled_from(sorted(SLICED)))
+       workers=st.sampled_from([2, 5, 64]), op=st.sampled_from(sorted(SLICED)), walked=st.booleans())
 # A time seek that lands on a batch whose length a flip made longer than its slice: the whole
 # read takes that batch, so the slice reads on past its end (it once read the segment from 0).
-@example(cut=0, flips=[1920], workers=5, op="find")
-def test_any_flipped_or_cut_byte_gives_the_whole_read(tmp_path_factory, cut, flips, workers, op):
+@example(cut=0, flips=[1920], workers=5, op="find", walked=False)
+def test_any_flipped_or_cut_byte_gives_the_whole_read(tmp_path_factory, cut, flips, workers, op, walked):
     healthy = _healthy(30)
     data = healthy
     for f in flips:
         data = _flip(data, f % len(data))
     data = data[:len(data) - cut % 200]
     root = tmp_path_factory.mktemp("h")
-    _segment(root / "h-0", 0, data, healthy)
+    log = _segment(root / "h-0", 0, data, healthy)
+    if walked:
+        _without_index(log)
     cuts, result = SLICED[op]
     if cuts([root], workers):
         assert result([root], workers, root) == result([root], 1, root)
@@ -387,10 +399,23 @@ def test_slices_cover_the_file_at_batch_starts(tmp_path):
     assert sum(u.weight for u in units) == len(data)
 
 
-def test_a_log_without_its_index_is_read_whole(tmp_path):
-    log = _segment(tmp_path / "n-0", 0, _healthy())
-    companion_path(log, INDEX_SUFFIX).unlink()
-    assert _cuts([log.parent], 64) == 0
+@pytest.mark.parametrize("index", ["absent", "empty", "of another log"])
+def test_a_log_without_a_usable_index_is_cut_where_its_entries_start(tmp_path, index):
+    data = _healthy()
+    log = _segment(tmp_path / "n-0", 0, data)
+    other = _segment(tmp_path / "o-0", 0, _healthy(60, per=7))
+    {"absent": lambda: companion_path(log, INDEX_SUFFIX).unlink(),
+     "empty": lambda: companion_path(log, INDEX_SUFFIX).write_bytes(b""),
+     "of another log": lambda: companion_path(log, INDEX_SUFFIX).write_bytes(
+         companion_path(other, INDEX_SUFFIX).read_bytes())}[index]()
+    assert cuts.cut_points(str(log), len(data), len(data)) == []  # no larger than a share and a half
+    share = len(data) // 5
+    found = cuts.cut_points(str(log), len(data), share)
+    starts = [b.position for b in scan_entries(data, 0, final=True).batches]
+    assert len(found) == 4 and all(p in starts for p in found)
+    for target, p in zip(range(share, len(data), share), found):  # the first entry at or after each
+        assert p >= target and max(q for q in starts if q < target) < target
+    assert _cuts([log.parent], 64) > 0
 
 
 # --------------------------------------------------------------------------- find

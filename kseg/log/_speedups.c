@@ -24,6 +24,7 @@
  *   lz4_frame_bytes          kseg.codecs.kafka_lz4._kafka_frame
  *   index_sound              kseg.companions.check.index_sound_py
  *   v2_column_run            kseg.log.span_columns.v2_column_run_py
+ *   entry_starts             kseg.log.entry_walk.entry_starts_py
  *
  * (decode_v2 and legacy_set also give record spans, _spans.h, for the dump's line
  * writers: their reference is the records the same call decodes; plain_spans the
@@ -43,6 +44,8 @@
 #include <stdint.h>
 #include <limits.h>
 #include <string.h>
+#include <errno.h>
+#include <unistd.h>
 
 #include "_spans.h"
 #include "_sketch.h"
@@ -1411,6 +1414,70 @@ resync(PyObject *self, PyObject *args)
     return Py_BuildValue("(inL)", status, pos, total);
 }
 
+/* ------------------------------------------------------------------ entry starts
+ * entry_starts(fd, size, every): the first entry start at or after each multiple of every below
+ * size, following each entry's length from position 0 of the open file fd with pread, until a
+ * header that cannot be an entry's (twin of kseg.log.entry_walk.entry_starts_py, which documents
+ * the reads and the result). The GIL is released while it reads; a failed read raises OSError. */
+
+#define WALK_READ_BYTES (64 * 1024)
+#define WALK_LARGE_ENTRY (WALK_READ_BYTES / 16)
+
+static PyObject *
+entry_starts(PyObject *self, PyObject *args)
+{
+    int fd;
+    long long size, every;
+    REQUIRE_CONFIGURED;
+    if (!PyArg_ParseTuple(args, "iLL", &fd, &size, &every)) return NULL;
+    if (size < 0 || every <= 0) {
+        PyErr_SetString(PyExc_ValueError, "entry_starts(): size must be >= 0 and every > 0");
+        return NULL;
+    }
+    unsigned char *buf = PyMem_Malloc(WALK_READ_BYTES);
+    if (buf == NULL) return PyErr_NoMemory();
+    PyObject *out = PyList_New(0);
+    if (out == NULL) { PyMem_Free(buf); return NULL; }
+    long long pos = 0, target = every, buf_at = 0, buf_len = 0;
+    size_t want = WALK_READ_BYTES;
+    int err = 0;
+    while (pos + PREFIX_SIZE <= size && target < size) {
+        if (pos < buf_at || pos + PREFIX_SIZE > buf_at + buf_len) {
+            ssize_t got;
+            Py_BEGIN_ALLOW_THREADS
+            do { got = pread(fd, buf, want, (off_t)pos); } while (got < 0 && errno == EINTR);
+            Py_END_ALLOW_THREADS
+            if (got < 0) { err = errno; break; }
+            buf_at = pos;
+            buf_len = got;
+            if (got < PREFIX_SIZE) break;
+        }
+        const unsigned char *p = buf + (pos - buf_at);
+        const int32_t length = be32(p + SIZE_AT), minimum = min_size_of(p[MAGIC_AT]);
+        if (minimum < 0 || length < minimum || pos + LOG_OVERHEAD + length > size) break;
+        if (pos >= target) {
+            PyObject *n = PyLong_FromLongLong(pos);
+            if (n == NULL || PyList_Append(out, n) < 0) {
+                Py_XDECREF(n);
+                Py_DECREF(out);
+                PyMem_Free(buf);
+                return NULL;
+            }
+            Py_DECREF(n);
+            target = (pos / every + 1) * every;
+        }
+        pos += LOG_OVERHEAD + length;
+        want = length > WALK_LARGE_ENTRY ? (size_t)PREFIX_SIZE : WALK_READ_BYTES;
+    }
+    PyMem_Free(buf);
+    if (err) {
+        Py_DECREF(out);
+        errno = err;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    return out;
+}
+
 /* ------------------------------------------------------------------ spans to Arrow columns
  * span_columns(parts): the records of every part, in order, as the buffers of Arrow columns
  * (twin of kseg.log.span_columns.span_columns_py, which documents the result). A part is
@@ -2536,6 +2603,7 @@ static PyMethodDef methods[] = {
     {"legacy_batch_record", legacy_batch_record, METH_VARARGS, "legacy_record of a Batch tuple."},
     {"legacy_record", legacy_record, METH_VARARGS, "Key and value of a v0/v1 message as a record."},
     {"plain_spans", plain_spans, METH_VARARGS, "Spans of a run of uncompressed v0/v1 messages."},
+    {"entry_starts", entry_starts, METH_VARARGS, "Where a log's entries start, by their lengths (twin of entry_walk.entry_starts_py)."},
     {"resync", resync, METH_VARARGS, "The next plausible batch start (twin of salvage_scan.find_candidate)."},
     {"span_columns", span_columns, METH_VARARGS, "Record spans as Arrow column buffers (twin of span_columns_py)."},
     {"configure_lz4", configure_lz4, METH_VARARGS, "Find LZ4_decompress_safe in python-lz4's loaded extension."},

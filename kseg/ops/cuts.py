@@ -1,6 +1,7 @@
 """Where a large segment can be cut so that two workers read it apart: at batch boundaries its
-offset index names, each checked (a whole entry with a valid CRC must start there, else the index
-is not trusted). ``verify``, ``find`` and ``stats`` cut their largest logs with it (``-j``), the
+offset index names, or, for a local log whose index names none (absent, empty, not trusted), at
+entries found by following their lengths from the start (``kseg.log.entry_walk``); each checked
+(a whole entry with a valid CRC must start there). ``verify``, ``find`` and ``stats`` cut their largest logs with it (``-j``), the
 Spark plan (``kseg.ops.slices``) its splits. Kept apart from that plan, whose filters and slices
 a verify does not load.
 """
@@ -8,10 +9,13 @@ a verify does not load.
 from __future__ import annotations
 
 import bisect
+import os
+from pathlib import Path
 
 from kseg.companions.read import parse_offset_index
 from kseg.facts.log_entry import LOG_OVERHEAD, MIN_SIZE_BY_MAGIC
 from kseg.layouts import LOG_ENTRY_PREFIX
+from kseg.log.entry_walk import entry_starts
 from kseg.log.fast import scan_entries
 from kseg.log.listing import INDEX_SUFFIX, LOG_SUFFIX
 from kseg.log.segment import base_offset_of, companion_path
@@ -79,22 +83,48 @@ def slice_share(total: int, workers: int) -> int:
 
 def cut_points(path: str, size: int, split_bytes: int) -> list[int]:
     """Where to cut a segment of ``size`` bytes into pieces of about ``split_bytes``: positions
-    its offset index names at which a whole entry with a valid CRC starts (none: read it whole,
-    as when it is small, has no index, or its index is not trusted)."""
+    at which a whole entry with a valid CRC starts, named by its offset index, or, where the index
+    names none (absent, empty, not trusted), found by following the entries' lengths from the
+    start of a local file (``kseg.log.entry_walk``). None: read it whole, as when it is small."""
     if split_bytes <= 0 or size <= split_bytes * 3 // 2:
         return []
+    return _indexed_cuts(path, size, split_bytes) or _walked_cuts(path, size, split_bytes)
+
+
+def _targets(size: int, split_bytes: int) -> range:
+    """Every ``split_bytes``, leaving the last piece at least half of one."""
+    return range(split_bytes, size - split_bytes // 2, split_bytes)
+
+
+def _indexed_cuts(path: str, size: int, split_bytes: int) -> list[int]:
     entries = read_index(path)
     if not entries:
         return []
     positions = [pos for _, pos in entries]
     cuts: list[int] = []
-    target = split_bytes
-    while target < size - split_bytes // 2:
+    for target in _targets(size, split_bytes):
         i = bisect.bisect_right(positions, target) - 1
         if i >= 0:
             off, pos = entries[i]
             last = cuts[-1] if cuts else 0
             if pos > last and entry_starts_at(path, pos, size, off):
                 cuts.append(pos)
-        target += split_bytes
     return cuts
+
+
+def _walked_cuts(path: str, size: int, split_bytes: int) -> list[int]:
+    local = as_path(path)
+    if not isinstance(local, Path) or local.suffix != LOG_SUFFIX:  # in a store or an archive: a read per entry
+        return []
+    try:
+        fd = os.open(local, os.O_RDONLY)
+    except OSError:
+        return []
+    try:
+        starts = entry_starts(fd, size, split_bytes)
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
+    limit = size - split_bytes // 2
+    return [pos for pos in starts if pos < limit and entry_starts_at(path, pos, size)]

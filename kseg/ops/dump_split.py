@@ -130,8 +130,8 @@ def _counted_steps(path: Path, options: DumpOptions, consume: Callable[[Event], 
 # --------------------------------------------------------------------------- plan / run / merge
 #
 # Units are files (a partition's segments each one; the pool packs small ones together), and for
-# ``-j`` a log heavier than a share of the work is cut into slices at boundaries its offset index
-# names (``kseg.ops.cuts``), when the options read it alike in slices (``sliceable``). A unit
+# ``-j`` a log heavier than a share of the work is cut into slices at checked batch boundaries
+# (``kseg.ops.cuts``), when the options read it alike in slices (``sliceable``). A unit
 # is rendered where it runs, by a renderer ``DumpJob.renderer`` makes: on a worker into a spool
 # (memory, then a file past a few MiB) with its stderr lines at their places, in the merging
 # process (``Here``: the pool's front end) into pieces merge writes out as they come; merge

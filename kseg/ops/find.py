@@ -406,7 +406,7 @@ def _scan(path: Path, start: int, topic: str | None, partition: int | None, o: F
 # --------------------------------------------------------------------------- plan / run / merge
 #
 # Units are partitions; a segment heavier than a share of the work (``FindOptions.workers``) is
-# searched in slices cut at boundaries its offset index names, the partition's other segments in
+# searched in slices cut at checked batch boundaries (``kseg.ops.cuts``), the partition's other segments in
 # units around them. A unit's matches are spooled (``kseg.ops.spool``) with the batch's bytes
 # left behind (what a match shows is the batch's header fields); merge yields them in plan order,
 # then the figures of the whole search. An error a unit met is raised after the matches it had

@@ -740,7 +740,7 @@ def stats_paths(paths: Iterable[Path], o: StatsOptions = StatsOptions(), jobs: i
 #
 # Units are partitions (a partition's transactions and producers run across its segments); a
 # segment heavier than a share of the work (``StatsOptions.workers``) is read in slices cut at
-# boundaries its offset index names, the partition's other segments in units around it. merge
+# checked batch boundaries (``kseg.ops.cuts``), the partition's other segments in units around it. merge
 # puts a partition's parts together (``_finish``), then the partitions by topic in plan order
 # (``assemble``).
 

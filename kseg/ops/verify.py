@@ -181,8 +181,8 @@ def verify_paths(
 # A segment is read on its own, as if first in its partition; what only its predecessor can
 # tell (is its first offset the one after the previous segment's last?) is left open in its
 # partial (``Opening``) and decided by ``merge``, which walks the partials in order. A log
-# heavier than a share of the work (``VerifyOptions.workers``) is cut into slices at batch
-# boundaries its offset index names; merge joins their partials into the file's (``_joined``).
+# heavier than a share of the work (``VerifyOptions.workers``) is cut into slices at checked batch
+# boundaries (``kseg.ops.cuts``: named by its offset index, else found by its entries' lengths); merge joins their partials into the file's (``_joined``).
 
 MANIFEST_UNIT, COMPANION_UNIT, LOG_UNIT = "manifest", "companion", "log"
 
@@ -271,7 +271,7 @@ def plan(paths: Iterable[str | Path], options: VerifyOptions) -> list[VerifyUnit
 
 def _sliced(u: VerifyUnit, share: int, options: VerifyOptions) -> list[VerifyUnit]:
     """A log unit as slices of about ``share`` bytes (itself when it is small, not a local Kafka
-    segment, or its index names no checked boundary: ``kseg.ops.cuts.cut_points``)."""
+    segment, or no checked boundary was found: ``kseg.ops.cuts.cut_points``)."""
     if u.kind != LOG_UNIT or u.local or u.weight <= share * 3 // 2 or not u.path.endswith(LOG_SUFFIX):
         return [u]
     path = Path(u.path)
