@@ -226,7 +226,7 @@ def big_segment(tmp_path_factory) -> Path:
     return folder
 
 
-def test_splits_and_index_seeks(spark, big_segment):
+def test_splits_and_index_seeks(spark, big_segment, tmp_path):
     path = str(big_segment)
     whole = spark.read.format("kseg").load(path)
     want = [as_expected(r) for r in whole.collect()]
@@ -234,6 +234,15 @@ def test_splits_and_index_seeks(spark, big_segment):
     split = spark.read.format("kseg").option("splitBytes", 4096).option("minPartitionBytes", 0).load(path)
     assert split.rdd.getNumPartitions() > 5  # the big segment is read in several tasks
     assert [as_expected(r) for r in split.collect()] == want
+    # The .log files alone: split where the entries' lengths lead, the same rows
+    alone = tmp_path / big_segment.name
+    alone.mkdir()
+    for log in big_segment.glob("*.log"):
+        (alone / log.name).write_bytes(log.read_bytes())
+    by_lengths = spark.read.format("kseg").option("splitBytes", 4096).option("minPartitionBytes", 0).load(str(alone))
+    assert by_lengths.rdd.getNumPartitions() > 5
+    no_path = [w[:2] + w[3:] for w in want]  # all but the segment's path
+    assert [as_expected(r)[:2] + as_expected(r)[3:] for r in by_lengths.collect()] == no_path
     for lo, hi in ((0, 3), (101, 507), (555, 1100), (1200, 1300), (530, 530)):
         got = split.where(f"offset >= {lo} AND offset <= {hi}").collect()
         assert [as_expected(r) for r in got] == [r for r in want if lo <= r[3] <= hi], (lo, hi)
