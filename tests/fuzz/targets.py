@@ -19,7 +19,8 @@ and spans), ``legacy_record``,
 ``encode_legacy_messages``, ``resync`` (salvage's scan), ``span_columns`` (spans to Arrow's
 column buffers), ``sound_v2_run`` (verify's runs of sound v2 batches, ``configure_lz4``'s
 LZ4 reader in them), ``lz4_frame_bytes`` (that reader into one bytes object), ``stats_v2_run`` (stats' runs), ``index_sound`` (the index checks' C
-pass) and ``v2_column_run`` (runs of v2 batches as Arrow's column buffers); every record-line
+pass), ``v2_column_run`` (runs of v2 batches as Arrow's column buffers) and ``entry_starts`` (the
+walk by entries' lengths that cuts a log without its index, over a file); every record-line
 writer of ``kseg/render/_format.c`` (``lines``); and the
 pure-Python readers of internal topics
 (``kseg.decoders``) and companion files (``kseg.companions.read``).
@@ -499,6 +500,30 @@ def fuzz_resync(data: bytes) -> None:
         same("resync (walk)", walks[0], walks[1])
 
 
+def fuzz_entry_starts(data: bytes) -> None:
+    """``entry_starts`` (where a log's entries start, by their lengths) against
+    ``entry_walk.entry_starts_py``, over the bytes as a file (a memfd), every so many bytes, with
+    the file's size as it is or claimed larger (the reads then come up short)."""
+    import os
+
+    from kseg.log import entry_walk
+
+    r = Reader(data)
+    flags = r.u8()
+    every = max(1, r.int(2) & 0xFFFF)
+    buf = r.rest()
+    size = len(buf) + (0, 1, 17, 1 << 20)[flags & 3]
+    fd = os.memfd_create("kseg-fuzz-walk")
+    try:
+        os.write(fd, buf)
+        py = outcome(entry_walk.entry_starts_py, fd, size, every)
+        c = fast.c_twin("entry_starts")
+        if c is not None:
+            same("entry_starts", py, outcome(c, fd, size, every))
+    finally:
+        os.close(fd)
+
+
 def _run_input(data: bytes) -> tuple[int, list[Batch]]:
     """A run target's input: a byte of flags, then .log bytes (their batches); the C reader of
     Kafka's LZ4 frames bound, as a run finds it."""
@@ -746,4 +771,5 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "stats_v2_run": fuzz_stats_v2_run,
     "index_sound": fuzz_index_sound,
     "v2_column_run": fuzz_v2_column_run,
+    "entry_starts": fuzz_entry_starts,
 }
