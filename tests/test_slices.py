@@ -471,3 +471,12 @@ def test_a_timeline_is_the_same_however_its_data_is_split():
         assert sum(r for r, _ in whole.buckets.values()) == n
 
 
+
+
+def test_a_pipe_named_like_a_log_is_not_walked(tmp_path):
+    """The walk opens only regular files, without waiting for a pipe's writer."""
+    import os
+
+    fifo = tmp_path / "00000000000000000000.log"
+    os.mkfifo(fifo)
+    assert cuts._walked_cuts(str(fifo), 1 << 30, 1 << 20) == []  # returns at once: no writer, nothing read

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import stat
 from pathlib import Path
 
 from kseg.companions.read import parse_offset_index
@@ -117,10 +118,12 @@ def _walked_cuts(path: str, size: int, split_bytes: int) -> list[int]:
     if not isinstance(local, Path) or local.suffix != LOG_SUFFIX:  # in a store or an archive: a read per entry
         return []
     try:
-        fd = os.open(local, os.O_RDONLY)
+        fd = os.open(local, os.O_RDONLY | os.O_NONBLOCK)  # a pipe named .log: not waited on, not read
     except OSError:
         return []
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return []
         starts = entry_starts(fd, size, split_bytes)
     except OSError:
         return []
