@@ -480,3 +480,34 @@ def test_a_pipe_named_like_a_log_is_not_walked(tmp_path):
     fifo = tmp_path / "00000000000000000000.log"
     os.mkfifo(fifo)
     assert cuts._walked_cuts(str(fifo), 1 << 30, 1 << 20) == []  # returns at once: no writer, nothing read
+
+
+def _trusted_reference(data: bytes, base: int) -> list[tuple[int, int]]:
+    """The rule as first written: Kafka's reading of the slots (``parse_offset_index``), then the
+    prefix whose offsets and positions strictly increase from a position that is not negative."""
+    from kseg.companions.read import parse_offset_index
+
+    good: list[tuple[int, int]] = []
+    for e in parse_offset_index(data, base).entries:
+        if e.position < 0 or (good and (e.offset <= good[-1][0] or e.position <= good[-1][1])):
+            break
+        good.append((e.offset, e.position))
+    return good
+
+
+@examples(300)
+@given(slots=st.lists(st.tuples(st.integers(-3, 40), st.integers(-3, 400)), max_size=40),
+       order=st.booleans(), tail=st.integers(0, 9), base=st.integers(0, 1 << 40))
+def test_the_trusted_index_entries_follow_the_rule(slots, order, tail, base):
+    if order:  # mostly sound, as written by a broker, then bent by the draw
+        slots = sorted(slots)
+    data = b"".join(struct.pack(">ii", r, p) for r, p in slots) + bytes(tail)
+    assert cuts.trusted_entries(data, base) == _trusted_reference(data, base)
+
+
+def test_an_active_segments_index_is_read_up_to_its_zero_filled_tail():
+    """A broker preallocates the active segment's .index (10 MiB of zeros past the entries)."""
+    data = b"".join(struct.pack(">ii", i * 100, i * 8000) for i in range(100_000)) + bytes(10 << 20)
+    found = cuts.trusted_entries(data, 5)
+    assert len(found) == 100_000 and found[-1] == (5 + 99_999 * 100, 99_999 * 8000)
+    assert found == _trusted_reference(data, 5)

@@ -9,13 +9,15 @@ a verify does not load.
 from __future__ import annotations
 
 import bisect
+import operator
 import os
 import stat
+import sys
+from array import array
 from pathlib import Path
 
-from kseg.companions.read import parse_offset_index
 from kseg.facts.log_entry import LOG_OVERHEAD, MIN_SIZE_BY_MAGIC
-from kseg.layouts import LOG_ENTRY_PREFIX
+from kseg.layouts import LOG_ENTRY_PREFIX, OFFSET_INDEX_ENTRY
 from kseg.log.entry_walk import entry_starts
 from kseg.log.fast import scan_entries
 from kseg.log.listing import INDEX_SUFFIX, LOG_SUFFIX
@@ -35,16 +37,34 @@ def read_index(path: str) -> list[tuple[int, int]]:
         data = companion_path(log, INDEX_SUFFIX).read_bytes()
     except OSError:
         return []
-    entries = [(e.offset, e.position) for e in parse_offset_index(data, base).entries]
-    # Trust only a strictly increasing prefix (Kafka's own sanity rule).
-    good: list[tuple[int, int]] = []
-    for off, pos in entries:
-        if good and (off <= good[-1][0] or pos <= good[-1][1]):
-            break
-        if pos < 0:
-            break
-        good.append((off, pos))
-    return good
+    return trusted_entries(data, base)
+
+
+def trusted_entries(data: bytes, base: int) -> list[tuple[int, int]]:
+    """The entries of .index bytes that can be trusted: as Kafka reads them (up to the first slot
+    after the first whose relative offset is 0, a zero-filled tail), the prefix whose offsets and
+    positions both strictly increase from a position that is not negative (Kafka's own sanity
+    rule). The slots are compared as arrays, at C speed: a 600 MB segment's index has 80,000."""
+    whole = len(data) // OFFSET_INDEX_ENTRY.size * OFFSET_INDEX_ENTRY.size
+    slots = array("i")
+    slots.frombytes(data[:whole])
+    if sys.byteorder == "little":
+        slots.byteswap()
+    rel, pos = slots[0::2], slots[1::2]
+    end = len(rel)
+    if end > 1 and 0 in rel[1:]:
+        end = rel.index(0, 1)
+    if end == 0 or pos[0] < 0:
+        return []
+    end = min(_increasing(rel, end), _increasing(pos, end))
+    return [(base + r, p) for r, p in zip(rel[:end], pos[:end])]
+
+
+def _increasing(values: array, end: int) -> int:
+    """The length of the strictly increasing prefix of ``values[:end]``."""
+    if all(map(operator.lt, values[:end - 1], values[1:end])):  # a sound index: one pass in C
+        return end
+    return next(i for i in range(1, end) if values[i] <= values[i - 1])
 
 
 def entry_starts_at(path: str, position: int, file_size: int, max_offset: int | None = None) -> bool:
