@@ -18,8 +18,8 @@ from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log import fast
 
 _HEAD = LOG_ENTRY_PREFIX.struct  # offset, size, crc or leader epoch, magic
-# A read takes the next 64 KiB (many small entries per read); after an entry longer than a
-# quarter of that, only the next entry's header (a large entry is not read through).
+# A read takes the next 64 KiB (many small entries per read); after an entry longer than 4 KiB,
+# only the next entry's header (a large entry is not read through: one short read each).
 WALK_READ_BYTES = 64 << 10
 LARGE_ENTRY_BYTES = WALK_READ_BYTES // 16
 

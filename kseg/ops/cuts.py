@@ -1,8 +1,8 @@
 """Where a large segment can be cut so that two workers read it apart: at batch boundaries its
 offset index names, or, for a local log whose index names none (absent, empty, not trusted), at
 entries found by following their lengths from the start (``kseg.log.entry_walk``); each checked
-(a whole entry with a valid CRC must start there). ``verify``, ``find`` and ``stats`` cut their largest logs with it (``-j``), the
-Spark plan (``kseg.ops.slices``) its splits. Kept apart from that plan, whose filters and slices
+(a whole entry with a valid CRC must start there). ``verify``, ``find``, ``stats`` and ``dump`` cut
+their largest logs with it (``-j``), the Spark plan (``kseg.ops.slices``) its splits. Kept apart from that plan, whose filters and slices
 a verify does not load.
 """
 
@@ -41,10 +41,10 @@ def read_index(path: str) -> list[tuple[int, int]]:
 
 
 def trusted_entries(data: bytes, base: int) -> list[tuple[int, int]]:
-    """The entries of .index bytes that can be trusted: as Kafka reads them (up to the first slot
-    after the first whose relative offset is 0, a zero-filled tail), the prefix whose offsets and
-    positions both strictly increase from a position that is not negative (Kafka's own sanity
-    rule). The slots are compared as arrays, at C speed: a 600 MB segment's index has 80,000."""
+    """The entries of .index bytes that can be trusted: of the slots Kafka reads (it stops at the
+    first slot but the first whose relative offset is 0: a preallocated index's zero-filled tail),
+    the prefix whose offsets and positions both strictly increase from a position that is not
+    negative (Kafka's own sanity rule). The slots are compared as arrays, at C speed: a 600 MB segment's index has 80,000."""
     whole = len(data) // OFFSET_INDEX_ENTRY.size * OFFSET_INDEX_ENTRY.size
     slots = array("i")
     slots.frombytes(data[:whole])
@@ -135,7 +135,7 @@ def _indexed_cuts(path: str, size: int, split_bytes: int) -> list[int]:
 
 def _walked_cuts(path: str, size: int, split_bytes: int) -> list[int]:
     local = as_path(path)
-    if not isinstance(local, Path) or local.suffix != LOG_SUFFIX:  # in a store or an archive: a read per entry
+    if not isinstance(local, Path) or local.suffix != LOG_SUFFIX:  # an object or archive member: a request per entry
         return []
     try:
         fd = os.open(local, os.O_RDONLY | os.O_NONBLOCK)  # a pipe named .log: not waited on, not read
