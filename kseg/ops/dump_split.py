@@ -208,8 +208,9 @@ def plan(inputs: tuple[list[Path], str], job: DumpJob) -> list[DumpUnit]:
 
 
 def splits(files: list[Path], options: DumpOptions, workers: int) -> bool:
-    """Whether a dump of ``files`` spread over ``workers`` has more than one unit."""
-    return workers > 1 and len(_units(files, "", options, workers)) > 1
+    """Whether a dump of ``files`` spread over ``workers`` has more than one unit (a file is one at
+    least: only a lone file is planned to see whether it is cut)."""
+    return workers > 1 and (len(files) > 1 or len(_units(files, "", options, workers)) > 1)
 
 
 def _units(files: list[Path], spool: str, options: DumpOptions, workers: int) -> list[DumpUnit]:
