@@ -15,6 +15,7 @@ import stat
 import sys
 from array import array
 from pathlib import Path
+from typing import Iterator
 
 from kseg.facts.log_entry import LOG_OVERHEAD, MIN_SIZE_BY_MAGIC
 from kseg.layouts import LOG_ENTRY_PREFIX, OFFSET_INDEX_ENTRY
@@ -27,24 +28,52 @@ from kseg.storage import as_path, open_input
 _ENTRY_HEAD = LOG_ENTRY_PREFIX.struct  # offset, size, crc/leader epoch, magic
 
 
-def read_index(path: str) -> list[tuple[int, int]]:
-    """(absolute offset, position) entries of a segment's .index, or [] when absent or unusable."""
+# A log's smallest entry (a v0 message with no key and an empty value, framing included): an index
+# has at most one entry per entry of its log, so more slots than size / this are never read.
+SMALLEST_ENTRY = LOG_OVERHEAD + min(MIN_SIZE_BY_MAGIC.values())
+
+
+class IndexEntries:
+    """An offset index's trusted entries as two arrays of int32, as in the file (8 bytes an entry,
+    not a Python object each): offsets relative to ``base``, and positions. Indexing gives
+    (absolute offset, position); ``relative`` and ``positions`` are sorted, for ``bisect``."""
+
+    __slots__ = ("base", "relative", "positions")
+
+    def __init__(self, base: int, relative: array, positions: array) -> None:
+        self.base, self.relative, self.positions = base, relative, positions
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def __getitem__(self, i: int) -> tuple[int, int]:
+        return self.base + self.relative[i], self.positions[i]
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return zip(map(self.base.__add__, self.relative), self.positions)
+
+
+def read_index(path: str, log_size: int) -> IndexEntries:
+    """The trusted entries of a segment's .index (none when absent or unusable), reading no more
+    of it than a log of ``log_size`` bytes can have entries for (a sparse file may claim more)."""
     log = as_path(path)
     base = base_offset_of(log)
     if base is None or log.suffix != LOG_SUFFIX:
-        return []
+        return trusted_entries(b"", 0)
     try:
-        data = companion_path(log, INDEX_SUFFIX).read_bytes()
+        with open_input(companion_path(log, INDEX_SUFFIX)) as f:
+            data = f.read(OFFSET_INDEX_ENTRY.size * (max(0, log_size) // SMALLEST_ENTRY + 1))
     except OSError:
-        return []
+        return trusted_entries(b"", 0)
     return trusted_entries(data, base)
 
 
-def trusted_entries(data: bytes, base: int) -> list[tuple[int, int]]:
+def trusted_entries(data: bytes, base: int) -> IndexEntries:
     """The entries of .index bytes that can be trusted: of the slots Kafka reads (it stops at the
     first slot but the first whose relative offset is 0: a preallocated index's zero-filled tail),
     the prefix whose offsets and positions both strictly increase from a position that is not
-    negative (Kafka's own sanity rule). The slots are compared as arrays, at C speed: a 600 MB segment's index has 80,000."""
+    negative (Kafka's own sanity rule). The slots are compared as arrays, at C speed: a 600 MB
+    segment's index has 80,000."""
     whole = len(data) // OFFSET_INDEX_ENTRY.size * OFFSET_INDEX_ENTRY.size
     slots = array("i")
     slots.frombytes(data[:whole])
@@ -55,9 +84,10 @@ def trusted_entries(data: bytes, base: int) -> list[tuple[int, int]]:
     if end > 1 and 0 in rel[1:]:
         end = rel.index(0, 1)
     if end == 0 or pos[0] < 0:
-        return []
-    end = min(_increasing(rel, end), _increasing(pos, end))
-    return [(base + r, p) for r, p in zip(rel[:end], pos[:end])]
+        end = 0
+    else:
+        end = min(_increasing(rel, end), _increasing(pos, end))
+    return IndexEntries(base, rel[:end], pos[:end])
 
 
 def _increasing(values: array, end: int) -> int:
@@ -118,13 +148,12 @@ def _targets(size: int, split_bytes: int) -> range:
 
 
 def _indexed_cuts(path: str, size: int, split_bytes: int) -> list[int]:
-    entries = read_index(path)
+    entries = read_index(path, size)
     if not entries:
         return []
-    positions = [pos for _, pos in entries]
     cuts: list[int] = []
     for target in _targets(size, split_bytes):
-        i = bisect.bisect_right(positions, target) - 1
+        i = bisect.bisect_right(entries.positions, target) - 1
         if i >= 0:
             off, pos = entries[i]
             last = cuts[-1] if cuts else 0

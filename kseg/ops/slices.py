@@ -253,15 +253,14 @@ def seek_range(s: Slice, cond: Conditions | None) -> tuple[int, int | None]:
     start, end = s.start, s.end
     if cond is None or (cond.offset_lo is None and cond.offset_hi is None):
         return start, end
-    entries = read_index(s.path)
+    size = size_of(s.path)
+    entries = read_index(s.path, size)
     if not entries:
         return start, end
-    size = size_of(s.path)
-    offsets = [o for o, _ in entries]
     if cond.offset_lo is not None:
         # Entry (O, P): an append starting at P ends at O, so every batch before P has
         # offsets below O. Start at the last entry with O <= lo.
-        i = bisect.bisect_right(offsets, cond.offset_lo) - 1
+        i = bisect.bisect_right(entries.relative, cond.offset_lo - entries.base) - 1
         if i >= 0:
             off, pos = entries[i]
             if pos > start and (end is None or pos < end) and entry_starts_at(s.path, pos, size, off):
@@ -270,7 +269,7 @@ def seek_range(s: Slice, cond: Conditions | None) -> tuple[int, int | None]:
                 return end, end  # the whole slice is below lo
     if cond.offset_hi is not None:
         # Batches at or after entry i+1's position have offsets above O_i.
-        i = bisect.bisect_left(offsets, cond.offset_hi)
+        i = bisect.bisect_left(entries.relative, cond.offset_hi - entries.base)
         if i + 1 < len(entries):
             off, pos = entries[i + 1]
             if (end is None or pos < end) and entry_starts_at(s.path, pos, size, off):
