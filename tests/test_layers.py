@@ -251,7 +251,8 @@ def test_lazy_tables_stay_in_their_package() -> None:
     from kseg.decoders import FAMILY
 
     decoders = {name: f.decoder for name, f in FAMILY.items()}
-    for table, package in ((COMMANDS, "kseg.cli."), (decoders, "kseg.decoders."), (LAZY_BUILTINS, "kseg.codecs.")):
+    commands = {name: c.where for name, c in COMMANDS.items()}
+    for table, package in ((commands, "kseg.cli."), (decoders, "kseg.decoders."), (LAZY_BUILTINS, "kseg.codecs.")):
         assert table and all(ref.startswith(package) for ref in table.values()), table
 
 

@@ -151,20 +151,39 @@ def test_what_is_left_out_still_loads_when_needed(tmp_path) -> None:
     assert "zstandard" in loaded(tmp_path, "verify", LOGDIR / "v2-zstd-0")
 
 
-def test_help_lists_every_command_with_its_own_help() -> None:
-    """``kseg --help`` loads the table's commands and shows each one's first line, as before."""
+COMMAND_MODULES = tuple(sorted({c.where.partition(":")[0] for c in COMMANDS.values()}))
+
+
+def test_help_lists_every_command_without_loading_one(tmp_path) -> None:
+    """``kseg --help`` shows each command's line from the table, and imports no command's module."""
     from click.testing import CliRunner
 
+    assert _absent(loaded(tmp_path, "--help"), COMMAND_MODULES + ("kseg.spark",)) == []
     r = CliRunner().invoke(main, ["--help"])
     assert r.exit_code == 0
     listed = r.output.split("Commands:\n", 1)[1]
-    for name in [*COMMANDS, "spark"]:
-        assert f"\n  {name} " in "\n" + listed, name
-    ctx = main.make_context("kseg", ["--help"], resilient_parsing=True)
     for name in COMMANDS:
+        assert f"\n  {name} " in "\n" + listed and COMMANDS[name].summary in listed, name
+    assert "\n  spark " in "\n" + listed
+    ctx = main.make_context("kseg", ["--help"], resilient_parsing=True)
+    for name in COMMANDS:  # a loaded command says the same in its own help and in the group's
         command = main.get_command(ctx, name)
         assert command is not None and command.name == name
-        assert command.get_short_help_str(limit=45)[:20] in listed.replace("\n", " ")
+        assert command.get_short_help_str(limit=80) == COMMANDS[name].summary
+
+
+def test_shell_completion_of_a_command_name_loads_no_command(tmp_path) -> None:
+    """Tab completion names the commands with their lines, as click's would, without importing them."""
+    out = tmp_path / "modules.json"
+    script = _RUN.replace("from kseg.cli import run", "import os; os.environ.update(_KSEG_COMPLETE='zsh_complete', "
+                                                      "COMP_WORDS='kseg s', COMP_CWORD='1')\nfrom kseg.cli import run")
+    r = subprocess.run([sys.executable, "-c", script, str(out)], capture_output=True, text=True, timeout=120)
+    modules = set(json.loads(out.read_text())["modules"])
+    assert _absent(modules, COMMAND_MODULES + ("kseg.spark",)) == []
+    words = r.stdout.splitlines()
+    offered = {words[i + 1]: words[i + 2] for i in range(0, len(words) - 2, 3) if words[i] == "plain"}
+    assert offered == {name: COMMANDS[name].summary for name in COMMANDS if name.startswith("s")} | {
+        "spark": main.commands["spark"].get_short_help_str()}, r.stdout
 
 
 def test_version_says_whether_the_accelerator_is_in_use():

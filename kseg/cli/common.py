@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import click
 
@@ -123,16 +123,24 @@ def remove_leftovers() -> None:
     remove_live_objects()
 
 
+class LazyCommand(NamedTuple):
+    """A command the group imports on first use: where it lives and its line in the group's help."""
+
+    where: str  # "module:attribute"
+    summary: str
+
+
 class KsegGroup(click.Group):
     """The ``kseg`` group: click's own errors (usage, bad options) read ``kseg: error: ...``
     like kseg's, and Ctrl-C ends any command with exit 130 and no traceback.
 
-    ``lazy`` names commands by where they live (name -> ``"module:attribute"``); a command's
-    module is imported when the command is looked up, so ``kseg dump`` loads the dump path
-    and nothing else (tests/test_layers.py checks the table as it checks imports).
+    ``lazy`` names commands by where they live; a command's module is imported when the
+    command is looked up, so ``kseg dump`` loads the dump path and nothing else, and the
+    group's help and shell completion, which only need the summaries, load no command
+    (tests/test_layers.py checks the table as it checks imports).
     """
 
-    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, lazy: dict[str, LazyCommand] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.lazy = dict(lazy or {})
 
@@ -142,9 +150,32 @@ class KsegGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in self.lazy and name not in self.commands:
             with quiet_interrupts():
-                command = load(self.lazy[name])
+                command = load(self.lazy[name].where)
+            command.short_help = self.lazy[name].summary
             self.add_command(command, name)
         return super().get_command(ctx, name)
+
+    def summaries(self, ctx: click.Context, limit: int = 45) -> list[tuple[str, str]]:
+        """(name, one line) of each visible command, from the table where it has not been loaded."""
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in self.lazy and name not in self.commands:
+                rows.append((name, self.lazy[name].summary))
+            elif (command := self.get_command(ctx, name)) is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        return rows
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = self.summaries(ctx, formatter.width - 6 - max(map(len, self.list_commands(ctx)), default=0))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[Any]:
+        from click.shell_completion import CompletionItem
+
+        found = [CompletionItem(name, help=line) for name, line in self.summaries(ctx) if name.startswith(incomplete)]
+        return found + click.Command.shell_complete(self, ctx, incomplete)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -14,33 +14,35 @@ from pathlib import Path
 
 import click
 
-from kseg.cli.common import KsegGroup, State, fail
+from kseg.cli.common import KsegGroup, LazyCommand, State, fail
 from kseg.cli.storage import s3_endpoint_option
 from kseg.codecs.plugins import Registry, activate
 from kseg.errors import KsegError
 from kseg.lazy import load
 
-# name -> "module:attribute" of the click command, loaded on use (tests/test_layers.py checks it).
+# name -> where the click command lives ("module:attribute", loaded on use; tests/test_layers.py
+# checks it) and its line in ``kseg --help``, which therefore lists the commands without loading one.
 COMMANDS = {
-    "dump": "kseg.cli.dump:dump",
-    "verify": "kseg.cli.verify:verify",
-    "up-convert": "kseg.cli.write:up_convert_cmd",
-    "down-convert": "kseg.cli.write:down_convert_cmd",
-    "recompress": "kseg.cli.write:recompress_cmd",
-    "rebase": "kseg.cli.write:rebase_cmd",
-    "index": "kseg.cli.write:index_cmd",
-    "compact": "kseg.cli.write:compact_cmd",
-    "build": "kseg.cli.build:build_cmd",
-    "repair": "kseg.cli.repair:repair_cmd",
-    "salvage": "kseg.cli.salvage:salvage_cmd",
-    "bundle": "kseg.cli.bundle:bundle_cmd",
-    "export": "kseg.cli.export:export_cmd",
-    "diff": "kseg.cli.diff:diff_cmd",
-    "find": "kseg.cli.find:find_cmd",
-    "stats": "kseg.cli.stats:stats_cmd",
-    "state": "kseg.cli.internals:state",
-    "txn": "kseg.cli.internals:txn",
-    "plugins": "kseg.cli.plugins:plugins",
+    "dump": LazyCommand("kseg.cli.dump:dump", "Show the batches and records of segment files."),
+    "verify": LazyCommand("kseg.cli.verify:verify", "Check segments, partition folders or log directories."),
+    "up-convert": LazyCommand("kseg.cli.write:up_convert_cmd", "Convert to a newer message format."),
+    "down-convert": LazyCommand("kseg.cli.write:down_convert_cmd",
+                                "Convert to an older message format, as the broker did."),
+    "recompress": LazyCommand("kseg.cli.write:recompress_cmd", "Same message format, another codec."),
+    "rebase": LazyCommand("kseg.cli.write:rebase_cmd", "Shift every offset so the data starts at --base-offset."),
+    "index": LazyCommand("kseg.cli.write:index_cmd", "Check or rebuild the offset and time indexes."),
+    "compact": LazyCommand("kseg.cli.write:compact_cmd", "Keep the latest record per key, as the log cleaner does."),
+    "build": LazyCommand("kseg.cli.build:build_cmd", "Write a partition folder from JSON lines or a fixture spec."),
+    "repair": LazyCommand("kseg.cli.repair:repair_cmd", "Recover as the broker does after an unclean shutdown."),
+    "salvage": LazyCommand("kseg.cli.salvage:salvage_cmd", "Recover every batch the damage did not touch."),
+    "bundle": LazyCommand("kseg.cli.bundle:bundle_cmd", "Collect what a support case needs into one .tar.gz."),
+    "export": LazyCommand("kseg.cli.export:export_cmd", "Write the records into Parquet or Arrow files."),
+    "diff": LazyCommand("kseg.cli.diff:diff_cmd", "Compare two copies of a partition or two log directories."),
+    "find": LazyCommand("kseg.cli.find:find_cmd", "The records that match, with where each one is."),
+    "stats": LazyCommand("kseg.cli.stats:stats_cmd", "Records, bytes, codecs, keys, producers and problems."),
+    "state": LazyCommand("kseg.cli.internals:state", "Replay an internal topic and print its state."),
+    "txn": LazyCommand("kseg.cli.internals:txn", "Every transaction of each partition; hanging ones."),
+    "plugins": LazyCommand("kseg.cli.plugins:plugins", "Plugin codecs (KIP-984) and their registry."),
 }
 
 # Registry files (--plugin-registry) are read by kseg.ops.registry, which sits above the codecs:
@@ -100,7 +102,8 @@ class _LazySpark(click.Group):
 
 
 main.add_command(_LazySpark("spark", help="Run verify, dump, conversions, compaction, diff, find and stats on Spark "
-                                         "(needs the spark extra: pip install 'kseg[spark]')."))
+                                         "(needs the spark extra: pip install 'kseg[spark]').",
+                            short_help="Run the commands over whole log directories on Spark."))
 
 if __name__ == "__main__":  # pragma: no cover
     main()
