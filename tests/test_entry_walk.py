@@ -1,6 +1,6 @@
 """Where a log's entries start, by their lengths (``kseg.log.entry_walk``): the C walk and its
 Python reference give the same positions on every magic, on large entries read header by header,
-and on any flipped or cut byte; on a sound log every position is the first entry start that the
+and on any flipped or cut byte, whatever the sizes of their reads; on a sound log every position is the first entry start that the
 scanner finds at or after its multiple; a failed read is an OSError from both."""
 
 from __future__ import annotations
@@ -25,6 +25,10 @@ from builders import entries  # noqa: E402
 WALKS = {"python": entry_walk.entry_starts_py}
 if _speedups is not None:
     WALKS["c"] = _speedups.entry_starts
+# (bytes per read, the entry length past which only a header is read): the walk's own, a header
+# at a time, reads that end inside headers, whole-buffer reads whatever the entries' lengths.
+READS = {"own": (entry_walk.WALK_READ_BYTES, entry_walk.LARGE_ENTRY_BYTES), "header": (17, 0),
+         "odd": (100, 0), "no large rule": (4096, 1 << 30)}
 
 
 def _large(n: int) -> bytes:
@@ -52,7 +56,8 @@ def _walk(tmp_path: Path, data: bytes, every: int) -> dict[str, list[int]]:
     log.write_bytes(data)
     fd = os.open(log, os.O_RDONLY)
     try:
-        return {name: walk(fd, len(data), every) for name, walk in WALKS.items()}
+        return {f"{name}, {reads} reads": walk(fd, len(data), every, *READS[reads])
+                for name, walk in WALKS.items() for reads in READS}
     finally:
         os.close(fd)
 
@@ -96,11 +101,13 @@ def test_a_read_that_fails_is_an_os_error(tmp_path, walk):
     d = os.open(tmp_path, os.O_RDONLY)  # reading a folder: EISDIR
     try:
         with pytest.raises(OSError):
-            WALKS[walk](d, 1 << 20, 4096)
+            WALKS[walk](d, 1 << 20, 4096, *READS["own"])
     finally:
         os.close(d)
     with pytest.raises(ValueError):
-        WALKS[walk](0, 100, 0)
+        WALKS[walk](0, 100, 0, *READS["own"])
+    with pytest.raises(ValueError):  # a read shorter than a header could never take one
+        WALKS[walk](0, 100, 10, 16, 0)
 
 
 def test_the_c_walk_is_the_one_in_use():

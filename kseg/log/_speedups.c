@@ -1415,31 +1415,32 @@ resync(PyObject *self, PyObject *args)
 }
 
 /* ------------------------------------------------------------------ entry starts
- * entry_starts(fd, size, every): the first entry start at or after each multiple of every below
- * size, following each entry's length from position 0 of the open file fd with pread, until a
- * header that cannot be an entry's (twin of kseg.log.entry_walk.entry_starts_py, which documents
- * the reads and the result). The GIL is released while it reads; a failed read raises OSError. */
-
-#define WALK_READ_BYTES (64 * 1024)
-#define WALK_LARGE_ENTRY (WALK_READ_BYTES / 16)
+ * entry_starts(fd, size, every, read_bytes, large_entry): the first entry start at or after each
+ * multiple of every below size, following each entry's length from position 0 of the open file fd
+ * with pread (read_bytes at a time, a header's worth after an entry over large_entry bytes), until
+ * a header that cannot be an entry's (twin of kseg.log.entry_walk.entry_starts_py, which documents
+ * the reads, holds their sizes and documents the result). The GIL is released while it reads; a
+ * failed read raises OSError. */
 
 static PyObject *
 entry_starts(PyObject *self, PyObject *args)
 {
     int fd;
     long long size, every;
+    Py_ssize_t read_bytes, large_entry;
     REQUIRE_CONFIGURED;
-    if (!PyArg_ParseTuple(args, "iLL", &fd, &size, &every)) return NULL;
-    if (size < 0 || every <= 0) {
-        PyErr_SetString(PyExc_ValueError, "entry_starts(): size must be >= 0 and every > 0");
+    if (!PyArg_ParseTuple(args, "iLLnn", &fd, &size, &every, &read_bytes, &large_entry)) return NULL;
+    if (size < 0 || every <= 0 || read_bytes < PREFIX_SIZE || large_entry < 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        "entry_starts(): size must be >= 0, every > 0, read_bytes a header or more");
         return NULL;
     }
-    unsigned char *buf = PyMem_Malloc(WALK_READ_BYTES);
+    unsigned char *buf = PyMem_Malloc((size_t)read_bytes);
     if (buf == NULL) return PyErr_NoMemory();
     PyObject *out = PyList_New(0);
     if (out == NULL) { PyMem_Free(buf); return NULL; }
     long long pos = 0, target = every, buf_at = 0, buf_len = 0;
-    size_t want = WALK_READ_BYTES;
+    size_t want = (size_t)read_bytes;
     int err = 0;
     while (pos + PREFIX_SIZE <= size && target < size) {
         if (pos < buf_at || pos + PREFIX_SIZE > buf_at + buf_len) {
@@ -1467,7 +1468,7 @@ entry_starts(PyObject *self, PyObject *args)
             target = (pos / every + 1) * every;
         }
         pos += LOG_OVERHEAD + length;
-        want = length > WALK_LARGE_ENTRY ? (size_t)PREFIX_SIZE : WALK_READ_BYTES;
+        want = length > large_entry ? (size_t)PREFIX_SIZE : (size_t)read_bytes;
     }
     PyMem_Free(buf);
     if (err) {

@@ -89,6 +89,7 @@ def main() -> None:
         index_sound_seeds(p, seen)
         put("v2_column_run", b"\x00" + buf, seen)  # a segment, no offset range, control batches stopping
         put("entry_starts", b"\x00\x00\x40" + buf, seen)  # its size as it is, an entry every 64 bytes
+        put("entry_starts", b"\x04\x00\x40" + buf, seen, kind=1)  # the same, read a header at a time
         for b in decode.scan_entries(buf).batches:
             try:
                 data, _ = payload_bytes(b, limit=1 << 20)

@@ -503,7 +503,8 @@ def fuzz_resync(data: bytes) -> None:
 def fuzz_entry_starts(data: bytes) -> None:
     """``entry_starts`` (where a log's entries start, by their lengths) against
     ``entry_walk.entry_starts_py``, over the bytes as a file (a memfd), every so many bytes, with
-    the file's size as it is or claimed larger (the reads then come up short)."""
+    the file's size as it is or claimed larger (the reads then come up short), reading as the walk
+    does or a header's worth at a time."""
     import os
 
     from kseg.log import entry_walk
@@ -513,13 +514,15 @@ def fuzz_entry_starts(data: bytes) -> None:
     every = max(1, r.int(2) & 0xFFFF)
     buf = r.rest()
     size = len(buf) + (0, 1, 17, 1 << 20)[flags & 3]
+    reads = ((entry_walk.WALK_READ_BYTES, entry_walk.LARGE_ENTRY_BYTES), (17, 0), (40, 64), (1 << 10, 1 << 30))[
+        flags >> 2 & 3]
     fd = os.memfd_create("kseg-fuzz-walk")
     try:
         os.write(fd, buf)
-        py = outcome(entry_walk.entry_starts_py, fd, size, every)
+        py = outcome(entry_walk.entry_starts_py, fd, size, every, *reads)
         c = fast.c_twin("entry_starts")
         if c is not None:
-            same("entry_starts", py, outcome(c, fd, size, every))
+            same("entry_starts", py, outcome(c, fd, size, every, *reads))
     finally:
         os.close(fd)
 
