@@ -433,6 +433,19 @@ rebase_options = options(
     click.option("--base-offset", type=click.IntRange(0), required=True, help="The new first offset."),
 )
 
+def recovery_options(dry_run_help: str) -> Decorator:
+    """What ``repair`` and ``salvage`` share: a damaged input, a new output (or --dry-run)."""
+    return options(
+        click.argument("input_path", metavar="INPUT", type=LOCATION),
+        click.option("-o", "--output", type=LOCATION, default=None,
+                     help="Output .log file, partition folder or log directory (matching INPUT). "
+                          "Required unless --dry-run."),
+        click.option("--dry-run", is_flag=True, help=dry_run_help),
+        click.option("--force", is_flag=True, help="Replace an existing output."),
+        click.option("--no-index", is_flag=True, help="Do not write .index/.timeindex/.txnindex files."),
+    )
+
+
 compact_options = options(
     click.argument("inputs", nargs=-1, required=True, type=LOCATION),
     click.option("-o", "--output", type=LOCATION, default=None,

@@ -11,8 +11,8 @@ from pathlib import Path
 import click
 
 from kseg.cli.common import EXIT_DATA, EXIT_OK, guarded, index_interval_option, max_decompressed_option, \
-    report_format_option
-from kseg.cli.storage import LOCATION, remote_output, say_report
+    recovery_options, report_format_option
+from kseg.cli.storage import remote_output, say_report
 from kseg.lazy import load
 from kseg.ops.repair import RepairOptions, repair
 from kseg.render.tools import write_repair
@@ -22,12 +22,7 @@ SALVAGE = "kseg.cli.salvage:salvage_for_repair"
 
 
 @click.command("repair")
-@click.argument("input_path", metavar="INPUT", type=LOCATION)
-@click.option("-o", "--output", type=LOCATION, default=None,
-              help="Output .log file, partition folder or log directory (matching INPUT). Required unless --dry-run.")
-@click.option("--dry-run", is_flag=True, help="Report what recovery would cut; write nothing.")
-@click.option("--force", is_flag=True, help="Replace an existing output.")
-@click.option("--no-index", is_flag=True, help="Do not write .index/.timeindex/.txnindex files.")
+@recovery_options("Report what recovery would cut; write nothing.")
 @click.option("--salvage", "salvage_", is_flag=True,
               help="Read past damage and keep every batch it did not touch: the same as `kseg salvage`.")
 @index_interval_option

@@ -13,8 +13,8 @@ from typing import Any
 import click
 
 from kseg.cli.common import (EXIT_DATA, EXIT_OK, SIZE, guarded, index_interval_option, jobs_option,
-                             max_decompressed_option)
-from kseg.cli.storage import LOCATION, remote_output, say_report
+                             max_decompressed_option, recovery_options, report_format_option)
+from kseg.cli.storage import remote_output, say_report
 from kseg.errors import InputError
 from kseg.log.atomic import check_output, write_atomic
 from kseg.ops.salvage import DEFAULT_MAX_BATCH_BYTES, SalvageOptions, SalvageReport, salvage
@@ -22,12 +22,7 @@ from kseg.render.salvage import CRC_FAILED_MARK, write_crc_failed, write_salvage
 
 
 @click.command("salvage")
-@click.argument("input_path", metavar="INPUT", type=LOCATION)
-@click.option("-o", "--output", type=LOCATION, default=None,
-              help="Output .log file, partition folder or log directory (matching INPUT). Required unless --dry-run.")
-@click.option("--dry-run", is_flag=True, help="Report what would be recovered and lost; write nothing.")
-@click.option("--force", is_flag=True, help="Replace an existing output.")
-@click.option("--no-index", is_flag=True, help="Do not write .index/.timeindex/.txnindex files.")
+@recovery_options("Report what would be recovered and lost; write nothing.")
 @click.option("--max-batch-bytes", type=SIZE, default=DEFAULT_MAX_BATCH_BYTES, show_default="64MiB",
               help="The largest batch believed when resynchronising (a larger length field is damage).")
 @click.option("--keep-crc-failed", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE.jsonl",
@@ -35,7 +30,7 @@ from kseg.render.salvage import CRC_FAILED_MARK, write_crc_failed, write_salvage
                    f"Lines file (dump's jsonl record lines, each marked \"{CRC_FAILED_MARK}\": true, with its segment, "
                    f"its batch's byte position and both CRCs); they are never written into the output partition.")
 @index_interval_option
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@report_format_option
 @max_decompressed_option
 @jobs_option
 @guarded
