@@ -526,3 +526,46 @@ def test_an_index_larger_than_its_log_can_use_is_read_only_as_far_as_the_log_goe
     again = cuts.read_index(str(log), log.stat().st_size)
     assert len(sound) > 10 and list(again) == list(sound)
     assert list(cuts.read_index(str(log), 0)) == list(sound)[:1]  # an empty log: one slot read
+
+
+def test_a_lone_log_is_cut_once_for_whether_dump_splits_it_and_its_plan(tmp_path, monkeypatch):
+    """``dump -j`` of one log asks whether it splits, then plans it: one index read (or walk), not
+    two; a log or index changed since, or a cut no longer at an entry, is cut again."""
+    from kseg import lazy
+
+    calls: list[tuple] = []
+
+    def counted(*args):
+        calls.append(args)
+        return cuts.cut_points(*args)
+
+    monkeypatch.setitem(lazy._loaded, dump_split.CUT_POINTS, counted)
+    log = _segment(tmp_path / "s-0", 0, _healthy())
+    files, options = expand_for_dump((log,)), dump_split.DumpOptions()
+    job = dump_split.DumpJob(options, None, None, 4)
+
+    def planned() -> list:
+        return [u.piece.start if u.piece else 0 for u in dump_split.plan((files, ""), job)]
+
+    assert dump_split.splits(files, options, 4)
+    indexed = planned()
+    assert len(indexed) > 1 and len(calls) == 1
+    _without_index(log)  # its index gone: walked
+    walked = planned()
+    assert len(walked) > 1 and len(calls) == 2
+    with open(log, "ab") as f:  # grown
+        f.write(_batch([1000]))
+    planned()
+    assert len(calls) == 3
+    assert planned() == planned() and len(calls) == 3
+    # Rewritten in place within the clock's tick (the files look the same): each cut is checked.
+    monkeypatch.setattr(dump_split, "_identity", lambda f: ())
+    planned()
+    assert len(calls) == 4
+    planned()
+    assert len(calls) == 4
+    data = bytearray(log.read_bytes())
+    data[walked[1] + 16] ^= 0xFF  # the magic of the entry at a cut
+    log.write_bytes(bytes(data))
+    planned()
+    assert len(calls) == 5

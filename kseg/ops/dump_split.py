@@ -6,6 +6,7 @@ the single process's, byte for byte."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Generator, Iterable, Iterator
@@ -13,7 +14,7 @@ from typing import Any, Callable, Generator, Iterable, Iterator
 from kseg.errors import InputError, KsegError, TruncatedError
 from kseg.lazy import load
 from kseg.log.decode import Tail
-from kseg.log.listing import LOG_SUFFIX
+from kseg.log.listing import INDEX_SUFFIX, LOG_SUFFIX
 from kseg.log.segment import zero_bytes_to_end
 from kseg.ops.dump import (BadBatchEvent, BatchEvent, DumpOptions, Event, LogSlice, NoteEvent, PlainRunEvent, ReadOn,
                            TailEvent, dump_file, sliceable)
@@ -145,6 +146,7 @@ def _counted_steps(path: Path, options: DumpOptions, consume: Callable[[Event], 
 # Loaded by a dump in slices only (their index reading is no plain dump's).
 SLICE_SHARE = "kseg.ops.cuts:slice_share"
 CUT_POINTS = "kseg.ops.cuts:cut_points"
+ENTRY_STARTS_AT = "kseg.ops.cuts:entry_starts_at"
 
 
 @dataclass(frozen=True)
@@ -223,10 +225,41 @@ def _units(files: list[Path], spool: str, options: DumpOptions, workers: int) ->
 
 def log_cuts(path: Path, share: int) -> list[int]:
     """Where a dump cuts a log for slices of about ``share`` bytes (none: it is read whole)."""
-    size = weight_of([path])
-    if path.suffix != LOG_SUFFIX or here_only(path) or size <= share * 3 // 2:
+    if path.suffix != LOG_SUFFIX or here_only(path):
         return []
-    return load(CUT_POINTS)(str(path), size, share)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []  # (its read says why)
+    if st.st_size <= share * 3 // 2:
+        return []
+    return _cuts(str(path), st.st_size, share, (_identity(st), _identity(path.with_suffix(INDEX_SUFFIX))))
+
+
+# The last log cut, as its files were then: a lone log given to ``dump -j`` is cut to see whether
+# it splits (``splits``), then planned; its index is read (or its entries walked) once.
+_last_cut: dict[tuple[Any, ...], tuple[int, ...]] = {}
+
+
+def _identity(f: os.stat_result | Path) -> tuple[int, ...]:
+    """A file as it is now (none: absent)."""
+    try:
+        st = f if isinstance(f, os.stat_result) else os.stat(f)
+    except OSError:
+        return ()
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _cuts(path: str, size: int, share: int, identity: tuple[tuple[int, ...], ...]) -> list[int]:
+    """``cut_points``, or the last log's cuts when its files look the same and an entry with a
+    valid CRC still starts at each (a file rewritten within the clock's tick looks the same)."""
+    key = (path, size, share, identity)
+    found = _last_cut.get(key)
+    if found is None or not all(load(ENTRY_STARTS_AT)(path, pos, size) for pos in found):
+        found = tuple(load(CUT_POINTS)(path, size, share))
+        _last_cut.clear()
+        _last_cut[key] = found
+    return list(found)
 
 
 def _sliced(u: DumpUnit, share: int) -> list[DumpUnit]:
