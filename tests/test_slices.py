@@ -8,6 +8,7 @@ none passes by reading it whole."""
 from __future__ import annotations
 
 import io
+import shutil
 import struct
 import sys
 from contextlib import redirect_stderr, redirect_stdout
@@ -314,10 +315,17 @@ def test_slices_give_the_whole_read_on_damage(tmp_path, op, name, index):
 
 @pytest.mark.parametrize("op", list(SLICED))
 @pytest.mark.parametrize("tree", TREES)
-def test_slices_give_the_whole_read_on_broker_files(tmp_path, op, tree):
+@pytest.mark.parametrize("index", ["indexed", "walked"])
+def test_slices_give_the_whole_read_on_broker_files(tmp_path, op, tree, index):
+    """Brokers' and clients' files, cut where their indexes say, or where their entries' lengths
+    lead once every offset index is left out (copies)."""
     if not (REPO / tree).is_dir():
         pytest.skip(f"{tree} is not here")
-    _as_whole(op, [REPO / tree], tmp_path)
+    root = REPO / tree
+    if index == "walked":
+        root = tmp_path / "copy"
+        shutil.copytree(REPO / tree, root, symlinks=True, ignore=shutil.ignore_patterns(f"*{INDEX_SUFFIX}"))
+    _as_whole(op, [root], tmp_path)
 
 
 @examples(200)
