@@ -172,6 +172,17 @@ def test_help_lists_every_command_without_loading_one(tmp_path) -> None:
         assert command.get_short_help_str(limit=80) == COMMANDS[name].summary
 
 
+def test_kseg_spark_lists_each_command_with_the_plain_commands_line() -> None:
+    """``kseg spark --help``: each command has the line of the plain command it runs on Spark."""
+    from click.testing import CliRunner
+
+    pytest.importorskip("pyspark", reason="kseg spark needs the spark extra")
+    r = CliRunner().invoke(main, ["spark", "--help"])
+    assert r.exit_code == 0, r.output
+    listed = dict(line.split(None, 1) for line in r.output.split("Commands:\n", 1)[1].splitlines() if line.strip())
+    assert listed and all(listed[name] == COMMANDS[name].summary for name in listed), listed
+
+
 def test_shell_completion_of_a_command_name_loads_no_command(tmp_path) -> None:
     """Tab completion names the commands with their lines, as click's would, without importing them."""
     out = tmp_path / "modules.json"

@@ -87,7 +87,8 @@ def main(traceback: bool, plugin_registry: Path | None) -> None:
 
 
 class _LazySpark(click.Group):
-    """``kseg spark ...``: loaded on use, so that plain commands never import PySpark."""
+    """``kseg spark ...``: loaded on use, so that plain commands never import PySpark; each of its
+    commands has the line of the plain command it runs."""
 
     def _real(self) -> click.Group:
         from kseg.spark.cli import spark  # late: PySpark only when kseg spark is used
@@ -98,7 +99,10 @@ class _LazySpark(click.Group):
         return self._real().list_commands(ctx)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        return self._real().get_command(ctx, name)
+        command = self._real().get_command(ctx, name)
+        if command is not None and name in COMMANDS:  # the same line as the command it runs on Spark
+            command.short_help = COMMANDS[name].summary
+        return command
 
 
 main.add_command(_LazySpark("spark", help="Run verify, dump, conversions, compaction, diff, find and stats on Spark "
