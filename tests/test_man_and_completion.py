@@ -48,12 +48,14 @@ def test_groff_reads_it_without_warnings(tmp_path) -> None:
 
 @pytest.mark.parametrize("words,cword,expected", [
     ("kseg ver", 1, "plain,verify"),
+    ("kseg --tr", 1, "plain,--traceback"),
     ("kseg verify fixtures/lo", 2, "file,fixtures/lo"),
     ("kseg up-convert fixtures/logdir -o ou", 4, "file,ou"),
     ("kseg dump s3://bucket/pre", 2, ""),
 ])
 def test_shell_completion(words: str, cword: int, expected: str) -> None:
-    """Commands complete by name; path arguments and -o complete as files in the shell."""
+    """Commands and the group's options complete by name; path arguments and -o complete as files
+    in the shell."""
     import os
     import sys
 
