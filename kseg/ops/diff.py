@@ -24,7 +24,9 @@ from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log.fast import scan_entries
 from kseg.log.records import batch_records
 from kseg.log.listing import FILE, LEADER_EPOCH_FILE, LOG_DIR, PARTITION, list_input, parse_partition_dir
+from kseg.log.decode import Tail
 from kseg.log.segment import STEP_ENTRIES, Segment
+from kseg.log.tails import live_tail
 from kseg.model import Batch, Record
 from kseg.ops.executors import Operation, execute, here_only, weight_of
 from kseg.storage import VANISHED, as_path, cannot_read, gone
@@ -62,7 +64,7 @@ class Side:
     epoch_at_divergence: int | None = None  # from the first differing batch
     checkpoint_epoch_at_divergence: int | None = None  # from leader-epoch-checkpoint
     problems: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # files deleted during the run (retention): not problems
+    notes: list[str] = field(default_factory=list)  # not problems: files deleted during the run, live tails
     only: list[Range] = field(default_factory=list)  # offset ranges only this side holds
 
 
@@ -172,7 +174,7 @@ def _same(a: Batch, b: Batch, sa: Side, sb: Side, check_crc: bool) -> bool:
     return ok
 
 
-def _entries(path: Path, side: Side) -> Iterator[Batch]:
+def _entries(path: Path, side: Side, live: bool) -> Iterator[Batch]:
     """A segment's batches, read WINDOW bytes at a time with ``os.pread`` (not memory-mapped:
     a mapped file that shrinks under the reader, a broker's retention or truncation, kills
     the process with SIGBUS at the next touch of a lost page, which no check can prevent).
@@ -183,8 +185,7 @@ def _entries(path: Path, side: Side) -> Iterator[Batch]:
         seg = Segment(where)  # type: ignore[arg-type]
         yield from seg.batches()
         if seg.tail is not None:
-            t = seg.tail
-            side.problems.append(f"{path}: at byte {t.position}: {t.error.message} ({t.length} bytes not compared)")
+            _tail(path, seg.tail, side, live)
         return
     try:
         f = open(path, "rb")
@@ -207,9 +208,7 @@ def _entries(path: Path, side: Side) -> Iterator[Batch]:
                 scan = scan_entries(mv, start, final=final, start=at, max_entries=STEP_ENTRIES)
                 yield from scan.batches
                 if scan.tail is not None:
-                    t = scan.tail
-                    side.problems.append(f"{path}: at byte {t.position}: {t.error.message} "
-                                         f"({t.length} bytes not compared)")
+                    _tail(path, scan.tail, side, live)
                     return
                 if scan.consumed == at:
                     break
@@ -239,9 +238,20 @@ def _read_window(f: Any, path: Path, start: int, length: int, size: int) -> byte
     return data
 
 
-def _batches(segs: list[Path], side: Side) -> Iterator[Batch]:
+def _tail(path: Path, t: Tail, side: Side, live: bool) -> None:
+    """What ends a segment's batches: a note for what a healthy broker leaves (``kseg.log.tails``),
+    else a problem."""
+    benign = live_tail(path, t, live)
+    if benign is not None:
+        side.notes.append(f"{path}: at byte {t.position}: {benign.text}")
+    else:
+        side.problems.append(f"{path}: at byte {t.position}: {t.error.message} ({t.length} bytes not compared)")
+
+
+def _batches(segs: list[Path], side: Side, listed: bool) -> Iterator[Batch]:
+    """``listed``: the segments were listed from their partition folder (its newest may be written)."""
     for path in segs:
-        for b in _entries(path, side):
+        for b in _entries(path, side, listed and path == segs[-1]):
             side.batches += 1
             side.bytes += b.size
             side.records += _count(b)
@@ -285,7 +295,7 @@ def diff_partition(name: str, a_segs: list[Path], b_segs: list[Path], o: DiffOpt
     _epochs(a_folder, sa)
     _epochs(b_folder, sb)
     pd = PartitionDiff(name, sa, sb)
-    ia, ib = _batches(a_segs, sa), _batches(b_segs, sb)
+    ia, ib = _batches(a_segs, sa, a_folder is not None), _batches(b_segs, sb, b_folder is not None)
     a, b = next(ia, None), next(ib, None)
     if a is None and b is None:
         return pd

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Generator, Iterable, Iterator
 
-from kseg.errors import InputError, KsegError, TruncatedError
+from kseg.errors import InputError, KsegError
 from kseg.lazy import load
 from kseg.log.decode import Tail
 from kseg.log.listing import INDEX_SUFFIX, LOG_SUFFIX
-from kseg.log.segment import zero_bytes_to_end
+from kseg.log.tails import live_tail
 from kseg.ops.dump import (BadBatchEvent, BatchEvent, DumpOptions, Event, LogSlice, NoteEvent, PlainRunEvent, ReadOn,
                            TailEvent, dump_file, sliceable)
 from kseg.ops.executors import Operation, here_only, unwrap, weight_of
@@ -47,9 +47,7 @@ class LiveTails:
         return cls(frozenset(newest.values()))
 
     def __call__(self, path: Path, tail: Tail) -> bool:
-        if isinstance(tail.error, TruncatedError):
-            return path in self.newest
-        return zero_bytes_to_end(path, tail.position) is not None
+        return live_tail(path, tail, path in self.newest) is not None
 
 
 @dataclass

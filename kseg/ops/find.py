@@ -15,7 +15,7 @@ import re
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Generator, Iterable, Iterator
+from typing import Generator, Iterable, Iterator, NamedTuple
 
 from kseg.companions.read import read_offset_index, read_time_index
 from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
@@ -29,6 +29,7 @@ from kseg.log.segment import (
     companion_path,
     partition_of,
 )
+from kseg.log.tails import live_tail
 from kseg.model import Batch, Record
 from kseg.ops.executors import Operation, execute, here_only, weight_of
 from kseg.ops.cuts import cut_points, slice_share
@@ -193,14 +194,24 @@ class _Filter:
         return True
 
 
-def partition_groups(paths: list[Path]) -> list[tuple[str | None, int | None, list[Path]]]:
-    """(topic, partition, files) of each group the one listing rule gives (``kseg.log.listing``):
-    a partition's run, or a file read on its own (its topic and partition from its folder's name)."""
-    out: list[tuple[str | None, int | None, list[Path]]] = []
+class PartitionGroup(NamedTuple):
+    """A partition's files to search (or a file read on its own)."""
+
+    topic: str | None
+    partition: int | None
+    files: list[Path]
+    listed: bool  # listed from its partition folder: the newest segment may still be written
+
+
+def partition_groups(paths: list[Path]) -> list[PartitionGroup]:
+    """Each group the one listing rule gives (``kseg.log.listing``): a partition's run, or a file
+    read on its own (its topic and partition from its folder's name)."""
+    out: list[PartitionGroup] = []
     for g in reading_groups(paths):
         folder = g.folder if g.folder is not None else g.files[0].parent
         parsed = partition_of(folder)
-        out.append((parsed[0] if parsed else None, parsed[1] if parsed else None, list(g.files)))
+        out.append(PartitionGroup(parsed[0] if parsed else None, parsed[1] if parsed else None, list(g.files),
+                                  g.folder is not None))
     return out
 
 
@@ -267,8 +278,7 @@ def matches_of(merged: Iterable[Match | FindStats], st: FindStats) -> Iterator[M
             yield item
 
 
-def select_groups(groups: list[tuple[str | None, int | None, list[Path]]], o: FindOptions
-                  ) -> list[tuple[str | None, int | None, list[Path]]]:
+def select_groups(groups: list[PartitionGroup], o: FindOptions) -> list[PartitionGroup]:
     """The partitions to scan: all, or those of ``o.topic``, or with the partitioner the one the key
     belongs to. A topic that no partition has is an InputError naming the topics there are."""
     for topic in {o.topic, o.partitioner_topic} - {None}:
@@ -289,11 +299,10 @@ def select_groups(groups: list[tuple[str | None, int | None, list[Path]]], o: Fi
     return groups
 
 
-def find_in_groups(groups: list[tuple[str | None, int | None, list[Path]]], o: FindOptions, st: FindStats
-                   ) -> Iterator[Match]:
+def find_in_groups(groups: list[PartitionGroup], o: FindOptions, st: FindStats) -> Iterator[Match]:
     """``find`` over partitions already chosen."""
-    for topic, partition, segs in groups:
-        yield from _search(FindUnit(topic, partition, tuple(segs), None), o, st)
+    for g in groups:
+        yield from _search(FindUnit(g.topic, g.partition, tuple(g.files), None, listed=g.listed), o, st)
 
 
 def _search(u: "FindUnit", o: FindOptions, st: FindStats) -> Generator[Match, None, bool]:
@@ -315,15 +324,16 @@ def _search(u: "FindUnit", o: FindOptions, st: FindStats) -> Generator[Match, No
             if lead:
                 st.segments_skipped += 1
             continue
+        live = u.listed and after is None  # the partition's newest segment, listed from its folder
         if u.parts == 1:
-            yield from _scan(path, start, u.topic, u.partition, o, flt, st, limit)
+            yield from _scan(path, start, u.topic, u.partition, o, flt, st, limit, live=live)
         elif u.end is not None and start >= u.end:
             return False  # the whole read starts in a later slice
         elif start >= u.start:  # the whole read starts in this slice
-            return (yield from _scan(path, start, u.topic, u.partition, o, flt, st, limit, end=u.end))
+            return (yield from _scan(path, start, u.topic, u.partition, o, flt, st, limit, end=u.end, live=live))
         else:
             return (yield from _scan(path, u.start, u.topic, u.partition, o, flt, st, limit, end=u.end,
-                                     fresh=False))
+                                     fresh=False, live=live))
     return False
 
 
@@ -338,10 +348,11 @@ def _skipped(path: Path, o: FindOptions, nxt: int | None) -> bool:
 
 def _scan(path: Path, start: int, topic: str | None, partition: int | None, o: FindOptions, flt: _Filter,
           st: FindStats, limit: int, end: int | None = None, fresh: bool = True,
-          counted: bool = False) -> Generator[Match, None, bool]:
+          counted: bool = False, live: bool = False) -> Generator[Match, None, bool]:
     """A segment's matches from byte ``start``: where its index seek landed (``fresh``; ``counted``:
     the seek is already in ``st``), or a slice's start (a checked batch boundary) up to ``end``.
-    Returns whether the read went past ``end`` or stopped the segment (see ``_search``)."""
+    Returns whether the read went past ``end`` or stopped the segment (see ``_search``). ``live``:
+    the partition's newest segment, listed from its folder (``kseg.log.tails``)."""
     seg = Segment(path)
     if start and fresh and not counted:
         st.seeks += 1
@@ -392,13 +403,17 @@ def _scan(path: Path, start: int, topic: str | None, partition: int | None, o: F
             # Not a batch before the slice's end (damage, or a batch that runs past the end): a whole
             # read goes on from there, still as a seek if nothing was read since it landed.
             yield from _scan(path, seg.tail.position, topic, partition, o, flt, st, limit,
-                             fresh=fresh and first, counted=True)
+                             fresh=fresh and first, counted=True, live=live)
             return True
         if start and first:
             # The index pointed somewhere that is not a batch: read the segment from its start.
-            yield from _scan(path, 0, topic, partition, o, flt, st, limit)
+            yield from _scan(path, 0, topic, partition, o, flt, st, limit, live=live)
             return True
-        st.problems.append(str(seg.tail.error))
+        benign = live_tail(path, seg.tail, live)
+        if benign is not None:
+            st.notes.append(f"{path}: at byte {seg.tail.position}: {benign.text}")
+        else:
+            st.problems.append(str(seg.tail.error))
     st.notes.extend(f"{path}: {note}" for note in seg.notes())
     return stopped
 
@@ -419,6 +434,7 @@ class FindUnit:
     partition: int | None
     files: tuple[Path, ...]
     spool: str | None  # the folder its matches are spooled to (None: they stay in memory)
+    listed: bool = False  # listed from its partition folder (``PartitionGroup``)
     weight: int = 0
     local: bool = False
     after: Path | None = None  # the partition's segment after the unit's last file (None: none)
@@ -444,9 +460,9 @@ def plan(inputs: tuple[list[Path], str | None], o: FindOptions) -> list[FindUnit
     (a folder every worker and the merging process share, or None: in memory)."""
     paths, spool = inputs
     units = []
-    for topic, partition, files in select_groups(partition_groups([as_path(p) for p in paths]), o):
-        units.append(FindUnit(topic, partition, tuple(files), spool, weight_of(files),
-                              any(here_only(f) for f in files)))
+    for g in select_groups(partition_groups([as_path(p) for p in paths]), o):
+        units.append(FindUnit(g.topic, g.partition, tuple(g.files), spool, g.listed, weight_of(g.files),
+                              any(here_only(f) for f in g.files)))
     share = slice_share(sum(u.weight for u in units), o.workers)
     return [s for u in units for s in _sliced(u, share)] if share else units
 

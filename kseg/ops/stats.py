@@ -27,6 +27,7 @@ from kseg.log.fast import ACCELERATED, decode_v2_records
 from kseg.log.records import batch_records, payload_bytes
 from kseg.log.listing import CLEANER_CHECKPOINT, LIVE, LOG_SUFFIX, RUN, reading_groups, replica_kind, replica_note
 from kseg.log.segment import Segment, base_offset_of, partition_of
+from kseg.log.tails import live_tail
 from kseg.model import Batch
 from kseg.ops.executors import Operation, execute, here_only, weight_of
 from kseg.ops.cuts import cut_points, slice_share
@@ -531,7 +532,7 @@ def stats_partition(segs: list[Path], o: StatsOptions, *, folder: Path | None = 
     """One partition's figures, its segments read in order (the reference: a partition read in
     parts, ``run``, is put together by ``merge`` into what this gives)."""
     ps = _partition(folder, segs, first_dirty)
-    part = _read_segments(segs, o, first_dirty, segs[-1] if segs else None)
+    part = _read_segments(segs, o, first_dirty, segs[-1] if segs else None, listed=folder is not None)
     _finish(ps, [part], o)
     return ps
 
@@ -562,13 +563,15 @@ class StatsPart:
 
 
 def _read_segments(segs: Iterable[Path], o: StatsOptions, first_dirty: int | None, newest: Path | None,
-                   start: int = 0, end: int | None = None) -> StatsPart:
-    """Segments read whole, in order (or one segment's bytes [start, end): a slice)."""
+                   start: int = 0, end: int | None = None, *, listed: bool) -> StatsPart:
+    """Segments read whole, in order (or one segment's bytes [start, end): a slice). ``listed``:
+    they were listed from their partition folder (whose newest segment may still be written)."""
     part = StatsPart()
     for path in segs:
         ss = SegmentStats(str(path), base_offset_of(path))
         try:
-            part.ends_segment = _read_into(ss, part, path, o, first_dirty, path == newest, start, end)
+            part.ends_segment = _read_into(ss, part, path, o, first_dirty, path == newest, start, end,
+                                           live=listed and path == newest)
         except ReadError:
             if not gone(path):
                 raise
@@ -580,20 +583,25 @@ def _read_segments(segs: Iterable[Path], o: StatsOptions, first_dirty: int | Non
 
 
 def _read_into(ss: SegmentStats, part: StatsPart, path: Path, o: StatsOptions, first_dirty: int | None,
-               active: bool, start: int, end: int | None) -> bool:
+               active: bool, start: int, end: int | None, *, live: bool) -> bool:
     """Count the batches of ``path`` from byte ``start`` (to ``end``) into ``ss`` and ``part``.
     Bytes before ``end`` that are not a batch: read on from there to the file's end, as a whole
-    read goes on (True: the segment's later slices hold nothing a whole read would count)."""
+    read goes on (True: the segment's later slices hold nothing a whole read would count).
+    ``live``: the partition's newest segment, listed from its folder (``kseg.log.tails``)."""
     seg = Segment(path)
     for entries in seg.batch_lists(start=start, end=end):
         count_entries(ss, part, entries, str(path), o.max_decompressed_bytes, active, first_dirty)
     if seg.tail is not None and end is not None:
-        _read_into(ss, part, path, o, first_dirty, active, seg.tail.position, None)
+        _read_into(ss, part, path, o, first_dirty, active, seg.tail.position, None, live=live)
         return True
     part.notes.extend(f"{path}: {note}" for note in seg.notes())
     if seg.tail is not None:
         t = seg.tail
-        ss.acc.problem(f"{path}: at byte {t.position}: {t.error.message} ({t.length} bytes unread)")
+        benign = live_tail(path, t, live)
+        if benign is not None:
+            part.notes.append(f"{path}: at byte {t.position}: {benign.text}")
+        else:
+            ss.acc.problem(f"{path}: at byte {t.position}: {t.error.message} ({t.length} bytes unread)")
     return False
 
 
@@ -821,9 +829,11 @@ def run(unit: StatsUnit, o: StatsOptions) -> PartitionStats | StatsPiece:
     if unit.opens and unit.closes:
         return stats_partition(list(unit.segments), o, folder=unit.folder, first_dirty=unit.first_dirty)
     newest = unit.newest if unit.newest is not None else unit.segments[-1]
+    listed = unit.folder is not None
     if unit.parts > 1:
-        return StatsPiece(unit, _read_segments(unit.segments, o, unit.first_dirty, newest, unit.start, unit.end))
-    return StatsPiece(unit, _read_segments(unit.segments, o, unit.first_dirty, newest))
+        return StatsPiece(unit, _read_segments(unit.segments, o, unit.first_dirty, newest, unit.start, unit.end,
+                                               listed=listed))
+    return StatsPiece(unit, _read_segments(unit.segments, o, unit.first_dirty, newest, listed=listed))
 
 
 def merge(partials: Iterable[PartitionStats | StatsPiece], o: StatsOptions) -> StatsReport:

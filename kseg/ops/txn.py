@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from kseg.companions.read import read_producer_snapshot, read_txn_index
-from kseg.errors import InputError, KsegError, TruncatedError, expected_found
+from kseg.errors import InputError, KsegError, expected_found
 from kseg.formats.attributes import CONTROL_ABORT, CONTROL_COMMIT
 from kseg.log.checks import header_errors
 from kseg.log.control import control_info
 from kseg.log.records import batch_records
 from kseg.log.listing import FILE, RUN, TXN_INDEX_SUFFIX, list_inputs
 from kseg.log.segment import Segment, base_offset_of, companion_path, partition_of
+from kseg.log.tails import live_tail
 from kseg.model import Batch
 from kseg.ops.executors import Operation, execute, here_only, weight_of
 from kseg.ops.state import replay
@@ -253,8 +254,10 @@ def _partition(folder: Path, logs: list[Path], ids: dict[int, str], name: str,
             pt.findings.append(TxnFinding(ERROR, str(log), None, f"cannot be read to the end: {e}"))
         for note in seg.notes():  # renamed by retention, grown or changed during the run
             pt.findings.append(TxnFinding(NOTE, str(log), None, note))
-        if seg.tail is not None and not (live and log == logs[-1] and isinstance(seg.tail.error, TruncatedError)):
-            # A partial batch at the end of the newest segment is one still being written.
+        benign = live_tail(log, seg.tail, live and log == logs[-1]) if seg.tail is not None else None
+        if benign is not None:
+            pt.findings.append(TxnFinding(NOTE, str(log), None, f"at byte {seg.tail.position}: {benign.text}"))
+        elif seg.tail is not None:
             pt.findings.append(TxnFinding(ERROR, str(log), None, f"cannot be read to the end: {seg.tail.length} "
                                           f"bytes from byte {seg.tail.position} do not form a batch "
                                           f"({seg.tail.error.message})"))

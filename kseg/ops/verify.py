@@ -47,8 +47,8 @@ from kseg.log.segment import (
     is_stdin,
     not_a_file,
     rsm_transform,
-    zero_bytes_to_end,
 )
+from kseg.log.tails import PREALLOCATED, live_tail
 from kseg.model import Batch, Record
 from kseg.ops.executors import Operation, execute, here_only, weight_of
 from kseg.ops.cuts import cut_points, slice_share
@@ -727,15 +727,11 @@ def _verify_log(path: Path, options: VerifyOptions, prev_last: int | None,
         return _LogRead(fr, last, _opening(opened, c), piece)
     if seg.tail is not None:
         t = seg.tail
-        # zeros to the end, more than an entry header: what framing them would call a corrupt entry
-        zeros = None if isinstance(t.error, TruncatedError) else zero_bytes_to_end(path, t.position)
-        if zeros is not None:
-            c.note("preallocated", t.position, f"{zeros} zero bytes after the last batch: space the broker "
-                   "preallocated (log.preallocate=true), not a batch")
-        elif isinstance(t.error, TruncatedError) and newest:
-            c.note("truncated", t.position, f"incomplete tail: {t.length} bytes at the end of the partition's "
-                   f"newest segment do not form a complete batch yet (one still being written?) "
-                   f"({t.error.message})", expected=t.error.expected, found=t.error.found)
+        live = live_tail(path, t, newest)
+        if live is not None and live.kind == PREALLOCATED:
+            c.note("preallocated", t.position, live.text)
+        elif live is not None:
+            c.note("truncated", t.position, live.text, expected=t.error.expected, found=t.error.found)
         elif isinstance(t.error, TruncatedError):
             c.error("truncated", t.position, f"{t.length} bytes at the end do not form a complete batch "
                     f"({t.error.message})", expected=t.error.expected, found=t.error.found)

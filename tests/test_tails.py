@@ -1,0 +1,125 @@
+"""What follows a segment's last whole batch, as every reading command judges it (``kseg.log.tails``).
+
+One table: each tail a partition can have (zeros a broker preallocated, a batch still being written
+at the end of the newest segment, the same in an older segment, garbage) × each reading command, on
+the partition folder and on the segment named alone. What a healthy broker leaves is a note and
+exit 0 everywhere; damage is a problem (exit 1; ``diff``, whose exit code says whether the copies
+differ, names it a problem). A command of the click group that reads segments and has no row here
+fails ``test_every_command_is_a_reader_or_says_why_not``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Callable
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from kseg.cli.main import main
+from kseg.log.encode import build_v2_batch
+from kseg.log.segment import segment_file_name
+from kseg.model import make_record
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+T0 = 1_700_000_000_000
+
+
+def _batch(offset: int, n: int = 3) -> bytes:
+    return build_v2_batch([make_record(offset + i, T0 + offset + i, b"k%d" % i, b"v" * 40) for i in range(n)],
+                          base_offset=offset, partition_leader_epoch=0)
+
+
+# (which segment, the bytes after its last batch, whether a healthy broker leaves it there when the
+# partition is listed from its folder, ... when the segment is named on its own)
+CASES: dict[str, tuple[str, bytes, bool, bool]] = {
+    "zeros preallocated in the newest segment": ("newest", bytes(1 << 16), True, True),
+    "zeros preallocated in an older segment": ("older", bytes(4096), True, True),
+    "a batch being written at the end of the newest segment": ("newest", _batch(900)[:40], True, False),
+    "a few zero bytes ending the newest segment": ("newest", bytes(8), True, False),
+    "a batch cut short in an older segment": ("older", _batch(900)[:40], False, False),
+    "garbage after the newest segment's last batch": ("newest", b"\x00" * 12 + b"\x00\x00\x00\x30\xff" * 20,
+                                                       False, False),
+}
+
+Reader = Callable[[Path], list[str]]
+
+# Every command that reads segments and reports on them: its arguments for a path, and whether it
+# found damage (from the result): exit 1, or for diff a problem line (its exit code is about the copies).
+READERS: dict[str, tuple[Reader, Callable[[object], bool]]] = {
+    "verify": (lambda p: ["verify", str(p)], lambda r: r.exit_code == 1),
+    "dump": (lambda p: ["dump", str(p)], lambda r: r.exit_code == 1),
+    "dump records (jsonl)": (lambda p: ["dump", "-r", "--format", "jsonl", str(p)], lambda r: r.exit_code == 1),
+    "dump (kafka lines)": (lambda p: ["dump", "--format", "kafka", "-r", str(p)], lambda r: r.exit_code == 1),
+    "stats": (lambda p: ["stats", str(p)], lambda r: r.exit_code == 1),
+    "find": (lambda p: ["find", "--key", "k1", str(p)], lambda r: r.exit_code == 1),
+    "txn": (lambda p: ["txn", str(p)], lambda r: r.exit_code == 1),
+    "diff": (lambda p: ["diff", str(p), str(p)], lambda r: "problem:" in r.output),
+}
+# Commands of the group that do not judge a partition's tail this way, and why.
+NOT_READERS = {
+    "repair": "recovers as the broker does: cuts every tail and says so (exit 1 when it cut)",
+    "salvage": "keeps what damage did not touch: says what it left out (exit 1 when anything was)",
+    "up-convert": "a writer: stops at anything after the last batch (tests/test_failure_matrix.py)",
+    "down-convert": "a writer (as up-convert)",
+    "recompress": "a writer (as up-convert)",
+    "rebase": "a writer (as up-convert)",
+    "compact": "a writer (as up-convert)",
+    "export": "a writer (as up-convert)",
+    "build": "writes a partition from JSON lines: reads no segment",
+    "bundle": "copies files as they are into an archive",
+    "index": "checks and rebuilds indexes against the batches it reads",
+    "state": "replays internal topics (tests/test_answers.py)",
+    "plugins": "reads a registry partition (tests/test_plugins.py)",
+    "spark": "runs the commands above on Spark (tests/test_spark.py)",
+}
+
+
+def test_every_command_is_a_reader_or_says_why_not() -> None:
+    ctx = click.Context(main, info_name="kseg")
+    plain = {name.split(" ")[0] for name in READERS}
+    assert set(main.list_commands(ctx)) == plain | set(NOT_READERS), "a command without its row"
+    assert not plain & set(NOT_READERS)
+
+
+def _partition(root: Path, case: str) -> tuple[Path, Path]:
+    """A partition folder of two segments with the case's tail; (folder, the damaged segment)."""
+    which, tail, _, _ = CASES[case]
+    folder = root / "t-0"
+    folder.mkdir(parents=True)
+    older = folder / segment_file_name(0)
+    newest = folder / segment_file_name(6)
+    older.write_bytes(_batch(0) + _batch(3))
+    newest.write_bytes(_batch(6) + _batch(9))
+    target = newest if which == "newest" else older
+    with open(target, "ab") as f:
+        f.write(tail)
+    return folder, target
+
+
+@pytest.mark.parametrize("reader", list(READERS))
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("given", ["folder", "segment"])
+def test_a_tail_is_judged_alike_by_every_reader(tmp_path, reader, case, given) -> None:
+    folder, segment = _partition(tmp_path, case)
+    healthy = CASES[case][2] if given == "folder" else CASES[case][3]
+    args, damaged = READERS[reader]
+    r = CliRunner().invoke(main, args(folder if given == "folder" else segment))
+    assert r.exit_code in (0, 1), (r.exit_code, r.output)
+    assert damaged(r) is (not healthy), (r.exit_code, r.output)
+    if healthy and reader in ("verify", "stats", "txn", "diff"):  # said, not hidden
+        assert "note:" in r.output and ("preallocated" in r.output or "incomplete tail" in r.output), r.output
+
+
+def test_a_healthy_partition_is_healthy_for_every_reader(tmp_path) -> None:
+    """The control: without a tail, no reader finds damage (else the table above proves nothing)."""
+    folder = tmp_path / "t-0"
+    folder.mkdir()
+    (folder / segment_file_name(0)).write_bytes(_batch(0) + _batch(3))
+    (folder / segment_file_name(6)).write_bytes(_batch(6) + _batch(9))
+    for reader, (args, damaged) in READERS.items():
+        r = CliRunner().invoke(main, args(folder))
+        assert r.exit_code == 0 and not damaged(r), (reader, r.output)
