@@ -141,6 +141,32 @@ def test_tombstone_removes_a_commit(tmp_path):
     assert list(at_time.state["groups"]["g"]["offsets"]["t"]) == ["0"]
 
 
+def test_a_damaged_batch_is_a_problem_and_not_applied(tmp_path):
+    """A commit in a batch that fails its CRC is not applied (the state keeps the one before, and
+    says why); the replay goes on, and the command exits 1. Before, the damaged commit was applied
+    as if sound, and bytes that form no batch ended a segment's replay silently."""
+    folder = tmp_path / "__consumer_offsets-0"
+    folder.mkdir()
+    first = build_v2_batch([make_record(0, T0, offsets_key("g", "t", 0), offsets_value(5, T0))])
+    damaged = bytearray(build_v2_batch([make_record(1, T0 + 1, offsets_key("g", "t", 0), offsets_value(6, T0))]))
+    damaged[-1] ^= 0x01  # the commit's last byte: the CRC no longer holds
+    last = build_v2_batch([make_record(2, T0 + 2, offsets_key("g", "t", 1), offsets_value(7, T0))])
+    (folder / segment_file_name(0)).write_bytes(first + bytes(damaged) + last)
+    (p,) = replay([folder]).partitions
+    offsets = p.state["groups"]["g"]["offsets"]["t"]
+    assert offsets["0"]["offset"] == 5 and offsets["1"]["offset"] == 7
+    assert len(p.problems) == 1 and "crc mismatch" in p.problems[0] and "offset 1 is not applied" in p.problems[0]
+    r = run("state", folder, ok=(1,))
+    assert "problem: " in r.stdout and "crc mismatch" in r.stdout
+    older = tmp_path / "two" / "__consumer_offsets-0"  # garbage ending an older segment
+    older.mkdir(parents=True)
+    (older / segment_file_name(0)).write_bytes(first + b"\x00\x00\x00\x00\x00\x00\x00\x01\xff\xff")
+    (older / segment_file_name(2)).write_bytes(last)
+    (p,) = replay([older]).partitions
+    assert len(p.problems) == 1 and "not applied" in p.problems[0] and p.records == 2
+    assert json.loads(run("state", "--format", "json", older, ok=(1,)).stdout)["partitions"][0]["problems"]
+
+
 # --------------------------------------------------------------------------- the metadata log
 
 

@@ -42,7 +42,11 @@ def state(paths: tuple[Path, ...], at_offset: int | None, at_time: int | None, c
           redact_key: str | None = None) -> None:
     """Replay __consumer_offsets, __transaction_state, the KRaft metadata log, __share_group_state or
     __remote_log_metadata up to a point and print the state: committed offsets and groups,
-    transactional ids, the metadata image, share-partitions, remote segments."""
+    transactional ids, the metadata image, share-partitions, remote segments.
+
+    Exit 0 when every record up to that point was read, 1 when damage was met on the way (a batch
+    that fails its checks, bytes that form no batch: their records are not applied, so the state
+    may lack them; each is a problem line)."""
     refuse_unless(coordinator_of is not None, ("partitions",),
                   "is the topic's partition count for --coordinator-of: give --coordinator-of too, or leave it out")
     refuse_unless(coordinator_of is None, ("at_offset", "at_time", "show_secrets", "redact"),
@@ -64,6 +68,7 @@ def state(paths: tuple[Path, ...], at_offset: int | None, at_time: int | None, c
     report = replay(list(paths), Limit(at_offset, at_time), show_secrets=show_secrets,
                     hide_id=redactor.text if redactor is not None and redactor.ids else None)
     write_state(report, sys.stdout, fmt)
+    raise SystemExit(EXIT_OK if report.ok else EXIT_DATA)
 
 
 @click.command("txn")

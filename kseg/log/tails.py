@@ -1,7 +1,7 @@
 """What the bytes after a log's last whole batch are: damage, or what a healthy broker leaves.
 
 One rule for every command that reads segments (``verify``, ``dump``, ``stats``, ``find``,
-``txn``, ``diff``), so that none calls damage what another calls a note:
+``txn``, ``diff``, ``state``), so that none calls damage what another calls a note:
 
 - zero bytes to the end of the file, in any segment: space the broker preallocated
   (``log.preallocate=true``) and never wrote;

@@ -47,12 +47,14 @@ from kseg.decoders.share_state import DELIVERY_STATES
 from kseg.defaults import DEFAULT_COORDINATOR_PARTITIONS
 from kseg.errors import InputError, KsegError
 from kseg.formats.attributes import CONTROL_ABORT, CONTROL_COMMIT
-from kseg.log.checks import batch_damage
+from kseg.log.checks import batch_damage, header_errors
 from kseg.log.control import control_info
 from kseg.log.listing import BOOTSTRAP_FILE, BOOTSTRAP_SNAPSHOT, parse_partition_dir
 from kseg.log.records import batch_records
 from kseg.log.segment import Segment, base_offset_of, expand_inputs
+from kseg.log.tails import live_tail
 from kseg.model import Batch, Record
+from kseg.storage import as_path
 
 __all__ = ["APPLIERS", "Limit", "PartitionState", "StateBatch", "StateReport", "combine_state_batches", "coordinator_partition",
            "java_string_hash", "replay"]
@@ -93,6 +95,9 @@ class PartitionState:
     snapshot: str | None = None  # the KRaft snapshot the replay started from
     bootstrap: dict[str, Any] | None = None  # the bootstrap files found, and whether their records were applied
     notes: list[str] = field(default_factory=list)
+    # damage met on the way: batches that fail their checks and bytes that form no batch (their
+    # records are not applied, so the state may lack them; exit 1)
+    problems: list[str] = field(default_factory=list)
     not_applied: int = 0  # records read but not applied (each with a note)
     show_secrets: bool = False  # decoded secrets applied as they are, else hidden (kseg.decoders.secrets)
     # Identities (group, member, client, transactional ids ...) passed through this before they are
@@ -113,13 +118,19 @@ class PartitionState:
                 "records_not_applied": self.not_applied,
                 "last_offset": self.last_offset, "last_timestamp": self.last_timestamp,
                 **({"snapshot": self.snapshot} if self.snapshot else {}),
-                **({"bootstrap": self.bootstrap} if self.bootstrap else {}), "notes": self.notes, **self.state}
+                **({"bootstrap": self.bootstrap} if self.bootstrap else {}), "notes": self.notes,
+                "problems": self.problems, **self.state}
 
 
 @dataclass
 class StateReport:
     limit: Limit
     partitions: list[PartitionState] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """No damage met: every record up to the limit was read."""
+        return not any(p.problems for p in self.partitions)
 
     def as_json(self) -> dict[str, Any]:
         return {"at_offset": self.limit.at_offset, "at_time": self.limit.at_time,
@@ -178,20 +189,40 @@ def _snapshots(folder: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
-def _records(ps: PartitionState, files: list[Path], family: str, start: int = 0
+def _records(ps: PartitionState, files: list[Path], family: str, start: int = 0, newest: Path | None = None
              ) -> Iterator[tuple[Batch, Record, Any]]:
     """Each record from ``start`` on, decoded, secrets and all: the metadata image keys delegation
-    tokens by their ids and hides secrets as it applies them (unless ``ps.show_secrets``)."""
+    tokens by their ids and hides secrets as it applies them (unless ``ps.show_secrets``). A batch
+    that fails its checks, and bytes after a segment's last batch that are damage, are problems of
+    ``ps`` (their records not applied); ``newest``: the segment that may still be being written
+    (``kseg.log.tails``)."""
     for path in files:
-        for batch in Segment(path).batches():
+        seg = Segment(path)
+        for batch in seg.batches():
             if batch.last_offset < start:
                 continue
-            for record in batch_records(batch):
+            damage = header_errors(batch, str(path))
+            try:
+                records = [] if damage else batch_records(batch)
+            except KsegError as e:
+                damage = [e.located(file=str(path), position=batch.position)]
+            if damage:
+                ps.problems.append(f"{damage[0]}: the batch at offset {batch.offset} is not applied")
+                continue
+            for record in records:
                 if record.offset >= start:
                     decoded = decode_record(family, record, batch.is_control)
                     if ps.hide_id is not None:
                         decoded = redact_ids(decoded, ps.hide_id)
                     yield batch, record, decoded
+        t = seg.tail
+        if t is not None:
+            live = live_tail(path, t, path == newest)
+            if live is not None:
+                ps.notes.append(f"{path}: at byte {t.position}: {live.text}")
+            else:
+                ps.problems.append(f"{path}: at byte {t.position}: {t.error.message}: {t.length} bytes that form no "
+                                   f"batch are not applied")
 
 
 # --------------------------------------------------------------------------- replay
@@ -203,6 +234,7 @@ def replay(paths: list[Path], limit: Limit = Limit(), *, show_secrets: bool = Fa
     records (SCRAM keys, delegation token ids, sensitive configuration values) are applied
     as ``[hidden]`` unless ``show_secrets``; identities as ``hide_id`` gives them, if given."""
     report = StateReport(limit)
+    named = {as_path(p) for p in paths}
     for folder, (family, files) in sorted(_partitions(paths).items()):
         ps = PartitionState(str(folder), family, show_secrets=show_secrets, hide_id=hide_id)
         start = 0
@@ -210,7 +242,9 @@ def replay(paths: list[Path], limit: Limit = Limit(), *, show_secrets: bool = Fa
             start = _start_from_snapshot(ps, folder, files, limit)
             _apply_bootstrap(ps, folder, files)
         applier = APPLIERS[family](ps)
-        for batch, record, decoded in _records(ps, files, family, start):
+        # the newest segment listed from its folder may still be being written (a file named is taken as it is)
+        newest = files[-1] if files and files[-1] not in named else None
+        for batch, record, decoded in _records(ps, files, family, start, newest):
             if limit.passed(record):
                 break
             skipped = ps.not_applied

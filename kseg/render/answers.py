@@ -36,6 +36,8 @@ def write_state(report: StateReport, out: TextIO, fmt: str) -> None:
         STATE_WRITERS[p.family](p.state, out)
         for note in p.notes:
             out.write(f"  note: {printable(note)}\n")
+        for problem in p.problems:
+            out.write(f"  problem: {printable(problem)}\n")
 
 
 def _groups(state: dict[str, Any], out: TextIO) -> None:
