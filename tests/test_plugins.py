@@ -498,6 +498,20 @@ def test_registry_conflicts_are_reported(tmp_path):
     code, out, err = run("plugins", "list", "--registry", malformed)
     assert code == 0 and "4 problem(s)" in out and " ok " in out
 
+    # a registration whose bytes changed (its batch fails its CRC) is not read: no codec from it
+    flipped = registry_folder(tmp_path / "e" / "plugin-python-topic-0", [
+        ("x", record(1, "x", f"{ME}:ReverseZlib")),
+        ("y", record(2, "y", f"{ME}:ReverseZlib")),
+    ])
+    log = next(flipped.glob("*.log"))
+    data = bytearray(log.read_bytes())
+    data[-1] ^= 0x01  # inside the last registration's value
+    log.write_bytes(bytes(data))
+    code, out, err = run("plugins", "check", "--registry", flipped)
+    assert code == 1 and "crc mismatch" in out and "its registrations are not read" in out
+    code, out, err = run("plugins", "list", "--registry", flipped)
+    assert " x " in out and " y " not in out
+
 
 def test_unreadable_registry(tmp_path, source):
     bad = tmp_path / "plugins.json"

@@ -38,6 +38,7 @@ from kseg.errors import InputError, KsegError
 from kseg.formats.attributes import MAX_PLUGIN_ID
 from kseg.log.atomic import write_atomic
 from kseg.log.encode import build_v2_batch
+from kseg.log.checks import header_errors
 from kseg.log.fast import scan_entries
 from kseg.log.records import batch_records
 from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX
@@ -81,6 +82,10 @@ def _load_folder(folder: Path) -> Registry:
                 if batch.plugin_id is not None:
                     reg.read_problems.append(f"{where}: a registry batch compressed with a plugin codec "
                                              f"(plugin:{batch.plugin_id}) cannot be read")
+                    continue
+                damage = header_errors(batch, str(seg_path))
+                if damage:  # a registration whose bytes changed is not one to load a codec from
+                    reg.read_problems.append(f"{damage[0]}: its registrations are not read")
                     continue
                 try:
                     records = batch_records(batch)
