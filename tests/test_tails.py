@@ -2,15 +2,17 @@
 
 One table: each tail a partition can have (zeros a broker preallocated, a batch still being written
 at the end of the newest segment, the same in an older segment, garbage) × each reading command, on
-the partition folder and on the segment named alone. What a healthy broker leaves is a note and
-exit 0 everywhere; damage is a problem (exit 1; ``diff``, whose exit code says whether the copies
-differ, names it a problem). A command of the click group that reads segments and has no row here
-fails ``test_every_command_is_a_reader_or_says_why_not``.
+the partition folder, on the segment named alone and on the log directory packed in an archive.
+What a healthy broker leaves is a note and exit 0 everywhere, on local files and in an archive
+alike; damage is a problem (exit 1; ``diff``, whose exit code says whether the copies differ, names
+it a problem). A command of the click group that reads segments and has no row here fails
+``test_every_command_is_a_reader_or_says_why_not``.
 """
 
 from __future__ import annotations
 
 import sys
+import tarfile
 from pathlib import Path
 from typing import Callable
 
@@ -105,12 +107,17 @@ def _partition(root: Path, case: str, name: str = "t-0") -> tuple[Path, Path]:
 
 @pytest.mark.parametrize("reader", list(READERS))
 @pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("given", ["folder", "segment"])
+@pytest.mark.parametrize("given", ["folder", "segment", "archive"])
 def test_a_tail_is_judged_alike_by_every_reader(tmp_path, reader, case, given) -> None:
-    folder, segment = _partition(tmp_path, case, FOLDER.get(reader, "t-0"))
-    healthy = CASES[case][2] if given == "folder" else CASES[case][3]
+    """``archive``: the partition's log directory packed in a .tar (read in place, as a bundle is)."""
+    folder, segment = _partition(tmp_path / "logs", case, FOLDER.get(reader, "t-0"))
+    healthy = CASES[case][3] if given == "segment" else CASES[case][2]
+    target = {"folder": folder, "segment": segment, "archive": tmp_path / "logs.tar"}[given]
+    if given == "archive":
+        with tarfile.open(target, "w") as t:
+            t.add(tmp_path / "logs", arcname="logs")
     args, damaged = READERS[reader]
-    r = CliRunner().invoke(main, args(folder if given == "folder" else segment))
+    r = CliRunner().invoke(main, args(target))
     assert r.exit_code in (0, 1), (r.exit_code, r.output)
     assert damaged(r) is (not healthy), (r.exit_code, r.output)
     if healthy and reader in ("verify", "stats", "txn", "diff", "state"):  # said, not hidden

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Iterator
 
 from kseg.defaults import RANGE_READ_BYTES, READ_CHUNK_BYTES
-from kseg.errors import InputError, TruncatedError
+from kseg.errors import InputError, KsegError, TruncatedError
 from kseg.facts.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log.decode import Tail
@@ -329,17 +329,17 @@ class Segment:
 def zero_bytes_to_end(path: str | os.PathLike, start: int) -> int | None:
     """How many bytes there are from ``start`` to the end of the file when they are all
     zeros (a broker's preallocated segment, ``log.preallocate=true``); None when any is not
-    (or the file cannot be read)."""
+    (or the file cannot be read). Archive members and objects are read as files are."""
     zero = bytes(1 << 20)
     n = 0
     try:
-        with open(path, "rb") as f:
+        with (path.open("rb") if isinstance(path, (ArchivePath, RemotePath)) else open(path, "rb")) as f:
             f.seek(start)
             while chunk := f.read(len(zero)):
                 if chunk != zero[:len(chunk)]:
                     return None
                 n += len(chunk)
-    except OSError:
+    except (OSError, KsegError):
         return None
     return n or None
 

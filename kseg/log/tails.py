@@ -32,8 +32,8 @@ class LiveTail(NamedTuple):
 
 
 def live_tail(path: str | os.PathLike, tail: Tail, newest: bool) -> LiveTail | None:
-    """What ``tail`` (after the last whole batch of the local file ``path``) is when it is not
-    damage; None when it is. ``newest``: the file is its partition's newest segment, listed
+    """What ``tail`` (after the last whole batch of the file ``path``: local, an archive member or
+    an object) is when it is not damage; None when it is. ``newest``: the file is its partition's newest segment, listed
     from the partition folder."""
     if isinstance(tail.error, TruncatedError):
         if not newest:
