@@ -7,12 +7,18 @@ What a healthy broker leaves is a note and exit 0 everywhere, on local files and
 alike; damage is a problem (exit 1; ``diff``, whose exit code says whether the copies differ, names
 it a problem). A command of the click group that reads segments and has no row here fails
 ``test_every_command_is_a_reader_or_says_why_not``.
+
+The writers take the same table: zeros a broker preallocated are no data, so a writer's output
+ends at the last batch (as the broker trims the segment) and it says how many bytes it left
+out, exit 0; any other tail stops it (exit 1, nothing written), a batch still being written
+included: a writer drops nothing that could be data.
 """
 
 from __future__ import annotations
 
 import sys
 import tarfile
+import zipfile
 from pathlib import Path
 from typing import Callable
 
@@ -69,15 +75,15 @@ FOLDER = {"state": "__consumer_offsets-0"}  # the partition folder a reader is g
 NOT_READERS = {
     "repair": "recovers as the broker does: cuts every tail and says so (exit 1 when it cut)",
     "salvage": "keeps what damage did not touch: says what it left out (exit 1 when anything was)",
-    "up-convert": "a writer: stops at anything after the last batch (tests/test_failure_matrix.py)",
-    "down-convert": "a writer (as up-convert)",
-    "recompress": "a writer (as up-convert)",
-    "rebase": "a writer (as up-convert)",
-    "compact": "a writer (as up-convert)",
-    "export": "a writer (as up-convert)",
+    "up-convert": "a writer: WRITERS below",
+    "down-convert": "a writer: WRITERS below",
+    "recompress": "a writer: WRITERS below",
+    "rebase": "a writer: WRITERS below",
+    "compact": "a writer: WRITERS below",
+    "export": "a writer: WRITERS below",
     "build": "writes a partition from JSON lines: reads no segment",
     "bundle": "copies files as they are into an archive",
-    "index": "checks and rebuilds indexes against the batches it reads",
+    "index": "checks indexes (not the log's tail); --rebuild is a writer: WRITERS below",
     "plugins": "reads a registry partition (tests/test_plugins.py)",
     "spark": "runs the commands above on Spark (tests/test_spark.py)",
 }
@@ -88,11 +94,69 @@ def test_every_command_is_a_reader_or_says_why_not() -> None:
     plain = {name.split(" ")[0] for name in READERS}
     assert set(main.list_commands(ctx)) == plain | set(NOT_READERS), "a command without its row"
     assert not plain & set(NOT_READERS)
+    writers = {name for name, why in NOT_READERS.items() if "WRITERS below" in why}
+    assert writers == {name.split(" ")[0] for name in WRITERS}, "a writer without its row"
 
 
-def _partition(root: Path, case: str, name: str = "t-0") -> tuple[Path, Path]:
-    """A partition folder of two segments with the case's tail; (folder, the damaged segment)."""
-    which, tail, _, _ = CASES[case]
+NOW_MS = "1800000000000"
+# Every command that writes what it reads (and whose output ends where the input's batches end):
+# its arguments for an input and an output, and the output's name under the test's folder.
+WRITERS: dict[str, tuple[Callable[[Path, Path], list[str]], str]] = {
+    "up-convert": (lambda p, o: ["up-convert", "--to-magic", "2", "--codec", "lz4", str(p), "-o", str(o)], "out"),
+    "down-convert": (lambda p, o: ["down-convert", "--to-magic", "1", str(p), "-o", str(o)], "out"),
+    "recompress": (lambda p, o: ["recompress", "--codec", "gzip", str(p), "-o", str(o)], "out"),
+    "rebase": (lambda p, o: ["rebase", "--base-offset", "1000", str(p), "-o", str(o)], "out"),
+    "compact": (lambda p, o: ["compact", "--include-active", "--now-ms", NOW_MS, str(p), "-o", str(o)], "out"),
+    "export": (lambda p, o: ["export", str(p), "-o", str(o)], "out.parquet"),
+    "index --rebuild": (lambda p, o: ["index", "--rebuild", str(p), "-o", str(o)], "out"),
+}
+# the tails a writer goes through: no data, left out and said
+WRITTEN_THROUGH = {"zeros preallocated in the newest segment", "zeros preallocated in an older segment"}
+
+
+def _written(writer: str, out: Path) -> object:
+    """What a writer's output holds: each file's bytes by name (segments, indexes, checkpoints), or
+    for export the records read back by pyarrow (without the column naming the input file)."""
+    if writer == "export":
+        import pyarrow.parquet as pq
+
+        return pq.read_table(out).drop_columns(["segment"]).to_pylist()
+    return {str(f.relative_to(out)): f.read_bytes() for f in sorted(out.rglob("*")) if f.is_file()}
+
+
+def _given(root: Path, case: str, given: str, *, tail: bool = True) -> Path:
+    folder, segment = _partition(root / "logs", case, tail=tail)
+    if given == "archive":
+        with zipfile.ZipFile(root / "logs.zip", "w") as z:
+            for f in sorted(folder.iterdir()):
+                z.write(f, f"logs/{folder.name}/{f.name}")
+    return {"folder": folder, "segment": segment, "archive": root / "logs.zip"}[given]
+
+
+@pytest.mark.parametrize("writer", list(WRITERS))
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("given", ["folder", "segment", "archive"])
+def test_a_tail_is_written_through_only_when_it_is_no_data(tmp_path, writer, case, given) -> None:
+    """The oracle is the same command on the same partition without the tail: where the tail is
+    no data the outputs are the same, byte for byte."""
+    args, name = WRITERS[writer]
+    out = tmp_path / "tailed" / name
+    r = CliRunner().invoke(main, args(_given(tmp_path / "tailed", case, given), out))
+    if case not in WRITTEN_THROUGH:
+        assert r.exit_code == 1 and not out.exists(), (r.exit_code, r.output)
+        return
+    assert r.exit_code == 0, r.output
+    control = tmp_path / "control" / name
+    c = CliRunner().invoke(main, args(_given(tmp_path / "control", case, given, tail=False), control))
+    assert c.exit_code == 0, c.output
+    assert _written(writer, out) == _written(writer, control)
+    if not writer.startswith("index"):  # the log it indexes keeps its zeros: nothing is left out of it
+        assert "zero bytes a broker preallocated" in r.output, r.output
+
+
+def _partition(root: Path, case: str, name: str = "t-0", tail: bool = True) -> tuple[Path, Path]:
+    """A partition folder of two segments with the case's tail (``tail``); (folder, the damaged segment)."""
+    which, bytes_after, _, _ = CASES[case]
     folder = root / name
     folder.mkdir(parents=True)
     older = folder / segment_file_name(0)
@@ -101,7 +165,7 @@ def _partition(root: Path, case: str, name: str = "t-0") -> tuple[Path, Path]:
     newest.write_bytes(_batch(6) + _batch(9))
     target = newest if which == "newest" else older
     with open(target, "ab") as f:
-        f.write(tail)
+        f.write(bytes_after if tail else b"")
     return folder, target
 
 

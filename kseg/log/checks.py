@@ -39,7 +39,7 @@ from kseg.formats.attributes import (
 from kseg.log.control import control_info
 from kseg.log.fast import bind_lz4, c_twin
 from kseg.log.records import batch_records, check_v2_batch_records, plain_run, wrapper_records
-from kseg.log.segment import Segment
+from kseg.log.segment import LeftOut, Segment, end_of_batches
 from kseg.model import Batch, Record
 
 STOP, SKIP, CARRY = "stop", "skip", "carry"
@@ -344,10 +344,12 @@ def batch_damage(b: Batch, file: str, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTE
     return header_errors(b, file) + record_check(b, file, limit).errors
 
 
-def checked_batches(path: Any, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> Iterator[tuple[Batch, list[Finding]]]:
+def checked_batches(path: Any, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+                    left_out: LeftOut | None = None) -> Iterator[tuple[Batch, list[Finding]]]:
     """Every batch of a segment with its damage (``batch_damage``), raising what ends the walk
-    early (a partial or corrupt tail) as ``strict_batches`` does. Runs of uncompressed v0/v1
-    messages are checked at once in C (their CRCs and records), as verify takes them."""
+    early (a partial or corrupt tail) as ``strict_batches`` does, zeros a broker preallocated
+    excepted (told to ``left_out``). Runs of uncompressed v0/v1 messages are checked at once in
+    C (their CRCs and records), as verify takes them."""
     seg = Segment(path)
     file = str(seg.path)
     for entries in seg.batch_lists():
@@ -363,8 +365,7 @@ def checked_batches(path: Any, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> I
             for k, b in enumerate(run.batches):
                 yield b, header_errors(b, file) if k in bad else []
             i += len(run.batches)
-    if seg.tail is not None:
-        raise seg.tail.error
+    end_of_batches(seg, left_out)
 
 
 # --------------------------------------------------------------------------- the policy

@@ -344,13 +344,66 @@ def zero_bytes_to_end(path: str | os.PathLike, start: int) -> int | None:
     return n or None
 
 
-def strict_batches(path: str | os.PathLike) -> Iterator[Batch]:
+def preallocated_zeros(path: str | os.PathLike, tail: Tail) -> int | None:
+    """How many zero bytes follow the last batch when ``tail`` is space a broker preallocated
+    (``log.preallocate=true``) and never wrote: all zeros to the end of the file, past a whole
+    entry header. None for any other tail (a partial entry, or bytes that are not all zeros)."""
+    if isinstance(tail.error, TruncatedError):
+        return None
+    return zero_bytes_to_end(path, tail.position)
+
+
+@dataclass
+class LeftOut:
+    """What a writer left out after segments' last batches because it is no data: zeros a broker
+    preallocated. The broker trims them when it closes a segment (``FileRecords.trim``), so an
+    output without them is the segment as the broker keeps it; the writer says so."""
+
+    segments: int = 0
+    zero_bytes: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.segments)
+
+    def record(self, zeros: int) -> None:
+        self.segments += 1
+        self.zero_bytes += zeros
+
+    def add(self, other: "LeftOut") -> None:
+        self.segments += other.segments
+        self.zero_bytes += other.zero_bytes
+
+    def line(self) -> str:
+        """The summary's words ("" when nothing was left out)."""
+        if not self:
+            return ""
+        return (f"left out {self.zero_bytes} zero bytes a broker preallocated after the last batch of "
+                f"{self.segments} segment(s) (log.preallocate=true; no data)")
+
+    def as_json(self) -> dict:
+        return {"segments": self.segments, "zero_bytes": self.zero_bytes}
+
+
+def strict_batches(path: str | os.PathLike, left_out: LeftOut | None = None) -> Iterator[Batch]:
     """Every batch of a segment, raising what ends the walk early (a partial or corrupt
-    tail) instead of stopping quietly: for commands that write what they read."""
+    tail) instead of stopping quietly: for commands that write what they read. Zeros a broker
+    preallocated after the last batch end the walk as the end of the file would (told to
+    ``left_out``)."""
     seg = Segment(as_path(path))  # type: ignore[arg-type]
     yield from seg.batches()
-    if seg.tail is not None:
+    end_of_batches(seg, left_out)
+
+
+def end_of_batches(seg: "Segment", left_out: LeftOut | None = None) -> None:
+    """After a writer's walk of ``seg``: raise what ended it early, unless that is zeros a
+    broker preallocated (told to ``left_out``)."""
+    if seg.tail is None:
+        return
+    zeros = preallocated_zeros(seg.path, seg.tail)
+    if zeros is None:
         raise seg.tail.error
+    if left_out is not None:
+        left_out.record(zeros)
 
 
 def partition_segments(folder: str | os.PathLike) -> list[Path]:

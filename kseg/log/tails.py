@@ -9,6 +9,11 @@ One rule for every command that reads segments (``verify``, ``dump``, ``stats``,
   partition folder, not a file named on its own): one still being written.
 
 Anything else after the last whole batch is damage.
+
+The writers take the same zeros as the end of the file (``kseg.log.segment.end_of_batches``):
+their output ends at the last batch, as the broker trims the segment, and they say how many
+bytes they left out. A batch still being written stops them, as bytes after the last batch
+that are not all zeros do: what could be data is never dropped on the way.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import NamedTuple
 
 from kseg.errors import TruncatedError
 from kseg.log.decode import Tail
-from kseg.log.segment import zero_bytes_to_end
+from kseg.log.segment import preallocated_zeros
 
 PREALLOCATED = "preallocated"
 IN_PROGRESS = "in progress"
@@ -41,7 +46,7 @@ def live_tail(path: str | os.PathLike, tail: Tail, newest: bool) -> LiveTail | N
         return LiveTail(IN_PROGRESS, f"incomplete tail: {tail.length} bytes at the end of the partition's newest "
                                      f"segment do not form a complete batch yet (one still being written?) "
                                      f"({tail.error.message})")
-    zeros = zero_bytes_to_end(path, tail.position)
+    zeros = preallocated_zeros(path, tail)
     if zeros is None:
         return None
     return LiveTail(PREALLOCATED, f"{zeros} zero bytes after the last batch: space the broker preallocated "

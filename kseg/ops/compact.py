@@ -54,6 +54,7 @@ from kseg.log.encode import assemble_v2, build_legacy_wrapper, build_v2_batch, h
 from kseg.log.listing import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
 from kseg.log.records import batch_records, codec_for
 from kseg.log.segment import (
+    LeftOut,
     base_offset_of,
     companion_path,
     log_dir_partitions,
@@ -121,17 +122,19 @@ class CompactStats:
     # Damaged input batches (--on-damage skip|carry): in bytes_before (and bytes_after when
     # carried), never in the record counts.
     damaged: DamageTally = field(default_factory=DamageTally)
+    # Zeros a broker preallocated after input segments' last batches (of every partition read).
+    left_out: LeftOut = field(default_factory=LeftOut)
 
     def add(self, other: "CompactStats") -> None:
         for f in fields(self):
-            if f.name == "damaged":
-                self.damaged.add(other.damaged)
+            if f.name in ("damaged", "left_out"):
+                getattr(self, f.name).add(getattr(other, f.name))
                 continue
             combine = max if f.name in ("passes", "rounds") else int.__add__
             setattr(self, f.name, combine(getattr(self, f.name), getattr(other, f.name)))
 
     def as_json(self) -> dict:
-        return {f.name: getattr(self, f.name).as_json() if f.name == "damaged" else getattr(self, f.name)
+        return {f.name: getattr(self, f.name).as_json() if f.name in ("damaged", "left_out") else getattr(self, f.name)
                 for f in fields(self)}
 
     def line(self) -> str:
@@ -144,7 +147,7 @@ class CompactStats:
             f"emptied {self.batches_emptied}, removed {self.batches_removed}; segments cleaned "
             f"{self.segments_cleaned}, kept as they were {self.segments_kept}{self.kept_why()}; passes (most) "
             f"{self.passes}, rounds (most) {self.rounds}"
-        ) + (f"; {self.damaged.line()}" if self.damaged else "")
+        ) + (f"; {self.damaged.line()}" if self.damaged else "") + (f"; {self.left_out.line()}" if self.left_out else "")
 
     def kept_why(self) -> str:
         """Why segments were kept as they were, and what would clean them (empty: none kept for a reason)."""
@@ -246,6 +249,7 @@ class PartitionState:
     # Damaged batches (--on-damage skip|carry) by segment and byte position, with what is wrong:
     # found once per pass, left out of every decision, then dropped or carried as they are.
     damaged: dict[Path, dict[int, list]] = field(default_factory=dict)
+    left_out: LeftOut = field(default_factory=LeftOut)  # zeros preallocated after the segments' last batches
 
     def first_unstable_offset(self) -> int | None:
         opens = [p.open_txn_first for p in self.producers.values() if p.open_txn_first is not None]
@@ -260,7 +264,7 @@ def _scan_partition(segs: list[Path], limit: int, policy: DamagePolicy = DamageP
     for seg_path in segs:
         seg_max = NO_TIMESTAMP
         damaged: dict[int, list] = {}
-        for b, findings in checked_batches(seg_path, policy.limit):
+        for b, findings in checked_batches(seg_path, policy.limit, st.left_out):
             if findings:
                 if policy.on_damage == STOP:
                     raise damaged_error(b, findings, str(seg_path))
@@ -327,7 +331,7 @@ class Cleaner:
         self.map_latest = -1
         self.end_offset = self.upper  # where this round's cleaning ends (before upper when the map fills)
         self.markers_written = 0
-        self.stats = CompactStats()
+        self.stats = CompactStats(left_out=self.state.left_out)  # a later pass reads its own output: none
 
     def _plan(self) -> tuple[list[SegmentPlan], int]:
         o, st = self.o, self.state
@@ -746,12 +750,12 @@ def _next_offset(src: Path) -> int:
     return last if last is not None else (base_offset_of(src) or 0)
 
 
-def _copied(seg: Path, options: CompactOptions, damage: DamageTally | None) -> list[bytes]:
+def _copied(seg: Path, options: CompactOptions, damage: DamageTally | None, left_out: LeftOut | None) -> list[bytes]:
     """A segment of a partition copied as it is, its batches checked as every writer checks them."""
     policy = options.damage_policy
     out = []
     tally = damage if damage is not None else DamageTally()
-    for b, findings in checked_batches(seg, policy.limit):
+    for b, findings in checked_batches(seg, policy.limit, left_out):
         if findings:
             if policy.on_damage == STOP:
                 raise damaged_error(b, findings, str(seg))
@@ -764,11 +768,12 @@ def _copied(seg: Path, options: CompactOptions, damage: DamageTally | None) -> l
 
 def compact_group(segs: list[Path], wanted: bool, options: CompactOptions, out_dir: Path | None, work: Path | None,
                   index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
-                  copied_damage: DamageTally | None = None) -> tuple[CompactStats | None, list[Path]]:
+                  copied_damage: DamageTally | None = None,
+                  copied_left_out: LeftOut | None = None) -> tuple[CompactStats | None, list[Path]]:
     """One partition: compacted (or, not ``wanted``, copied as it is) into ``out_dir`` with its
     indexes, .txnindex and the input segments' modification times; ``out_dir`` None is a dry run.
-    Returns the stats (None when copied; its damaged batches are told to ``copied_damage``)
-    and the segment files written."""
+    Returns the stats (None when copied; its damaged batches are told to ``copied_damage``, the
+    zeros it leaves out to ``copied_left_out``) and the segment files written."""
     import shutil
 
 
@@ -785,7 +790,7 @@ def compact_group(segs: list[Path], wanted: bool, options: CompactOptions, out_d
                                              first_uncleanable)
                       + [[s] for s in segs[len(cleaned):]])
     else:
-        produced = {s: (_copied(s, options, copied_damage), []) for s in segs}
+        produced = {s: (_copied(s, options, copied_damage, copied_left_out), []) for s in segs}
     written: list[Path] = []
     if out_dir is None:
         return stats, written

@@ -16,7 +16,7 @@ from kseg.errors import InputError
 from kseg.log import identity
 from kseg.log.checks import DamageTally
 from kseg.log.listing import LOG_SUFFIX
-from kseg.log.segment import base_offset_of, log_dir_partitions, partition_segments
+from kseg.log.segment import LeftOut, base_offset_of, log_dir_partitions, partition_segments
 from kseg.ops.compact import CompactOptions, CompactResult, CompactStats, compact_group, input_segments
 from kseg.ops.executors import Operation, execute, weight_of
 from kseg.ops.logdir import PartitionEnds, checkpointed_ends, finish_log_dir, finish_partition
@@ -57,6 +57,7 @@ class CompactPartial:
     stats: CompactStats | None
     written: int
     copied_damage: DamageTally = field(default_factory=DamageTally)
+    copied_left_out: LeftOut = field(default_factory=LeftOut)
     seen: dict = field(default_factory=dict)
     ends: PartitionEnds | None = None
 
@@ -113,11 +114,13 @@ def run(unit: CompactUnit, job: CompactJob) -> CompactPartial:
     """One partition cleaned (or copied) into the stage, finished for a broker, with what it read."""
     segs = [as_path(s) for s in unit.segments]
     damage = DamageTally()  # damaged batches of a partition only copied (--on-damage)
+    left_out = LeftOut()  # and the zeros preallocated after its segments' last batches
 
     def write(out: Path | None) -> tuple[CompactStats | None, int, PartitionEnds | None]:
         work = None if out is None else out / ".passes-partition" if not unit.name else \
             out.parent / f".passes-{unit.name}"
-        stats, written = compact_group(segs, unit.wanted, job.options, out, work, job.index_interval_bytes, damage)
+        stats, written = compact_group(segs, unit.wanted, job.options, out, work, job.index_interval_bytes, damage,
+                                       left_out)
         ends = None
         if out is not None and unit.source:
             src = as_path(unit.source) / unit.name if unit.name else as_path(unit.source)
@@ -134,7 +137,7 @@ def run(unit: CompactUnit, job: CompactJob) -> CompactPartial:
         raise err from None
     inputs = {os.path.abspath(s) for s in unit.segments}  # not the passes' own files, removed by now
     seen = {k: v for k, v in seen.items() if k in inputs}
-    return CompactPartial(unit.source, unit.name, unit.wanted, stats, written, damage, seen, ends)
+    return CompactPartial(unit.source, unit.name, unit.wanted, stats, written, damage, left_out, seen, ends)
 
 
 def merge(partials: Iterable[CompactPartial], job: CompactJob) -> CompactResult:
@@ -153,6 +156,7 @@ def merge(partials: Iterable[CompactPartial], job: CompactJob) -> CompactResult:
             else:  # another topic's partition, copied as it is
                 result.copied_partitions += 1
             result.copied_damage.add(p.copied_damage)
+            result.stats.left_out.add(p.copied_left_out)
             result.segments.extend([Path()] * p.written)
             seen.append(p.seen)
             source = p.source

@@ -42,7 +42,7 @@ from kseg.log.encode import (
     wrap_legacy,
 )
 from kseg.log.records import batch_records, codec_for, payload_bytes
-from kseg.log.segment import base_offset_of, strict_batches
+from kseg.log.segment import LeftOut, base_offset_of, strict_batches
 from kseg.model import Batch, Record
 
 _FRAMING = ENTRY_FRAMING.struct
@@ -64,6 +64,7 @@ class Summary:
     # Damaged input batches (``--on-damage skip|carry``): counted in batches_in/bytes_in, and
     # carried ones in batches_out/bytes_out, never in the record counts (theirs are not to be believed).
     damage: DamageTally = field(default_factory=DamageTally)
+    left_out: LeftOut = field(default_factory=LeftOut)  # zeros preallocated after the input's last batches
 
     def add(self, other: "Summary") -> None:
         for name in ("batches_in", "records_in", "bytes_in", "batches_out", "records_out", "bytes_out", "copied",
@@ -72,6 +73,7 @@ class Summary:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.dropped.update(other.dropped)
         self.damage.add(other.damage)
+        self.left_out.add(other.left_out)
 
     def line(self) -> str:
         parts = [
@@ -86,6 +88,8 @@ class Summary:
             parts.append(f"the output is larger than the input by {grown} bytes ({100 * grown / self.bytes_in:.1f}%)")
         if self.damage:
             parts.append(self.damage.line())
+        if self.left_out:
+            parts.append(self.left_out.line())
         return "; ".join(parts)
 
     def as_json(self) -> dict:
@@ -94,7 +98,7 @@ class Summary:
             "batches_out": self.batches_out,
             "records_out": self.records_out, "bytes_out": self.bytes_out, "copied": self.copied,
             "patched": self.patched, "rebuilt": self.rebuilt, "recompressed": self.recompressed,
-            "dropped": dict(self.dropped), "damaged": self.damage.as_json(),
+            "dropped": dict(self.dropped), "damaged": self.damage.as_json(), "left_out": self.left_out.as_json(),
         }
 
 

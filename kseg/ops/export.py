@@ -25,7 +25,7 @@ from typing import Any
 from kseg.errors import InputError, KsegError, OutputError
 from kseg.log import identity
 from kseg.log.atomic import AtomicDir, AtomicFile, check_output, write_failed
-from kseg.log.segment import log_dir_partitions, partition_of, partition_segments
+from kseg.log.segment import LeftOut, log_dir_partitions, partition_of, partition_segments
 from kseg.ops.ahead import ahead
 from kseg.ops.columns import check_columns
 from kseg.ops.executors import Operation, execute, here_only, weight_of
@@ -90,6 +90,7 @@ class PartitionExport:
     records: int = 0
     files: list[str] = field(default_factory=list)  # every file written, in offset order
     damaged: list[str] = field(default_factory=list)  # each batch left out (skip), as stop would have said it
+    left_out: LeftOut = field(default_factory=LeftOut)  # zeros preallocated after the segments' last batches
 
     @property
     def output(self) -> str:
@@ -282,7 +283,7 @@ def export_unit(unit: ExportUnit, dst: Path, o: ExportOptions) -> PartitionExpor
         return _FileWriter(part_path(dst, len(files)) if limit else dst, schema, o, pa, pq)
 
     try:
-        batches = arrow_batches(unit.segments, o.read, columns, o.batch_rows, damaged)
+        batches = arrow_batches(unit.segments, o.read, columns, o.batch_rows, damaged, result.left_out)
         for rb in ahead(batches, READ_AHEAD_BATCHES) if o.read_ahead else batches:
             at = 0
             while at < rb.num_rows:  # the batch cut where a file reaches its limit

@@ -74,8 +74,9 @@ class JobResult:
         if self.carried_partitions:
             text += (f"; {self.carried_partitions} partition(s) of other topics copied as they are "
                      f"({self.carried.batches_out} batches, {self.carried.bytes_out} bytes)")
-            if self.carried.damage:
-                text += f"; in those: {self.carried.damage.line()}"
+            for also in (self.carried.damage.line(), self.carried.left_out.line()):
+                if also:
+                    text += f"; in those: {also}"
         if self.skipped:
             text += f"; {skipped_line(self.skipped)}"
         return text
@@ -163,7 +164,7 @@ def run_segment(src: Path, dst: Path, base_offset: int, transform: Transform, su
         return raw
 
     try:
-        for raw in policed(checked_batches(src, options.limit), options.damage_policy, str(src), summary.damage,
+        for raw in policed(checked_batches(src, options.limit, summary.left_out), options.damage_policy, str(src), summary.damage,
                            lambda good: transform(good, summary), carry, lambda b: _count_damaged(summary, b)):
             sink.write(raw)
         identity.require_unchanged([src])  # the bytes written are those of the file as it still is

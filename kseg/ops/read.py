@@ -19,7 +19,7 @@ from typing import Any, Iterable, Iterator
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import CrcMismatchError, InputError, KsegError
 from kseg.log.checks import SKIP, STOP
-from kseg.log.segment import partition_of
+from kseg.log.segment import LeftOut, partition_of, preallocated_zeros
 from kseg.log.records import RecordSpans
 from kseg.log.span_columns import CONTROL_ROWS, CONTROL_SKIPPED, ColumnBudget, ColumnRun
 from kseg.model import Batch, Record
@@ -81,12 +81,13 @@ def segment_batches(path: str | os.PathLike, f: ReadFilter,
 
 
 def segment_parts(path: str | os.PathLike, f: ReadFilter, damaged: list[KsegError] | None = None,
-                  spans: bool = False, runs: ColumnBudget | None = None
+                  spans: bool = False, runs: ColumnBudget | None = None, left_out: LeftOut | None = None
                   ) -> Iterator[tuple[Batch | None, list[Record] | None, RecordSpans | ColumnRun | None]]:
     """``segment_batches``, each batch with its records, or with ``spans`` its records as spans
     where the C reader gives them (a batch whose records the filters keep whole, not a control
     batch; the records otherwise). With ``runs`` (the budget the caller keeps up to date), runs
-    of v2 batches come as one ``ColumnRun`` each, with no batch: ``(None, None, run)``."""
+    of v2 batches come as one ``ColumnRun`` each, with no batch: ``(None, None, run)``. Zeros a
+    broker preallocated after the last batch end the segment as its end would (told to ``left_out``)."""
     if runs is not None:
         runs.controls = CONTROL_ROWS if f.include_control else CONTROL_SKIPPED
     for ev in dump_file(Path(path), f.dump_options(spans, runs)):
@@ -107,6 +108,11 @@ def segment_parts(path: str | os.PathLike, f: ReadFilter, damaged: list[KsegErro
             elif ev.records:
                 yield ev.batch, ev.records, None
         elif isinstance(ev, TailEvent):
+            zeros = preallocated_zeros(path, ev.tail)
+            if zeros is not None:
+                if left_out is not None:
+                    left_out.record(zeros)
+                continue
             error = ev.tail.error.located(file=str(ev.path), position=ev.tail.position)
             if f.on_damage == STOP:
                 raise error
@@ -150,15 +156,18 @@ def record_schema(columns: list[str] | None = None) -> Any:
 
 
 def arrow_batches(paths: Iterable[str | os.PathLike], f: ReadFilter, columns: list[str] | None = None,
-                  batch_rows: int = DEFAULT_BATCH_ROWS, damaged: list[KsegError] | None = None) -> Iterator[Any]:
+                  batch_rows: int = DEFAULT_BATCH_ROWS, damaged: list[KsegError] | None = None,
+                  left_out: LeftOut | None = None) -> Iterator[Any]:
     """The records of segment files, in order, as Arrow RecordBatches of at most about
     ``batch_rows`` rows (or ``BATCH_DATA_BYTES`` of record data) each: memory stays bounded by
-    one of them and one Kafka batch. ``damaged`` as ``segment_batches``'."""
+    one of them and one Kafka batch. ``damaged`` as ``segment_batches``', ``left_out`` as
+    ``segment_parts``'."""
     cols = _RecordColumns(record_schema(columns))
     budget = ColumnBudget(batch_rows, BATCH_DATA_BYTES, limit=f.max_decompressed_bytes)  # what the next run may add
     for path in paths:
         source = source_of(path)
-        for batch, records, spans in segment_parts(path, f, damaged, spans=True, runs=budget):
+        for batch, records, spans in segment_parts(path, f, damaged, spans=True, runs=budget,
+                                                         left_out=left_out):
             if isinstance(spans, ColumnRun):
                 cols.add_run(source, spans)
             elif spans is not None:

@@ -28,6 +28,8 @@ def write_export(report: Any, out: TextIO) -> None:
                   f"{_count(p.segments, 'segment')}\n")
         for what in p.damaged:
             out.write(f"  left out: {printable(what)}\n")
+        if p.left_out:
+            out.write(f"  note: {p.left_out.line()}\n")
     left = sum(len(p.damaged) for p in report.partitions)
     codec = "uncompressed" if report.compression == "none" else report.compression
     tail = f"; {_count(left, 'damaged batch')} left out" if left else ""
