@@ -304,8 +304,8 @@ max_decompressed_option = click.option(
 index_interval_option = click.option(
     "--index-interval-bytes", type=SIZE, default=DEFAULT_INDEX_INTERVAL_BYTES, show_default=True,
     help="Bytes between offset index entries (Kafka's index.interval.bytes).")
-ON_DAMAGE_HELP = ("What to do with a damaged batch (a CRC that does not match, or contents that contradict its "
-                  "header; what `kseg verify` reports as errors): stop (exit 1, write nothing), skip (leave it "
+ON_DAMAGE_HELP = ("What to do with a damaged batch (a CRC that does not match, contents that contradict its "
+                  "header, or offsets that go back; what `kseg verify` reports as errors): stop (exit 1, write nothing), skip (leave it "
                   "out), carry (copy its bytes as they are, never re-encoded nor given a new CRC). skip and carry "
                   "write the output, list the batches in the summary and exit 1.")
 on_damage_option = click.option("--on-damage", type=click.Choice(["stop", "skip", "carry"]), default="stop",

@@ -6,6 +6,9 @@ A batch is damaged when its stored CRC does not match its bytes, when its header
 contradicts itself (lastOffsetDelta, record count) or when its records contradict
 the header or do not decode (the v2 record walk, offset deltas, maxTimestamp, a
 control batch's shape, a legacy wrapper's inner CRCs and offsets), whatever its CRC says.
+For the writers, a batch whose offsets verify calls wrong in its partition (going back,
+negative, below the segment's name) is damaged too (``OffsetOrder``): the framing offset is
+outside every CRC.
 
 The writers' policy (``--on-damage``) is here too: ``stop`` (an error naming the
 batch), ``skip`` (leave it out) or ``carry`` (its bytes as they are, never re-encoded);
@@ -39,7 +42,7 @@ from kseg.formats.attributes import (
 from kseg.log.control import control_info
 from kseg.log.fast import bind_lz4, c_twin
 from kseg.log.records import batch_records, check_v2_batch_records, plain_run, wrapper_records
-from kseg.log.segment import LeftOut, Segment, end_of_batches
+from kseg.log.segment import LeftOut, Segment, base_offset_of, end_of_batches
 from kseg.model import Batch, Record
 
 STOP, SKIP, CARRY = "stop", "skip", "carry"
@@ -59,7 +62,7 @@ SOUND_RUN_MAX_CODEC = CODEC_ZSTD
 STATS_RUN_REJECT = CONTROL_MASK | PLUGIN_ID_MASK
 
 __all__ = ["CARRY", "ON_DAMAGE_CHOICES", "SKIP", "STOP", "DamagePolicy", "DamageTally", "DamagedBatchError",
-           "batch_damage", "checked_batches", "header_errors", "policed", "screened", "sound_v2_run",
+           "OffsetOrder", "batch_damage", "checked_batches", "header_errors", "policed", "screened", "sound_v2_run",
            "stats_v2_run"]
 
 
@@ -334,36 +337,84 @@ def stats_v2_run_py(batches: list[Batch], start: int, registers: bytearray, p: i
 
 def batch_damage(b: Batch, file: str, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> list[Finding]:
     """Every error ``kseg verify`` finds in this batch on its own (none: the batch is sound)."""
+    return _damage_and_first(b, file, limit)[0]
+
+
+def _damage_and_first(b: Batch, file: str, limit: int) -> tuple[list[Finding], int]:
+    """``batch_damage`` and the batch's first offset (a legacy wrapper's first inner record's,
+    read by the same decoding; its own offset when its records do not decode)."""
     if b.magic < 2 and not b.attributes & CODEC_MASK:  # the hot case of legacy segments
         if zlib.crc32(b.raw[LEGACY_CRC_START:]) == b.crc:
             try:
                 batch_records(b, limit=limit)
-                return []
+                return [], b.base_offset
             except KsegError as e:
-                return [_from_error(file, "records", e)]
-    return header_errors(b, file) + record_check(b, file, limit).errors
+                return [_from_error(file, "records", e)], b.base_offset
+    check = record_check(b, file, limit)
+    first = b.base_offset
+    if b.magic < 2 and isinstance(check.records, list) and check.records:
+        first = check.records[0].offset
+    return header_errors(b, file) + check.errors, first
+
+
+class OffsetOrder:
+    """``kseg verify``'s offset errors across a partition's batches, for the writers: a batch
+    whose first offset is negative, below its segment's base offset (from the file's name), or
+    not above every offset before it in the partition (offsets going back) is damaged too. One
+    per partition, shown every batch of its segments in order (as verify, damaged ones too)."""
+
+    def __init__(self) -> None:
+        self.last: int | None = None
+
+    def errors(self, b: Batch, first: int, name_base: int | None, file: str) -> list[Finding]:
+        """The batch's offset errors; its last offset then bounds the batches after it."""
+        _, last = batch_span(b)
+        before = self.last
+        self.last = last if before is None else max(before, last)
+        out = []
+        if first < 0 or last < 0:
+            out.append(_error(file, "offsets", b.position, "negative offset", expected=">= 0",
+                              found=first if first < 0 else last))
+        elif name_base is not None and first < name_base:
+            out.append(_error(file, "offsets", b.position, "offset below the segment's base offset (from its name)",
+                              expected=f">= {name_base}", found=first))
+        if before is not None and first <= before:
+            out.append(_error(file, "offsets", b.position, "offsets do not increase", expected=f"> {before}",
+                              found=first))
+        return out
 
 
 def checked_batches(path: Any, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
-                    left_out: LeftOut | None = None) -> Iterator[tuple[Batch, list[Finding]]]:
-    """Every batch of a segment with its damage (``batch_damage``), raising what ends the walk
-    early (a partial or corrupt tail) as ``strict_batches`` does, zeros a broker preallocated
-    excepted (told to ``left_out``). Runs of uncompressed v0/v1 messages are checked at once in
-    C (their CRCs and records), as verify takes them."""
+                    left_out: LeftOut | None = None,
+                    order: OffsetOrder | None = None) -> Iterator[tuple[Batch, list[Finding]]]:
+    """Every batch of a segment with its damage (``batch_damage``; with ``order``, the offset
+    errors across the partition too), raising what ends the walk early (a partial or corrupt
+    tail) as ``strict_batches`` does, zeros a broker preallocated excepted (told to
+    ``left_out``). Runs of uncompressed v0/v1 messages are checked at once in C (their CRCs and
+    records), as verify takes them."""
     seg = Segment(path)
     file = str(seg.path)
+    name_base = base_offset_of(seg.path)
     for entries in seg.batch_lists():
         i = 0
         while i < len(entries):
             run = plain_run(entries, i)
             if run is None:
                 b = entries[i]
-                yield b, batch_damage(b, file, limit)
+                findings, first = _damage_and_first(b, file, limit)
+                if order is not None:  # told every batch, as verify's order is
+                    offsets = order.errors(b, first, name_base, file)
+                    findings = findings or offsets
+                yield b, findings
                 i += 1
                 continue
             bad = set(run.bad_crcs)  # the run's records decoded: a bad CRC is all that can be wrong
             for k, b in enumerate(run.batches):
-                yield b, header_errors(b, file) if k in bad else []
+                findings = header_errors(b, file) if k in bad else []
+                if order is not None:  # told every batch, as verify's order is
+                    offsets = order.errors(b, b.base_offset, name_base, file)
+                    findings = findings or offsets
+                yield b, findings
             i += len(run.batches)
     end_of_batches(seg, left_out)
 

@@ -48,7 +48,7 @@ from kseg.formats.attributes import (
 )
 from kseg.log import identity
 from kseg.log.atomic import write_atomic
-from kseg.log.checks import CARRY, SKIP, STOP, DamagePolicy, DamageTally, checked_batches, damaged_error
+from kseg.log.checks import CARRY, SKIP, STOP, DamagePolicy, DamageTally, OffsetOrder, checked_batches, damaged_error
 from kseg.log.control import control_info
 from kseg.log.encode import assemble_v2, build_legacy_wrapper, build_v2_batch, header_of
 from kseg.log.listing import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
@@ -261,10 +261,11 @@ def _scan_partition(segs: list[Path], limit: int, policy: DamagePolicy = DamageP
     are kept out of every decision (a pass over this run's own intermediate output finds the
     batches it carried again, and carries them again)."""
     st = PartitionState()
+    order = OffsetOrder()
     for seg_path in segs:
         seg_max = NO_TIMESTAMP
         damaged: dict[int, list] = {}
-        for b, findings in checked_batches(seg_path, policy.limit, st.left_out):
+        for b, findings in checked_batches(seg_path, policy.limit, st.left_out, order):
             if findings:
                 if policy.on_damage == STOP:
                     raise damaged_error(b, findings, str(seg_path))
@@ -750,12 +751,14 @@ def _next_offset(src: Path) -> int:
     return last if last is not None else (base_offset_of(src) or 0)
 
 
-def _copied(seg: Path, options: CompactOptions, damage: DamageTally | None, left_out: LeftOut | None) -> list[bytes]:
-    """A segment of a partition copied as it is, its batches checked as every writer checks them."""
+def _copied(seg: Path, options: CompactOptions, damage: DamageTally | None, left_out: LeftOut | None,
+            order: OffsetOrder) -> list[bytes]:
+    """A segment of a partition copied as it is, its batches checked as every writer checks them
+    (``order``: the partition's offsets so far)."""
     policy = options.damage_policy
     out = []
     tally = damage if damage is not None else DamageTally()
-    for b, findings in checked_batches(seg, policy.limit, left_out):
+    for b, findings in checked_batches(seg, policy.limit, left_out, order):
         if findings:
             if policy.on_damage == STOP:
                 raise damaged_error(b, findings, str(seg))
@@ -790,7 +793,8 @@ def compact_group(segs: list[Path], wanted: bool, options: CompactOptions, out_d
                                              first_uncleanable)
                       + [[s] for s in segs[len(cleaned):]])
     else:
-        produced = {s: (_copied(s, options, copied_damage, copied_left_out), []) for s in segs}
+        order = OffsetOrder()
+        produced = {s: (_copied(s, options, copied_damage, copied_left_out, order), []) for s in segs}
     written: list[Path] = []
     if out_dir is None:
         return stats, written

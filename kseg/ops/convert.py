@@ -18,7 +18,7 @@ from kseg.codecs.choice import CodecChoice
 from kseg.defaults import DEFAULT_BATCH_BYTES, DEFAULT_BATCH_RECORDS
 from kseg.errors import CorruptBatchError, InputError, UnconvertibleError
 from kseg.facts.log_entry import LOG_OVERHEAD
-from kseg.facts.primitives import INT64_MAX
+from kseg.facts.primitives import INT32_MAX, INT64_MAX
 from kseg.formats.attributes import (
     CODEC_MASK,
     CODEC_NAMES,
@@ -193,6 +193,7 @@ def _up_convert_run(batches: Iterable[Batch], options: UpOptions, summary: Summa
             size = len(r.key or b"") + len(r.value or b"") + 32
             if pending.records and (ts_type != pending.ts_type or len(pending.records) >= options.batch_records
                                     or pending.size + size > options.batch_bytes
+                                    or r.offset - pending.records[0].offset > INT32_MAX  # an offset delta is an int32
                                     or (ts_type == LOG_APPEND_TIME and pending.records[0].timestamp != r.timestamp)):
                 yield from _flush_pending(pending, options, summary)
             pending.ts_type = ts_type

@@ -17,7 +17,7 @@ from kseg.companions.check import companion_paths as companion_paths_of
 from kseg.errors import InputError
 from kseg.findings import Finding
 from kseg.log.atomic import write_atomic_many
-from kseg.log.checks import DamagePolicy, DamageTally, checked_batches, screened
+from kseg.log.checks import DamagePolicy, DamageTally, OffsetOrder, checked_batches, screened
 from kseg.log.listing import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
 from kseg.log.segment import base_offset_of, companion_path, expand_inputs
 from kseg.ops.executors import Operation, execute, weight_of
@@ -95,7 +95,7 @@ def run(unit: IndexUnit, job: IndexJob) -> IndexPartial:
         raise InputError("segment name does not start with its base offset", file=str(seg))
     p = IndexPartial(unit.segment)
     # Each batch checked (--on-damage): a skipped one gets no index entry, a carried one is indexed.
-    entries = [b._replace(raw=memoryview(b"")) for b, _ in screened(checked_batches(seg), DamagePolicy(job.on_damage),
+    entries = [b._replace(raw=memoryview(b"")) for b, _ in screened(checked_batches(seg, order=OffsetOrder()), DamagePolicy(job.on_damage),
                                                                   str(seg), p.damage)]
     index, timeindex = build_indexes(entries, base, job.index_interval_bytes)
     counts = (len(index) // 8, len(timeindex) // 12)

@@ -24,7 +24,7 @@ from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.log.atomic import AtomicFile, commit_together
 from kseg.log import identity
-from kseg.log.checks import STOP, DamagePolicy, checked_batches, policed
+from kseg.log.checks import STOP, DamagePolicy, OffsetOrder, checked_batches, policed
 from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX
 from kseg.log.segment import base_offset_of, companion_path, segment_file_name
 from kseg.model import Batch
@@ -149,10 +149,11 @@ class SegmentSink:
 
 
 def run_segment(src: Path, dst: Path, base_offset: int, transform: Transform, summary: Summary,
-                 options: WriteOptions) -> None:
-    """One segment through the transform, each batch checked as it is read (``--on-damage``):
-    the transform sees only sound batches; a damaged one stops the run, is left out, or is
-    carried (``transform.carry`` when the transform has one, else its bytes as they are)."""
+                 options: WriteOptions, order: OffsetOrder | None = None) -> None:
+    """One segment through the transform, each batch checked as it is read (``--on-damage``;
+    ``order``: the partition's offsets so far, when the segment is one of several): the
+    transform sees only sound batches; a damaged one stops the run, is left out, or is carried
+    (``transform.carry`` when the transform has one, else its bytes as they are)."""
     sink = SegmentSink(dst, base_offset, options)
     carry_bytes = getattr(transform, "carry", None) or _raw
 
@@ -164,7 +165,7 @@ def run_segment(src: Path, dst: Path, base_offset: int, transform: Transform, su
         return raw
 
     try:
-        for raw in policed(checked_batches(src, options.limit, summary.left_out), options.damage_policy, str(src), summary.damage,
+        for raw in policed(checked_batches(src, options.limit, summary.left_out, order or OffsetOrder()), options.damage_policy, str(src), summary.damage,
                            lambda good: transform(good, summary), carry, lambda b: _count_damaged(summary, b)):
             sink.write(raw)
         identity.require_unchanged([src])  # the bytes written are those of the file as it still is
@@ -193,10 +194,11 @@ def run_partition(segs: list[Path], out_dir: Path, make_transform: Callable[[lis
     else:
         transform, shift = make_transform(segs)
         summary = result.summary
+    order = OffsetOrder()  # offsets go up across the partition's segments
     for seg in segs:
         base = (base_offset_of(seg) or 0) + shift
         dst = out_dir / segment_file_name(base)
-        run_segment(seg, dst, base, transform, summary, options)
+        run_segment(seg, dst, base, transform, summary, options, order)
         result.segments.append(dst)
 
 
