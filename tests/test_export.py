@@ -23,7 +23,7 @@ from click.testing import CliRunner
 
 import kseg
 from kseg.cli.main import main
-from kseg.log.segment import segment_file_name
+from kseg.log.segment import Segment, segment_file_name
 from tests.test_api import LOGDIR, PARTITIONS, dump_records
 
 pa = pytest.importorskip("pyarrow", reason="kseg export needs pyarrow (the arrow extra)")
@@ -322,3 +322,29 @@ def test_without_pyarrow_one_line_names_the_extra(tmp_path: Path) -> None:
     assert r.returncode == 2, r.stderr
     assert r.stderr == "kseg: error: kseg export needs pyarrow: pip install 'kseg[arrow]'\n"
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_offsets_going_back_are_damage_as_in_verify(jobs: str, tmp_path: Path) -> None:
+    """A batch's framing offset is under no CRC: moved back to the segment's first offset, the
+    batch is what verify calls an error ("offsets do not increase"); export stops at it, or
+    leaves it out with --on-damage skip, as every writer does (not laundered into Parquet)."""
+    part = tmp_path / "in" / "v2-none-0"
+    shutil.copytree(LOGDIR / "v2-none-0", part)
+    log = part / segment_file_name(0)
+    data = bytearray(log.read_bytes())
+    batches = list(Segment(log).batches())
+    last = batches[-1]
+    data[last.position:last.position + 8] = (0).to_bytes(8, "big")
+    log.write_bytes(bytes(data))
+    v = CliRunner().invoke(main, ["verify", str(part)])
+    assert v.exit_code == 1 and f"at byte {last.position}: offsets do not increase" in v.output, v.output
+    res = export("-j", jobs, part, "-o", tmp_path / "stop.parquet", code=1)
+    assert res.stderr.startswith(f"kseg: error: {log}: at byte {last.position}: ") and \
+        "offsets do not increase" in res.stderr and not (tmp_path / "stop.parquet").exists()
+    out = tmp_path / "out.parquet"
+    res = export(part, "-o", out, "--on-damage", "skip", "-j", jobs, code=1)
+    total = kseg.open_partition(LOGDIR / "v2-none-0").to_arrow().num_rows
+    assert pq.read_table(out).num_rows == total - last.record_count
+    left = [line for line in res.stdout.splitlines() if line.startswith("  left out: ")]
+    assert len(left) == 1 and f"at byte {last.position}" in left[0] and "offsets do not increase" in left[0]

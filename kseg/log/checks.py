@@ -383,6 +383,28 @@ class OffsetOrder:
                               found=first))
         return out
 
+    def first_wrong(self, batches: list[Batch], start: int, stop: int, name_base: int | None,
+                    file: str) -> tuple[int, list[Finding]] | None:
+        """``errors`` of the v2 batches ``batches[start:stop]`` in turn (a run read at once), up
+        to the first that has any: its index and what is wrong; None when none has."""
+        last = self.last
+        low = 0 if name_base is None or name_base < 0 else name_base
+        for j in range(start, stop):
+            b = batches[j]
+            first = b.base_offset
+            if first < low or (last is not None and first <= last):  # the slow path says what
+                self.last = last
+                found = self.errors(b, first, name_base, file)
+                if found:
+                    return j, found
+                last = self.last
+                continue
+            end = first + b.last_offset_delta
+            if last is None or end > last:
+                last = end
+        self.last = last
+        return None
+
 
 def checked_batches(path: Any, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
                     left_out: LeftOut | None = None,
@@ -452,6 +474,14 @@ def damaged_error(b: Batch, findings: list[Finding], file: str) -> DamagedBatchE
     return DamagedBatchError(f"{describe(b)} is damaged: {first.message}", file=file, position=b.position,
                              where=", ".join(wheres) or None, expected=first.expected,
                              found=f"{first.found}{more}" if first.found is not None else (more.strip() or None))
+
+
+def offsets_error(b: Batch, findings: list[Finding], file: str) -> CorruptBatchError:
+    """A read's error for a batch whose offsets are wrong in its partition (``OffsetOrder``): as
+    ``damaged_error`` says it, without the writers' hint (a read has nothing to carry)."""
+    e = damaged_error(b, findings, file)
+    return CorruptBatchError(e.message, file=e.file, position=e.position, where=e.where, expected=e.expected,
+                             found=e.found)
 
 
 _DONE = {SKIP: "skipped", CARRY: "carried"}

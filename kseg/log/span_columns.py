@@ -333,12 +333,25 @@ class ColumnBudget:
     controls: int = CONTROL_STOPS
     check_crc: bool = True
     limit: int | None = None
+    # The offset errors of the batches a run takes (``kseg.log.checks.OffsetOrder.first_wrong``
+    # bound to the file): the first it finds wrong is given alone as ``OffsetDamage``.
+    order: Callable[[list[Batch], int, int], tuple[int, list] | None] | None = None
+
+
+class OffsetDamage(NamedTuple):
+    """A batch whose offsets ``ColumnBudget.order`` found wrong (going back, negative, below
+    the segment's base offset): given alone, its records not read."""
+
+    batch: Batch
+    findings: list
 
 
 def runs_and_batches(lists: Iterator[list[Batch]], lo: int | None, hi: int | None,
-                     budget: ColumnBudget) -> Iterator[ColumnRun | Batch]:
+                     budget: ColumnBudget) -> Iterator[ColumnRun | Batch | OffsetDamage]:
     """The batches of the scanner's ``lists``, in order: as many as ``v2_column_run`` takes
-    within ``budget`` as runs (those with no record in them left out), each other one by itself.
+    within ``budget`` as runs (those with no record in them left out), each other one by itself
+    (with ``budget.order``, a batch of a run whose offsets are wrong as ``OffsetDamage``, the
+    run cut before it; the batches given alone are the consumer's to check).
     The lists are read ahead into one window until it holds about the rows a run may take, so
     that a run goes on from one chunk of the file into the next (cut at each chunk's end, its
     columns would be copied to be joined)."""
@@ -364,6 +377,19 @@ def runs_and_batches(lists: Iterator[list[Batch]], lo: int | None, hi: int | Non
             return
         run = v2_column_run(window, i, lo, hi, budget.rows, budget.bytes, budget.controls, budget.check_crc,
                             budget.limit)
+        if run is not None and budget.order is not None:
+            bad = budget.order(window, i, run.stop)
+            if bad is not None:
+                j, findings = bad
+                if j > i:  # the run up to it, taken again (the same batches: it stops there)
+                    run = v2_column_run(window[:j], i, lo, hi, budget.rows, budget.bytes, budget.controls,
+                                        budget.check_crc, budget.limit)
+                    assert run is not None and run.stop == j
+                    if run.rows:
+                        yield run
+                i = j + 1
+                yield OffsetDamage(window[j], findings)
+                continue
         if run is not None:
             i = run.stop
             if run.rows:
@@ -388,5 +414,5 @@ def span_columns(parts: Sequence[Part]) -> ColumnBuffers:
 
 
 __all__ = ["BatchColumns", "CONTROL_ROWS", "CONTROL_SKIPPED", "CONTROL_STOPS", "ColumnBudget", "ColumnBuffers",
-           "ColumnRun", "HEADER_SPAN", "RECORD_SPAN", "records_part", "runs_and_batches", "span_columns",
+           "ColumnRun", "HEADER_SPAN", "OffsetDamage", "RECORD_SPAN", "records_part", "runs_and_batches", "span_columns",
            "span_columns_py", "v2_column_run", "v2_column_run_py"]

@@ -19,7 +19,8 @@ from kseg.log.decode import Tail
 from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX, read_kind, replica_note
 from kseg.log.records import PlainRun, RecordSpans, batch_records, batch_spans, plain_run
 from kseg.log.segment import Segment, base_offset_of, companion_path, tiered_segment_id
-from kseg.log.span_columns import ColumnBudget, ColumnRun, runs_and_batches
+from kseg.log.checks import offsets_error
+from kseg.log.span_columns import ColumnBudget, ColumnRun, OffsetDamage, runs_and_batches
 from kseg.model import Batch, Record
 from kseg.ops.companion_events import CompanionEvent
 from kseg.ops.redact import Redactor
@@ -334,6 +335,11 @@ def _column_events(path: Path, lists: Iterator[list[Batch]], o: DumpOptions, bud
     for item in runs_and_batches(lists, o.from_offset, o.to_offset, budget):
         if isinstance(item, ColumnRun):
             yield ColumnRunEvent(path, item)
+        elif isinstance(item, OffsetDamage):
+            error = offsets_error(item.batch, item.findings, str(path))
+            if not o.keep_going:
+                raise error
+            yield BadBatchEvent(path, item.batch, error)
         else:
             ev = _batch_event(path, item, o, None)
             if ev is not None:

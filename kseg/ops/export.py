@@ -283,7 +283,8 @@ def export_unit(unit: ExportUnit, dst: Path, o: ExportOptions) -> PartitionExpor
         return _FileWriter(part_path(dst, len(files)) if limit else dst, schema, o, pa, pq)
 
     try:
-        batches = arrow_batches(unit.segments, o.read, columns, o.batch_rows, damaged, result.left_out)
+        batches = arrow_batches(unit.segments, o.read, columns, o.batch_rows, damaged, result.left_out,
+                                check_offsets=True)
         for rb in ahead(batches, READ_AHEAD_BATCHES) if o.read_ahead else batches:
             at = 0
             while at < rb.num_rows:  # the batch cut where a file reaches its limit

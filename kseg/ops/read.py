@@ -18,8 +18,8 @@ from typing import Any, Iterable, Iterator
 
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import CrcMismatchError, InputError, KsegError
-from kseg.log.checks import SKIP, STOP
-from kseg.log.segment import LeftOut, partition_of, preallocated_zeros
+from kseg.log.checks import SKIP, STOP, OffsetOrder, offsets_error
+from kseg.log.segment import LeftOut, base_offset_of, partition_of, preallocated_zeros
 from kseg.log.records import RecordSpans
 from kseg.log.span_columns import CONTROL_ROWS, CONTROL_SKIPPED, ColumnBudget, ColumnRun
 from kseg.model import Batch, Record
@@ -81,19 +81,33 @@ def segment_batches(path: str | os.PathLike, f: ReadFilter,
 
 
 def segment_parts(path: str | os.PathLike, f: ReadFilter, damaged: list[KsegError] | None = None,
-                  spans: bool = False, runs: ColumnBudget | None = None, left_out: LeftOut | None = None
+                  spans: bool = False, runs: ColumnBudget | None = None, left_out: LeftOut | None = None,
+                  order: OffsetOrder | None = None
                   ) -> Iterator[tuple[Batch | None, list[Record] | None, RecordSpans | ColumnRun | None]]:
     """``segment_batches``, each batch with its records, or with ``spans`` its records as spans
     where the C reader gives them (a batch whose records the filters keep whole, not a control
     batch; the records otherwise). With ``runs`` (the budget the caller keeps up to date), runs
     of v2 batches come as one ``ColumnRun`` each, with no batch: ``(None, None, run)``. Zeros a
-    broker preallocated after the last batch end the segment as its end would (told to ``left_out``)."""
+    broker preallocated after the last batch end the segment as its end would (told to ``left_out``).
+    ``order`` (the partition's offsets so far): a batch whose offsets verify calls wrong is
+    damaged too, as the writers' checks say (``kseg.log.checks.OffsetOrder``)."""
+    file, name_base = str(path), base_offset_of(path)
     if runs is not None:
         runs.controls = CONTROL_ROWS if f.include_control else CONTROL_SKIPPED
+        runs.order = None if order is None else (lambda batches, start, stop:
+                                                 order.first_wrong(batches, start, stop, name_base, file))
     for ev in dump_file(Path(path), f.dump_options(spans, runs)):
         if isinstance(ev, ColumnRunEvent):
             yield None, None, ev.run
         elif isinstance(ev, BatchEvent):
+            found = [] if order is None else order.errors(ev.batch, ev.base_offset, name_base, file)
+            if found and ev.crc_valid:
+                error = offsets_error(ev.batch, found, file)
+                if f.on_damage == STOP:
+                    raise error
+                if damaged is not None:
+                    damaged.append(error)
+                continue
             if not ev.crc_valid:
                 if f.on_damage == STOP:
                     raise _crc_error(ev)
@@ -157,17 +171,19 @@ def record_schema(columns: list[str] | None = None) -> Any:
 
 def arrow_batches(paths: Iterable[str | os.PathLike], f: ReadFilter, columns: list[str] | None = None,
                   batch_rows: int = DEFAULT_BATCH_ROWS, damaged: list[KsegError] | None = None,
-                  left_out: LeftOut | None = None) -> Iterator[Any]:
+                  left_out: LeftOut | None = None, check_offsets: bool = False) -> Iterator[Any]:
     """The records of segment files, in order, as Arrow RecordBatches of at most about
     ``batch_rows`` rows (or ``BATCH_DATA_BYTES`` of record data) each: memory stays bounded by
     one of them and one Kafka batch. ``damaged`` as ``segment_batches``', ``left_out`` as
-    ``segment_parts``'."""
+    ``segment_parts``'; ``check_offsets``: the files are one partition's segments in order, whose
+    offsets are checked across them (``segment_parts``' ``order``)."""
+    order = OffsetOrder() if check_offsets else None
     cols = _RecordColumns(record_schema(columns))
     budget = ColumnBudget(batch_rows, BATCH_DATA_BYTES, limit=f.max_decompressed_bytes)  # what the next run may add
     for path in paths:
         source = source_of(path)
         for batch, records, spans in segment_parts(path, f, damaged, spans=True, runs=budget,
-                                                         left_out=left_out):
+                                                         left_out=left_out, order=order):
             if isinstance(spans, ColumnRun):
                 cols.add_run(source, spans)
             elif spans is not None:

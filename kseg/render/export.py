@@ -14,7 +14,7 @@ __all__ = ["write_export"]
 
 
 def _count(n: int, what: str) -> str:
-    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+    return f"{n} {what}" if n == 1 else f"{n} {what}{'es' if what.endswith('ch') else 's'}"
 
 
 def write_export(report: Any, out: TextIO) -> None:
