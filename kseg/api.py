@@ -8,7 +8,9 @@ takes the same filters as keywords: ``from_offset``, ``to_offset``, ``from_time`
 ``to_time`` (inclusive, as ``kseg dump``'s options; times in epoch milliseconds),
 ``include_control`` (control records are left out unless True) and ``on_damage``
 (``"stop"``, the default, raises a ``kseg.KsegError`` naming the file and byte; ``"skip"``
-leaves damaged batches out).
+leaves damaged batches out). A partition's newest segment may end in a batch still being
+written (a live broker's folder): its records end before it, as ``kseg dump`` reads it
+(``kseg.log.tails``); zeros a broker preallocated end any segment.
 """
 
 from __future__ import annotations
@@ -42,9 +44,11 @@ def _filter(from_offset: int | None, to_offset: int | None, from_time: int | Non
 
 
 class _Rows:
-    """``to_batches``, ``to_arrow`` and ``to_pandas`` over ``_paths()``, the segment files in order."""
+    """``to_batches``, ``to_arrow`` and ``to_pandas`` over ``_listed()``'s segment files."""
 
-    def _paths(self) -> list[Path]:
+    def _listed(self) -> tuple[list[Path], list[Path]]:
+        """The segment files in order, and those of them that are their partition's newest
+        segment, listed from its folder (one listing: a broker may roll a segment meanwhile)."""
         raise NotImplementedError
 
     def to_batches(self, *, columns: list[str] | None = None, from_offset: int | None = None,
@@ -55,7 +59,9 @@ class _Rows:
         the Spark data source's record schema, or the ``columns`` of it (in the schema's order)."""
         f = _filter(from_offset, to_offset, from_time, to_time, include_control, on_damage)
         schema = record_schema(columns)
-        return pyarrow().RecordBatchReader.from_batches(schema, arrow_batches(self._paths(), f, columns, batch_rows))
+        paths, newest = self._listed()
+        return pyarrow().RecordBatchReader.from_batches(schema, arrow_batches(paths, f, columns, batch_rows,
+                                                                              newest=newest))
 
     def to_arrow(self, *, columns: list[str] | None = None, from_offset: int | None = None,
                  to_offset: int | None = None, from_time: int | None = None, to_time: int | None = None,
@@ -75,8 +81,8 @@ class _Rows:
 class Segment(_Rows, _log.Segment):
     """One ``.log`` file: ``batches()`` as it is stored, ``records()`` and the Arrow rows as read."""
 
-    def _paths(self) -> list[Path]:
-        return [Path(self.path)]
+    def _listed(self) -> tuple[list[Path], list[Path]]:
+        return [Path(self.path)], []  # named on its own: not listed from a folder
 
     def records(self, *, from_offset: int | None = None, to_offset: int | None = None, from_time: int | None = None,
                 to_time: int | None = None, include_control: bool = False,
@@ -89,8 +95,9 @@ class Segment(_Rows, _log.Segment):
 class Partition(_Rows, _log.Partition):
     """A ``<topic>-<n>`` folder: its segments in offset order, read one after another."""
 
-    def _paths(self) -> list[Path]:
-        return self.segment_paths
+    def _listed(self) -> tuple[list[Path], list[Path]]:
+        paths = self.segment_paths
+        return paths, paths[-1:]
 
     def segments(self) -> list[Segment]:  # type: ignore[override]
         return [Segment(p) for p in self.segment_paths]
@@ -100,8 +107,9 @@ class Partition(_Rows, _log.Partition):
                 on_damage: str = "stop") -> Iterator[Record]:
         """The records of every segment, in offset order (see ``Segment.records``)."""
         f = _filter(from_offset, to_offset, from_time, to_time, include_control, on_damage)
-        for path in self.segment_paths:
-            yield from segment_records(path, f)
+        paths = self.segment_paths  # listed once: the last one is the newest
+        for path in paths:
+            yield from segment_records(path, f, newest=path == paths[-1])
 
 
 class LogDir(_Rows, list):
@@ -112,8 +120,9 @@ class LogDir(_Rows, list):
         super().__init__(partitions)
         self.path = Path(path)
 
-    def _paths(self) -> list[Path]:
-        return [p for part in self for p in part.segment_paths]
+    def _listed(self) -> tuple[list[Path], list[Path]]:
+        listed = [part.segment_paths for part in self]
+        return [p for paths in listed for p in paths], [p for paths in listed for p in paths[-1:]]
 
     def records(self, *, from_offset: int | None = None, to_offset: int | None = None, from_time: int | None = None,
                 to_time: int | None = None, include_control: bool = False,
@@ -122,8 +131,9 @@ class LogDir(_Rows, list):
         f = _filter(from_offset, to_offset, from_time, to_time, include_control, on_damage)
         for part in self:
             topic, partition = part.topic, part.partition
-            for path in part.segment_paths:
-                for r in segment_records(path, f):
+            paths = part.segment_paths  # listed once: the last one is the newest
+            for path in paths:
+                for r in segment_records(path, f, newest=path == paths[-1]):
                     yield TopicRecord(topic, partition, r.offset, r.timestamp, r.key, r.value, r.headers)
 
 

@@ -197,3 +197,26 @@ def test_a_healthy_partition_is_healthy_for_every_reader(tmp_path) -> None:
         (folder / segment_file_name(6)).write_bytes(_batch(6) + _batch(9))
         r = CliRunner().invoke(main, args(folder))
         assert r.exit_code == 0 and not damaged(r), (reader, r.output)
+
+
+@pytest.mark.parametrize("method", ["records", "to_arrow"])
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("given", ["log directory", "folder", "segment"])
+def test_the_api_reads_a_tail_as_the_commands_do(tmp_path, method, case, given) -> None:
+    """``kseg.open_*``'s reads are readers too: what is a note for ``dump`` ends the records
+    (every batch before it read), damage raises (a KsegError naming the file)."""
+    import kseg
+
+    folder, segment = _partition(tmp_path / "logs", case)
+    healthy = CASES[case][3] if given == "segment" else CASES[case][2]
+    opened = {"log directory": lambda: kseg.open_log_dir(tmp_path / "logs"),
+              "folder": lambda: kseg.open_partition(folder), "segment": lambda: kseg.open_segment(segment)}[given]()
+    read = (lambda: sum(1 for _ in opened.records())) if method == "records" else \
+        (lambda: opened.to_arrow().num_rows)
+    if not healthy:
+        with pytest.raises(kseg.KsegError) as raised:
+            read()
+        assert str(segment) in str(raised.value)
+        return
+    wanted = 6 if given == "segment" else 12  # the segment alone: its two batches of three
+    assert read() == wanted

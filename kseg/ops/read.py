@@ -14,12 +14,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Collection, Iterable, Iterator
 
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import CrcMismatchError, InputError, KsegError
 from kseg.log.checks import SKIP, STOP, OffsetOrder, offsets_error
 from kseg.log.segment import LeftOut, base_offset_of, partition_of, preallocated_zeros
+from kseg.log.tails import live_tail
 from kseg.log.records import RecordSpans
 from kseg.log.span_columns import CONTROL_ROWS, CONTROL_SKIPPED, ColumnBudget, ColumnRun
 from kseg.model import Batch, Record
@@ -71,18 +72,19 @@ def _crc_error(ev: BatchEvent) -> CrcMismatchError:
                             found=f"{b.crc:#010x} (stored)")
 
 
-def segment_batches(path: str | os.PathLike, f: ReadFilter,
-                    damaged: list[KsegError] | None = None) -> Iterator[tuple[Batch, list[Record]]]:
+def segment_batches(path: str | os.PathLike, f: ReadFilter, damaged: list[KsegError] | None = None,
+                    newest: bool = False) -> Iterator[tuple[Batch, list[Record]]]:
     """Each batch of one segment file that the filter keeps, with its kept records. Under
     ``on_damage="skip"`` each batch left out (and a tail that ends the segment early) is
-    appended to ``damaged`` as the error ``stop`` would have raised."""
-    for batch, records, _ in segment_parts(path, f, damaged):
+    appended to ``damaged`` as the error ``stop`` would have raised. ``newest``: as
+    ``segment_parts``'."""
+    for batch, records, _ in segment_parts(path, f, damaged, newest=newest):
         yield batch, records  # type: ignore[misc]
 
 
 def segment_parts(path: str | os.PathLike, f: ReadFilter, damaged: list[KsegError] | None = None,
                   spans: bool = False, runs: ColumnBudget | None = None, left_out: LeftOut | None = None,
-                  order: OffsetOrder | None = None
+                  order: OffsetOrder | None = None, newest: bool = False
                   ) -> Iterator[tuple[Batch | None, list[Record] | None, RecordSpans | ColumnRun | None]]:
     """``segment_batches``, each batch with its records, or with ``spans`` its records as spans
     where the C reader gives them (a batch whose records the filters keep whole, not a control
@@ -90,7 +92,9 @@ def segment_parts(path: str | os.PathLike, f: ReadFilter, damaged: list[KsegErro
     of v2 batches come as one ``ColumnRun`` each, with no batch: ``(None, None, run)``. Zeros a
     broker preallocated after the last batch end the segment as its end would (told to ``left_out``).
     ``order`` (the partition's offsets so far): a batch whose offsets verify calls wrong is
-    damaged too, as the writers' checks say (``kseg.log.checks.OffsetOrder``)."""
+    damaged too, as the writers' checks say (``kseg.log.checks.OffsetOrder``). ``newest``: the
+    file is its partition's newest segment, listed from the partition folder, where a batch
+    still being written ends the read as every reading command takes it (``kseg.log.tails``)."""
     file, name_base = str(path), base_offset_of(path)
     if runs is not None:
         runs.controls = CONTROL_ROWS if f.include_control else CONTROL_SKIPPED
@@ -127,6 +131,8 @@ def segment_parts(path: str | os.PathLike, f: ReadFilter, damaged: list[KsegErro
                 if left_out is not None:
                     left_out.record(zeros)
                 continue
+            if newest and live_tail(path, ev.tail, newest) is not None:  # the partition's end, for now
+                continue
             error = ev.tail.error.located(file=str(ev.path), position=ev.tail.position)
             if f.on_damage == STOP:
                 raise error
@@ -139,8 +145,8 @@ def segment_parts(path: str | os.PathLike, f: ReadFilter, damaged: list[KsegErro
                 damaged.append(ev.error.located(file=str(ev.path), position=ev.batch.position))
 
 
-def segment_records(path: str | os.PathLike, f: ReadFilter) -> Iterator[Record]:
-    for _, records in segment_batches(path, f):
+def segment_records(path: str | os.PathLike, f: ReadFilter, newest: bool = False) -> Iterator[Record]:
+    for _, records in segment_batches(path, f, newest=newest):
         yield from records
 
 
@@ -171,19 +177,23 @@ def record_schema(columns: list[str] | None = None) -> Any:
 
 def arrow_batches(paths: Iterable[str | os.PathLike], f: ReadFilter, columns: list[str] | None = None,
                   batch_rows: int = DEFAULT_BATCH_ROWS, damaged: list[KsegError] | None = None,
-                  left_out: LeftOut | None = None, check_offsets: bool = False) -> Iterator[Any]:
+                  left_out: LeftOut | None = None, check_offsets: bool = False,
+                  newest: Collection[str | os.PathLike] = ()) -> Iterator[Any]:
     """The records of segment files, in order, as Arrow RecordBatches of at most about
     ``batch_rows`` rows (or ``BATCH_DATA_BYTES`` of record data) each: memory stays bounded by
     one of them and one Kafka batch. ``damaged`` as ``segment_batches``', ``left_out`` as
     ``segment_parts``'; ``check_offsets``: the files are one partition's segments in order, whose
-    offsets are checked across them (``segment_parts``' ``order``)."""
+    offsets are checked across them (``segment_parts``' ``order``); ``newest``: those of the files
+    that are their partition's newest segment, listed from its folder."""
+    live = {str(p) for p in newest}
     order = OffsetOrder() if check_offsets else None
     cols = _RecordColumns(record_schema(columns))
     budget = ColumnBudget(batch_rows, BATCH_DATA_BYTES, limit=f.max_decompressed_bytes)  # what the next run may add
     for path in paths:
         source = source_of(path)
         for batch, records, spans in segment_parts(path, f, damaged, spans=True, runs=budget,
-                                                         left_out=left_out, order=order):
+                                                         left_out=left_out, order=order,
+                                                         newest=str(path) in live):
             if isinstance(spans, ColumnRun):
                 cols.add_run(source, spans)
             elif spans is not None:
