@@ -396,3 +396,75 @@ def test_converted_segments_keep_their_inputs_times(tmp_path, command):
         rel = out.relative_to(tmp_path / "out")
         times = sorted(inputs_by_position[rel.parent])
         assert out.stat().st_mtime in times, f"{rel}: {out.stat().st_mtime} not an input's time {times}"
+
+
+# --------------------------------------------------------------------------- aborted transactions
+
+TXN_FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "logdir" / "v2-txn-0"
+# Every writer of the click group that rewrites segments: what it does with a segment's aborted
+# transactions (the .txnindex a broker reads them from; it rebuilds it only when it recovers the
+# segment), as (arguments, the offsets' shift), None where the output holds no transactions,
+# or why this table does not judge it.
+TXN_WRITERS: dict[str, tuple[list[str], int] | None | str] = {
+    "recompress": (["recompress", "--codec", "zstd"], 0),
+    "up-convert": (["up-convert", "--to-magic", "2", "--codec", "lz4"], 0),
+    "rebase": (["rebase", "--base-offset", "1000"], 1000),
+    "down-convert": None,  # below magic 2 there are no transactions: control batches are dropped
+    "compact": "removes aborted data and writes the .txnindex Kafka's cleaner writes "
+               "(tests/test_kafka_cleaner_corpus.py compares the bytes)",
+    "repair": "cuts segments as recovery does and writes the .txnindex of the markers it keeps "
+              "(tests/test_tools_repair.py)",
+    "salvage": "recovers around damage and writes the .txnindex of the markers it keeps",
+    "bundle": "takes every file as it is, .txnindex included",
+    "build": "writes the .txnindex of the transactions it is given (tests/kafka/test_build_accepted_live.py)",
+    "export": "writes records into Parquet or Arrow, not segments",
+}
+
+
+def _aborted(folder: Path) -> list[tuple[str, tuple]]:
+    from kseg.companions.read import read_txn_index
+
+    return [(p.name, (e.producer_id, e.first_offset, e.last_offset, e.last_stable_offset))
+            for p in sorted(folder.glob("*.txnindex")) for e in read_txn_index(p).entries]
+
+
+def test_every_writer_has_its_txn_row() -> None:
+    """The writers are the failure matrix's (every command of the click group has its role there)."""
+    from test_failure_matrix import COMMANDS
+
+    assert {name for name, c in COMMANDS.items() if c.role == "writer"} == set(TXN_WRITERS)
+
+
+@pytest.mark.parametrize("writer", [w for w, row in TXN_WRITERS.items() if not isinstance(row, str)])
+def test_aborted_transactions_go_with_their_segments(tmp_path: Path, writer: str) -> None:
+    """The output's .txnindex files hold the input's aborted transactions (shifted with the
+    offsets), each beside the segment of its ABORT marker, and verify checks them against the
+    markers; kseg txn reads the same transactions from the output."""
+    before = _aborted(TXN_FIXTURE)
+    assert before, "the fixture has an aborted transaction"
+    out = tmp_path / "out"
+    row = TXN_WRITERS[writer]
+    assert not isinstance(row, str)
+    args = row[0] if row else ["down-convert", "--to-magic", "1"]
+    code, text = run(*args, str(TXN_FIXTURE), "-o", str(out))
+    assert code == 0, text
+    verify_ok(out)
+    if row is None:
+        assert _aborted(out) == []
+        return
+    shift = row[1]
+    moved = lambda name: f"{int(name.split('.')[0]) + shift:020d}.txnindex"  # noqa: E731
+    assert _aborted(out) == [(moved(name), (pid, first + shift, last + shift, lso + shift))
+                             for name, (pid, first, last, lso) in before]
+
+
+def test_a_damaged_txn_index_stops_the_rewrite(tmp_path: Path) -> None:
+    src = tmp_path / "in" / "v2-txn-0"
+    shutil.copytree(TXN_FIXTURE, src)
+    txn = next(src.glob("*.txnindex"))
+    data = bytearray(txn.read_bytes())
+    data[0:2] = (7).to_bytes(2, "big")  # a version Kafka does not know
+    txn.write_bytes(bytes(data))
+    out = tmp_path / "out"
+    code, text = run("recompress", "--codec", "zstd", str(src), "-o", str(out))
+    assert code == 1 and str(txn) in text and not out.exists(), text

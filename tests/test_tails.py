@@ -11,7 +11,8 @@ it a problem). A command of the click group that reads segments and has no row h
 The writers take the same table: zeros a broker preallocated are no data, so a writer's output
 ends at the last batch (as the broker trims the segment) and it says how many bytes it left
 out, exit 0; any other tail stops it (exit 1, nothing written), a batch still being written
-included: a writer drops nothing that could be data.
+included: a writer drops nothing that could be data. The Python API's reads (``kseg.open_*``)
+are readers: their rows end where ``dump`` says a note, and damage raises.
 """
 
 from __future__ import annotations

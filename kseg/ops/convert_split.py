@@ -49,6 +49,12 @@ class ConvertJob:
     topics: frozenset[str] = frozenset()  # recompress: only these (empty: all); others copied
     kafka07: bool = False  # up-convert of the pre-0.8 format
 
+    @property
+    def keeps_transactions(self) -> bool:
+        """The rewrite keeps v2 batches' transactions (and so each segment's ``.txnindex``);
+        below v2 there are none."""
+        return self.command in ("up-convert", "recompress", "rebase")
+
     def converts(self, topic: str | None) -> bool:
         return self.command != "recompress" or not self.topics or topic in self.topics
 
@@ -155,7 +161,8 @@ def _write(unit: ConvertUnit, job: ConvertJob, src: Any, out: Path) -> tuple[Job
         if out.suffix != LOG_SUFFIX:
             out.mkdir(parents=True, exist_ok=True)
         try:
-            run_segment(src, dst, base, transform, result.summary, job.write)
+            run_segment(src, dst, base, transform, result.summary, job.write,
+                        txn_shift=shift if job.keeps_transactions else None)
         except BaseException:
             if made:  # nothing written: no output folder left behind either
                 shutil.rmtree(out, ignore_errors=True)
@@ -163,7 +170,7 @@ def _write(unit: ConvertUnit, job: ConvertJob, src: Any, out: Path) -> tuple[Job
         result.segments.append(dst)
         return result, None
     segs = [as_path(s) for s in unit.segments] if unit.name else partition_segments(src)
-    run_partition(segs, out, job.make_transform, result, job.write, copy=not unit.convert)
+    run_partition(segs, out, job.make_transform, result, job.write, copy=not unit.convert, txns=job.keeps_transactions)
     return result, finish_partition(src / unit.name if unit.name else src, out, job.command)
 
 

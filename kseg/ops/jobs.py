@@ -13,9 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from kseg.companions.build import build_indexes
+from kseg.companions.build import build_indexes, build_txn_index
+from kseg.companions.check import check_txn_index
+from kseg.companions.read import read_txn_index
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES
-from kseg.errors import KsegError
+from kseg.errors import IndexFileError, KsegError
+from kseg.findings import ERROR
 from kseg.facts.log_entry import LOG_OVERHEAD
 from kseg.facts.message_v0v1 import V1_TIMESTAMP_POSITION
 from kseg.facts.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, MAX_TIMESTAMP_POSITION
@@ -25,7 +28,7 @@ from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.log.atomic import AtomicFile, commit_together
 from kseg.log import identity
 from kseg.log.checks import STOP, DamagePolicy, OffsetOrder, checked_batches, policed
-from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX
+from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
 from kseg.log.segment import base_offset_of, companion_path, segment_file_name
 from kseg.model import Batch
 from kseg.ops.convert import Summary
@@ -120,6 +123,7 @@ class SegmentSink:
         self.file = AtomicFile(log_path)
         self.appends: list[tuple[int, int, int, int, int]] = []  # what the indexes need, per entry
         self.position = 0
+        self.companions: dict[str, bytes] = {}  # other files written with the segment, by suffix
 
     def write(self, raw: bytes) -> None:
         """Append one or more complete entries."""
@@ -132,12 +136,14 @@ class SegmentSink:
         """The segment and its indexes, all or none (the segment renamed last)."""
         files = [self.file]
         try:
+            written = dict(self.companions)
             if self.options.index:
                 index, timeindex = build_indexes(self.appends, self.base_offset, self.options.index_interval_bytes)
-                for suffix, data in ((INDEX_SUFFIX, index), (TIME_INDEX_SUFFIX, timeindex)):
-                    f = AtomicFile(companion_path(self.log_path, suffix))
-                    files.append(f)
-                    f.write(data)
+                written.update({INDEX_SUFFIX: index, TIME_INDEX_SUFFIX: timeindex})
+            for suffix, data in written.items():
+                f = AtomicFile(companion_path(self.log_path, suffix))
+                files.append(f)
+                f.write(data)
         except BaseException:
             for f in files:
                 f.abort()
@@ -149,12 +155,18 @@ class SegmentSink:
 
 
 def run_segment(src: Path, dst: Path, base_offset: int, transform: Transform, summary: Summary,
-                 options: WriteOptions, order: OffsetOrder | None = None) -> None:
+                 options: WriteOptions, order: OffsetOrder | None = None, txn_shift: int | None = None) -> None:
     """One segment through the transform, each batch checked as it is read (``--on-damage``;
     ``order``: the partition's offsets so far, when the segment is one of several): the
     transform sees only sound batches; a damaged one stops the run, is left out, or is carried
-    (``transform.carry`` when the transform has one, else its bytes as they are)."""
+    (``transform.carry`` when the transform has one, else its bytes as they are). With
+    ``txn_shift`` (the rewrite keeps transactions: its offsets move by that much), the
+    segment's aborted transactions go with it (``carried_txn_index``)."""
     sink = SegmentSink(dst, base_offset, options)
+    if txn_shift is not None:
+        txns = carried_txn_index(src, txn_shift)
+        if txns is not None:
+            sink.companions[TXN_INDEX_SUFFIX] = txns
     carry_bytes = getattr(transform, "carry", None) or _raw
 
     def carry(b: Batch) -> bytes:
@@ -181,10 +193,30 @@ def run_segment(src: Path, dst: Path, base_offset: int, transform: Transform, su
     copy_times(src, dst)
 
 
+def carried_txn_index(src: Path, shift: int) -> bytes | None:
+    """The ``.txnindex`` beside ``src`` for its rewrite, each offset moved by ``shift``; None when
+    there is none. A broker reads a segment's aborted transactions from that file alone (it
+    rebuilds it only when it recovers the segment), so a rewrite that keeps the transactions
+    takes it along: without it, read_committed consumers would be served the aborted records.
+    One that fails its checks (``kseg index --check``'s) stops the rewrite; a partial entry at its
+    end is left out, as Kafka's reader leaves it."""
+    path = companion_path(src, TXN_INDEX_SUFFIX)
+    if not path.exists():
+        return None
+    errors = [f for f in check_txn_index(path, None, base_offset_of(src)) if f.severity == ERROR]
+    if errors:
+        e = errors[0]
+        raise IndexFileError(f"{e.message} (the segment's aborted transactions, which the rewrite carries)",
+                             file=e.file, position=e.position, expected=e.expected, found=e.found)
+    return build_txn_index((e.version, e.producer_id, e.first_offset + shift, e.last_offset + shift,
+                            e.last_stable_offset + shift) for e in read_txn_index(path).entries)
+
+
 def run_partition(segs: list[Path], out_dir: Path, make_transform: Callable[[list[Path]], tuple[Transform, int]],
-                  result: JobResult, options: WriteOptions, *, copy: bool) -> None:
+                  result: JobResult, options: WriteOptions, *, copy: bool, txns: bool = False) -> None:
     """One partition's segments through the transform into ``out_dir`` (``copy``: as they are,
-    counted as carried), adding to ``result``: a conversion's unit of work."""
+    counted as carried), adding to ``result``: a conversion's unit of work. ``txns``: the
+    rewrite keeps transactions (each segment's ``.txnindex`` goes with it)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     if copy:
         transform: Transform = _copy
@@ -198,7 +230,7 @@ def run_partition(segs: list[Path], out_dir: Path, make_transform: Callable[[lis
     for seg in segs:
         base = (base_offset_of(seg) or 0) + shift
         dst = out_dir / segment_file_name(base)
-        run_segment(seg, dst, base, transform, summary, options, order)
+        run_segment(seg, dst, base, transform, summary, options, order, shift if txns or copy else None)
         result.segments.append(dst)
 
 

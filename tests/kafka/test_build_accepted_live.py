@@ -9,7 +9,9 @@ broker's ``partition.metadata`` stays), and the broker is started again on them.
 * a kafka-python consumer reads every partition from offset 0 to its end and receives exactly
   the records built: offsets, keys, values, headers, timestamps and their type (the
   transactional topic ``read_committed``: its aborted transaction is left out through the
-  ``.txnindex`` kseg wrote, since the broker has no producer snapshot to learn it from);
+  ``.txnindex`` kseg wrote, since the broker has no producer snapshot to learn it from); the
+  same partition rewritten by ``kseg recompress --codec zstd`` is served alike (the rewrite
+  carries each segment's ``.txnindex``);
 * the broker rebuilt, recovered or truncated nothing: its log names no corrupt index, no
   recovery and no truncation for these topics, and after a second clean stop every ``.log`` file
   and the rolled segments' ``.index``/``.timeindex``/``.txnindex`` are byte for byte kseg's;
@@ -54,6 +56,9 @@ import checks  # noqa: E402
 BASE_TS = 1_700_000_000_000
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 TXN_TOPIC, COMPACT_TOPIC, LAT_TOPIC = "built-txn", "built-compact", "built-lat"
+#: the transactional partition rewritten by ``kseg recompress`` (its aborted transactions carried in
+#: the .txnindex of each segment: the broker has nothing else to learn them from)
+RECOMPRESSED_TXN_TOPIC = "built-txn-recompressed"
 #: what the broker's log layer says when it recovers, rebuilds or truncates a log it loads
 DISTRUST = re.compile(r"recover|corrupt|rebuild|truncat|inconsistent|invalid|deleting", re.IGNORECASE)
 #: the loggers of that layer (the controller's lines name partitions with "leaderRecoveryState=RECOVERED")
@@ -238,11 +243,14 @@ def accepted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for topic, spec in specs.items():
         (built / f"{topic}.json").write_text(json.dumps(spec, indent=1))
         _kseg("build", str(built / f"{topic}.json"), "-o", str(built / f"{topic}-0"), cwd=work)
+    _kseg("recompress", "--codec", "zstd", str(built / f"{TXN_TOPIC}-0"), "-o",
+          str(built / f"{RECOMPRESSED_TXN_TOPIC}-0"), cwd=work)
+    expected[RECOMPRESSED_TXN_TOPIC], expected["committed-recompressed"] = uncommitted, committed
     # no retention by time: the records' timestamps are years old, and the broker's first retention
     # check (30 s after it starts) would delete every segment of the other topics
     keep = {"retention.ms": "-1"}
     topics = {f"built-{c}": dict(keep) for c in CODECS} | {
-        TXN_TOPIC: dict(keep), COMPACT_TOPIC: {"cleanup.policy": "compact"},
+        TXN_TOPIC: dict(keep), RECOMPRESSED_TXN_TOPIC: dict(keep), COMPACT_TOPIC: {"cleanup.policy": "compact"},
         LAT_TOPIC: {**keep, "message.timestamp.type": "LogAppendTime"}}
 
     # the retention check at once and every second (not 30 s after the start and hourly): what the
@@ -280,6 +288,7 @@ def accepted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         broker.start()
         received = {t: _consume(broker.bootstrap, t) for t in topics}
         received["committed"] = _consume(broker.bootstrap, TXN_TOPIC, "read_committed")
+        received["committed-recompressed"] = _consume(broker.bootstrap, RECOMPRESSED_TXN_TOPIC, "read_committed")
         time.sleep(2)  # a retention check or two more
     except BaseException:
         print(f"Kafka run failed; files in {work}\n{broker.logs()}")
@@ -304,10 +313,13 @@ def test_every_partition_serves_the_records_built(accepted: dict[str, Any]) -> N
     assert not wrong, "\n".join(wrong)
 
 
-def test_read_committed_leaves_out_exactly_the_aborted_transactions(accepted: dict[str, Any]) -> None:
-    committed = {r["offset"] for r in accepted["received"]["committed"]}
-    everything = {r["offset"] for r in accepted["received"][TXN_TOPIC]}
-    assert committed < everything and len(everything - committed) == 9  # 2 + 2 + 3 + 2 aborted records
+@pytest.mark.parametrize("topic,committed", [(TXN_TOPIC, "committed"),
+                                             (RECOMPRESSED_TXN_TOPIC, "committed-recompressed")])
+def test_read_committed_leaves_out_exactly_the_aborted_transactions(accepted: dict[str, Any], topic: str,
+                                                                    committed: str) -> None:
+    kept = {r["offset"] for r in accepted["received"][committed]}
+    everything = {r["offset"] for r in accepted["received"][topic]}
+    assert kept < everything and len(everything - kept) == 9  # 2 + 2 + 3 + 2 aborted records
 
 
 def test_the_broker_recovered_and_truncated_nothing(accepted: dict[str, Any]) -> None:
