@@ -10,6 +10,7 @@ out; ``carry`` copies its bytes as they are. skip and carry exit 1. The checks a
 from __future__ import annotations
 
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -514,3 +515,61 @@ def test_the_order_property_met_offset_errors_and_sound_partitions():
     if not VERDICTS_ACROSS:
         pytest.skip("run with the property above")
     assert any(VERDICTS_ACROSS) and not all(VERDICTS_ACROSS)
+
+
+# --------------------------------------------------------------------------- files carried over
+
+CARRIED_FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "kafka-4.2" / "logdir" / "txn-0"
+
+
+def _bad_metadata(folder: Path) -> Path:
+    (folder / "partition.metadata").write_text("version: 0\ntopic_id: zzz\n")
+    return folder / "partition.metadata"
+
+
+def _bad_snapshot(folder: Path) -> Path:
+    snap = folder / "00000000000000000080.snapshot"
+    data = bytearray(snap.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # its CRC-32C no longer matches
+    snap.write_bytes(bytes(data))
+    return snap
+
+
+# the damaged file, and the writers that carry it over (the others leave it out whatever it holds)
+CARRIED_DAMAGES = {
+    "partition.metadata": (_bad_metadata, {"up-convert", "down-convert", "recompress", "rebase", "compact"}),
+    "producer snapshot": (_bad_snapshot, {"up-convert", "recompress", "compact"}),
+}
+
+
+@pytest.mark.parametrize("mode", ["stop", "skip", "carry"])
+@pytest.mark.parametrize("damage", list(CARRIED_DAMAGES))
+@pytest.mark.parametrize("writer", [w for w in WRITERS if w != "index"])  # index writes indexes only
+def test_a_damaged_file_carried_over_follows_the_policy(tmp_path, writer, damage, mode):
+    """A file a rewrite carries over beside the segments (a producer snapshot, partition.metadata)
+    that fails verify's checks is not carried silently: stop names it and writes nothing, skip
+    leaves it out, carry copies it as it is; both say so and exit 1."""
+    src = tmp_path / "in" / "txn-0"
+    shutil.copytree(CARRIED_FIXTURE, src)
+    make, carriers = CARRIED_DAMAGES[damage]
+    bad = make(src)
+    v = kseg("verify", src)
+    assert v.returncode == 1 and str(bad) in v.stdout, v.stdout
+    out = tmp_path / "out"
+    r = kseg(*WRITERS[writer], src, "-o", out, "--on-damage", mode)
+    assert "Traceback" not in r.stderr
+    if writer not in carriers:
+        assert r.returncode == 0 and not (out / bad.name).exists(), r.stderr
+        return
+    assert r.returncode == 1, r.stderr
+    if mode == "stop":
+        lines = r.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"kseg: error: {bad}: ") and "--on-damage skip" in lines[0], \
+            r.stderr
+        assert not out.exists()
+        return
+    if mode == "skip":
+        assert not (out / bad.name).exists() and f"damaged files: left out {bad} (" in r.stderr, r.stderr
+    else:
+        assert (out / bad.name).read_bytes() == bad.read_bytes() and f"carried {bad} as it is (" in r.stderr
+    assert kseg("verify", out).returncode == (0 if mode == "skip" else 1)

@@ -63,6 +63,7 @@ from kseg.log.segment import (
 )
 from kseg.model import Batch, Record
 from kseg.ops.jobs import SegmentSink, WriteOptions
+from kseg.ops.logdir import DamagedFiles
 from kseg.storage import as_path, copy_times
 
 MAP_SLOT_BYTES = 24  # MD5 (16) + offset (8), as SkimpyOffsetMap
@@ -827,11 +828,12 @@ class CompactResult:
     segments: list[Path] = field(default_factory=list)
     copied_partitions: int = 0  # other topics' partitions, copied as they are
     copied_damage: DamageTally = field(default_factory=DamageTally)  # damaged batches in those
+    damaged_files: DamagedFiles = field(default_factory=DamagedFiles)  # files carried over that failed their checks
 
     @property
     def damaged(self) -> bool:
-        """Damaged batches were skipped or carried (the command exits 1)."""
-        return bool(self.stats.damaged or self.copied_damage)
+        """Damaged batches (or files carried over) were skipped or carried (the command exits 1)."""
+        return bool(self.stats.damaged or self.copied_damage or self.damaged_files)
 
 
 def input_segments(inputs: list[Path]) -> list[Path]:

@@ -19,7 +19,7 @@ from kseg.log.listing import LOG_SUFFIX
 from kseg.log.segment import LeftOut, base_offset_of, log_dir_partitions, partition_segments
 from kseg.ops.compact import CompactOptions, CompactResult, CompactStats, compact_group, input_segments
 from kseg.ops.executors import Operation, execute, weight_of
-from kseg.ops.logdir import PartitionEnds, checkpointed_ends, finish_log_dir, finish_partition
+from kseg.ops.logdir import DamagedFiles, PartitionEnds, checkpointed_ends, finish_log_dir, finish_partition
 from kseg.ops.staging import Stage, open_stage, publishing, watched, write_into
 from kseg.storage import as_path
 
@@ -58,6 +58,7 @@ class CompactPartial:
     written: int
     copied_damage: DamageTally = field(default_factory=DamageTally)
     copied_left_out: LeftOut = field(default_factory=LeftOut)
+    damaged_files: DamagedFiles = field(default_factory=DamagedFiles)
     seen: dict = field(default_factory=dict)
     ends: PartitionEnds | None = None
 
@@ -115,6 +116,7 @@ def run(unit: CompactUnit, job: CompactJob) -> CompactPartial:
     segs = [as_path(s) for s in unit.segments]
     damage = DamageTally()  # damaged batches of a partition only copied (--on-damage)
     left_out = LeftOut()  # and the zeros preallocated after its segments' last batches
+    files = DamagedFiles(job.options.damage_policy.on_damage)  # files carried over that fail their checks
 
     def write(out: Path | None) -> tuple[CompactStats | None, int, PartitionEnds | None]:
         work = None if out is None else out / ".passes-partition" if not unit.name else \
@@ -124,7 +126,7 @@ def run(unit: CompactUnit, job: CompactJob) -> CompactPartial:
         ends = None
         if out is not None and unit.source:
             src = as_path(unit.source) / unit.name if unit.name else as_path(unit.source)
-            ends = finish_partition(src, out, "compact")
+            ends = finish_partition(src, out, "compact", files)
         return stats, len(written), ends
 
     try:
@@ -137,7 +139,7 @@ def run(unit: CompactUnit, job: CompactJob) -> CompactPartial:
         raise err from None
     inputs = {os.path.abspath(s) for s in unit.segments}  # not the passes' own files, removed by now
     seen = {k: v for k, v in seen.items() if k in inputs}
-    return CompactPartial(unit.source, unit.name, unit.wanted, stats, written, damage, left_out, seen, ends)
+    return CompactPartial(unit.source, unit.name, unit.wanted, stats, written, damage, left_out, files, seen, ends)
 
 
 def merge(partials: Iterable[CompactPartial], job: CompactJob) -> CompactResult:
@@ -157,13 +159,15 @@ def merge(partials: Iterable[CompactPartial], job: CompactJob) -> CompactResult:
                 result.copied_partitions += 1
             result.copied_damage.add(p.copied_damage)
             result.stats.left_out.add(p.copied_left_out)
+            result.damaged_files.add(p.damaged_files)
             result.segments.extend([Path()] * p.written)
             seen.append(p.seen)
             source = p.source
             if p.name:
                 named.append((Path(folder or ".") / p.name, p.ends))
         if named and folder is not None:  # a log directory: drop-in for a broker
-            finish_log_dir(as_path(source), folder, "compact", checkpointed_ends(named))
+            result.damaged_files.on_damage = job.options.damage_policy.on_damage
+            finish_log_dir(as_path(source), folder, "compact", checkpointed_ends(named), result.damaged_files)
     return result
 
 

@@ -171,13 +171,15 @@ def _write(unit: ConvertUnit, job: ConvertJob, src: Any, out: Path) -> tuple[Job
         return result, None
     segs = [as_path(s) for s in unit.segments] if unit.name else partition_segments(src)
     run_partition(segs, out, job.make_transform, result, job.write, copy=not unit.convert, txns=job.keeps_transactions)
-    return result, finish_partition(src / unit.name if unit.name else src, out, job.command)
+    result.damaged_files.on_damage = job.write.on_damage
+    return result, finish_partition(src / unit.name if unit.name else src, out, job.command, result.damaged_files)
 
 
 def merge(partials: Iterable[ConvertPartial], job: ConvertJob) -> JobResult:
     """The partitions in plan order: the totals, the partitions left out (or the first one's
     error), the log directory's own files, then the output published once."""
     result = JobResult()
+    result.damaged_files.on_damage = job.write.on_damage
     seen: list[dict] = []
     named: list[tuple[Path, PartitionEnds | None]] = []
     source = ""
@@ -192,7 +194,7 @@ def merge(partials: Iterable[ConvertPartial], job: ConvertJob) -> JobResult:
             if p.name:
                 named.append((Path(folder or job.output) / p.name, p.ends))
         if named and folder is not None:  # a log directory: drop-in for a broker
-            finish_log_dir(as_path(source), folder, job.command, checkpointed_ends(named))
+            finish_log_dir(as_path(source), folder, job.command, checkpointed_ends(named), result.damaged_files)
     return result
 
 

@@ -32,6 +32,7 @@ from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
 from kseg.log.segment import base_offset_of, companion_path, segment_file_name
 from kseg.model import Batch
 from kseg.ops.convert import Summary
+from kseg.ops.logdir import DamagedFiles
 from kseg.ops.skips import Skipped, skipped_line
 from kseg.storage import copy_times
 
@@ -63,6 +64,7 @@ class JobResult:
     carried: Summary = field(default_factory=Summary)  # partitions of other topics, copied as they are
     carried_partitions: int = 0
     skipped: list[Skipped] = field(default_factory=list)  # partitions left out (--skip-unconvertible)
+    damaged_files: DamagedFiles = field(default_factory=DamagedFiles)  # files carried over that failed their checks
 
     def add(self, other: "JobResult") -> None:
         self.summary.add(other.summary)
@@ -70,6 +72,7 @@ class JobResult:
         self.carried.add(other.carried)
         self.carried_partitions += other.carried_partitions
         self.skipped.extend(other.skipped)
+        self.damaged_files.add(other.damaged_files)
 
     def line(self) -> str:
         """What the job did: the conversion's summary, then what was only carried over."""
@@ -82,12 +85,14 @@ class JobResult:
                     text += f"; in those: {also}"
         if self.skipped:
             text += f"; {skipped_line(self.skipped)}"
+        if self.damaged_files:
+            text += f"; {self.damaged_files.line()}"
         return text
 
     @property
     def damaged(self) -> bool:
-        """Damaged batches were skipped or carried."""
-        return bool(self.summary.damage or self.carried.damage)
+        """Damaged batches (or files carried over) were skipped or carried."""
+        return bool(self.summary.damage or self.carried.damage or self.damaged_files)
 
     @property
     def incomplete(self) -> bool:

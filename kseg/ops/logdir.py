@@ -21,13 +21,17 @@ in another log directory), never one being deleted or a stray one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
+from kseg.companions.check import check_standalone
 from kseg.companions.read import parse_offset_checkpoint
-from kseg.errors import KsegError
+from kseg.errors import IndexFileError, KsegError
+from kseg.findings import ERROR
 from kseg.log.atomic import write_atomic
+from kseg.log.checks import SKIP, STOP
+from kseg.printable import printable
 from kseg.log.listing import (
     BOOTSTRAP_FILE,
     CLEANER_CHECKPOINT,
@@ -62,13 +66,62 @@ class PartitionEnds:
     log_end: int  # the next offset to be written
 
 
+@dataclass
+class DamagedFiles:
+    """Files a rewrite carries over (producer snapshots, ``partition.metadata``, ``quorum-state``,
+    ``meta.properties``) that fail their checks (``kseg verify``'s), and what ``on_damage`` made of
+    each: ``stop`` raises at the first, ``skip`` leaves it out (a broker rebuilds producer state
+    from the log without a snapshot, as it does when it finds one corrupt), ``carry`` copies it
+    as it is. Either is said and makes the command exit 1."""
+
+    on_damage: str = STOP
+    done: list[tuple[str, str, str]] = field(default_factory=list)  # (SKIP or CARRY, the file, its problem)
+
+    def __bool__(self) -> bool:
+        return bool(self.done)
+
+    def add(self, other: "DamagedFiles") -> None:
+        self.done.extend(other.done)
+
+    def line(self) -> str:
+        """``damaged files: left out F (problem); carried G as it is (problem)`` ("" for none)."""
+        said = [f"left out {printable(f)} ({printable(why)})" if action == SKIP else
+                f"carried {printable(f)} as it is ({printable(why)})" for action, f, why in self.done]
+        return f"damaged files: {'; '.join(said)}" if said else ""
+
+    def as_json(self) -> list[dict]:
+        return [{"action": action, "file": f, "problem": why} for action, f, why in self.done]
+
+
+def carry_file(src: Any, dst: Path, damaged: DamagedFiles | None) -> None:
+    """``src`` copied to ``dst`` once it passes its checks, else as ``damaged.on_damage`` says
+    (checked on the copy: an archive member or an object is read once)."""
+    copy_file(src, dst)
+    errors = [f for f in check_standalone(dst) if f.severity == ERROR]
+    if not errors:
+        return
+    policy = damaged.on_damage if damaged is not None else STOP
+    e = errors[0]
+    if policy == STOP:
+        dst.unlink(missing_ok=True)
+        raise IndexFileError(f"{e.message} (a file the rewrite carries over; use --on-damage skip to leave it "
+                             "out or carry to copy it as it is)", file=str(src), position=e.position, where=e.where,
+                             expected=e.expected, found=e.found)
+    assert damaged is not None
+    if policy == SKIP:
+        dst.unlink(missing_ok=True)
+    damaged.done.append((policy, str(src), e.line(under=e.file)))
+
+
 def checkpoint_text(lines: list[str]) -> bytes:
     """Kafka's CheckpointFile: version 0, the entry count, then the entries."""
     return ("0\n" + f"{len(lines)}\n" + "".join(f"{line}\n" for line in lines)).encode()
 
 
-def finish_partition(src: Path | None, dst: Path, command: str) -> PartitionEnds | None:
-    """The files a broker keeps beside a written partition's segments (see the module comment)."""
+def finish_partition(src: Path | None, dst: Path, command: str,
+                     damaged: DamagedFiles | None = None) -> PartitionEnds | None:
+    """The files a broker keeps beside a written partition's segments (see the module comment);
+    those carried over that fail their checks as ``damaged`` says (``carry_file``)."""
     segs = partition_segments(dst)
     epochs: list[tuple[int, int]] = []
     log_end = None
@@ -83,14 +136,14 @@ def finish_partition(src: Path | None, dst: Path, command: str) -> PartitionEnds
     if src is not None and src.is_dir():
         for name in CARRIED_PARTITION_FILES:
             if (src / name).is_file():
-                copy_file(src / name, dst / name)
+                carry_file(src / name, dst / name, damaged)
         if command in KEEPS_PRODUCER_STATE and log_end is not None:
             # Producer snapshots, and the KRaft snapshots of __cluster_metadata, hold offsets: they
             # stay true only where offsets and producer fields did.
             for snap in sorted([*src.glob("*.snapshot"), *src.glob("*-*.checkpoint")]):
                 at = base_offset_of(snap.name.split("-")[0] + ".x")
                 if at is not None and at <= log_end:
-                    copy_file(snap, dst / snap.name)
+                    carry_file(snap, dst / snap.name, damaged)
     if not segs:
         return None
     start = base_offset_of(segs[0]) or 0
@@ -120,12 +173,12 @@ def checkpointed_ends(finished: Iterable[tuple[Path, PartitionEnds | None]]) -> 
 
 
 def finish_log_dir(src: Path, dst: Path, command: str,
-                   ends: dict[tuple[str, int], PartitionEnds] | None = None) -> None:
+                   ends: dict[tuple[str, int], PartitionEnds] | None = None, damaged: DamagedFiles | None = None) -> None:
     """Every partition folder under ``dst`` finished, then the log directory's own files.
     ``ends`` given: the partitions were finished elsewhere (Spark tasks writing to object
     storage), and only the log directory's own files are written into ``dst``."""
     if ends is None:
-        ends = checkpointed_ends((part, finish_partition(src / part.name, part, command))
+        ends = checkpointed_ends((part, finish_partition(src / part.name, part, command, damaged))
                                  for part in sorted(p for p in dst.iterdir() if p.is_dir())
                                  if partition_of(part) is not None)
     old_start = _read_checkpoint(src / LOG_START_CHECKPOINT)
@@ -151,4 +204,4 @@ def finish_log_dir(src: Path, dst: Path, command: str,
     write_atomic(dst / CLEANER_CHECKPOINT, checkpoint_text(cleaner))
     for name in CARRIED_ROOT_FILES:
         if (src / name).is_file():
-            copy_file(src / name, dst / name)
+            carry_file(src / name, dst / name, damaged)

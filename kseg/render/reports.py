@@ -78,11 +78,17 @@ def compact_line(result: Any, dry_run: bool, output: Path | None) -> str:
     copied_damage = getattr(result, "copied_damage", None)
     if copied_damage:
         line += f"; in the partitions copied as they are: {copied_damage.line()}"
+    files = getattr(result, "damaged_files", None)
+    if files:
+        line += f"; {files.line()}"
     return line
 
 
 def compact_json(result: Any, now_ms: int) -> str:
     copied_damage = getattr(result, "copied_damage", None)
     extra = {"copied_damaged": copied_damage.as_json()} if copied_damage else {}
+    files = getattr(result, "damaged_files", None)
+    if files:
+        extra["damaged_files"] = files.as_json()
     return dumps({"partitions": result.partitions, "copied_partitions": getattr(result, "copied_partitions", 0),
                        "now_ms": now_ms, **result.stats.as_json(), **extra})
