@@ -230,3 +230,28 @@ def test_a_failing_single_file_leaves_no_output_folder(tmp_path, monkeypatch):
     existing.mkdir()
     r = CliRunner().invoke(main, ["repair", str(seg), "-o", str(existing), "--force"])
     assert r.exit_code == 2 and existing.is_dir()  # a folder the user had stays
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_snapshot_the_broker_cannot_read_is_dropped_and_said(tmp_path, dry_run):
+    """A producer snapshot whose CRC does not match: the broker deletes it when it loads it and
+    rebuilds producer state from the log; repair drops it too, says so and exits 1 (the readable
+    one beside it is copied as it is)."""
+    src = tmp_path / "in" / "txn-0"
+    shutil.copytree(FIXTURES_LOGDIR.parent / "kafka-4.2" / "logdir" / "txn-0", src)
+    bad, good = src / "00000000000000000080.snapshot", src / "00000000000000000015.snapshot"
+    data = bytearray(bad.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    bad.write_bytes(bytes(data))
+    out = tmp_path / "out"
+    args = ["repair", str(src), "--format", "json"] + (["--dry-run"] if dry_run else ["-o", str(out)])
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 1, r.output
+    doc = json.loads(r.stdout)
+    [part] = doc["partitions"]
+    assert [s["file"] for s in part["snapshots_corrupt"]] == [str(bad)]
+    assert "crc mismatch" in part["snapshots_corrupt"][0]["problem"]
+    if not dry_run:
+        assert not (out / bad.name).exists() and (out / good.name).read_bytes() == good.read_bytes()
+    text = CliRunner().invoke(main, ["repair", str(src), "--dry-run"])
+    assert text.exit_code == 1 and f"{bad}: producer snapshot the broker cannot read (at byte" in text.output

@@ -31,7 +31,6 @@ from kseg.errors import IndexFileError, KsegError
 from kseg.findings import ERROR
 from kseg.log.atomic import write_atomic
 from kseg.log.checks import SKIP, STOP
-from kseg.printable import printable
 from kseg.log.listing import (
     BOOTSTRAP_FILE,
     CLEANER_CHECKPOINT,
@@ -47,6 +46,7 @@ from kseg.log.listing import (
     replica_kind,
 )
 from kseg.log.segment import Segment, base_offset_of, partition_of, partition_segments
+from kseg.printable import printable
 from kseg.storage import copy_file
 
 CARRIED_ROOT_FILES = (META_PROPERTIES, BOOTSTRAP_FILE)

@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from kseg.companions.build import TxnEntry, build_indexes, build_txn_index
+from kseg.companions.check import check_standalone
 from kseg.companions.read import read_leader_epoch_checkpoint
 from kseg.companions.producer_state import leader_epoch_checkpoint
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError, KsegError, TruncatedError
+from kseg.findings import ERROR
 from kseg.facts.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, RECORD_BATCH_OVERHEAD, RECORD_COUNT_POSITION
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log import identity
@@ -120,6 +122,9 @@ class PartitionRepair:
     log_end_offset: int | None = None  # after recovery
     epochs_dropped: list[tuple[int, int]] = field(default_factory=list)  # leader-epoch-checkpoint entries removed
     snapshots_dropped: list[str] = field(default_factory=list)
+    # producer snapshots the broker cannot read (file, problem): it deletes such a snapshot when it
+    # loads one and rebuilds producer state from the log, and so does the repair
+    snapshots_corrupt: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def cuts(self) -> list[SegmentRepair]:
@@ -128,7 +133,8 @@ class PartitionRepair:
     def as_json(self) -> dict[str, Any]:
         return {"path": self.path, "topic": self.topic, "partition": self.partition,
                 "log_end_offset": self.log_end_offset, "segments": [s.as_json() for s in self.segments],
-                "epochs_dropped": [list(e) for e in self.epochs_dropped], "snapshots_dropped": self.snapshots_dropped}
+                "epochs_dropped": [list(e) for e in self.epochs_dropped], "snapshots_dropped": self.snapshots_dropped,
+                "snapshots_corrupt": [{"file": f, "problem": why} for f, why in self.snapshots_corrupt]}
 
 
 @dataclass
@@ -140,8 +146,8 @@ class RepairReport:
 
     @property
     def ok(self) -> bool:
-        """True when nothing had to be cut."""
-        return not any(p.cuts for p in self.partitions)
+        """True when nothing had to be cut or dropped."""
+        return not any(p.cuts or p.snapshots_corrupt for p in self.partitions)
 
     def as_json(self) -> dict[str, Any]:
         segs = [s for p in self.partitions for s in p.segments]
@@ -380,8 +386,10 @@ def _partition_files(folder: Path, out_dir: Path | None, pr: PartitionRepair, *,
         at = base_offset_of(snap)
         if leo is not None and at is not None and at > leo:
             pr.snapshots_dropped.append(str(snap))
-        elif out_dir is not None:
-            copy_file(snap, out_dir / snap.name)
+            continue
+        problem = _snapshot_problem(snap, out_dir)
+        if problem is not None:
+            pr.snapshots_corrupt.append((str(snap), problem))
     if out_dir is None:
         return
     # Everything else the folder holds (partition.metadata, KRaft quorum-state and snapshot
@@ -390,6 +398,22 @@ def _partition_files(folder: Path, out_dir: Path | None, pr: PartitionRepair, *,
         if (other.is_file() and other.suffix not in SEGMENT_SUFFIXES + TRANSIENT_SUFFIXES
                 and other.name != lec.name and not other.name.endswith(TMP_SUFFIX)):
             copy_file(other, out_dir / other.name)
+
+
+def _snapshot_problem(snap: Any, out_dir: Path | None) -> str | None:
+    """What makes a producer snapshot unreadable to the broker (None: nothing), checked as
+    ``kseg verify`` checks it; copied into ``out_dir`` when it is readable. Checked on a local
+    copy (an archive member or an object read once)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kseg-snapshot-") as tmp:
+        copy = (out_dir or Path(tmp)) / snap.name
+        copy_file(snap, copy)
+        errors = [f for f in check_standalone(copy) if f.severity == ERROR]
+        if errors:
+            copy.unlink(missing_ok=True)
+            return errors[0].line(under=errors[0].file)
+    return None
 
 
 def repair(input_path: Path, output: Path | None, o: RepairOptions) -> RepairReport:

@@ -56,6 +56,9 @@ def write_repair(report: Any, out: TextIO, fmt: str) -> None:
                       f"{p.log_end_offset}): {', '.join(f'epoch {e} at {o}' for e, o in p.epochs_dropped)}\n")
         for snap in p.snapshots_dropped:
             out.write(f"{printable(snap)}: producer snapshot past the new log end {p.log_end_offset}: dropped\n")
+        for snap, why in p.snapshots_corrupt:
+            out.write(f"{printable(snap)}: producer snapshot the broker cannot read ({printable(why)}): dropped, as the "
+                      "broker deletes it and rebuilds producer state from the log\n")
     where = "dry run, nothing written" if report.dry_run else f"written to {printable(report.output)}"
     out.write(f"{doc['segments_truncated']} segment(s) truncated, {doc['segments_deleted']} deleted, "
               f"{doc['bytes_lost']} bytes and {doc['records_lost']} records lost ({where})\n")
