@@ -341,6 +341,9 @@ def _stop(executor: ProcessPoolExecutor) -> None:
     """End the workers now (an interrupt, an error, a consumer that stopped early): queued
     tasks are dropped, running ones killed, and each worker reaped so that none is left."""
     processes = list((getattr(executor, "_processes", None) or {}).values())
+    # Taken before the shutdown, which forgets them when it does not wait.
+    manager = getattr(executor, "_executor_manager_thread", None)
+    wakeup = getattr(executor, "_executor_manager_thread_wakeup", None)
     executor.shutdown(wait=False, cancel_futures=True)
     for p in processes:
         if p.is_alive():
@@ -354,9 +357,7 @@ def _stop(executor: ProcessPoolExecutor) -> None:
     # interpreter's exit hook, which writes to that pipe ("Bad file descriptor" and a traceback on
     # stderr). Still running after the wait (a loaded machine), the pipe is marked closed first: the
     # hook then leaves it alone, and the thread's own close skips it (the pipe goes with the pool).
-    manager = getattr(executor, "_executor_manager_thread", None)
     if manager is not None:
         manager.join(timeout=5)
-        wakeup = getattr(executor, "_executor_manager_thread_wakeup", None)
         if manager.is_alive() and wakeup is not None:
             wakeup._closed = True
