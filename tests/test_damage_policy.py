@@ -30,6 +30,7 @@ from kseg.log.encode import build_legacy_message, build_legacy_wrapper, build_v2
 from kseg.log.segment import Segment, segment_file_name
 from kseg.model import make_record
 from kseg.ops.verify import VerifyOptions, verify_log
+from test_failure_matrix import COMMANDS as MATRIX
 
 KSEG = [sys.executable, "-c", "import sys; from kseg.cli.main import main; sys.argv[0] = 'kseg'; main()"]
 DAMAGED_AT = 3  # the damaged entry's (first) offset in every input
@@ -535,41 +536,82 @@ def _bad_snapshot(folder: Path) -> Path:
     return snap
 
 
-# the damaged file, and the writers that carry it over (the others leave it out whatever it holds)
-CARRIED_DAMAGES = {
-    "partition.metadata": (_bad_metadata, {"up-convert", "down-convert", "recompress", "rebase", "compact"}),
-    "producer snapshot": (_bad_snapshot, {"up-convert", "recompress", "compact"}),
+def _bad_epochs(folder: Path) -> Path:
+    (folder / "leader-epoch-checkpoint").write_text("0\n1\n0 x\n")  # the broker's reader throws on it
+    return folder / "leader-epoch-checkpoint"
+
+
+CARRIED_DAMAGES = {"partition.metadata": _bad_metadata, "producer snapshot": _bad_snapshot,
+                   "leader-epoch-checkpoint": _bad_epochs}
+# What each writer makes of a damaged file beside the segments:
+POLICY = "follows --on-damage"  # stop names it and writes nothing; skip leaves it out; carry copies it; both exit 1
+LEFT = "not carried, whatever it holds"  # exit 0; the output has no such file, or one of its own
+REWRITTEN = "written anew from the batches written"  # exit 0; the output's file is sound
+DROPPED = "dropped, said"  # exit 1: the broker deletes a snapshot it cannot read (repair does as it does)
+REBUILT = "written anew from the batches kept, said"  # exit 1: a broker cannot load the partition with it
+_REWRITE = {"partition.metadata": POLICY, "producer snapshot": POLICY, "leader-epoch-checkpoint": REWRITTEN}
+# Every writer of the failure matrix has its row (a new one fails the test below until it has).
+CARRIED_ROWS: dict[str, dict[str, str] | str] = {
+    "up-convert": _REWRITE,
+    "recompress": _REWRITE,
+    "compact": _REWRITE,
+    "down-convert": {**_REWRITE, "producer snapshot": LEFT},  # v0/v1 batches carry no producer state
+    "rebase": {**_REWRITE, "producer snapshot": LEFT},  # its offsets no longer hold
+    "repair": {"partition.metadata": POLICY, "producer snapshot": DROPPED, "leader-epoch-checkpoint": REBUILT},
+    "salvage": {"partition.metadata": POLICY, "producer snapshot": REWRITTEN, "leader-epoch-checkpoint": REWRITTEN},
+    "export": dict.fromkeys(CARRIED_DAMAGES, LEFT),  # records into Parquet, no partition folder
+    "bundle": "a support bundle is the evidence: it takes every file byte for byte, damage included",
+    "build": "build reads JSON lines and writes its own partition: nothing is carried over",
 }
 
 
-@pytest.mark.parametrize("mode", ["stop", "skip", "carry"])
-@pytest.mark.parametrize("damage", list(CARRIED_DAMAGES))
-@pytest.mark.parametrize("writer", [w for w in WRITERS if w != "index"])  # index writes indexes only
+def test_every_writer_has_its_carried_row():
+    """The writers are the failure matrix's (every command of the click group has its role there)."""
+    assert {name for name, c in MATRIX.items() if c.role == "writer"} == set(CARRIED_ROWS)
+
+
+CARRIED_CASES = [(w, d, m) for w, row in CARRIED_ROWS.items() if isinstance(row, dict) for d in CARRIED_DAMAGES
+                 for m in (["stop", "skip", "carry"] if row[d] == POLICY else ["stop"])]
+
+
+@pytest.mark.parametrize("writer,damage,mode", CARRIED_CASES)
 def test_a_damaged_file_carried_over_follows_the_policy(tmp_path, writer, damage, mode):
-    """A file a rewrite carries over beside the segments (a producer snapshot, partition.metadata)
-    that fails verify's checks is not carried silently: stop names it and writes nothing, skip
-    leaves it out, carry copies it as it is; both say so and exit 1."""
+    """A file a writer carries over beside the segments (a producer snapshot, partition.metadata,
+    the leader-epoch-checkpoint) that fails verify's checks is never carried silently: it follows
+    --on-damage, or the writer writes its own, or drops it as the broker would, and says so."""
     src = tmp_path / "in" / "txn-0"
     shutil.copytree(CARRIED_FIXTURE, src)
-    make, carriers = CARRIED_DAMAGES[damage]
-    bad = make(src)
+    bad = CARRIED_DAMAGES[damage](src)
+    bad_bytes = bad.read_bytes()
     v = kseg("verify", src)
     assert v.returncode == 1 and str(bad) in v.stdout, v.stdout
     out = tmp_path / "out"
-    r = kseg(*WRITERS[writer], src, "-o", out, "--on-damage", mode)
-    assert "Traceback" not in r.stderr
-    if writer not in carriers:
-        assert r.returncode == 0 and not (out / bad.name).exists(), r.stderr
-        return
-    assert r.returncode == 1, r.stderr
-    if mode == "stop":
+    outcome = CARRIED_ROWS[writer][damage]  # type: ignore[index]
+    r = kseg(writer, *MATRIX[writer].argv(str(src), str(out)), *(["--on-damage", mode] if outcome == POLICY else []))
+    said = r.stdout + r.stderr
+    assert "Traceback" not in said
+    if outcome == POLICY and mode == "stop":
         lines = r.stderr.splitlines()
-        assert len(lines) == 1 and lines[0].startswith(f"kseg: error: {bad}: ") and "--on-damage skip" in lines[0], \
-            r.stderr
+        assert r.returncode == 1 and len(lines) == 1, r.stderr
+        assert lines[0].startswith(f"kseg: error: {bad}: ") and "--on-damage skip" in lines[0], r.stderr
         assert not out.exists()
         return
-    if mode == "skip":
-        assert not (out / bad.name).exists() and f"damaged files: left out {bad} (" in r.stderr, r.stderr
+    assert r.returncode == (0 if outcome in (LEFT, REWRITTEN) else 1), said
+    written = out / bad.name
+    if outcome == POLICY and mode == "carry":
+        assert written.read_bytes() == bad_bytes and f"carried {bad} as it is (" in said, said
+        assert kseg("verify", out).returncode == 1
+        return
+    if outcome == POLICY:
+        assert f"damaged files: left out {bad} (" in said, said
+    if outcome == DROPPED:
+        assert f"{bad}: producer snapshot the broker cannot read (" in said and "dropped" in said, said
+    if outcome == REBUILT:
+        assert f"{src}: leader-epoch-checkpoint the broker cannot read (" in said and "written anew" in said, said
+    if outcome in (REWRITTEN, REBUILT):
+        assert written.read_bytes() != bad_bytes
     else:
-        assert (out / bad.name).read_bytes() == bad.read_bytes() and f"carried {bad} as it is (" in r.stderr
-    assert kseg("verify", out).returncode == (0 if mode == "skip" else 1)
+        assert not written.exists() or written.read_bytes() != bad_bytes
+    if MATRIX[writer].output_check == "verify":
+        v = kseg("verify", out)
+        assert v.returncode == 0, v.stdout

@@ -12,8 +12,8 @@ from typing import Any
 
 import click
 
-from kseg.cli.common import (EXIT_DATA, EXIT_OK, SIZE, guarded, index_interval_option, jobs_option,
-                             max_decompressed_option, recovery_options, report_format_option)
+from kseg.cli.common import (EXIT_DATA, EXIT_OK, SIZE, carried_damage_option, guarded, index_interval_option,
+                             jobs_option, max_decompressed_option, recovery_options, report_format_option)
 from kseg.cli.storage import remote_output, say_report
 from kseg.errors import InputError
 from kseg.log.atomic import check_output, write_atomic
@@ -32,6 +32,7 @@ from kseg.render.salvage import CRC_FAILED_MARK, write_crc_failed, write_salvage
 @index_interval_option
 @report_format_option
 @max_decompressed_option
+@carried_damage_option
 @jobs_option
 @guarded
 @remote_output
@@ -59,11 +60,11 @@ def salvage_for_repair(input_path: Path, output: Path | None, fmt: str, **option
 
 
 def salvage_options(*, dry_run: bool, force: bool, no_index: bool, max_batch_bytes: int, index_interval_bytes: int,
-                    max_decompressed_bytes: int, keep_crc_failed: bool = False) -> SalvageOptions:
+                    max_decompressed_bytes: int, on_damage: str, keep_crc_failed: bool = False) -> SalvageOptions:
     """salvage's options (``kseg salvage`` and ``kseg spark salvage``)."""
     return SalvageOptions(dry_run=dry_run, force=force, index=not no_index, index_interval_bytes=index_interval_bytes,
                           max_decompressed_bytes=max_decompressed_bytes, max_batch_bytes=max_batch_bytes,
-                          keep_crc_failed=keep_crc_failed)
+                          keep_crc_failed=keep_crc_failed, on_damage=on_damage)
 
 
 def keep_crc_failed_file(input_path: Path, output: Path | None, keep: Path | None, *, dry_run: bool, force: bool,

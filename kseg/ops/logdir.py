@@ -68,7 +68,7 @@ class PartitionEnds:
 
 @dataclass
 class DamagedFiles:
-    """Files a rewrite carries over (producer snapshots, ``partition.metadata``, ``quorum-state``,
+    """Files a rewrite, repair or salvage carries over (producer snapshots, ``partition.metadata``, ``quorum-state``,
     ``meta.properties``) that fail their checks (``kseg verify``'s), and what ``on_damage`` made of
     each: ``stop`` raises at the first, ``skip`` leaves it out (a broker rebuilds producer state
     from the log without a snapshot, as it does when it finds one corrupt), ``carry`` copies it
@@ -104,7 +104,7 @@ def carry_file(src: Any, dst: Path, damaged: DamagedFiles | None) -> None:
     e = errors[0]
     if policy == STOP:
         dst.unlink(missing_ok=True)
-        raise IndexFileError(f"{e.message} (a file the rewrite carries over; use --on-damage skip to leave it "
+        raise IndexFileError(f"{e.message} (a file carried over beside the segments; use --on-damage skip to leave it "
                              "out or carry to copy it as it is)", file=str(src), position=e.position, where=e.where,
                              expected=e.expected, found=e.found)
     assert damaged is not None

@@ -19,7 +19,7 @@ from typing import Any, Iterator
 from kseg.companions.build import TxnEntry, build_indexes, build_txn_index
 from kseg.companions.check import check_standalone
 from kseg.companions.read import read_leader_epoch_checkpoint
-from kseg.companions.producer_state import leader_epoch_checkpoint
+from kseg.companions.producer_state import LeaderEpochs, leader_epoch_checkpoint
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError, KsegError, TruncatedError
 from kseg.findings import ERROR
@@ -27,6 +27,7 @@ from kseg.facts.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, RECORD_BATCH_
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log import identity
 from kseg.log.atomic import TMP_SUFFIX, AtomicDir, AtomicFile, check_output, write_atomic
+from kseg.log.checks import STOP
 from kseg.log.control import control_info
 from kseg.log.records import batch_records
 from kseg.log.listing import (
@@ -48,6 +49,7 @@ from kseg.log.segment import (
     segment_file_name,
 )
 from kseg.model import Batch
+from kseg.ops.logdir import DamagedFiles, carry_file
 from kseg.storage import as_path, copy_file, copy_times
 
 CONTROL_ABORT, CONTROL_COMMIT = 0, 1
@@ -67,6 +69,7 @@ class RepairOptions:
     index: bool = True
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+    on_damage: str = STOP  # a file carried over beside the segments that fails its checks (``DamagedFiles``)
 
 
 @dataclass
@@ -125,16 +128,29 @@ class PartitionRepair:
     # producer snapshots the broker cannot read (file, problem): it deletes such a snapshot when it
     # loads one and rebuilds producer state from the log, and so does the repair
     snapshots_corrupt: list[tuple[str, str]] = field(default_factory=list)
+    # a leader-epoch-checkpoint the broker cannot read (its problem): the broker takes the log
+    # directory offline; the repair writes it anew from the batches kept, as recovery assigns them
+    epochs_rebuilt: str | None = None
+    epochs: list[tuple[int, int]] = field(default_factory=list)  # its entries when rebuilt
+    damaged_files: DamagedFiles = field(default_factory=DamagedFiles)  # other files carried over
 
     @property
     def cuts(self) -> list[SegmentRepair]:
         return [s for s in self.segments if s.cut is not None]
 
+    @property
+    def mended(self) -> bool:
+        """Something was cut, dropped, rebuilt or left out because it failed its checks."""
+        return bool(self.cuts or self.snapshots_corrupt or self.epochs_rebuilt or self.damaged_files)
+
     def as_json(self) -> dict[str, Any]:
         return {"path": self.path, "topic": self.topic, "partition": self.partition,
                 "log_end_offset": self.log_end_offset, "segments": [s.as_json() for s in self.segments],
                 "epochs_dropped": [list(e) for e in self.epochs_dropped], "snapshots_dropped": self.snapshots_dropped,
-                "snapshots_corrupt": [{"file": f, "problem": why} for f, why in self.snapshots_corrupt]}
+                "snapshots_corrupt": [{"file": f, "problem": why} for f, why in self.snapshots_corrupt],
+                "epochs_rebuilt": None if self.epochs_rebuilt is None else {
+                    "problem": self.epochs_rebuilt, "entries": [list(e) for e in self.epochs]},
+                "damaged_files": self.damaged_files.as_json()}
 
 
 @dataclass
@@ -146,8 +162,8 @@ class RepairReport:
 
     @property
     def ok(self) -> bool:
-        """True when nothing had to be cut or dropped."""
-        return not any(p.cuts or p.snapshots_corrupt for p in self.partitions)
+        """True when nothing had to be cut, dropped or rebuilt."""
+        return not any(p.mended for p in self.partitions)
 
     def as_json(self) -> dict[str, Any]:
         segs = [s for p in self.partitions for s in p.segments]
@@ -329,8 +345,9 @@ def repair_partition(segs: list[Path], out_dir: Path | None, o: RepairOptions, *
     """Recover one partition's segments (in offset order) into ``out_dir`` (None: dry run)."""
     parsed = partition_of(folder) if folder is not None else None
     pr = PartitionRepair(str(folder if folder is not None else segs[0]), parsed[0] if parsed else None,
-                         parsed[1] if parsed else None)
+                         parsed[1] if parsed else None, damaged_files=DamagedFiles(o.on_damage))
     txn = _TxnState()
+    epochs = LeaderEpochs()  # as recovery assigns them, for a checkpoint the broker cannot read
     cut_seen = False
     for path in segs:
         if cut_seen:
@@ -339,6 +356,8 @@ def repair_partition(segs: list[Path], out_dir: Path | None, o: RepairOptions, *
         kept: list[Batch] = []
         txns: list[TxnEntry] = []
         rep = scan_segment(path, txn, o.max_decompressed_bytes, kept, txns)
+        for b in kept:
+            epochs.on_batch(b)
         pr.segments.append(rep)
         if rep.last_offset is not None:
             pr.log_end_offset = rep.last_offset + 1
@@ -360,29 +379,27 @@ def repair_partition(segs: list[Path], out_dir: Path | None, o: RepairOptions, *
             if txns:
                 write_atomic(companion_path(dst, TXN_INDEX_SUFFIX), build_txn_index(txns))
     if folder is not None:
-        _partition_files(folder, out_dir, pr)
+        _partition_files(folder, out_dir, pr, epochs)
     return pr
 
 
-def _partition_files(folder: Path, out_dir: Path | None, pr: PartitionRepair, *, rebuilt: bool = False) -> None:
+def _partition_files(folder: Path, out_dir: Path | None, pr: PartitionRepair, epochs: LeaderEpochs) -> None:
     """leader-epoch-checkpoint truncated at the new log end (LeaderEpochFileCache.truncateFromEnd),
-    producer snapshots past it dropped, the other files of the folder copied; with ``rebuilt``
-    (the caller writes the checkpoint and the snapshots) only the other files."""
+    or written anew from ``epochs`` (the batches kept) when the broker cannot read it; producer
+    snapshots past the new end or unreadable dropped; the other files carried over."""
     leo = pr.log_end_offset
     lec = folder / LEADER_EPOCH_FILE
-    if lec.is_file() and not rebuilt:
-        try:
-            entries = [(e.epoch, e.start_offset) for e in read_leader_epoch_checkpoint(lec).entries]
-        except KsegError:
-            entries = None
+    if lec.is_file():
+        entries, problem = _leader_epochs(lec)
         if entries is not None:
             keep = [e for e in entries if leo is None or e[1] < leo]
             pr.epochs_dropped = [e for e in entries if e not in keep]
-            if out_dir is not None:
-                write_atomic(out_dir / lec.name, leader_epoch_checkpoint(keep))
-        elif out_dir is not None:
-            copy_file(lec, out_dir / lec.name)
-    for snap in [] if rebuilt else sorted(folder.glob("*.snapshot")):
+        else:
+            pr.epochs_rebuilt, keep = problem, list(epochs.entries)
+            pr.epochs = keep
+        if out_dir is not None:
+            write_atomic(out_dir / lec.name, leader_epoch_checkpoint(keep))
+    for snap in sorted(folder.glob("*.snapshot")):
         at = base_offset_of(snap)
         if leo is not None and at is not None and at > leo:
             pr.snapshots_dropped.append(str(snap))
@@ -390,14 +407,34 @@ def _partition_files(folder: Path, out_dir: Path | None, pr: PartitionRepair, *,
         problem = _snapshot_problem(snap, out_dir)
         if problem is not None:
             pr.snapshots_corrupt.append((str(snap), problem))
-    if out_dir is None:
-        return
-    # Everything else the folder holds (partition.metadata, KRaft quorum-state and snapshot
-    # .checkpoint files ...) is copied as it is; old segments' leftovers are not.
-    for other in sorted(folder.iterdir()):
-        if (other.is_file() and other.suffix not in SEGMENT_SUFFIXES + TRANSIENT_SUFFIXES
-                and other.name != lec.name and not other.name.endswith(TMP_SUFFIX)):
-            copy_file(other, out_dir / other.name)
+    carry_other_files(folder, out_dir, pr.damaged_files)
+
+
+def carry_other_files(folder: Path, out_dir: Path | None, damaged: DamagedFiles) -> None:
+    """What else a partition folder holds (partition.metadata, KRaft quorum-state and snapshot
+    .checkpoint files ...), carried over once it passes its checks, else as ``damaged`` says
+    (a dry run checks them as the run would); old segments' leftovers are not carried."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kseg-carried-") as tmp:
+        for other in sorted(folder.iterdir()):
+            if (other.is_file() and other.suffix not in SEGMENT_SUFFIXES + TRANSIENT_SUFFIXES
+                    and other.name != LEADER_EPOCH_FILE and not other.name.endswith(TMP_SUFFIX)):
+                carry_file(other, (out_dir or Path(tmp)) / other.name, damaged)
+
+
+def _leader_epochs(path: Any) -> tuple[list[tuple[int, int]] | None, str | None]:
+    """A leader-epoch-checkpoint's entries, or None and why the broker cannot read it (the
+    first of verify's errors). Read once, from a local copy (an archive member or an object)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kseg-checkpoint-") as tmp:
+        copy = Path(tmp) / path.name
+        copy_file(path, copy)
+        errors = [f for f in check_standalone(copy) if f.severity == ERROR]
+        if errors:
+            return None, errors[0].line(under=errors[0].file)
+        return [(e.epoch, e.start_offset) for e in read_leader_epoch_checkpoint(copy).entries], None
 
 
 def _snapshot_problem(snap: Any, out_dir: Path | None) -> str | None:

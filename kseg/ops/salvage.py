@@ -35,7 +35,7 @@ from kseg.facts.primitives import INT32_MAX, INT64_MAX
 from kseg.facts.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, RECORD_BATCH_OVERHEAD
 from kseg.log import identity
 from kseg.log.atomic import AtomicFile, write_atomic
-from kseg.log.checks import batch_damage, crc_ok
+from kseg.log.checks import STOP, batch_damage, crc_ok
 from kseg.log.decode import scan_entries
 from kseg.log.records import batch_records
 from kseg.log.salvage_scan import FOUND, MORE, NONE, Limits, find, next_batch
@@ -43,7 +43,8 @@ from kseg.log.listing import (INDEX_SUFFIX, LEADER_EPOCH_FILE, LOG_SUFFIX, PRODU
                                TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 from kseg.log.segment import base_offset_of, partition_of, segment_file_name
 from kseg.model import Batch, Record
-from kseg.ops.repair import _groups, _partition_files, record_count
+from kseg.ops.logdir import DamagedFiles
+from kseg.ops.repair import _groups, carry_other_files, record_count
 from kseg.ops.repair import _TxnState as TxnState  # the one reckoning of open and aborted transactions
 from kseg.ops.executors import Operation, execute, weight_of
 from kseg.ops.staging import Stage, open_stage, publishing, watched, write_into
@@ -74,6 +75,7 @@ class SalvageOptions:
     # Keep the records of the batches that frame, decompress and parse but fail their CRC (in the
     # report, for a separate file, never in the partition): untrusted, but sometimes all there is.
     keep_crc_failed: bool = False
+    on_damage: str = STOP  # a file carried over beside the segments that fails its checks (``DamagedFiles``)
 
 
 @dataclass
@@ -166,6 +168,7 @@ class PartitionSalvage:
     # entries, and each producer snapshot written (its file name and producer count).
     leader_epochs: list[tuple[int, int]] | None = None
     snapshots: list[tuple[str, int]] = field(default_factory=list)
+    damaged_files: DamagedFiles = field(default_factory=DamagedFiles)  # files carried over that fail their checks
 
     @property
     def lost(self) -> list[LostRange]:
@@ -175,7 +178,8 @@ class PartitionSalvage:
         return {"path": self.path, "topic": self.topic, "partition": self.partition,
                 "log_end_offset": self.log_end_offset, "segments": [s.as_json() for s in self.segments],
                 "leader_epochs": None if self.leader_epochs is None else [list(e) for e in self.leader_epochs],
-                "producer_snapshots": [{"file": n, "producers": c} for n, c in self.snapshots]}
+                "producer_snapshots": [{"file": n, "producers": c} for n, c in self.snapshots],
+                "damaged_files": self.damaged_files.as_json()}
 
 
 @dataclass
@@ -191,8 +195,8 @@ class SalvageReport:
 
     @property
     def ok(self) -> bool:
-        """True when every byte of the input was kept."""
-        return not self.lost
+        """True when every byte of the input was kept, and every file carried over passed its checks."""
+        return not self.lost and not any(p.damaged_files for p in self.partitions)
 
     @property
     def crc_failed(self) -> list[CrcFailedBatch] | None:
@@ -515,7 +519,7 @@ def salvage_partition(segs: list[Path], out_dir: Path | None, o: SalvageOptions,
     """Salvage one partition's segments (in offset order) into ``out_dir`` (None: dry run)."""
     parsed = partition_of(folder) if folder is not None else None
     pr = PartitionSalvage(str(folder if folder is not None else segs[0]), parsed[0] if parsed else None,
-                          parsed[1] if parsed else None)
+                          parsed[1] if parsed else None, damaged_files=DamagedFiles(o.on_damage))
     txn = TxnState()
     rebuild = _Rebuild()
     pending: list[LostRange] = []  # lost ranges waiting for the next kept batch to bound them
@@ -566,7 +570,7 @@ def salvage_partition(segs: list[Path], out_dir: Path | None, o: SalvageOptions,
     for r in pending:  # after the partition's last kept batch: nothing says where its offsets end
         r.at_end = True
     if folder is not None:
-        _partition_files(folder, out_dir, pr, rebuilt=True)  # type: ignore[arg-type]
+        carry_other_files(folder, out_dir, pr.damaged_files)
         _write_rebuilt(rebuild, out_dir, pr)
     return pr
 

@@ -77,6 +77,8 @@ def write_salvage(report: Any, out: TextIO, fmt: str) -> None:
             snaps = ", ".join(f"{name} ({n} producer{'s' if n != 1 else ''})" for name, n in p.snapshots)
             out.write(f"{printable(p.path)}: rebuilt from the batches kept: leader-epoch-checkpoint ({epochs})"
                       + (f"; producer snapshots {snaps}" if snaps else "") + "\n")
+        if p.damaged_files:
+            out.write(f"{printable(p.path)}: {p.damaged_files.line()}\n")
     where = "dry run, nothing written" if report.dry_run else f"written to {printable(report.output)}"
     lost = (f"{doc['ranges_lost']} range(s) lost, {doc['bytes_lost']} bytes" if doc["ranges_lost"]
             else "nothing lost")

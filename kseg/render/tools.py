@@ -59,6 +59,12 @@ def write_repair(report: Any, out: TextIO, fmt: str) -> None:
         for snap, why in p.snapshots_corrupt:
             out.write(f"{printable(snap)}: producer snapshot the broker cannot read ({printable(why)}): dropped, as the "
                       "broker deletes it and rebuilds producer state from the log\n")
+        if p.epochs_rebuilt is not None:
+            epochs = ", ".join(f"epoch {e} from offset {o}" for e, o in p.epochs) or "no epoch (no v2 batch kept)"
+            out.write(f"{printable(p.path)}: leader-epoch-checkpoint the broker cannot read ({printable(p.epochs_rebuilt)}): "
+                      f"written anew from the batches kept ({epochs})\n")
+        if p.damaged_files:
+            out.write(f"{printable(p.path)}: {p.damaged_files.line()}\n")
     where = "dry run, nothing written" if report.dry_run else f"written to {printable(report.output)}"
     out.write(f"{doc['segments_truncated']} segment(s) truncated, {doc['segments_deleted']} deleted, "
               f"{doc['bytes_lost']} bytes and {doc['records_lost']} records lost ({where})\n")
