@@ -541,15 +541,24 @@ def _bad_epochs(folder: Path) -> Path:
     return folder / "leader-epoch-checkpoint"
 
 
+def _bad_bootstrap(logdir: Path) -> Path:
+    """KRaft's bootstrap.checkpoint at the log directory's root (record batches): a torn tail."""
+    boot = logdir / "bootstrap.checkpoint"
+    boot.write_bytes(boot.read_bytes() + bytes(4))
+    return boot
+
+
 CARRIED_DAMAGES = {"partition.metadata": _bad_metadata, "producer snapshot": _bad_snapshot,
-                   "leader-epoch-checkpoint": _bad_epochs}
+                   "leader-epoch-checkpoint": _bad_epochs, "bootstrap.checkpoint": _bad_bootstrap}
+IN_LOG_DIR = {"bootstrap.checkpoint"}  # damaged in a whole log directory, the others in a partition folder
 # What each writer makes of a damaged file beside the segments:
 POLICY = "follows --on-damage"  # stop names it and writes nothing; skip leaves it out; carry copies it; both exit 1
 LEFT = "not carried, whatever it holds"  # exit 0; the output has no such file, or one of its own
 REWRITTEN = "written anew from the batches written"  # exit 0; the output's file is sound
 DROPPED = "dropped, said"  # exit 1: the broker deletes a snapshot it cannot read (repair does as it does)
 REBUILT = "written anew from the batches kept, said"  # exit 1: a broker cannot load the partition with it
-_REWRITE = {"partition.metadata": POLICY, "producer snapshot": POLICY, "leader-epoch-checkpoint": REWRITTEN}
+_REWRITE = {"partition.metadata": POLICY, "producer snapshot": POLICY, "leader-epoch-checkpoint": REWRITTEN,
+            "bootstrap.checkpoint": POLICY}
 # Every writer of the failure matrix has its row (a new one fails the test below until it has).
 CARRIED_ROWS: dict[str, dict[str, str] | str] = {
     "up-convert": _REWRITE,
@@ -557,8 +566,10 @@ CARRIED_ROWS: dict[str, dict[str, str] | str] = {
     "compact": _REWRITE,
     "down-convert": {**_REWRITE, "producer snapshot": LEFT},  # v0/v1 batches carry no producer state
     "rebase": {**_REWRITE, "producer snapshot": LEFT},  # its offsets no longer hold
-    "repair": {"partition.metadata": POLICY, "producer snapshot": DROPPED, "leader-epoch-checkpoint": REBUILT},
-    "salvage": {"partition.metadata": POLICY, "producer snapshot": REWRITTEN, "leader-epoch-checkpoint": REWRITTEN},
+    "repair": {"partition.metadata": POLICY, "producer snapshot": DROPPED, "leader-epoch-checkpoint": REBUILT,
+               "bootstrap.checkpoint": POLICY},
+    "salvage": {"partition.metadata": POLICY, "producer snapshot": REWRITTEN, "leader-epoch-checkpoint": REWRITTEN,
+                "bootstrap.checkpoint": POLICY},
     "export": dict.fromkeys(CARRIED_DAMAGES, LEFT),  # records into Parquet, no partition folder
     "bundle": "a support bundle is the evidence: it takes every file byte for byte, damage included",
     "build": "build reads JSON lines and writes its own partition: nothing is carried over",
@@ -579,15 +590,16 @@ def test_a_damaged_file_carried_over_follows_the_policy(tmp_path, writer, damage
     """A file a writer carries over beside the segments (a producer snapshot, partition.metadata,
     the leader-epoch-checkpoint) that fails verify's checks is never carried silently: it follows
     --on-damage, or the writer writes its own, or drops it as the broker would, and says so."""
-    src = tmp_path / "in" / "txn-0"
-    shutil.copytree(CARRIED_FIXTURE, src)
+    src = tmp_path / "in" / ("logdir" if damage in IN_LOG_DIR else "txn-0")
+    shutil.copytree(CARRIED_FIXTURE.parent if damage in IN_LOG_DIR else CARRIED_FIXTURE, src)
     bad = CARRIED_DAMAGES[damage](src)
     bad_bytes = bad.read_bytes()
     v = kseg("verify", src)
     assert v.returncode == 1 and str(bad) in v.stdout, v.stdout
     out = tmp_path / "out"
     outcome = CARRIED_ROWS[writer][damage]  # type: ignore[index]
-    r = kseg(writer, *MATRIX[writer].argv(str(src), str(out)), *(["--on-damage", mode] if outcome == POLICY else []))
+    extra = ["--codec", "gzip"] if writer == "down-convert" and damage in IN_LOG_DIR else []  # zstd in the log directory
+    r = kseg(writer, *MATRIX[writer].argv(str(src), str(out)), *extra, *(["--on-damage", mode] if outcome == POLICY else []))
     said = r.stdout + r.stderr
     assert "Traceback" not in said
     if outcome == POLICY and mode == "stop":

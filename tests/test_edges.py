@@ -7,6 +7,7 @@ shared read-only data folder (copied into tmp_path when a test changes them).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -430,6 +431,27 @@ def test_a_recompressed_log_directory_is_drop_in(ldi_copy, tmp_path) -> None:
     assert (out / "__cluster_metadata-0" / "quorum-state").is_file()
     r = cli("verify", "-v", out)
     assert r.exit_code == 0 and "meta.properties: ok" in r.output, r.output
+
+
+@pytest.mark.parametrize("command", ["repair", "salvage"])
+def test_a_repaired_log_directory_is_drop_in(ldi_copy, tmp_path, command) -> None:
+    """repair and salvage of a log directory: its own files carried over (a KRaft broker does not
+    start without meta.properties), its checkpoints at the ends recovery left."""
+    log = ldi_copy / "__consumer_offsets-6" / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    data[-5] ^= 0xFF  # the last batch's CRC no longer matches: recovery cuts it
+    log.write_bytes(bytes(data))
+    out = tmp_path / "out"
+    r = cli(command, "--format", "json", ldi_copy, "-o", out)
+    assert r.exit_code == 1, r.stderr
+    ends = {(p["topic"], str(p["partition"])): p["log_end_offset"] for p in json.loads(r.stdout)["partitions"]}
+    assert ends[("__consumer_offsets", "6")] < 13 and ends[("TestTopicPatient", "0")] == 3
+    assert (out / "meta.properties").read_text() == META_V1
+    assert (out / "bootstrap.checkpoint").read_bytes() == (ldi_copy / "bootstrap.checkpoint").read_bytes()
+    assert _checkpoint(out / "recovery-point-offset-checkpoint") == ends
+    assert _checkpoint(out / "replication-offset-checkpoint") == ends
+    assert _checkpoint(out / "cleaner-offset-checkpoint")[("__consumer_offsets", "6")] == ends[("__consumer_offsets", "6")]
+    assert cli("verify", out).exit_code == 0
 
 
 def test_a_rebased_partition_drops_producer_state_and_moves_its_checkpoints(ldi_copy, tmp_path) -> None:

@@ -220,7 +220,8 @@ LAZY = {m: lazy_references(m) for m in MODULES if lazy_references(m)}
 
 # The modules that name what they load on use.
 LAZY_IN = ["kseg", "kseg.cli.dump", "kseg.cli.main", "kseg.cli.repair", "kseg.cli.stats", "kseg.cli.verify", "kseg.codecs", "kseg.decoders",
-           "kseg.ops.dump", "kseg.ops.dump_split", "kseg.ops.executors", "kseg.ops.sniff", "kseg.ops.verify",
+           "kseg.ops.dump", "kseg.ops.dump_split", "kseg.ops.executors", "kseg.ops.logdir", "kseg.ops.sniff",
+           "kseg.ops.verify",
            "kseg.render.dump"]
 
 
@@ -230,7 +231,7 @@ def test_lazy_references_are_where_they_are_meant_to_be() -> None:
     and lz4 codecs, the decoder families, the registry a worker that is not forked is given,
     the pre-0.8 reader for sniffing, verifying and dumping 0.7 files, the companion files'
     reading and lines in a dump, the cuts of a dump in slices, repair's --salvage and stats'
-    --html); that each
+    --html, verify's check of a file a writer carries over); that each
     target lies below (or beside) its user is test_imports_point_down's job."""
     assert sorted(LAZY) == LAZY_IN
 

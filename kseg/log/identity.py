@@ -133,6 +133,17 @@ def watching(root: Any = None) -> Iterator[None]:
         _first = saved
 
 
+@contextmanager
+def unwatched() -> Iterator[None]:
+    """Reads inside that are not the writer's inputs (a copy it made and checks): not recorded."""
+    global _first
+    saved, _first = _first, None
+    try:
+        yield
+    finally:
+        _first = saved
+
+
 def _key(path: Any) -> str | None:
     if not isinstance(path, Path):
         return None

@@ -25,10 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from kseg.companions.check import check_standalone
 from kseg.companions.read import parse_offset_checkpoint
 from kseg.errors import IndexFileError, KsegError
-from kseg.findings import ERROR
+from kseg.lazy import load
 from kseg.log.atomic import write_atomic
 from kseg.log.checks import SKIP, STOP
 from kseg.log.listing import (
@@ -49,6 +48,8 @@ from kseg.log.segment import Segment, base_offset_of, partition_of, partition_se
 from kseg.printable import printable
 from kseg.storage import copy_file
 
+# verify's check of one file, loaded when a file is carried over
+FILE_ERRORS = "kseg.ops.verify:file_errors"
 CARRIED_ROOT_FILES = (META_PROPERTIES, BOOTSTRAP_FILE)
 CARRIED_PARTITION_FILES = (PARTITION_METADATA_FILE, QUORUM_STATE_FILE)
 # Rewrites that keep every offset and every producer field of the batches they keep.
@@ -97,7 +98,7 @@ def carry_file(src: Any, dst: Path, damaged: DamagedFiles | None) -> None:
     """``src`` copied to ``dst`` once it passes its checks, else as ``damaged.on_damage`` says
     (checked on the copy: an archive member or an object is read once)."""
     copy_file(src, dst)
-    errors = [f for f in check_standalone(dst) if f.severity == ERROR]
+    errors = load(FILE_ERRORS)(dst)
     if not errors:
         return
     policy = damaged.on_damage if damaged is not None else STOP

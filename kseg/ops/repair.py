@@ -17,12 +17,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from kseg.companions.build import TxnEntry, build_indexes, build_txn_index
-from kseg.companions.check import check_standalone
 from kseg.companions.read import read_leader_epoch_checkpoint
 from kseg.companions.producer_state import LeaderEpochs, leader_epoch_checkpoint
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError, KsegError, TruncatedError
-from kseg.findings import ERROR
 from kseg.facts.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, RECORD_BATCH_OVERHEAD, RECORD_COUNT_POSITION
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log import identity
@@ -49,7 +47,8 @@ from kseg.log.segment import (
     segment_file_name,
 )
 from kseg.model import Batch
-from kseg.ops.logdir import DamagedFiles, carry_file
+from kseg.ops.logdir import DamagedFiles, PartitionEnds, carry_file, checkpointed_ends, finish_log_dir
+from kseg.ops.verify import file_errors
 from kseg.storage import as_path, copy_file, copy_times
 
 CONTROL_ABORT, CONTROL_COMMIT = 0, 1
@@ -139,6 +138,15 @@ class PartitionRepair:
         return [s for s in self.segments if s.cut is not None]
 
     @property
+    def ends(self) -> PartitionEnds | None:
+        """Where its log starts and ends after recovery, for the log directory's checkpoints."""
+        kept = [s for s in self.segments if s.action != DELETED]
+        if not kept or self.log_end_offset is None:
+            return None
+        start = base_offset_of(kept[0].file)
+        return PartitionEnds(self.log_end_offset if start is None else start, self.log_end_offset)
+
+    @property
     def mended(self) -> bool:
         """Something was cut, dropped, rebuilt or left out because it failed its checks."""
         return bool(self.cuts or self.snapshots_corrupt or self.epochs_rebuilt or self.damaged_files)
@@ -159,11 +167,12 @@ class RepairReport:
     output: str | None
     dry_run: bool
     partitions: list[PartitionRepair] = field(default_factory=list)
+    damaged_files: DamagedFiles = field(default_factory=DamagedFiles)  # a log directory's own, carried over
 
     @property
     def ok(self) -> bool:
         """True when nothing had to be cut, dropped or rebuilt."""
-        return not any(p.mended for p in self.partitions)
+        return not any(p.mended for p in self.partitions) and not self.damaged_files
 
     def as_json(self) -> dict[str, Any]:
         segs = [s for p in self.partitions for s in p.segments]
@@ -173,7 +182,7 @@ class RepairReport:
             "segments_deleted": sum(1 for s in segs if s.action == DELETED),
             "bytes_lost": sum(s.cut.bytes_lost for s in segs if s.cut),
             "records_lost": sum(s.cut.records_lost for s in segs if s.cut),
-            "partitions": [p.as_json() for p in self.partitions],
+            "partitions": [p.as_json() for p in self.partitions], "damaged_files": self.damaged_files.as_json(),
         }
 
 
@@ -431,7 +440,7 @@ def _leader_epochs(path: Any) -> tuple[list[tuple[int, int]] | None, str | None]
     with tempfile.TemporaryDirectory(prefix="kseg-checkpoint-") as tmp:
         copy = Path(tmp) / path.name
         copy_file(path, copy)
-        errors = [f for f in check_standalone(copy) if f.severity == ERROR]
+        errors = file_errors(copy)
         if errors:
             return None, errors[0].line(under=errors[0].file)
         return [(e.epoch, e.start_offset) for e in read_leader_epoch_checkpoint(copy).entries], None
@@ -446,7 +455,7 @@ def _snapshot_problem(snap: Any, out_dir: Path | None) -> str | None:
     with tempfile.TemporaryDirectory(prefix="kseg-snapshot-") as tmp:
         copy = (out_dir or Path(tmp)) / snap.name
         copy_file(snap, copy)
-        errors = [f for f in check_standalone(copy) if f.severity == ERROR]
+        errors = file_errors(copy)
         if errors:
             copy.unlink(missing_ok=True)
             return errors[0].line(under=errors[0].file)
@@ -468,7 +477,7 @@ def _repair(input_path: Path, output: Path | None, o: RepairOptions) -> RepairRe
         raise InputError("no such file or directory", file=str(src))
     if output is None and not o.dry_run:
         raise InputError("give -o/--output, or --dry-run")
-    report = RepairReport(str(src), None if o.dry_run else str(output), o.dry_run)
+    report = RepairReport(str(src), None if o.dry_run else str(output), o.dry_run, damaged_files=DamagedFiles(o.on_damage))
     if not o.dry_run:
         assert output is not None
         check_output([src], output, force=o.force)
@@ -495,6 +504,7 @@ def _repair(input_path: Path, output: Path | None, o: RepairOptions) -> RepairRe
         return report
     assert output is not None
     with AtomicDir(output) as root:
+        named: list[tuple[Path, PartitionEnds | None]] = []
         for folder, segs in groups:
             dst = root.tmp if folder == src else root.tmp / folder.name
             dst.mkdir(parents=True, exist_ok=True)
@@ -503,6 +513,10 @@ def _repair(input_path: Path, output: Path | None, o: RepairOptions) -> RepairRe
                 if s.output:
                     s.output = str(output / Path(s.output).relative_to(root.tmp))
             report.partitions.append(pr)
+            if folder != src:
+                named.append((dst, pr.ends))
+        if named:  # a log directory: its checkpoints at the recovered ends, its own files carried over
+            finish_log_dir(src, root.tmp, "repair", checkpointed_ends(named), report.damaged_files)
         identity.require_unchanged()  # every segment as it still is: else nothing is published
     return report
 

@@ -43,7 +43,7 @@ from kseg.log.listing import (INDEX_SUFFIX, LEADER_EPOCH_FILE, LOG_SUFFIX, PRODU
                                TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 from kseg.log.segment import base_offset_of, partition_of, segment_file_name
 from kseg.model import Batch, Record
-from kseg.ops.logdir import DamagedFiles
+from kseg.ops.logdir import DamagedFiles, PartitionEnds, checkpointed_ends, finish_log_dir
 from kseg.ops.repair import _groups, carry_other_files, record_count
 from kseg.ops.repair import _TxnState as TxnState  # the one reckoning of open and aborted transactions
 from kseg.ops.executors import Operation, execute, weight_of
@@ -174,6 +174,14 @@ class PartitionSalvage:
     def lost(self) -> list[LostRange]:
         return [r for s in self.segments for r in s.lost]
 
+    @property
+    def ends(self) -> PartitionEnds | None:
+        """Where its log starts and ends as salvaged, for the log directory's checkpoints."""
+        if not self.segments or self.log_end_offset is None:
+            return None
+        start = base_offset_of(self.segments[0].file)
+        return PartitionEnds(self.log_end_offset if start is None else start, self.log_end_offset)
+
     def as_json(self) -> dict[str, Any]:
         return {"path": self.path, "topic": self.topic, "partition": self.partition,
                 "log_end_offset": self.log_end_offset, "segments": [s.as_json() for s in self.segments],
@@ -188,6 +196,7 @@ class SalvageReport:
     output: str | None
     dry_run: bool
     partitions: list[PartitionSalvage] = field(default_factory=list)
+    damaged_files: DamagedFiles = field(default_factory=DamagedFiles)  # a log directory's own, carried over
 
     @property
     def lost(self) -> list[LostRange]:
@@ -196,7 +205,7 @@ class SalvageReport:
     @property
     def ok(self) -> bool:
         """True when every byte of the input was kept, and every file carried over passed its checks."""
-        return not self.lost and not any(p.damaged_files for p in self.partitions)
+        return not self.lost and not self.damaged_files and not any(p.damaged_files for p in self.partitions)
 
     @property
     def crc_failed(self) -> list[CrcFailedBatch] | None:
@@ -213,7 +222,7 @@ class SalvageReport:
             "bytes_lost": sum(r.bytes for r in self.lost), "ranges_lost": len(self.lost),
             **({} if crc_failed is None else {"crc_failed_batches": len(crc_failed),
                                               "crc_failed_records": sum(len(c.records) for c in crc_failed)}),
-            "partitions": [p.as_json() for p in self.partitions],
+            "partitions": [p.as_json() for p in self.partitions], "damaged_files": self.damaged_files.as_json(),
         }
 
 
@@ -681,12 +690,19 @@ def merge(partials: Iterable[SalvagePartial], job: SalvageJob) -> SalvageReport:
     dry = job.options.dry_run
     report: SalvageReport | None = None
     seen: list[dict] = []
-    with publishing(None if dry else job.output, seen, force=job.options.force):
+    named: list[tuple[Path, PartitionEnds | None]] = []
+    with publishing(None if dry else job.output, seen, force=job.options.force) as folder:
         for p in partials:
             if report is None:
-                report = SalvageReport(str(as_path(p.source)), None if dry else job.output, dry)
+                report = SalvageReport(str(as_path(p.source)), None if dry else job.output, dry,
+                                       damaged_files=DamagedFiles(job.options.on_damage))
             report.partitions.append(p.partition)
             seen.append(p.seen)
+            if folder is not None and Path(p.partition.path) != Path(p.source) and p.partition.topic is not None:
+                named.append((folder / Path(p.partition.path).name, p.partition.ends))
+        if named and folder is not None:  # a log directory: its checkpoints at the salvaged ends, its own files
+            assert report is not None
+            finish_log_dir(as_path(report.input), folder, "salvage", checkpointed_ends(named), report.damaged_files)
     assert report is not None, "a plan of no units"
     return report
 

@@ -27,7 +27,7 @@ from kseg.formats.attributes import CODEC_MASK, CODEC_PLUGIN, CREATE_TIME, PLUGI
 from kseg.lazy import load
 from kseg.log.checks import V2_UNDEFINED_BITS, RecordCheck, header_errors, record_check, sound_v2_run
 from kseg.log.control import control_info
-from kseg.log import listing
+from kseg.log import identity, listing
 from kseg.log.listing import (
     COMPANION_SUFFIXES,
     INDEX_SUFFIXES,
@@ -494,6 +494,15 @@ def is_companion(path: Path) -> bool:
     partition folders and log directories."""
     return (path.suffix in COMPANION_SUFFIXES + TIERED_EPOCH_SUFFIXES or path.name in PARTITION_TEXT_FILES
             or path.name in LOG_DIR_TEXT_FILES)
+
+
+def file_errors(path: Path) -> list[Finding]:
+    """verify's errors about one file by itself, whatever it is (a companion or text file, a
+    KRaft snapshot, the bootstrap): what a file carried over beside the segments is held to. It
+    is checked on the copy a writer made, which is not one of its inputs (``identity``)."""
+    with identity.unwatched():
+        findings = check_standalone(path) if is_companion(path) else verify_file(path, VerifyOptions())[0].problems
+    return [f for f in findings if f.severity == ERROR]
 
 
 def index_file_reports(fr: FileReport) -> list[FileReport]:

@@ -79,6 +79,8 @@ def write_salvage(report: Any, out: TextIO, fmt: str) -> None:
                       + (f"; producer snapshots {snaps}" if snaps else "") + "\n")
         if p.damaged_files:
             out.write(f"{printable(p.path)}: {p.damaged_files.line()}\n")
+    if report.damaged_files:
+        out.write(f"{printable(report.input)}: {report.damaged_files.line()}\n")
     where = "dry run, nothing written" if report.dry_run else f"written to {printable(report.output)}"
     lost = (f"{doc['ranges_lost']} range(s) lost, {doc['bytes_lost']} bytes" if doc["ranges_lost"]
             else "nothing lost")

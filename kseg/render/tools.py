@@ -65,6 +65,8 @@ def write_repair(report: Any, out: TextIO, fmt: str) -> None:
                       f"written anew from the batches kept ({epochs})\n")
         if p.damaged_files:
             out.write(f"{printable(p.path)}: {p.damaged_files.line()}\n")
+    if report.damaged_files:
+        out.write(f"{printable(report.input)}: {report.damaged_files.line()}\n")
     where = "dry run, nothing written" if report.dry_run else f"written to {printable(report.output)}"
     out.write(f"{doc['segments_truncated']} segment(s) truncated, {doc['segments_deleted']} deleted, "
               f"{doc['bytes_lost']} bytes and {doc['records_lost']} records lost ({where})\n")

@@ -186,3 +186,31 @@ def test_salvage_keeps_more_than_the_broker_and_the_broker_serves_it(written: Pa
     print(f"\n{kind}: {what}; {len(truth)} records written: salvage kept {len(salvaged)} "
           f"(lost {len(truth) - len(salvaged)}), the broker's recovery kept {len(recovered)} "
           f"(lost {len(truth) - len(recovered)})")
+
+
+@pytest.mark.parametrize("command", ["repair", "salvage"])
+def test_the_broker_starts_on_a_repaired_log_directory_as_it_is(written: Path, tmp_path: Path, command: str) -> None:
+    """The broker's whole log directory (its KRaft metadata log included) through ``repair`` or
+    ``salvage``: the output, taken as it is (its meta.properties, bootstrap and checkpoints are
+    the command's), is a log directory the broker starts on, serving exactly the records kept."""
+    work = tmp_path / "broker"
+    shutil.copytree(written, work, ignore=shutil.ignore_patterns("*.out"))
+    data = work / "data"
+    _damage(data / f"{TOPIC}-0", "zeros-active")
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, [command, str(data), "-o", str(out), "--format", "json"])
+    assert res.exit_code == 1, res.output
+    kept = _records(out / f"{TOPIC}-0")
+    assert kept and (out / "meta.properties").is_file()
+    shutil.rmtree(data)
+    shutil.copytree(out, data)
+    b = brokers.Broker(RELEASE, work)
+    try:
+        b.start()
+        served = _consume(b.bootstrap)
+        log = (work / "kafka.out").read_text(errors="replace")
+    finally:
+        b.stop()
+    assert served == kept
+    trouble = [line for line in log.splitlines() if re.search(r"\] ERROR |KafkaStorageException|offline", line)]
+    assert not trouble, trouble[:3]
