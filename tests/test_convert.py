@@ -458,7 +458,14 @@ def test_aborted_transactions_go_with_their_segments(tmp_path: Path, writer: str
                              for name, (pid, first, last, lso) in before]
 
 
-def test_a_damaged_txn_index_stops_the_rewrite(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["stop", "skip", "carry"])
+@pytest.mark.parametrize("writer", [w for w, row in TXN_WRITERS.items() if isinstance(row, tuple)])
+def test_a_damaged_txn_index_follows_the_policy(tmp_path: Path, writer: str, mode: str) -> None:
+    """A .txnindex that fails its checks is not carried silently: stop names it and writes
+    nothing; skip writes it anew from the partition's ABORT markers (leaving it out would have a
+    broker serve the aborted records): the same entries as the sound file's; carry copies it as it
+    is. Both say so and exit 1."""
+    before = _aborted(TXN_FIXTURE)
     src = tmp_path / "in" / "v2-txn-0"
     shutil.copytree(TXN_FIXTURE, src)
     txn = next(src.glob("*.txnindex"))
@@ -466,5 +473,36 @@ def test_a_damaged_txn_index_stops_the_rewrite(tmp_path: Path) -> None:
     data[0:2] = (7).to_bytes(2, "big")  # a version Kafka does not know
     txn.write_bytes(bytes(data))
     out = tmp_path / "out"
-    code, text = run("recompress", "--codec", "zstd", str(src), "-o", str(out))
-    assert code == 1 and str(txn) in text and not out.exists(), text
+    args, shift = TXN_WRITERS[writer]  # type: ignore[misc]
+    code, text = run(*args, str(src), "-o", str(out), "--on-damage", mode)
+    assert code == 1 and str(txn) in text, text
+    if mode == "stop":
+        assert not out.exists() and "--on-damage skip" in text, text
+        return
+    written = out / f"{int(txn.name.split('.')[0]) + shift:020d}.txnindex"
+    if mode == "carry":
+        assert written.read_bytes() == bytes(data) and f"carried {txn} as it is (" in text, text
+        return
+    assert f"wrote {txn} anew from the log (" in text, text
+    moved = lambda name: f"{int(name.split('.')[0]) + shift:020d}.txnindex"  # noqa: E731
+    assert _aborted(out) == [(moved(name), (pid, first + shift, last + shift, lso + shift))
+                             for name, (pid, first, last, lso) in before]
+    verify_ok(out)
+
+BROKER_TXN = sorted(Path(__file__).resolve().parent.parent.glob("fixtures/kafka-*/logdir/txn-0"))
+
+
+@pytest.mark.parametrize("folder", BROKER_TXN, ids=[p.parent.parent.name for p in BROKER_TXN])
+def test_a_txn_index_written_anew_is_the_brokers_own(tmp_path: Path, folder: Path) -> None:
+    """``--on-damage skip`` writes a damaged .txnindex anew from the ABORT markers: on every
+    release's transactional partition, byte for byte the file that release's broker wrote."""
+    src = tmp_path / "in" / folder.name
+    shutil.copytree(folder, src)
+    written = {p.name: p.read_bytes() for p in src.glob("*.txnindex")}
+    assert written
+    for name in written:
+        (src / name).write_bytes(b"\x00\x07" + written[name][2:])  # a version Kafka does not know
+    out = tmp_path / "out"
+    code, text = run("recompress", "--codec", "zstd", str(src), "-o", str(out), "--on-damage", "skip")
+    assert code == 1 and "anew from the log" in text, text
+    assert {p.name: p.read_bytes() for p in out.glob("*.txnindex")} == written

@@ -20,7 +20,7 @@ from kseg.log.listing import LOG_SUFFIX
 from kseg.log.segment import base_offset_of, log_dir_partitions, partition_segments, segment_file_name
 from kseg.ops import convert
 from kseg.ops.executors import Operation, execute, weight_of
-from kseg.ops.jobs import JobResult, Transform, WriteOptions, run_segment, progress_printer, run_partition
+from kseg.ops.jobs import CarriedTxns, JobResult, Transform, WriteOptions, progress_printer, run_partition, run_segment
 from kseg.ops.kafka07 import up_convert_kafka07
 from kseg.ops.logdir import PartitionEnds, checkpointed_ends, finish_log_dir, finish_partition
 from kseg.ops.skips import refuse_for_one_partition, skipped_or_raise
@@ -161,8 +161,10 @@ def _write(unit: ConvertUnit, job: ConvertJob, src: Any, out: Path) -> tuple[Job
         if out.suffix != LOG_SUFFIX:
             out.mkdir(parents=True, exist_ok=True)
         try:
+            result.damaged_files.on_damage = job.write.on_damage
             run_segment(src, dst, base, transform, result.summary, job.write,
-                        txn_shift=shift if job.keeps_transactions else None)
+                        txn_shift=shift if job.keeps_transactions else None,
+                        txns=CarriedTxns([src], job.write, result.damaged_files))
         except BaseException:
             if made:  # nothing written: no output folder left behind either
                 shutil.rmtree(out, ignore_errors=True)

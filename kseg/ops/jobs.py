@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from kseg.companions.build import build_indexes, build_txn_index
+from kseg.companions.build import TxnEntry, build_indexes, build_txn_index
 from kseg.companions.check import check_txn_index
 from kseg.companions.read import read_txn_index
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES
@@ -27,12 +27,13 @@ from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.log.atomic import AtomicFile, commit_together
 from kseg.log import identity
-from kseg.log.checks import STOP, DamagePolicy, OffsetOrder, checked_batches, policed
+from kseg.log.checks import CARRY, SKIP, STOP, DamagePolicy, OffsetOrder, batch_damage, checked_batches, policed
 from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
-from kseg.log.segment import base_offset_of, companion_path, segment_file_name
+from kseg.log.segment import Segment, base_offset_of, companion_path, segment_file_name
 from kseg.model import Batch
 from kseg.ops.convert import Summary
-from kseg.ops.logdir import DamagedFiles
+from kseg.ops.logdir import REBUILT, DamagedFiles
+from kseg.ops.repair import _TxnState as TxnState  # the one reckoning of open and aborted transactions
 from kseg.ops.skips import Skipped, skipped_line
 from kseg.storage import copy_times
 
@@ -160,18 +161,20 @@ class SegmentSink:
 
 
 def run_segment(src: Path, dst: Path, base_offset: int, transform: Transform, summary: Summary,
-                 options: WriteOptions, order: OffsetOrder | None = None, txn_shift: int | None = None) -> None:
+                options: WriteOptions, order: OffsetOrder | None = None, txn_shift: int | None = None,
+                txns: CarriedTxns | None = None) -> None:
     """One segment through the transform, each batch checked as it is read (``--on-damage``;
     ``order``: the partition's offsets so far, when the segment is one of several): the
     transform sees only sound batches; a damaged one stops the run, is left out, or is carried
     (``transform.carry`` when the transform has one, else its bytes as they are). With
     ``txn_shift`` (the rewrite keeps transactions: its offsets move by that much), the
-    segment's aborted transactions go with it (``carried_txn_index``)."""
+    segment's aborted transactions go with it (``carried_txn_index``; ``txns``: the partition
+    they are read again from when that file is damaged)."""
     sink = SegmentSink(dst, base_offset, options)
     if txn_shift is not None:
-        txns = carried_txn_index(src, txn_shift)
-        if txns is not None:
-            sink.companions[TXN_INDEX_SUFFIX] = txns
+        index = carried_txn_index(src, txn_shift, txns or CarriedTxns([src], options))
+        if index is not None:
+            sink.companions[TXN_INDEX_SUFFIX] = index
     carry_bytes = getattr(transform, "carry", None) or _raw
 
     def carry(b: Batch) -> bytes:
@@ -198,23 +201,56 @@ def run_segment(src: Path, dst: Path, base_offset: int, transform: Transform, su
     copy_times(src, dst)
 
 
-def carried_txn_index(src: Path, shift: int) -> bytes | None:
+@dataclass
+class CarriedTxns:
+    """Where a rewrite's ``.txnindex`` files come from when one is damaged: ``--on-damage``
+    (stop; skip writes it anew from the ABORT markers of the partition's segments, as the
+    broker's recovery does; carry copies it as it is), and what was done (``damaged``)."""
+
+    segments: list[Path]  # the partition's input segments, in offset order
+    options: WriteOptions
+    damaged: DamagedFiles = field(default_factory=DamagedFiles)
+
+    def from_markers(self, upto: Path) -> list[TxnEntry]:
+        """The aborted transactions whose ABORT marker lies in ``upto``, each from the first
+        offset its producer's transaction had in the segments up to it (damaged batches left out)."""
+        state, out = TxnState(), []
+        for seg in self.segments:
+            for b in Segment(seg).batches():
+                if not batch_damage(b, str(seg), self.options.limit):
+                    entry = state.on_batch(b, self.options.limit)
+                    if entry is not None and seg == upto:
+                        out.append(entry)
+            if seg == upto:
+                break
+        return out
+
+
+def carried_txn_index(src: Path, shift: int, txns: CarriedTxns) -> bytes | None:
     """The ``.txnindex`` beside ``src`` for its rewrite, each offset moved by ``shift``; None when
     there is none. A broker reads a segment's aborted transactions from that file alone (it
     rebuilds it only when it recovers the segment), so a rewrite that keeps the transactions
     takes it along: without it, read_committed consumers would be served the aborted records.
-    One that fails its checks (``kseg index --check``'s) stops the rewrite; a partial entry at its
-    end is left out, as Kafka's reader leaves it."""
+    One that fails its checks (``kseg index --check``'s) goes as ``txns`` says; a partial entry
+    at its end is left out, as Kafka's reader leaves it."""
     path = companion_path(src, TXN_INDEX_SUFFIX)
     if not path.exists():
         return None
     errors = [f for f in check_txn_index(path, None, base_offset_of(src)) if f.severity == ERROR]
-    if errors:
-        e = errors[0]
-        raise IndexFileError(f"{e.message} (the segment's aborted transactions, which the rewrite carries)",
-                             file=e.file, position=e.position, expected=e.expected, found=e.found)
-    return build_txn_index((e.version, e.producer_id, e.first_offset + shift, e.last_offset + shift,
-                            e.last_stable_offset + shift) for e in read_txn_index(path).entries)
+    if not errors:
+        return build_txn_index((e.version, e.producer_id, e.first_offset + shift, e.last_offset + shift,
+                                e.last_stable_offset + shift) for e in read_txn_index(path).entries)
+    e = errors[0]
+    policy = txns.options.on_damage
+    if policy == STOP:
+        raise IndexFileError(f"{e.message} (the segment's aborted transactions, which the rewrite carries; "
+                             "use --on-damage skip to write it anew from the ABORT markers or carry to copy it "
+                             "as it is)", file=e.file, position=e.position, expected=e.expected, found=e.found)
+    txns.damaged.done.append((REBUILT if policy == SKIP else CARRY, str(path), e.line(under=e.file)))
+    if policy == CARRY:
+        return path.read_bytes()
+    return build_txn_index((pid, first + shift, last + shift, lso + shift)
+                           for pid, first, last, lso in txns.from_markers(src))
 
 
 def run_partition(segs: list[Path], out_dir: Path, make_transform: Callable[[list[Path]], tuple[Transform, int]],
@@ -232,10 +268,12 @@ def run_partition(segs: list[Path], out_dir: Path, make_transform: Callable[[lis
         transform, shift = make_transform(segs)
         summary = result.summary
     order = OffsetOrder()  # offsets go up across the partition's segments
+    result.damaged_files.on_damage = options.on_damage
+    carried = CarriedTxns(segs, options, result.damaged_files)
     for seg in segs:
         base = (base_offset_of(seg) or 0) + shift
         dst = out_dir / segment_file_name(base)
-        run_segment(seg, dst, base, transform, summary, options, order, shift if txns or copy else None)
+        run_segment(seg, dst, base, transform, summary, options, order, shift if txns or copy else None, carried)
         result.segments.append(dst)
 
 

@@ -67,6 +67,9 @@ class PartitionEnds:
     log_end: int  # the next offset to be written
 
 
+REBUILT = "rebuilt"  # a file derived from the log (a .txnindex), written anew under --on-damage skip
+
+
 @dataclass
 class DamagedFiles:
     """Files a rewrite, repair or salvage carries over (producer snapshots, ``partition.metadata``, ``quorum-state``,
@@ -76,7 +79,7 @@ class DamagedFiles:
     as it is. Either is said and makes the command exit 1."""
 
     on_damage: str = STOP
-    done: list[tuple[str, str, str]] = field(default_factory=list)  # (SKIP or CARRY, the file, its problem)
+    done: list[tuple[str, str, str]] = field(default_factory=list)  # (SKIP, CARRY or REBUILT, the file, its problem)
 
     def __bool__(self) -> bool:
         return bool(self.done)
@@ -87,6 +90,7 @@ class DamagedFiles:
     def line(self) -> str:
         """``damaged files: left out F (problem); carried G as it is (problem)`` ("" for none)."""
         said = [f"left out {printable(f)} ({printable(why)})" if action == SKIP else
+                f"wrote {printable(f)} anew from the log ({printable(why)})" if action == REBUILT else
                 f"carried {printable(f)} as it is ({printable(why)})" for action, f, why in self.done]
         return f"damaged files: {'; '.join(said)}" if said else ""
 
