@@ -458,20 +458,31 @@ def test_aborted_transactions_go_with_their_segments(tmp_path: Path, writer: str
                              for name, (pid, first, last, lso) in before]
 
 
+def _unknown_version(txn: Path) -> None:
+    txn.write_bytes((7).to_bytes(2, "big") + txn.read_bytes()[2:])  # a version Kafka does not know
+
+
+def _marker_gone(txn: Path) -> None:
+    txn.with_suffix(".log").write_bytes(b"")  # an empty segment: its ABORT marker is no longer there
+
+
+TXN_DAMAGES = {"unknown version": _unknown_version, "ABORT marker gone": _marker_gone}
+
+
 @pytest.mark.parametrize("mode", ["stop", "skip", "carry"])
+@pytest.mark.parametrize("damage", list(TXN_DAMAGES))
 @pytest.mark.parametrize("writer", [w for w, row in TXN_WRITERS.items() if isinstance(row, tuple)])
-def test_a_damaged_txn_index_follows_the_policy(tmp_path: Path, writer: str, mode: str) -> None:
-    """A .txnindex that fails its checks is not carried silently: stop names it and writes
-    nothing; skip writes it anew from the partition's ABORT markers (leaving it out would have a
-    broker serve the aborted records): the same entries as the sound file's; carry copies it as it
-    is. Both say so and exit 1."""
+def test_a_damaged_txn_index_follows_the_policy(tmp_path: Path, writer: str, damage: str, mode: str) -> None:
+    """A .txnindex that fails its checks (alone, or against its segment's markers) is not
+    carried silently: stop names it and writes nothing; skip writes it anew from the partition's
+    ABORT markers (leaving it out would have a broker serve the aborted records): the sound
+    file's entries, those of markers still there; carry copies it as it is. Both say so, exit 1."""
     before = _aborted(TXN_FIXTURE)
     src = tmp_path / "in" / "v2-txn-0"
     shutil.copytree(TXN_FIXTURE, src)
     txn = next(src.glob("*.txnindex"))
-    data = bytearray(txn.read_bytes())
-    data[0:2] = (7).to_bytes(2, "big")  # a version Kafka does not know
-    txn.write_bytes(bytes(data))
+    TXN_DAMAGES[damage](txn)
+    data = txn.read_bytes()
     out = tmp_path / "out"
     args, shift = TXN_WRITERS[writer]  # type: ignore[misc]
     code, text = run(*args, str(src), "-o", str(out), "--on-damage", mode)
@@ -481,12 +492,13 @@ def test_a_damaged_txn_index_follows_the_policy(tmp_path: Path, writer: str, mod
         return
     written = out / f"{int(txn.name.split('.')[0]) + shift:020d}.txnindex"
     if mode == "carry":
-        assert written.read_bytes() == bytes(data) and f"carried {txn} as it is (" in text, text
+        assert written.read_bytes() == data and f"carried {txn} as it is (" in text, text
         return
     assert f"wrote {txn} anew from the log (" in text, text
     moved = lambda name: f"{int(name.split('.')[0]) + shift:020d}.txnindex"  # noqa: E731
-    assert _aborted(out) == [(moved(name), (pid, first + shift, last + shift, lso + shift))
-                             for name, (pid, first, last, lso) in before]
+    assert _aborted(out) == ([] if damage == "ABORT marker gone" else
+                             [(moved(name), (pid, first + shift, last + shift, lso + shift))
+                              for name, (pid, first, last, lso) in before])
     verify_ok(out)
 
 BROKER_TXN = sorted(Path(__file__).resolve().parent.parent.glob("fixtures/kafka-*/logdir/txn-0"))

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from kseg.companions.build import TxnEntry, build_indexes, build_txn_index
-from kseg.companions.check import check_txn_index
+from kseg.companions.check import ControlBatch, check_txn_index, control_type_of
 from kseg.companions.read import read_txn_index
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES
 from kseg.errors import IndexFileError, KsegError
@@ -171,10 +171,9 @@ def run_segment(src: Path, dst: Path, base_offset: int, transform: Transform, su
     segment's aborted transactions go with it (``carried_txn_index``; ``txns``: the partition
     they are read again from when that file is damaged)."""
     sink = SegmentSink(dst, base_offset, options)
-    if txn_shift is not None:
-        index = carried_txn_index(src, txn_shift, txns or CarriedTxns([src], options))
-        if index is not None:
-            sink.companions[TXN_INDEX_SUFFIX] = index
+    # The segment's ABORT markers, noted as its batches are read, for its .txnindex to be checked against
+    markers: list[ControlBatch] | None = (
+        [] if txn_shift is not None and companion_path(src, TXN_INDEX_SUFFIX).exists() else None)
     carry_bytes = getattr(transform, "carry", None) or _raw
 
     def carry(b: Batch) -> bytes:
@@ -185,9 +184,15 @@ def run_segment(src: Path, dst: Path, base_offset: int, transform: Transform, su
         return raw
 
     try:
-        for raw in policed(checked_batches(src, options.limit, summary.left_out, order or OffsetOrder()), options.damage_policy, str(src), summary.damage,
-                           lambda good: transform(good, summary), carry, lambda b: _count_damaged(summary, b)):
+        checked = checked_batches(src, options.limit, summary.left_out, order or OffsetOrder())
+        for raw in policed(checked if markers is None else noting_markers(checked, markers), options.damage_policy,
+                           str(src), summary.damage, lambda good: transform(good, summary), carry,
+                           lambda b: _count_damaged(summary, b)):
             sink.write(raw)
+        if markers is not None:
+            assert txn_shift is not None
+            sink.companions[TXN_INDEX_SUFFIX] = carried_txn_index(src, txn_shift, txns or CarriedTxns([src], options),
+                                                                  markers)
         identity.require_unchanged([src])  # the bytes written are those of the file as it still is
     except KsegError as e:
         sink.abort()
@@ -226,17 +231,23 @@ class CarriedTxns:
         return out
 
 
-def carried_txn_index(src: Path, shift: int, txns: CarriedTxns) -> bytes | None:
-    """The ``.txnindex`` beside ``src`` for its rewrite, each offset moved by ``shift``; None when
-    there is none. A broker reads a segment's aborted transactions from that file alone (it
-    rebuilds it only when it recovers the segment), so a rewrite that keeps the transactions
-    takes it along: without it, read_committed consumers would be served the aborted records.
-    One that fails its checks (``kseg index --check``'s) goes as ``txns`` says; a partial entry
-    at its end is left out, as Kafka's reader leaves it."""
+def noting_markers(checked: Iterable[tuple[Batch, list]], markers: list[ControlBatch]) -> Iterator[tuple[Batch, list]]:
+    """The checked batches as they come, the sound control batches noted in ``markers``."""
+    for b, findings in checked:
+        if b.is_control and not findings:
+            markers.append((b.last_offset, control_type_of(b)))
+        yield b, findings
+
+
+def carried_txn_index(src: Path, shift: int, txns: CarriedTxns, markers: list[ControlBatch]) -> bytes:
+    """The ``.txnindex`` beside ``src`` for its rewrite, each offset moved by ``shift``. A broker
+    reads a segment's aborted transactions from that file alone (it rebuilds it only when it
+    recovers the segment), so a rewrite that keeps the transactions takes it along: without it,
+    read_committed consumers would be served the aborted records. One that fails
+    ``kseg index --check``'s checks against the segment's ``markers`` (its sound control batches)
+    goes as ``txns`` says; a partial entry at its end is left out, as Kafka's reader leaves it."""
     path = companion_path(src, TXN_INDEX_SUFFIX)
-    if not path.exists():
-        return None
-    errors = [f for f in check_txn_index(path, None, base_offset_of(src)) if f.severity == ERROR]
+    errors = [f for f in check_txn_index(path, markers, base_offset_of(src)) if f.severity == ERROR]
     if not errors:
         return build_txn_index((e.version, e.producer_id, e.first_offset + shift, e.last_offset + shift,
                                 e.last_stable_offset + shift) for e in read_txn_index(path).entries)
