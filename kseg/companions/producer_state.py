@@ -13,6 +13,8 @@ them when it recovers a log, in the broker's own files.
   its base offset; an epoch differing from the latest, or a start offset below it, replaces the
   entries at or above it in epoch or start offset. ``leader_epoch_checkpoint`` writes them as the
   text ``leader-epoch-checkpoint`` (version 0, count, ``epoch start_offset`` lines).
+- **Aborted transactions** (``ProducerStateManager`` at each marker): ``TxnState`` gives the
+  ``.txnindex`` entry of each ABORT marker, as recovery writes it.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from kseg.checksums import crc32c
+from kseg.companions.build import TxnEntry
 from kseg.companions.read import SNAPSHOT_VERSION, ProducerEntry
 from kseg.errors import KsegError
 from kseg.facts.producer_snapshot import SNAPSHOT_CRC_START
+from kseg.formats.attributes import CONTROL_ABORT, CONTROL_COMMIT
 from kseg.layouts import SNAPSHOT_ENTRY, SNAPSHOT_HEADER
 from kseg.log.control import control_info
 from kseg.log.records import batch_records
@@ -99,6 +103,37 @@ def producer_snapshot(entries: Iterable[ProducerEntry]) -> bytes:
     return SNAPSHOT_HEADER.struct.pack(SNAPSHOT_VERSION, crc32c(body), len(entries))[:SNAPSHOT_CRC_START] + body
 
 
+class TxnState:
+    """Producer transactions as ProducerStateManager sees them: the open ones, and for each ABORT
+    marker the .txnindex entry the broker writes (producer, first offset, the marker's offset,
+    the last stable offset: the first offset of the other producers' open transactions)."""
+
+    def __init__(self) -> None:
+        self.open: dict[int, int] = {}  # producer id -> first offset of its ongoing transaction
+
+    def on_batch(self, b: Batch, limit: int) -> TxnEntry | None:
+        if b.magic < 2 or not b.is_transactional:
+            return None
+        pid = b.producer_id
+        assert pid is not None
+        if not b.is_control:
+            self.open.setdefault(pid, b.offset)
+            return None
+        try:
+            records = batch_records(b, limit=limit)
+            ctype = control_info(records[0]).type_id if records else None
+        except KsegError:
+            ctype = None
+        if ctype not in (CONTROL_ABORT, CONTROL_COMMIT):
+            return None
+        first = self.open.pop(pid, b.offset)
+        if ctype != CONTROL_ABORT:
+            return None
+        others = [f for p, f in self.open.items() if p != pid]
+        lso = min(others) if others else b.last_offset + 1
+        return TxnEntry(pid, first, b.last_offset, lso)
+
+
 class LeaderEpochs:
     """The leader-epoch cache after each batch given, in log order."""
 
@@ -120,4 +155,4 @@ def leader_epoch_checkpoint(entries: list[tuple[int, int]]) -> bytes:
     return ("0\n" + f"{len(entries)}\n" + "".join(f"{e} {o}\n" for e, o in entries)).encode()
 
 
-__all__ = ["LeaderEpochs", "ProducerStates", "leader_epoch_checkpoint", "producer_snapshot"]
+__all__ = ["LeaderEpochs", "ProducerStates", "TxnState", "leader_epoch_checkpoint", "producer_snapshot"]

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from kseg.companions.build import build_txn_index
+from kseg.companions.producer_state import TxnState
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES
 from kseg.errors import DataError, InputError, KsegError
 from kseg.facts.log_entry import LOG_OVERHEAD, SIZE_POSITION
@@ -39,7 +40,6 @@ from kseg.ops.build_lines import PAYLOADS, BatchLine, at_line, parse_lines
 from kseg.ops.fixture_spec import input_items, spec_lines
 from kseg.ops.jobs import SegmentSink, WriteOptions
 from kseg.ops.logdir import finish_log_dir, finish_partition
-from kseg.ops.repair import _TxnState as TxnState  # the one reckoning of open and aborted transactions
 
 COMMAND = "build"
 DERIVED = ("check", "given", "computed")

@@ -15,6 +15,7 @@ from typing import Callable, Iterable, Iterator
 
 from kseg.companions.build import TxnEntry, build_indexes, build_txn_index
 from kseg.companions.check import ControlBatch, check_txn_index, control_type_of
+from kseg.companions.producer_state import TxnState
 from kseg.companions.read import read_txn_index
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES
 from kseg.errors import IndexFileError, KsegError
@@ -33,7 +34,6 @@ from kseg.log.segment import Segment, base_offset_of, companion_path, segment_fi
 from kseg.model import Batch
 from kseg.ops.convert import Summary
 from kseg.ops.logdir import REBUILT, DamagedFiles
-from kseg.ops.repair import _TxnState as TxnState  # the one reckoning of open and aborted transactions
 from kseg.ops.skips import Skipped, skipped_line
 from kseg.storage import copy_times
 

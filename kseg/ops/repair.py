@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 from kseg.companions.build import TxnEntry, build_indexes, build_txn_index
 from kseg.companions.read import read_leader_epoch_checkpoint
-from kseg.companions.producer_state import LeaderEpochs, leader_epoch_checkpoint
+from kseg.companions.producer_state import LeaderEpochs, TxnState, leader_epoch_checkpoint
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError, KsegError, TruncatedError
 from kseg.facts.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, RECORD_BATCH_OVERHEAD, RECORD_COUNT_POSITION
@@ -26,7 +26,6 @@ from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log import identity
 from kseg.log.atomic import TMP_SUFFIX, AtomicDir, AtomicFile, check_output, write_atomic
 from kseg.log.checks import STOP
-from kseg.log.control import control_info
 from kseg.log.records import batch_records
 from kseg.log.listing import (
     INDEX_SUFFIX,
@@ -51,7 +50,6 @@ from kseg.ops.logdir import DamagedFiles, PartitionEnds, carry_file, checkpointe
 from kseg.ops.verify import file_errors
 from kseg.storage import as_path, copy_file, copy_times
 
-CONTROL_ABORT, CONTROL_COMMIT = 0, 1
 COPY_CHUNK = 8 << 20
 # Reasons, as the report names them.
 CRC = "crc"
@@ -189,36 +187,6 @@ class RepairReport:
 # --------------------------------------------------------------------------- one segment
 
 
-class _TxnState:
-    """Producer transactions as ProducerStateManager sees them: open transactions and the
-    .txnindex entries (producer, first offset, ABORT marker offset, last stable offset)."""
-
-    def __init__(self) -> None:
-        self.open: dict[int, int] = {}  # producer id -> first offset of its ongoing transaction
-
-    def on_batch(self, b: Batch, limit: int) -> TxnEntry | None:
-        if b.magic < 2 or not b.is_transactional:
-            return None
-        pid = b.producer_id
-        assert pid is not None
-        if not b.is_control:
-            self.open.setdefault(pid, b.offset)
-            return None
-        try:
-            records = batch_records(b, limit=limit)
-            ctype = control_info(records[0]).type_id if records else None
-        except KsegError:
-            ctype = None
-        if ctype not in (CONTROL_ABORT, CONTROL_COMMIT):
-            return None
-        first = self.open.pop(pid, b.offset)
-        if ctype != CONTROL_ABORT:
-            return None
-        others = [f for p, f in self.open.items() if p != pid]
-        lso = min(others) if others else b.last_offset + 1
-        return TxnEntry(pid, first, b.last_offset, lso)
-
-
 def record_count(b: Batch, limit: int) -> int:
     """Records in a batch: from the header (v2), 1 for a plain legacy message, a wrapper's
     inner messages when they decompress (else 1)."""
@@ -258,7 +226,7 @@ def _partial_header(path: Path, position: int, length: int) -> tuple[int | None,
     return offset, offset if magic < 2 else None, 1 if magic < 2 else None
 
 
-def scan_segment(path: Path, txn: _TxnState, limit: int, kept: list[Batch], txns: list[TxnEntry]
+def scan_segment(path: Path, txn: TxnState, limit: int, kept: list[Batch], txns: list[TxnEntry]
                  ) -> SegmentRepair:
     """Walk one segment as recovery does: ``kept`` gets the valid batches (without their
     bytes), ``txns`` the aborted transactions whose markers are kept; the result says where
@@ -355,7 +323,7 @@ def repair_partition(segs: list[Path], out_dir: Path | None, o: RepairOptions, *
     parsed = partition_of(folder) if folder is not None else None
     pr = PartitionRepair(str(folder if folder is not None else segs[0]), parsed[0] if parsed else None,
                          parsed[1] if parsed else None, damaged_files=DamagedFiles(o.on_damage))
-    txn = _TxnState()
+    txn = TxnState()
     epochs = LeaderEpochs()  # as recovery assigns them, for a checkpoint the broker cannot read
     cut_seen = False
     for path in segs:

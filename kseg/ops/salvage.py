@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterable
 
 from kseg.companions.build import TxnEntry, build_indexes, build_txn_index
-from kseg.companions.producer_state import LeaderEpochs, ProducerStates, leader_epoch_checkpoint, producer_snapshot
+from kseg.companions.producer_state import LeaderEpochs, ProducerStates, TxnState, leader_epoch_checkpoint, producer_snapshot
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError, KsegError
 from kseg.formats.attributes import CODEC_MASK
@@ -45,7 +45,6 @@ from kseg.log.segment import base_offset_of, partition_of, segment_file_name
 from kseg.model import Batch, Record
 from kseg.ops.logdir import DamagedFiles, PartitionEnds, checkpointed_ends, finish_log_dir
 from kseg.ops.repair import _groups, carry_other_files, record_count
-from kseg.ops.repair import _TxnState as TxnState  # the one reckoning of open and aborted transactions
 from kseg.ops.executors import Operation, execute, weight_of
 from kseg.ops.staging import Stage, open_stage, publishing, watched, write_into
 from kseg.storage import as_path, copy_times
