@@ -190,9 +190,8 @@ def run_segment(src: Path, dst: Path, base_offset: int, transform: Transform, su
                            lambda b: _count_damaged(summary, b)):
             sink.write(raw)
         if markers is not None:
-            assert txn_shift is not None
-            sink.companions[TXN_INDEX_SUFFIX] = carried_txn_index(src, txn_shift, txns or CarriedTxns([src], options),
-                                                                  markers)
+            assert txn_shift is not None and txns is not None, "a rewrite that keeps transactions says where from"
+            sink.companions[TXN_INDEX_SUFFIX] = carried_txn_index(src, txn_shift, txns, markers)
         identity.require_unchanged([src])  # the bytes written are those of the file as it still is
     except KsegError as e:
         sink.abort()

@@ -12,6 +12,7 @@ data; nothing here prints.
 from __future__ import annotations
 
 import shutil
+import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -391,8 +392,6 @@ def carry_other_files(folder: Path, out_dir: Path | None, damaged: DamagedFiles)
     """What else a partition folder holds (partition.metadata, KRaft quorum-state and snapshot
     .checkpoint files ...), carried over once it passes its checks, else as ``damaged`` says
     (a dry run checks them as the run would); old segments' leftovers are not carried."""
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="kseg-carried-") as tmp:
         for other in sorted(folder.iterdir()):
             if (other.is_file() and other.suffix not in SEGMENT_SUFFIXES + TRANSIENT_SUFFIXES
@@ -403,8 +402,6 @@ def carry_other_files(folder: Path, out_dir: Path | None, damaged: DamagedFiles)
 def _leader_epochs(path: Any) -> tuple[list[tuple[int, int]] | None, str | None]:
     """A leader-epoch-checkpoint's entries, or None and why the broker cannot read it (the
     first of verify's errors). Read once, from a local copy (an archive member or an object)."""
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="kseg-checkpoint-") as tmp:
         copy = Path(tmp) / path.name
         copy_file(path, copy)
@@ -418,8 +415,6 @@ def _snapshot_problem(snap: Any, out_dir: Path | None) -> str | None:
     """What makes a producer snapshot unreadable to the broker (None: nothing), checked as
     ``kseg verify`` checks it; copied into ``out_dir`` when it is readable. Checked on a local
     copy (an archive member or an object read once)."""
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="kseg-snapshot-") as tmp:
         copy = (out_dir or Path(tmp)) / snap.name
         copy_file(snap, copy)
