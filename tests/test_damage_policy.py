@@ -548,28 +548,41 @@ def _bad_bootstrap(logdir: Path) -> Path:
     return boot
 
 
+def _bad_log_start(logdir: Path) -> Path:
+    """The log directory's log-start-offset-checkpoint, whose entries a rewrite carries: a count
+    that does not match its entries."""
+    (logdir / "log-start-offset-checkpoint").write_text("0\n2\ntxn 0 5\n")
+    return logdir / "log-start-offset-checkpoint"
+
+
 CARRIED_DAMAGES = {"partition.metadata": _bad_metadata, "producer snapshot": _bad_snapshot,
-                   "leader-epoch-checkpoint": _bad_epochs, "bootstrap.checkpoint": _bad_bootstrap}
-IN_LOG_DIR = {"bootstrap.checkpoint"}  # damaged in a whole log directory, the others in a partition folder
+                   "leader-epoch-checkpoint": _bad_epochs, "bootstrap.checkpoint": _bad_bootstrap,
+                   "log-start-offset-checkpoint": _bad_log_start}
+# damaged in a whole log directory, the others in a partition folder
+IN_LOG_DIR = {"bootstrap.checkpoint", "log-start-offset-checkpoint"}
 # What each writer makes of a damaged file beside the segments:
 POLICY = "follows --on-damage"  # stop names it and writes nothing; skip leaves it out; carry copies it; both exit 1
 LEFT = "not carried, whatever it holds"  # exit 0; the output has no such file, or one of its own
 REWRITTEN = "written anew from the batches written"  # exit 0; the output's file is sound
 DROPPED = "dropped, said"  # exit 1: the broker deletes a snapshot it cannot read (repair does as it does)
 REBUILT = "written anew from the batches kept, said"  # exit 1: a broker cannot load the partition with it
+# A checkpoint whose entries are carried: stop names it and writes nothing; skip and carry write
+# the output's from the log alone (a checkpoint is never copied) and say so, exit 1.
+FROM_LOG = "follows --on-damage, written from the log alone"
 _REWRITE = {"partition.metadata": POLICY, "producer snapshot": POLICY, "leader-epoch-checkpoint": REWRITTEN,
-            "bootstrap.checkpoint": POLICY}
+            "bootstrap.checkpoint": POLICY, "log-start-offset-checkpoint": FROM_LOG}
 # Every writer of the failure matrix has its row (a new one fails the test below until it has).
 CARRIED_ROWS: dict[str, dict[str, str] | str] = {
     "up-convert": _REWRITE,
     "recompress": _REWRITE,
     "compact": _REWRITE,
     "down-convert": {**_REWRITE, "producer snapshot": LEFT},  # v0/v1 batches carry no producer state
-    "rebase": {**_REWRITE, "producer snapshot": LEFT},  # its offsets no longer hold
+    # its offsets no longer hold: producer snapshots and checkpoint entries are not carried
+    "rebase": {**_REWRITE, "producer snapshot": LEFT, "log-start-offset-checkpoint": LEFT},
     "repair": {"partition.metadata": POLICY, "producer snapshot": DROPPED, "leader-epoch-checkpoint": REBUILT,
-               "bootstrap.checkpoint": POLICY},
+               "bootstrap.checkpoint": POLICY, "log-start-offset-checkpoint": FROM_LOG},
     "salvage": {"partition.metadata": POLICY, "producer snapshot": REWRITTEN, "leader-epoch-checkpoint": REWRITTEN,
-                "bootstrap.checkpoint": POLICY},
+                "bootstrap.checkpoint": POLICY, "log-start-offset-checkpoint": FROM_LOG},
     "export": dict.fromkeys(CARRIED_DAMAGES, LEFT),  # records into Parquet, no partition folder
     "bundle": "a support bundle is the evidence: it takes every file byte for byte, damage included",
     "build": "build reads JSON lines and writes its own partition: nothing is carried over",
@@ -582,7 +595,7 @@ def test_every_writer_has_its_carried_row():
 
 
 CARRIED_CASES = [(w, d, m) for w, row in CARRIED_ROWS.items() if isinstance(row, dict) for d in CARRIED_DAMAGES
-                 for m in (["stop", "skip", "carry"] if row[d] == POLICY else ["stop"])]
+                 for m in (["stop", "skip", "carry"] if row[d] in (POLICY, FROM_LOG) else ["stop"])]
 
 
 @pytest.mark.parametrize("writer,damage,mode", CARRIED_CASES)
@@ -599,10 +612,11 @@ def test_a_damaged_file_carried_over_follows_the_policy(tmp_path, writer, damage
     out = tmp_path / "out"
     outcome = CARRIED_ROWS[writer][damage]  # type: ignore[index]
     extra = ["--codec", "gzip"] if writer == "down-convert" and damage in IN_LOG_DIR else []  # zstd in the log directory
-    r = kseg(writer, *MATRIX[writer].argv(str(src), str(out)), *extra, *(["--on-damage", mode] if outcome == POLICY else []))
+    policy = outcome in (POLICY, FROM_LOG)
+    r = kseg(writer, *MATRIX[writer].argv(str(src), str(out)), *extra, *(["--on-damage", mode] if policy else []))
     said = r.stdout + r.stderr
     assert "Traceback" not in said
-    if outcome == POLICY and mode == "stop":
+    if policy and mode == "stop":
         lines = r.stderr.splitlines()
         assert r.returncode == 1 and len(lines) == 1, r.stderr
         assert lines[0].startswith(f"kseg: error: {bad}: ") and "--on-damage skip" in lines[0], r.stderr
@@ -616,6 +630,9 @@ def test_a_damaged_file_carried_over_follows_the_policy(tmp_path, writer, damage
         return
     if outcome == POLICY:
         assert f"damaged files: left out {bad} (" in said, said
+    if outcome == FROM_LOG:
+        assert f"wrote {bad} anew from the log (" in said, said
+        assert written.read_bytes() != bad_bytes
     if outcome == DROPPED:
         assert f"{bad}: producer snapshot the broker cannot read (" in said and "dropped" in said, said
     if outcome == REBUILT:

@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from kseg.cli.main import main
+from kseg.log.listing import OFFSET_CHECKPOINTS
 from kseg.log.segment import Segment, base_offset_of
 
 from conftest import FIXTURES_LOGDIR, REALDATA
@@ -418,10 +419,10 @@ def test_a_recompressed_log_directory_is_drop_in(ldi_copy, tmp_path) -> None:
     assert r.exit_code == 0, r.stderr
     assert (out / "meta.properties").read_text() == META_V1
     assert (out / "bootstrap.checkpoint").read_bytes() == (ldi_copy / "bootstrap.checkpoint").read_bytes()
-    ends = {("TestTopicPatient", "0"): 3, ("__cluster_metadata", "0"): 4929, ("__consumer_offsets", "6"): 13}
+    ends = {("TestTopicPatient", "0"): 3, ("__consumer_offsets", "6"): 13}  # not the KRaft metadata log's
     assert _checkpoint(out / "recovery-point-offset-checkpoint") == ends
     assert _checkpoint(out / "replication-offset-checkpoint") == ends
-    assert _checkpoint(out / "log-start-offset-checkpoint") == dict.fromkeys(ends, 0)
+    assert _checkpoint(out / "log-start-offset-checkpoint") == {}  # every log starts at its first segment
     assert _checkpoint(out / "cleaner-offset-checkpoint") == {("__consumer_offsets", "6"): 13,
                                                                ("TestTopicPatient", "0"): 3}
     part = out / "__consumer_offsets-6"
@@ -444,7 +445,8 @@ def test_a_repaired_log_directory_is_drop_in(ldi_copy, tmp_path, command) -> Non
     out = tmp_path / "out"
     r = cli(command, "--format", "json", ldi_copy, "-o", out)
     assert r.exit_code == 1, r.stderr
-    ends = {(p["topic"], str(p["partition"])): p["log_end_offset"] for p in json.loads(r.stdout)["partitions"]}
+    ends = {(p["topic"], str(p["partition"])): p["log_end_offset"] for p in json.loads(r.stdout)["partitions"]
+            if p["topic"] != "__cluster_metadata"}
     assert ends[("__consumer_offsets", "6")] < 13 and ends[("TestTopicPatient", "0")] == 3
     assert (out / "meta.properties").read_text() == META_V1
     assert (out / "bootstrap.checkpoint").read_bytes() == (ldi_copy / "bootstrap.checkpoint").read_bytes()
@@ -454,16 +456,65 @@ def test_a_repaired_log_directory_is_drop_in(ldi_copy, tmp_path, command) -> Non
     assert cli("verify", out).exit_code == 0
 
 
+@pytest.mark.parametrize("command", ["repair", "salvage"])
+def test_a_dry_run_checks_the_log_directorys_own_files(ldi_copy, command) -> None:
+    """A dry run says what the run would: a log directory's meta.properties that fails its checks
+    stops it as it stops the run, or is said under --on-damage skip."""
+    meta = ldi_copy / "meta.properties"
+    meta.write_text("broker.id=1\n")
+    r = cli(command, "--dry-run", ldi_copy)
+    assert r.exit_code == 1 and len(r.stderr.splitlines()) == 1, r.stderr
+    assert f"{meta}: " in r.stderr and "no version" in r.stderr and "--on-damage skip" in r.stderr, r.stderr
+    r = cli(command, "--dry-run", "--on-damage", "skip", "--format", "json", ldi_copy)
+    assert r.exit_code == 1, r.stderr
+    assert [d["file"] for d in json.loads(r.stdout)["damaged_files"]] == [str(meta)]
+
+
 def test_a_rebased_partition_drops_producer_state_and_moves_its_checkpoints(ldi_copy, tmp_path) -> None:
     out = tmp_path / "out"
     assert cli("rebase", "--base-offset", 100, ldi_copy, "-o", out).exit_code == 0
     part = out / "__consumer_offsets-6"
     assert not list(part.glob("*.snapshot"))  # offsets moved: the broker rebuilds producer state
     assert (part / "leader-epoch-checkpoint").read_text() == "0\n1\n0 100\n"
-    assert _checkpoint(out / "log-start-offset-checkpoint")[("__consumer_offsets", "6")] == 100
+    assert _checkpoint(out / "log-start-offset-checkpoint") == {}  # the first segment's base, 100, is the log start
     assert _checkpoint(out / "recovery-point-offset-checkpoint")[("__consumer_offsets", "6")] == 113
     assert _checkpoint(out / "cleaner-offset-checkpoint") == {}
     assert cli("verify", out).exit_code == 0
+
+
+RELEASE_LOG_DIRS = sorted(p for p in FIXTURES_LOGDIR.parent.glob("kafka-*/logdir")
+                          if (p / "recovery-point-offset-checkpoint").is_file())
+
+
+def test_every_release_line_has_a_broker_written_log_directory() -> None:
+    assert {p.parent.name for p in RELEASE_LOG_DIRS} >= {"kafka-2.8", "kafka-3.6", "kafka-3.9", "kafka-4", "kafka-4.4"}
+
+
+@pytest.mark.parametrize("command", ["repair", "salvage", "recompress"])
+@pytest.mark.parametrize("logdir", RELEASE_LOG_DIRS, ids=lambda p: p.parent.name)
+def test_a_rewritten_log_directory_has_the_brokers_checkpoints(tmp_path, logdir, command) -> None:
+    """Each release's broker wrote these log directories' checkpoints as it stopped cleanly; a
+    rewrite that keeps offsets writes the same entries: the KRaft metadata log left out, a log
+    start only where one is above the first segment."""
+    out = tmp_path / "out"
+    r = cli(command, *(["--codec", "gzip"] if command == "recompress" else []), logdir, "-o", out)
+    assert r.exit_code == 0, r.stderr
+    compared = [name for name in OFFSET_CHECKPOINTS if (logdir / name).is_file()]
+    assert len(compared) >= 3
+    for name in compared:
+        assert _checkpoint(out / name) == _checkpoint(logdir / name), name
+
+
+def test_a_log_start_above_the_first_segment_is_carried(ldi_copy, tmp_path) -> None:
+    """As the broker's LogManager: an entry only where the log start is above the first segment
+    (records deleted below it stay deleted); rebase moves every offset and names none."""
+    (ldi_copy / "log-start-offset-checkpoint").write_text("0\n2\n__consumer_offsets 6 5\nTestTopicPatient 0 9\n")
+    out = tmp_path / "out"
+    assert cli("recompress", "--codec", "gzip", ldi_copy, "-o", out).exit_code == 0
+    assert _checkpoint(out / "log-start-offset-checkpoint") == {("__consumer_offsets", "6"): 5}  # 9: past its end
+    assert _checkpoint(out / "cleaner-offset-checkpoint")[("__consumer_offsets", "6")] == 13
+    assert cli("rebase", "--base-offset", 100, ldi_copy, "-o", tmp_path / "moved").exit_code == 0
+    assert _checkpoint(tmp_path / "moved" / "log-start-offset-checkpoint") == {}
 
 
 def test_compacted_and_down_converted_partitions_get_their_files(tmp_path) -> None:

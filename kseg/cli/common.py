@@ -314,13 +314,16 @@ ON_DAMAGE_HELP = ("What to do with a damaged batch (a CRC that does not match, c
                   "header, or offsets that go back; what `kseg verify` reports as errors): stop (exit 1, write nothing), skip (leave it "
                   "out), carry (copy its bytes as they are, never re-encoded nor given a new CRC). skip and carry "
                   "write the output, list the batches in the summary and exit 1. A file carried over beside the "
-                  "segments (a producer snapshot, partition.metadata ...) that fails its checks likewise.")
+                  "segments (a producer snapshot, partition.metadata ...) that fails its checks likewise; a .txnindex "
+                  "is written anew from the log under skip, never left out; a log directory's log-start and cleaner "
+                  "checkpoints are written from the log alone under skip or carry.")
 on_damage_option = damage_option(ON_DAMAGE_HELP)
 # repair and salvage have their own way with damaged batches (cut, read past): the policy is for files
 carried_damage_option = damage_option(
     "What to do with a file carried over beside the segments (partition.metadata, quorum-state, meta.properties, "
     "...) that fails its checks (what `kseg verify` reports as errors): stop (exit 1, write nothing), skip (leave "
-    "it out), carry (copy it as it is). skip and carry write the output, name the file in the summary and exit 1.")
+    "it out), carry (copy it as it is). skip and carry write the output, name the file in the summary and exit 1. "
+    "A log directory's log-start and cleaner checkpoints are written anew from the log under either.")
 SKIP_UNCONVERTIBLE_HELP = ("A partition of a log directory that the target format cannot hold (zstd in a v0/v1 "
                            "message, an offset past 2^63-1) is left out of the output and named in the summary; "
                            "the others are written, and the command exits 1. Without it such a partition stops "

@@ -214,20 +214,25 @@ class CarriedTxns:
     segments: list[Path]  # the partition's input segments, in offset order
     options: WriteOptions
     damaged: DamagedFiles = field(default_factory=DamagedFiles)
+    # the segments read so far for from_markers, each with its entries, and the state after them:
+    # a partition with several damaged .txnindex files is read once, up to the last of them
+    _read: dict[Path, list[TxnEntry]] = field(default_factory=dict)
+    _state: TxnState = field(default_factory=TxnState)
 
     def from_markers(self, upto: Path) -> list[TxnEntry]:
         """The aborted transactions whose ABORT marker lies in ``upto``, each from the first
         offset its producer's transaction had in the segments up to it (damaged batches left out)."""
-        state, out = TxnState(), []
-        for seg in self.segments:
+        for seg in self.segments[len(self._read):]:
+            if upto in self._read:
+                break
+            entries = []
             for b in Segment(seg).batches():
                 if not batch_damage(b, str(seg), self.options.limit):
-                    entry = state.on_batch(b, self.options.limit)
-                    if entry is not None and seg == upto:
-                        out.append(entry)
-            if seg == upto:
-                break
-        return out
+                    entry = self._state.on_batch(b, self.options.limit)
+                    if entry is not None:
+                        entries.append(entry)
+            self._read[seg] = entries
+        return self._read.get(upto, [])
 
 
 def noting_markers(checked: Iterable[tuple[Batch, list]], markers: list[ControlBatch]) -> Iterator[tuple[Batch, list]]:

@@ -9,14 +9,21 @@ carried over when the rewrite kept offsets and producer fields (``up-convert``,
 ``recompress``, ``compact``), else (``rebase``, ``down-convert``) left out: the
 broker rebuilds producer state from the log at start-up.
 
-A log directory gets its checkpoint files written from what is on disk:
+A log directory gets its checkpoint files written from what is on disk, with the
+entries the broker's LogManager writes after a clean shutdown:
 ``recovery-point-offset-checkpoint`` and ``replication-offset-checkpoint`` at
-each partition's log end offset, ``log-start-offset-checkpoint`` at its first
-offset (the input's, where offsets did not move and it is still in the log),
+each partition's log end offset; ``log-start-offset-checkpoint`` only where the
+input's names a log start still in the log and offsets did not move (the broker
+writes one only where the log start is above the first segment, or the log is
+tiered: without an entry the first segment's base offset is the log start);
 ``cleaner-offset-checkpoint`` carried over where offsets did not move (clamped to
 the log); ``meta.properties`` and ``bootstrap.checkpoint`` are carried over. As the
 broker's, the checkpoints name the live replicas (and a future replica whose live one is
-in another log directory), never one being deleted or a stray one.
+in another log directory), never one being deleted or a stray one, nor the KRaft
+metadata log (the raft layer keeps it, not the LogManager). An input checkpoint whose
+entries are carried (log start, cleaner point) that fails its checks follows
+``--on-damage`` as any file carried over; under skip the output's is written from the
+log alone.
 """
 
 from __future__ import annotations
@@ -25,8 +32,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+import tempfile
+
 from kseg.companions.read import parse_offset_checkpoint
-from kseg.errors import IndexFileError, KsegError
+from kseg.decoders import FAMILY
+from kseg.errors import IndexFileError
+from kseg.findings import Finding
 from kseg.lazy import load
 from kseg.log.atomic import write_atomic
 from kseg.log.checks import SKIP, STOP
@@ -59,12 +70,25 @@ MOVES_OFFSETS = ("rebase",)
 # LogManager checkpoints its current and future logs; the ones being deleted and stray ones
 # it only removes).
 CHECKPOINTED = (LIVE, FUTURE)
+# The KRaft metadata log: kept by the raft layer, never in the LogManager's checkpoints.
+UNCHECKPOINTED_TOPICS = (FAMILY["metadata"].topic,)
+# Input checkpoints whose entries the output carries (the others are written from the log alone).
+CARRIED_CHECKPOINTS = (LOG_START_CHECKPOINT, CLEANER_CHECKPOINT)
 
 
 @dataclass(frozen=True)
 class PartitionEnds:
     log_start: int
     log_end: int  # the next offset to be written
+
+    @classmethod
+    def kept(cls, first_segment: Any | None, log_end: int | None) -> "PartitionEnds | None":
+        """From the first segment kept (its name gives the log start) and the log end; None
+        when nothing was kept."""
+        if first_segment is None or log_end is None:
+            return None
+        start = base_offset_of(first_segment)
+        return cls(log_end if start is None else start, log_end)
 
 
 REBUILT = "rebuilt"  # a file derived from the log (a .txnindex), written anew under --on-damage skip
@@ -98,15 +122,21 @@ class DamagedFiles:
         return [{"action": action, "file": f, "problem": why} for action, f, why in self.done]
 
 
-def carry_file(src: Any, dst: Path, damaged: DamagedFiles | None) -> None:
-    """``src`` copied to ``dst`` once it passes its checks, else as ``damaged.on_damage`` says
-    (checked on the copy: an archive member or an object is read once)."""
+def checked_copy(src: Any, dst: Path) -> Finding | None:
+    """``src`` copied to the local file ``dst`` and checked there as ``kseg verify`` checks it
+    (an archive member or an object is read once); its first error (None: sound). The copy is
+    left for the caller either way."""
     copy_file(src, dst)
     errors = load(FILE_ERRORS)(dst)
-    if not errors:
+    return errors[0] if errors else None
+
+
+def carry_file(src: Any, dst: Path, damaged: DamagedFiles | None) -> None:
+    """``src`` copied to ``dst`` once it passes its checks, else as ``damaged.on_damage`` says."""
+    e = checked_copy(src, dst)
+    if e is None:
         return
     policy = damaged.on_damage if damaged is not None else STOP
-    e = errors[0]
     if policy == STOP:
         dst.unlink(missing_ok=True)
         raise IndexFileError(f"{e.message} (a file carried over beside the segments; use --on-damage skip to leave it "
@@ -155,11 +185,25 @@ def finish_partition(src: Path | None, dst: Path, command: str,
     return PartitionEnds(start, start if log_end is None else log_end)
 
 
-def _read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
-    try:
-        return {(t, p): o for t, p, o in parse_offset_checkpoint(path.read_bytes(), path.name).entries}
-    except (OSError, KsegError):
+def _carried_checkpoint(src: Path, name: str, damaged: DamagedFiles | None) -> dict[tuple[str, int], int]:
+    """The entries of the input's checkpoint ``name`` (none without one); one that fails its
+    checks as ``damaged`` says: stop raises, else (skip or carry) the output's is written from
+    the log alone, and said: a checkpoint is always written anew, never copied."""
+    if not (src / name).is_file():
         return {}
+    with tempfile.TemporaryDirectory(prefix="kseg-checkpoint-") as tmp:
+        copy = Path(tmp) / name
+        e = checked_copy(src / name, copy)
+        if e is None:
+            return {(t, p): o for t, p, o in parse_offset_checkpoint(copy.read_bytes(), name).entries}
+    policy = damaged.on_damage if damaged is not None else STOP
+    if policy == STOP:
+        raise IndexFileError(f"{e.message} (a checkpoint whose entries are carried over; use --on-damage skip to "
+                             "write it from the log alone)", file=str(src / name), position=e.position,
+                             where=e.where, expected=e.expected, found=e.found)
+    assert damaged is not None
+    damaged.done.append((REBUILT, str(src / name), e.line(under=e.file)))
+    return {}
 
 
 def checkpointed_ends(finished: Iterable[tuple[Path, PartitionEnds | None]]) -> dict[tuple[str, int], PartitionEnds]:
@@ -170,7 +214,7 @@ def checkpointed_ends(finished: Iterable[tuple[Path, PartitionEnds | None]]) -> 
     for part, e in finished:
         parsed = partition_of(part)
         kind = replica_kind(part.name)
-        if parsed is None or e is None or kind not in CHECKPOINTED:
+        if parsed is None or e is None or kind not in CHECKPOINTED or parsed[0] in UNCHECKPOINTED_TOPICS:
             continue
         if CHECKPOINTED.index(kind) < rank.get(parsed, len(CHECKPOINTED)):
             ends[parsed], rank[parsed] = e, CHECKPOINTED.index(kind)
@@ -186,27 +230,38 @@ def finish_log_dir(src: Path, dst: Path, command: str,
         ends = checkpointed_ends((part, finish_partition(src / part.name, part, command, damaged))
                                  for part in sorted(p for p in dst.iterdir() if p.is_dir())
                                  if partition_of(part) is not None)
-    old_start = _read_checkpoint(src / LOG_START_CHECKPOINT)
-    old_cleaner = _read_checkpoint(src / CLEANER_CHECKPOINT)
+    moved = command in MOVES_OFFSETS  # the input's entries no longer hold: none carried, none read
+    old_start = {} if moved else _carried_checkpoint(src, LOG_START_CHECKPOINT, damaged)
+    old_cleaner = {} if moved else _carried_checkpoint(src, CLEANER_CHECKPOINT, damaged)
     keys = sorted(ends)
-    starts = {}
+    starts = {}  # written where the input named a log start still in the log
     for k in keys:
-        e = ends[k]
         carried = old_start.get(k)
-        starts[k] = carried if command not in MOVES_OFFSETS and carried is not None and \
-            e.log_start <= carried <= e.log_end else e.log_start
+        if carried is not None and ends[k].log_start <= carried <= ends[k].log_end:
+            starts[k] = carried
     write_atomic(dst / RECOVERY_POINT_CHECKPOINT,
                  checkpoint_text([f"{t} {p} {ends[(t, p)].log_end}" for t, p in keys]))
     write_atomic(dst / REPLICATION_CHECKPOINT,
                  checkpoint_text([f"{t} {p} {ends[(t, p)].log_end}" for t, p in keys]))
-    write_atomic(dst / LOG_START_CHECKPOINT, checkpoint_text([f"{t} {p} {starts[(t, p)]}" for t, p in keys]))
+    write_atomic(dst / LOG_START_CHECKPOINT, checkpoint_text([f"{t} {p} {starts[(t, p)]}" for t, p in starts]))
     cleaner = []
-    if command not in MOVES_OFFSETS:
-        for t, p in keys:
-            if (t, p) in old_cleaner:
-                e = ends[(t, p)]
-                cleaner.append(f"{t} {p} {min(max(old_cleaner[(t, p)], starts[(t, p)]), e.log_end)}")
+    for t, p in keys:
+        if (t, p) in old_cleaner:
+            e = ends[(t, p)]
+            start = starts.get((t, p), e.log_start)
+            cleaner.append(f"{t} {p} {min(max(old_cleaner[(t, p)], start), e.log_end)}")
     write_atomic(dst / CLEANER_CHECKPOINT, checkpoint_text(cleaner))
-    for name in CARRIED_ROOT_FILES:
-        if (src / name).is_file():
-            carry_file(src / name, dst / name, damaged)
+    carry_root_files(src, dst, damaged)
+
+
+def carry_root_files(src: Path, dst: Path | None, damaged: DamagedFiles | None) -> None:
+    """The log directory's own files (meta.properties, bootstrap.checkpoint) carried into
+    ``dst`` as ``carry_file`` does, and the input checkpoints whose entries are carried checked;
+    ``dst`` None (a dry run): checked as the run would, nothing written."""
+    with tempfile.TemporaryDirectory(prefix="kseg-root-") as tmp:
+        for name in CARRIED_ROOT_FILES:
+            if (src / name).is_file():
+                carry_file(src / name, (dst or Path(tmp)) / name, damaged)
+        if dst is None:
+            for name in CARRIED_CHECKPOINTS:
+                _carried_checkpoint(src, name, damaged)

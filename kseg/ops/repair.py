@@ -47,9 +47,16 @@ from kseg.log.segment import (
     segment_file_name,
 )
 from kseg.model import Batch
-from kseg.ops.logdir import DamagedFiles, PartitionEnds, carry_file, checkpointed_ends, finish_log_dir
-from kseg.ops.verify import file_errors
-from kseg.storage import as_path, copy_file, copy_times
+from kseg.ops.logdir import (
+    DamagedFiles,
+    PartitionEnds,
+    carry_file,
+    carry_root_files,
+    checked_copy,
+    checkpointed_ends,
+    finish_log_dir,
+)
+from kseg.storage import as_path, copy_times
 
 COPY_CHUNK = 8 << 20
 # Reasons, as the report names them.
@@ -140,10 +147,7 @@ class PartitionRepair:
     def ends(self) -> PartitionEnds | None:
         """Where its log starts and ends after recovery, for the log directory's checkpoints."""
         kept = [s for s in self.segments if s.action != DELETED]
-        if not kept or self.log_end_offset is None:
-            return None
-        start = base_offset_of(kept[0].file)
-        return PartitionEnds(self.log_end_offset if start is None else start, self.log_end_offset)
+        return PartitionEnds.kept(kept[0].file if kept else None, self.log_end_offset)
 
     @property
     def mended(self) -> bool:
@@ -401,28 +405,25 @@ def carry_other_files(folder: Path, out_dir: Path | None, damaged: DamagedFiles)
 
 def _leader_epochs(path: Any) -> tuple[list[tuple[int, int]] | None, str | None]:
     """A leader-epoch-checkpoint's entries, or None and why the broker cannot read it (the
-    first of verify's errors). Read once, from a local copy (an archive member or an object)."""
+    first of verify's errors)."""
     with tempfile.TemporaryDirectory(prefix="kseg-checkpoint-") as tmp:
         copy = Path(tmp) / path.name
-        copy_file(path, copy)
-        errors = file_errors(copy)
-        if errors:
-            return None, errors[0].line(under=errors[0].file)
+        e = checked_copy(path, copy)
+        if e is not None:
+            return None, e.line(under=e.file)
         return [(e.epoch, e.start_offset) for e in read_leader_epoch_checkpoint(copy).entries], None
 
 
 def _snapshot_problem(snap: Any, out_dir: Path | None) -> str | None:
     """What makes a producer snapshot unreadable to the broker (None: nothing), checked as
-    ``kseg verify`` checks it; copied into ``out_dir`` when it is readable. Checked on a local
-    copy (an archive member or an object read once)."""
+    ``kseg verify`` checks it; copied into ``out_dir`` when it is readable."""
     with tempfile.TemporaryDirectory(prefix="kseg-snapshot-") as tmp:
         copy = (out_dir or Path(tmp)) / snap.name
-        copy_file(snap, copy)
-        errors = file_errors(copy)
-        if errors:
-            copy.unlink(missing_ok=True)
-            return errors[0].line(under=errors[0].file)
-    return None
+        e = checked_copy(snap, copy)
+        if e is None:
+            return None
+        copy.unlink(missing_ok=True)
+        return e.line(under=e.file)
 
 
 def repair(input_path: Path, output: Path | None, o: RepairOptions) -> RepairReport:
@@ -464,6 +465,8 @@ def _repair(input_path: Path, output: Path | None, o: RepairOptions) -> RepairRe
     if o.dry_run:
         for folder, segs in groups:
             report.partitions.append(repair_partition(segs, None, o, folder=folder))
+        if any(folder != src for folder, _ in groups):  # a log directory: its own files checked as the run would
+            carry_root_files(src, None, report.damaged_files)
         return report
     assert output is not None
     with AtomicDir(output) as root:

@@ -43,7 +43,7 @@ from kseg.log.listing import (INDEX_SUFFIX, LEADER_EPOCH_FILE, LOG_SUFFIX, PRODU
                                TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 from kseg.log.segment import base_offset_of, partition_of, segment_file_name
 from kseg.model import Batch, Record
-from kseg.ops.logdir import DamagedFiles, PartitionEnds, checkpointed_ends, finish_log_dir
+from kseg.ops.logdir import DamagedFiles, PartitionEnds, carry_root_files, checkpointed_ends, finish_log_dir
 from kseg.ops.repair import _groups, carry_other_files, record_count
 from kseg.ops.executors import Operation, execute, weight_of
 from kseg.ops.staging import Stage, open_stage, publishing, watched, write_into
@@ -176,10 +176,7 @@ class PartitionSalvage:
     @property
     def ends(self) -> PartitionEnds | None:
         """Where its log starts and ends as salvaged, for the log directory's checkpoints."""
-        if not self.segments or self.log_end_offset is None:
-            return None
-        start = base_offset_of(self.segments[0].file)
-        return PartitionEnds(self.log_end_offset if start is None else start, self.log_end_offset)
+        return PartitionEnds.kept(self.segments[0].file if self.segments else None, self.log_end_offset)
 
     def as_json(self) -> dict[str, Any]:
         return {"path": self.path, "topic": self.topic, "partition": self.partition,
@@ -697,11 +694,15 @@ def merge(partials: Iterable[SalvagePartial], job: SalvageJob) -> SalvageReport:
                                        damaged_files=DamagedFiles(job.options.on_damage))
             report.partitions.append(p.partition)
             seen.append(p.seen)
-            if folder is not None and Path(p.partition.path) != Path(p.source) and p.partition.topic is not None:
-                named.append((folder / Path(p.partition.path).name, p.partition.ends))
-        if named and folder is not None:  # a log directory: its checkpoints at the salvaged ends, its own files
+            if Path(p.partition.path) != Path(p.source) and p.partition.topic is not None:  # in a log directory
+                named.append((Path(folder or ".") / Path(p.partition.path).name, p.partition.ends))
+        if named:  # a log directory: its checkpoints at the salvaged ends, its own files (checked only, dry)
             assert report is not None
-            finish_log_dir(as_path(report.input), folder, "salvage", checkpointed_ends(named), report.damaged_files)
+            if folder is None:
+                carry_root_files(as_path(report.input), None, report.damaged_files)
+            else:
+                finish_log_dir(as_path(report.input), folder, "salvage", checkpointed_ends(named),
+                               report.damaged_files)
     assert report is not None, "a plan of no units"
     return report
 
