@@ -142,9 +142,10 @@ COMMANDS: dict[str, Command] = {
                              "did not touch (the output passes verify) and exits 1, something was lost")
         for f in ("crc", "contents", "truncated")}),
     # Records into Parquet: a writer whose output is not segments (its check reads the files back);
-    # in parts of two records, so that a fault finds parts already written (tests/test_export.py
-    # holds the one-file output to the same rules on damage).
-    "export": Command("writer", _writer("--max-file-rows", "2"), output_check="export"),
+    # in parts of twenty records (two batches of the small inputs, 1,200 files from the large log
+    # directory), so that a fault finds parts already written (tests/test_export.py holds the
+    # one-file output to the same rules on damage).
+    "export": Command("writer", _writer("--max-file-rows", "20"), output_check="export"),
     # A support bundle takes the files as they are, damage included (the evidence), from a local
     # log directory or partition folder.
     "bundle": Command("writer", _writer(), kinds=frozenset({"partition", "logdir"}), output_check="bundle",
