@@ -462,6 +462,7 @@ from hypothesis import strategies as st  # noqa: E402
 from conftest import examples  # noqa: E402
 
 from kseg.log.checks import OffsetOrder  # noqa: E402
+from kseg.ops.index_split import REBUILD, IndexJob, index_paths  # noqa: E402
 from kseg.ops.read import ReadFilter, arrow_batches  # noqa: E402
 from kseg.ops.verify import verify_paths  # noqa: E402
 
@@ -509,6 +510,11 @@ def test_the_writers_offset_order_is_verifys(tmp_path_factory, segments, names):
     starts = {path: [b.position for b, _ in found] for path, found in checked.items()}
     assert {(e.file, max(at for at in starts[e.file] if at <= e.position)) for e in left} == theirs
     assert ours == theirs
+    # index --rebuild reads each segment on its own (a unit of work): its merge finds the same
+    indexed = index_paths([folder], IndexJob(REBUILD, str(tmp_path_factory.mktemp("indexes") / "out"),
+                                             on_damage="skip"))
+    assert indexed.damage.skipped == len(theirs)
+    assert {(d["file"], d["position"]) for d in indexed.damage.listed} <= theirs
 
 
 def test_the_order_property_met_offset_errors_and_sound_partitions():

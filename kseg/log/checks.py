@@ -363,12 +363,15 @@ class OffsetOrder:
     not above every offset before it in the partition (offsets going back) is damaged too. One
     per partition, shown every batch of its segments in order (as verify, damaged ones too)."""
 
-    def __init__(self) -> None:
-        self.last: int | None = None
+    def __init__(self, after: int | None = None) -> None:
+        self.last: int | None = after  # ``after``: the last offset of the partition's segments before
+        self.opening: int | None = None  # the first offset of the first batch shown
 
     def errors(self, b: Batch, first: int, name_base: int | None, file: str) -> list[Finding]:
         """The batch's offset errors; its last offset then bounds the batches after it."""
         _, last = batch_span(b)
+        if self.opening is None:
+            self.opening = first
         before = self.last
         self.last = last if before is None else max(before, last)
         out = []
@@ -389,6 +392,8 @@ class OffsetOrder:
         to the first that has any: its index and what is wrong; None when none has."""
         last = self.last
         low = 0 if name_base is None or name_base < 0 else name_base
+        if self.opening is None and start < stop:
+            self.opening = batches[start].base_offset
         for j in range(start, stop):
             b = batches[j]
             first = b.base_offset

@@ -1,7 +1,9 @@
 """``index --check`` and ``index --rebuild`` as an operation split into units
 (``kseg.ops.executors``): plan lists the segments of every input, run checks one segment's
 offset, time and transaction indexes against its log, or builds its offset and time indexes
-anew (into the output's stage, ``kseg.ops.staging``); merge keeps the plan order, adds up the
+anew (into the output's stage, ``kseg.ops.staging``); merge keeps the plan order, checks each
+segment's offsets against the partition's segments before it (a segment that opens at or below
+their last offset is rebuilt again there, knowing it, as verify reads it again), adds up the
 damage, writes indexes beside the segments only once every segment passed its checks, and
 publishes an output folder once, whichever executor ran the units."""
 
@@ -18,8 +20,8 @@ from kseg.errors import InputError
 from kseg.findings import Finding
 from kseg.log.atomic import write_atomic_many
 from kseg.log.checks import DamagePolicy, DamageTally, OffsetOrder, checked_batches, screened
-from kseg.log.listing import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
-from kseg.log.segment import base_offset_of, companion_path, expand_inputs
+from kseg.log.listing import INDEX_SUFFIX, LOG_SUFFIX, RUN, TIME_INDEX_SUFFIX, reading_groups
+from kseg.log.segment import base_offset_of, companion_path
 from kseg.ops.executors import Operation, execute, weight_of
 from kseg.ops.staging import Stage, open_stage, publishing, write_into
 from kseg.storage import as_path, gone
@@ -43,6 +45,7 @@ class IndexUnit:
     folder: str  # REBUILD into an output: the segment's folder there, relative to it ("" for a file input)
     stage: Stage | None
     weight: int = 0
+    run: int | None = None  # the partition run it belongs to (offsets go up across a run's segments)
 
 
 @dataclass
@@ -53,6 +56,9 @@ class IndexPartial:
     files: dict[str, bytes] = field(default_factory=dict)  # REBUILD beside the segments: written by merge
     written: tuple[str, int, str, int] | None = None  # (index, entries, time index, entries)
     damage: DamageTally = field(default_factory=DamageTally)
+    unit: IndexUnit | None = None  # REBUILD: what was run, with the first and last offsets read
+    opening: int | None = None
+    last: int | None = None
 
 
 @dataclass
@@ -67,7 +73,11 @@ def index_paths(inputs: list[Any], job: IndexJob, jobs: int = 1) -> IndexResult:
 
 
 def plan(inputs: list[Any], job: IndexJob) -> list[IndexUnit]:
-    pairs = [(seg, root) for root in inputs for seg in expand_inputs([root]) if seg.suffix == LOG_SUFFIX]
+    pairs: list[tuple[Path, Any, int | None]] = []  # (segment, its input, its partition run)
+    for root in inputs:
+        for g in reading_groups([root]):
+            run = len(pairs) if g.kind == RUN else None  # numbered by its first segment's place
+            pairs.extend((seg, root, run) for seg in g.files if seg.suffix == LOG_SUFFIX)
     if not pairs:
         raise InputError("no .log segments found", file=str(inputs[0]))
     stage = None
@@ -83,20 +93,28 @@ def plan(inputs: list[Any], job: IndexJob) -> list[IndexUnit]:
         else:
             stage = open_stage(list(inputs), as_path(job.output), force=job.force)
     return [IndexUnit(str(seg), "" if root.is_file() else "/".join(seg.parent.parts[len(root.parts):]), stage,
-                      weight_of([seg])) for seg, root in pairs]
+                      weight_of([seg]), run) for seg, root, run in pairs]
 
 
 def run(unit: IndexUnit, job: IndexJob) -> IndexPartial:
-    seg = as_path(unit.segment)
     if job.mode == CHECK:
-        return _check(seg)
+        return _check(as_path(unit.segment))
+    return _rebuild(unit, job, None)
+
+
+def _rebuild(unit: IndexUnit, job: IndexJob, after: int | None) -> IndexPartial:
+    """The unit's segment indexed anew, read as if the partition's segments before it ended at
+    offset ``after`` (None: as if it were the first)."""
+    seg = as_path(unit.segment)
     base = base_offset_of(seg)
     if base is None:
         raise InputError("segment name does not start with its base offset", file=str(seg))
-    p = IndexPartial(unit.segment)
+    p = IndexPartial(unit.segment, unit=unit)
+    order = OffsetOrder(after)
     # Each batch checked (--on-damage): a skipped one gets no index entry, a carried one is indexed.
-    entries = [b._replace(raw=memoryview(b"")) for b, _ in screened(checked_batches(seg, order=OffsetOrder()), DamagePolicy(job.on_damage),
-                                                                  str(seg), p.damage)]
+    entries = [b._replace(raw=memoryview(b"")) for b, _ in screened(checked_batches(seg, order=order),
+                                                                  DamagePolicy(job.on_damage), str(seg), p.damage)]
+    p.opening, p.last = order.opening, order.last
     index, timeindex = build_indexes(entries, base, job.index_interval_bytes)
     counts = (len(index) // 8, len(timeindex) // 12)
     if unit.stage is None:  # beside the segments: written by merge, once every segment passed its checks
@@ -132,8 +150,15 @@ def _check(seg: Any) -> IndexPartial:
 
 def merge(partials: Iterable[IndexPartial], job: IndexJob) -> IndexResult:
     result = IndexResult()
+    run, after = None, None  # the partition run being merged, and the last offset of its segments so far
     with publishing(job.output if job.mode == REBUILD else None, force=job.force):
         for p in partials:
+            if p.unit is not None and p.unit.run is not None:
+                if p.unit.run != run:
+                    run, after = p.unit.run, None
+                if after is not None and p.opening is not None and p.opening <= after:
+                    p = _rebuild(p.unit, job, after)  # its first offsets go back: what it holds, knowing it
+                after = p.last if after is None or p.last is None else max(after, p.last)
             result.segments.append(p)
             result.damage.add(p.damage)
         for p in result.segments:
