@@ -482,16 +482,17 @@ def test_a_rebased_partition_drops_producer_state_and_moves_its_checkpoints(ldi_
     assert cli("verify", out).exit_code == 0
 
 
-RELEASE_LOG_DIRS = sorted(p for p in FIXTURES_LOGDIR.parent.glob("kafka-*/logdir")
+RELEASE_LOG_DIRS = sorted(p for p in FIXTURES_LOGDIR.parent.glob("kafka-*/**/logdir")
                           if (p / "recovery-point-offset-checkpoint").is_file())
 
 
 def test_every_release_line_has_a_broker_written_log_directory() -> None:
-    assert {p.parent.name for p in RELEASE_LOG_DIRS} >= {"kafka-2.8", "kafka-3.6", "kafka-3.9", "kafka-4", "kafka-4.4"}
+    assert {p.parent.name for p in RELEASE_LOG_DIRS} >= {"kafka-2.8", "kafka-3.6", "kafka-3.9", "kafka-4.0", "kafka-4.1",
+                                                         "kafka-4.2", "kafka-4", "kafka-4.4"}
 
 
 @pytest.mark.parametrize("command", ["repair", "salvage", "recompress"])
-@pytest.mark.parametrize("logdir", RELEASE_LOG_DIRS, ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("logdir", RELEASE_LOG_DIRS, ids=lambda p: str(p.parent.relative_to(FIXTURES_LOGDIR.parent)))
 def test_a_rewritten_log_directory_has_the_brokers_checkpoints(tmp_path, logdir, command) -> None:
     """Each release's broker wrote these log directories' checkpoints as it stopped cleanly; a
     rewrite that keeps offsets writes the same entries: the KRaft metadata log left out, a log

@@ -21,8 +21,9 @@ from kseg.ops.salvage import SalvageOptions, salvage
 from kseg.ops.verify import verify_paths
 from test_salvage import EXAMPLES, zero
 
-ROOTS = ["kafka-2.8/logdir", "kafka-3.6/logdir", "kafka-3.9/logdir", "kafka-4/logdir", "kafka-clients/4/logdir",
-         "kafka-tiered/logdir"]
+# Every log directory a broker wrote (every release line's corpus, the clients', admin, convert and
+# tiered scenarios'); fixtures/logdir is kseg's own and not among them.
+ROOTS = sorted(str(p.relative_to(REPO / "fixtures")) for p in (REPO / "fixtures").glob("kafka-*/**/logdir"))
 # Every partition folder of the corpora that holds a file the broker wrote about its producers or epochs.
 PARTITIONS = sorted(p for root in ROOTS for p in (REPO / "fixtures" / root).iterdir()
                     if p.is_dir() and (any(p.glob("*.snapshot")) or (p / "leader-epoch-checkpoint").exists()))
@@ -30,8 +31,10 @@ LIMIT = 256 << 20
 
 
 def test_the_corpora_have_what_is_compared() -> None:
-    assert len(PARTITIONS) >= 30
-    assert sum(1 for p in PARTITIONS for _ in p.glob("*.snapshot")) >= 60
+    assert {"kafka-2.8/logdir", "kafka-3.6/logdir", "kafka-3.9/logdir", "kafka-4.0/logdir", "kafka-4.1/logdir",
+            "kafka-4.2/logdir", "kafka-4/logdir", "kafka-4.4/logdir", "kafka-tiered/logdir"} <= set(ROOTS)
+    assert len(PARTITIONS) >= 170
+    assert sum(1 for p in PARTITIONS for _ in p.glob("*.snapshot")) >= 200
 
 
 @pytest.mark.parametrize("part", PARTITIONS, ids=[f"{p.parent.parent.name}/{p.name}" for p in PARTITIONS])
