@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from conftest import REALDATA
 from kseg.cli.main import main
 from kseg.companions.build import build_txn_index
-from kseg.findings import NOTE
+from kseg.findings import ERROR, NOTE
 from kseg.layouts import CONTROL_KEY, END_TXN_MARKER
 from kseg.log.encode import build_v2_batch
 from kseg.log.segment import parse_partition_dir, segment_file_name
@@ -263,6 +263,63 @@ def test_txn_empty_abort_is_in_no_txnindex(tmp_path):
     (q,) = explain_transactions([folder], now_ms=T0).partitions
     assert any("lists an aborted transaction of producer 4 (offsets 3..3) that the log does not show" in f.message
                for f in q.findings)
+
+
+def _findings(folder: Path) -> list[tuple[str, str]]:
+    (p,) = explain_transactions([folder], now_ms=T0).partitions
+    return [(f.severity, f.message) for f in p.findings]
+
+
+def test_txn_markers_whose_data_is_gone(tmp_path):
+    """Where offsets are missing since a producer's previous marker (the log cleaner removed its
+    batches, or retention deleted the segments before), its marker may have outlived its data,
+    and the .txnindex entry the cleaner carried may start before what the log shows: notes,
+    exit 0 (the broker's own cleaned logs are so: tests/test_what_kafka_wrote.py). Where no
+    offset is missing, the same are problems."""
+    # retention: the log starts at 100; producer 1's data was in a deleted segment
+    late = tmp_path / "late-0"
+    late.mkdir()
+    (late / segment_file_name(100)).write_bytes(marker(100, 1, True) + marker(101, 2, False) + data_batch(102, 3))
+    (late / segment_file_name(100, ".txnindex")).write_bytes(build_txn_index([(2, 90, 101, 102)]))
+    found = _findings(late)
+    assert [sev for sev, _ in found] == [NOTE, NOTE], found
+    assert "removed by the log cleaner, or before the log start" in found[0][1]
+    run("txn", late, "--now-ms", T0)
+    # the cleaner: offsets 2..4 removed (producer 2's aborted data), its marker kept, its entry too;
+    # producer 5's transaction shows from offset 8, its entry says 6
+    cleaned = tmp_path / "cleaned-0"
+    cleaned.mkdir()
+    log = (data_batch(0, 1) + marker(5, 2, False) + data_batch(8, 5) + marker(10, 5, False) + marker(11, 1, True))
+    (cleaned / segment_file_name(0)).write_bytes(log)
+    (cleaned / segment_file_name(0, ".txnindex")).write_bytes(build_txn_index([(2, 2, 5, 6), (5, 6, 10, 11)]))
+    assert [sev for sev, _ in _findings(cleaned)] == [NOTE]
+    run("txn", cleaned)
+    # no offset missing: the same entries are wrong
+    dense = tmp_path / "dense-0"
+    dense.mkdir()
+    (dense / segment_file_name(0)).write_bytes(data_batch(0, 1) + marker(2, 2, False) + data_batch(3, 5)
+                                               + marker(5, 5, False) + marker(6, 1, True))
+    (dense / segment_file_name(0, ".txnindex")).write_bytes(build_txn_index([(2, 1, 2, 3), (5, 1, 5, 6)]))
+    errors = [m for sev, m in _findings(dense) if sev == ERROR]
+    assert any("lists an aborted transaction of producer 2 (offsets 1..2)" in m for m in errors), errors
+    assert any("does not list the aborted transaction of producer 5 (offsets 3..5)" in m for m in errors), errors
+    run("txn", dense, ok=(1,))
+
+
+def test_txn_a_segment_without_its_indexes_is_recovered_by_the_broker(tmp_path):
+    """An aborted transaction ends in a segment with no .txnindex: a problem where its .index is
+    there (the broker opens the segment as it is and serves the aborted records), a note where
+    neither is (the broker recovers such a segment, writing both; a segment fetched or attached
+    alone)."""
+    folder = tmp_path / "t-0"
+    folder.mkdir()
+    (folder / segment_file_name(0)).write_bytes(data_batch(0, 2) + marker(2, 2, False))
+    assert [sev for sev, _ in _findings(folder)] == [NOTE]
+    run("txn", folder)
+    (folder / segment_file_name(0, ".index")).write_bytes(b"")
+    found = _findings(folder)
+    assert found == [(ERROR, "missing: 1 aborted transaction(s) end in this segment")], found
+    run("txn", folder, ok=(1,))
 
 
 def test_txn_names_transactional_ids_from_transaction_state(tmp_path):

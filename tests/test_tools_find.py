@@ -183,6 +183,21 @@ def test_damaged_data_exit_1(tmp_path):
     assert res.exit_code == 1 and "t-0 offset 0" in res.stdout
 
 
+@pytest.mark.parametrize("rule_out", [["--key", "zz"], ["--producer-id", "77"], ["--from-time", str(T0 + 10**9)]])
+def test_a_batch_ruled_out_is_checked_first(tmp_path, rule_out):
+    """A batch whose CRC does not match is damage, whatever would have ruled it out: its key's
+    bytes, producer or timestamps are what the mismatch says cannot be trusted (a flipped bit
+    in a key would otherwise hide the record and exit 0)."""
+    folder = tmp_path / "t-0"
+    folder.mkdir()
+    bad = bytearray(build_v2_batch([make_record(1, T0, b"zy", b"2")], base_offset=1))
+    bad[-1] ^= 0x01  # the value's last byte: the CRC no longer matches
+    data = build_v2_batch([make_record(0, T0, b"a", b"1")]) + bytes(bad)
+    (folder / segment_file_name(0)).write_bytes(data)
+    res = run("find", folder, *rule_out)
+    assert res.exit_code == 1 and "crc mismatch" in res.stderr, (res.stdout, res.stderr)
+
+
 def test_real_data():
     root = REALDATA / "Experts-in-team-innovation" / "kafka" / "data"
     if not root.is_dir():

@@ -317,6 +317,15 @@ class Listing:
         """The groups reading commands read (runs and files on their own)."""
         return [g for g in self.groups if g.kind != SIDE]
 
+    def newest(self, g: Group) -> Path | None:
+        """The segment of ``g`` a broker may still be writing (``kseg.log.tails``): the last
+        ``.log`` of a partition's run listed from a folder; None for files named on their own,
+        loose files and streams."""
+        if g.kind != RUN or self.shape == FILE:
+            return None
+        logs = [f for f in g.files if f.suffix == LOG_SUFFIX]
+        return logs[-1] if logs else None
+
 
 def _files(folder: Path) -> list[tuple[Path, str]]:
     """The entries of a folder that Kafka names, with their kinds, in name order. An entry

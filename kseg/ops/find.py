@@ -1,6 +1,7 @@
 """The ``find`` operation: the records that match, across files, partitions and log directories.
 
-Batches are ruled out before their records are decoded wherever the filters allow: by
+Batches are ruled out before their records are decoded wherever the filters allow (each
+batch read is checked first: its CRC, as verify checks it, whether it is then decoded or not): by
 offset and time (the ``.index`` and ``.timeindex`` seek to the first batch that can
 match; whole segments are skipped by name and by their largest timestamp), by producer
 id and the transactional flag (batch header), and for uncompressed batches by looking
@@ -364,12 +365,14 @@ def _scan(path: Path, start: int, topic: str | None, partition: int | None, o: F
             if o.to_offset is not None and b.offset > o.to_offset and b.magic >= 2:
                 stopped = True
                 break  # offsets only grow in a partition
-            if not flt.batch_may_match(b):
-                st.batches_skipped += 1
-                continue
+            # Checked before it is ruled out: what rules it out (its flags, producer, timestamps,
+            # the bytes a key would be in) is what a CRC that does not match says cannot be trusted.
             damage = header_errors(b, str(path))
             if damage:  # a record of a damaged batch is no match to report: the damage is
                 st.problems.append(str(damage[0]))
+                continue
+            if not flt.batch_may_match(b):
+                st.batches_skipped += 1
                 continue
             payload = None
             if flt.needles and b.is_compressed:

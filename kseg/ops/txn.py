@@ -13,6 +13,12 @@ aborted transactions whose markers are in its segment, a producer snapshot
 written at the log end that disagrees about what is open. An ABORT marker
 with no data is only a note: a producer may add a partition to a transaction
 and abort before writing to it.
+
+Where offsets are missing since the producer's previous marker (the log cleaner
+removed batches, or the log starts past offset 0: retention deleted segments),
+a transaction's data may be gone while its marker stays: a marker with no data
+is then a note, and a ``.txnindex`` entry (which the cleaner carries over) may
+start before the data the log still shows, or list an ABORT whose data is gone.
 """
 
 from __future__ import annotations
@@ -23,11 +29,12 @@ from typing import Any, Iterable
 
 from kseg.companions.read import read_producer_snapshot, read_txn_index
 from kseg.errors import InputError, KsegError, expected_found
+from kseg.findings import ERROR, NOTE
 from kseg.formats.attributes import CONTROL_ABORT, CONTROL_COMMIT
 from kseg.log.checks import header_errors
 from kseg.log.control import control_info
 from kseg.log.records import batch_records
-from kseg.log.listing import FILE, RUN, TXN_INDEX_SUFFIX, list_inputs
+from kseg.log.listing import FILE, INDEX_SUFFIX, RUN, TXN_INDEX_SUFFIX, list_inputs
 from kseg.log.segment import Segment, base_offset_of, companion_path, partition_of
 from kseg.log.tails import live_tail
 from kseg.model import Batch
@@ -40,7 +47,6 @@ __all__ = ["DEFAULT_MAX_TIMEOUT_MS", "PartitionTransactions", "Transaction", "Tx
            "explain_transactions"]
 
 DEFAULT_MAX_TIMEOUT_MS = 900_000  # transaction.max.timeout.ms
-ERROR, NOTE = "error", "note"
 
 
 @dataclass
@@ -226,8 +232,10 @@ def _partition(folder: Path, logs: list[Path], ids: dict[int, str], name: str,
     pt = PartitionTransactions(name, *(parsed if parsed else (None, None)))
     open_txns: dict[int, Transaction] = {}
     epochs: dict[int, int] = {}
+    gap: int | None = None  # the offset after the latest run of missing offsets (cleaned, or before the log)
+    markers: dict[int, int] = {}  # producer id -> the offset of its latest marker
     for log in logs:
-        aborted_here: list[tuple[int, int, int]] = []  # (producer id, first offset, marker offset)
+        aborted_here: list[Aborted] = []
         seg = Segment(log)
         try:
             for batch in seg.batches():
@@ -237,12 +245,17 @@ def _partition(folder: Path, logs: list[Path], ids: dict[int, str], name: str,
                                                   f"damaged batch at byte {batch.position}, not read: "
                                                   f"{damage[0].message}{expected_found(damage[0].expected, damage[0].found)}"))
                     continue
+                if batch.magic >= 2 and batch.offset > pt.log_end_offset:  # offsets missing before it (from 0)
+                    gap = batch.offset
                 pt.log_end_offset = batch.next_offset
                 if batch.producer_id is None or batch.producer_id < 0:
                     continue
                 _epoch(pt, log, batch, epochs)
                 if batch.is_control:
-                    _marker(pt, log, batch, open_txns, aborted_here)
+                    pid = batch.producer_id
+                    removed = gap is not None and gap > markers.get(pid, -1)
+                    _marker(pt, log, batch, open_txns, aborted_here, removed)
+                    markers[pid] = batch.offset
                 elif batch.is_transactional:
                     _data(batch, open_txns, pt, ids)
         except InputError:
@@ -291,8 +304,20 @@ def _data(batch: Batch, open_txns: dict[int, Transaction], pt: PartitionTransact
     t.batches += 1
 
 
+@dataclass(frozen=True)
+class Aborted:
+    """An ABORT marker read in a segment, for its .txnindex check."""
+
+    producer_id: int
+    first_offset: int | None  # of the transaction's data the log shows (None: it shows none)
+    marker_offset: int
+    removed: bool  # offsets are missing since the producer's previous marker: data may be gone
+
+
 def _marker(pt: PartitionTransactions, log: Path, batch: Batch, open_txns: dict[int, Transaction],
-            aborted_here: list[tuple[int, int, int]]) -> None:
+            aborted_here: list[Aborted], removed: bool) -> None:
+    """``removed``: offsets are missing since the producer's previous marker (see the module
+    comment), so the marker's data may have been removed."""
     pid = batch.producer_id
     assert pid is not None
     try:
@@ -305,23 +330,33 @@ def _marker(pt: PartitionTransactions, log: Path, batch: Batch, open_txns: dict[
     t = open_txns.pop(pid, None)
     kind = "COMMIT" if info.type_id == CONTROL_COMMIT else "ABORT"
     if t is None:
-        severity = ERROR if info.type_id == CONTROL_COMMIT else NOTE
+        severity = ERROR if info.type_id == CONTROL_COMMIT and not removed else NOTE
+        why = (" in the log (offsets are missing before it: removed by the log cleaner, or before the log start)"
+               if removed else "")
         pt.findings.append(TxnFinding(severity, str(log), batch.offset,
-                                      f"{kind} marker of producer {pid} with no transactional data before it"))
-        # Kafka completes (and indexes) only transactions that wrote data: an empty ABORT is in no .txnindex
+                                      f"{kind} marker of producer {pid} with no transactional data before it{why}"))
+        # Kafka completes (and indexes) only transactions that wrote data: an empty ABORT is in no
+        # .txnindex, unless its data was there when the broker indexed it
+        if info.type_id == CONTROL_ABORT and removed:
+            aborted_here.append(Aborted(pid, None, batch.offset, removed))
         return
     t.state = "committed" if info.type_id == CONTROL_COMMIT else "aborted"
     t.end_ms, t.marker_offset, t.coordinator_epoch = batch.timestamp, batch.offset, info.coordinator_epoch
     if info.type_id == CONTROL_ABORT:
-        aborted_here.append((pid, t.first_offset, batch.offset))
+        aborted_here.append(Aborted(pid, t.first_offset, batch.offset, removed))
 
 
-def _check_txn_index(pt: PartitionTransactions, log: Path, aborted_here: list[tuple[int, int, int]]) -> None:
+def _check_txn_index(pt: PartitionTransactions, log: Path, aborted_here: list[Aborted]) -> None:
     path = identity.follow(companion_path(log, TXN_INDEX_SUFFIX))  # renamed with its segment: followed
+    shown = [a for a in aborted_here if a.first_offset is not None]
     if not path.exists():
-        if aborted_here:
-            pt.findings.append(TxnFinding(ERROR, str(path), None, f"missing: {len(aborted_here)} aborted "
+        if shown and companion_path(log, INDEX_SUFFIX).exists():
+            pt.findings.append(TxnFinding(ERROR, str(path), None, f"missing: {len(shown)} aborted "
                                           "transaction(s) end in this segment"))
+        elif shown:  # a segment without its indexes: the broker recovers it, writing both anew
+            pt.findings.append(TxnFinding(NOTE, str(path), None, f"not there, nor the .index: {len(shown)} aborted "
+                                          "transaction(s) end in this segment, which the broker indexes when it "
+                                          "recovers it"))
         return
     try:
         listed = {(e.producer_id, e.first_offset, e.last_offset) for e in read_txn_index(path).entries}
@@ -332,13 +367,26 @@ def _check_txn_index(pt: PartitionTransactions, log: Path, aborted_here: list[tu
     except KsegError as e:
         pt.findings.append(TxnFinding(ERROR, str(path), None, f"not readable: {e}"))
         return
-    expected = set(aborted_here)
+    expected = {(a.producer_id, a.first_offset, a.marker_offset) for a in shown}
+    # where data before a marker may be gone, the broker's entry may start before what the log
+    # shows (None: the log shows none of it)
+    gone_before = {(a.producer_id, a.marker_offset): a.first_offset for a in aborted_here if a.removed}
+
+    def explained(pid: int, first: int, last: int) -> bool:
+        """A listed entry the log no longer shows as it is, because data before its marker is gone."""
+        if (pid, last) not in gone_before:
+            return False
+        shows = gone_before[(pid, last)]
+        return shows is None or first <= shows
+
     for pid, first, last in sorted(expected - listed):
-        pt.findings.append(TxnFinding(ERROR, str(path), last, f"does not list the aborted transaction of "
-                                      f"producer {pid} (offsets {first}..{last})"))
+        if not any((p, l) == (pid, last) and explained(p, f, l) for p, f, l in listed):
+            pt.findings.append(TxnFinding(ERROR, str(path), last, f"does not list the aborted transaction of "
+                                          f"producer {pid} (offsets {first}..{last})"))
     for pid, first, last in sorted(listed - expected):
-        pt.findings.append(TxnFinding(ERROR, str(path), last, f"lists an aborted transaction of producer "
-                                      f"{pid} (offsets {first}..{last}) that the log does not show"))
+        if not explained(pid, first, last):
+            pt.findings.append(TxnFinding(ERROR, str(path), last, f"lists an aborted transaction of producer "
+                                          f"{pid} (offsets {first}..{last}) that the log does not show"))
 
 
 def _check_snapshot(pt: PartitionTransactions, folder: Path, open_txns: dict[int, Transaction]) -> None:

@@ -44,7 +44,6 @@ from kseg.log.segment import (
     Segment,
     base_offset_of,
     companion_path,
-    is_stdin,
     not_a_file,
     rsm_transform,
 )
@@ -401,13 +400,7 @@ def groups_with_newest(paths: Iterable[str | Path]) -> list[tuple[list[Path], Pa
     """``input_groups`` of each input, with the segment that may still be being written:
     the newest ``.log`` of a partition folder (named files and streams are taken as they are).
     Every input is checked usable before any work."""
-    out = []
-    for raw in paths:
-        for group in input_groups([raw]):
-            logs = [p for p in group if not is_companion(p) and p.suffix == LOG_SUFFIX]
-            newest = logs[-1] if logs and not is_stdin(raw) and as_path(raw).is_dir() else None
-            out.append((group, newest))
-    return out
+    return [(_verify_group(g), listing.newest(g)) for listing in list_inputs(paths) for g in listing.groups]
 
 
 def verify_file(path: Path, options: VerifyOptions, prev_last: int | None = None,
