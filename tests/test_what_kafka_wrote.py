@@ -33,7 +33,8 @@ BROKER_LOG_DIRS = sorted({*FIXTURES.glob("kafka-*/**/logdir"), FIXTURES / "kafka
                           *(p for p in FIXTURES.glob("kafka-cleaner/*/*") if p.is_dir())})
 INTERNAL = "__"  # internal topics' names start so; state replays only those
 # What a command needs besides its matrix row to take every corpus.
-EXTRA = {"down-convert": ["--codec", "gzip"]}  # magic 1 cannot hold zstd
+EXTRA = {"down-convert": ["--codec", "gzip"],  # magic 1 cannot hold zstd
+         "export": ["--max-file-rows", "100000"]}  # one file a partition (the row's parts are for its faults)
 # Commands not run here, each with the reason.
 NOT_HERE = {
     "build": "build reads JSON lines, not a log directory (its matrix row makes them beside the input, "
