@@ -131,6 +131,30 @@ def test_fixtures_against_themselves_and_a_damaged_copy(tmp_path):
     assert res.exit_code == 1 and "same leader epoch" in res.output and "fails its crc" in res.output
 
 
+@pytest.mark.parametrize("writer", [["recompress", "--codec", "gzip"], ["up-convert", "--to-magic", "2"]])
+def test_the_same_records_written_anew(tmp_path, writer):
+    """A copy whose batches differ but whose records are the same (recompressed, converted) is
+    still a different copy (exit 1), and --records says every record is the same."""
+    src = FIXTURES_LOGDIR / ("v2-lz4-0" if writer[0] == "recompress" else "v1-none-0")
+    out = tmp_path / "out" / src.name
+    assert run(*writer, src, "-o", out).exit_code == 0
+    res = run("diff", "--records", "--format", "json", src, out)
+    (p,) = json.loads(res.output)["partitions"]
+    assert res.exit_code == 1 and p["kind"] == "diverged" and p["records_differing"] == 0, res.output
+    assert "every record from there on is the same on both sides" in p["explanation"]
+
+
+def test_one_record_differs(tmp_path):
+    a = write(tmp_path / "a" / "t-0", [[batch(0), batch(10)]], [(0, 0)])
+    b = write(tmp_path / "b" / "t-0", [[batch(0), batch(10, tag=b"w")]], [(0, 0)])
+    res = run("diff", "--records", "--format", "json", a, b)
+    (p,) = json.loads(res.output)["partitions"]
+    assert res.exit_code == 1 and p["records_differing"] == 10 and p["diverge_offset"] == 10, res.output
+    assert "every record" not in p["explanation"] and "same leader epoch 0" in p["explanation"]
+    (q,) = json.loads(run("diff", "--format", "json", a, b).output)["partitions"]
+    assert "records_differing" not in q  # not compared without --records
+
+
 def test_real_data_copy(tmp_path):
     root = REALDATA / "Experts-in-team-innovation" / "kafka" / "data"
     if not root.is_dir():

@@ -86,6 +86,7 @@ class PartitionDiff:
     equal_records: int = 0
     records: list[RecordDiff] = field(default_factory=list)
     records_differing: int = 0
+    records_compared: bool = False  # --records: the records after the divergence were compared
 
     @property
     def identical(self) -> bool:
@@ -104,6 +105,10 @@ class PartitionDiff:
             name = "B" if a.only and not b.only else "A"
             return (f"{name} stops at offset {self.diverge_offset} where the other side goes on: "
                     f"a follower or copy that is behind or was truncated")
+        if self.records_compared and not self.records_differing:
+            return (f"the batches differ from offset {self.diverge_offset}, but every record from there on is "
+                    f"the same on both sides (offset, key, value, headers, timestamp): the same records written "
+                    f"anew (another codec, message format or batching)")
         ea = a.epoch_at_divergence if a.epoch_at_divergence is not None else a.checkpoint_epoch_at_divergence
         eb = b.epoch_at_divergence if b.epoch_at_divergence is not None else b.checkpoint_epoch_at_divergence
         if ea != eb:
@@ -127,7 +132,7 @@ class PartitionDiff:
                "diverge_offset": self.diverge_offset, "explanation": self.explanation(),
                "equal_batches": self.equal_batches, "equal_records": self.equal_records,
                "a": side(self.a), "b": side(self.b)}
-        if self.records or self.records_differing:
+        if self.records_compared:
             out["records_differing"] = self.records_differing
         return out
 
@@ -352,6 +357,7 @@ def diff_partition(name: str, a_segs: list[Path], b_segs: list[Path], o: DiffOpt
             pass
         return pd
     _record_diff(pd, _records(ra, o.max_decompressed_bytes), _records(rb, o.max_decompressed_bytes), o)
+    pd.records_compared = True
     return pd
 
 
