@@ -131,16 +131,23 @@ def test_fixtures_against_themselves_and_a_damaged_copy(tmp_path):
     assert res.exit_code == 1 and "same leader epoch" in res.output and "fails its crc" in res.output
 
 
-@pytest.mark.parametrize("writer", [["recompress", "--codec", "gzip"], ["up-convert", "--to-magic", "2"]])
-def test_the_same_records_written_anew(tmp_path, writer):
+@pytest.mark.parametrize("src,writer", [
+    ("v2-lz4-0", ["recompress", "--codec", "gzip"]),
+    ("v1-none-0", ["up-convert", "--to-magic", "2"]),
+    # v1 messages into gzip wrappers, whose header names only their last offset
+    ("v1-none-0", ["recompress", "--codec", "gzip"]),
+    ("v1-logappendtime-0", ["recompress", "--codec", "gzip"]),
+])
+def test_the_same_records_written_anew(tmp_path, src, writer):
     """A copy whose batches differ but whose records are the same (recompressed, converted) is
-    still a different copy (exit 1), and --records says every record is the same."""
-    src = FIXTURES_LOGDIR / ("v2-lz4-0" if writer[0] == "recompress" else "v1-none-0")
-    out = tmp_path / "out" / src.name
-    assert run(*writer, src, "-o", out).exit_code == 0
-    res = run("diff", "--records", "--format", "json", src, out)
+    still a different copy (exit 1), diverging at its first offset, and --records says every
+    record is the same."""
+    out = tmp_path / "out" / src
+    assert run(*writer, FIXTURES_LOGDIR / src, "-o", out).exit_code == 0
+    res = run("diff", "--records", "--format", "json", FIXTURES_LOGDIR / src, out)
     (p,) = json.loads(res.output)["partitions"]
     assert res.exit_code == 1 and p["kind"] == "diverged" and p["records_differing"] == 0, res.output
+    assert p["diverge_offset"] == 0 and not p["a"]["only"][1:] and p["a"]["records"] == p["b"]["records"], p
     assert "every record from there on is the same on both sides" in p["explanation"]
 
 

@@ -8,7 +8,9 @@ the corpora (every release line, the clients', admin, convert, cleaner and tiere
   log whose transaction markers outlived their data, segments fetched without their indexes,
   logs that start past offset 0;
 - writers exit 0 and write what they promise (segments ``kseg verify`` passes), down-convert
-  with a codec magic 1 can hold (zstd is refused: ``test_failure_matrix``'s rows).
+  with a codec magic 1 can hold (zstd is refused: ``test_failure_matrix``'s rows); those that
+  keep every record keep it: ``kseg diff --records`` finds no record that differs (offset, key,
+  value, headers, timestamp), whatever the batches became.
 
 On the real files of ``../shared/realdata`` (some cut short, some fetched partially), every
 checker and reader gives ``kseg verify``'s verdict: none calls damage what verify calls sound,
@@ -17,6 +19,7 @@ or the other way round.
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
@@ -35,6 +38,8 @@ INTERNAL = "__"  # internal topics' names start so; state replays only those
 # What a command needs besides its matrix row to take every corpus.
 EXTRA = {"down-convert": ["--codec", "gzip"],  # magic 1 cannot hold zstd
          "export": ["--max-file-rows", "100000"]}  # one file a partition (the row's parts are for its faults)
+# Writers whose output holds every record of their input as it was (on sound input).
+KEEP_RECORDS = ("up-convert", "recompress", "repair", "salvage")
 # Commands not run here, each with the reason.
 NOT_HERE = {
     "build": "build reads JSON lines, not a log directory (its matrix row makes them beside the input, "
@@ -72,7 +77,16 @@ def test_every_command_takes_what_the_broker_wrote(logdir: Path) -> None:
                 continue
             if cmd.role == "writer" and not _output_ok(cmd.output_check, out):
                 wrong.append(f"{name}: its output is not what it promises")
+            if name in KEEP_RECORDS:
+                wrong += [f"{name}: {p['name']}: {p['records_differing']} record(s) differ" for p in _changed(logdir, out)]
     assert not wrong, "\n".join(wrong)
+
+
+def _changed(a: Path, b: Path) -> list[dict]:
+    """The partitions of ``b`` whose records are not ``a``'s (``kseg diff --records``)."""
+    res = CliRunner().invoke(main, ["diff", "--records", "--format", "json", "--max-records", "3", str(a), str(b)])
+    doc = json.loads(res.stdout)
+    return [p for p in doc["partitions"] if p["kind"] != "identical" and p.get("records_differing") != 0]
 
 
 def _output_ok(check: str, out: Path) -> bool:

@@ -367,7 +367,9 @@ def recompress(batches: Iterable[Batch], options: RecompressOptions, summary: Su
     for b in batches:
         if b.magic < 2 and b.codec == CODEC_NONE and target != CODEC_NONE:
             if group and (b.magic != group[0].magic or b.timestamp_type != group[0].timestamp_type
-                          or len(group) >= options.batch_records or group_bytes + b.size > options.batch_bytes):
+                          or len(group) >= options.batch_records or group_bytes + b.size > options.batch_bytes
+                          # a LogAppendTime wrapper's stamp is every inner message's: only equal ones share one
+                          or (b.timestamp_type == LOG_APPEND_TIME and b.timestamp != group[0].timestamp)):
                 yield from flush()
             _count_in(summary, b, 1)
             group.append(b)

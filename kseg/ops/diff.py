@@ -2,7 +2,9 @@
 live folder), compared batch by batch from their headers and stored CRCs.
 
 Equal batches are never decompressed: two batches are the same when their offsets, size,
-magic, leader epoch and stored CRC are (the CRC covers everything else). The first batch
+magic, leader epoch and stored CRC are (the CRC covers everything else). A legacy (v0/v1)
+compressed wrapper is the exception: its header names only its last offset, so its inner
+messages are read for its first offset and its record count. The first batch
 that differs is where the copies diverge; what follows on each side is reported as offset
 ranges, with the leader epochs on both sides (from the batches and the
 ``leader-epoch-checkpoint``) so that a truncated follower or an unclean leader election shows
@@ -46,10 +48,10 @@ class Range:
     batches: int = 0
     records: int = 0
 
-    def add(self, b: Batch) -> None:
-        self.last = max(self.last, b.last_offset)
+    def add(self, e: "Entry") -> None:
+        self.last = max(self.last, e.last)
         self.batches += 1
-        self.records += _count(b)
+        self.records += e.count
 
 
 @dataclass
@@ -156,10 +158,31 @@ class DiffOptions:
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
 
 
-def _count(b: Batch) -> int:
+class Entry(NamedTuple):
+    """A batch with its first offset and its record count."""
+
+    batch: Batch
+    first: int
+    count: int
+
+    @property
+    def last(self) -> int:
+        return self.batch.last_offset
+
+
+def _entry(b: Batch, limit: int) -> Entry:
+    """A v2 batch's header says both; a legacy wrapper's offset is its last inner message's, so
+    its inner messages are read (an undecodable one counts as one record at its own offset: the
+    record walk reports it)."""
     if b.magic >= 2:
-        return max(b.record_count or 0, 0)
-    return 1  # a legacy entry (a wrapper counts as one: no decompression)
+        return Entry(b, b.offset, max(b.record_count or 0, 0))
+    if not b.is_compressed:
+        return Entry(b, b.offset, 1)
+    try:
+        inner = batch_records(b, limit=limit)
+    except KsegError:
+        return Entry(b, b.offset, 1)
+    return Entry(b, min((r.offset for r in inner), default=b.offset), len(inner))
 
 
 def _same(a: Batch, b: Batch, sa: Side, sb: Side, check_crc: bool) -> bool:
@@ -253,17 +276,18 @@ def _tail(path: Path, t: Tail, side: Side, live: bool) -> None:
         side.problems.append(f"{path}: at byte {t.position}: {t.error.message} ({t.length} bytes not compared)")
 
 
-def _batches(segs: list[Path], side: Side, listed: bool) -> Iterator[Batch]:
+def _batches(segs: list[Path], side: Side, listed: bool, limit: int) -> Iterator[Entry]:
     """``listed``: the segments were listed from their partition folder (its newest may be written)."""
     for path in segs:
         for b in _entries(path, side, listed and path == segs[-1]):
+            e = _entry(b, limit)
             side.batches += 1
             side.bytes += b.size
-            side.records += _count(b)
+            side.records += e.count
             if side.first_offset is None:
-                side.first_offset = b.offset
+                side.first_offset = e.first
             side.next_offset = b.last_offset + 1
-            yield b
+            yield e
 
 
 def _epochs(folder: Path | None, side: Side) -> None:
@@ -285,10 +309,10 @@ def _epoch_at(epochs: list[tuple[int, int]], offset: int) -> int | None:
     return found
 
 
-def _records(batches: Iterator[Batch], limit: int) -> Iterator[Record]:
-    for b in batches:
+def _records(entries: Iterator[Entry], limit: int) -> Iterator[Record]:
+    for e in entries:
         try:
-            yield from batch_records(b, limit=limit)
+            yield from batch_records(e.batch, limit=limit)
         except KsegError:
             continue
 
@@ -300,38 +324,39 @@ def diff_partition(name: str, a_segs: list[Path], b_segs: list[Path], o: DiffOpt
     _epochs(a_folder, sa)
     _epochs(b_folder, sb)
     pd = PartitionDiff(name, sa, sb)
-    ia, ib = _batches(a_segs, sa, a_folder is not None), _batches(b_segs, sb, b_folder is not None)
+    limit = o.max_decompressed_bytes
+    ia, ib = _batches(a_segs, sa, a_folder is not None, limit), _batches(b_segs, sb, b_folder is not None, limit)
     a, b = next(ia, None), next(ib, None)
     if a is None and b is None:
         return pd
     if a is None or b is None:
         pd.kind = MISSING if not (a_segs and b_segs) else BEHIND
     # Older offsets on one side only (retention moved the other's log start).
-    while a is not None and b is not None and a.last_offset < b.offset:
+    while a is not None and b is not None and a.last < b.first:
         if not sa.only:
-            sa.only.append(Range(a.offset, a.last_offset))
+            sa.only.append(Range(a.first, a.last))
         sa.only[-1].add(a)
         a = next(ia, None)
-    while a is not None and b is not None and b.last_offset < a.offset:
+    while a is not None and b is not None and b.last < a.first:
         if not sb.only:
-            sb.only.append(Range(b.offset, b.last_offset))
+            sb.only.append(Range(b.first, b.last))
         sb.only[-1].add(b)
         b = next(ib, None)
     prefix = bool(sa.only or sb.only)
-    while a is not None and b is not None and _same(a, b, sa, sb, o.check_crc):
+    while a is not None and b is not None and _same(a.batch, b.batch, sa, sb, o.check_crc):
         pd.equal_batches += 1
-        pd.equal_records += _count(a)
+        pd.equal_records += a.count
         a, b = next(ia, None), next(ib, None)
     if a is None and b is None:
         if prefix:
             pd.kind = START
         return pd
-    starts = [x.offset for x in (a, b) if x is not None]
+    starts = [x.first for x in (a, b) if x is not None]
     pd.diverge_offset = min(starts)
     if a is not None:
-        sa.epoch_at_divergence = a.partition_leader_epoch if a.magic >= 2 else None
+        sa.epoch_at_divergence = a.batch.partition_leader_epoch if a.batch.magic >= 2 else None
     if b is not None:
-        sb.epoch_at_divergence = b.partition_leader_epoch if b.magic >= 2 else None
+        sb.epoch_at_divergence = b.batch.partition_leader_epoch if b.batch.magic >= 2 else None
     if a is not None and b is not None:
         pd.kind = DIVERGED
     elif pd.kind != MISSING:
@@ -339,10 +364,10 @@ def diff_partition(name: str, a_segs: list[Path], b_segs: list[Path], o: DiffOpt
     sa.checkpoint_epoch_at_divergence = _epoch_at(sa.epochs, pd.diverge_offset)
     sb.checkpoint_epoch_at_divergence = _epoch_at(sb.epochs, pd.diverge_offset)
 
-    def rest(first: Batch | None, it: Iterator[Batch], side: Side) -> Iterator[Batch]:
+    def rest(first: Entry | None, it: Iterator[Entry], side: Side) -> Iterator[Entry]:
         if first is None:
             return
-        side.only.append(Range(first.offset, first.last_offset))
+        side.only.append(Range(first.first, first.last))
         side.only[-1].add(first)
         yield first
         for x in it:
