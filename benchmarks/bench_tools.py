@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -53,7 +54,7 @@ def partition(mb: int, codec: str, name: str) -> Path:
     if not (folder / info.path.name).exists():
         folder.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(info.path, folder / info.path.name)
-        subprocess.run(KSEG + ["index", str(folder / info.path.name), "--rebuild"], check=True,
+        subprocess.run(KSEG + ["index", str(folder / info.path.name), "--rebuild", "--force"], check=True,
                        stderr=subprocess.DEVNULL)
     return folder
 
@@ -89,10 +90,10 @@ def main() -> int:
     m["verify_full"] = run(KSEG + ["verify", str(a)], r)
     m["stats"] = run(KSEG + ["stats", str(a)], r)
     m["stats_small"] = run(KSEG + ["stats", str(small)], 1)
-    grep = f"{' '.join(KSEG)} dump -r --format jsonl {a} | grep -F '\"key\": \"{key}\"' > /dev/null"
+    grep = f"{shlex.join(KSEG)} dump -r --format jsonl {a} | grep -F '\"key\": \"{key}\"' > /dev/null"
     m["dump_jsonl_grep"] = run(grep, 1, shell=True)
     m["find_key"] = run(KSEG + ["find", str(a), "--key", key], r)
-    grep_range = (f"{' '.join(KSEG)} dump -r --format jsonl --from-offset {lo} --to-offset {hi} {a} "
+    grep_range = (f"{shlex.join(KSEG)} dump -r --format jsonl --from-offset {lo} --to-offset {hi} {a} "
                   f"| grep -F '\"key\": \"{key}\"' > /dev/null")
     m["dump_jsonl_grep_range"] = run(grep_range, 1, shell=True)
     m["find_key_range"] = run(KSEG + ["find", str(a), "--key", key, "--from-offset", str(lo), "--to-offset",
@@ -100,6 +101,10 @@ def main() -> int:
     m["repair_dry_run"] = run(KSEG + ["repair", "--dry-run", str(a)], 1)
     size_mb = log.stat().st_size / 1e6
     m["startup"] = run(KSEG + ["--version"], r)
+    failed = [name for name, x in m.items() if x["exit"] != 0]
+    if failed:  # a ratio over a command that failed would be a figure of nothing
+        print(f"bench_tools: these runs failed, no ratios: {', '.join(failed)}", file=sys.stderr)
+        return 1
     clock = "cpu_seconds" if args.clock == "cpu" else "seconds"
     ratios = {
         "diff_vs_verify_quick_speed": m["verify_quick"][clock] / m["diff_identical"][clock],
