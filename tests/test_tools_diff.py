@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import struct
 import shutil
 
 import pytest
@@ -186,3 +187,58 @@ def test_bad_usage_and_single_files(tmp_path):
     log = sorted(a.glob("*.log"))[0]
     res = run("diff", log, log, "--format", "json")
     assert res.exit_code == 0 and json.loads(res.output)["identical"]
+
+
+# --------------------------------------------------------------------------- reading headers only
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from conftest import examples  # noqa: E402
+from kseg.log.encode import build_legacy_wrapper  # noqa: E402
+
+KINDS = ("v2", "v2-large", "v1-large", "v1-wrapper-large", "v0-wrapper")
+TAILS = ("", "partial", "zeros", "junk", "bad-magic-large")
+
+
+def _entry_bytes(kind: str, offset: int, seed: int) -> tuple[bytes, int]:
+    """An entry of the kind at ``offset``, and how many offsets it holds."""
+    big = bytes((seed * 7 + i) % 251 for i in range(9000))  # past LARGE_ENTRY_BYTES, not compressible to nothing
+    if kind == "v2":
+        return build_v2_batch([make_record(offset, T0, b"k", b"v" * (seed % 50))], partition_leader_epoch=0), 1
+    if kind == "v2-large":
+        recs = [make_record(offset + i, T0 + i, b"k", big[i:] + big[:i]) for i in range(1 + seed % 3)]
+        return build_v2_batch(recs, partition_leader_epoch=0), len(recs)
+    if kind == "v1-large":
+        return build_legacy_wrapper([make_record(offset, T0, b"k", big, magic=1)], magic=1, codec=0), 1
+    n = 2 + seed % 3
+    recs = [make_record(offset + i, T0 + i, b"k", big, magic=1 if kind.startswith("v1") else 0) for i in range(n)]
+    return build_legacy_wrapper(recs, magic=1 if kind.startswith("v1") else 0, codec=1), n
+
+
+@settings(examples(40), deadline=None)
+@given(kinds=st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 1000)), min_size=0, max_size=12),
+       tail=st.sampled_from(TAILS))
+def test_the_header_walk_finds_what_the_full_walk_finds(tmp_path_factory, kinds, tail):
+    """diff reads only the headers of large batches when it compares headers (no --records, no
+    --check-crc): the batches it finds (every header field, positions and sizes), and what it
+    says of the segment's end, are the full read's."""
+    folder = tmp_path_factory.mktemp("walk")
+    data, offset = b"", 0
+    for kind, seed in kinds:
+        entry, n = _entry_bytes(kind, offset, seed)
+        data += entry
+        offset += n
+    data += {"": b"", "partial": _entry_bytes("v2-large", offset, 1)[0][:5000], "zeros": bytes(9000),
+             "junk": b"\x07" * 100, "bad-magic-large": struct.pack(">qiib", offset, 20000, 0, 9) + bytes(19991)}[tail]
+    log = folder / segment_file_name(0)
+    log.write_bytes(data)
+    seen = []
+    for headers in (False, True):
+        side = diff_mod.Side(str(log))
+        batches = [(b.position, b.size, b.magic, b.offset, b.crc, b.attributes, b.max_timestamp,
+                    b.partition_leader_epoch, b.last_offset_delta, b.record_count, b.producer_id)
+                   for b in diff_mod._entries(log, side, False, headers)]
+        seen.append((batches, side.problems, side.notes))
+    assert seen[0] == seen[1]
+    assert len(seen[0][0]) == len(kinds)

@@ -111,6 +111,16 @@ def scan_entries(
         pos += total
 
 
+def header_batch(header: bytes | memoryview, position: int) -> Batch:
+    """The Batch of an entry read only up to the end of its header (``RECORD_BATCH_OVERHEAD``
+    bytes cover any magic's): every header field, ``raw`` only those bytes. For comparing
+    headers (``kseg diff``), never for the entry's records or its CRC. The caller has checked
+    the header as ``scan_entries`` does (a known magic, a size its magic allows)."""
+    mv = header if isinstance(header, memoryview) else memoryview(header)
+    _, size, _, magic = _PREFIX.unpack_from(mv, 0)
+    return _make_batch(mv, 0, size + LOG_OVERHEAD, magic, position)
+
+
 def _make_batch(mv: memoryview, pos: int, total: int, magic: int, base: int) -> Batch:
     raw = mv[pos : pos + total]
     if magic >= 2:

@@ -21,12 +21,14 @@ from typing import Any, Iterable, Iterator, NamedTuple
 from kseg.companions.read import read_leader_epoch_checkpoint
 from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError, KsegError
-from kseg.facts.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
+from kseg.facts.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MIN_SIZE_BY_MAGIC
+from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log.fast import scan_entries
 from kseg.log.records import batch_records
 from kseg.log.listing import FILE, LEADER_EPOCH_FILE, LOG_DIR, PARTITION, list_input, parse_partition_dir
-from kseg.log.decode import Tail
+from kseg.log.decode import Tail, header_batch
+from kseg.log.entry_walk import LARGE_ENTRY_BYTES, WALK_READ_BYTES
 from kseg.log.segment import STEP_ENTRIES, Segment
 from kseg.log.tails import live_tail
 from kseg.model import Batch, Record
@@ -202,10 +204,11 @@ def _same(a: Batch, b: Batch, sa: Side, sb: Side, check_crc: bool) -> bool:
     return ok
 
 
-def _entries(path: Path, side: Side, live: bool) -> Iterator[Batch]:
+def _entries(path: Path, side: Side, live: bool, headers: bool = False) -> Iterator[Batch]:
     """A segment's batches, read WINDOW bytes at a time with ``os.pread`` (not memory-mapped:
     a mapped file that shrinks under the reader, a broker's retention or truncation, kills
     the process with SIGBUS at the next touch of a lost page, which no check can prevent).
+    ``headers``: large batches are read only up to the end of their header (``_header_walk``).
     A file that is shorter than it was when the run began is an InputError saying so.
     An archive member or an object is read in chunks (``Segment``)."""
     where = as_path(path)
@@ -213,7 +216,7 @@ def _entries(path: Path, side: Side, live: bool) -> Iterator[Batch]:
         seg = Segment(where)  # type: ignore[arg-type]
         yield from seg.batches()
         if seg.tail is not None:
-            _tail(path, seg.tail, side, live)
+            _tail(path, seg.tail, side, live, seg.size)
         return
     try:
         f = open(path, "rb")
@@ -224,31 +227,80 @@ def _entries(path: Path, side: Side, live: bool) -> Iterator[Batch]:
         raise cannot_read(path, e) from None
     with f:
         size = os.fstat(f.fileno()).st_size
-        pos = 0
-        need = WINDOW
-        while pos < size:
-            start = pos
-            length = min(max(WINDOW, need), size - start)
-            mv = memoryview(_read_window(f, path, start, length, size))
-            final = start + length >= size
-            at = pos - start
-            while True:
-                scan = scan_entries(mv, start, final=final, start=at, max_entries=STEP_ENTRIES)
-                yield from scan.batches
-                if scan.tail is not None:
-                    _tail(path, scan.tail, side, live)
-                    return
-                if scan.consumed == at:
-                    break
-                at = scan.consumed
-            if start + at == pos:  # not one whole entry in the window: map the whole entry next
-                head = bytes(mv[at:at + HEADER_SIZE_UP_TO_MAGIC])
-                need = at + (LOG_ENTRY_PREFIX.struct.unpack_from(head, 0)[1] + LOG_OVERHEAD
-                             if len(head) == HEADER_SIZE_UP_TO_MAGIC else HEADER_SIZE_UP_TO_MAGIC)
-            else:
-                need = WINDOW
-            pos = start + at
-            del mv, scan
+        walk = _header_walk if headers else _window_walk
+        yield from walk(f, path, size, side, live, 0)
+
+
+def _window_walk(f: Any, path: Path, size: int, side: Side, live: bool, pos: int) -> Iterator[Batch]:
+    """The batches from ``pos``, read WINDOW bytes at a time (an entry larger than a window in one read)."""
+    need = WINDOW
+    while pos < size:
+        start = pos
+        length = min(max(WINDOW, need), size - start)
+        mv = memoryview(_read_window(f, path, start, length, size))
+        final = start + length >= size
+        at = pos - start
+        while True:
+            scan = scan_entries(mv, start, final=final, start=at, max_entries=STEP_ENTRIES)
+            yield from scan.batches
+            if scan.tail is not None:
+                _tail(path, scan.tail, side, live, size)
+                return
+            if scan.consumed == at:
+                break
+            at = scan.consumed
+        if start + at == pos:  # not one whole entry in the window: map the whole entry next
+            head = bytes(mv[at:at + HEADER_SIZE_UP_TO_MAGIC])
+            need = at + (LOG_ENTRY_PREFIX.struct.unpack_from(head, 0)[1] + LOG_OVERHEAD
+                         if len(head) == HEADER_SIZE_UP_TO_MAGIC else HEADER_SIZE_UP_TO_MAGIC)
+        else:
+            need = WINDOW
+        pos = start + at
+        del mv, scan
+
+
+def _header_walk(f: Any, path: Path, size: int, side: Side, live: bool, pos: int) -> Iterator[Batch]:
+    """The batches from ``pos`` for comparing their headers, read as ``kseg.log.entry_walk`` reads:
+    WALK_READ_BYTES at a time, whose whole batches are taken as they are; after a batch over
+    LARGE_ENTRY_BYTES only the next header is read, and a batch that is not whole in a read is
+    taken from its header alone (``header_batch``: what ``_same`` compares and ``_entry``
+    counts). From a header that is not a sound one (the end of the batches: damage, a partial
+    batch) or a legacy compressed wrapper (whose first offset is inside it) on, the rest of the
+    segment is read whole (``_window_walk``): what is found and said is the full read's."""
+    want = WALK_READ_BYTES
+    while pos < size:
+        length = min(want, size - pos)
+        mv = memoryview(_read_window(f, path, pos, length, size))
+        if want == WALK_READ_BYTES:  # (after a large batch, a header's read holds no whole batch)
+            scan = scan_entries(mv, pos, final=pos + length >= size)
+            yield from scan.batches
+            if scan.tail is not None:
+                _tail(path, scan.tail, side, live, size)
+                return
+            pos += scan.consumed
+            if scan.batches:
+                want = RECORD_BATCH_OVERHEAD if scan.batches[-1].size > LARGE_ENTRY_BYTES else WALK_READ_BYTES
+                continue
+        b = _sound_header(bytes(mv[:RECORD_BATCH_OVERHEAD]), pos, size)
+        if b is None or (b.magic < 2 and b.is_compressed):
+            yield from _window_walk(f, path, size, side, live, pos)
+            return
+        yield b
+        pos += b.size
+        want = RECORD_BATCH_OVERHEAD if b.size > LARGE_ENTRY_BYTES else WALK_READ_BYTES
+
+
+def _sound_header(head: bytes, pos: int, size: int) -> Batch | None:
+    """The batch whose header ``head`` is, at ``pos`` of a file of ``size`` bytes, when the header
+    is one ``scan_entries`` takes (a known magic, a size its magic allows) and the batch ends
+    inside the file; else None."""
+    if len(head) < RECORD_BATCH_OVERHEAD:
+        return None
+    _, length, _, magic = LOG_ENTRY_PREFIX.struct.unpack_from(head, 0)
+    least = MIN_SIZE_BY_MAGIC.get(magic)
+    if least is None or length < least or pos + length + LOG_OVERHEAD > size:
+        return None
+    return header_batch(head, pos)
 
 
 SHRANK = "the file shrank during the run (from {} to {} bytes)"
@@ -266,20 +318,22 @@ def _read_window(f: Any, path: Path, start: int, length: int, size: int) -> byte
     return data
 
 
-def _tail(path: Path, t: Tail, side: Side, live: bool) -> None:
+def _tail(path: Path, t: Tail, side: Side, live: bool, size: int) -> None:
     """What ends a segment's batches: a note for what a healthy broker leaves (``kseg.log.tails``),
-    else a problem."""
+    else a problem, with every byte from there to the end of the file (``size``) not compared."""
     benign = live_tail(path, t, live)
     if benign is not None:
         side.notes.append(f"{path}: at byte {t.position}: {benign.text}")
     else:
-        side.problems.append(f"{path}: at byte {t.position}: {t.error.message} ({t.length} bytes not compared)")
+        side.problems.append(f"{path}: at byte {t.position}: {t.error.message} "
+                             f"({max(size - t.position, t.length)} bytes not compared)")
 
 
-def _batches(segs: list[Path], side: Side, listed: bool, limit: int) -> Iterator[Entry]:
-    """``listed``: the segments were listed from their partition folder (its newest may be written)."""
+def _batches(segs: list[Path], side: Side, listed: bool, limit: int, headers: bool) -> Iterator[Entry]:
+    """``listed``: the segments were listed from their partition folder (its newest may be written);
+    ``headers``: only the batches' headers are wanted (``_entries``)."""
     for path in segs:
-        for b in _entries(path, side, listed and path == segs[-1]):
+        for b in _entries(path, side, listed and path == segs[-1], headers):
             e = _entry(b, limit)
             side.batches += 1
             side.bytes += b.size
@@ -325,7 +379,9 @@ def diff_partition(name: str, a_segs: list[Path], b_segs: list[Path], o: DiffOpt
     _epochs(b_folder, sb)
     pd = PartitionDiff(name, sa, sb)
     limit = o.max_decompressed_bytes
-    ia, ib = _batches(a_segs, sa, a_folder is not None, limit), _batches(b_segs, sb, b_folder is not None, limit)
+    headers = not (o.records or o.check_crc)  # records and CRCs need every byte
+    ia = _batches(a_segs, sa, a_folder is not None, limit, headers)
+    ib = _batches(b_segs, sb, b_folder is not None, limit, headers)
     a, b = next(ia, None), next(ib, None)
     if a is None and b is None:
         return pd
