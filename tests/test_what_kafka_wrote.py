@@ -10,7 +10,9 @@ the corpora (every release line, the clients', admin, convert, cleaner and tiere
 - writers exit 0 and write what they promise (segments ``kseg verify`` passes), down-convert
   with a codec magic 1 can hold (zstd is refused: ``test_failure_matrix``'s rows); those that
   keep every record keep it: ``kseg diff --records`` finds no record that differs (offset, key,
-  value, headers, timestamp), whatever the batches became.
+  value, headers, timestamp), whatever the batches became;
+- kafka-python, another client's reader, reads every segment of the input and of every
+  writer's output with valid CRCs and the records kseg reads.
 
 On the real files of ``../shared/realdata`` (some cut short, some fetched partially), every
 checker and reader gives ``kseg verify``'s verdict: none calls damage what verify calls sound,
@@ -28,7 +30,10 @@ from click.testing import CliRunner
 from test_failure_matrix import COMMANDS
 
 from conftest import REALDATA, REPO
+from kafka.record import MemoryRecords
 from kseg.cli.main import main
+from kseg.log.records import batch_records
+from kseg.log.segment import Segment
 
 FIXTURES = REPO / "fixtures"
 # Every folder of log directories a broker wrote; fixtures/logdir is kseg's own.
@@ -64,7 +69,7 @@ def test_the_corpora_are_all_here() -> None:
 @pytest.mark.parametrize("logdir", BROKER_LOG_DIRS, ids=lambda p: str(p.relative_to(FIXTURES)))
 def test_every_command_takes_what_the_broker_wrote(logdir: Path) -> None:
     internal = any(p.name.startswith(INTERNAL) for p in logdir.iterdir())
-    wrong = []
+    wrong = _kafka_python_disagrees(logdir)
     for name, cmd in COMMANDS.items():
         if name in NOT_HERE:
             continue
@@ -77,9 +82,45 @@ def test_every_command_takes_what_the_broker_wrote(logdir: Path) -> None:
                 continue
             if cmd.role == "writer" and not _output_ok(cmd.output_check, out):
                 wrong.append(f"{name}: its output is not what it promises")
+            if cmd.role == "writer" and cmd.output_check == "verify":
+                wrong += [f"{name}: {x}" for x in _kafka_python_disagrees(out)]
             if name in KEEP_RECORDS:
                 wrong += [f"{name}: {p['name']}: {p['records_differing']} record(s) differ" for p in _changed(logdir, out)]
     assert not wrong, "\n".join(wrong)
+
+
+def _kseg_records(log: Path) -> list[tuple]:
+    return [(r.offset, r.key, r.value, None if b.magic == 0 else r.timestamp,
+             tuple((h.key, h.value) for h in r.headers or ()))
+            for b in Segment(log).batches() if not b.is_control for r in batch_records(b)]
+
+
+def _kafka_python_records(log: Path) -> tuple[list[tuple], int]:
+    """kafka-python's records of a segment (control batches left out), and how many of its
+    batches fail ``validate_crc``."""
+    records, bad = [], 0
+    mr = MemoryRecords(log.read_bytes())
+    while mr.has_next():
+        batch = mr.next_batch()
+        if batch is None:
+            break
+        bad += not batch.validate_crc()
+        if getattr(batch, "is_control_batch", False):
+            continue
+        records += [(r.offset, r.key, r.value, r.timestamp, tuple(r.headers or ())) for r in batch]
+    return records, bad
+
+
+def _kafka_python_disagrees(root: Path) -> list[str]:
+    """Where kafka-python reads a segment under ``root`` otherwise than kseg does."""
+    out = []
+    for log in sorted(root.rglob("*.log")):
+        theirs, bad = _kafka_python_records(log)
+        if bad:
+            out.append(f"{log}: kafka-python finds {bad} CRC(s) that do not match")
+        if theirs != _kseg_records(log):
+            out.append(f"{log}: kafka-python reads other records")
+    return out
 
 
 def _changed(a: Path, b: Path) -> list[dict]:
