@@ -386,14 +386,14 @@ def test_vanished_file_is_one_note(tmp_path, monkeypatch) -> None:
     part = tmp_path / "t-0"
     _live_partition(part)
     doomed = sorted(part.glob("*.log"))[0]
-    listed = verify.input_groups
+    listed = verify.list_inputs
 
     def list_then_delete(paths):
-        groups = listed(paths)
+        listings = listed(paths)
         doomed.unlink()
-        return groups
+        return listings
 
-    monkeypatch.setattr(verify, "input_groups", list_then_delete)
+    monkeypatch.setattr(verify, "list_inputs", list_then_delete)
     r = CliRunner().invoke(main, ["verify", str(part)])
     assert r.exit_code == 0, r.output
     assert len([n for n in notes(r.stdout) if "went away" in n and doomed.name in n]) == 1, r.output
