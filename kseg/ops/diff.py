@@ -267,11 +267,12 @@ def _header_walk(f: Any, path: Path, size: int, side: Side, live: bool, pos: int
     counts). From a header that is not a sound one (the end of the batches: damage, a partial
     batch) or a legacy compressed wrapper (whose first offset is inside it) on, the rest of the
     segment is read whole (``_window_walk``): what is found and said is the full read's."""
+    fd = f.fileno()
     want = WALK_READ_BYTES
     while pos < size:
-        length = min(want, size - pos)
-        mv = memoryview(_read_window(f, path, pos, length, size))
-        if want == WALK_READ_BYTES:  # (after a large batch, a header's read holds no whole batch)
+        if want == WALK_READ_BYTES:
+            length = min(want, size - pos)
+            mv = memoryview(_read_window(f, path, pos, length, size))
             scan = scan_entries(mv, pos, final=pos + length >= size)
             yield from scan.batches
             if scan.tail is not None:
@@ -281,7 +282,12 @@ def _header_walk(f: Any, path: Path, size: int, side: Side, live: bool, pos: int
             if scan.batches:
                 want = RECORD_BATCH_OVERHEAD if scan.batches[-1].size > LARGE_ENTRY_BYTES else WALK_READ_BYTES
                 continue
-        b = _sound_header(bytes(mv[:RECORD_BATCH_OVERHEAD]), pos, size)
+            head = bytes(mv[:RECORD_BATCH_OVERHEAD])
+        else:  # after a large batch: its successor's header alone (no whole batch in so few bytes)
+            head = os.pread(fd, RECORD_BATCH_OVERHEAD, pos)
+            if len(head) < min(RECORD_BATCH_OVERHEAD, size - pos):  # the file shrank: said as a window read says it
+                head = _read_window(f, path, pos, min(RECORD_BATCH_OVERHEAD, size - pos), size)
+        b = _sound_header(head, pos, size)
         if b is None or (b.magic < 2 and b.is_compressed):
             yield from _window_walk(f, path, size, side, live, pos)
             return
