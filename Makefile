@@ -196,14 +196,15 @@ FUZZ_ENV = KSEG_SPEEDUPS_SO=$(CURDIR)/$(FUZZ_DIR)/_speedups$(SO_SUFFIX) LD_PRELO
 	$(SAN_OPTS)
 # The tests that drive kseg's C with data (every C entry point through the fuzz corpus, the twins
 # held equal, every fixture, real file and client corpus read, dumped, verified, exported and
-# salvaged), against the ASan/UBSan build. Left to make test: the larger corpora's many more cases
-# of the same paths (the kafka-dump-log drop-in, the broker corpus, conversions), the tests of
+# salvaged, every command on every log directory a broker wrote), against the ASan/UBSan build.
+# Left to make test: the larger corpora's many more cases of the same paths (the kafka-dump-log
+# drop-in, conversions), the tests of
 # Python-only code, and programs that are not Python (Spark's and Kafka's JVMs, the S3, GCS and
 # Azure servers, Chromium), which must not run with the ASan runtime preloaded and have no C of
 # kseg's; and the memory ceilings (ASan's shadow memory and quarantine are no dump's).
 SAN_TESTS := accelerator api checksums codecs column_runs dump_fields edges export fuzz_corpus golden jvm_utf8 \
 	kafka_admin_corpus kafka_clients_corpus kafka_golden realdata record_types_corpus render_bulk robustness salvage \
-	span_columns tools_find tools_stats index_check
+	span_columns tools_diff tools_find tools_stats index_check what_kafka_wrote
 SAN_PYTEST := -p no:cacheprovider -n auto $(patsubst %,tests/test_%.py,$(SAN_TESTS)) \
 	-k 'not bomb and not flat_memory'
 FUZZ_SECONDS ?= 8

@@ -37,6 +37,7 @@ import fnmatch
 import io
 import os
 import re
+import stat
 import threading
 import uuid
 import zlib
@@ -143,6 +144,57 @@ def open_input(path: str | os.PathLike) -> BinaryIO:
 
 def size_of(path: str | os.PathLike) -> int:
     return as_path(path).stat().st_size
+
+
+# Streams are read this many bytes at a time when a bound is asked of them (``read_up_to``).
+STREAM_PIECE = 1 << 20
+
+
+def open_size(f: BinaryIO) -> int | None:
+    """The length of an opened input, without reading it (None when unknown: a stream)."""
+    size = getattr(f, "size", None)
+    if callable(size):
+        return size()
+    try:
+        st = os.fstat(f.fileno())
+    except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+
+def read_full(f: BinaryIO, n: int) -> bytes:
+    """Up to ``n`` bytes, fewer only at the end (a reader may return less than asked)."""
+    data = f.read(n)
+    if len(data) >= n or not data:
+        return data
+    parts = [data]
+    got = len(data)
+    while got < n:
+        more = f.read(n - got)
+        if not more:
+            break
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
+
+
+def read_up_to(f: BinaryIO, n: int) -> bytes:
+    """Up to ``n`` bytes (fewer only at the end), never asking the reader for more than a regular
+    file holds or, from a stream, more than ``STREAM_PIECE`` at a time: a read call allocates what it
+    is asked for, so a bound asked whole (2 GiB for a producer snapshot) would be an allocation of
+    the bound whatever the file's size, refused under an address-space limit."""
+    size = open_size(f)
+    step = min(n, STREAM_PIECE) if size is None else min(n, size + 1)  # one more: the file grew
+    parts: list[bytes] = []
+    got = 0
+    while got < n:
+        piece = read_full(f, min(step, n - got))
+        parts.append(piece)
+        got += len(piece)
+        if len(piece) < step:  # read_full returns fewer only at the end
+            break
+        step = STREAM_PIECE
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def copy_times(src: str | os.PathLike, dst: str | os.PathLike) -> None:

@@ -23,8 +23,11 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from verify_text import with_paths
 
+from conftest import examples
 from kseg.companions.check import MAX_FINDINGS_PER_FILE, txn_index_findings
 from kseg.companions.read import MAX_LINE_CHARS, MAX_TEXT_BYTES, java_int
 from kseg.errors import DataError
@@ -405,3 +408,36 @@ def test_txnindex_read_in_pieces(tmp_path: Path, monkeypatch, piece: int) -> Non
     with pytest.raises(DataError) as info:
         read.read_txn_slots(path)
     assert (info.value.position, info.value.found, info.value.file) == (5 * 34, 3, str(path))
+
+
+class _Asked(io.RawIOBase):
+    """A stream (no size) that returns at most ``short`` bytes a call and records what it is asked."""
+
+    def __init__(self, data: bytes, short: int) -> None:
+        self.data, self.at, self.short, self.asked = data, 0, short, []
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        self.asked.append(n)
+        piece = self.data[self.at:self.at + min(n, self.short)]
+        self.at += len(piece)
+        return piece
+
+
+@examples(60)
+@given(size=st.integers(0, 3 << 20), n=st.integers(0, 4 << 20), short=st.integers(1, 5 << 20))
+def test_read_up_to_asks_no_more_than_the_input_holds(tmp_path_factory, size: int, n: int, short: int) -> None:
+    """``read_up_to`` returns the input's first ``n`` bytes, asking a regular file for no more
+    than it holds (and one byte), a stream for at most ``STREAM_PIECE`` a call, whatever ``n``."""
+    from kseg.storage import STREAM_PIECE, read_up_to
+
+    data = os.urandom(size)
+    path = tmp_path_factory.mktemp("up_to") / "f"
+    path.write_bytes(data)
+    with open(path, "rb") as f:
+        assert read_up_to(f, n) == data[:n]
+    stream = _Asked(data, short)
+    assert read_up_to(stream, n) == data[:n]
+    assert max(stream.asked, default=0) <= STREAM_PIECE

@@ -21,7 +21,6 @@ import json
 import io
 import os
 import re
-import stat
 import struct
 from array import array
 from dataclasses import dataclass
@@ -43,7 +42,7 @@ from kseg.layouts import (
 from kseg.log.listing import LEADER_EPOCH_FILE, META_PROPERTIES, PARTITION_METADATA_FILE
 from kseg.log.segment import base_offset_of
 from kseg.printable import excerpt as _excerpt
-from kseg.storage import MemberReader, as_path, cannot_read, open_input
+from kseg.storage import MemberReader, as_path, cannot_read, open_input, open_size, read_full, read_up_to
 
 __all__ = [
     "AbortedTxn",
@@ -330,39 +329,11 @@ READ_PIECE = 1 << 20
 _ZEROS = bytes(READ_PIECE)
 
 
-def read_full(f: BinaryIO, n: int) -> bytes:
-    """Up to ``n`` bytes, fewer only at the end (a reader may return less than asked)."""
-    data = f.read(n)
-    if len(data) >= n or not data:
-        return data
-    parts = [data]
-    got = len(data)
-    while got < n:
-        more = f.read(n - got)
-        if not more:
-            break
-        parts.append(more)
-        got += len(more)
-    return b"".join(parts)
-
-
 def _all_zero(piece: bytes | memoryview) -> bool:
     n = len(piece)
     if n <= READ_PIECE:
         return piece == _ZEROS[:n]
     return all(piece[i:i + READ_PIECE] == _ZEROS[:len(piece[i:i + READ_PIECE])] for i in range(0, n, READ_PIECE))
-
-
-def open_size(f: BinaryIO) -> int | None:
-    """The length of an opened input, without reading it (None when unknown: a stream)."""
-    size = getattr(f, "size", None)
-    if callable(size):
-        return size()
-    try:
-        st = os.fstat(f.fileno())
-    except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
-        return None
-    return st.st_size if stat.S_ISREG(st.st_mode) else None
 
 
 def _zero_from(f: BinaryIO, position: int, end: int) -> bool | None:
@@ -515,7 +486,7 @@ MAX_STREAMED_INDEX_BYTES = 64 * 1024 * 1024
 
 
 def _read_stream(f: BinaryIO, path: Any) -> bytes:
-    data = read_full(f, MAX_STREAMED_INDEX_BYTES + 1)
+    data = read_up_to(f, MAX_STREAMED_INDEX_BYTES + 1)
     if len(data) > MAX_STREAMED_INDEX_BYTES:
         raise DataError("an index file read from a pipe is too large (a regular file is read in pieces)",
                         file=str(path), position=MAX_STREAMED_INDEX_BYTES,
@@ -883,7 +854,7 @@ def _read_limited(path: str | os.PathLike, limit: int, what: str) -> bytes:
         with open_input(path) as f:
             size = open_size(f)
             if size is None or size <= limit:
-                data = read_full(f, limit + 1)
+                data = read_up_to(f, limit + 1)
     except OSError as e:
         raise cannot_read(path, e) from None
     if size is not None and size > limit or len(data) > limit:

@@ -111,13 +111,19 @@ def scan_entries(
         pos += total
 
 
-def header_batch(header: bytes | memoryview, position: int) -> Batch:
+def header_batch(header: bytes | memoryview, position: int, end: int) -> Batch | None:
     """The Batch of an entry read only up to the end of its header (``RECORD_BATCH_OVERHEAD``
     bytes cover any magic's): every header field, ``raw`` only those bytes. For comparing
-    headers (``kseg diff``), never for the entry's records or its CRC. The caller has checked
-    the header as ``scan_entries`` does (a known magic, a size its magic allows)."""
+    headers (``kseg diff``), never for the entry's records or its CRC. None where ``scan_entries``
+    would not take the header (fewer bytes than a header, an unknown magic, a size its magic
+    does not allow) or the entry runs past ``end``, the end of the data: read those whole."""
+    if len(header) < RECORD_BATCH_OVERHEAD:
+        return None
     mv = header if isinstance(header, memoryview) else memoryview(header)
     _, size, _, magic = _PREFIX.unpack_from(mv, 0)
+    least = _MIN_SIZE.get(magic)
+    if least is None or size < least or position + size + LOG_OVERHEAD > end:
+        return None
     return _make_batch(mv, 0, size + LOG_OVERHEAD, magic, position)
 
 

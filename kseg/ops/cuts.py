@@ -23,7 +23,7 @@ from kseg.log.entry_walk import entry_starts
 from kseg.log.fast import scan_entries
 from kseg.log.listing import INDEX_SUFFIX, LOG_SUFFIX
 from kseg.log.segment import base_offset_of, companion_path
-from kseg.storage import as_path, open_input
+from kseg.storage import as_path, open_input, read_up_to
 
 _ENTRY_HEAD = LOG_ENTRY_PREFIX.struct  # offset, size, crc/leader epoch, magic
 
@@ -62,7 +62,7 @@ def read_index(path: str, log_size: int) -> IndexEntries:
         return trusted_entries(b"", 0)
     try:
         with open_input(companion_path(log, INDEX_SUFFIX)) as f:
-            data = f.read(OFFSET_INDEX_ENTRY.size * (max(0, log_size) // SMALLEST_ENTRY + 1))
+            data = read_up_to(f, OFFSET_INDEX_ENTRY.size * (max(0, log_size) // SMALLEST_ENTRY + 1))
     except OSError:
         return trusted_entries(b"", 0)
     return trusted_entries(data, base)

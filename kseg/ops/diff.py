@@ -21,7 +21,7 @@ from typing import Any, Iterable, Iterator, NamedTuple
 from kseg.companions.read import read_leader_epoch_checkpoint
 from kseg.defaults import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import InputError, KsegError
-from kseg.facts.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MIN_SIZE_BY_MAGIC
+from kseg.facts.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
 from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log.fast import scan_entries
@@ -287,26 +287,13 @@ def _header_walk(f: Any, path: Path, size: int, side: Side, live: bool, pos: int
             head = os.pread(fd, RECORD_BATCH_OVERHEAD, pos)
             if len(head) < min(RECORD_BATCH_OVERHEAD, size - pos):  # the file shrank: said as a window read says it
                 head = _read_window(f, path, pos, min(RECORD_BATCH_OVERHEAD, size - pos), size)
-        b = _sound_header(head, pos, size)
+        b = header_batch(head, pos, size)
         if b is None or (b.magic < 2 and b.is_compressed):
             yield from _window_walk(f, path, size, side, live, pos)
             return
         yield b
         pos += b.size
         want = RECORD_BATCH_OVERHEAD if b.size > LARGE_ENTRY_BYTES else WALK_READ_BYTES
-
-
-def _sound_header(head: bytes, pos: int, size: int) -> Batch | None:
-    """The batch whose header ``head`` is, at ``pos`` of a file of ``size`` bytes, when the header
-    is one ``scan_entries`` takes (a known magic, a size its magic allows) and the batch ends
-    inside the file; else None."""
-    if len(head) < RECORD_BATCH_OVERHEAD:
-        return None
-    _, length, _, magic = LOG_ENTRY_PREFIX.struct.unpack_from(head, 0)
-    least = MIN_SIZE_BY_MAGIC.get(magic)
-    if least is None or length < least or pos + length + LOG_OVERHEAD > size:
-        return None
-    return header_batch(head, pos)
 
 
 SHRANK = "the file shrank during the run (from {} to {} bytes)"

@@ -28,11 +28,10 @@ log alone.
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
-
-import tempfile
 
 from kseg.companions.read import parse_offset_checkpoint
 from kseg.decoders import FAMILY
