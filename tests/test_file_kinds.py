@@ -39,7 +39,8 @@ ROWS: dict[str, tuple[str, str, str, str | None, bool]] = {
     L.LEADER_EPOCH_FILE: (L.PARTITION_TEXT, "leader_epoch", "leader_epoch", KAFKA, True),
     L.PARTITION_METADATA_FILE: (L.PARTITION_TEXT, "partition_metadata", "partition_metadata", KAFKA, True),
     L.QUORUM_STATE_FILE: (L.PARTITION_TEXT, "quorum_state", "quorum_state", KAFKA, True),
-    **{n: (L.LOG_DIR_TEXT, "unknown", "log", KAFKA, True) for n in L.LOG_DIR_TEXT_FILES},
+    **{n: (L.LOG_DIR_TEXT, "offset_checkpoint", "offset_checkpoint", KAFKA, True) for n in L.OFFSET_CHECKPOINTS},
+    L.META_PROPERTIES: (L.LOG_DIR_TEXT, "meta_properties", "meta_properties", KAFKA, True),
     "README": (L.OTHER, "unknown", "log", None, False),
 }
 

@@ -68,6 +68,7 @@ __all__ = [
     "parse_txn_index",
     "read_leader_epoch_checkpoint",
     "read_offset_index",
+    "read_meta_properties",
     "read_partition_metadata",
     "read_producer_snapshot",
     "read_time_index",
@@ -979,6 +980,10 @@ def read_leader_epoch_checkpoint(path: str | os.PathLike) -> LeaderEpochCheckpoi
 
 def read_partition_metadata(path: str | os.PathLike) -> PartitionMetadata:
     return _parse_file(path, parse_partition_metadata, PARTITION_METADATA_FILE)
+
+
+def read_meta_properties(path: str | os.PathLike) -> dict[str, str]:
+    return _parse_file(path, parse_meta_properties, META_PROPERTIES)
 
 
 def read_offset_checkpoint(path: str | os.PathLike) -> OffsetCheckpoint:

@@ -182,8 +182,8 @@ OFFSET_CHECKPOINTS = (RECOVERY_POINT_CHECKPOINT, LOG_START_CHECKPOINT, REPLICATI
 # A log directory's own text files, checked by themselves.
 LOG_DIR_TEXT_FILES = (*OFFSET_CHECKPOINTS, META_PROPERTIES)
 
-# How a file is read, by its suffix (once a transient one is taken off) or, for a partition's
-# text files, its whole name: kafka-dump-log.sh's dispatch (spec §6.2), and kseg's own kinds.
+# How a file is read, by its suffix (once a transient one is taken off) or, for the text files
+# of a partition and of a log directory, its whole name: kafka-dump-log.sh's dispatch (spec §6.2), and kseg's own kinds.
 READ_BY_SUFFIX = {
     LOG_SUFFIX: "log",
     CHECKPOINT_SUFFIX: "checkpoint",
@@ -194,7 +194,8 @@ READ_BY_SUFFIX = {
     **dict.fromkeys(TIERED_EPOCH_SUFFIXES, "leader_epoch"),
 }
 READ_BY_NAME = {LEADER_EPOCH_FILE: "leader_epoch", PARTITION_METADATA_FILE: "partition_metadata",
-                QUORUM_STATE_FILE: "quorum_state"}
+                QUORUM_STATE_FILE: "quorum_state", **dict.fromkeys(OFFSET_CHECKPOINTS, "offset_checkpoint"),
+                META_PROPERTIES: "meta_properties"}
 # The suffixes kafka-dump-log.sh itself reads (``.log`` and ``.checkpoint`` as logs); it passes
 # over other names with a line.
 DUMP_LOG_SUFFIXES = tuple(s for s in READ_BY_SUFFIX if s not in TIERED_EPOCH_SUFFIXES)

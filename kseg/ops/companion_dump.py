@@ -15,6 +15,8 @@ from kseg.companions.read import (
     parse_quorum_state,
     read_index_slots,
     read_leader_epoch_checkpoint,
+    read_meta_properties,
+    read_offset_checkpoint,
     read_partition_metadata,
     read_producer_snapshot,
     read_text_file,
@@ -49,6 +51,14 @@ def dump_companion(path: Path, kind: str) -> CompanionEvent:
         return CompanionEvent(path, kind, [], {"version": meta.version, "topic_id": meta.topic_id}, meta)
     if kind == "quorum_state":
         return _quorum_state(path)
+    if kind == "offset_checkpoint":  # a log directory's recovery point, log start ... per partition
+        offsets = read_offset_checkpoint(path)
+        entries = [{"topic": t, "partition": n, "offset": o} for t, n, o in offsets.entries]
+        info = {} if offsets.version is None else {"version": offsets.version}  # None: an empty file
+        return CompanionEvent(path, kind, entries, info, offsets)
+    if kind == "meta_properties":  # a key and value each (its keys are the file's: no field of ours)
+        props = read_meta_properties(path)
+        return CompanionEvent(path, kind, [{"key": k, "value": v} for k, v in props.items()], {}, props)
     snap = read_producer_snapshot(path)
     entries = []
     for e in snap.entries:

@@ -76,6 +76,10 @@ def kafka_lines(ev: CompanionEvent, *, index_sanity: bool = False, verify_index:
         return [f"epoch: {e.epoch} startOffset: {e.start_offset}" for e in p.entries]
     if ev.kind == "partition_metadata":
         return [f"version: {p.version} topicId: {p.topic_id}"]
+    if ev.kind == "offset_checkpoint":
+        return [f"topic: {t} partition: {n} offset: {o}" for t, n, o in p.entries]
+    if ev.kind == "meta_properties":
+        return [" ".join(f"{k}: {v}" for k, v in p.items())]
     if ev.kind == "quorum_state":
         compact = encoder(ensure_ascii=False, separators=(",", ":"))
         return [" ".join(f"{k}: {compact(v)}" for k, v in p.items())]
