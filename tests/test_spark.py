@@ -830,3 +830,44 @@ def test_spark_dump_into_a_closed_pipe_stops_the_job(tmp_path):
 def test_spark_refuses_standard_input_before_starting():
     r = CliRunner().invoke(main, ["spark", "verify", "-"], input=b"x")
     assert r.exit_code == 2 and r.stderr.startswith("kseg: error: -: kseg spark reads files by name")
+
+
+# --------------------------------------------------------------------------- what Kafka wrote
+
+
+@pytest.fixture(scope="module")
+def broker_logdirs(tmp_path_factory) -> Path:
+    """Every log directory a broker wrote in the corpora, side by side in one folder."""
+    from test_what_kafka_wrote import BROKER_LOG_DIRS, FIXTURES as CORPORA
+
+    root = tmp_path_factory.mktemp("brokers") / "all"
+    for d in BROKER_LOG_DIRS:
+        shutil.copytree(d, root / str(d.relative_to(CORPORA)).replace("/", "_"))
+    return root
+
+
+def _spark_commands() -> list[str]:
+    from kseg.spark.cli import spark as group
+
+    return sorted(group.commands)
+
+
+@pytest.mark.parametrize("name", _spark_commands())
+def test_every_spark_command_on_what_kafka_wrote(spark, broker_logdirs, tmp_path, name):
+    """Each ``kseg spark`` command (from its click group: a new one needs its failure-matrix row)
+    says and writes what the plain command does on what brokers wrote: readers over every broker
+    log directory at once, writers on those that between them hold every kind of file."""
+    from test_failure_matrix import COMMANDS
+    from test_what_kafka_wrote import COVERING, EXTRA
+
+    cmd = COMMANDS[name]
+    inputs = COVERING if cmd.role == "writer" else [broker_logdirs]
+    for n, where in enumerate(inputs):
+        a, b = tmp_path / f"plain{n}{cmd.output_suffix}", tmp_path / f"spark{n}{cmd.output_suffix}"
+        plain = cli(name, *cmd.argv(str(where), str(a)), *EXTRA.get(name, []))
+        dist = cli("spark", name, *cmd.argv(str(where), str(b)), *EXTRA.get(name, []))
+        assert plain.exit_code == dist.exit_code == 0, (where, plain.stderr, dist.stderr)
+        assert dist.stdout.replace(str(b), "OUT") == plain.stdout.replace(str(a), "OUT"), where
+        assert dist.stderr.replace(str(b), "OUT") == plain.stderr.replace(str(a), "OUT"), where
+        if cmd.role == "writer":
+            assert tree(b) == tree(a) and tree(a), where
