@@ -23,11 +23,13 @@ import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 from verify_text import with_paths
 
 from conftest import examples
+from kseg.cli.main import main
 from kseg.companions.check import MAX_FINDINGS_PER_FILE, txn_index_findings
 from kseg.companions.read import MAX_LINE_CHARS, MAX_TEXT_BYTES, java_int
 from kseg.errors import DataError
@@ -441,3 +443,35 @@ def test_read_up_to_asks_no_more_than_the_input_holds(tmp_path_factory, size: in
     stream = _Asked(data, short)
     assert read_up_to(stream, n) == data[:n]
     assert max(stream.asked, default=0) <= STREAM_PIECE
+
+
+RAW = ("\x1b", "\x07", "\u202e")  # what a terminal would act on
+HOSTILE = "\x1b[31m\u202e\x07"
+# Files of the names dump reads as text whose values may hold any text, with such a value.
+HOSTILE_VALUES = {"meta.properties": f"version=1\nnode.id=1\ncluster.id={HOSTILE}\n",
+                  "quorum-state": '{"leaderEpoch": 1, "votedId": -1, "currentVoters": [{"voterId": "\\u001b[31m\\u202e"}]}'}
+
+
+def _hostile_cases() -> list[tuple[str, str]]:
+    from kseg.log.listing import READ_BY_NAME
+
+    cases = [(name, f"{HOSTILE}\n{HOSTILE} 0 1\n") for name in sorted(READ_BY_NAME)]
+    return cases + [(name, text) for name, text in HOSTILE_VALUES.items()]
+
+
+@pytest.mark.parametrize("name, content", _hostile_cases(), ids=lambda v: repr(v[:20]))
+def test_no_raw_control_character_from_a_text_file(partition: Path, name: str, content: str) -> None:
+    """Every file read by its name (``READ_BY_NAME``), holding control and reordering characters
+    in a line it refuses or in a value it takes: dump in every format and verify say so escaped
+    (JSON Lines as JSON escapes them)."""
+    path = partition / name
+    path.write_text(content)
+    runner = CliRunner()
+    for args in (["dump", "--format", "text", path], ["dump", "--format", "jsonl", path],
+                 ["dump", "--format", "kafka", path], ["verify", path]):
+        res = runner.invoke(main, [str(a) for a in args])
+        said = (res.stderr or "") + res.output
+        assert res.exit_code in (0, 1), (args, said)
+        # JSON escapes control characters; a reordering one is a JSON string's text as any other
+        raw = RAW[:2] if "jsonl" in args else RAW
+        assert not any(ch in said for ch in raw), (args, said)

@@ -16,6 +16,7 @@ from kseg.decoders.jvm import PATH_MAP_ORDERS
 from kseg.errors import DataError
 from kseg.kafka_releases import DEFAULT, DumpLogRelease, as_release
 from kseg.ops.companion_events import CompanionEvent, IndexEntries
+from kseg.printable import printable
 from kseg.render.jsonout import encoder
 
 __all__ = ["INDEX_CHUNK", "INDEX_LINES", "index_findings_lines", "index_findings_of", "index_text", "kafka_lines"]
@@ -79,9 +80,9 @@ def kafka_lines(ev: CompanionEvent, *, index_sanity: bool = False, verify_index:
     if ev.kind == "offset_checkpoint":
         return [f"topic: {t} partition: {n} offset: {o}" for t, n, o in p.entries]
     if ev.kind == "meta_properties":
-        return [" ".join(f"{k}: {v}" for k, v in p.items())]
+        return [" ".join(f"{printable(k)}: {printable(v)}" for k, v in p.items())]  # the file's text, escaped
     if ev.kind == "quorum_state":
-        compact = encoder(ensure_ascii=False, separators=(",", ":"))
+        compact = encoder(separators=(",", ":"))  # ASCII: the file's strings escaped, as JSON does
         return [" ".join(f"{k}: {compact(v)}" for k, v in p.items())]
     lines = []
     for e in p.entries:
