@@ -152,6 +152,19 @@ def test_the_same_records_written_anew(tmp_path, src, writer):
     assert "every record from there on is the same on both sides" in p["explanation"]
 
 
+def test_a_legacy_wrapper_is_decompressed_once(tmp_path, monkeypatch):
+    """A legacy wrapper's inner messages, read for its first offset, serve the record comparison."""
+    out = tmp_path / "out" / "v1-none-0"
+    assert run("recompress", "--codec", "gzip", FIXTURES_LOGDIR / "v1-none-0", "-o", out).exit_code == 0
+    read = diff_mod.batch_records
+    seen: list[int] = []
+    monkeypatch.setattr(diff_mod, "batch_records",
+                        lambda b, **k: (seen.append(b.offset) if b.is_compressed else None) or read(b, **k))
+    pd = diff_paths(FIXTURES_LOGDIR / "v1-none-0", out, DiffOptions(records=True)).partitions[0]
+    assert pd.records_compared and not pd.records_differing
+    assert seen and len(seen) == len(set(seen)), seen  # each wrapper (B's side) once
+
+
 def test_one_record_differs(tmp_path):
     a = write(tmp_path / "a" / "t-0", [[batch(0), batch(10)]], [(0, 0)])
     b = write(tmp_path / "b" / "t-0", [[batch(0), batch(10, tag=b"w")]], [(0, 0)])

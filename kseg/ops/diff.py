@@ -161,11 +161,13 @@ class DiffOptions:
 
 
 class Entry(NamedTuple):
-    """A batch with its first offset and its record count."""
+    """A batch with its first offset and its record count; a legacy wrapper's inner messages,
+    which were read for them, kept for the record comparison (not decompressed twice)."""
 
     batch: Batch
     first: int
     count: int
+    inner: list[Record] | None = None
 
     @property
     def last(self) -> int:
@@ -184,7 +186,7 @@ def _entry(b: Batch, limit: int) -> Entry:
         inner = batch_records(b, limit=limit)
     except KsegError:
         return Entry(b, b.offset, 1)
-    return Entry(b, min((r.offset for r in inner), default=b.offset), len(inner))
+    return Entry(b, min((r.offset for r in inner), default=b.offset), len(inner), inner)
 
 
 def _same(a: Batch, b: Batch, sa: Side, sb: Side, check_crc: bool) -> bool:
@@ -358,6 +360,9 @@ def _epoch_at(epochs: list[tuple[int, int]], offset: int) -> int | None:
 
 def _records(entries: Iterator[Entry], limit: int) -> Iterator[Record]:
     for e in entries:
+        if e.inner is not None:
+            yield from e.inner
+            continue
         try:
             yield from batch_records(e.batch, limit=limit)
         except KsegError:

@@ -233,7 +233,7 @@ class _Reader:
         self.start, self.buf = 0, b""
 
     def load(self, at: int, need: int) -> None:
-        want = max(WINDOW, need)
+        want = max(0, min(max(WINDOW, need), self.size - at))  # no more than the file holds (read allocates it)
         self.f.seek(at)
         self.start, self.buf = at, self.f.read(want)
         if len(self.buf) < min(want, self.size - at):  # shrank since it was measured: the check at publish says so
