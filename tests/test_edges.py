@@ -379,13 +379,13 @@ def test_down_converting_zstd_without_codec_is_a_usage_error(tmp_path) -> None:
 def test_recompress_with_topics_counts_only_those_topics(tmp_path) -> None:
     r = cli("recompress", "--codec", "lz4", "--topics", "v2-gzip", FIXTURES_LOGDIR, "-o", tmp_path / "out")
     assert r.exit_code == 0, r.stderr
-    assert "10 batches / 29 records in" in r.stderr and "partition(s) of other topics copied as they are" in r.stderr
+    assert "10 batches / 29 records in" in r.stderr and "partition(s) copied as they are (other topics, a KRaft log)" in r.stderr
 
 
 def test_compact_with_topics_counts_only_those_topics(tmp_path) -> None:
     r = cli("compact", "--dry-run", "--topics", "v2-headers", "--now-ms", 1800000000000, FIXTURES_LOGDIR)
     assert r.exit_code == 0, r.stderr
-    assert "(dry run, 1 partition(s), " in r.stderr and "of other topics copied as they are" in r.stderr
+    assert "(dry run, 1 partition(s), " in r.stderr and "copied as they are (other topics, a KRaft log)" in r.stderr
 
 
 def test_up_convert_applies_codec_to_data_already_at_the_target_magic(tmp_path) -> None:

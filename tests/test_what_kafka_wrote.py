@@ -35,8 +35,9 @@ from test_failure_matrix import COMMANDS
 from conftest import REALDATA, REPO
 from kafka.record import MemoryRecords
 from kseg.cli.main import main
-from kseg.log.listing import (INDEX, KRAFT_SNAPSHOT, LOG_DIR_TEXT, PARTITION_TEXT, PRODUCER_SNAPSHOT, SEGMENT,
-                               TIERED_EPOCH, file_kind)
+from kseg.decoders import RAFT_TOPICS
+from kseg.log.listing import (INDEX, KRAFT_SNAPSHOT, LEADER_EPOCH_FILE, LOG_DIR_TEXT, PARTITION_TEXT,
+                               PRODUCER_SNAPSHOT, SEGMENT, TIERED_EPOCH, file_kind)
 from kseg.log.records import batch_records
 from kseg.log.segment import Segment
 
@@ -93,6 +94,8 @@ def test_every_command_takes_what_the_broker_wrote(logdir: Path) -> None:
                 wrong += [f"{name}: {x}" for x in _kafka_python_disagrees(out)]
             if name in KEEP_RECORDS:
                 wrong += [f"{name}: {p['name']}: {p['records_differing']} record(s) differ" for p in _changed(logdir, out)]
+            if cmd.role == "writer" and cmd.output_check == "verify":
+                wrong += [f"{name}: {x}" for x in _raft_logs_rewritten(logdir, out)]
     assert not wrong, "\n".join(wrong)
 
 
@@ -110,6 +113,38 @@ def test_every_file_the_broker_wrote_dumps_as_what_it_is(logdir: Path, fmt: str)
     if fmt != "jsonl":
         assert len(heads) == len(files), (len(heads), len(files))
     assert not [h for h in heads if h.endswith("(log)") and not h.split(" (")[0].endswith(".log")], heads
+
+
+def _raft_logs_rewritten(src: Path, out: Path) -> list[str]:
+    """The files of a KRaft log (``RAFT_TOPICS``) that a writer did not copy as they are: its
+    segments, snapshots, quorum-state (the indexes and leader-epoch-checkpoint, which writers
+    write anew for every partition, aside)."""
+    wrong = []
+    kept = (SEGMENT, KRAFT_SNAPSHOT, PRODUCER_SNAPSHOT, PARTITION_TEXT)
+    for part in (p for p in src.iterdir() if p.is_dir() and p.name.rsplit("-", 1)[0] in RAFT_TOPICS):
+        for f in (f for f in part.iterdir() if file_kind(f.name) in kept and f.name != LEADER_EPOCH_FILE):
+            copy = out / part.name / f.name
+            if not copy.is_file() or copy.read_bytes() != f.read_bytes():
+                wrong.append(f"{part.name}/{f.name} not copied as it is")
+    return wrong
+
+
+# What each writer of segments does given a KRaft log on its own: the rewrites refuse it (exit 2:
+# the raft layer's, never converted nor cleaned by a broker); repair and salvage keep its records.
+RAFT_LOG_ALONE = {"compact": 2, "up-convert": 2, "down-convert": 2, "recompress": 2, "rebase": 2, "repair": 0,
+                  "salvage": 0}
+
+
+@pytest.mark.parametrize("name", sorted(n for n, c in COMMANDS.items() if c.role == "writer" and c.output_check == "verify"
+                                        and n not in NOT_HERE))
+def test_a_kraft_log_on_its_own(name: str, tmp_path: Path) -> None:
+    folder = FIXTURES / "kafka-4" / "logdir" / f"{RAFT_TOPICS[0]}-0"
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, [name, *COMMANDS[name].argv(str(folder), str(out)), *EXTRA.get(name, [])])
+    assert res.exit_code == RAFT_LOG_ALONE[name], res.stderr
+    if res.exit_code == 2:
+        errors = res.stderr.splitlines()
+        assert len(errors) == 1 and "KRaft metadata log" in errors[0] and not out.exists(), res.stderr
 
 
 def _kseg_records(log: Path) -> list[tuple]:

@@ -28,7 +28,7 @@ from kseg.log.control import control_info
 from kseg.log.listing import CHECKPOINT_SUFFIX, bare_name, parse_partition_dir
 from kseg.model import Record
 
-__all__ = ["DECODE_CHOICES", "FAMILIES", "FAMILY", "FAMILY_TABLE", "HIDDEN_BYTES", "KAFKA_VERSIONS", "DecodedRecord",
+__all__ = ["DECODE_CHOICES", "FAMILIES", "FAMILY", "FAMILY_TABLE", "HIDDEN_BYTES", "RAFT_TOPICS", "KAFKA_VERSIONS", "DecodedRecord",
            "Family", "Part", "control_kafka_text", "decode_record", "family_for", "hide_metadata_value",
            "hide_secrets"]
 
@@ -45,6 +45,7 @@ class Family:
     topic: str  # its partition folders are ``<topic>-<n>``
     decoder: str  # "module:function" decoding one record, loaded with the family's first record
     secrets: bool = False  # its records can hold secrets (kseg.decoders.secrets hides them)
+    raft: bool = False  # a KRaft log: the raft layer's (its snapshots and quorum-state name its offsets)
 
 
 # Every family, in --decode's order. The decoders are named, not imported: a dump of user data
@@ -52,12 +53,16 @@ class Family:
 FAMILY_TABLE: tuple[Family, ...] = (
     Family("offsets", "__consumer_offsets", "kseg.decoders.offsets:decode_offsets_record"),
     Family("transactions", "__transaction_state", "kseg.decoders.transactions:decode_transaction_record"),
-    Family("metadata", "__cluster_metadata", "kseg.decoders.metadata:decode_metadata_record", secrets=True),
+    Family("metadata", "__cluster_metadata", "kseg.decoders.metadata:decode_metadata_record", secrets=True,
+           raft=True),
     Family("share-group-state", "__share_group_state", "kseg.decoders.share_state:decode_share_state_record"),
     Family("remote-log-metadata", "__remote_log_metadata", "kseg.decoders.remote_log:decode_remote_log_record"),
 )
 FAMILY = {f.name: f for f in FAMILY_TABLE}
 FAMILIES = tuple(FAMILY)
+# The topics of KRaft logs: never in the LogManager's checkpoints, never cleaned by the log
+# cleaner nor converted by a broker (kseg's writers copy them as they are).
+RAFT_TOPICS = tuple(f.topic for f in FAMILY_TABLE if f.raft)
 DECODE_CHOICES = ("none", *FAMILIES, "auto")
 _BY_TOPIC = {f.topic: f.name for f in FAMILY_TABLE}  # for --decode auto
 

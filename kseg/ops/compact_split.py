@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from kseg.decoders import RAFT_TOPICS
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES
 from kseg.errors import InputError
 from kseg.log import identity
@@ -19,7 +20,8 @@ from kseg.log.listing import LOG_SUFFIX
 from kseg.log.segment import LeftOut, base_offset_of, log_dir_partitions, partition_segments
 from kseg.ops.compact import CompactOptions, CompactResult, CompactStats, compact_group, input_segments
 from kseg.ops.executors import Operation, execute, weight_of
-from kseg.ops.logdir import DamagedFiles, PartitionEnds, checkpointed_ends, finish_log_dir, finish_partition
+from kseg.ops.logdir import (RAFT_LOG_AS_IT_IS, DamagedFiles, PartitionEnds, checkpointed_ends, finish_log_dir,
+                             finish_partition, refuse_raft_log)
 from kseg.ops.staging import Stage, open_stage, publishing, watched, write_into
 from kseg.storage import as_path
 
@@ -75,6 +77,10 @@ def plan(inputs: list[Any], job: CompactJob) -> list[CompactUnit]:
     """One unit per partition of a log directory, else one; the output's stage opened."""
     topics = job.topics
     units: list[tuple[str, list[Path], str, bool]] = []  # (source, segments, name, compact?)
+    for p in inputs:
+        refuse_raft_log(p)
+    if topics and topics & set(RAFT_TOPICS):
+        raise InputError(f"--topics: {RAFT_LOG_AS_IT_IS}", file=str(inputs[0]))
     if len(inputs) == 1 and inputs[0].is_dir():
         segs = partition_segments(inputs[0])
         if segs:
@@ -90,7 +96,8 @@ def plan(inputs: list[Any], job: CompactJob) -> list[CompactUnit]:
                 there = ", ".join(sorted({str(part.topic) for part in parts}))
                 raise InputError(f"--topics: no partition of {', '.join(missing)} in this log directory "
                                  f"(the topics there: {there})", file=str(inputs[0]))
-            units += [(str(inputs[0]), part.segment_paths, part.path.name, not topics or part.topic in topics)
+            units += [(str(inputs[0]), part.segment_paths, part.path.name,
+                       (not topics or part.topic in topics) and part.topic not in RAFT_TOPICS)  # RAFT_LOG_AS_IT_IS
                       for part in parts]
     else:
         _no_topics_for_one_partition(topics, inputs[0])

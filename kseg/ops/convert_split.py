@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from kseg.codecs.choice import choose
+from kseg.decoders import RAFT_TOPICS
 from kseg.defaults import DEFAULT_BATCH_BYTES, DEFAULT_BATCH_RECORDS
 from kseg.errors import InputError, UnconvertibleError
 from kseg.log.listing import LOG_SUFFIX
@@ -22,7 +23,8 @@ from kseg.ops import convert
 from kseg.ops.executors import Operation, execute, weight_of
 from kseg.ops.jobs import CarriedTxns, JobResult, Transform, WriteOptions, progress_printer, run_partition, run_segment
 from kseg.ops.kafka07 import up_convert_kafka07
-from kseg.ops.logdir import PartitionEnds, checkpointed_ends, finish_log_dir, finish_partition
+from kseg.ops.logdir import (RAFT_LOG_AS_IT_IS, PartitionEnds, checkpointed_ends, finish_log_dir, finish_partition,
+                             refuse_raft_log)
 from kseg.ops.skips import refuse_for_one_partition, skipped_or_raise
 from kseg.ops.staging import Stage, open_stage, publishing, watched, write_into
 from kseg.storage import as_path
@@ -56,6 +58,8 @@ class ConvertJob:
         return self.command in ("up-convert", "recompress", "rebase")
 
     def converts(self, topic: str | None) -> bool:
+        if topic in RAFT_TOPICS:
+            return False  # copied as it is (RAFT_LOG_AS_IT_IS)
         return self.command != "recompress" or not self.topics or topic in self.topics
 
     def make_transform(self, segs: list[Path]) -> tuple[Transform, int]:
@@ -122,6 +126,10 @@ def plan(src: Any, job: ConvertJob) -> list[ConvertUnit]:
         raise InputError("no such file or directory", file=str(src))
     output = as_path(job.output)
     whole = job.kafka07 or src.is_file() or bool(partition_segments(src))
+    if not job.kafka07:
+        refuse_raft_log(src)
+    if job.topics & set(RAFT_TOPICS):
+        raise InputError(f"--topics: {RAFT_LOG_AS_IT_IS}", file=str(src))
     if whole:
         refuse_for_one_partition(job.write.skip_unconvertible, src)
         stage = open_stage([src], output, force=job.write.force, folder=not (job.kafka07 or src.is_file()))
@@ -174,7 +182,8 @@ def _write(unit: ConvertUnit, job: ConvertJob, src: Any, out: Path) -> tuple[Job
     segs = [as_path(s) for s in unit.segments] if unit.name else partition_segments(src)
     run_partition(segs, out, job.make_transform, result, job.write, copy=not unit.convert, txns=job.keeps_transactions)
     result.damaged_files.on_damage = job.write.on_damage
-    return result, finish_partition(src / unit.name if unit.name else src, out, job.command, result.damaged_files)
+    return result, finish_partition(src / unit.name if unit.name else src, out, job.command, result.damaged_files,
+                                    copied=not unit.convert)
 
 
 def merge(partials: Iterable[ConvertPartial], job: ConvertJob) -> JobResult:

@@ -79,7 +79,7 @@ class JobResult:
         """What the job did: the conversion's summary, then what was only carried over."""
         text = self.summary.line()
         if self.carried_partitions:
-            text += (f"; {self.carried_partitions} partition(s) of other topics copied as they are "
+            text += (f"; {self.carried_partitions} partition(s) copied as they are (other topics, a KRaft log) "
                      f"({self.carried.batches_out} batches, {self.carried.bytes_out} bytes)")
             for also in (self.carried.damage.line(), self.carried.left_out.line()):
                 if also:

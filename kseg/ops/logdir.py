@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from kseg.companions.read import parse_offset_checkpoint
-from kseg.decoders import FAMILY
-from kseg.errors import IndexFileError
+from kseg.decoders import RAFT_TOPICS
+from kseg.errors import IndexFileError, InputError
 from kseg.findings import Finding
 from kseg.lazy import load
 from kseg.log.atomic import write_atomic
@@ -56,7 +56,7 @@ from kseg.log.listing import (
 )
 from kseg.log.segment import Segment, base_offset_of, partition_of, partition_segments
 from kseg.printable import printable
-from kseg.storage import copy_file
+from kseg.storage import as_path, copy_file
 
 # verify's check of one file, loaded when a file is carried over
 FILE_ERRORS = "kseg.ops.verify:file_errors"
@@ -70,7 +70,23 @@ MOVES_OFFSETS = ("rebase",)
 # it only removes).
 CHECKPOINTED = (LIVE, FUTURE)
 # The KRaft metadata log: kept by the raft layer, never in the LogManager's checkpoints.
-UNCHECKPOINTED_TOPICS = (FAMILY["metadata"].topic,)
+UNCHECKPOINTED_TOPICS = RAFT_TOPICS
+RAFT_LOG_AS_IT_IS = ("the KRaft metadata log is the raft layer's (its snapshots and quorum-state name its offsets, "
+                     "and the log cleaner never cleans it): in a log directory it is copied as it is, on its own "
+                     "it is not rewritten")
+
+
+def is_raft_log(path: Any) -> bool:
+    """Whether ``path`` (a partition folder, or a segment in one) is a KRaft log's."""
+    p = as_path(path) if isinstance(path, str) else path
+    where = partition_of(p) or (partition_of(p.parent) if p.suffix else None)
+    return where is not None and where[0] in RAFT_TOPICS
+
+
+def refuse_raft_log(path: Any) -> None:
+    """A writer given a KRaft log on its own (``RAFT_LOG_AS_IT_IS``) stops: exit 2."""
+    if is_raft_log(path):
+        raise InputError(RAFT_LOG_AS_IT_IS, file=str(path))
 # Input checkpoints whose entries the output carries (the others are written from the log alone).
 CARRIED_CHECKPOINTS = (LOG_START_CHECKPOINT, CLEANER_CHECKPOINT)
 
@@ -153,9 +169,10 @@ def checkpoint_text(lines: list[str]) -> bytes:
 
 
 def finish_partition(src: Path | None, dst: Path, command: str,
-                     damaged: DamagedFiles | None = None) -> PartitionEnds | None:
+                     damaged: DamagedFiles | None = None, *, copied: bool = False) -> PartitionEnds | None:
     """The files a broker keeps beside a written partition's segments (see the module comment);
-    those carried over that fail their checks as ``damaged`` says (``carry_file``)."""
+    those carried over that fail their checks as ``damaged`` says (``carry_file``). ``copied``:
+    the segments were copied as they are (another topic, a KRaft log), whatever the command."""
     segs = partition_segments(dst)
     epochs: list[tuple[int, int]] = []
     log_end = None
@@ -171,7 +188,7 @@ def finish_partition(src: Path | None, dst: Path, command: str,
         for name in CARRIED_PARTITION_FILES:
             if (src / name).is_file():
                 carry_file(src / name, dst / name, damaged)
-        if command in KEEPS_PRODUCER_STATE and log_end is not None:
+        if (copied or command in KEEPS_PRODUCER_STATE) and log_end is not None:
             # Producer snapshots, and the KRaft snapshots of __cluster_metadata, hold offsets: they
             # stay true only where offsets and producer fields did.
             for snap in sorted([*src.glob("*.snapshot"), *src.glob("*-*.checkpoint")]):

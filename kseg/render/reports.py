@@ -73,7 +73,7 @@ def job_line(result: Any, output: Path) -> str:
 def compact_line(result: Any, dry_run: bool, output: Path | None) -> str:
     where = "dry run" if dry_run else f"wrote {len(result.segments)} segment(s) under {output}"
     copied = getattr(result, "copied_partitions", 0)
-    others = f", {copied} of other topics copied as they are" if copied else ""
+    others = f", {copied} copied as they are (other topics, a KRaft log)" if copied else ""
     line = f"kseg: compact ({where}, {result.partitions} partition(s){others}): {result.stats.line()}"
     copied_damage = getattr(result, "copied_damage", None)
     if copied_damage:

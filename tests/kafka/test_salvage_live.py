@@ -188,18 +188,40 @@ def test_salvage_keeps_more_than_the_broker_and_the_broker_serves_it(written: Pa
           f"(lost {len(truth) - len(recovered)})")
 
 
-@pytest.mark.parametrize("command", ["repair", "salvage"])
-def test_the_broker_starts_on_a_repaired_log_directory_as_it_is(written: Path, tmp_path: Path, command: str) -> None:
-    """The broker's whole log directory (its KRaft metadata log included) through ``repair`` or
-    ``salvage``: the output, taken as it is (its meta.properties, bootstrap and checkpoints are
-    the command's), is a log directory the broker starts on, serving exactly the records kept."""
+# The writers that take a whole log directory and write one (each with its options); repair and
+# salvage take it damaged. compact cleans the active segments too: the KRaft metadata log's only
+# one among them (kseg copies that log as it is).
+LOG_DIR_WRITERS = {"repair": ["--format", "json"], "salvage": ["--format", "json"], "recompress": ["--codec", "zstd"],
+                   "compact": ["--include-active"], "rebase": ["--base-offset", "1000"],
+                   "up-convert": ["--to-magic", "2"]}
+# The writers of log directories not here, and why.
+NOT_STARTED_ON = {"down-convert": "Kafka 4 no longer serves magic 0 or 1 (tests/kafka/test_kafka_convert_live.py)",
+                  "build": "builds partitions from JSON lines, not from a log directory (a broker starts on its "
+                           "output in tests/kafka/test_build_accepted_live.py)"}
+
+
+def test_every_log_dir_writer_has_its_row() -> None:
+    from test_failure_matrix import COMMANDS
+
+    writers = {n for n, c in COMMANDS.items() if c.role == "writer" and c.output_check == "verify"}
+    assert writers == set(LOG_DIR_WRITERS) | set(NOT_STARTED_ON)
+
+
+@pytest.mark.parametrize("command", sorted(LOG_DIR_WRITERS))
+def test_the_broker_starts_on_a_rewritten_log_directory_as_it_is(written: Path, tmp_path: Path, command: str) -> None:
+    """The broker's whole log directory (its KRaft metadata log included) through each writer
+    (repair and salvage after damage): the output, taken as it is (its meta.properties, bootstrap
+    and checkpoints are the command's), is a log directory the broker starts on, serving exactly
+    the records kseg reads in it."""
     work = tmp_path / "broker"
     shutil.copytree(written, work, ignore=shutil.ignore_patterns("*.out"))
     data = work / "data"
-    _damage(data / f"{TOPIC}-0", "zeros-active")
+    damaged = command in ("repair", "salvage")
+    if damaged:
+        _damage(data / f"{TOPIC}-0", "zeros-active")
     out = tmp_path / "out"
-    res = CliRunner().invoke(main, [command, str(data), "-o", str(out), "--format", "json"])
-    assert res.exit_code == 1, res.output
+    res = CliRunner().invoke(main, [command, str(data), "-o", str(out), *LOG_DIR_WRITERS[command]])
+    assert res.exit_code == (1 if damaged else 0), (res.output, res.stderr)
     kept = _records(out / f"{TOPIC}-0")
     assert kept and (out / "meta.properties").is_file()
     shutil.rmtree(data)
