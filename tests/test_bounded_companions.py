@@ -449,7 +449,8 @@ RAW = ("\x1b", "\x07", "\u202e")  # what a terminal would act on
 HOSTILE = "\x1b[31m\u202e\x07"
 # Files of the names dump reads as text whose values may hold any text, with such a value.
 HOSTILE_VALUES = {"meta.properties": f"version=1\nnode.id=1\ncluster.id={HOSTILE}\n",
-                  "quorum-state": '{"leaderEpoch": 1, "votedId": -1, "currentVoters": [{"voterId": "\\u001b[31m\\u202e"}]}'}
+                  "quorum-state": '{"leaderEpoch": 1, "votedId": -1, '
+                                  '"currentVoters": [{"voterId": "\\u001b[31m\\u202e"}]}'}
 
 
 def _hostile_cases() -> list[tuple[str, str]]:

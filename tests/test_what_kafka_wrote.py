@@ -135,8 +135,11 @@ RAFT_LOG_ALONE = {"compact": 2, "up-convert": 2, "down-convert": 2, "recompress"
                   "salvage": 0}
 
 
-@pytest.mark.parametrize("name", sorted(n for n, c in COMMANDS.items() if c.role == "writer" and c.output_check == "verify"
-                                        and n not in NOT_HERE))
+WRITERS_OF_SEGMENTS = sorted(n for n, c in COMMANDS.items()
+                             if c.role == "writer" and c.output_check == "verify" and n not in NOT_HERE)
+
+
+@pytest.mark.parametrize("name", WRITERS_OF_SEGMENTS)
 def test_a_kraft_log_on_its_own(name: str, tmp_path: Path) -> None:
     folder = FIXTURES / "kafka-4" / "logdir" / f"{RAFT_TOPICS[0]}-0"
     out = tmp_path / "out"

@@ -28,8 +28,8 @@ from kseg.log.control import control_info
 from kseg.log.listing import CHECKPOINT_SUFFIX, bare_name, parse_partition_dir
 from kseg.model import Record
 
-__all__ = ["DECODE_CHOICES", "FAMILIES", "FAMILY", "FAMILY_TABLE", "HIDDEN_BYTES", "RAFT_TOPICS", "KAFKA_VERSIONS", "DecodedRecord",
-           "Family", "Part", "control_kafka_text", "decode_record", "family_for", "hide_metadata_value",
+__all__ = ["DECODE_CHOICES", "FAMILIES", "FAMILY", "FAMILY_TABLE", "HIDDEN_BYTES", "KAFKA_VERSIONS", "RAFT_TOPICS",
+           "DecodedRecord", "Family", "Part", "control_kafka_text", "decode_record", "family_for", "hide_metadata_value",
            "hide_secrets"]
 
 

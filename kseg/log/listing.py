@@ -183,7 +183,8 @@ OFFSET_CHECKPOINTS = (RECOVERY_POINT_CHECKPOINT, LOG_START_CHECKPOINT, REPLICATI
 LOG_DIR_TEXT_FILES = (*OFFSET_CHECKPOINTS, META_PROPERTIES)
 
 # How a file is read, by its suffix (once a transient one is taken off) or, for the text files
-# of a partition and of a log directory, its whole name: kafka-dump-log.sh's dispatch (spec §6.2), and kseg's own kinds.
+# of a partition and of a log directory, its whole name: kafka-dump-log.sh's dispatch (spec
+# §6.2), and kseg's own kinds.
 READ_BY_SUFFIX = {
     LOG_SUFFIX: "log",
     CHECKPOINT_SUFFIX: "checkpoint",
