@@ -74,6 +74,8 @@ UNCHECKPOINTED_TOPICS = RAFT_TOPICS
 RAFT_LOG_AS_IT_IS = ("the KRaft metadata log is the raft layer's (its snapshots and quorum-state name its offsets, "
                      "and the log cleaner never cleans it): in a log directory it is copied as it is, on its own "
                      "it is not rewritten")
+# Input checkpoints whose entries the output carries (the others are written from the log alone).
+CARRIED_CHECKPOINTS = (LOG_START_CHECKPOINT, CLEANER_CHECKPOINT)
 
 
 def is_raft_log(path: Any) -> bool:
@@ -87,8 +89,6 @@ def refuse_raft_log(path: Any) -> None:
     """A writer given a KRaft log on its own (``RAFT_LOG_AS_IT_IS``) stops: exit 2."""
     if is_raft_log(path):
         raise InputError(RAFT_LOG_AS_IT_IS, file=str(path))
-# Input checkpoints whose entries the output carries (the others are written from the log alone).
-CARRIED_CHECKPOINTS = (LOG_START_CHECKPOINT, CLEANER_CHECKPOINT)
 
 
 @dataclass(frozen=True)
