@@ -431,8 +431,9 @@ class _Asked(io.RawIOBase):
 @examples(60)
 @given(size=st.integers(0, 3 << 20), n=st.integers(0, 4 << 20), short=st.integers(1, 5 << 20))
 def test_read_up_to_asks_no_more_than_the_input_holds(tmp_path_factory, size: int, n: int, short: int) -> None:
-    """``read_up_to`` returns the input's first ``n`` bytes, asking a regular file for no more
-    than it holds (and one byte), a stream for at most ``STREAM_PIECE`` a call, whatever ``n``."""
+    """``read_up_to`` returns the input's first ``n`` bytes, and asks a stream for at most
+    ``STREAM_PIECE`` a call, whatever ``n`` (a regular file is asked for its size: the address-space
+    test of ``tests/test_what_kafka_wrote.py`` holds that)."""
     from kseg.storage import STREAM_PIECE, read_up_to
 
     data = os.urandom(size)
