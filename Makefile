@@ -209,10 +209,10 @@ SAN_PYTEST := -p no:cacheprovider -n auto $(patsubst %,tests/test_%.py,$(SAN_TES
 	-k 'not bomb and not flat_memory'
 FUZZ_SECONDS ?= 8
 
-$(SAN_DIR)/preload: kseg/log/_speedups.c kseg/log/_spans.h kseg/log/_sketch.h kseg/_checksum.c kseg/_crc32.h kseg/render/_format.c tests/fuzz/build.sh $(STAMP)
+$(SAN_DIR)/preload: kseg/log/_speedups.c kseg/log/_spans.h kseg/log/_sketch.h kseg/_checksum.c kseg/_crc32.h kseg/_sequence.h kseg/render/_format.c tests/fuzz/build.sh $(STAMP)
 	PYTHON=$(PY) tests/fuzz/build.sh sanitize $(SAN_DIR)
 
-$(FUZZ_DIR)/preload: kseg/log/_speedups.c kseg/log/_spans.h kseg/log/_sketch.h kseg/_checksum.c kseg/_crc32.h kseg/render/_format.c tests/fuzz/build.sh $(STAMP)
+$(FUZZ_DIR)/preload: kseg/log/_speedups.c kseg/log/_spans.h kseg/log/_sketch.h kseg/_checksum.c kseg/_crc32.h kseg/_sequence.h kseg/render/_format.c tests/fuzz/build.sh $(STAMP)
 	PYTHON=$(PY) tests/fuzz/build.sh fuzz $(FUZZ_DIR)
 	$(PY) -m pip install -q -c constraints.txt atheris
 

@@ -205,10 +205,11 @@ class Batch(NamedTuple):
 
     @property
     def last_sequence(self) -> int:
-        """baseSequence + lastOffsetDelta, wrapping past int32 max to 0 (spec §3.1)."""
+        """baseSequence + lastOffsetDelta, wrapping past int32 max to 0 (spec §3.1); -1 when the
+        base sequence is -1 (``increment_sequence``)."""
         if self.base_sequence is None or self.base_sequence == NO_SEQUENCE:
             return NO_SEQUENCE
-        return _add_sequence(self.base_sequence, self.last_offset_delta or 0)
+        return increment_sequence(self.base_sequence, _java_int(self.last_offset_delta or 0))
 
     def computed_crc(self) -> int:
         """The CRC of the stored bytes: CRC-32C (v2) or CRC-32 (v0/v1)."""
@@ -228,14 +229,31 @@ for _old, _field in (("offset", "base_offset"), ("timestamp", "max_timestamp")):
 del _old, _field
 
 
-def _add_sequence(base: int, delta: int) -> int:
-    if base > INT32_MAX - delta:
-        return delta - (INT32_MAX - base) - 1
-    return base + delta
+def _java_int(v: int) -> int:
+    """``v`` as a Java int holds it (two's complement, 32 bits)."""
+    return (v + 0x80000000) % 0x100000000 - 0x80000000
+
+
+def increment_sequence(seq: int, inc: int) -> int:
+    """Kafka's producer-sequence sum (DefaultRecordBatch.incrementSequence) in Java's int arithmetic:
+    past int32 max it wraps to 0; damaged values overflow as Java's ints do (kseg/_sequence.h is
+    the C twin)."""
+    if seq > _java_int(INT32_MAX - inc):
+        return _java_int(inc - (INT32_MAX - seq) - 1)
+    return _java_int(seq + inc)
 
 
 def record_sequence(batch: Batch, record: Record) -> int:
-    """A v2 record's sequence: baseSequence + offsetDelta with the int32 wrap, or -1."""
-    if batch.base_sequence is None or batch.base_sequence == NO_SEQUENCE:
+    """A v2 record's sequence: baseSequence + offsetDelta with the int32 wrap; -1 when the base
+    sequence is negative (Kafka's DefaultRecord)."""
+    if batch.base_sequence is None:
         return NO_SEQUENCE
-    return _add_sequence(batch.base_sequence, record.offset - batch.base_offset)
+    return sequence_at(batch.base_sequence, record.offset - batch.base_offset)
+
+
+def sequence_at(base_sequence: int, delta: int) -> int:
+    """The sequence of the record ``delta`` offsets into a v2 batch of ``base_sequence`` (-1: none,
+    whenever the base is negative)."""
+    if base_sequence < 0:
+        return NO_SEQUENCE
+    return increment_sequence(base_sequence, _java_int(delta))

@@ -17,7 +17,7 @@ from kseg.log.decode import scan_entries
 from kseg.log import fast
 from kseg.log.decode import effective_log_append_time
 from kseg.log.records import batch_records, batch_spans, payload_bytes
-from kseg.model import Batch, Header, Record
+from kseg.model import Batch, Header, Record, make_record, sequence_at
 from kseg.render import lines
 
 from conftest import FIXTURES_LOGDIR, REALDATA, examples, fixture_logs, ids, real_log_files
@@ -163,8 +163,25 @@ def records(draw) -> list[Record]:
     return out
 
 
+#: base sequences around the edges of Kafka's int arithmetic (-1: none; other negatives: damaged)
+EDGE_SEQUENCES = (-(1 << 31), -16777208, -2, -1, 0, 7, (1 << 31) - 8, (1 << 31) - 1)
+
+
+@pytest.mark.parametrize("base_sequence", EDGE_SEQUENCES)
+def test_record_sequences_of_any_base_and_delta_render_alike(base_sequence: int) -> None:
+    """Offset deltas of either sign and near int32's ends: the C and Python lines agree, and give
+    ``kseg.model.sequence_at`` (Kafka's rule, held to the JVM in tests/kafka/test_sequences_live.py)."""
+    base = 1 << 40
+    deltas = (-(1 << 31), -16777209, -1, 0, 1, 7, (1 << 31) - 1)
+    recs = [make_record(base + d, 1_700_000_000_000, b"k", b"v") for d in deltas]
+    agree(recs, 0, 2, base, base_sequence)
+    text = lines.kafka_records(recs, "CreateTime", 2, base, base_sequence, lines.NONE, lines.NONE, None, [], True)
+    assert [int(line.split(b" sequence: ")[1].split()[0]) for line in text.splitlines()] == \
+        [sequence_at(base_sequence, d) for d in deltas]
+
+
 @examples(300)
-@given(records(), st.integers(0, 1 << 40), st.sampled_from([0, 1, 2]), st.integers(-1, 0x7FFFFFFF))
+@given(records(), st.integers(0, 1 << 40), st.sampled_from([0, 1, 2]), st.integers(-(1 << 31), 0x7FFFFFFF))
 def test_generated_records_render_alike(recs, position, magic, base_sequence) -> None:
     base = recs[0].offset if recs else 0
     agree(recs, position, magic, base, base_sequence)
@@ -431,7 +448,6 @@ def _plain_segment(path) -> list[int]:
     the positions of those two."""
     from kseg.facts.message_v0v1 import KEY_LENGTH_POSITION
     from kseg.formats.attributes import TIMESTAMP_TYPE_MASK
-    from kseg.model import make_record
 
     V1_KEY_LENGTH_AT = KEY_LENGTH_POSITION[1]
 

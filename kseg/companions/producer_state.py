@@ -85,7 +85,7 @@ class ProducerStates:
         else:
             p.new_epoch(b.producer_epoch)
             count = b.last_offset - b.offset
-            p.last_sequence = (b.base_sequence + count) & 0x7FFFFFFF if b.base_sequence >= 0 else b.base_sequence
+            p.last_sequence = b.last_sequence
             p.last_offset, p.offset_delta, p.timestamp = b.last_offset, count, b.max_timestamp
             if b.is_transactional and p.txn_first_offset == NO_OFFSET:
                 p.txn_first_offset = b.offset

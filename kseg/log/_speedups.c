@@ -50,6 +50,7 @@
 #include "_spans.h"
 #include "_sketch.h"
 #include "../_crc32.h"
+#include "../_sequence.h"
 
 static PyObject *DecodeError;
 
@@ -2468,22 +2469,6 @@ v2_column_run(PyObject *self, PyObject *args)
         }
         x.first_span = r0 / (Py_ssize_t)sizeof(KsegRecordSpan);
         x.spans = (rbuf.n - r0) / (Py_ssize_t)sizeof(KsegRecordSpan);
-        /* each record's sequence must be an int32, as the per-batch path's column casts it */
-        int fits = 1;
-        if (x.base_sequence != -1) {
-            const KsegRecordSpan *rs = (const KsegRecordSpan *)rbuf.p + x.first_span;
-            for (Py_ssize_t j = 0; j < x.spans && fits; j++) {
-                int64_t seq = x.base_sequence + (int64_t)((uint64_t)rs[j].offset - (uint64_t)x.base_offset);
-                if (seq > INT32_MAX) seq -= (int64_t)INT32_MAX + 1;
-                fits = seq >= INT32_MIN && seq <= INT32_MAX;
-            }
-        }
-        if (!fits) {
-            rbuf.n = r0;
-            hbuf.n = h0;
-            Py_XDECREF(x.inflated);
-            break;
-        }
         if (nrun == cap) {
             Py_ssize_t more = cap ? cap * 2 : 64;
             RunBatch *q = PyMem_Realloc(run, (size_t)more * sizeof(RunBatch));
@@ -2520,7 +2505,7 @@ v2_column_run(PyObject *self, PyObject *args)
             same[3] &= run[k].producer_epoch == run[0].producer_epoch;
             same[5] &= run[k].codec == run[0].codec;
         }
-        for (Py_ssize_t k = 0; k < nrun; k++) same[4] &= run[k].base_sequence == -1;
+        for (Py_ssize_t k = 0; k < nrun; k++) same[4] &= run[k].base_sequence < 0;  /* none: -1 */
         const long long one[6] = {run[0].position, run[0].leader_epoch, run[0].producer_id, run[0].producer_epoch, -1,
                                   run[0].codec};
         const int width[6] = {8, 4, 8, 4, 4, 1};
@@ -2551,12 +2536,8 @@ v2_column_run(PyObject *self, PyObject *args)
                 if (pepoch) pepoch[row] = (int32_t)x->producer_epoch;
                 if (codec) codec[row] = (int8_t)x->codec;
                 if (sequence) {
-                    int64_t seq = -1;
-                    if (x->base_sequence != -1) {
-                        seq = x->base_sequence + (int64_t)((uint64_t)rs[row - first].offset - (uint64_t)x->base_offset);
-                        if (seq > INT32_MAX) seq -= (int64_t)INT32_MAX + 1;
-                    }
-                    sequence[row] = (int32_t)seq;
+                    sequence[row] = kseg_record_sequence(x->base_sequence,
+                                                         (int64_t)((uint64_t)rs[row - first].offset - (uint64_t)x->base_offset));
                 }
                 if (x->attrs & txn_mask) txn[row >> 3] |= (unsigned char)(1u << (row & 7));
                 if (x->attrs & control_mask) ctl[row >> 3] |= (unsigned char)(1u << (row & 7));

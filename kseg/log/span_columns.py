@@ -32,7 +32,7 @@ from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD
 from kseg.formats.attributes import CODEC_MASK, CODEC_ZSTD, CONTROL_MASK, NO_SEQUENCE, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK
 from kseg.log.decode import decode_v2_records, effective_log_append_time
 from kseg.log.fast import c_twin
-from kseg.model import Batch, Record
+from kseg.model import Batch, Record, record_sequence
 
 RECORD_SPAN = struct.Struct("=11q")  # KsegRecordSpan
 HEADER_SPAN = struct.Struct("=4q")  # KsegHeaderSpan
@@ -175,7 +175,7 @@ class BatchColumns(NamedTuple):
     leader_epoch: bytes | int  # int32
     producer_id: bytes | int  # int64
     producer_epoch: bytes | int  # int32
-    sequence: bytes | int  # int32: baseSequence + offset delta, wrapping past int32 max; -1 stays -1
+    sequence: bytes | int  # int32: kseg.model.record_sequence
     codec: bytes | int  # int8: the batch's codec
     transactional: bytes  # bitmap (least significant bit first)
     control: bytes  # bitmap
@@ -191,18 +191,6 @@ class ColumnRun(NamedTuple):
     bytes: int
     columns: ColumnBuffers | None
     batch: BatchColumns | None
-
-
-def _run_sequence(b: Batch, offset: int) -> int | None:
-    """A record's sequence as the per-batch columns compute it (None: not an int32 there)."""
-    base = b.base_sequence
-    if base == NO_SEQUENCE:
-        return NO_SEQUENCE
-    delta = (offset - b.base_offset - INT64_MIN) % (1 << 64) + INT64_MIN  # int64 arithmetic, as Arrow's
-    seq = base + delta  # type: ignore[operator]
-    if seq > INT32_MAX:
-        seq -= INT32_MAX + 1
-    return seq if -INT32_MAX - 1 <= seq <= INT32_MAX else None
 
 
 def v2_column_run_py(batches: list[Batch], start: int, lo: int | None, hi: int | None, max_rows: int,
@@ -251,10 +239,7 @@ def v2_column_run_py(batches: list[Batch], start: int, lo: int | None, hi: int |
         i += 1
         if (b.is_control and controls == CONTROL_SKIPPED) or not records:
             continue
-        seqs = [_run_sequence(b, r.offset) for r in records]
-        if None in seqs:
-            i -= 1
-            break
+        seqs = [record_sequence(b, r) for r in records]
         parts.append(records_part(records))
         facts.append((b, seqs))  # type: ignore[arg-type]
         rows += len(records)
@@ -272,7 +257,7 @@ def v2_column_run_py(batches: list[Batch], start: int, lo: int | None, hi: int |
         return b"".join(struct.pack(f"={len(seqs)}{fmt}", *[v] * len(seqs)) for v, (_, seqs) in zip(values, facts))
 
     sequences: bytes | int = NO_SEQUENCE
-    if any(b.base_sequence != NO_SEQUENCE for b, _ in facts):
+    if any(b.base_sequence >= 0 for b, _ in facts):  # else none has one: -1
         sequences = b"".join(_INT32.pack(s) for _, seqs in facts for s in seqs)
 
     return ColumnRun(i, rows, size, span_columns_py(parts), BatchColumns(

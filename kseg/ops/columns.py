@@ -164,6 +164,13 @@ def record_tuples(s: Slice, cond: Conditions | None, opts: ReadOptions) -> Itera
                    b.is_transactional if v2 else None, b.is_control if v2 else None)
 
 
+def _java_int(values: Any) -> Any:
+    """An int64 Arrow column's values as Java ints hold them (two's complement, 32 bits)."""
+    import pyarrow.compute as pc
+
+    return pc.subtract(pc.bit_wise_and(pc.add(values, 0x80000000), 0xFFFFFFFF), 0x80000000)
+
+
 def _header_keys(keys: list[str]) -> Any:
     """Header keys as an Arrow string column: a key that is not UTF-8 (read with surrogateescape)
     has each byte that is not replaced with "?"."""
@@ -329,14 +336,17 @@ class _RecordColumns:
 
         arrays.update({name: expand(cols[i], types[name]) for i, name in enumerate(_BATCH_LEVEL) if name in types})
         if "sequence" in types:
-            if any(seq is not None and seq != NO_SEQUENCE for seq in cols[12]):
-                # sequence = baseSequence + (offset - baseOffset), wrapping past int32 max; -1 stays -1.
+            if any(seq is not None and seq >= 0 for seq in cols[12]):
+                # kseg.model.record_sequence over whole columns, in Java's int arithmetic.
                 base_seq = expand(cols[12], pa.int64())
-                base_off = expand(cols[13], pa.int64())
-                raw = pc.add(base_seq, pc.subtract(arrays["offset"], base_off))
-                wrapped = pc.if_else(pc.greater(raw, INT32_MAX), pc.subtract(raw, INT32_MAX + 1), raw)
-                arrays["sequence"] = pc.if_else(pc.equal(base_seq, NO_SEQUENCE), base_seq,
-                                                wrapped).cast(pa.int32())
+                delta = _java_int(pc.subtract(arrays["offset"], expand(cols[13], pa.int64())))
+                limit = _java_int(pc.subtract(INT32_MAX, delta))
+                wrapped = pc.if_else(pc.greater(base_seq, limit),
+                                     _java_int(pc.subtract(pc.subtract(delta, pc.subtract(INT32_MAX, base_seq)), 1)),
+                                     _java_int(pc.add(base_seq, delta)))
+                none = pc.less(base_seq, 0)
+                arrays["sequence"] = pc.if_else(pc.is_null(base_seq), base_seq,
+                                                pc.if_else(none, NO_SEQUENCE, wrapped)).cast(pa.int32())
             else:
                 arrays["sequence"] = expand(cols[12], pa.int32())  # all -1 (v2) or null (legacy)
         return arrays

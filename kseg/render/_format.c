@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../_crc32.h"
+#include "../_sequence.h"
 #include "../log/_spans.h"
 
 enum { M_NONE = 0, M_UTF8 = 1, M_HEX = 2, M_BASE64 = 3, M_JAVA = 4 };
@@ -1303,9 +1304,8 @@ static int kafka_one(Buf *b, RView *r, void *ctx) {
         if (rc == 0) rc = put(b, c->bf, c->bfn);
     }
     if (rc == 0 && c->magic >= 2) {
-        long long seq = -1, delta = (long long)((unsigned long long)r->off - (unsigned long long)c->base_offset),
-                  base_seq = c->base_seq;
-        if (base_seq != -1) seq = base_seq > 0x7FFFFFFFLL - delta ? delta - (0x7FFFFFFFLL - base_seq) - 1 : base_seq + delta;
+        long long seq = kseg_record_sequence(c->base_seq,
+                                             (int64_t)((uint64_t)r->off - (uint64_t)c->base_offset));
         rc = PUTS(b, " sequence: ");
         if (rc == 0) rc = put_i64(b, seq);
         if (rc == 0) rc = PUTS(b, " headerKeys: [");
@@ -1430,11 +1430,11 @@ static int kafka_batch(Buf *b, PyObject *batch, int crc_valid, PyObject *ts_name
     CHECK(get_i64(PyTuple_GET_ITEM(batch, B_MAGIC), &magic));
     CHECK(get_i64(PyTuple_GET_ITEM(batch, B_ATTRIBUTES), &attrs));
     if (magic >= 2) {
-        long long base, lod, seq, last_seq = -1;
+        long long base, lod, seq, last_seq;
         CHECK(get_i64(PyTuple_GET_ITEM(batch, B_BASE_OFFSET), &base));
         CHECK(get_i64(PyTuple_GET_ITEM(batch, B_LOD), &lod));
         CHECK(get_i64(PyTuple_GET_ITEM(batch, B_BASE_SEQ), &seq));
-        if (seq != -1) last_seq = seq > 0x7FFFFFFFLL - lod ? lod - (0x7FFFFFFFLL - seq) - 1 : seq + lod;
+        last_seq = kseg_last_sequence(seq, lod);
         CHECK(PUTS(b, "baseOffset: "));
         CHECK(put_i64(b, base));
         CHECK(PUTS(b, " lastOffset: "));

@@ -14,7 +14,7 @@ from typing import Sequence
 
 from kseg.decoders.jvm import java_utf8
 from kseg.log.encode import legacy_message_crc
-from kseg.model import Batch, Record
+from kseg.model import Batch, Record, sequence_at
 
 # Payload modes: how bytes are shown. NONE: not shown (jsonl null, text "<N bytes>",
 # kafka: no key/payload field); UTF8: jsonl a string if valid UTF-8, else a *_b64 field;
@@ -210,14 +210,6 @@ def kafka_text(v: bytes, mode: int) -> str:
     return v.hex() if mode == HEX else _b64(v)
 
 
-def _sequence(base_sequence: int, delta: int) -> int:
-    if base_sequence == -1:
-        return -1
-    if base_sequence > 0x7FFFFFFF - delta:
-        return delta - (0x7FFFFFFF - base_sequence) - 1
-    return base_sequence + delta
-
-
 def _java_long(v: int) -> int:
     """``v`` wrapped to 64 bits as Java's long arithmetic wraps it (an offset past the end of a long)."""
     return (v + (1 << 63)) % (1 << 64) - (1 << 63)
@@ -284,7 +276,7 @@ def kafka_records(records: Sequence[Record], ts_name: str, magic: int, base_offs
                     f"{ts_name}: {r.timestamp}{batch_fields}")
         if magic >= 2:
             keys = ",".join(java_utf8(_key_bytes(h.key)) for h in r.headers)
-            line += f" sequence: {_sequence(base_sequence, r.offset - base_offset)} headerKeys: [{keys}]"
+            line += f" sequence: {sequence_at(base_sequence, r.offset - base_offset)} headerKeys: [{keys}]"
         elif batch_fields is None:
             line += f" isValid: {valid} crc: {r.crc}" + ("}" if brace else "")
         else:
