@@ -348,7 +348,9 @@ class _RecordColumns:
                 arrays["sequence"] = pc.if_else(pc.is_null(base_seq), base_seq,
                                                 pc.if_else(none, NO_SEQUENCE, wrapped)).cast(pa.int32())
             else:
-                arrays["sequence"] = expand(cols[12], pa.int32())  # all -1 (v2) or null (legacy)
+                # none has a sequence: -1 (v2, any negative base) or null (legacy)
+                arrays["sequence"] = expand(tuple(None if seq is None else NO_SEQUENCE for seq in cols[12]),
+                                            pa.int32())
         return arrays
 
     def _run_arrays(self, part: _Run) -> dict[str, Any]:
