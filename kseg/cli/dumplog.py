@@ -428,6 +428,7 @@ def _dump(run: Run, out: IO[bytes], err: TextIO) -> int:
                              skip_record_metadata=p.has("skip-record-metadata"),
                              index_sanity=p.has("index-sanity-check"), verify_index=p.has("verify-index-only"))
     renderer.log_preamble = notices
+    renderer.as_the_tool = True
     options = dump_options_for("kafka", renderer, records=run.deep, decode=run.decode,
                                max_bytes=None if max_bytes is None or max_bytes < 0 or max_bytes == INT_MAX
                                else max_bytes)

@@ -186,18 +186,20 @@ def read_varint(data: bytes, pos: int, max_bytes: int = MAX_VARINT_BYTES) -> tup
 
 
 def decode_v2_records(
-    data: bytes, base_offset: int, base_timestamp: int, count: int, log_append_time: int | None
+    data: bytes, base_offset: int, base_timestamp: int, count: int, log_append_time: int | None,
+    into: list[Record] | None = None,
 ) -> list[Record]:
     """Decode ``count`` varint records that must use up ``data`` exactly (spec §3.3).
 
     Errors carry the position inside ``data``; the caller shifts them. Every read is
-    ``data[pos]`` at the position it needs, so an IndexError names the exact byte.
+    ``data[pos]`` at the position it needs, so an IndexError names the exact byte. ``into``:
+    the list the records are appended to (what decoded before an error stays in it).
     """
     if count < 0:
         raise CorruptBatchError("negative record count", found=count, expected=">= 0")
     new = tuple.__new__
     R = Record
-    out: list[Record] = []
+    out: list[Record] = [] if into is None else into
     append = out.append
     end = len(data)
     pos = 0

@@ -14,6 +14,7 @@ from kseg.codecs.plugins import plugin_codec
 from kseg.errors import CorruptBatchError, KsegError
 from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD, RECORD_COUNT_POSITION
 from kseg.formats.attributes import CODEC_LZ4, CODEC_MASK, CODEC_PLUGIN
+from kseg.log.decode import decode_v2_records as py_decode_v2_records
 from kseg.log.decode import effective_log_append_time, legacy_value_region, records_region
 from kseg.log.fast import (
     ACCELERATED,
@@ -94,6 +95,23 @@ def batch_records(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
         return decode_v2_records(data, batch.base_offset, base_timestamp, count, effective_log_append_time(batch))
     except KsegError as e:
         raise _in_file(e, batch, compressed)
+
+
+def records_before_failure(batch: Batch) -> list[Record]:
+    """The records of a batch whose records do not decode that a reader stopping at the bad one
+    has returned, as kafka-dump-log.sh prints them before its exception: none of a compressed batch
+    (Kafka decompresses it whole first); of an uncompressed one those before the bad record, and
+    when all decode but bytes are left over, all but the last (Kafka checks after reading it)."""
+    count = batch.record_count or 0
+    if batch.magic < 2 or batch.is_compressed or count <= 0:  # (a legacy message is its one record)
+        return []
+    read: list[Record] = []
+    try:
+        py_decode_v2_records(bytes(records_region(batch)), batch.base_offset, batch.base_timestamp or 0, count,
+                             effective_log_append_time(batch), into=read)
+    except KsegError:
+        return read[:-1] if len(read) == count else read
+    return read
 
 
 class RecordSpans(NamedTuple):

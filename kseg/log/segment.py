@@ -126,6 +126,8 @@ class Segment:
 
     path: Path
     tail: Tail | None = field(default=None, init=False)
+    # The tail's first bytes (up to an entry's header up to its magic): what Kafka's reader decides on.
+    tail_head: bytes = field(default=b"", init=False)
     # Bytes read from a stream (standard input, a pipe): its size once read.
     streamed: int | None = field(default=None, init=False)
     # The file's new name when the broker renamed it (.deleted, .cleaned) before or while it was read.
@@ -238,6 +240,8 @@ class Segment:
                     if scan.tail is not None:
                         scan.tail.error.located(file=str(self.path))
                         self.tail = scan.tail
+                        at = scan.tail.position - filepos
+                        self.tail_head = bytes(mv[at:at + HEADER_SIZE_UP_TO_MAGIC])
                         return
                     at = scan.consumed
                     if len(scan.batches) < STEP_ENTRIES:
@@ -263,6 +267,7 @@ class Segment:
                         found=f"{limit - filepos} bytes",
                     )
                     self.tail = Tail(filepos, limit - filepos, err)
+                    self.tail_head = bytes(chunk[:HEADER_SIZE_UP_TO_MAGIC])
                     return
                 want = max(chunk_size, total)
 
@@ -312,6 +317,8 @@ class Segment:
                     if scan.tail is not None:
                         scan.tail.error.located(file=name)
                         self.tail = scan.tail
+                        at = scan.tail.position - filepos
+                        self.tail_head = bytes(mv[at:at + HEADER_SIZE_UP_TO_MAGIC])
                         return
                     at = scan.consumed
                     if len(scan.batches) < STEP_ENTRIES:

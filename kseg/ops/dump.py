@@ -17,7 +17,7 @@ from kseg.errors import KsegError
 from kseg.lazy import load
 from kseg.log.decode import Tail
 from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX, read_kind, replica_note
-from kseg.log.records import PlainRun, RecordSpans, batch_records, batch_spans, plain_run
+from kseg.log.records import PlainRun, RecordSpans, batch_records, batch_spans, plain_run, records_before_failure
 from kseg.log.segment import Segment, base_offset_of, companion_path, tiered_segment_id
 from kseg.log.checks import offsets_error
 from kseg.log.span_columns import ColumnBudget, ColumnRun, OffsetDamage, runs_and_batches
@@ -64,6 +64,10 @@ class DumpOptions:
     # Decoded secrets (kseg.decoders.secrets) shown as they are; else hidden, with the raw value
     # of a record that held one. --format kafka shows them, as kafka-dump-log.sh does.
     show_secrets: bool = False
+    # --format kafka: a batch whose records fail is shown as kafka-dump-log.sh shows it before its
+    # exception (its batch line, the records read before the bad one), then the error stops the dump
+    # (BatchEvent.stops).
+    kafka_stops: bool = False
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,7 @@ class BatchEvent:
     records: list[Record] | None = None
     decoded: list | None = None
     spans: RecordSpans | None = None  # instead of records, with DumpOptions.record_spans
+    stops: KsegError | None = None  # DumpOptions.kafka_stops: the error shown after the batch's lines
 
 
 @dataclass(frozen=True)
@@ -155,6 +160,7 @@ class TailEvent:
     path: Path
     tail: Tail
     reported: bool  # False when --max-bytes cut the read (kafka-dump-log.sh stays quiet then)
+    head: bytes = b""  # its first bytes (Segment.tail_head)
 
 
 @dataclass(frozen=True)
@@ -299,7 +305,7 @@ def _dump_log(path: Path, o: DumpOptions, family: str | None = None, piece: LogS
             yield from _events_of(path, seg.batch_lists(start=seg.tail.position), o, family)
     if seg.tail is not None:
         cut_by_max_bytes = end is not None and end < seg.size
-        yield TailEvent(path, seg.tail, reported=not cut_by_max_bytes)
+        yield TailEvent(path, seg.tail, reported=not cut_by_max_bytes, head=seg.tail_head)
     if piece is None or end is None:  # (a slice before the last: the last one tells)
         for text in seg.notes():
             yield NoteEvent(path, text)
@@ -391,6 +397,9 @@ def _batch_event(path: Path, batch: Batch, o: DumpOptions, family: str | None) -
                 records = batch_records(batch, limit=limit)
         except KsegError as e:
             e.located(file=str(path))
+            if o.kafka_stops and not o.keep_going and not record_filter and family is None:
+                return BatchEvent(path, batch, batch.offset, batch.last_offset, batch.record_count or 1,
+                                  batch.crc_valid, records_before_failure(batch) if o.records else None, stops=e)
             if not o.keep_going:
                 raise
             hides = o.redactor is not None and (bool(o.redactor) or o.redactor.ids)

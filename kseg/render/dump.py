@@ -6,6 +6,7 @@ Each renderer writes to the streams it is given and knows nothing about files.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import islice
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable, TextIO
@@ -37,6 +38,7 @@ from kseg.render import bulk, lines as line_writers
 from kseg.render.fields import RecordView, json_fields, text_line
 from kseg.render.lines import bool_text, iso_utc, text_escape, text_head
 from kseg.render.jsonout import dumps, encoder
+from kseg.render.kafka_stops import SECOND_HALF, codec_stop, tail_stop
 from kseg.render.payload import (BUILTIN, Decoder, add_decoder_failures, decoder_failures, decoder_notes,
                                  header_key_text)
 from kseg.render.tables import tabulate
@@ -493,6 +495,9 @@ class KafkaRenderer:
         # Lines written after a log or snapshot file's "Dumping" line, before its contents: Kafka 3.x
         # announces there, each time it loads one, a deprecated decoder class it swaps (kseg-dump-log).
         self.log_preamble: tuple[str, ...] = ()
+        # kseg-dump-log: stop where the tool stops with an exception (kseg.render.kafka_stops) at a
+        # tail it cannot read and at a codec it cannot name; kseg dump judges those itself.
+        self.as_the_tool = False
 
     def w(self, text: str) -> None:
         self.write(text.encode("utf-8", "backslashreplace"))
@@ -531,14 +536,22 @@ class KafkaRenderer:
             self._note_gaps(ev, gaps)
             if last is not None:
                 self._last_offset = last
+        elif isinstance(ev, BatchEvent) and ev.stops is not None:  # the tool's exception after these lines
+            self(replace(ev, stops=None))
+            raise ev.stops
         elif isinstance(ev, BatchEvent):
             b = ev.batch
             if self.release.record_batch_fields or not self.release.delete_horizon or self.release.codec_names_upper:
                 codec = b.codec_name.upper() if self.release.codec_names_upper else b.codec_name
-                self.write(line_writers.kafka_batch_line(b, ev.crc_valid, b.timestamp_type_name, codec,
-                                                         delete_horizon=self.release.delete_horizon))
+                line = line_writers.kafka_batch_line(b, ev.crc_valid, b.timestamp_type_name, codec,
+                                                     delete_horizon=self.release.delete_horizon)
             else:
-                self.write(bulk.kafka_batch_line(b, ev.crc_valid, b.timestamp_type_name, b.codec_name))
+                line = bulk.kafka_batch_line(b, ev.crc_valid, b.timestamp_type_name, b.codec_name)
+            stop = codec_stop(b) if self.as_the_tool else None
+            if stop is not None:  # the tool cannot name the codec: its line stops after the first half
+                self.write(line[:line.index(SECOND_HALF)])
+                raise stop.located(file=str(ev.path))
+            self.write(line)
             if ev.spans is not None:  # what takes_spans asked for
                 s = ev.spans
                 gaps: list[tuple[int, int]] = []
@@ -566,6 +579,10 @@ class KafkaRenderer:
                     raise e.located(file=str(ev.path)) from None
         elif isinstance(ev, TailEvent):
             if ev.reported:
+                text, stop = tail_stop(ev.head, ev.tail.length, ev.tail.position) if self.as_the_tool else ("", None)
+                if stop is not None:
+                    w(text)
+                    raise stop.located(file=str(ev.path))
                 w(f"Found {ev.tail.length} invalid bytes at the end of {safe(ev.path.name)}\n")
         elif isinstance(ev, BadBatchEvent):
             self.err.write(f"kseg: error: {ev.error}\n")

@@ -227,12 +227,58 @@ _APPEND_INDEXED = ("kseg index --rebuild indexes as Kafka 3.7+ brokers do (an en
                    "batch's last offset); this release's broker indexed each append (one entry for a produce request's "
                    "whole message set, at its largest offset) and put a time-index entry at the offset of the first "
                    "record holding the largest timestamp, inside the batch")
+
+# kseg-dump-log on damaged copies of broker-written segments (fixtures/kafka-damaged, tests/kafka/damaged.py):
+# the file pattern is damaged/<case>, the releases any
+_V2_SOURCES = ("v2", "v2txn", "codecs")
+_MAGIC_ABOVE_2 = ("magic 3 or 127 on a v2 batch: the tool reads it as a v2 batch all the same (its CRC does not cover "
+                  "the magic), prints its line (magic: 3, isvalid: true) and its records and goes on; kseg reports "
+                  "everything from that batch on as invalid bytes at the end")
+_V2_BELOW_HEADER = ("v2 batch size from Kafka's minimum record overhead (14) up to below the v2 header's (49, 61 "
+                    "bytes with the offset and size): the tool reads the header past the batch's end, prints the "
+                    "batch line (its short size, isvalid: false) and goes on from that short end (invalid bytes, or "
+                    "a CorruptRecordException on the size found there; --deep-iteration: IndexOutOfBoundsException "
+                    "on its records); kseg reports everything from that batch on as invalid bytes at the end")
+_LEGACY_BELOW_HEADER = ("legacy (v1) message size from the minimum record overhead (14) up to below the v1 header "
+                        "(22): the tool reads the header past the message's end, prints its line (isvalid: false) and "
+                        "goes on (invalid bytes at the end; --deep-iteration: IndexOutOfBoundsException); kseg reports "
+                        "everything from that message on as invalid bytes at the end")
+_LEGACY_SIZE_MISMATCH = ("--deep-iteration on a legacy message whose size disagrees with its key and value lengths: "
+                         "the tool prints its record from the lengths (isValid: false) and goes on from where the "
+                         "size says (invalid bytes at the end, or with --print-data-log a failure reading the value "
+                         "past the message: 'newLimit > capacity'); kseg stops with 'value length does not match "
+                         "the message size' before the record line")
+_LEGACY_NEGATIVE_KEY = ("--deep-iteration on a legacy message whose key length is negative but not -1: the tool takes "
+                        "a null key, prints the record with the value length read after it (isValid: false) and goes "
+                        "on (with --print-data-log it fails reading that value: 'newLimit > capacity'); kseg stops "
+                        "with 'invalid key length' before the record line")
+_LEGACY_MAGIC_AS_V2 = ("magic 3 or 127 on a legacy message: the tool reads the message as a v2 batch (its fields "
+                       "out of the message's timestamp, key and value), prints part of that batch line and fails on "
+                       "the compression id those bytes give ('Unknown compression type id'); kseg reports everything "
+                       "from that message on as invalid bytes at the end and exits 0")
+
+_DAMAGED_DIFFERENCES: dict[tuple[str, str, str], str] = {
+    **{("*", f"damaged/{source}-magic-*", "*"): _MAGIC_ABOVE_2 for source in _V2_SOURCES},
+    **{("*", f"damaged/{source}-size-{n}", "*"): _V2_BELOW_HEADER for source in _V2_SOURCES for n in (14, 20, 48)},
+    ("*", "damaged/v1-size-14", "*"): _LEGACY_BELOW_HEADER,
+    ("*", "damaged/v1-size-20", "*"): _LEGACY_BELOW_HEADER,
+    # the size made larger (flip-11: its low byte) or smaller (size-48) than the key and value it holds
+    **{("*", f"damaged/{source}-{damage}", "deep*"): _LEGACY_SIZE_MISMATCH
+       for source in ("v0", "v1") for damage in ("flip-11", "size-48")},
+    # the key length's high byte (v0: at 18, v1: at 26, after the timestamp)
+    ("*", "damaged/v0-flip-18", "deep*"): _LEGACY_NEGATIVE_KEY,
+    ("*", "damaged/v1-flip-26", "deep*"): _LEGACY_NEGATIVE_KEY,
+    ("*", "damaged/v0-magic-*", "*"): _LEGACY_MAGIC_AS_V2,
+    ("*", "damaged/v1-magic-*", "*"): _LEGACY_MAGIC_AS_V2,
+}
+
 KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {
     # the rolled segments of several messages per produce request (v0/v1), and of batches whose first record
     # holds the largest timestamp (v2)
     **{(f"{release}>{release}", rel, "index-rebuild"): _APPEND_INDEXED
        for release in ("2.8", "3.6")
        for rel in ("v0-0/00000000000000000000.log", "v1-0/00000000000000000000.log", "v2-0/00000000000000000256.log")},
+    **_DAMAGED_DIFFERENCES,
 }
 
 

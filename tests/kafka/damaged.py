@@ -1,0 +1,336 @@
+#!/usr/bin/env python3
+"""What the real kafka-dump-log.sh prints on damaged copies of broker-written segments.
+
+Why: the other corpora hold ``kseg-dump-log`` to DumpLogSegments on files brokers wrote whole; an
+operator reaches for the tool when a segment is *not* whole. Here each of :data:`SOURCES` (segments
+written by Kafka 2.8 and 4.3.1 brokers, magic 0, 1 and 2, transactional, every codec) is damaged in each
+way of :data:`DAMAGE` (a byte flipped in its second batch's header and body, cuts, bytes after the last
+batch, sizes around Kafka's minimum record overhead, an unknown magic, an unknown compression id), and the
+release's DumpLogSegments is run on every variant with each flag combination of :data:`COMBOS`.
+
+The variants are not stored: :func:`variants` makes them again from the fixtures, byte for byte, and each
+golden row keeps the SHA-256 of the bytes it was made from (a changed generator shows). The corpus is one
+folder per release, ``fixtures/kafka-damaged/<release>/``:
+
+* ``golden.jsonl.xz``: one JSON object per run: ``case`` (``<source>-<damage>``), ``combo``, ``command``
+  (``kafka-dump-log.sh`` and its arguments as given, paths relative to the folder :func:`materialise`
+  writes the variants in, which was the tool's working directory), ``exit``, ``stdout`` (latin-1),
+  ``stderr`` (latin-1; of a Java stack trace, :data:`checks.JAVA_EXCEPTION`, only the first line: the
+  exception's class and message), ``sha256`` (of the variant);
+* ``manifest.json``: the release, its version and main class, how the goldens were made and the counts.
+
+    python tests/kafka/damaged.py --release 4 --write fixtures/kafka-damaged/4
+    python tests/kafka/damaged.py --release 3.9 --write fixtures/kafka-damaged/3.9
+    python tests/kafka/damaged.py --check fixtures/kafka-damaged/4   # DumpLogSegments still prints it
+
+``tests/test_kafka_damaged_corpus.py`` holds ``kseg-dump-log`` to the goldens without Java;
+``tests/kafka/test_kafka_damaged_live.py`` runs ``--check`` on the live tier's releases.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import lzma
+import json
+import struct
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import brokers  # noqa: E402
+import checks  # noqa: E402
+import clients  # noqa: E402
+
+FIXTURES = brokers.REPO / "fixtures" / "kafka-damaged"
+GOLDEN = "golden.jsonl.xz"  # xz: the outputs repeat across cases further apart than gzip's 32 KiB window
+MANIFEST = "manifest.json"
+#: the release ``--write`` runs unless ``--release`` names another (4.3.1)
+DEFAULT_RELEASE = "4"
+JOBS = 3
+
+#: source name -> a segment a broker wrote (path relative to the repository): every batch whole
+SOURCES: dict[str, str] = {
+    "v2": "fixtures/kafka-4/logdir/v2-0/00000000000000000000.log",
+    "v2txn": "fixtures/kafka-4/logdir/txn-0/00000000000000000000.log",
+    "codecs": "fixtures/kafka-clients/4/logdir/rdkafka-codecs-0/00000000000000000000.log",
+    "v0": "fixtures/kafka-2.8/logdir/v0-0/00000000000000000000.log",
+    "v1": "fixtures/kafka-2.8/logdir/v1-0/00000000000000000000.log",
+}
+
+#: combination id -> kafka-dump-log.sh flags (after ``--files FILE``)
+COMBOS: dict[str, list[str]] = {
+    "plain": [],
+    "deep-data": ["--deep-iteration", "--print-data-log"],
+    "deep": ["--deep-iteration"],
+}
+
+#: magic -> the header length of a batch (v2: baseOffset .. recordCount) or message (v0: offset, size,
+#: crc, magic, attributes, key length, ...; v1 adds the timestamp): the bytes flipped one at a time
+HEADER = {0: 26, 1: 34, 2: 61}
+SIZE_AT = 8  # the batch's (message's) size field: after its 8-byte offset
+MAGIC_AT = 16  # after the size and the partition leader epoch (v2) or the CRC (v0, v1)
+#: magic -> the byte holding the compression bits (the low three of the attributes; v2's are 2 bytes)
+CODEC_AT = {0: 17, 1: 17, 2: 22}
+GARBAGE = b"\x01\x02garbage!" * 3
+
+#: a damage: (segment, where its second batch starts, that batch's length, its header length) -> the
+#: damaged segment, or None where the damage does not apply to the source (a header byte past its header)
+Damage = Callable[[bytes, int, int, int], bytes | None]
+
+
+def batches(data: bytes) -> list[tuple[int, int]]:
+    """(position, length) of each whole batch (legacy message) from the start, by the size fields."""
+    out, p = [], 0
+    while p + 12 <= len(data):
+        size = struct.unpack_from(">i", data, p + SIZE_AT)[0]
+        if size < 0 or p + 12 + size > len(data):
+            break
+        out.append((p, 12 + size))
+        p += 12 + size
+    return out
+
+
+def _flip(at: Callable[[int, int], int], header_only: bool = False) -> Damage:
+    """xor 0xFF at ``at(length, header)`` bytes into the second batch."""
+    def damage(data: bytes, start: int, length: int, header: int) -> bytes | None:
+        i = at(length, header)
+        if header_only and i >= header:
+            return None
+        out = bytearray(data)
+        out[start + i] ^= 0xFF
+        return bytes(out)
+    return damage
+
+
+def _cut(at: Callable[[int, int], int]) -> Damage:
+    """The segment ends ``at(length, header)`` bytes into the second batch."""
+    return lambda data, start, length, header: data[:start + at(length, header)]
+
+
+def _tail(extra: bytes) -> Damage:
+    """``extra`` after the last whole batch."""
+    def damage(data: bytes, start: int, length: int, header: int) -> bytes:
+        p, n = batches(data)[-1]
+        return data[:p + n] + extra
+    return damage
+
+
+def _size(value: int) -> Damage:
+    """The second batch's size field set to ``value``."""
+    return lambda data, start, length, header: (data[:start + SIZE_AT] + struct.pack(">i", value)
+                                                + data[start + SIZE_AT + 4:])
+
+
+def _magic(value: int) -> Damage:
+    def damage(data: bytes, start: int, length: int, header: int) -> bytes:
+        out = bytearray(data)
+        out[start + MAGIC_AT] = value
+        return bytes(out)
+    return damage
+
+
+def _codec(codec: int) -> Damage:
+    """The second batch's compression id set to ``codec`` (its other attribute bits kept)."""
+    def damage(data: bytes, start: int, length: int, header: int) -> bytes:
+        out = bytearray(data)
+        at = start + CODEC_AT[data[start + MAGIC_AT]]
+        out[at] = out[at] & ~0x07 | codec
+        return bytes(out)
+    return damage
+
+
+#: damage name -> how; the cases are ``<source>-<name>`` of every source the damage applies to
+DAMAGE: dict[str, Damage] = {
+    # each byte of the second batch's header, then three of its body
+    **{f"flip-{i:02d}": _flip(lambda length, header, i=i: i, header_only=True) for i in range(HEADER[2])},
+    "flip-body3": _flip(lambda length, header: header + 3),
+    "flip-middle": _flip(lambda length, header: length // 2),
+    "flip-last": _flip(lambda length, header: length - 1),
+    # the segment cut short inside the second batch (12: offset and size whole, nothing more)
+    **{f"cut-{n}": _cut(lambda length, header, n=n: n) for n in (3, 11, 12, 40)},
+    "cut-header": _cut(lambda length, header: header),
+    "cut-half": _cut(lambda length, header: length // 2),
+    "cut-last": _cut(lambda length, header: length - 1),
+    "tail-garbage": _tail(GARBAGE),
+    "tail-zeros": _tail(bytes(100)),
+    # sizes around Kafka's minimum record overhead (14) and the v2 header, the largest and a negative one
+    **{f"size-{n}": _size(n) for n in (0, 13, 14, 20, 48)},
+    "size-max": _size(0x7FFFFFFF),
+    "size-neg16": _size(-16),
+    "magic-3": _magic(3),
+    "magic-127": _magic(127),
+    **{f"codec-{n}": _codec(n) for n in (5, 6, 7)},
+}
+
+
+def source_bytes(source: str) -> bytes:
+    return (brokers.REPO / SOURCES[source]).read_bytes()
+
+
+def variants() -> dict[str, bytes]:
+    """``<source>-<damage>`` -> the damaged segment, for every source and damage that applies to it."""
+    out = {}
+    for source in SOURCES:
+        data = source_bytes(source)
+        start, length = batches(data)[1]  # the second batch: the first prints before the damage
+        header = HEADER[data[start + MAGIC_AT]]
+        for name, damage in DAMAGE.items():
+            damaged = damage(data, start, length, header)
+            if damaged is not None:
+                out[f"{source}-{name}"] = damaged
+    return out
+
+
+def case_file(case: str) -> str:
+    """Where :func:`materialise` writes a case, relative to its folder: the segment keeps its name (the
+    tool prints it), in a partition folder."""
+    source = case.split("-", 1)[0]
+    return f"{case}/t-0/{Path(SOURCES[source]).name}"
+
+
+def materialise(root: Path, cases: dict[str, bytes] | None = None) -> dict[str, str]:
+    """Write the variants (all of :func:`variants` unless given) under ``root``: case -> its file, relative."""
+    files = {}
+    for case, data in (variants() if cases is None else cases).items():
+        rel = case_file(case)
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+        files[case] = rel
+    return files
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def command(case: str, combo: str) -> list[str]:
+    """The command line of a run, as stored (the tool's working directory: :func:`materialise`'s root)."""
+    return ["kafka-dump-log.sh", "--files", case_file(case), *COMBOS[combo]]
+
+
+def kept_stderr(stderr: bytes) -> bytes:
+    """What a golden keeps of the tool's stderr: a stack trace's first line, else all of it."""
+    if stderr.startswith(checks.JAVA_EXCEPTION):
+        return stderr.split(b"\n", 1)[0] + b"\n"
+    return stderr
+
+
+def _no_absolute_path(output: bytes, root: Path) -> bytes:
+    output = checks.placeholder_paths(output, root)
+    for path in {str(root), str(root.resolve()), tempfile.gettempdir()}:
+        if path.encode() in output:
+            raise AssertionError(f"an absolute path ({path}) is left in the tool's output: {output[:500]!r}")
+    return output
+
+
+def kafka_runs(release: str, root: Path, cases: dict[str, bytes], jobs: int = JOBS,
+               runs: list[tuple[str, str]] | None = None) -> list[dict[str, Any]]:
+    """The release's DumpLogSegments on every case (written under ``root``) x combination (``runs``: those
+    pairs only): golden rows, sorted by case and combination."""
+
+    def one(job: tuple[str, str]) -> dict[str, Any]:
+        case, combo = job
+        argv = command(case, combo)
+        rc, out, err = brokers.dump_log_segments(release, *argv[1:], cwd=root)
+        return {"case": case, "combo": combo, "command": argv, "exit": rc,
+                "stdout": _no_absolute_path(out, root).decode("latin-1"),
+                "stderr": kept_stderr(_no_absolute_path(err, root)).decode("latin-1"),
+                "sha256": sha256(cases[case])}
+
+    materialise(root, cases)
+    todo = runs if runs is not None else [(case, combo) for case in sorted(cases) for combo in COMBOS]
+    with ThreadPoolExecutor(jobs) as pool:
+        return list(pool.map(one, todo))
+
+
+def read_goldens(folder: Path) -> list[dict[str, Any]]:
+    with lzma.open(folder / GOLDEN, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def write_goldens(folder: Path, release: str, rows: list[dict[str, Any]]) -> None:
+    """``golden.jsonl.xz`` (the same bytes for the same rows: an xz stream holds no time or name) and
+    ``manifest.json``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    text = "".join(json.dumps(r, sort_keys=True, ensure_ascii=True) + "\n" for r in rows)
+    (folder / GOLDEN).write_bytes(lzma.compress(text.encode(), preset=9 | lzma.PRESET_EXTREME))
+    cases = sorted({r["case"] for r in rows})
+    doc = {
+        "release": release, "kafka_version": brokers.version(release), "main_class": brokers.RELEASES[release][1],
+        "made_by": (f"tests/kafka/damaged.py: Kafka {brokers.version(release)}'s DumpLogSegments (run as "
+                    "kafka-dump-log.sh runs it, tests/kafka/brokers.py) on every variant of variants() x COMBOS, "
+                    "in the folder materialise() wrote them in"),
+        "remake": f"python tests/kafka/damaged.py --release {release} --write fixtures/kafka-damaged/{release}",
+        "check": f"python tests/kafka/damaged.py --check fixtures/kafka-damaged/{release}",
+        "sources": {name: {"path": path, "sha256": sha256(source_bytes(name))} for name, path in SOURCES.items()},
+        "damages": list(DAMAGE),
+        "combos": COMBOS,
+        "note": ("the variants are not stored: variants() makes them from the sources; each row's sha256 is its "
+                 "variant's. Of a Java stack trace only the first line of stderr is kept. Absolute paths would be "
+                 f"written as {checks.LOGDIR}/ (the tool ran with relative paths: none were printed)"),
+        "counts": {
+            "cases": len(cases), "runs": len(rows),
+            "exit": {str(k): v for k, v in sorted(Counter(r["exit"] for r in rows).items())},
+            "stack_traces": sum(r["stderr"].startswith(checks.JAVA_EXCEPTION.decode()) for r in rows),
+            "per_source": {s: sum(c.split("-", 1)[0] == s for c in cases) for s in SOURCES},
+        },
+    }
+    (folder / MANIFEST).write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def write(folder: Path, workdir: Path, release: str = DEFAULT_RELEASE) -> list[dict[str, Any]]:
+    """Run the release's tool on every variant (written under ``workdir``), keep the goldens in ``folder``."""
+    rows = kafka_runs(release, workdir, variants())
+    write_goldens(folder, release, rows)
+    return rows
+
+
+def differences(expected: list[dict[str, Any]], got: list[dict[str, Any]]) -> list[str]:
+    """Where two sets of golden rows differ, one line each."""
+    want = {(r["case"], r["combo"]): r for r in expected}
+    problems = []
+    for r in got:
+        e = want.pop((r["case"], r["combo"]), None)
+        where = f"{r['case']} {r['combo']}"
+        if e is None:
+            problems.append(f"{where}: no golden")
+            continue
+        for key in ("sha256", "command", "exit", "stderr", "stdout"):
+            if e[key] != r[key]:
+                detail = (checks._first_diff(e[key].encode("latin-1"), r[key].encode("latin-1"))
+                          if key in ("stdout", "stderr") else f"{e[key]!r} now {r[key]!r}")
+                problems.append(f"{where}: {key} differs: {detail}")
+    return problems + [f"{case} {combo}: golden, not run" for case, combo in want]
+
+
+def check_goldens(folder: Path, workdir: Path | None = None, sample: bool = False) -> list[str]:
+    """Run the release of ``folder``'s manifest on every variant and combination again (``sample``: the
+    runs :func:`sampled` picks) and compare with its goldens."""
+    release = json.loads((folder / MANIFEST).read_text())["release"]
+    cases = variants()
+    runs = sampled(cases) if sample else [(case, combo) for case in sorted(cases) for combo in COMBOS]
+    cases = {case: cases[case] for case in {case for case, _ in runs}}
+    with tempfile.TemporaryDirectory(prefix="kseg-kafka-damaged-") as tmp:
+        got = kafka_runs(release, workdir or Path(tmp), cases, runs=runs)
+    return differences([r for r in read_goldens(folder) if (r["case"], r["combo"]) in set(runs)], got)
+
+
+def sampled(cases: dict[str, bytes]) -> list[tuple[str, str]]:
+    """One run per damage, its source and flag combination taken in turn from those that apply (the live
+    tier's check: every way of damaging, every source and combination, an eighth of the runs)."""
+    out = []
+    for i, name in enumerate(DAMAGE):
+        takers = [f"{source}-{name}" for source in SOURCES if f"{source}-{name}" in cases]
+        out.append((takers[i % len(takers)], list(COMBOS)[i % len(COMBOS)]))
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(clients.main(write, check_goldens, __doc__ or "", "kseg-kafka-damaged-", tuple(brokers.RELEASES),
+                          DEFAULT_RELEASE))
