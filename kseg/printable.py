@@ -14,10 +14,13 @@ import re
 
 EXCERPT_CHARS = 200
 
-# C0 controls, DEL, C1 controls, and the format characters that move or hide text: ALM,
-# zero-width characters and LRM/RLM, line and paragraph separators, the bidi embeddings and
-# overrides, the isolates and invisible operators, the BOM.
-_UNSAFE = "\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff"
+# The format characters that move or hide text, as (first, last) code points: ALM, zero-width
+# characters and LRM/RLM, line and paragraph separators, the bidi embeddings and overrides, the
+# isolates and invisible operators, the BOM. kseg/render/_format.c's ``hides_text`` is the C twin.
+HIDING = ((0x061C, 0x061C), (0x200B, 0x200F), (0x2028, 0x202E), (0x2060, 0x2069), (0xFEFF, 0xFEFF))
+_HIDING = "".join(chr(a) if a == b else f"{chr(a)}-{chr(b)}" for a, b in HIDING)
+# C0 controls, DEL, C1 controls, and those.
+_UNSAFE = "\x00-\x1f\x7f-\x9f" + _HIDING
 _UNSAFE_RE = re.compile(f"[{_UNSAFE}]")
 _ESCAPES = re.compile(f"[\\\\{_UNSAFE}\udc80-\udcff]")  # also backslashes and undecodable bytes
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
@@ -43,6 +46,19 @@ def printable(text: object) -> str:
     return _ESCAPES.sub(_escape, s)
 
 
+#: what a JSON writer leaves raw of those (it escapes C0 itself)
+_JSON_RAW_RE = re.compile(f"[\x7f-\x9f{_HIDING}]")
+
+
+def json_safe(text: str) -> str:
+    """JSON text with the characters ``printable`` escapes that JSON writes raw (DEL, C1 controls,
+    the characters that move or hide text) as ``\\uXXXX``: the same values to a parser, nothing
+    that reorders a terminal's line. Those characters only occur inside JSON strings."""
+    if not _JSON_RAW_RE.search(text):
+        return text
+    return _JSON_RAW_RE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+
+
 def excerpt(data: bytes | bytearray | memoryview | str, limit: int = EXCERPT_CHARS) -> str:
     """A short, escaped excerpt of input for an error message: bytes read as UTF-8 (a byte
     that is not, as ``\\xNN``), controls escaped, backslashes doubled, cut to ``limit``
@@ -57,4 +73,4 @@ def excerpt(data: bytes | bytearray | memoryview | str, limit: int = EXCERPT_CHA
     return f"{shown}... ({total} {unit} in all)" if len(text) > limit or not whole else shown
 
 
-__all__ = ["EXCERPT_CHARS", "excerpt", "printable"]
+__all__ = ["EXCERPT_CHARS", "HIDING", "excerpt", "json_safe", "printable"]

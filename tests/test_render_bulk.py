@@ -18,6 +18,7 @@ from kseg.log import fast
 from kseg.log.decode import effective_log_append_time
 from kseg.log.records import batch_records, batch_spans, payload_bytes
 from kseg.model import Batch, Header, Record, make_record, sequence_at
+from kseg.printable import HIDING
 from kseg.render import lines
 
 from conftest import FIXTURES_LOGDIR, REALDATA, examples, fixture_logs, ids, real_log_files
@@ -161,6 +162,30 @@ def records(draw) -> list[Record]:
         out.append(Record(off, ts, draw(payloads), draw(payloads), headers, ts, draw(st.integers(0, 255)), magic,
                           crc))
     return out
+
+
+#: what kseg.printable escapes beyond C0: DEL, C1 controls and every character that moves or hides text
+HIDDEN = ["\x7f", *map(chr, range(0x80, 0xA0)), *(chr(c) for a, b in HIDING for c in range(a, b + 1))]
+#: their neighbours, and other text that stays as it is
+SHOWN = ["\xa0", "\u061b", "\u061d", "\u200a", "\u2010", "\u2027", "\u202f", "\u205f", "\u206a", "\ufefe",
+         "\uff00", "é", "\U0001f600"]
+
+
+def test_no_character_that_hides_text_is_written_raw() -> None:
+    """Keys, values and header keys holding each such character: the text and JSON Lines writers (C and
+    Python alike) escape them, JSON Lines so that a parser reads the same text; the others stay as they are."""
+    recs = [make_record(i, 1_700_000_000_000, ch.encode(), f"v{ch}w".encode(), (Header(f"h{ch}", b"x"),))
+            for i, ch in enumerate(HIDDEN + SHOWN)]
+    agree(recs)
+    jsonl = _format.jsonl_records(recs, "CreateTime", 0, lines.UTF8, lines.UTF8).decode()
+    text = _format.text_records(recs, lines.UTF8, lines.UTF8).decode()
+    for out in (jsonl, text):
+        assert [ch for ch in HIDDEN if ch in out] == []
+        assert [ch for ch in SHOWN if ch not in out] == []
+    for line, r in zip(jsonl.splitlines(), recs):
+        obj = json.loads(line)
+        assert (obj["key"], obj["value"], obj["headers"][0]["key"]) == (r.key.decode(), r.value.decode(),
+                                                                       r.headers[0].key)
 
 
 #: base sequences around the edges of Kafka's int arithmetic (-1: none; other negatives: damaged)

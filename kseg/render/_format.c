@@ -183,14 +183,28 @@ static inline int utf8_seq(const unsigned char *s, Py_ssize_t n) {
     return 0;
 }
 
-/* Bytes that stand for themselves in a JSON string (printable ASCII but '"' and '\\'). */
+/* The characters that move or hide text (kseg.printable.HIDING): ALM, zero-width characters and
+ * LRM/RLM, line and paragraph separators, bidi embeddings and overrides, isolates, the BOM. */
+static inline int hides_text(unsigned cp) {
+    return cp == 0x061C || (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x2028 && cp <= 0x202E) ||
+           (cp >= 0x2060 && cp <= 0x2069) || cp == 0xFEFF;
+}
+
+/* The code point of the valid UTF-8 sequence of ``len`` (2 or 3) bytes at s; 0 for 4 bytes (none hides text). */
+static inline unsigned utf8_cp(const unsigned char *s, int len) {
+    if (len == 2) return ((s[0] & 0x1Fu) << 6) | (s[1] & 0x3Fu);
+    if (len == 3) return ((s[0] & 0x0Fu) << 12) | ((s[1] & 0x3Fu) << 6) | (s[2] & 0x3Fu);
+    return 0;
+}
+
+/* Bytes that stand for themselves in a JSON string (printable ASCII but '"', '\\' and DEL). */
 static unsigned char JSON_PLAIN[256];
 
 /* Bytes that stand for themselves in the text format (printable ASCII but '"' and '\\'). */
 static unsigned char TEXT_PLAIN[256];
 
 static void tables_init(void) {
-    for (int c = 0x20; c < 0x80; c++) JSON_PLAIN[c] = c != '"' && c != '\\';
+    for (int c = 0x20; c < 0x7F; c++) JSON_PLAIN[c] = c != '"' && c != '\\';
     for (int c = 0x20; c < 0x7F; c++) TEXT_PLAIN[c] = c != '"' && c != '\\';
 }
 
@@ -203,8 +217,8 @@ static void tables_init(void) {
 static inline int json_plain8(const unsigned char *s) {
     uint64_t w;
     memcpy(&w, s, 8);
-    return !(w & HIGHS) && !ANY_BELOW(w, 0x20) && !ANY_BELOW(w ^ ('"' * ONES), 1) &&
-           !ANY_BELOW(w ^ ('\\' * ONES), 1);
+    return !(w & HIGHS) && !ANY_BELOW(w, 0x20) && !ANY_BELOW(w ^ (0x7F * ONES), 1) &&
+           !ANY_BELOW(w ^ ('"' * ONES), 1) && !ANY_BELOW(w ^ ('\\' * ONES), 1);
 }
 
 /* Whether the eight bytes at s stand for themselves in the text format (as TEXT_PLAIN says of each). */
@@ -247,7 +261,14 @@ static int put_json_utf8(Buf *b, const unsigned char *s, Py_ssize_t n) {
         }
         int k = utf8_seq(s + i, n - i);
         if (!k) return -2;
-        for (int j = 0; j < k; j++) *o++ = (char)s[i + j];
+        unsigned cp = utf8_cp(s + i, k);
+        if ((cp >= 0x80 && cp < 0xA0) || hides_text(cp)) { /* JSON leaves them raw: kseg.printable.json_safe */
+            *o++ = '\\'; *o++ = 'u';
+            *o++ = HEXD[(cp >> 12) & 15]; *o++ = HEXD[(cp >> 8) & 15];
+            *o++ = HEXD[(cp >> 4) & 15]; *o++ = HEXD[cp & 15];
+        } else {
+            for (int j = 0; j < k; j++) *o++ = (char)s[i + j];
+        }
         i += k;
     }
     b->n = o - b->p;
@@ -296,10 +317,8 @@ static int put_text_escaped(Buf *b, const unsigned char *s, Py_ssize_t n, Py_ssi
                     }
             }
         } else {
-            unsigned cp = 0;
-            if (len == 2) cp = ((c & 0x1F) << 6) | (s[i + 1] & 0x3F);
-            else if (len == 3) cp = ((c & 0x0F) << 12) | ((s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F);
-            if ((cp >= 0x80 && cp < 0xA0) || cp == 0x2028 || cp == 0x2029) {
+            unsigned cp = utf8_cp(s + i, len);
+            if ((cp >= 0x80 && cp < 0xA0) || hides_text(cp)) {
                 esc[0] = '\\'; esc[1] = 'u';
                 esc[2] = HEXD[(cp >> 12) & 15]; esc[3] = HEXD[(cp >> 8) & 15];
                 esc[4] = HEXD[(cp >> 4) & 15]; esc[5] = HEXD[cp & 15];

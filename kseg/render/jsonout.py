@@ -1,4 +1,5 @@
-"""Strict JSON for every writer: never a bare ``NaN`` or ``Infinity``.
+"""Strict JSON for every writer: never a bare ``NaN`` or ``Infinity``, never a character that
+reorders or hides text written raw (``kseg.printable.json_safe``).
 
 Python's json writes non-finite floats as ``NaN``/``Infinity``/``-Infinity``, which strict
 parsers (jq, most languages) reject. kseg writes them as the strings ``"NaN"``,
@@ -12,6 +13,8 @@ from __future__ import annotations
 import json
 import math
 from typing import Any, Callable
+
+from kseg.printable import json_safe
 
 __all__ = ["dumps", "encoder", "finite"]
 
@@ -34,9 +37,9 @@ def finite(v: Any) -> Any:
 def dumps(obj: Any, **kw: Any) -> str:
     """``json.dumps(obj, **kw)``, strict: non-finite floats written as strings."""
     try:
-        return json.dumps(obj, allow_nan=False, **kw)
+        return json_safe(json.dumps(obj, allow_nan=False, **kw))
     except ValueError:
-        return json.dumps(finite(obj), allow_nan=False, **kw)
+        return json_safe(json.dumps(finite(obj), allow_nan=False, **kw))
 
 
 def encoder(**kw: Any) -> Callable[[Any], str]:
@@ -45,8 +48,8 @@ def encoder(**kw: Any) -> Callable[[Any], str]:
 
     def strict(obj: Any) -> str:
         try:
-            return encode(obj)
+            return json_safe(encode(obj))
         except ValueError:
-            return encode(finite(obj))
+            return json_safe(encode(finite(obj)))
 
     return strict

@@ -15,6 +15,7 @@ from typing import Sequence
 from kseg.decoders.jvm import java_utf8
 from kseg.log.encode import legacy_message_crc
 from kseg.model import Batch, Record, sequence_at
+from kseg.printable import HIDING, json_safe
 
 # Payload modes: how bytes are shown. NONE: not shown (jsonl null, text "<N bytes>",
 # kafka: no key/payload field); UTF8: jsonl a string if valid UTF-8, else a *_b64 field;
@@ -57,7 +58,7 @@ def _json_field(name: str, v: bytes | None, mode: int) -> str:
         return f'"{name}": null'
     if mode == UTF8:
         try:
-            return f'"{name}": ' + json.dumps(v.decode("utf-8"), ensure_ascii=False)
+            return f'"{name}": ' + json_safe(json.dumps(v.decode("utf-8"), ensure_ascii=False))
         except UnicodeDecodeError:
             return f'"{name}_b64": "{_b64(v)}"'
     return f'"{name}": "{v.hex() if mode == HEX else _b64(v)}"'
@@ -68,7 +69,7 @@ def _json_header_key(key: str) -> str:
         key.encode("utf-8")
     except UnicodeEncodeError:
         return f'"key_b64": "{_b64(_key_bytes(key))}"'
-    return '"key": ' + json.dumps(key, ensure_ascii=False)
+    return '"key": ' + json_safe(json.dumps(key, ensure_ascii=False))
 
 
 def jsonl_records(records: Sequence[Record], ts_name: str, position: int, kmode: int, vmode: int) -> bytes:
@@ -87,7 +88,7 @@ def jsonl_records(records: Sequence[Record], ts_name: str, position: int, kmode:
 # --------------------------------------------------------------------------- text
 
 _TEXT_ESCAPES = {i: f"\\x{i:02x}" for i in list(range(0x20)) + [0x7F]}
-_TEXT_ESCAPES.update({i: f"\\u{i:04x}" for i in list(range(0x80, 0xA0)) + [0x2028, 0x2029]})
+_TEXT_ESCAPES.update({i: f"\\u{i:04x}" for i in [*range(0x80, 0xA0), *(c for a, b in HIDING for c in range(a, b + 1))]})
 _TEXT_ESCAPES.update({0xDC00 + i: f"\\x{i:02x}" for i in range(0x80, 0x100)})  # bytes that are not UTF-8
 _TEXT_ESCAPES.update({0x5C: "\\\\", 0x22: '\\"', 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"})
 
