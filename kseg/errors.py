@@ -123,6 +123,12 @@ class InputError(KsegError):
     """The input cannot be used at all: missing file, wrong kind, bad option (exit code 2)."""
 
 
+class OffsetsGoBackError(InputError):
+    """Batches whose offsets go back where a segment's indexes need them to grow (Kafka's
+    ``OffsetIndex.append`` and ``TimeIndex.maybeAppend`` throw ``InvalidOffsetException``): no
+    index can be built; the broker's recovery empties such a segment (``kseg repair`` too)."""
+
+
 class UnconvertibleError(InputError):
     """Sound data the target format cannot hold (zstd in a v0/v1 message, an offset past
     2^63-1): a usage error for the partition it is in, which a writer's

@@ -255,3 +255,43 @@ def test_a_snapshot_the_broker_cannot_read_is_dropped_and_said(tmp_path, dry_run
         assert not (out / bad.name).exists() and (out / good.name).read_bytes() == good.read_bytes()
     text = CliRunner().invoke(main, ["repair", str(src), "--dry-run"])
     assert text.exit_code == 1 and f"{bad}: producer snapshot the broker cannot read (at byte" in text.output
+
+
+def test_offsets_that_go_back_empty_the_segment_as_recovery_does(tmp_path):
+    """A batch's base offset (no CRC covers it) set back below an earlier index entry: no index can be built,
+    so the broker's recovery empties that segment and deletes the later ones (LogLoader.recoverLog on
+    InvalidOffsetException; held to Kafka 4.3.1 in tests/kafka/test_repair_live.py). Repair did the same
+    nowhere before: exit 2, or a time index going back."""
+    src = partition(tmp_path / "t-0")
+    middle = sorted(src.glob("*.log"))[1]
+    data = bytearray(middle.read_bytes())
+    seg = list(Segment(middle).batches())
+    struct.pack_into(">q", data, seg[-1].position, 205)  # holds the largest timestamp: the final time entry goes back
+    middle.write_bytes(bytes(data))
+    res = run("repair", src, "-o", tmp_path / "out", "--format", "json")
+    assert res.exit_code == 1, res.output
+    report = json.loads(res.output)["partitions"][0]
+    cut = report["segments"][1]["cut"]
+    assert (cut["reason"], cut["position"], cut["batches_lost"]) == ("offsets", 0, 20)
+    assert [s["action"] for s in report["segments"]] == ["kept", "truncated", "deleted"]
+    assert report["log_end_offset"] == 200
+    assert (tmp_path / "out" / middle.name).read_bytes() == b""
+    assert not (tmp_path / "out" / segment_file_name(400)).exists()
+    assert verify_paths([tmp_path / "out"]).ok
+
+
+def test_epochs_recovery_assigns_are_added_to_the_checkpoint(tmp_path):
+    """The checkpoint lost its last entry: recovery puts it back from the batches (LogSegment.recover ->
+    LeaderEpochFileCache.assign), exit 1; a partition without one gets it written, exit 0."""
+    src = tmp_path / "t-0"
+    src.mkdir()
+    (src / segment_file_name(0)).write_bytes(b"".join(batches(0, 3) + batches(30, 3, epoch=4)))
+    (src / "leader-epoch-checkpoint").write_text("0\n1\n0 0\n")
+    res = run("repair", src, "-o", tmp_path / "out", "--format", "json")
+    assert res.exit_code == 1, res.output
+    assert json.loads(res.output)["partitions"][0]["epochs_added"] == [[4, 30]]
+    assert (tmp_path / "out" / "leader-epoch-checkpoint").read_text() == "0\n2\n0 0\n4 30\n"
+    (src / "leader-epoch-checkpoint").unlink()
+    res = run("repair", src, "-o", tmp_path / "out2")
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "out2" / "leader-epoch-checkpoint").read_text() == "0\n2\n0 0\n4 30\n"

@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Iterable, NamedTuple, Sequence, Union
 
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES
-from kseg.errors import InputError
+from kseg.errors import InputError, OffsetsGoBackError
 from kseg.facts.primitives import INT32_MAX
 from kseg.formats.attributes import NO_TIMESTAMP
 from kseg.layouts import ABORTED_TXN_ENTRY, OFFSET_INDEX_ENTRY, TIME_INDEX_ENTRY
@@ -160,6 +160,9 @@ def index_entries(appends: Iterable[AppendLike], base_offset: int, interval: int
 
     def maybe_append_time() -> None:
         nonlocal last_time
+        if times and max_ts_offset < times[-1][1]:  # checked before the timestamp, as TimeIndex.maybeAppend does
+            raise OffsetsGoBackError("time index offsets must not go back", expected=f">= {times[-1][1]}",
+                                     found=max_ts_offset)
         if max_ts > last_time:
             _relative(max_ts_offset, base_offset, "time index")
             times.append((max_ts, max_ts_offset))
@@ -180,8 +183,8 @@ def index_entries(appends: Iterable[AppendLike], base_offset: int, interval: int
             max_ts, max_ts_offset = a.max_timestamp, a.offset_of_max_timestamp
         if since_last_entry > interval:
             if offsets and a.last_offset <= offsets[-1][0]:
-                raise InputError("offset index entries must increase", expected=f"> {offsets[-1][0]}",
-                                 found=a.last_offset)
+                raise OffsetsGoBackError("offset index entries must increase", expected=f"> {offsets[-1][0]}",
+                                         found=a.last_offset)
             offsets.append((a.last_offset, a.position))
             maybe_append_time()
             since_last_entry = 0

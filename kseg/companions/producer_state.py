@@ -135,10 +135,17 @@ class TxnState:
 
 
 class LeaderEpochs:
-    """The leader-epoch cache after each batch given, in log order."""
+    """The leader-epoch cache after each batch given, in log order (``entries``: the cache as loaded
+    from a checkpoint)."""
 
-    def __init__(self) -> None:
-        self.entries: list[tuple[int, int]] = []  # (epoch, start offset)
+    def __init__(self, entries: list[tuple[int, int]] | None = None) -> None:
+        self.entries: list[tuple[int, int]] = list(entries or [])  # (epoch, start offset)
+
+    def on_recovered_batch(self, b: Batch) -> None:
+        """As ``LogSegment.recover`` assigns: only a batch whose epoch is above the latest."""
+        epoch = b.partition_leader_epoch
+        if b.magic >= 2 and epoch is not None and (not self.entries or epoch > self.entries[-1][0]):
+            self.on_batch(b)
 
     def on_batch(self, b: Batch) -> None:
         epoch = b.partition_leader_epoch

@@ -21,7 +21,7 @@ from kseg.companions.build import TxnEntry, build_indexes, build_txn_index
 from kseg.companions.read import read_leader_epoch_checkpoint
 from kseg.companions.producer_state import LeaderEpochs, TxnState, leader_epoch_checkpoint
 from kseg.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES
-from kseg.errors import InputError, KsegError, TruncatedError
+from kseg.errors import InputError, KsegError, OffsetsGoBackError, TruncatedError
 from kseg.facts.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, RECORD_BATCH_OVERHEAD, RECORD_COUNT_POSITION
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.log import identity
@@ -64,6 +64,7 @@ CRC = "crc"
 PARTIAL = "partial"
 ZEROS = "zeros"
 GARBAGE = "garbage"
+OFFSETS = "offsets"
 DELETED = "deleted"
 
 
@@ -81,7 +82,7 @@ class RepairOptions:
 class Cut:
     """What recovery removes from one segment: everything from ``position`` on."""
 
-    reason: str  # crc | partial | zeros | garbage | deleted
+    reason: str  # crc | partial | zeros | garbage | offsets | deleted
     position: int
     message: str
     bytes_lost: int
@@ -129,6 +130,10 @@ class PartitionRepair:
     segments: list[SegmentRepair] = field(default_factory=list)
     log_end_offset: int | None = None  # after recovery
     epochs_dropped: list[tuple[int, int]] = field(default_factory=list)  # leader-epoch-checkpoint entries removed
+    # entries recovery assigns from the batches kept that the checkpoint lacked (or the checkpoint missing)
+    epochs_added: list[tuple[int, int]] = field(default_factory=list)
+    # a leader-epoch-checkpoint the input lacks, as recovery writes it (not a problem of the data)
+    epochs_created: list[tuple[int, int]] = field(default_factory=list)
     snapshots_dropped: list[str] = field(default_factory=list)
     # producer snapshots the broker cannot read (file, problem): it deletes such a snapshot when it
     # loads one and rebuilds producer state from the log, and so does the repair
@@ -151,13 +156,16 @@ class PartitionRepair:
 
     @property
     def mended(self) -> bool:
-        """Something was cut, dropped, rebuilt or left out because it failed its checks."""
-        return bool(self.cuts or self.snapshots_corrupt or self.epochs_rebuilt or self.damaged_files)
+        """Something was cut, dropped, rebuilt, added or left out because it failed its checks."""
+        return bool(self.cuts or self.snapshots_corrupt or self.epochs_rebuilt or self.epochs_added
+                    or self.damaged_files)
 
     def as_json(self) -> dict[str, Any]:
         return {"path": self.path, "topic": self.topic, "partition": self.partition,
                 "log_end_offset": self.log_end_offset, "segments": [s.as_json() for s in self.segments],
-                "epochs_dropped": [list(e) for e in self.epochs_dropped], "snapshots_dropped": self.snapshots_dropped,
+                "epochs_dropped": [list(e) for e in self.epochs_dropped],
+                "epochs_added": [list(e) for e in self.epochs_added],
+                "epochs_created": [list(e) for e in self.epochs_created], "snapshots_dropped": self.snapshots_dropped,
                 "snapshots_corrupt": [{"file": f, "problem": why} for f, why in self.snapshots_corrupt],
                 "epochs_rebuilt": None if self.epochs_rebuilt is None else {
                     "problem": self.epochs_rebuilt, "entries": [list(e) for e in self.epochs]},
@@ -306,6 +314,38 @@ def deleted_segment(path: Path, limit: int) -> SegmentRepair:
     return rep
 
 
+def emptied_segment(path: Path, rep: SegmentRepair, why: OffsetsGoBackError, limit: int, kept: list[Batch],
+                    txns: list[TxnEntry]) -> None:
+    """A segment whose batches' offsets go back where its indexes need them to grow: Kafka's
+    recovery (``LogLoader.recoverLog`` on ``InvalidOffsetException``) truncates it to its base
+    offset, at the first batch whose last offset reaches it (in practice its first byte), and
+    deletes every later segment. ``rep``, ``kept`` and ``txns`` become what is left. Where no
+    batch reaches the base offset the tool keeps the file as it is with empty indexes; kseg
+    cuts it whole instead, writing no bytes that failed a check."""
+    base = base_offset_of(path) or 0
+    seg = Segment(path)
+    at = next((b.position for b in seg.batches() if b.last_offset >= base), 0)
+    kept[:] = [b for b in kept if b.position < at]
+    lost_from = kept[-1].last_offset + 1 if kept else None
+    txns[:] = [t for t in txns if lost_from is not None and t.last_offset < lost_from]
+    cut = Cut(OFFSETS, at, f"{why.message} ({why.expected} expected, {why.found} found): no index can be built; "
+              "recovery empties the segment", rep.size - at)
+    for b in Segment(path).batches(start=at):
+        cut.batches_lost += 1
+        cut.records_lost += record_count(b, limit)
+        if cut.first_offset_lost is None:
+            cut.first_offset_lost = b.offset
+        cut.last_offset_lost = b.last_offset
+    cut.exact = rep.cut is None or rep.cut.exact
+    rep.cut = cut
+    rep.kept_bytes = at
+    rep.kept_batches = len(kept)
+    rep.kept_records = sum(record_count(b, limit) for b in kept)
+    rep.first_offset = kept[0].offset if kept else None
+    rep.last_offset = kept[-1].last_offset if kept else None
+    rep.aborted_txns = len(txns)
+
+
 # --------------------------------------------------------------------------- partitions and outputs
 
 
@@ -329,7 +369,12 @@ def repair_partition(segs: list[Path], out_dir: Path | None, o: RepairOptions, *
     pr = PartitionRepair(str(folder if folder is not None else segs[0]), parsed[0] if parsed else None,
                          parsed[1] if parsed else None, damaged_files=DamagedFiles(o.on_damage))
     txn = TxnState()
-    epochs = LeaderEpochs()  # as recovery assigns them, for a checkpoint the broker cannot read
+    # The leader-epoch cache as the broker loads it (empty when the checkpoint is missing, or unreadable:
+    # then the broker takes the log directory offline, and kseg writes it anew), then as recovery
+    # assigns each kept batch's epoch (LogSegment.recover).
+    loaded, problem = _leader_epochs(folder / LEADER_EPOCH_FILE) if folder is not None and (
+        folder / LEADER_EPOCH_FILE).is_file() else (None, None)
+    epochs = LeaderEpochs(loaded)
     cut_seen = False
     for path in segs:
         if cut_seen:
@@ -338,8 +383,14 @@ def repair_partition(segs: list[Path], out_dir: Path | None, o: RepairOptions, *
         kept: list[Batch] = []
         txns: list[TxnEntry] = []
         rep = scan_segment(path, txn, o.max_decompressed_bytes, kept, txns)
+        base = base_offset_of(path)
+        try:  # the indexes recovery builds as it reads (LogSegment.recover)
+            indexes = build_indexes(kept, base, o.index_interval_bytes) if base is not None else None
+        except OffsetsGoBackError as e:
+            emptied_segment(path, rep, e, o.max_decompressed_bytes, kept, txns)
+            indexes = build_indexes(kept, base, o.index_interval_bytes) if base is not None else None
         for b in kept:
-            epochs.on_batch(b)
+            epochs.on_recovered_batch(b)
         pr.segments.append(rep)
         if rep.last_offset is not None:
             pr.log_end_offset = rep.last_offset + 1
@@ -349,38 +400,40 @@ def repair_partition(segs: list[Path], out_dir: Path | None, o: RepairOptions, *
             cut_seen = True
         if out_dir is None:
             continue
-        base = base_offset_of(path)
         name = segment_file_name(base) if base is not None else path.name
         dst = out_dir / name if out_dir.suffix != LOG_SUFFIX else out_dir
         rep.output = str(dst)
         _copy_prefix(path, dst, rep.kept_bytes)
-        if o.index and base is not None:
-            index, timeindex = build_indexes(kept, base, o.index_interval_bytes)
+        if o.index and indexes is not None:
+            index, timeindex = indexes
             write_atomic(companion_path(dst, INDEX_SUFFIX), index)
             write_atomic(companion_path(dst, TIME_INDEX_SUFFIX), timeindex)
             if txns:
                 write_atomic(companion_path(dst, TXN_INDEX_SUFFIX), build_txn_index(txns))
     if folder is not None:
-        _partition_files(folder, out_dir, pr, epochs)
+        _partition_files(folder, out_dir, pr, loaded, problem, epochs)
     return pr
 
 
-def _partition_files(folder: Path, out_dir: Path | None, pr: PartitionRepair, epochs: LeaderEpochs) -> None:
-    """leader-epoch-checkpoint truncated at the new log end (LeaderEpochFileCache.truncateFromEnd),
-    or written anew from ``epochs`` (the batches kept) when the broker cannot read it; producer
-    snapshots past the new end or unreadable dropped; the other files carried over."""
+def _partition_files(folder: Path, out_dir: Path | None, pr: PartitionRepair, loaded: list[tuple[int, int]] | None,
+                     problem: str | None, epochs: LeaderEpochs) -> None:
+    """leader-epoch-checkpoint: the cache as recovery leaves it (``epochs``: the ``loaded`` entries,
+    then the kept batches' epochs), truncated at the new log end (LeaderEpochFileCache.truncateFromEnd),
+    written anew when the broker cannot read it (``problem``) and written when missing if recovery
+    assigns an epoch; producer snapshots past the new end or unreadable dropped; the other files
+    carried over."""
     leo = pr.log_end_offset
     lec = folder / LEADER_EPOCH_FILE
-    if lec.is_file():
-        entries, problem = _leader_epochs(lec)
-        if entries is not None:
-            keep = [e for e in entries if leo is None or e[1] < leo]
-            pr.epochs_dropped = [e for e in entries if e not in keep]
-        else:
-            pr.epochs_rebuilt, keep = problem, list(epochs.entries)
-            pr.epochs = keep
-        if out_dir is not None:
-            write_atomic(out_dir / lec.name, leader_epoch_checkpoint(keep))
+    keep = [e for e in epochs.entries if leo is None or e[1] < leo]
+    if problem is not None:
+        pr.epochs_rebuilt, pr.epochs = problem, keep
+    elif loaded is None:  # none given (a copy of the segments alone): the broker creates it, so does kseg
+        pr.epochs_created = keep
+    else:
+        pr.epochs_dropped = [e for e in loaded if e not in keep]
+        pr.epochs_added = [e for e in keep if e not in loaded]
+    if out_dir is not None and (lec.is_file() or keep):
+        write_atomic(out_dir / lec.name, leader_epoch_checkpoint(keep))
     for snap in sorted(folder.glob("*.snapshot")):
         at = base_offset_of(snap)
         if leo is not None and at is not None and at > leo:

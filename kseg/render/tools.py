@@ -54,6 +54,12 @@ def write_repair(report: Any, out: TextIO, fmt: str) -> None:
         if p.epochs_dropped:
             out.write(f"{printable(p.path)}: leader-epoch-checkpoint entries dropped (start at or past the new log end "
                       f"{p.log_end_offset}): {', '.join(f'epoch {e} at {o}' for e, o in p.epochs_dropped)}\n")
+        if p.epochs_added:
+            out.write(f"{printable(p.path)}: leader-epoch-checkpoint entries added from the batches kept, as recovery "
+                      f"assigns them: {', '.join(f'epoch {e} at {o}' for e, o in p.epochs_added)}\n")
+        if p.epochs_created:
+            out.write(f"{printable(p.path)}: no leader-epoch-checkpoint: written from the batches kept, as recovery "
+                      f"does: {', '.join(f'epoch {e} at {o}' for e, o in p.epochs_created)}\n")
         for snap in p.snapshots_dropped:
             out.write(f"{printable(snap)}: producer snapshot past the new log end {p.log_end_offset}: dropped\n")
         for snap, why in p.snapshots_corrupt:

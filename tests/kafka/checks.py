@@ -272,6 +272,16 @@ _DAMAGED_DIFFERENCES: dict[tuple[str, str, str], str] = {
     ("*", "damaged/v1-magic-*", "*"): _LEGACY_MAGIC_AS_V2,
 }
 
+# kseg repair against the broker's recovery (tests/kafka/test_repair_live.py): the file pattern is
+# repair/<case>, the combination the aspect compared
+_REPAIR_MAGIC = ("a v2 batch whose magic byte is damaged (3): the CRC does not cover the magic, so Kafka's recovery "
+                 "(FileLogInputStream.nextBatch reads any magic >= 2 as v2, DefaultRecordBatch.ensureValid checks "
+                 "size and CRC) keeps it and the broker serves it, though Kafka's own Java client refuses it "
+                 "(ByteBufferLogInputStream: 'Invalid magic found in record'); kseg repair cuts the segment there, "
+                 "writing no batch that failed a check")
+_REPAIR_DIFFERENCES: dict[tuple[str, str, str], str] = {
+    ("4>4", "repair/magic-active", aspect): _REPAIR_MAGIC for aspect in ("logs", "records", "indexes")}
+
 KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {
     # the rolled segments of several messages per produce request (v0/v1), and of batches whose first record
     # holds the largest timestamp (v2)
@@ -279,6 +289,7 @@ KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {
        for release in ("2.8", "3.6")
        for rel in ("v0-0/00000000000000000000.log", "v1-0/00000000000000000000.log", "v2-0/00000000000000000256.log")},
     **_DAMAGED_DIFFERENCES,
+    **_REPAIR_DIFFERENCES,
 }
 
 
