@@ -429,9 +429,9 @@ def _dump(run: Run, out: IO[bytes], err: TextIO) -> int:
                              index_sanity=p.has("index-sanity-check"), verify_index=p.has("verify-index-only"))
     renderer.log_preamble = notices
     renderer.as_the_tool = True
-    options = dump_options_for("kafka", renderer, records=run.deep, decode=run.decode,
-                               max_bytes=None if max_bytes is None or max_bytes < 0 or max_bytes == INT_MAX
-                               else max_bytes)
+    options = replace(dump_options_for("kafka", renderer, records=run.deep, decode=run.decode,
+                                       max_bytes=None if max_bytes is None or max_bytes < 0 or max_bytes == INT_MAX
+                                       else max_bytes), as_the_tool=True)
     row = kafka_release(run.release)
     known = tuple(s for s in DUMP_LOG_SUFFIXES if row.dumps_checkpoints or s != CHECKPOINT_SUFFIX)
     bad = 0

@@ -18,7 +18,7 @@ from kseg.facts.log_entry import (
     MIN_SIZE_BY_MAGIC,
     SIZE_POSITION,
 )
-from kseg.facts.message_v0v1 import KEY_LENGTH_POSITION
+from kseg.facts.message_v0v1 import KEY_LENGTH_POSITION, RECORD_OVERHEAD_V0
 from kseg.facts.primitives import INT64_MAX, INT64_MIN, MAX_VARINT_BYTES, MAX_VARLONG_BYTES
 from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD
 from kseg.formats.attributes import CODEC_MASK, TIMESTAMP_TYPE_MASK
@@ -125,6 +125,22 @@ def header_batch(header: bytes | memoryview, position: int, end: int) -> Batch |
     if least is None or size < least or position + size + LOG_OVERHEAD > end:
         return None
     return _make_batch(mv, 0, size + LOG_OVERHEAD, magic, position)
+
+
+def kafka_v2_entry(data: bytes, position: int) -> Batch | None:
+    """The entry ``data`` starts with (at ``position`` in its file) as Kafka's reader
+    (``FileLogInputStream.nextBatch``) takes one ``scan_entries`` does not: any magic of 2 or
+    more as a v2 batch (its CRC does not cover the magic), a size below the v2 header's with
+    the header read on past the entry's end (``data`` holds at least the header then, and
+    ``Batch.size`` is the entry's). None where Kafka would not read it as a v2 batch: a size
+    below its minimum record overhead, or too few bytes in ``data``."""
+    if len(data) < RECORD_BATCH_OVERHEAD:
+        return None
+    _, size, _, magic = _PREFIX.unpack_from(data, 0)
+    if magic < 2 or size < RECORD_OVERHEAD_V0:
+        return None
+    batch = _make_batch(memoryview(data), 0, max(size + LOG_OVERHEAD, RECORD_BATCH_OVERHEAD), magic, position)
+    return batch._replace(size=size + LOG_OVERHEAD)
 
 
 def _make_batch(mv: memoryview, pos: int, total: int, magic: int, base: int) -> Batch:

@@ -18,7 +18,8 @@ from kseg.defaults import RANGE_READ_BYTES, READ_CHUNK_BYTES
 from kseg.errors import InputError, KsegError, TruncatedError
 from kseg.facts.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
 from kseg.layouts import LOG_ENTRY_PREFIX
-from kseg.log.decode import Tail
+from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD
+from kseg.log.decode import Tail, kafka_v2_entry
 from kseg.log.fast import scan_entries
 from kseg.log import identity
 from kseg.log.listing import (  # the naming rules, beside the table of file kinds
@@ -146,6 +147,24 @@ class Segment:
 
     def __post_init__(self) -> None:
         self.path = as_path(self.path)  # type: ignore[assignment]
+
+    def kafka_reads_on(self, end: int | None = None) -> Batch | None:
+        """The entry at the tail as Kafka's reader takes it where kseg's scan stopped
+        (``kseg.log.decode.kafka_v2_entry``: a magic above 2, a v2 size below the header's),
+        read from the file; None where Kafka does not read it as a batch either, or the tail
+        is not a whole entry before ``end`` (the file's end by default)."""
+        tail, head = self.tail, self.tail_head
+        if tail is None or len(head) < HEADER_SIZE_UP_TO_MAGIC:
+            return None
+        size = LOG_ENTRY_PREFIX.struct.unpack_from(head, 0)[1]
+        limit = tail.position + tail.length if end is None else min(end, tail.position + tail.length)
+        if size < 0 or tail.position + LOG_OVERHEAD + size > limit:
+            return None
+        want = max(LOG_OVERHEAD + size, RECORD_BATCH_OVERHEAD)
+        with self.path.open("rb") as f:
+            f.seek(tail.position)
+            data = f.read(want)
+        return kafka_v2_entry(data, tail.position) if len(data) == want else None
 
     @property
     def base_offset(self) -> int | None:

@@ -6,7 +6,7 @@ turns the events into lines on a stream it is given.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator
 
@@ -14,6 +14,7 @@ from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.decoders import FAMILY, HIDDEN_BYTES, decode_record, family_for, hide_secrets
 from kseg.decoders.identities import redact_ids
 from kseg.errors import KsegError
+from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD
 from kseg.lazy import load
 from kseg.log.decode import Tail
 from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX, read_kind, replica_note
@@ -68,6 +69,9 @@ class DumpOptions:
     # exception (its batch line, the records read before the bad one), then the error stops the dump
     # (BatchEvent.stops).
     kafka_stops: bool = False
+    # kseg-dump-log: read on where kafka-dump-log.sh reads on (Segment.kafka_reads_on: an entry of a
+    # magic above 2, or a v2 size below the header's, as a v2 batch).
+    as_the_tool: bool = False
 
 
 @dataclass(frozen=True)
@@ -294,6 +298,14 @@ def _dump_log(path: Path, o: DumpOptions, family: str | None = None, piece: LogS
     if piece is None:
         end = o.max_bytes
         yield from _events_of(path, _batch_lists(seg, o), o, family)
+        while o.as_the_tool and (batch := seg.kafka_reads_on(end)) is not None:
+            ev = _batch_event(path, batch, o, family)
+            if isinstance(ev, BatchEvent) and batch.size < RECORD_BATCH_OVERHEAD:
+                ev = replace(ev, crc_valid=False)  # Kafka: isValid needs a whole header
+            if ev is not None:
+                yield ev
+            seg = Segment(path)
+            yield from _events_of(path, seg.batch_lists(start=batch.position + batch.size, end=end), o, family)
     else:
         end = piece.end
         yield from _events_of(path, seg.batch_lists(start=piece.start, end=end), o, family)
@@ -397,9 +409,11 @@ def _batch_event(path: Path, batch: Batch, o: DumpOptions, family: str | None) -
                 records = batch_records(batch, limit=limit)
         except KsegError as e:
             e.located(file=str(path))
-            if o.kafka_stops and not o.keep_going and not record_filter and family is None:
+            if o.kafka_stops and not o.keep_going and not record_filter:
+                # (an internal topic's records are shown decoded: none of them, only the batch line)
+                before = records_before_failure(batch) if o.records and family is None else []
                 return BatchEvent(path, batch, batch.offset, batch.last_offset, batch.record_count or 1,
-                                  batch.crc_valid, records_before_failure(batch) if o.records else None, stops=e)
+                                  batch.crc_valid, before if o.records else None, stops=e)
             if not o.keep_going:
                 raise
             hides = o.redactor is not None and (bool(o.redactor) or o.redactor.ids)

@@ -230,15 +230,6 @@ _APPEND_INDEXED = ("kseg index --rebuild indexes as Kafka 3.7+ brokers do (an en
 
 # kseg-dump-log on damaged copies of broker-written segments (fixtures/kafka-damaged, tests/kafka/damaged.py):
 # the file pattern is damaged/<case>, the releases any
-_V2_SOURCES = ("v2", "v2txn", "codecs")
-_MAGIC_ABOVE_2 = ("magic 3 or 127 on a v2 batch: the tool reads it as a v2 batch all the same (its CRC does not cover "
-                  "the magic), prints its line (magic: 3, isvalid: true) and its records and goes on; kseg reports "
-                  "everything from that batch on as invalid bytes at the end")
-_V2_BELOW_HEADER = ("v2 batch size from Kafka's minimum record overhead (14) up to below the v2 header's (49, 61 "
-                    "bytes with the offset and size): the tool reads the header past the batch's end, prints the "
-                    "batch line (its short size, isvalid: false) and goes on from that short end (invalid bytes, or "
-                    "a CorruptRecordException on the size found there; --deep-iteration: IndexOutOfBoundsException "
-                    "on its records); kseg reports everything from that batch on as invalid bytes at the end")
 _LEGACY_BELOW_HEADER = ("legacy (v1) message size from the minimum record overhead (14) up to below the v1 header "
                         "(22): the tool reads the header past the message's end, prints its line (isvalid: false) and "
                         "goes on (invalid bytes at the end; --deep-iteration: IndexOutOfBoundsException); kseg reports "
@@ -252,14 +243,7 @@ _LEGACY_NEGATIVE_KEY = ("--deep-iteration on a legacy message whose key length i
                         "a null key, prints the record with the value length read after it (isValid: false) and goes "
                         "on (with --print-data-log it fails reading that value: 'newLimit > capacity'); kseg stops "
                         "with 'invalid key length' before the record line")
-_LEGACY_MAGIC_AS_V2 = ("magic 3 or 127 on a legacy message: the tool reads the message as a v2 batch (its fields "
-                       "out of the message's timestamp, key and value), prints part of that batch line and fails on "
-                       "the compression id those bytes give ('Unknown compression type id'); kseg reports everything "
-                       "from that message on as invalid bytes at the end and exits 0")
-
 _DAMAGED_DIFFERENCES: dict[tuple[str, str, str], str] = {
-    **{("*", f"damaged/{source}-magic-*", "*"): _MAGIC_ABOVE_2 for source in _V2_SOURCES},
-    **{("*", f"damaged/{source}-size-{n}", "*"): _V2_BELOW_HEADER for source in _V2_SOURCES for n in (14, 20, 48)},
     ("*", "damaged/v1-size-14", "*"): _LEGACY_BELOW_HEADER,
     ("*", "damaged/v1-size-20", "*"): _LEGACY_BELOW_HEADER,
     # the size made larger (flip-11: its low byte) or smaller (size-48) than the key and value it holds
@@ -268,8 +252,89 @@ _DAMAGED_DIFFERENCES: dict[tuple[str, str, str], str] = {
     # the key length's high byte (v0: at 18, v1: at 26, after the timestamp)
     ("*", "damaged/v0-flip-18", "deep*"): _LEGACY_NEGATIVE_KEY,
     ("*", "damaged/v1-flip-26", "deep*"): _LEGACY_NEGATIVE_KEY,
-    ("*", "damaged/v0-magic-*", "*"): _LEGACY_MAGIC_AS_V2,
-    ("*", "damaged/v1-magic-*", "*"): _LEGACY_MAGIC_AS_V2,
+}
+
+# kseg-dump-log on damaged companion files and internal-topic records (fixtures/kafka-damaged-companions,
+# tests/kafka/damaged_companions.py): the file pattern is damaged-companions/<case>; "*>3.9": Kafka 3.9.2's tool only
+_INDEX_POSITION = ("an offset index entry whose position is not where a .log batch starts (negative, past the .log's "
+                   "end, inside a batch; the 8 garbage bytes appended make such an entry): the tool reads the batch at "
+                   "each entry's position before printing the entry and dies on this one ('IllegalArgumentException: "
+                   "Invalid position: P in read from FileRecords(...)', 'Slice from position P exceeds end position of "
+                   "FileRecords(...)', 'NoSuchElementException', 'CorruptRecordException: Found record size N smaller "
+                   "than minimum record overhead (14) in file ...'), the entries before it printed (none with "
+                   "--verify-index-only); kseg prints every entry (nothing with --verify-index-only) and exits 0")
+_SNAPSHOT_CRC = ("a producer snapshot whose CRC does not match its bytes (a CRC or entry byte flipped, bytes "
+                 "appended): the tool prints no entry, only 'Snapshot is corrupt (CRC is no longer valid). Stored "
+                 "crc: S. Computed crc: C' on stderr, and exits 0; kseg does not check the CRC: it prints the entries "
+                 "(bytes appended: stops with 'bytes after the producer entries' and exits 1)")
+_SNAPSHOT_SCHEMA = ("a producer snapshot that does not parse (unknown version, a bad entry count, cut short): the tool "
+                    "prints no entry, only the CorruptSnapshotException's message on stderr ('Snapshot failed schema "
+                    "validation: ...'; 3.9: 'Snapshot contained an unknown file version N' for the version) and exits "
+                    "0; kseg prints an error of its own and exits 1")
+_TXNINDEX_VERSION = ("a transaction index entry whose 2-byte version is not 0: the tool prints it all the same, "
+                     "'version: ' its first byte as a signed byte (0xff00: -1, 0x00ff: 0), and goes on; kseg stops "
+                     "with 'unknown aborted-transaction entry version' and exits 1")
+_REGISTER_BROKER_V4 = ("Kafka 3.9's --cluster-metadata-decoder on metadata 4.3.1 wrote: its RegisterBrokerRecord (type "
+                       "0) is version 4, unknown to 3.9: the tool prints 'payload: Error at N, skipping. Failed to "
+                       "deserialize record with type 0'; kseg --kafka-version 3.9 decodes it as 4.x does "
+                       "('{\"type\":\"REGISTER_BROKER_RECORD\",\"version\":4,...')")
+_METADATA_VERSION_255 = ("a metadata record whose version varint reads 255 (its byte 0x00 flipped): the tool reads "
+                         "the record at that version, which takes 1 of its 20 bytes, and prints 'Error at N, skipping. "
+                         "Found 19 byte(s) of garbage after 23' (23: the type); kseg prints 'Failed to deserialize "
+                         "record with type 23'")
+_CONTROL_KEY_VERSION = ("a control record key whose version is negative (0xff00: -256): the tool prints the record "
+                        "line up to 'headerKeys: []' and dies ('InvalidRecordException: Invalid version found for "
+                        "control record: -256. May indicate data corruption'); kseg prints ' controlType: "
+                        "UNKNOWN(-1)' and goes on")
+_CONTROL_KEY_TYPE = ("a control record key whose type is unknown (0xff02, 0x00fd): the tool prints the type read, "
+                     "'controlType: UNKNOWN(-254)', 'UNKNOWN(253)'; kseg prints 'controlType: UNKNOWN(-1)'")
+_OFFSETS_NEGATIVE_VERSION = ("Kafka 3.9's --offsets-decoder on a group metadata value whose version is negative (-253, "
+                             "-1): the tool reads it all the same and prints 'Error at offset 0, skipping. Could not "
+                             "read record with version -253 from value's buffer due to: Tried to allocate a "
+                             "collection of size 418, but there are only 8 bytes remaining..'; kseg prints 4.x's "
+                             "'Found an unknown record version -253 for 2 type'")
+_TXNLOG_DIES = ("Kafka 3.9's --transaction-log-decoder on a key or value that does not decode (unknown version or "
+                "state id, a length past the end): the tool prints the record line up to 'headerKeys: []' and dies "
+                "with the decoder's exception ('IllegalStateException: Unknown version -255 from the transaction log "
+                "message value', 'RuntimeException: non-nullable field transactionalId was serialized as null', "
+                "'BufferUnderflowException', ...); kseg prints 4.x's ' key: Error at offset 0, skipping. <why>' and "
+                "goes on")
+_TXNLOG_BYTES_LEFT = ("Kafka 3.9's --transaction-log-decoder on a value whose tagged fields leave bytes over (a tag "
+                      "byte 0x00 made 0xff: a 2-byte tag of size 0, then 7 bytes): the tool ignores them and prints "
+                      "the metadata ('transaction_metadata::transactionalId=txn-producer payload: producerId:7,...'); "
+                      "kseg --kafka-version 3.9 prints 'Error at offset 0, skipping. 7 bytes after the end of "
+                      "TransactionLogValue' (4.x's tool and kseg's 4.x decoding ignore them)")
+
+_COMPANIONS = "damaged-companions"
+_COMPANION_DIFFERENCES: dict[tuple[str, str, str], str] = {
+    # the position half (bytes 4-7) of each 8-byte entry of both offset indexes, the last byte of the 40-byte one, and
+    # an 8-byte garbage entry appended
+    **{("*", f"{_COMPANIONS}/{case}", combo): _INDEX_POSITION
+       for case in [f"index*-flip-{i:02d}" for i in range(32) if i % 8 >= 4] + ["index-flip-last", "index*-tail-8"]
+       for combo in ("plain", "verify-index")},
+    # the CRC (bytes 2-5) and the entries (from byte 10); the version (0-1) and the entry count (6-9), cuts
+    **{("*", f"{_COMPANIONS}/snapshot-{damage}", "plain"): _SNAPSHOT_CRC
+       for damage in ["flip-0[2-5]", "flip-1[0-9]", "flip-[23]?", "flip-middle", "flip-last", "tail-*"]},
+    **{("*", f"{_COMPANIONS}/snapshot-{damage}", "plain"): _SNAPSHOT_SCHEMA
+       for damage in ["flip-0[016-9]", "cut-*"]},
+    # the first entry's version (bytes 0-1) and the second's first byte (34)
+    **{("*", f"{_COMPANIONS}/txnindex-{damage}", "plain"): _TXNINDEX_VERSION
+       for damage in ("flip-0[01]", "flip-middle")},
+    # every run of 3.9's tool that reaches that record (offset 15 of the segment, 7 of the snapshot)
+    ("*>3.9", f"{_COMPANIONS}/metadata-*", "metadata"): _REGISTER_BROKER_V4,
+    **{("*>3.9", f"{_COMPANIONS}/leaderchange-{damage}", "metadata"): _REGISTER_BROKER_V4
+       for damage in ("key-0[1-3]", "value-*", "version-*")},
+    **{("*>3.9", f"{_COMPANIONS}/checkpoint-{damage}", "metadata"): _REGISTER_BROKER_V4
+       for damage in ("flip-0[0-7]", "flip-1[2-57-9]", "flip-2[013-9]", "flip-3?", "flip-middle", "flip-last",
+                      "cut-odd", "tail-*")},
+    ("*", f"{_COMPANIONS}/metadata-value-02", "metadata"): _METADATA_VERSION_255,
+    ("*", f"{_COMPANIONS}/leaderchange-key-00", "*"): _CONTROL_KEY_VERSION,
+    ("*", f"{_COMPANIONS}/leaderchange-key-0[23]", "*"): _CONTROL_KEY_TYPE,
+    **{("*>3.9", f"{_COMPANIONS}/offsets-{damage}", "offsets"): _OFFSETS_NEGATIVE_VERSION
+       for damage in ("value-00", "version-ffff")},
+    **{("*>3.9", f"{_COMPANIONS}/txnlog-{damage}", "transactions"): _TXNLOG_DIES
+       for damage in ("key-0[23]", "value-0[01]", "value-1[67]", "value-3[46]", "version-*")},
+    ("*>3.9", f"{_COMPANIONS}/txnlog-value-35", "transactions"): _TXNLOG_BYTES_LEFT,
 }
 
 # kseg repair against the broker's recovery (tests/kafka/test_repair_live.py): the file pattern is
@@ -289,6 +354,7 @@ KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {
        for release in ("2.8", "3.6")
        for rel in ("v0-0/00000000000000000000.log", "v1-0/00000000000000000000.log", "v2-0/00000000000000000256.log")},
     **_DAMAGED_DIFFERENCES,
+    **_COMPANION_DIFFERENCES,
     **_REPAIR_DIFFERENCES,
 }
 

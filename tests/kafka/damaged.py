@@ -25,6 +25,8 @@ folder per release, ``fixtures/kafka-damaged/<release>/``:
 
 ``tests/test_kafka_damaged_corpus.py`` holds ``kseg-dump-log`` to the goldens without Java;
 ``tests/kafka/test_kafka_damaged_live.py`` runs ``--check`` on the live tier's releases.
+``tests/kafka/damaged_companions.py`` makes a corpus of its own with these functions (their parameters say
+where a case's file goes, its flags, a fresh copy per run), so the two are kept the same way.
 """
 
 from __future__ import annotations
@@ -32,11 +34,12 @@ from __future__ import annotations
 import hashlib
 import lzma
 import json
+import shutil
 import struct
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -194,11 +197,13 @@ def case_file(case: str) -> str:
     return f"{case}/t-0/{Path(SOURCES[source]).name}"
 
 
-def materialise(root: Path, cases: dict[str, bytes] | None = None) -> dict[str, str]:
-    """Write the variants (all of :func:`variants` unless given) under ``root``: case -> its file, relative."""
+def materialise(root: Path, cases: dict[str, bytes] | None = None,
+                file_of: Callable[[str], str] = case_file) -> dict[str, str]:
+    """Write the variants (all of :func:`variants` unless given) under ``root``, each where ``file_of`` says
+    (:func:`case_file` unless given): case -> its file, relative."""
     files = {}
     for case, data in (variants() if cases is None else cases).items():
-        rel = case_file(case)
+        rel = file_of(case)
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(data)
         files[case] = rel
@@ -209,9 +214,11 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def command(case: str, combo: str) -> list[str]:
-    """The command line of a run, as stored (the tool's working directory: :func:`materialise`'s root)."""
-    return ["kafka-dump-log.sh", "--files", case_file(case), *COMBOS[combo]]
+def command(case: str, combo: str, file_of: Callable[[str], str] = case_file,
+            combos: dict[str, list[str]] = COMBOS) -> list[str]:
+    """The command line of a run, as stored (the tool's working directory: :func:`materialise`'s root; the
+    case's file where ``file_of`` says, the flags of ``combos``)."""
+    return ["kafka-dump-log.sh", "--files", file_of(case), *combos[combo]]
 
 
 def kept_stderr(stderr: bytes) -> bytes:
@@ -229,24 +236,40 @@ def _no_absolute_path(output: bytes, root: Path) -> bytes:
     return output
 
 
+#: a corpus's command line of a run: (case, combination) -> ``kafka-dump-log.sh`` and its arguments
+Argv = Callable[[str, str], list[str]]
+#: a corpus's way of writing its cases under a folder for the tool to read (as :func:`materialise`)
+Write = Callable[[Path, dict[str, bytes]], object]
+
+
 def kafka_runs(release: str, root: Path, cases: dict[str, bytes], jobs: int = JOBS,
-               runs: list[tuple[str, str]] | None = None) -> list[dict[str, Any]]:
-    """The release's DumpLogSegments on every case (written under ``root``) x combination (``runs``: those
-    pairs only): golden rows, sorted by case and combination."""
+               runs: list[tuple[str, str]] | None = None, argv_of: Argv = command,
+               write_cases: Write = materialise, fresh: bool = False) -> list[dict[str, Any]]:
+    """The release's DumpLogSegments on every case (written under ``root`` by ``write_cases``) x combination
+    (``runs``: those pairs only; the command lines of ``argv_of``): golden rows, sorted by case and
+    combination. ``fresh``: each run reads a copy of its case of its own, written for it in a folder of its
+    own under ``root`` (the same paths below it): the tool may write to what it reads."""
 
-    def one(job: tuple[str, str]) -> dict[str, Any]:
-        case, combo = job
-        argv = command(case, combo)
-        rc, out, err = brokers.dump_log_segments(release, *argv[1:], cwd=root)
-        return {"case": case, "combo": combo, "command": argv, "exit": rc,
-                "stdout": _no_absolute_path(out, root).decode("latin-1"),
-                "stderr": kept_stderr(_no_absolute_path(err, root)).decode("latin-1"),
-                "sha256": sha256(cases[case])}
+    def one(job: tuple[int, tuple[str, str]]) -> dict[str, Any]:
+        i, (case, combo) = job
+        argv = argv_of(case, combo)
+        cwd = root / f"run-{i}" if fresh else root
+        if fresh:
+            write_cases(cwd, {case: cases[case]})
+        rc, out, err = brokers.dump_log_segments(release, *argv[1:], cwd=cwd)
+        row = {"case": case, "combo": combo, "command": argv, "exit": rc,
+               "stdout": _no_absolute_path(out, cwd).decode("latin-1"),
+               "stderr": kept_stderr(_no_absolute_path(err, cwd)).decode("latin-1"),
+               "sha256": sha256(cases[case])}
+        if fresh:
+            shutil.rmtree(cwd)
+        return row
 
-    materialise(root, cases)
+    if not fresh:
+        write_cases(root, cases)
     todo = runs if runs is not None else [(case, combo) for case in sorted(cases) for combo in COMBOS]
     with ThreadPoolExecutor(jobs) as pool:
-        return list(pool.map(one, todo))
+        return list(pool.map(one, enumerate(todo)))
 
 
 def read_goldens(folder: Path) -> list[dict[str, Any]]:
@@ -254,15 +277,9 @@ def read_goldens(folder: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def write_goldens(folder: Path, release: str, rows: list[dict[str, Any]]) -> None:
-    """``golden.jsonl.xz`` (the same bytes for the same rows: an xz stream holds no time or name) and
-    ``manifest.json``."""
-    folder.mkdir(parents=True, exist_ok=True)
-    text = "".join(json.dumps(r, sort_keys=True, ensure_ascii=True) + "\n" for r in rows)
-    (folder / GOLDEN).write_bytes(lzma.compress(text.encode(), preset=9 | lzma.PRESET_EXTREME))
-    cases = sorted({r["case"] for r in rows})
-    doc = {
-        "release": release, "kafka_version": brokers.version(release), "main_class": brokers.RELEASES[release][1],
+def about(release: str) -> dict[str, Any]:
+    """What ``manifest.json`` says of this corpus: how its goldens were made, from what."""
+    return {
         "made_by": (f"tests/kafka/damaged.py: Kafka {brokers.version(release)}'s DumpLogSegments (run as "
                     "kafka-dump-log.sh runs it, tests/kafka/brokers.py) on every variant of variants() x COMBOS, "
                     "in the folder materialise() wrote them in"),
@@ -274,11 +291,26 @@ def write_goldens(folder: Path, release: str, rows: list[dict[str, Any]]) -> Non
         "note": ("the variants are not stored: variants() makes them from the sources; each row's sha256 is its "
                  "variant's. Of a Java stack trace only the first line of stderr is kept. Absolute paths would be "
                  f"written as {checks.LOGDIR}/ (the tool ran with relative paths: none were printed)"),
+    }
+
+
+def write_goldens(folder: Path, release: str, rows: list[dict[str, Any]], described: dict[str, Any] | None = None,
+                  sources: Iterable[str] = SOURCES) -> None:
+    """``golden.jsonl.xz`` (the same bytes for the same rows: an xz stream holds no time or name) and
+    ``manifest.json`` (what ``described`` says of the corpus, :func:`about` unless given, and the counts, per
+    source of ``sources``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    text = "".join(json.dumps(r, sort_keys=True, ensure_ascii=True) + "\n" for r in rows)
+    (folder / GOLDEN).write_bytes(lzma.compress(text.encode(), preset=9 | lzma.PRESET_EXTREME))
+    cases = sorted({r["case"] for r in rows})
+    doc = {
+        "release": release, "kafka_version": brokers.version(release), "main_class": brokers.RELEASES[release][1],
+        **(about(release) if described is None else described),
         "counts": {
             "cases": len(cases), "runs": len(rows),
             "exit": {str(k): v for k, v in sorted(Counter(r["exit"] for r in rows).items())},
             "stack_traces": sum(r["stderr"].startswith(checks.JAVA_EXCEPTION.decode()) for r in rows),
-            "per_source": {s: sum(c.split("-", 1)[0] == s for c in cases) for s in SOURCES},
+            "per_source": {s: sum(c.split("-", 1)[0] == s for c in cases) for s in sources},
         },
     }
     (folder / MANIFEST).write_text(json.dumps(doc, indent=1) + "\n")
@@ -309,25 +341,41 @@ def differences(expected: list[dict[str, Any]], got: list[dict[str, Any]]) -> li
     return problems + [f"{case} {combo}: golden, not run" for case, combo in want]
 
 
-def check_goldens(folder: Path, workdir: Path | None = None, sample: bool = False) -> list[str]:
-    """Run the release of ``folder``'s manifest on every variant and combination again (``sample``: the
-    runs :func:`sampled` picks) and compare with its goldens."""
+def all_runs(cases: dict[str, bytes], sample: bool = False) -> list[tuple[str, str]]:
+    """(case, combination) of every run of the corpus (``sample``: those :func:`sampled` picks)."""
+    return sampled(cases) if sample else [(case, combo) for case in sorted(cases) for combo in COMBOS]
+
+
+def check_goldens(folder: Path, workdir: Path | None = None, sample: bool = False, *,
+                  make: Callable[[], dict[str, bytes]] = variants,
+                  runs_of: Callable[[dict[str, bytes], bool], list[tuple[str, str]]] | None = None,
+                  argv_of: Argv = command, write_cases: Write = materialise, fresh: bool = False) -> list[str]:
+    """Run the release of ``folder``'s manifest on every case (of ``make``: :func:`variants` unless given) and
+    combination again (``sample``: those of a sample; ``runs_of`` picks them, :func:`all_runs` unless given;
+    ``fresh``: as :func:`kafka_runs` takes it) and compare with its goldens."""
     release = json.loads((folder / MANIFEST).read_text())["release"]
-    cases = variants()
-    runs = sampled(cases) if sample else [(case, combo) for case in sorted(cases) for combo in COMBOS]
+    cases = make()
+    runs = (runs_of or all_runs)(cases, sample)
     cases = {case: cases[case] for case in {case for case, _ in runs}}
     with tempfile.TemporaryDirectory(prefix="kseg-kafka-damaged-") as tmp:
-        got = kafka_runs(release, workdir or Path(tmp), cases, runs=runs)
+        got = kafka_runs(release, workdir or Path(tmp), cases, runs=runs, argv_of=argv_of, write_cases=write_cases,
+                         fresh=fresh)
     return differences([r for r in read_goldens(folder) if (r["case"], r["combo"]) in set(runs)], got)
 
 
-def sampled(cases: dict[str, bytes]) -> list[tuple[str, str]]:
-    """One run per damage, its source and flag combination taken in turn from those that apply (the live
-    tier's check: every way of damaging, every source and combination, an eighth of the runs)."""
-    out = []
-    for i, name in enumerate(DAMAGE):
-        takers = [f"{source}-{name}" for source in SOURCES if f"{source}-{name}" in cases]
-        out.append((takers[i % len(takers)], list(COMBOS)[i % len(COMBOS)]))
+def sampled(cases: dict[str, bytes], damages: Iterable[str] = DAMAGE, sources: Iterable[str] = SOURCES,
+            combos_of: Callable[[str], list[str]] | None = None) -> list[tuple[str, str]]:
+    """One run per damage (of ``damages``), its source (of ``sources``) and flag combination taken in turn
+    from those that apply (the live tier's check: every way of damaging, every source and combination, an
+    eighth of the runs). ``combos_of``: each case's own combinations, taken in turn per source (sources differ
+    in how many they have); all of :data:`COMBOS` unless given, taken in turn per damage."""
+    out, taken = [], Counter[str]()
+    for i, name in enumerate(damages):
+        takers = [(source, f"{source}-{name}") for source in sources if f"{source}-{name}" in cases]
+        source, case = takers[i % len(takers)]
+        combos, turn = (combos_of(case), taken[source]) if combos_of else (list(COMBOS), i)
+        taken[source] += 1
+        out.append((case, combos[turn % len(combos)]))
     return out
 
 
