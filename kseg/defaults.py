@@ -18,6 +18,7 @@ __all__ = [
     "DEFAULT_PRODUCER_EXPIRATION_MS",
     "DEFAULT_SEGMENT_BYTES",
     "DEFAULT_SEGMENT_INDEX_BYTES",
+    "KAFKA_MAX_MESSAGE_SIZE",
     "RANGE_READ_BYTES",
     "READ_CHUNK_BYTES",
     "parse_size",
@@ -61,3 +62,6 @@ def parse_size(value: int | str) -> int:
         return int(text) * mult
     except ValueError:
         raise InputError(f"not a size: {value!r} (e.g. 1048576, 64MiB, 1g)") from None
+
+#: kafka-dump-log.sh's --max-message-size default: how far past an .index entry's position it reads a batch
+KAFKA_MAX_MESSAGE_SIZE = 5 * 1024 * 1024

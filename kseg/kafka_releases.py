@@ -117,7 +117,7 @@ RELEASES: tuple[DumpLogRelease, ...] = (
             dumps_checkpoints=False, max_message_size_at_logs=True, version_text="2.8.2 (Commit:3146c6ff4a24cc24)",
             control_types=("ABORT", "COMMIT", "QUORUM_REASSIGNMENT", "LEADER_CHANGE")),
     replace(_3X, line="3.6", checked="3.6.2", decoder_texts=("classic", "3"), decoder_class_package=_SERIALIZER),
-    replace(_3X, serializer_decoders_deprecated=True),
+    replace(_3X, serializer_decoders_deprecated=True, decoder_texts=("3", "definitions-3.9")),
     replace(_3X, line="4.0", checked="4.0.2", remote_txn_index_empty=True,
             decoder_texts=("transaction-version-lookup", "definitions-4.0", "3")),
     replace(_3X, line="4.1", checked="4.1.2", remote_txn_index_empty=True, decoder_texts=("definitions-4.1",),

@@ -85,7 +85,8 @@ OPTIONS: tuple[Opt, ...] = (
         default="org.apache.kafka.tools.api.StringDecoder"),
     Opt("max-bytes", "Read at most this many bytes of each .log file.", "required", "Integer", "size",
         str(INT_MAX), since="3.0"),
-    Opt("max-message-size", "Largest message size (accepted; kseg needs no limit).", "required", "Integer",
+    Opt("max-message-size", "Largest message size: how far past an index entry's position a batch is read.",
+        "required", "Integer",
         "size", str(5 * 1024 * 1024)),
     Opt("offsets-decoder", "Decode records as __consumer_offsets records."),
     Opt("print-data-log", "Show keys and values. Implied by any decoder option."),
@@ -418,7 +419,8 @@ def _dump(run: Run, out: IO[bytes], err: TextIO) -> int:
     negative_max_bytes = None
     if max_bytes is not None and max_bytes < 0:
         negative_max_bytes = ToolError(f"--max-bytes {max_bytes}: a size cannot be negative")
-    _, max_message_error = _attempt(lambda: java_int(p.value("max-message-size") or "", "max-message-size"))
+    max_message_size, max_message_error = _attempt(lambda: java_int(p.value("max-message-size") or "",
+                                                                    "max-message-size"))
     kd_name, vd_name, notices = decoders or (None, None, ())
     _, kd, vd, _, _ = prepare_dump("kafka", "utf8" if run.print_data else "none",
                                    kd_name if run.print_data else None, vd_name if run.print_data else None,
@@ -429,6 +431,8 @@ def _dump(run: Run, out: IO[bytes], err: TextIO) -> int:
                              index_sanity=p.has("index-sanity-check"), verify_index=p.has("verify-index-only"))
     renderer.log_preamble = notices
     renderer.as_the_tool = True
+    if p.value("max-message-size") and max_message_size is not None:
+        renderer.max_message_size = max_message_size  # how far past an .index entry's position the tool reads
     options = replace(dump_options_for("kafka", renderer, records=run.deep, decode=run.decode,
                                        max_bytes=None if max_bytes is None or max_bytes < 0 or max_bytes == INT_MAX
                                        else max_bytes), as_the_tool=True)

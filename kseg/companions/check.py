@@ -45,11 +45,15 @@ from kseg.companions.read import (
     read_producer_snapshot,
     read_text_file,
 )
+from kseg.defaults import KAFKA_MAX_MESSAGE_SIZE
 from kseg.errors import InputError, KsegError
+from kseg.facts.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
+from kseg.facts.message_v0v1 import RECORD_OVERHEAD_V0
 from kseg.facts.primitives import INT32_MAX, INT32_MIN, INT64_MIN
+from kseg.facts.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, RECORD_BATCH_OVERHEAD
 from kseg.findings import ERROR, NOTE, Finding
 from kseg.formats.attributes import CONTROL_ABORT, CONTROL_TYPE_NAMES
-from kseg.layouts import ABORTED_TXN_ENTRY
+from kseg.layouts import ABORTED_TXN_ENTRY, LOG_ENTRY_PREFIX
 from kseg.log.checks import SUMMARY_ROW
 from kseg.log.control import control_info
 from kseg.log.fast import c_twin
@@ -966,17 +970,47 @@ class DumpIndexFindings(NamedTuple):
     timestamp_mismatches: list[tuple[int, int]]  # (indexed timestamp, the batch's largest timestamp)
     out_of_order: list[tuple[int, int]]  # (indexed timestamp, the timestamp indexed before it)
     not_found: list[tuple[int, int]]  # (indexed offset, last offset of the first batch reaching it, or -1)
+    # an .index entry the tool cannot read a batch at, where it dies: (its number, what it says)
+    stop: tuple[int, str] | None = None
 
     def __bool__(self) -> bool:
         return any(self)
 
 
-def dump_index_findings(slots: IndexSlots, log_path: str | os.PathLike) -> DumpIndexFindings:
+def _tool_reads_at(f: Any, position: int, log_size: int, max_message_size: int) -> tuple[int | None, str | None]:
+    """The last offset of the batch kafka-dump-log.sh reads at an .index entry's ``position`` that is no
+    batch start kseg found (``FileRecords.slice(position, maxMessageSize)``, then its first batch), or
+    None and what it dies with there."""
+    if position < 0:
+        return None, f"invalid position {position} in the .log (the tool's IllegalArgumentException)"
+    if position > log_size:
+        return None, f"position {position} past the end of the .log ({log_size} bytes)"
+    end = min(log_size, position + max_message_size) if max_message_size >= 0 else log_size
+    f.seek(position)
+    head = f.read(RECORD_BATCH_OVERHEAD)
+    if position >= end - HEADER_SIZE_UP_TO_MAGIC:
+        return None, f"no batch at position {position} of the .log (the tool's NoSuchElementException)"
+    offset, size, _, magic = LOG_ENTRY_PREFIX.struct.unpack_from(head, 0)
+    if size < RECORD_OVERHEAD_V0:
+        return None, f"record size {size} smaller than the minimum record overhead at position {position}"
+    if position > end - LOG_OVERHEAD - size:
+        return None, f"no whole batch at position {position} of the .log (the tool's NoSuchElementException)"
+    if magic < 2:
+        return offset, None
+    if len(head) < RECORD_BATCH_OVERHEAD:
+        return None, f"the .log ends inside the batch header at position {position}"
+    return offset + int.from_bytes(head[LAST_OFFSET_DELTA_POSITION:LAST_OFFSET_DELTA_POSITION + 4], "big",
+                                   signed=True), None
+
+
+def dump_index_findings(slots: IndexSlots, log_path: str | os.PathLike,
+                        max_message_size: int = KAFKA_MAX_MESSAGE_SIZE) -> DumpIndexFindings:
     """kafka-dump-log.sh's findings for an index file (``slots``) against the .log at ``log_path``:
     for an .index entry (O, P), the batch at P must end at O; for a .timeindex entry (T, O), the first
     batch ending at or after O must end at O, have largest timestamp T, and T must exceed the timestamp
-    indexed before. Entries whose position is not a batch start are passed over (the tool reads
-    whatever bytes lie there). A log that cannot be read gives no findings."""
+    indexed before. At an .index entry whose position is no batch start the tool reads whatever bytes
+    lie there, as a batch, or dies (``stop``: the entries before it are printed). A log that cannot be
+    read gives no findings."""
     found = DumpIndexFindings([], [], [], [])
     try:
         summaries, _ = summarize_batches(Segment(as_path(log_path)).batches())  # type: ignore[arg-type]
@@ -984,10 +1018,16 @@ def dump_index_findings(slots: IndexSlots, log_path: str | os.PathLike) -> DumpI
         return found
     if slots.kind == "index":
         at = {s.position: s.last_offset for s in summaries}
-        for offset, position in slots.rows():
-            last = at.get(position)
-            if last is not None and last != offset:
-                found.index_mismatches.append((offset, last))
+        with as_path(log_path).open("rb") as f:
+            log_size = os.fstat(f.fileno()).st_size if hasattr(f, "fileno") else None
+            for i, (offset, position) in enumerate(slots.rows()):
+                last = at.get(position)
+                if last is None and log_size is not None:
+                    last, stop = _tool_reads_at(f, position, log_size, max_message_size)
+                    if stop is not None:
+                        return found._replace(stop=(i, stop))
+                if last is not None and last != offset:
+                    found.index_mismatches.append((offset, last))
         return found
     lasts = [s.last_offset for s in summaries]
     ordered = all(a <= b for a, b in zip(lasts, lasts[1:]))

@@ -13,6 +13,7 @@ from typing import Iterable, Iterator
 from kseg.companions.check import DumpIndexFindings, companion_log_path, dump_index_findings, index_sanity_problem
 from kseg.companions.read import IndexSlots, TxnSlots
 from kseg.decoders.jvm import PATH_MAP_ORDERS
+from kseg.defaults import KAFKA_MAX_MESSAGE_SIZE
 from kseg.errors import DataError
 from kseg.kafka_releases import DEFAULT, DumpLogRelease, as_release
 from kseg.ops.companion_events import CompanionEvent, IndexEntries
@@ -27,10 +28,10 @@ INDEX_CHUNK = 1 << 16  # entries per piece of text: memory stays flat whatever t
 INDEX_LINES = {"index": "offset: %d position: %d\n", "timeindex": "timestamp: %d offset: %d\n"}
 
 
-def index_text(slots: IndexSlots, line: str) -> Iterator[str]:
-    """An index file's entries, ``line`` (a %-template of the entry's two fields) each, in pieces of
-    INDEX_CHUNK entries (the file read once, front to back)."""
-    rows = slots.rows()
+def index_text(slots: IndexSlots, line: str, limit: int | None = None) -> Iterator[str]:
+    """An index file's entries (the first ``limit``), ``line`` (a %-template of the entry's two fields)
+    each, in pieces of INDEX_CHUNK entries (the file read once, front to back)."""
+    rows = slots.rows() if limit is None else islice(slots.rows(), limit)
     while True:
         text = "".join(map(line.__mod__, islice(rows, INDEX_CHUNK)))
         if not text:
@@ -100,7 +101,7 @@ def kafka_lines(ev: CompanionEvent, *, index_sanity: bool = False, verify_index:
     return lines
 
 
-def index_findings_of(ev: CompanionEvent) -> DumpIndexFindings | None:
+def index_findings_of(ev: CompanionEvent, max_message_size: int = KAFKA_MAX_MESSAGE_SIZE) -> DumpIndexFindings | None:
     """Kafka's findings for an .index/.timeindex event against its .log, which the dump reports
     at its end; None for another file, one without its .log, or an empty .index (the tool skips
     it with "is empty.")."""
@@ -108,7 +109,7 @@ def index_findings_of(ev: CompanionEvent) -> DumpIndexFindings | None:
     if not isinstance(slots, IndexSlots) or (slots.kind == "index" and not slots.slots):
         return None
     log = companion_log_path(ev.path)
-    return None if log is None else dump_index_findings(slots, log)
+    return None if log is None else dump_index_findings(slots, log, max_message_size)
 
 
 def index_findings_lines(found: dict[str, DumpIndexFindings],

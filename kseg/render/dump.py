@@ -13,7 +13,8 @@ from typing import IO, TYPE_CHECKING, Any, Callable, TextIO
 
 from kseg.decoders import DecodedRecord, control_kafka_text
 from kseg.decoders.jvm import PATH_MAP_ORDERS
-from kseg.errors import KsegError, OlderToolStopsError
+from kseg.defaults import KAFKA_MAX_MESSAGE_SIZE
+from kseg.errors import DataError, KsegError, OlderToolStopsError
 from kseg.kafka_releases import DEFAULT, DumpLogRelease, as_release
 from kseg.lazy import load
 from kseg.formats.attributes import CODEC_NONE, NO_SEQUENCE, TIMESTAMP_TYPE_NAMES
@@ -38,7 +39,7 @@ from kseg.render import bulk, lines as line_writers
 from kseg.render.fields import RecordView, json_fields, text_line
 from kseg.render.lines import bool_text, iso_utc, text_escape, text_head
 from kseg.render.jsonout import dumps, encoder
-from kseg.render.kafka_stops import SECOND_HALF, codec_stop, tail_stop
+from kseg.render.kafka_stops import SECOND_HALF, codec_stop, snapshot_stop, tail_stop
 from kseg.render.payload import (BUILTIN, Decoder, add_decoder_failures, decoder_failures, decoder_notes,
                                  header_key_text)
 from kseg.render.tables import tabulate
@@ -498,6 +499,7 @@ class KafkaRenderer:
         # kseg-dump-log: stop where the tool stops with an exception (kseg.render.kafka_stops) at a
         # tail it cannot read and at a codec it cannot name; kseg dump judges those itself.
         self.as_the_tool = False
+        self.max_message_size = KAFKA_MAX_MESSAGE_SIZE  # kseg-dump-log's --max-message-size
 
     def w(self, text: str) -> None:
         self.write(text.encode("utf-8", "backslashreplace"))
@@ -586,10 +588,18 @@ class KafkaRenderer:
                 w(f"Found {ev.tail.length} invalid bytes at the end of {safe(ev.path.name)}\n")
         elif isinstance(ev, BadBatchEvent):
             self.err.write(f"kseg: error: {ev.error}\n")
+        elif isinstance(ev, CompanionEvent) and self.as_the_tool and snapshot_stop(ev) is not None:
+            self.err.write(snapshot_stop(ev) + "\n")  # the tool's message for a corrupt snapshot: no entry, exit 0
         elif isinstance(ev, CompanionEvent):
             index_lines = load(COMPANION_INDEX_LINES)
             if ev.kind in index_lines and not self.index_sanity:
-                found = load(COMPANION_INDEX_FINDINGS)(ev)
+                found = load(COMPANION_INDEX_FINDINGS)(ev, self.max_message_size)
+                if found and found.stop is not None and self.as_the_tool:  # it dies at that entry
+                    at, why = found.stop
+                    if not self.verify_index:
+                        for text in load(COMPANION_INDEX_TEXT)(ev.entries.slots, index_lines[ev.kind], at):
+                            self.write(text.encode())
+                    raise DataError(why, file=str(ev.path), where=f"entry {at}")
                 if found:
                     self.index_findings[str(ev.path.resolve())] = found
             if isinstance(ev.entries, IndexEntries) and ev.entries and not (self.index_sanity or self.verify_index):

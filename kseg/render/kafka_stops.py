@@ -12,6 +12,7 @@ from kseg.facts.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC_PO
 from kseg.facts.message_v0v1 import RECORD_OVERHEAD_V0
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.model import CODEC_NAMES, Batch
+from kseg.ops.companion_events import CompanionEvent
 
 #: where the batch line's second half starts: Kafka builds each half whole, then prints it
 SECOND_HALF = b" position: "
@@ -45,3 +46,14 @@ def codec_stop(batch: Batch) -> CorruptBatchError | None:
         return None
     return CorruptBatchError("unknown compression type id", position=batch.position, expected="0..4",
                              found=batch.codec)
+
+
+def snapshot_stop(ev: CompanionEvent) -> str | None:
+    """What the tool says on stderr, instead of a producer snapshot's entries, for one whose CRC does
+    not match its entries (``ProducerStateManager.readSnapshot``'s CorruptSnapshotException, which the
+    tool prints and goes on, exit 0); None for another event or a sound snapshot."""
+    snap = ev.parsed
+    if ev.kind != "snapshot" or getattr(snap, "crc_valid", True):
+        return None
+    return (f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {snap.crc}. "
+            f"Computed crc: {snap.computed_crc}")
