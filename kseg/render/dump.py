@@ -18,7 +18,7 @@ from kseg.errors import DataError, KsegError, OlderToolStopsError
 from kseg.kafka_releases import DEFAULT, DumpLogRelease, as_release
 from kseg.lazy import load
 from kseg.formats.attributes import CODEC_NONE, NO_SEQUENCE, TIMESTAMP_TYPE_NAMES
-from kseg.log.control import control_info
+from kseg.log.control import ControlInfo, control_info
 from kseg.log.encode import legacy_message_crc
 from kseg.log.listing import BOOTSTRAP_FILE
 from kseg.model import CODEC_NAMES, Batch, Record, record_sequence
@@ -712,10 +712,13 @@ class KafkaRenderer:
         if b.is_control:
             try:
                 info = control_info(r)
-                shown = self.release.control_type_text(info.type_id, info.type_name)
+                shown = self.release.control_type_text(_control_type_id(r, info), info.type_name)
                 line += (f" endTxnMarker: {info.type_name} coordinatorEpoch: {info.coordinator_epoch}"
                          if info.is_txn_marker else f" controlType: {shown}")
-            except KsegError:
+            except KsegError as e:
+                if self.as_the_tool:  # ControlRecordType.parse throws: the tool dies after the line's metadata
+                    self.w(line)
+                    raise e.located(position=b.position) from None
                 line += " controlType: UNKNOWN(-1)"
         return line
 
@@ -740,12 +743,15 @@ class KafkaRenderer:
 
                     # SnapshotHeader {...}, SnapshotFooter, KRaftVersion, KRaftVoters (Kafka 4: LeaderChange too)
                     kraft = None if self.release.control_types else control_kafka_text(r, self.release)
-                    parts.append(f" {kraft}" if kraft
-                                 else f" controlType: {self.release.control_type_text(info.type_id, info.type_name)}")
+                    shown = self.release.control_type_text(_control_type_id(r, info), info.type_name)
+                    parts.append(f" {kraft}" if kraft else f" controlType: {shown}")
             except OlderToolStopsError as e:
                 self.w("".join(parts))  # the tool printed the line's metadata, then stopped
                 raise e.located(position=b.position) from None
-            except KsegError:
+            except KsegError as e:
+                if self.as_the_tool:  # ControlRecordType.parse throws: the tool dies after the line's metadata
+                    self.w("".join(parts))
+                    raise e.located(position=b.position) from None
                 parts.append(" controlType: UNKNOWN(-1)")
         return "".join(parts)
 
@@ -788,6 +794,14 @@ class KafkaRenderer:
             self.err.write(line + "\n")
         for note in decoder_notes(self.kd, self.vd):
             self.err.write(note + "\n")
+
+
+def _control_type_id(r: Record, info: ControlInfo) -> int:
+    """The type id the tool prints beside a control record's type: the key's, an unknown one's too
+    (``ControlRecordType.parseTypeId``), where ``control_info`` calls every unknown type -1."""
+    if info.type_name != "UNKNOWN" or r.key is None or len(r.key) < 4:
+        return info.type_id
+    return int.from_bytes(r.key[2:4], "big", signed=True)
 
 
 def non_consecutive_lines(non_consecutive: dict[str, list[tuple[int, int]]],

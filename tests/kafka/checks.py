@@ -271,12 +271,6 @@ _METADATA_VERSION_255 = ("a metadata record whose version varint reads 255 (its 
                          "the record at that version, which takes 1 of its 20 bytes, and prints 'Error at N, skipping. "
                          "Found 19 byte(s) of garbage after 23' (23: the type); kseg prints 'Failed to deserialize "
                          "record with type 23'")
-_CONTROL_KEY_VERSION = ("a control record key whose version is negative (0xff00: -256): the tool prints the record "
-                        "line up to 'headerKeys: []' and dies ('InvalidRecordException: Invalid version found for "
-                        "control record: -256. May indicate data corruption'); kseg prints ' controlType: "
-                        "UNKNOWN(-1)' and goes on")
-_CONTROL_KEY_TYPE = ("a control record key whose type is unknown (0xff02, 0x00fd): the tool prints the type read, "
-                     "'controlType: UNKNOWN(-254)', 'UNKNOWN(253)'; kseg prints 'controlType: UNKNOWN(-1)'")
 _OFFSETS_NEGATIVE_VERSION = ("Kafka 3.9's --offsets-decoder on a group metadata value whose version is negative (-253, "
                              "-1): the tool reads it all the same and prints 'Error at offset 0, skipping. Could not "
                              "read record with version -253 from value's buffer due to: Tried to allocate a "
@@ -304,8 +298,6 @@ _COMPANION_DIFFERENCES: dict[tuple[str, str, str], str] = {
     **{("*", f"{_COMPANIONS}/txnindex-{damage}", "plain"): _TXNINDEX_VERSION
        for damage in ("flip-0[01]", "flip-middle")},
     ("*", f"{_COMPANIONS}/metadata-value-02", "metadata"): _METADATA_VERSION_255,
-    ("*", f"{_COMPANIONS}/leaderchange-key-00", "*"): _CONTROL_KEY_VERSION,
-    ("*", f"{_COMPANIONS}/leaderchange-key-0[23]", "*"): _CONTROL_KEY_TYPE,
     **{("*>3.9", f"{_COMPANIONS}/offsets-{damage}", "offsets"): _OFFSETS_NEGATIVE_VERSION
        for damage in ("value-00", "version-ffff")},
     **{("*>3.9", f"{_COMPANIONS}/txnlog-{damage}", "transactions"): _TXNLOG_DIES
