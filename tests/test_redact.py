@@ -166,3 +166,24 @@ def test_dump_redact_usage() -> None:
     assert code == 2
     code, _ = _dump("--redact", "everything", FIXTURES_LOGDIR / "v2-none-0")
     assert code == 2
+
+
+def test_kafka_lines_before_a_bad_record_are_redacted(tmp_path: Path) -> None:
+    """--format kafka prints the records of an uncompressed batch read before its bad one, as the tool
+    does (kseg.render.kafka_stops): redacted like every other record line."""
+    import shutil
+
+    src = REPO / "fixtures" / "kafka-4" / "logdir" / "v2-0"
+    shutil.copytree(src, tmp_path / "v2-0")
+    log = partition_segments(tmp_path / "v2-0")[0]
+    data = bytearray(log.read_bytes())
+    second = list(strict_batches(log))[1]
+    data[second.position + 11] ^= 0xFF  # its size's low byte: its records no longer end where it does
+    log.write_bytes(bytes(data))
+    records = batch_records(second)
+    code, plain = _dump("--format", "kafka", "--payload", "utf8", "-r", log)
+    code_r, redacted = _dump("--format", "kafka", "--payload", "utf8", "-r", "--redact", "values", log)
+    assert code == code_r == 1
+    shown = [r.value for r in records[:-1] if r.value and r.value in plain]
+    assert shown and [v for v in shown if v in redacted] == []
+    assert redacted.count(b"| offset: ") == plain.count(b"| offset: ") > len(shown)

@@ -412,6 +412,8 @@ def _batch_event(path: Path, batch: Batch, o: DumpOptions, family: str | None) -
             if o.kafka_stops and not o.keep_going and not record_filter:
                 # (an internal topic's records are shown decoded: none of them, only the batch line)
                 before = records_before_failure(batch) if o.records and family is None else []
+                if o.redactor and not (batch.magic >= 2 and batch.is_control):
+                    before = [o.redactor.record(r) for r in before]
                 return BatchEvent(path, batch, batch.offset, batch.last_offset, batch.record_count or 1,
                                   batch.crc_valid, before if o.records else None, stops=e)
             if not o.keep_going:
