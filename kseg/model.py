@@ -150,12 +150,18 @@ class Batch(NamedTuple):
         return None
 
     @property
+    def plugin_alias(self) -> str | None:
+        """The alias of the registered plugin codec the batch names; None for a batch that names
+        no plugin, or one this process has not registered."""
+        return None if self.plugin_id is None else _plugin_namer[0](self.plugin_id)
+
+    @property
     def codec_name(self) -> str:
         name = CODEC_NAMES.get(self.codec)
         if name is not None:
             return name
         if self.plugin_id is not None:
-            alias = _plugin_namer[0](self.plugin_id)
+            alias = self.plugin_alias
             return f"plugin:{alias}" if alias else f"plugin:{self.plugin_id}"
         return f"unknown({self.codec})"
 

@@ -47,17 +47,15 @@ from kseg.companions.read import (
 )
 from kseg.defaults import KAFKA_MAX_MESSAGE_SIZE
 from kseg.errors import InputError, KsegError
-from kseg.facts.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
-from kseg.facts.message_v0v1 import RECORD_OVERHEAD_V0
 from kseg.facts.primitives import INT32_MAX, INT32_MIN, INT64_MIN
 from kseg.facts.record_batch_v2 import LAST_OFFSET_DELTA_POSITION, RECORD_BATCH_OVERHEAD
 from kseg.findings import ERROR, NOTE, Finding
 from kseg.formats.attributes import CONTROL_ABORT, CONTROL_TYPE_NAMES
-from kseg.layouts import ABORTED_TXN_ENTRY, LOG_ENTRY_PREFIX
+from kseg.layouts import ABORTED_TXN_ENTRY
 from kseg.log.checks import SUMMARY_ROW
 from kseg.log.control import control_info
 from kseg.log.fast import c_twin
-from kseg.log.decode import decode_v2_records, records_region
+from kseg.log.decode import decode_v2_records, kafka_entry_at, records_region
 from kseg.log.listing import (
     INDEX_SUFFIX,
     INDEX_SUFFIXES,
@@ -988,19 +986,19 @@ def _tool_reads_at(f: Any, position: int, log_size: int, max_message_size: int) 
     end = min(log_size, position + max_message_size) if max_message_size >= 0 else log_size
     f.seek(position)
     head = f.read(RECORD_BATCH_OVERHEAD)
-    if position >= end - HEADER_SIZE_UP_TO_MAGIC:
+    entry = kafka_entry_at(head, end - position)
+    if entry.found == "end":
         return None, f"no batch at position {position} of the .log (the tool's NoSuchElementException)"
-    offset, size, _, magic = LOG_ENTRY_PREFIX.struct.unpack_from(head, 0)
-    if size < RECORD_OVERHEAD_V0:
-        return None, f"record size {size} smaller than the minimum record overhead at position {position}"
-    if position > end - LOG_OVERHEAD - size:
+    if entry.found == "undersized":
+        return None, f"record size {entry.size} smaller than the minimum record overhead at position {position}"
+    if entry.found == "partial":
         return None, f"no whole batch at position {position} of the .log (the tool's NoSuchElementException)"
-    if magic < 2:
-        return offset, None
+    if entry.found == "legacy":
+        return entry.offset, None
     if len(head) < RECORD_BATCH_OVERHEAD:
         return None, f"the .log ends inside the batch header at position {position}"
-    return offset + int.from_bytes(head[LAST_OFFSET_DELTA_POSITION:LAST_OFFSET_DELTA_POSITION + 4], "big",
-                                   signed=True), None
+    return entry.offset + int.from_bytes(head[LAST_OFFSET_DELTA_POSITION:LAST_OFFSET_DELTA_POSITION + 4], "big",
+                                         signed=True), None
 
 
 def dump_index_findings(slots: IndexSlots, log_path: str | os.PathLike,

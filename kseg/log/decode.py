@@ -127,6 +127,35 @@ def header_batch(header: bytes | memoryview, position: int, end: int) -> Batch |
     return _make_batch(mv, 0, size + LOG_OVERHEAD, magic, position)
 
 
+class KafkaEntry(NamedTuple):
+    """How Kafka's reader (``FileLogInputStream.nextBatch``) takes the bytes at a position:
+    ``found`` is "end" (its log header does not fit: no batch, the walk ends), "undersized" (a
+    size below the minimum record overhead: its CorruptRecordException), "partial" (the entry
+    runs past the end: trailing bytes), "legacy" (a magic below 2, negative ones included) or
+    "v2" (a magic of 2 or more: read as a v2 batch, whose CRC does not cover the magic)."""
+
+    found: str
+    offset: int = 0
+    size: int = 0
+    magic: int = 0
+
+
+def kafka_entry_at(head: bytes | memoryview, remaining: int) -> KafkaEntry:
+    """Kafka's framing rule, the one place kseg keeps it: the entry whose first bytes are
+    ``head`` (at least ``HEADER_SIZE_UP_TO_MAGIC`` of them when there are that many), with
+    ``remaining`` bytes from its start to the end Kafka reads to (the file's, or a slice's)."""
+    if remaining <= HEADER_SIZE_UP_TO_MAGIC or len(head) < HEADER_SIZE_UP_TO_MAGIC:
+        return KafkaEntry("end")
+    offset, size, _, magic = _PREFIX.unpack_from(head, 0)
+    if size < RECORD_OVERHEAD_V0:
+        found = "undersized"
+    elif LOG_OVERHEAD + size > remaining:
+        found = "partial"
+    else:
+        found = "legacy" if magic < 2 else "v2"
+    return KafkaEntry(found, offset, size, magic)
+
+
 def kafka_v2_entry(data: bytes, position: int) -> Batch | None:
     """The entry ``data`` starts with (at ``position`` in its file) as Kafka's reader
     (``FileLogInputStream.nextBatch``) takes one ``scan_entries`` does not: any magic of 2 or
@@ -134,13 +163,12 @@ def kafka_v2_entry(data: bytes, position: int) -> Batch | None:
     the header read on past the entry's end (``data`` holds at least the header then, and
     ``Batch.size`` is the entry's). None where Kafka would not read it as a v2 batch: a size
     below its minimum record overhead, or too few bytes in ``data``."""
-    if len(data) < RECORD_BATCH_OVERHEAD:
+    entry = kafka_entry_at(data, len(data))
+    if entry.found != "v2" or len(data) < RECORD_BATCH_OVERHEAD:
         return None
-    _, size, _, magic = _PREFIX.unpack_from(data, 0)
-    if magic < 2 or size < RECORD_OVERHEAD_V0:
-        return None
-    batch = _make_batch(memoryview(data), 0, max(size + LOG_OVERHEAD, RECORD_BATCH_OVERHEAD), magic, position)
-    return batch._replace(size=size + LOG_OVERHEAD)
+    batch = _make_batch(memoryview(data), 0, max(entry.size + LOG_OVERHEAD, RECORD_BATCH_OVERHEAD),
+                        entry.magic, position)
+    return batch._replace(size=entry.size + LOG_OVERHEAD)
 
 
 def _make_batch(mv: memoryview, pos: int, total: int, magic: int, base: int) -> Batch:

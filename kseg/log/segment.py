@@ -19,7 +19,7 @@ from kseg.errors import InputError, KsegError, TruncatedError
 from kseg.facts.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD
-from kseg.log.decode import Tail, kafka_v2_entry
+from kseg.log.decode import Tail, kafka_entry_at, kafka_v2_entry
 from kseg.log.fast import scan_entries
 from kseg.log import identity
 from kseg.log.listing import (  # the naming rules, beside the table of file kinds
@@ -153,14 +153,14 @@ class Segment:
         (``kseg.log.decode.kafka_v2_entry``: a magic above 2, a v2 size below the header's),
         read from the file; None where Kafka does not read it as a batch either, or the tail
         is not a whole entry before ``end`` (the file's end by default)."""
-        tail, head = self.tail, self.tail_head
-        if tail is None or len(head) < HEADER_SIZE_UP_TO_MAGIC:
+        tail = self.tail
+        if tail is None:
             return None
-        size = LOG_ENTRY_PREFIX.struct.unpack_from(head, 0)[1]
         limit = tail.position + tail.length if end is None else min(end, tail.position + tail.length)
-        if size < 0 or tail.position + LOG_OVERHEAD + size > limit:
+        entry = kafka_entry_at(self.tail_head, limit - tail.position)
+        if entry.found != "v2":
             return None
-        want = max(LOG_OVERHEAD + size, RECORD_BATCH_OVERHEAD)
+        want = max(LOG_OVERHEAD + entry.size, RECORD_BATCH_OVERHEAD)
         with self.path.open("rb") as f:
             f.seek(tail.position)
             data = f.read(want)
