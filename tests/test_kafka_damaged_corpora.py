@@ -1,16 +1,18 @@
-"""``kseg-dump-log`` on damaged segments prints what the real kafka-dump-log.sh printed (no Java needed).
+"""``kseg-dump-log`` on damaged files prints what the real kafka-dump-log.sh printed (no Java needed).
 
-Why: a damaged segment is when an operator runs the tool, and DumpLogSegments' way of failing (which
-lines it prints before it stops, the exception, the exit code) is what scripts around it read. The
-goldens of ``fixtures/kafka-damaged/<release>/`` (``tests/kafka/damaged.py``; a new release joins by
-having a folder there) were made on :func:`damaged.variants`; these are written again once per module
-and each row's command is run as the tool was, in the same working directory, with the release's
-``--kafka-version``.
+Why: a damaged file is when an operator runs the tool, and DumpLogSegments' way of failing (which lines
+it prints before it stops, the exception, the exit code) is what scripts around it read. Two corpora,
+one table (:data:`CORPORA`): damaged segments (``fixtures/kafka-damaged/``, ``tests/kafka/damaged.py``)
+and damaged companion files and internal-topic records inside whole batches
+(``fixtures/kafka-damaged-companions/``, ``tests/kafka/damaged_companions.py``, for the three decoders).
+A new release joins a corpus by having a folder there. The goldens were made on the corpus's
+``variants()``; these are written again once per corpus and each row's command is run as the tool ran,
+in the same working directory, with the release's ``--kafka-version``.
 
 Held to: stdout byte for byte, the exit code, and stderr: where the tool died with a stack trace, one
 ``kseg-dump-log: error:`` line; else the same bytes. Where kseg differs today the row is in
-``checks.KNOWN_DIFFERENCES``, the one table of them (one reason per kind of difference; xfail strict, so a
-fix shows).
+``checks.KNOWN_DIFFERENCES``, the one table of them, whose file patterns are ``<corpus>/<case>`` (one
+reason per kind of difference; xfail strict, so a fix shows).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import fnmatch
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, Callable, NamedTuple
 
 import pytest
 
@@ -28,39 +31,62 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "kafka"))
 
 import checks  # noqa: E402
 import damaged  # noqa: E402
+import damaged_companions  # noqa: E402
 from test_dump_log_dropin import kseg_version, run_dropin  # noqa: E402
 
 KSEG_ERROR = b"kseg-dump-log: error: "
-DAMAGED = "damaged"  # the file patterns of checks.KNOWN_DIFFERENCES for this corpus: damaged/<case>
-
-def known_difference(release: str, row: dict[str, Any]) -> str | None:
-    """Why kseg-dump-log differs from the tool on this row today (``checks.KNOWN_DIFFERENCES``, whose file
-    patterns for this corpus are ``damaged/<case>``), None where it should print what the tool did."""
-    return checks.known_difference(release, f"{DAMAGED}/{row['case']}", row["combo"], broker="*")
 
 
-def releases() -> list[str]:
-    return sorted(p.parent.name for p in damaged.FIXTURES.glob(f"*/{damaged.GOLDEN}"))
+class Corpus(NamedTuple):
+    """A corpus of damaged inputs and what the tool printed on them."""
+
+    maker: ModuleType  # FIXTURES, SOURCES, variants(), materialise(), all_runs(), source_bytes()
+    uncovered: Callable[[dict[str, bytes]], list[str]]  # what of the corpus's table no case takes
+
+
+CORPORA: dict[str, Corpus] = {
+    "damaged": Corpus(damaged, lambda cases: [
+        name for name in damaged.DAMAGE if not any(f"{s}-{name}" in cases for s in damaged.SOURCES)]),
+    "damaged-companions": Corpus(damaged_companions, lambda cases: sorted(
+        set(damaged_companions.SOURCES) - {damaged_companions.source_of(case) for case in cases})),
+}
+
+
+def known_difference(corpus: str, release: str, row: dict[str, Any]) -> str | None:
+    """Why kseg-dump-log differs from the tool on this row today, None where it should print what the tool did."""
+    return checks.known_difference(release, f"{corpus}/{row['case']}", row["combo"], broker="*")
+
+
+def releases(corpus: str) -> list[str]:
+    return sorted(p.parent.name for p in CORPORA[corpus].maker.FIXTURES.glob(f"*/{damaged.GOLDEN}"))
 
 
 def _rows() -> list:
     params = []
-    for release in releases():
-        for row in damaged.read_goldens(damaged.FIXTURES / release):
-            row_id = f"{release}:{row['case']}:{row['combo']}"
-            why = known_difference(release, row)
-            marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
-            params.append(pytest.param(release, row, marks=marks, id=row_id))
+    for corpus, c in CORPORA.items():
+        for release in releases(corpus):
+            for row in damaged.read_goldens(c.maker.FIXTURES / release):
+                why = known_difference(corpus, release, row)
+                marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
+                params.append(pytest.param(corpus, release, row, marks=marks,
+                                           id=f"{corpus}:{release}:{row['case']}:{row['combo']}"))
     return params
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    """The variants written as the tool read them: their folder and each case's SHA-256."""
-    root = tmp_path_factory.mktemp("kafka-damaged")
-    cases = damaged.variants()
-    damaged.materialise(root, cases)
-    return root, {case: damaged.sha256(data) for case, data in cases.items()}
+def written(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], tuple[Path, dict[str, str]]]:
+    """A corpus's variants written as the tool read them (once per corpus): their folder and each case's
+    SHA-256."""
+    done: dict[str, tuple[Path, dict[str, str]]] = {}
+
+    def write(corpus: str) -> tuple[Path, dict[str, str]]:
+        if corpus not in done:
+            root = tmp_path_factory.mktemp(f"kafka-{corpus}")
+            cases = CORPORA[corpus].maker.variants()
+            CORPORA[corpus].maker.materialise(root, cases)
+            done[corpus] = root, {case: damaged.sha256(data) for case, data in cases.items()}
+        return done[corpus]
+    return write
 
 
 def mismatch(release: str, row: dict[str, Any], root: Path) -> str | None:
@@ -81,56 +107,52 @@ def mismatch(release: str, row: dict[str, Any], root: Path) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("release,row", _rows())
-def test_damaged_like_kafka(release: str, row: dict[str, Any], corpus: tuple[Path, dict[str, str]]) -> None:
-    root, sha = corpus
+@pytest.mark.parametrize("corpus,release,row", _rows())
+def test_damaged_like_kafka(corpus: str, release: str, row: dict[str, Any],
+                            written: Callable[[str], tuple[Path, dict[str, str]]]) -> None:
+    root, sha = written(corpus)
+    maker = CORPORA[corpus].maker
     assert sha.get(row["case"]) == row["sha256"], (
-        f"{row['case']}: damaged.variants() no longer makes the bytes the golden was made from: "
-        f"python tests/kafka/damaged.py --release {release} --write fixtures/kafka-damaged/{release}")
+        f"{row['case']}: {maker.__name__}.variants() no longer makes the bytes the golden was made from: "
+        f"python tests/kafka/{maker.__name__}.py --release {release} --write fixtures/kafka-{corpus}/{release}")
     problem = mismatch(release, row, root)
     assert problem is None, problem
 
 
-@pytest.mark.parametrize("release", releases())
-def test_every_damage_has_goldens(release: str) -> None:
-    """Every damage of DAMAGE, on every source it applies to, with every combination: a new damage, source
-    or combination needs its goldens written (and a removed one its goldens dropped)."""
-    cases = damaged.variants()
-    applies = {name: [s for s in damaged.SOURCES if f"{s}-{name}" in cases] for name in damaged.DAMAGE}
-    assert [name for name, sources in applies.items() if not sources] == [], "damages no source takes"
-    expected = {(case, combo) for case in cases for combo in damaged.COMBOS}
-    rows = damaged.read_goldens(damaged.FIXTURES / release)
+@pytest.mark.parametrize("corpus,release", [(c, r) for c in CORPORA for r in releases(c)])
+def test_every_damage_has_goldens(corpus: str, release: str) -> None:
+    """Every case of the corpus's variants() with each of its combinations: a new damage, source or
+    combination needs its goldens written (and a removed one its goldens dropped)."""
+    maker = CORPORA[corpus].maker
+    cases = maker.variants()
+    assert CORPORA[corpus].uncovered(cases) == [], "damages or sources no case takes"
+    rows = damaged.read_goldens(maker.FIXTURES / release)
     got = {(r["case"], r["combo"]) for r in rows}
     assert len(got) == len(rows), "a case and combination twice"
-    assert sorted(expected - got) == [], "no golden (python tests/kafka/damaged.py --write)"
+    expected = set(maker.all_runs(cases))
+    assert sorted(expected - got) == [], f"no golden (python tests/kafka/{maker.__name__}.py --write)"
     assert sorted(got - expected) == [], "goldens of no variant"
 
 
-def unused_patterns(prefix: str, fixtures: Path) -> list[str]:
-    """The patterns of checks.KNOWN_DIFFERENCES for the corpus of ``fixtures`` (file patterns ``prefix/<case>``)
-    that name no golden row: stale ones, to go. Fails when the corpus has none at all."""
-    ids = [f"{prefix}/{r['case']}:{r['combo']}" for folder in sorted(fixtures.glob(f"*/{damaged.GOLDEN}"))
-           for r in damaged.read_goldens(folder.parent)]
-    ours = [f"{rel}:{combo}" for _, rel, combo in checks.KNOWN_DIFFERENCES if rel.startswith(f"{prefix}/")]
-    assert ours, f"no known difference for {prefix}: drop this check"
-    return [p for p in ours if not any(fnmatch.fnmatchcase(i, p) for i in ids)]
+@pytest.mark.parametrize("corpus", CORPORA)
+def test_known_differences_are_used(corpus: str) -> None:
+    """Each of the corpus's patterns of checks.KNOWN_DIFFERENCES names some golden row (a stale one goes)."""
+    ids = [f"{corpus}/{r['case']}:{r['combo']}" for release in releases(corpus)
+           for r in damaged.read_goldens(CORPORA[corpus].maker.FIXTURES / release)]
+    ours = [f"{rel}:{combo}" for _, rel, combo in checks.KNOWN_DIFFERENCES if rel.startswith(f"{corpus}/")]
+    assert ours, f"no known difference for {corpus}: drop this check"
+    assert [p for p in ours if not any(fnmatch.fnmatchcase(i, p) for i in ids)] == []
 
 
-def manifest_counts(fixtures: Path) -> list[str]:
-    """Where a release folder's manifest does not say its release, version or number of runs."""
-    problems = []
-    for folder in sorted(p.parent for p in fixtures.glob(f"*/{damaged.GOLDEN}")):
+@pytest.mark.parametrize("corpus", CORPORA)
+def test_manifests(corpus: str) -> None:
+    """Each release folder's manifest says its release, version, number of runs and the sources' bytes."""
+    maker = CORPORA[corpus].maker
+    assert releases(corpus)
+    for release in releases(corpus):
+        folder = maker.FIXTURES / release
         doc = json.loads((folder / damaged.MANIFEST).read_text())
-        if (doc["release"], doc["kafka_version"], doc["counts"]["runs"]) != (
-                folder.name, damaged.brokers.version(folder.name), len(damaged.read_goldens(folder))):
-            problems.append(str(folder))
-    return problems
-
-
-def test_known_differences_are_used() -> None:
-    """Each of this corpus's patterns of checks.KNOWN_DIFFERENCES names some golden row (a stale one goes)."""
-    assert unused_patterns(DAMAGED, damaged.FIXTURES) == []
-
-
-def test_manifests() -> None:
-    assert releases() and manifest_counts(damaged.FIXTURES) == []
+        assert (doc["release"], doc["kafka_version"], doc["counts"]["runs"]) == (
+            release, damaged.brokers.version(release), len(damaged.read_goldens(folder)))
+        assert doc["sources"] == {name: {"path": path, "sha256": damaged.sha256(maker.source_bytes(name))}
+                                  for name, path in maker.SOURCES.items()}

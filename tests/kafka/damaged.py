@@ -23,7 +23,7 @@ folder per release, ``fixtures/kafka-damaged/<release>/``:
     python tests/kafka/damaged.py --release 3.9 --write fixtures/kafka-damaged/3.9
     python tests/kafka/damaged.py --check fixtures/kafka-damaged/4   # DumpLogSegments still prints it
 
-``tests/test_kafka_damaged_corpus.py`` holds ``kseg-dump-log`` to the goldens without Java;
+``tests/test_kafka_damaged_corpora.py`` holds ``kseg-dump-log`` to the goldens without Java;
 ``tests/kafka/test_kafka_damaged_live.py`` runs ``--check`` on the live tier's releases.
 ``tests/kafka/damaged_companions.py`` makes a corpus of its own with these functions (their parameters say
 where a case's file goes, its flags, a fresh copy per run), so the two are kept the same way.

@@ -30,7 +30,7 @@ the damaged file.
     python tests/kafka/damaged_companions.py --release 3.9 --write fixtures/kafka-damaged-companions/3.9
     python tests/kafka/damaged_companions.py --check fixtures/kafka-damaged-companions/4
 
-``tests/test_kafka_damaged_companions_corpus.py`` holds ``kseg-dump-log`` to the goldens without Java;
+``tests/test_kafka_damaged_corpora.py`` holds ``kseg-dump-log`` to the goldens without Java;
 ``tests/kafka/test_kafka_damaged_companions_live.py`` runs a sample of ``--check`` on the live tier's releases.
 """
 

@@ -1,7 +1,7 @@
 """Live: the real kafka-dump-log.sh still prints the damaged-input goldens (``fixtures/kafka-damaged/``,
 ``fixtures/kafka-damaged-companions/``).
 
-Why: ``tests/test_kafka_damaged_corpus.py`` and ``tests/test_kafka_damaged_companions_corpus.py`` hold
+Why: ``tests/test_kafka_damaged_corpora.py`` holds
 ``kseg-dump-log`` to those goldens without Java; this reruns the tool on a sample of each corpus (its
 ``sampled``: every damage once, sources and flag combinations in turn) for each release of the live tier
 (``brokers.live_releases``: 3.9.2 and 4.3.1 unless KSEG_KAFKA_RELEASES names others) that has a golden
