@@ -92,6 +92,14 @@ class Cut:
     last_offset_lost: int | None = None
     exact: bool = True  # False when part of the lost bytes could not be read as batches
 
+    def lose(self, b: Batch, limit: int) -> None:
+        """Count a whole batch past the cut (``limit``: the decompressed bytes a count may read)."""
+        self.batches_lost += 1
+        self.records_lost += record_count(b, limit)
+        if self.first_offset_lost is None:
+            self.first_offset_lost = b.offset
+        self.last_offset_lost = b.last_offset
+
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -266,11 +274,7 @@ def scan_segment(path: Path, txn: TxnState, limit: int, kept: list[Batch], txns:
                     rep.aborted_txns += 1
                 continue
         # Past the cut: count what is lost.
-        cut.batches_lost += 1
-        cut.records_lost += record_count(b, limit)
-        if cut.first_offset_lost is None:
-            cut.first_offset_lost = b.offset
-        cut.last_offset_lost = b.last_offset
+        cut.lose(b, limit)
     tail = seg.tail
     if tail is not None:
         if cut is None:
@@ -303,11 +307,7 @@ def deleted_segment(path: Path, limit: int) -> SegmentRepair:
     rep = SegmentRepair(str(path), None, seg.size)
     cut = Cut(DELETED, 0, "after a truncated segment: deleted, as the broker's recovery does", rep.size)
     for b in seg.batches():
-        cut.batches_lost += 1
-        cut.records_lost += record_count(b, limit)
-        if cut.first_offset_lost is None:
-            cut.first_offset_lost = b.offset
-        cut.last_offset_lost = b.last_offset
+        cut.lose(b, limit)
     if seg.tail is not None:
         cut.exact = False
     rep.cut = cut
@@ -322,20 +322,20 @@ def emptied_segment(path: Path, rep: SegmentRepair, why: OffsetsGoBackError, lim
     deletes every later segment. ``rep``, ``kept`` and ``txns`` become what is left. Where no
     batch reaches the base offset the tool keeps the file as it is with empty indexes; kseg
     cuts it whole instead, writing no bytes that failed a check."""
+    message = (f"{why.message} ({why.expected} expected, {why.found} found): no index can be built; "
+               "recovery empties the segment")
     base = base_offset_of(path) or 0
-    seg = Segment(path)
-    at = next((b.position for b in seg.batches() if b.last_offset >= base), 0)
+    whole = Cut(OFFSETS, 0, message, rep.size)  # the cut where no batch reaches the base offset
+    cut: Cut | None = None
+    for b in Segment(path).batches():
+        if cut is None and b.last_offset >= base:
+            cut = Cut(OFFSETS, b.position, message, rep.size - b.position)
+        (cut or whole).lose(b, limit)
+    cut = cut or whole
+    at = cut.position
     kept[:] = [b for b in kept if b.position < at]
     lost_from = kept[-1].last_offset + 1 if kept else None
     txns[:] = [t for t in txns if lost_from is not None and t.last_offset < lost_from]
-    cut = Cut(OFFSETS, at, f"{why.message} ({why.expected} expected, {why.found} found): no index can be built; "
-              "recovery empties the segment", rep.size - at)
-    for b in Segment(path).batches(start=at):
-        cut.batches_lost += 1
-        cut.records_lost += record_count(b, limit)
-        if cut.first_offset_lost is None:
-            cut.first_offset_lost = b.offset
-        cut.last_offset_lost = b.last_offset
     cut.exact = rep.cut is None or rep.cut.exact
     rep.cut = cut
     rep.kept_bytes = at
