@@ -60,6 +60,9 @@ class DumpLogRelease:
     snapshot_scala_option: bool = False
     # producer snapshots: a space ends an entry without batch metadata (3.x; Kafka 4 ends it after lastTimestamp)
     snapshot_space_without_batch: bool = False
+    # producer snapshots read by the generated ProducerSnapshot message (4.0 on), not by a Schema: what the tool says
+    # of one it cannot read (kseg.companions.kafka_snapshot)
+    snapshot_generated_reader: bool = False
     # remote log metadata: ", txnIdxEmpty=..." in segment metadata (4.0 and later: the storage-api jar's text)
     remote_txn_index_empty: bool = True
     # --files: a name without a "." stops the tool (the Scala tool's suffix lookup fails: 2.8-4.2), else
@@ -106,7 +109,7 @@ _3X = DumpLogRelease("3.9", "3.9.2", legacy_crc_brace=True, payload_space_withou
                      path_map_order="scala", decoder_texts=("3",), leader_change_text=False,
                      snapshot_space_without_batch=True, remote_txn_index_empty=False, suffixless_name_stops=True)
 _4X = DumpLogRelease("4.3", "4.3.1", gap_from_file_start=True, gaps_sorted=True, index_mismatches_by_offset=True,
-                     not_found_names_file=True, decoder_texts=("definitions-4.3",))
+                     not_found_names_file=True, decoder_texts=("definitions-4.3",), snapshot_generated_reader=True)
 
 #: every release line, oldest first
 RELEASES: tuple[DumpLogRelease, ...] = (
@@ -118,12 +121,12 @@ RELEASES: tuple[DumpLogRelease, ...] = (
             control_types=("ABORT", "COMMIT", "QUORUM_REASSIGNMENT", "LEADER_CHANGE")),
     replace(_3X, line="3.6", checked="3.6.2", decoder_texts=("classic", "3"), decoder_class_package=_SERIALIZER),
     replace(_3X, serializer_decoders_deprecated=True, decoder_texts=("3", "definitions-3.9")),
-    replace(_3X, line="4.0", checked="4.0.2", remote_txn_index_empty=True,
+    replace(_3X, line="4.0", checked="4.0.2", remote_txn_index_empty=True, snapshot_generated_reader=True,
             decoder_texts=("transaction-version-lookup", "definitions-4.0", "3")),
-    replace(_3X, line="4.1", checked="4.1.2", remote_txn_index_empty=True, decoder_texts=("definitions-4.1",),
-            leader_change_text=True),
-    replace(_3X, line="4.2", checked="4.2.2", remote_txn_index_empty=True, decoder_texts=("definitions-4.2",),
-            leader_change_text=True),
+    replace(_3X, line="4.1", checked="4.1.2", remote_txn_index_empty=True, snapshot_generated_reader=True,
+            decoder_texts=("definitions-4.1",), leader_change_text=True),
+    replace(_3X, line="4.2", checked="4.2.2", remote_txn_index_empty=True, snapshot_generated_reader=True,
+            decoder_texts=("definitions-4.2",), leader_change_text=True),
     _4X,
     replace(_4X, line="4.4", checked="4.4.0", decoder_texts=("transaction-state-names",)),
 )

@@ -894,6 +894,8 @@ class TxnSlots(NamedTuple):
     source: "memoryview | str | os.PathLike"
     count: int
     partial_bytes: int
+    # read as Kafka reads it: the error its reader throws at entry ``count`` (the entries before it are these)
+    stop: KsegError | None = None
 
     def rows(self) -> Iterator[AbortedTxn]:
         if isinstance(self.source, memoryview):
@@ -904,9 +906,11 @@ class TxnSlots(NamedTuple):
         return (AbortedTxn(*fields) for part in parts for fields in unpack(part))
 
 
-def _scan_txn(f: Any, base_offset: int, source: Any) -> TxnSlots:
+def _scan_txn(f: Any, base_offset: int, source: Any, as_kafka: bool = False) -> TxnSlots:
     """Count a .txnindex's entries a piece at a time, checking each one's version (IndexFileError
-    at the first that is not 0, as ``parse_txn_index``)."""
+    at the first that is not 0, as ``parse_txn_index``). ``as_kafka``: Kafka's check, which reads
+    the version's first byte alone, as a signed byte, and throws where it is above 0 (the slots
+    then end before that entry, ``stop`` the error)."""
     step = READ_PIECE - READ_PIECE % TXN_ENTRY_SIZE
     count = partial = 0
     while True:
@@ -916,7 +920,15 @@ def _scan_txn(f: Any, base_offset: int, source: Any) -> TxnSlots:
         n = len(piece) // TXN_ENTRY_SIZE
         partial = len(piece) - n * TXN_ENTRY_SIZE
         body = bytes(piece[:n * TXN_ENTRY_SIZE])
-        if body[0::TXN_ENTRY_SIZE].count(0) != n or body[1::TXN_ENTRY_SIZE].count(0) != n:
+        firsts = body[0::TXN_ENTRY_SIZE]
+        if as_kafka:
+            i = next((k for k, b in enumerate(firsts) if 0 < b < 0x80), None) if firsts.count(0) != n else None
+            if i is not None:
+                stop = IndexFileError("unexpected aborted-transaction entry version (Kafka's reader throws)",
+                                      position=(count + i) * TXN_ENTRY_SIZE, where=f"entry {count + i}",
+                                      expected="a first byte of 0 or below", found=firsts[i])
+                return TxnSlots(base_offset, source, count + i, 0, stop)
+        elif firsts.count(0) != n or body[1::TXN_ENTRY_SIZE].count(0) != n:
             i = next(k for k in range(n) if body[k * TXN_ENTRY_SIZE:k * TXN_ENTRY_SIZE + 2] != b"\0\0")
             version = ABORTED_TXN_ENTRY.struct.unpack_from(body, i * TXN_ENTRY_SIZE)[0]
             raise IndexFileError("unknown aborted-transaction entry version",
@@ -928,15 +940,16 @@ def _scan_txn(f: Any, base_offset: int, source: Any) -> TxnSlots:
     return TxnSlots(base_offset, source, count, partial)
 
 
-def read_txn_slots(path: str | os.PathLike, base_offset: int | None = None) -> TxnSlots:
-    """Scan a .txnindex in pieces (``TxnSlots``: its entries read again when asked for)."""
+def read_txn_slots(path: str | os.PathLike, base_offset: int | None = None, as_kafka: bool = False) -> TxnSlots:
+    """Scan a .txnindex in pieces (``TxnSlots``: its entries read again when asked for);
+    ``as_kafka``: its versions checked as Kafka's reader checks them (``_scan_txn``)."""
     base = _base(path, base_offset)
     try:
         with open_input(path) as f:
             if open_size(f) is None:  # a pipe or device: cannot be read twice, so held (bounded)
                 data = memoryview(_read_stream(f, path))
-                return _scan_txn(ViewReader(data), base, data)
-            return _scan_txn(f, base, path)
+                return _scan_txn(ViewReader(data), base, data, as_kafka)
+            return _scan_txn(f, base, path, as_kafka)
     except OSError as e:
         raise cannot_read(path, e) from None
     except KsegError as e:
@@ -970,6 +983,14 @@ def read_producer_snapshot(path: str | os.PathLike) -> ProducerSnapshot:
                 raise IndexFileError("producer snapshot larger than Kafka reads", position=MAX_SNAPSHOT_BYTES,
                                      expected=f"at most {MAX_SNAPSHOT_BYTES} bytes", found=f"{size} bytes")
         return parse_producer_snapshot(_read_limited(path, MAX_SNAPSHOT_BYTES, "producer snapshot"))
+    except KsegError as e:
+        raise e.located(file=str(path))
+
+
+def read_snapshot_bytes(path: str | os.PathLike) -> bytes:
+    """A .snapshot file's bytes, as Kafka reads them (whole), refused past what Kafka can read."""
+    try:
+        return _read_limited(path, MAX_SNAPSHOT_BYTES, "producer snapshot")
     except KsegError as e:
         raise e.located(file=str(path))
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from kseg.companions.read import (
     OffsetIndexEntry,
     TimeIndexEntry,
+    parse_producer_snapshot,
     parse_quorum_state,
     read_index_slots,
     read_leader_epoch_checkpoint,
@@ -19,10 +20,11 @@ from kseg.companions.read import (
     read_offset_checkpoint,
     read_partition_metadata,
     read_producer_snapshot,
+    read_snapshot_bytes,
     read_text_file,
     read_txn_slots,
 )
-from kseg.errors import KsegError
+from kseg.errors import DataError, KsegError
 from kseg.log.listing import QUORUM_STATE_FILE
 from kseg.ops.companion_events import CompanionEvent, IndexEntries, TxnEntries
 
@@ -36,11 +38,14 @@ def _index_event(path: Path, kind: str) -> CompanionEvent:
     return CompanionEvent(path, kind, IndexEntries(slots, names), info, slots)  # type: ignore[arg-type]
 
 
-def dump_companion(path: Path, kind: str) -> CompanionEvent:
+def dump_companion(path: Path, kind: str, as_the_tool: bool = False) -> CompanionEvent:
+    """A companion file's event; ``as_the_tool``: read as kafka-dump-log.sh reads it (a .txnindex's
+    versions as Kafka checks them, ``TxnSlots.stop``; a producer snapshot's bytes carried, and kseg's
+    error instead of raised, ``CompanionEvent.raw``)."""
     if kind in ("index", "timeindex"):
         return _index_event(path, kind)
     if kind == "txnindex":
-        slots = read_txn_slots(path)
+        slots = read_txn_slots(path, as_kafka=as_the_tool)
         return CompanionEvent(path, kind, TxnEntries(slots), {}, slots)
     if kind == "leader_epoch":
         ckpt = read_leader_epoch_checkpoint(path)
@@ -59,14 +64,22 @@ def dump_companion(path: Path, kind: str) -> CompanionEvent:
     if kind == "meta_properties":  # a key and value each (its keys are the file's: no field of ours)
         props = read_meta_properties(path)
         return CompanionEvent(path, kind, [{"key": k, "value": v} for k, v in props.items()], {}, props)
-    snap = read_producer_snapshot(path)
+    raw = None
+    if as_the_tool:
+        raw = read_snapshot_bytes(path)
+        try:
+            snap = parse_producer_snapshot(raw)
+        except DataError as e:
+            return CompanionEvent(path, "snapshot", [], {}, e.located(file=str(path)), raw)
+    else:
+        snap = read_producer_snapshot(path)
     entries = []
     for e in snap.entries:
         d = e._asdict()
         d["first_sequence"] = e.first_sequence
         entries.append(d)
     return CompanionEvent(path, "snapshot", entries,
-                          {"version": snap.version, "crc": snap.crc, "crc_valid": snap.crc_valid}, snap)
+                          {"version": snap.version, "crc": snap.crc, "crc_valid": snap.crc_valid}, snap, raw)
 
 
 def _quorum_state(path: Path) -> CompanionEvent:

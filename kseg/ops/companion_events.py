@@ -26,6 +26,9 @@ class CompanionEvent:
     entries: Sequence = field(default_factory=list)  # of dicts (IndexEntries for the index files)
     info: dict = field(default_factory=dict)
     parsed: Any = field(default=None, compare=False)  # the file as read (IndexSlots, snapshot, JSON...)
+    # a producer snapshot's bytes, for a dump that judges them as kafka-dump-log.sh does (parsed is then
+    # kseg's error where kseg cannot read them: the tool's reader may, or say otherwise)
+    raw: bytes | None = field(default=None, compare=False, repr=False)
 
 
 class _FileRows(Sequence):

@@ -209,7 +209,7 @@ def dump_file(path: Path, options: DumpOptions, piece: LogSlice | None = None) -
     elif kind == "unknown":
         yield SkippedEvent(path, "unknown file type")
     else:
-        yield load(DUMP_COMPANION)(path, kind)
+        yield load(DUMP_COMPANION)(path, kind, options.as_the_tool)
 
 
 def sliceable(o: DumpOptions) -> bool:

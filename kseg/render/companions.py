@@ -11,6 +11,7 @@ from itertools import islice
 from typing import Iterable, Iterator
 
 from kseg.companions.check import DumpIndexFindings, companion_log_path, dump_index_findings, index_sanity_problem
+from kseg.companions.kafka_snapshot import kafka_snapshot_problem
 from kseg.companions.read import IndexSlots, TxnSlots
 from kseg.decoders.jvm import PATH_MAP_ORDERS
 from kseg.defaults import KAFKA_MAX_MESSAGE_SIZE
@@ -47,6 +48,15 @@ def _scala_option(v: int) -> str:
     return "None" if v < 0 else f"Some({v})"
 
 
+def snapshot_stop(ev: CompanionEvent, release: DumpLogRelease) -> str | None:
+    """What the release's tool says on stderr, instead of a producer snapshot's entries, where its
+    reader throws (``kseg.companions.kafka_snapshot``: the tool prints the message and goes on, exit
+    0); None for another event, or a snapshot it reads."""
+    if ev.kind != "snapshot" or ev.raw is None:
+        return None
+    return kafka_snapshot_problem(ev.raw, release.snapshot_generated_reader)
+
+
 def kafka_lines(ev: CompanionEvent, *, index_sanity: bool = False, verify_index: bool = False,
                 release: "str | DumpLogRelease" = DEFAULT) -> Iterable[str]:
     """The lines kafka-dump-log.sh prints for a companion file's entries (a .txnindex's as they are
@@ -71,7 +81,8 @@ def kafka_lines(ev: CompanionEvent, *, index_sanity: bool = False, verify_index:
                     for line in text.splitlines())
         return [" ".join(f"{name}: {value}" for name, value in e.items()) for e in ev.entries]
     if ev.kind == "txnindex":
-        return (f"version: {e.version} producerId: {e.producer_id} firstOffset: {e.first_offset} "
+        # the version as Kafka reads it: the field's first byte, signed (a reader of kseg's own stops where it is not 0)
+        return (f"version: {e.version >> 8} producerId: {e.producer_id} firstOffset: {e.first_offset} "
                 f"lastOffset: {e.last_offset} lastStableOffset: {e.last_stable_offset}"
                 for e in (p.rows() if isinstance(p, TxnSlots) else p.entries))
     if ev.kind == "leader_epoch":

@@ -39,7 +39,7 @@ from kseg.render import bulk, lines as line_writers
 from kseg.render.fields import RecordView, json_fields, text_line
 from kseg.render.lines import bool_text, iso_utc, text_escape, text_head
 from kseg.render.jsonout import dumps, encoder
-from kseg.render.kafka_stops import SECOND_HALF, codec_stop, snapshot_stop, tail_stop
+from kseg.render.kafka_stops import SECOND_HALF, codec_stop, tail_stop
 from kseg.render.payload import (BUILTIN, Decoder, add_decoder_failures, decoder_failures, decoder_notes,
                                  header_key_text)
 from kseg.render.tables import tabulate
@@ -53,6 +53,7 @@ COMPANION_INDEX_TEXT = "kseg.render.companions:index_text"
 COMPANION_KAFKA_LINES = "kseg.render.companions:kafka_lines"
 COMPANION_INDEX_FINDINGS = "kseg.render.companions:index_findings_of"
 COMPANION_FINDINGS_LINES = "kseg.render.companions:index_findings_lines"
+COMPANION_SNAPSHOT_STOP = "kseg.render.companions:snapshot_stop"
 
 if TYPE_CHECKING:
     from kseg.companions.check import DumpIndexFindings
@@ -588,8 +589,12 @@ class KafkaRenderer:
                 w(f"Found {ev.tail.length} invalid bytes at the end of {safe(ev.path.name)}\n")
         elif isinstance(ev, BadBatchEvent):
             self.err.write(f"kseg: error: {ev.error}\n")
-        elif isinstance(ev, CompanionEvent) and self.as_the_tool and snapshot_stop(ev) is not None:
-            self.err.write(snapshot_stop(ev) + "\n")  # the tool's message for a corrupt snapshot: no entry, exit 0
+        elif isinstance(ev, CompanionEvent) and (problem := load(COMPANION_SNAPSHOT_STOP)(ev, self.release)):
+            self.err.write(problem + "\n")  # the tool's message for a snapshot it cannot read: no entry, exit 0
+        elif isinstance(ev, CompanionEvent) and isinstance(ev.parsed, KsegError):
+            raise ev.parsed  # only kseg finds fault with it: the tool would print its entries
+        elif isinstance(ev, CompanionEvent) and ev.kind == "txnindex" and ev.parsed.stop is not None:
+            raise ev.parsed.stop.located(file=str(ev.path))  # Kafka's reader throws before the tool prints an entry
         elif isinstance(ev, CompanionEvent):
             index_lines = load(COMPANION_INDEX_LINES)
             if ev.kind in index_lines and not self.index_sanity:

@@ -12,7 +12,6 @@ from kseg.facts.log_entry import MAGIC_POSITION, SIZE_POSITION
 from kseg.facts.message_v0v1 import RECORD_OVERHEAD_V0
 from kseg.log.decode import kafka_entry_at
 from kseg.model import CODEC_NAMES, Batch
-from kseg.ops.companion_events import CompanionEvent
 
 #: where the batch line's second half starts: Kafka builds each half whole, then prints it
 SECOND_HALF = b" position: "
@@ -43,14 +42,3 @@ def codec_stop(batch: Batch) -> CorruptBatchError | None:
         return None
     return CorruptBatchError("unknown compression type id", position=batch.position, expected="0..4",
                              found=batch.codec)
-
-
-def snapshot_stop(ev: CompanionEvent) -> str | None:
-    """What the tool says on stderr, instead of a producer snapshot's entries, for one whose CRC does
-    not match its entries (``ProducerStateManager.readSnapshot``'s CorruptSnapshotException, which the
-    tool prints and goes on, exit 0); None for another event or a sound snapshot."""
-    snap = ev.parsed
-    if ev.kind != "snapshot" or getattr(snap, "crc_valid", True):
-        return None
-    return (f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {snap.crc}. "
-            f"Computed crc: {snap.computed_crc}")

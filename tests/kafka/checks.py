@@ -256,17 +256,6 @@ _DAMAGED_DIFFERENCES: dict[tuple[str, str, str], str] = {
 
 # kseg-dump-log on damaged companion files and internal-topic records (fixtures/kafka-damaged-companions,
 # tests/kafka/damaged_companions.py): the file pattern is damaged-companions/<case>; "*>3.9": Kafka 3.9.2's tool only
-_SNAPSHOT_CRC = ("a producer snapshot with bytes appended after its entries: the tool's CRC, over the whole file, does "
-                 "not match, so it prints no entry, only 'Snapshot is corrupt (CRC is no longer valid). Stored crc: S. "
-                 "Computed crc: C' on stderr, and exits 0; kseg stops with 'bytes after the producer entries' and "
-                 "exits 1")
-_SNAPSHOT_SCHEMA = ("a producer snapshot that does not parse (unknown version, a bad entry count, cut short): the tool "
-                    "prints no entry, only the CorruptSnapshotException's message on stderr ('Snapshot failed schema "
-                    "validation: ...'; 3.9: 'Snapshot contained an unknown file version N' for the version) and exits "
-                    "0; kseg prints an error of its own and exits 1")
-_TXNINDEX_VERSION = ("a transaction index entry whose 2-byte version is not 0: the tool prints it all the same, "
-                     "'version: ' its first byte as a signed byte (0xff00: -1, 0x00ff: 0), and goes on; kseg stops "
-                     "with 'unknown aborted-transaction entry version' and exits 1")
 _METADATA_VERSION_255 = ("a metadata record whose version varint reads 255 (its byte 0x00 flipped): the tool reads "
                          "the record at that version, which takes 1 of its 20 bytes, and prints 'Error at N, skipping. "
                          "Found 19 byte(s) of garbage after 23' (23: the type); kseg prints 'Failed to deserialize "
@@ -290,13 +279,6 @@ _TXNLOG_BYTES_LEFT = ("Kafka 3.9's --transaction-log-decoder on a value whose ta
 
 _COMPANIONS = "damaged-companions"
 _COMPANION_DIFFERENCES: dict[tuple[str, str, str], str] = {
-    # the CRC (bytes 2-5) and the entries (from byte 10); the version (0-1) and the entry count (6-9), cuts
-    **{("*", f"{_COMPANIONS}/snapshot-{damage}", "plain"): _SNAPSHOT_CRC for damage in ["tail-*"]},
-    **{("*", f"{_COMPANIONS}/snapshot-{damage}", "plain"): _SNAPSHOT_SCHEMA
-       for damage in ["flip-0[016-9]", "cut-*"]},
-    # the first entry's version (bytes 0-1) and the second's first byte (34)
-    **{("*", f"{_COMPANIONS}/txnindex-{damage}", "plain"): _TXNINDEX_VERSION
-       for damage in ("flip-0[01]", "flip-middle")},
     ("*", f"{_COMPANIONS}/metadata-value-02", "metadata"): _METADATA_VERSION_255,
     **{("*>3.9", f"{_COMPANIONS}/offsets-{damage}", "offsets"): _OFFSETS_NEGATIVE_VERSION
        for damage in ("value-00", "version-ffff")},

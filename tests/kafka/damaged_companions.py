@@ -11,7 +11,8 @@ meets bad bytes:
   beside them, so each case gets a copy of the whole partition folder with only the damaged file
   replaced), a producer snapshot, a transaction index, a KRaft snapshot and ``bootstrap.checkpoint``
   (with ``--cluster-metadata-decoder`` too). Each is damaged in each way of :data:`COMPANION_DAMAGE`: a
-  byte flipped at each of its first 32 positions, in its middle and at its end, cuts, garbage after it;
+  byte flipped at each of its first 32 positions, in its middle and at its end, its first byte made 1,
+  cuts, garbage after it;
 * the internal topics' segments with their decoders (:data:`INTERNAL`: ``--offsets-decoder``,
   ``--transaction-log-decoder``, ``--cluster-metadata-decoder``; and ``--deep-iteration
   --print-data-log`` alone). The damages keep the batch framing whole, so that the decoder meets the bad
@@ -31,7 +32,7 @@ the damaged file.
     python tests/kafka/damaged_companions.py --check fixtures/kafka-damaged-companions/4
 
 ``tests/test_kafka_damaged_corpora.py`` holds ``kseg-dump-log`` to the goldens without Java;
-``tests/kafka/test_kafka_damaged_companions_live.py`` runs a sample of ``--check`` on the live tier's releases.
+``tests/kafka/test_kafka_damaged_live.py`` runs a sample of ``--check`` on the live tier's releases.
 """
 
 from __future__ import annotations
@@ -109,6 +110,9 @@ def _cut(at: Callable[[int], int]) -> Callable[[bytes], bytes]:
 #: damage name -> how, for the companion files; the cases are ``<source>-<name>`` where it applies
 COMPANION_DAMAGE: dict[str, Callable[[bytes], bytes | None]] = {
     **{f"flip-{i:02d}": _flip(lambda n, i=i: i) for i in range(FIRST_BYTES)},
+    # a version's first byte (txnindex, snapshot) or an entry's offset made 1: flips give 0xff, which Kafka
+    # reads as a negative version byte; at 1 its readers throw
+    "one-00": lambda data: None if not data or data[0] == 1 else b"\x01" + data[1:],
     "flip-middle": _flip(lambda n: n // 2, only_past=FIRST_BYTES),
     "flip-last": _flip(lambda n: n - 1, only_past=FIRST_BYTES),
     "cut-0": _cut(lambda n: 0),
