@@ -156,14 +156,18 @@ def kafka_entry_at(head: bytes | memoryview, remaining: int) -> KafkaEntry:
     return KafkaEntry(found, offset, size, magic)
 
 
-def kafka_v2_entry(data: bytes, position: int) -> Batch | None:
+def kafka_short_entry(data: bytes, position: int) -> Batch | None:
     """The entry ``data`` starts with (at ``position`` in its file) as Kafka's reader
     (``FileLogInputStream.nextBatch``) takes one ``scan_entries`` does not: any magic of 2 or
-    more as a v2 batch (its CRC does not cover the magic), a size below the v2 header's with
+    more as a v2 batch (its CRC does not cover the magic), a v2 size below the v2 header's with
     the header read on past the entry's end (``data`` holds at least the header then, and
-    ``Batch.size`` is the entry's). None where Kafka would not read it as a v2 batch: a size
-    below its minimum record overhead, or too few bytes in ``data``."""
+    ``Batch.size`` is the entry's), a v1 size below the v1 header's (with its key and value
+    lengths: the line's fields are all inside the entry; its records cannot be read). None where
+    Kafka would not read it as a batch: a size below its minimum record overhead, a negative
+    magic, or too few bytes in ``data``."""
     entry = kafka_entry_at(data, len(data))
+    if entry.found == "legacy" and 0 <= entry.magic < 2 and entry.size < _MIN_SIZE[entry.magic]:
+        return _make_batch(memoryview(data), 0, entry.size + LOG_OVERHEAD, entry.magic, position)
     if entry.found != "v2" or len(data) < RECORD_BATCH_OVERHEAD:
         return None
     batch = _make_batch(memoryview(data), 0, max(entry.size + LOG_OVERHEAD, RECORD_BATCH_OVERHEAD),

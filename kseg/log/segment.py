@@ -19,7 +19,7 @@ from kseg.errors import InputError, KsegError, TruncatedError
 from kseg.facts.log_entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
 from kseg.layouts import LOG_ENTRY_PREFIX
 from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD
-from kseg.log.decode import Tail, kafka_entry_at, kafka_v2_entry
+from kseg.log.decode import Tail, kafka_entry_at, kafka_short_entry
 from kseg.log.fast import scan_entries
 from kseg.log import identity
 from kseg.log.listing import (  # the naming rules, beside the table of file kinds
@@ -150,21 +150,22 @@ class Segment:
 
     def kafka_reads_on(self, end: int | None = None) -> Batch | None:
         """The entry at the tail as Kafka's reader takes it where kseg's scan stopped
-        (``kseg.log.decode.kafka_v2_entry``: a magic above 2, a v2 size below the header's),
-        read from the file; None where Kafka does not read it as a batch either, or the tail
-        is not a whole entry before ``end`` (the file's end by default)."""
+        (``kseg.log.decode.kafka_short_entry``: a magic above 2, a v1 or v2 size below its
+        header's), read from the file; None where Kafka does not read it as a batch either, or
+        the tail is not a whole entry before ``end`` (the file's end by default)."""
         tail = self.tail
         if tail is None:
             return None
         limit = tail.position + tail.length if end is None else min(end, tail.position + tail.length)
         entry = kafka_entry_at(self.tail_head, limit - tail.position)
-        if entry.found != "v2":
+        if entry.found not in ("v2", "legacy"):
             return None
-        want = max(LOG_OVERHEAD + entry.size, RECORD_BATCH_OVERHEAD)
+        want = LOG_OVERHEAD + entry.size if entry.found == "legacy" else max(LOG_OVERHEAD + entry.size,
+                                                                            RECORD_BATCH_OVERHEAD)
         with self.path.open("rb") as f:
             f.seek(tail.position)
             data = f.read(want)
-        return kafka_v2_entry(data, tail.position) if len(data) == want else None
+        return kafka_short_entry(data, tail.position) if len(data) == want else None
 
     @property
     def base_offset(self) -> int | None:

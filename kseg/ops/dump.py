@@ -70,7 +70,7 @@ class DumpOptions:
     # (BatchEvent.stops).
     kafka_stops: bool = False
     # kseg-dump-log: read on where kafka-dump-log.sh reads on (Segment.kafka_reads_on: an entry of a
-    # magic above 2, or a v2 size below the header's, as a v2 batch).
+    # magic above 2, or a v2 size below the header's, as a v2 batch; a v1 size below its header's).
     as_the_tool: bool = False
 
 
@@ -300,8 +300,8 @@ def _dump_log(path: Path, o: DumpOptions, family: str | None = None, piece: LogS
         yield from _events_of(path, _batch_lists(seg, o), o, family)
         while o.as_the_tool and (batch := seg.kafka_reads_on(end)) is not None:
             ev = _batch_event(path, batch, o, family)
-            if isinstance(ev, BatchEvent) and batch.size < RECORD_BATCH_OVERHEAD:
-                ev = replace(ev, crc_valid=False)  # Kafka: isValid needs a whole header
+            if isinstance(ev, BatchEvent) and batch.magic >= 2 and batch.size < RECORD_BATCH_OVERHEAD:
+                ev = replace(ev, crc_valid=False)  # Kafka: a v2 batch's isValid needs a whole header
             if ev is not None:
                 yield ev
             seg = Segment(path)

@@ -230,10 +230,6 @@ _APPEND_INDEXED = ("kseg index --rebuild indexes as Kafka 3.7+ brokers do (an en
 
 # kseg-dump-log on damaged copies of broker-written segments (fixtures/kafka-damaged, tests/kafka/damaged.py):
 # the file pattern is damaged/<case>, the releases any
-_LEGACY_BELOW_HEADER = ("legacy (v1) message size from the minimum record overhead (14) up to below the v1 header "
-                        "(22): the tool reads the header past the message's end, prints its line (isvalid: false) and "
-                        "goes on (invalid bytes at the end; --deep-iteration: IndexOutOfBoundsException); kseg reports "
-                        "everything from that message on as invalid bytes at the end")
 _LEGACY_SIZE_MISMATCH = ("--deep-iteration on a legacy message whose size disagrees with its key and value lengths: "
                          "the tool prints its record from the lengths (isValid: false) and goes on from where the "
                          "size says (invalid bytes at the end, or with --print-data-log a failure reading the value "
@@ -244,8 +240,6 @@ _LEGACY_NEGATIVE_KEY = ("--deep-iteration on a legacy message whose key length i
                         "on (with --print-data-log it fails reading that value: 'newLimit > capacity'); kseg stops "
                         "with 'invalid key length' before the record line")
 _DAMAGED_DIFFERENCES: dict[tuple[str, str, str], str] = {
-    ("*", "damaged/v1-size-14", "*"): _LEGACY_BELOW_HEADER,
-    ("*", "damaged/v1-size-20", "*"): _LEGACY_BELOW_HEADER,
     # the size made larger (flip-11: its low byte) or smaller (size-48) than the key and value it holds
     **{("*", f"damaged/{source}-{damage}", "deep*"): _LEGACY_SIZE_MISMATCH
        for source in ("v0", "v1") for damage in ("flip-11", "size-48")},
