@@ -35,6 +35,7 @@ from kseg.companions.read import read_producer_snapshot
 from kseg.decoders import FAMILIES, DecodedRecord, decode_record, family_for
 from kseg.decoders.metadata import decode_metadata_value
 from kseg.decoders.schema import F, M, SchemaError, decode, kafka_json, to_snake_upper, uuid_str
+from kseg.errors import OlderToolStopsError
 from kseg.layouts import CONTROL_KEY, END_TXN_MARKER, SNAPSHOT_ENTRY, SNAPSHOT_HEADER
 from kseg.log.encode import build_v2_batch
 from kseg.log.records import batch_records
@@ -171,11 +172,21 @@ def test_decoders_never_raise(key, value, control, family):
     d = decode_record(family, r, control)
     assert d is None or isinstance(d, DecodedRecord)
     if d is not None:
-        d.kafka_text("3.9")
+        _kafka_text_or_stop(d, "3.9")
     for part in () if d is None else (d.key, d.value):
         if part is not None:
             json.dumps(part.as_json())
             part.describe()
+
+
+def _kafka_text_or_stop(d: DecodedRecord, release: str) -> tuple[str | None, str | None] | str:
+    """The release's (key, payload), or why its tool stops at the record (its parser's exception, which
+    kafka-dump-log.sh lets end the dump: Kafka 3.x's transaction-log parser)."""
+    try:
+        return d.kafka_text(release)
+    except OlderToolStopsError as e:
+        assert e.message
+        return e.message
 
 
 @examples(200)
@@ -224,7 +235,7 @@ def test_decoders_never_raise_on_damaged_internal_records(data):
             json.dumps(part.as_json())
             part.describe()
             assert not part.is_raw or part.note
-    assert d.kafka_text() != (None, None) and d.kafka_text("3.9") != (None, None)
+    assert d.kafka_text() != (None, None) and _kafka_text_or_stop(d, "3.9") != (None, None)
 
 
 # --------------------------------------------------------------------------- family selection

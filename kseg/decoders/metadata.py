@@ -203,6 +203,8 @@ def decode_metadata_record(record: Record, is_control: bool = False) -> DecodedR
         return DecodedRecord(None, raw_part(None, note), None, f"Error at {record.offset}, skipping. {note}")
     part, kafka_error = _decoded_value(record.value, RECORDS)
     payload = _payload(record.offset, part, kafka_error)
+    if kafka_error is not None:  # Kafka's tool reads a version above the highest as Java does (kseg refuses it)
+        payload = _payload(record.offset, *_decoded_value(record.value, RECORDS, above=True))
     if part.data is None and record.value[:1] == bytes((PREVIEW_FRAME_VERSION,)):
         part = _preview_part(record.value, part)
     # Kafka 2.8's tool reads by its own definitions, frame version 0 only

@@ -78,6 +78,10 @@ def skipping_line(offset: int, message: str) -> str:
     return f"Error at offset {offset}, skipping. {message}"
 
 
+#: the decoder text (``kseg.kafka_releases`` decoder_texts) of Kafka 3.x's parsers: up to 4.0 for some families
+LEGACY_TEXT = "3"
+
+
 @dataclass(frozen=True)
 class DecodedRecord:
     """One record decoded by a family. ``key``/``value`` None: no key (metadata records,
@@ -98,7 +102,7 @@ class DecodedRecord:
     @property
     def kafka_legacy(self) -> tuple[str | None, str | None] | None:
         """Kafka 3.x's (key, payload) where they differ from Kafka 4's."""
-        return dict(self.kafka_variants).get("3")
+        return dict(self.kafka_variants).get(LEGACY_TEXT)
 
     def kafka_text(self, release: "str | DumpLogRelease" = DEFAULT) -> tuple[str | None, str | None]:
         """(key, payload) as that release line of kafka-dump-log.sh prints them."""
@@ -132,7 +136,7 @@ class DecodedRecord:
 
     def with_legacy(self, legacy: tuple[str | None, str | None]) -> "DecodedRecord":
         """This record with Kafka 3.x's (key, payload)."""
-        return self.with_variant("3", legacy)
+        return self.with_variant(LEGACY_TEXT, legacy)
 
     @property
     def fallbacks(self) -> list[Part]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from kseg.decoders.coordinator import RecordTypes, decode_coordinator_record, kafka_value_json
 from kseg.decoders.jvm import scala_hash_set_order
-from kseg.decoders.parts import DecodedRecord, Part, raw_part, skipping_line
+from kseg.decoders.parts import LEGACY_TEXT, DecodedRecord, Part, raw_part, skipping_line
 from kseg.decoders.generated import KAFKA_2 as K2
 from kseg.decoders.generated import KAFKA_3 as K3
 from kseg.decoders.generated import definitions_text
@@ -93,6 +93,8 @@ def decode_transaction_record(record: Record, is_control: bool = False) -> Decod
             # Kafka 4.4's JSON names the state ("transactionStatus":"Ongoing")
             d = d.with_variant(STATE_NAMES_TEXT, (d.kafka_key, kafka_value_json(value.version, named)))
     d = d.with_legacy((old.kafka_key, old.kafka_payload))
+    for name, why in old.kafka_stops:  # Kafka 3.x's parser lets the reader's exception end the dump
+        d = d.with_stop(name, why)
     if old.value is not None and old.value.version is not None and old.value.version > K2_VALUE_VERSIONS:
         d = d.with_stop(K2_TEXT, f"Unknown version {old.value.version} from the transaction log message value "
                                  f"(Kafka 2.8 reads versions 0 to {K2_VALUE_VERSIONS})")
@@ -115,11 +117,11 @@ def _decode_3x(record: Record) -> DecodedRecord:
             return DecodedRecord(raw_part(key, note, TRANSACTION_LOG_KEY.name, kver),
                                  None if value is None else raw_part(value, not_decoded, TRANSACTION_LOG_VALUE.name),
                                  f"unknown::version={kver}", None)
-        k = decode(TRANSACTION_LOG_KEY_3X, key, 0, start=2)
+        k = decode(TRANSACTION_LOG_KEY_3X, key, 0, start=2, exact=False)
     except SchemaError as e:
         return DecodedRecord(raw_part(key, str(e), TRANSACTION_LOG_KEY.name),
                              None if value is None else raw_part(value, not_decoded, TRANSACTION_LOG_VALUE.name),
-                             skipping_line(offset, e.message), None)
+                             skipping_line(offset, e.message), None).with_stop(LEGACY_TEXT, e.message)
     key_part = Part(TRANSACTION_LOG_KEY.name, kver, k.data, notes=tuple(k.notes))
     kafka_key = f"transaction_metadata::transactionalId={k.data['transactionalId']}"
     if value is None:
@@ -127,12 +129,12 @@ def _decode_3x(record: Record) -> DecodedRecord:
     version = None
     try:
         version = read_int16_version(value, "value")
-        v = decode(TRANSACTION_LOG_VALUE_3X, value, version, start=2)
+        v = decode(TRANSACTION_LOG_VALUE_3X, value, version, start=2, exact=False)
         status = v.data["transactionStatus"]
         if status not in STATES:
             raise SchemaError(f"unknown transaction state {status}", expected="0..7", found=status)
     except SchemaError as e:
         return DecodedRecord(key_part, raw_part(value, str(e), TRANSACTION_LOG_VALUE.name, version),
-                             skipping_line(offset, e.message), None)
+                             skipping_line(offset, e.message), None).with_stop(LEGACY_TEXT, e.message)
     value_part = Part(TRANSACTION_LOG_VALUE.name, version, v.data, {"state": STATES[status]}, tuple(v.notes))
     return DecodedRecord(key_part, value_part, kafka_key, kafka_value_line(v.data))

@@ -250,35 +250,15 @@ _DAMAGED_DIFFERENCES: dict[tuple[str, str, str], str] = {
 
 # kseg-dump-log on damaged companion files and internal-topic records (fixtures/kafka-damaged-companions,
 # tests/kafka/damaged_companions.py): the file pattern is damaged-companions/<case>; "*>3.9": Kafka 3.9.2's tool only
-_METADATA_VERSION_255 = ("a metadata record whose version varint reads 255 (its byte 0x00 flipped): the tool reads "
-                         "the record at that version, which takes 1 of its 20 bytes, and prints 'Error at N, skipping. "
-                         "Found 19 byte(s) of garbage after 23' (23: the type); kseg prints 'Failed to deserialize "
-                         "record with type 23'")
 _OFFSETS_NEGATIVE_VERSION = ("Kafka 3.9's --offsets-decoder on a group metadata value whose version is negative (-253, "
                              "-1): the tool reads it all the same and prints 'Error at offset 0, skipping. Could not "
                              "read record with version -253 from value's buffer due to: Tried to allocate a "
                              "collection of size 418, but there are only 8 bytes remaining..'; kseg prints 4.x's "
                              "'Found an unknown record version -253 for 2 type'")
-_TXNLOG_DIES = ("Kafka 3.9's --transaction-log-decoder on a key or value that does not decode (unknown version or "
-                "state id, a length past the end): the tool prints the record line up to 'headerKeys: []' and dies "
-                "with the decoder's exception ('IllegalStateException: Unknown version -255 from the transaction log "
-                "message value', 'RuntimeException: non-nullable field transactionalId was serialized as null', "
-                "'BufferUnderflowException', ...); kseg prints 4.x's ' key: Error at offset 0, skipping. <why>' and "
-                "goes on")
-_TXNLOG_BYTES_LEFT = ("Kafka 3.9's --transaction-log-decoder on a value whose tagged fields leave bytes over (a tag "
-                      "byte 0x00 made 0xff: a 2-byte tag of size 0, then 7 bytes): the tool ignores them and prints "
-                      "the metadata ('transaction_metadata::transactionalId=txn-producer payload: producerId:7,...'); "
-                      "kseg --kafka-version 3.9 prints 'Error at offset 0, skipping. 7 bytes after the end of "
-                      "TransactionLogValue' (4.x's tool and kseg's 4.x decoding ignore them)")
-
 _COMPANIONS = "damaged-companions"
 _COMPANION_DIFFERENCES: dict[tuple[str, str, str], str] = {
-    ("*", f"{_COMPANIONS}/metadata-value-02", "metadata"): _METADATA_VERSION_255,
     **{("*>3.9", f"{_COMPANIONS}/offsets-{damage}", "offsets"): _OFFSETS_NEGATIVE_VERSION
        for damage in ("value-00", "version-ffff")},
-    **{("*>3.9", f"{_COMPANIONS}/txnlog-{damage}", "transactions"): _TXNLOG_DIES
-       for damage in ("key-0[23]", "value-0[01]", "value-1[67]", "value-3[46]", "version-*")},
-    ("*>3.9", f"{_COMPANIONS}/txnlog-value-35", "transactions"): _TXNLOG_BYTES_LEFT,
 }
 
 # kseg repair against the broker's recovery (tests/kafka/test_repair_live.py): the file pattern is

@@ -72,6 +72,9 @@ class Internal(NamedTuple):
     """An internal topic's segment and which batch's first record is damaged."""
     path: str
     control: bool = False  # a control batch's (LeaderChange) instead of a data batch's
+    # where in the value its record's version is, where it is not the value's first two bytes (a metadata
+    # record's one-byte varint after its frame version and type): set to versions above the record's highest
+    record_version_at: int | None = None
 
 
 #: source name -> an internal topic's segment a Kafka 4.3.1 broker wrote
@@ -79,7 +82,8 @@ INTERNAL: dict[str, Internal] = {
     "offsets": Internal("fixtures/kafka-4/logdir/__consumer_offsets-0/00000000000000000000.log"),
     "txnlog": Internal("fixtures/kafka-4/logdir/__transaction_state-0/00000000000000000000.log"),
     # KRaft records have no key: only the value's bytes are flipped
-    "metadata": Internal("fixtures/kafka-4/logdir/__cluster_metadata-0/00000000000000000000.log"),
+    "metadata": Internal("fixtures/kafka-4/logdir/__cluster_metadata-0/00000000000000000000.log",
+                         record_version_at=2),
     # its first batch, a LeaderChange control record (key: version and type), decoded by the same flag
     "leaderchange": Internal("fixtures/kafka-4/logdir/__cluster_metadata-0/00000000000000000000.log", control=True),
 }
@@ -176,14 +180,22 @@ def target(data: bytes, control: bool = False) -> Target:
     raise ValueError("no uncompressed batch whose first record has a value")
 
 
-def internal_damages(data: bytes, control: bool = False) -> dict[str, bytes]:
+#: a record version (one varint byte) above any record's highest, which Kafka's reader reads all the same
+RECORD_VERSIONS = (1, 100)
+
+
+def internal_damages(data: bytes, control: bool = False, record_version_at: int | None = None) -> dict[str, bytes]:
     """Damage name -> the damaged segment: each key byte and value byte of :func:`target`'s record flipped
-    (``key-NN``, ``value-NN``), its value's first two bytes set to each of :data:`VERSIONS`."""
+    (``key-NN``, ``value-NN``), its value's first two bytes set to each of :data:`VERSIONS`, and where
+    ``record_version_at`` says where its record version is, that set to each of :data:`RECORD_VERSIONS`."""
     t = target(data, control)
     out = {f"key-{i:02d}": _flip_at(data, t.key_at + i) for i in range(t.key_len)}
     out.update({f"value-{i:02d}": _flip_at(data, t.value_at + i) for i in range(t.value_len)})
     for version in VERSIONS:
         out[f"version-{version:04x}"] = data[:t.value_at] + version.to_bytes(2, "big") + data[t.value_at + 2:]
+    if record_version_at is not None:
+        at = t.value_at + record_version_at
+        out.update({f"record-version-{v}": data[:at] + bytes((v,)) + data[at + 1:] for v in RECORD_VERSIONS})
     return out
 
 
@@ -197,8 +209,8 @@ def variants() -> dict[str, bytes]:
             if damaged_data is not None:
                 out[f"{source}-{name}"] = damaged_data
     for source, internal in INTERNAL.items():
-        out.update({f"{source}-{name}": d for name, d in internal_damages(source_bytes(source),
-                                                                          internal.control).items()})
+        out.update({f"{source}-{name}": d for name, d in internal_damages(
+            source_bytes(source), internal.control, internal.record_version_at).items()})
     return out
 
 
