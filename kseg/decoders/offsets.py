@@ -98,24 +98,30 @@ def decode_offsets_record(record: Record, is_control: bool = False) -> DecodedRe
         return d.with_legacy(legacy)
     old = decode_coordinator_record(record, RECORD_TYPES_3X, _expand_protocol, check_version=False)
     d = d.with_legacy((old.kafka_key, old.kafka_payload))
+    rtype, version = old.key.version, None if old.value is None else old.value.version
+    if rtype in (0, 1, 2) and version is not None:
+        # the formatters' IllegalStateException ("Unknown offset message version: V", "Unknown group
+        # metadata message version: V") for a value version their definitions do not have
+        what = "group metadata" if rtype == 2 else "offset-commit"
+        for text, table, releases in ((CLASSIC_V3, K2.OFFSETS, "2.8"), (CLASSIC, RECORD_TYPES_3X, "2.8 to 3.6")):
+            known = table[rtype][1].valid
+            if version not in known:
+                d = d.with_stop(text, f"{what} value version {version}, which the offsets decoder of Kafka "
+                                      f"{releases} does not know (it knows {known})")
     classic = _classic_text(old)
     if classic is None:
         return d
     d = d.with_variant(CLASSIC, classic)
-    rtype, version = old.key.version, None if old.value is None else old.value.version
     unread = _unread_assignment(old)
     if unread is not None:
         d = d.with_stop(CLASSIC, f"member {unread}'s assignment, which the offsets decoder of Kafka 2.8 to 3.6 "
                                  "reads by the consumer protocol and cannot")
-    if rtype in (0, 1) and version is not None and version > CLASSIC_V3_OFFSET_VALUES:
-        d = d.with_stop(CLASSIC_V3, f"offset-commit value version {version}, which the offsets decoder "
-                                    f"of Kafka 2.8 does not know (it knows 0 to {CLASSIC_V3_OFFSET_VALUES})")
     return d
 
 
-#: the text (kseg.kafka_releases decoder_texts) of Kafka 2.8's offsets formatter, and the highest
-#: offset-commit value version it reads (its definitions'): it stops (an exception) at a later one
-CLASSIC_V3, CLASSIC_V3_OFFSET_VALUES = "offsets-v3", K2.OFFSETS[1][1].highest
+#: the text (kseg.kafka_releases decoder_texts) of Kafka 2.8's offsets formatter: it stops (an exception) at a
+#: value version its definitions do not have
+CLASSIC_V3 = "offsets-v3"
 #: the text of Kafka 2.8 to 3.6's group coordinator formatter
 CLASSIC = "classic"
 

@@ -250,16 +250,8 @@ _DAMAGED_DIFFERENCES: dict[tuple[str, str, str], str] = {
 
 # kseg-dump-log on damaged companion files and internal-topic records (fixtures/kafka-damaged-companions,
 # tests/kafka/damaged_companions.py): the file pattern is damaged-companions/<case>; "*>3.9": Kafka 3.9.2's tool only
-_OFFSETS_NEGATIVE_VERSION = ("Kafka 3.9's --offsets-decoder on a group metadata value whose version is negative (-253, "
-                             "-1): the tool reads it all the same and prints 'Error at offset 0, skipping. Could not "
-                             "read record with version -253 from value's buffer due to: Tried to allocate a "
-                             "collection of size 418, but there are only 8 bytes remaining..'; kseg prints 4.x's "
-                             "'Found an unknown record version -253 for 2 type'")
 _COMPANIONS = "damaged-companions"
-_COMPANION_DIFFERENCES: dict[tuple[str, str, str], str] = {
-    **{("*>3.9", f"{_COMPANIONS}/offsets-{damage}", "offsets"): _OFFSETS_NEGATIVE_VERSION
-       for damage in ("value-00", "version-ffff")},
-}
+_COMPANION_DIFFERENCES: dict[tuple[str, str, str], str] = {}
 
 # kseg repair against the broker's recovery (tests/kafka/test_repair_live.py): the file pattern is
 # repair/<case>, the combination the aspect compared
