@@ -25,6 +25,7 @@ from kseg.decoders.generated import NEWEST as K4
 from kseg.decoders.generated import DEFINITIONS_TEXTS, definitions_text
 from kseg.decoders.generated import KAFKA_2 as K2
 from kseg.decoders.generated import KAFKA_3 as K3
+from kseg.decoders.generated import KAFKA_3_6 as K36
 from kseg.decoders.schema import (
     Message,
     SchemaError,
@@ -258,10 +259,11 @@ def _fits(data: dict, fields: tuple, version: int) -> bool:
 
 
 #: (decoder text, an older release's metadata table, the record types whose schemas differ from RECORDS'): each
-#: older 4.x line's, and the 3.x line's (its tool reads the metadata log by its own definitions too: a later
-#: record version is "Failed to deserialize record with type N"; its coordinator records go by the "3" texts)
+#: older 4.x line's, and 3.9's and 3.6's (their tools read the metadata log by their own definitions too: a later
+#: record version is "Failed to deserialize record with type N", a later type "Unknown metadata id N"; their
+#: coordinator records go by the "3" texts)
 _CHANGED = [(name, m.METADATA, frozenset(t for t in {*RECORDS, *m.METADATA} if RECORDS.get(t) != m.METADATA.get(t)))
-            for name, m in {**DEFINITIONS_TEXTS, definitions_text(K3): K3}.items()]
+            for name, m in {**DEFINITIONS_TEXTS, definitions_text(K3): K3, definitions_text(K36): K36}.items()]
 
 
 def _older_payload(record: Record, older: dict[int, Message], frame_version: int = FRAME_VERSION) -> tuple[None, str]:

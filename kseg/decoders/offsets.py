@@ -99,6 +99,9 @@ def decode_offsets_record(record: Record, is_control: bool = False) -> DecodedRe
     old = decode_coordinator_record(record, RECORD_TYPES_3X, _expand_protocol, check_version=False)
     d = d.with_legacy((old.kafka_key, old.kafka_payload))
     rtype, version = old.key.version, None if old.value is None else old.value.version
+    if rtype is not None and rtype not in K2.OFFSETS:
+        # 2.8's formatter: "Unknown group metadata message version: V" for a key of another version
+        d = d.with_stop(CLASSIC_V3, f"key version {rtype}, which the offsets decoder of Kafka 2.8 does not know")
     if rtype in (0, 1, 2) and version is not None:
         # the formatters' IllegalStateException ("Unknown offset message version: V", "Unknown group
         # metadata message version: V") for a value version their definitions do not have
@@ -109,8 +112,9 @@ def decode_offsets_record(record: Record, is_control: bool = False) -> DecodedRe
                 d = d.with_stop(text, f"{what} value version {version}, which the offsets decoder of Kafka "
                                       f"{releases} does not know (it knows {known})")
     classic = _classic_text(old)
-    if classic is None:
-        return d
+    if classic is None:  # the formatter lets the reader's exception end the dump
+        why = next((p.note for p in (old.key, old.value) if p is not None and p.is_raw), None)
+        return d.with_stop(CLASSIC, f"a record the offsets decoder of Kafka 2.8 to 3.6 cannot read ({why})")
     d = d.with_variant(CLASSIC, classic)
     unread = _unread_assignment(old)
     if unread is not None:
@@ -147,8 +151,8 @@ def _unread_assignment(old: DecodedRecord) -> str | None:
 def _classic_text(old: DecodedRecord) -> tuple[str | None, str | None] | None:
     """The (key, payload) Kafka 2.8 to 3.6's group coordinator formatter printed for a classic group's
     record: ``offset_commit::group=G,partition=T-P`` => ``offset=N[,metadata=M]``,
-    ``group_metadata::group=G`` => a JSON of the group and its members' assignments; None where it
-    printed what Kafka 3.9 prints (a record it could not read)."""
+    ``group_metadata::group=G`` => a JSON of the group and its members' assignments; None for a
+    record it could not read (its reader's exception ended the dump)."""
     if old.key is None or old.key.version is None:
         return None
     rtype, key = old.key.version, old.key.data

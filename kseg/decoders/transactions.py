@@ -70,6 +70,8 @@ def kafka_value_line(data: dict) -> str:
 #: the text (kseg.kafka_releases decoder_texts) of Kafka 2.8's tool, and the highest TransactionLogValue
 #: version it reads: it stops (an exception) at a later one
 K2_TEXT, K2_VALUE_VERSIONS = definitions_text(K2), K2.TRANSACTIONS[0][1].highest
+#: the TransactionLogKey versions Kafka 2.8's tool reads: it stops at another
+K2_KEY_VERSIONS = K2.TRANSACTIONS[0][0].valid
 
 
 def decode_transaction_record(record: Record, is_control: bool = False) -> DecodedRecord | None:
@@ -95,6 +97,10 @@ def decode_transaction_record(record: Record, is_control: bool = False) -> Decod
     d = d.with_legacy((old.kafka_key, old.kafka_payload))
     for name, why in old.kafka_stops:  # Kafka 3.x's parser lets the reader's exception end the dump
         d = d.with_stop(name, why)
+    kver = None if old.key is None else old.key.version
+    if kver is not None and kver not in K2_KEY_VERSIONS:
+        d = d.with_stop(K2_TEXT, f"Unknown version {kver} from the transaction log message (Kafka 2.8 reads key "
+                                 f"versions {K2_KEY_VERSIONS})")
     if old.value is not None and old.value.version is not None and old.value.version > K2_VALUE_VERSIONS:
         d = d.with_stop(K2_TEXT, f"Unknown version {old.value.version} from the transaction log message value "
                                  f"(Kafka 2.8 reads versions 0 to {K2_VALUE_VERSIONS})")

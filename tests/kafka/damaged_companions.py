@@ -29,6 +29,8 @@ the damaged file.
 
     python tests/kafka/damaged_companions.py --release 4 --write fixtures/kafka-damaged-companions/4
     python tests/kafka/damaged_companions.py --release 3.9 --write fixtures/kafka-damaged-companions/3.9
+    python tests/kafka/damaged_companions.py --release 3.6 --write fixtures/kafka-damaged-companions/3.6
+    python tests/kafka/damaged_companions.py --release 2.8 --write fixtures/kafka-damaged-companions/2.8
     python tests/kafka/damaged_companions.py --check fixtures/kafka-damaged-companions/4
 
 ``tests/test_kafka_damaged_corpora.py`` holds ``kseg-dump-log`` to the goldens without Java;

@@ -24,6 +24,8 @@ NEWEST = kafka_4_4_0
 OLDER_4X = (kafka_4_0_2, kafka_4_1_2, kafka_4_2_2, kafka_4_3_1)
 #: the 3.x line's definitions, for Kafka 3.x's own lines
 KAFKA_3 = kafka_3_9_2
+#: Kafka 3.6's, whose tool (--kafka-version 3.6) reads the metadata log by them
+KAFKA_3_6 = kafka_3_6_2
 #: the older lines' definitions, which the every-type corpus (oracle/record_types.py) is built from; the
 #: decoders read those lines' records by KAFKA_3's and NEWEST's, but for 2.8's (KAFKA_2, below)
 OLDER_LINES = (kafka_2_8_2, kafka_3_6_2)
