@@ -21,6 +21,8 @@ folder per release, ``fixtures/kafka-damaged/<release>/``:
 
     python tests/kafka/damaged.py --release 4 --write fixtures/kafka-damaged/4
     python tests/kafka/damaged.py --release 3.9 --write fixtures/kafka-damaged/3.9
+    python tests/kafka/damaged.py --release 3.6 --write fixtures/kafka-damaged/3.6
+    python tests/kafka/damaged.py --release 2.8 --write fixtures/kafka-damaged/2.8
     python tests/kafka/damaged.py --check fixtures/kafka-damaged/4   # DumpLogSegments still prints it
 
 ``tests/test_kafka_damaged_corpora.py`` holds ``kseg-dump-log`` to the goldens without Java;
