@@ -102,7 +102,7 @@ def decode_offsets_record(record: Record, is_control: bool = False) -> DecodedRe
     if rtype is not None and rtype not in K2.OFFSETS:
         # 2.8's formatter: "Unknown group metadata message version: V" for a key of another version
         d = d.with_stop(CLASSIC_V3, f"key version {rtype}, which the offsets decoder of Kafka 2.8 does not know")
-    if rtype in (0, 1, 2) and version is not None:
+    if rtype in K2.OFFSETS and version is not None:  # the record types the classic formatters read
         # the formatters' IllegalStateException ("Unknown offset message version: V", "Unknown group
         # metadata message version: V") for a value version their definitions do not have
         what = "group metadata" if rtype == 2 else "offset-commit"
