@@ -403,6 +403,56 @@ def legacy_key_value(raw: memoryview | bytes, magic: int) -> tuple[bytes | None,
     return key, bytes(raw[pos:end])
 
 
+class KafkaLegacyRead(NamedTuple):
+    """An uncompressed legacy message as Kafka's ``LegacyRecord`` reads it when kseg cannot
+    (``kafka_legacy_read``): ``sizes`` are its raw key and value lengths, the record line's
+    ``keySize``/``valueSize`` (None: the value length lies outside the message, so Kafka throws
+    before the line); ``key``/``value`` what a reader of the contents gets (None for a negative
+    length); ``stop`` the exception Kafka throws reading the sizes (``sizes`` None) or, if
+    ``sizes`` are set, reading the contents (which only a reader of them meets)."""
+
+    sizes: tuple[int, int] | None
+    key: bytes | None = None
+    value: bytes | None = None
+    stop: CorruptBatchError | None = None
+
+
+def _int32(n: int) -> int:
+    """Java int arithmetic: wrap to the int32 range."""
+    return ((n + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def kafka_legacy_read(raw: memoryview | bytes, magic: int, position: int = 0) -> KafkaLegacyRead:
+    """Kafka's reading of a message's key and value (``raw``: the whole entry, at ``position`` in
+    its file), which holds the lengths only to the message's bytes, not to each other: a negative
+    key length reads as no key and the value length is taken where a key of no bytes would end;
+    a value may end before the message does. A length past the message's end throws there (the
+    length field: an index out of bounds; the bytes: a slice past the buffer's capacity)."""
+    end = len(raw)
+    at = KEY_LENGTH_POSITION[magic]
+    if at + 4 > end:
+        return KafkaLegacyRead(None, stop=CorruptBatchError(
+            "key length past the end of the message", position=position + at, expected=f"<= {end - 4}", found=at))
+    (klen,) = _I32.unpack_from(raw, at)
+    value_at = _int32(at - LOG_OVERHEAD + 4 + max(klen, 0)) + LOG_OVERHEAD
+    if value_at < LOG_OVERHEAD or value_at + 4 > end:
+        return KafkaLegacyRead(None, stop=CorruptBatchError(
+            "key length past the end of the message", position=position + at,
+            expected=f"-1..{end - at - 8}", found=klen))
+    (vlen,) = _I32.unpack_from(raw, value_at)
+    key = None if klen < 0 else bytes(raw[at + 4 : at + 4 + klen])
+    value = None
+    stop = None
+    if vlen >= 0:
+        room = end - value_at - 4
+        if vlen > room:
+            stop = CorruptBatchError("value length past the end of the message", position=position + value_at,
+                                     expected=f"-1..{room}", found=vlen)
+        else:
+            value = bytes(raw[value_at + 4 : value_at + 4 + vlen])
+    return KafkaLegacyRead((klen, vlen), key, value, stop)
+
+
 def legacy_record(batch: Batch, offset: int, timestamp: int) -> Record:
     key, value = legacy_key_value(batch.raw, batch.magic)
     return Record(offset, timestamp, key, value, (), batch.max_timestamp, batch.attributes, batch.magic, batch.crc)

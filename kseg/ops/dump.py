@@ -16,7 +16,8 @@ from kseg.decoders.identities import redact_ids
 from kseg.errors import KsegError
 from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD
 from kseg.lazy import load
-from kseg.log.decode import Tail
+from kseg.formats.attributes import CODEC_NONE
+from kseg.log.decode import KafkaLegacyRead, Tail, kafka_legacy_read
 from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX, read_kind, replica_note
 from kseg.log.records import PlainRun, RecordSpans, batch_records, batch_spans, plain_run, records_before_failure
 from kseg.log.segment import Segment, base_offset_of, companion_path, tiered_segment_id
@@ -127,6 +128,8 @@ class BatchEvent:
     decoded: list | None = None
     spans: RecordSpans | None = None  # instead of records, with DumpOptions.record_spans
     stops: KsegError | None = None  # DumpOptions.kafka_stops: the error shown after the batch's lines
+    # DumpOptions.as_the_tool: an uncompressed legacy message whose lengths kseg refuses, as Kafka reads them
+    kafka_read: KafkaLegacyRead | None = None
 
 
 @dataclass(frozen=True)
@@ -409,6 +412,11 @@ def _batch_event(path: Path, batch: Batch, o: DumpOptions, family: str | None) -
                 records = batch_records(batch, limit=limit)
         except KsegError as e:
             e.located(file=str(path))
+            if o.as_the_tool and o.records and family is None and not o.redactor and batch.magic < 2 \
+                    and batch.codec == CODEC_NONE and not record_filter:
+                # Kafka's record line comes from the raw lengths: the dump goes on where the tool does
+                return BatchEvent(path, batch, batch.offset, batch.offset, 1, batch.crc_valid, [],
+                                  kafka_read=kafka_legacy_read(batch.raw, batch.magic, batch.position))
             if o.kafka_stops and not o.keep_going and not record_filter:
                 # (an internal topic's records are shown decoded: none of them, only the batch line)
                 before = records_before_failure(batch) if o.records and family is None else []

@@ -555,6 +555,9 @@ class KafkaRenderer:
                 self.write(line[:line.index(SECOND_HALF)])
                 raise stop.located(file=str(ev.path))
             self.write(line)
+            if ev.kafka_read is not None:
+                self._kafka_read_line(ev)
+                return
             if ev.spans is not None:  # what takes_spans asked for
                 s = ev.spans
                 gaps: list[tuple[int, int]] = []
@@ -678,10 +681,31 @@ class KafkaRenderer:
             self._gap_list(ev).append((last, offset))
         self._last_offset = offset
 
+    def _kafka_read_line(self, ev: BatchEvent) -> None:
+        """The record line of a legacy message kseg refuses, from the lengths Kafka reads
+        (``BatchEvent.kafka_read``): the tool prints it and goes on, or dies where its reader throws."""
+        b, read = ev.batch, ev.kafka_read
+        assert read is not None
+        if read.sizes is None:  # reading the value's length throws before the line is built
+            assert read.stop is not None
+            raise read.stop.located(file=str(ev.path))
+        self._track(ev, b.offset)
+        ts_name = TIMESTAMP_TYPE_NAMES[b.timestamp_type]
+        fields = self._batch_fields(b, b.offset) if self.release.record_batch_fields else None
+        metadata = "" if self.skip_record_metadata else line_writers.legacy_record_metadata(
+            b.offset, ts_name, b.max_timestamp, read.sizes, ev.crc_valid, b.crc, self.release.legacy_crc_brace, fields)
+        if read.stop is not None and (self.kd is not None or self.vd is not None):
+            self.w(metadata)  # the parser reads key and value before printing either
+            raise read.stop.located(file=str(ev.path))
+        r = Record(b.offset, b.max_timestamp, read.key, read.value, (), b.max_timestamp, b.attributes, b.magic, b.crc)
+        self.w(self._record_line(b, r, metadata=metadata))
+
     def _record_line(self, b: Batch, r: Record, decoded: "DecodedRecord | None" = None,
-                     first_offset: int | None = None) -> str:
+                     first_offset: int | None = None, metadata: str | None = None) -> str:
         if self.skip_record_metadata:
             parts = []
+        elif metadata is not None:
+            parts = [metadata]
         elif self.release.record_batch_fields:
             parts = [self._record_and_batch_metadata(b, r, b.offset if first_offset is None else first_offset)]
         else:
@@ -729,16 +753,14 @@ class KafkaRenderer:
 
     def _record_metadata(self, b: Batch, r: Record) -> str:
         ts_name = TIMESTAMP_TYPE_NAMES[b.timestamp_type]
-        parts = [
-            f"| offset: {r.offset} {ts_name}: {r.timestamp} "
-            f"keySize: {-1 if r.key is None else len(r.key)} valueSize: {-1 if r.value is None else len(r.value)}"
-        ]
-        if b.magic >= 2:
-            keys = ",".join(header_key_text(h.key) for h in r.headers)
-            parts.append(f" sequence: {record_sequence(b, r)} headerKeys: [{keys}]")
+        sizes = (-1 if r.key is None else len(r.key), -1 if r.value is None else len(r.value))
+        if b.magic < 2:
+            parts = [line_writers.legacy_record_metadata(r.offset, ts_name, r.timestamp, sizes, _legacy_crc_valid(b, r),
+                                                         r.crc, self.release.legacy_crc_brace)]
         else:
-            crc_ok = _legacy_crc_valid(b, r)
-            parts.append(f" isValid: {bool_text(crc_ok)} crc: {r.crc}{'}' if self.release.legacy_crc_brace else ''}")
+            keys = ",".join(header_key_text(h.key) for h in r.headers)
+            parts = [f"| offset: {r.offset} {ts_name}: {r.timestamp} keySize: {sizes[0]} valueSize: {sizes[1]}"
+                     f" sequence: {record_sequence(b, r)} headerKeys: [{keys}]"]
         if b.is_control:
             try:
                 info = control_info(r)

@@ -255,6 +255,19 @@ def kafka_batch_fields(b: Batch, first_offset: int, codec_name: str) -> str:
             f"batchSize: {b.size} magic: {b.magic} compressType: {codec_name} position: {b.position}")
 
 
+def legacy_record_metadata(offset: int, ts_name: str, timestamp: int, sizes: tuple[int, int], valid: bool,
+                           crc: int, brace: bool = True, batch_fields: str | None = None) -> str:
+    """A legacy message's record line up to its contents, as kafka-dump-log.sh prints it
+    (``kafka_records``' arguments; ``sizes``: the key and value lengths it shows)."""
+    valid_text = "true" if valid else "false"
+    sizes_text = f"keySize: {sizes[0]} valueSize: {sizes[1]}"
+    if batch_fields is None:
+        return (f"| offset: {offset} {ts_name}: {timestamp} {sizes_text} isValid: {valid_text} crc: {crc}"
+                + ("}" if brace else ""))
+    return (f"| offset: {offset} isValid: {valid_text} crc: {crc} {sizes_text} {ts_name}: {timestamp}{batch_fields}"
+            f" crc: {crc} isvalid: {valid_text}")
+
+
 def kafka_records(records: Sequence[Record], ts_name: str, magic: int, base_offset: int, base_sequence: int,
                   kmode: int, vmode: int, last: int | None, gaps: list, brace: bool = True,
                   batch_fields: str | None = None) -> bytes:
@@ -268,20 +281,18 @@ def kafka_records(records: Sequence[Record], ts_name: str, magic: int, base_offs
         if last is not None and r.offset != last + 1:
             gaps.append((last, r.offset))
         last = r.offset
-        sizes = f"keySize: {-1 if r.key is None else len(r.key)} valueSize: {-1 if r.value is None else len(r.value)}"
-        valid = "true" if magic >= 2 or legacy_message_crc(r) == r.crc else "false"
-        if batch_fields is None:
-            line = f"| offset: {r.offset} {ts_name}: {r.timestamp} {sizes}"
+        sizes = (-1 if r.key is None else len(r.key), -1 if r.value is None else len(r.value))
+        if magic < 2:
+            line = legacy_record_metadata(r.offset, ts_name, r.timestamp, sizes, legacy_message_crc(r) == r.crc,
+                                          r.crc, brace, batch_fields)
         else:
-            line = (f"| offset: {r.offset} isValid: {valid} crc: {'null' if magic >= 2 else r.crc} {sizes} "
-                    f"{ts_name}: {r.timestamp}{batch_fields}")
-        if magic >= 2:
+            if batch_fields is None:
+                line = f"| offset: {r.offset} {ts_name}: {r.timestamp} keySize: {sizes[0]} valueSize: {sizes[1]}"
+            else:
+                line = (f"| offset: {r.offset} isValid: true crc: null keySize: {sizes[0]} valueSize: {sizes[1]} "
+                        f"{ts_name}: {r.timestamp}{batch_fields}")
             keys = ",".join(java_utf8(_key_bytes(h.key)) for h in r.headers)
             line += f" sequence: {sequence_at(base_sequence, r.offset - base_offset)} headerKeys: [{keys}]"
-        elif batch_fields is None:
-            line += f" isValid: {valid} crc: {r.crc}" + ("}" if brace else "")
-        else:
-            line += f" crc: {r.crc} isvalid: {valid}"
         if kmode != NONE and r.key is not None:
             line += " key: " + kafka_text(r.key, kmode)
         if vmode != NONE and r.value is not None:

@@ -228,26 +228,6 @@ _APPEND_INDEXED = ("kseg index --rebuild indexes as Kafka 3.7+ brokers do (an en
                    "whole message set, at its largest offset) and put a time-index entry at the offset of the first "
                    "record holding the largest timestamp, inside the batch")
 
-# kseg-dump-log on damaged copies of broker-written segments (fixtures/kafka-damaged, tests/kafka/damaged.py):
-# the file pattern is damaged/<case>, the releases any
-_LEGACY_SIZE_MISMATCH = ("--deep-iteration on a legacy message whose size disagrees with its key and value lengths: "
-                         "the tool prints its record from the lengths (isValid: false) and goes on from where the "
-                         "size says (invalid bytes at the end, or with --print-data-log a failure reading the value "
-                         "past the message: 'newLimit > capacity'); kseg stops with 'value length does not match "
-                         "the message size' before the record line")
-_LEGACY_NEGATIVE_KEY = ("--deep-iteration on a legacy message whose key length is negative but not -1: the tool takes "
-                        "a null key, prints the record with the value length read after it (isValid: false) and goes "
-                        "on (with --print-data-log it fails reading that value: 'newLimit > capacity'); kseg stops "
-                        "with 'invalid key length' before the record line")
-_DAMAGED_DIFFERENCES: dict[tuple[str, str, str], str] = {
-    # the size made larger (flip-11: its low byte) or smaller (size-48) than the key and value it holds
-    **{("*", f"damaged/{source}-{damage}", "deep*"): _LEGACY_SIZE_MISMATCH
-       for source in ("v0", "v1") for damage in ("flip-11", "size-48")},
-    # the key length's high byte (v0: at 18, v1: at 26, after the timestamp)
-    ("*", "damaged/v0-flip-18", "deep*"): _LEGACY_NEGATIVE_KEY,
-    ("*", "damaged/v1-flip-26", "deep*"): _LEGACY_NEGATIVE_KEY,
-}
-
 # kseg-dump-log on damaged companion files and internal-topic records (fixtures/kafka-damaged-companions,
 # tests/kafka/damaged_companions.py): the file pattern is damaged-companions/<case>; "*>3.9": Kafka 3.9.2's tool only
 _COMPANIONS = "damaged-companions"
@@ -269,7 +249,6 @@ KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {
     **{(f"{release}>{release}", rel, "index-rebuild"): _APPEND_INDEXED
        for release in ("2.8", "3.6")
        for rel in ("v0-0/00000000000000000000.log", "v1-0/00000000000000000000.log", "v2-0/00000000000000000256.log")},
-    **_DAMAGED_DIFFERENCES,
     **_COMPANION_DIFFERENCES,
     **_REPAIR_DIFFERENCES,
 }

@@ -40,6 +40,7 @@ import shutil
 import struct
 import sys
 import tempfile
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -150,6 +151,32 @@ def _codec(codec: int) -> Damage:
     return damage
 
 
+#: magic -> where a legacy message's key length is (after its offset, size, crc, magic, attributes and, v1,
+#: timestamp)
+KEY_LENGTH_AT = {0: 18, 1: 26}
+
+
+def _lengths(key: Callable[[int], int] | None = None, value: Callable[[int], int] | None = None) -> Damage:
+    """A legacy second message's key length set to ``key(its length)`` or its value length to
+    ``value(its length)``, with the CRC made right again: lengths Kafka's reader holds only to the
+    message's bytes (v2 sources: no such message, no case)."""
+    def damage(data: bytes, start: int, length: int, header: int) -> bytes | None:
+        magic = data[start + MAGIC_AT]
+        if magic >= 2:
+            return None
+        out = bytearray(data)
+        at = start + KEY_LENGTH_AT[magic]
+        klen = struct.unpack_from(">i", out, at)[0]
+        if key is not None:
+            struct.pack_into(">i", out, at, key(klen))
+        if value is not None:
+            vat = at + 4 + max(klen, 0)
+            struct.pack_into(">i", out, vat, value(struct.unpack_from(">i", out, vat)[0]))
+        struct.pack_into(">I", out, start + 12, zlib.crc32(out[start + MAGIC_AT:start + length]))
+        return bytes(out)
+    return damage
+
+
 #: damage name -> how; the cases are ``<source>-<name>`` of every source the damage applies to
 DAMAGE: dict[str, Damage] = {
     # each byte of the second batch's header, then three of its body
@@ -171,6 +198,14 @@ DAMAGE: dict[str, Damage] = {
     "magic-3": _magic(3),
     "magic-127": _magic(127),
     **{f"codec-{n}": _codec(n) for n in (5, 6, 7)},
+    # a legacy message's lengths, its CRC right: no key but a length below -1; a key length running past
+    # the message, or wrapping Java's int; a value ending before the message, past it, or a length below -1
+    "key-len-neg2": _lengths(key=lambda n: -2),
+    "key-len-past": _lengths(key=lambda n: n + 1000),
+    "key-len-wrap": _lengths(key=lambda n: 0x7FFFFFF0),
+    "value-len-short": _lengths(value=lambda n: n - 3),
+    "value-len-long": _lengths(value=lambda n: n + 1),
+    "value-len-neg5": _lengths(value=lambda n: -5),
 }
 
 
