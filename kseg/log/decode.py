@@ -235,13 +235,15 @@ def read_varint(data: bytes, pos: int, max_bytes: int = MAX_VARINT_BYTES) -> tup
 
 def decode_v2_records(
     data: bytes, base_offset: int, base_timestamp: int, count: int, log_append_time: int | None,
-    into: list[Record] | None = None,
+    into: list[Record] | None = None, *, kafka_lengths: bool = False,
 ) -> list[Record]:
     """Decode ``count`` varint records that must use up ``data`` exactly (spec §3.3).
 
     Errors carry the position inside ``data``; the caller shifts them. Every read is
     ``data[pos]`` at the position it needs, so an IndexError names the exact byte. ``into``:
     the list the records are appended to (what decoded before an error stays in it).
+    ``kafka_lengths``: a key, value or header value length below -1 reads as null, as Kafka's
+    reader (``Utils.readBytes``) takes any negative one; kseg's own verdict is damage.
     """
     if count < 0:
         raise CorruptBatchError("negative record count", found=count, expected=">= 0")
@@ -294,7 +296,7 @@ def decode_v2_records(
             else:
                 u, pos = _uvarint(data, pos, MAX_VARINT_BYTES)
             if u & 1:
-                if u != 1:
+                if u != 1 and not kafka_lengths:
                     raise CorruptBatchError("invalid key length", position=pos, found=-((u + 1) >> 1))
                 key = None
             else:
@@ -311,7 +313,7 @@ def decode_v2_records(
             else:
                 u, pos = _uvarint(data, pos, MAX_VARINT_BYTES)
             if u & 1:
-                if u != 1:
+                if u != 1 and not kafka_lengths:
                     raise CorruptBatchError("invalid value length", position=pos, found=-((u + 1) >> 1))
                 value = None
             else:
@@ -326,7 +328,7 @@ def decode_v2_records(
                 pos += 1
                 headers = no_headers
             else:
-                headers, pos = _decode_headers(data, pos, rec_end)
+                headers, pos = _decode_headers(data, pos, rec_end, kafka_lengths)
             if pos != rec_end:
                 raise CorruptBatchError(
                     "record length does not match its fields", position=start,
@@ -350,7 +352,7 @@ def decode_v2_records(
     return out
 
 
-def _decode_headers(data: bytes, pos: int, rec_end: int) -> tuple[tuple[Header, ...], int]:
+def _decode_headers(data: bytes, pos: int, rec_end: int, kafka_lengths: bool = False) -> tuple[tuple[Header, ...], int]:
     count, pos = read_varint(data, pos)
     if count < 0 or count > rec_end - pos:
         raise CorruptBatchError("invalid header count", position=pos, expected=f"0..{max(rec_end - pos, 0)}",
@@ -365,9 +367,9 @@ def _decode_headers(data: bytes, pos: int, rec_end: int) -> tuple[tuple[Header, 
         key = data[pos : pos + klen].decode("utf-8", "surrogateescape")
         pos += klen
         vlen, pos = read_varint(data, pos)
-        if vlen < -1:
+        if vlen < -1 and not kafka_lengths:
             raise CorruptBatchError("invalid header value length", position=pos, found=vlen)
-        if vlen == -1:
+        if vlen < 0:
             value = None
         else:
             if pos + vlen > rec_end:

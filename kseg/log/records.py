@@ -97,21 +97,28 @@ def batch_records(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
         raise _in_file(e, batch, compressed)
 
 
-def records_before_failure(batch: Batch) -> list[Record]:
-    """The records of a batch whose records do not decode that a reader stopping at the bad one
-    has returned, as kafka-dump-log.sh prints them before its exception: none of a compressed batch
-    (Kafka decompresses it whole first); of an uncompressed one those before the bad record, and
-    when all decode but bytes are left over, all but the last (Kafka checks after reading it)."""
+def kafka_reads_records(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> tuple[list[Record], bool]:
+    """A v2 batch's records as Kafka's reader (``DefaultRecordBatch.iterator``) gives them where
+    kseg's reader refuses them, as kafka-dump-log.sh prints them: the records, and whether Kafka
+    throws after them. A count of 0 gives none and no check of the bytes left; a key, value or
+    header value length below -1 reads as null; a compressed batch is read whole before any of it
+    is printed (none, if it fails); an uncompressed one up to the record that fails, or all but
+    the last when all read and bytes are left over (the check follows the last record)."""
     count = batch.record_count or 0
-    if batch.magic < 2 or batch.is_compressed or count <= 0:  # (a legacy message is its one record)
-        return []
+    if count == 0:
+        return [], False
+    if count < 0:
+        return [], True
     read: list[Record] = []
     try:
-        py_decode_v2_records(bytes(records_region(batch)), batch.base_offset, batch.base_timestamp or 0, count,
-                             effective_log_append_time(batch), into=read)
+        data = records_region(batch) if not batch.is_compressed else payload_bytes(batch, limit=limit)[0]
+        py_decode_v2_records(bytes(data), batch.base_offset, batch.base_timestamp or 0, count,
+                             effective_log_append_time(batch), into=read, kafka_lengths=True)
     except KsegError:
-        return read[:-1] if len(read) == count else read
-    return read
+        if batch.is_compressed:
+            return [], True
+        return (read[:-1] if len(read) == count else read), True
+    return read, False
 
 
 class RecordSpans(NamedTuple):

@@ -19,7 +19,7 @@ from kseg.lazy import load
 from kseg.formats.attributes import CODEC_NONE
 from kseg.log.decode import KafkaLegacyRead, Tail, kafka_legacy_read
 from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX, read_kind, replica_note
-from kseg.log.records import PlainRun, RecordSpans, batch_records, batch_spans, plain_run, records_before_failure
+from kseg.log.records import PlainRun, RecordSpans, batch_records, batch_spans, plain_run, kafka_reads_records
 from kseg.log.segment import Segment, base_offset_of, companion_path, tiered_segment_id
 from kseg.log.checks import offsets_error
 from kseg.log.span_columns import ColumnBudget, ColumnRun, OffsetDamage, runs_and_batches
@@ -418,16 +418,21 @@ def _batch_event(path: Path, batch: Batch, o: DumpOptions, family: str | None) -
                 return BatchEvent(path, batch, batch.offset, batch.offset, 1, batch.crc_valid, [],
                                   kafka_read=kafka_legacy_read(batch.raw, batch.magic, batch.position))
             if o.kafka_stops and not o.keep_going and not record_filter:
-                # (an internal topic's records are shown decoded: none of them, only the batch line)
-                before = records_before_failure(batch) if o.records and family is None else []
-                if o.redactor and not (batch.magic >= 2 and batch.is_control):
-                    before = [o.redactor.record(r) for r in before]
-                return BatchEvent(path, batch, batch.offset, batch.last_offset, batch.record_count or 1,
-                                  batch.crc_valid, before if o.records else None, stops=e)
-            if not o.keep_going:
+                # the records kafka-dump-log.sh prints, and whether it throws after them
+                read, throws = kafka_reads_records(batch, limit=limit) if batch.magic >= 2 else ([], True)
+                if throws or not o.as_the_tool:
+                    # (an internal topic's records are shown decoded: none of them, only the batch line)
+                    before = read if o.records and family is None else []
+                    if o.redactor and not (batch.magic >= 2 and batch.is_control):
+                        before = [o.redactor.record(r) for r in before]
+                    return BatchEvent(path, batch, batch.offset, batch.last_offset, batch.record_count or 1,
+                                      batch.crc_valid, before if o.records else None, stops=e)
+                records = read  # kseg-dump-log: Kafka reads what kseg refuses; the tool prints it and goes on
+            elif not o.keep_going:
                 raise
-            hides = o.redactor is not None and (bool(o.redactor) or o.redactor.ids)
-            return BadBatchEvent(path, o.redactor.header_only(batch) if hides else batch, e)
+            else:
+                hides = o.redactor is not None and (bool(o.redactor) or o.redactor.ids)
+                return BadBatchEvent(path, o.redactor.header_only(batch) if hides else batch, e)
     if batch.magic >= 2:
         first, last, count = batch.offset, batch.last_offset, batch.record_count or 0
     elif records is not None and batch.codec != 0:

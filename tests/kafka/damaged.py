@@ -5,7 +5,9 @@ Why: the other corpora hold ``kseg-dump-log`` to DumpLogSegments on files broker
 operator reaches for the tool when a segment is *not* whole. Here each of :data:`SOURCES` (segments
 written by Kafka 2.8 and 4.3.1 brokers, magic 0, 1 and 2, transactional, every codec) is damaged in each
 way of :data:`DAMAGE` (a byte flipped in its second batch's header and body, cuts, bytes after the last
-batch, sizes around Kafka's minimum record overhead, an unknown magic, an unknown compression id), and the
+batch, sizes around Kafka's minimum record overhead, an unknown magic, an unknown compression id, a legacy
+message's key and value lengths), one v2 segment's second batch is also damaged inside its records, a
+field of one record at a time, under every codec (:data:`RECORD_DAMAGE` x :data:`RECORD_CODECS`), and the
 release's DumpLogSegments is run on every variant with each flag combination of :data:`COMBOS`.
 
 The variants are not stored: :func:`variants` makes them again from the fixtures, byte for byte, and each
@@ -33,6 +35,7 @@ where a case's file goes, its flags, a fresh copy per run), so the two are kept 
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import lzma
 import json
@@ -46,6 +49,9 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+import crc32c
+import kafka.codec as kafka_codec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -177,6 +183,160 @@ def _lengths(key: Callable[[int], int] | None = None, value: Callable[[int], int
     return damage
 
 
+# --------------------------------------------------------------------------- inside a v2 batch's records
+# The second batch's records are taken apart field by field (without kseg: its own reading is what is
+# judged), one field of its second record is set to a value at an edge, and the batch is put together
+# again under each codec of RECORD_CODECS (compressed by kafka-python's codecs), its size and CRC-32C made
+# right: what is left is damage only a reader of the records meets.
+
+#: codec name -> (its id in a v2 batch's attributes, how kafka-python compresses a records section)
+RECORD_CODECS: dict[str, tuple[int, Callable[[bytes], bytes] | None]] = {
+    "none": (0, None),
+    "gzip": (1, lambda b: gzip.compress(b, mtime=0)),  # (kafka-python's writes the time into the header)
+    "snappy": (2, lambda b: kafka_codec.snappy_encode(b, xerial_compatible=True)),
+    "lz4": (3, kafka_codec.lz4_encode),
+    "zstd": (4, kafka_codec.zstd_encode),
+}
+V2_ATTRIBUTES_AT, V2_COUNT_AT, V2_RECORDS_AT = 21, 57, 61  # in the batch, after its 12-byte log header
+V2_CRC_AT = 17
+DAMAGED_RECORD = 1  # the second record: the first prints before the damage
+
+
+def _zigzag(n: int) -> bytes:
+    """A signed varint (varlong) as Kafka writes it."""
+    u, out = (n << 1) ^ (n >> 63), bytearray()
+    u &= (1 << 64) - 1
+    while u >= 0x80:
+        out.append(u & 0x7F | 0x80)
+        u >>= 7
+    out.append(u)
+    return bytes(out)
+
+
+def _read_zigzag(b: bytes, p: int) -> tuple[int, int]:
+    u = shift = 0
+    while True:
+        u |= (b[p] & 0x7F) << shift
+        shift += 7
+        p += 1
+        if b[p - 1] < 0x80:
+            return (u >> 1) ^ -(u & 1), p
+
+
+def _record_fields(body: bytes) -> list[list]:
+    """A record's body (after its length) as [name, value, bytes] fields: varints with their value."""
+    fields, p = [], 0
+
+    def varint(name: str) -> int:
+        nonlocal p
+        start = p
+        value, p = _read_zigzag(body, p)
+        fields.append([name, value, body[start:p]])
+        return value
+
+    def raw(name: str, n: int) -> None:
+        nonlocal p
+        fields.append([name, None, body[p:p + max(n, 0)]])
+        p += max(n, 0)
+
+    raw("attributes", 1)
+    varint("timestamp")
+    varint("offset")
+    raw("key", varint("key_length"))
+    raw("value", varint("value_length"))
+    for i in range(varint("header_count")):
+        raw(f"header_key_{i}", varint(f"header_key_length_{i}"))
+        raw(f"header_value_{i}", varint(f"header_value_length_{i}"))
+    assert p == len(body), "a record of the source does not read whole"
+    return fields
+
+
+#: a record damage: (the damaged record's fields, the batch's record count) -> (the record length to write,
+#: None for its body's; the record count to write)
+RecordDamage = Callable[[list[list], int], tuple[int | None, int]]
+
+
+def _record_damage(field: str, value: Callable[[int, int], int | bytes]) -> RecordDamage:
+    """Set ``field`` of a record's fields, or "length" (the record's length) or "count" (the batch's record
+    count), to ``value(its value, the body's length)``: an int is written as a varint, bytes as they are."""
+    def damage(fields: list[list], count: int) -> tuple[int | None, int]:
+        body_length = sum(len(f[2]) for f in fields)
+        if field == "length":
+            return int(value(body_length, body_length)), count
+        if field == "count":
+            return None, int(value(count, body_length))
+        for f in fields:
+            if f[0] == field:
+                new = value(f[1], body_length)
+                f[2] = new if isinstance(new, bytes) else _zigzag(new)
+                return None, count
+        raise AssertionError(f"the damaged record has no {field}")
+    return damage
+
+
+#: damage -> how (``_record_damage``); each is tried under every codec of RECORD_CODECS
+RECORD_DAMAGE: dict[str, RecordDamage] = {
+    "length-plus1": _record_damage("length", lambda n, body: n + 1),
+    "length-minus1": _record_damage("length", lambda n, body: n - 1),
+    "length-0": _record_damage("length", lambda n, body: 0),
+    "length-neg1": _record_damage("length", lambda n, body: -1),
+    "length-huge": _record_damage("length", lambda n, body: 0x7FFFFFFF),
+    "attributes-ff": _record_damage("attributes", lambda n, body: b"\xff"),
+    "timestamp-varlong-11": _record_damage("timestamp", lambda n, body: b"\x80" * 10 + b"\x00"),
+    "offset-varint-6": _record_damage("offset", lambda n, body: b"\x82\x80\x80\x80\x80\x00"),
+    "key-length-past": _record_damage("key_length", lambda n, body: body + 100),
+    "key-length-neg2": _record_damage("key_length", lambda n, body: -2),
+    "value-length-past": _record_damage("value_length", lambda n, body: body + 100),
+    "value-length-neg2": _record_damage("value_length", lambda n, body: -2),
+    "header-count-neg1": _record_damage("header_count", lambda n, body: -1),
+    "header-count-plus1": _record_damage("header_count", lambda n, body: n + 1),
+    "header-count-huge": _record_damage("header_count", lambda n, body: 0x7FFFFFFF),
+    "header-key-length-neg1": _record_damage("header_key_length_0", lambda n, body: -1),
+    "header-key-length-past": _record_damage("header_key_length_0", lambda n, body: body + 100),
+    "header-value-length-neg2": _record_damage("header_value_length_0", lambda n, body: -2),
+    "header-value-length-past": _record_damage("header_value_length_0", lambda n, body: body + 100),
+    "count-plus1": _record_damage("count", lambda n, body: n + 1),
+    "count-minus1": _record_damage("count", lambda n, body: n - 1),
+    "count-0": _record_damage("count", lambda n, body: 0),
+    "count-neg1": _record_damage("count", lambda n, body: -1),
+    "count-huge": _record_damage("count", lambda n, body: 0x7FFFFFFF),
+}
+
+
+def _in_records(codec: str, how: RecordDamage) -> Damage:
+    """The second batch (v2, uncompressed in every source) with ``how`` done to its second record, put
+    together again under ``codec``."""
+    codec_id, compress = RECORD_CODECS[codec]
+
+    def damage(data: bytes, start: int, length: int, header: int) -> bytes | None:
+        batch = bytearray(data[start:start + length])
+        if batch[MAGIC_AT] < 2 or batch[V2_ATTRIBUTES_AT + 1] & 0x07:
+            return None
+        count = struct.unpack_from(">i", batch, V2_COUNT_AT)[0]
+        section, p, records = bytes(batch[V2_RECORDS_AT:]), 0, []
+        for i in range(count):
+            n, q = _read_zigzag(section, p)
+            records.append((i, section[q:q + n]))
+            p = q + n
+        out = bytearray()
+        for i, body in records:
+            if i != DAMAGED_RECORD:
+                out += _zigzag(len(body)) + body
+                continue
+            fields = _record_fields(body)
+            written, count = how(fields, count)
+            new_body = b"".join(f[2] for f in fields)
+            out += _zigzag(len(new_body) if written is None else written) + new_body
+        records_section = bytes(out) if compress is None else compress(bytes(out))
+        batch = batch[:V2_RECORDS_AT] + records_section
+        struct.pack_into(">i", batch, SIZE_AT, len(batch) - 12)
+        struct.pack_into(">i", batch, V2_COUNT_AT, count)
+        batch[V2_ATTRIBUTES_AT + 1] = batch[V2_ATTRIBUTES_AT + 1] & ~0x07 | codec_id
+        struct.pack_into(">I", batch, V2_CRC_AT, crc32c.crc32c(bytes(batch[V2_ATTRIBUTES_AT:])))
+        return data[:start] + bytes(batch) + data[start + length:]
+    return damage
+
+
 #: damage name -> how; the cases are ``<source>-<name>`` of every source the damage applies to
 DAMAGE: dict[str, Damage] = {
     # each byte of the second batch's header, then three of its body
@@ -206,7 +366,16 @@ DAMAGE: dict[str, Damage] = {
     "value-len-short": _lengths(value=lambda n: n - 3),
     "value-len-long": _lengths(value=lambda n: n + 1),
     "value-len-neg5": _lengths(value=lambda n: -5),
+    # inside the second batch's records, under each codec (RECORD_SOURCES only)
+    **{f"rec-{codec}-{name}": _in_records(codec, how) for codec in RECORD_CODECS for name, how in RECORD_DAMAGE.items()},
 }
+#: the sources the record damages (``rec-*``) are made from: one v2 segment is enough to reach each reader
+RECORD_SOURCES = ("v2",)
+
+
+def applies(source: str, damage: str) -> bool:
+    """Whether ``damage`` is made from ``source`` (a record damage only from RECORD_SOURCES)."""
+    return not damage.startswith("rec-") or source in RECORD_SOURCES
 
 
 def source_bytes(source: str) -> bytes:
@@ -221,7 +390,7 @@ def variants() -> dict[str, bytes]:
         start, length = batches(data)[1]  # the second batch: the first prints before the damage
         header = HEADER[data[start + MAGIC_AT]]
         for name, damage in DAMAGE.items():
-            damaged = damage(data, start, length, header)
+            damaged = damage(data, start, length, header) if applies(source, name) else None
             if damaged is not None:
                 out[f"{source}-{name}"] = damaged
     return out
@@ -379,8 +548,18 @@ def differences(expected: list[dict[str, Any]], got: list[dict[str, Any]]) -> li
 
 
 def all_runs(cases: dict[str, bytes], sample: bool = False) -> list[tuple[str, str]]:
-    """(case, combination) of every run of the corpus (``sample``: those :func:`sampled` picks)."""
-    return sampled(cases) if sample else [(case, combo) for case in sorted(cases) for combo in COMBOS]
+    """(case, combination) of every run of the corpus (``sample``: those :func:`sampled` picks, of
+    :func:`sampled_damages`)."""
+    if sample:
+        return sampled(cases, sampled_damages())
+    return [(case, combo) for case in sorted(cases) for combo in COMBOS]
+
+
+def sampled_damages() -> list[str]:
+    """Every damage once, a record damage under one codec of RECORD_CODECS (taken in turn)."""
+    codecs = list(RECORD_CODECS)
+    return ([name for name in DAMAGE if not name.startswith("rec-")]
+            + [f"rec-{codecs[i % len(codecs)]}-{name}" for i, name in enumerate(RECORD_DAMAGE)])
 
 
 def check_goldens(folder: Path, workdir: Path | None = None, sample: bool = False, *,
