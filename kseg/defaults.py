@@ -19,6 +19,7 @@ __all__ = [
     "DEFAULT_SEGMENT_BYTES",
     "DEFAULT_SEGMENT_INDEX_BYTES",
     "KAFKA_MAX_MESSAGE_SIZE",
+    "KAFKA_TOOL_HEAP_BYTES",
     "RANGE_READ_BYTES",
     "READ_CHUNK_BYTES",
     "parse_size",
@@ -65,3 +66,8 @@ def parse_size(value: int | str) -> int:
 
 #: kafka-dump-log.sh's --max-message-size default: how far past an .index entry's position it reads a batch
 KAFKA_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
+# kafka-run-class.sh's heap for a tool (KAFKA_HEAP_OPTS=-Xmx256M): kafka-dump-log.sh dies of an
+# OutOfMemoryError where its reader allocates a buffer of a claimed size larger than this (an inner
+# message's size in a legacy wrapper), where a smaller claim that the bytes do not hold ends quietly.
+# (The boundary is the heap that is free, a little less than this.)
+KAFKA_TOOL_HEAP_BYTES = 256 * 1024 * 1024

@@ -8,8 +8,11 @@ the one-byte varint case; construct is never run per batch or per record.
 
 from __future__ import annotations
 
+import struct
+import zlib
 from typing import NamedTuple
 
+from kseg.defaults import KAFKA_TOOL_HEAP_BYTES
 from kseg.errors import CorruptBatchError, KsegError, TruncatedError, VarintError
 from kseg.facts.log_entry import (
     HEADER_SIZE_UP_TO_MAGIC,
@@ -18,7 +21,14 @@ from kseg.facts.log_entry import (
     MIN_SIZE_BY_MAGIC,
     SIZE_POSITION,
 )
-from kseg.facts.message_v0v1 import KEY_LENGTH_POSITION, RECORD_OVERHEAD_V0
+from kseg.facts.message_v0v1 import (
+    ATTRIBUTES_POSITION,
+    CRC_POSITION,
+    CRC_START,
+    KEY_LENGTH_POSITION,
+    RECORD_OVERHEAD_V0,
+    V1_TIMESTAMP_POSITION,
+)
 from kseg.facts.primitives import INT64_MAX, INT64_MIN, MAX_VARINT_BYTES, MAX_VARLONG_BYTES
 from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD
 from kseg.formats.attributes import CODEC_MASK, TIMESTAMP_TYPE_MASK
@@ -28,6 +38,9 @@ from kseg.model import Batch, Header, Record
 _PREFIX = LOG_ENTRY_PREFIX.struct
 _V2 = BATCH_V2_HEADER.struct
 _I32 = LENGTH_I32.struct
+_U32 = struct.Struct(">I")
+_I64 = struct.Struct(">q")
+_FRAMING = struct.Struct(">qi")
 _V0 = MESSAGE_HEADER[0].struct
 _V1 = MESSAGE_HEADER[1].struct
 _new = tuple.__new__
@@ -455,6 +468,27 @@ def kafka_legacy_read(raw: memoryview | bytes, magic: int, position: int = 0) ->
     return KafkaLegacyRead((klen, vlen), key, value, stop)
 
 
+class KafkaLegacyLine(NamedTuple):
+    """A legacy message's record line as kafka-dump-log.sh prints it from Kafka's reading: the
+    message's offset and timestamp as the line shows them, its stored CRC, whether that CRC is
+    right, and its key and value (``kafka_legacy_read``)."""
+
+    offset: int
+    timestamp: int
+    crc: int
+    valid: bool
+    read: KafkaLegacyRead
+
+
+def kafka_legacy_line(raw: memoryview | bytes, offset: int, timestamp: int, position: int = 0) -> KafkaLegacyLine:
+    """The line of the message ``raw`` (a whole entry) as Kafka reads it: by its magic byte, 0 as v0
+    and any other as v1 (``LegacyRecord``'s rule), its CRC over the bytes from the magic on."""
+    (crc,) = _U32.unpack_from(raw, CRC_POSITION)
+    valid = zlib.crc32(raw[CRC_START:]) == crc
+    layout = 0 if raw[MAGIC_POSITION] == 0 else 1
+    return KafkaLegacyLine(offset, timestamp, crc, valid, kafka_legacy_read(raw, layout, position))
+
+
 def legacy_record(batch: Batch, offset: int, timestamp: int) -> Record:
     key, value = legacy_key_value(batch.raw, batch.magic)
     return Record(offset, timestamp, key, value, (), batch.max_timestamp, batch.attributes, batch.magic, batch.crc)
@@ -506,6 +540,60 @@ def decode_legacy_wrapper(wrapper: Batch, inner_bytes: bytes) -> list[Record]:
         except KsegError as e:
             raise e.shift(m.position)
     return out
+
+
+def kafka_wrapper_lines(wrapper: Batch, inner_bytes: bytes | None) -> tuple[list[KafkaLegacyLine], CorruptBatchError | None]:
+    """A compressed legacy wrapper's record lines as kafka-dump-log.sh prints them from Kafka's
+    reading (``AbstractLegacyRecordBatch.DeepRecordsIterator``), and the error it throws after them
+    (None: it goes on). Kafka reads every inner message before it gives the first: one whose log
+    header or bytes the payload does not hold whole ends the set quietly; a size below the minimum,
+    no inner message, a null value or a v1 wrapper offset below the last relative offset throws
+    before any line. It checks no magic or length (each line is read as ``kafka_legacy_line`` reads
+    it) and stops at a compressed inner message when it reaches it."""
+    if inner_bytes is None:
+        return [], CorruptBatchError("compressed message set with a null value", position=wrapper.position)
+    entries, pos, end = [], 0, len(inner_bytes)
+    while end - pos >= LOG_OVERHEAD:
+        offset, size = _FRAMING.unpack_from(inner_bytes, pos)
+        if size < RECORD_OVERHEAD_V0:
+            return [], CorruptBatchError("inner message size below the minimum record overhead",
+                                         position=wrapper.position, where=f"inner message {len(entries)}",
+                                         expected=f">= {RECORD_OVERHEAD_V0}", found=size)
+        if size > end - pos - LOG_OVERHEAD:
+            if size > KAFKA_TOOL_HEAP_BYTES:  # the buffer for it is allocated before it is read
+                return [], CorruptBatchError("inner message size larger than the tool's heap",
+                                             position=wrapper.position, where=f"inner message {len(entries)}",
+                                             expected=f"<= {end - pos - LOG_OVERHEAD}", found=size)
+            break
+        entries.append((pos, offset, size))
+        pos += LOG_OVERHEAD + size
+    if not entries:
+        return [], CorruptBatchError("compressed message set has no inner messages", position=wrapper.position)
+    base = None
+    if wrapper.magic >= 1:  # KIP-31 relative offsets; librdkafka's wrapper offset 0 is base 0
+        last = entries[-1][1]
+        if wrapper.base_offset != 0 and wrapper.base_offset < last:
+            return [], CorruptBatchError("invalid wrapper offset in compressed v1 message set",
+                                         position=wrapper.position,
+                                         expected=f">= last inner relative offset {last}", found=wrapper.base_offset)
+        base = 0 if wrapper.base_offset == 0 else wrapper.base_offset - last
+    log_append = wrapper.magic >= 1 and bool(wrapper.attributes & TIMESTAMP_TYPE_MASK)
+    lines = []
+    for i, (at, offset, size) in enumerate(entries):
+        raw = inner_bytes[at : at + LOG_OVERHEAD + size]
+        if raw[ATTRIBUTES_POSITION] & CODEC_MASK:
+            return lines, CorruptBatchError("inner messages must not be compressed", position=wrapper.position,
+                                            where=f"inner message {i}", expected="codec none",
+                                            found=f"codec {raw[ATTRIBUTES_POSITION] & CODEC_MASK}")
+        magic = raw[MAGIC_POSITION]
+        if magic == 0:
+            ts = -1
+        elif magic == 1 and log_append:
+            ts = wrapper.max_timestamp
+        else:
+            (ts,) = _I64.unpack_from(raw, V1_TIMESTAMP_POSITION)
+        lines.append(kafka_legacy_line(raw, offset if base is None else _wrap64(base + offset), ts, wrapper.position))
+    return lines, None
 
 
 def effective_log_append_time(batch: Batch) -> int | None:

@@ -15,7 +15,15 @@ from kseg.errors import CorruptBatchError, KsegError
 from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD, RECORD_COUNT_POSITION
 from kseg.formats.attributes import CODEC_LZ4, CODEC_MASK, CODEC_PLUGIN
 from kseg.log.decode import decode_v2_records as py_decode_v2_records
-from kseg.log.decode import effective_log_append_time, legacy_value_region, records_region
+from kseg.log.decode import (
+    KafkaLegacyLine,
+    effective_log_append_time,
+    kafka_legacy_line,
+    kafka_legacy_read,
+    kafka_wrapper_lines,
+    legacy_value_region,
+    records_region,
+)
 from kseg.log.fast import (
     ACCELERATED,
     check_v2_records,
@@ -119,6 +127,25 @@ def kafka_reads_records(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_B
             return [], True
         return (read[:-1] if len(read) == count else read), True
     return read, False
+
+
+def kafka_legacy_lines(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+                       ) -> tuple[list[KafkaLegacyLine], CorruptBatchError | None]:
+    """A legacy message's record lines as Kafka reads them where kseg's reader refuses it, and the
+    error the tool throws after them (None: it goes on): an uncompressed message's one line, a
+    wrapper's inner messages (``kafka_wrapper_lines``) from its value as Kafka slices it."""
+    if not batch.attributes & CODEC_MASK:
+        return [kafka_legacy_line(batch.raw, batch.offset, batch.max_timestamp, batch.position)], None
+    wrapper = kafka_legacy_read(batch.raw, batch.magic, batch.position)
+    if wrapper.sizes is None or wrapper.stop is not None:
+        return [], wrapper.stop
+    if wrapper.value is None:
+        return kafka_wrapper_lines(batch, None)
+    try:
+        data = decompress_payload(batch, wrapper.value, limit)
+    except KsegError as e:
+        return [], CorruptBatchError(e.message, position=batch.position, expected=e.expected, found=e.found)
+    return kafka_wrapper_lines(batch, data)
 
 
 class RecordSpans(NamedTuple):

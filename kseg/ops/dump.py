@@ -16,10 +16,9 @@ from kseg.decoders.identities import redact_ids
 from kseg.errors import KsegError
 from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD
 from kseg.lazy import load
-from kseg.formats.attributes import CODEC_NONE
-from kseg.log.decode import KafkaLegacyRead, Tail, kafka_legacy_read
+from kseg.log.decode import KafkaLegacyLine, Tail
 from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX, read_kind, replica_note
-from kseg.log.records import PlainRun, RecordSpans, batch_records, batch_spans, plain_run, kafka_reads_records
+from kseg.log.records import PlainRun, RecordSpans, batch_records, batch_spans, plain_run, kafka_legacy_lines, kafka_reads_records
 from kseg.log.segment import Segment, base_offset_of, companion_path, tiered_segment_id
 from kseg.log.checks import offsets_error
 from kseg.log.span_columns import ColumnBudget, ColumnRun, OffsetDamage, runs_and_batches
@@ -128,8 +127,8 @@ class BatchEvent:
     decoded: list | None = None
     spans: RecordSpans | None = None  # instead of records, with DumpOptions.record_spans
     stops: KsegError | None = None  # DumpOptions.kafka_stops: the error shown after the batch's lines
-    # DumpOptions.as_the_tool: an uncompressed legacy message whose lengths kseg refuses, as Kafka reads them
-    kafka_read: KafkaLegacyRead | None = None
+    # DumpOptions.as_the_tool: the record lines of a legacy message kseg refuses, as Kafka reads it
+    kafka_lines: tuple[KafkaLegacyLine, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -413,10 +412,12 @@ def _batch_event(path: Path, batch: Batch, o: DumpOptions, family: str | None) -
         except KsegError as e:
             e.located(file=str(path))
             if o.as_the_tool and o.records and family is None and not o.redactor and batch.magic < 2 \
-                    and batch.codec == CODEC_NONE and not record_filter:
-                # Kafka's record line comes from the raw lengths: the dump goes on where the tool does
-                return BatchEvent(path, batch, batch.offset, batch.offset, 1, batch.crc_valid, [],
-                                  kafka_read=kafka_legacy_read(batch.raw, batch.magic, batch.position))
+                    and not record_filter:
+                # Kafka's lines come from what its reader takes: the dump stops or goes on where the tool does
+                lines, stop = kafka_legacy_lines(batch, limit=limit)
+                return BatchEvent(path, batch, lines[0].offset if lines else batch.offset, batch.offset,
+                                  len(lines) or 1, batch.crc_valid, [], kafka_lines=tuple(lines),
+                                  stops=None if stop is None else stop.located(file=str(path)))
             if o.kafka_stops and not o.keep_going and not record_filter:
                 # the records kafka-dump-log.sh prints, and whether it throws after them
                 read, throws = kafka_reads_records(batch, limit=limit) if batch.magic >= 2 else ([], True)

@@ -555,8 +555,8 @@ class KafkaRenderer:
                 self.write(line[:line.index(SECOND_HALF)])
                 raise stop.located(file=str(ev.path))
             self.write(line)
-            if ev.kafka_read is not None:
-                self._kafka_read_line(ev)
+            if ev.kafka_lines is not None:
+                self._kafka_lines(ev)
                 return
             if ev.spans is not None:  # what takes_spans asked for
                 s = ev.spans
@@ -681,24 +681,31 @@ class KafkaRenderer:
             self._gap_list(ev).append((last, offset))
         self._last_offset = offset
 
-    def _kafka_read_line(self, ev: BatchEvent) -> None:
-        """The record line of a legacy message kseg refuses, from the lengths Kafka reads
-        (``BatchEvent.kafka_read``): the tool prints it and goes on, or dies where its reader throws."""
-        b, read = ev.batch, ev.kafka_read
-        assert read is not None
-        if read.sizes is None:  # reading the value's length throws before the line is built
-            assert read.stop is not None
-            raise read.stop.located(file=str(ev.path))
-        self._track(ev, b.offset)
+    def _kafka_lines(self, ev: BatchEvent) -> None:
+        """The record lines of a legacy message kseg refuses, as Kafka reads it (``BatchEvent.kafka_lines``):
+        each from its raw lengths; the tool dies where its reader throws (before a line: the value's
+        length field; after its metadata: the bytes, where the contents are printed)."""
+        b = ev.batch
+        assert ev.kafka_lines is not None
         ts_name = TIMESTAMP_TYPE_NAMES[b.timestamp_type]
-        fields = self._batch_fields(b, b.offset) if self.release.record_batch_fields else None
-        metadata = "" if self.skip_record_metadata else line_writers.legacy_record_metadata(
-            b.offset, ts_name, b.max_timestamp, read.sizes, ev.crc_valid, b.crc, self.release.legacy_crc_brace, fields)
-        if read.stop is not None and (self.kd is not None or self.vd is not None):
-            self.w(metadata)  # the parser reads key and value before printing either
-            raise read.stop.located(file=str(ev.path))
-        r = Record(b.offset, b.max_timestamp, read.key, read.value, (), b.max_timestamp, b.attributes, b.magic, b.crc)
-        self.w(self._record_line(b, r, metadata=metadata))
+        contents = self.kd is not None or self.vd is not None
+        first = ev.kafka_lines[0].offset if ev.kafka_lines else b.offset
+        for line in ev.kafka_lines:
+            read = line.read
+            if read.sizes is None:  # reading the value's length throws before the line is built
+                assert read.stop is not None
+                raise read.stop.located(file=str(ev.path))
+            self._track(ev, line.offset)
+            fields = self._batch_fields(b, first) if self.release.record_batch_fields else None
+            metadata = "" if self.skip_record_metadata else line_writers.legacy_record_metadata(
+                line.offset, ts_name, line.timestamp, read.sizes, line.valid, line.crc, self.release.legacy_crc_brace,
+                fields)
+            if read.stop is not None and contents:
+                self.w(metadata)  # the parser reads key and value before printing either
+                raise read.stop.located(file=str(ev.path))
+            r = Record(line.offset, line.timestamp, read.key, read.value, (), line.timestamp, b.attributes, b.magic,
+                       line.crc)
+            self.w(self._record_line(b, r, metadata=metadata))
 
     def _record_line(self, b: Batch, r: Record, decoded: "DecodedRecord | None" = None,
                      first_offset: int | None = None, metadata: str | None = None) -> str:

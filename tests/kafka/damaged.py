@@ -8,7 +8,10 @@ way of :data:`DAMAGE` (a byte flipped in its second batch's header and body, cut
 batch, sizes around Kafka's minimum record overhead, an unknown magic, an unknown compression id, a legacy
 message's key and value lengths), one v2 segment's second batch is also damaged inside its records, a
 field of one record at a time, under every codec (:data:`RECORD_DAMAGE` x :data:`RECORD_CODECS`), and the
-release's DumpLogSegments is run on every variant with each flag combination of :data:`COMBOS`.
+v0 and v1 segments' second to fourth messages are put into a compressed wrapper whose second inner message
+(or whose decompressed bytes) is damaged (:data:`INNER_DAMAGE`, :data:`PAYLOAD_DAMAGE` x
+:data:`WRAPPER_CODECS`). The release's DumpLogSegments is run on every variant with each flag combination
+of :data:`COMBOS`.
 
 The variants are not stored: :func:`variants` makes them again from the fixtures, byte for byte, and each
 golden row keeps the SHA-256 of the bytes it was made from (a changed generator shows). The corpus is one
@@ -337,6 +340,111 @@ def _in_records(codec: str, how: RecordDamage) -> Damage:
     return damage
 
 
+# --------------------------------------------------------------------------- inside a legacy wrapper
+# The second, third and fourth messages of a v0 or v1 segment (uncompressed there) are put into one
+# compressed wrapper message, as a producer of that format writes them (v1: relative inner offsets),
+# and the second inner message is damaged one field at a time (its CRC made right unless the CRC is
+# the damage), or the wrapper's decompressed bytes are: what is left is damage only a reader of the
+# inner messages meets.
+
+#: codec name -> (its id in a legacy message's attributes, magic -> how kafka-python compresses the inner
+#: messages: LZ4 of magic 0 with the frame header checksum the 0.8/0.9 clients wrote)
+WRAPPER_CODECS: dict[str, tuple[int, Callable[[int], Callable[[bytes], bytes]]]] = {
+    "gzip": (1, lambda magic: lambda b: gzip.compress(b, mtime=0)),
+    "snappy": (2, lambda magic: lambda b: kafka_codec.snappy_encode(b, xerial_compatible=True)),
+    "lz4": (3, lambda magic: kafka_codec.lz4_encode if magic else kafka_codec.lz4_encode_old_kafka),
+}
+INNER = 3  # inner messages in the wrapper
+#: a legacy message's fields, as positions in its entry
+L_SIZE_AT, L_CRC_AT, L_MAGIC_AT, L_ATTRIBUTES_AT = 8, 12, 16, 17
+
+#: an inner damage: (the inner message as a bytearray, its magic) -> whether to make its CRC right again
+InnerDamage = Callable[[bytearray, int], bool]
+
+
+def _set_int(at: Callable[[bytearray, int], int], value: Callable[[int, bytearray], int],
+             fmt: str = ">i", crc_right: bool = True) -> InnerDamage:
+    """Set the field at ``at(message, magic)`` to ``value(its value, message)``."""
+    def damage(m: bytearray, magic: int) -> bool:
+        p = at(m, magic)
+        struct.pack_into(fmt, m, p, value(struct.unpack_from(fmt, m, p)[0], m))
+        return crc_right
+    return damage
+
+
+def _key_at(m: bytearray, magic: int) -> int:
+    return KEY_LENGTH_AT[magic]
+
+
+def _value_at(m: bytearray, magic: int) -> int:
+    return KEY_LENGTH_AT[magic] + 4 + max(struct.unpack_from(">i", m, KEY_LENGTH_AT[magic])[0], 0)
+
+
+#: damage -> how, on the second inner message
+INNER_DAMAGE: dict[str, InnerDamage] = {
+    "size-plus1": _set_int(lambda m, magic: L_SIZE_AT, lambda n, m: n + 1),
+    "size-minus1": _set_int(lambda m, magic: L_SIZE_AT, lambda n, m: n - 1),
+    "size-0": _set_int(lambda m, magic: L_SIZE_AT, lambda n, m: 0),
+    "size-13": _set_int(lambda m, magic: L_SIZE_AT, lambda n, m: 13),
+    "size-huge": _set_int(lambda m, magic: L_SIZE_AT, lambda n, m: 0x7FFFFFF0),
+    "crc-wrong": _set_int(lambda m, magic: L_CRC_AT, lambda n, m: n ^ 1, ">I", crc_right=False),
+    "magic-other": _set_int(lambda m, magic: L_MAGIC_AT, lambda n, m: 1 - n, ">b"),
+    "magic-2": _set_int(lambda m, magic: L_MAGIC_AT, lambda n, m: 2, ">b"),
+    "codec-gzip": _set_int(lambda m, magic: L_ATTRIBUTES_AT, lambda n, m: n | 1, ">b"),
+    "log-append-time": _set_int(lambda m, magic: L_ATTRIBUTES_AT, lambda n, m: n | 0x08, ">b"),
+    "offset-gap": _set_int(lambda m, magic: 0, lambda n, m: n + 5, ">q"),
+    "offset-back": _set_int(lambda m, magic: 0, lambda n, m: n - 1, ">q"),
+    "key-len-neg2": _set_int(_key_at, lambda n, m: -2),
+    "key-len-past": _set_int(_key_at, lambda n, m: n + 1000),
+    "value-len-neg5": _set_int(_value_at, lambda n, m: -5),
+    "value-len-short": _set_int(_value_at, lambda n, m: n - 3),
+    "value-len-long": _set_int(_value_at, lambda n, m: n + 1),
+}
+#: damage -> how, on the wrapper's decompressed bytes (None: the wrapper's value is null)
+PAYLOAD_DAMAGE: dict[str, Callable[[bytes], bytes | None]] = {
+    "trailing-3": lambda b: b + b"\x00\x01\x02",
+    "trailing-12": lambda b: b + struct.pack(">qi", 99, 40),
+    "empty": lambda b: b"",
+    "value-null": lambda b: None,
+}
+
+
+def _wrapped(codec: str, inner: InnerDamage | None = None,
+             payload: Callable[[bytes], bytes | None] | None = None) -> Damage:
+    """The second to fourth messages (uncompressed, v0 or v1) as one wrapper compressed with ``codec``,
+    the second inner message damaged by ``inner`` or the inner messages' bytes by ``payload``."""
+    codec_id, compressor = WRAPPER_CODECS[codec]
+
+    def damage(data: bytes, start: int, length: int, header: int) -> bytes | None:
+        magic = data[start + MAGIC_AT]
+        if magic >= 2:
+            return None
+        entries = [e for e in batches(data) if e[0] >= start][:INNER]
+        if len(entries) < INNER or any(data[p + L_ATTRIBUTES_AT] & 0x07 for p, _ in entries):
+            return None
+        messages, last_offset = [], 0
+        for i, (p, n) in enumerate(entries):
+            m = bytearray(data[p:p + n])
+            last_offset = struct.unpack_from(">q", m, 0)[0]
+            if magic == 1:
+                struct.pack_into(">q", m, 0, i)  # KIP-31: relative offsets inside a v1 wrapper
+            if i == DAMAGED_RECORD and inner is not None and inner(m, magic):
+                struct.pack_into(">I", m, L_CRC_AT, zlib.crc32(m[L_MAGIC_AT:]))
+            messages.append(bytes(m))
+        body = b"".join(messages)
+        body = payload(body) if payload is not None else body
+        value = None if body is None else compressor(magic)(body)
+        fields = bytes([magic, codec_id])
+        if magic == 1:
+            fields += struct.pack(">q", max(struct.unpack_from(">q", data, p + 18)[0] for p, _ in entries))
+        fields += struct.pack(">i", -1) + (struct.pack(">i", -1) if value is None else struct.pack(">i", len(value)) + value)
+        message = struct.pack(">I", zlib.crc32(fields)) + fields
+        wrapper = struct.pack(">qi", last_offset, len(message)) + message
+        end = entries[-1][0] + entries[-1][1]
+        return data[:start] + wrapper + data[end:]
+    return damage
+
+
 #: damage name -> how; the cases are ``<source>-<name>`` of every source the damage applies to
 DAMAGE: dict[str, Damage] = {
     # each byte of the second batch's header, then three of its body
@@ -368,6 +476,11 @@ DAMAGE: dict[str, Damage] = {
     "value-len-neg5": _lengths(value=lambda n: -5),
     # inside the second batch's records, under each codec (RECORD_SOURCES only)
     **{f"rec-{codec}-{name}": _in_records(codec, how) for codec in RECORD_CODECS for name, how in RECORD_DAMAGE.items()},
+    # inside a legacy wrapper, under each codec (v0 and v1 sources)
+    **{f"inner-{codec}-{name}": _wrapped(codec, inner=how) for codec in WRAPPER_CODECS
+       for name, how in INNER_DAMAGE.items()},
+    **{f"inner-{codec}-{name}": _wrapped(codec, payload=how) for codec in WRAPPER_CODECS
+       for name, how in PAYLOAD_DAMAGE.items()},
 }
 #: the sources the record damages (``rec-*``) are made from: one v2 segment is enough to reach each reader
 RECORD_SOURCES = ("v2",)
@@ -556,10 +669,12 @@ def all_runs(cases: dict[str, bytes], sample: bool = False) -> list[tuple[str, s
 
 
 def sampled_damages() -> list[str]:
-    """Every damage once, a record damage under one codec of RECORD_CODECS (taken in turn)."""
-    codecs = list(RECORD_CODECS)
-    return ([name for name in DAMAGE if not name.startswith("rec-")]
-            + [f"rec-{codecs[i % len(codecs)]}-{name}" for i, name in enumerate(RECORD_DAMAGE)])
+    """Every damage once, a record or inner-message damage under one codec (taken in turn)."""
+    codecs, wrapper_codecs = list(RECORD_CODECS), list(WRAPPER_CODECS)
+    return ([name for name in DAMAGE if not name.startswith(("rec-", "inner-"))]
+            + [f"rec-{codecs[i % len(codecs)]}-{name}" for i, name in enumerate(RECORD_DAMAGE)]
+            + [f"inner-{wrapper_codecs[i % len(wrapper_codecs)]}-{name}"
+               for i, name in enumerate([*INNER_DAMAGE, *PAYLOAD_DAMAGE])])
 
 
 def check_goldens(folder: Path, workdir: Path | None = None, sample: bool = False, *,
