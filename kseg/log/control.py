@@ -44,7 +44,9 @@ def control_info(record: Record) -> ControlInfo:
         type_id = -1
     if type_id in (CONTROL_ABORT, CONTROL_COMMIT):
         value = _at_least(record.value, END_TXN_MARKER, "transaction marker value")
-        _, epoch = END_TXN_MARKER.struct.unpack_from(value)
+        value_version, epoch = END_TXN_MARKER.struct.unpack_from(value)
+        if value_version < 0:  # Kafka's EndTransactionMarker takes it for corruption, as it does the key's
+            raise CorruptBatchError("negative transaction marker value version", found=value_version)
         return ControlInfo(type_id, version, epoch)
     return ControlInfo(type_id, version)
 

@@ -10,7 +10,8 @@ message's key and value lengths), one v2 segment's second batch is also damaged 
 field of one record at a time, under every codec (:data:`RECORD_DAMAGE` x :data:`RECORD_CODECS`), and the
 v0 and v1 segments' second to fourth messages are put into a compressed wrapper whose second inner message
 (or whose decompressed bytes) is damaged (:data:`INNER_DAMAGE`, :data:`PAYLOAD_DAMAGE` x
-:data:`WRAPPER_CODECS`). The release's DumpLogSegments is run on every variant with each flag combination
+:data:`WRAPPER_CODECS`), and a segment's first transaction marker has its key and value damaged
+(:data:`CONTROL_DAMAGE`). The release's DumpLogSegments is run on every variant with each flag combination
 of :data:`COMBOS`.
 
 The variants are not stored: :func:`variants` makes them again from the fixtures, byte for byte, and each
@@ -73,6 +74,7 @@ JOBS = 3
 SOURCES: dict[str, str] = {
     "v2": "fixtures/kafka-4/logdir/v2-0/00000000000000000000.log",
     "v2txn": "fixtures/kafka-4/logdir/txn-0/00000000000000000000.log",
+    "v2ctl": "fixtures/kafka-4/logdir/txn-0/00000000000000000015.log",  # begins with a COMMIT marker
     "codecs": "fixtures/kafka-clients/4/logdir/rdkafka-codecs-0/00000000000000000000.log",
     "v0": "fixtures/kafka-2.8/logdir/v0-0/00000000000000000000.log",
     "v1": "fixtures/kafka-2.8/logdir/v1-0/00000000000000000000.log",
@@ -306,12 +308,24 @@ RECORD_DAMAGE: dict[str, RecordDamage] = {
 }
 
 
-def _in_records(codec: str, how: RecordDamage) -> Damage:
-    """The second batch (v2, uncompressed in every source) with ``how`` done to its second record, put
-    together again under ``codec``."""
+def _first_control(data: bytes) -> tuple[int, int] | None:
+    """(position, length) of the segment's first control batch, None if it has none."""
+    return next(((p, n) for p, n in batches(data)
+                 if data[p + MAGIC_AT] >= 2 and data[p + V2_ATTRIBUTES_AT + 1] & 0x20), None)
+
+
+def _in_records(codec: str, how: RecordDamage, record: int = DAMAGED_RECORD,
+                control: bool = False) -> Damage:
+    """The second batch (v2, uncompressed in every source; ``control``: the first control batch instead)
+    with ``how`` done to its record ``record``, put together again under ``codec``."""
     codec_id, compress = RECORD_CODECS[codec]
 
     def damage(data: bytes, start: int, length: int, header: int) -> bytes | None:
+        if control:
+            found = _first_control(data)
+            if found is None:
+                return None
+            start, length = found
         batch = bytearray(data[start:start + length])
         if batch[MAGIC_AT] < 2 or batch[V2_ATTRIBUTES_AT + 1] & 0x07:
             return None
@@ -323,7 +337,7 @@ def _in_records(codec: str, how: RecordDamage) -> Damage:
             p = q + n
         out = bytearray()
         for i, body in records:
-            if i != DAMAGED_RECORD:
+            if i != record:
                 out += _zigzag(len(body)) + body
                 continue
             fields = _record_fields(body)
@@ -338,6 +352,38 @@ def _in_records(codec: str, how: RecordDamage) -> Damage:
         struct.pack_into(">I", batch, V2_CRC_AT, crc32c.crc32c(bytes(batch[V2_ATTRIBUTES_AT:])))
         return data[:start] + bytes(batch) + data[start + length:]
     return damage
+
+
+def _record_bytes(field: str, new: Callable[[bytes], bytes | None]) -> RecordDamage:
+    """Set a record's ``field`` (key, value) to ``new(its bytes)`` with its length to match (None: null)."""
+    def damage(fields: list[list], count: int) -> tuple[int | None, int]:
+        by_name = {f[0]: f for f in fields}
+        value = new(by_name[field][2])
+        by_name[field][2] = b"" if value is None else value
+        by_name[f"{field}_length"][2] = _zigzag(-1 if value is None else len(value))
+        return None, count
+    return damage
+
+
+#: damage -> how, on a transaction marker (key: version, type; value: version, coordinator epoch, all
+#: big-endian: ``EndTransactionMarker``, ``ControlRecordType``)
+CONTROL_DAMAGE: dict[str, RecordDamage] = {
+    "key-version-1": _record_bytes("key", lambda b: b"\x00\x01" + b[2:]),
+    "key-version-neg1": _record_bytes("key", lambda b: b"\xff\xff" + b[2:]),
+    "key-type-7": _record_bytes("key", lambda b: b[:2] + b"\x00\x07"),
+    "key-type-leader-change": _record_bytes("key", lambda b: b[:2] + b"\x00\x02"),
+    "key-type-snapshot-header": _record_bytes("key", lambda b: b[:2] + b"\x00\x03"),
+    "key-type-neg1": _record_bytes("key", lambda b: b[:2] + b"\xff\xff"),
+    "key-short": _record_bytes("key", lambda b: b[:2]),
+    "key-long": _record_bytes("key", lambda b: b + b"\x00\x00"),
+    "key-null": _record_bytes("key", lambda b: None),
+    "value-version-1": _record_bytes("value", lambda b: b"\x00\x01" + b[2:]),
+    "value-version-neg1": _record_bytes("value", lambda b: b"\xff\xff" + b[2:]),
+    "value-short": _record_bytes("value", lambda b: b[:4]),
+    "value-long": _record_bytes("value", lambda b: b + b"\x00\x00"),
+    "value-null": _record_bytes("value", lambda b: None),
+    "epoch-neg1": _record_bytes("value", lambda b: b[:2] + b"\xff\xff\xff\xff"),
+}
 
 
 # --------------------------------------------------------------------------- inside a legacy wrapper
@@ -476,19 +522,25 @@ DAMAGE: dict[str, Damage] = {
     "value-len-neg5": _lengths(value=lambda n: -5),
     # inside the second batch's records, under each codec (RECORD_SOURCES only)
     **{f"rec-{codec}-{name}": _in_records(codec, how) for codec in RECORD_CODECS for name, how in RECORD_DAMAGE.items()},
+    # a transaction marker's key and value (CONTROL_SOURCES only)
+    **{f"ctl-{name}": _in_records("none", how, record=0, control=True) for name, how in CONTROL_DAMAGE.items()},
     # inside a legacy wrapper, under each codec (v0 and v1 sources)
     **{f"inner-{codec}-{name}": _wrapped(codec, inner=how) for codec in WRAPPER_CODECS
        for name, how in INNER_DAMAGE.items()},
     **{f"inner-{codec}-{name}": _wrapped(codec, payload=how) for codec in WRAPPER_CODECS
        for name, how in PAYLOAD_DAMAGE.items()},
 }
-#: the sources the record damages (``rec-*``) are made from: one v2 segment is enough to reach each reader
-RECORD_SOURCES = ("v2",)
+#: damage name prefix -> the only sources it is made from (one v2 segment reaches each record reader; a
+#: segment with transaction markers, the control record readers); those sources take no other damage
+ONLY_FROM: dict[str, tuple[str, ...]] = {"rec-": ("v2",), "ctl-": ("v2ctl",)}
 
 
 def applies(source: str, damage: str) -> bool:
-    """Whether ``damage`` is made from ``source`` (a record damage only from RECORD_SOURCES)."""
-    return not damage.startswith("rec-") or source in RECORD_SOURCES
+    """Whether ``damage`` is made from ``source`` (ONLY_FROM)."""
+    for prefix, sources in ONLY_FROM.items():
+        if damage.startswith(prefix):
+            return source in sources
+    return source not in ONLY_FROM["ctl-"]
 
 
 def source_bytes(source: str) -> bytes:
