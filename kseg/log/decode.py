@@ -542,7 +542,8 @@ def decode_legacy_wrapper(wrapper: Batch, inner_bytes: bytes) -> list[Record]:
     return out
 
 
-def kafka_wrapper_lines(wrapper: Batch, inner_bytes: bytes | None) -> tuple[list[KafkaLegacyLine], CorruptBatchError | None]:
+def kafka_wrapper_lines(wrapper: Batch, inner_bytes: bytes | None
+                        ) -> tuple[list[KafkaLegacyLine], CorruptBatchError | None]:
     """A compressed legacy wrapper's record lines as kafka-dump-log.sh prints them from Kafka's
     reading (``AbstractLegacyRecordBatch.DeepRecordsIterator``), and the error it throws after them
     (None: it goes on). Kafka reads every inner message before it gives the first: one whose log

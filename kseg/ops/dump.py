@@ -18,7 +18,8 @@ from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD
 from kseg.lazy import load
 from kseg.log.decode import KafkaLegacyLine, Tail
 from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX, read_kind, replica_note
-from kseg.log.records import PlainRun, RecordSpans, batch_records, batch_spans, plain_run, kafka_legacy_lines, kafka_reads_records
+from kseg.log.records import (PlainRun, RecordSpans, batch_records, batch_spans, kafka_legacy_lines, kafka_reads_records,
+                               plain_run)
 from kseg.log.segment import Segment, base_offset_of, companion_path, tiered_segment_id
 from kseg.log.checks import offsets_error
 from kseg.log.span_columns import ColumnBudget, ColumnRun, OffsetDamage, runs_and_batches

@@ -483,7 +483,8 @@ def _wrapped(codec: str, inner: InnerDamage | None = None,
         fields = bytes([magic, codec_id])
         if magic == 1:
             fields += struct.pack(">q", max(struct.unpack_from(">q", data, p + 18)[0] for p, _ in entries))
-        fields += struct.pack(">i", -1) + (struct.pack(">i", -1) if value is None else struct.pack(">i", len(value)) + value)
+        fields += struct.pack(">i", -1)  # no key
+        fields += struct.pack(">i", -1) if value is None else struct.pack(">i", len(value)) + value
         message = struct.pack(">I", zlib.crc32(fields)) + fields
         wrapper = struct.pack(">qi", last_offset, len(message)) + message
         end = entries[-1][0] + entries[-1][1]
@@ -521,7 +522,8 @@ DAMAGE: dict[str, Damage] = {
     "value-len-long": _lengths(value=lambda n: n + 1),
     "value-len-neg5": _lengths(value=lambda n: -5),
     # inside the second batch's records, under each codec (RECORD_SOURCES only)
-    **{f"rec-{codec}-{name}": _in_records(codec, how) for codec in RECORD_CODECS for name, how in RECORD_DAMAGE.items()},
+    **{f"rec-{codec}-{name}": _in_records(codec, how) for codec in RECORD_CODECS
+       for name, how in RECORD_DAMAGE.items()},
     # a transaction marker's key and value (CONTROL_SOURCES only)
     **{f"ctl-{name}": _in_records("none", how, record=0, control=True) for name, how in CONTROL_DAMAGE.items()},
     # inside a legacy wrapper, under each codec (v0 and v1 sources)
