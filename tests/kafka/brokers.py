@@ -22,6 +22,7 @@ import base64
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -199,6 +200,21 @@ def free_port() -> int:
 
 def _properties(values: dict[str, object]) -> str:
     return "".join(f"{k}={v}\n" for k, v in values.items())
+
+
+#: a broker log line that says the broker is in trouble
+_TROUBLE = re.compile(r"\] ERROR |KafkaStorageException|offline")
+
+
+def log_trouble(text: str) -> list[str]:
+    """The lines of a broker's log (``kafka.out``) that say it is in trouble, but for the race of a
+    combined KRaft node's start: its controller registration may reach the controller before that
+    is active, which logs it as an ERROR with a NotControllerException on the next line, and the
+    node registers again at once."""
+    lines = text.splitlines()
+    return [line for i, line in enumerate(lines) if _TROUBLE.search(line)
+            and not ("apiKey=CONTROLLER_REGISTRATION" in line and i + 1 < len(lines)
+                     and "NotControllerException" in lines[i + 1])]
 
 
 def _tail(path: Path, lines: int = 40) -> str:

@@ -234,5 +234,5 @@ def test_the_broker_starts_on_a_rewritten_log_directory_as_it_is(written: Path, 
     finally:
         b.stop()
     assert served == kept
-    trouble = [line for line in log.splitlines() if re.search(r"\] ERROR |KafkaStorageException|offline", line)]
+    trouble = brokers.log_trouble(log)
     assert not trouble, trouble[:3]
