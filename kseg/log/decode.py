@@ -32,7 +32,7 @@ from kseg.facts.message_v0v1 import (
 from kseg.facts.primitives import INT64_MAX, INT64_MIN, MAX_VARINT_BYTES, MAX_VARLONG_BYTES
 from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD
 from kseg.formats.attributes import CODEC_MASK, TIMESTAMP_TYPE_MASK
-from kseg.layouts import BATCH_V2_HEADER, LENGTH_I32, LOG_ENTRY_PREFIX, MESSAGE_HEADER
+from kseg.layouts import BATCH_V2_HEADER, ENTRY_FRAMING, LENGTH_I32, LOG_ENTRY_PREFIX, MESSAGE_HEADER
 from kseg.model import Batch, Header, Record
 
 _PREFIX = LOG_ENTRY_PREFIX.struct
@@ -40,7 +40,7 @@ _V2 = BATCH_V2_HEADER.struct
 _I32 = LENGTH_I32.struct
 _U32 = struct.Struct(">I")
 _I64 = struct.Struct(">q")
-_FRAMING = struct.Struct(">qi")
+_FRAMING = ENTRY_FRAMING.struct
 _V0 = MESSAGE_HEADER[0].struct
 _V1 = MESSAGE_HEADER[1].struct
 _new = tuple.__new__
