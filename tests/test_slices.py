@@ -256,7 +256,7 @@ def _dump(paths: list[Path], workers: int, tmp: Path) -> list:
 def _dump_cuts(paths: list[Path], workers: int) -> int:
     job = dump_split.DumpJob(dump_split.DumpOptions(), None, None, workers)
     return sum(u.piece is not None and u.piece.part > 0
-               for u in dump_split.plan((expand_for_dump(tuple(paths)), ""), job))
+               for u in dump_split.plan((expand_for_dump(tuple(paths))[0], ""), job))
 
 
 # Every operation whose plan cuts a log into slices: how many cuts it plans for ``workers``, and
@@ -549,7 +549,7 @@ def test_a_lone_log_is_cut_once_for_whether_dump_splits_it_and_its_plan(tmp_path
 
     monkeypatch.setitem(lazy._loaded, dump_split.CUT_POINTS, counted)
     log = _segment(tmp_path / "s-0", 0, _healthy())
-    files, options = expand_for_dump((log,)), dump_split.DumpOptions()
+    files, options = expand_for_dump((log,))[0], dump_split.DumpOptions()
     job = dump_split.DumpJob(options, None, None, 4)
 
     def planned() -> list:

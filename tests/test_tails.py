@@ -155,13 +155,14 @@ def test_a_tail_is_written_through_only_when_it_is_no_data(tmp_path, writer, cas
         assert "zero bytes a broker preallocated" in r.output, r.output
 
 
-def _partition(root: Path, case: str, name: str = "t-0", tail: bool = True) -> tuple[Path, Path]:
-    """A partition folder of two segments with the case's tail (``tail``); (folder, the damaged segment)."""
+def _partition(root: Path, case: str, name: str = "t-0", tail: bool = True, loose: bool = False) -> tuple[Path, Path]:
+    """A partition folder of two segments with the case's tail (``tail``); (folder, the damaged segment).
+    ``loose``: the two files not named by offset (a folder of files each read on its own)."""
     which, bytes_after, _, _ = CASES[case]
     folder = root / name
     folder.mkdir(parents=True)
-    older = folder / segment_file_name(0)
-    newest = folder / segment_file_name(6)
+    older = folder / ("older.log" if loose else segment_file_name(0))
+    newest = folder / ("recent.log" if loose else segment_file_name(6))
     older.write_bytes(_batch(0) + _batch(3))
     newest.write_bytes(_batch(6) + _batch(9))
     target = newest if which == "newest" else older
@@ -172,12 +173,14 @@ def _partition(root: Path, case: str, name: str = "t-0", tail: bool = True) -> t
 
 @pytest.mark.parametrize("reader", list(READERS))
 @pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("given", ["folder", "segment", "archive"])
+@pytest.mark.parametrize("given", ["folder", "segment", "archive", "loose"])
 def test_a_tail_is_judged_alike_by_every_reader(tmp_path, reader, case, given) -> None:
-    """``archive``: the partition's log directory packed in a .tar (read in place, as a bundle is)."""
-    folder, segment = _partition(tmp_path / "logs", case, FOLDER.get(reader, "t-0"))
-    healthy = CASES[case][3] if given == "segment" else CASES[case][2]
-    target = {"folder": folder, "segment": segment, "archive": tmp_path / "logs.tar"}[given]
+    """``archive``: the partition's log directory packed in a .tar (read in place, as a bundle is);
+    ``loose``: a folder of the two files not named by offset, each read on its own as a segment
+    named alone is (no broker is writing them)."""
+    folder, segment = _partition(tmp_path / "logs", case, FOLDER.get(reader, "t-0"), loose=given == "loose")
+    healthy = CASES[case][3] if given in ("segment", "loose") else CASES[case][2]
+    target = {"folder": folder, "segment": segment, "archive": tmp_path / "logs.tar", "loose": folder}[given]
     if given == "archive":
         with tarfile.open(target, "w") as t:
             t.add(tmp_path / "logs", arcname="logs")

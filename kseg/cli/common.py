@@ -31,7 +31,8 @@ from kseg.cli.exits import EXIT_DATA, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # n
 from kseg.errors import DataError, InputError, KsegError
 from kseg.interrupts import Terminated, catching_signals, exit_code
 from kseg.lazy import load
-from kseg.log.segment import expand_inputs, is_stdin
+from kseg.log.listing import newest_segments, reading_groups
+from kseg.log.segment import is_stdin
 from kseg.ops.executors import AUTO, parse_jobs
 from kseg.storage import remove_live_objects
 
@@ -499,17 +500,22 @@ def topic_set(topics: str) -> set[str]:
     return {t.strip() for t in topics.split(",") if t.strip()}
 
 
-def expand_for_dump(paths: tuple[Path, ...] | list[Path]) -> list[Path]:
-    """Files as given; folders become their segment files (with companions) in offset order."""
+def expand_for_dump(paths: tuple[Path, ...] | list[Path]) -> tuple[list[Path], frozenset[Path]]:
+    """Files as given; folders become their segment files (with companions) in offset order.
+    With them, from the same listing, the segments a broker may still be writing
+    (``Group.newest``: none of the files named)."""
     out: list[Path] = []
+    newest: set[Path] = set()
     for p in paths:
         if p.is_dir():
-            out.extend(expand_inputs([p]))
+            groups = reading_groups([p])
+            out.extend(f for g in groups for f in g.files)
+            newest |= newest_segments(groups)
         elif os.path.lexists(p) or is_stdin(p) or not isinstance(p, Path):  # a file, or what is not one
             out.append(p)
         else:
             raise InputError("no such file or directory", file=str(p))
-    return out
+    return out, frozenset(newest)
 
 
 def check_log_append(timestamp_type: str, log_append_time: int | None) -> None:

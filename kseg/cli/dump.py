@@ -146,7 +146,7 @@ def run_dump(paths: tuple[Path, ...], runner: DumpRunner, *, records: bool, fmt:
     redactor = dump_redactor(redact, redact_key, decode, show_secrets)
     records = records or fields is not None  # choosing record fields asks for the records
     view = RecordView(fields, not no_truncate)
-    files = expand_for_dump(paths)
+    files, newest = expand_for_dump(paths)
     if input_format == "kafka07":
         load(DUMP_KAFKA07)(files, sys.stdout, fmt=fmt, deep=records, key_decoder=kd, value_decoder=vd)
         return
@@ -162,7 +162,7 @@ def run_dump(paths: tuple[Path, ...], runner: DumpRunner, *, records: bool, fmt:
                                max_decompressed_bytes=max_decompressed_bytes, keep_going=keep_going,
                                redactor=redactor, show_secrets=show_secrets)
     split = KAFKA07 not in formats and runner.takes(files, options)  # a Kafka 0.7 file keeps the dump here
-    live = LiveTails.of(paths, files)
+    live = LiveTails(newest)
     counts = DumpCounts()
     interrupted = False
 

@@ -301,6 +301,13 @@ class Group:
     replica: str = LIVE  # a run's partition folder kind: LIVE or a REPLICA_KINDS key
 
     @property
+    def newest(self) -> Path | None:
+        """The segment a broker may still be writing (``kseg.log.tails``): the last of a
+        partition's run, listed from its folder. None for files named on their own, loose files
+        and streams: what they end in is taken as it is. Every reading command asks this."""
+        return self.files[-1] if self.kind == RUN and self.files else None
+
+    @property
     def note(self) -> str | None:
         """What a run of a renamed replica is (None for a live one or a file)."""
         return replica_note(self.folder) if self.folder is not None and self.replica != LIVE else None
@@ -319,14 +326,6 @@ class Listing:
         """The groups reading commands read (runs and files on their own)."""
         return [g for g in self.groups if g.kind != SIDE]
 
-    def newest(self, g: Group) -> Path | None:
-        """The segment of ``g`` a broker may still be writing (``kseg.log.tails``): the last
-        ``.log`` of a partition's run listed from a folder; None for files named on their own,
-        loose files and streams."""
-        if g.kind != RUN or self.shape == FILE:
-            return None
-        logs = [f for f in g.files if f.suffix == LOG_SUFFIX]
-        return logs[-1] if logs else None
 
 
 def _files(folder: Path) -> list[tuple[Path, str]]:
@@ -450,6 +449,11 @@ def expand_inputs(paths: Iterable[str | os.PathLike]) -> list[Path]:
     """The files reading commands read, in order: files named directly, then each folder's
     (a partition's segments in offset order, then the files read on their own)."""
     return [f for g in reading_groups(paths) for f in g.files]
+
+
+def newest_segments(groups: Iterable[Group]) -> frozenset[Path]:
+    """The segments of ``groups`` a broker may still be writing (``Group.newest``)."""
+    return frozenset(g.newest for g in groups if g.newest is not None)
 
 
 def writer_partition_folders(root: str | os.PathLike) -> list[Path]:

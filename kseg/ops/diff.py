@@ -324,11 +324,11 @@ def _tail(path: Path, t: Tail, side: Side, live: bool, size: int) -> None:
                              f"({max(size - t.position, t.length)} bytes not compared)")
 
 
-def _batches(segs: list[Path], side: Side, listed: bool, limit: int, headers: bool) -> Iterator[Entry]:
-    """``listed``: the segments were listed from their partition folder (its newest may be written);
-    ``headers``: only the batches' headers are wanted (``_entries``)."""
+def _batches(segs: list[Path], side: Side, live: Path | None, limit: int, headers: bool) -> Iterator[Entry]:
+    """``live``: the segment a broker may still be writing (``Group.newest``); ``headers``: only
+    the batches' headers are wanted (``_entries``)."""
     for path in segs:
-        for b in _entries(path, side, listed and path == segs[-1], headers):
+        for b in _entries(path, side, path == live, headers):
             e = _entry(b, limit)
             side.batches += 1
             side.bytes += b.size
@@ -370,7 +370,9 @@ def _records(entries: Iterator[Entry], limit: int) -> Iterator[Record]:
 
 
 def diff_partition(name: str, a_segs: list[Path], b_segs: list[Path], o: DiffOptions, *,
-                   a_folder: Path | None = None, b_folder: Path | None = None) -> PartitionDiff:
+                   a_folder: Path | None = None, b_folder: Path | None = None,
+                   a_live: Path | None = None, b_live: Path | None = None) -> PartitionDiff:
+    """``a_live``, ``b_live``: each side's segment a broker may still be writing (``Group.newest``)."""
     sa = Side(str(a_folder or (a_segs[0] if a_segs else "")))
     sb = Side(str(b_folder or (b_segs[0] if b_segs else "")))
     _epochs(a_folder, sa)
@@ -378,8 +380,8 @@ def diff_partition(name: str, a_segs: list[Path], b_segs: list[Path], o: DiffOpt
     pd = PartitionDiff(name, sa, sb)
     limit = o.max_decompressed_bytes
     headers = not (o.records or o.check_crc)  # records and CRCs need every byte
-    ia = _batches(a_segs, sa, a_folder is not None, limit, headers)
-    ib = _batches(b_segs, sb, b_folder is not None, limit, headers)
+    ia = _batches(a_segs, sa, a_live, limit, headers)
+    ib = _batches(b_segs, sb, b_live, limit, headers)
     a, b = next(ia, None), next(ib, None)
     if a is None and b is None:
         return pd
@@ -470,11 +472,20 @@ def _record_diff(pd: PartitionDiff, ra: Iterator[Record], rb: Iterator[Record], 
 SINGLE_SHAPES = (FILE, PARTITION)
 
 
-def _shape(p: Path) -> tuple[str, list[tuple[str, Path | None, list[Path]]]]:
-    """(shape, [(name under the input, partition folder or None, files)]) by the one listing
-    rule (``kseg.log.listing``): a partition's run, or a file read on its own."""
+def _shape(p: Path) -> tuple[str, list[tuple[str, _Listed]]]:
+    """(shape, [(name under the input, its side)]) by the one listing rule (``kseg.log.listing``):
+    a partition's run, or a file read on its own."""
     listing = list_input(p)
-    return listing.shape, [(g.name, g.folder, list(g.files)) for g in listing.reading]
+    return listing.shape, [(g.name, _Listed(g.folder, g.files, g.newest)) for g in listing.reading]
+
+
+class _Listed(NamedTuple):
+    """One side of a pair: its partition folder (None: a file read on its own), its segments (none:
+    the partition is missing on that side) and the one a broker may still be writing."""
+
+    folder: Path | None = None
+    files: tuple[Path, ...] = ()
+    live: Path | None = None
 
 
 class DiffItem(NamedTuple):
@@ -488,10 +499,14 @@ class DiffItem(NamedTuple):
     b_files: list[Path]
     weight: int = 0  # bytes to read
     local: bool = False  # only this process may read it
+    a_live: Path | None = None  # the segment a broker may still be writing (``Group.newest``)
+    b_live: Path | None = None
 
 
-def _item(name: str, fa: Path | None, sa: list[Path], fb: Path | None, sb: list[Path]) -> DiffItem:
-    return DiffItem(name, fa, sa, fb, sb, weight_of(sa + sb), any(here_only(f) for f in sa + sb))
+def _item(name: str, a: _Listed, b: _Listed) -> DiffItem:
+    files = [*a.files, *b.files]
+    return DiffItem(name, a.folder, list(a.files), b.folder, list(b.files), weight_of(files),
+                    any(here_only(f) for f in files), a.live, b.live)
 
 
 def diff_items(a: Path, b: Path) -> list[DiffItem]:
@@ -500,18 +515,14 @@ def diff_items(a: Path, b: Path) -> list[DiffItem]:
     ka, pa = _shape(as_path(a))
     kb, pb = _shape(as_path(b))
     if ka in SINGLE_SHAPES and kb in SINGLE_SHAPES and len(pa) == len(pb) == 1:
-        (_, fa, sa), (_, fb, sb) = pa[0], pb[0]
-        return [_item(as_path(a).name, fa, sa, fb, sb)]
+        return [_item(as_path(a).name, pa[0][1], pb[0][1])]
     if (ka in SINGLE_SHAPES) != (kb in SINGLE_SHAPES):
         raise InputError("compare a log directory with a log directory, a partition or file with a partition or file",
                          found=f"{_SHOWN.get(ka, ka)} and {_SHOWN.get(kb, kb)}")
-    da = {n: (f, s) for n, f, s in pa}
-    db = {n: (f, s) for n, f, s in pb}
+    da, db = dict(pa), dict(pb)
     items = []
     for name in sorted(set(da) | set(db)):
-        fa, sa = da.get(name, (None, []))
-        fb, sb = db.get(name, (None, []))
-        items.append(_item(as_path(a).name if name == "." else name, fa, sa, fb, sb))
+        items.append(_item(as_path(a).name if name == "." else name, da.get(name, _Listed()), db.get(name, _Listed())))
     return items
 
 
@@ -520,7 +531,8 @@ _SHOWN = {LOG_DIR: "logdir"}
 
 def diff_item(item: DiffItem, o: DiffOptions) -> PartitionDiff:
     """One pair of partitions compared."""
-    pd = diff_partition(item.name, item.a_files, item.b_files, o, a_folder=item.a_folder, b_folder=item.b_folder)
+    pd = diff_partition(item.name, item.a_files, item.b_files, o, a_folder=item.a_folder, b_folder=item.b_folder,
+                        a_live=item.a_live, b_live=item.b_live)
     if not item.a_files or not item.b_files:
         pd.kind = MISSING
     return pd

@@ -38,13 +38,7 @@ class LiveTails:
     """Whether a tail is what a live broker leaves (shown, but not a problem in the data): a
     partial batch at the end of a partition folder's newest segment, or preallocated zeros."""
 
-    newest: frozenset[Path]
-
-    @classmethod
-    def of(cls, paths: Iterable[Path], files: list[Path]) -> "LiveTails":
-        named = {Path(p) for p in paths}
-        newest = {f.parent: f for f in files if f not in named and f.suffix == LOG_SUFFIX}
-        return cls(frozenset(newest.values()))
+    newest: frozenset[Path]  # the segments a broker may still be writing (``Group.newest``)
 
     def __call__(self, path: Path, tail: Tail) -> bool:
         return live_tail(path, tail, path in self.newest) is not None

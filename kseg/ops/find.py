@@ -201,7 +201,7 @@ class PartitionGroup(NamedTuple):
     topic: str | None
     partition: int | None
     files: list[Path]
-    listed: bool  # listed from its partition folder: the newest segment may still be written
+    newest: Path | None  # the segment a broker may still be writing (``Group.newest``)
 
 
 def partition_groups(paths: list[Path]) -> list[PartitionGroup]:
@@ -212,7 +212,7 @@ def partition_groups(paths: list[Path]) -> list[PartitionGroup]:
         folder = g.folder if g.folder is not None else g.files[0].parent
         parsed = partition_of(folder)
         out.append(PartitionGroup(parsed[0] if parsed else None, parsed[1] if parsed else None, list(g.files),
-                                  g.folder is not None))
+                                  g.newest))
     return out
 
 
@@ -303,7 +303,7 @@ def select_groups(groups: list[PartitionGroup], o: FindOptions) -> list[Partitio
 def find_in_groups(groups: list[PartitionGroup], o: FindOptions, st: FindStats) -> Iterator[Match]:
     """``find`` over partitions already chosen."""
     for g in groups:
-        yield from _search(FindUnit(g.topic, g.partition, tuple(g.files), None, listed=g.listed), o, st)
+        yield from _search(FindUnit(g.topic, g.partition, tuple(g.files), None, newest=g.newest), o, st)
 
 
 def _search(u: "FindUnit", o: FindOptions, st: FindStats) -> Generator[Match, None, bool]:
@@ -325,7 +325,7 @@ def _search(u: "FindUnit", o: FindOptions, st: FindStats) -> Generator[Match, No
             if lead:
                 st.segments_skipped += 1
             continue
-        live = u.listed and after is None  # the partition's newest segment, listed from its folder
+        live = path == u.newest
         if u.parts == 1:
             yield from _scan(path, start, u.topic, u.partition, o, flt, st, limit, live=live)
         elif u.end is not None and start >= u.end:
@@ -437,7 +437,7 @@ class FindUnit:
     partition: int | None
     files: tuple[Path, ...]
     spool: str | None  # the folder its matches are spooled to (None: they stay in memory)
-    listed: bool = False  # listed from its partition folder (``PartitionGroup``)
+    newest: Path | None = None  # the segment a broker may still be writing (``PartitionGroup``)
     weight: int = 0
     local: bool = False
     after: Path | None = None  # the partition's segment after the unit's last file (None: none)
@@ -464,7 +464,7 @@ def plan(inputs: tuple[list[Path], str | None], o: FindOptions) -> list[FindUnit
     paths, spool = inputs
     units = []
     for g in select_groups(partition_groups([as_path(p) for p in paths]), o):
-        units.append(FindUnit(g.topic, g.partition, tuple(g.files), spool, g.listed, weight_of(g.files),
+        units.append(FindUnit(g.topic, g.partition, tuple(g.files), spool, g.newest, weight_of(g.files),
                               any(here_only(f) for f in g.files)))
     share = slice_share(sum(u.weight for u in units), o.workers)
     return [s for u in units for s in _sliced(u, share)] if share else units

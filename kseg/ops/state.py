@@ -49,12 +49,11 @@ from kseg.errors import InputError, KsegError
 from kseg.formats.attributes import CONTROL_ABORT, CONTROL_COMMIT
 from kseg.log.checks import batch_damage, header_errors
 from kseg.log.control import control_info
-from kseg.log.listing import BOOTSTRAP_FILE, BOOTSTRAP_SNAPSHOT, parse_partition_dir
+from kseg.log.listing import BOOTSTRAP_FILE, BOOTSTRAP_SNAPSHOT, parse_partition_dir, reading_groups
 from kseg.log.records import batch_records
-from kseg.log.segment import Segment, base_offset_of, expand_inputs
+from kseg.log.segment import Segment, base_offset_of
 from kseg.log.tails import live_tail
 from kseg.model import Batch, Record
-from kseg.storage import as_path
 
 __all__ = ["APPLIERS", "Limit", "PartitionState", "StateBatch", "StateReport", "combine_state_batches", "coordinator_partition",
            "java_string_hash", "replay"]
@@ -162,17 +161,20 @@ def coordinator_partition(key: str, partitions: int = DEFAULT_COORDINATOR_PARTIT
 # --------------------------------------------------------------------------- inputs
 
 
-def _partitions(paths: list[Path]) -> dict[Path, tuple[str, list[Path]]]:
-    """Internal-topic partition folders (or loose files) -> (family, log files in order)."""
-    out: dict[Path, tuple[str, list[Path]]] = {}
-    for log in expand_inputs(paths):
-        family = family_for(log, "auto")
-        if family is None:  # user data
-            continue
-        folder = log.parent
-        entry = out.setdefault(folder, (family, []))
-        if log.name != BOOTSTRAP_SNAPSHOT:  # (a freshly formatted metadata log: its bootstrap, no log yet)
-            entry[1].append(log)
+def _partitions(paths: list[Path]) -> dict[Path, tuple[str, list[Path], set[Path]]]:
+    """Internal-topic partition folders (or loose files) -> (family, log files in order, those a
+    broker may still be writing: ``Group.newest``)."""
+    out: dict[Path, tuple[str, list[Path], set[Path]]] = {}
+    for g in reading_groups(paths):
+        for log in g.files:
+            family = family_for(log, "auto")
+            if family is None:  # user data
+                continue
+            entry = out.setdefault(log.parent, (family, [], set()))
+            if log.name != BOOTSTRAP_SNAPSHOT:  # (a freshly formatted metadata log: its bootstrap, no log yet)
+                entry[1].append(log)
+                if log == g.newest:
+                    entry[2].add(log)
     if not out:
         raise InputError("no __consumer_offsets, __transaction_state, __cluster_metadata, __share_group_state or "
                          "__remote_log_metadata partition found", file=", ".join(str(p) for p in paths))
@@ -234,16 +236,14 @@ def replay(paths: list[Path], limit: Limit = Limit(), *, show_secrets: bool = Fa
     records (SCRAM keys, delegation token ids, sensitive configuration values) are applied
     as ``[hidden]`` unless ``show_secrets``; identities as ``hide_id`` gives them, if given."""
     report = StateReport(limit)
-    named = {as_path(p) for p in paths}
-    for folder, (family, files) in sorted(_partitions(paths).items()):
+    for folder, (family, files, live) in sorted(_partitions(paths).items()):
         ps = PartitionState(str(folder), family, show_secrets=show_secrets, hide_id=hide_id)
         start = 0
         if family == "metadata":
             start = _start_from_snapshot(ps, folder, files, limit)
             _apply_bootstrap(ps, folder, files)
         applier = APPLIERS[family](ps)
-        # the newest segment listed from its folder may still be being written (a file named is taken as it is)
-        newest = files[-1] if files and files[-1] not in named else None
+        newest = files[-1] if files and files[-1] in live else None  # a broker may still be writing it
         for batch, record, decoded in _records(ps, files, family, start, newest):
             if limit.passed(record):
                 break

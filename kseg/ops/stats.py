@@ -528,11 +528,12 @@ def r_size(r: Any) -> int:
 
 
 def stats_partition(segs: list[Path], o: StatsOptions, *, folder: Path | None = None,
-                    first_dirty: int | None = None) -> PartitionStats:
+                    first_dirty: int | None = None, live: Path | None = None) -> PartitionStats:
     """One partition's figures, its segments read in order (the reference: a partition read in
-    parts, ``run``, is put together by ``merge`` into what this gives)."""
+    parts, ``run``, is put together by ``merge`` into what this gives). ``live``: the segment a
+    broker may still be writing (``Group.newest``)."""
     ps = _partition(folder, segs, first_dirty)
-    part = _read_segments(segs, o, first_dirty, segs[-1] if segs else None, listed=folder is not None)
+    part = _read_segments(segs, o, first_dirty, segs[-1] if segs else None, live=live)
     _finish(ps, [part], o)
     return ps
 
@@ -563,15 +564,16 @@ class StatsPart:
 
 
 def _read_segments(segs: Iterable[Path], o: StatsOptions, first_dirty: int | None, newest: Path | None,
-                   start: int = 0, end: int | None = None, *, listed: bool) -> StatsPart:
-    """Segments read whole, in order (or one segment's bytes [start, end): a slice). ``listed``:
-    they were listed from their partition folder (whose newest segment may still be written)."""
+                   start: int = 0, end: int | None = None, *, live: Path | None) -> StatsPart:
+    """Segments read whole, in order (or one segment's bytes [start, end): a slice). ``newest``:
+    the partition's active segment (the cleaner leaves it); ``live``: the segment a broker may
+    still be writing (``Group.newest``)."""
     part = StatsPart()
     for path in segs:
         ss = SegmentStats(str(path), base_offset_of(path))
         try:
             part.ends_segment = _read_into(ss, part, path, o, first_dirty, path == newest, start, end,
-                                           live=listed and path == newest)
+                                           live=path == live)
         except ReadError:
             if not gone(path):
                 raise
@@ -699,21 +701,21 @@ def _cleaner_checkpoint(root: Path) -> dict[tuple[str, int], int]:
     return out
 
 
-def stats_groups(paths: Iterable[Path]) -> list[tuple[Path | None, list[Path], int | None]]:
-    """(partition folder or None, segments, first dirty offset from the cleaner checkpoint),
-    by the one listing rule (``kseg.log.listing``): a partition's run with its folder, a
-    file read on its own without one."""
-    out: list[tuple[Path | None, list[Path], int | None]] = []
+def stats_groups(paths: Iterable[Path]) -> list[tuple[Path | None, list[Path], int | None, Path | None]]:
+    """(partition folder or None, segments, first dirty offset from the cleaner checkpoint, the
+    segment a broker may still be writing), by the one listing rule (``kseg.log.listing``): a
+    partition's run with its folder, a file read on its own without one."""
+    out: list[tuple[Path | None, list[Path], int | None, Path | None]] = []
     checkpoints: dict[Path, dict[tuple[str, int], int]] = {}
     for g in reading_groups(paths):
         if g.kind != RUN or g.folder is None:
-            out.append((None, list(g.files), None))
+            out.append((None, list(g.files), None, None))
             continue
         parsed = partition_of(g.folder)
         parent = g.folder.parent
         if parent not in checkpoints:
             checkpoints[parent] = _cleaner_checkpoint(parent)
-        out.append((g.folder, list(g.files), checkpoints[parent].get(parsed) if parsed else None))
+        out.append((g.folder, list(g.files), checkpoints[parent].get(parsed) if parsed else None, g.newest))
     return out
 
 
@@ -764,6 +766,7 @@ class StatsUnit:
     weight: int = 0  # bytes to read
     local: bool = False  # only this process reads it (``executors.here_only``)
     newest: Path | None = None  # the partition's newest segment (None: the unit's last)
+    live: Path | None = None  # the segment a broker may still be writing (``Group.newest``)
     opens: bool = True  # the partition's first unit
     closes: bool = True  # the partition's last unit
     # A slice of segments[0]: bytes [start, end) (end None: to the end), part ``part`` of ``parts``.
@@ -786,8 +789,8 @@ class StatsPiece:
 
 def plan(paths: Iterable[Path], o: StatsOptions) -> list[StatsUnit]:
     """The partitions (and lone files) to read, in report order."""
-    units = [StatsUnit(folder, tuple(segs), dirty, weight_of(segs), any(here_only(p) for p in segs))
-             for folder, segs, dirty in stats_groups(paths)]
+    units = [StatsUnit(folder, tuple(segs), dirty, weight_of(segs), any(here_only(p) for p in segs), live=live)
+             for folder, segs, dirty, live in stats_groups(paths)]
     share = slice_share(sum(u.weight for u in units), o.workers)
     return [x for u in units for x in _sliced(u, share)] if share else units
 
@@ -827,13 +830,13 @@ def _sliced(u: StatsUnit, share: int) -> list[StatsUnit]:
 def run(unit: StatsUnit, o: StatsOptions) -> PartitionStats | StatsPiece:
     """One partition's figures; or a part of one, read for merge to put together."""
     if unit.opens and unit.closes:
-        return stats_partition(list(unit.segments), o, folder=unit.folder, first_dirty=unit.first_dirty)
+        return stats_partition(list(unit.segments), o, folder=unit.folder, first_dirty=unit.first_dirty,
+                               live=unit.live)
     newest = unit.newest if unit.newest is not None else unit.segments[-1]
-    listed = unit.folder is not None
     if unit.parts > 1:
         return StatsPiece(unit, _read_segments(unit.segments, o, unit.first_dirty, newest, unit.start, unit.end,
-                                               listed=listed))
-    return StatsPiece(unit, _read_segments(unit.segments, o, unit.first_dirty, newest, listed=listed))
+                                               live=unit.live))
+    return StatsPiece(unit, _read_segments(unit.segments, o, unit.first_dirty, newest, live=unit.live))
 
 
 def merge(partials: Iterable[PartitionStats | StatsPiece], o: StatsOptions) -> StatsReport:

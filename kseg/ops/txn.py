@@ -181,7 +181,7 @@ def plan(paths: list[Path], o: TxnOptions) -> list[TxnUnit]:
     for listing in list_inputs(paths):
         for g in listing.reading:
             if g.kind == RUN and g.folder is not None:
-                groups.setdefault(g.folder, (g.folder, [], listing.newest(g) is not None))[1].extend(g.files)
+                groups.setdefault(g.folder, (g.folder, [], g.newest is not None))[1].extend(g.files)
             elif listing.shape == FILE:
                 groups.setdefault(g.files[0].parent, (g.files[0].parent, [], False))[1].extend(g.files)
             else:

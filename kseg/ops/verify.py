@@ -400,7 +400,7 @@ def groups_with_newest(paths: Iterable[str | Path]) -> list[tuple[list[Path], Pa
     """``input_groups`` of each input, with the segment that may still be being written:
     the newest ``.log`` of a partition folder (named files and streams are taken as they are).
     Every input is checked usable before any work."""
-    return [(_verify_group(g), listing.newest(g)) for listing in list_inputs(paths) for g in listing.groups]
+    return [(_verify_group(g), g.newest) for listing in list_inputs(paths) for g in listing.groups]
 
 
 def verify_file(path: Path, options: VerifyOptions, prev_last: int | None = None,
