@@ -7,7 +7,8 @@ the ones other tests walk. Three tables, each listed once:
   and how it is called. A command added to the group without a row fails
   ``test_every_command_has_a_row``.
 - ``KINDS``: the input kinds (a segment file, a partition folder, a log directory, a
-  ``.tar``, a ``.zip``, an ``s3://`` prefix on a real S3-compatible server, stdin).
+  ``.tar``, a ``.zip``, a prefix in each object store on its real server or emulator (``STORES``:
+  ``s3://`` on SeaweedFS, ``gs://`` on fake-gcs-server, ``abfs://`` on Azurite), stdin).
 - ``FAULTS``: what goes wrong (damaged bytes, an unreadable archive member, a file that
   vanishes, is renamed by retention, is overwritten, appended to or shrinks during the run,
   a full disk, SIGTERM, SIGINT, a second writer to the same output, a huge sparse companion,
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import concurrent.futures
+import contextlib
 import hashlib
 import os
 import re
@@ -43,7 +45,7 @@ import tarfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import click
 import pytest
@@ -78,7 +80,7 @@ class Command:
 
     role: str
     argv: Callable[[str, str], list[str]]
-    kinds: frozenset[str] = frozenset({"file", "partition", "logdir", "tar", "zip", "s3"})
+    kinds: frozenset[str] = frozenset({"file", "partition", "logdir", "tar", "zip", "s3", "gs", "abfs"})
     # Faults this command is not subject to, each with the reason.
     exempt: dict[str, str] = field(default_factory=dict)
     # Faults in the data on which this command owes another verdict than its role's, each with the reason.
@@ -113,9 +115,11 @@ _NOT_SEGMENTS = "build reads JSON lines, not segment files: faults made on the i
 
 
 LOCAL = frozenset({"file", "partition", "logdir"})
+# The object stores an input may be in, each on a real server on loopback (tests/servers.py).
+STORES = ("s3", "gs", "abfs")
 COMMANDS: dict[str, Command] = {
-    "verify": Command("checker", lambda inp, out: [inp], kinds=LOCAL | {"tar", "zip", "s3", "stdin"}),
-    "dump": Command("reader", lambda inp, out: ["--records", inp], kinds=LOCAL | {"tar", "zip", "s3", "stdin"}),
+    "verify": Command("checker", lambda inp, out: [inp], kinds=LOCAL | {"tar", "zip", "stdin", *STORES}),
+    "dump": Command("reader", lambda inp, out: ["--records", inp], kinds=LOCAL | {"tar", "zip", "stdin", *STORES}),
     "stats": Command("reader", lambda inp, out: [inp]),
     "find": Command("reader", lambda inp, out: ["--key", "key-1", inp]),
     "txn": Command("reader", lambda inp, out: ["--all", "--now-ms", NOW_MS, inp]),
@@ -320,8 +324,16 @@ class Inputs:
     """Every (kind, fault) input, made once per module."""
 
     root: Path
-    s3: object | None = None
-    s3_reason: str = ""
+    stores: dict[str, Any] = field(default_factory=dict)  # kind -> its running server
+    unavailable: dict[str, str] = field(default_factory=dict)  # kind -> why its server is not running
+
+    @property
+    def s3(self) -> Any:
+        return self.stores.get("s3")
+
+    @property
+    def s3_reason(self) -> str:
+        return self.unavailable.get("s3", "")
 
     def local_logdir(self, fault: str) -> Path:
         where = self.root / "logdirs" / fault
@@ -347,29 +359,30 @@ class Inputs:
                 if fault == "member":
                     _bad_member(archive)
             return str(archive)
-        if kind == "s3":
-            if self.s3 is None:
-                pytest.skip(f"no S3-compatible server: {self.s3_reason}")
-            prefix = f"in-{fault}"
-            if not (self.root / "uploaded" / prefix).exists():
-                self.s3.upload(logdir, "matrix", prefix)  # type: ignore[attr-defined]
-                (self.root / "uploaded" / prefix).mkdir(parents=True)
-            return f"s3://matrix/{prefix}"
+        if kind in STORES:
+            server = self.stores.get(kind)
+            if server is None:
+                pytest.skip(f"no {kind}:// server: {self.unavailable.get(kind)}")
+            uploaded = self.root / "uploaded" / kind / f"in-{fault}"
+            if not uploaded.exists():
+                server.upload(logdir, "matrix", uploaded.name)
+                uploaded.mkdir(parents=True)
+            return f"{kind}://matrix/{uploaded.name}"
         raise AssertionError(kind)
 
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory: pytest.TempPathFactory):
-    from servers import SeaweedFS, ServerUnavailable
+    from servers import Azurite, FakeGcs, SeaweedFS, ServerUnavailable
 
     root = tmp_path_factory.mktemp("matrix")
     made = Inputs(root)
-    try:
-        with SeaweedFS(root / "s3") as s3:
-            made.s3 = s3
-            yield made
-    except ServerUnavailable as e:
-        made.s3_reason = str(e)
+    with contextlib.ExitStack() as running:
+        for kind, server in zip(STORES, (SeaweedFS, FakeGcs, Azurite)):
+            try:
+                made.stores[kind] = running.enter_context(server(root / kind))
+            except ServerUnavailable as e:
+                made.unavailable[kind] = str(e)
         yield made
 
 
@@ -395,8 +408,8 @@ def finished(args: list[str], code: int, stdout: bytes, stderr: bytes) -> Run:
 
 def _child_env(inputs: Inputs, extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
-    if inputs.s3 is not None:
-        env.update(inputs.s3.env)  # type: ignore[attr-defined]
+    for server in inputs.stores.values():
+        env.update(server.env)
     env["TMPDIR"] = str(inputs.root / "tmp")
     (inputs.root / "tmp").mkdir(exist_ok=True)
     env.update(extra or {})
@@ -459,7 +472,7 @@ DATA_VERDICTS: dict[str, dict[str, tuple[set[int], str]]] = {
     # An archive member that cannot be read is unreadable input, never "went away".
     "member": {"checker": ({2}, ""), "reader": ({2}, ""), "writer": ({2}, "absent")},
 }
-DATA_KINDS = ("file", "partition", "logdir", "tar", "zip", "s3", "stdin")
+DATA_KINDS = ("file", "partition", "logdir", "tar", "zip", *STORES, "stdin")
 
 
 def _data_cells() -> list:
@@ -482,7 +495,7 @@ def test_damaged_data(inputs: Inputs, tmp_path: Path, name: str, kind: str, faul
     if cmd.spark:
         pytest.importorskip("pyspark", reason="kseg spark needs the spark extra")
     inp = src = inputs.path(kind, fault)
-    before = digest(Path(src)) if kind != "s3" else None
+    before = digest(Path(src)) if kind not in STORES else None
     out = tmp_path / f"out{cmd.output_suffix}"
     stdin = None
     if kind == "stdin":
