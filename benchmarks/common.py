@@ -27,7 +27,10 @@ decoder, so the two libraries are known to agree on the bytes.
   16-byte fixed, random bytes), ``0.8-1.2 x value_size`` bytes (80-120 by default), rarely
   valid UTF-8;
 - ``large``: ASCII text documents of 16-64 KiB (``value_size`` is not used), 10 records per
-  batch by default when made with ``spec_for``.
+  batch by default when made with ``spec_for``;
+- ``single``: values as ``ascii``'s, one record per batch with ``spec_for`` (what producers
+  that do not batch, idempotent ones with ``linger.ms=0`` at a low rate, and the coordinators'
+  ``__consumer_offsets`` writes leave): a batch line per record.
 
 Each kind is its own cached file: a kind other than ``ascii`` adds ``-p<kind>`` to the
 name, and the ``ascii`` files' name and recorded parameters are what they were.
@@ -74,9 +77,9 @@ _ACCENTED_WORDS = (
 _ACCENTED_COUNTRIES = ("DE", "FR", "ES", "PL", "DK", "GR", "RU", "JP", "KR", "BR")
 
 #: what the values of a segment hold; "ascii" is the default (and every older figure)
-PAYLOADS = ("ascii", "accented", "binary", "large")
+PAYLOADS = ("ascii", "accented", "binary", "large", "single")
 #: records per batch ``spec_for`` uses for a payload kind (else the SegmentSpec default)
-PAYLOAD_BATCH = {"large": 10}
+PAYLOAD_BATCH = {"large": 10, "single": 1}
 LARGE_VALUE_BYTES = (16 << 10, 64 << 10)
 LARGE_POOL_SIZE = 257  # distinct large values (prime), 10 MB held in memory
 
@@ -288,6 +291,7 @@ _VALUE_MAKERS = {
     "accented": (_accented_value, POOL_SIZE),
     "binary": (_binary_value, POOL_SIZE),
     "large": (_large_value, LARGE_POOL_SIZE),
+    "single": (lambda rng, size: _value(rng, size), POOL_SIZE),
 }
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import os
 import json
+import struct
 
 import pytest
 from hypothesis import given
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from kseg.errors import KsegError
 from kseg.log.decode import scan_entries
 from kseg.log import fast
+from kseg.log import records as records_mod
 from kseg.log.decode import effective_log_append_time
 from kseg.log.records import batch_records, batch_spans, payload_bytes
 from kseg.model import Batch, Header, Record, make_record, sequence_at
@@ -331,7 +333,9 @@ def _dump(paths: list, fmt: str, payload: str, writer, monkeypatch, records: boo
     # the C writer as the CLI runs it: record lines from spans, plain v0/v1 messages in runs
     spans = writer is _format and getattr(r, "takes_spans", False)
     runs = writer is _format and getattr(r, "takes_plain_runs", False)
-    options = DumpOptions(records=records, keep_going=True, record_spans=spans, plain_runs=runs, **filters)
+    heads = writer is _format and getattr(r, "takes_header_runs", False)
+    options = DumpOptions(records=records, keep_going=True, record_spans=spans, plain_runs=runs, header_runs=heads,
+                          **filters)
     try:
         for ev in dump_paths(paths, options):
             r(ev)
@@ -549,3 +553,87 @@ def test_plain_runs_in_the_cli(tmp_path, fmt) -> None:
                                          b"compresscodec: none crc: 1796383688 isvalid: false\n")
         else:
             assert b"2 problem(s)" in c.stderr  # the bad CRC and the message that does not decode
+
+
+# --------------------------------------------------------------------------- runs of v2 batch lines
+
+_V2_HEADER = struct.Struct(">qiibIhiqqqhii")  # a v2 batch header, written here from the spec (not kseg's encoder)
+_V2_HEADER_FIELDS = st.fixed_dictionaries({
+    "base_offset": st.one_of(st.integers(0, 1 << 40), INT[64]),
+    "attributes": st.one_of(st.sampled_from([0, 0x08, 0x10, 0x20, 0x30, 0x40, 0x70, 0x78, 1, 2, 3, 4, 5, 7]),
+                            st.integers(0, 0xFFFF).map(lambda v: v - (1 << 16) if v >= 1 << 15 else v)),
+    "lod": st.one_of(st.integers(0, 3), INT[32]),
+    "base_ts": INT[64], "max_ts": st.one_of(st.integers(0, 1 << 45), INT[64]),
+    "pid": INT[64], "epoch": INT[16], "ple": INT[32],
+    "seq": st.one_of(st.just(-1), st.integers((1 << 31) - 3, (1 << 31) - 1), INT[32]),
+    "count": st.one_of(st.integers(0, 3), INT[32]),
+    "crc_ok": st.booleans(),
+    "legacy": st.integers(0, 9),  # 0: a v1 message in its place
+})
+
+
+def _v2_batch(f: dict) -> bytes:
+    """One v2 batch of these header fields over a few bytes of records (lines alone read none)."""
+    from kseg.checksums import crc32c
+
+    body = b"\x00" * 7
+    head = _V2_HEADER.pack(f["base_offset"], 49 + len(body), f["ple"], 2, 0, f["attributes"], f["lod"], f["base_ts"],
+                           f["max_ts"], f["pid"], f["epoch"], f["seq"], f["count"])
+    crc = crc32c(head[21:] + body) ^ (0 if f["crc_ok"] else 1)
+    return head[:17] + struct.pack(">I", crc) + head[21:] + body
+
+
+@examples(200)
+@given(st.lists(_V2_HEADER_FIELDS, min_size=1, max_size=12))
+def test_header_runs_agree_with_the_per_batch_path(tmp_path_factory, monkeypatch, fields) -> None:
+    """v2 batches shown by their lines alone, taken in runs (one C call each, ``v2_header_run``): the
+    per-batch lines in every format, whatever their header holds (every attribute bit, codecs past
+    zstd, bad CRCs, a last offset past int64, sequences wrapping, negative counts), between v1
+    messages that end a run."""
+    path = tmp_path_factory.mktemp("runs") / "00000000000000000000.log"
+    path.write_bytes(b"".join(
+        build_legacy_message_set([make_record(7, 1_700_000_000_000, b"k", b"v", magic=1)], magic=1)
+        if f["legacy"] == 0 else _v2_batch(f) for f in fields))
+    for fmt, payload in DUMPS:
+        assert _dump([path], fmt, payload, _format, monkeypatch, records=False) == \
+            _dump([path], fmt, payload, lines, monkeypatch, records=False)
+
+
+@pytest.mark.skipif(fast.c_twin("v2_header_run") is None, reason="the C reader is off (KSEG_PURE_PYTHON=1)")
+@examples(200)
+@given(st.lists(_V2_HEADER_FIELDS, min_size=1, max_size=12), st.integers(0, 12))
+def test_header_run_twins_agree(fields, start) -> None:
+    """``v2_header_run`` (C) takes the batches its reference ``v2_header_run_py`` takes, with the same
+    record count and bad CRCs, from any start."""
+    from kseg.log import decode
+    from kseg.log.records import v2_header_run_py
+
+    data = b"".join(build_legacy_message_set([make_record(7, 1, b"k", b"v", magic=1)], magic=1)
+                    if f["legacy"] == 0 else _v2_batch(f) for f in fields)
+    batches = decode.scan_entries(data).batches
+    start = min(start, len(batches))
+    assert records_mod.v2_header_run(batches, start) == v2_header_run_py(batches, start)
+
+
+@pytest.mark.parametrize("fmt", ["text", "jsonl", "kafka"])
+def test_header_runs_in_the_cli(tmp_path, fmt) -> None:
+    """``kseg dump`` of v2 batches without --records: the same output and exit code with the C runs as
+    with the Python per-batch path, a bad CRC counted as a problem (exit 1), a healthy run exit 0."""
+    import subprocess
+    import sys
+
+    good = {"base_offset": 0, "attributes": 0, "lod": 0, "base_ts": 1, "max_ts": 1_700_000_000_000, "pid": 7,
+            "epoch": 0, "ple": 0, "seq": 0, "count": 1, "crc_ok": True, "legacy": 1}
+    for bad, code in ((False, 0), (True, 1)):
+        path = tmp_path / str(bad) / "00000000000000000000.log"
+        path.parent.mkdir()
+        path.write_bytes(b"".join(_v2_batch({**good, "base_offset": i, "seq": i, "crc_ok": not (bad and i == 700),
+                                             "attributes": 0x10 if i % 9 == 0 else 0}) for i in range(1500)))
+        outs = []
+        for pure in ("", "1"):
+            env = {**os.environ, "KSEG_PURE_PYTHON": pure}
+            outs.append(subprocess.run([sys.executable, "-m", "kseg.cli.main", "dump", "--format", fmt, str(path)],
+                                       capture_output=True, env=env, timeout=120))
+        c, p = outs
+        assert (c.returncode, c.stdout, c.stderr) == (p.returncode, p.stdout, p.stderr)
+        assert c.returncode == code and c.stdout.count(b"\n") >= 1500, c.stderr

@@ -276,7 +276,8 @@ def dump_options_for(fmt: str, renderer: Any, *, records: bool, decode: str | No
                        to_time=to_time, max_bytes=max_bytes, max_decompressed_bytes=max_decompressed_bytes,
                        keep_going=keep_going, strict_names=fmt == "kafka", kafka_stops=fmt == "kafka", decode=decode,
                        wrapper_counts=fmt != "kafka", record_spans=getattr(renderer, "takes_spans", False),
-                       plain_runs=getattr(renderer, "takes_plain_runs", False), redactor=redactor,
+                       plain_runs=getattr(renderer, "takes_plain_runs", False),
+                       header_runs=getattr(renderer, "takes_header_runs", False), redactor=redactor,
                        show_secrets=shows_secrets(fmt, show_secrets, redactor))
 
 

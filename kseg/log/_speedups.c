@@ -21,6 +21,7 @@
  *   span_columns             kseg.log.span_columns.span_columns_py
  *   sound_v2_run             kseg.log.checks.sound_v2_run_py
  *   stats_v2_run             kseg.log.checks.stats_v2_run_py
+ *   v2_header_run            kseg.log.records.v2_header_run_py
  *   lz4_frame_bytes          kseg.codecs.kafka_lz4._kafka_frame
  *   index_sound              kseg.companions.check.index_sound_py
  *   v2_column_run            kseg.log.span_columns.v2_column_run_py
@@ -2088,6 +2089,61 @@ done:
 }
 
 /*
+ * v2_header_run(batches, start, crc32c, max_codec) -> (stop, records, bad)
+ * The twin of kseg.log.records.v2_header_run_py: from batches[start], the v2 batches whose lines
+ * alone a dump shows (kseg.ops.dump.HeaderRunEvent), taken at once: a codec up to max_codec (a
+ * name the lines print) and a last offset an int64 holds. ``records``: their record counts
+ * summed; ``bad``: {index in the list: the CRC-32C computed (crc32c(view) -> int)} of those whose
+ * stored CRC does not match. A batch the run does not take goes the per-batch way.
+ */
+static PyObject *
+v2_header_run(PyObject *self, PyObject *args)
+{
+    PyObject *batches, *crc_fn;
+    Py_ssize_t start;
+    long max_codec;
+    REQUIRE_CONFIGURED;
+    if (!PyArg_ParseTuple(args, "O!nOl", &PyList_Type, &batches, &start, &crc_fn, &max_codec)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(batches), i = start;
+    if (start < 0 || start > n) {
+        PyErr_SetString(PyExc_IndexError, "start outside the list");
+        return NULL;
+    }
+    PyObject *bad = PyDict_New();
+    if (!bad) return NULL;
+    long long records = 0;
+    for (; i < n; i++) {
+        V2Fields f;
+        long long last, sum;
+        if (v2_fields(PyList_GET_ITEM(batches, i), 0, max_codec, &f) < 0) break;
+        if (__builtin_add_overflow(f.base_offset, f.lod, &last) || __builtin_add_overflow(records, f.count, &sum))
+            break;
+        PyObject *covered = PySequence_GetSlice(f.raw_obj, V2_CRC_START, PyMemoryView_GET_BUFFER(f.raw_obj)->len);
+        PyObject *computed = covered ? PyObject_CallOneArg(crc_fn, covered) : NULL;
+        Py_XDECREF(covered);
+        long long c = computed ? PyLong_AsLongLong(computed) : -1;
+        if (!computed || (c == -1 && PyErr_Occurred())) {
+            Py_XDECREF(computed);
+            Py_DECREF(bad);
+            return NULL;
+        }
+        if (c != f.crc) {
+            PyObject *at = PyLong_FromSsize_t(i);
+            int rc = at ? PyDict_SetItem(bad, at, computed) : -1;
+            Py_XDECREF(at);
+            if (rc < 0) {
+                Py_DECREF(computed);
+                Py_DECREF(bad);
+                return NULL;
+            }
+        }
+        Py_DECREF(computed);
+        records = sum;
+    }
+    return Py_BuildValue("(nLN)", i, records, bad);
+}
+
+/*
  * stats_v2_run(batches, start, limit, crc32c, decompress, kseg_error, reject_mask, lat_mask,
  *              max_codec, registers, p) -> (stop, summary, rows)
  * The v2 batches from batches[start] that `kseg stats` counts the same whatever reads them,
@@ -2592,6 +2648,7 @@ static PyMethodDef methods[] = {
     {"lz4_frame_bytes", lz4_frame_bytes, METH_VARARGS, "Kafka's LZ4 frame decompressed (twin: the lz4 codec)."},
     {"sound_v2_run", sound_v2_run, METH_VARARGS, "The v2 batches verify finds nothing in (twin of sound_v2_run_py)."},
     {"stats_v2_run", stats_v2_run, METH_VARARGS, "The v2 batches stats counts at once (twin: stats_v2_run_py)."},
+    {"v2_header_run", v2_header_run, METH_VARARGS, "The v2 batches a dump shows by their lines alone (twin: v2_header_run_py)."},
     {"index_sound", index_sound, METH_VARARGS, "Whether index entries agree with the log (twin: index_sound_py)."},
     {"v2_column_run", v2_column_run, METH_VARARGS,
      "Uncompressed v2 batches as Arrow column buffers (twin of v2_column_run_py)."},

@@ -16,8 +16,8 @@ from kseg.lazy import load
 from kseg.log.decode import Tail
 from kseg.log.listing import INDEX_SUFFIX, LOG_SUFFIX
 from kseg.log.tails import live_tail
-from kseg.ops.dump import (BadBatchEvent, BatchEvent, DumpOptions, Event, LogSlice, NoteEvent, PlainRunEvent, ReadOn,
-                           TailEvent, dump_file, sliceable)
+from kseg.ops.dump import (BadBatchEvent, BatchEvent, DumpOptions, Event, HeaderRunEvent, LogSlice, NoteEvent,
+                           PlainRunEvent, ReadOn, TailEvent, dump_file, sliceable)
 from kseg.ops.executors import Operation, here_only, unwrap, weight_of
 from kseg.ops.live_output import LiveSpool, follow
 from kseg.ops.sniff import KAFKA, format_hint
@@ -99,6 +99,10 @@ def _counted_steps(path: Path, options: DumpOptions, consume: Callable[[Event], 
                 counts.batches += len(ev.run.batches)
                 counts.records += len(ev.run.batches)
                 counts.problems += len(ev.run.bad_crcs)
+            elif isinstance(ev, HeaderRunEvent):
+                counts.batches += len(ev.batches)
+                counts.records += ev.run.records
+                counts.problems += len(ev.run.bad)
             elif (isinstance(ev, BadBatchEvent)
                     or (isinstance(ev, TailEvent) and ev.reported and not live(ev.path, ev.tail))):
                 counts.problems += 1

@@ -1676,17 +1676,14 @@ static int put_hex32(Buf *b, long long v) { /* f"{v:#010x}" of a CRC */
     return 0;
 }
 
-static int text_plain_one(Buf *b, PyObject *batch, RView *w, int crc_ok, PyObject *ts_name, void *ctx) {
-    PlainArgs *a = ctx;
+/* The text batch line from its codec on: "{codec}  {timestamp type} {ms}[ {ISO}]  size {n}  crc {crc} ok"
+ * (or "BAD (computed {computed})"), as render.dump.TextRenderer writes it. */
+static int text_batch_rest(Buf *b, PyObject *batch, PyObject *codec, PyObject *ts_name, int crc_ok,
+                           long long computed) {
     long long ts, crc;
     CHECK(get_i64(PyTuple_GET_ITEM(batch, B_MAX_TS), &ts));
     CHECK(get_i64(PyTuple_GET_ITEM(batch, B_CRC), &crc));
-    PUT_FIELD("batch @", B_POSITION);
-    PUT_FIELD("  offsets ", B_BASE_OFFSET);
-    PUT_FIELD("..", B_BASE_OFFSET);
-    PUT_FIELD("  count 1  magic ", B_MAGIC);
-    CHECK(PUTS(b, "  "));
-    CHECK(put_str(b, a->codec));
+    CHECK(put_str(b, codec));
     CHECK(PUTS(b, "  "));
     CHECK(put_str(b, ts_name));
     CHECK(PUTS(b, " "));
@@ -1698,13 +1695,20 @@ static int text_plain_one(Buf *b, PyObject *batch, RView *w, int crc_ok, PyObjec
     PUT_FIELD("  size ", B_SIZE);
     CHECK(PUTS(b, "  crc "));
     CHECK(put_hex32(b, crc));
-    if (crc_ok) {
-        CHECK(PUTS(b, " ok\n"));
-    } else {
-        CHECK(PUTS(b, " BAD (computed "));
-        CHECK(put_hex32(b, w->computed));
-        CHECK(PUTS(b, ")\n"));
-    }
+    if (crc_ok) return PUTS(b, " ok\n");
+    CHECK(PUTS(b, " BAD (computed "));
+    CHECK(put_hex32(b, computed));
+    return PUTS(b, ")\n");
+}
+
+static int text_plain_one(Buf *b, PyObject *batch, RView *w, int crc_ok, PyObject *ts_name, void *ctx) {
+    PlainArgs *a = ctx;
+    PUT_FIELD("batch @", B_POSITION);
+    PUT_FIELD("  offsets ", B_BASE_OFFSET);
+    PUT_FIELD("..", B_BASE_OFFSET);
+    PUT_FIELD("  count 1  magic ", B_MAGIC);
+    CHECK(PUTS(b, "  "));
+    CHECK(text_batch_rest(b, batch, a->codec, ts_name, crc_ok, (long long)w->computed));
     if (!a->records) return 0;
     TextCtx c = {.kmode = a->kmode, .vmode = a->vmode};
     return text_one(b, w, &c);
@@ -1719,7 +1723,166 @@ static PyObject *text_plain_run(PyObject *self, PyObject *args) {
     return plain_finish(&b, &a, each_plain(&b, &a, text_plain_one, &a));
 }
 
+/* ------------------------------------------------------------ runs of v2 batch lines */
+
+/* v2 batches whose lines alone a dump shows, from kseg.log.records.v2_header_run: their lines in one
+ * call. The per-batch path (the renderers' batch lines, kafka_batch_line) is the reference. */
+typedef int (*HeadWriter)(Buf *b, PyObject *batch, PyObject *computed, PyObject *ts_name, PyObject *codec, void *ctx);
+
+/* The arguments every header-run writer starts with: (batches, bad, ts_names, codecs); bad is
+ * {index: the CRC computed} of the batches whose stored CRC does not match, ts_names as the plain
+ * runs' and codecs the names the lines print, by codec number. */
+static int each_head(Buf *b, PyObject *args, HeadWriter line, void *ctx) {
+    PyObject *head = PyTuple_GetSlice(args, 0, 4), *batches, *bad, *ts_names, *codecs;
+    if (!head) return -1;
+    int ok = PyArg_ParseTuple(head, "O!O!O!O!", &PyList_Type, &batches, &PyDict_Type, &bad, &PyTuple_Type, &ts_names,
+                              &PyTuple_Type, &codecs);
+    Py_DECREF(head);
+    if (!ok) return -1;
+    if (B_POSITION < 0 || PyTuple_GET_SIZE(ts_names) != 3) {
+        PyErr_SetString(PyExc_ValueError, "configure_batches() first, three timestamp names");
+        return -1;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(batches), nbad = PyDict_GET_SIZE(bad);
+    int rc = grow(b, n * 400 + 256);
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+        PyObject *batch = PyList_GET_ITEM(batches, i), *computed = NULL;
+        long long magic, attrs;
+        if (!PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) <= B_LAST) {
+            PyErr_SetString(PyExc_TypeError, "a kseg Batch tuple is needed");
+            return -1;
+        }
+        CHECK(get_i64(PyTuple_GET_ITEM(batch, B_MAGIC), &magic));
+        CHECK(get_i64(PyTuple_GET_ITEM(batch, B_ATTRIBUTES), &attrs));
+        long long codec = attrs & 7;
+        if (magic != 2 || codec >= PyTuple_GET_SIZE(codecs)) {
+            PyErr_SetString(PyExc_ValueError, "a v2 batch of a codec the names cover is needed");
+            return -1;
+        }
+        if (nbad) {
+            PyObject *at = PyLong_FromSsize_t(i);
+            if (!at) return -1;
+            computed = PyDict_GetItemWithError(bad, at);
+            Py_DECREF(at);
+            if (!computed && PyErr_Occurred()) return -1;
+        }
+        PyObject *ts_name = PyTuple_GET_ITEM(ts_names, attrs & TIMESTAMP_TYPE_BIT ? 2 : 1);
+        rc = line(b, batch, computed, ts_name, PyTuple_GET_ITEM(codecs, codec), ctx);
+    }
+    return rc;
+}
+
+/* base + lod as Python sums them: v2_header_run takes no batch whose sum an int64 does not hold. */
+static int put_last_offset(Buf *b, long long base, long long lod) {
+    long long last;
+    if (__builtin_add_overflow(base, lod, &last)) {
+        PyErr_SetString(PyExc_OverflowError, "a last offset past int64: the per-batch path writes it");
+        return -1;
+    }
+    return put_i64(b, last);
+}
+
+static int text_head_one(Buf *b, PyObject *batch, PyObject *computed, PyObject *ts_name, PyObject *codec, void *ctx) {
+    long long base, lod, attrs, seq, horizon, c = 0;
+    CHECK(get_i64(PyTuple_GET_ITEM(batch, B_BASE_OFFSET), &base));
+    CHECK(get_i64(PyTuple_GET_ITEM(batch, B_LOD), &lod));
+    CHECK(get_i64(PyTuple_GET_ITEM(batch, B_ATTRIBUTES), &attrs));
+    CHECK(get_i64(PyTuple_GET_ITEM(batch, B_BASE_SEQ), &seq));
+    CHECK(get_i64(PyTuple_GET_ITEM(batch, B_BASE_TS), &horizon));
+    PUT_FIELD("batch @", B_POSITION);
+    CHECK(PUTS(b, "  offsets "));
+    CHECK(put_i64(b, base));
+    CHECK(PUTS(b, ".."));
+    CHECK(put_last_offset(b, base, lod));
+    PUT_FIELD("  count ", B_COUNT);
+    CHECK(PUTS(b, "  magic 2  "));
+    if (computed) CHECK(get_i64(computed, &c));
+    CHECK(text_batch_rest(b, batch, codec, ts_name, computed == NULL, c));
+    PUT_FIELD("  producer ", B_PID);
+    PUT_FIELD(" epoch ", B_EPOCH);
+    CHECK(PUTS(b, " sequence "));
+    CHECK(put_i64(b, seq));
+    CHECK(PUTS(b, ".."));
+    CHECK(put_i64(b, kseg_last_sequence(seq, lod)));
+    PUT_FIELD("  leader epoch ", B_PLE);
+    if (attrs & (TRANSACTIONAL_BIT | CONTROL_BIT)) {
+        CHECK(PUTS(b, "  "));
+        if (attrs & TRANSACTIONAL_BIT) CHECK(attrs & CONTROL_BIT ? PUTS(b, "transactional control") : PUTS(b, "transactional"));
+        else CHECK(PUTS(b, "control"));
+    }
+    if (attrs & DELETE_HORIZON_BIT) {
+        CHECK(PUTS(b, "  delete horizon "));
+        CHECK(put_i64(b, horizon));
+    }
+    return PUTS(b, "\n");
+}
+
+/* text_header_run(batches, bad, ts_names, codecs) -> bytes: each v2 batch's two text lines. */
+static PyObject *text_header_run(PyObject *self, PyObject *args) {
+    Buf b = {0};
+    return finish(&b, each_head(&b, args, text_head_one, NULL));
+}
+
+static int kafka_head_one(Buf *b, PyObject *batch, PyObject *computed, PyObject *ts_name, PyObject *codec, void *ctx) {
+    return kafka_batch(b, batch, computed == NULL, ts_name, codec);
+}
+
+/* kafka_header_run(batches, bad, ts_names, codecs) -> bytes: each v2 batch's kafka-dump-log.sh line. */
+static PyObject *kafka_header_run(PyObject *self, PyObject *args) {
+    Buf b = {0};
+    return finish(&b, each_head(&b, args, kafka_head_one, NULL));
+}
+
+static int jsonl_head_one(Buf *b, PyObject *batch, PyObject *computed, PyObject *ts_name, PyObject *codec, void *ctx) {
+    PyObject *file = ctx;
+    long long base, lod, attrs;
+    CHECK(get_i64(PyTuple_GET_ITEM(batch, B_BASE_OFFSET), &base));
+    CHECK(get_i64(PyTuple_GET_ITEM(batch, B_LOD), &lod));
+    CHECK(get_i64(PyTuple_GET_ITEM(batch, B_ATTRIBUTES), &attrs));
+    CHECK(PUTS(b, "{\"type\": \"batch\", \"file\": "));
+    CHECK(put(b, PyBytes_AS_STRING(file), PyBytes_GET_SIZE(file)));
+    PUT_FIELD(", \"position\": ", B_POSITION);
+    CHECK(PUTS(b, ", \"base_offset\": "));
+    CHECK(put_i64(b, base));
+    CHECK(PUTS(b, ", \"last_offset\": "));
+    CHECK(put_last_offset(b, base, lod));
+    PUT_FIELD(", \"count\": ", B_COUNT);
+    CHECK(PUTS(b, ", \"magic\": 2, \"codec\": "));
+    CHECK(put_str(b, codec));
+    CHECK(PUTS(b, ", \"timestamp_type\": \""));
+    CHECK(put_str(b, ts_name));
+    PUT_FIELD("\", \"max_timestamp\": ", B_MAX_TS);
+    PUT_FIELD(", \"size\": ", B_SIZE);
+    PUT_FIELD(", \"crc\": ", B_CRC);
+    CHECK(computed ? PUTS(b, ", \"crc_valid\": false") : PUTS(b, ", \"crc_valid\": true"));
+    PUT_FIELD(", \"partition_leader_epoch\": ", B_PLE);
+    PUT_FIELD(", \"producer_id\": ", B_PID);
+    PUT_FIELD(", \"producer_epoch\": ", B_EPOCH);
+    PUT_FIELD(", \"base_sequence\": ", B_BASE_SEQ);
+    CHECK(attrs & TRANSACTIONAL_BIT ? PUTS(b, ", \"is_transactional\": true") : PUTS(b, ", \"is_transactional\": false"));
+    CHECK(attrs & CONTROL_BIT ? PUTS(b, ", \"is_control\": true") : PUTS(b, ", \"is_control\": false"));
+    if (attrs & DELETE_HORIZON_BIT) {
+        PUT_FIELD(", \"delete_horizon_ms\": ", B_BASE_TS);
+        return PUTS(b, "}\n");
+    }
+    return PUTS(b, ", \"delete_horizon_ms\": null}\n");
+}
+
+/* jsonl_header_run(batches, bad, ts_names, codecs_json, file_json) -> bytes: each v2 batch's jsonl
+ * line (render.dump.batch_line); codecs_json the names in JSON, file_json the file's, encoded. */
+static PyObject *jsonl_header_run(PyObject *self, PyObject *args) {
+    Buf b = {0};
+    if (PyTuple_GET_SIZE(args) != 5 || !PyBytes_Check(PyTuple_GET_ITEM(args, 4))) {
+        PyErr_SetString(PyExc_TypeError, "five arguments, the file name in JSON as bytes last");
+        return NULL;
+    }
+    return finish(&b, each_head(&b, args, jsonl_head_one, PyTuple_GET_ITEM(args, 4)));
+}
+
 static PyMethodDef methods[] = {
+    {"text_header_run", text_header_run, METH_VARARGS, "Runs of v2 batches: their text lines (twin: the per-batch lines)."},
+    {"kafka_header_run", kafka_header_run, METH_VARARGS, "Runs of v2 batches: kafka-dump-log.sh's lines (twin: kafka_batch_line)."},
+    {"jsonl_header_run", jsonl_header_run, METH_VARARGS, "Runs of v2 batches: their jsonl lines (twin: batch_line)."},
     {"configure_batches", configure_batches, METH_VARARGS,
      "configure_batches(Batch._fields, transactional_bit, control_bit, delete_horizon_bit, timestamp_type_bit): first."},
     {"kafka_plain_run", kafka_plain_run, METH_VARARGS,

@@ -38,3 +38,8 @@ kafka_spans = _format.kafka_spans if ACCELERATED else None
 jsonl_plain_run = _format.jsonl_plain_run if ACCELERATED else None
 text_plain_run = _format.text_plain_run if ACCELERATED else None
 kafka_plain_run = _format.kafka_plain_run if ACCELERATED else None
+# The lines of runs of v2 batches shown without their records (kseg.log.records.v2_header_run, C only);
+# the per-batch lines are their reference.
+text_header_run = _format.text_header_run if ACCELERATED else None
+jsonl_header_run = _format.jsonl_header_run if ACCELERATED else None
+kafka_header_run = _format.kafka_header_run if ACCELERATED else None

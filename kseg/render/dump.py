@@ -21,6 +21,7 @@ from kseg.formats.attributes import CODEC_NONE, NO_SEQUENCE, TIMESTAMP_TYPE_NAME
 from kseg.log.control import ControlInfo, control_info
 from kseg.log.encode import legacy_message_crc
 from kseg.log.listing import BOOTSTRAP_FILE
+from kseg.log.records import HEADER_RUN_MAX_CODEC
 from kseg.model import CODEC_NAMES, Batch, Record, record_sequence
 from kseg.printable import printable as printable_text
 from kseg.ops.companion_events import CompanionEvent, IndexEntries
@@ -29,6 +30,7 @@ from kseg.ops.dump import (
     BatchEvent,
     Event,
     FileStart,
+    HeaderRunEvent,
     PlainRunEvent,
     SkippedEvent,
     SliceStart,
@@ -63,6 +65,7 @@ if TYPE_CHECKING:
 # magic 0, CreateTime, LogAppendTime; the codec of an uncompressed message.
 _TS_NAMES = (TIMESTAMP_TYPE_NAMES[-1], TIMESTAMP_TYPE_NAMES[0], TIMESTAMP_TYPE_NAMES[1])
 _PLAIN_CODEC = CODEC_NAMES[CODEC_NONE]
+_RUN_CODECS = tuple(CODEC_NAMES[c] for c in range(HEADER_RUN_MAX_CODEC + 1))  # a header run's, by number
 # The offset "before" a later slice's first record (SliceStart): the gap the writers then report
 # names that record, which merge compares with the slice before's last (KafkaRenderer.absorb).
 _SLICE_HEAD = -(1 << 62)
@@ -150,6 +153,9 @@ def _json_int(v: int | None) -> str:
     return "null" if v is None else str(v)
 
 
+_RUN_CODECS_JSON = tuple(_json_str(name) for name in _RUN_CODECS)
+
+
 def batch_line(ev: BatchEvent, file_json: str) -> str:
     """``batch_json(ev)`` as its JSON line, without building the dict (one per batch of a dump);
     ``file_json`` is the file name already in JSON."""
@@ -223,6 +229,9 @@ class JsonlRenderer:
             file_json = self._file_json(ev.path).encode("utf-8", "backslashreplace")
             self.write(bulk.jsonl_plain_run(r.batches, s.data, s.records, _TS_NAMES, _json_str(_PLAIN_CODEC),
                                             ev.records, self.kmode, self.vmode, file_json))
+        elif isinstance(ev, HeaderRunEvent):  # what takes_header_runs asked for
+            file_json = self._file_json(ev.path).encode("utf-8", "backslashreplace")
+            self.write(bulk.jsonl_header_run(ev.batches, ev.run.bad, _TS_NAMES, _RUN_CODECS_JSON, file_json))
         elif isinstance(ev, BatchEvent):
             self.write(batch_line(ev, self._file_json(ev.path)).encode("utf-8", "backslashreplace"))
             if ev.spans is not None:  # what takes_spans asked for
@@ -278,6 +287,10 @@ class JsonlRenderer:
     def takes_plain_runs(self) -> bool:
         return self.fields is None and _takes_spans(bulk.jsonl_plain_run, self.kmode, self.vmode)
 
+    @property
+    def takes_header_runs(self) -> bool:
+        return bulk.jsonl_header_run is not None
+
     def state(self) -> tuple[int, ...]:
         """What ``close`` reports, for a split dump's merge (``kseg.ops.dump_split``)."""
         return decoder_failures(self.key_decoder, self.value_decoder)
@@ -320,6 +333,10 @@ class TextRenderer:
     def takes_plain_runs(self) -> bool:
         return self.view is None and _takes_spans(bulk.text_plain_run, self.kmode, self.vmode)
 
+    @property
+    def takes_header_runs(self) -> bool:
+        return bulk.text_header_run is not None
+
     def _show(self, value: bytes | None, decoder: Decoder | None) -> str:
         return payload_text(value, decoder)
 
@@ -333,6 +350,8 @@ class TextRenderer:
             r, s = ev.run, ev.run.spans
             self.write(bulk.text_plain_run(r.batches, s.data, s.records, _TS_NAMES, _PLAIN_CODEC, ev.records,
                                            self.kmode, self.vmode))
+        elif isinstance(ev, HeaderRunEvent):  # what takes_header_runs asked for
+            self.write(bulk.text_header_run(ev.batches, ev.run.bad, _TS_NAMES, _RUN_CODECS))
         elif isinstance(ev, BatchEvent):
             b = ev.batch
             crc = "ok" if ev.crc_valid else f"BAD (computed {b.computed_crc():#010x})"
@@ -542,9 +561,11 @@ class KafkaRenderer:
         elif isinstance(ev, BatchEvent) and ev.stops is not None:  # the tool's exception after these lines
             self(replace(ev, stops=None))
             raise ev.stops
+        elif isinstance(ev, HeaderRunEvent):  # what takes_header_runs asked for
+            self.write(bulk.kafka_header_run(ev.batches, ev.run.bad, _TS_NAMES, _RUN_CODECS))
         elif isinstance(ev, BatchEvent):
             b = ev.batch
-            if self.release.record_batch_fields or not self.release.delete_horizon or self.release.codec_names_upper:
+            if self._older_batch_lines:
                 codec = b.codec_name.upper() if self.release.codec_names_upper else b.codec_name
                 line = line_writers.kafka_batch_line(b, ev.crc_valid, b.timestamp_type_name, codec,
                                                      delete_horizon=self.release.delete_horizon)
@@ -636,6 +657,17 @@ class KafkaRenderer:
     def takes_plain_runs(self) -> bool:
         return (_takes_spans(bulk.kafka_plain_run, self.kmode, self.vmode) and not self.skip_record_metadata
                 and not self.release.record_batch_fields)
+
+    @property
+    def takes_header_runs(self) -> bool:
+        """Where the batch lines are the bulk writer's (the lines of the releases before 3.0 and
+        2.8's record fields are Python's alone)."""
+        return bulk.kafka_header_run is not None and not self._older_batch_lines
+
+    @property
+    def _older_batch_lines(self) -> bool:
+        r = self.release
+        return r.record_batch_fields or not r.delete_horizon or r.codec_names_upper
 
     def _last_or_start(self) -> int | None:
         """The offset before the next record, for the gap report: the last one shown, or (Kafka 4

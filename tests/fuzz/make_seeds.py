@@ -86,6 +86,7 @@ def main() -> None:
         put("span_columns", b"\x01" + buf, seen)  # a segment: spans and records to columns
         put("sound_v2_run", b"\x00" + buf, seen)  # a segment from no offset, no base, the fuzz limit
         put("stats_v2_run", b"\x00" + buf, seen)  # a segment, rolled, no checkpoint, the fuzz limit
+        put("v2_header_run", b"\x00" + buf, seen)  # a segment: its batches' lines alone
         index_sound_seeds(p, seen)
         put("v2_column_run", b"\x00" + buf, seen)  # a segment, no offset range, control batches stopping
         put("entry_starts", b"\x00\x00\x40" + buf, seen)  # its size as it is, an entry every 64 bytes

@@ -18,7 +18,8 @@ and spans), ``legacy_record``,
 ``legacy_batch_record``, ``legacy_crc_mismatches``, ``encode_v2_records``,
 ``encode_legacy_messages``, ``resync`` (salvage's scan), ``span_columns`` (spans to Arrow's
 column buffers), ``sound_v2_run`` (verify's runs of sound v2 batches, ``configure_lz4``'s
-LZ4 reader in them), ``lz4_frame_bytes`` (that reader into one bytes object), ``stats_v2_run`` (stats' runs), ``index_sound`` (the index checks' C
+LZ4 reader in them), ``lz4_frame_bytes`` (that reader into one bytes object), ``stats_v2_run`` (stats' runs), ``v2_header_run``
+(dump's runs of batch lines), ``index_sound`` (the index checks' C
 pass), ``v2_column_run`` (runs of v2 batches as Arrow's column buffers) and ``entry_starts`` (the
 walk by entries' lengths that cuts a log without its index, over a file); every record-line
 writer of ``kseg/render/_format.c`` (``lines``); and the
@@ -563,6 +564,18 @@ def fuzz_sound_v2_run(data: bytes) -> None:
         i, last = max(stop, i + 1), run[1].last if stop > i else batches[i].base_offset
 
 
+def fuzz_v2_header_run(data: bytes) -> None:
+    """``v2_header_run`` (the v2 batches a dump shows by their lines alone, taken at once: CRC-32C,
+    codec, last offset) against ``v2_header_run_py``, from every batch a dump starts a run at."""
+    from kseg.log import records
+
+    _, batches = _run_input(data)
+    i = 0
+    while i < len(batches):
+        run = both("v2_header_run", records.v2_header_run, batches, i)
+        i = max(run[1].stop, i + 1)
+
+
 def fuzz_stats_v2_run(data: bytes) -> None:
     """``stats_v2_run`` (stats' runs of v2 batches counted at once: CRC-32C, records decompressed
     and walked, keys into the HyperLogLog) through ``kseg.ops.stats.count_entries``: the same
@@ -772,6 +785,7 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "sound_v2_run": fuzz_sound_v2_run,
     "lz4_frame": fuzz_lz4_frame,
     "stats_v2_run": fuzz_stats_v2_run,
+    "v2_header_run": fuzz_v2_header_run,
     "index_sound": fuzz_index_sound,
     "v2_column_run": fuzz_v2_column_run,
     "entry_starts": fuzz_entry_starts,
