@@ -1394,12 +1394,12 @@ static PyObject *kafka_spans(PyObject *self, PyObject *args) {
 static Py_ssize_t B_POSITION = -1, B_SIZE, B_MAGIC, B_BASE_OFFSET, B_CRC, B_ATTRIBUTES, B_MAX_TS, B_PLE, B_LOD,
                   B_BASE_TS, B_PID, B_EPOCH, B_BASE_SEQ, B_COUNT;
 static Py_ssize_t B_LAST = -1; /* the largest of them */
-static long long TRANSACTIONAL_BIT, CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT;
+static long long TRANSACTIONAL_BIT, CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, CODEC_BITS;
 
 static PyObject *configure_batches(PyObject *self, PyObject *args) {
     PyObject *fields;
-    if (!PyArg_ParseTuple(args, "O!LLLL", &PyTuple_Type, &fields, &TRANSACTIONAL_BIT, &CONTROL_BIT,
-                          &DELETE_HORIZON_BIT, &TIMESTAMP_TYPE_BIT))
+    if (!PyArg_ParseTuple(args, "O!LLLLL", &PyTuple_Type, &fields, &TRANSACTIONAL_BIT, &CONTROL_BIT,
+                          &DELETE_HORIZON_BIT, &TIMESTAMP_TYPE_BIT, &CODEC_BITS))
         return NULL;
     static const struct { const char *name; Py_ssize_t *slot; } want[] = {
         {"position", &B_POSITION}, {"size", &B_SIZE}, {"magic", &B_MAGIC}, {"base_offset", &B_BASE_OFFSET},
@@ -1617,28 +1617,39 @@ typedef struct {
     int records, kmode, vmode;
 } JsonlPlainCtx;
 
-static int jsonl_plain_one(Buf *b, PyObject *batch, RView *w, int crc_ok, PyObject *ts_name, void *ctx) {
-    JsonlPlainCtx *c = ctx;
-    long long position;
-    JsonlCtx rc = {.kmode = c->kmode, .vmode = c->vmode};
-    CHECK(get_i64(PyTuple_GET_ITEM(batch, B_POSITION), &position));
-    rc.ts = PyUnicode_AsUTF8AndSize(ts_name, &rc.tsn);
-    if (!rc.ts) return -1;
+/* A jsonl batch line up to its crc_valid field (render.dump.batch_line): the fields every magic has;
+ * file and codec as JSON, the last offset and count as the caller works them out. */
+static int jsonl_batch_head(Buf *b, PyObject *batch, const char *file, Py_ssize_t filen, long long last,
+                            long long count, const char *codec, Py_ssize_t codecn, PyObject *ts_name, int crc_ok) {
     CHECK(PUTS(b, "{\"type\": \"batch\", \"file\": "));
-    CHECK(put(b, c->file, c->filen));
-    CHECK(PUTS(b, ", \"position\": "));
-    CHECK(put_i64(b, position));
+    CHECK(put(b, file, filen));
+    PUT_FIELD(", \"position\": ", B_POSITION);
     PUT_FIELD(", \"base_offset\": ", B_BASE_OFFSET);
-    PUT_FIELD(", \"last_offset\": ", B_BASE_OFFSET);
-    PUT_FIELD(", \"count\": 1, \"magic\": ", B_MAGIC);
+    CHECK(PUTS(b, ", \"last_offset\": "));
+    CHECK(put_i64(b, last));
+    CHECK(PUTS(b, ", \"count\": "));
+    CHECK(put_i64(b, count));
+    PUT_FIELD(", \"magic\": ", B_MAGIC);
     CHECK(PUTS(b, ", \"codec\": "));
-    CHECK(put(b, c->codec, c->codecn));
+    CHECK(put(b, codec, codecn));
     CHECK(PUTS(b, ", \"timestamp_type\": \""));
-    CHECK(put(b, rc.ts, rc.tsn));
+    CHECK(put_str(b, ts_name));
     PUT_FIELD("\", \"max_timestamp\": ", B_MAX_TS);
     PUT_FIELD(", \"size\": ", B_SIZE);
     PUT_FIELD(", \"crc\": ", B_CRC);
-    CHECK(crc_ok ? PUTS(b, ", \"crc_valid\": true}\n") : PUTS(b, ", \"crc_valid\": false}\n"));
+    return crc_ok ? PUTS(b, ", \"crc_valid\": true") : PUTS(b, ", \"crc_valid\": false");
+}
+
+static int jsonl_plain_one(Buf *b, PyObject *batch, RView *w, int crc_ok, PyObject *ts_name, void *ctx) {
+    JsonlPlainCtx *c = ctx;
+    long long position, base;
+    JsonlCtx rc = {.kmode = c->kmode, .vmode = c->vmode};
+    CHECK(get_i64(PyTuple_GET_ITEM(batch, B_POSITION), &position));
+    CHECK(get_i64(PyTuple_GET_ITEM(batch, B_BASE_OFFSET), &base));
+    rc.ts = PyUnicode_AsUTF8AndSize(ts_name, &rc.tsn);
+    if (!rc.ts) return -1;
+    CHECK(jsonl_batch_head(b, batch, c->file, c->filen, base, 1, c->codec, c->codecn, ts_name, crc_ok));
+    CHECK(PUTS(b, "}\n"));
     if (!c->records) return 0;
     jsonl_ctx(&rc, position);
     return jsonl_one(b, w, &rc);
@@ -1754,7 +1765,7 @@ static int each_head(Buf *b, PyObject *args, HeadWriter line, void *ctx) {
         }
         CHECK(get_i64(PyTuple_GET_ITEM(batch, B_MAGIC), &magic));
         CHECK(get_i64(PyTuple_GET_ITEM(batch, B_ATTRIBUTES), &attrs));
-        long long codec = attrs & 7;
+        long long codec = attrs & CODEC_BITS;
         if (magic != 2 || codec >= PyTuple_GET_SIZE(codecs)) {
             PyErr_SetString(PyExc_ValueError, "a v2 batch of a codec the names cover is needed");
             return -1;
@@ -1773,17 +1784,14 @@ static int each_head(Buf *b, PyObject *args, HeadWriter line, void *ctx) {
 }
 
 /* base + lod as Python sums them: v2_header_run takes no batch whose sum an int64 does not hold. */
-static int put_last_offset(Buf *b, long long base, long long lod) {
-    long long last;
-    if (__builtin_add_overflow(base, lod, &last)) {
-        PyErr_SetString(PyExc_OverflowError, "a last offset past int64: the per-batch path writes it");
-        return -1;
-    }
-    return put_i64(b, last);
+static int v2_last_offset(long long base, long long lod, long long *last) {
+    if (!__builtin_add_overflow(base, lod, last)) return 0;
+    PyErr_SetString(PyExc_OverflowError, "a last offset past int64: the per-batch path writes it");
+    return -1;
 }
 
 static int text_head_one(Buf *b, PyObject *batch, PyObject *computed, PyObject *ts_name, PyObject *codec, void *ctx) {
-    long long base, lod, attrs, seq, horizon, c = 0;
+    long long base, lod, last, attrs, seq, horizon, c = 0;
     CHECK(get_i64(PyTuple_GET_ITEM(batch, B_BASE_OFFSET), &base));
     CHECK(get_i64(PyTuple_GET_ITEM(batch, B_LOD), &lod));
     CHECK(get_i64(PyTuple_GET_ITEM(batch, B_ATTRIBUTES), &attrs));
@@ -1793,7 +1801,8 @@ static int text_head_one(Buf *b, PyObject *batch, PyObject *computed, PyObject *
     CHECK(PUTS(b, "  offsets "));
     CHECK(put_i64(b, base));
     CHECK(PUTS(b, ".."));
-    CHECK(put_last_offset(b, base, lod));
+    CHECK(v2_last_offset(base, lod, &last));
+    CHECK(put_i64(b, last));
     PUT_FIELD("  count ", B_COUNT);
     CHECK(PUTS(b, "  magic 2  "));
     if (computed) CHECK(get_i64(computed, &c));
@@ -1807,8 +1816,10 @@ static int text_head_one(Buf *b, PyObject *batch, PyObject *computed, PyObject *
     PUT_FIELD("  leader epoch ", B_PLE);
     if (attrs & (TRANSACTIONAL_BIT | CONTROL_BIT)) {
         CHECK(PUTS(b, "  "));
-        if (attrs & TRANSACTIONAL_BIT) CHECK(attrs & CONTROL_BIT ? PUTS(b, "transactional control") : PUTS(b, "transactional"));
-        else CHECK(PUTS(b, "control"));
+        if (attrs & TRANSACTIONAL_BIT)
+            CHECK(attrs & CONTROL_BIT ? PUTS(b, "transactional control") : PUTS(b, "transactional"));
+        else
+            CHECK(PUTS(b, "control"));
     }
     if (attrs & DELETE_HORIZON_BIT) {
         CHECK(PUTS(b, "  delete horizon "));
@@ -1835,32 +1846,25 @@ static PyObject *kafka_header_run(PyObject *self, PyObject *args) {
 
 static int jsonl_head_one(Buf *b, PyObject *batch, PyObject *computed, PyObject *ts_name, PyObject *codec, void *ctx) {
     PyObject *file = ctx;
-    long long base, lod, attrs;
+    long long base, lod, attrs, count, last;
+    Py_ssize_t codecn;
     CHECK(get_i64(PyTuple_GET_ITEM(batch, B_BASE_OFFSET), &base));
     CHECK(get_i64(PyTuple_GET_ITEM(batch, B_LOD), &lod));
     CHECK(get_i64(PyTuple_GET_ITEM(batch, B_ATTRIBUTES), &attrs));
-    CHECK(PUTS(b, "{\"type\": \"batch\", \"file\": "));
-    CHECK(put(b, PyBytes_AS_STRING(file), PyBytes_GET_SIZE(file)));
-    PUT_FIELD(", \"position\": ", B_POSITION);
-    CHECK(PUTS(b, ", \"base_offset\": "));
-    CHECK(put_i64(b, base));
-    CHECK(PUTS(b, ", \"last_offset\": "));
-    CHECK(put_last_offset(b, base, lod));
-    PUT_FIELD(", \"count\": ", B_COUNT);
-    CHECK(PUTS(b, ", \"magic\": 2, \"codec\": "));
-    CHECK(put_str(b, codec));
-    CHECK(PUTS(b, ", \"timestamp_type\": \""));
-    CHECK(put_str(b, ts_name));
-    PUT_FIELD("\", \"max_timestamp\": ", B_MAX_TS);
-    PUT_FIELD(", \"size\": ", B_SIZE);
-    PUT_FIELD(", \"crc\": ", B_CRC);
-    CHECK(computed ? PUTS(b, ", \"crc_valid\": false") : PUTS(b, ", \"crc_valid\": true"));
+    CHECK(get_i64(PyTuple_GET_ITEM(batch, B_COUNT), &count));
+    CHECK(v2_last_offset(base, lod, &last));
+    const char *codec_json = PyUnicode_AsUTF8AndSize(codec, &codecn);
+    if (!codec_json) return -1;
+    CHECK(jsonl_batch_head(b, batch, PyBytes_AS_STRING(file), PyBytes_GET_SIZE(file), last, count, codec_json, codecn,
+                           ts_name, computed == NULL));
     PUT_FIELD(", \"partition_leader_epoch\": ", B_PLE);
     PUT_FIELD(", \"producer_id\": ", B_PID);
     PUT_FIELD(", \"producer_epoch\": ", B_EPOCH);
     PUT_FIELD(", \"base_sequence\": ", B_BASE_SEQ);
-    CHECK(attrs & TRANSACTIONAL_BIT ? PUTS(b, ", \"is_transactional\": true") : PUTS(b, ", \"is_transactional\": false"));
-    CHECK(attrs & CONTROL_BIT ? PUTS(b, ", \"is_control\": true") : PUTS(b, ", \"is_control\": false"));
+    CHECK(PUTS(b, ", \"is_transactional\": "));
+    CHECK(attrs & TRANSACTIONAL_BIT ? PUTS(b, "true") : PUTS(b, "false"));
+    CHECK(PUTS(b, ", \"is_control\": "));
+    CHECK(attrs & CONTROL_BIT ? PUTS(b, "true") : PUTS(b, "false"));
     if (attrs & DELETE_HORIZON_BIT) {
         PUT_FIELD(", \"delete_horizon_ms\": ", B_BASE_TS);
         return PUTS(b, "}\n");
@@ -1880,11 +1884,14 @@ static PyObject *jsonl_header_run(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"text_header_run", text_header_run, METH_VARARGS, "Runs of v2 batches: their text lines (twin: the per-batch lines)."},
-    {"kafka_header_run", kafka_header_run, METH_VARARGS, "Runs of v2 batches: kafka-dump-log.sh's lines (twin: kafka_batch_line)."},
+    {"text_header_run", text_header_run, METH_VARARGS,
+     "Runs of v2 batches: their text lines (twin: the per-batch lines)."},
+    {"kafka_header_run", kafka_header_run, METH_VARARGS,
+     "Runs of v2 batches: kafka-dump-log.sh's lines (twin: kafka_batch_line)."},
     {"jsonl_header_run", jsonl_header_run, METH_VARARGS, "Runs of v2 batches: their jsonl lines (twin: batch_line)."},
     {"configure_batches", configure_batches, METH_VARARGS,
-     "configure_batches(Batch._fields, transactional_bit, control_bit, delete_horizon_bit, timestamp_type_bit): first."},
+     "configure_batches(Batch._fields, transactional_bit, control_bit, delete_horizon_bit, timestamp_type_bit, "
+     "codec_mask): first."},
     {"kafka_plain_run", kafka_plain_run, METH_VARARGS,
      "kafka_plain_run(batches, data, spans, ts_names, codec, records, kmode, vmode, last, gaps, brace) -> (bytes, last)."},
     {"jsonl_plain_run", jsonl_plain_run, METH_VARARGS,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from kseg.formats.attributes import CONTROL_MASK, DELETE_HORIZON_MASK, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK
+from kseg.formats.attributes import CODEC_MASK, CONTROL_MASK, DELETE_HORIZON_MASK, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK
 from kseg.model import Batch
 from kseg.render import lines
 
@@ -17,7 +17,8 @@ try:
 except ImportError:  # pragma: no cover - exercised when the extension is not built
     _format = None
 else:
-    _format.configure_batches(Batch._fields, TRANSACTIONAL_MASK, CONTROL_MASK, DELETE_HORIZON_MASK, TIMESTAMP_TYPE_MASK)
+    _format.configure_batches(Batch._fields, TRANSACTIONAL_MASK, CONTROL_MASK, DELETE_HORIZON_MASK, TIMESTAMP_TYPE_MASK,
+                              CODEC_MASK)
 
 ACCELERATED = _format is not None and not os.environ.get("KSEG_PURE_PYTHON")
 
