@@ -637,3 +637,136 @@ def test_header_runs_in_the_cli(tmp_path, fmt) -> None:
         c, p = outs
         assert (c.returncode, c.stdout, c.stderr) == (p.returncode, p.stdout, p.stderr)
         assert c.returncode == code and c.stdout.count(b"\n") >= 1500, c.stderr
+
+
+# --------------------------------------------------------------------------- runs of v2 batches with records
+
+_CONTROL_KEY, _CONTROL_VALUE = b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x05"  # a COMMIT marker, epoch 5
+_PIECES = st.lists(st.fixed_dictionaries({
+    "records": v2_records(max_size=3),
+    "codec": st.sampled_from([0, 0, 0, 1, 2, 3, 4]),
+    "lat": st.booleans(),
+    "transactional": st.booleans(),
+    "kind": st.sampled_from(["batch"] * 8 + ["control", "bad-crc", "undecodable", "v1"]),
+}), min_size=1, max_size=10)
+
+
+def _record_pieces(pieces: list[dict]) -> bytes:
+    """A segment of v2 batches with records (any codec, LogAppendTime, a bad CRC, records that do
+    not decode, control batches) and v1 messages, made by kseg's encoder; the offsets go on from
+    piece to piece (gaps and a step back where a piece's own records start lower)."""
+    out = bytearray()
+    for p in pieces:
+        recs = p["records"]
+        if p["kind"] == "v1":
+            out += build_legacy_message_set([make_record(recs[0].offset, 1_700_000_000_000, b"k", b"v", magic=1)],
+                                            magic=1)
+            continue
+        if p["kind"] == "control":
+            recs = [make_record(recs[0].offset, recs[0].timestamp, _CONTROL_KEY, _CONTROL_VALUE)]
+        raw = bytearray(build_v2_batch(recs, codec=p["codec"], timestamp_type=int(p["lat"]),
+                                       transactional=p["transactional"] or p["kind"] == "control",
+                                       control=p["kind"] == "control", producer_id=7, base_sequence=3))
+        if p["kind"] == "bad-crc":
+            raw[17] ^= 0x40
+        elif p["kind"] == "undecodable":
+            raw[-1] ^= 0xFF  # the records' (or the compressed stream's) last byte
+        out += raw
+    return bytes(out)
+
+
+@examples(120)
+@given(_PIECES, st.sampled_from([None, 1, 60, 200]))
+def test_record_runs_agree_with_the_per_batch_path(tmp_path_factory, monkeypatch, pieces, budget) -> None:
+    """v2 batches shown with their records, taken in runs (``v2_record_run`` and the ``*_record_run``
+    writers, one C call each): the per-batch lines of the Python reference in every format, with
+    every codec, LogAppendTime, bad CRCs, gaps between offsets (Kafka's report), and the batches a
+    run leaves to the per-batch path (control batches, records that do not decode, v1 messages, the
+    run's byte budget reached)."""
+    path = tmp_path_factory.mktemp("runs") / "00000000000000000000.log"
+    path.write_bytes(_record_pieces(pieces))
+    if budget is not None:
+        monkeypatch.setattr(records_mod, "RECORD_RUN_BYTES", budget)
+    for fmt, payload in DUMPS:
+        assert _dump([path], fmt, payload, _format, monkeypatch) == _dump([path], fmt, payload, lines, monkeypatch)
+
+
+@pytest.mark.skipif(fast.c_twin("v2_record_run") is None, reason="the C reader is off (KSEG_PURE_PYTHON=1)")
+@examples(150)
+@given(_PIECES, st.integers(0, 10), st.sampled_from([1 << 20, 1, 40, 150]))
+def test_record_run_twins_agree(pieces, start, max_bytes) -> None:
+    """``v2_record_run`` (C) takes the batches its reference ``v2_record_run_py`` takes (``batch_spans``
+    of each, joined), with the same data, spans, record count and bad CRCs, from any start and
+    within any byte budget."""
+    from kseg.log.records import v2_record_run_py
+
+    batches = scan_entries(_record_pieces(pieces)).batches
+    start = min(start, len(batches))
+    got = records_mod.v2_record_run(batches, start, max_bytes=max_bytes)
+    assert got == v2_record_run_py(batches, start, max_bytes=max_bytes)
+    assert got.stop == start or got.spans.count == got.records
+
+
+def test_record_runs_end_where_the_per_batch_path_must_speak(tmp_path) -> None:
+    """What a run takes and leaves, on one-record batches: a control batch, a batch whose records
+    do not decode and a v1 message each end a run (the per-batch path shows them); a bad CRC does not
+    (the run says it); the byte budget cuts a run; without the C reader there are no runs."""
+    from kseg.ops.dump import BatchEvent, BadBatchEvent, HeaderRunEvent
+
+    kinds = ["batch"] * 5 + ["bad-crc"] + ["batch"] * 3 + ["control", "batch", "batch", "undecodable", "batch", "v1",
+                                                           "batch"]
+    pieces = [{"records": [make_record(i, 1_700_000_000_000 + i, b"k%d" % i, b"v" * i)], "codec": i % 2, "lat": False,
+               "transactional": False, "kind": kind} for i, kind in enumerate(kinds)]
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(_record_pieces(pieces))
+    options = DumpOptions(records=True, keep_going=True, record_spans=True, header_runs=True)
+    events = [ev for ev in dump_paths([path], options) if isinstance(ev, (BatchEvent, BadBatchEvent, HeaderRunEvent))]
+    if fast.c_twin("v2_record_run") is None:
+        assert not any(isinstance(ev, HeaderRunEvent) for ev in events)
+        return
+    shape = [(type(ev).__name__, len(ev.batches) if isinstance(ev, HeaderRunEvent) else ev.batch.offset)
+             for ev in events]
+    assert shape == [("HeaderRunEvent", 9), ("BatchEvent", 9), ("HeaderRunEvent", 2), ("BadBatchEvent", 12),
+                     ("HeaderRunEvent", 1), ("BatchEvent", 14), ("HeaderRunEvent", 1)]
+    first = events[0]
+    assert first.run.bad.keys() == {5} and first.run.records == 9 and first.run.spans.count == 9
+    small = DumpOptions(records=True, keep_going=True, record_spans=True, header_runs=True)
+    import kseg.log.records as r
+
+    saved = r.RECORD_RUN_BYTES
+    r.RECORD_RUN_BYTES = 30  # a few records' bytes: every run is cut after the batch that reaches it
+    try:
+        sizes = [len(ev.batches) for ev in dump_paths([path], small) if isinstance(ev, HeaderRunEvent)]
+    finally:
+        r.RECORD_RUN_BYTES = saved
+    assert len(sizes) > 4 and max(sizes) < 9
+
+
+@pytest.mark.parametrize("fmt", ["text", "jsonl", "kafka"])
+def test_record_runs_in_the_cli(tmp_path, fmt) -> None:
+    """``kseg dump --records`` of one-record v2 batches: the same output, errors and exit code with the
+    C runs as with the Python per-batch path; a bad CRC is a problem (exit 1), records that do not
+    decode stop the dump where the per-batch path stops it."""
+    import subprocess
+    import sys
+
+    for case in ("good", "bad-crc", "undecodable"):
+        pieces = [{"records": [make_record(i, 1_700_000_000_000 + i, b"key-%d" % i, "vé %d" .encode() % i)],
+                   "codec": 3 if i % 5 == 0 else 0, "lat": i % 7 == 0, "transactional": False,
+                   "kind": case if i == 700 else "batch"} for i in range(1500)]
+        path = tmp_path / case / "00000000000000000000.log"
+        path.parent.mkdir()
+        path.write_bytes(_record_pieces(pieces))
+        outs = []
+        for pure in ("", "1"):
+            env = {**os.environ, "KSEG_PURE_PYTHON": pure}
+            outs.append(subprocess.run([sys.executable, "-m", "kseg.cli.main", "dump", "-r", "--format", fmt,
+                                        "--payload", "utf8", str(path)], capture_output=True, env=env, timeout=120))
+        c, p = outs
+        assert (c.returncode, c.stdout, c.stderr) == (p.returncode, p.stdout, p.stderr)
+        assert c.returncode == (0 if case == "good" else 1), c.stderr
+        if case != "undecodable":
+            assert c.stdout.count(b"key-1499") == 1
+        else:  # the dump stops at batch 700
+            assert b"key-699" in c.stdout and b"key-701" not in c.stdout
+            assert c.stderr.count(b"kseg: error:") == 1 and b"lz4 payload" in c.stderr

@@ -22,6 +22,7 @@
  *   sound_v2_run             kseg.log.checks.sound_v2_run_py
  *   stats_v2_run             kseg.log.checks.stats_v2_run_py
  *   v2_header_run            kseg.log.records.v2_header_run_py
+ *   v2_record_run            kseg.log.records.v2_record_run_py
  *   lz4_frame_bytes          kseg.codecs.kafka_lz4._kafka_frame
  *   index_sound              kseg.companions.check.index_sound_py
  *   v2_column_run            kseg.log.span_columns.v2_column_run_py
@@ -2088,6 +2089,33 @@ done:
     return Py_BuildValue("(nLLN)", i, records, bytes, last_obj);
 }
 
+/* The CRC-32C crc_fn computes of the bytes a v2 batch's CRC covers, in *out (-1: an error to raise). */
+static int
+crc_computed(PyObject *raw_obj, PyObject *crc_fn, PyObject **out)
+{
+    PyObject *covered = PySequence_GetSlice(raw_obj, V2_CRC_START, PyMemoryView_GET_BUFFER(raw_obj)->len);
+    *out = covered ? PyObject_CallOneArg(crc_fn, covered) : NULL;
+    Py_XDECREF(covered);
+    if (*out && !PyLong_Check(*out)) {
+        Py_CLEAR(*out);
+        PyErr_SetString(PyExc_TypeError, "crc32c() must return an int");
+    }
+    return *out ? 0 : -1;
+}
+
+/* Puts {index: computed} in bad when the computed CRC is not the stored one (-1: an error to raise). */
+static int
+note_bad_crc(PyObject *bad, Py_ssize_t i, PyObject *computed, long long stored)
+{
+    long long c = PyLong_AsLongLong(computed);
+    if (c == -1 && PyErr_Occurred()) return -1;
+    if (c == stored) return 0;
+    PyObject *at = PyLong_FromSsize_t(i);
+    int rc = at ? PyDict_SetItem(bad, at, computed) : -1;
+    Py_XDECREF(at);
+    return rc;
+}
+
 /*
  * v2_header_run(batches, start, crc32c, max_codec) -> (stop, records, bad)
  * The twin of kseg.log.records.v2_header_run_py: from batches[start], the v2 batches whose lines
@@ -2115,32 +2143,132 @@ v2_header_run(PyObject *self, PyObject *args)
     for (; i < n; i++) {
         V2Fields f;
         long long last, sum;
+        PyObject *computed;
         if (v2_fields(PyList_GET_ITEM(batches, i), 0, max_codec, &f) < 0) break;
         if (__builtin_add_overflow(f.base_offset, f.lod, &last) || __builtin_add_overflow(records, f.count, &sum))
             break;
-        PyObject *covered = PySequence_GetSlice(f.raw_obj, V2_CRC_START, PyMemoryView_GET_BUFFER(f.raw_obj)->len);
-        PyObject *computed = covered ? PyObject_CallOneArg(crc_fn, covered) : NULL;
-        Py_XDECREF(covered);
-        long long c = computed ? PyLong_AsLongLong(computed) : -1;
-        if (!computed || (c == -1 && PyErr_Occurred())) {
-            Py_XDECREF(computed);
+        int rc = crc_computed(f.raw_obj, crc_fn, &computed);
+        if (rc == 0) rc = note_bad_crc(bad, i, computed, f.crc);
+        Py_XDECREF(computed);
+        if (rc < 0) {
             Py_DECREF(bad);
             return NULL;
         }
-        if (c != f.crc) {
-            PyObject *at = PyLong_FromSsize_t(i);
-            int rc = at ? PyDict_SetItem(bad, at, computed) : -1;
-            Py_XDECREF(at);
-            if (rc < 0) {
-                Py_DECREF(computed);
-                Py_DECREF(bad);
-                return NULL;
-            }
-        }
-        Py_DECREF(computed);
         records = sum;
     }
     return Py_BuildValue("(nLN)", i, records, bad);
+}
+
+/*
+ * v2_record_run(batches, start, crc32c, max_codec, reject_mask, lat_mask, limit, decompress, kseg_error,
+ *               max_bytes)
+ *   -> (stop, records, bad, data, record_spans, header_spans)
+ * From batches[start], the v2 batches whose lines and records a dump shows, taken at once
+ * (kseg.ops.dump.HeaderRunEvent with spans): those v2_header_run takes (``records`` and ``bad`` as
+ * it gives them) with no attribute bit of reject_mask (control batches: their records are shown
+ * decoded) whose records decompress (Kafka's LZ4 frames in C, else decompress(codec, view) ->
+ * bytes; a kseg_error ends the run quietly) and walk as decode_v2 walks them (a DecodeError ends
+ * it: the per-batch path says why), LogAppendTime (lat_mask) imposing the batch's maxTimestamp. ``data``: their records sections, as stored or decompressed,
+ * one after another; the spans (_spans.h) lie in it, each batch's record count of them in turn.
+ * The run stops before a batch whose records as stored would bring data past max_bytes (the
+ * first one too: a batch that large goes the per-batch way, which reads it in place) and after
+ * the one that brings it to max_bytes. Its reference is batch_spans of each batch
+ * (kseg.log.records.v2_record_run_py).
+ */
+static PyObject *
+v2_record_run(PyObject *self, PyObject *args)
+{
+    PyObject *batches, *crc_fn, *decompress, *kseg_error;
+    Py_ssize_t start, limit, max_bytes;
+    long max_codec, reject_mask, lat_mask;
+    REQUIRE_CONFIGURED;
+    if (!PyArg_ParseTuple(args, "O!nOlllnOOn", &PyList_Type, &batches, &start, &crc_fn, &max_codec, &reject_mask,
+                          &lat_mask, &limit, &decompress, &kseg_error, &max_bytes))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(batches), i = start;
+    if (start < 0 || start > n) {
+        PyErr_SetString(PyExc_IndexError, "start outside the list");
+        return NULL;
+    }
+    PyObject *bad = PyDict_New(), *data = NULL, *result = NULL;
+    SpanBuf rbuf = {0}, hbuf = {0};
+    Py_ssize_t used = 0, cap = 0;
+    long long records = 0;
+    if (!bad) return NULL;
+    for (; i < n && used < max_bytes; i++) {
+        V2Fields f;
+        long long last, sum;
+        if (v2_fields(PyList_GET_ITEM(batches, i), reject_mask, max_codec, &f) < 0) break;
+        if (__builtin_add_overflow(f.base_offset, f.lod, &last) || __builtin_add_overflow(records, f.count, &sum)
+                || f.count < 0)
+            break;
+        Py_buffer *raw = PyMemoryView_GET_BUFFER(f.raw_obj);
+        if (raw->len - V2_RECORDS_AT > max_bytes - used) break;
+        const unsigned char *section;
+        Py_ssize_t len;
+        PyObject *inflated = NULL;
+        int got = run_records(f.raw_obj, f.codec, limit, decompress, kseg_error, &section, &len, &inflated);
+        if (got < 0) goto done;
+        if (got == 0) break;
+        const Py_ssize_t r0 = rbuf.n, h0 = hbuf.n;
+        V2Summary sum_;
+        PyObject *walked = walk_v2(section, len, f.base_offset, f.base_ts, (Py_ssize_t)f.count,
+                                   (f.attrs & lat_mask) != 0, f.max_ts, Py_None, Py_None, 1, &sum_, &rbuf,
+                                   &hbuf);
+        if (!walked) {
+            rbuf.n = r0;
+            hbuf.n = h0;
+            Py_XDECREF(inflated);
+            if (!PyErr_ExceptionMatches(DecodeError)) goto done;
+            PyErr_Clear();
+            break;
+        }
+        Py_DECREF(walked);
+        if (used + len > cap) { /* the data, grown by doubling (spans hold positions, not pointers) */
+            Py_ssize_t more = cap ? cap : 1 << 16;
+            while (more < used + len) more *= 2;
+            if (!data) data = PyBytes_FromStringAndSize(NULL, more);
+            else if (_PyBytes_Resize(&data, more) < 0) data = NULL;
+            if (!data) { Py_XDECREF(inflated); goto done; }
+            cap = more;
+        }
+        if (len) memcpy(PyBytes_AS_STRING(data) + used, section, (size_t)len);
+        Py_XDECREF(inflated);
+        for (Py_ssize_t at = r0; at < rbuf.n; at += (Py_ssize_t)sizeof(KsegRecordSpan)) {
+            KsegRecordSpan *r = (KsegRecordSpan *)(rbuf.p + at);
+            r->key_at += used;
+            r->value_at += used;
+        }
+        for (Py_ssize_t at = h0; at < hbuf.n; at += (Py_ssize_t)sizeof(KsegHeaderSpan)) {
+            KsegHeaderSpan *h = (KsegHeaderSpan *)(hbuf.p + at);
+            h->key_at += used;
+            h->value_at += used;
+        }
+        used += len;
+        PyObject *computed;
+        int rc = crc_computed(f.raw_obj, crc_fn, &computed);
+        if (rc == 0) rc = note_bad_crc(bad, i, computed, f.crc);
+        Py_XDECREF(computed);
+        if (rc < 0) goto done;
+        records = sum;
+    }
+    if (!data) data = PyBytes_FromStringAndSize(NULL, 0);
+    else if (used != cap && _PyBytes_Resize(&data, used) < 0) data = NULL;
+    if (!data) goto done;
+    PyObject *r = span_bytes(&rbuf), *h = r ? span_bytes(&hbuf) : NULL;
+    if (r && h) result = Py_BuildValue("(nLOONN)", i, records, bad, data, r, h);
+    else Py_XDECREF(r);
+done:
+    if (scratch_cap > SCRATCH_KEPT) { /* a large batch's buffer is not kept for the next call */
+        PyMem_Free(scratch);
+        scratch = NULL;
+        scratch_cap = 0;
+    }
+    PyMem_Free(rbuf.p);
+    PyMem_Free(hbuf.p);
+    Py_XDECREF(data);
+    Py_DECREF(bad);
+    return result;
 }
 
 /*
@@ -2650,6 +2778,8 @@ static PyMethodDef methods[] = {
     {"stats_v2_run", stats_v2_run, METH_VARARGS, "The v2 batches stats counts at once (twin: stats_v2_run_py)."},
     {"v2_header_run", v2_header_run, METH_VARARGS,
      "The v2 batches a dump shows by their lines alone (twin: v2_header_run_py)."},
+    {"v2_record_run", v2_record_run, METH_VARARGS,
+     "The v2 batches a dump shows with their records, as spans over one buffer (twin: v2_record_run_py)."},
     {"index_sound", index_sound, METH_VARARGS, "Whether index entries agree with the log (twin: index_sound_py)."},
     {"v2_column_run", v2_column_run, METH_VARARGS,
      "Uncompressed v2 batches as Arrow column buffers (twin of v2_column_run_py)."},

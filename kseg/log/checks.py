@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from kseg.checksums import crc32c
-from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES, Codec, get_codec
+from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kseg.errors import CorruptBatchError, KsegError
 from kseg.facts.message_v0v1 import CRC_START as LEGACY_CRC_START
 from kseg.facts.primitives import INT64_MAX
@@ -31,7 +31,6 @@ from kseg.facts.record_batch_v2 import CRC_START as V2_CRC_START
 from kseg.findings import ERROR, Finding
 from kseg.printable import printable
 from kseg.formats.attributes import (
-    CODEC_LZ4,
     CODEC_MASK,
     CODEC_ZSTD,
     CONTROL_MASK,
@@ -40,8 +39,8 @@ from kseg.formats.attributes import (
     TIMESTAMP_TYPE_MASK,
 )
 from kseg.log.control import control_info
-from kseg.log.fast import bind_lz4, c_twin
-from kseg.log.records import batch_records, check_v2_batch_records, plain_run, wrapper_records
+from kseg.log.fast import c_twin
+from kseg.log.records import batch_records, check_v2_batch_records, plain_run, run_decompressor, wrapper_records
 from kseg.log.segment import LeftOut, Segment, base_offset_of, end_of_batches
 from kseg.model import Batch, Record
 
@@ -230,7 +229,7 @@ def sound_v2_run(batches: list[Batch], start: int, last: int | None, name_base: 
     run = c_twin("sound_v2_run")
     if run is None:
         return sound_v2_run_py(batches, start, last, name_base, limit, file, quick, rows)
-    from_c = run(batches, start, last, name_base, limit, crc32c, None if quick else _decompressor(limit), KsegError,
+    from_c = run(batches, start, last, name_base, limit, crc32c, None if quick else run_decompressor(limit), KsegError,
                  QUICK_RUN_REJECT if quick else SOUND_RUN_REJECT, TIMESTAMP_TYPE_MASK, SOUND_RUN_MAX_CODEC, rows)
     return SoundRun(*from_c)
 
@@ -261,33 +260,6 @@ def sound_v2_run_py(batches: list[Batch], start: int, last: int | None, name_bas
         last = batch_last
         i += 1
     return SoundRun(i, records, size, last)
-
-
-_decompressors: dict[int, Callable[[int, memoryview], bytes]] = {}
-
-
-def _decompressor(limit: int) -> Callable[[int, memoryview], bytes]:
-    """What the C run calls for a payload it does not decompress itself: the codec's own
-    ``decompress``. The first lz4 payload binds the C reader of Kafka's LZ4 frames."""
-    found = _decompressors.get(limit)
-    if found is not None:
-        return found
-
-    codecs: dict[int, Codec] = {}
-
-    def decompress(codec_id: int, payload: memoryview) -> bytes:
-        codec = codecs.get(codec_id)
-        if codec is None:
-            codec = codecs[codec_id] = get_codec(codec_id)
-            if codec_id == CODEC_LZ4:
-                bind_lz4(codec)
-        out = codec.decompress_v2_whole(payload, limit)
-        return codec.decompress(payload, magic=2, limit=limit) if out is None else out
-
-    if len(_decompressors) > 8:
-        _decompressors.clear()
-    _decompressors[limit] = decompress
-    return decompress
 
 
 class StatsRun(NamedTuple):
@@ -323,7 +295,7 @@ def stats_v2_run(batches: list[Batch], start: int, registers: bytearray, p: int,
     run = c_twin("stats_v2_run")
     if run is None:
         return stats_v2_run_py(batches, start, registers, p, limit)
-    stop, sums, rows = run(batches, start, limit, crc32c, _decompressor(limit), KsegError, STATS_RUN_REJECT,
+    stop, sums, rows = run(batches, start, limit, crc32c, run_decompressor(limit), KsegError, STATS_RUN_REJECT,
                            TIMESTAMP_TYPE_MASK, SOUND_RUN_MAX_CODEC, registers, p)
     return StatsRun(stop, *sums, rows)
 

@@ -7,6 +7,7 @@ a byte position in the file.
 
 from __future__ import annotations
 
+import struct
 from typing import Callable, NamedTuple
 
 from kseg.codecs import DEFAULT_MAX_DECOMPRESSED_BYTES, Codec, get_codec
@@ -15,7 +16,7 @@ from kseg.errors import CorruptBatchError, KsegError
 from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD, RECORD_COUNT_POSITION
 from kseg.checksums import crc32c
 from kseg.facts.primitives import INT64_MAX, INT64_MIN
-from kseg.formats.attributes import CODEC_LZ4, CODEC_MASK, CODEC_PLUGIN, CODEC_ZSTD
+from kseg.formats.attributes import CODEC_LZ4, CODEC_MASK, CODEC_PLUGIN, CODEC_ZSTD, CONTROL_MASK, TIMESTAMP_TYPE_MASK
 from kseg.log.decode import decode_v2_records as py_decode_v2_records
 from kseg.log.decode import (
     KafkaLegacyLine,
@@ -28,6 +29,7 @@ from kseg.log.decode import (
 )
 from kseg.log.fast import (
     ACCELERATED,
+    bind_lz4,
     c_twin,
     check_v2_records,
     decode_legacy_wrapper,
@@ -226,13 +228,19 @@ def plain_run(batches: list[Batch], start: int) -> PlainRun | None:
 
 
 class HeaderRun(NamedTuple):
-    """v2 batches taken at once for their lines alone (``kseg.ops.dump.HeaderRunEvent``): those
-    before ``stop``; ``records``, their record counts summed; ``bad``, the CRC-32C computed of each
-    whose stored CRC does not match, by its index in the list."""
+    """v2 batches taken at once for their lines (``kseg.ops.dump.HeaderRunEvent``): those before
+    ``stop``; ``records``, their record counts summed; ``bad``, the CRC-32C computed of each whose
+    stored CRC does not match, by its index in the list; ``spans``, their records when the dump
+    shows them (``v2_record_run``), else None."""
 
     stop: int
     records: int
     bad: dict[int, int]
+    spans: RecordSpans | None = None
+
+    def rebased(self, start: int) -> HeaderRun:
+        """The run with ``stop`` and ``bad`` counted from ``start`` (the event's own list)."""
+        return self._replace(stop=self.stop - start, bad={k - start: crc for k, crc in self.bad.items()})
 
 
 # The codecs a header run takes: those the lines name without a lookup (a plugin codec's name is
@@ -268,6 +276,106 @@ def v2_header_run_py(batches: list[Batch], start: int, max_codec: int = HEADER_R
         records = total
         i += 1
     return HeaderRun(i, records, bad)
+
+
+# A record run's data at most: its batches' records sections, as stored or decompressed, one after
+# another (the lines written of them are a few times that).
+RECORD_RUN_BYTES = 4 << 20
+
+
+def v2_record_run(batches: list[Batch], start: int, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+                  max_bytes: int | None = None) -> HeaderRun:
+    """The v2 batches from ``batches[start]`` whose lines and records a dump shows, taken at once
+    (C: one call for the run, the records as spans over one buffer, no Python work per batch but
+    its CRC-32C): those ``v2_header_run`` takes that are not control batches (their records are
+    shown decoded) and whose records decompress within ``limit`` and decode. stop == start: take
+    ``batches[start]`` the per-batch way, as every batch without the C reader (spans are C's).
+    ``max_bytes``: the run's data at most (None: ``RECORD_RUN_BYTES``)."""
+    run = c_twin("v2_record_run")
+    if run is None:
+        return HeaderRun(start, 0, {})
+    stop, records, bad, data, spans, headers = run(batches, start, crc32c, HEADER_RUN_MAX_CODEC, CONTROL_MASK,
+                                                   TIMESTAMP_TYPE_MASK, limit, run_decompressor(limit), KsegError,
+                                                   RECORD_RUN_BYTES if max_bytes is None else max_bytes)
+    first = batches[start].base_offset if stop > start else 0
+    return HeaderRun(stop, records, bad, RecordSpans(data, spans, headers, len(spans) // _SPAN_SIZE, first))
+
+
+def v2_record_run_py(batches: list[Batch], start: int, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+                     max_bytes: int | None = None) -> HeaderRun:
+    """The reference of ``v2_record_run``: ``batch_spans`` of each batch (the C reader's spans of one
+    batch, themselves held to ``batch_records``), their data joined and their positions moved."""
+    max_bytes = RECORD_RUN_BYTES if max_bytes is None else max_bytes
+    heads = v2_header_run_py(batches, start)
+    data, spans, headers = bytearray(), bytearray(), bytearray()
+    records, bad = 0, {}
+    i = start
+    while i < heads.stop and len(data) < max_bytes:
+        b = batches[i]
+        if b.is_control or len(b.raw) - RECORD_BATCH_OVERHEAD > max_bytes - len(data) or (b.record_count or 0) < 0:
+            break
+        try:
+            one = batch_spans(b, limit=limit)
+        except KsegError:
+            break
+        if one is None:
+            break
+        moved = _moved_spans(one, len(data), len(headers) // _HEADER_SPAN_SIZE)
+        data += one.data
+        spans += moved[0]
+        headers += moved[1]
+        if i in heads.bad:
+            bad[i] = heads.bad[i]
+        records += b.record_count or 0
+        i += 1
+    first = batches[start].base_offset if i > start else 0
+    return HeaderRun(i, records, bad, RecordSpans(bytes(data), bytes(spans), bytes(headers),
+                                                  len(spans) // _SPAN_SIZE, first))
+
+
+# kseg/log/_spans.h: a record's span (eleven int64s: offset, timestamp, key at/len, value at/len,
+# first header, header count, message at/end, stored CRC) and a header's (four: key at/len, value at/len).
+_SPAN = struct.Struct("=11q")
+_HEADER_SPAN = struct.Struct("=4q")
+_SPAN_SIZE, _HEADER_SPAN_SIZE = _SPAN.size, _HEADER_SPAN.size
+
+
+def _moved_spans(s: RecordSpans, by: int, first_header: int) -> tuple[bytes, bytes]:
+    """A batch's spans as they lie in a run whose data has ``by`` bytes and ``first_header``
+    header spans before this batch's."""
+    spans = b"".join(_SPAN.pack(off, ts, kat + by, klen, vat + by, vlen, fh + first_header, hc, mat, mend, crc)
+                     for off, ts, kat, klen, vat, vlen, fh, hc, mat, mend, crc in _SPAN.iter_unpack(s.records))
+    headers = b"".join(_HEADER_SPAN.pack(kat + by, klen, vat + by, vlen)
+                       for kat, klen, vat, vlen in _HEADER_SPAN.iter_unpack(s.headers))
+    return spans, headers
+
+
+_decompressors: dict[int, Callable[[int, memoryview], bytes]] = {}
+
+
+def run_decompressor(limit: int) -> Callable[[int, memoryview], bytes]:
+    """What the C runs (verify's, stats', the dump's, the columns') call for a payload they do not
+    decompress themselves: the codec's own ``decompress`` within ``limit``, as the per-batch path
+    calls it. The first lz4 payload binds the C reader of Kafka's LZ4 frames."""
+    found = _decompressors.get(limit)
+    if found is not None:
+        return found
+
+    codecs: dict[int, Codec] = {}
+
+    def decompress(codec_id: int, payload: memoryview) -> bytes:
+        codec = codecs.get(codec_id)
+        if codec is None:
+            codec = codecs[codec_id] = get_codec(codec_id)
+            if codec_id == CODEC_LZ4:
+                bind_lz4(codec)
+        out = codec.decompress_v2_whole(payload, limit)
+        return codec.decompress(payload, magic=2, limit=limit) if out is None else out
+
+    if len(_decompressors) > 8:
+        _decompressors.clear()
+    _decompressors[limit] = decompress
+    return decompress
 
 
 def check_v2_batch_records(

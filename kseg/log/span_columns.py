@@ -32,6 +32,7 @@ from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD
 from kseg.formats.attributes import CODEC_MASK, CODEC_ZSTD, CONTROL_MASK, NO_SEQUENCE, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK
 from kseg.log.decode import decode_v2_records, effective_log_append_time
 from kseg.log.fast import c_twin
+from kseg.log.records import run_decompressor
 from kseg.model import Batch, Record, record_sequence
 
 RECORD_SPAN = struct.Struct("=11q")  # KsegRecordSpan
@@ -270,21 +271,6 @@ def v2_column_run_py(batches: list[Batch], start: int, lo: int | None, hi: int |
 _RUN = c_twin("v2_column_run")
 
 
-def _decompressor(limit: int) -> Callable[[int, memoryview], bytes]:
-    """What the C run calls for a compressed batch's records: the codec's ``decompress``, as the
-    per-batch path calls it (``kseg.log.records.payload_bytes``)."""
-    found = _decompressors.get(limit)
-    if found is None:
-        def decompress(codec: int, payload: memoryview) -> bytes:
-            return get_codec(codec).decompress(payload, magic=2, limit=limit)
-
-        found = _decompressors[limit] = decompress
-    return found
-
-
-_decompressors: dict[int, Callable[[int, memoryview], bytes]] = {}
-
-
 def v2_column_run(batches: list[Batch], start: int, lo: int | None, hi: int | None, max_rows: int,
                   max_bytes: int, controls: int = CONTROL_STOPS, check_crc: bool = True,
                   limit: int | None = None) -> ColumnRun | None:
@@ -298,7 +284,7 @@ def v2_column_run(batches: list[Batch], start: int, lo: int | None, hi: int | No
         return None
     stop, rows, size, columns, batch = _RUN(batches, start, lo, hi, max_rows, max_bytes, controls,
                                             crc32c if check_crc else None,
-                                            None if limit is None else _decompressor(limit), KsegError, CODEC_ZSTD,
+                                            None if limit is None else run_decompressor(limit), KsegError, CODEC_ZSTD,
                                             CONTROL_MASK, TRANSACTIONAL_MASK, TIMESTAMP_TYPE_MASK)
     if stop == start:
         return None

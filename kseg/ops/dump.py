@@ -19,7 +19,8 @@ from kseg.lazy import load
 from kseg.log.decode import KafkaLegacyLine, Tail
 from kseg.log.listing import INDEX_SUFFIX, TIME_INDEX_SUFFIX, read_kind, replica_note
 from kseg.log.records import (HeaderRun, PlainRun, RecordSpans, batch_records, batch_spans, kafka_legacy_lines,
-                               kafka_reads_records, plain_run, v2_header_run)
+                               kafka_reads_records, plain_run, v2_header_run,
+                               v2_record_run)
 from kseg.log.segment import Segment, base_offset_of, companion_path, tiered_segment_id
 from kseg.log.checks import offsets_error
 from kseg.log.span_columns import ColumnBudget, ColumnRun, OffsetDamage, runs_and_batches
@@ -56,8 +57,9 @@ class DumpOptions:
     # take them at once); given where the C reader runs, and no time filter or --decode needs them
     # one by one (an offset range keeps a slice of a run).
     plain_runs: bool = False
-    # The consumer takes runs of v2 batches whose lines alone are wanted (no --records) as one
-    # HeaderRunEvent each (kseg.log.records.v2_header_run), with no filter or --redact.
+    # The consumer takes runs of v2 batches as one HeaderRunEvent each, with no filter or --redact:
+    # their lines alone without --records (kseg.log.records.v2_header_run), with their records' spans
+    # with --records where it takes spans too (v2_record_run) and nothing is decoded.
     header_runs: bool = False
     # The consumer takes runs of v2 batches (built-in codecs) as Arrow column buffers, one
     # ColumnRunEvent each (kseg.log.span_columns.v2_column_run), within the budget it sets; given
@@ -148,9 +150,10 @@ class PlainRunEvent:
 
 @dataclass(frozen=True)
 class HeaderRunEvent:
-    """v2 batches in a row whose lines alone are wanted (``DumpOptions.header_runs``): what a
-    BatchEvent per batch without records would say, for writers that take them at once. The CRC
-    failures are in ``run.bad`` (by index in ``batches``, with the CRC computed)."""
+    """v2 batches in a row (``DumpOptions.header_runs``): what a BatchEvent per batch would say, for
+    writers that take them at once; their records as spans over one buffer in ``run.spans`` when
+    the dump shows them (None: their lines alone). The CRC failures are in ``run.bad`` (by index
+    in ``batches``, with the CRC computed)."""
 
     path: Path
     batches: list[Batch]
@@ -344,7 +347,8 @@ def _events_of(path: Path, lists: Iterator[list[Batch]], o: DumpOptions, family:
     """The events of the batches ``lists`` holds: runs where the consumer takes them, else a
     batch at a time."""
     runs = o.plain_runs and family is None and o.from_time is None and o.to_time is None and not o.redactor
-    headers = o.header_runs and not o.records and family is None and not o.redactor and not _filters_records(o)
+    headers = o.header_runs and family is None and not o.redactor and not _filters_records(o)
+    with_records = o.records and o.record_spans
     budget = o.column_runs if (o.records and family is None and o.from_time is None and o.to_time is None
                                and not o.redactor) else None
     if budget is not None:
@@ -359,11 +363,11 @@ def _events_of(path: Path, lists: Iterator[list[Batch]], o: DumpOptions, family:
                     i += len(run.batches)
                     yield from _run_events(path, run, o, family)
                     continue
-            if headers:
-                lines = v2_header_run(entries, i)
+            if headers and (with_records or not o.records):
+                lines = (v2_record_run(entries, i, limit=o.max_decompressed_bytes) if o.records
+                         else v2_header_run(entries, i))
                 if lines.stop > i:
-                    yield HeaderRunEvent(path, entries[i:lines.stop], lines._replace(
-                        stop=lines.stop - i, bad={k - i: crc for k, crc in lines.bad.items()}))
+                    yield HeaderRunEvent(path, entries[i:lines.stop], lines.rebased(i))
                     i = lines.stop
                     continue
             ev = _batch_event(path, entries[i], o, family)

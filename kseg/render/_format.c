@@ -1883,7 +1883,176 @@ static PyObject *jsonl_header_run(PyObject *self, PyObject *args) {
     return finish(&b, each_head(&b, args, jsonl_head_one, PyTuple_GET_ITEM(args, 4)));
 }
 
+/* ------------------------------------------------------------ runs of v2 batches with their records */
+
+/* v2 batches and their records, from kseg.log.records.v2_record_run: each batch's lines, then the
+ * lines of its records from the run's spans (each batch's record count of them in turn), in one
+ * call. The per-batch path (the batch lines, *_spans) is the reference. */
+typedef struct {
+    Py_buffer data, rsp, hsp;
+    Py_ssize_t next, n, nhs;
+    int got;
+} RunSpans;
+
+/* The run's (data, record spans, header spans) from args[at:at + 3]. */
+static int run_spans_get(PyObject *args, Py_ssize_t at, RunSpans *s) {
+    memset(s, 0, sizeof *s);
+    PyObject *three = PyTuple_GetSlice(args, at, at + 3);
+    if (!three) return -1;
+    int ok = PyTuple_GET_SIZE(three) == 3 && PyArg_ParseTuple(three, "y*y*y*", &s->data, &s->rsp, &s->hsp);
+    Py_DECREF(three);
+    if (!ok) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "the run's data, record spans and header spans");
+        return -1;
+    }
+    s->got = 1;
+    if (s->rsp.len % (Py_ssize_t)sizeof(KsegRecordSpan) || s->hsp.len % (Py_ssize_t)sizeof(KsegHeaderSpan)) {
+        PyErr_SetString(PyExc_ValueError, "spans of the wrong size");
+        return -1;
+    }
+    s->n = s->rsp.len / (Py_ssize_t)sizeof(KsegRecordSpan);
+    s->nhs = s->hsp.len / (Py_ssize_t)sizeof(KsegHeaderSpan);
+    return 0;
+}
+
+/* The run's spans from args[at:at + 3], then the key and value modes. */
+static int run_args(PyObject *args, Py_ssize_t at, RunSpans *s, int *kmode, int *vmode) {
+    CHECK(run_spans_get(args, at, s));
+    if (!PyArg_Parse(PyTuple_GET_ITEM(args, at + 3), "i", kmode) || !PyArg_Parse(PyTuple_GET_ITEM(args, at + 4), "i", vmode))
+        return -1;
+    return 0;
+}
+
+static void run_spans_release(RunSpans *s) {
+    if (!s->got) return;
+    PyBuffer_Release(&s->data);
+    PyBuffer_Release(&s->rsp);
+    PyBuffer_Release(&s->hsp);
+    s->got = 0;
+}
+
+/* The next batch's records (its record count of the spans), each written by ``one``. */
+static int run_each(Buf *b, RunSpans *s, PyObject *batch, RecordWriter one, void *ctx) {
+    long long count;
+    CHECK(get_i64(PyTuple_GET_ITEM(batch, B_COUNT), &count));
+    if (count < 0 || count > s->n - s->next) {
+        PyErr_SetString(PyExc_ValueError, "fewer spans than the batches' record counts");
+        return -1;
+    }
+    const KsegRecordSpan *rs = (const KsegRecordSpan *)s->rsp.buf + s->next;
+    CHECK(grow(b, (Py_ssize_t)count * 400 + 256));
+    for (long long i = 0; i < count; i++) {
+        RView w;
+        CHECK(rview_from_span(&w, rs + i, (const char *)s->data.buf, s->data.len, (const KsegHeaderSpan *)s->hsp.buf,
+                              s->nhs, 0));
+        CHECK(one(b, &w, ctx));
+    }
+    s->next += (Py_ssize_t)count;
+    return 0;
+}
+
+/* A record run: each batch's lines by ``head``, then its records' by ``one`` (``prepare``, if any,
+ * first sets the record writer's context from the batch and its timestamp type's name). */
+typedef int (*RunPrepare)(PyObject *batch, PyObject *ts_name, void *rctx);
+
+typedef struct {
+    RunSpans s;
+    HeadWriter head;
+    void *hctx;
+    RunPrepare prepare;
+    RecordWriter one;
+    void *rctx;
+} Run;
+
+static int run_one(Buf *b, PyObject *batch, PyObject *computed, PyObject *ts_name, PyObject *codec, void *ctx) {
+    Run *r = ctx;
+    CHECK(r->head(b, batch, computed, ts_name, codec, r->hctx));
+    if (r->prepare) CHECK(r->prepare(batch, ts_name, r->rctx));
+    return run_each(b, &r->s, batch, r->one, r->rctx);
+}
+
+/* The lines of a record run whose spans and modes start at args[at], then the check that every
+ * span was written. */
+static PyObject *run_lines(PyObject *args, Py_ssize_t at, Run *r, int *kmode, int *vmode) {
+    Buf b = {0};
+    int rc = run_args(args, at, &r->s, kmode, vmode);
+    if (rc == 0) rc = each_head(&b, args, run_one, r);
+    if (rc == 0 && r->s.next != r->s.n) {
+        PyErr_SetString(PyExc_ValueError, "more spans than the batches' record counts");
+        rc = -1;
+    }
+    run_spans_release(&r->s);
+    return finish(&b, rc);
+}
+
+/* text_record_run(batches, bad, ts_names, codecs, data, record_spans, header_spans, kmode, vmode) -> bytes:
+ * each v2 batch's two text lines and its records' lines. */
+static PyObject *text_record_run(PyObject *self, PyObject *args) {
+    TextCtx t;
+    Run r = {.head = text_head_one, .one = text_one, .rctx = &t};
+    if (PyTuple_GET_SIZE(args) != 9) {
+        PyErr_SetString(PyExc_TypeError, "nine arguments");
+        return NULL;
+    }
+    return run_lines(args, 4, &r, &t.kmode, &t.vmode);
+}
+
+static int jsonl_prepare(PyObject *batch, PyObject *ts_name, void *rctx) {
+    JsonlCtx *c = rctx;
+    long long position;
+    CHECK(get_i64(PyTuple_GET_ITEM(batch, B_POSITION), &position));
+    c->ts = PyUnicode_AsUTF8AndSize(ts_name, &c->tsn);
+    if (!c->ts) return -1;
+    jsonl_ctx(c, position);
+    return 0;
+}
+
+/* jsonl_record_run(batches, bad, ts_names, codecs_json, file_json, data, record_spans, header_spans, kmode,
+ * vmode) -> bytes: each v2 batch's jsonl line and its records' lines. */
+static PyObject *jsonl_record_run(PyObject *self, PyObject *args) {
+    JsonlCtx c;
+    if (PyTuple_GET_SIZE(args) != 10 || !PyBytes_Check(PyTuple_GET_ITEM(args, 4))) {
+        PyErr_SetString(PyExc_TypeError, "ten arguments, the file name in JSON as bytes fifth");
+        return NULL;
+    }
+    Run r = {.head = jsonl_head_one, .hctx = PyTuple_GET_ITEM(args, 4), .prepare = jsonl_prepare, .one = jsonl_one,
+             .rctx = &c};
+    return run_lines(args, 5, &r, &c.kmode, &c.vmode);
+}
+
+static int kafka_prepare(PyObject *batch, PyObject *ts_name, void *rctx) {
+    KafkaCtx *c = rctx;
+    CHECK(get_i64(PyTuple_GET_ITEM(batch, B_BASE_OFFSET), &c->base_offset));
+    CHECK(get_i64(PyTuple_GET_ITEM(batch, B_BASE_SEQ), &c->base_seq));
+    c->ts = PyUnicode_AsUTF8AndSize(ts_name, &c->tsn);
+    return c->ts ? 0 : -1;
+}
+
+/* kafka_record_run(batches, bad, ts_names, codecs, data, record_spans, header_spans, kmode, vmode, last, gaps)
+ * -> (bytes, last offset): each v2 batch's kafka-dump-log.sh line and its records' lines, the offset
+ * gaps between records put in gaps as kafka_spans puts them. */
+static PyObject *kafka_record_run(PyObject *self, PyObject *args) {
+    KafkaCtx c = {.magic = 2};
+    if (PyTuple_GET_SIZE(args) != 11 || !PyList_Check(PyTuple_GET_ITEM(args, 10))) {
+        PyErr_SetString(PyExc_TypeError, "eleven arguments, the list of gaps last");
+        return NULL;
+    }
+    c.gaps = PyTuple_GET_ITEM(args, 10);
+    if (kafka_ctx(&c, PyTuple_GET_ITEM(args, 9)) < 0) return NULL;
+    Run r = {.head = kafka_head_one, .prepare = kafka_prepare, .one = kafka_one, .rctx = &c};
+    PyObject *lines = run_lines(args, 4, &r, &c.kmode, &c.vmode);
+    if (!lines) return NULL;
+    if (!c.have_last) return Py_BuildValue("(NO)", lines, Py_None);
+    return Py_BuildValue("(NL)", lines, c.last);
+}
+
 static PyMethodDef methods[] = {
+    {"text_record_run", text_record_run, METH_VARARGS,
+     "Runs of v2 batches with their records: their text lines (twin: the per-batch lines and text_spans)."},
+    {"jsonl_record_run", jsonl_record_run, METH_VARARGS,
+     "Runs of v2 batches with their records: their jsonl lines (twin: the per-batch lines and jsonl_spans)."},
+    {"kafka_record_run", kafka_record_run, METH_VARARGS,
+     "Runs of v2 batches with their records: kafka-dump-log.sh's lines (twin: kafka_batch_line, kafka_spans)."},
     {"text_header_run", text_header_run, METH_VARARGS,
      "Runs of v2 batches: their text lines (twin: the per-batch lines)."},
     {"kafka_header_run", kafka_header_run, METH_VARARGS,

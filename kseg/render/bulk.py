@@ -44,3 +44,8 @@ kafka_plain_run = _format.kafka_plain_run if ACCELERATED else None
 text_header_run = _format.text_header_run if ACCELERATED else None
 jsonl_header_run = _format.jsonl_header_run if ACCELERATED else None
 kafka_header_run = _format.kafka_header_run if ACCELERATED else None
+# ... and with their records' lines (kseg.log.records.v2_record_run, C only); the per-batch lines and
+# *_spans are their reference.
+text_record_run = _format.text_record_run if ACCELERATED else None
+jsonl_record_run = _format.jsonl_record_run if ACCELERATED else None
+kafka_record_run = _format.kafka_record_run if ACCELERATED else None

@@ -231,7 +231,12 @@ class JsonlRenderer:
                                             ev.records, self.kmode, self.vmode, file_json))
         elif isinstance(ev, HeaderRunEvent):  # what takes_header_runs asked for
             file_json = self._file_json(ev.path).encode("utf-8", "backslashreplace")
-            self.write(bulk.jsonl_header_run(ev.batches, ev.run.bad, _TS_NAMES, _RUN_CODECS_JSON, file_json))
+            s = ev.run.spans
+            if s is None:
+                self.write(bulk.jsonl_header_run(ev.batches, ev.run.bad, _TS_NAMES, _RUN_CODECS_JSON, file_json))
+            else:
+                self.write(bulk.jsonl_record_run(ev.batches, ev.run.bad, _TS_NAMES, _RUN_CODECS_JSON, file_json,
+                                                 s.data, s.records, s.headers, self.kmode, self.vmode))
         elif isinstance(ev, BatchEvent):
             self.write(batch_line(ev, self._file_json(ev.path)).encode("utf-8", "backslashreplace"))
             if ev.spans is not None:  # what takes_spans asked for
@@ -351,7 +356,12 @@ class TextRenderer:
             self.write(bulk.text_plain_run(r.batches, s.data, s.records, _TS_NAMES, _PLAIN_CODEC, ev.records,
                                            self.kmode, self.vmode))
         elif isinstance(ev, HeaderRunEvent):  # what takes_header_runs asked for
-            self.write(bulk.text_header_run(ev.batches, ev.run.bad, _TS_NAMES, _RUN_CODECS))
+            s = ev.run.spans
+            if s is None:
+                self.write(bulk.text_header_run(ev.batches, ev.run.bad, _TS_NAMES, _RUN_CODECS))
+            else:
+                self.write(bulk.text_record_run(ev.batches, ev.run.bad, _TS_NAMES, _RUN_CODECS, s.data, s.records,
+                                                s.headers, self.kmode, self.vmode))
         elif isinstance(ev, BatchEvent):
             b = ev.batch
             crc = "ok" if ev.crc_valid else f"BAD (computed {b.computed_crc():#010x})"
@@ -562,7 +572,17 @@ class KafkaRenderer:
             self(replace(ev, stops=None))
             raise ev.stops
         elif isinstance(ev, HeaderRunEvent):  # what takes_header_runs asked for
-            self.write(bulk.kafka_header_run(ev.batches, ev.run.bad, _TS_NAMES, _RUN_CODECS))
+            s = ev.run.spans
+            if s is None:
+                self.write(bulk.kafka_header_run(ev.batches, ev.run.bad, _TS_NAMES, _RUN_CODECS))
+                return
+            gaps = []
+            text, last = bulk.kafka_record_run(ev.batches, ev.run.bad, _TS_NAMES, _RUN_CODECS, s.data, s.records,
+                                               s.headers, self.kmode, self.vmode, self._last_or_start(), gaps)
+            self.write(text)
+            self._note_gaps(ev, gaps)
+            if last is not None:
+                self._last_offset = last
         elif isinstance(ev, BatchEvent):
             b = ev.batch
             if self._older_batch_lines:
@@ -690,7 +710,7 @@ class KafkaRenderer:
         return line_writers.kafka_batch_fields(b, first_offset, b.codec_name.upper() if self.release.codec_names_upper
                                                else b.codec_name)
 
-    def _note_gaps(self, ev: BatchEvent | PlainRunEvent, gaps: list[tuple[int, int]]) -> None:
+    def _note_gaps(self, ev: BatchEvent | PlainRunEvent | HeaderRunEvent, gaps: list[tuple[int, int]]) -> None:
         if gaps and gaps[0][0] == _SLICE_HEAD:
             self._slice_head(gaps.pop(0)[1])
         if gaps:  # a file is listed in the report only when it has a gap
@@ -700,7 +720,7 @@ class KafkaRenderer:
         assert self._unit is not None
         self._unit = (self._unit[0], True, offset)
 
-    def _gap_list(self, ev: BatchEvent | PlainRunEvent) -> list[tuple[int, int]]:
+    def _gap_list(self, ev: BatchEvent | PlainRunEvent | HeaderRunEvent) -> list[tuple[int, int]]:
         if self._gaps is None or self._gaps[0] is not ev.path:
             self._gaps = (ev.path, self.non_consecutive.setdefault(str(ev.path.resolve()), []))
         return self._gaps[1]

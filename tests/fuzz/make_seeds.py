@@ -87,6 +87,8 @@ def main() -> None:
         put("sound_v2_run", b"\x00" + buf, seen)  # a segment from no offset, no base, the fuzz limit
         put("stats_v2_run", b"\x00" + buf, seen)  # a segment, rolled, no checkpoint, the fuzz limit
         put("v2_header_run", b"\x00" + buf, seen)  # a segment: its batches' lines alone
+        put("v2_record_run", b"\x00" + buf, seen)  # a segment with its records, the fuzz limit, 4 MB runs
+        put("v2_record_run", b"\x04" + buf, seen)  # the same, runs of one batch each
         index_sound_seeds(p, seen)
         put("v2_column_run", b"\x00" + buf, seen)  # a segment, no offset range, control batches stopping
         put("entry_starts", b"\x00\x00\x40" + buf, seen)  # its size as it is, an entry every 64 bytes

@@ -19,7 +19,7 @@ and spans), ``legacy_record``,
 ``encode_legacy_messages``, ``resync`` (salvage's scan), ``span_columns`` (spans to Arrow's
 column buffers), ``sound_v2_run`` (verify's runs of sound v2 batches, ``configure_lz4``'s
 LZ4 reader in them), ``lz4_frame_bytes`` (that reader into one bytes object), ``stats_v2_run`` (stats' runs), ``v2_header_run``
-(dump's runs of batch lines), ``index_sound`` (the index checks' C
+(dump's runs of batch lines), ``v2_record_run`` (dump's runs of batches with their records), ``index_sound`` (the index checks' C
 pass), ``v2_column_run`` (runs of v2 batches as Arrow's column buffers) and ``entry_starts`` (the
 walk by entries' lengths that cuts a log without its index, over a file); every record-line
 writer of ``kseg/render/_format.c`` (``lines``); and the
@@ -576,6 +576,36 @@ def fuzz_v2_header_run(data: bytes) -> None:
         i = max(run[1].stop, i + 1)
 
 
+def fuzz_v2_record_run(data: bytes) -> None:
+    """``v2_record_run`` (the v2 batches a dump shows with their records, taken at once: CRC-32C,
+    records decompressed and walked into spans over one buffer) against its reference
+    ``v2_record_run_py`` (``batch_spans`` of each batch, joined), from every batch a dump starts a
+    run at, under a decompression limit and a byte budget the first byte picks; then the three
+    writers of the run's lines over what it took."""
+    from kseg.log import records
+    from kseg.render import _format
+    from kseg.render.dump import _RUN_CODECS, _RUN_CODECS_JSON, _TS_NAMES
+
+    if fast.c_twin("v2_record_run") is None:
+        return
+    flags, batches = _run_input(data)
+    limit = (DECOMPRESSED_LIMIT, 100, 0, 1 << 16)[flags & 3]
+    budget = (1 << 22, 1, 64, 1 << 12)[(flags >> 2) & 3]
+    i = 0
+    while i < len(batches):
+        c = outcome(lambda: records.v2_record_run(batches, i, limit=limit, max_bytes=budget))
+        same("v2_record_run", outcome(lambda: records.v2_record_run_py(batches, i, limit=limit, max_bytes=budget)), c)
+        run = c[1]
+        if run.stop > i:
+            taken, s = batches[i:run.stop], run.spans
+            bad = run.rebased(i).bad
+            _format.text_record_run(taken, bad, _TS_NAMES, _RUN_CODECS, s.data, s.records, s.headers, 1, 2)
+            _format.jsonl_record_run(taken, bad, _TS_NAMES, _RUN_CODECS_JSON, b'"f"', s.data, s.records, s.headers,
+                                     1, 3)
+            _format.kafka_record_run(taken, bad, _TS_NAMES, _RUN_CODECS, s.data, s.records, s.headers, 4, 1, None, [])
+        i = max(run.stop, i + 1)
+
+
 def fuzz_stats_v2_run(data: bytes) -> None:
     """``stats_v2_run`` (stats' runs of v2 batches counted at once: CRC-32C, records decompressed
     and walked, keys into the HyperLogLog) through ``kseg.ops.stats.count_entries``: the same
@@ -786,6 +816,7 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "lz4_frame": fuzz_lz4_frame,
     "stats_v2_run": fuzz_stats_v2_run,
     "v2_header_run": fuzz_v2_header_run,
+    "v2_record_run": fuzz_v2_record_run,
     "index_sound": fuzz_index_sound,
     "v2_column_run": fuzz_v2_column_run,
     "entry_starts": fuzz_entry_starts,
