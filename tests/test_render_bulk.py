@@ -707,7 +707,7 @@ def test_record_run_twins_agree(pieces, start, max_bytes) -> None:
     assert got.stop == start or got.spans.count == got.records
 
 
-def test_record_runs_end_where_the_per_batch_path_must_speak(tmp_path) -> None:
+def test_record_runs_end_where_the_per_batch_path_must_speak(tmp_path, monkeypatch) -> None:
     """What a run takes and leaves, on one-record batches: a control batch, a batch whose records
     do not decode and a v1 message each end a run (the per-batch path shows them); a bad CRC does not
     (the run says it); the byte budget cuts a run; without the C reader there are no runs."""
@@ -730,15 +730,8 @@ def test_record_runs_end_where_the_per_batch_path_must_speak(tmp_path) -> None:
                      ("HeaderRunEvent", 1), ("BatchEvent", 14), ("HeaderRunEvent", 1)]
     first = events[0]
     assert first.run.bad.keys() == {5} and first.run.records == 9 and first.run.spans.count == 9
-    small = DumpOptions(records=True, keep_going=True, record_spans=True, header_runs=True)
-    import kseg.log.records as r
-
-    saved = r.RECORD_RUN_BYTES
-    r.RECORD_RUN_BYTES = 30  # a few records' bytes: every run is cut after the batch that reaches it
-    try:
-        sizes = [len(ev.batches) for ev in dump_paths([path], small) if isinstance(ev, HeaderRunEvent)]
-    finally:
-        r.RECORD_RUN_BYTES = saved
+    monkeypatch.setattr(records_mod, "RECORD_RUN_BYTES", 30)  # a few records: each run cut after the one reaching it
+    sizes = [len(ev.batches) for ev in dump_paths([path], options) if isinstance(ev, HeaderRunEvent)]
     assert len(sizes) > 4 and max(sizes) < 9
 
 

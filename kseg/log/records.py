@@ -153,6 +153,12 @@ def kafka_legacy_lines(batch: Batch, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BY
     return kafka_wrapper_lines(batch, data)
 
 
+# kseg/log/_spans.h: a record's span (eleven int64s: offset, timestamp, key at/len, value at/len,
+# first header, header count, message at/end, stored CRC) and a header's (four: key at/len, value at/len).
+RECORD_SPAN = struct.Struct("=11q")  # KsegRecordSpan
+HEADER_SPAN = struct.Struct("=4q")  # KsegHeaderSpan
+
+
 class RecordSpans(NamedTuple):
     """A batch's records as spans over its decompressed ``data`` (kseg/log/_spans.h), for
     writers that need no record objects: ``count`` records, the first at ``first_offset``."""
@@ -298,7 +304,7 @@ def v2_record_run(batches: list[Batch], start: int, *, limit: int = DEFAULT_MAX_
                                                    TIMESTAMP_TYPE_MASK, limit, run_decompressor(limit), KsegError,
                                                    RECORD_RUN_BYTES if max_bytes is None else max_bytes)
     first = batches[start].base_offset if stop > start else 0
-    return HeaderRun(stop, records, bad, RecordSpans(data, spans, headers, len(spans) // _SPAN_SIZE, first))
+    return HeaderRun(stop, records, bad, RecordSpans(data, spans, headers, len(spans) // RECORD_SPAN.size, first))
 
 
 def v2_record_run_py(batches: list[Batch], start: int, *, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
@@ -320,7 +326,7 @@ def v2_record_run_py(batches: list[Batch], start: int, *, limit: int = DEFAULT_M
             break
         if one is None:
             break
-        moved = _moved_spans(one, len(data), len(headers) // _HEADER_SPAN_SIZE)
+        moved = _moved_spans(one, len(data), len(headers) // HEADER_SPAN.size)
         data += one.data
         spans += moved[0]
         headers += moved[1]
@@ -330,23 +336,18 @@ def v2_record_run_py(batches: list[Batch], start: int, *, limit: int = DEFAULT_M
         i += 1
     first = batches[start].base_offset if i > start else 0
     return HeaderRun(i, records, bad, RecordSpans(bytes(data), bytes(spans), bytes(headers),
-                                                  len(spans) // _SPAN_SIZE, first))
+                                                  len(spans) // RECORD_SPAN.size, first))
 
 
-# kseg/log/_spans.h: a record's span (eleven int64s: offset, timestamp, key at/len, value at/len,
-# first header, header count, message at/end, stored CRC) and a header's (four: key at/len, value at/len).
-_SPAN = struct.Struct("=11q")
-_HEADER_SPAN = struct.Struct("=4q")
-_SPAN_SIZE, _HEADER_SPAN_SIZE = _SPAN.size, _HEADER_SPAN.size
 
 
 def _moved_spans(s: RecordSpans, by: int, first_header: int) -> tuple[bytes, bytes]:
     """A batch's spans as they lie in a run whose data has ``by`` bytes and ``first_header``
     header spans before this batch's."""
-    spans = b"".join(_SPAN.pack(off, ts, kat + by, klen, vat + by, vlen, fh + first_header, hc, mat, mend, crc)
-                     for off, ts, kat, klen, vat, vlen, fh, hc, mat, mend, crc in _SPAN.iter_unpack(s.records))
-    headers = b"".join(_HEADER_SPAN.pack(kat + by, klen, vat + by, vlen)
-                       for kat, klen, vat, vlen in _HEADER_SPAN.iter_unpack(s.headers))
+    spans = b"".join(RECORD_SPAN.pack(off, ts, kat + by, klen, vat + by, vlen, fh + first_header, hc, mat, mend, crc)
+                     for off, ts, kat, klen, vat, vlen, fh, hc, mat, mend, crc in RECORD_SPAN.iter_unpack(s.records))
+    headers = b"".join(HEADER_SPAN.pack(kat + by, klen, vat + by, vlen)
+                       for kat, klen, vat, vlen in HEADER_SPAN.iter_unpack(s.headers))
     return spans, headers
 
 

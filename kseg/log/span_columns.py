@@ -32,11 +32,9 @@ from kseg.facts.record_batch_v2 import RECORD_BATCH_OVERHEAD
 from kseg.formats.attributes import CODEC_MASK, CODEC_ZSTD, CONTROL_MASK, NO_SEQUENCE, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK
 from kseg.log.decode import decode_v2_records, effective_log_append_time
 from kseg.log.fast import c_twin
-from kseg.log.records import run_decompressor
+from kseg.log.records import HEADER_SPAN, RECORD_SPAN, run_decompressor
 from kseg.model import Batch, Record, record_sequence
 
-RECORD_SPAN = struct.Struct("=11q")  # KsegRecordSpan
-HEADER_SPAN = struct.Struct("=4q")  # KsegHeaderSpan
 _INT64 = struct.Struct("=q")
 _NO_MESSAGE = (-1, -1, -1)  # message_at, message_end, stored_crc: v0/v1 CRC facts, not columns
 
